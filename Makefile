@@ -1,0 +1,124 @@
+# spyrec: ahead-of-time graph compiler for a 32-core Spyre-like accelerator.
+#
+#   make            build build/spyrec, build/spyrun, build/spydump, build/libspyrert.{a,so}
+#   make demo       compile the shipped example model, run it, check it against its golden
+#   make check      every test (unit, golden text, golden numeric, determinism, malformed)
+#   make bench      compile time, host latency and onnxruntime ratio per model (needs PyPI)
+#   make asan|ubsan make check under sanitizers;  SANITIZER=address|undefined
+#   make format     clang-format the sources
+#
+# Dependencies are Debian packages; `make deps` installs missing ones when run as root.
+
+CC ?= cc
+BUILD ?= build
+SHARED ?= ../shared
+PREFIX ?= /usr/local
+MODE ?= release
+
+PKGS := libprotobuf-c yaml-0.1 cmocka
+DEB_PKGS := protobuf-c-compiler libprotobuf-c-dev libonnx-dev libyaml-dev libcmocka-dev pkg-config
+ONNX_PROTO ?= $(firstword $(wildcard /usr/include/onnx/onnx.proto /usr/local/include/onnx/onnx.proto))
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror \
+        -Wno-unused-parameter
+OPT_release := -O2 -g -DNDEBUG_IR_VERIFY=0
+OPT_debug := -O0 -g3 -DSPY_DEBUG=1
+SAN_address := -fsanitize=address -fno-omit-frame-pointer
+SAN_undefined := -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_thread := -fsanitize=thread
+SANFLAGS := $(if $(SANITIZER),$(SAN_$(SANITIZER)))
+
+CPPFLAGS += -I. -Iir -Ischemas -Iruntime -I$(BUILD)/gen -MMD -MP
+CFLAGS += -std=c11 -D_GNU_SOURCE -fPIC $(WARN) $(OPT_$(MODE)) $(SANFLAGS)
+LDFLAGS += $(SANFLAGS)
+LDLIBS += -lm -lpthread
+
+GEN_PROTO_C := $(BUILD)/gen/onnx/onnx.pb-c.c
+GEN_PROTO_H := $(BUILD)/gen/onnx/onnx.pb-c.h
+
+RT_SRC := $(wildcard runtime/*.c)
+IR_SRC := $(wildcard ir/*.c)
+FE_SRC := $(wildcard frontend/*.c)
+PASS_SRC := $(wildcard passes/*.c)
+CG_SRC := $(wildcard codegen/*.c)
+COMPILER_SRC := $(IR_SRC) $(FE_SRC) $(PASS_SRC) $(CG_SRC)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+RT_OBJ := $(call obj,$(RT_SRC))
+COMPILER_OBJ := $(call obj,$(COMPILER_SRC)) $(BUILD)/obj/gen/onnx.pb-c.o
+
+LIBRT_A := $(BUILD)/libspyrert.a
+LIBRT_SO := $(BUILD)/libspyrert.so
+LIBSPYREC := $(BUILD)/libspyrec.a
+BINS := $(BUILD)/spyrec $(BUILD)/spyrun $(BUILD)/spydump
+
+COMPILER_LIBS = $(shell pkg-config --libs libprotobuf-c yaml-0.1 2>/dev/null || echo -lprotobuf-c -lyaml)
+
+.PHONY: all deps demo check unit golden bench clean format asan ubsan tsan install
+all: deps-ok $(BINS) $(LIBRT_A) $(LIBRT_SO)
+
+# ---- dependencies -------------------------------------------------------------
+DEPS_STAMP := $(BUILD)/.deps-ok
+deps-ok: $(DEPS_STAMP)
+$(DEPS_STAMP):
+	@mkdir -p $(BUILD)
+	@sh tests/tools/deps.sh $(DEB_PKGS)
+	@touch $@
+deps:
+	@sh tests/tools/deps.sh $(DEB_PKGS)
+
+# ---- generated protobuf-c code (never committed) -------------------------------
+$(GEN_PROTO_C) $(GEN_PROTO_H): | $(DEPS_STAMP)
+	@mkdir -p $(BUILD)/gen
+	@test -n "$(ONNX_PROTO)" || { echo "error: onnx/onnx.proto not found; install libonnx-dev" >&2; exit 1; }
+	protoc-c --c_out=$(BUILD)/gen -I$(dir $(ONNX_PROTO)).. onnx/onnx.proto
+
+$(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_PROTO_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -std=c11 -fPIC -O2 -g $(SANFLAGS) -c $< -o $@
+
+# every frontend object may include the generated header
+$(call obj,$(FE_SRC)) $(call obj,$(wildcard cli/*.c)): $(GEN_PROTO_H)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# ---- libraries and binaries -------------------------------------------------------
+$(LIBRT_A): $(RT_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(LIBRT_SO): $(RT_OBJ)
+	$(CC) -shared -o $@ $^ $(LDFLAGS) $(LDLIBS)
+$(LIBSPYREC): $(COMPILER_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/spyrec: $(BUILD)/obj/cli/spyrec.o $(LIBSPYREC) $(LIBRT_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(COMPILER_LIBS) $(LDLIBS)
+$(BUILD)/spyrun: $(BUILD)/obj/cli/spyrun.o $(LIBSPYREC) $(LIBRT_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(COMPILER_LIBS) $(LDLIBS)
+$(BUILD)/spydump: $(BUILD)/obj/cli/spydump.o $(LIBRT_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- the main job on the shipped example --------------------------------------------
+demo: all
+	$(BUILD)/spyrec examples/models/tiny_cnn/model.onnx -o $(BUILD)/tiny_cnn.sbin
+	$(BUILD)/spyrun $(BUILD)/tiny_cnn.sbin --check examples/models/tiny_cnn/test_data_set_0 --profile
+
+# ---- tests --------------------------------------------------------------------------
+include tests/tests.mk
+
+# ---- sanitizers: the whole of make check in a separate build tree ----------------------
+asan:
+	$(MAKE) check BUILD=build-asan SANITIZER=address MODE=debug
+ubsan:
+	$(MAKE) check BUILD=build-ubsan SANITIZER=undefined MODE=debug
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) build-asan build-ubsan build-tsan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,26 @@
+/* cg.h: lowering of scheduled kernels to accelerator instructions, and the bundle
+ * writer. Codegen runs after the pipeline (passes/pass.h) and never runs anything.
+ */
+#ifndef SPYREC_CG_H
+#define SPYREC_CG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir.h"
+#include "target.h"
+
+typedef struct {
+    const SpyTarget *target;
+    const char *meta;              /* compiler version and flags, stored in SEC_META */
+} CgOptions;
+
+/* Lower every kernel and serialize the bundle into a malloc'd buffer.
+ * Returns false (with errors in g->diag) on failure. Deterministic: the same graph
+ * and options give the same bytes. */
+bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *outlen);
+
+/* Human-readable disassembly of a bundle in memory (for --emit=asm and golden tests). */
+bool cg_disassemble(const uint8_t *bundle, size_t len, FILE *f);
+
+#endif

@@ -1,0 +1,51 @@
+/* fe.h: frontends. They read model files into the IR (foreign nodes, constants,
+ * typed inputs) and read tensor files; protobuf and JSON types never leave frontend/.
+ */
+#ifndef SPYREC_FE_H
+#define SPYREC_FE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir.h"
+#include "target.h"
+
+typedef struct {
+    size_t max_file_bytes;         /* refuse larger model files (default 2 GiB) */
+    int max_nesting;               /* protobuf/JSON nesting limit (default 64) */
+} FeOptions;
+
+/* ONNX model -> IR graph with FOREIGN nodes (domain/op/opset kept) and constants.
+ * Errors go to diag ("model.onnx: ..."); returns NULL on failure. */
+IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt);
+/* torch.export archive (.pt2) -> IR graph with FOREIGN aten nodes. */
+IrGraph *fe_load_pt2(const char *path, IrDiag *diag, const FeOptions *opt);
+/* Pick the frontend by file content/extension. */
+IrGraph *fe_load_model(const char *path, IrDiag *diag, const FeOptions *opt);
+
+/* Target description from YAML (schemas/spyre32.yaml format). Returns false with a
+ * message "file: line N: ..." in diag on error. */
+bool fe_load_target(const char *path, SpyTarget *out, IrDiag *diag);
+/* The built-in reference target (same values as schemas/spyre32.yaml). */
+void fe_default_target(SpyTarget *out);
+
+/* A host tensor read from / written to a file (.pb TensorProto or .npy). */
+typedef struct {
+    char *name;                    /* malloc'd; "" if the file has none */
+    IrDType dtype;
+    int rank;
+    int64_t dims[IR_MAX_RANK];
+    void *data;                    /* malloc'd, row-major, little-endian */
+    size_t nbytes;
+} FeTensor;
+
+/* Read a tensor file; format from content (.npy magic) or extension. On error returns
+ * false and writes "file: offset N: message" into err. */
+bool fe_tensor_read(const char *path, FeTensor *t, char *err, size_t errlen);
+bool fe_tensor_read_mem(const char *label, const uint8_t *buf, size_t len, FeTensor *t,
+                        char *err, size_t errlen);
+/* Write as TensorProto (.pb) or .npy (npy != 0); atomically (temp file + rename). */
+bool fe_tensor_write(const char *path, const FeTensor *t, int npy, char *err, size_t errlen);
+void fe_tensor_free(FeTensor *t);
+
+#endif

@@ -1,0 +1,316 @@
+/* ir.h: every core type of the spyrec IR.
+ *
+ * A Graph owns one arena; values and nodes refer to each other by 32-bit index.
+ * Nodes are kept in topological order in g->nodes. A pass that rewrites the graph
+ * calls ir_rewrite_begin(), walks the old node list it gets back and re-emits
+ * (or replaces) each node with the builder functions, which append to g->nodes.
+ *
+ * Errors in the user's input go to the graph's Diag (ir_error*), which prints
+ * "file: node 'name' (OpType): message". Broken invariants are IR_ASSERT (file:line).
+ * Allocation failure longjmps to g->oom (set by the compile driver), so builder
+ * functions never return NULL.
+ */
+#ifndef SPYREC_IR_H
+#define SPYREC_IR_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IR_MAX_RANK 8
+#define IR_NONE UINT32_MAX
+
+typedef uint32_t ValId;
+typedef uint32_t NodeId;
+
+/* Internal invariant check: names file and line, then aborts. */
+#define IR_ASSERT(c) ((c) ? (void)0 : ir_die(__FILE__, __LINE__, #c))
+_Noreturn void ir_die(const char *file, int line, const char *what);
+
+/* ---- dtypes: numeric codes equal ONNX TensorProto.DataType ---- */
+typedef enum {
+    IR_DT_UNDEF = 0,
+    IR_DT_F32 = 1,
+    IR_DT_U8 = 2,
+    IR_DT_I8 = 3,
+    IR_DT_U16 = 4,
+    IR_DT_I16 = 5,
+    IR_DT_I32 = 6,
+    IR_DT_I64 = 7,
+    IR_DT_STRING = 8,
+    IR_DT_BOOL = 9,
+    IR_DT_F16 = 10,
+    IR_DT_F64 = 11,
+    IR_DT_U32 = 12,
+    IR_DT_U64 = 13,
+    IR_DT_BF16 = 16,
+} IrDType;
+
+size_t ir_dtype_size(IrDType t);          /* bytes per element; 0 if unknown/string */
+const char *ir_dtype_name(IrDType t);     /* "f32", "i64", ... */
+IrDType ir_dtype_from_name(const char *s);/* inverse of ir_dtype_name; UNDEF if none */
+bool ir_dtype_is_float(IrDType t);
+bool ir_dtype_is_int(IrDType t);          /* signed or unsigned integer (not bool) */
+
+typedef struct {
+    IrDType dtype;
+    int rank;                              /* 0 = scalar */
+    int64_t dims[IR_MAX_RANK];
+} IrType;
+
+int64_t ir_type_numel(const IrType *t);   /* product of dims; -1 on overflow */
+size_t ir_type_bytes(const IrType *t);     /* numel * dtype size; SIZE_MAX on overflow */
+bool ir_type_eq(const IrType *a, const IrType *b);
+
+/* ---- ops ---- */
+typedef enum {
+#define X(e, name, mi, ma, no, cls) e,
+#include "ops.def"
+#undef X
+    IR_OP_COUNT
+} IrOp;
+
+typedef enum { IR_CLS_ELEM, IR_CLS_REDUCE, IR_CLS_CONTRACT, IR_CLS_MOVE, IR_CLS_FOREIGN } IrOpClass;
+
+typedef enum {
+#define IR_UNFN(e, name) e,
+#include "ops.def"
+#undef IR_UNFN
+    IR_UN_COUNT
+} IrUnFn;
+
+typedef enum {
+#define IR_BINFN(e, name) e,
+#include "ops.def"
+#undef IR_BINFN
+    IR_BIN_COUNT
+} IrBinFn;
+
+typedef enum {
+#define IR_REDFN(e, name) e,
+#include "ops.def"
+#undef IR_REDFN
+    IR_RED_COUNT
+} IrRedFn;
+
+typedef struct {
+    const char *name;
+    int min_in, max_in, nout;
+    IrOpClass cls;
+} IrOpInfo;
+
+extern const IrOpInfo ir_op_info[IR_OP_COUNT];
+const char *ir_unfn_name(int fn);
+const char *ir_binfn_name(int fn);
+const char *ir_redfn_name(int fn);
+int ir_unfn_from_name(const char *s);      /* -1 if unknown */
+int ir_binfn_from_name(const char *s);
+int ir_redfn_from_name(const char *s);
+IrOp ir_op_from_name(const char *s);       /* IR_OP_COUNT if unknown */
+
+/* ---- attributes (generic name/value list on every node) ---- */
+typedef enum {
+    IR_ATTR_INT, IR_ATTR_FLOAT, IR_ATTR_STRING, IR_ATTR_INTS, IR_ATTR_FLOATS,
+    IR_ATTR_STRINGS, IR_ATTR_TENSOR, IR_ATTR_GRAPH
+} IrAttrKind;
+
+struct IrGraph;
+
+typedef struct {
+    const char *name;
+    IrAttrKind kind;
+    int64_t i;                             /* INT */
+    double f;                              /* FLOAT */
+    const char *s;                         /* STRING */
+    const int64_t *ints;                   /* INTS (n entries) */
+    const double *floats;                  /* FLOATS */
+    const char *const *strings;            /* STRINGS */
+    uint32_t n;
+    ValId tensor;                          /* TENSOR: a constant value of the graph */
+    struct IrGraph *graph;                 /* GRAPH: subgraph (foreign If/Loop/Scan) */
+} IrAttr;
+
+/* ---- values ---- */
+typedef enum { IR_VAL_ACT, IR_VAL_INPUT, IR_VAL_CONST } IrValKind;
+
+/* Device layout of a tensor (chosen by the layout pass).
+ * ROWMAJOR: dense row-major, no padding.
+ * STICKED: row-major but the innermost dimension is padded to a whole number of
+ *          128-byte sticks (pad elements are zero). */
+typedef enum { IR_LAYOUT_ROWMAJOR = 0, IR_LAYOUT_STICKED = 1 } IrLayoutKind;
+
+typedef struct {
+    IrType type;
+    IrValKind kind;
+    const char *name;                      /* never NULL; unique in the graph */
+    NodeId def;                            /* producing node, IR_NONE for inputs/consts */
+    uint32_t def_slot;                     /* output index in the producing node */
+    const void *data;                      /* CONST: host row-major data, ir_type_bytes() */
+    /* filled by later passes */
+    IrLayoutKind layout;
+    uint32_t alias_of;                     /* IR_NONE, or value whose storage this reuses */
+    int64_t alias_offset;                  /* byte offset into alias_of's storage */
+    int64_t dram_offset;                   /* planned offset in its DRAM segment, -1 unset */
+    uint32_t kernel;                       /* kernel that produces it, IR_NONE */
+} IrValue;
+
+/* Where a node came from, for diagnostics: "file: node 'name' (op_type)". */
+typedef struct {
+    const char *name;                      /* frontend node name (may be "") */
+    const char *op_type;                   /* frontend op type, e.g. "Conv" */
+    const char *stack;                     /* optional: torch stack trace */
+} IrOrigin;
+
+/* Foreign (frontend) op, awaiting decomposition. */
+typedef struct {
+    const char *op_type;                   /* "Conv", "aten.conv2d.default", ... */
+    const char *domain;                    /* "" for ai.onnx */
+    int64_t opset;                         /* version of that domain imported by the model */
+} IrForeign;
+
+typedef struct {
+    IrOp op;
+    uint16_t nin, nout;
+    uint16_t nattrs;
+    bool dead;                             /* removed; dropped by ir_compact */
+    ValId *in;                             /* IR_NONE for an omitted optional input */
+    ValId *out;
+    IrAttr *attrs;
+    IrOrigin origin;
+    IrForeign foreign;                     /* FOREIGN only */
+    uint32_t kernel;                       /* fusion group (IR_NONE before fusion) */
+} IrNode;
+
+/* ---- diagnostics ---- */
+typedef struct IrDiag {
+    const char *file;                      /* the model file being compiled */
+    int nerrors;
+    int nwarnings;
+    char **msgs;                           /* heap strings, "file: ..." */
+    int nmsgs, capmsgs;
+    int max_errors;                        /* stop collecting after this many (default 50) */
+} IrDiag;
+
+void ir_diag_init(IrDiag *d, const char *file);
+void ir_diag_free(IrDiag *d);
+/* Record an error about the whole file ("file: message"). */
+void ir_diag_error(IrDiag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ir_diag_warn(IrDiag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct IrKernel;                           /* defined in ir/kernel.h (scheduling data) */
+
+/* ---- graph ---- */
+typedef struct IrArenaBlock IrArenaBlock;
+
+typedef struct IrGraph {
+    IrArenaBlock *arena;
+    size_t arena_bytes;                    /* total bytes held by the arena */
+    size_t arena_limit;                    /* 0 = unlimited; exceeding it is an OOM */
+    jmp_buf *oom;                          /* longjmp target on allocation failure */
+
+    IrValue *vals;
+    uint32_t nvals, capvals;
+    IrNode *nodes;                         /* topological order */
+    uint32_t nnodes, capnodes;
+    ValId *inputs;                         /* graph inputs in order */
+    uint32_t ninputs, capinputs;
+    ValId *outputs;                        /* graph outputs in order */
+    uint32_t noutputs, capoutputs;
+
+    IrDiag *diag;                          /* where user-facing errors go */
+    const char *model_path;
+    int64_t onnx_opset;                    /* default-domain opset (0 if none) */
+
+    struct IrKernel *kernels;              /* filled by the fusion pass */
+    uint32_t nkernels;
+    void *sched;                           /* scheduling/codegen private data */
+    uint32_t name_counter;                 /* for fresh value names */
+    bool fold_consts;                      /* ir_add_node folds all-constant core ops */
+    size_t fold_budget;                    /* max bytes one folded result may have */
+} IrGraph;
+
+IrGraph *ir_graph_new(IrDiag *diag);       /* NULL only if malloc fails */
+void ir_graph_free(IrGraph *g);
+void *ir_alloc(IrGraph *g, size_t n);      /* zeroed, 16-aligned, lives with g */
+const char *ir_strdup(IrGraph *g, const char *s);
+const char *ir_fresh_name(IrGraph *g, const char *prefix); /* unique "prefix_N" */
+
+/* Values */
+ValId ir_add_input(IrGraph *g, const char *name, const IrType *t);
+/* Constant: data (ir_type_bytes(t) bytes) is copied into the arena. */
+ValId ir_add_const(IrGraph *g, const char *name, const IrType *t, const void *data);
+ValId ir_const_scalar_f32(IrGraph *g, float v);
+ValId ir_const_i64s(IrGraph *g, const int64_t *v, int n); /* 1-D i64 constant */
+void ir_add_output(IrGraph *g, ValId v);
+static inline IrValue *ir_val(IrGraph *g, ValId v) { IR_ASSERT(v < g->nvals); return &g->vals[v]; }
+static inline const IrType *ir_vtype(IrGraph *g, ValId v) { return &ir_val(g, v)->type; }
+static inline bool ir_is_const(IrGraph *g, ValId v) { return v != IR_NONE && ir_val(g, v)->kind == IR_VAL_CONST; }
+
+/* Nodes. ir_add_node appends a node, creates its outputs and runs shape inference
+ * (core ops). When g->fold_consts is set and every input is a constant, the node is
+ * evaluated (ir_eval_node) instead and its outputs become constants (the returned node
+ * is then marked dead), unless the result exceeds g->fold_budget. On inference failure an error naming the node's origin is recorded in
+ * g->diag and the outputs get dtype UNDEF; callers check ir_failed(). */
+NodeId ir_add_node(IrGraph *g, IrOp op, const ValId *in, int nin, const IrAttr *attrs,
+                   int nattrs, const IrOrigin *origin);
+/* Foreign node with explicit output count and (possibly unknown) output types. */
+NodeId ir_add_foreign(IrGraph *g, const IrForeign *f, const ValId *in, int nin, int nout,
+                      const IrAttr *attrs, int nattrs, const IrOrigin *origin);
+static inline IrNode *ir_node(IrGraph *g, NodeId n) { IR_ASSERT(n < g->nnodes); return &g->nodes[n]; }
+static inline bool ir_failed(const IrGraph *g) { return g->diag && g->diag->nerrors > 0; }
+
+/* Convenience builders (origin is copied to the new node). Return the output value. */
+ValId ir_unary(IrGraph *g, int fn, ValId a, const IrOrigin *o);
+ValId ir_binary(IrGraph *g, int fn, ValId a, ValId b, const IrOrigin *o);
+ValId ir_select(IrGraph *g, ValId c, ValId a, ValId b, const IrOrigin *o);
+ValId ir_cast(IrGraph *g, ValId a, IrDType to, const IrOrigin *o);
+ValId ir_reshape(IrGraph *g, ValId a, const int64_t *shape, int rank, const IrOrigin *o);
+ValId ir_transpose(IrGraph *g, ValId a, const int64_t *perm, const IrOrigin *o);
+ValId ir_reduce(IrGraph *g, int fn, ValId a, const int64_t *axes, int naxes, bool keepdims,
+                const IrOrigin *o);
+ValId ir_matmul(IrGraph *g, ValId a, ValId b, const IrOrigin *o);
+ValId ir_expand(IrGraph *g, ValId a, const int64_t *shape, int rank, const IrOrigin *o);
+
+/* Attributes */
+IrAttr ir_attr_int(const char *name, int64_t v);
+IrAttr ir_attr_float(const char *name, double v);
+IrAttr ir_attr_str(IrGraph *g, const char *name, const char *s);
+IrAttr ir_attr_ints(IrGraph *g, const char *name, const int64_t *v, int n); /* copies */
+IrAttr ir_attr_floats(IrGraph *g, const char *name, const double *v, int n);
+const IrAttr *ir_attr_find(const IrNode *n, const char *name);
+int64_t ir_attr_get_int(const IrNode *n, const char *name, int64_t dflt);
+double ir_attr_get_float(const IrNode *n, const char *name, double dflt);
+/* Ints attribute: returns count (or -1 if absent) and sets *out. */
+int ir_attr_get_ints(const IrNode *n, const char *name, const int64_t **out);
+
+/* Rewriting. ir_rewrite_begin detaches the node list and returns it (count in *n);
+ * the caller re-adds nodes with ir_add_node/ir_readd_node. Values keep their ids. */
+IrNode *ir_rewrite_begin(IrGraph *g, uint32_t *n);
+NodeId ir_readd_node(IrGraph *g, const IrNode *old); /* keeps old outputs, sets def */
+void ir_replace_uses(IrGraph *g, ValId from, ValId to); /* in nodes and graph outputs */
+void ir_compact(IrGraph *g);               /* drop dead nodes, renumber defs */
+uint32_t *ir_use_counts(IrGraph *g);       /* per value (arena), graph outputs count 1 */
+
+/* Shape inference for a core-op node whose inputs are typed (ir_shape.c). Returns false
+ * and reports through g->diag on error. */
+bool ir_infer(IrGraph *g, NodeId n);
+
+/* Report an error about a node: "file: node 'name' (OpType): message". */
+void ir_error(IrGraph *g, const IrOrigin *o, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Verifier: structural invariants (types, topological order, arity, attrs).
+ * Returns true if fine; otherwise reports "internal" errors to g->diag. */
+bool ir_verify(IrGraph *g, const char *after_pass);
+
+/* Text form (ir_print.c / ir_parse.c). The parser is for golden tests. */
+#include <stdio.h>
+void ir_print(IrGraph *g, FILE *f);
+IrGraph *ir_parse(const char *text, IrDiag *diag);
+
+/* Reference evaluation of one core-op node on constant inputs (ir_eval.c), used by
+ * constant folding and unit tests. Returns false if the op/dtype is not evaluable
+ * (the node is then left for the device). out[i] receives arena data. */
+bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out);
+
+#endif

@@ -1,0 +1,54 @@
+/* pass.h: the compiler pipeline (passes/pipeline.c holds the table).
+ *
+ * Each pass is a plain function over the graph; it reports user errors through
+ * g->diag and returns false to stop the pipeline. ir_verify() runs after every pass
+ * when PassOptions.verify is set (always in debug builds). Passes never print to
+ * stdout or exit.
+ */
+#ifndef SPYREC_PASS_H
+#define SPYREC_PASS_H
+
+#include <stdio.h>
+
+#include "ir.h"
+#include "target.h"
+
+typedef struct {
+    int opt_level;                 /* 0, 1, 2 */
+    const SpyTarget *target;
+    const char *dump_after;        /* pass name, "all", or NULL */
+    FILE *dump_file;               /* where --dump-after prints (stderr by default) */
+    bool verify;                   /* ir_verify after every pass */
+    size_t fold_budget;            /* bytes: largest constant a fold may create */
+} PassOptions;
+
+typedef bool (*PassFn)(IrGraph *g, const PassOptions *opt);
+
+typedef struct {
+    const char *name;              /* as used by --dump-after */
+    PassFn run;
+    int min_opt;                   /* run only at -O >= min_opt */
+    const char *what;              /* one line for --help / reports */
+} PassInfo;
+
+extern const PassInfo pass_pipeline[];
+extern const int pass_pipeline_len;
+
+/* Run the whole pipeline; false if any pass reported an error. */
+bool pass_run_pipeline(IrGraph *g, const PassOptions *opt);
+/* Lookup by name (for --dump-after validation); NULL if unknown. */
+const PassInfo *pass_find(const char *name);
+
+/* individual passes (one file each) */
+bool pass_decompose(IrGraph *g, const PassOptions *opt);   /* foreign ops -> core ops */
+bool pass_fold(IrGraph *g, const PassOptions *opt);        /* constant folding */
+bool pass_dce(IrGraph *g, const PassOptions *opt);         /* dead-code elimination */
+bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement cleanups */
+bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
+bool pass_fuse(IrGraph *g, const PassOptions *opt);        /* group nodes into kernels */
+bool pass_layout(IrGraph *g, const PassOptions *opt);      /* stick layouts */
+bool pass_divide(IrGraph *g, const PassOptions *opt);      /* split kernels over cores */
+bool pass_tile(IrGraph *g, const PassOptions *opt);        /* LX tiling */
+bool pass_dram_plan(IrGraph *g, const PassOptions *opt);   /* DRAM planning */
+
+#endif

@@ -1,0 +1,101 @@
+/* spyrt.h: public API of libspyrert, the spyrec runtime.
+ *
+ * Load a bundle (.sbin) once; the loaded model is immutable and may be shared by
+ * threads. Each thread runs through its own session (its DRAM arena, its 32 core
+ * scratchpads). Every function returns a status; on failure a message is available
+ * (spy_model_load_* write it to the caller's buffer; sessions keep their last one).
+ * Nothing here aborts on bad input.
+ *
+ *   spy_model *m; char err[256];
+ *   if (spy_model_load_file("m.sbin", &m, err, sizeof err)) { puts(err); ... }
+ *   spy_session *s; spy_session_create(m, NULL, &s);
+ *   spy_session_run(s, inputs, outputs);   // caller-owned buffers, host dtypes
+ */
+#ifndef SPYRT_H
+#define SPYRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    SPY_OK = 0,
+    SPY_E_INVALID_ARG = 1,   /* NULL pointer, wrong index, buffer too small */
+    SPY_E_BAD_BUNDLE = 2,    /* malformed, corrupted or unverifiable bundle */
+    SPY_E_VERSION = 3,       /* bundle from an incompatible compiler version */
+    SPY_E_TARGET = 4,        /* built for different target parameters */
+    SPY_E_IO = 5,            /* file could not be read */
+    SPY_E_NOMEM = 6,
+    SPY_E_RUNTIME = 7,       /* input data error at run time (index out of range, ...) */
+} spy_status;
+
+/* dtype codes equal ONNX TensorProto.DataType (1 = float32, 7 = int64, 9 = bool, ...) */
+typedef int spy_dtype;
+
+#define SPY_MAX_RANK 8
+
+typedef struct {
+    const char *name;        /* owned by the model */
+    spy_dtype dtype;         /* host dtype the caller passes or receives */
+    int rank;
+    int64_t dims[SPY_MAX_RANK];
+    size_t nbytes;           /* size of the caller's buffer */
+} spy_tensor_info;
+
+typedef struct spy_model spy_model;
+typedef struct spy_session spy_session;
+
+const char *spy_status_str(spy_status s);
+const char *spy_version(void);
+
+/* Load and verify all of a bundle before anything runs. */
+spy_status spy_model_load_file(const char *path, spy_model **out, char *err, size_t errlen);
+spy_status spy_model_load_memory(const void *data, size_t size, spy_model **out, char *err,
+                                 size_t errlen);
+void spy_model_free(spy_model *m);
+
+int spy_model_num_inputs(const spy_model *m);
+int spy_model_num_outputs(const spy_model *m);
+spy_status spy_model_input_info(const spy_model *m, int i, spy_tensor_info *info);
+spy_status spy_model_output_info(const spy_model *m, int i, spy_tensor_info *info);
+int spy_model_num_kernels(const spy_model *m);
+/* Bytes of memory a session needs (arena + scratchpads + staging). */
+size_t spy_model_session_bytes(const spy_model *m);
+
+typedef struct {
+    int num_threads;         /* host threads emulating the cores; 0 = one per host CPU */
+    int profile;             /* record per-kernel host time (modelled time is always kept) */
+} spy_session_options;
+
+spy_status spy_session_create(const spy_model *m, const spy_session_options *opt,
+                              spy_session **out);
+/* inputs[i]: buffer of spy_model_input_info(i).nbytes bytes, host dtype.
+ * outputs[i]: buffer of spy_model_output_info(i).nbytes bytes. */
+spy_status spy_session_run(spy_session *s, const void *const *inputs, void *const *outputs);
+const char *spy_session_error(const spy_session *s);
+void spy_session_free(spy_session *s);
+
+typedef struct {
+    const char *name;        /* kernel name */
+    double device_us;        /* modelled device time */
+    double host_us;          /* host time of the last run (0 if not profiling) */
+    double roofline_us;      /* roofline bound */
+    uint64_t flops;
+    uint64_t dram_bytes;     /* modelled DRAM traffic */
+} spy_kernel_profile;
+
+/* Per-kernel profile of the last run; i < spy_model_num_kernels. */
+spy_status spy_session_kernel_profile(const spy_session *s, int i, spy_kernel_profile *p);
+/* Total modelled device time of one inference, microseconds. */
+double spy_model_device_us(const spy_model *m);
+
+/* CRC32C (Castagnoli), as used for bundle sections. */
+uint32_t spy_crc32c(uint32_t crc, const void *data, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,170 @@
+/* isa.h: the instruction set of the emulated 32-core accelerator.
+ *
+ * Every instruction is one fixed 128-byte little-endian record (SpyInsn). A core's
+ * program for one kernel is a sequence of records ending in ISA_BARRIER. Addresses:
+ *   - LX (scratchpad) operands are byte offsets into the core's 2 MiB LX; the
+ *     verifier proves that every LX range touched lies inside lx_budget_bytes.
+ *   - DRAM operands are (segment, byte offset). Segments are bound at run time
+ *     (relocation): segment 0 = constants, 1 = the session's activation arena,
+ *     2 + i = the i-th entry of the bundle's I/O binding table (caller buffers or
+ *     edge staging buffers). The verifier checks every access against segment sizes.
+ * Strides are in elements (may be 0 for broadcast; DRAM strides may be negative).
+ * See isa.md for the semantics and timing of each opcode.
+ */
+#ifndef SPYREC_ISA_H
+#define SPYREC_ISA_H
+
+#include <stdint.h>
+
+#define ISA_MAX_DIMS 6
+#define ISA_SEG_CONST 0u
+#define ISA_SEG_ARENA 1u
+#define ISA_SEG_IO0 2u
+
+typedef enum {
+    ISA_NOP = 0,
+    ISA_LOAD = 1,      /* DRAM -> LX, N-d strided copy */
+    ISA_STORE = 2,     /* LX -> DRAM, N-d strided copy */
+    ISA_GATHER = 3,    /* DRAM rows selected by LX int32 indices -> LX */
+    ISA_MATMUL = 4,    /* C[m,n] (+)= A[m,k] B[k,n] on LX tiles (PT array) */
+    ISA_VEC = 5,       /* 2-D pointwise vector program step (SFU) */
+    ISA_VREDUCE = 6,   /* per-row reduction (SFU) */
+    ISA_VFILL = 7,     /* fill LX with a constant (SFU) */
+    ISA_VSCAN = 8,     /* per-row inclusive/exclusive prefix sum (SFU) */
+    ISA_BARRIER = 9,   /* end of this core's part of a kernel */
+    ISA_OPCODE_COUNT
+} SpyOpcode;
+
+/* Device element types: codes equal ONNX TensorProto.DataType. No 64-bit ints. */
+enum { ISA_DT_F32 = 1, ISA_DT_U8 = 2, ISA_DT_I8 = 3, ISA_DT_I16 = 5, ISA_DT_I32 = 6,
+       ISA_DT_BOOL = 9, ISA_DT_F16 = 10, ISA_DT_BF16 = 16 };
+
+/* ISA_VEC functions. Unary: src[0]. Binary: src[0], src[1] (or imm, flag ISA_F_IMM).
+ * SELECT: src[0] bool cond, src[1], src[2]. CAST: src_dtype -> dtype. */
+typedef enum {
+    ISA_VF_COPY = 0,
+    /* unary */
+    ISA_VF_NEG, ISA_VF_ABS, ISA_VF_EXP, ISA_VF_LOG, ISA_VF_SQRT, ISA_VF_RSQRT, ISA_VF_RECIP,
+    ISA_VF_TANH, ISA_VF_ERF, ISA_VF_SIGMOID, ISA_VF_RELU, ISA_VF_FLOOR, ISA_VF_CEIL,
+    ISA_VF_ROUND, ISA_VF_SIN, ISA_VF_COS, ISA_VF_TAN, ISA_VF_ASIN, ISA_VF_ACOS, ISA_VF_ATAN,
+    ISA_VF_SINH, ISA_VF_COSH, ISA_VF_ASINH, ISA_VF_ACOSH, ISA_VF_ATANH, ISA_VF_SIGN,
+    ISA_VF_NOT, ISA_VF_ISNAN, ISA_VF_ISINF, ISA_VF_SOFTPLUS,
+    /* binary */
+    ISA_VF_ADD, ISA_VF_SUB, ISA_VF_MUL, ISA_VF_DIV, ISA_VF_POW, ISA_VF_MAX, ISA_VF_MIN,
+    ISA_VF_FMOD, ISA_VF_MOD, ISA_VF_EQ, ISA_VF_NE, ISA_VF_LT, ISA_VF_LE, ISA_VF_GT,
+    ISA_VF_GE, ISA_VF_AND, ISA_VF_OR, ISA_VF_XOR, ISA_VF_SHL, ISA_VF_SHR, ISA_VF_ATAN2,
+    /* ternary / conversion */
+    ISA_VF_SELECT, ISA_VF_CAST,
+    ISA_VF_COUNT
+} SpyVecFn;
+
+/* ISA_VREDUCE functions; ARGMAX/ARGMIN write int32 positions (first occurrence, or
+ * last with ISA_F_LAST). */
+typedef enum { ISA_RF_SUM = 0, ISA_RF_PROD, ISA_RF_MAX, ISA_RF_MIN, ISA_RF_ARGMAX,
+               ISA_RF_ARGMIN, ISA_RF_COUNT } SpyRedFn;
+
+/* flags */
+#define ISA_F_ACCUM 0x01     /* MATMUL/VREDUCE: combine with existing dst */
+#define ISA_F_IMM 0x02       /* VEC: operand src[1] is the immediate `imm` */
+#define ISA_F_IMM_A 0x04     /* VEC: operand src[0] is the immediate (e.g. imm - x) */
+#define ISA_F_EXCL 0x08      /* VSCAN: exclusive */
+#define ISA_F_REV 0x10       /* VSCAN: reverse */
+#define ISA_F_LAST 0x20      /* VREDUCE arg: select last occurrence */
+
+typedef struct {             /* ISA_LOAD / ISA_STORE */
+    uint8_t opcode, esize, ndim, flags;
+    uint32_t seg;            /* DRAM segment */
+    int64_t dram_off;        /* byte offset of element (0,...,0) in the segment */
+    uint32_t lx;             /* LX byte offset of element (0,...,0) */
+    uint32_t dims[ISA_MAX_DIMS];          /* extents, outermost first; unused = 1 */
+    int32_t dram_stride[ISA_MAX_DIMS];    /* elements */
+    int32_t lx_stride[ISA_MAX_DIMS];      /* elements, >= 0 */
+    uint8_t pad[36];
+} SpyDma;
+
+typedef struct {             /* ISA_GATHER: dst row j = table row idx[j] */
+    uint8_t opcode, esize, flags, pad0;
+    uint32_t seg;
+    int64_t dram_off;        /* byte offset of table row 0 */
+    int64_t row_stride;      /* elements between table rows */
+    uint32_t lx_dst;
+    uint32_t lx_idx;         /* int32 indices in LX */
+    uint32_t nidx;
+    uint32_t row_elems;      /* contiguous elements copied per index */
+    uint32_t bound;          /* rows in the table; idx < 0 wraps by +bound; else error */
+    uint32_t dst_row_stride; /* elements between dst rows */
+    uint8_t pad[80];
+} SpyGather;
+
+typedef struct {             /* ISA_MATMUL */
+    uint8_t opcode, dtype, out_dtype, flags;
+    uint32_t a, b, c;        /* LX byte offsets */
+    uint32_t m, n, k;
+    uint32_t lda, ldb, ldc;  /* row strides in elements */
+    uint8_t pad[88];
+} SpyMatmul;
+
+typedef struct {             /* ISA_VEC: dst[r,c] = fn(src0[r,c], src1[r,c], src2[r,c]) */
+    uint8_t opcode, dtype, src_dtype, flags;
+    uint16_t fn, nsrc;
+    uint32_t dst;
+    uint32_t src[3];
+    uint32_t rows, cols;
+    int32_t dst_rs;          /* dst row stride (elements); column stride is 1 */
+    int32_t src_rs[3];       /* row strides */
+    int32_t src_cs[3];       /* column strides: 1, or 0 to broadcast along a row */
+    uint32_t imm;            /* bits of the immediate (in src_dtype) */
+    uint8_t pad[60];
+} SpyVec;
+
+typedef struct {             /* ISA_VREDUCE: dst[r*dst_rs] (op)= reduce_i src[r*src_rs + i*src_cs] */
+    uint8_t opcode, dtype, fn, flags;
+    uint32_t dst, src;
+    uint32_t rows, len;
+    int32_t src_rs, src_cs, dst_rs;
+    uint8_t pad[96];
+} SpyVReduce;
+
+typedef struct {             /* ISA_VFILL: n elements of dtype at dst := value bits */
+    uint8_t opcode, dtype, flags, pad0;
+    uint32_t dst, n, value;
+    uint8_t pad[112];
+} SpyVFill;
+
+typedef struct {             /* ISA_VSCAN: per-row prefix sum */
+    uint8_t opcode, dtype, flags, pad0;
+    uint32_t dst, src, rows, len;
+    int32_t src_rs, dst_rs;
+    uint8_t pad[100];
+} SpyVScan;
+
+typedef struct {             /* ISA_BARRIER: ends the core's program for kernel `kernel` */
+    uint8_t opcode, pad0[3];
+    uint32_t kernel;
+    uint8_t pad[120];
+} SpyBarrier;
+
+typedef union {
+    uint8_t opcode;
+    SpyDma dma;
+    SpyGather gather;
+    SpyMatmul mm;
+    SpyVec vec;
+    SpyVReduce red;
+    SpyVFill fill;
+    SpyVScan scan;
+    SpyBarrier bar;
+    uint8_t raw[128];
+} SpyInsn;
+
+_Static_assert(sizeof(SpyDma) == 128, "SpyDma size");
+_Static_assert(sizeof(SpyGather) == 128, "SpyGather size");
+_Static_assert(sizeof(SpyMatmul) == 128, "SpyMatmul size");
+_Static_assert(sizeof(SpyVec) == 128, "SpyVec size");
+_Static_assert(sizeof(SpyVReduce) == 128, "SpyVReduce size");
+_Static_assert(sizeof(SpyVFill) == 128, "SpyVFill size");
+_Static_assert(sizeof(SpyVScan) == 128, "SpyVScan size");
+_Static_assert(sizeof(SpyBarrier) == 128, "SpyBarrier size");
+_Static_assert(sizeof(SpyInsn) == 128, "SpyInsn size");
+
+#endif

@@ -1,0 +1,118 @@
+/* sbin.h: binary layout of a spyrec kernel bundle (.sbin). See sbin.md for the diagram.
+ *
+ * All integers little-endian. Layout:
+ *
+ *   offset 0   +--------------------------------------+
+ *              | SpyHeader (256 bytes)                 |  magic, version, features,
+ *              |   incl. SpyTarget (128 bytes)         |  target built for, table CRC
+ *   256        +--------------------------------------+
+ *              | SpySection[nsections] (32 bytes each) |  id, align, offset, size, crc32c
+ *              +--------------------------------------+
+ *              | padding to 64                         |
+ *              +--------------------------------------+
+ *              | section payloads, each 64-byte aligned,|
+ *              | in table order, non-overlapping       |
+ *              +--------------------------------------+  file_size
+ *
+ * header.table_crc = CRC32C over the header (with table_crc = 0) followed by the
+ * section table. Each section carries the CRC32C of its payload.
+ * A reader refuses: bad magic, major > SPY_SBIN_MAJOR (rebuild with a newer runtime)
+ * or major < it, unknown required feature bits, any CRC mismatch, sections that
+ * overlap, are misaligned, pass the end or overflow, duplicate or missing sections.
+ */
+#ifndef SPYREC_SBIN_H
+#define SPYREC_SBIN_H
+
+#include <stdint.h>
+
+#include "target.h"
+
+#define SPY_SBIN_MAGIC "SPYRSBIN"
+#define SPY_SBIN_MAJOR 1
+#define SPY_SBIN_MINOR 0
+#define SPY_SBIN_ALIGN 64
+#define SPY_SBIN_MAX_RANK 8
+
+typedef struct {
+    char magic[8];           /* "SPYRSBIN" */
+    uint16_t major, minor;
+    uint32_t features;       /* required-feature bits; none defined yet (must be 0) */
+    uint32_t header_bytes;   /* sizeof(SpyHeader) */
+    uint32_t nsections;
+    uint64_t file_size;
+    uint32_t table_crc;      /* see above */
+    uint32_t reserved0;
+    SpyTarget target;        /* target parameters the bundle was built for */
+    uint8_t reserved[88];
+} SpyHeader;
+
+typedef enum {
+    SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
+    SPY_SEC_TENSORS = 2,     /* SpyTensorDesc[]: graph inputs then outputs */
+    SPY_SEC_CONSTS = 3,      /* constant data in device layout (segment 0) */
+    SPY_SEC_KERNELS = 4,     /* SpyKernelDesc[] */
+    SPY_SEC_PROGRAMS = 5,    /* SpyProgramDesc[]: per kernel, per core instruction ranges */
+    SPY_SEC_CODE = 6,        /* SpyInsn[] */
+    SPY_SEC_SCHEDULE = 7,    /* uint32_t[]: kernel indices in execution order */
+    SPY_SEC_SEGMENTS = 8,    /* SpySegmentDesc[]: relocation / binding of DRAM segments */
+    SPY_SEC_META = 9,        /* compiler version and flags, UTF-8 text "key=value\n" */
+    SPY_SEC_SELFTEST = 10,   /* optional: sample inputs then expected outputs, raw */
+    SPY_SEC_MAX
+} SpySectionId;
+
+typedef struct {
+    uint32_t id;             /* SpySectionId */
+    uint32_t align;          /* 64 */
+    uint64_t offset;
+    uint64_t size;
+    uint32_t crc32c;
+    uint32_t reserved;
+} SpySection;
+
+enum { SPY_ROLE_INPUT = 1, SPY_ROLE_OUTPUT = 2 };
+
+typedef struct {             /* one graph input or output (64 + 8*8 bytes) */
+    uint32_t name;           /* offset in STRINGS */
+    uint8_t role;            /* SPY_ROLE_* */
+    uint8_t host_dtype;      /* dtype the caller sees (ONNX code), e.g. 7 = int64 */
+    uint8_t dev_dtype;       /* dtype on the device, e.g. 6 = int32 */
+    uint8_t rank;
+    uint32_t seg;            /* DRAM segment holding the device copy (>= ISA_SEG_IO0) */
+    uint32_t layout;         /* 0 = row-major */
+    uint64_t numel;
+    uint8_t reserved[40];
+    int64_t dims[SPY_SBIN_MAX_RANK];
+} SpyTensorDesc;
+
+typedef struct {             /* one kernel: SPMD over cores */
+    uint32_t name;           /* offset in STRINGS, e.g. "k12_conv_relu" */
+    uint32_t first_program;  /* index into PROGRAMS; ncores consecutive entries */
+    uint32_t ncores;         /* == target.cores */
+    uint32_t flags;
+    uint64_t flops;          /* useful FLOPs, for the roofline */
+    uint64_t min_dram_bytes; /* compulsory DRAM traffic, for the roofline */
+    uint8_t reserved[32];
+} SpyKernelDesc;
+
+typedef struct {
+    uint64_t first_insn;     /* index into CODE */
+    uint32_t ninsns;         /* including the final ISA_BARRIER */
+    uint32_t core;
+} SpyProgramDesc;
+
+enum { SPY_SEGK_CONST = 0, SPY_SEGK_ARENA = 1, SPY_SEGK_IO = 2 };
+
+typedef struct {             /* DRAM segment id == index in this table */
+    uint32_t kind;           /* SPY_SEGK_* */
+    uint32_t tensor;         /* IO: index in TENSORS; else 0 */
+    uint64_t size;           /* bytes the segment must provide */
+} SpySegmentDesc;
+
+_Static_assert(sizeof(SpyHeader) == 256, "SpyHeader size");
+_Static_assert(sizeof(SpySection) == 32, "SpySection size");
+_Static_assert(sizeof(SpyTensorDesc) == 128, "SpyTensorDesc size");
+_Static_assert(sizeof(SpyKernelDesc) == 64, "SpyKernelDesc size");
+_Static_assert(sizeof(SpyProgramDesc) == 16, "SpyProgramDesc size");
+_Static_assert(sizeof(SpySegmentDesc) == 16, "SpySegmentDesc size");
+
+#endif
