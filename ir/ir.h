@@ -128,7 +128,8 @@ typedef struct {
     const char *const *strings;            /* STRINGS */
     uint32_t n;
     ValId tensor;                          /* TENSOR: a constant value of the graph */
-    struct IrGraph *graph;                 /* GRAPH: subgraph (foreign If/Loop/Scan) */
+    struct IrGraph *graph;                 /* GRAPH: subgraph (foreign If/Loop/Scan); once
+                                              attached to a node, freed with the graph */
 } IrAttr;
 
 /* ---- values ---- */
@@ -197,6 +198,9 @@ void ir_diag_free(IrDiag *d);
 /* Record an error about the whole file ("file: message"). */
 void ir_diag_error(IrDiag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ir_diag_warn(IrDiag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Write every collected message, one per line, to f (stderr in the tools). */
+#include <stdio.h>
+void ir_diag_print(const IrDiag *d, FILE *f);
 
 struct IrKernel;                           /* defined in ir/kernel.h (scheduling data) */
 
@@ -228,6 +232,7 @@ typedef struct IrGraph {
     uint32_t name_counter;                 /* for fresh value names */
     bool fold_consts;                      /* ir_add_node folds all-constant core ops */
     size_t fold_budget;                    /* max bytes one folded result may have */
+    struct IrGraphPriv *priv;              /* ir.c private: name set, owned subgraphs */
 } IrGraph;
 
 IrGraph *ir_graph_new(IrDiag *diag);       /* NULL only if malloc fails */
@@ -235,6 +240,11 @@ void ir_graph_free(IrGraph *g);
 void *ir_alloc(IrGraph *g, size_t n);      /* zeroed, 16-aligned, lives with g */
 const char *ir_strdup(IrGraph *g, const char *s);
 const char *ir_fresh_name(IrGraph *g, const char *prefix); /* unique "prefix_N" */
+/* Rename value v. If name is taken by another value, a unique "name_N" is used
+ * instead; returns the name given. Never assign IrValue.name directly. */
+const char *ir_set_name(IrGraph *g, ValId v, const char *name);
+/* Find a value by name; IR_NONE if none. */
+ValId ir_find_value(IrGraph *g, const char *name);
 
 /* Values */
 ValId ir_add_input(IrGraph *g, const char *name, const IrType *t);
@@ -288,7 +298,9 @@ int ir_attr_get_ints(const IrNode *n, const char *name, const int64_t **out);
  * the caller re-adds nodes with ir_add_node/ir_readd_node. Values keep their ids. */
 IrNode *ir_rewrite_begin(IrGraph *g, uint32_t *n);
 NodeId ir_readd_node(IrGraph *g, const IrNode *old); /* keeps old outputs, sets def */
-void ir_replace_uses(IrGraph *g, ValId from, ValId to); /* in nodes and graph outputs */
+/* Replace uses in nodes (also in the list detached by ir_rewrite_begin) and graph
+ * outputs; a replaced graph output hands its name to `to` when `to` is internal. */
+void ir_replace_uses(IrGraph *g, ValId from, ValId to);
 void ir_compact(IrGraph *g);               /* drop dead nodes, renumber defs */
 uint32_t *ir_use_counts(IrGraph *g);       /* per value (arena), graph outputs count 1 */
 

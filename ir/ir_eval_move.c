@@ -1,0 +1,162 @@
+/* ir_eval_move.c: reference evaluation of the data-movement core ops: transpose, slice,
+ * pad, concat, gather, expand (reshape is a copy in ir_eval.c). */
+#include <string.h>
+
+#include "ir.h"
+#include "ir_priv.h"
+
+typedef IrEval Ev;
+typedef IrBIter BIter;
+
+static const IrType *ity(const Ev *e, int i) { return &e->g->vals[e->n->in[i]].type; }
+static const IrType *oty(const Ev *e, int i) { return &e->g->vals[e->n->out[i]].type; }
+
+/* Copy one element of es bytes. */
+static void copy_elem(void *dst, size_t di, const void *src, size_t si, size_t es)
+{
+    memcpy((char *)dst + di * es, (const char *)src + si * es, es);
+}
+
+/* ---- data movement ---- */
+
+static bool eval_transpose(const Ev *e)
+{
+    const IrType *t = ity(e, 0), *o = oty(e, 0);
+    const int64_t *perm;
+    ir_attr_get_ints(e->n, "perm", &perm);
+    int64_t st[IR_MAX_RANK], ne = ir_type_numel(o);
+    size_t es = ir_dtype_size(o->dtype);
+    ir_strides_of(t, st);
+    BIter it;
+    memset(&it, 0, sizeof it);
+    it.rank = o->rank;
+    it.k = 1;
+    memcpy(it.dims, o->dims, sizeof it.dims);
+    for (int i = 0; i < o->rank; i++)
+        it.st[0][i] = st[perm[i]];
+    for (int64_t i = 0; i < ne; i++, ir_bi_next(&it))
+        copy_elem(e->out[0], (size_t)i, e->in[0], (size_t)it.off[0], es);
+    return true;
+}
+
+static bool eval_slice(const Ev *e)
+{
+    const IrType *t = ity(e, 0), *o = oty(e, 0);
+    const int64_t *starts, *steps;
+    ir_attr_get_ints(e->n, "starts", &starts);
+    ir_attr_get_ints(e->n, "steps", &steps);
+    int64_t st[IR_MAX_RANK], ne = ir_type_numel(o);
+    size_t es = ir_dtype_size(o->dtype);
+    ir_strides_of(t, st);
+    BIter it;
+    memset(&it, 0, sizeof it);
+    it.rank = o->rank;
+    it.k = 1;
+    memcpy(it.dims, o->dims, sizeof it.dims);
+    for (int i = 0; i < o->rank; i++) {
+        it.st[0][i] = steps[i] * st[i];
+        it.off[0] += starts[i] * st[i];
+    }
+    for (int64_t i = 0; i < ne; i++, ir_bi_next(&it))
+        copy_elem(e->out[0], (size_t)i, e->in[0], (size_t)it.off[0], es);
+    return true;
+}
+
+static bool eval_pad(const Ev *e)
+{
+    static const int64_t zeros[IR_MAX_RANK] = {0};
+    const IrType *t = ity(e, 0), *o = oty(e, 0);
+    const int64_t *pads, *inter;
+    ir_attr_get_ints(e->n, "pads", &pads);
+    if (ir_attr_get_ints(e->n, "interior", &inter) < 0)
+        inter = zeros;
+    double value = ir_attr_get_float(e->n, "value", 0.0);
+    int64_t st[IR_MAX_RANK], idx[IR_MAX_RANK] = {0}, ne = ir_type_numel(o);
+    size_t es = ir_dtype_size(o->dtype);
+    ir_strides_of(t, st);
+    for (int64_t i = 0; i < ne; i++, ir_next_index(idx, o->dims, o->rank)) {
+        int64_t src = 0;
+        for (int j = 0; j < o->rank && src >= 0; j++) {
+            int64_t p = idx[j] - pads[j], q = inter[j] + 1;
+            if (p < 0 || p % q != 0 || p / q >= t->dims[j])
+                src = -1;
+            else
+                src += p / q * st[j];
+        }
+        if (src >= 0)
+            copy_elem(e->out[0], (size_t)i, e->in[0], (size_t)src, es);
+        else
+            ir_store_f(o->dtype, e->out[0], (size_t)i, value);
+    }
+    return true;
+}
+
+static bool eval_concat(const Ev *e)
+{
+    const IrType *o = oty(e, 0);
+    int axis = (int)ir_attr_get_int(e->n, "axis", 0);
+    size_t es = ir_dtype_size(o->dtype);
+    int64_t outer, d, inner;
+    ir_split3(o, axis, &outer, &d, &inner);
+    char *dst = e->out[0];
+    for (int64_t k = 0; k < outer; k++) {
+        for (int j = 0; j < e->n->nin; j++) {
+            size_t chunk = (size_t)(ity(e, j)->dims[axis] * inner) * es;
+            if (chunk)
+                memcpy(dst, (const char *)e->in[j] + (size_t)k * chunk, chunk);
+            dst += chunk;
+        }
+    }
+    return true;
+}
+
+static bool eval_gather(const Ev *e)
+{
+    const IrType *t = ity(e, 0), *ti = ity(e, 1);
+    int axis = (int)ir_attr_get_int(e->n, "axis", 0);
+    size_t es = ir_dtype_size(t->dtype);
+    int64_t outer, d, inner, ni = ir_type_numel(ti);
+    ir_split3(t, axis, &outer, &d, &inner);
+    size_t chunk = (size_t)inner * es;
+    for (int64_t j = 0; j < ni; j++) {          /* validate every index first */
+        int64_t k = ir_load_i(ti->dtype, e->in[1], (size_t)j);
+        if (k < -d || k >= d)
+            return false;
+    }
+    char *dst = e->out[0];
+    for (int64_t o = 0; o < outer; o++) {
+        for (int64_t j = 0; j < ni; j++) {
+            int64_t k = ir_load_i(ti->dtype, e->in[1], (size_t)j);
+            k = k < 0 ? k + d : k;
+            if (chunk)
+                memcpy(dst, (const char *)e->in[0] + (size_t)(o * d + k) * chunk, chunk);
+            dst += chunk;
+        }
+    }
+    return true;
+}
+
+static bool eval_expand(const Ev *e)
+{
+    const IrType *t[1] = {ity(e, 0)}, *o = oty(e, 0);
+    size_t es = ir_dtype_size(o->dtype);
+    int64_t ne = ir_type_numel(o);
+    BIter it;
+    ir_bi_init(&it, o, 1, t);
+    for (int64_t i = 0; i < ne; i++, ir_bi_next(&it))
+        copy_elem(e->out[0], (size_t)i, e->in[0], (size_t)it.off[0], es);
+    return true;
+}
+
+bool ir_eval_move(const IrEval *e)
+{
+    switch (e->n->op) {
+    case IR_OP_TRANSPOSE: return eval_transpose(e);
+    case IR_OP_SLICE: return eval_slice(e);
+    case IR_OP_PAD: return eval_pad(e);
+    case IR_OP_CONCAT: return eval_concat(e);
+    case IR_OP_GATHER: return eval_gather(e);
+    case IR_OP_EXPAND: return eval_expand(e);
+    default: return false;
+    }
+}

@@ -1,0 +1,59 @@
+/* ir_priv.h: helpers shared by the files of ir/ only (not part of the public API). */
+#ifndef SPYREC_IR_PRIV_H
+#define SPYREC_IR_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir.h"
+
+/* ---- ir_dtype.c: element access ---- */
+bool ir_dtype_is_unsigned(IrDType t);      /* u8..u64 (not bool) */
+int ir_dtype_bits(IrDType t);              /* bits per element */
+float ir_f16_to_f32(uint16_t h);
+uint16_t ir_f32_to_f16(float f);           /* round to nearest even */
+float ir_bf16_to_f32(uint16_t h);
+uint16_t ir_f32_to_bf16(float f);          /* round to nearest even */
+/* Load element i of a buffer of dtype t as double / as 64-bit integer (signed types
+ * sign-extend, unsigned zero-extend, floats truncate toward zero). */
+double ir_load_f(IrDType t, const void *p, size_t i);
+int64_t ir_load_i(IrDType t, const void *p, size_t i);
+/* Store a double (rounded to the dtype; ints truncate, saturating at the int64 range)
+ * or a 64-bit integer (wrapped to the dtype's width; bool = v != 0). */
+void ir_store_f(IrDType t, void *p, size_t i, double v);
+void ir_store_i(IrDType t, void *p, size_t i, int64_t v);
+
+/* ---- ir_shape.c ---- */
+/* Compute the output types of core-op node n (inputs typed) into outs[n->nout].
+ * On failure writes a message (without the node prefix) into err and returns false.
+ * *quiet is set when an input was already untyped (an earlier error: do not report). */
+bool ir_infer_types(IrGraph *g, const IrNode *n, IrType *outs, char *err, size_t errlen,
+                    bool *quiet);
+
+/* ---- ir.c ---- */
+void ir_oom(IrGraph *g);                   /* longjmp to g->oom or die */
+
+/* ---- ir_eval.c / ir_eval_move.c internals ---- */
+#define IR_EV_MAXOPS 3
+typedef struct {
+    IrGraph *g;
+    const IrNode *n;
+    const void **in;
+    void **out;
+} IrEval;
+/* Broadcast iterator over an output shape with up to IR_EV_MAXOPS operand offsets. */
+typedef struct {
+    int rank, k;
+    int64_t dims[IR_MAX_RANK], idx[IR_MAX_RANK];
+    int64_t st[IR_EV_MAXOPS][IR_MAX_RANK];
+    int64_t off[IR_EV_MAXOPS];
+} IrBIter;
+void ir_strides_of(const IrType *t, int64_t *st);
+void ir_bi_init(IrBIter *it, const IrType *out, int k, const IrType *const *t);
+void ir_bi_next(IrBIter *it);
+void ir_next_index(int64_t *idx, const int64_t *dims, int r);
+void ir_split3(const IrType *t, int axis, int64_t *outer, int64_t *d, int64_t *inner);
+bool ir_eval_move(const IrEval *e);       /* transpose, slice, pad, concat, gather, expand */
+
+#endif

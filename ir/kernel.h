@@ -1,0 +1,199 @@
+/* kernel.h: scheduling data of the back end: kernels (fusion groups), strided views,
+ * work division over the cores, LX tile programs and the DRAM plan.
+ *
+ * Who fills what (passes/pipeline.c order):
+ *   pass_fuse      IrKernel identity (kind, members, out, ins, name), virtual views
+ *                  (IrSched.vnode/virt), output-segment claims (IrSched.claim)
+ *   pass_layout    IrValue.layout, IrSched.view of every value, IrValue.alias_of
+ *   pass_divide    IrKernel.grid (work items) and core_first (item ranges per core)
+ *   pass_tile      IrKernel.grid refined to fit LX, inner loop grid, tile programs,
+ *                  anchor LX buffers, accesses, lx_bytes, reads/writes
+ *   pass_dram_plan IrSched.seg, IrValue.dram_offset, segment sizes, constant list
+ * The code generator (codegen/) only reads this plan.
+ *
+ * Iteration spaces: every kernel computes over an iteration space of at most
+ * IR_ITER_MAX dimensions. A work item is one chunk of IrKernel.grid (a box); DRAM
+ * operands are reached through IrAccess (base + stride per iteration dimension, in
+ * elements of the root value), so that broadcasting (stride 0), transposes, slices
+ * (negative strides), pooling windows and im2col are all plain strided accesses.
+ *
+ * Kernel iteration spaces by kind:
+ *   ELEM      grid = output dims
+ *   CONTRACT  matmul: grid = [C batch dims..., M, N], inner = [K];
+ *             access space [grid..., K]
+ *             conv (s spatial dims): grid = [N, G, Mg, O1..Os], inner = [Cg];
+ *             access space [grid..., Cg, K1..Ks]
+ *   REDUCE    grid = kept dims (REDUCE/ARGREDUCE: input dims not reduced, in order;
+ *             WINDOW: [leading dims, O1..Os]; CUMSUM: input dims but the axis),
+ *             inner = reduced dims (WINDOW: the kernel taps; CUMSUM: [axis], one chunk);
+ *             prologue space [grid..., inner...]; epilogue space = grid (CUMSUM: as
+ *             the prologue)
+ *   MOVE/COPY grid = output dims (a RESHAPE copy iterates the input dims)
+ */
+#ifndef SPYREC_KERNEL_H
+#define SPYREC_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ir.h"
+#include "target.h"
+
+#define IR_ITER_MAX 12       /* iteration dims of one kernel */
+#define IR_LX_ALIGN 128      /* LX buffers start on stick boundaries */
+#define IR_DRAM_ALIGN 64     /* DRAM tensors start on 64-byte boundaries */
+#define IR_KBUF_MAX 4        /* anchor LX buffers per kernel */
+
+typedef enum {
+    IR_KK_ELEM = 0,          /* tree of pointwise nodes with one output */
+    IR_KK_CONTRACT = 1,      /* MATMUL or CONV + pointwise epilogue */
+    IR_KK_REDUCE = 2,        /* REDUCE/ARGREDUCE/WINDOW/CUMSUM + prologue + epilogue */
+    IR_KK_MOVE = 3,          /* materialised view, PAD, CONCAT, GATHER */
+    IR_KK_COPY = 4,          /* copy of a value into a graph output's segment */
+} IrKernelKind;
+
+/* Element (i0, i1, ...) of a value lives at element off + sum(i_d * stride[d]) of the
+ * storage of value root (root == the value itself when it owns its storage). Strides
+ * are in elements, may be 0 (broadcast) or negative (reversed slice). */
+typedef struct {
+    ValId root;
+    int64_t off;
+    int64_t stride[IR_MAX_RANK];
+} IrView;
+
+/* A DRAM operand over a kernel iteration space: point (i0, ...) is element
+ * base + sum(i_d * is[d]) of root's storage. */
+typedef struct {
+    ValId root;              /* IR_NONE: unused */
+    int64_t base;
+    int64_t is[IR_ITER_MAX];
+} IrAccess;
+
+/* Work grid: dim d of extent ext[d] is cut into chunks of chunk[d] (the last chunk
+ * may be shorter); items are numbered row-major over the chunk indices. */
+typedef struct {
+    int rank;
+    int64_t ext[IR_ITER_MAX];
+    int64_t chunk[IR_ITER_MAX];
+} IrGrid;
+
+/* Shape class of a value in a tile program: which tile axes it varies along.
+ * FULL = rows x cols (row stride = cols), ROW = one per row, COL = one per column. */
+enum { IR_TC_SCALAR = 0, IR_TC_ROW = 1, IR_TC_COL = 2, IR_TC_FULL = 3 };
+
+/* Where a tile-program value comes from. */
+enum {
+    IR_TV_LOAD = 0,          /* loaded from DRAM through acc */
+    IR_TV_NODE = 1,          /* computed by a step (one VEC) */
+    IR_TV_SEED = 2,          /* left in LX by the kernel's anchor (MATMUL C, VREDUCE) */
+    IR_TV_CONST = 3,         /* scalar constant: immediate, or VFILLed once per program */
+};
+
+typedef struct {
+    ValId v;
+    uint8_t src;             /* IR_TV_* */
+    uint8_t cls;             /* IR_TC_* */
+    uint8_t dtype;           /* device dtype (ISA_DT_*) */
+    uint8_t esize;
+    bool needs_buf;          /* CONST: some use cannot take an immediate */
+    uint32_t imm;            /* CONST: value bits in dtype (sign-extended) */
+    uint32_t lx;             /* LX byte offset of its buffer, UINT32_MAX if none */
+    uint32_t bytes;          /* buffer size */
+    int32_t last;            /* last step reading it (nsteps: lives to the end) */
+    IrAccess acc;            /* LOAD: where it comes from */
+} IrTileVal;
+
+/* A tile program: pointwise steps on one 2-d tile (rows x cols) of an iteration
+ * space. Tile rows are the iteration dims order[0..nrow), columns order[nrow..nd);
+ * LX data is row-major over that order. */
+typedef struct {
+    int nd;                  /* iteration dims */
+    int nrow;
+    int order[IR_ITER_MAX];  /* LX order of the iteration dims */
+    int64_t cap[IR_ITER_MAX];/* largest tile extent per iteration dim */
+    IrTileVal *vals;
+    uint32_t nvals;
+    NodeId *steps;           /* pointwise nodes in order, one VEC each */
+    uint32_t nsteps;
+    int32_t result;          /* index in vals of the value the program produces */
+    bool store;              /* store result through out at the end */
+    IrAccess out;
+    uint32_t lx_lo, lx_hi;   /* LX byte range of this program's buffers */
+} IrTileProg;
+
+typedef struct IrKernel {
+    const char *name;        /* "k12_conv_add_relu" */
+    IrKernelKind kind;
+    NodeId anchor;           /* CONTRACT/REDUCE/MOVE main node, IR_NONE otherwise */
+    NodeId root;             /* node producing out (kernels run in root order) */
+    NodeId *pro;             /* REDUCE prologue (pointwise), topological */
+    uint32_t npro;
+    NodeId *epi;             /* ELEM body / CONTRACT and REDUCE epilogue, topological */
+    uint32_t nepi;
+    ValId out;               /* the one value the kernel writes */
+    uint32_t out_index;      /* COPY: graph output index */
+    ValId *ins;              /* values read from DRAM (or scalar consts), deduplicated */
+    uint32_t nins;
+    uint64_t flops;          /* useful operations (2*M*N*K for contractions) */
+    uint64_t min_dram_bytes; /* external inputs + output, each once */
+
+    /* work division (pass_divide, refined by pass_tile) */
+    IrGrid grid;
+    uint64_t nitems;
+    uint32_t ncores;
+    uint64_t *core_first;    /* ncores + 1 entries: core c runs items [c], [c+1]) */
+
+    /* tiling (pass_tile) */
+    IrGrid inner;            /* per-item loop: K chunks, reduced chunks */
+    IrTileProg tp[2];        /* ELEM: tp[0]; CONTRACT: tp[1]; REDUCE: tp[0] pro, tp[1] epi */
+    IrAccess acc[3];         /* matmul A,B; conv X,W; MOVE/COPY src (0) and dst (1) */
+    uint32_t buf[IR_KBUF_MAX];       /* anchor buffers: CONTRACT A,B,C; REDUCE acc;
+                                        MOVE tile, indices */
+    uint32_t buf_bytes[IR_KBUF_MAX];
+    uint32_t lx_bytes;       /* LX high-water mark of every core */
+    ValId *reads;            /* root values read from DRAM, ascending */
+    uint32_t nreads;
+} IrKernel;
+
+/* Back-end state hung on IrGraph.sched (arena memory of the graph). */
+typedef struct IrSched {
+    uint32_t nvals, nnodes;
+    uint8_t *vnode;          /* per node: 1 = virtual view (no kernel) */
+    uint8_t *virt;           /* per value: 1 = no storage of its own (view of root) */
+    int32_t *claim;          /* per value: graph output whose segment is its storage, -1 */
+    IrView *view;            /* per value (pass_layout) */
+    uint32_t *seg;           /* per root value: DRAM segment (pass_dram_plan) */
+    uint64_t seg0_bytes;     /* constant segment */
+    uint64_t arena_bytes;    /* activation arena */
+    ValId *consts;           /* constants stored in segment 0, by offset */
+    uint32_t nconsts;
+} IrSched;
+
+/* ---- shared helpers (passes/sched.c) ---- */
+IrSched *pass_sched(IrGraph *g);               /* the graph's IrSched (created on demand) */
+int pass_dev_dtype(IrDType t);                 /* ISA_DT_* for an IR dtype, 0 if none */
+bool pass_dtype_computable(IrDType t);         /* the vector unit computes on it */
+const char *pass_dtype_long_name(IrDType t);   /* "float64", for messages */
+int64_t pass_numel(const IrType *t);
+void pass_dense_strides(const IrType *t, int64_t *stride); /* row-major, elements */
+/* Storage size of a root value in its layout (bytes, device dtype). */
+uint64_t pass_storage_bytes(IrGraph *g, ValId v, const SpyTarget *t);
+/* Compose a view node (RESHAPE/TRANSPOSE/SLICE/EXPAND) onto its input's view.
+ * False when not expressible as strides (a reshape of a non-contiguous view). */
+bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out);
+bool pass_view_dense(IrGraph *g, ValId v, const IrView *vw); /* dense, full, offset 0 */
+
+int64_t pass_grid_items(const IrGrid *gr);
+/* Box of item `item`: start[d], len[d] per grid dim. */
+void pass_grid_item(const IrGrid *gr, uint64_t item, int64_t *start, int64_t *len);
+/* Last grid dim whose chunk is smaller than its extent (-1: one item covers all). */
+int pass_grid_split(const IrGrid *gr);
+/* core_first from grid item count: contiguous balanced ranges. */
+void pass_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores);
+
+/* Print the kernel plan (division, tiles, LX, DRAM) for --dump-after and reports. */
+void pass_print_kernels(IrGraph *g, FILE *f);
+const char *pass_kernel_kind_name(IrKernelKind k);
+
+#endif

@@ -1,0 +1,22 @@
+#!/bin/bash
+# run.sh [BUILD] [SHARED] [JOBS]: the ONNX backend conformance suite.
+# Runs every case of SHARED/onnx-tests/{node,pytorch-converted,pytorch-operator,simple}
+# through spyrec + spyrun --check, then writes BUILD/conformance/report.{md,json} with one
+# outcome per test, totals per folder and per ONNX operator, and the out-of-scope list.
+# Exits 1 if the pass count falls below the ratchet in tests/conformance/ratchet.txt.
+set -u
+build=${1:-build} shared=${2:-../shared} jobs=${3:-2}
+here=$(cd "$(dirname "$0")" && pwd)
+suite="$shared/onnx-tests"
+out="$build/conformance"
+if [ ! -d "$suite" ]; then
+    echo "conformance: $suite not found: skipping the ONNX backend suite (it needs ../shared/onnx-tests)"
+    exit 0
+fi
+mkdir -p "$out/tmp"
+find "$suite/node" "$suite/pytorch-converted" "$suite/pytorch-operator" "$suite/simple" \
+    -mindepth 1 -maxdepth 1 -type d | sort >"$out/cases.txt"
+xargs -a "$out/cases.txt" -P "$jobs" -I{} "$here/run_one.sh" "$build" "$out/tmp" {} \
+    | sort >"$out/results.tsv"
+gawk -F'\t' -v oos="$here/out_of_scope.txt" -v md="$out/report.md" -v js="$out/report.json" \
+    -v ratchet="$here/ratchet.txt" -f "$here/report.awk" "$out/results.tsv"
