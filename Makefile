@@ -16,7 +16,7 @@ PREFIX ?= /usr/local
 MODE ?= release
 
 PKGS := libprotobuf-c yaml-0.1 cmocka
-DEB_PKGS := protobuf-c-compiler libprotobuf-c-dev libonnx-dev libyaml-dev libcmocka-dev pkg-config
+DEB_PKGS := protobuf-c-compiler libprotobuf-c-dev libonnx-dev libyaml-dev libcmocka-dev pkg-config gawk libzip-dev libjansson-dev
 ONNX_PROTO ?= $(firstword $(wildcard /usr/include/onnx/onnx.proto /usr/local/include/onnx/onnx.proto))
 
 WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror \
@@ -52,7 +52,7 @@ LIBRT_SO := $(BUILD)/libspyrert.so
 LIBSPYREC := $(BUILD)/libspyrec.a
 BINS := $(BUILD)/spyrec $(BUILD)/spyrun $(BUILD)/spydump
 
-COMPILER_LIBS = $(shell pkg-config --libs libprotobuf-c yaml-0.1 2>/dev/null || echo -lprotobuf-c -lyaml)
+COMPILER_LIBS = $(shell pkg-config --libs libprotobuf-c yaml-0.1 2>/dev/null || echo -lprotobuf-c -lyaml) -lzip -ljansson
 
 .PHONY: all deps demo check unit golden bench clean format asan ubsan tsan install
 all: deps-ok $(BINS) $(LIBRT_A) $(LIBRT_SO)

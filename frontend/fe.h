@@ -13,6 +13,8 @@
 typedef struct {
     size_t max_file_bytes;         /* refuse larger model files (default 2 GiB) */
     int max_nesting;               /* protobuf/JSON nesting limit (default 64) */
+    size_t arena_limit;            /* 0 = none: IR arena bytes per graph while loading
+                                    * (tests use it to inject allocation failures) */
 } FeOptions;
 
 /* ONNX model -> IR graph with FOREIGN nodes (domain/op/opset kept) and constants.

@@ -18,7 +18,8 @@
  * (negative strides), pooling windows and im2col are all plain strided accesses.
  *
  * Kernel iteration spaces by kind:
- *   ELEM      grid = output dims
+ *   ELEM      grid = dims of IrKernel.ref (the output's, or with row-resident
+ *             reductions (nred > 0) the shape they reduce, last nred dims whole)
  *   CONTRACT  matmul: grid = [C batch dims..., M, N], inner = [K];
  *             access space [grid..., K]
  *             conv (s spatial dims): grid = [N, G, Mg, O1..Os], inner = [Cg];
@@ -132,6 +133,10 @@ typedef struct IrKernel {
     NodeId *epi;             /* ELEM body / CONTRACT and REDUCE epilogue, topological */
     uint32_t nepi;
     ValId out;               /* the one value the kernel writes */
+    ValId ref;               /* ELEM: value whose shape is the iteration space (out, or
+                                the input of its row reductions) */
+    int nred;                /* ELEM: trailing dims of ref reduced inside the kernel
+                                (row-resident reductions; those dims are never split) */
     uint32_t out_index;      /* COPY: graph output index */
     ValId *ins;              /* values read from DRAM (or scalar consts), deduplicated */
     uint32_t nins;
@@ -170,9 +175,24 @@ typedef struct IrSched {
     uint32_t nconsts;
 } IrSched;
 
+/* Iteration-space geometry of a kernel (derived from its anchor; see the top). */
+typedef struct {
+    int ngrid, ninner;
+    int64_t gext[IR_ITER_MAX];   /* grid extents */
+    int64_t iext[IR_ITER_MAX];   /* inner-loop extents */
+    int kept[IR_ITER_MAX];       /* REDUCE: input dim of grid dim d (WINDOW outputs: -1) */
+    int red[IR_ITER_MAX];        /* REDUCE: input dim of inner dim d */
+    int nsp;                     /* CONV/WINDOW: spatial (window) dims */
+    int64_t taps[IR_MAX_RANK];   /* CONV/WINDOW: kernel extents */
+    int64_t wstride[IR_MAX_RANK], wdil[IR_MAX_RANK]; /* CONV/WINDOW strides, dilations */
+    int64_t groups, mg, cg;      /* CONV: groups, output and input channels per group */
+} IrGeom;
+
 /* ---- shared helpers (passes/sched.c) ---- */
+void pass_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
 IrSched *pass_sched(IrGraph *g);               /* the graph's IrSched (created on demand) */
 int pass_dev_dtype(IrDType t);                 /* ISA_DT_* for an IR dtype, 0 if none */
+int pass_dev_esize(IrDType t);                 /* bytes of its device element, 0 if none */
 bool pass_dtype_computable(IrDType t);         /* the vector unit computes on it */
 const char *pass_dtype_long_name(IrDType t);   /* "float64", for messages */
 int64_t pass_numel(const IrType *t);
@@ -191,6 +211,10 @@ void pass_grid_item(const IrGrid *gr, uint64_t item, int64_t *start, int64_t *le
 int pass_grid_split(const IrGrid *gr);
 /* core_first from grid item count: contiguous balanced ranges. */
 void pass_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores);
+
+/* Whether input slot `slot` of pointwise node n takes a scalar constant as the VEC
+ * immediate (BINARY: operand 1, or operand 0 when operand 1 is not a scalar constant). */
+bool pass_imm_slot(IrGraph *g, const IrNode *n, int slot);
 
 /* Print the kernel plan (division, tiles, LX, DRAM) for --dump-after and reports. */
 void pass_print_kernels(IrGraph *g, FILE *f);

@@ -68,6 +68,8 @@ size_t spy_model_session_bytes(const spy_model *m);
 typedef struct {
     int num_threads;         /* host threads emulating the cores; 0 = one per host CPU */
     int profile;             /* record per-kernel host time (modelled time is always kept) */
+    int debug_lx_poison;     /* fill scratchpads with 0xFF before each core program, to
+                                catch programs that read LX bytes they never wrote */
 } spy_session_options;
 
 spy_status spy_session_create(const spy_model *m, const spy_session_options *opt,
@@ -91,6 +93,21 @@ typedef struct {
 spy_status spy_session_kernel_profile(const spy_session *s, int i, spy_kernel_profile *p);
 /* Total modelled device time of one inference, microseconds. */
 double spy_model_device_us(const spy_model *m);
+
+/* Modelled figures of kernel i without running anything (host_us = 0). Like
+ * spy_session_kernel_profile, figures are per inference (x the times the schedule
+ * runs the kernel). */
+spy_status spy_model_kernel_profile(const spy_model *m, int i, spy_kernel_profile *p);
+/* Modelled time of each core of kernel i for one execution (compute + DRAM - overlap,
+ * no barrier), microseconds, indexed by core id: writes min(n, cores) values and
+ * returns the number of cores, or -1 on a bad argument. */
+int spy_model_kernel_core_us(const spy_model *m, int i, double *core_us, int n);
+/* The bundle's META text (compiler version and flags), NUL-terminated; "" if NULL. */
+const char *spy_model_meta(const spy_model *m);
+/* Sample input i / expected output i from the bundle's optional SELFTEST section,
+ * in host dtype (spy_model_*_info(i).nbytes bytes); NULL when there is none. */
+const void *spy_model_selftest_input(const spy_model *m, int i);
+const void *spy_model_selftest_output(const spy_model *m, int i);
 
 /* CRC32C (Castagnoli), as used for bundle sections. */
 uint32_t spy_crc32c(uint32_t crc, const void *data, size_t n);

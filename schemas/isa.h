@@ -114,7 +114,7 @@ typedef struct {             /* ISA_VEC: dst[r,c] = fn(src0[r,c], src1[r,c], src
     int32_t src_rs[3];       /* row strides */
     int32_t src_cs[3];       /* column strides: 1, or 0 to broadcast along a row */
     uint32_t imm;            /* bits of the immediate (in src_dtype) */
-    uint8_t pad[60];
+    uint8_t pad[64];
 } SpyVec;
 
 typedef struct {             /* ISA_VREDUCE: dst[r*dst_rs] (op)= reduce_i src[r*src_rs + i*src_cs] */

@@ -31,7 +31,7 @@ typedef struct {
     uint32_t ring_bytes_per_cycle;  /* 128 per direction per hop */
     uint32_t core_window_mib;       /* 256 */
     uint32_t dram_gib;              /* 112 usable */
-    uint32_t reserved[3];
+    uint32_t reserved[5];           /* pads the struct to 128 bytes */
 } SpyTarget;
 
 _Static_assert(sizeof(SpyTarget) == 128, "SpyTarget must be 128 bytes");

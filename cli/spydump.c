@@ -1,0 +1,246 @@
+/* spydump: prints the contents of a spyrec bundle (.sbin): header, format version,
+ * target, section table with sizes and CRCs, then (when the runtime's verifier
+ * accepts the bundle) tensors, segments, kernels with per-core instruction counts and
+ * modelled times, the schedule and the META text.
+ *
+ *   spydump model.sbin        exit 0: printed a valid bundle; 1: invalid/unreadable; 2: usage
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "sbin.h"
+#include "spyrt.h"
+
+/* Reads a whole file into a malloc'd buffer; NULL (errno set) on failure. */
+static uint8_t *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *buf = malloc(cap);
+    while (buf) {
+        if (n == cap) {
+            uint8_t *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb, cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (buf && ferror(f)) {
+        free(buf);
+        buf = NULL;
+        errno = EIO;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* Name of a section id. */
+static const char *sec_name(uint32_t id) {
+    static const char *const n[SPY_SEC_MAX] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
+                                               "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
+                                               "SEGMENTS", "META",     "SELFTEST"};
+    return id < SPY_SEC_MAX ? n[id] : "?";
+}
+
+/* Short name of an ONNX dtype code. */
+static const char *dt_name(int dt) {
+    switch (dt) {
+    case 1: return "f32";
+    case 2: return "u8";
+    case 3: return "i8";
+    case 4: return "u16";
+    case 5: return "i16";
+    case 6: return "i32";
+    case 7: return "i64";
+    case 9: return "bool";
+    case 10: return "f16";
+    case 11: return "f64";
+    case 12: return "u32";
+    case 13: return "u64";
+    case 16: return "bf16";
+    default: return "?";
+    }
+}
+
+/* Prints the header and target; returns false if the header cannot be read. */
+static bool dump_header(const uint8_t *buf, size_t len) {
+    if (len < sizeof(SpyHeader)) {
+        printf("file: %zu bytes, shorter than the %zu-byte header\n", len, sizeof(SpyHeader));
+        return false;
+    }
+    const SpyHeader *h = (const SpyHeader *)buf;
+    printf("file:      %zu bytes (header says %llu)\n", len, (unsigned long long)h->file_size);
+    printf("magic:     %.8s%s\n", h->magic,
+           memcmp(h->magic, SPY_SBIN_MAGIC, 8) ? "  (BAD)" : "");
+    printf("version:   format v%u.%u (this runtime reads v%d.x: %s)\n", h->major, h->minor,
+           SPY_SBIN_MAJOR, spy_version());
+    printf("features:  0x%x\n", h->features);
+    printf("sections:  %u (header %u bytes)\n", h->nsections, h->header_bytes);
+    const SpyTarget *t = &h->target;
+    printf("target:    %.32s: %u cores x %u corelets, LX %u (budget %u), stick %u B, %u MHz\n",
+           t->name, t->cores, t->corelets, t->lx_bytes, t->lx_budget_bytes, t->stick_bytes,
+           t->clock_mhz);
+    printf("           %u fp16 MAC/cycle (fp32 /%u, int8 x%u), transcendental x%u, DRAM "
+           "%u/%u/%u MB/s peak/one-way/mixed, overlap %u/1000, barrier %u cycles\n",
+           t->macs_fp16_per_cycle, t->fp32_mac_divisor, t->int8_mac_multiplier,
+           t->transcendental_factor, t->dram_peak_mbps, t->dram_oneway_mbps, t->dram_mixed_mbps,
+           t->overlap_permille, t->barrier_cycles);
+    return true;
+}
+
+/* Prints the section table with stored and computed CRCs. */
+static void dump_sections(const uint8_t *buf, size_t len) {
+    const SpyHeader *h = (const SpyHeader *)buf;
+    uint64_t n = h->nsections;
+    if (sizeof(SpyHeader) + n * sizeof(SpySection) > len) {
+        printf("section table passes the end of the file\n");
+        return;
+    }
+    SpyHeader hc = *h;
+    hc.table_crc = 0;
+    uint32_t crc = spy_crc32c(0, &hc, sizeof hc);
+    crc = spy_crc32c(crc, buf + sizeof hc, (size_t)n * sizeof(SpySection));
+    printf("table crc: 0x%08x (%s)\n\n", h->table_crc, crc == h->table_crc ? "ok" : "MISMATCH");
+    printf("  #  section     offset        size        crc32c\n");
+    const SpySection *s = (const SpySection *)(buf + sizeof *h);
+    for (uint64_t i = 0; i < n; i++) {
+        const char *st = "ok";
+        if (s[i].offset > len || s[i].size > len - s[i].offset)
+            st = "OUT OF FILE";
+        else if (spy_crc32c(0, buf + s[i].offset, (size_t)s[i].size) != s[i].crc32c)
+            st = "CRC MISMATCH";
+        printf("%3llu  %-9s %10llu  %10llu    0x%08x %s\n", (unsigned long long)i,
+               sec_name(s[i].id), (unsigned long long)s[i].offset,
+               (unsigned long long)s[i].size, s[i].crc32c, st);
+    }
+}
+
+/* Payload of section id of a verified bundle (NULL, *n = 0 when absent). */
+static const uint8_t *payload(const uint8_t *buf, uint32_t id, uint64_t *n) {
+    const SpyHeader *h = (const SpyHeader *)buf;
+    const SpySection *s = (const SpySection *)(buf + sizeof *h);
+    for (uint32_t i = 0; i < h->nsections; i++)
+        if (s[i].id == id) {
+            *n = s[i].size;
+            return buf + s[i].offset;
+        }
+    *n = 0;
+    return NULL;
+}
+
+/* Prints tensors and segments of a verified bundle. */
+static void dump_tensors(const uint8_t *buf) {
+    uint64_t ns, nt, nseg;
+    const char *str = (const char *)payload(buf, SPY_SEC_STRINGS, &ns);
+    const SpyTensorDesc *t = (const SpyTensorDesc *)payload(buf, SPY_SEC_TENSORS, &nt);
+    const SpySegmentDesc *sg = (const SpySegmentDesc *)payload(buf, SPY_SEC_SEGMENTS, &nseg);
+    nt /= sizeof *t;
+    nseg /= sizeof *sg;
+    printf("\ntensors (%llu):\n", (unsigned long long)nt);
+    for (uint64_t i = 0; i < nt; i++) {
+        printf("  %-6s %-24s %s->%s [", t[i].role == SPY_ROLE_INPUT ? "input" : "output",
+               str + t[i].name, dt_name(t[i].host_dtype), dt_name(t[i].dev_dtype));
+        for (int d = 0; d < t[i].rank; d++)
+            printf("%s%lld", d ? ", " : "", (long long)t[i].dims[d]);
+        printf("]  numel %llu  segment %u\n", (unsigned long long)t[i].numel, t[i].seg);
+    }
+    printf("\nsegments (%llu):\n", (unsigned long long)nseg);
+    static const char *const kind[] = {"const", "arena", "io"};
+    for (uint64_t i = 0; i < nseg; i++) {
+        printf("  %3llu  %-5s %12llu bytes", (unsigned long long)i,
+               sg[i].kind < 3 ? kind[sg[i].kind] : "?", (unsigned long long)sg[i].size);
+        if (sg[i].kind == SPY_SEGK_IO)
+            printf("  tensor %u '%s'", sg[i].tensor, str + t[sg[i].tensor].name);
+        printf("\n");
+    }
+}
+
+/* Prints kernels (per-core instruction counts, modelled time), schedule, META. */
+static void dump_kernels(const uint8_t *buf, const spy_model *m) {
+    uint64_t ns, nk, np, nc, nsch;
+    const char *str = (const char *)payload(buf, SPY_SEC_STRINGS, &ns);
+    const SpyKernelDesc *k = (const SpyKernelDesc *)payload(buf, SPY_SEC_KERNELS, &nk);
+    const SpyProgramDesc *p = (const SpyProgramDesc *)payload(buf, SPY_SEC_PROGRAMS, &np);
+    const SpyInsn *code = (const SpyInsn *)payload(buf, SPY_SEC_CODE, &nc);
+    const uint32_t *sch = (const uint32_t *)payload(buf, SPY_SEC_SCHEDULE, &nsch);
+    nk /= sizeof *k;
+    nc /= sizeof *code;
+    uint64_t hist[ISA_OPCODE_COUNT] = {0};
+    for (uint64_t i = 0; i < nc; i++)
+        hist[code[i].opcode]++;
+    printf("\ncode: %llu instructions:", (unsigned long long)nc);
+    static const char *const op[ISA_OPCODE_COUNT] = {"NOP", "LOAD", "STORE", "GATHER",
+                                                     "MATMUL", "VEC", "VREDUCE", "VFILL",
+                                                     "VSCAN", "BARRIER"};
+    for (int o = 0; o < ISA_OPCODE_COUNT; o++)
+        if (hist[o])
+            printf(" %s %llu", op[o], (unsigned long long)hist[o]);
+    printf("\n\nkernels (%llu):\n", (unsigned long long)nk);
+    for (uint64_t i = 0; i < nk; i++) {
+        spy_kernel_profile pr;
+        spy_model_kernel_profile(m, (int)i, &pr);
+        printf("  %3llu  %-32s flops %llu  min dram %llu B  modelled %.3f us (roofline %.3f)\n",
+               (unsigned long long)i, str + k[i].name, (unsigned long long)k[i].flops,
+               (unsigned long long)k[i].min_dram_bytes, pr.device_us, pr.roofline_us);
+        printf("       insns/core:");
+        for (uint32_t c = 0; c < k[i].ncores; c++)
+            printf(" %u", p[k[i].first_program + c].ninsns);
+        printf("\n");
+    }
+    printf("\nschedule (%llu):", (unsigned long long)(nsch / 4));
+    for (uint64_t i = 0; i < nsch / 4; i++)
+        printf(" %u", sch[i]);
+    printf("\nmodelled device time: %.3f us per inference\n", spy_model_device_us(m));
+    printf("\nmeta:\n");
+    for (const char *s = spy_model_meta(m); *s; s++)
+        if (*s == '\n' || (*s >= 32 && *s < 127))
+            putchar(*s);
+        else
+            printf("\\x%02x", (unsigned char)*s);
+    printf("\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: spydump FILE.sbin\n");
+        return 2;
+    }
+    size_t len = 0;
+    uint8_t *buf = read_file(argv[1], &len);
+    if (!buf) {
+        fprintf(stderr, "spydump: %s: cannot read: %s\n", argv[1], strerror(errno));
+        return 1;
+    }
+    printf("%s\n", argv[1]);
+    int rc = 1;
+    if (dump_header(buf, len)) {
+        dump_sections(buf, len);
+        spy_model *m = NULL;
+        char err[512];
+        if (spy_model_load_memory(buf, len, &m, err, sizeof err) != SPY_OK) {
+            printf("\nverify: FAILED: %s\n", err);
+            fprintf(stderr, "spydump: %s: %s\n", argv[1], err);
+        } else {
+            printf("\nverify: ok\n");
+            dump_tensors(buf);
+            dump_kernels(buf, m);
+            spy_model_free(m);
+            rc = 0;
+        }
+    }
+    free(buf);
+    return rc;
+}

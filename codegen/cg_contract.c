@@ -1,0 +1,118 @@
+/* cg_contract.c: MATMUL and CONV work items -> LOAD, MATMUL (accumulating over depth
+ * chunks), epilogue tile program, STORE.
+ *
+ * MATMUL item (batch index, M tile, N tile): per K chunk, A [m,k] and B [k,n] tiles
+ * are loaded (strides from the operands' views: broadcast batch dims have stride 0)
+ * and multiplied into C [m,n] (ISA_F_ACCUM after the first chunk). A tile identical
+ * to the one already in LX (same rows, single K chunk) is not reloaded.
+ *
+ * CONV item (n, group, output-channel tile, output-row chunk) is an im2col matmul:
+ * A = weights [m, c*taps] (the weight tensor read as a matrix), B = one N-d LOAD of
+ * the input windows: dims [c, k1..ks, o1 rows, o2..os] with DRAM strides
+ * [C stride, dilation*stride per tap, conv stride*stride per output dim], LX dense,
+ * giving [c*taps, pixels]; C = [m, pixels] is already the NCHW output tile.
+ */
+#include <string.h>
+
+#include "cg_internal.h"
+
+/* One MATMUL instruction on the kernel's A, B, C buffers. */
+static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, bool acc)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyMatmul *mm = &in.mm;
+    mm->opcode = ISA_MATMUL;
+    mm->dtype = ISA_DT_F32;
+    mm->out_dtype = ISA_DT_F32;
+    mm->flags = acc ? ISA_F_ACCUM : 0;
+    mm->a = k->buf[0];
+    mm->b = k->buf[1];
+    mm->c = k->buf[2];
+    mm->m = (uint32_t)m;
+    mm->n = (uint32_t)n;
+    mm->k = (uint32_t)kk;
+    mm->lda = (uint32_t)kk;
+    mm->ldb = (uint32_t)n;
+    mm->ldc = (uint32_t)n;
+    cg_push(e, &in);
+}
+
+/* Load a tile of access a at point st over dims (len, iteration dim) pairs. */
+static void load_tile(CgEmit *e, const IrAccess *a, const int64_t *st, int nd, uint32_t lx,
+                      const int64_t *len, const int *dim, int n)
+{
+    CgDims d = {0};
+    for (int i = 0; i < n; i++)
+        cg_dims_add(&d, len[i], a->is[dim[i]], 0);
+    cg_dims_dense_lx(&d);
+    uint32_t seg;
+    int64_t off;
+    cg_access_at(e, a, st, nd, 4, &seg, &off);
+    cg_load_cached(e, seg, off, lx, 4, &d);
+}
+
+/* MATMUL work item; grid dims [batch..., M, N], inner [K]. */
+static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
+{
+    int r = k->grid.rank, M = r - 2, N = r - 1, K = r;
+    int64_t st[IR_ITER_MAX] = {0};
+    memcpy(st, start, (size_t)r * sizeof *st);
+    int64_t kext = k->inner.ext[0], kt = k->inner.chunk[0];
+    if (kext == 0)
+        matmul(e, k, len[M], len[N], 0, false);
+    for (int64_t k0 = 0; k0 < kext; k0 += kt) {
+        int64_t kl = kext - k0 < kt ? kext - k0 : kt;
+        st[K] = k0;
+        int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
+        int da[2] = {M, K}, db[2] = {K, N};
+        load_tile(e, &k->acc[0], st, r + 1, k->buf[0], la, da, 2);
+        load_tile(e, &k->acc[1], st, r + 1, k->buf[1], lb, db, 2);
+        matmul(e, k, len[M], len[N], kl, k0 > 0);
+    }
+    cg_tp_run(e, &k->tp[1], start, len);
+}
+
+/* CONV work item; grid dims [N, G, Mg, O1..Os], inner [Cg]; access space adds
+ * [Cg, K1..Ks]. */
+static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
+{
+    IrGeom geo;
+    pass_geom(e->g, k, &geo);
+    int ns = geo.nsp, ic = 3 + ns, ik = 4 + ns, nd = 4 + 2 * ns;
+    int64_t st[IR_ITER_MAX] = {0};
+    memcpy(st, start, (size_t)(3 + ns) * sizeof *st);
+    int64_t taps = 1, pix = 1;
+    for (int i = 0; i < ns; i++) {
+        taps *= geo.taps[i];
+        pix *= len[3 + i];
+    }
+    int64_t cext = k->inner.ext[0], ct = k->inner.chunk[0];
+    for (int64_t c0 = 0; c0 < cext; c0 += ct) {
+        int64_t cl = cext - c0 < ct ? cext - c0 : ct;
+        st[ic] = c0;
+        int64_t la[2 + IR_MAX_RANK], lb[2 + 2 * IR_MAX_RANK];
+        int da[2 + IR_MAX_RANK], db[2 + 2 * IR_MAX_RANK], na = 0, nb = 0;
+        la[na] = len[2], da[na++] = 2;                       /* weights: [m, c, taps] */
+        la[na] = cl, da[na++] = ic;
+        lb[nb] = cl, db[nb++] = ic;                          /* windows: [c, taps, pixels] */
+        for (int i = 0; i < ns; i++) {
+            la[na] = geo.taps[i], da[na++] = ik + i;
+            lb[nb] = geo.taps[i], db[nb++] = ik + i;
+        }
+        for (int i = 0; i < ns; i++)
+            lb[nb] = len[3 + i], db[nb++] = 3 + i;
+        load_tile(e, &k->acc[1], st, nd, k->buf[0], la, da, na);
+        load_tile(e, &k->acc[0], st, nd, k->buf[1], lb, db, nb);
+        matmul(e, k, len[2], pix, cl * taps, c0 > 0);
+    }
+    cg_tp_run(e, &k->tp[1], start, len);
+}
+
+void cg_contract_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
+{
+    if (ir_node(e->g, k->anchor)->op == IR_OP_CONV)
+        conv_item(e, k, start, len);
+    else
+        matmul_item(e, k, start, len);
+}

@@ -1,0 +1,92 @@
+/* cg_emit.c: the code generator's driver. For every kernel (in schedule order) and
+ * every core it emits the core's work items (its contiguous range of the kernel's
+ * grid, see pass_divide) through the kind's lowering, then BARRIER(kernel); cores
+ * without items get a program of just the barrier. The instruction streams and the
+ * plan then go to the bundle writer (cg_bundle.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_internal.h"
+
+void cg_push(CgEmit *e, const SpyInsn *in)
+{
+    if (e->n == e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 4096;
+        SpyInsn *nc = realloc(e->code, e->cap * sizeof *nc);
+        if (!nc)
+            ir_die(__FILE__, __LINE__, "out of memory for instructions");
+        e->code = nc;
+    }
+    e->code[e->n++] = *in;
+}
+
+void cg_root(CgEmit *e, ValId r, uint32_t *seg, int64_t *off)
+{
+    *seg = e->s->seg[r];
+    *off = ir_val(e->g, r)->dram_offset;
+    IR_ASSERT(*seg != UINT32_MAX && *off >= 0);
+}
+
+void cg_access_at(CgEmit *e, const IrAccess *a, const int64_t *start, int nd, unsigned esize,
+                  uint32_t *seg, int64_t *off)
+{
+    int64_t el = a->base;
+    for (int d = 0; d < nd; d++)
+        el += a->is[d] * start[d];
+    cg_root(e, a->root, seg, off);
+    *off += el * (int64_t)esize;
+}
+
+/* Programs of kernel ki for every core; progs gets one descriptor per core. */
+static void emit_kernel(CgEmit *e, uint32_t ki, SpyProgramDesc *progs)
+{
+    const IrKernel *k = &e->g->kernels[ki];
+    uint32_t cores = e->t->cores;
+    IR_ASSERT(k->core_first && k->ncores == cores);
+    for (uint32_t c = 0; c < cores; c++) {
+        uint64_t first = e->n;
+        cg_cache_reset(e);
+        if (k->core_first[c + 1] > k->core_first[c]) {
+            cg_tp_prelude(e, &k->tp[0]);
+            cg_tp_prelude(e, &k->tp[1]);
+        }
+        for (uint64_t it = k->core_first[c]; it < k->core_first[c + 1]; it++) {
+            int64_t start[IR_ITER_MAX], len[IR_ITER_MAX];
+            pass_grid_item(&k->grid, it, start, len);
+            switch (k->kind) {
+            case IR_KK_ELEM: cg_tp_run(e, &k->tp[0], start, len); break;
+            case IR_KK_CONTRACT: cg_contract_item(e, k, start, len); break;
+            case IR_KK_REDUCE: cg_reduce_item(e, k, start, len); break;
+            default: cg_move_item(e, k, start, len); break;
+            }
+        }
+        SpyInsn bar;
+        memset(&bar, 0, sizeof bar);
+        bar.bar.opcode = ISA_BARRIER;
+        bar.bar.kernel = ki;
+        cg_push(e, &bar);
+        progs[(uint64_t)ki * cores + c] =
+            (SpyProgramDesc){.first_insn = first, .ninsns = (uint32_t)(e->n - first), .core = c};
+    }
+}
+
+bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *outlen)
+{
+    IR_ASSERT(g->sched && opt && opt->target && out && outlen);
+    CgEmit e;
+    memset(&e, 0, sizeof e);
+    e.g = g;
+    e.t = opt->target;
+    e.s = g->sched;
+    uint64_t np = (uint64_t)g->nkernels * opt->target->cores;
+    SpyProgramDesc *progs = calloc(np + 1, sizeof *progs);
+    if (!progs)
+        ir_die(__FILE__, __LINE__, "out of memory for programs");
+    for (uint32_t i = 0; i < g->nkernels; i++)
+        emit_kernel(&e, i, progs);
+    bool ok = cg_write_bundle(&e, opt, progs, out, outlen);
+    free(progs);
+    free(e.code);
+    return ok;
+}

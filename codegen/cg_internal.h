@@ -1,0 +1,80 @@
+/* cg_internal.h: shared state and helpers of the code generator (codegen/ only). */
+#ifndef SPYREC_CG_INTERNAL_H
+#define SPYREC_CG_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cg.h"
+#include "isa.h"
+#include "kernel.h"
+#include "sbin.h"
+
+#define CG_DIMS_MAX 16           /* logical DMA dims before coalescing */
+#define CG_CACHE_MAX 16          /* remembered loads per core program */
+
+/* A logical N-d DMA: extents and strides (elements), outermost first. */
+typedef struct {
+    int n;
+    int64_t len[CG_DIMS_MAX];
+    int64_t ds[CG_DIMS_MAX];     /* DRAM strides */
+    int64_t ls[CG_DIMS_MAX];     /* LX strides */
+} CgDims;
+
+/* A load whose data is still in LX (so that an identical load can be skipped). */
+typedef struct {
+    bool valid;
+    uint32_t lx, seg;
+    int64_t off;
+    unsigned esize;
+    CgDims d;
+} CgCached;
+
+typedef struct {
+    IrGraph *g;
+    const SpyTarget *t;
+    IrSched *s;
+    SpyInsn *code;               /* every program, back to back */
+    uint64_t n, cap;
+    CgCached cache[CG_CACHE_MAX];
+    uint32_t next_cache;
+} CgEmit;
+
+/* ---- cg_emit.c ---- */
+void cg_push(CgEmit *e, const SpyInsn *in);
+/* DRAM segment and byte offset of the storage of root value r. */
+void cg_root(CgEmit *e, ValId r, uint32_t *seg, int64_t *off);
+/* Segment and byte offset of access a at iteration point start (dims nd). */
+void cg_access_at(CgEmit *e, const IrAccess *a, const int64_t *start, int nd, unsigned esize,
+                  uint32_t *seg, int64_t *off);
+
+/* ---- cg_dma.c ---- */
+void cg_dims_add(CgDims *d, int64_t len, int64_t ds, int64_t ls);
+/* Set LX strides row-major (contiguous) over d's extents. */
+void cg_dims_dense_lx(CgDims *d);
+/* Emit LOAD or STORE instructions for a logical DMA (coalesced, split into <= 6-dim
+ * pieces that stay inside one core window). */
+void cg_dma(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, uint32_t lx, unsigned esize,
+            const CgDims *d);
+/* LOAD unless the same data is known to be at lx already. */
+void cg_load_cached(CgEmit *e, uint32_t seg, int64_t off, uint32_t lx, unsigned esize,
+                    const CgDims *d);
+void cg_cache_invalidate(CgEmit *e, uint32_t lx);
+void cg_cache_reset(CgEmit *e);
+
+/* ---- cg_elem.c: tile programs ---- */
+void cg_tp_prelude(CgEmit *e, const IrTileProg *tp);
+void cg_tp_run(CgEmit *e, const IrTileProg *tp, const int64_t *start, const int64_t *len);
+
+/* ---- per kernel kind: emit one work item ---- */
+void cg_contract_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len);
+void cg_reduce_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len);
+void cg_move_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len);
+
+/* ---- cg_bundle.c ---- */
+bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs,
+                     uint8_t **out, size_t *outlen);
+/* Device bits of a float constant in dtype dt (for VFILL). */
+uint32_t cg_value_bits(int dt, double v);
+
+#endif

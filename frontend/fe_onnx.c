@@ -1,0 +1,239 @@
+/* fe_onnx.c: fe_load_onnx - read and pre-scan the file, unpack it with protobuf-c,
+ * check the model-level fields (opsets, functions) and convert the main graph.
+ *
+ * Every problem is reported as "model.onnx: ..." through the caller's IrDiag; the
+ * import goes on after an error where it safely can, so that one run lists many
+ * problems. IR allocation failures longjmp back here and end the import cleanly.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe_onnx.h"
+
+/* "" for the default ONNX domain, the domain itself otherwise. */
+const char *fe_onnx_domain(const char *d)
+{
+    if (!d || !strcmp(d, "ai.onnx"))
+        return "";
+    return d;
+}
+
+/* Version of domain in a list of opset imports; 0 if absent. */
+int64_t fe_onnx_find_opset(Onnx__OperatorSetIdProto *const *ops, size_t n, const char *domain)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(fe_onnx_domain(ops[i]->domain), domain))
+            return ops[i]->has_version ? ops[i]->version : 0;
+    return 0;
+}
+
+/* Key "domain\x01name" of a function, in buf. */
+static const char *fn_key(char *buf, size_t len, const char *domain, const char *name)
+{
+    snprintf(buf, len, "%s\x01%s", domain, name);
+    return buf;
+}
+
+/* Index of model function op_type in domain, or -1. */
+int fe_onnx_function(const FeOnnx *cx, const char *domain, const char *op_type)
+{
+    char buf[1024];
+    uint32_t i;
+    if (cx->fnmap.n == 0)
+        return -1;
+    if (!fe_map_get(&cx->fnmap, fn_key(buf, sizeof buf, domain, op_type), &i))
+        return -1;
+    return (int)i;
+}
+
+/* Track a subgraph that no node owns yet (freed if the import fails before). */
+void fe_onnx_keep_pending(FeOnnx *cx, IrGraph *g)
+{
+    if (cx->npending == cx->cappending) {
+        uint32_t cap = cx->cappending ? 2 * cx->cappending : 8;
+        IrGraph **p = realloc(cx->pending, cap * sizeof *p);
+        if (!p) {
+            ir_graph_free(g);
+            longjmp(cx->oom, 1);
+        }
+        cx->pending = p;
+        cx->cappending = cap;
+    }
+    cx->pending[cx->npending++] = g;
+}
+
+/* A subgraph is now owned by a node of its parent. */
+void fe_onnx_drop_pending(FeOnnx *cx, IrGraph *g)
+{
+    for (uint32_t i = 0; i < cx->npending; i++) {
+        if (cx->pending[i] == g) {
+            cx->pending[i] = cx->pending[--cx->npending];
+            return;
+        }
+    }
+}
+
+/* Opset imports: present, versions valid, each domain once. */
+static void check_opsets(FeOnnx *cx, IrGraph *g)
+{
+    Onnx__ModelProto *m = cx->model;
+    if (m->n_opset_import == 0) {
+        ir_diag_error(cx->diag, "missing opset_import (the model names no operator set)");
+        return;
+    }
+    FeMap seen;
+    fe_map_init(&seen, g);
+    for (size_t i = 0; i < m->n_opset_import; i++) {
+        const char *d = fe_onnx_domain(m->opset_import[i]->domain);
+        if (!m->opset_import[i]->has_version || m->opset_import[i]->version < 1)
+            ir_diag_error(cx->diag, "opset_import of domain '%s' has no valid version", d);
+        if (fe_map_get(&seen, d, NULL))
+            ir_diag_error(cx->diag, "opset_import lists domain '%s' twice", d);
+        fe_map_put(&seen, d, 0);
+    }
+    cx->default_opset = fe_onnx_find_opset(m->opset_import, m->n_opset_import, "");
+}
+
+/* Index the model's functions by (domain, name); duplicates are errors. */
+static void index_functions(FeOnnx *cx, IrGraph *g)
+{
+    Onnx__ModelProto *m = cx->model;
+    fe_map_init(&cx->fnmap, g);
+    if (!m->n_functions)
+        return;
+    cx->fdefaults = calloc(m->n_functions, sizeof *cx->fdefaults);
+    if (!cx->fdefaults)
+        longjmp(cx->oom, 1);
+    for (size_t i = 0; i < m->n_functions; i++) {
+        const Onnx__FunctionProto *fn = m->functions[i];
+        char buf[1024];
+        const char *d = fe_onnx_domain(fn->domain);
+        if (!fn->name || !fn->name[0]) {
+            ir_diag_error(cx->diag, "function #%zu has no name", i);
+            continue;
+        }
+        fn_key(buf, sizeof buf, d, fn->name);
+        if (fe_map_get(&cx->fnmap, buf, NULL)) {
+            ir_diag_error(cx->diag, "function '%s' of domain '%s' is defined twice", fn->name, d);
+            continue;
+        }
+        fe_map_put(&cx->fnmap, ir_strdup(g, buf), (uint32_t)i);
+    }
+}
+
+/* Clear the oom target of g and its subgraphs (it points into the import's state)
+ * and the import's arena limit. */
+static void clear_limits(IrGraph *g)
+{
+    g->oom = NULL;
+    g->arena_limit = 0;
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        for (uint32_t a = 0; a < g->nodes[i].nattrs; a++)
+            if (g->nodes[i].attrs[a].kind == IR_ATTR_GRAPH && g->nodes[i].attrs[a].graph)
+                clear_limits(g->nodes[i].attrs[a].graph);
+}
+
+/* Read, pre-scan and unpack the model file; NULL with an error reported. */
+static Onnx__ModelProto *unpack_model(const char *path, IrDiag *diag, const FeOptions *opt)
+{
+    char err[512];
+    size_t len;
+    uint8_t *buf = fe_read_file(path, opt->max_file_bytes, &len, err, sizeof err);
+    if (!buf) {
+        ir_diag_error(diag, "%s", err);
+        return NULL;
+    }
+    FePbLimits lim = {opt->max_nesting, ((size_t)64 << 20) + 16 * len};
+    Onnx__ModelProto *m = NULL;
+    if (len == 0)
+        ir_diag_error(diag, "the file is empty");
+    else if (!fe_pb_check(buf, len, &onnx__model_proto__descriptor, &lim, err, sizeof err))
+        ir_diag_error(diag, "%s", err);
+    else if (!(m = onnx__model_proto__unpack(NULL, len, buf)))
+        ir_diag_error(diag, "not a valid ONNX model (protobuf decoding failed)");
+    free(buf);
+    return m;
+}
+
+/* Release everything the import holds except the graph it returns. */
+static void import_cleanup(FeOnnx *cx)
+{
+    for (uint32_t i = 0; i < cx->npending; i++)
+        ir_graph_free(cx->pending[i]);
+    free(cx->pending);
+    fe_tensor_free(&cx->tmp);
+    fe_free_fn_defaults(cx);
+    if (cx->model)
+        onnx__model_proto__free_unpacked(cx->model, NULL);
+    free(cx->dir);
+    free(cx);
+}
+
+/* Convert the unpacked model in cx into g; errors are reported. */
+static void import_model(FeOnnx *cx, IrGraph *g)
+{
+    if (!cx->model->graph) {
+        ir_diag_error(cx->diag, "the model has no graph");
+        return;
+    }
+    check_opsets(cx, g);
+    index_functions(cx, g);
+    g->onnx_opset = cx->default_opset;
+    FeScope root;
+    fe_scope_init(&root, cx, g, NULL, 0);
+    fe_graph_body(&root, cx->model->graph, true);
+    if (cx->model->graph->n_output == 0)
+        ir_diag_error(cx->diag, "the graph has no outputs");
+}
+
+/* ONNX file -> IR graph of FOREIGN nodes and constants; NULL on error. */
+IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
+{
+    FeOptions o = {.max_file_bytes = FE_DEFAULT_MAX_FILE_BYTES,
+                   .max_nesting = FE_DEFAULT_MAX_NESTING};
+    if (opt && opt->max_file_bytes)
+        o.max_file_bytes = opt->max_file_bytes;
+    if (opt && opt->max_nesting > 0)
+        o.max_nesting = opt->max_nesting;
+    if (!diag->file)
+        diag->file = path;
+    int errors_before = diag->nerrors;
+    FeOnnx *cx = calloc(1, sizeof *cx);
+    IrGraph *g = ir_graph_new(diag);
+    if (!cx || !g || !(cx->dir = fe_dirname(path))) {
+        ir_diag_error(diag, "out of memory");
+        if (cx)
+            free(cx->dir);
+        free(cx);
+        ir_graph_free(g);
+        return NULL;
+    }
+    cx->path = path;
+    cx->diag = diag;
+    cx->max_nesting = o.max_nesting;
+    cx->arena_limit = opt ? opt->arena_limit : 0;
+    cx->model = unpack_model(path, diag, &o);
+    if (!cx->model) {
+        import_cleanup(cx);
+        ir_graph_free(g);
+        return NULL;
+    }
+    if (setjmp(cx->oom)) {
+        ir_diag_error(diag, "out of memory while importing the model");
+        import_cleanup(cx);
+        ir_graph_free(g);
+        return NULL;
+    }
+    g->oom = &cx->oom;
+    g->arena_limit = cx->arena_limit;
+    g->model_path = ir_strdup(g, path);
+    import_model(cx, g);
+    clear_limits(g);
+    import_cleanup(cx);
+    if (diag->nerrors > errors_before) {
+        ir_graph_free(g);
+        return NULL;
+    }
+    return g;
+}

@@ -1,0 +1,438 @@
+/* fe_onnx_tensor.c: ONNX TensorProto <-> host tensors (row-major, little-endian).
+ *
+ * A TensorProto holds its elements in exactly one of: raw_data (little-endian bytes),
+ * a typed repeated field (float_data, int32_data - also used for 8/16-bit ints,
+ * bool, f16 and bf16 bit patterns -, int64_data, double_data, uint64_data) or an
+ * external file named by external_data{location, offset, length} relative to the
+ * model's folder. Every size is checked before anything is allocated, so the memory
+ * used is bounded by the bytes actually present.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fe_internal.h"
+
+/* The IR dtype for an ONNX data type code, UNDEF when the IR has none. */
+IrDType fe_onnx_dtype(int64_t code)
+{
+    switch (code) {
+    case IR_DT_F32: case IR_DT_U8: case IR_DT_I8: case IR_DT_U16: case IR_DT_I16:
+    case IR_DT_I32: case IR_DT_I64: case IR_DT_STRING: case IR_DT_BOOL: case IR_DT_F16:
+    case IR_DT_F64: case IR_DT_U32: case IR_DT_U64: case IR_DT_BF16:
+        return (IrDType)code;
+    default:
+        return IR_DT_UNDEF;
+    }
+}
+
+/* ONNX's own name of a data type code, for messages. */
+const char *fe_onnx_dtype_name(int64_t code, char *buf, size_t len)
+{
+    static const char *const names[] = {
+        "undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64",
+        "string", "bool", "float16", "double", "uint32", "uint64", "complex64",
+        "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
+        "float8e5m2fnuz", "uint4", "int4", "float4e2m1"};
+    if (code >= 0 && code < (int64_t)(sizeof names / sizeof names[0]))
+        return names[code];
+    fe_fmt(buf, len, "code %lld", (long long)code);
+    return buf;
+}
+
+/* Validate a dims list for dtype dt: rank, signs, overflow of numel and bytes. */
+bool fe_check_dims(const int64_t *dims, size_t ndims, IrDType dt, int64_t *out_dims,
+                   int *rank, size_t *nbytes, char *err, size_t errlen)
+{
+    if (ndims > IR_MAX_RANK) {
+        fe_fmt(err, errlen, "rank %zu exceeds the supported maximum of %d", ndims,
+               IR_MAX_RANK);
+        return false;
+    }
+    bool zero = false;
+    for (size_t i = 0; i < ndims; i++) {
+        if (dims[i] < 0) {
+            fe_fmt(err, errlen, "negative dimension %lld at axis %zu", (long long)dims[i], i);
+            return false;
+        }
+        zero |= dims[i] == 0;
+        out_dims[i] = dims[i];
+    }
+    uint64_t numel = zero ? 0 : 1;
+    for (size_t i = 0; i < ndims && !zero; i++) {
+        if (numel > (uint64_t)INT64_MAX / (uint64_t)dims[i]) {
+            fe_fmt(err, errlen, "dimensions overflow: their product passes 2^63 at axis %zu",
+                   i);
+            return false;
+        }
+        numel *= (uint64_t)dims[i];
+    }
+    size_t es = ir_dtype_size(dt);
+    if (es && numel > (uint64_t)SIZE_MAX / es) {
+        fe_fmt(err, errlen, "tensor of %llu elements overflows the address space",
+               (unsigned long long)numel);
+        return false;
+    }
+    *rank = (int)ndims;
+    *nbytes = (size_t)numel * es;
+    return true;
+}
+
+/* Store value v (from a typed field) as element i of a dt tensor. */
+static void put_elem(void *buf, IrDType dt, size_t i, int64_t v)
+{
+    switch (dt) {
+    case IR_DT_I8: case IR_DT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case IR_DT_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
+    case IR_DT_I16: case IR_DT_U16: case IR_DT_F16: case IR_DT_BF16:
+        ((uint16_t *)buf)[i] = (uint16_t)v; break;
+    case IR_DT_I32: case IR_DT_U32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    default: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    }
+}
+
+/* Parse a non-negative decimal integer that must use the whole string. */
+static bool parse_u64(const char *s, uint64_t *v)
+{
+    if (!s || !*s || *s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long r = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *v = r;
+    return true;
+}
+
+/* Lexical check: location is relative and its ".." never climb above the folder. */
+static bool location_stays_inside(const char *loc)
+{
+    if (loc[0] == '/')
+        return false;
+    int depth = 0;
+    for (const char *p = loc; *p;) {
+        const char *q = strchr(p, '/');
+        size_t n = q ? (size_t)(q - p) : strlen(p);
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            if (--depth < 0)
+                return false;
+        } else if (n > 0 && !(n == 1 && p[0] == '.')) {
+            depth++;
+        }
+        p += n + (q != NULL);
+    }
+    return true;
+}
+
+/* Resolve location against base_dir; the real path (symlinks followed) must lie
+ * inside the real base folder. Returns a malloc'd path or NULL with err set. */
+static char *resolve_location(const char *base_dir, const char *loc, char *err, size_t errlen)
+{
+    if (!location_stays_inside(loc)) {
+        fe_fmt(err, errlen, "external data location '%s' escapes the model's folder "
+               "(absolute paths and '..' above it are refused)", loc);
+        return NULL;
+    }
+    size_t n = strlen(base_dir) + strlen(loc) + 2;
+    char *joined = malloc(n);
+    char *rbase = realpath(base_dir, NULL);
+    char *rfile = NULL;
+    if (joined && rbase) {
+        snprintf(joined, n, "%s/%s", base_dir, loc);
+        rfile = realpath(joined, NULL);
+        if (!rfile)
+            fe_fmt(err, errlen, "external data file '%s': %s", loc, strerror(errno));
+    } else {
+        fe_fmt(err, errlen, "cannot resolve the model folder '%s'", base_dir);
+    }
+    if (rfile) {
+        size_t bl = strlen(rbase);
+        bool inside = strncmp(rfile, rbase, bl) == 0 &&
+                      (rfile[bl] == '/' || (bl == 1 && rbase[0] == '/'));
+        if (!inside) {
+            fe_fmt(err, errlen, "external data location '%s' resolves outside the model's "
+                   "folder (symbolic link?)", loc);
+            free(rfile);
+            rfile = NULL;
+        }
+    }
+    free(joined);
+    free(rbase);
+    return rfile;
+}
+
+/* Read exactly n bytes at off from fd. */
+static bool pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
+{
+    while (n > 0) {
+        ssize_t r = pread(fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        p += r, n -= (size_t)r, off += (uint64_t)r;
+    }
+    return true;
+}
+
+/* Load the external bytes of tp (nbytes expected) into buf. */
+static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, uint8_t *buf,
+                          size_t nbytes, char *err, size_t errlen)
+{
+    const char *loc = NULL;
+    uint64_t off = 0, len = 0;
+    bool has_len = false;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *e = tp->external_data[i];
+        const char *k = e->key ? e->key : "";
+        bool ok = true;
+        if (!strcmp(k, "location"))
+            loc = e->value;
+        else if (!strcmp(k, "offset"))
+            ok = parse_u64(e->value, &off);
+        else if (!strcmp(k, "length"))
+            ok = has_len = parse_u64(e->value, &len);
+        if (!ok) {
+            fe_fmt(err, errlen, "external data %s '%s' is not a non-negative integer", k,
+                   e->value ? e->value : "");
+            return false;
+        }
+    }
+    if (!base_dir) {
+        fe_fmt(err, errlen, "external data is not allowed here (no model folder)");
+        return false;
+    }
+    if (!loc || !*loc) {
+        fe_fmt(err, errlen, "external data without a 'location'");
+        return false;
+    }
+    char *path = resolve_location(base_dir, loc, err, errlen);
+    if (!path)
+        return false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fe_fmt(err, errlen, "external data file '%s' is not a readable regular file", loc);
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    uint64_t fsize = (uint64_t)st.st_size;
+    if (!has_len)
+        len = off <= fsize ? fsize - off : 0;
+    bool ok = false;
+    if (off > UINT64_MAX - len)
+        fe_fmt(err, errlen, "external data offset %llu + length %llu overflows",
+               (unsigned long long)off, (unsigned long long)len);
+    else if (off + len > fsize)
+        fe_fmt(err, errlen, "external data [%llu, +%llu) runs past the end of '%s' (%llu "
+               "bytes)", (unsigned long long)off, (unsigned long long)len, loc,
+               (unsigned long long)fsize);
+    else if (len != nbytes)
+        fe_fmt(err, errlen, "external data has %llu bytes, expected %zu from shape and dtype",
+               (unsigned long long)len, nbytes);
+    else if (!(ok = pread_all(fd, buf, nbytes, off)))
+        fe_fmt(err, errlen, "read error in external data file '%s'", loc);
+    close(fd);
+    return ok;
+}
+
+/* Which data field a tensor uses; names for messages. */
+enum { F_RAW, F_FLOAT, F_INT32, F_STRING, F_INT64, F_DOUBLE, F_UINT64, F_EXT, F_COUNT };
+static const char *const field_names[F_COUNT] = {
+    "raw_data", "float_data", "int32_data", "string_data", "int64_data", "double_data",
+    "uint64_data", "external data"};
+
+/* Element count of each data field of tp (raw/external count as 1 when present). */
+static void field_counts(const Onnx__TensorProto *tp, size_t n[F_COUNT])
+{
+    n[F_RAW] = tp->has_raw_data;
+    n[F_FLOAT] = tp->n_float_data;
+    n[F_INT32] = tp->n_int32_data;
+    n[F_STRING] = tp->n_string_data;
+    n[F_INT64] = tp->n_int64_data;
+    n[F_DOUBLE] = tp->n_double_data;
+    n[F_UINT64] = tp->n_uint64_data;
+    n[F_EXT] = tp->has_data_location &&
+               tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+}
+
+/* Whether typed field f may carry elements of dtype dt. */
+static bool field_fits(int f, IrDType dt)
+{
+    switch (f) {
+    case F_FLOAT: return dt == IR_DT_F32;
+    case F_INT32:
+        return dt == IR_DT_I32 || dt == IR_DT_I16 || dt == IR_DT_I8 || dt == IR_DT_U16 ||
+               dt == IR_DT_U8 || dt == IR_DT_BOOL || dt == IR_DT_F16 || dt == IR_DT_BF16;
+    case F_INT64: return dt == IR_DT_I64;
+    case F_DOUBLE: return dt == IR_DT_F64;
+    case F_UINT64: return dt == IR_DT_U32 || dt == IR_DT_U64;
+    default: return false;
+    }
+}
+
+/* Copy a typed field's n elements into buf as dtype dt. */
+static void copy_typed(const Onnx__TensorProto *tp, int f, IrDType dt, uint8_t *buf, size_t n)
+{
+    switch (f) {
+    case F_FLOAT: memcpy(buf, tp->float_data, n * 4); break;
+    case F_DOUBLE: memcpy(buf, tp->double_data, n * 8); break;
+    case F_INT64: memcpy(buf, tp->int64_data, n * 8); break;
+    case F_INT32:
+        for (size_t i = 0; i < n; i++)
+            put_elem(buf, dt, i, tp->int32_data[i]);
+        break;
+    case F_UINT64:
+        for (size_t i = 0; i < n; i++)
+            put_elem(buf, dt, i, (int64_t)tp->uint64_data[i]);
+        break;
+    }
+}
+
+/* Check the data fields of tp against its dtype/size; returns the field used (or
+ * -1 for an empty tensor with no field) and -2 on error. */
+static int pick_field(const Onnx__TensorProto *tp, IrDType dt, size_t numel, size_t nbytes,
+                      char *err, size_t errlen)
+{
+    size_t n[F_COUNT];
+    field_counts(tp, n);
+    int used = -1;
+    for (int f = 0; f < F_COUNT; f++) {
+        if (!n[f])
+            continue;
+        if (used >= 0) {
+            fe_fmt(err, errlen, "has two data fields at once (%s and %s)", field_names[used],
+                   field_names[f]);
+            return -2;
+        }
+        used = f;
+    }
+    if (tp->n_external_data && used != F_EXT) {
+        fe_fmt(err, errlen, "has external_data entries but data_location is not EXTERNAL");
+        return -2;
+    }
+    if (used < 0 && numel > 0) {
+        fe_fmt(err, errlen, "has no data for its %zu elements", numel);
+        return -2;
+    }
+    if (used == F_RAW && tp->raw_data.len != nbytes) {
+        fe_fmt(err, errlen, "raw_data has %zu bytes, expected %zu from shape and dtype",
+               tp->raw_data.len, nbytes);
+        return -2;
+    }
+    if (used >= 0 && used != F_RAW && used != F_EXT) {
+        if (!field_fits(used, dt)) {
+            fe_fmt(err, errlen, "%s cannot hold %s elements", field_names[used],
+                   ir_dtype_name(dt));
+            return -2;
+        }
+        if (n[used] != numel) {
+            fe_fmt(err, errlen, "%s has %zu elements, expected %zu from the shape",
+                   field_names[used], n[used], numel);
+            return -2;
+        }
+    }
+    return used;
+}
+
+/* Decode tp into t; errors as "tensor 'name': message". */
+bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeTensor *t,
+                          char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    const char *name = tp->name ? tp->name : "";
+    char msg[512], dn[32];
+    t->name = strdup(name);
+    if (!t->name)
+        goto oom;
+    int64_t code = tp->has_data_type ? tp->data_type : 0;
+    IrDType dt = fe_onnx_dtype(code);
+    if (code == 0) {
+        fe_fmt(msg, sizeof msg, "data type is missing (UNDEFINED)");
+        goto fail;
+    }
+    if (dt == IR_DT_UNDEF || dt == IR_DT_STRING) {
+        fe_fmt(msg, sizeof msg, "%s tensors are not supported",
+               fe_onnx_dtype_name(code, dn, sizeof dn));
+        goto fail;
+    }
+    if (tp->segment) {
+        fe_fmt(msg, sizeof msg, "segmented tensors are not supported");
+        goto fail;
+    }
+    t->dtype = dt;
+    if (!fe_check_dims(tp->dims, tp->n_dims, dt, t->dims, &t->rank, &t->nbytes, msg,
+                       sizeof msg))
+        goto fail;
+    size_t numel = t->nbytes / ir_dtype_size(dt);
+    int f = pick_field(tp, dt, numel, t->nbytes, msg, sizeof msg);
+    if (f == -2)
+        goto fail;
+    t->data = malloc(t->nbytes ? t->nbytes : 1);
+    if (!t->data)
+        goto oom;
+    if (f == F_RAW && t->nbytes)
+        memcpy(t->data, tp->raw_data.data, t->nbytes);
+    else if (f == F_EXT) {
+        if (!read_external(tp, base_dir, t->data, t->nbytes, msg, sizeof msg))
+            goto fail;
+    } else if (f >= 0 && numel)
+        copy_typed(tp, f, dt, t->data, numel);
+    return true;
+oom:
+    fe_fmt(msg, sizeof msg, "out of memory");
+fail:
+    fe_fmt(err, errlen, "tensor '%s': %s", name, msg);
+    fe_tensor_free(t);
+    return false;
+}
+
+/* Pack t as a TensorProto with raw_data; *out is malloc'd. */
+bool fe_tensor_to_proto(const FeTensor *t, uint8_t **out, size_t *outlen, char *err,
+                        size_t errlen)
+{
+    Onnx__TensorProto tp = ONNX__TENSOR_PROTO__INIT;
+    int64_t dims[IR_MAX_RANK];
+    int rank;
+    size_t nbytes;
+    char msg[256];
+    if (t->rank < 0 || t->dtype == IR_DT_UNDEF || t->dtype == IR_DT_STRING ||
+        ir_dtype_size(t->dtype) == 0) {
+        fe_fmt(err, errlen, "cannot write a tensor of dtype %s", ir_dtype_name(t->dtype));
+        return false;
+    }
+    if (!fe_check_dims(t->dims, (size_t)t->rank, t->dtype, dims, &rank, &nbytes, msg,
+                       sizeof msg)) {
+        fe_fmt(err, errlen, "tensor '%s': %s", t->name ? t->name : "", msg);
+        return false;
+    }
+    if (nbytes != t->nbytes) {
+        fe_fmt(err, errlen, "tensor '%s': %zu data bytes, but shape x dtype needs %zu",
+               t->name ? t->name : "", t->nbytes, nbytes);
+        return false;
+    }
+    tp.n_dims = (size_t)rank;
+    tp.dims = dims;
+    tp.has_data_type = 1;
+    tp.data_type = (int32_t)t->dtype;
+    tp.name = (char *)(t->name && *t->name ? t->name : NULL);
+    tp.has_raw_data = 1;
+    tp.raw_data.len = t->nbytes;
+    tp.raw_data.data = t->data;
+    size_t n = onnx__tensor_proto__get_packed_size(&tp);
+    *out = malloc(n ? n : 1);
+    if (!*out) {
+        fe_fmt(err, errlen, "out of memory");
+        return false;
+    }
+    *outlen = onnx__tensor_proto__pack(&tp, *out);
+    return true;
+}

@@ -1,0 +1,184 @@
+/* dram_plan.c: where every tensor lives in device memory.
+ *
+ *   segment 0      constants read by some kernel, laid out once, 64-byte aligned, in
+ *                  value order, in their device layout (I64 narrowed to I32)
+ *   segment 1      the activation arena: each activation occupies its range from the
+ *                  kernel that writes it to the last kernel that reads it; ranges are
+ *                  allocated first-fit (64-byte aligned) in kernel order, a kernel's
+ *                  outputs before its dead inputs are released, so a kernel never
+ *                  writes over what it reads
+ *   segment 2 + i  graph input i, then graph output j at 2 + ninputs + j (a value
+ *                  claimed by an output by pass_fuse lives there directly)
+ * Views and aliases share their root's storage (IrValue.dram_offset is set for them
+ * too, for reports).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "kernel.h"
+#include "pass.h"
+
+typedef struct {
+    uint64_t off, size;
+} Block;
+
+typedef struct {
+    Block *b;                              /* used blocks, sorted by offset */
+    uint32_t n, cap;
+    uint64_t peak;
+} Arena;
+
+/* First-fit allocation of size bytes; returns the offset. */
+static uint64_t arena_alloc(Arena *a, uint64_t size)
+{
+    uint64_t at = 0;
+    uint32_t i = 0;
+    for (; i < a->n; i++) {
+        if (a->b[i].off >= at + size)
+            break;
+        uint64_t end = a->b[i].off + a->b[i].size;
+        at = end > at ? end : at;
+    }
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 64;
+        Block *nb = realloc(a->b, a->cap * sizeof *nb);
+        if (!nb)
+            abort();
+        a->b = nb;
+    }
+    memmove(a->b + i + 1, a->b + i, (a->n - i) * sizeof *a->b);
+    a->b[i] = (Block){at, size};
+    a->n++;
+    if (at + size > a->peak)
+        a->peak = at + size;
+    return at;
+}
+
+/* Release the block that starts at off. */
+static void arena_free(Arena *a, uint64_t off)
+{
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->b[i].off == off) {
+            memmove(a->b + i, a->b + i + 1, (a->n - i - 1) * sizeof *a->b);
+            a->n--;
+            return;
+        }
+    IR_ASSERT(!"freeing an unknown arena block");
+}
+
+/* Refuse int64 constants the device's int32 cannot hold. */
+static bool check_i64_const(IrGraph *g, ValId v)
+{
+    const IrValue *val = ir_val(g, v);
+    if (val->type.dtype != IR_DT_I64)
+        return true;
+    int64_t n = pass_numel(&val->type);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x;
+        memcpy(&x, (const char *)val->data + 8 * i, 8);
+        if (x < INT32_MIN || x > INT32_MAX) {
+            ir_diag_error(g->diag, "constant '%s' holds %" PRId64 " at element %" PRId64
+                          ", outside the int32 range of the device (int64 data is stored "
+                          "as int32)", val->name, x, i);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Lay out the constants that kernels read in segment 0. */
+static bool plan_consts(IrGraph *g, IrSched *s, const SpyTarget *t)
+{
+    uint8_t *used = calloc(g->nvals + 1, 1);
+    if (!used)
+        abort();
+    for (uint32_t i = 0; i < g->nkernels; i++)
+        for (uint32_t j = 0; j < g->kernels[i].nreads; j++)
+            used[g->kernels[i].reads[j]] = 1;
+    s->consts = ir_alloc(g, (g->nvals + 1) * sizeof *s->consts);
+    s->nconsts = 0;
+    uint64_t off = 0;
+    bool ok = true;
+    for (ValId v = 0; v < g->nvals; v++) {
+        IrValue *val = ir_val(g, v);
+        if (!used[v] || val->kind != IR_VAL_CONST)
+            continue;
+        ok &= check_i64_const(g, v);
+        s->seg[v] = ISA_SEG_CONST;
+        val->dram_offset = (int64_t)off;
+        s->consts[s->nconsts++] = v;
+        off += (pass_storage_bytes(g, v, t) + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
+    }
+    s->seg0_bytes = off;
+    free(used);
+    return ok;
+}
+
+/* Allocate activations in the arena by liveness (kernel order). */
+static void plan_arena(IrGraph *g, IrSched *s, const SpyTarget *t)
+{
+    uint32_t *last = malloc((g->nvals + 1) * sizeof *last);
+    if (!last)
+        abort();
+    for (ValId v = 0; v < g->nvals; v++)
+        last[v] = UINT32_MAX;
+    for (uint32_t i = 0; i < g->nkernels; i++)
+        for (uint32_t j = 0; j < g->kernels[i].nreads; j++)
+            last[g->kernels[i].reads[j]] = i;
+    Arena a = {0};
+    for (uint32_t i = 0; i < g->nkernels; i++) {
+        const IrKernel *k = &g->kernels[i];
+        ValId r = k->out;
+        if (k->kind != IR_KK_COPY && s->seg[r] == UINT32_MAX) {
+            IR_ASSERT(!s->virt[r] && ir_val(g, r)->kind == IR_VAL_ACT);
+            uint64_t sz = pass_storage_bytes(g, r, t);
+            sz = (sz + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
+            s->seg[r] = ISA_SEG_ARENA;
+            ir_val(g, r)->dram_offset = (int64_t)arena_alloc(&a, sz ? sz : IR_DRAM_ALIGN);
+            if (last[r] == UINT32_MAX)
+                last[r] = i;
+        }
+        for (uint32_t j = 0; j < k->nreads; j++) {
+            ValId x = k->reads[j];
+            if (last[x] == i && s->seg[x] == ISA_SEG_ARENA)
+                arena_free(&a, (uint64_t)ir_val(g, x)->dram_offset);
+        }
+        if (k->kind != IR_KK_COPY && s->seg[r] == ISA_SEG_ARENA && last[r] == i)
+            arena_free(&a, (uint64_t)ir_val(g, r)->dram_offset);   /* never read */
+    }
+    s->arena_bytes = a.peak;
+    free(a.b);
+    free(last);
+}
+
+bool pass_dram_plan(IrGraph *g, const PassOptions *opt)
+{
+    IrSched *s = g->sched;
+    IR_ASSERT(s && opt->target);
+    for (ValId v = 0; v < g->nvals; v++) {
+        s->seg[v] = UINT32_MAX;
+        g->vals[v].dram_offset = -1;
+    }
+    for (uint32_t i = 0; i < g->ninputs; i++) {
+        s->seg[g->inputs[i]] = ISA_SEG_IO0 + i;
+        g->vals[g->inputs[i]].dram_offset = 0;
+    }
+    for (ValId v = 0; v < g->nvals; v++)
+        if (s->claim[v] >= 0) {
+            s->seg[v] = ISA_SEG_IO0 + g->ninputs + (uint32_t)s->claim[v];
+            g->vals[v].dram_offset = 0;
+        }
+    if (!plan_consts(g, s, opt->target))
+        return false;
+    plan_arena(g, s, opt->target);
+    for (ValId v = 0; v < g->nvals; v++) {
+        ValId r = s->view[v].root;
+        if (r != v && s->seg[r] != UINT32_MAX) {
+            s->seg[v] = s->seg[r];
+            g->vals[v].dram_offset = g->vals[r].dram_offset + g->vals[v].alias_offset;
+        }
+    }
+    return true;
+}

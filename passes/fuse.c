@@ -1,0 +1,648 @@
+/* fuse.c: group core-op nodes into kernels (IrKernel).
+ *
+ *   ELEM      a maximal tree of pointwise nodes whose intermediates have one use
+ *   CONTRACT  one MATMUL/CONV whose single-use output is a leaf of a pointwise tree of
+ *             the same shape (the epilogue: bias, relu, residual add, ...)
+ *   REDUCE    one REDUCE/ARGREDUCE/WINDOW/CUMSUM with a pointwise prologue tree on its
+ *             single-use input and an epilogue tree like a contraction's
+ *   MOVE      one PAD, CONCAT, GATHER, or a view op that must be materialised
+ *   COPY      a graph output that cannot be written in place (an input, a constant,
+ *             a value listed twice, a strided view)
+ * View ops (RESHAPE, TRANSPOSE, SLICE, EXPAND) normally become virtual: no kernel,
+ * their consumers read the source through a strided view. They are materialised when
+ * they are graph outputs, when a RESHAPE of a strided view is not expressible as
+ * strides, or when GATHER needs contiguous table rows.
+ * Every kernel writes exactly one value, produced by its last node, so running kernels
+ * in the order of that node keeps the graph's dependencies. At -O0 nothing is fused.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "isa.h"
+#include "kernel.h"
+#include "pass.h"
+
+enum { ROLE_NONE = 0, ROLE_PRO, ROLE_ANCHOR, ROLE_EPI };
+
+typedef struct {
+    IrKernelKind kind;
+    NodeId anchor, root;
+    ValId out;
+    uint32_t out_index;
+    ValId ref;                             /* ELEM: iteration-space value */
+    int nred;                              /* ELEM: row-resident reduced dims */
+} Group;
+
+#define ROW_MAX_NODES 64                   /* largest row-resident group */
+
+typedef struct {
+    IrGraph *g;
+    IrSched *s;
+    bool fuse;                             /* opt_level >= 1 */
+    uint32_t *nuse;                        /* uses by live nodes and graph outputs */
+    uint8_t *is_out;
+    uint8_t *force;                        /* per node: view must be materialised */
+    uint32_t *grp;                         /* per node: group index or IR_NONE */
+    uint8_t *role;                         /* per node: ROLE_* */
+    Group *gs;
+    uint32_t ngs, capgs;
+    NodeId *stack;
+    NodeId *mem;                           /* members of the tree being collected */
+    uint32_t nmem;
+    uint32_t *ufirst;                      /* consumers of value v: ulist[ufirst[v]..[v+1]) */
+    NodeId *ulist;
+    uint64_t lx_budget;                    /* 0: no row-resident fusion */
+} Fuse;
+
+/* Whether n is a live node (not dead, not a virtual view). */
+static bool live(Fuse *f, NodeId n)
+{
+    return n != IR_NONE && !f->g->nodes[n].dead && !f->s->vnode[n];
+}
+
+static bool is_view_op(IrOp op)
+{
+    return op == IR_OP_RESHAPE || op == IR_OP_TRANSPOSE || op == IR_OP_SLICE ||
+           op == IR_OP_EXPAND;
+}
+
+/* Count uses of every value by live nodes and graph outputs. */
+static void count_uses(Fuse *f)
+{
+    IrGraph *g = f->g;
+    memset(f->nuse, 0, g->nvals * sizeof *f->nuse);
+    memset(f->is_out, 0, g->nvals);
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        if (g->nodes[n].dead)
+            continue;
+        for (int i = 0; i < g->nodes[n].nin; i++)
+            if (g->nodes[n].in[i] != IR_NONE)
+                f->nuse[g->nodes[n].in[i]]++;
+    }
+    f->ufirst = ir_alloc(g, (g->nvals + 2) * sizeof *f->ufirst);
+    for (ValId v = 0; v < g->nvals; v++)
+        f->ufirst[v + 1] = f->ufirst[v] + f->nuse[v];
+    f->ulist = ir_alloc(g, (f->ufirst[g->nvals] + 1) * sizeof *f->ulist);
+    uint32_t *fill = calloc(g->nvals + 1, sizeof *fill);
+    if (!fill)
+        abort();
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        if (g->nodes[n].dead)
+            continue;
+        for (int i = 0; i < g->nodes[n].nin; i++) {
+            ValId v = g->nodes[n].in[i];
+            if (v != IR_NONE)
+                f->ulist[f->ufirst[v] + fill[v]++] = n;
+        }
+    }
+    free(fill);
+    for (uint32_t i = 0; i < g->noutputs; i++) {
+        f->nuse[g->outputs[i]]++;
+        f->is_out[g->outputs[i]] = 1;
+    }
+}
+
+/* True if the rows of gather table view vw (dims after axis) are contiguous. */
+static bool rows_contiguous(const IrType *t, int axis, const IrView *vw)
+{
+    int64_t want = 1;
+    for (int i = t->rank - 1; i > axis; i--) {
+        if (t->dims[i] != 1 && vw->stride[i] != want)
+            return false;
+        want *= t->dims[i];
+    }
+    return true;
+}
+
+/* Decide which view nodes are virtual and compute (row-major) views. Returns false
+ * when a gather forced another view to be materialised (the caller repeats). */
+static bool plan_views(Fuse *f)
+{
+    IrGraph *g = f->g;
+    IrSched *s = f->s;
+    for (ValId v = 0; v < g->nvals; v++) {
+        s->virt[v] = 0;
+        s->view[v].root = v;
+        s->view[v].off = 0;
+        pass_dense_strides(ir_vtype(g, v), s->view[v].stride);
+    }
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        IrNode *nd = &g->nodes[n];
+        s->vnode[n] = 0;
+        if (nd->dead || !is_view_op(nd->op))
+            continue;
+        IrView vw;
+        ValId o = nd->out[0];
+        bool ok = pass_view_apply(g, nd, &s->view[nd->in[0]], &vw);
+        if (ok && !f->is_out[o] && !f->force[n] && (f->fuse || nd->op == IR_OP_RESHAPE)) {
+            s->vnode[n] = 1;
+            s->virt[o] = 1;
+            s->view[o] = vw;
+        }
+    }
+    bool stable = true;
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        IrNode *nd = &g->nodes[n];
+        if (nd->dead || nd->op != IR_OP_GATHER)
+            continue;
+        ValId d = nd->in[0];
+        int axis = (int)ir_attr_get_int(nd, "axis", 0);
+        if (!rows_contiguous(ir_vtype(g, d), axis, &s->view[d])) {
+            NodeId p = ir_val(g, d)->def;
+            IR_ASSERT(p != IR_NONE && s->vnode[p]);
+            f->force[p] = 1;
+            stable = false;
+        }
+    }
+    return stable;
+}
+
+/* Start a new group rooted at node n. */
+static uint32_t new_group(Fuse *f, IrKernelKind kind, NodeId anchor, NodeId root, ValId out)
+{
+    if (f->ngs == f->capgs) {
+        f->capgs = f->capgs ? 2 * f->capgs : 64;
+        Group *ng = realloc(f->gs, f->capgs * sizeof *ng);
+        if (!ng)
+            abort();
+        f->gs = ng;
+    }
+    f->gs[f->ngs] = (Group){kind, anchor, root, out, 0, out, 0};
+    return f->ngs++;
+}
+
+/* Whether value v (input of a group member) may pull its producer into the group. */
+static bool absorbable(Fuse *f, ValId v)
+{
+    NodeId p = ir_val(f->g, v)->def;
+    return f->fuse && live(f, p) && f->grp[p] == IR_NONE && f->nuse[v] == 1 && !f->is_out[v];
+}
+
+/* Add the pointwise tree ending at node start to group gi with role r. */
+static void collect_tree(Fuse *f, NodeId start, uint32_t gi, uint8_t r)
+{
+    IrGraph *g = f->g;
+    uint32_t sp = 0;
+    f->stack[sp++] = start;
+    f->grp[start] = gi;
+    while (sp) {
+        NodeId n = f->stack[--sp];
+        f->role[n] = r;
+        f->mem[f->nmem++] = n;
+        for (int i = 0; i < g->nodes[n].nin; i++) {
+            ValId v = g->nodes[n].in[i];
+            NodeId p = ir_val(g, v)->def;
+            if (absorbable(f, v) && ir_op_info[g->nodes[p].op].cls == IR_CLS_ELEM) {
+                f->grp[p] = gi;
+                f->stack[sp++] = p;
+            }
+        }
+    }
+}
+
+/* Among the leaves of group gi (root value rv), the latest contraction or reduction
+ * whose single-use output has rv's shape; IR_NONE if none. */
+static NodeId find_anchor(Fuse *f, ValId rv)
+{
+    IrGraph *g = f->g;
+    const IrType *rt = ir_vtype(g, rv);
+    NodeId best = IR_NONE;
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        NodeId n = f->mem[m];
+        for (int i = 0; i < g->nodes[n].nin; i++) {
+            ValId v = g->nodes[n].in[i];
+            NodeId p = ir_val(g, v)->def;
+            if (!absorbable(f, v))
+                continue;
+            IrOpClass c = ir_op_info[g->nodes[p].op].cls;
+            const IrType *t = ir_vtype(g, v);
+            bool same = t->rank == rt->rank &&
+                        memcmp(t->dims, rt->dims, (size_t)t->rank * sizeof t->dims[0]) == 0;
+            if ((c == IR_CLS_CONTRACT || c == IR_CLS_REDUCE) && same &&
+                (best == IR_NONE || p > best))
+                best = p;
+        }
+    }
+    return best;
+}
+
+/* Prologue of a reduction anchor: the pointwise tree producing its input. */
+static void collect_prologue(Fuse *f, NodeId anchor, uint32_t gi)
+{
+    ValId v = f->g->nodes[anchor].in[0];
+    NodeId p = ir_val(f->g, v)->def;
+    if (absorbable(f, v) && ir_op_info[f->g->nodes[p].op].cls == IR_CLS_ELEM)
+        collect_tree(f, p, gi, ROLE_PRO);
+}
+
+/* Number of trailing axes a keepdims REDUCE reduces (its axes must be exactly the last
+ * k dims); 0 if it is not such a reduction. */
+static int trailing_reduce(IrGraph *g, const IrNode *n)
+{
+    if (n->op != IR_OP_REDUCE)
+        return 0;
+    const IrType *x = ir_vtype(g, n->in[0]), *o = ir_vtype(g, n->out[0]);
+    const int64_t *ax;
+    int nax = ir_attr_get_ints(n, "axes", &ax);
+    if (o->rank != x->rank || x->rank == 0)
+        return 0;
+    if (nax < 0)
+        return x->rank;
+    for (int i = 0; i < nax; i++)
+        if (ax[i] != x->rank - nax + i)
+            return 0;
+    return nax;
+}
+
+/* True if every consumer of v is in group gi (and v is not a graph output). */
+static bool uses_inside(Fuse *f, ValId v, uint32_t gi)
+{
+    if (f->is_out[v])
+        return false;
+    for (uint32_t i = f->ufirst[v]; i < f->ufirst[v + 1]; i++)
+        if (f->grp[f->ulist[i]] != gi)
+            return false;
+    return true;
+}
+
+/* True if shape t broadcasts into s (right-aligned, dims equal or 1). */
+static bool fits_into(const IrType *t, const IrType *s)
+{
+    if (t->rank > s->rank)
+        return false;
+    for (int i = 0; i < t->rank; i++) {
+        int64_t d = t->dims[i], e = s->dims[i + s->rank - t->rank];
+        if (d != e && d != 1)
+            return false;
+    }
+    return true;
+}
+
+/* Grow group gi from root: add producers (pointwise nodes and trailing keepdims
+ * reductions) all of whose results are consumed inside the group. */
+static void grow_closure(Fuse *f, NodeId root, uint32_t gi)
+{
+    IrGraph *g = f->g;
+    f->nmem = 0;
+    f->grp[root] = gi;
+    f->mem[f->nmem++] = root;
+    for (bool changed = true; changed && f->nmem < ROW_MAX_NODES;) {
+        changed = false;
+        for (uint32_t m = 0; m < f->nmem && f->nmem < ROW_MAX_NODES; m++) {
+            const IrNode *nd = &g->nodes[f->mem[m]];
+            for (int i = 0; i < nd->nin && f->nmem < ROW_MAX_NODES; i++) {
+                NodeId p = ir_val(g, nd->in[i])->def;
+                if (!live(f, p) || f->grp[p] != IR_NONE || g->nodes[p].nout != 1)
+                    continue;
+                bool ok = ir_op_info[g->nodes[p].op].cls == IR_CLS_ELEM ||
+                          trailing_reduce(g, &g->nodes[p]) > 0;
+                if (ok && uses_inside(f, nd->in[i], gi)) {
+                    f->grp[p] = gi;
+                    f->mem[f->nmem++] = p;
+                    changed = true;
+                }
+            }
+        }
+    }
+}
+
+/* Whether the closure in f->mem is worth a row-resident kernel and valid: it reduces
+ * one shape over the same trailing dims, every value broadcasts into that shape, it
+ * needs more than a tree (several reductions or a value used twice), and a row of
+ * every value fits a quarter of the scratchpad. Sets *ref, *nred. */
+static bool rows_valid(Fuse *f, ValId *ref, int *nred)
+{
+    IrGraph *g = f->g;
+    const IrType *s = NULL;
+    int nr = 0, k = 0;
+    bool multi = false;
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        const IrNode *nd = &g->nodes[f->mem[m]];
+        int kk = trailing_reduce(g, nd);
+        if (nd->op == IR_OP_REDUCE) {
+            const IrType *x = ir_vtype(g, nd->in[0]);
+            if (kk == 0 || (s && (kk != k || !ir_type_eq(x, s))))
+                return false;
+            s = x;
+            k = kk;
+            *ref = nd->in[0];
+            nr++;
+        }
+        multi |= m > 0 && f->nuse[nd->out[0]] > 1;
+    }
+    /* one reduction whose result is not broadcast back: a REDUCE kernel (with its
+     * prologue/epilogue trees) does the same and can chunk long rows */
+    bool back = false;
+    if (s) {
+        const IrType *rt = ir_vtype(g, g->nodes[f->mem[0]].out[0]);
+        for (int i = s->rank - k; i < s->rank; i++) {
+            int j = i - (s->rank - rt->rank);
+            back |= j >= 0 && rt->dims[j] > 1;
+        }
+    }
+    if (nr == 0 || (nr < 2 && !multi && !back))
+        return false;
+    uint64_t row = 4;
+    for (int i = s->rank - k; i < s->rank; i++)
+        row *= (uint64_t)s->dims[i];
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        const IrNode *nd = &g->nodes[f->mem[m]];
+        for (int i = 0; i < nd->nin; i++)
+            if (!fits_into(ir_vtype(g, nd->in[i]), s))
+                return false;
+        if (!fits_into(ir_vtype(g, nd->out[0]), s))
+            return false;
+    }
+    *nred = k;
+    return row * (2 * f->nmem + 2) <= f->lx_budget / 4;
+}
+
+/* Try a row-resident ELEM group rooted at node n (softmax, layer norm: reductions
+ * over the last dims whose rows stay in LX). False (nothing grouped) if not
+ * applicable. */
+static bool try_rows(Fuse *f, NodeId n)
+{
+    if (!f->fuse || !f->lx_budget)
+        return false;
+    IrNode *nd = &f->g->nodes[n];
+    uint32_t gi = new_group(f, IR_KK_ELEM, IR_NONE, n, nd->out[0]);
+    grow_closure(f, n, gi);
+    ValId ref = IR_NONE;
+    int nred = 0;
+    if (!rows_valid(f, &ref, &nred)) {
+        for (uint32_t m = 0; m < f->nmem; m++)
+            f->grp[f->mem[m]] = IR_NONE;
+        f->ngs--;
+        return false;
+    }
+    for (uint32_t m = 0; m < f->nmem; m++)
+        f->role[f->mem[m]] = ROLE_EPI;
+    f->gs[gi].ref = ref;
+    f->gs[gi].nred = nred;
+    return true;
+}
+
+/* Group every live node, walking from the graph's end so that trees are maximal. */
+static bool group_nodes(Fuse *f)
+{
+    IrGraph *g = f->g;
+    for (NodeId n = g->nnodes; n-- > 0;) {
+        IrNode *nd = &g->nodes[n];
+        if (!live(f, n) || f->grp[n] != IR_NONE)
+            continue;
+        IrOpClass c = ir_op_info[nd->op].cls;
+        uint32_t gi;
+        if ((c == IR_CLS_ELEM || trailing_reduce(g, nd)) && try_rows(f, n))
+            continue;
+        switch (c) {
+        case IR_CLS_ELEM: {
+            gi = new_group(f, IR_KK_ELEM, IR_NONE, n, nd->out[0]);
+            f->nmem = 0;
+            collect_tree(f, n, gi, ROLE_EPI);
+            NodeId a = find_anchor(f, nd->out[0]);
+            if (a != IR_NONE) {
+                bool red = ir_op_info[g->nodes[a].op].cls == IR_CLS_REDUCE;
+                f->gs[gi].kind = red ? IR_KK_REDUCE : IR_KK_CONTRACT;
+                f->gs[gi].anchor = a;
+                f->grp[a] = gi;
+                f->role[a] = ROLE_ANCHOR;
+                if (red)
+                    collect_prologue(f, a, gi);
+            }
+            break;
+        }
+        case IR_CLS_CONTRACT:
+        case IR_CLS_REDUCE:
+        case IR_CLS_MOVE:
+            gi = new_group(f, c == IR_CLS_CONTRACT ? IR_KK_CONTRACT
+                              : c == IR_CLS_REDUCE ? IR_KK_REDUCE : IR_KK_MOVE,
+                           n, n, nd->out[0]);
+            f->grp[n] = gi;
+            f->role[n] = ROLE_ANCHOR;
+            if (c == IR_CLS_REDUCE)
+                collect_prologue(f, n, gi);
+            break;
+        default:
+            ir_error(g, &nd->origin, "operator '%s' has no lowering to the device",
+                     nd->foreign.op_type ? nd->foreign.op_type : "?");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Graph outputs: the root storage of an output becomes its I/O segment when it can;
+ * other outputs get a COPY group. */
+static void plan_outputs(Fuse *f)
+{
+    IrGraph *g = f->g;
+    IrSched *s = f->s;
+    for (uint32_t k = 0; k < g->noutputs; k++) {
+        ValId v = g->outputs[k];
+        ValId r = s->view[v].root;
+        const IrValue *rv = ir_val(g, r);
+        if (rv->kind == IR_VAL_ACT && !s->virt[r] && pass_view_dense(g, v, &s->view[v]) &&
+            s->claim[r] < 0) {
+            s->claim[r] = (int32_t)k;
+            continue;
+        }
+        uint32_t gi = new_group(f, IR_KK_COPY, IR_NONE, IR_NONE, v);
+        f->gs[gi].out_index = k;
+    }
+}
+
+/* Short name of a node's operation for kernel names. */
+static const char *op_short(const IrNode *n)
+{
+    int fn = (int)ir_attr_get_int(n, "fn", 0);
+    switch (n->op) {
+    case IR_OP_UNARY: return ir_unfn_name(fn);
+    case IR_OP_BINARY: return ir_binfn_name(fn);
+    case IR_OP_REDUCE: return fn == IR_RED_SUM ? "rsum" : fn == IR_RED_PROD ? "rprod"
+                              : fn == IR_RED_MAX ? "rmax" : "rmin";
+    case IR_OP_ARGREDUCE: return fn == IR_RED_MAX ? "argmax" : "argmin";
+    case IR_OP_WINDOW: return fn == IR_RED_MAX ? "maxpool" : fn == IR_RED_SUM ? "sumpool"
+                                                                               : "pool";
+    default: return ir_op_info[n->op].name;
+    }
+}
+
+typedef struct {
+    uint64_t key;
+    uint32_t idx;
+} GroupKey;
+
+/* Order of groups: by root node, COPY groups last (by output index). */
+static int cmp_key(const void *a, const void *b)
+{
+    const GroupKey *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
+/* Distinct bytes a view of v reads (broadcast dims count once). */
+static uint64_t view_bytes(IrGraph *g, ValId v)
+{
+    const IrType *t = ir_vtype(g, v);
+    const IrView *vw = &((IrSched *)g->sched)->view[v];
+    uint64_t n = 1;
+    for (int i = 0; i < t->rank; i++)
+        if (vw->stride[i] != 0 || t->dims[i] == 0)
+            n *= (uint64_t)t->dims[i];
+    return n * (uint64_t)pass_dev_esize(t->dtype);
+}
+
+/* Useful operations of node n (2*M*N*K for contractions, elements otherwise). */
+static uint64_t node_flops(IrGraph *g, const IrNode *n)
+{
+    const IrType *o = ir_vtype(g, n->out[0]), *a = ir_vtype(g, n->in[0]);
+    uint64_t no = (uint64_t)pass_numel(o);
+    switch (n->op) {
+    case IR_OP_MATMUL: return 2 * no * (uint64_t)a->dims[a->rank - 1];
+    case IR_OP_CONV: {
+        const IrType *w = ir_vtype(g, n->in[1]);
+        return 2 * no * (uint64_t)(pass_numel(w) / (w->dims[0] ? w->dims[0] : 1));
+    }
+    case IR_OP_REDUCE: case IR_OP_ARGREDUCE: case IR_OP_CUMSUM:
+        return (uint64_t)pass_numel(a);
+    case IR_OP_WINDOW: {
+        const int64_t *k;
+        int nk = ir_attr_get_ints(n, "kernel", &k);
+        for (int i = 0; i < nk; i++)
+            no *= (uint64_t)k[i];
+        return no;
+    }
+    default: return no;
+    }
+}
+
+/* Add v to the kernel's input list unless present. */
+static void add_in(IrKernel *k, ValId v, uint32_t cap)
+{
+    for (uint32_t i = 0; i < k->nins; i++)
+        if (k->ins[i] == v)
+            return;
+    IR_ASSERT(k->nins < cap);
+    k->ins[k->nins++] = v;
+}
+
+/* Fill kernel k from group gi: members, inputs, name, flops, traffic. */
+static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
+                         uint32_t idx, IrKernel *k)
+{
+    IrGraph *g = f->g;
+    const Group *gr = &f->gs[gi];
+    k->kind = gr->kind;
+    k->anchor = gr->anchor;
+    k->root = gr->root;
+    k->out = gr->out;
+    k->out_index = gr->out_index;
+    k->ref = gr->ref;
+    k->nred = gr->nred;
+    uint32_t nin = 0;
+    for (uint32_t m = 0; m < nmem; m++)
+        nin += g->nodes[mem[m]].nin;
+    k->pro = ir_alloc(g, (nmem + 1) * sizeof(NodeId));
+    k->epi = ir_alloc(g, (nmem + 1) * sizeof(NodeId));
+    k->ins = ir_alloc(g, (nin + 1) * sizeof(ValId));
+    char name[160];
+    int len = snprintf(name, sizeof name, "k%u", idx), shown = 0;
+    for (uint32_t m = 0; m < nmem; m++) {
+        NodeId n = mem[m];
+        IrNode *nd = &g->nodes[n];
+        nd->kernel = idx;
+        for (int i = 0; i < nd->nout; i++)
+            ir_val(g, nd->out[i])->kernel = idx;
+        if (f->role[n] == ROLE_PRO)
+            k->pro[k->npro++] = n;
+        else if (f->role[n] == ROLE_EPI)
+            k->epi[k->nepi++] = n;
+        k->flops += node_flops(g, nd);
+        for (int i = 0; i < nd->nin; i++) {
+            NodeId p = ir_val(g, nd->in[i])->def;
+            if (p == IR_NONE || f->grp[p] != gi || !live(f, p))
+                add_in(k, nd->in[i], nin + 1);
+        }
+        if (shown++ < 5 && len < (int)sizeof name - 24)
+            len += snprintf(name + len, sizeof name - (size_t)len, "_%s", op_short(nd));
+    }
+    if (shown > 5)
+        snprintf(name + len, sizeof name - (size_t)len, "_x%d", shown);
+    if (k->kind == IR_KK_COPY) {
+        snprintf(name, sizeof name, "k%u_copy_out%u", idx, k->out_index);
+        add_in(k, k->out, nin + 1);
+        k->flops = (uint64_t)pass_numel(ir_vtype(g, k->out));
+    }
+    k->name = ir_strdup(g, name);
+    k->min_dram_bytes = view_bytes(g, k->out);
+    for (uint32_t i = 0; i < k->nins; i++) {
+        const IrValue *iv = ir_val(g, k->ins[i]);
+        if (!(iv->kind == IR_VAL_CONST && pass_numel(&iv->type) == 1))
+            k->min_dram_bytes += view_bytes(g, k->ins[i]);
+    }
+}
+
+/* Allocate the per-node / per-value work arrays. */
+static void fuse_init(Fuse *f, IrGraph *g, const PassOptions *opt)
+{
+    f->g = g;
+    f->s = pass_sched(g);
+    f->fuse = opt->opt_level >= 1;
+    f->lx_budget = opt->target ? opt->target->lx_budget_bytes : 0;
+    f->nuse = ir_alloc(g, (g->nvals + 1) * sizeof *f->nuse);
+    f->is_out = ir_alloc(g, g->nvals + 1);
+    f->force = ir_alloc(g, g->nnodes + 1);
+    f->grp = ir_alloc(g, (g->nnodes + 1) * sizeof *f->grp);
+    f->role = ir_alloc(g, g->nnodes + 1);
+    f->stack = ir_alloc(g, (g->nnodes + 1) * sizeof *f->stack);
+    f->mem = ir_alloc(g, (g->nnodes + 1) * sizeof *f->mem);
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        f->grp[n] = IR_NONE;
+        g->nodes[n].kernel = IR_NONE;
+    }
+    for (ValId v = 0; v < g->nvals; v++) {
+        g->vals[v].kernel = IR_NONE;
+        f->s->claim[v] = -1;
+    }
+}
+
+bool pass_fuse(IrGraph *g, const PassOptions *opt)
+{
+    Fuse f = {0};
+    fuse_init(&f, g, opt);
+    count_uses(&f);
+    for (int round = 0; !plan_views(&f); round++)
+        IR_ASSERT(round <= (int)g->nnodes);
+    if (!group_nodes(&f)) {
+        free(f.gs);
+        return false;
+    }
+    plan_outputs(&f);
+    GroupKey *order = ir_alloc(g, (f.ngs + 1) * sizeof *order);
+    for (uint32_t i = 0; i < f.ngs; i++) {
+        const Group *gr = &f.gs[i];
+        order[i].key = gr->root == IR_NONE ? ((uint64_t)1 << 40) + gr->out_index : gr->root;
+        order[i].idx = i;
+    }
+    qsort(order, f.ngs, sizeof *order, cmp_key);
+    g->kernels = ir_alloc(g, (f.ngs + 1) * sizeof(IrKernel));
+    g->nkernels = f.ngs;
+    /* members of every group in node order (counting sort) */
+    uint32_t *first = ir_alloc(g, (f.ngs + 2) * sizeof *first);
+    NodeId *mem = ir_alloc(g, (g->nnodes + 1) * sizeof *mem);
+    for (NodeId n = 0; n < g->nnodes; n++)
+        if (f.grp[n] != IR_NONE)
+            first[f.grp[n] + 1]++;
+    for (uint32_t i = 0; i < f.ngs; i++)
+        first[i + 1] += first[i];
+    uint32_t *fill = ir_alloc(g, (f.ngs + 1) * sizeof *fill);
+    for (NodeId n = 0; n < g->nnodes; n++)
+        if (f.grp[n] != IR_NONE)
+            mem[first[f.grp[n]] + fill[f.grp[n]]++] = n;
+    for (uint32_t i = 0; i < f.ngs; i++) {
+        uint32_t gi = order[i].idx;
+        build_kernel(&f, gi, mem + first[gi], first[gi + 1] - first[gi], i, &g->kernels[i]);
+    }
+    free(f.gs);
+    return !ir_failed(g);
+}

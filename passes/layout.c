@@ -1,0 +1,158 @@
+/* layout.c: device data types and layouts, and the strided view of every value.
+ *
+ * Every activation is dense row-major. A constant whose every use is the right operand
+ * of a MATMUL is stored STICKED (rows padded to whole 128-byte sticks) when its rows
+ * are not already a whole number of sticks, so that each row of B starts on a stick.
+ * The layout decides the strides of the value's view; every DMA derives its strides
+ * from views, so the choice needs no other change. Values produced by virtual view
+ * nodes (pass_fuse) alias their root's storage (IrValue.alias_of/alias_offset).
+ *
+ * Also refuses, with a message naming the node, data types the device cannot hold
+ * (float64, uint16/32/64, strings), arithmetic on float16/bfloat16 (movable only) and
+ * contractions other than float32.
+ */
+#include <string.h>
+
+#include "isa.h"
+#include "kernel.h"
+#include "pass.h"
+
+/* Report value v of node n (or of the graph's interface) if its dtype cannot live on
+ * the device. */
+static bool check_storable(IrGraph *g, const IrNode *n, ValId v)
+{
+    IrDType t = ir_vtype(g, v)->dtype;
+    if (pass_dev_dtype(t))
+        return true;
+    const IrValue *val = ir_val(g, v);
+    if (n)
+        ir_error(g, &n->origin, "%s is not supported on the device (value '%s': unsupported "
+                 "dtype)", pass_dtype_long_name(t), val->name);
+    else
+        ir_diag_error(g->diag, "%s '%s': %s is not supported on the device (unsupported "
+                      "dtype)", val->kind == IR_VAL_INPUT ? "input" : "output", val->name,
+                      pass_dtype_long_name(t));
+    return false;
+}
+
+/* Check the dtypes of node n: storable everywhere, computable for arithmetic. */
+static bool check_node(IrGraph *g, const IrNode *n)
+{
+    for (int i = 0; i < n->nin; i++)
+        if (!check_storable(g, n, n->in[i]))
+            return false;
+    for (int i = 0; i < n->nout; i++)
+        if (!check_storable(g, n, n->out[i]))
+            return false;
+    IrOpClass c = ir_op_info[n->op].cls;
+    if (c == IR_CLS_MOVE)
+        return true;
+    for (int i = 0; i < n->nin + n->nout; i++) {
+        ValId v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        IrDType t = ir_vtype(g, v)->dtype;
+        if (!pass_dtype_computable(t)) {
+            ir_error(g, &n->origin, "%s arithmetic is not supported on the device "
+                     "(unsupported: it can only move %s data)", pass_dtype_long_name(t),
+                     pass_dtype_long_name(t));
+            return false;
+        }
+    }
+    if (c == IR_CLS_CONTRACT && ir_vtype(g, n->in[0])->dtype != IR_DT_F32) {
+        ir_error(g, &n->origin, "%s on %s is not supported on the device (unsupported: "
+                 "float32 only)",
+                 n->op == IR_OP_CONV ? "convolution" : "matrix multiplication",
+                 pass_dtype_long_name(ir_vtype(g, n->in[0])->dtype));
+        return false;
+    }
+    return true;
+}
+
+/* Whether constant v is used only as the right operand of MATMUL nodes. */
+static bool only_matmul_b(IrGraph *g, ValId v)
+{
+    uint32_t uses = 0;
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        const IrNode *nd = &g->nodes[n];
+        if (nd->dead)
+            continue;
+        for (int i = 0; i < nd->nin; i++) {
+            if (nd->in[i] != v)
+                continue;
+            if (nd->op != IR_OP_MATMUL || i != 1)
+                return false;
+            uses++;
+        }
+    }
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return false;
+    return uses > 0;
+}
+
+/* Choose the layout of every value. */
+static void choose_layouts(IrGraph *g, const SpyTarget *t)
+{
+    for (ValId v = 0; v < g->nvals; v++) {
+        IrValue *val = ir_val(g, v);
+        val->layout = IR_LAYOUT_ROWMAJOR;
+        if (val->kind != IR_VAL_CONST || val->type.rank < 2 || !pass_dev_dtype(val->type.dtype))
+            continue;
+        size_t es = ir_dtype_size(val->type.dtype);
+        int64_t se = (int64_t)(t->stick_bytes / (es ? es : 1));
+        int64_t n = val->type.dims[val->type.rank - 1];
+        if (se > 1 && n > se && n % se != 0 && pass_numel(&val->type) > 0 &&
+            only_matmul_b(g, v))
+            val->layout = IR_LAYOUT_STICKED;
+    }
+}
+
+/* Views of all values under the chosen layouts (virtual nodes as decided by fuse). */
+static void compute_views(IrGraph *g, const SpyTarget *t)
+{
+    IrSched *s = g->sched;
+    for (ValId v = 0; v < g->nvals; v++) {
+        IrValue *val = ir_val(g, v);
+        IrView *vw = &s->view[v];
+        memset(vw, 0, sizeof *vw);
+        vw->root = v;
+        pass_dense_strides(&val->type, vw->stride);
+        if (val->layout == IR_LAYOUT_STICKED) {
+            int r = val->type.rank;
+            int64_t se = (int64_t)(t->stick_bytes / ir_dtype_size(val->type.dtype));
+            int64_t pad = (val->type.dims[r - 1] + se - 1) / se * se;
+            for (int i = r - 2; i >= 0; i--)
+                vw->stride[i] = (i == r - 2 ? pad : vw->stride[i + 1] * val->type.dims[i + 1]);
+        }
+        val->alias_of = IR_NONE;
+        val->alias_offset = 0;
+    }
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        const IrNode *nd = &g->nodes[n];
+        if (nd->dead || !s->vnode[n])
+            continue;
+        ValId o = nd->out[0];
+        IR_ASSERT(pass_view_apply(g, nd, &s->view[nd->in[0]], &s->view[o]));
+        IrValue *ov = ir_val(g, o);
+        int64_t es = pass_dev_esize(ov->type.dtype);
+        ov->alias_of = s->view[o].root;
+        ov->alias_offset = s->view[o].off * es;
+    }
+}
+
+bool pass_layout(IrGraph *g, const PassOptions *opt)
+{
+    IR_ASSERT(g->sched && opt->target);
+    bool ok = true;
+    for (uint32_t i = 0; i < g->ninputs; i++)
+        ok &= check_storable(g, NULL, g->inputs[i]);
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        ok &= check_storable(g, NULL, g->outputs[i]);
+    for (NodeId n = 0; n < g->nnodes; n++)
+        if (!g->nodes[n].dead)
+            ok &= check_node(g, &g->nodes[n]);
+    if (!ok)
+        return false;
+    choose_layouts(g, opt->target);
+    compute_views(g, opt->target);
+    return true;
+}

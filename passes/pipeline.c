@@ -1,0 +1,62 @@
+/* pipeline.c: the compiler's pass table and the driver that runs it.
+ *
+ * Passes run in table order when opt_level >= min_opt. After each pass the driver
+ * stops on a reported error, runs ir_verify() when asked (PassOptions.verify), and
+ * prints the IR (and, from pass "fuse" on, the kernel plan) when the pass is named by
+ * --dump-after (or "all").
+ */
+#include <string.h>
+
+#include "kernel.h"
+#include "pass.h"
+
+const PassInfo pass_pipeline[] = {
+    {"decompose", pass_decompose, 0, "lower frontend operators to core ops"},
+    {"fold", pass_fold, 0, "evaluate nodes whose inputs are all constants"},
+    {"simplify", pass_simplify, 1, "cancel transposes/reshapes, algebraic identities, CSE"},
+    {"bnfold", pass_bnfold, 1, "fold per-channel affine ops into convolutions/matmuls"},
+    {"dce", pass_dce, 0, "remove nodes whose results are never used"},
+    {"fuse", pass_fuse, 0, "group nodes into kernels (epilogues, prologues, chains)"},
+    {"layout", pass_layout, 0, "device dtypes, tensor layouts, strided views"},
+    {"divide", pass_divide, 0, "split each kernel's work over the cores"},
+    {"tile", pass_tile, 0, "tiles that fit the scratchpad, LX plan"},
+    {"dram_plan", pass_dram_plan, 0, "constant segment and activation arena"},
+};
+const int pass_pipeline_len = (int)(sizeof pass_pipeline / sizeof pass_pipeline[0]);
+
+const PassInfo *pass_find(const char *name)
+{
+    for (int i = 0; name && i < pass_pipeline_len; i++)
+        if (strcmp(pass_pipeline[i].name, name) == 0)
+            return &pass_pipeline[i];
+    return NULL;
+}
+
+/* Print the graph (and the kernel plan once kernels exist) after pass p. */
+static void dump(IrGraph *g, const PassOptions *opt, const PassInfo *p)
+{
+    FILE *f = opt->dump_file ? opt->dump_file : stderr;
+    fprintf(f, "# ---- after %s ----\n", p->name);
+    ir_print(g, f);
+    if (g->kernels && g->sched)
+        pass_print_kernels(g, f);
+    fflush(f);
+}
+
+bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
+{
+    for (int i = 0; i < pass_pipeline_len; i++) {
+        const PassInfo *p = &pass_pipeline[i];
+        if (opt->opt_level < p->min_opt)
+            continue;
+        bool ok = p->run(g, opt);
+        if (!ok || ir_failed(g))
+            return false;
+        if (opt->verify && !ir_verify(g, p->name))
+            return false;
+        if (opt->dump_after &&
+            (strcmp(opt->dump_after, "all") == 0 || strcmp(opt->dump_after, p->name) == 0))
+            dump(g, opt, p);
+    }
+    return true;
+}

@@ -1,0 +1,322 @@
+/* simplify.c: pass_simplify, algebraic and data-movement cleanups on core ops.
+ *
+ *  - identities: reshape/expand/slice to the same shape, identity transposes, casts
+ *    to the same dtype, zero pads, one-input concats, x*1, 1*x, x+0, 0+x, x-0, x/1
+ *    (when the other operand does not broadcast x to a bigger shape);
+ *  - chains: reshape(reshape(x)) -> reshape(x), transpose(transpose(x)) -> one
+ *    transpose with the composed permutation;
+ *  - CSE: a node identical to an earlier one (op, inputs, attributes) reuses it.
+ * Values that are graph outputs are never replaced, so output names stay. Nodes left
+ * without users are removed by pass_dce.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dec.h"
+#include "pass.h"
+
+typedef struct {
+    ValId *remap;                          /* value -> replacement */
+    bool *is_out;                          /* value is a graph output */
+    uint32_t nvals;                        /* entries of remap / is_out */
+    NodeId *tab;                           /* CSE hash table over new nodes */
+    uint32_t cap;                          /* power of two */
+} Simp;
+
+/* Whether every element of constant v equals x. */
+static bool const_all(IrGraph *g, ValId v, double x)
+{
+    if (!ir_is_const(g, v))
+        return false;
+    const IrType *t = ir_vtype(g, v);
+    int64_t n = ir_type_numel(t);
+    for (int64_t i = 0; i < n; i++)
+        if (dec_load(t->dtype, ir_val(g, v)->data, i) != x)
+            return false;
+    return n > 0;
+}
+
+/* Operand of a BINARY node that the node just passes through, or IR_NONE. */
+static ValId binary_identity(IrGraph *g, const IrNode *n)
+{
+    int fn = (int)ir_attr_get_int(n, "fn", -1);
+    ValId a = n->in[0], b = n->in[1];
+    const IrType *to = ir_vtype(g, n->out[0]);
+    bool a_ok = ir_type_eq(ir_vtype(g, a), to), b_ok = ir_type_eq(ir_vtype(g, b), to);
+    switch (fn) {
+    case IR_BIN_ADD:
+        if (a_ok && const_all(g, b, 0))
+            return a;
+        if (b_ok && const_all(g, a, 0))
+            return b;
+        break;
+    case IR_BIN_MUL:
+        if (a_ok && const_all(g, b, 1))
+            return a;
+        if (b_ok && const_all(g, a, 1))
+            return b;
+        break;
+    case IR_BIN_SUB:
+        if (a_ok && const_all(g, b, 0))
+            return a;
+        break;
+    case IR_BIN_DIV:
+        if (a_ok && const_all(g, b, 1))
+            return a;
+        break;
+    default:
+        break;
+    }
+    return IR_NONE;
+}
+
+/* Whether an ints attribute is all zero (absent counts as zero). */
+static bool ints_zero(const IrNode *n, const char *name)
+{
+    const int64_t *v;
+    int k = ir_attr_get_ints(n, name, &v);
+    for (int i = 0; i < k; i++)
+        if (v[i] != 0)
+            return false;
+    return true;
+}
+
+/* Value that node n (one output) is equivalent to, or IR_NONE. */
+static ValId identity_of(IrGraph *g, const IrNode *n)
+{
+    if (n->nout != 1)
+        return IR_NONE;
+    const IrType *to = ir_vtype(g, n->out[0]);
+    ValId x = n->nin ? n->in[0] : IR_NONE;
+    bool same = x != IR_NONE && ir_type_eq(ir_vtype(g, x), to);
+    switch (n->op) {
+    case IR_OP_RESHAPE:
+    case IR_OP_EXPAND:
+    case IR_OP_CAST:
+        return same ? x : IR_NONE;
+    case IR_OP_TRANSPOSE: {
+        const int64_t *p;
+        int k = ir_attr_get_ints(n, "perm", &p);
+        for (int i = 0; i < k; i++)
+            if (p[i] != i)
+                return IR_NONE;
+        return same ? x : IR_NONE;
+    }
+    case IR_OP_SLICE: {
+        const int64_t *st, *sp;
+        int k = ir_attr_get_ints(n, "starts", &st);
+        ir_attr_get_ints(n, "steps", &sp);
+        for (int i = 0; i < k; i++)
+            if (st[i] != 0 || sp[i] != 1)
+                return IR_NONE;
+        return same ? x : IR_NONE;
+    }
+    case IR_OP_PAD:
+        return same && ints_zero(n, "pads") && ints_zero(n, "interior") ? x : IR_NONE;
+    case IR_OP_CONCAT:
+        return n->nin == 1 && same ? x : IR_NONE;
+    case IR_OP_BINARY:
+        return binary_identity(g, n);
+    default:
+        return IR_NONE;
+    }
+}
+
+/* Producer (in the new list) of value v when it is a live core node of op `op`. */
+static IrNode *producer(IrGraph *g, ValId v, IrOp op)
+{
+    IrValue *val = ir_val(g, v);
+    if (val->kind != IR_VAL_ACT || val->def == IR_NONE || val->def >= g->nnodes)
+        return NULL;
+    IrNode *p = &g->nodes[val->def];
+    return (!p->dead && p->op == op) ? p : NULL;
+}
+
+/* Fold reshape(reshape(x)) and transpose(transpose(x)) into one node: edits n (a
+ * detached node, arena memory) in place. */
+static void merge_chain(IrGraph *g, IrNode *n)
+{
+    if (n->op == IR_OP_RESHAPE) {
+        IrNode *p = producer(g, n->in[0], IR_OP_RESHAPE);
+        if (p)
+            n->in[0] = p->in[0];
+    } else if (n->op == IR_OP_TRANSPOSE) {
+        IrNode *p = producer(g, n->in[0], IR_OP_TRANSPOSE);
+        const int64_t *po, *pi;
+        int k = ir_attr_get_ints(n, "perm", &po);
+        if (!p || ir_attr_get_ints(p, "perm", &pi) != k || k > IR_MAX_RANK)
+            return;
+        int64_t comp[IR_MAX_RANK];
+        for (int i = 0; i < k; i++)
+            comp[i] = pi[po[i]];
+        IrAttr *attrs = ir_alloc(g, sizeof(IrAttr) * n->nattrs);
+        for (int i = 0; i < n->nattrs; i++)
+            attrs[i] = strcmp(n->attrs[i].name, "perm") == 0 ? ir_attr_ints(g, "perm", comp, k)
+                                                            : n->attrs[i];
+        n->attrs = attrs;
+        n->in[0] = p->in[0];
+    }
+}
+
+/* Hash of a node's op, inputs and attributes. */
+static uint32_t node_hash(const IrNode *n)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)n->op;
+    for (int i = 0; i < n->nin; i++)
+        h = (h ^ n->in[i]) * 16777619u;
+    for (int i = 0; i < n->nattrs; i++) {
+        const IrAttr *a = &n->attrs[i];
+        h = (h ^ (uint32_t)a->kind) * 16777619u;
+        h = (h ^ (uint32_t)a->i) * 16777619u;
+        for (uint32_t k = 0; a->kind == IR_ATTR_INTS && k < a->n; k++)
+            h = (h ^ (uint32_t)a->ints[k]) * 16777619u;
+    }
+    return h;
+}
+
+/* Whether two attributes are equal. */
+static bool attr_eq(const IrAttr *a, const IrAttr *b)
+{
+    if (a->kind != b->kind || strcmp(a->name, b->name) != 0)
+        return false;
+    switch (a->kind) {
+    case IR_ATTR_INT: return a->i == b->i;
+    case IR_ATTR_FLOAT: return a->f == b->f || (a->f != a->f && b->f != b->f);
+    case IR_ATTR_STRING: return strcmp(a->s ? a->s : "", b->s ? b->s : "") == 0;
+    case IR_ATTR_INTS: return a->n == b->n && (a->n == 0 || memcmp(a->ints, b->ints, a->n * sizeof(int64_t)) == 0);
+    case IR_ATTR_FLOATS: return a->n == b->n && (a->n == 0 || memcmp(a->floats, b->floats, a->n * sizeof(double)) == 0);
+    case IR_ATTR_TENSOR: return a->tensor == b->tensor;
+    default: return false;
+    }
+}
+
+/* Whether nodes a and b compute the same thing. */
+static bool node_eq(const IrNode *a, const IrNode *b)
+{
+    if (a->op != b->op || a->nin != b->nin || a->nout != b->nout || a->nattrs != b->nattrs)
+        return false;
+    for (int i = 0; i < a->nin; i++)
+        if (a->in[i] != b->in[i])
+            return false;
+    for (int i = 0; i < a->nattrs; i++)
+        if (!attr_eq(&a->attrs[i], &b->attrs[i]))
+            return false;
+    return true;
+}
+
+/* Grow the CSE table when it is half full (rehashing the live new nodes). */
+static bool cse_reserve(IrGraph *g, Simp *s)
+{
+    if ((g->nnodes + 1) * 2 < s->cap)
+        return true;
+    uint32_t cap = s->cap ? s->cap * 2 : 1024;
+    while (cap < (g->nnodes + 1) * 2)
+        cap *= 2;
+    NodeId *t = malloc(sizeof(NodeId) * cap);
+    if (!t)
+        return false;
+    for (uint32_t i = 0; i < cap; i++)
+        t[i] = IR_NONE;
+    for (NodeId id = 0; id < g->nnodes; id++) {
+        if (g->nodes[id].dead || g->nodes[id].op == IR_OP_FOREIGN)
+            continue;
+        uint32_t h = node_hash(&g->nodes[id]) & (cap - 1);
+        while (t[h] != IR_NONE)
+            h = (h + 1) & (cap - 1);
+        t[h] = id;
+    }
+    free(s->tab);
+    s->tab = t;
+    s->cap = cap;
+    return true;
+}
+
+/* An earlier new node equal to n, or IR_NONE. */
+static NodeId cse_find(IrGraph *g, Simp *s, const IrNode *n)
+{
+    for (uint32_t h = node_hash(n) & (s->cap - 1); s->tab[h] != IR_NONE; h = (h + 1) & (s->cap - 1))
+        if (node_eq(&g->nodes[s->tab[h]], n))
+            return s->tab[h];
+    return IR_NONE;
+}
+
+static void cse_insert(IrGraph *g, Simp *s, NodeId id)
+{
+    uint32_t h = node_hash(&g->nodes[id]) & (s->cap - 1);
+    while (s->tab[h] != IR_NONE)
+        h = (h + 1) & (s->cap - 1);
+    s->tab[h] = id;
+}
+
+/* Whether any output of n is a graph output. */
+static bool has_graph_output(const Simp *s, const IrNode *n)
+{
+    for (int i = 0; i < n->nout; i++)
+        if (s->is_out[n->out[i]])
+            return true;
+    return false;
+}
+
+/* Simplify and re-add one detached node. */
+static bool simplify_node(IrGraph *g, Simp *s, IrNode *n)
+{
+    for (int k = 0; k < n->nin; k++)
+        if (n->in[k] != IR_NONE && n->in[k] < s->nvals)
+            n->in[k] = s->remap[n->in[k]];
+    if (n->op == IR_OP_FOREIGN) {
+        ir_readd_node(g, n);
+        return true;
+    }
+    merge_chain(g, n);
+    bool pinned = has_graph_output(s, n);
+    ValId id = pinned ? IR_NONE : identity_of(g, n);
+    if (id != IR_NONE) {
+        s->remap[n->out[0]] = id;
+        return true;
+    }
+    if (!cse_reserve(g, s))
+        return false;
+    NodeId m = pinned ? IR_NONE : cse_find(g, s, n);
+    if (m != IR_NONE) {
+        for (int i = 0; i < n->nout; i++)
+            s->remap[n->out[i]] = g->nodes[m].out[i];
+        return true;
+    }
+    cse_insert(g, s, ir_readd_node(g, n));
+    return true;
+}
+
+/* The pass. */
+bool pass_simplify(IrGraph *g, const PassOptions *opt)
+{
+    (void)opt;
+    Simp s = {.nvals = g->nvals};
+    s.remap = malloc(sizeof(ValId) * (g->nvals + 1));
+    s.is_out = calloc(g->nvals + 1, sizeof(bool));
+    bool ok = s.remap && s.is_out;
+    if (ok) {
+        for (uint32_t v = 0; v < g->nvals; v++)
+            s.remap[v] = v;
+        for (uint32_t i = 0; i < g->noutputs; i++)
+            s.is_out[g->outputs[i]] = true;
+        uint32_t n = 0, i = 0;
+        IrNode *old = ir_rewrite_begin(g, &n);
+        for (; i < n; i++)
+            if (!old[i].dead && !(ok = simplify_node(g, &s, &old[i])))
+                break;
+        for (; i < n; i++) { /* out of memory: keep the rest as it is */
+            if (old[i].dead)
+                continue;
+            for (int k = 0; k < old[i].nin; k++)
+                if (old[i].in[k] != IR_NONE && old[i].in[k] < s.nvals)
+                    old[i].in[k] = s.remap[old[i].in[k]];
+            ir_readd_node(g, &old[i]);
+        }
+    }
+    if (!ok)
+        ir_diag_error(g->diag, "out of memory in simplify");
+    free(s.remap);
+    free(s.is_out);
+    free(s.tab);
+    return ok && !ir_failed(g);
+}

@@ -1,0 +1,157 @@
+/* rt_dma.c: LOAD / STORE (N-d strided copies between DRAM and LX) and GATHER.
+ * Copies first drop unit dims and merge dims that are contiguous on both sides; an
+ * innermost stride of 1 on both sides becomes memcpy runs.
+ */
+#include <string.h>
+
+#include "rt_exec.h"
+
+typedef struct {
+    int n;                           /* dims after collapsing, outermost first */
+    uint64_t dim[ISA_MAX_DIMS];
+    int64_t ss[ISA_MAX_DIMS];        /* source strides, bytes */
+    int64_t ds[ISA_MAX_DIMS];        /* destination strides, bytes */
+} CopyPlan;
+
+/* Builds a collapsed copy plan; returns false when there is nothing to copy. */
+static bool plan_copy(CopyPlan *p, const uint32_t *dims, const int32_t *sst,
+                      const int32_t *dst, unsigned esize) {
+    p->n = 0;
+    for (int d = 0; d < ISA_MAX_DIMS; d++) {
+        if (dims[d] == 0)
+            return false;
+        if (dims[d] == 1)
+            continue;
+        int64_t s = (int64_t)sst[d] * esize, t = (int64_t)dst[d] * esize;
+        if (p->n > 0) {
+            int i = p->n - 1; /* merge with the outer dim if it steps over this one exactly */
+            if (p->ss[i] == s * (int64_t)dims[d] && p->ds[i] == t * (int64_t)dims[d]) {
+                p->dim[i] *= dims[d];
+                p->ss[i] = s;
+                p->ds[i] = t;
+                continue;
+            }
+        }
+        p->dim[p->n] = dims[d];
+        p->ss[p->n] = s;
+        p->ds[p->n] = t;
+        p->n++;
+    }
+    if (p->n == 0) { /* a single element */
+        p->n = 1;
+        p->dim[0] = 1;
+        p->ss[0] = p->ds[0] = esize;
+    }
+    return true;
+}
+
+/* Copies n bytes between non-overlapping buffers; short runs (the common case: rows
+ * of a few sticks) use inline 32/16/8/4-byte moves with an overlapping last move
+ * instead of a library call. */
+static inline void copy_bytes(uint8_t *d, const uint8_t *s, size_t n) {
+    uint8_t t[32];
+    if (n > 256) {
+        memcpy(d, s, n);
+    } else if (n >= 32) {
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32)
+            memcpy(t, s + i, 32), memcpy(d + i, t, 32);
+        if (i < n)
+            memcpy(t, s + n - 32, 32), memcpy(d + n - 32, t, 32);
+    } else if (n >= 16) {
+        memcpy(t, s, 16), memcpy(t + 16, s + n - 16, 16);
+        memcpy(d, t, 16), memcpy(d + n - 16, t + 16, 16);
+    } else if (n >= 8) {
+        memcpy(t, s, 8), memcpy(t + 8, s + n - 8, 8);
+        memcpy(d, t, 8), memcpy(d + n - 8, t + 8, 8);
+    } else if (n >= 4) {
+        memcpy(t, s, 4), memcpy(t + 4, s + n - 4, 4);
+        memcpy(d, t, 4), memcpy(d + n - 4, t + 4, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            d[i] = s[i];
+    }
+}
+
+/* Copies one innermost row of len elements with byte strides ss / ds. */
+static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int64_t ss,
+                     unsigned esize) {
+    if (ss == (int64_t)esize && ds == (int64_t)esize) {
+        copy_bytes(d, s, (size_t)len * esize);
+        return;
+    }
+    switch (esize) {
+    case 1:
+        for (int64_t i = 0; i < len; i++)
+            d[i * ds] = s[i * ss];
+        break;
+    case 2:
+        for (int64_t i = 0; i < len; i++)
+            memcpy(d + i * ds, s + i * ss, 2);
+        break;
+    case 4:
+        for (int64_t i = 0; i < len; i++)
+            memcpy(d + i * ds, s + i * ss, 4);
+        break;
+    default:
+        for (int64_t i = 0; i < len; i++)
+            memcpy(d + i * ds, s + i * ss, 8);
+        break;
+    }
+}
+
+/* Runs a copy plan from s to d (odometer over the outer dims). */
+static void run_copy(const CopyPlan *p, uint8_t *d, const uint8_t *s, unsigned esize) {
+    int in = p->n - 1;
+    uint64_t idx[ISA_MAX_DIMS] = {0};
+    for (;;) {
+        copy_row(d, s, (int64_t)p->dim[in], p->ds[in], p->ss[in], esize);
+        int k = in - 1;
+        for (; k >= 0; k--) {
+            d += p->ds[k];
+            s += p->ss[k];
+            if (++idx[k] < p->dim[k])
+                break;
+            d -= p->ds[k] * (int64_t)p->dim[k];
+            s -= p->ss[k] * (int64_t)p->dim[k];
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return;
+    }
+}
+
+/* Executes a verified LOAD (store = false) or STORE. */
+void rt_dma(RtCore *c, const SpyDma *x, bool store) {
+    uint8_t *lx = c->lx + x->lx;
+    uint8_t *dr = c->seg[x->seg] + x->dram_off;
+    CopyPlan p;
+    if (store) {
+        if (plan_copy(&p, x->dims, x->lx_stride, x->dram_stride, x->esize))
+            run_copy(&p, dr, lx, x->esize);
+    } else {
+        if (plan_copy(&p, x->dims, x->dram_stride, x->lx_stride, x->esize))
+            run_copy(&p, lx, dr, x->esize);
+    }
+}
+
+/* Executes a verified GATHER; returns RT_XERR_INDEX (value in c) on a bad index. */
+int rt_gather(RtCore *c, const SpyGather *g) {
+    const uint8_t *tab = c->seg[g->seg] + g->dram_off;
+    const uint8_t *idx = c->lx + g->lx_idx;
+    uint8_t *dst = c->lx + g->lx_dst;
+    size_t row_bytes = (size_t)g->row_elems * g->esize;
+    int64_t ds = (int64_t)g->dst_row_stride * g->esize;
+    for (uint32_t j = 0; j < g->nidx; j++) {
+        int32_t i;
+        memcpy(&i, idx + 4 * (size_t)j, 4);
+        int64_t r = i < 0 ? (int64_t)i + g->bound : i;
+        if (r < 0 || r >= (int64_t)g->bound) {
+            c->err_value = i;
+            return RT_XERR_INDEX;
+        }
+        int64_t off = r * g->row_stride; /* verified in range for r < bound */
+        memmove(dst + j * ds, tab + off * g->esize, row_bytes);
+    }
+    return RT_XOK;
+}

@@ -1,0 +1,71 @@
+/* rt_exec.h: private interface of the instruction interpreter and its tile kernels.
+ *
+ * A core program runs on one host thread against an RtCore: the scratchpad that
+ * thread owns and the session's DRAM segment base pointers. Every instruction was
+ * verified at load, so the kernels do no bounds checks; they only detect run-time
+ * data errors (GATHER index out of range, integer division by zero).
+ */
+#ifndef SPYRT_RT_EXEC_H
+#define SPYRT_RT_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "isa.h"
+
+/* Unaligned, alias-anything element types for LX and DRAM accesses. */
+typedef float rt_f32 __attribute__((aligned(1), may_alias));
+typedef int32_t rt_i32 __attribute__((aligned(1), may_alias));
+typedef int16_t rt_i16 __attribute__((aligned(1), may_alias));
+typedef int64_t rt_i64 __attribute__((aligned(1), may_alias));
+
+/* Hot loops get an AVX2 clone, chosen at load time by the dynamic linker. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(SPY_DEBUG)
+#define RT_HOT __attribute__((target_clones("avx2", "default")))
+#else
+#define RT_HOT
+#endif
+
+/* Bytes allocated past lx_budget_bytes in every scratchpad, so vector kernels may
+ * read whole vectors past the end of a verified row (the extra lanes are dropped). */
+#define RT_LX_SLACK 64
+
+enum { RT_XOK = 0, RT_XERR_INDEX = 1, RT_XERR_DIVZERO = 2 };
+
+typedef struct {
+    uint8_t *lx;             /* scratchpad of lx_budget_bytes */
+    uint8_t *const *seg;     /* DRAM segment base pointers */
+    int err;                 /* RT_X* of the first failing instruction */
+    int64_t err_value;       /* offending index value */
+    uint32_t err_insn;       /* instruction index within the program */
+} RtCore;
+
+/* rt_exec.c: runs n instructions; returns RT_XOK or the error (details in c). */
+int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
+
+/* rt_dma.c */
+void rt_dma(RtCore *c, const SpyDma *d, bool store);
+int rt_gather(RtCore *c, const SpyGather *g);
+
+/* rt_kern_matmul.c */
+void rt_matmul(RtCore *c, const SpyMatmul *mm);
+
+/* rt_kern_vec.c */
+int rt_vec(RtCore *c, const SpyVec *v);
+void rt_vfill(RtCore *c, const SpyVFill *f);
+
+/* rt_kern_red.c */
+void rt_vreduce(RtCore *c, const SpyVReduce *r);
+void rt_vscan(RtCore *c, const SpyVScan *s);
+
+/* rt_vecfn.c: per-function properties shared by verifier, timing and kernels. */
+enum { RT_VK_UNARY = 1, RT_VK_BINARY = 2, RT_VK_SELECT = 3 };
+int rt_vecfn_arity(int fn);                  /* 1, 2 or 3; 0 if unknown */
+bool rt_vecfn_transcendental(int fn);
+bool rt_vecfn_compare(int fn);               /* result BOOL from src_dtype operands */
+const char *rt_vecfn_name(int fn);
+/* Is fn defined for operand dtype dt (result dtype res)? */
+bool rt_vecfn_types_ok(int fn, int dt, int src_dt, const char **why);
+
+#endif

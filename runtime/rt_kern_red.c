@@ -1,0 +1,247 @@
+/* rt_kern_red.c: the ISA_VREDUCE and ISA_VSCAN tile kernels.
+ *
+ * Reductions walk each row in chunks of RT_RCH elements: a contiguous F32 row is read
+ * in place, anything else is first gathered into a local buffer (float, or int32 for
+ * the integer types), then reduced with the function switch outside the loop. F32 SUM
+ * keeps 8 interleaved partial sums (see isa.md), so it vectorises and its result does
+ * not depend on chunking or host threads.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "rt_exec.h"
+
+#define RT_RCH 256
+
+typedef struct {
+    float lanes[8];          /* SUM partials (element i in lane i % 8) */
+    float acc;               /* PROD / MAX / MIN running value, ARG* best value */
+    int64_t iacc;            /* integer running value */
+    int64_t pos;             /* ARG* best position */
+    int64_t seen;            /* elements consumed so far */
+} RedState;
+
+/* Element size of a device dtype the reducer handles. */
+static unsigned esz(int dt) {
+    return dt == ISA_DT_F32 || dt == ISA_DT_I32 ? 4 : dt == ISA_DT_I16 ? 2 : 1;
+}
+
+/* Gathers n integer elements at byte stride cs into the int32 domain. */
+static void get_i(int32_t *buf, const uint8_t *p, int64_t cs, int n, int dt) {
+    switch (dt) {
+    case ISA_DT_I32: for (int i = 0; i < n; i++) buf[i] = *(const rt_i32 *)(p + i * cs); break;
+    case ISA_DT_I16: for (int i = 0; i < n; i++) buf[i] = *(const rt_i16 *)(p + i * cs); break;
+    case ISA_DT_I8: for (int i = 0; i < n; i++) buf[i] = (int8_t)p[i * cs]; break;
+    case ISA_DT_U8: for (int i = 0; i < n; i++) buf[i] = p[i * cs]; break;
+    default: for (int i = 0; i < n; i++) buf[i] = p[i * cs] != 0; break;
+    }
+}
+
+/* Folds n contiguous floats x into the state of reduction fn. */
+RT_HOT static void fold_f(RedState *st, int fn, bool last, const rt_f32 *x, int n) {
+    int i = 0;
+    switch (fn) {
+    case ISA_RF_SUM:
+        for (; i + 8 <= n; i += 8)
+            for (int t = 0; t < 8; t++)
+                st->lanes[t] += x[i + t];
+        for (int t = 0; i + t < n; t++)
+            st->lanes[t] += x[i + t];
+        break;
+    case ISA_RF_PROD:
+        for (; i < n; i++)
+            st->acc *= x[i];
+        break;
+    case ISA_RF_MAX:
+        for (; i < n; i++)
+            if (x[i] > st->acc || x[i] != x[i])
+                st->acc = st->acc != st->acc ? st->acc : x[i];
+        break;
+    case ISA_RF_MIN:
+        for (; i < n; i++)
+            if (x[i] < st->acc || x[i] != x[i])
+                st->acc = st->acc != st->acc ? st->acc : x[i];
+        break;
+    default: /* ARGMAX / ARGMIN */
+        for (; i < n; i++) {
+            float v = x[i];
+            bool better = fn == ISA_RF_ARGMAX ? (last ? v >= st->acc : v > st->acc)
+                                              : (last ? v <= st->acc : v < st->acc);
+            if (st->seen + i == 0 || better) {
+                st->acc = v;
+                st->pos = st->seen + i;
+            }
+        }
+        break;
+    }
+    st->seen += n;
+}
+
+/* Folds n int32-domain values into the state of reduction fn. */
+static void fold_i(RedState *st, int fn, bool last, const int32_t *x, int n) {
+    for (int i = 0; i < n; i++) {
+        int64_t v = x[i];
+        switch (fn) {
+        case ISA_RF_SUM: st->iacc = (int64_t)((uint64_t)st->iacc + (uint64_t)v); break;
+        case ISA_RF_PROD: st->iacc = (int64_t)((uint64_t)st->iacc * (uint64_t)v); break;
+        case ISA_RF_MAX: st->iacc = v > st->iacc ? v : st->iacc; break;
+        case ISA_RF_MIN: st->iacc = v < st->iacc ? v : st->iacc; break;
+        default: {
+            bool better = fn == ISA_RF_ARGMAX ? (last ? v >= st->iacc : v > st->iacc)
+                                              : (last ? v <= st->iacc : v < st->iacc);
+            if (st->seen + i == 0 || better) {
+                st->iacc = v;
+                st->pos = st->seen + i;
+            }
+        }
+        }
+    }
+    st->seen += n;
+}
+
+/* Initial state of reduction fn. */
+static void red_init(RedState *st, int fn) {
+    memset(st, 0, sizeof *st);
+    st->acc = fn == ISA_RF_PROD ? 1.0f : fn == ISA_RF_MAX ? -INFINITY : INFINITY;
+    st->iacc = fn == ISA_RF_PROD ? 1 : fn == ISA_RF_MAX ? INT64_MIN : fn == ISA_RF_MIN ? INT64_MAX : 0;
+}
+
+/* Final float value of a non-ARG reduction. */
+static float red_final_f(const RedState *st, int fn) {
+    if (fn != ISA_RF_SUM)
+        return st->acc;
+    const float *l = st->lanes;
+    return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+}
+
+/* Writes an integer result v of dtype dt at d, wrapping to the width. */
+static void put_i(uint8_t *d, int64_t v, int dt) {
+    switch (dt) {
+    case ISA_DT_I32: *(rt_i32 *)d = (int32_t)(uint32_t)(uint64_t)v; break;
+    case ISA_DT_I16: *(rt_i16 *)d = (int16_t)(uint16_t)(uint64_t)v; break;
+    case ISA_DT_BOOL: *d = v != 0; break;
+    default: *d = (uint8_t)(uint64_t)v; break;
+    }
+}
+
+/* Reads an integer element of dtype dt at p. */
+static int64_t get1_i(const uint8_t *p, int dt) {
+    int32_t v;
+    get_i(&v, p, 0, 1, dt);
+    return v;
+}
+
+/* Combines the old destination value with a new F32 result under ISA_F_ACCUM. */
+static float accum_f(int fn, float old, float v) {
+    switch (fn) {
+    case ISA_RF_SUM: return old + v;
+    case ISA_RF_PROD: return old * v;
+    case ISA_RF_MAX: return (v > old || v != v) ? v : old;
+    default: return (v < old || v != v) ? v : old;
+    }
+}
+
+/* Combines the old integer destination value with a new result under ISA_F_ACCUM. */
+static int64_t accum_i(int fn, int64_t old, int64_t v) {
+    switch (fn) {
+    case ISA_RF_SUM: return (int64_t)((uint64_t)old + (uint64_t)v);
+    case ISA_RF_PROD: return (int64_t)((uint64_t)old * (uint64_t)v);
+    case ISA_RF_MAX: return v > old ? v : old;
+    default: return v < old ? v : old;
+    }
+}
+
+/* Reduces one row of len elements at s (byte stride cs) into the state. */
+static void red_row(RedState *st, const SpyVReduce *r, const uint8_t *s, int64_t cs) {
+    bool last = r->flags & ISA_F_LAST, isf = r->dtype == ISA_DT_F32;
+    float fb[RT_RCH];
+    int32_t ib[RT_RCH];
+    for (uint64_t c0 = 0; c0 < r->len; c0 += RT_RCH) {
+        int n = (int)(r->len - c0 < RT_RCH ? r->len - c0 : RT_RCH);
+        const uint8_t *p = s + (int64_t)c0 * cs;
+        if (isf && cs == 4) {
+            fold_f(st, r->fn, last, (const rt_f32 *)p, n);
+        } else if (isf) {
+            for (int i = 0; i < n; i++)
+                fb[i] = *(const rt_f32 *)(p + i * cs);
+            fold_f(st, r->fn, last, fb, n);
+        } else {
+            get_i(ib, p, cs, n, r->dtype);
+            fold_i(st, r->fn, last, ib, n);
+        }
+    }
+}
+
+/* Executes a verified VREDUCE. */
+void rt_vreduce(RtCore *c, const SpyVReduce *r) {
+    unsigned es = esz(r->dtype);
+    bool arg = r->fn == ISA_RF_ARGMAX || r->fn == ISA_RF_ARGMIN;
+    bool accum = r->flags & ISA_F_ACCUM;
+    int64_t cs = (int64_t)r->src_cs * es;
+    for (uint32_t row = 0; row < r->rows; row++) {
+        const uint8_t *s = c->lx + r->src + (int64_t)row * r->src_rs * es;
+        uint8_t *d = c->lx + r->dst + (int64_t)row * r->dst_rs * (arg ? 4 : es);
+        RedState st;
+        red_init(&st, r->fn);
+        red_row(&st, r, s, cs);
+        if (arg) {
+            *(rt_i32 *)d = (int32_t)st.pos;
+        } else if (r->dtype == ISA_DT_F32) {
+            float v = red_final_f(&st, r->fn);
+            *(rt_f32 *)d = accum ? accum_f(r->fn, *(rt_f32 *)d, v) : v;
+        } else {
+            int64_t v = st.iacc;
+            if (r->len == 0 && (r->fn == ISA_RF_MAX || r->fn == ISA_RF_MIN))
+                v = r->fn == ISA_RF_MAX ? (r->dtype == ISA_DT_U8 || r->dtype == ISA_DT_BOOL
+                                               ? 0
+                                               : INT32_MIN >> (32 - 8 * (int)es))
+                                        : (r->dtype == ISA_DT_U8 ? 255
+                                           : r->dtype == ISA_DT_BOOL
+                                               ? 1
+                                               : INT32_MAX >> (32 - 8 * (int)es));
+            put_i(d, accum ? accum_i(r->fn, get1_i(d, r->dtype), v) : v, r->dtype);
+        }
+    }
+}
+
+/* Scans one integer row (len elements) with the given direction and exclusivity. */
+static void scan_row_i(uint8_t *d, const uint8_t *s, uint32_t len, int dt, bool rev,
+                       bool excl) {
+    unsigned es = esz(dt);
+    uint64_t acc = 0;
+    for (uint32_t k = 0; k < len; k++) {
+        uint32_t i = rev ? len - 1 - k : k;
+        uint64_t x = (uint64_t)get1_i(s + (size_t)i * es, dt);
+        if (!excl)
+            acc += x;
+        put_i(d + (size_t)i * es, (int64_t)acc, dt);
+        if (excl)
+            acc += x;
+    }
+}
+
+/* Executes a verified VSCAN (sequential per row; in place allowed). */
+void rt_vscan(RtCore *c, const SpyVScan *sc) {
+    unsigned es = esz(sc->dtype);
+    bool rev = sc->flags & ISA_F_REV, excl = sc->flags & ISA_F_EXCL;
+    for (uint32_t row = 0; row < sc->rows; row++) {
+        const uint8_t *s = c->lx + sc->src + (int64_t)row * sc->src_rs * es;
+        uint8_t *d = c->lx + sc->dst + (int64_t)row * sc->dst_rs * es;
+        if (sc->dtype != ISA_DT_F32) {
+            scan_row_i(d, s, sc->len, sc->dtype, rev, excl);
+            continue;
+        }
+        const rt_f32 *x = (const rt_f32 *)s;
+        rt_f32 *y = (rt_f32 *)d;
+        float acc = 0.0f;
+        for (uint32_t k = 0; k < sc->len; k++) {
+            uint32_t i = rev ? sc->len - 1 - k : k;
+            float v = x[i];
+            if (!excl)
+                acc += v;
+            y[i] = acc;
+            if (excl)
+                acc += v;
+        }
+    }
+}

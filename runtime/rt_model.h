@@ -1,0 +1,106 @@
+/* rt_model.h: private types of libspyrert: the loaded model, its verified tables and
+ * its timing, shared by the loader, verifier, timing model, session and API files.
+ * Nothing here is visible to users of spyrt.h.
+ */
+#ifndef SPYRT_RT_MODEL_H
+#define SPYRT_RT_MODEL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "isa.h"
+#include "sbin.h"
+#include "spyrt.h"
+
+#define RT_ERR_LEN 512
+
+/* Collected error of a load: status plus a formatted message. */
+typedef struct {
+    spy_status status;
+    char msg[RT_ERR_LEN];
+} RtErr;
+
+/* Modelled figures of one kernel (one execution). */
+typedef struct {
+    double device_us;        /* slowest core + barrier */
+    double roofline_us;
+    uint64_t dram_bytes;     /* all cores, LOAD + STORE + GATHER */
+    double *core_us;         /* [ncores] modelled time per core (no barrier) */
+} RtKernelTime;
+
+/* Host <-> device binding of one graph input or output. */
+typedef struct {
+    spy_tensor_info info;    /* what the public API reports */
+    const SpyTensorDesc *desc;
+    uint32_t seg;
+    size_t dev_bytes;        /* numel * device element size */
+    bool direct;             /* caller buffer bound as the segment (no staging) */
+} RtIo;
+
+struct spy_model {
+    uint8_t *file;           /* owned copy of the whole bundle, malloc'd */
+    size_t size;
+    const SpyHeader *hdr;
+    SpyTarget target;
+    /* sections (pointers into file; NULL/0 when absent) */
+    const SpySection *sec[SPY_SEC_MAX];
+    const char *strings;
+    uint64_t strings_size;
+    const SpyTensorDesc *tensors;
+    uint32_t ntensors, ninputs, noutputs;
+    const uint8_t *consts;
+    uint64_t consts_size;
+    const SpyKernelDesc *kernels;
+    uint32_t nkernels;
+    const SpyProgramDesc *programs;
+    uint32_t nprograms;
+    const SpyInsn *code;
+    uint64_t ncode;
+    const uint32_t *schedule;
+    uint32_t nsched;
+    const SpySegmentDesc *segs;
+    uint32_t nsegs;
+    const char *meta;
+    uint64_t meta_size;
+    const uint8_t *selftest;
+    uint64_t selftest_size;
+    /* derived at load */
+    RtIo *io;                /* [ntensors]: inputs then outputs */
+    char *meta_text;         /* NUL-terminated copy of META */
+    RtKernelTime *ktime;     /* [nkernels] */
+    uint32_t *sched_count;   /* [nkernels] times the schedule runs each kernel */
+    uint8_t *serial;         /* [nkernels] 1: too little host work to share over threads */
+    double device_us;        /* sum over the schedule */
+    size_t staging_bytes;    /* staging buffers a session needs */
+};
+
+/* rt_load.c */
+void rt_err_set(RtErr *e, spy_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+spy_status rt_model_parse(spy_model *m, RtErr *e);
+
+/* rt_verify.c: verifies every table after the section layout was checked. */
+spy_status rt_verify_tables(spy_model *m, RtErr *e);
+const char *rt_str(const spy_model *m, uint32_t off);
+
+/* rt_verify_insn.c: verifies one instruction; on failure writes why into msg. */
+bool rt_verify_insn(const spy_model *m, const SpyInsn *in, char *msg, size_t msglen);
+
+/* rt_timing.c: per-kernel modelled times (after verification). */
+spy_status rt_timing_compute(spy_model *m, RtErr *e);
+
+/* rt_api.c */
+int rt_default_threads(const spy_model *m);
+
+/* rt_dtype.c */
+unsigned rt_dtype_size(int dt);          /* device or host element size, 0 if unknown */
+const char *rt_dtype_name(int dt);
+bool rt_dtype_computable(int dt);        /* F32 I32 I16 I8 U8 BOOL */
+bool rt_dtype_movable(int dt);           /* computable + F16 BF16 */
+bool rt_io_pair_ok(int role, int host, int dev);
+const char *rt_opcode_name(int op);
+const char *rt_section_name(uint32_t id);
+
+#endif

@@ -1,0 +1,306 @@
+/* rt_session.c: sessions: their memory (arena, one scratchpad per host thread,
+ * staging buffers for converted I/O), binding of the caller's buffers to DRAM
+ * segments, and execution of the schedule: for each kernel the core programs are
+ * taken from a shared counter by the session's threads, then all meet at a barrier.
+ * Each core program runs start to end on one thread, so results do not depend on
+ * the number of threads.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt_exec.h"
+#include "rt_io.h"
+#include "rt_model.h"
+#include "rt_pool.h"
+
+struct spy_session {
+    const spy_model *m;
+    int nthreads;
+    bool profile, poison;
+    uint8_t *arena;
+    uint8_t **lx;            /* [nthreads] scratchpads */
+    uint8_t **seg;           /* [nsegs] bound segment base pointers */
+    uint8_t *staging;        /* one block for all converted tensors */
+    uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
+    atomic_uint *next;       /* [nsched] next program index per schedule entry */
+    double *host_us;         /* [nkernels] host time of the last run */
+    RtPool *pool;
+    atomic_int busy;
+    /* first run-time error of the current run (lowest schedule entry, then core) */
+    pthread_mutex_t err_mu;
+    atomic_int failed;
+    uint32_t err_pos, err_core, err_insn;
+    int err_kind;
+    int64_t err_value;
+    char err[RT_ERR_LEN];
+};
+
+static uint8_t rt_empty_buffer[8]; /* bound to zero-size tensors passed as NULL */
+
+/* Monotonic clock in microseconds. */
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Allocates everything a session of m with nthreads threads needs. */
+static spy_status session_alloc(spy_session *s) {
+    const spy_model *m = s->m;
+    size_t lxb = (size_t)m->target.lx_budget_bytes + RT_LX_SLACK;
+    s->arena = calloc(m->segs[1].size ? m->segs[1].size : 1, 1);
+    s->lx = calloc((size_t)s->nthreads, sizeof *s->lx);
+    s->seg = calloc(m->nsegs, sizeof *s->seg);
+    s->staging = calloc(m->staging_bytes ? m->staging_bytes : 1, 1);
+    s->stage = calloc(m->ntensors + 1, sizeof *s->stage);
+    s->next = calloc(m->nsched + 1, sizeof *s->next);
+    s->host_us = calloc(m->nkernels + 1, sizeof *s->host_us);
+    if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->host_us)
+        return SPY_E_NOMEM;
+    for (int t = 0; t < s->nthreads; t++)
+        if (!(s->lx[t] = calloc(lxb, 1)))
+            return SPY_E_NOMEM;
+    size_t off = 0;
+    for (uint32_t i = 0; i < m->ntensors; i++)
+        if (!m->io[i].direct) {
+            s->stage[i] = s->staging + off;
+            off += (m->io[i].dev_bytes + 63) & ~(size_t)63;
+        }
+    s->seg[0] = (uint8_t *)m->consts; /* read-only: the verifier forbids stores */
+    s->seg[1] = s->arena;
+    s->pool = rt_pool_create(s->nthreads);
+    return s->pool ? SPY_OK : SPY_E_NOMEM;
+}
+
+/* Creates a session for m with the given options (NULL = defaults). */
+spy_status spy_session_create(const spy_model *m, const spy_session_options *opt,
+                              spy_session **out) {
+    if (out)
+        *out = NULL;
+    if (!m || !out)
+        return SPY_E_INVALID_ARG;
+    spy_session_options o = {0};
+    if (opt)
+        o = *opt;
+    if (o.num_threads < 0)
+        return SPY_E_INVALID_ARG;
+    spy_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return SPY_E_NOMEM;
+    s->m = m;
+    s->nthreads = o.num_threads ? o.num_threads : rt_default_threads(m);
+    if (s->nthreads > (int)m->target.cores)
+        s->nthreads = (int)m->target.cores;
+    s->profile = o.profile != 0;
+    s->poison = o.debug_lx_poison != 0;
+    pthread_mutex_init(&s->err_mu, NULL);
+    spy_status st = session_alloc(s);
+    if (st) {
+        spy_session_free(s);
+        return st;
+    }
+    *out = s;
+    return SPY_OK;
+}
+
+/* Frees a session (NULL is ignored). Must not be running. */
+void spy_session_free(spy_session *s) {
+    if (!s)
+        return;
+    rt_pool_free(s->pool);
+    if (s->lx)
+        for (int t = 0; t < s->nthreads; t++)
+            free(s->lx[t]);
+    free(s->lx);
+    free(s->arena);
+    free(s->seg);
+    free(s->staging);
+    free(s->stage);
+    free((void *)s->next);
+    free(s->host_us);
+    pthread_mutex_destroy(&s->err_mu);
+    free(s);
+}
+
+/* Last error message of the session ("" if none). */
+const char *spy_session_error(const spy_session *s) {
+    return s ? s->err : "NULL session";
+}
+
+/* Records a failed core; keeps the lowest (schedule entry, core) for determinism. */
+static void record_error(spy_session *s, uint32_t pos, uint32_t core, const RtCore *c) {
+    pthread_mutex_lock(&s->err_mu);
+    if (!atomic_load(&s->failed) || pos < s->err_pos ||
+        (pos == s->err_pos && core < s->err_core)) {
+        s->err_pos = pos;
+        s->err_core = core;
+        s->err_insn = c->err_insn;
+        s->err_kind = c->err;
+        s->err_value = c->err_value;
+        atomic_store(&s->failed, 1);
+    }
+    pthread_mutex_unlock(&s->err_mu);
+}
+
+/* Runs program j of the kernel at schedule entry pos on core c. */
+static void run_program(spy_session *s, RtCore *c, uint32_t pos, uint32_t j) {
+    const spy_model *m = s->m;
+    const SpyProgramDesc *pd = &m->programs[m->kernels[m->schedule[pos]].first_program + j];
+    if (s->poison)
+        memset(c->lx, 0xff, m->target.lx_budget_bytes);
+    c->err = RT_XOK;
+    if (rt_exec_program(c, m->code + pd->first_insn, pd->ninsns) != RT_XOK)
+        record_error(s, pos, pd->core, c);
+}
+
+/* Thread body of a run. A kernel marked serial runs all its programs on thread 0
+ * (consecutive serial kernels without barriers between them); the others share
+ * their programs through a counter. Threads meet at a barrier after each shared
+ * kernel and after each run of serial kernels. */
+static void run_thread(void *arg, int tid) {
+    spy_session *s = arg;
+    const spy_model *m = s->m;
+    RtCore core = {.lx = s->lx[tid], .seg = s->seg};
+    uint32_t pos = 0;
+    while (pos < m->nsched) {
+        uint32_t k = m->schedule[pos];
+        if (m->serial[k] || s->nthreads == 1) {
+            for (; pos < m->nsched && (m->serial[m->schedule[pos]] || s->nthreads == 1); pos++) {
+                if (tid != 0 || atomic_load(&s->failed))
+                    continue;
+                double t0 = s->profile ? now_us() : 0;
+                for (uint32_t j = 0; j < m->kernels[m->schedule[pos]].ncores; j++)
+                    run_program(s, &core, pos, j);
+                if (s->profile)
+                    s->host_us[m->schedule[pos]] += now_us() - t0;
+            }
+        } else {
+            double t0 = tid == 0 && s->profile ? now_us() : 0;
+            for (;;) {
+                unsigned j = atomic_fetch_add(&s->next[pos], 1u);
+                if (j >= m->kernels[k].ncores)
+                    break;
+                run_program(s, &core, pos, j);
+            }
+            rt_pool_barrier(s->pool);
+            if (tid == 0 && s->profile)
+                s->host_us[k] += now_us() - t0;
+            pos++;
+            if (atomic_load(&s->failed))
+                break; /* every thread sees the same value after the barrier */
+            continue;
+        }
+        rt_pool_barrier(s->pool);
+        if (atomic_load(&s->failed))
+            break;
+    }
+}
+
+/* Formats the message of the run-time error recorded in s. */
+static void format_run_error(spy_session *s) {
+    const spy_model *m = s->m;
+    uint32_t k = m->schedule[s->err_pos];
+    const SpyKernelDesc *kd = &m->kernels[k];
+    const SpyProgramDesc *pd = NULL;
+    for (uint32_t j = 0; j < kd->ncores; j++)
+        if (m->programs[kd->first_program + j].core == s->err_core)
+            pd = &m->programs[kd->first_program + j];
+    if (!pd) {
+        snprintf(s->err, sizeof s->err, "kernel %u: run-time error", k);
+        return;
+    }
+    const SpyInsn *in = &m->code[pd->first_insn + s->err_insn];
+    int n = snprintf(s->err, sizeof s->err, "kernel %u '%s' core %u instruction %u (%s): ", k,
+                     rt_str(m, kd->name), s->err_core, s->err_insn,
+                     rt_opcode_name(in->opcode));
+    if (n < 0 || (size_t)n >= sizeof s->err)
+        return;
+    if (s->err_kind == RT_XERR_INDEX)
+        snprintf(s->err + n, sizeof s->err - (size_t)n,
+                 "index %lld out of range [-%u, %u) (table rows)", (long long)s->err_value,
+                 in->gather.bound, in->gather.bound);
+    else
+        snprintf(s->err + n, sizeof s->err - (size_t)n, "integer division by zero (%s)",
+                 rt_vecfn_name(in->vec.fn));
+}
+
+/* Binds inputs (narrowing where needed) and outputs to their segments. */
+static spy_status bind_io(spy_session *s, const void *const *inputs, void *const *outputs) {
+    const spy_model *m = s->m;
+    for (uint32_t i = 0; i < m->ntensors; i++) {
+        const RtIo *io = &m->io[i];
+        bool in = i < m->ninputs;
+        void *buf = in ? (void *)inputs[i] : outputs[i - m->ninputs];
+        if (!buf && io->info.nbytes == 0)
+            buf = rt_empty_buffer;
+        if (!buf) {
+            snprintf(s->err, sizeof s->err, "%s %u '%s': buffer is NULL", in ? "input" : "output",
+                     in ? i : i - m->ninputs, io->info.name);
+            return SPY_E_INVALID_ARG;
+        }
+        if (io->direct) {
+            s->seg[io->seg] = buf;
+            continue;
+        }
+        s->seg[io->seg] = s->stage[i];
+        size_t bad;
+        int64_t val;
+        if (in && !rt_io_narrow(io->desc->host_dtype, io->desc->dev_dtype, buf, s->stage[i],
+                                io->desc->numel, &bad, &val)) {
+            snprintf(s->err, sizeof s->err,
+                     "input '%s' element %zu: value %lld does not fit the device type %s",
+                     io->info.name, bad, (long long)val, rt_dtype_name(io->desc->dev_dtype));
+            return SPY_E_RUNTIME;
+        }
+    }
+    return SPY_OK;
+}
+
+/* Runs one inference: inputs[i] / outputs[i] are caller buffers in host dtypes. */
+spy_status spy_session_run(spy_session *s, const void *const *inputs, void *const *outputs) {
+    if (!s)
+        return SPY_E_INVALID_ARG;
+    const spy_model *m = s->m;
+    if ((m->ninputs && !inputs) || (m->noutputs && !outputs)) {
+        snprintf(s->err, sizeof s->err, "spy_session_run: NULL %s array",
+                 !inputs && m->ninputs ? "inputs" : "outputs");
+        return SPY_E_INVALID_ARG;
+    }
+    if (atomic_exchange(&s->busy, 1)) {
+        snprintf(s->err, sizeof s->err, "session is already running in another thread");
+        return SPY_E_INVALID_ARG;
+    }
+    s->err[0] = 0;
+    spy_status st = bind_io(s, inputs, outputs);
+    if (st == SPY_OK) {
+        for (uint32_t i = 0; i < m->nsched; i++)
+            atomic_store(&s->next[i], 0u);
+        memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
+        atomic_store(&s->failed, 0);
+        rt_pool_run(s->pool, run_thread, s);
+        if (atomic_load(&s->failed)) {
+            format_run_error(s);
+            st = SPY_E_RUNTIME;
+        }
+    }
+    for (uint32_t i = m->ninputs; st == SPY_OK && i < m->ntensors; i++)
+        if (!m->io[i].direct)
+            rt_io_widen(m->io[i].desc->host_dtype, m->io[i].desc->dev_dtype, s->stage[i],
+                        outputs[i - m->ninputs], m->io[i].desc->numel);
+    atomic_store(&s->busy, 0);
+    return st;
+}
+
+/* Per-kernel profile of the last run (modelled figures x schedule count). */
+spy_status spy_session_kernel_profile(const spy_session *s, int i, spy_kernel_profile *p) {
+    if (!s || !p)
+        return SPY_E_INVALID_ARG;
+    spy_status st = spy_model_kernel_profile(s->m, i, p);
+    if (st == SPY_OK)
+        p->host_us = s->profile ? s->host_us[i] : 0;
+    return st;
+}

@@ -1,0 +1,303 @@
+/* rt_verify_insn.c: static verification of one instruction against the bundle's
+ * target and segment table: opcode, dtypes, flags, and that every LX and DRAM byte
+ * range it can touch lies inside the scratchpad budget or its segment. Ranges are
+ * computed in 128-bit arithmetic from extents and strides (any sign, stride 0).
+ */
+#include <stdio.h>
+
+#include "rt_exec.h"
+#include "rt_model.h"
+
+#define RT_MAX_INSN_ELEMS ((uint64_t)1 << 32)
+
+typedef __int128 i128;
+
+typedef struct {
+    const spy_model *m;
+    char *msg;
+    size_t len;
+} Vctx;
+
+/* Writes a failure message; always returns false. */
+__attribute__((format(printf, 2, 3))) static bool fail(Vctx *v, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->msg, v->len, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* Byte span [lo, hi) relative to the base touched by an n-d access; false if empty. */
+static bool span(int n, const uint64_t *dims, const int64_t *strides, unsigned esize, i128 *lo,
+                 i128 *hi) {
+    i128 mn = 0, mx = 0;
+    for (int d = 0; d < n; d++) {
+        if (dims[d] == 0)
+            return false;
+        i128 ext = (i128)(dims[d] - 1) * strides[d];
+        if (ext < 0)
+            mn += ext;
+        else
+            mx += ext;
+    }
+    *lo = mn * esize;
+    *hi = (mx + 1) * esize;
+    return true;
+}
+
+/* Product of extents, saturated above RT_MAX_INSN_ELEMS. */
+static uint64_t elems(int n, const uint64_t *dims) {
+    i128 p = 1;
+    for (int d = 0; d < n; d++) {
+        p *= dims[d];
+        if (p > (i128)RT_MAX_INSN_ELEMS)
+            return RT_MAX_INSN_ELEMS + 1;
+    }
+    return (uint64_t)p;
+}
+
+/* Checks that the 2-d LX access (rows x cols, strides rs/cs) at base fits the budget. */
+static bool lx2(Vctx *v, const char *what, uint64_t base, uint64_t rows, int64_t rs,
+                uint64_t cols, int64_t cs, unsigned esize) {
+    uint64_t dims[2] = {rows, cols};
+    int64_t st[2] = {rs, cs};
+    i128 lo, hi;
+    if (!span(2, dims, st, esize, &lo, &hi))
+        return true;
+    i128 budget = v->m->target.lx_budget_bytes;
+    if ((i128)base + lo < 0 || (i128)base + hi > budget)
+        return fail(v, "%s LX range [%lld, %lld) outside the scratchpad budget [0, %u)", what,
+                    (long long)((i128)base + lo), (long long)((i128)base + hi),
+                    v->m->target.lx_budget_bytes);
+    return true;
+}
+
+/* Checks an n-d LX access. */
+static bool lxn(Vctx *v, const char *what, uint64_t base, int n, const uint64_t *dims,
+                const int64_t *st, unsigned esize) {
+    i128 lo, hi;
+    if (!span(n, dims, st, esize, &lo, &hi))
+        return true;
+    if ((i128)base + lo < 0 || (i128)base + hi > (i128)v->m->target.lx_budget_bytes)
+        return fail(v, "%s LX range [%lld, %lld) outside the scratchpad budget [0, %u)", what,
+                    (long long)((i128)base + lo), (long long)((i128)base + hi),
+                    v->m->target.lx_budget_bytes);
+    return true;
+}
+
+/* Checks an n-d DRAM access in segment seg; store refuses read-only segments. */
+static bool dram(Vctx *v, const char *what, uint32_t seg, int64_t base, int n,
+                 const uint64_t *dims, const int64_t *st, unsigned esize, bool store) {
+    const spy_model *m = v->m;
+    if (seg >= m->nsegs)
+        return fail(v, "%s segment %u out of range (%u segments)", what, seg, m->nsegs);
+    const SpySegmentDesc *s = &m->segs[seg];
+    if (store && s->kind == SPY_SEGK_CONST)
+        return fail(v, "%s into the constant segment %u", what, seg);
+    if (store && s->kind == SPY_SEGK_IO && m->tensors[s->tensor].role == SPY_ROLE_INPUT)
+        return fail(v, "%s into segment %u of input '%s' (inputs are read-only)", what, seg,
+                    rt_str(m, m->tensors[s->tensor].name));
+    i128 lo, hi;
+    if (!span(n, dims, st, esize, &lo, &hi))
+        return true;
+    if ((i128)base + lo < 0 || (i128)base + hi > (i128)s->size)
+        return fail(v, "%s DRAM range [%lld, %lld) outside segment %u (%llu bytes)", what,
+                    (long long)((i128)base + lo), (long long)((i128)base + hi), seg,
+                    (unsigned long long)s->size);
+    return true;
+}
+
+/* Whether esize is a valid raw element size. */
+static bool esize_ok(unsigned e) {
+    return e == 1 || e == 2 || e == 4 || e == 8;
+}
+
+/* LOAD / STORE. */
+static bool v_dma(Vctx *v, const SpyDma *d) {
+    bool store = d->opcode == ISA_STORE;
+    const char *nm = store ? "STORE" : "LOAD";
+    if (!esize_ok(d->esize))
+        return fail(v, "%s esize %u not 1, 2, 4 or 8", nm, d->esize);
+    if (d->flags)
+        return fail(v, "%s unknown flags 0x%x", nm, d->flags);
+    if (d->ndim > ISA_MAX_DIMS)
+        return fail(v, "%s ndim %u > %d", nm, d->ndim, ISA_MAX_DIMS);
+    uint64_t dims[ISA_MAX_DIMS];
+    int64_t ds[ISA_MAX_DIMS], ls[ISA_MAX_DIMS];
+    for (int i = 0; i < ISA_MAX_DIMS; i++) {
+        if (i >= d->ndim && d->dims[i] != 1)
+            return fail(v, "%s unused dims[%d] = %u (must be 1; ndim = %u)", nm, i, d->dims[i],
+                        d->ndim);
+        dims[i] = d->dims[i];
+        ds[i] = d->dram_stride[i];
+        ls[i] = d->lx_stride[i];
+    }
+    if (elems(ISA_MAX_DIMS, dims) > RT_MAX_INSN_ELEMS)
+        return fail(v, "%s moves more than 2^32 elements", nm);
+    return lxn(v, nm, d->lx, ISA_MAX_DIMS, dims, ls, d->esize) &&
+           dram(v, nm, d->seg, d->dram_off, ISA_MAX_DIMS, dims, ds, d->esize, store);
+}
+
+/* GATHER. */
+static bool v_gather(Vctx *v, const SpyGather *g) {
+    if (!esize_ok(g->esize))
+        return fail(v, "GATHER esize %u not 1, 2, 4 or 8", g->esize);
+    if (g->flags)
+        return fail(v, "GATHER unknown flags 0x%x", g->flags);
+    uint64_t dn[2] = {g->nidx, g->row_elems};
+    if (elems(2, dn) > RT_MAX_INSN_ELEMS)
+        return fail(v, "GATHER moves more than 2^32 elements");
+    if (!lx2(v, "GATHER index", g->lx_idx, 1, 0, g->nidx, 1, 4) ||
+        !lx2(v, "GATHER destination", g->lx_dst, g->nidx, g->dst_row_stride, g->row_elems, 1,
+             g->esize))
+        return false;
+    uint64_t tab[2] = {g->nidx ? g->bound : 0, g->row_elems};
+    int64_t ts[2] = {g->row_stride, 1};
+    return dram(v, "GATHER table", g->seg, g->dram_off, 2, tab, ts, g->esize, false);
+}
+
+/* Whether two byte ranges [a, a+na) and [b, b+nb) intersect. */
+static bool overlaps(i128 a, i128 na, i128 b, i128 nb) {
+    return na > 0 && nb > 0 && a < b + nb && b < a + na;
+}
+
+/* MATMUL. */
+static bool v_matmul(Vctx *v, const SpyMatmul *mm) {
+    unsigned ea, ec;
+    if (mm->dtype == ISA_DT_F32 && mm->out_dtype == ISA_DT_F32)
+        ea = 4, ec = 4;
+    else if (mm->dtype == ISA_DT_I8 && mm->out_dtype == ISA_DT_I32)
+        ea = 1, ec = 4;
+    else
+        return fail(v, "MATMUL dtype %s -> %s not supported (f32->f32, i8->i32)",
+                    rt_dtype_name(mm->dtype), rt_dtype_name(mm->out_dtype));
+    if (mm->flags & ~ISA_F_ACCUM)
+        return fail(v, "MATMUL unknown flags 0x%x", mm->flags);
+    uint64_t d3[3] = {mm->m, mm->n, mm->k};
+    if (elems(3, d3) > RT_MAX_INSN_ELEMS)
+        return fail(v, "MATMUL m*n*k above 2^32");
+    if (!lx2(v, "MATMUL A", mm->a, mm->m, mm->lda, mm->k, 1, ea) ||
+        !lx2(v, "MATMUL B", mm->b, mm->k, mm->ldb, mm->n, 1, ea) ||
+        !lx2(v, "MATMUL C", mm->c, mm->m, mm->ldc, mm->n, 1, ec))
+        return false;
+    if (mm->m && mm->n && mm->k) {
+        i128 ca = mm->c, cn = ((i128)(mm->m - 1) * mm->ldc + mm->n) * ec;
+        i128 an = ((i128)(mm->m - 1) * mm->lda + mm->k) * ea;
+        i128 bn = ((i128)(mm->k - 1) * mm->ldb + mm->n) * ea;
+        if (overlaps(ca, cn, mm->a, an) || overlaps(ca, cn, mm->b, bn))
+            return fail(v, "MATMUL C overlaps an operand");
+    }
+    return true;
+}
+
+/* VEC. */
+static bool v_vec(Vctx *v, const SpyVec *x) {
+    if (x->fn >= ISA_VF_COUNT)
+        return fail(v, "VEC unknown function %u", x->fn);
+    const char *fn = rt_vecfn_name(x->fn);
+    int ar = rt_vecfn_arity(x->fn);
+    if (x->flags & ~(ISA_F_IMM | ISA_F_IMM_A))
+        return fail(v, "VEC %s unknown flags 0x%x", fn, x->flags);
+    int imm_q = -1;
+    if ((x->flags & ISA_F_IMM) && (x->flags & ISA_F_IMM_A))
+        return fail(v, "VEC %s has both IMM and IMM_A", fn);
+    if (x->flags & ISA_F_IMM) {
+        if (ar < 2)
+            return fail(v, "VEC %s: IMM on a unary function", fn);
+        imm_q = 1;
+    }
+    if (x->flags & ISA_F_IMM_A)
+        imm_q = 0;
+    if (!(x->nsrc == ar || (imm_q >= 0 && x->nsrc == ar - 1)))
+        return fail(v, "VEC %s: nsrc %u, function takes %d", fn, x->nsrc, ar);
+    int sdt = x->src_dtype ? x->src_dtype : x->dtype;
+    const char *why = "";
+    if (!rt_vecfn_types_ok(x->fn, x->dtype, sdt, &why))
+        return fail(v, "VEC %s: dtype %s, src_dtype %s: %s", fn, rt_dtype_name(x->dtype),
+                    rt_dtype_name(sdt), why);
+    uint64_t d2[2] = {x->rows, x->cols};
+    if (elems(2, d2) > RT_MAX_INSN_ELEMS)
+        return fail(v, "VEC %s processes more than 2^32 elements", fn);
+    if (!lx2(v, "VEC dst", x->dst, x->rows, x->dst_rs, x->cols, 1, rt_dtype_size(x->dtype)))
+        return false;
+    for (int q = 0; q < ar; q++) {
+        if (q == imm_q)
+            continue;
+        int qdt = (x->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL : sdt;
+        char what[24];
+        snprintf(what, sizeof what, "VEC src[%d]", q);
+        if (!lx2(v, what, x->src[q], x->rows, x->src_rs[q], x->cols, x->src_cs[q],
+                 rt_dtype_size(qdt)))
+            return false;
+    }
+    return true;
+}
+
+/* VREDUCE. */
+static bool v_vreduce(Vctx *v, const SpyVReduce *r) {
+    if (r->fn >= ISA_RF_COUNT)
+        return fail(v, "VREDUCE unknown function %u", r->fn);
+    bool arg = r->fn == ISA_RF_ARGMAX || r->fn == ISA_RF_ARGMIN;
+    bool ok_dt = rt_dtype_computable(r->dtype) &&
+                 (r->dtype != ISA_DT_BOOL || r->fn == ISA_RF_MAX || r->fn == ISA_RF_MIN);
+    if (!ok_dt)
+        return fail(v, "VREDUCE fn %u on dtype %s not supported", r->fn,
+                    rt_dtype_name(r->dtype));
+    if (r->flags & ~(ISA_F_ACCUM | ISA_F_LAST))
+        return fail(v, "VREDUCE unknown flags 0x%x", r->flags);
+    if (arg && (r->flags & ISA_F_ACCUM))
+        return fail(v, "VREDUCE ACCUM is not allowed with ARGMAX/ARGMIN");
+    if (!arg && (r->flags & ISA_F_LAST))
+        return fail(v, "VREDUCE LAST is only allowed with ARGMAX/ARGMIN");
+    uint64_t d2[2] = {r->rows, r->len};
+    if (elems(2, d2) > RT_MAX_INSN_ELEMS)
+        return fail(v, "VREDUCE processes more than 2^32 elements");
+    unsigned es = rt_dtype_size(r->dtype);
+    return lx2(v, "VREDUCE src", r->src, r->rows, r->src_rs, r->len, r->src_cs, es) &&
+           lx2(v, "VREDUCE dst", r->dst, r->rows, r->dst_rs, 1, 1, arg ? 4 : es);
+}
+
+/* VFILL. */
+static bool v_vfill(Vctx *v, const SpyVFill *f) {
+    if (!rt_dtype_movable(f->dtype))
+        return fail(v, "VFILL dtype %u not supported", f->dtype);
+    if (f->flags)
+        return fail(v, "VFILL unknown flags 0x%x", f->flags);
+    return lx2(v, "VFILL", f->dst, 1, 0, f->n, 1, rt_dtype_size(f->dtype));
+}
+
+/* VSCAN. */
+static bool v_vscan(Vctx *v, const SpyVScan *s) {
+    if (!rt_dtype_computable(s->dtype) || s->dtype == ISA_DT_BOOL)
+        return fail(v, "VSCAN dtype %s not supported", rt_dtype_name(s->dtype));
+    if (s->flags & ~(ISA_F_EXCL | ISA_F_REV))
+        return fail(v, "VSCAN unknown flags 0x%x", s->flags);
+    uint64_t d2[2] = {s->rows, s->len};
+    if (elems(2, d2) > RT_MAX_INSN_ELEMS)
+        return fail(v, "VSCAN processes more than 2^32 elements");
+    unsigned es = rt_dtype_size(s->dtype);
+    return lx2(v, "VSCAN src", s->src, s->rows, s->src_rs, s->len, 1, es) &&
+           lx2(v, "VSCAN dst", s->dst, s->rows, s->dst_rs, s->len, 1, es);
+}
+
+/* Verifies one instruction of m; on failure writes the reason into msg. */
+bool rt_verify_insn(const spy_model *m, const SpyInsn *in, char *msg, size_t msglen) {
+    Vctx v = {m, msg, msglen};
+    switch (in->opcode) {
+    case ISA_NOP: return true;
+    case ISA_LOAD:
+    case ISA_STORE: return v_dma(&v, &in->dma);
+    case ISA_GATHER: return v_gather(&v, &in->gather);
+    case ISA_MATMUL: return v_matmul(&v, &in->mm);
+    case ISA_VEC: return v_vec(&v, &in->vec);
+    case ISA_VREDUCE: return v_vreduce(&v, &in->red);
+    case ISA_VFILL: return v_vfill(&v, &in->fill);
+    case ISA_VSCAN: return v_vscan(&v, &in->scan);
+    case ISA_BARRIER:
+        if (in->bar.kernel >= m->nkernels)
+            return fail(&v, "BARRIER kernel %u out of range (%u kernels)", in->bar.kernel,
+                        m->nkernels);
+        return true;
+    default: return fail(&v, "unknown opcode %u", in->opcode);
+    }
+}

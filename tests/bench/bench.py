@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Benchmark spyrec/spyrun against onnxruntime on the same machine, in the same run.
+
+For each model (tests/models.list on ../shared/models, the shipped examples, and any
+--model PATH given) prints one row:
+
+    model  compile ms  spyrun ms  ort ms  spyrun/ort  device us
+
+compile ms   wall time of `spyrec model.onnx -o x.sbin` (median of --compiles runs)
+spyrun ms    host latency of one inference on the emulator: median of --repeat runs
+             after --warmup runs (spyrun --repeat), emulator threads = host CPUs
+ort ms       onnxruntime CPU latency on the same inputs, median of --repeat runs after
+             --warmup runs, intra-op threads = host CPUs
+device us    modelled time of one inference on the accelerator (timing model)
+
+Not a test: nothing here asserts on time. Needs numpy, onnx and onnxruntime (make bench
+creates build/venv with them).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build", help="build folder (default build)")
+    ap.add_argument("--shared", default="../shared", help="folder with models/ (../shared)")
+    ap.add_argument("--list", default="tests/models.list", help="model list file")
+    ap.add_argument("--model", action="append", default=[],
+                    help="extra model.onnx (its test_data_set_0 beside it); repeatable")
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs (default 20)")
+    ap.add_argument("--warmup", type=int, default=3, help="warm-up runs (default 3)")
+    ap.add_argument("--compiles", type=int, default=3, help="compile runs (default 3)")
+    ap.add_argument("--json", help="also write the results to this JSON file")
+    return ap.parse_args()
+
+
+def list_models(args):
+    """(name, model path, data dir) for every model to measure."""
+    out = []
+    ex = os.path.join("examples", "models")
+    for name in sorted(os.listdir(ex)) if os.path.isdir(ex) else []:
+        path = os.path.join(ex, name, "model.onnx")
+        if os.path.exists(path):
+            out.append((name, path))
+    models = os.path.join(args.shared, "models")
+    if os.path.isdir(models):
+        with open(args.list) as f:
+            for line in f:
+                entry = line.split("#")[0].split()
+                if not entry:
+                    continue
+                name = entry[0]
+                path = os.path.join(models, name if "/" in name else os.path.join(name, "model.onnx"))
+                out.append((name, path))
+    else:
+        print(f"{args.shared} not found: only the shipped examples are measured", file=sys.stderr)
+    for path in args.model:
+        out.append((os.path.basename(os.path.dirname(os.path.abspath(path))), path))
+    return [(n, p, os.path.join(os.path.dirname(p), "test_data_set_0")) for n, p in out]
+
+
+def compile_model(args, model, sbin):
+    """Compile; returns the median wall time in ms. Raises on failure."""
+    times = []
+    for _ in range(max(1, args.compiles)):
+        t0 = time.perf_counter()
+        r = subprocess.run([os.path.join(args.build, "spyrec"), model, "-o", sbin],
+                           capture_output=True, text=True)
+        times.append((time.perf_counter() - t0) * 1e3)
+        if r.returncode != 0:
+            raise RuntimeError("spyrec failed: " + (r.stderr.strip().splitlines() or ["?"])[0])
+    return statistics.median(times)
+
+
+def run_spyrun(args, sbin, data):
+    """(median host latency ms, modelled device us) from spyrun --repeat."""
+    r = subprocess.run([os.path.join(args.build, "spyrun"), sbin, "--input-dir", data, "-q",
+                        "--repeat", str(args.repeat), "--warmup", str(args.warmup)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("spyrun failed: " + (r.stderr.strip().splitlines() or ["?"])[0])
+    lat = re.search(r"host latency: median ([0-9.]+) ms", r.stdout)
+    dev = re.search(r"modelled device time: ([0-9.]+) us", r.stdout)
+    if not lat:
+        raise RuntimeError("spyrun printed no latency")
+    return float(lat.group(1)), float(dev.group(1)) if dev else float("nan")
+
+
+def run_ort(args, model, data):
+    """Median onnxruntime latency in ms on the inputs of data/input_K.pb."""
+    import numpy as np  # noqa: F401  (onnxruntime needs it)
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = os.cpu_count() or 1
+    sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for k, inp in enumerate(sess.get_inputs()):
+        t = onnx.TensorProto()
+        with open(os.path.join(data, f"input_{k}.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        feeds[inp.name] = numpy_helper.to_array(t)
+    for _ in range(args.warmup):
+        sess.run(None, feeds)
+    times = []
+    for _ in range(max(1, args.repeat)):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def fmt(v, spec):
+    """v formatted by spec ("10.3f"), or a right-aligned "-" when missing."""
+    return "-".rjust(int(spec.split(".")[0])) if v is None else format(v, spec)
+
+
+def main():
+    args = parse_args()
+    rows = []
+    models = list_models(args)
+    print(f"host: {os.cpu_count()} CPUs; {args.repeat} timed runs after {args.warmup} warm-up runs")
+    head = f"{'model':<16} {'compile ms':>10} {'spyrun ms':>10} {'ort ms':>9} {'spyrun/ort':>10} {'device us':>11}"
+    print(head)
+    print("-" * len(head))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, model, data in models:
+            row = {"model": name, "compile_ms": None, "spyrun_ms": None, "ort_ms": None,
+                   "ratio": None, "device_us": None, "error": None}
+            sbin = os.path.join(tmp, name.replace("/", "_") + ".sbin")
+            try:
+                row["ort_ms"] = run_ort(args, model, data)
+                row["compile_ms"] = compile_model(args, model, sbin)
+                row["spyrun_ms"], row["device_us"] = run_spyrun(args, sbin, data)
+                row["ratio"] = row["spyrun_ms"] / row["ort_ms"]
+            except Exception as e:  # one model failing must not stop the table
+                row["error"] = str(e)
+            rows.append(row)
+            line = (f"{name:<16} {fmt(row['compile_ms'], '10.1f')} {fmt(row['spyrun_ms'], '10.3f')}"
+                    f" {fmt(row['ort_ms'], '9.3f')} {fmt(row['ratio'], '10.2f')}"
+                    f" {fmt(row['device_us'], '11.1f')}")
+            if row["error"]:
+                line += f"  ({row['error']})"
+            print(line, flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Generate the tensor files of the spyrun exit-status tests (tests/tools/check.sh, part
+cli) from the shipped example's test data:
+
+    wrong_shape/input_0.pb   x f32[2,3,16,16]  (the model wants f32[2,3,32,32]) -> exit 2
+    wrong_dtype/input_0.pb   x f16[2,3,32,32]                                   -> exit 2
+    mismatch/output_0.pb     the golden with one element off by 0.005           -> exit 1
+
+and the spyrec cases of the other corpora:
+
+    tests/golden/cli/unsupported_ops.onnx  two unknown operators: both must be reported
+    tests/malformed/cli_truncated.onnx     the example model cut at byte 1000
+
+Run with the virtualenv of `make example`: build/venv/bin/python tests/cli/gen_cases.py
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "examples", "models", "tiny_cnn", "test_data_set_0")
+
+
+def load(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return t.name, numpy_helper.to_array(t)
+
+
+def save(arr, name, *parts):
+    path = os.path.join(HERE, *parts)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(arr, name).SerializeToString())
+
+
+def unsupported_ops_model():
+    """A valid ONNX file whose graph uses two operators that do not exist."""
+    from onnx import TensorProto, helper
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("FooBar", ["a"], ["b"], name="n7"),
+        helper.make_node("BazQux", ["b"], ["y"], name="n8"),
+    ]
+    graph = helper.make_graph(
+        nodes, "unsupported",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def main():
+    root = os.path.join(HERE, "..")
+    os.makedirs(os.path.join(root, "golden", "cli"), exist_ok=True)
+    onnx.save(unsupported_ops_model(), os.path.join(root, "golden", "cli", "unsupported_ops.onnx"))
+    with open(os.path.join(DATA, "..", "model.onnx"), "rb") as f:
+        model = f.read()
+    os.makedirs(os.path.join(root, "malformed"), exist_ok=True)
+    with open(os.path.join(root, "malformed", "cli_truncated.onnx"), "wb") as f:
+        f.write(model[:1000])
+
+    xname, x = load(os.path.join(DATA, "input_0.pb"))
+    yname, y = load(os.path.join(DATA, "output_0.pb"))
+    save(np.ascontiguousarray(x[:, :, :16, :16]), xname, "wrong_shape", "input_0.pb")
+    save(x.astype(np.float16), xname, "wrong_dtype", "input_0.pb")
+    y = y.copy()
+    y[1, 3] += 0.005
+    save(y, yname, "mismatch", "output_0.pb")
+
+
+if __name__ == "__main__":
+    main()

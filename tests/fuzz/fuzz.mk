@@ -1,0 +1,84 @@
+# tests/fuzz/fuzz.mk: libFuzzer targets (included from tests/tests.mk).
+#
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="onnx bundle tensor"]
+#
+# Builds the libraries with clang and -fsanitize=fuzzer-no-link,address,undefined in
+# their own tree (FUZZ_BUILD, build-fuzz), links one fuzzer per target and runs each
+# for FUZZ_SECONDS, seeded from ../shared (the model zoo, the ONNX node tests, their
+# tensor files, bundles compiled from them) when present and from the malformed-input
+# corpus. Prints executions per second and total executions per target. A crash
+# leaves FUZZ_BUILD/fuzz/crash-TARGET-* (add it to the corpus: see tests/malformed).
+#   onnx    fe_load_onnx + pass pipeline + codegen on a model file
+#   bundle  spy_model_load_memory (as given and with CRCs fixed) + a run of what loads
+#   tensor  fe_tensor_read_mem (.pb/.npy) + write/read round trips
+
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= onnx bundle tensor
+FUZZ_CC ?= clang
+FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+            -fno-omit-frame-pointer
+FUZZ_LINK := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
+.PHONY: fuzz fuzz-bins fuzz-run
+
+# the fuzzers themselves, built inside the fuzz tree (BUILD=FUZZ_BUILD)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(LIBSPYREC) $(LIBRT_A) \
+	    $(COMPILER_LIBS) $(LDLIBS)
+
+fuzz-bins: $(BINS) $(patsubst %,$(BUILD)/fuzz/fuzz_%,$(FUZZ_TARGETS))
+
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz needs $(FUZZ_CC)"; exit 2; }
+	@ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || \
+	    [ "$$(uname -m)" != x86_64 ] || \
+	    { echo "libFuzzer runtime missing: apt-get install -y libclang-rt-14-dev"; exit 2; }
+	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) MODE=release \
+	    SANFLAGS="$(FUZZ_SAN)" WARN="-Wall -Wno-unused-parameter" fuzz-bins
+	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) fuzz-run
+
+# Run every fuzzer (BUILD is the fuzz tree here). Seeds are symbolic links gathered
+# into one folder per target; new inputs go to FUZZ_BUILD/fuzz/corpus-TARGET.
+fuzz-run:
+	@F=$(BUILD)/fuzz; fail=0; \
+	for t in $(FUZZ_TARGETS); do \
+	    seeds=$$F/seeds-$$t; corpus=$$F/corpus-$$t; rm -rf $$seeds; mkdir -p $$seeds $$corpus; \
+	    $(MAKE) --no-print-directory -s fuzz-seeds-$$t SEEDS=$$seeds; \
+	    echo "== fuzz $$t: $$(ls $$seeds | wc -l) seeds, $(FUZZ_SECONDS) s"; \
+	    $$F/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2560 \
+	        -max_len=$$(case $$t in tensor) echo 1048576;; *) echo 400000;; esac) \
+	        -print_final_stats=1 -artifact_prefix=$$F/crash-$$t- \
+	        $$corpus $$seeds >$$F/fuzz-$$t.log 2>&1; rc=$$?; \
+	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$F/fuzz-$$t.log); \
+	    eps=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$F/fuzz-$$t.log); \
+	    echo "fuzz $$t: $${runs:-?} executions, $${eps:-?} exec/s, exit $$rc (log: $$F/fuzz-$$t.log)"; \
+	    if [ $$rc != 0 ]; then fail=1; grep -E -m5 'ERROR|SUMMARY|Test unit written' $$F/fuzz-$$t.log; fi; \
+	done; exit $$fail
+
+# seed folders: links to files named after their path
+fuzz_link = n=0; for f in $(1); do [ -f "$$f" ] || continue; n=$$((n+1)); \
+	ln -sf "$$(realpath "$$f")" "$(SEEDS)/$$n-$$(basename "$$(dirname "$$f")")-$$(basename "$$f")"; done
+
+.PHONY: fuzz-seeds-onnx fuzz-seeds-bundle fuzz-seeds-tensor
+fuzz-seeds-onnx:
+	@$(call fuzz_link,tests/malformed/onnx/*.onnx tests/malformed/onnx/*/*.onnx \
+	    examples/models/*/model.onnx $(SHARED)/onnx-tests/node/*/model.onnx \
+	    $(shell find $(SHARED)/models -name model.onnx -size -600k 2>/dev/null))
+fuzz-seeds-bundle: $(BUILD)/spyrec
+	@mkdir -p $(BUILD)/fuzz/bundles
+	@for m in examples/models/tiny_cnn/model.onnx tests/malformed/onnx/valid_base.onnx \
+	    $(SHARED)/onnx-tests/node/test_gather_0/model.onnx \
+	    $(SHARED)/onnx-tests/node/test_softmax_axis_0/model.onnx \
+	    $(SHARED)/onnx-tests/node/test_matmul_2d/model.onnx \
+	    $(SHARED)/onnx-tests/node/test_reduce_sum_keepdims_example/model.onnx; do \
+	    [ -f $$m ] && $(BUILD)/spyrec $$m -o $(BUILD)/fuzz/bundles/$$(basename $$(dirname $$m)).sbin \
+	        >/dev/null 2>&1; done; true
+	@$(call fuzz_link,tests/malformed/sbin/*.sbin tests/malformed/sbin/ok/*.sbin \
+	    $(BUILD)/fuzz/bundles/*.sbin)
+fuzz-seeds-tensor:
+	@$(call fuzz_link,tests/malformed/input/*.pb tests/malformed/input/*.npy \
+	    tests/malformed/input/ok/* examples/models/*/test_data_set_0/*.pb \
+	    $(shell find $(SHARED)/models -path '*test_data_set_0/*.pb' -size -200k 2>/dev/null) \
+	    $(wildcard $(SHARED)/onnx-tests/node/test_[a-c]*/test_data_set_0/*.pb))

@@ -1,0 +1,70 @@
+/* fuzz_tensor.c: libFuzzer target for spyrun's tensor-file parsing: ONNX TensorProto
+ * (.pb) and NumPy (.npy) images through fe_tensor_read_mem, then a round trip of what
+ * decodes through both encoders (fe_tensor_write to a private temporary folder) and
+ * back, which must reproduce the same dtype, shape and bytes.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frontend/fe.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir[4000];
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    const char *base = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/spyrec-fuzz-tensor.XXXXXX",
+             base && *base ? base : (access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"));
+    if (!mkdtemp(dir)) {
+        perror("fuzz_tensor: mkdtemp");
+        exit(1);
+    }
+    return 0;
+}
+
+/* Write t in one format, read it back, and require the same tensor. */
+static void round_trip(const FeTensor *t, int npy)
+{
+    char path[4100], err[512];
+    snprintf(path, sizeof path, "%s/t.%s", dir, npy ? "npy" : "pb");
+    if (!fe_tensor_write(path, t, npy, err, sizeof err))
+        return;                            /* e.g. a dtype .npy cannot hold */
+    FeTensor u;
+    if (!fe_tensor_read(path, &u, err, sizeof err)) {
+        fprintf(stderr, "round trip: cannot read back what was written: %s\n", err);
+        abort();
+    }
+    if (u.dtype != t->dtype || u.rank != t->rank || u.nbytes != t->nbytes ||
+        memcmp(u.dims, t->dims, (size_t)t->rank * sizeof t->dims[0]) != 0 ||
+        (t->nbytes && memcmp(u.data, t->data, t->nbytes) != 0)) {
+        fprintf(stderr, "round trip through %s changed the tensor\n", npy ? ".npy" : ".pb");
+        abort();
+    }
+    fe_tensor_free(&u);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    FeTensor t;
+    char err[512];
+    if (!fe_tensor_read_mem("fuzz", data, size, &t, err, sizeof err)) {
+        if (!err[0]) {
+            fprintf(stderr, "tensor refused without a message\n");
+            abort();
+        }
+        return 0;
+    }
+    if (t.nbytes <= ((size_t)16 << 20)) {
+        round_trip(&t, 0);
+        round_trip(&t, 1);
+    }
+    fe_tensor_free(&t);
+    return 0;
+}

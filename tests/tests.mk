@@ -1,0 +1,64 @@
+# tests/tests.mk: test and benchmark targets, included from the top-level Makefile.
+#
+#   make check     everything below; one line per test, then "N passed, N failed"
+#   make unit      cmocka unit tests (tests/unit/test_*.c)
+#   make golden    golden text tests (tests/golden/**/NAME.{onnx,ir,pt2} + .expect/.err)
+#   make models    numeric golden tests (tests/models.list on ../shared/models, examples/)
+#   make check-PART  one part of check.sh: unit golden models cli determinism malformed corpus
+#   make golden-update   rewrite every .expect file from the current compiler output
+#   make bench     compile time and latency per model against onnxruntime (needs PyPI)
+#   make example   regenerate examples/models/tiny_cnn with onnx/onnxruntime (needs PyPI)
+#
+# Uses the Makefile's BUILD, SHARED, LIBSPYREC, LIBRT_A, COMPILER_LIBS, LDLIBS,
+# CPPFLAGS, CFLAGS, LDFLAGS.
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+VENV := $(BUILD)/venv
+CHECK_ENV = BUILD=$(BUILD) SHARED=$(SHARED) MAKE="$(MAKE)"
+
+.PHONY: unit-bins models golden-update example malformed-gen
+
+# one cmocka program per tests/unit/test_*.c, linked with both libraries; tests may
+# include any module's header by its bare name ("pass.h", "cg.h", "fe.h")
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Ipasses -Icodegen -Ifrontend $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    $(LIBSPYREC) $(LIBRT_A) \
+	    $(COMPILER_LIBS) -lcmocka $(LDLIBS)
+
+unit-bins: $(UNIT_BIN)
+
+check: all
+	@$(CHECK_ENV) bash tests/tools/check.sh
+unit: all
+	@$(CHECK_ENV) bash tests/tools/check.sh unit
+golden: all
+	@$(CHECK_ENV) bash tests/tools/check.sh golden
+models: all
+	@$(CHECK_ENV) bash tests/tools/check.sh models
+check-%: all
+	@$(CHECK_ENV) bash tests/tools/check.sh $*
+golden-update: all
+	@$(CHECK_ENV) UPDATE_GOLDEN=1 bash tests/tools/check.sh golden
+
+# ---- Python tools (benchmarks, example generation): a virtualenv from PyPI -------------
+$(VENV)/.ok:
+	@sh tests/tools/venv.sh $(VENV)
+
+bench: all $(VENV)/.ok
+	$(VENV)/bin/python tests/bench/bench.py --build $(BUILD) --shared $(SHARED)
+
+example: $(VENV)/.ok
+	$(VENV)/bin/python examples/gen_tiny_cnn.py
+-include $(wildcard $(BUILD)/tests/*.d)
+
+# ---- the malformed-input corpus generator (tests/malformed/gen) -----------------------
+GEN_MAL_SRC := $(wildcard tests/malformed/gen/*.c)
+$(BUILD)/tests/gen_malformed: $(GEN_MAL_SRC) $(wildcard tests/malformed/gen/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) $(LDFLAGS) -o $@ $(GEN_MAL_SRC) $(LDLIBS)
+
+# rewrite tests/malformed/{onnx,sbin,input,pt2}/ and tests/malformed/expect.tsv
+malformed-gen: $(BUILD)/tests/gen_malformed
+	$< tests/malformed

@@ -1,0 +1,262 @@
+#!/bin/bash
+# check.sh [PART...]: the test suite behind `make check` (run from the repository root).
+#
+# PART is any of unit golden models cli determinism malformed corpus (default: all).
+# Prints one line per test ("PASS name" / "FAIL name", with the tail of its log) and
+# closes with "N passed, N failed" (plus ", N skipped"); exits 1 if any test failed.
+#
+# Environment: BUILD (build), SHARED (../shared), MAKE (make), UPDATE_GOLDEN=1 to
+# rewrite the .expect files of the golden text tests instead of comparing.
+set -u
+BUILD=${BUILD:-build}
+SHARED=${SHARED:-../shared}
+MAKE=${MAKE:-make}
+ROOT=$(pwd)
+case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
+SPYREC=$B/spyrec
+SPYRUN=$B/spyrun
+T=$B/tests
+LOGS=$T/logs
+MODELS=$SHARED/models
+mkdir -p "$LOGS"
+npass=0 nfail=0 nskip=0
+
+# result NAME RC LOG: count and print one test's outcome; on failure show its log.
+result() {
+    if [ "$2" = 0 ]; then
+        npass=$((npass + 1))
+        echo "PASS $1"
+    else
+        nfail=$((nfail + 1))
+        echo "FAIL $1 (log: ${3#"$ROOT"/})"
+        tail -n 25 "$3" | sed 's/^/    | /'
+    fi
+}
+
+# logname NAME: the log file of test NAME.
+logname() { echo "$LOGS/$(echo "$1" | tr '/ ' '__').log"; }
+
+# ---- (a) cmocka unit tests: one program per tests/unit/test_*.c --------------------
+part_unit() {
+    local src name log
+    for src in tests/unit/test_*.c; do
+        [ -e "$src" ] || { echo "(no unit tests in tests/unit)"; return; }
+        name=$(basename "$src" .c)
+        log=$(logname "unit/$name")
+        if ! $MAKE --no-print-directory -s "$BUILD/tests/$name" >"$log" 2>&1; then
+            echo "build of $BUILD/tests/$name failed" >>"$log"
+            result "unit/$name" 1 "$log"
+            continue
+        fi
+        timeout 300 "$BUILD/tests/$name" >>"$log" 2>&1
+        result "unit/$name" $? "$log"
+    done
+}
+
+# ---- (b) golden text tests ------------------------------------------------------------
+part_golden() {
+    local f n=0
+    for f in tests/golden/*.onnx tests/golden/*.ir tests/golden/*.pt2 \
+        tests/golden/*/*.onnx tests/golden/*/*.ir tests/golden/*/*.pt2; do
+        [ -e "$f" ] || continue
+        local base=${f%.*}
+        [ -e "$base.expect" ] || [ -e "$base.err" ] || continue
+        n=$((n + 1))
+        local log
+        log=$(logname "golden/${base#tests/golden/}")
+        SPYREC=$SPYREC sh tests/golden/run_one.sh "$f" >"$log" 2>&1
+        result "golden/${base#tests/golden/}" $? "$log"
+    done
+    [ $n -gt 0 ] || echo "(no golden text tests in tests/golden)"
+}
+
+# model_test NAME MODEL DATADIR [SPYRUN-ARGS...]: compile MODEL, run it on DATADIR.
+model_test() {
+    local name=$1 model=$2 data=$3
+    shift 3
+    local log sbin
+    log=$(logname "$name")
+    sbin=$T/models/$(echo "$name" | tr '/' '_').sbin
+    mkdir -p "$T/models"
+    {
+        echo "+ spyrec $model -o $sbin"
+        timeout 300 "$SPYREC" "$model" -o "$sbin" &&
+            echo "+ spyrun $sbin --check $data $*" &&
+            timeout 600 "$SPYRUN" "$sbin" --check "$data" "$@"
+    } >"$log" 2>&1
+    result "$name" $? "$log"
+}
+
+# list_models: entries of tests/models.list as "PATH ARGS..." (comments dropped).
+# An entry is a model name under ../shared/models (NAME -> NAME/model.onnx) or a
+# path below it (NAME/model.pt2); the rest of the line is extra spyrun flags.
+list_models() {
+    sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/models.list
+}
+
+# ---- (c) numeric golden tests: the shared models and the shipped examples ---------
+part_models() {
+    local d entry args path
+    for d in examples/models/*/; do
+        [ -e "$d/model.onnx" ] && [ -d "$d/test_data_set_0" ] || continue
+        model_test "example/$(basename "$d")" "$d/model.onnx" "$d/test_data_set_0"
+    done
+    if [ ! -d "$MODELS" ]; then
+        local count
+        count=$(list_models | wc -l)
+        echo "$SHARED not found: skipping the $count model golden tests (they need $SHARED/models)"
+        nskip=$((nskip + count))
+        return
+    fi
+    while read -r entry args; do
+        case $entry in
+        */*) path=$MODELS/$entry ;;
+        *) path=$MODELS/$entry/model.onnx ;;
+        esac
+        # shellcheck disable=SC2086
+        model_test "model/$entry" "$path" "$(dirname "$path")/test_data_set_0" $args </dev/null
+    done < <(list_models)
+}
+
+# ---- spyrec/spyrun behaviour: usage, exit codes, tolerances -------------------------
+# expect_rc NAME WANT CMD...: run CMD, pass if its exit status is WANT.
+expect_rc() {
+    local name=$1 want=$2 log rc
+    shift 2
+    log=$(logname "$name")
+    echo "+ $* (want exit $want)" >"$log"
+    timeout 300 "$@" >>"$log" 2>&1
+    rc=$?
+    echo "exit $rc" >>"$log"
+    [ "$rc" = "$want" ]
+    result "$name" $? "$log"
+}
+
+part_cli() {
+    local ex=examples/models/tiny_cnn sbin=$T/cli/tiny_cnn.sbin
+    mkdir -p "$T/cli"
+    rm -f "$sbin"
+    expect_rc cli/spyrec-help 0 "$SPYREC" --help
+    expect_rc cli/spyrec-bad-flag 2 "$SPYREC" $ex/model.onnx --no-such-flag -o "$sbin"
+    expect_rc cli/spyrec-missing-model 2 "$SPYREC" "$T/cli/none.onnx" -o "$sbin"
+    expect_rc cli/spyrec-bad-target 2 "$SPYREC" $ex/model.onnx --target tests/cli/bad_target.yaml -o "$sbin"
+    expect_rc cli/spyrec-compile 0 "$SPYREC" $ex/model.onnx -o "$sbin"
+    expect_rc cli/spyrec-emit-ir 0 "$SPYREC" $ex/model.onnx --emit=ir -o "$T/cli/tiny_cnn.ir"
+    expect_rc cli/spyrec-emit-asm 0 "$SPYREC" $ex/model.onnx --emit=asm -o "$T/cli/tiny_cnn.s"
+    expect_rc cli/spyrun-help 0 "$SPYRUN" --help
+    expect_rc cli/spyrun-missing-bundle 2 "$SPYRUN" "$T/cli/none.sbin"
+    expect_rc cli/spyrun-not-a-bundle 2 "$SPYRUN" $ex/model.onnx
+    expect_rc cli/spyrun-outputs 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
+        --output-dir "$T/cli/out" --profile
+    expect_rc cli/spyrun-npy 0 "$SPYRUN" "$sbin" --input x=$ex/test_data_set_0/input_0.pb \
+        --output-dir "$T/cli/npy" --format npy --repeat 3 --warmup 1
+    expect_rc cli/spyrun-check-own-output 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
+        --check "$T/cli/out" --rtol 0 --atol 0
+    expect_rc cli/spyrun-wrong-shape 2 "$SPYRUN" "$sbin" --check tests/cli/wrong_shape
+    expect_rc cli/spyrun-wrong-dtype 2 "$SPYRUN" "$sbin" --check tests/cli/wrong_dtype
+    expect_rc cli/spyrun-mismatch 1 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
+        --check tests/cli/mismatch
+    expect_rc cli/spyrun-mismatch-tolerated 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
+        --check tests/cli/mismatch --atol 0.01
+    expect_rc cli/spyrun-unknown-input 2 "$SPYRUN" "$sbin" --input nope=$ex/test_data_set_0/input_0.pb
+    expect_rc cli/spyrun-no-input 2 "$SPYRUN" "$sbin"
+}
+
+# ---- (d) determinism: the same model compiled twice gives the same bytes ------------
+det_test() {
+    local name=$1 model=$2 log d=$T/det/$1
+    log=$(logname "determinism/$name")
+    rm -rf "$d"
+    mkdir -p "$d/a" "$d/b"
+    {
+        timeout 300 "$SPYREC" "$model" -o "$d/a/first.sbin" &&
+            (cd "$d/b" && timeout 300 "$SPYREC" "$ROOT/$model" -o second.sbin) &&
+            cmp "$d/a/first.sbin" "$d/b/second.sbin"
+    } >"$log" 2>&1
+    result "determinism/$name" $? "$log"
+}
+
+part_determinism() {
+    det_test tiny_cnn examples/models/tiny_cnn/model.onnx
+    [ -d "$MODELS" ] || return
+    local entry n=0
+    while read -r entry _; do
+        [ $n -lt 2 ] || break
+        case $entry in */*) continue ;; esac
+        [ -e "$MODELS/$entry/model.onnx" ] || continue
+        det_test "$entry" "$MODELS/$entry/model.onnx" </dev/null
+        n=$((n + 1))
+    done < <(list_models)
+}
+
+# ---- (e) malformed inputs: exit 2, the expected message, and no output file ---------
+part_malformed() {
+    local f n=0
+    for f in tests/malformed/*; do
+        case $f in *.onnx | *.pt2 | *.ir | *.sbin) ;; *) continue ;; esac
+        n=$((n + 1))
+        local name log out=$T/malformed/out
+        name=malformed/$(basename "$f")
+        log=$(logname "$name")
+        rm -rf "$out"
+        mkdir -p "$out"
+        SPYREC=$SPYREC SPYRUN=$SPYRUN sh tests/tools/malformed_one.sh "$f" "$out" >"$log" 2>&1
+        result "$name" $? "$log"
+    done
+    [ $n -gt 0 ] || echo "(no malformed inputs in tests/malformed)"
+}
+
+# ---- the generated malformed-input corpus: tests/malformed/expect.tsv ---------------
+# Lines "FILE<TAB>TOOL<TAB>STATUS<TAB>FRAGMENT[<TAB>ARGS]" (paths relative to the
+# corpus folder; ARGS for spyrun, {} standing for FILE; default just FILE).
+corpus_case() {
+    local dir=$1 file=$2 tool=$3 status=$4 frag=$5 args=$6 out=$T/corpus/out rc
+    rm -rf "$out"
+    mkdir -p "$out"
+    [ -n "$args" ] || args="{}"
+    args=${args//\{\}/$file}
+    echo "+ (cd $dir) $tool $args (want exit $status, message '$frag')"
+    if [ "$tool" = spyrec ]; then
+        (cd "$dir" && timeout 60 "$SPYREC" "$file" -o "$out/model.sbin") >"$out.log" 2>&1
+    else
+        # shellcheck disable=SC2086
+        (cd "$dir" && timeout 60 "$SPYRUN" $args) >"$out.log" 2>&1
+    fi
+    rc=$?
+    cat "$out.log"
+    echo "exit $rc"
+    [ "$rc" = "$status" ] || { echo "FAIL: exit status $rc, expected $status"; return 1; }
+    if [ -n "$frag" ] && ! grep -qF -- "$frag" "$out.log"; then
+        echo "FAIL: message not found: $frag"
+        return 1
+    fi
+    if [ "$status" != 0 ] && [ -n "$(ls -A "$out")" ]; then
+        echo "FAIL: a failed run left files behind: $(ls -A "$out")"
+        return 1
+    fi
+}
+
+part_corpus() {
+    local dir=tests/malformed tsv=tests/malformed/expect.tsv file tool status frag args log
+    [ -e "$tsv" ] || { echo "(no generated corpus: $tsv)"; return; }
+    while IFS=$'\t' read -r file tool status frag args; do
+        case $file in '#'* | '') continue ;; esac
+        log=$(logname "corpus/$file")
+        corpus_case "$dir" "$file" "$tool" "$status" "$frag" "$args" </dev/null >"$log" 2>&1
+        result "corpus/$file" $? "$log"
+    done <"$tsv"
+}
+
+parts=${*:-unit golden models cli determinism malformed corpus}
+for p in $parts; do
+    case $p in
+    unit | golden | models | cli | determinism | malformed | corpus) "part_$p" ;;
+    *) echo "check.sh: unknown part '$p'" >&2; exit 2 ;;
+    esac
+done
+if [ $nskip -gt 0 ]; then
+    echo "$npass passed, $nfail failed, $nskip skipped"
+else
+    echo "$npass passed, $nfail failed"
+fi
+[ $nfail = 0 ]

@@ -1,0 +1,925 @@
+/* test_pt2.c: unit tests of the torch.export (.pt2) frontend and the ATen
+ * decompositions.
+ *
+ * - every ../shared/models/NAME/model.pt2 loads with the inputs and outputs of its
+ *   manifest, decomposes to core ops only, and (evaluated node by node with the IR's
+ *   reference evaluator) reproduces NAME/test_data_set_0/output_K.pb;
+ * - hand-built archives (written by a small stored-zip writer below, into a temporary
+ *   folder) check the conversion rules (parameters, in-place ops, inlined
+ *   higher-order ops, scalar arguments) and every refusal: "../x" and absolute entry
+ *   names, duplicate entries, bad CRCs, lying sizes, unsupported compression, pickled
+ *   weights, wrong weight sizes, deep JSON, duplicate keys, unknown schema versions,
+ *   unknown dtypes, symbolic shapes, unknown operators (all listed), truncation at
+ *   every byte and allocation failures.
+ * Run from the repository root.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "frontend/fe.h"
+#include "passes/pass.h"
+
+#define MODELS "../shared/models"
+
+static char tmpdir[256];
+
+/* ---- a stored-zip writer that can also write broken archives ---- */
+
+typedef struct {
+    const char *name;
+    const void *data;
+    size_t len;
+    int method;                            /* claimed compression method (data stored) */
+    bool bad_crc;                          /* write a wrong CRC */
+    long size_delta;                       /* central directory lies about the size */
+} ZEnt;
+
+/* CRC-32 (zip polynomial), bit by bit. */
+static uint32_t crc32_of(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= b[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+static void put16(FILE *f, unsigned v) { fputc(v & 255, f), fputc((v >> 8) & 255, f); }
+static void put32(FILE *f, uint32_t v) { put16(f, v & 0xffff), put16(f, v >> 16); }
+
+/* One header (local when central is false). */
+static void zip_header(FILE *f, const ZEnt *e, uint32_t crc, bool central, uint32_t off)
+{
+    put32(f, central ? 0x02014b50 : 0x04034b50);
+    if (central)
+        put16(f, 20);
+    put16(f, 20), put16(f, 0), put16(f, (unsigned)e->method), put16(f, 0), put16(f, 0x21);
+    put32(f, crc);
+    uint32_t usize = (uint32_t)e->len + (central ? (uint32_t)e->size_delta : 0);
+    put32(f, (uint32_t)e->len), put32(f, usize);
+    put16(f, (unsigned)strlen(e->name)), put16(f, 0);
+    if (central) {
+        put16(f, 0), put16(f, 0), put16(f, 0), put32(f, 0), put32(f, off);
+    }
+    fwrite(e->name, 1, strlen(e->name), f);
+}
+
+/* Write entries e[0..n) as a zip file at path. */
+static void write_zip(const char *path, const ZEnt *e, int n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    uint32_t *offs = calloc((size_t)n + 1, sizeof *offs), *crcs = calloc((size_t)n + 1, 4);
+    assert_non_null(offs);
+    assert_non_null(crcs);
+    for (int i = 0; i < n; i++) {
+        offs[i] = (uint32_t)ftell(f);
+        crcs[i] = crc32_of(e[i].data, e[i].len) ^ (e[i].bad_crc ? 0x5a5a5a5au : 0);
+        zip_header(f, &e[i], crcs[i], false, 0);
+        fwrite(e[i].data, 1, e[i].len, f);
+    }
+    uint32_t cd = (uint32_t)ftell(f);
+    for (int i = 0; i < n; i++)
+        zip_header(f, &e[i], crcs[i], true, offs[i]);
+    uint32_t cdsize = (uint32_t)ftell(f) - cd;
+    put32(f, 0x06054b50), put16(f, 0), put16(f, 0), put16(f, (unsigned)n), put16(f, (unsigned)n);
+    put32(f, cdsize), put32(f, cd), put16(f, 0);
+    fclose(f);
+    free(offs);
+    free(crcs);
+}
+
+/* ---- a small program: x f32[2,3] user input, parameter w f32[3] ---- */
+
+#define META(dt, sizes, strides)                                                              \
+    "{\"dtype\":" dt ",\"sizes\":[" sizes "],\"requires_grad\":false,\"device\":{\"type\":"   \
+    "\"cpu\",\"index\":null},\"strides\":[" strides "],\"storage_offset\":{\"as_int\":0},"    \
+    "\"layout\":7}"
+#define I(n) "{\"as_int\":" #n "}"
+#define M23 META("7", I(2) "," I(3), I(3) "," I(1))
+#define M3 META("7", I(3), I(1))
+#define TARG(arg, t) "{\"name\":\"" arg "\",\"arg\":{\"as_tensor\":{\"name\":\"" t "\"}},\"kind\":1}"
+#define OUT(t) "{\"as_tensor\":{\"name\":\"" t "\"}}"
+#define NODE(target, name, ins, outs)                                                         \
+    "{\"target\":\"" target "\",\"inputs\":[" ins "],\"outputs\":[" outs "],"                 \
+    "\"metadata\":{\"stack_trace\":\"File model.py, line 7\"},\"name\":\"" name "\"}"
+
+/* add(x, w) -> relu_ (in place: later uses of "add" see its result) -> mul(add, add). */
+#define DEFAULT_NODES                                                                         \
+    NODE("torch.ops.aten.add.Tensor", "add", TARG("self", "x") "," TARG("other", "p_w"),      \
+         OUT("add")) ","                                                                      \
+    NODE("torch.ops.aten.relu_.default", "relu_", TARG("self", "add"), OUT("relu_")) ","      \
+    NODE("torch.ops.aten.mul.Tensor", "mul", TARG("self", "add") "," TARG("other", "add"),    \
+         OUT("mul"))
+#define DEFAULT_VALUES "\"add\":" M23 ",\"relu_\":" M23 ",\"mul\":" M23
+
+/* The serialized program with the given nodes, extra tensor_values, output name and
+ * schema major version. Returns malloc'd text. */
+static char *program(const char *nodes, const char *values, const char *out, int major)
+{
+    const char *fmt =
+        "{\"graph_module\":{\"graph\":{\"inputs\":[" OUT("p_w") "," OUT("x") "],"
+        "\"outputs\":[" OUT("%s") "],\"nodes\":[%s],"
+        "\"tensor_values\":{\"p_w\":" M3 ",\"x\":" M23 "%s%s},"
+        "\"sym_int_values\":{},\"sym_bool_values\":{},\"is_single_tensor_return\":false,"
+        "\"custom_obj_values\":{},\"sym_float_values\":{}},"
+        "\"signature\":{\"input_specs\":[{\"parameter\":{\"arg\":{\"name\":\"p_w\"},"
+        "\"parameter_name\":\"w\"}},{\"user_input\":{\"arg\":" OUT("x") "}}],"
+        "\"output_specs\":[{\"user_output\":{\"arg\":" OUT("%s") "}}]},"
+        "\"module_call_graph\":[],\"metadata\":{},\"treespec_namedtuple_fields\":{}},"
+        "\"opset_version\":{\"aten\":10},\"range_constraints\":{},"
+        "\"schema_version\":{\"major\":%d,\"minor\":17},\"verifiers\":[],"
+        "\"torch_version\":\"2.11.0\",\"guards_code\":[]}";
+    size_t n = strlen(fmt) + strlen(nodes) + strlen(values) + 2 * strlen(out) + 64;
+    char *s = malloc(n);
+    assert_non_null(s);
+    snprintf(s, n, fmt, out, nodes, *values ? "," : "", values, out, major);
+    return s;
+}
+
+static const float w_data[3] = {1.0f, 0.5f, -1.0f};
+
+#define WCFG(pickle)                                                                          \
+    "{\"config\":{\"w\":{\"path_name\":\"weight_0\",\"is_param\":true,\"use_pickle\":" pickle \
+    ",\"tensor_meta\":" M3 "}}}"
+
+/* Entries of a valid archive around program text prog (weights config wcfg, weight
+ * bytes of length wlen). Fills e (room for 8) and returns the count. */
+static int archive(ZEnt *e, const char *prog, const char *wcfg, size_t wlen)
+{
+    int n = 0;
+    e[n++] = (ZEnt){.name = "model/archive_format", .data = "pt2", .len = 3};
+    e[n++] = (ZEnt){.name = "model/byteorder", .data = "little", .len = 6};
+    e[n++] = (ZEnt){.name = "model/models/model.json", .data = prog, .len = strlen(prog)};
+    e[n++] = (ZEnt){.name = "model/data/weights/model_weights_config.json", .data = wcfg,
+                    .len = strlen(wcfg)};
+    e[n++] = (ZEnt){.name = "model/data/weights/weight_0", .data = w_data, .len = wlen};
+    e[n++] = (ZEnt){.name = "model/data/sample_inputs/model.pt", .data = "\x80\x02}q\x00.",
+                    .len = 6};
+    return n;
+}
+
+/* Path of a test archive in the temporary folder. */
+static const char *tmp_path(const char *name)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+/* Whether some message of d contains needle. */
+static bool diag_has(const IrDiag *d, const char *needle)
+{
+    for (int i = 0; i < d->nmsgs; i++)
+        if (strstr(d->msgs[i], needle))
+            return true;
+    return false;
+}
+
+static void print_diag(const IrDiag *d)
+{
+    for (int i = 0; i < d->nmsgs; i++)
+        print_message("    %s\n", d->msgs[i]);
+}
+
+/* Load path and expect failure with a message containing needle (and the file name). */
+static void expect_refusal(const char *path, const char *needle)
+{
+    IrDiag d;
+    ir_diag_init(&d, path);
+    IrGraph *g = fe_load_pt2(path, &d, NULL);
+    if (g || !diag_has(&d, needle)) {
+        print_message("expected a refusal containing '%s'; got:\n", needle);
+        print_diag(&d);
+    }
+    assert_null(g);
+    assert_true(diag_has(&d, needle));
+    assert_true(diag_has(&d, path));
+    ir_diag_free(&d);
+}
+
+/* Write an archive whose program has the given nodes/values/output and expect a
+ * refusal at load time. */
+static void refuse_program(const char *nodes, const char *values, const char *out,
+                           const char *needle)
+{
+    ZEnt e[8];
+    char *prog = program(nodes, values, out, 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("p.pt2"), e, n);
+    expect_refusal(tmp_path("p.pt2"), needle);
+    free(prog);
+}
+
+/* ---- evaluation of a decomposed graph with the IR's reference evaluator ---- */
+
+/* Evaluate every node; inputs[i] feeds graph input i. Returns the value data array
+ * (malloc'd, indexed by ValId) or NULL if a node cannot be evaluated. */
+static const void **evaluate(IrGraph *g, const void *const *inputs)
+{
+    const void **data = calloc(g->nvals + 1, sizeof *data);
+    assert_non_null(data);
+    for (ValId v = 0; v < g->nvals; v++)
+        if (g->vals[v].kind == IR_VAL_CONST)
+            data[v] = g->vals[v].data;
+    for (uint32_t i = 0; i < g->ninputs; i++)
+        data[g->inputs[i]] = inputs[i];
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        IrNode *n = &g->nodes[i];
+        const void *in[64];
+        void *out[8];
+        if (n->dead)
+            continue;
+        assert_true(n->nin <= 64 && n->nout <= 8);
+        for (int k = 0; k < n->nin; k++)
+            in[k] = n->in[k] == IR_NONE ? NULL : data[n->in[k]];
+        if (!ir_eval_node(g, n, in, out)) {
+            print_message("cannot evaluate node %u (%s)\n", i, ir_op_info[n->op].name);
+            free(data);
+            return NULL;
+        }
+        for (int k = 0; k < n->nout; k++)
+            data[n->out[k]] = out[k];
+    }
+    return data;
+}
+
+/* Run pass_decompose; true if it succeeded and left only core ops. */
+static bool decompose(IrGraph *g)
+{
+    jmp_buf oom;
+    if (setjmp(oom))
+        return false;
+    g->oom = &oom;
+    PassOptions po = {.opt_level = 1};
+    bool ok = pass_decompose(g, &po);
+    for (uint32_t i = 0; ok && i < g->nnodes; i++)
+        ok = g->nodes[i].dead || g->nodes[i].op != IR_OP_FOREIGN;
+    g->oom = NULL;
+    return ok;
+}
+
+/* ---- the model zoo ---- */
+
+/* dtype name of a manifest ("float32") as an IrDType. */
+static IrDType manifest_dtype(const char *s)
+{
+    static const struct { const char *n; IrDType t; } m[] = {
+        {"float32", IR_DT_F32}, {"int64", IR_DT_I64}, {"int32", IR_DT_I32},
+        {"bool", IR_DT_BOOL},   {"float16", IR_DT_F16}, {"float64", IR_DT_F64}};
+    for (size_t i = 0; s && i < sizeof m / sizeof m[0]; i++)
+        if (!strcmp(s, m[i].n))
+            return m[i].t;
+    return IR_DT_UNDEF;
+}
+
+/* The value v has the dtype and shape of manifest entry e. */
+static void check_against_manifest(IrGraph *g, ValId v, json_t *e)
+{
+    const IrType *t = ir_vtype(g, v);
+    json_t *shape = json_object_get(e, "shape");
+    assert_int_equal(t->dtype, manifest_dtype(json_string_value(json_object_get(e, "dtype"))));
+    assert_int_equal((size_t)t->rank, json_array_size(shape));
+    for (int i = 0; i < t->rank; i++)
+        assert_int_equal(t->dims[i], json_integer_value(json_array_get(shape, (size_t)i)));
+}
+
+/* Compare output value v with the golden tensor file path (rtol 1e-3, atol 1e-4). */
+static void check_golden(IrGraph *g, ValId v, const void *got, const char *path)
+{
+    FeTensor ref;
+    char err[512];
+    assert_true(fe_tensor_read(path, &ref, err, sizeof err));
+    const IrType *t = ir_vtype(g, v);
+    assert_int_equal(ref.dtype, t->dtype);
+    assert_int_equal(ref.nbytes, ir_type_bytes(t));
+    int64_t n = ir_type_numel(t), bad = 0;
+    for (int64_t i = 0; i < n && t->dtype == IR_DT_F32; i++) {
+        double a = ((const float *)got)[i], b = ((const float *)ref.data)[i];
+        if (!(fabs(a - b) <= 1e-4 + 1e-3 * fabs(b)))
+            bad++;
+    }
+    if (bad)
+        print_message("%s: %lld of %lld values outside tolerance\n", path, (long long)bad,
+                      (long long)n);
+    assert_int_equal(bad, 0);
+    fe_tensor_free(&ref);
+}
+
+/* Load, check and evaluate one model of the zoo. */
+static void check_zoo_model(const char *dir)
+{
+    char path[1024], err[512];
+    snprintf(path, sizeof path, "%s/manifest.json", dir);
+    json_error_t je;
+    json_t *man = json_load_file(path, 0, &je);
+    assert_non_null(man);
+    json_t *mins = json_object_get(man, "inputs"), *mouts = json_object_get(man, "outputs");
+    snprintf(path, sizeof path, "%s/model.pt2", dir);
+    IrDiag d;
+    ir_diag_init(&d, path);
+    IrGraph *g = fe_load_pt2(path, &d, NULL);
+    if (!g)
+        print_diag(&d);
+    assert_non_null(g);
+    assert_int_equal(g->ninputs, json_array_size(mins));
+    assert_int_equal(g->noutputs, json_array_size(mouts));
+    for (uint32_t i = 0; i < g->ninputs; i++)
+        check_against_manifest(g, g->inputs[i], json_array_get(mins, i));
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        check_against_manifest(g, g->outputs[i], json_array_get(mouts, i));
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        assert_int_equal(g->nodes[i].op, IR_OP_FOREIGN);
+        assert_string_equal(g->nodes[i].foreign.domain, "aten");
+        assert_true(!strncmp(g->nodes[i].foreign.op_type, "aten.", 5));
+    }
+    bool ok = decompose(g);
+    if (!ok)
+        print_diag(&d);
+    assert_true(ok);
+    FeTensor ins[16];
+    const void *inp[16];
+    assert_true(g->ninputs <= 16);
+    for (uint32_t i = 0; i < g->ninputs; i++) {
+        snprintf(path, sizeof path, "%s/test_data_set_0/input_%u.pb", dir, i);
+        assert_true(fe_tensor_read(path, &ins[i], err, sizeof err));
+        assert_int_equal(ins[i].nbytes, ir_type_bytes(ir_vtype(g, g->inputs[i])));
+        inp[i] = ins[i].data;
+    }
+    const void **data = evaluate(g, inp);
+    assert_non_null(data);
+    for (uint32_t i = 0; i < g->noutputs; i++) {
+        snprintf(path, sizeof path, "%s/test_data_set_0/output_%u.pb", dir, i);
+        check_golden(g, g->outputs[i], data[g->outputs[i]], path);
+    }
+    for (uint32_t i = 0; i < g->ninputs; i++)
+        fe_tensor_free(&ins[i]);
+    free(data);
+    ir_graph_free(g);
+    ir_diag_free(&d);
+    json_decref(man);
+}
+
+/* Every ../shared/models/NAME/model.pt2. */
+static void test_zoo(void **state)
+{
+    (void)state;
+    DIR *dir = opendir(MODELS);
+    if (!dir) {
+        print_message("skipped: %s is not present\n", MODELS);
+        skip();
+    }
+    int count = 0;
+    struct dirent *de;
+    char names[64][256];
+    while ((de = readdir(dir)) && count < 64) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%.255s/model.pt2", MODELS, de->d_name);
+        if (de->d_name[0] != '.' && access(p, R_OK) == 0)
+            snprintf(names[count++], sizeof names[0], "%s", de->d_name);
+    }
+    closedir(dir);
+    for (int i = 0; i < count; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s/%.255s", MODELS, names[i]);
+        print_message("  %s/model.pt2\n", names[i]);
+        check_zoo_model(p);
+    }
+    if (count == 0) {
+        print_message("skipped: no model.pt2 under %s\n", MODELS);
+        skip();
+    }
+}
+
+/* Input names follow the program's placeholders (the forward arguments). */
+static void test_zoo_names(void **state)
+{
+    (void)state;
+    const char *path = MODELS "/dlrm_small/model.pt2";
+    if (access(path, R_OK) != 0) {
+        print_message("skipped: %s is not present\n", path);
+        skip();
+    }
+    IrDiag d;
+    ir_diag_init(&d, path);
+    IrGraph *g = fe_load_pt2(path, &d, NULL);
+    assert_non_null(g);
+    assert_int_equal(g->ninputs, 2);
+    assert_string_equal(ir_val(g, g->inputs[0])->name, "dense");
+    assert_string_equal(ir_val(g, g->inputs[1])->name, "sparse");
+    ir_graph_free(g);
+    ir_diag_free(&d);
+}
+
+/* ---- conversion rules on hand-built archives ---- */
+
+/* Load the archive at path (must succeed), decompose it and evaluate it on x. */
+static void load_eval(const char *path, const float *x, float *out, int nout)
+{
+    IrDiag d;
+    ir_diag_init(&d, path);
+    IrGraph *g = fe_load_pt2(path, &d, NULL);
+    if (!g)
+        print_diag(&d);
+    assert_non_null(g);
+    assert_int_equal(g->ninputs, 1);
+    assert_string_equal(ir_val(g, g->inputs[0])->name, "x");
+    assert_int_equal(g->noutputs, 1);
+    bool ok = decompose(g);
+    if (!ok)
+        print_diag(&d);
+    assert_true(ok);
+    const void *in[1] = {x};
+    const void **data = evaluate(g, in);
+    assert_non_null(data);
+    memcpy(out, data[g->outputs[0]], (size_t)nout * sizeof *out);
+    free(data);
+    ir_graph_free(g);
+    ir_diag_free(&d);
+}
+
+static const float x_data[6] = {-3, -2, -1, 0, 1, 2};
+
+/* Parameters become constants; relu_ rebinds "add"; the result is relu(x + w)^2. */
+static void test_basic_program(void **state)
+{
+    (void)state;
+    ZEnt e[8];
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("ok.pt2"), e, n);
+    IrDiag d;
+    ir_diag_init(&d, tmp_path("ok.pt2"));
+    IrGraph *g = fe_load_pt2(tmp_path("ok.pt2"), &d, NULL);
+    assert_non_null(g);
+    ValId w = ir_find_value(g, "w");
+    assert_int_not_equal(w, IR_NONE);
+    assert_true(ir_is_const(g, w));
+    assert_memory_equal(ir_val(g, w)->data, w_data, sizeof w_data);
+    assert_int_equal(g->nnodes, 3);
+    assert_string_equal(g->nodes[0].foreign.op_type, "aten.add.Tensor");
+    assert_string_equal(g->nodes[0].origin.name, "add");
+    assert_non_null(g->nodes[0].origin.stack);
+    assert_int_equal(g->nodes[2].in[0], g->nodes[1].out[0]); /* in-place rebinding */
+    ir_graph_free(g);
+    ir_diag_free(&d);
+    float out[6];
+    load_eval(tmp_path("ok.pt2"), x_data, out, 6);
+    for (int i = 0; i < 6; i++) {
+        float s = x_data[i] + w_data[i % 3], r = s > 0 ? s * s : 0;
+        assert_float_equal(out[i], r, 1e-6);
+    }
+    free(prog);
+}
+
+/* Scalar arguments: ints, and floats written as "-Infinity". */
+static void test_scalar_arguments(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.mul.Tensor", "mul", TARG("self", "x")
+             ",{\"name\":\"other\",\"arg\":{\"as_float\":2.5},\"kind\":1}", OUT("mul")) ","
+        NODE("torch.ops.aten.gt.Scalar", "gt", TARG("self", "x")
+             ",{\"name\":\"other\",\"arg\":{\"as_int\":0},\"kind\":1}", OUT("gt")) ","
+        NODE("torch.ops.aten.masked_fill.Scalar", "mf", TARG("self", "mul") "," TARG("mask", "gt")
+             ",{\"name\":\"value\",\"arg\":{\"as_float\":\"-Infinity\"},\"kind\":1}", OUT("mf"));
+    const char *values = "\"mul\":" M23 ",\"gt\":" META("12", I(2) "," I(3), I(3) "," I(1))
+                         ",\"mf\":" M23;
+    ZEnt e[8];
+    char *prog = program(nodes, values, "mf", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("scalar.pt2"), e, n);
+    float out[6];
+    load_eval(tmp_path("scalar.pt2"), x_data, out, 6);
+    for (int i = 0; i < 6; i++) {
+        if (x_data[i] > 0)
+            assert_true(isinf(out[i]) && out[i] < 0);
+        else
+            assert_float_equal(out[i], x_data[i] * 2.5f, 1e-6);
+    }
+    free(prog);
+}
+
+/* wrap_with_set_grad_enabled is inlined: its subgraph (neg) binds to the operands. */
+static void test_hop_inlined(void **state)
+{
+    (void)state;
+    const char *nodes =
+        "{\"target\":\"torch.ops.higher_order.wrap_with_set_grad_enabled\",\"inputs\":["
+        "{\"name\":\"\",\"arg\":{\"as_bool\":false},\"kind\":1},"
+        "{\"name\":\"\",\"arg\":{\"as_graph\":{\"name\":\"submod_1\",\"graph\":{"
+        "\"inputs\":[" OUT("a") "],\"outputs\":[" OUT("n") "],\"nodes\":["
+        NODE("torch.ops.aten.neg.default", "n", TARG("self", "a"), OUT("n"))
+        "],\"tensor_values\":{\"a\":" M23 ",\"n\":" M23 "},\"sym_int_values\":{},"
+        "\"sym_bool_values\":{},\"is_single_tensor_return\":false}}},\"kind\":1},"
+        "{\"name\":\"\",\"arg\":" OUT("x") ",\"kind\":1}],"
+        "\"outputs\":[" OUT("h") "],\"metadata\":{},\"name\":\"wrap\"}";
+    ZEnt e[8];
+    char *prog = program(nodes, "\"h\":" M23, "h", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("hop.pt2"), e, n);
+    float out[6];
+    load_eval(tmp_path("hop.pt2"), x_data, out, 6);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], -x_data[i], 0);
+    free(prog);
+}
+
+/* ---- ATen coverage: tests/unit/pt2 (made by gen_cases.py with PyTorch) ---- */
+
+#define CASES "tests/unit/pt2"
+
+/* Read a whole file into a malloc'd buffer. */
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    b[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+/* Whether got matches want (float types: rtol 1e-3, atol 1e-4, NaN = NaN; others:
+ * exact). */
+static bool values_match(IrDType t, const void *got, const void *want, int64_t n)
+{
+    if (t != IR_DT_F32)
+        return memcmp(got, want, (size_t)n * ir_dtype_size(t)) == 0;
+    for (int64_t i = 0; i < n; i++) {
+        float fa, fb; /* want may be unaligned: outputs are packed back to back */
+        memcpy(&fa, (const float *)got + i, sizeof fa);
+        memcpy(&fb, (const char *)want + (size_t)i * sizeof fb, sizeof fb);
+        double a = fa, b = fb;
+        if (isnan(a) && isnan(b))
+            continue;
+        if (a == b)
+            continue;
+        if (!(fabs(a - b) <= 1e-4 + 1e-3 * fabs(b)))
+            return false;
+    }
+    return true;
+}
+
+/* Load archive NAME(suffix).pt2, evaluate it on NAME.in.bin and compare each output
+ * (one ATen case each, named in NAME.cases.txt) with NAME.out.bin. */
+static void check_cases(const char *name, const char *suffix)
+{
+    char path[512];
+    size_t inlen, outlen, nameslen;
+    snprintf(path, sizeof path, CASES "/%s.in.bin", name);
+    uint8_t *in = slurp(path, &inlen);
+    snprintf(path, sizeof path, CASES "/%s.out.bin", name);
+    uint8_t *out = slurp(path, &outlen);
+    snprintf(path, sizeof path, CASES "/%s.cases.txt", name);
+    char *names = (char *)slurp(path, &nameslen);
+    snprintf(path, sizeof path, CASES "/%s%s.pt2", name, suffix);
+    IrDiag d;
+    ir_diag_init(&d, path);
+    IrGraph *g = fe_load_pt2(path, &d, NULL);
+    if (!g)
+        print_diag(&d);
+    assert_non_null(g);
+    bool ok = decompose(g);
+    if (!ok)
+        print_diag(&d);
+    assert_true(ok);
+    const void *inputs[8];
+    size_t off = 0;
+    assert_true(g->ninputs <= 8);
+    for (uint32_t i = 0; i < g->ninputs; i++) {
+        inputs[i] = in + off;
+        off += ir_type_bytes(ir_vtype(g, g->inputs[i]));
+    }
+    assert_int_equal(off, inlen);
+    const void **data = evaluate(g, inputs);
+    assert_non_null(data);
+    char *save = NULL, *cname = strtok_r(names, "\n", &save);
+    int bad = 0;
+    off = 0;
+    for (uint32_t i = 0; i < g->noutputs; i++, cname = strtok_r(NULL, "\n", &save)) {
+        const IrType *t = ir_vtype(g, g->outputs[i]);
+        size_t nb = ir_type_bytes(t);
+        assert_true(off + nb <= outlen);
+        if (!values_match(t->dtype, data[g->outputs[i]], out + off, ir_type_numel(t))) {
+            print_message("%s%s: case '%s' (output %u) differs from PyTorch\n", name, suffix,
+                          cname ? cname : "?", i);
+            bad++;
+        }
+        off += nb;
+    }
+    assert_int_equal(off, outlen);
+    assert_int_equal(bad, 0);
+    free(data);
+    ir_graph_free(g);
+    ir_diag_free(&d);
+    free(in);
+    free(out);
+    free(names);
+}
+
+/* Every case, as exported (training IR) and after run_decompositions (core ATen). */
+static void test_aten_cases(void **state)
+{
+    (void)state;
+    static const char *const cats[] = {"act", "img", "seq"};
+    for (int i = 0; i < 3; i++) {
+        check_cases(cats[i], "");
+        check_cases(cats[i], "_core");
+    }
+}
+
+/* ---- refusals ---- */
+
+static void test_missing_and_not_zip(void **state)
+{
+    (void)state;
+    expect_refusal(tmp_path("absent.pt2"), "cannot read");
+    FILE *f = fopen(tmp_path("text.pt2"), "wb");
+    assert_non_null(f);
+    fputs("this is not a zip archive", f);
+    fclose(f);
+    expect_refusal(tmp_path("text.pt2"), "not a valid zip");
+}
+
+/* A valid archive plus one extra entry named name must be refused with needle. */
+static void refuse_extra_entry(const char *name, const char *needle)
+{
+    ZEnt e[9];
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    e[n++] = (ZEnt){.name = name, .data = "x", .len = 1};
+    write_zip(tmp_path("bad.pt2"), e, n);
+    expect_refusal(tmp_path("bad.pt2"), needle);
+    free(prog);
+}
+
+static void test_bad_entry_names(void **state)
+{
+    (void)state;
+    refuse_extra_entry("../x", "'..' component");
+    refuse_extra_entry("model/data/../../etc/passwd", "'..' component");
+    refuse_extra_entry("/etc/passwd", "absolute entry name");
+    refuse_extra_entry("C:/x", "drive letter");
+    refuse_extra_entry("model\\x", "backslash");
+    refuse_extra_entry("model/byteorder", "appears more than once");
+}
+
+/* Entry-level corruption: CRC, sizes, compression method. */
+static void test_bad_entries(void **state)
+{
+    (void)state;
+    ZEnt e[8];
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    e[4].bad_crc = true; /* weight_0 */
+    write_zip(tmp_path("crc.pt2"), e, n);
+    expect_refusal(tmp_path("crc.pt2"), "weight_0");
+    e[4].bad_crc = false;
+    e[2].size_delta = 100; /* model.json: the directory claims more bytes */
+    write_zip(tmp_path("size.pt2"), e, n);
+    IrDiag d;
+    ir_diag_init(&d, tmp_path("size.pt2"));
+    assert_null(fe_load_pt2(tmp_path("size.pt2"), &d, NULL));
+    assert_true(d.nerrors > 0);
+    ir_diag_free(&d);
+    e[2].size_delta = 0;
+    e[3].method = 14; /* LZMA is not accepted */
+    write_zip(tmp_path("method.pt2"), e, n);
+    expect_refusal(tmp_path("method.pt2"), "compression method 14");
+    free(prog);
+}
+
+/* Weights: pickled, too short, of another shape, missing. */
+static void test_bad_weights(void **state)
+{
+    (void)state;
+    ZEnt e[8];
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
+    int n = archive(e, prog, WCFG("true"), sizeof w_data);
+    write_zip(tmp_path("pickle.pt2"), e, n);
+    expect_refusal(tmp_path("pickle.pt2"), "pickle");
+    n = archive(e, prog, WCFG("false"), 8);
+    write_zip(tmp_path("short.pt2"), e, n);
+    expect_refusal(tmp_path("short.pt2"), "has 8 bytes but its metadata needs 12");
+    const char *other_shape = "{\"config\":{\"w\":{\"path_name\":\"weight_0\",\"is_param\":true,"
+                              "\"use_pickle\":false,\"tensor_meta\":" META("7", I(1) "," I(3),
+                                                                           I(3) "," I(1)) "}}}";
+    n = archive(e, prog, other_shape, sizeof w_data);
+    write_zip(tmp_path("shape.pt2"), e, n);
+    expect_refusal(tmp_path("shape.pt2"), "payload metadata says f32[1, 3]");
+    n = archive(e, prog, "{\"config\":{}}", sizeof w_data);
+    write_zip(tmp_path("noweight.pt2"), e, n);
+    expect_refusal(tmp_path("noweight.pt2"), "tensor 'w' is not in the archive");
+    const char *escape = "{\"config\":{\"w\":{\"path_name\":\"../weight_0\",\"is_param\":true,"
+                         "\"use_pickle\":false,\"tensor_meta\":" M3 "}}}";
+    n = archive(e, prog, escape, sizeof w_data);
+    write_zip(tmp_path("escape.pt2"), e, n);
+    expect_refusal(tmp_path("escape.pt2"), "invalid payload path_name");
+    free(prog);
+}
+
+/* JSON: nesting, duplicate keys, syntax, schema version. */
+static void test_bad_json(void **state)
+{
+    (void)state;
+    ZEnt e[8];
+    size_t depth = 5000;
+    char *deep = malloc(2 * depth + 64);
+    assert_non_null(deep);
+    size_t k = (size_t)sprintf(deep, "{\"graph_module\":");
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        deep[k++] = ']';
+    strcpy(deep + k, "}");
+    int n = archive(e, deep, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("deep.pt2"), e, n);
+    expect_refusal(tmp_path("deep.pt2"), "nested deeper than 64");
+    free(deep);
+    const char *dup = "{\"schema_version\":{\"major\":8,\"minor\":1},\"schema_version\":{}}";
+    n = archive(e, dup, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("dup.pt2"), e, n);
+    expect_refusal(tmp_path("dup.pt2"), "duplicate");
+    n = archive(e, "{\"graph_module\": [1, 2,", WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("syntax.pt2"), e, n);
+    expect_refusal(tmp_path("syntax.pt2"), "invalid JSON");
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 99);
+    n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("version.pt2"), e, n);
+    expect_refusal(tmp_path("version.pt2"), "schema version 99.17 is not supported");
+    free(prog);
+}
+
+/* Graph-level problems: unknown dtypes, symbolic sizes, undefined tensors,
+ * unsupported argument kinds, non-tensor outputs. */
+static void test_bad_graphs(void **state)
+{
+    (void)state;
+    refuse_program(NODE("torch.ops.aten.neg.default", "neg", TARG("self", "x"), OUT("neg")),
+                   "\"neg\":" META("10", I(2) "," I(3), I(3) "," I(1)), "neg",
+                   "unsupported dtype complex64");
+    refuse_program(NODE("torch.ops.aten.neg.default", "neg", TARG("self", "x"), OUT("neg")),
+                   "\"neg\":" META("7", "{\"as_expr\":{\"expr_str\":\"s0\"}}," I(3),
+                                   I(3) "," I(1)), "neg", "symbolic");
+    refuse_program(NODE("torch.ops.aten.neg.default", "neg", TARG("self", "nowhere"), OUT("neg")),
+                   "\"neg\":" M23, "neg", "tensor 'nowhere', which is not defined");
+    refuse_program(NODE("torch.ops.aten.neg.default", "neg", TARG("self", "x")
+                        ",{\"name\":\"c\",\"arg\":{\"as_complex\":{\"real\":1,\"imag\":0}},"
+                        "\"kind\":1}", OUT("neg")),
+                   "\"neg\":" M23, "neg", "kind 'as_complex'");
+    refuse_program(NODE("torch.ops.aten.sym_size.int", "sz", TARG("self", "x"),
+                        "{\"as_sym_int\":{\"as_name\":\"sz\"}}"),
+                   "", "x", "only tensor outputs");
+}
+
+/* Unknown ATen operators are all reported, before anything is rewritten. */
+static void test_unknown_ops(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.frobnicate.default", "f", TARG("self", "x"), OUT("f")) ","
+        NODE("torch.ops.aten.neg.default", "n", TARG("self", "f"), OUT("n")) ","
+        NODE("torch.ops.aten.defrobnicate.Tensor", "g", TARG("self", "n"), OUT("g")) ","
+        NODE("torch.ops.aten.frobnicate.default", "f2", TARG("self", "g"), OUT("f2"));
+    const char *values = "\"f\":" M23 ",\"n\":" M23 ",\"g\":" M23 ",\"f2\":" M23;
+    ZEnt e[8];
+    char *prog = program(nodes, values, "f2", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("unknown.pt2"), e, n);
+    IrDiag d;
+    ir_diag_init(&d, tmp_path("unknown.pt2"));
+    IrGraph *g = fe_load_pt2(tmp_path("unknown.pt2"), &d, NULL);
+    assert_non_null(g);
+    assert_false(decompose(g));
+    print_diag(&d);
+    assert_true(diag_has(&d, "aten.frobnicate.default"));
+    assert_true(diag_has(&d, "aten.defrobnicate.Tensor"));
+    assert_false(diag_has(&d, "aten.neg.default"));
+    assert_int_equal(d.nerrors, 2); /* one per distinct operator */
+    ir_graph_free(g);
+    ir_diag_free(&d);
+    free(prog);
+}
+
+/* Every truncation of a valid archive is refused cleanly. */
+static void test_truncation(void **state)
+{
+    (void)state;
+    ZEnt e[8];
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("full.pt2"), e, n);
+    FILE *f = fopen(tmp_path("full.pt2"), "rb");
+    assert_non_null(f);
+    static uint8_t buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    assert_true(len > 100 && len < sizeof buf);
+    for (size_t cut = 0; cut < len; cut += 7) {
+        f = fopen(tmp_path("cut.pt2"), "wb");
+        fwrite(buf, 1, cut, f);
+        fclose(f);
+        IrDiag d;
+        ir_diag_init(&d, tmp_path("cut.pt2"));
+        IrGraph *g = fe_load_pt2(tmp_path("cut.pt2"), &d, NULL);
+        assert_null(g);
+        assert_true(d.nerrors > 0);
+        ir_diag_free(&d);
+    }
+    free(prog);
+}
+
+/* Allocation failures at every arena budget up to success. */
+static void test_alloc_failures(void **state)
+{
+    (void)state;
+    ZEnt e[8];
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("oom.pt2"), e, n);
+    bool loaded = false;
+    for (size_t limit = 1024; limit < (1u << 22) && !loaded; limit += 1024) {
+        FeOptions opt = {.arena_limit = limit};
+        IrDiag d;
+        ir_diag_init(&d, tmp_path("oom.pt2"));
+        IrGraph *g = fe_load_pt2(tmp_path("oom.pt2"), &d, &opt);
+        if (g) {
+            loaded = true;
+            assert_int_equal(g->arena_limit, 0);
+            assert_null(g->oom);
+            ir_graph_free(g);
+        } else {
+            assert_true(diag_has(&d, "out of memory"));
+        }
+        ir_diag_free(&d);
+    }
+    assert_true(loaded);
+    free(prog);
+}
+
+/* ---- setup ---- */
+
+static int make_tmpdir(void **state)
+{
+    (void)state;
+    const char *base = getenv("TMPDIR");
+    snprintf(tmpdir, sizeof tmpdir, "%s/test_pt2_XXXXXX", base && *base ? base : "/tmp");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_tmpdir(void **state)
+{
+    (void)state;
+    DIR *d = opendir(tmpdir);
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        if (de->d_name[0] != '.')
+            unlink(tmp_path(de->d_name));
+    if (d)
+        closedir(d);
+    rmdir(tmpdir);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_zoo),
+        cmocka_unit_test(test_zoo_names),
+        cmocka_unit_test(test_basic_program),
+        cmocka_unit_test(test_scalar_arguments),
+        cmocka_unit_test(test_hop_inlined),
+        cmocka_unit_test(test_aten_cases),
+        cmocka_unit_test(test_missing_and_not_zip),
+        cmocka_unit_test(test_bad_entry_names),
+        cmocka_unit_test(test_bad_entries),
+        cmocka_unit_test(test_bad_weights),
+        cmocka_unit_test(test_bad_json),
+        cmocka_unit_test(test_bad_graphs),
+        cmocka_unit_test(test_unknown_ops),
+        cmocka_unit_test(test_truncation),
+        cmocka_unit_test(test_alloc_failures),
+    };
+    return cmocka_run_group_tests(tests, make_tmpdir, remove_tmpdir);
+}
