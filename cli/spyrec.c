@@ -24,8 +24,12 @@
 #include "frontend/fe.h"
 #include "ir.h"
 #include "passes/pass.h"
-#include "spyrt.h"
+#include "sbin.h"
 #include "target.h"
+
+#ifndef SPYREC_VERSION
+#define SPYREC_VERSION "0.1.0"            /* the compiler's version, stored in bundles */
+#endif
 
 enum { EXIT_INTERNAL = 1, EXIT_INPUT = 2 };
 
@@ -165,7 +169,8 @@ static int parse_args(int argc, char **argv, Args *a)
             usage(stdout);
             return 0;
         } else if (!strcmp(arg, "--version")) {
-            printf("spyrec %s\n", spy_version());
+            printf("spyrec %s (bundle format v%d.%d)\n", SPYREC_VERSION, SPY_SBIN_MAJOR,
+                   SPY_SBIN_MINOR);
             return 0;
         } else if ((v = opt_value(argc, argv, &i, "-o", &missing)) ||
                    (v = opt_value(argc, argv, &i, "--output", &missing))) {
@@ -413,10 +418,10 @@ static char *make_meta(const Args *a)
 {
     const char *fmt = "compiler=spyrec %s\nflags=%s\n";
     const char *flags = a->flags ? a->flags : "";
-    size_t n = strlen(fmt) + strlen(spy_version()) + strlen(flags) + 1;
+    size_t n = strlen(fmt) + strlen(SPYREC_VERSION) + strlen(flags) + 1;
     char *m = malloc(n);
     if (m)
-        snprintf(m, n, fmt, spy_version(), flags);
+        snprintf(m, n, fmt, SPYREC_VERSION, flags);
     return m;
 }
 
@@ -464,8 +469,10 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     return write_output(a->output, *bundle, blen) ? 0 : EXIT_INTERNAL;
 }
 
-/* Everything the out-of-memory path must free: file scope, so longjmp keeps it. */
+/* Everything the out-of-memory path must see and free: at file scope, so that
+ * longjmp cannot leave it indeterminate. */
 static struct {
+    IrDiag diag;
     IrGraph *g;
     uint8_t *bundle;
     char *text;
@@ -474,8 +481,8 @@ static struct {
 /* Load, compile, write. Returns the exit status. */
 static int compile(const Args *a)
 {
-    IrDiag diag;
-    ir_diag_init(&diag, a->input);
+    IrDiag *diag = &live.diag;
+    ir_diag_init(diag, a->input);
     SpyTarget target;
     int rc;
     if (a->target_path) {
@@ -486,7 +493,7 @@ static int compile(const Args *a)
             rc = failure_status(&tdiag, "loading the target");
         ir_diag_free(&tdiag);
         if (!ok) {
-            ir_diag_free(&diag);
+            ir_diag_free(diag);
             return rc;
         }
     } else {
@@ -498,15 +505,15 @@ static int compile(const Args *a)
         fprintf(stderr, "spyrec: out of memory\n");
         rc = EXIT_INTERNAL;
     } else {
-        live.g = load_model(a->input, &diag, a->max_memory);
-        if (!live.g || ir_failed(live.g) || diag.nerrors) {
-            rc = failure_status(&diag, "loading the model");
+        live.g = load_model(a->input, diag, a->max_memory);
+        if (!live.g || ir_failed(live.g) || diag->nerrors) {
+            rc = failure_status(diag, "loading the model");
         } else {
             live.g->oom = &oom_jmp;
-            live.g->diag = &diag;
+            live.g->diag = diag;
             if (a->max_memory)
                 live.g->arena_limit = a->max_memory;
-            rc = compile_graph(live.g, &diag, a, &target, &live.bundle, &live.text);
+            rc = compile_graph(live.g, diag, a, &target, &live.bundle, &live.text);
         }
     }
     free(live.bundle);
@@ -515,7 +522,7 @@ static int compile(const Args *a)
         live.g->oom = NULL;
         ir_graph_free(live.g);
     }
-    ir_diag_free(&diag);
+    ir_diag_free(diag);
     return rc;
 }
 

@@ -198,7 +198,7 @@ static int parse_args(int argc, char **argv, Args *a)
             usage(stdout);
             return 0;
         } else if (!strcmp(arg, "--version")) {
-            printf("spyrun %s\n", spy_version());
+            printf("spyrun with %s\n", spy_version());
             return 0;
         } else if (!strcmp(arg, "--profile")) {
             a->profile = true;

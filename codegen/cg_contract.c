@@ -73,6 +73,85 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     cg_tp_run(e, &k->tp[1], start, len);
 }
 
+/* One VEC copy of a rows x cols block (column strides: 1 in dst, src_cs in src). */
+static void vcopy(CgEmit *e, uint32_t dst, int64_t drs, uint32_t src, int64_t srs, int64_t scs,
+                  int64_t rows, int64_t cols)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyVec *v = &in.vec;
+    v->opcode = ISA_VEC;
+    v->fn = ISA_VF_COPY;
+    v->dtype = v->src_dtype = ISA_DT_F32;
+    v->nsrc = 1;
+    v->dst = dst;
+    v->dst_rs = (int32_t)drs;
+    v->src[0] = src;
+    v->src_rs[0] = (int32_t)srs;
+    v->src_cs[0] = (int32_t)scs;
+    v->rows = (uint32_t)rows;
+    v->cols = (uint32_t)cols;
+    cg_push(e, &in);
+}
+
+/* Patch form (kernel.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
+ * input rows into the patch (filling the padding), then build the im2col matrix
+ * B [cl*k0*k1, rows*O1] with one VEC copy per (channel or output row, tap). */
+static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
+                       const int64_t *len, int64_t c0, int64_t cl)
+{
+    const IrView *xv = &e->s->view[geo->x];
+    int64_t on = len[3], r0 = start[3] * geo->s2[0], p0 = geo->pad_lo[0];
+    int64_t k0 = geo->k2[0], k1 = geo->k2[1], o1 = geo->out2[1], pix = on * o1;
+    int64_t rin = (on - 1) * geo->s2[0] + (k0 - 1) * geo->d2[0] + 1;
+    int64_t wp = geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1];
+    int64_t lo = r0 - p0 > 0 ? r0 - p0 : 0;
+    int64_t hi = r0 + rin - p0 < geo->in_ext[0] ? r0 + rin - p0 : geo->in_ext[0];
+    uint32_t patch = k->buf[3], bm = k->buf[1];
+    if (lo != r0 - p0 || hi != r0 + rin - p0 || wp != geo->in_ext[1]) {
+        SpyInsn in;
+        memset(&in, 0, sizeof in);
+        in.fill.opcode = ISA_VFILL;
+        in.fill.dtype = ISA_DT_F32;
+        in.fill.dst = patch;
+        in.fill.n = (uint32_t)(cl * rin * wp);
+        in.fill.value = cg_value_bits(ISA_DT_F32, geo->pad_value);
+        cg_push(e, &in);
+    }
+    if (hi > lo) {
+        int dx = 2, dy = geo->nsp == 2 ? 3 : 2;     /* input dims of canonical 0, 1 */
+        CgDims d = {0};
+        cg_dims_add(&d, cl, xv->stride[1], rin * wp);
+        cg_dims_add(&d, hi - lo, xv->stride[dx], wp);
+        cg_dims_add(&d, geo->in_ext[1], geo->nsp == 2 ? xv->stride[dy] : 1, 1);
+        uint32_t seg;
+        int64_t off;
+        cg_root(e, xv->root, &seg, &off);
+        int64_t el = xv->off + start[0] * xv->stride[0] +
+                     (start[1] * geo->cg + c0) * xv->stride[1] + lo * xv->stride[dx];
+        uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * 4);
+        cg_dma(e, ISA_LOAD, seg, off + el * 4, lx, 4, &d);
+    }
+    bool by_channel = cl <= on || o1 == 1;
+    for (int64_t a = 0; a < (by_channel ? cl : on); a++)
+        for (int64_t i = 0; i < k0; i++)
+            for (int64_t j = 0; j < k1; j++) {
+                int64_t sj = j * geo->d2[1];
+                if (by_channel) {
+                    uint32_t dst = bm + (uint32_t)((((a * k0 + i) * k1 + j) * pix) * 4);
+                    uint32_t src = patch + (uint32_t)(((a * rin + i * geo->d2[0]) * wp + sj) * 4);
+                    if (o1 == 1)
+                        vcopy(e, dst, on, src, 0, geo->s2[0] * wp, 1, on);
+                    else
+                        vcopy(e, dst, o1, src, geo->s2[0] * wp, geo->s2[1], on, o1);
+                } else {
+                    uint32_t dst = bm + (uint32_t)((((i * k1 + j) * pix) + a * o1) * 4);
+                    uint32_t src = patch + (uint32_t)((((a * geo->s2[0] + i * geo->d2[0]) * wp) + sj) * 4);
+                    vcopy(e, dst, k0 * k1 * pix, src, rin * wp, geo->s2[1], cl, o1);
+                }
+            }
+}
+
 /* CONV work item; grid dims [N, G, Mg, O1..Os], inner [Cg]; access space adds
  * [Cg, K1..Ks]. */
 static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
@@ -103,7 +182,10 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         for (int i = 0; i < ns; i++)
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
         load_tile(e, &k->acc[1], st, nd, k->buf[0], la, da, na);
-        load_tile(e, &k->acc[0], st, nd, k->buf[1], lb, db, nb);
+        if (geo.patch)
+            conv_patch(e, k, &geo, start, len, c0, cl);
+        else
+            load_tile(e, &k->acc[0], st, nd, k->buf[1], lb, db, nb);
         matmul(e, k, len[2], pix, cl * taps, c0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);

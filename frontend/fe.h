@@ -18,7 +18,14 @@ typedef struct {
 } FeOptions;
 
 /* ONNX model -> IR graph with FOREIGN nodes (domain/op/opset kept) and constants.
- * Errors go to diag ("model.onnx: ..."); returns NULL on failure. */
+ * Errors go to diag ("model.onnx: ..."); returns NULL on failure.
+ * - Constant nodes become constants; model-local functions are inlined (internal
+ *   values named "<call node>/<name>"); node outputs are typed only where value_info
+ *   gives a fully static type (else dtype UNDEF); omitted inputs are IR_NONE.
+ * - A GRAPH attribute (If/Loop/Scan body) is its own IrGraph: its formal ONNX inputs
+ *   first (dtype UNDEF unless fully static), then one input per outer value the body
+ *   uses, named exactly like that value in the enclosing graph. The node holding the
+ *   subgraph(s) lists those outer values (each once) after its own ONNX inputs. */
 IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt);
 /* torch.export archive (.pt2) -> IR graph with FOREIGN aten nodes. */
 IrGraph *fe_load_pt2(const char *path, IrDiag *diag, const FeOptions *opt);

@@ -107,8 +107,11 @@ bool fe_node_input(FeScope *s, const char *name, const IrOrigin *o, ValId *v);
 bool fe_check_new(FeScope *s, const char *name, const IrOrigin *o);
 /* A unique IR name based on base that no ONNX name of s->g's body uses. */
 const char *fe_fresh(FeScope *s, const char *base);
-/* Bind ONNX name (may be "") to v, naming it in the IR; origin for the type hint. */
+/* Bind ONNX name (may be "") to v, naming it in the IR (and typing it from value_info). */
 void fe_define(FeScope *s, const char *name, ValId v);
+/* The same for a value coming out of an inlined call: inside a function frame it keeps
+ * the name it already has. */
+void fe_define_call_output(FeScope *s, const char *name, ValId v);
 /* Convert one node (foreign op, Constant, or function call). */
 void fe_node(FeScope *s, const Onnx__NodeProto *n, size_t index);
 /* Add a foreign node and bind its outputs (names from outnames, "" = omitted). */

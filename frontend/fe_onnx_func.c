@@ -14,7 +14,7 @@
 #include "fe_onnx.h"
 
 #define FN_ATTRIBUTE_PROTO 11           /* FunctionProto.attribute_proto field number */
-#define FE_MAX_INLINED_NODES (1u << 20)  /* functions calling functions grow exponentially */
+#define FE_MAX_INLINED_NODES (1u << 19)  /* functions calling functions grow exponentially */
 
 /* protobuf-c keeps an unknown length-delimited field with its length varint in front:
  * the size of that prefix when it matches the rest of the data, else 0. */
@@ -120,7 +120,7 @@ static void bind_outputs(FeScope *s, FeScope *f, const Onnx__NodeProto *n, const
                      fn->output[j]);
             fe_define(s, out, IR_NONE);
         } else if (v == IR_NONE || v == c->bound[j]) {
-            fe_define(s, out, v);
+            fe_define_call_output(s, out, v);
         } else {
             const char *outs[1] = {out};
             fe_emit_foreign(s, "Identity", "", s->opset, &v, 1, outs, 1, NULL, 0,
@@ -141,8 +141,10 @@ static bool check_call(FeScope *s, const Onnx__NodeProto *n, const Onnx__Functio
     }
     cx->inlined += fn->n_node + 1;
     if (cx->inlined > FE_MAX_INLINED_NODES) {
-        ir_error(s->g, o, "inlining functions would create more than %u nodes and calls",
-                 FE_MAX_INLINED_NODES);
+        if (cx->inlined - fn->n_node - 1 <= FE_MAX_INLINED_NODES) /* report it once */
+            ir_error(s->g, o, "inlining functions would create more than %u nodes and calls",
+                     FE_MAX_INLINED_NODES);
+        cx->inlined = FE_MAX_INLINED_NODES + 1;
         return false;
     }
     if (n->n_input > fn->n_input || n->n_output > fn->n_output) {

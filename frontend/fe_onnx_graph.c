@@ -187,8 +187,10 @@ static int formal_output(const FeCall *c, const char *name)
     return -1;
 }
 
-/* Bind ONNX name to v in s and name it in the IR (with the value_info type hint). */
-void fe_define(FeScope *s, const char *name, ValId v)
+/* Bind ONNX name to v in s; name it in the IR unless keep_name (a value coming out
+ * of an inlined call into a function frame keeps the name it got inside, so that a
+ * value passed up through many calls is not renamed at every level). */
+static void define(FeScope *s, const char *name, ValId v, bool keep_name)
 {
     if (v == IR_NONE) {
         if (name[0])
@@ -202,17 +204,18 @@ void fe_define(FeScope *s, const char *name, ValId v)
     const char *want = name;
     FeCall *fr = s->frame;
     if (fr) {
+        /* a function-internal name; a formal output is renamed to the caller's name
+         * when the call binds it (never a shared temporary: renaming values to and
+         * from one name over and over is slow in the IR's name set) */
         int j = formal_output(fr, name);
-        if (j >= 0 && fr->outname[j] && fr->bound[j] == IR_NONE) {
-            want = fr->outname[j];
+        if (j >= 0 && fr->outname[j] && fr->bound[j] == IR_NONE)
             fr->bound[j] = v;
-        } else {
-            char buf[600];
-            snprintf(buf, sizeof buf, "%.300s%.290s", fr->prefix, name);
-            want = fe_fresh(s, buf);
-        }
+        char buf[600];
+        snprintf(buf, sizeof buf, "%.300s%.290s", fr->prefix, name);
+        want = keep_name ? NULL : fe_fresh(s, buf);
     }
-    name_value(s, v, want);
+    if (want)
+        name_value(s, v, want);
     fe_map_put(&s->vals, name, v);
     uint32_t k;
     IrValue *val = ir_val(s->g, v);
@@ -222,6 +225,18 @@ void fe_define(FeScope *s, const char *name, ValId v)
         if (vi_type(s, s->vi[k], false, "value", &t))
             val->type = t;
     }
+}
+
+/* Bind ONNX name to v in s and name it in the IR (with the value_info type hint). */
+void fe_define(FeScope *s, const char *name, ValId v)
+{
+    define(s, name, v, false);
+}
+
+/* Bind the output of an inlined call (see define). */
+void fe_define_call_output(FeScope *s, const char *name, ValId v)
+{
+    define(s, name, v, true);
 }
 
 /* Add a foreign node; bind its outputs; its GRAPH attributes are now owned by g. */

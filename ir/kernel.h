@@ -164,7 +164,8 @@ typedef struct IrKernel {
 /* Back-end state hung on IrGraph.sched (arena memory of the graph). */
 typedef struct IrSched {
     uint32_t nvals, nnodes;
-    uint8_t *vnode;          /* per node: 1 = virtual view (no kernel) */
+    uint8_t *vnode;          /* per node: 1 = virtual view, or CONCAT done in place by
+                                its producers (no kernel) */
     uint8_t *virt;           /* per value: 1 = no storage of its own (view of root) */
     int32_t *claim;          /* per value: graph output whose segment is its storage, -1 */
     IrView *view;            /* per value (pass_layout) */
@@ -186,6 +187,14 @@ typedef struct {
     int64_t taps[IR_MAX_RANK];   /* CONV/WINDOW: kernel extents */
     int64_t wstride[IR_MAX_RANK], wdil[IR_MAX_RANK]; /* CONV/WINDOW strides, dilations */
     int64_t groups, mg, cg;      /* CONV: groups, output and input channels per group */
+    /* CONV with 1 or 2 spatial dims and taps or padding: the input rows of a work item
+     * are loaded once into an LX patch (padding filled in) and the im2col matrix is
+     * built from it with VEC copies. Canonical 2-d form: dim 0 = the chunked output
+     * rows (1-d: the only spatial dim), dim 1 = the whole row (1-d: extent 1). */
+    bool patch;
+    ValId x;                     /* CONV: the input read (a fused PAD's input) */
+    int64_t in_ext[2], pad_lo[2], pad_hi[2], k2[2], s2[2], d2[2], out2[2];
+    double pad_value;
 } IrGeom;
 
 /* ---- shared helpers (passes/sched.c) ---- */
@@ -203,6 +212,8 @@ uint64_t pass_storage_bytes(IrGraph *g, ValId v, const SpyTarget *t);
  * False when not expressible as strides (a reshape of a non-contiguous view). */
 bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out);
 bool pass_view_dense(IrGraph *g, ValId v, const IrView *vw); /* dense, full, offset 0 */
+/* Views of the inputs of in-place CONCATs: slices of the concat's output. */
+void pass_concat_views(IrGraph *g);
 
 int64_t pass_grid_items(const IrGrid *gr);
 /* Box of item `item`: start[d], len[d] per grid dim. */

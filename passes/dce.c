@@ -11,7 +11,7 @@ bool pass_dce(IrGraph *g, const PassOptions *opt)
     (void)opt;
     bool *live = calloc(g->nvals ? g->nvals : 1, sizeof *live);
     if (!live) {
-        ir_diag_error(g->diag, "out of memory in dead-code elimination");
+        ir_error(g, NULL, "out of memory in dead-code elimination");
         return false;
     }
     for (uint32_t i = 0; i < g->noutputs; i++)

@@ -308,7 +308,7 @@ static bool check_type(IrGraph *g, const IrNode *n, ValId old, ValId nv)
     if (a->dtype == IR_DT_UNDEF || b->dtype == IR_DT_UNDEF || ir_type_eq(a, b))
         return true;
     char sa[160], sb[160];
-    ir_error(g, &n->origin, "internal: decomposed output '%s' has type %s, the model says %s",
+    ir_error(g, &n->origin, "output '%s' computes to %s but the model declares %s",
              g->vals[old].name, type_str(b, sb, sizeof sb), type_str(a, sa, sizeof sa));
     return false;
 }

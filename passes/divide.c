@@ -72,67 +72,148 @@ static int64_t halve(int64_t x, int64_t gran)
     return h < 1 ? 1 : h;
 }
 
-/* MATMUL: split M (multiples of 8 rows) and N (multiples of one stick) until enough
- * items, the larger tile side first. */
-static void matmul_parallel(IrGrid *gr, int64_t want)
+/* Modelled time (seconds) of the busiest core of a kernel (target.md timing model):
+ * compute cycles and DRAM bytes of that core, `active` cores moving data. */
+static double model_time(const SpyTarget *t, double cycles, double bytes, uint64_t active)
+{
+    double comp = cycles / (t->clock_mhz * 1e6);
+    double dram = bytes * (double)active / (t->dram_mixed_mbps * 1e6);
+    double lo = comp < dram ? comp : dram;
+    return comp + dram - t->overlap_permille / 1000.0 * lo;
+}
+
+/* One contraction tiling to estimate: items in row-major order over
+ * [outer, a-tiles, b-tiles]; per item an A tile of a bytes (reused by consecutive
+ * items of one a-tile when there is one depth chunk), a B tile of b bytes (reused
+ * when shared is set and there is one b-tile), c bytes of output and epilogue
+ * traffic, and macs multiply-accumulates in m-row passes. */
+typedef struct {
+    uint64_t outer, na, nb;
+    double a, b, c, macs, m;
+    bool one_chunk, shared;
+    double vec;                  /* extra vector-unit bytes per item */
+} CEst;
+
+/* Modelled time of the busiest core for tiling e on target t. */
+static double contract_time(const SpyTarget *t, const CEst *e)
+{
+    uint64_t items = e->outer * e->na * e->nb, cores = t->cores;
+    if (items == 0)
+        return 0;
+    uint64_t q = (items + cores - 1) / cores, active = items < cores ? items : cores;
+    double na = e->one_chunk ? (double)(q < q / e->nb + 1 ? q : q / e->nb + 1) : (double)q;
+    double nb = e->one_chunk && e->nb == 1 ? (e->shared ? 1.0 : (double)(q < q / e->na + 1
+                                                                      ? q : q / e->na + 1))
+                                           : (double)q;
+    double rate = (double)t->macs_fp16_per_cycle / t->fp32_mac_divisor;
+    double per = e->macs / rate, passes = (e->m + 7) / 8;
+    double vec = (e->c + e->vec) / t->stick_bytes / t->corelets;
+    double cycles = (double)q * ((per > passes ? per : passes) + vec);
+    return model_time(t, cycles, na * e->a + nb * e->b + (double)q * e->c, active);
+}
+
+/* Candidate tile sizes of an extent: whole, then halvings (multiples of gran). */
+static int candidates(int64_t ext, int64_t gran, int64_t *out)
+{
+    int n = 0;
+    for (int64_t x = ext > 0 ? ext : 1;; ) {
+        out[n++] = x;
+        int64_t h = halve(x, gran);
+        if (h == x || n == 40)
+            return n;
+        x = h;
+    }
+}
+
+/* Bytes per output element of a contraction's epilogue traffic (output + loads). */
+static double epi_bytes(const IrKernel *k)
+{
+    return 4.0 * (1 + (k->nins > 2 ? k->nins - 2 : 0));
+}
+
+/* MATMUL: the M and N tiles (multiples of 8 rows / one stick) with the least
+ * modelled time, all cores or fewer: loading A or B once per core can cost more than
+ * the parallelism gains. */
+static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarget *t)
 {
     int r = gr->rank;
-    int64_t batch = 1;
+    const IrNode *a = ir_node(g, k->anchor);
+    const IrType *bt = ir_vtype(g, a->in[1]);
+    int64_t batch = 1, m = gr->ext[r - 2], n = gr->ext[r - 1];
+    int64_t kk = ir_vtype(g, a->in[0])->dims[ir_vtype(g, a->in[0])->rank - 1];
     for (int d = 0; d < r - 2; d++) {
         gr->chunk[d] = 1;
         batch *= gr->ext[d];
     }
-    int64_t m = gr->ext[r - 2] > 0 ? gr->ext[r - 2] : 1, n = gr->ext[r - 1] > 0 ? gr->ext[r - 1] : 1;
-    int64_t mt = m, nt = n;
-    while (batch * ((m + mt - 1) / mt) * ((n + nt - 1) / nt) < want) {
-        if (mt >= 16 && mt / 8 >= nt / 32)
-            mt = halve(mt, 8);
-        else if (nt >= 64)
-            nt = halve(nt, 32);
-        else if (mt > 1 && mt >= nt)
-            mt = halve(mt, 1);
-        else if (nt > 1)
-            nt = halve(nt, 1);
-        else if (mt > 1)
-            mt = halve(mt, 1);
-        else
-            break;
-    }
-    gr->chunk[r - 2] = mt;
-    gr->chunk[r - 1] = nt;
+    int64_t mc[40], nc[40], kt = kk < 256 ? kk : 256;
+    int nm = candidates(m, 8, mc), nn = candidates(n, 32, nc);
+    double best = -1, budget = 0.8 * t->lx_budget_bytes;
+    gr->chunk[r - 2] = mc[nm - 1];
+    gr->chunk[r - 1] = nc[nn - 1];
+    for (int i = 0; i < nm; i++)
+        for (int j = 0; j < nn; j++) {
+            int64_t mt = mc[i], nt = nc[j];
+            if (4.0 * (mt * kt + kt * nt) + epi_bytes(k) * mt * nt > budget && (i + 1 < nm || j + 1 < nn))
+                continue;
+            CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
+                      (uint64_t)((n + nt - 1) / nt), 4.0 * mt * kk, 4.0 * kk * nt,
+                      epi_bytes(k) * mt * nt, (double)mt * nt * kk, (double)mt, kk <= 256,
+                      bt->rank == 2, 0};
+            double tm = contract_time(t, &e);
+            if (best < 0 || tm < best * 0.99) {
+                best = tm;
+                gr->chunk[r - 2] = mt;
+                gr->chunk[r - 1] = nt;
+            }
+        }
 }
 
-/* CONV: after batch and groups, split output channels or output rows, whichever
- * tile side (channels vs pixels) is larger. */
-static void conv_parallel(IrGrid *gr, int64_t want)
+/* CONV: output-channel tiles and output-row chunks with the least modelled time. */
+static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarget *t)
 {
-    int64_t pix = 1;
+    IrGeom geo;
+    pass_geom(g, k, &geo);
+    int64_t pix = 1, taps = 1;
     for (int d = 4; d < gr->rank; d++)
         pix *= gr->ext[d];
+    for (int i = 0; i < geo.nsp; i++)
+        taps *= geo.taps[i];
     for (int d = 0; d < gr->rank; d++)
         gr->chunk[d] = gr->ext[d] > 0 ? gr->ext[d] : 1;
     gr->chunk[0] = gr->chunk[1] = 1;
-    int64_t mt = gr->chunk[2], rows = gr->chunk[3];
-    for (;;) {
-        int64_t items = pass_grid_items(gr);
-        if (items == 0 || items >= want)
-            break;
-        if (mt >= 16 && mt >= rows * pix)
-            mt = halve(mt, 8);
-        else if (rows > 1)
-            rows = halve(rows, 1);
-        else if (mt > 1)
-            mt = halve(mt, 1);
-        else
-            break;
-        gr->chunk[2] = mt;
-        gr->chunk[3] = rows;
-    }
+    int64_t mc[40], rc[40], kk = geo.cg * taps, kt = kk < 512 ? kk : 512;
+    int nm = candidates(gr->ext[2], 8, mc), nr = candidates(gr->ext[3], 1, rc);
+    double best = -1, budget = 0.8 * t->lx_budget_bytes;
+    double wp = (double)(geo.in_ext[1] + geo.pad_lo[1] + geo.pad_hi[1]);
+    for (int i = 0; i < nm; i++)
+        for (int j = 0; j < nr; j++) {
+            int64_t mt = mc[i], p = rc[j] * pix;
+            /* B traffic: the im2col matrix, or in patch form the input rows (the
+             * im2col copies then cost vector time, counted as output-like bytes) */
+            double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
+            double bb = geo.patch ? 4.0 * geo.cg * rows_in * wp : 4.0 * kk * p;
+            double patch = geo.patch ? 4.0 * (kt / taps + 1) * rows_in * wp : 0;
+            if (4.0 * (mt * kt + kt * p) + patch + epi_bytes(k) * mt * p > budget &&
+                (i + 1 < nm || j + 1 < nr))
+                continue;
+            CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
+                      (uint64_t)((gr->ext[2] + mt - 1) / mt),
+                      (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]), 4.0 * mt * kk, bb,
+                      epi_bytes(k) * mt * p, (double)mt * p * kk, (double)mt, kk <= 512, false,
+                      geo.patch ? 4.0 * kk * p : 0};
+            double tm = contract_time(t, &e);
+            if (best < 0 || tm < best * 0.99) {
+                best = tm;
+                gr->chunk[2] = mt;
+                gr->chunk[3] = rc[j];
+            }
+        }
 }
 
 /* Choose the work grid of kernel k and assign item ranges to cores. */
-static void divide_kernel(IrGraph *g, IrKernel *k, uint32_t cores)
+static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
 {
+    uint32_t cores = t->cores;
     IrGeom geo;
     pass_geom(g, k, &geo);
     IrGrid *gr = &k->grid;
@@ -154,9 +235,9 @@ static void divide_kernel(IrGraph *g, IrKernel *k, uint32_t cores)
     }
     int64_t want = want_items(work * (inner > 0 ? inner : 1), cores);
     if (k->kind == IR_KK_CONTRACT && ir_node(g, k->anchor)->op == IR_OP_CONV)
-        conv_parallel(gr, want);
+        conv_divide(g, k, gr, t);
     else if (k->kind == IR_KK_CONTRACT)
-        matmul_parallel(gr, want);
+        matmul_divide(g, k, gr, t);
     else if (k->kind == IR_KK_ELEM && k->nred > 0) {   /* reduced rows stay whole */
         gr->rank -= k->nred;
         box_parallel(gr, want, cores);
@@ -170,6 +251,6 @@ bool pass_divide(IrGraph *g, const PassOptions *opt)
 {
     IR_ASSERT(opt->target && opt->target->cores > 0);
     for (uint32_t i = 0; i < g->nkernels; i++)
-        divide_kernel(g, &g->kernels[i], opt->target->cores);
+        divide_kernel(g, &g->kernels[i], opt->target);
     return true;
 }

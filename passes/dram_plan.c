@@ -116,41 +116,50 @@ static bool plan_consts(IrGraph *g, IrSched *s, const SpyTarget *t)
     return ok;
 }
 
-/* Allocate activations in the arena by liveness (kernel order). */
+/* Allocate activations in the arena by liveness (kernel order): a root lives from its
+ * first writer to its last reader or writer (an in-place concat has several writers). */
 static void plan_arena(IrGraph *g, IrSched *s, const SpyTarget *t)
 {
     uint32_t *last = malloc((g->nvals + 1) * sizeof *last);
-    if (!last)
+    uint32_t *first = malloc((g->nvals + 1) * sizeof *first);
+    if (!last || !first)
         abort();
     for (ValId v = 0; v < g->nvals; v++)
-        last[v] = UINT32_MAX;
-    for (uint32_t i = 0; i < g->nkernels; i++)
-        for (uint32_t j = 0; j < g->kernels[i].nreads; j++)
-            last[g->kernels[i].reads[j]] = i;
+        last[v] = first[v] = UINT32_MAX;
+    for (uint32_t i = 0; i < g->nkernels; i++) {
+        const IrKernel *k = &g->kernels[i];
+        for (uint32_t j = 0; j < k->nreads; j++)
+            last[k->reads[j]] = i;
+        if (k->kind != IR_KK_COPY) {
+            ValId r = s->view[k->out].root;
+            last[r] = i;
+            if (first[r] == UINT32_MAX)
+                first[r] = i;
+        }
+    }
     Arena a = {0};
     for (uint32_t i = 0; i < g->nkernels; i++) {
         const IrKernel *k = &g->kernels[i];
-        ValId r = k->out;
-        if (k->kind != IR_KK_COPY && s->seg[r] == UINT32_MAX) {
+        ValId r = k->kind == IR_KK_COPY ? IR_NONE : s->view[k->out].root;
+        if (r != IR_NONE && first[r] == i && s->seg[r] == UINT32_MAX) {
             IR_ASSERT(!s->virt[r] && ir_val(g, r)->kind == IR_VAL_ACT);
             uint64_t sz = pass_storage_bytes(g, r, t);
             sz = (sz + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
             s->seg[r] = ISA_SEG_ARENA;
             ir_val(g, r)->dram_offset = (int64_t)arena_alloc(&a, sz ? sz : IR_DRAM_ALIGN);
-            if (last[r] == UINT32_MAX)
-                last[r] = i;
         }
         for (uint32_t j = 0; j < k->nreads; j++) {
             ValId x = k->reads[j];
             if (last[x] == i && s->seg[x] == ISA_SEG_ARENA)
                 arena_free(&a, (uint64_t)ir_val(g, x)->dram_offset);
         }
-        if (k->kind != IR_KK_COPY && s->seg[r] == ISA_SEG_ARENA && last[r] == i)
+        if (r != IR_NONE && last[r] == i && s->seg[r] == ISA_SEG_ARENA)
             arena_free(&a, (uint64_t)ir_val(g, r)->dram_offset);   /* never read */
     }
     s->arena_bytes = a.peak;
     free(a.b);
     free(last);
+    free(first);
 }
 
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt)

@@ -22,6 +22,7 @@
 #include "isa.h"
 #include "kernel.h"
 #include "pass.h"
+#include "tile.h"
 
 enum { ROLE_NONE = 0, ROLE_PRO, ROLE_ANCHOR, ROLE_EPI };
 
@@ -115,6 +116,26 @@ static bool rows_contiguous(const IrType *t, int axis, const IrView *vw)
     return true;
 }
 
+/* Whether CONCAT node n can be done in place: every input is computed by a kernel
+ * (or another in-place concat) for this concat only, so each producer can store
+ * straight into its slice of the concat's output. */
+static bool concat_in_place(Fuse *f, NodeId n)
+{
+    IrGraph *g = f->g;
+    const IrNode *nd = &g->nodes[n];
+    if (!f->fuse)
+        return false;
+    for (int i = 0; i < nd->nin; i++) {
+        ValId v = nd->in[i];
+        NodeId p = ir_val(g, v)->def;
+        if (p == IR_NONE || g->nodes[p].dead || ir_val(g, v)->kind != IR_VAL_ACT ||
+            f->nuse[v] != 1 || f->is_out[v] ||
+            (f->s->vnode[p] && g->nodes[p].op != IR_OP_CONCAT))
+            return false;
+    }
+    return true;
+}
+
 /* Decide which view nodes are virtual and compute (row-major) views. Returns false
  * when a gather forced another view to be materialised (the caller repeats). */
 static bool plan_views(Fuse *f)
@@ -141,6 +162,10 @@ static bool plan_views(Fuse *f)
             s->view[o] = vw;
         }
     }
+    for (NodeId n = 0; n < g->nnodes; n++)
+        if (!g->nodes[n].dead && g->nodes[n].op == IR_OP_CONCAT && concat_in_place(f, n))
+            s->vnode[n] = 1;
+    pass_concat_views(g);
     bool stable = true;
     for (NodeId n = 0; n < g->nnodes; n++) {
         IrNode *nd = &g->nodes[n];
@@ -307,10 +332,49 @@ static void grow_closure(Fuse *f, NodeId root, uint32_t gi)
     }
 }
 
+/* Order node ids ascending (topological). */
+static int cmp_node(const void *a, const void *b)
+{
+    NodeId x = *(const NodeId *)a, y = *(const NodeId *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether one row of the closure in f->mem (the tile program pass_tile would build with
+ * a single row) fits half of the scratchpad budget. */
+static bool row_fits(Fuse *f, const IrType *s, int k)
+{
+    IrGraph *g = f->g;
+    TileMap m;
+    TileSpec sp;
+    IrTileProg tp;
+    NodeId *steps = malloc((f->nmem + 1) * sizeof *steps);
+    if (!steps)
+        abort();
+    memcpy(steps, f->mem, f->nmem * sizeof *steps);
+    qsort(steps, f->nmem, sizeof *steps, cmp_node);
+    tile_map_identity(&m, s);
+    memset(&sp, 0, sizeof sp);
+    sp.map = &m;
+    sp.nrow = s->rank - k;
+    for (int d = 0; d < s->rank; d++) {
+        sp.order[d] = d;
+        sp.cap[d] = d < s->rank - k ? 1 : s->dims[d];
+    }
+    sp.steps = steps;
+    sp.nsteps = f->nmem;
+    sp.seed = IR_NONE;
+    sp.result = g->nodes[f->mem[0]].out[0];
+    sp.store = true;
+    bool ok = tile_prog_build(g, &sp, 0, &tp) && tp.lx_hi <= f->lx_budget / 2;
+    tile_prog_free(&tp);
+    free(steps);
+    return ok;
+}
+
 /* Whether the closure in f->mem is worth a row-resident kernel and valid: it reduces
  * one shape over the same trailing dims, every value broadcasts into that shape, it
  * needs more than a tree (several reductions or a value used twice), and a row of
- * every value fits a quarter of the scratchpad. Sets *ref, *nred. */
+ * every value fits half of the scratchpad. Sets *ref, *nred. */
 static bool rows_valid(Fuse *f, ValId *ref, int *nred)
 {
     IrGraph *g = f->g;
@@ -343,9 +407,6 @@ static bool rows_valid(Fuse *f, ValId *ref, int *nred)
     }
     if (nr == 0 || (nr < 2 && !multi && !back))
         return false;
-    uint64_t row = 4;
-    for (int i = s->rank - k; i < s->rank; i++)
-        row *= (uint64_t)s->dims[i];
     for (uint32_t m = 0; m < f->nmem; m++) {
         const IrNode *nd = &g->nodes[f->mem[m]];
         for (int i = 0; i < nd->nin; i++)
@@ -355,7 +416,7 @@ static bool rows_valid(Fuse *f, ValId *ref, int *nred)
             return false;
     }
     *nred = k;
-    return row * (2 * f->nmem + 2) <= f->lx_budget / 4;
+    return row_fits(f, s, k);
 }
 
 /* Try a row-resident ELEM group rooted at node n (softmax, layer norm: reductions
@@ -381,6 +442,31 @@ static bool try_rows(Fuse *f, NodeId n)
     f->gs[gi].ref = ref;
     f->gs[gi].nred = nred;
     return true;
+}
+
+/* A CONV with 1 or 2 spatial dims absorbs the PAD producing its input when the pad
+ * only widens spatial dims (no interior, no crop): the kernel loads the unpadded rows
+ * into an LX patch whose border is filled with the pad value. */
+static void absorb_pad(Fuse *f, NodeId conv, uint32_t gi)
+{
+    IrGraph *g = f->g;
+    const IrNode *c = &g->nodes[conv];
+    ValId v = c->in[0];
+    NodeId p = ir_val(g, v)->def;
+    int r = ir_vtype(g, v)->rank;
+    if (r > 4 || !absorbable(f, v) || g->nodes[p].op != IR_OP_PAD)
+        return;
+    const IrNode *pd = &g->nodes[p];
+    const int64_t *pads, *inter;
+    if (ir_attr_get_ints(pd, "pads", &pads) != 2 * r)
+        return;
+    int ni = ir_attr_get_ints(pd, "interior", &inter);
+    for (int i = 0; i < r; i++)
+        if (pads[i] < 0 || pads[i + r] < 0 || (i < 2 && (pads[i] || pads[i + r])) ||
+            (ni == r && inter[i] != 0))
+            return;
+    f->grp[p] = gi;
+    f->role[p] = ROLE_PRO;
 }
 
 /* Group every live node, walking from the graph's end so that trees are maximal. */
@@ -409,6 +495,8 @@ static bool group_nodes(Fuse *f)
                 f->role[a] = ROLE_ANCHOR;
                 if (red)
                     collect_prologue(f, a, gi);
+                else if (g->nodes[a].op == IR_OP_CONV)
+                    absorb_pad(f, a, gi);
             }
             break;
         }
@@ -422,6 +510,8 @@ static bool group_nodes(Fuse *f)
             f->role[n] = ROLE_ANCHOR;
             if (c == IR_CLS_REDUCE)
                 collect_prologue(f, n, gi);
+            else if (nd->op == IR_OP_CONV)
+                absorb_pad(f, n, gi);
             break;
         default:
             ir_error(g, &nd->origin, "operator '%s' has no lowering to the device",

@@ -5,7 +5,8 @@
  * are not already a whole number of sticks, so that each row of B starts on a stick.
  * The layout decides the strides of the value's view; every DMA derives its strides
  * from views, so the choice needs no other change. Values produced by virtual view
- * nodes (pass_fuse) alias their root's storage (IrValue.alias_of/alias_offset).
+ * nodes, and the inputs of CONCATs done in place (pass_fuse), alias their root's
+ * storage (IrValue.alias_of/alias_offset).
  *
  * Also refuses, with a message naming the node, data types the device cannot hold
  * (float64, uint16/32/64, strings), arithmetic on float16/bfloat16 (movable only) and
@@ -128,14 +129,17 @@ static void compute_views(IrGraph *g, const SpyTarget *t)
     }
     for (NodeId n = 0; n < g->nnodes; n++) {
         const IrNode *nd = &g->nodes[n];
-        if (nd->dead || !s->vnode[n])
+        if (nd->dead || !s->vnode[n] || nd->op == IR_OP_CONCAT)
             continue;
-        ValId o = nd->out[0];
-        IR_ASSERT(pass_view_apply(g, nd, &s->view[nd->in[0]], &s->view[o]));
-        IrValue *ov = ir_val(g, o);
-        int64_t es = pass_dev_esize(ov->type.dtype);
-        ov->alias_of = s->view[o].root;
-        ov->alias_offset = s->view[o].off * es;
+        IR_ASSERT(pass_view_apply(g, nd, &s->view[nd->in[0]], &s->view[nd->out[0]]));
+    }
+    pass_concat_views(g);
+    for (ValId v = 0; v < g->nvals; v++) {
+        IrValue *val = ir_val(g, v);
+        if (s->view[v].root == v)
+            continue;
+        val->alias_of = s->view[v].root;
+        val->alias_offset = s->view[v].off * pass_dev_esize(val->type.dtype);
     }
 }
 

@@ -195,6 +195,29 @@ bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
     return true;
 }
 
+/* Views of the inputs of in-place CONCAT nodes (IrSched.vnode set): each input is
+ * the slice of the concat's output at its offset along the axis. Nodes are visited
+ * last to first so that a concat feeding another one sees its final view. */
+void pass_concat_views(IrGraph *g)
+{
+    IrSched *s = g->sched;
+    for (NodeId n = g->nnodes; n-- > 0;) {
+        const IrNode *nd = &g->nodes[n];
+        if (nd->dead || !s->vnode[n] || nd->op != IR_OP_CONCAT)
+            continue;
+        int ax = (int)ir_attr_get_int(nd, "axis", 0);
+        const IrView *o = &s->view[nd->out[0]];
+        int64_t pos = 0;
+        for (int i = 0; i < nd->nin; i++) {
+            ValId v = nd->in[i];
+            s->view[v] = *o;
+            s->view[v].off += pos * o->stride[ax];
+            s->virt[v] = 1;
+            pos += ir_vtype(g, v)->dims[ax];
+        }
+    }
+}
+
 /* True if view vw of v covers its whole row-major root, densely, from offset 0. */
 bool pass_view_dense(IrGraph *g, ValId v, const IrView *vw)
 {
@@ -410,6 +433,36 @@ static void geom_conv(IrGraph *g, const IrNode *a, IrGeom *geo)
     geo->iext[0] = geo->cg;
 }
 
+/* Patch form of a CONV kernel (kernel.h IrGeom.patch): a fused PAD (in k->pro) and the
+ * canonical 2-d extents, strides, dilations and pads. */
+static void geom_patch(IrGraph *g, const IrKernel *k, IrGeom *geo)
+{
+    const IrNode *a = ir_node(g, k->anchor);
+    const IrNode *pad = k->npro == 1 ? ir_node(g, k->pro[0]) : NULL;
+    geo->x = pad ? pad->in[0] : a->in[0];
+    const IrType *x = ir_vtype(g, geo->x), *o = ir_vtype(g, a->out[0]);
+    const int64_t *pads = NULL;
+    if (pad) {
+        IR_ASSERT(ir_attr_get_ints(pad, "pads", &pads) == 2 * x->rank);
+        const IrAttr *va = ir_attr_find(pad, "value");
+        geo->pad_value = !va ? 0.0 : va->kind == IR_ATTR_INT ? (double)va->i : va->f;
+    }
+    int64_t taps = 1;
+    for (int i = 0; i < 2; i++) {
+        bool real = geo->nsp == 2 || i == 0;    /* 1-d: canonical dim 1 is a unit */
+        int xd = 2 + (geo->nsp == 2 ? i : 0);
+        geo->in_ext[i] = real ? x->dims[xd] : 1;
+        geo->pad_lo[i] = real && pads ? pads[xd] : 0;
+        geo->pad_hi[i] = real && pads ? pads[xd + x->rank] : 0;
+        geo->k2[i] = real ? geo->taps[i] : 1;
+        geo->s2[i] = real ? geo->wstride[i] : 1;
+        geo->d2[i] = real ? geo->wdil[i] : 1;
+        geo->out2[i] = real ? o->dims[xd] : 1;
+        taps *= geo->k2[i];
+    }
+    geo->patch = geo->nsp <= 2 && (taps > 1 || pad);
+}
+
 /* Fill geo for kernel k. */
 void pass_geom(IrGraph *g, const IrKernel *k, IrGeom *geo)
 {
@@ -422,6 +475,7 @@ void pass_geom(IrGraph *g, const IrKernel *k, IrGeom *geo)
     }
     if (k->kind == IR_KK_CONTRACT && a->op == IR_OP_CONV) {
         geom_conv(g, a, geo);
+        geom_patch(g, k, geo);
         return;
     }
     if (k->kind == IR_KK_CONTRACT) {           /* matmul: C dims, inner K */

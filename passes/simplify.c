@@ -314,7 +314,7 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
         }
     }
     if (!ok)
-        ir_diag_error(g->diag, "out of memory in simplify");
+        ir_error(g, NULL, "out of memory in simplify");
     free(s.remap);
     free(s.is_out);
     free(s.tab);

@@ -122,11 +122,11 @@ static bool contract_epi(Tctx *c, const TileMap *m, int nrow, uint32_t seed_lx, 
     return tile_prog_build(c->g, &sp, base, &k->tp[1]);
 }
 
-/* Place the three contraction buffers (A, B, C) of the given sizes. */
-static uint32_t place_abc(IrKernel *k, uint64_t a, uint64_t b, uint64_t cc)
+/* Place the contraction buffers A, B, C (and the conv input patch, size d, if any). */
+static uint32_t place_abc(IrKernel *k, uint64_t a, uint64_t b, uint64_t cc, uint64_t d)
 {
-    uint64_t sz[3] = {tile_align(a), tile_align(b), tile_align(cc)}, cur = 0;
-    for (int i = 0; i < 3; i++) {
+    uint64_t sz[4] = {tile_align(a), tile_align(b), tile_align(cc), tile_align(d)}, cur = 0;
+    for (int i = 0; i < 4; i++) {
         k->buf[i] = cur > UINT32_MAX ? UINT32_MAX : (uint32_t)cur;
         k->buf_bytes[i] = sz[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)sz[i];
         cur += sz[i];
@@ -136,10 +136,10 @@ static uint32_t place_abc(IrKernel *k, uint64_t a, uint64_t b, uint64_t cc)
 
 /* Try the current contraction chunks; true if they fit (program kept). */
 static bool contract_try(Tctx *c, const TileMap *m, int nrow, uint64_t a, uint64_t b,
-                         uint64_t cc, bool *err, uint64_t *need)
+                         uint64_t cc, uint64_t d, bool *err, uint64_t *need)
 {
     IrKernel *k = c->k;
-    uint32_t base = place_abc(k, a, b, cc);
+    uint32_t base = place_abc(k, a, b, cc, d);
     if (!contract_epi(c, m, nrow, k->buf[2], base)) {
         *err = true;
         return false;
@@ -167,7 +167,7 @@ static bool fit_matmul(Tctx *c)
         bool err = false;
         uint64_t need = 0;
         if (contract_try(c, &m, r - 1, 4 * (uint64_t)(mt * kt), 4 * (uint64_t)(kt * nt),
-                         4 * (uint64_t)(mt * nt), &err, &need))
+                         4 * (uint64_t)(mt * nt), 0, &err, &need))
             return true;
         if (err)
             return false;
@@ -184,7 +184,8 @@ static bool fit_matmul(Tctx *c)
     }
 }
 
-/* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW']. */
+/* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW'],
+ * and in patch form the input rows [cc, rows_in, padded width]. */
 static bool fit_conv(Tctx *c)
 {
     IrKernel *k = c->k;
@@ -209,11 +210,14 @@ static bool fit_conv(Tctx *c)
         inner *= gr->chunk[d];
     for (;;) {
         int64_t mt = gr->chunk[2], rows = gr->chunk[3], cc = k->inner.chunk[0];
-        int64_t kk = cc * taps, p = rows * inner;
+        int64_t kk = cc * taps, p = rows * inner, patch = 0;
+        if (geo->patch)
+            patch = cc * ((rows - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1) *
+                    (geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1]);
         bool err = false;
         uint64_t need = 0;
         if (contract_try(c, &m, 3, 4 * (uint64_t)(mt * kk), 4 * (uint64_t)(kk * p),
-                         4 * (uint64_t)(mt * p), &err, &need))
+                         4 * (uint64_t)(mt * p), 4 * (uint64_t)patch, &err, &need))
             return true;
         if (err)
             return false;
@@ -468,7 +472,7 @@ static void conv_accesses(Tctx *c)
     const IrGeom *geo = &c->geo;
     const IrNode *n = ir_node(c->g, k->anchor);
     int ns = geo->nsp, ic = 3 + ns, ik = 4 + ns;
-    const IrView *x = &s->view[n->in[0]], *w = &s->view[n->in[1]];
+    const IrView *x = &s->view[geo->x], *w = &s->view[n->in[1]];
     IrAccess *ax = &k->acc[0], *aw = &k->acc[1];
     memset(ax, 0, sizeof *ax);
     memset(aw, 0, sizeof *aw);

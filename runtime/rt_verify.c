@@ -40,7 +40,7 @@ static spy_status verify_target(spy_model *m, RtErr *e) {
     else if (t->overlap_permille > 1000)
         bad = "overlap_permille above 1000";
     if (bad)
-        rt_err_set(e, SPY_E_TARGET, "header offset 48: target parameters unusable: %s", bad);
+        rt_err_set(e, SPY_E_TARGET, "header offset 40: target parameters unusable: %s", bad);
     return e->status;
 }
 

@@ -62,3 +62,7 @@ $(BUILD)/tests/gen_malformed: $(GEN_MAL_SRC) $(wildcard tests/malformed/gen/*.h)
 # rewrite tests/malformed/{onnx,sbin,input,pt2}/ and tests/malformed/expect.tsv
 malformed-gen: $(BUILD)/tests/gen_malformed
 	$< tests/malformed
+
+# robustness: the strict corpus runner, integrity/concurrency/API/allocation-failure tests,
+# ThreadSanitizer, and the libFuzzer targets
+-include tests/fuzz/fuzz.mk tests/robust/robust.mk

@@ -19,6 +19,8 @@ FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
             -fno-omit-frame-pointer
 FUZZ_LINK := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_VARS = BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) MODE=release SANFLAGS="$(FUZZ_SAN)" \
+            WARN="-Wall -Wno-unused-parameter"
 
 .PHONY: fuzz fuzz-bins fuzz-run
 
@@ -35,37 +37,41 @@ fuzz:
 	@ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || \
 	    [ "$$(uname -m)" != x86_64 ] || \
 	    { echo "libFuzzer runtime missing: apt-get install -y libclang-rt-14-dev"; exit 2; }
-	$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) MODE=release \
-	    SANFLAGS="$(FUZZ_SAN)" WARN="-Wall -Wno-unused-parameter" fuzz-bins
-	@$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) fuzz-run
+	$(MAKE) --no-print-directory $(FUZZ_VARS) fuzz-bins
+	@$(MAKE) --no-print-directory $(FUZZ_VARS) fuzz-run
 
-# Run every fuzzer (BUILD is the fuzz tree here). Seeds are symbolic links gathered
-# into one folder per target; new inputs go to FUZZ_BUILD/fuzz/corpus-TARGET.
+# Run every fuzzer (BUILD is the fuzz tree here) in libFuzzer's fork mode, which goes
+# on after a crash, timeout or out-of-memory and keeps every finding. Seeds are
+# symbolic links gathered into one folder per target; new inputs go to
+# FUZZ_BUILD/fuzz/corpus-TARGET.
 fuzz-run:
 	@F=$(BUILD)/fuzz; fail=0; \
 	for t in $(FUZZ_TARGETS); do \
 	    seeds=$$F/seeds-$$t; corpus=$$F/corpus-$$t; rm -rf $$seeds; mkdir -p $$seeds $$corpus; \
 	    $(MAKE) --no-print-directory -s fuzz-seeds-$$t SEEDS=$$seeds; \
+	    rm -f $$F/crash-$$t-*; \
 	    echo "== fuzz $$t: $$(ls $$seeds | wc -l) seeds, $(FUZZ_SECONDS) s"; \
-	    $$F/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2560 \
+	    $$F/fuzz_$$t -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+	        -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2560 \
 	        -max_len=$$(case $$t in tensor) echo 1048576;; *) echo 400000;; esac) \
-	        -print_final_stats=1 -artifact_prefix=$$F/crash-$$t- \
-	        $$corpus $$seeds >$$F/fuzz-$$t.log 2>&1; rc=$$?; \
-	    runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$F/fuzz-$$t.log); \
-	    eps=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$F/fuzz-$$t.log); \
-	    echo "fuzz $$t: $${runs:-?} executions, $${eps:-?} exec/s, exit $$rc (log: $$F/fuzz-$$t.log)"; \
-	    if [ $$rc != 0 ]; then fail=1; grep -E -m5 'ERROR|SUMMARY|Test unit written' $$F/fuzz-$$t.log; fi; \
+	        -artifact_prefix=$$F/crash-$$t- $$corpus $$seeds >$$F/fuzz-$$t.log 2>&1; \
+	    last=$$(grep -E '^#[0-9]+: cov:' $$F/fuzz-$$t.log | tail -1); \
+	    runs=$$(echo "$$last" | sed -n 's/^#\([0-9]*\):.*/\1/p'); \
+	    eps=$$(echo "$$last" | sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p'); \
+	    n=$$(ls $$F/crash-$$t-* 2>/dev/null | wc -l); \
+	    echo "fuzz $$t: $${runs:-?} executions, $${eps:-?} exec/s, $$n finding(s) (log: $$F/fuzz-$$t.log)"; \
+	    if [ $$n != 0 ]; then fail=1; ls $$F/crash-$$t-* | head -10 | sed 's/^/    /'; fi; \
 	done; exit $$fail
 
-# seed folders: links to files named after their path
-fuzz_link = n=0; for f in $(1); do [ -f "$$f" ] || continue; n=$$((n+1)); \
-	ln -sf "$$(realpath "$$f")" "$(SEEDS)/$$n-$$(basename "$$(dirname "$$f")")-$$(basename "$$f")"; done
+# seed folders: links to the files that `find` lists, named after their paths
+fuzz_link = i=0; find $(1) 2>/dev/null | while read -r f; do i=$$((i+1)); \
+	ln -sf "$$(realpath "$$f")" "$(SEEDS)/$$i-$$(basename "$$(dirname "$$f")")-$$(basename "$$f")"; \
+	done
 
 .PHONY: fuzz-seeds-onnx fuzz-seeds-bundle fuzz-seeds-tensor
 fuzz-seeds-onnx:
-	@$(call fuzz_link,tests/malformed/onnx/*.onnx tests/malformed/onnx/*/*.onnx \
-	    examples/models/*/model.onnx $(SHARED)/onnx-tests/node/*/model.onnx \
-	    $(shell find $(SHARED)/models -name model.onnx -size -600k 2>/dev/null))
+	@$(call fuzz_link,tests/malformed/onnx examples/models $(SHARED)/onnx-tests/node \
+	    $(SHARED)/models -name '*.onnx' -size -600k)
 fuzz-seeds-bundle: $(BUILD)/spyrec
 	@mkdir -p $(BUILD)/fuzz/bundles
 	@for m in examples/models/tiny_cnn/model.onnx tests/malformed/onnx/valid_base.onnx \
@@ -75,10 +81,7 @@ fuzz-seeds-bundle: $(BUILD)/spyrec
 	    $(SHARED)/onnx-tests/node/test_reduce_sum_keepdims_example/model.onnx; do \
 	    [ -f $$m ] && $(BUILD)/spyrec $$m -o $(BUILD)/fuzz/bundles/$$(basename $$(dirname $$m)).sbin \
 	        >/dev/null 2>&1; done; true
-	@$(call fuzz_link,tests/malformed/sbin/*.sbin tests/malformed/sbin/ok/*.sbin \
-	    $(BUILD)/fuzz/bundles/*.sbin)
+	@$(call fuzz_link,tests/malformed/sbin $(BUILD)/fuzz/bundles -name '*.sbin')
 fuzz-seeds-tensor:
-	@$(call fuzz_link,tests/malformed/input/*.pb tests/malformed/input/*.npy \
-	    tests/malformed/input/ok/* examples/models/*/test_data_set_0/*.pb \
-	    $(shell find $(SHARED)/models -path '*test_data_set_0/*.pb' -size -200k 2>/dev/null) \
-	    $(wildcard $(SHARED)/onnx-tests/node/test_[a-c]*/test_data_set_0/*.pb))
+	@$(call fuzz_link,tests/malformed/input examples/models $(SHARED)/models \
+	    $(SHARED)/onnx-tests/node -path '*input*' -size -200k \( -name '*.pb' -o -name '*.npy' \))

@@ -7,9 +7,10 @@
  * Runs decompose (then fold, simplify, bnfold, dce unless --no-opt), verifying the
  * graph after each pass. With DATASET_DIR it reads input_K.pb for each graph input,
  * evaluates, and compares every output_K.pb (|got - want| <= atol + rtol*|want|).
- * Exit status: 0 ok, 1 mismatch or error. Build it with
- *   cc -I. -Iir -Ischemas -Iruntime -Ifrontend tests/tools/irrun.c build/libspyrec.a \
- *      build/libspyrert.a -lprotobuf-c -lyaml -lm -lpthread -o build/irrun
+ * Exit status: 0 ok, 1 mismatch or error. Build it (after `make`) with
+ *   cc -std=c11 -D_GNU_SOURCE -I. -Iir -Ischemas -Iruntime -Ipasses tests/tools/irrun.c \
+ *      build/libspyrec.a build/libspyrert.a -lprotobuf-c -lyaml -lzip -ljansson -lm \
+ *      -lpthread -o build/irrun
  */
 #include <math.h>
 #include <stdio.h>

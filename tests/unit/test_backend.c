@@ -245,6 +245,28 @@ static void build_matmul(Fx *f)
     free(bias);
 }
 
+static void conv_ref(const float *x, const float *w, float *y, int n, int c, int h, int wd,
+                     int m, int g, int kh, int kw, int sh, int sw, int dh, int dw);
+
+/* A deep product [4,1000] x [1000,8] (its K is split on the small target), plus a
+ * 3x3 conv over 40 channels (deep im2col). */
+static void build_deep(Fx *f)
+{
+    float *a = rand_f32(4000), *w = rand_f32(8000), *y = zeros_f32(32);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 8; j++)
+            for (int k = 0; k < 1000; k++)
+                y[i * 8 + j] += a[i * 1000 + k] * w[k * 8 + j];
+    ValId x = input(f, "a", T(IR_DT_F32, 4, 1000), a);
+    output(f, ir_matmul(f->g, x, input(f, "w", T(IR_DT_F32, 1000, 8), w), &O), y);
+    float *cx = rand_f32(40 * 36), *cw = rand_f32(3 * 40 * 9), *cy = zeros_f32(3 * 16);
+    conv_ref(cx, cw, cy, 1, 40, 6, 6, 3, 1, 3, 3, 1, 1, 1, 1);
+    ValId in[2] = {input(f, "x", T(IR_DT_F32, 1, 40, 6, 6), cx),
+                   cnst(f, T(IR_DT_F32, 3, 40, 3, 3), cw)};
+    output(f, node(f, IR_OP_CONV, in, 2, NULL, 0), cy);
+    free(cw);
+}
+
 /* Batched matmul with a broadcast batch dim and an activation B: [2,3,5,6] x [3,6,4]. */
 static void build_bmm(Fx *f)
 {
@@ -323,6 +345,43 @@ static void build_dwconv(Fx *f)
     output(f, node(f, IR_OP_CONV, in1, 2, at1, 1), y1);
     free(w);
     free(w1);
+}
+
+/* Zero-padded input of a conv (the PAD is fused into the conv's input patch). */
+static float *pad_ref(const float *x, int n, int c, int h, int w, int pt, int pl, int pb, int pr)
+{
+    int hp = h + pt + pb, wp = w + pl + pr;
+    float *y = zeros_f32((size_t)n * c * hp * wp);
+    for (int b = 0; b < n * c; b++)
+        for (int i = 0; i < h; i++)
+            for (int j = 0; j < w; j++)
+                y[(b * hp + i + pt) * wp + j + pl] = x[(b * h + i) * w + j];
+    return y;
+}
+
+/* PAD + conv 3x3 stride 2 over [1,3,7,8]; PAD + 1-d conv (dilation 2) over [2,4,9]. */
+static void build_padconv(Fx *f)
+{
+    float *x = rand_f32(3 * 56), *w = rand_f32(5 * 3 * 9), *y = zeros_f32(5 * 5 * 4);
+    float *xp = pad_ref(x, 1, 3, 7, 8, 1, 2, 1, 0);
+    conv_ref(xp, w, y, 1, 3, 9, 10, 5, 1, 3, 3, 2, 2, 1, 1);
+    float *x1 = rand_f32(2 * 4 * 9), *w1 = rand_f32(6 * 4 * 3), *y1 = zeros_f32(2 * 6 * 8);
+    float *xp1 = pad_ref(x1, 2, 4, 1, 9, 0, 2, 0, 1);
+    conv_ref(xp1, w1, y1, 2, 4, 1, 12, 6, 1, 1, 3, 1, 1, 1, 2);
+    ValId xv = input(f, "x", T(IR_DT_F32, 1, 3, 7, 8), x);
+    IrAttr pa[1] = {INTS(f->g, "pads", 0, 0, 1, 2, 0, 0, 1, 0)};
+    ValId in[2] = {node(f, IR_OP_PAD, &xv, 1, pa, 1), cnst(f, T(IR_DT_F32, 5, 3, 3, 3), w)};
+    IrAttr at[1] = {INTS(f->g, "strides", 2, 2)};
+    output(f, node(f, IR_OP_CONV, in, 2, at, 1), y);
+    ValId xv1 = input(f, "x1", T(IR_DT_F32, 2, 4, 9), x1);
+    IrAttr pa1[1] = {INTS(f->g, "pads", 0, 0, 2, 0, 0, 1)};
+    ValId in1[2] = {node(f, IR_OP_PAD, &xv1, 1, pa1, 1), cnst(f, T(IR_DT_F32, 6, 4, 3), w1)};
+    IrAttr at1[1] = {INTS(f->g, "dilations", 2)};
+    output(f, node(f, IR_OP_CONV, in1, 2, at1, 1), y1);
+    free(w);
+    free(w1);
+    free(xp);
+    free(xp1);
 }
 
 /* Max pool 3x3 stride 2 and sum pool 2x2 dilation 2 over [2,3,9,9]. */
@@ -475,6 +534,32 @@ static void build_concat(Fx *f)
     output(f, node(f, IR_OP_CONCAT, in, 3, &at, 1), y);
 }
 
+/* Concats done in place by their producers: [relu(a) ; concat(2b, exp c)] along
+ * axis 1, the result both an output and the input of a sum over axis 1. */
+static void build_concat_in_place(Fx *f)
+{
+    float *a = rand_f32(24), *b = rand_f32(8), *c = rand_f32(40);
+    float *y = zeros_f32(72), *r = zeros_f32(8);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 9; j++)
+            for (int k = 0; k < 4; k++) {
+                float v = j < 3   ? fmaxf(a[(i * 3 + j) * 4 + k], 0)
+                          : j < 4 ? 2 * b[i * 4 + k]
+                                  : expf(c[(i * 5 + j - 4) * 4 + k]);
+                y[(i * 9 + j) * 4 + k] = v;
+                r[i * 4 + k] += v;
+            }
+    ValId av = input(f, "a", T(IR_DT_F32, 2, 3, 4), a);
+    ValId bv = input(f, "b", T(IR_DT_F32, 2, 1, 4), b);
+    ValId cv = input(f, "c", T(IR_DT_F32, 2, 5, 4), c);
+    IrAttr at = ir_attr_int("axis", 1);
+    ValId inner[2] = {bin(f, IR_BIN_MUL, bv, scalar(f, 2.0f)), un(f, IR_UN_EXP, cv)};
+    ValId outer[2] = {un(f, IR_UN_RELU, av), node(f, IR_OP_CONCAT, inner, 2, &at, 1)};
+    ValId cat = node(f, IR_OP_CONCAT, outer, 2, &at, 1);
+    output(f, cat, y);
+    output(f, ir_reduce(f->g, IR_RED_SUM, cat, (int64_t[]){1}, 1, false, &O), r);
+}
+
 /* Gather rows (int64 indices, negative ones wrap) and columns (int32 indices). */
 static void build_gather(Fx *f)
 {
@@ -588,8 +673,10 @@ static void build_outputs(Fx *f)
 
 static void test_matmul(void **st) { (void)st; run_case(build_matmul); }
 static void test_bmm(void **st) { (void)st; run_case(build_bmm); }
+static void test_deep(void **st) { (void)st; run_case(build_deep); }
 static void test_conv(void **st) { (void)st; run_case(build_conv); }
 static void test_dwconv(void **st) { (void)st; run_case(build_dwconv); }
+static void test_padconv(void **st) { (void)st; run_case(build_padconv); }
 static void test_pool(void **st) { (void)st; run_case(build_pool); }
 static void test_reduce(void **st) { (void)st; run_case(build_reduce); }
 static void test_softmax(void **st) { (void)st; run_case(build_softmax); }
@@ -597,6 +684,7 @@ static void test_transpose(void **st) { (void)st; run_case(build_transpose); }
 static void test_slice(void **st) { (void)st; run_case(build_slice); }
 static void test_pad(void **st) { (void)st; run_case(build_pad); }
 static void test_concat(void **st) { (void)st; run_case(build_concat); }
+static void test_concat_in_place(void **st) { (void)st; run_case(build_concat_in_place); }
 static void test_gather(void **st) { (void)st; run_case(build_gather); }
 static void test_elem(void **st) { (void)st; run_case(build_elem); }
 static void test_argscan(void **st) { (void)st; run_case(build_argscan); }
@@ -642,7 +730,26 @@ static void test_determinism(void **st)
     }
 }
 
-/* Fusion: matmul + bias + relu is one kernel; work is spread over every core. */
+/* A large matmul [256,256] x [256,256]: several cores share it (not all: each core's
+ * A and B panels cost DRAM traffic, see pass_divide). */
+static void build_big_matmul(Fx *f)
+{
+    float *a = rand_f32(256 * 256), *w = rand_f32(256 * 256);
+    ValId x = input(f, "a", T(IR_DT_F32, 256, 256), a);
+    ir_add_output(f->g, ir_matmul(f->g, x, cnst(f, T(IR_DT_F32, 256, 256), w), &O));
+    free(w);
+}
+
+/* relu over [64,100]. */
+static void build_big_relu(Fx *f)
+{
+    ValId x = input(f, "x", T(IR_DT_F32, 64, 100), rand_f32(6400));
+    ir_add_output(f->g, un(f, IR_UN_RELU, x));
+}
+
+/* Fusion and division: matmul + bias + relu is one kernel; contiguous item ranges
+ * cover the grid; a large matmul uses several cores, pointwise work every core;
+ * softmax is one row-resident kernel. */
 static void test_plan(void **st)
 {
     (void)st;
@@ -655,19 +762,51 @@ static void test_plan(void **st)
     assert_int_equal(k->kind, IR_KK_CONTRACT);
     assert_int_equal(k->nepi, 2);
     assert_string_equal(k->name, "k0_matmul_add_relu");
-    assert_true(k->nitems >= 32);
+    assert_int_equal(k->core_first[0], 0);
+    assert_int_equal(k->core_first[32], k->nitems);
     for (uint32_t c = 0; c < 32; c++)
-        assert_true(k->core_first[c + 1] > k->core_first[c]);
+        assert_true(k->core_first[c + 1] >= k->core_first[c]);
     assert_int_equal(k->flops, 2ull * 2 * 37 * 45 * 300 + 2 * (2 * 37 * 45)); /* + epilogue */
     /* the weight is sticked: 300 rows of 64 floats */
     assert_int_equal(((IrSched *)g->sched)->seg0_bytes, 300 * 64 * 4 + 192);
     free(b);
     free_case(&f);
     /* the small target splits K and keeps every tile in its budget */
-    b = compile_case(&f, build_matmul, 1, &len);
+    b = compile_case(&f, build_deep, 1, &len);
     k = &f.g->kernels[0];
-    assert_true(k->inner.chunk[0] < 300);
+    assert_true(k->inner.chunk[0] < 1000);
     assert_true(k->lx_bytes <= 8192);
+    free(b);
+    free_case(&f);
+    b = compile_case(&f, build_big_matmul, 0, &len);
+    k = &f.g->kernels[0];
+    int busy = 0;
+    for (uint32_t c = 0; c < 32; c++)
+        busy += k->core_first[c + 1] > k->core_first[c];
+    assert_true(busy >= 4);
+    free(b);
+    free_case(&f);
+    b = compile_case(&f, build_big_relu, 0, &len);     /* pointwise work: every core */
+    k = &f.g->kernels[0];
+    for (uint32_t c = 0; c < 32; c++)
+        assert_true(k->core_first[c + 1] > k->core_first[c]);
+    free(b);
+    free_case(&f);
+    b = compile_case(&f, build_softmax, 0, &len);
+    assert_int_equal(f.g->nkernels, 1);
+    assert_int_equal(f.g->kernels[0].nred, 1);
+    free(b);
+    free_case(&f);
+    b = compile_case(&f, build_concat_in_place, 0, &len);  /* no concat kernel */
+    assert_int_equal(f.g->nkernels, 4);
+    for (uint32_t i = 0; i < f.g->nkernels; i++)
+        assert_int_not_equal(f.g->kernels[i].kind, IR_KK_MOVE);
+    free(b);
+    free_case(&f);
+    b = compile_case(&f, build_padconv, 0, &len);  /* PADs fused into the convs */
+    assert_int_equal(f.g->nkernels, 2);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(f.g->kernels[i].npro, 1);
     free(b);
     free_case(&f);
 }
@@ -740,11 +879,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),    cmocka_unit_test(test_bmm),
+        cmocka_unit_test(test_deep),
         cmocka_unit_test(test_conv),      cmocka_unit_test(test_dwconv),
+        cmocka_unit_test(test_padconv),
         cmocka_unit_test(test_pool),      cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax),   cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_slice),     cmocka_unit_test(test_pad),
-        cmocka_unit_test(test_concat),    cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_concat),    cmocka_unit_test(test_concat_in_place),
+        cmocka_unit_test(test_gather),
         cmocka_unit_test(test_elem),      cmocka_unit_test(test_argscan),
         cmocka_unit_test(test_outputs),   cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_plan),      cmocka_unit_test(test_disasm),

@@ -977,13 +977,11 @@ static void test_subgraph_captures(void **state)
     expect_error(save(mkmodel(g, 13), "if2.onnx"), NULL, "graph output 'nothing' is never produced");
 }
 
-/* A model-local function is inlined at each call: internal names are prefixed by the
- * call, attributes bind through ref_attr_name (default from attribute_proto, which
- * this onnx.proto may not know), outputs take the call's names. */
-static void test_functions(void **state)
+/* ScaleAdd(X, Y) -> (Z = X * alpha + Y, X): alpha through ref_attr_name, default 3.0
+ * given as FunctionProto field 11 (attribute_proto), which this onnx.proto may not
+ * know (then protobuf-c keeps it as an unknown field). */
+static Onnx__FunctionProto *scale_add_fn(void)
 {
-    (void)state;
-    static const int64_t d2[] = {2};
     Onnx__FunctionProto *fn = palloc(sizeof *fn);
     onnx__function_proto__init(fn);
     fn->name = pstr("ScaleAdd");
@@ -997,7 +995,6 @@ static void test_functions(void **state)
     APPEND(fn->node, fn->n_node, k);
     APPEND(fn->node, fn->n_node, mknode("Mul", "m", "X,A", "T"));
     APPEND(fn->node, fn->n_node, mknode("Add", "", "T,Y", "Z"));
-    /* default alpha = 3.0, as FunctionProto field 11 (attribute_proto) */
     Onnx__AttributeProto dflt;
     onnx__attribute_proto__init(&dflt);
     dflt.name = pstr("alpha");
@@ -1012,6 +1009,17 @@ static void test_functions(void **state)
     u->data[0] = (uint8_t)dl;
     onnx__attribute_proto__pack(&dflt, u->data + 1);
     fn->base.n_unknown_fields = 1, fn->base.unknown_fields = u;
+    return fn;
+}
+
+/* A model-local function is inlined at each call: internal names are prefixed by the
+ * call, attributes bind through ref_attr_name (or the default), outputs take the
+ * call's names, an output that is an input goes through Identity. */
+static void test_functions(void **state)
+{
+    (void)state;
+    static const int64_t d2[] = {2};
+    Onnx__FunctionProto *fn = scale_add_fn();
 
     Onnx__GraphProto *g = mkgraph("g");
     APPEND(g->input, g->n_input, vinfo("p", 1, 1, d2));
@@ -1058,6 +1066,54 @@ static void test_functions(void **state)
     fn->node[1]->domain = pstr("local");
     fn->node[1]->output = split("T,U", &fn->node[1]->n_output);
     expect_error(save(m, "fn3.onnx"), NULL, "function calls nested more than 64 deep");
+}
+
+/* A function that calls a function: attributes pass through two ref_attr_names and
+ * values through two frames; the final names are the caller's. */
+static void test_nested_functions(void **state)
+{
+    (void)state;
+    static const int64_t d2[] = {2};
+    Onnx__FunctionProto *twice = palloc(sizeof *twice);
+    onnx__function_proto__init(twice);
+    twice->name = pstr("Twice");
+    twice->domain = pstr("local");
+    twice->input = split("A,B", &twice->n_input);
+    twice->output = split("E", &twice->n_output);
+    twice->attribute = split("beta", &twice->n_attribute);
+    Onnx__NodeProto *i1 = mknode("ScaleAdd", "first", "A,B", "C");
+    i1->domain = pstr("local");
+    attr(i1, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->ref_attr_name = pstr("beta");
+    Onnx__NodeProto *i2 = mknode("ScaleAdd", "second", "C,B", "E");
+    i2->domain = pstr("local");
+    attr(i2, "alpha", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT)->ref_attr_name = pstr("gamma");
+    APPEND(twice->node, twice->n_node, i1);
+    APPEND(twice->node, twice->n_node, i2);
+    Onnx__GraphProto *g = mkgraph("g");
+    APPEND(g->input, g->n_input, vinfo("p", 1, 1, d2));
+    APPEND(g->input, g->n_input, vinfo("q", 1, 1, d2));
+    Onnx__NodeProto *c = mknode("Twice", "outer", "p,q", "w");
+    c->domain = pstr("local");
+    Onnx__AttributeProto *b = attr(c, "beta", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+    b->has_f = 1, b->f = 5.0f;
+    APPEND(g->node, g->n_node, c);
+    APPEND(g->output, g->n_output, vinfo("w", 1, 1, d2));
+    Onnx__ModelProto *m = mkmodel(g, 18);
+    APPEND(m->functions, m->n_functions, scale_add_fn());
+    APPEND(m->functions, m->n_functions, twice);
+    Loaded l = load(save(m, "nested.onnx"), NULL);
+    assert_non_null(l.g);
+    IrGraph *ir = l.g;
+    assert_int_equal(ir->nnodes, 4);
+    const IrNode *m1 = find_node(ir, "Mul", 0), *m2 = find_node(ir, "Mul", 1);
+    assert_string_equal(m1->origin.name, "outer/first/m");
+    assert_true(*(const float *)ir->vals[m1->in[1]].data == 5.0f);
+    assert_true(*(const float *)ir->vals[m2->in[1]].data == 3.0f); /* gamma unset: default */
+    assert_int_equal(m1->in[0], ir->inputs[0]);
+    assert_int_equal(m2->in[0], find_node(ir, "Add", 0)->out[0]);
+    assert_int_equal(ir->outputs[0], find_node(ir, "Add", 1)->out[0]);
+    assert_string_equal(ir->vals[ir->outputs[0]].name, "w");
+    unload(&l);
 }
 
 /* External data: read from a file next to the model; escapes are refused. */
@@ -1186,11 +1242,10 @@ static bool target_from(const char *text, SpyTarget *t, const char *want)
     ir_diag_init(&d, "model.onnx");
     bool ok = fe_load_target(p, t, &d);
     bool found = !want;
-    for (int i = 0; i < d.nmsgs; i++) {
+    for (int i = 0; i < d.nmsgs; i++)
         found |= want && strstr(d.msgs[i], want) && !strncmp(d.msgs[i], p, strlen(p));
-        if (!found)
-            fprintf(stderr, "  got: %s\n", d.msgs[i]);
-    }
+    for (int i = 0; i < d.nmsgs && !found; i++)
+        fprintf(stderr, "  got: %s\n", d.msgs[i]);
     assert_true(found);
     assert_string_equal(d.file, "model.onnx");
     ir_diag_free(&d);
@@ -1265,6 +1320,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_constants_and_attrs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_subgraph_captures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_functions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nested_functions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_external_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dispatch, setup, teardown),

@@ -291,7 +291,14 @@ static void test_pointwise(void **state) {
         float want = x[i] * 2.0f - 3.0f;
         assert_true(y[i] == (want < 0 ? 0.0f : want));
     }
-    assert_true(spy_model_device_us(m) > 0);
+    /* timing model by hand: per core 3 VECs of 160 bytes = 3 x ceil(160/128)/2 cycles,
+     * 320 DRAM bytes; loads and stores are both > 10% -> mixed bandwidth, 8 active */
+    double comp = 3.0 / 1.5e9, dram = 320.0 * 8 / 105e9;
+    double want = (comp + dram - 0.46 * comp + 1500 / 1.5e9) * 1e6;
+    assert_true(fabs(spy_model_device_us(m) - want) < 1e-9);
+    spy_kernel_profile kp;
+    assert_int_equal(spy_model_kernel_profile(m, 0, &kp), SPY_OK);
+    assert_true(fabs(kp.roofline_us - 1000.0 / 204800e6 * 1e6) < 1e-12); /* dram-bound */
     spy_model_free(m);
     free(b);
 }
