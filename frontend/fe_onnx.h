@@ -62,6 +62,7 @@ typedef struct {
     const char *prefix;             /* "<call node>/" for internal value names */
     const char **outname;           /* per formal output: caller's name, or NULL */
     ValId *bound;                   /* per formal output: value named after it */
+    FeMap outidx;                   /* formal output name -> index (many outputs only) */
 } FeCall;
 
 typedef struct FeScope {
@@ -69,6 +70,7 @@ typedef struct FeScope {
     IrGraph *g;
     FeMap vals;                     /* ONNX name -> ValId visible in this scope */
     FeMap *reserved;                /* ONNX names of g's own body: fresh names avoid them */
+    uint32_t *fresh;                /* counter for fresh names in g (shared by its frames) */
     FeMap *later;                   /* names this frame's nodes produce (messages) */
     FeMap vinfo;                    /* value_info/output name -> index in vi */
     Onnx__ValueInfoProto **vi;
@@ -101,6 +103,8 @@ void fe_graph_body(FeScope *s, const Onnx__GraphProto *gp, bool strict);
 IrGraph *fe_subgraph(FeScope *outer, const Onnx__GraphProto *gp, const IrOrigin *o);
 /* Value named name in s (capturing from enclosing graphs); false if none (not reported). */
 bool fe_lookup(FeScope *s, const char *name, ValId *v);
+/* Sort the values captured by the current node's subgraphs (s->sink), dropping repeats. */
+void fe_sink_unique(FeScope *s);
 /* Look up a node input; reports "input 'x' ..." errors and returns false. */
 bool fe_node_input(FeScope *s, const char *name, const IrOrigin *o, ValId *v);
 /* Report a duplicate definition of name in s; true if name is new. */

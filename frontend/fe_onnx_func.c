@@ -14,7 +14,8 @@
 #include "fe_onnx.h"
 
 #define FN_ATTRIBUTE_PROTO 11           /* FunctionProto.attribute_proto field number */
-#define FE_MAX_INLINED_NODES (1u << 19)  /* functions calling functions grow exponentially */
+#define FE_MAX_INLINED_NODES (1u << 19)  /* nodes + values created by inlining: functions
+                                           * calling functions grow exponentially */
 
 /* protobuf-c keeps an unknown length-delimited field with its length varint in front:
  * the size of that prefix when it matches the rest of the data, else 0. */
@@ -139,7 +140,7 @@ static bool check_call(FeScope *s, const Onnx__NodeProto *n, const Onnx__Functio
                  cx->max_nesting);
         return false;
     }
-    cx->inlined += fn->n_node + 1;
+    cx->inlined += fn->n_node + fn->n_input + fn->n_output + 1;
     if (cx->inlined > FE_MAX_INLINED_NODES) {
         if (cx->inlined - fn->n_node - 1 <= FE_MAX_INLINED_NODES) /* report it once */
             ir_error(s->g, o, "inlining functions would create more than %u nodes and calls",
@@ -162,6 +163,7 @@ static void open_frame(FeScope *s, FeScope *f, FeCall *c, const ValId *actual, s
     const Onnx__FunctionProto *fn = c->fn;
     fe_scope_init(f, s->cx, s->g, NULL, s->depth);
     f->reserved = s->reserved;
+    f->fresh = s->fresh;
     f->later = ir_alloc(s->g, sizeof *f->later);
     fe_map_init(f->later, s->g);
     for (size_t i = 0; i < fn->n_node; i++)
@@ -202,9 +204,12 @@ void fe_inline_call(FeScope *s, const Onnx__NodeProto *n, int fi, const IrOrigin
     c.prefix = ir_strdup(g, buf);
     c.outname = ir_alloc(g, (fn->n_output + 1) * sizeof *c.outname);
     c.bound = ir_alloc(g, (fn->n_output + 1) * sizeof *c.bound);
-    for (size_t j = 0; j < fn->n_output; j++) {
+    fe_map_init(&c.outidx, g);
+    for (size_t j = fn->n_output; j-- > 0;) {
         c.outname[j] = j < n->n_output && n->output[j][0] ? n->output[j] : NULL;
         c.bound[j] = IR_NONE;
+        if (fn->n_output > 8)
+            fe_map_put(&c.outidx, fn->output[j], (uint32_t)j);
     }
     FeScope f;
     open_frame(s, &f, &c, actual, n->n_input, d->opset);

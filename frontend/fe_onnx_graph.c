@@ -1,6 +1,7 @@
 /* fe_onnx_graph.c: one ONNX graph body -> IR (initializers, inputs, nodes, outputs),
  * value-name scopes, captures of outer values by subgraphs, and naming. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fe_onnx.h"
@@ -18,6 +19,7 @@ void fe_scope_init(FeScope *s, FeOnnx *cx, IrGraph *g, FeScope *parent, int dept
     s->reserved = ir_alloc(g, sizeof *s->reserved);
     fe_map_init(s->reserved, g);
     s->later = s->reserved;
+    s->fresh = ir_alloc(g, sizeof *s->fresh);
     s->opset = cx->default_opset;
     if (parent) {
         s->call = parent->call;
@@ -25,25 +27,24 @@ void fe_scope_init(FeScope *s, FeOnnx *cx, IrGraph *g, FeScope *parent, int dept
     }
 }
 
-/* A unique IR name from base, avoiding names used in g and ONNX names of its body. */
+/* A unique IR name from base, avoiding names used in g and ONNX names of its body:
+ * base itself if free, else base_N with N from the graph's counter. */
 const char *fe_fresh(FeScope *s, const char *base)
 {
     char buf[512];
-    snprintf(buf, sizeof buf, "%.400s", base && base[0] ? base : "t");
-    for (uint32_t k = 1;; k++) {
-        if (!fe_map_get(s->reserved, buf, NULL) && ir_find_value(s->g, buf) == IR_NONE)
-            return ir_strdup(s->g, buf);
-        snprintf(buf, sizeof buf, "%.400s_%u", base && base[0] ? base : "t", k);
-    }
+    if (!base || !base[0])
+        base = "t";
+    snprintf(buf, sizeof buf, "%.400s", base);
+    while (fe_map_get(s->reserved, buf, NULL) || ir_find_value(s->g, buf) != IR_NONE)
+        snprintf(buf, sizeof buf, "%.400s_%u", base, (*s->fresh)++);
+    return ir_strdup(s->g, buf);
 }
 
 /* Remember a value captured from the enclosing scope by a subgraph of the node
- * being converted (each value once). */
+ * being converted. A subgraph captures a value once; sibling subgraphs (then/else)
+ * may repeat it: fe_sink_unique removes those repeats. */
 static void sink_add(FeScope *s, ValId v)
 {
-    for (uint32_t i = 0; i < s->nsink; i++)
-        if (s->sink[i] == v)
-            return;
     if (s->nsink == s->capsink) {
         uint32_t cap = s->capsink ? 2 * s->capsink : 8;
         ValId *n = ir_alloc(s->g, cap * sizeof *n);
@@ -53,6 +54,26 @@ static void sink_add(FeScope *s, ValId v)
         s->capsink = cap;
     }
     s->sink[s->nsink++] = v;
+}
+
+/* Order for qsort of value ids. */
+static int cmp_val(const void *a, const void *b)
+{
+    ValId x = *(const ValId *)a, y = *(const ValId *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sort the captured values of the current node by id and drop repeats. */
+void fe_sink_unique(FeScope *s)
+{
+    if (s->nsink < 2)
+        return;
+    qsort(s->sink, s->nsink, sizeof *s->sink, cmp_val);
+    uint32_t n = 1;
+    for (uint32_t i = 1; i < s->nsink; i++)
+        if (s->sink[i] != s->sink[n - 1])
+            s->sink[n++] = s->sink[i];
+    s->nsink = n;
 }
 
 /* Value named name, searching enclosing graphs; an outer value becomes a new input
@@ -178,12 +199,16 @@ static void name_value(FeScope *s, ValId v, const char *want)
     ir_set_name(g, v, want);
 }
 
-/* Index of name among the formal outputs of the function being inlined, or -1. */
+/* Index of name among the formal outputs of the function being inlined, or -1 (the
+ * first one if listed twice). */
 static int formal_output(const FeCall *c, const char *name)
 {
-    for (size_t j = 0; j < c->fn->n_output; j++)
-        if (!strcmp(c->fn->output[j], name))
-            return (int)j;
+    uint32_t j;
+    if (c->outidx.n)
+        return fe_map_get(&c->outidx, name, &j) ? (int)j : -1;
+    for (size_t i = 0; i < c->fn->n_output; i++)
+        if (!strcmp(c->fn->output[i], name))
+            return (int)i;
     return -1;
 }
 

@@ -42,6 +42,7 @@ static void foreign_node(FeScope *s, const Onnx__NodeProto *n, const IrOrigin *o
     IrAttr *attrs = NULL;
     int na = 0;
     ok &= fe_attrs(s, n, o, &attrs, &na);
+    fe_sink_unique(s);
     size_t total = n->n_input + s->nsink;
     if (ok && total > UINT16_MAX) {
         ir_error(g, o, "too many inputs (%zu)", total);

@@ -237,9 +237,27 @@ int64_t dec_load_int(IrDType t, const void *p, int64_t i)
     }
 }
 
-/* Store v as element i of buffer p of dtype t (ints truncate toward zero). */
+/* v clamped to [lo, hi] (NaN -> 0), so that converting it to an integer is defined. */
+static double clampd(double v, double lo, double hi)
+{
+    return v != v ? 0 : v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Store v as element i of buffer p of dtype t (ints truncate toward zero and
+ * saturate at the dtype's range). */
 void dec_store(IrDType t, void *p, int64_t i, double v)
 {
+    switch (t) {
+    case IR_DT_I8: v = clampd(v, -128, 127); break;
+    case IR_DT_U8: v = clampd(v, 0, 255); break;
+    case IR_DT_I16: v = clampd(v, -32768, 32767); break;
+    case IR_DT_U16: v = clampd(v, 0, 65535); break;
+    case IR_DT_I32: v = clampd(v, -2147483648.0, 2147483647.0); break;
+    case IR_DT_U32: v = clampd(v, 0, 4294967295.0); break;
+    case IR_DT_I64: v = clampd(v, -9.2e18, 9.2e18); break;
+    case IR_DT_U64: v = clampd(v, 0, 1.8e19); break;
+    default: break;
+    }
     switch (t) {
     case IR_DT_F32: ((float *)p)[i] = (float)v; break;
     case IR_DT_F64: ((double *)p)[i] = v; break;
@@ -275,18 +293,8 @@ ValId dec_const(IrGraph *g, IrDType t, const int64_t *dims, int rank, const doub
     IR_ASSERT(n >= 0);
     size_t es = ir_dtype_size(t);
     void *buf = ir_alloc(g, (size_t)n * es + 1);
-    for (int64_t i = 0; i < n; i++) {
-        double x = v[i];
-        if (ir_dtype_is_int(t)) {
-            if (x > 9.2e18)
-                x = 9.2e18;
-            if (x < -9.2e18)
-                x = -9.2e18;
-            if (isnan(x))
-                x = 0;
-        }
-        dec_store(t, buf, i, x);
-    }
+    for (int64_t i = 0; i < n; i++)
+        dec_store(t, buf, i, v[i]);
     return ir_add_const(g, ir_fresh_name(g, "c"), &ty, buf);
 }
 

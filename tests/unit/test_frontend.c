@@ -405,6 +405,7 @@ static void test_zoo_models(void **state)
         for (int i = 0; i < zoo[m].nin; i++)
             check_sig(g, g->inputs[i], &zoo[m].in[i]);
         check_sig(g, g->outputs[0], &zoo[m].out);
+        assert_true(ir_verify(g, "import"));
         for (uint32_t i = 0; i < g->nnodes; i++) {
             assert_int_equal(g->nodes[i].op, IR_OP_FOREIGN);
             assert_string_equal(g->nodes[i].foreign.domain, "");
@@ -905,6 +906,7 @@ static void test_constants_and_attrs(void **state)
     Loaded l = load(save(mkmodel(g, 17), "attrs.onnx"), NULL);
     assert_non_null(l.g);
     IrGraph *ir = l.g;
+    assert_true(ir_verify(ir, "import"));
     assert_int_equal(ir->nnodes, 1);
     const IrNode *fn = &ir->nodes[0];
     assert_string_equal(fn->foreign.op_type, "Foo");
@@ -963,6 +965,7 @@ static void test_subgraph_captures(void **state)
     assert_string_equal(l.g->vals[n->in[1]].name, "a");
     assert_string_equal(l.g->vals[n->in[2]].name, "b");
     IrGraph *t = ir_attr_find(n, "then_branch")->graph, *e = ir_attr_find(n, "else_branch")->graph;
+    assert_true(ir_verify(l.g, "import") && ir_verify(t, "import") && ir_verify(e, "import"));
     assert_int_equal(t->ninputs, 2);
     assert_string_equal(t->vals[t->inputs[0]].name, "a");
     assert_string_equal(t->vals[t->inputs[1]].name, "b");
@@ -1042,6 +1045,7 @@ static void test_functions(void **state)
         fprintf(stderr, "%s\n", l.d.msgs[i]);
     assert_non_null(l.g);
     IrGraph *ir = l.g;
+    assert_true(ir_verify(ir, "import"));
     /* call1: Mul, Add, Identity(pass); call2: Mul, Add */
     assert_int_equal(ir->nnodes, 5);
     const IrNode *mul1 = find_node(ir, "Mul", 0), *mul2 = find_node(ir, "Mul", 1);
@@ -1104,6 +1108,7 @@ static void test_nested_functions(void **state)
     Loaded l = load(save(m, "nested.onnx"), NULL);
     assert_non_null(l.g);
     IrGraph *ir = l.g;
+    assert_true(ir_verify(ir, "import"));
     assert_int_equal(ir->nnodes, 4);
     const IrNode *m1 = find_node(ir, "Mul", 0), *m2 = find_node(ir, "Mul", 1);
     assert_string_equal(m1->origin.name, "outer/first/m");
