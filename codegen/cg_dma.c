@@ -103,7 +103,7 @@ void cg_dma(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, uint32_t lx, unsig
 {
     CgDims c;
     IR_ASSERT(esize == 1 || esize == 2 || esize == 4 || esize == 8);
-    IR_ASSERT(op != ISA_STORE || (seg != ISA_SEG_CONST && seg >= ISA_SEG_ARENA));
+    IR_ASSERT(op != ISA_STORE || seg == ISA_SEG_ARENA || seg >= ISA_SEG_IO0 + e->g->ninputs);
     if (!coalesce(d, &c))
         return;
     emit_from(e, op, seg, off, lx, esize, &c, 0);

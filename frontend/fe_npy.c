@@ -52,6 +52,7 @@ static bool hdr_fail(Hdr *h, const char *what)
     return false;
 }
 
+/* Skip spaces at the cursor. */
 static void skip_ws(Hdr *h)
 {
     while (h->p < h->end && isspace((unsigned char)*h->p))

@@ -26,6 +26,7 @@
 typedef struct {
     bool done;                      /* looked up already */
     int64_t opset;                  /* its own ai.onnx import, 0 if none */
+    uint64_t cost;                  /* size of one inlined copy (nodes, edges, attributes) */
     bool owned;                     /* unpacked by us from unknown fields: free them */
     Onnx__AttributeProto **a;
     uint32_t n;
@@ -45,7 +46,7 @@ typedef struct {
     IrGraph **pending;              /* subgraphs not yet owned by a node (freed on error) */
     uint32_t npending, cappending;
     int call_depth;                 /* nested function inlining */
-    uint64_t inlined;               /* nodes created by inlining so far */
+    uint64_t inlined;               /* size of what inlining created so far */
     FeTensor tmp;                   /* tensor being decoded (freed if an allocation fails) */
     FeMap fnmap;                    /* "domain\x01name" -> index in model->functions */
     FeFnDefaults *fdefaults;        /* per function (malloc'd) */

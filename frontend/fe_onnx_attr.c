@@ -35,7 +35,7 @@ static unsigned fields_of(const Attr *a)
            (a->n_type_protos ? K_TPS : 0);
 }
 
-/* Index in kind_codes of an AttributeProto type code or of a single field bit. */
+/* Index in kind_codes of an AttributeProto type code, or -1. */
 static int kind_of_code(int code)
 {
     for (int k = 0; k < NKINDS; k++)
@@ -44,6 +44,7 @@ static int kind_of_code(int code)
     return -1;
 }
 
+/* Index in kind_bits of a single field bit, or -1. */
 static int kind_of_bit(unsigned bit)
 {
     for (int k = 0; k < NKINDS; k++)

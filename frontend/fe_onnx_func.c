@@ -14,8 +14,9 @@
 #include "fe_onnx.h"
 
 #define FN_ATTRIBUTE_PROTO 11           /* FunctionProto.attribute_proto field number */
-#define FE_MAX_INLINED_NODES (1u << 19)  /* nodes + values created by inlining: functions
-                                           * calling functions grow exponentially */
+#define FE_MAX_INLINED_NODES (1u << 20)  /* nodes + edges + attributes that inlining may
+                                           * create: functions calling functions grow
+                                           * exponentially */
 
 /* protobuf-c keeps an unknown length-delimited field with its length varint in front:
  * the size of that prefix when it matches the rest of the data, else 0. */
@@ -76,6 +77,9 @@ static const FeFnDefaults *fn_defaults(FeOnnx *cx, int i)
     d->done = true;
     const Onnx__FunctionProto *fn = cx->model->functions[i];
     d->opset = fe_onnx_find_opset(fn->opset_import, fn->n_opset_import, "");
+    d->cost = 1 + fn->n_input + fn->n_output;
+    for (size_t k = 0; k < fn->n_node; k++)
+        d->cost += 1 + fn->node[k]->n_input + fn->node[k]->n_output + fn->node[k]->n_attribute;
     const ProtobufCFieldDescriptor *f =
         protobuf_c_message_descriptor_get_field(&onnx__function_proto__descriptor,
                                                 FN_ATTRIBUTE_PROTO);
@@ -132,7 +136,7 @@ static void bind_outputs(FeScope *s, FeScope *f, const Onnx__NodeProto *n, const
 
 /* Check a call against the function's signature; false with an error reported. */
 static bool check_call(FeScope *s, const Onnx__NodeProto *n, const Onnx__FunctionProto *fn,
-                       const IrOrigin *o)
+                       uint64_t cost, const IrOrigin *o)
 {
     FeOnnx *cx = s->cx;
     if (cx->call_depth >= cx->max_nesting) {
@@ -140,12 +144,12 @@ static bool check_call(FeScope *s, const Onnx__NodeProto *n, const Onnx__Functio
                  cx->max_nesting);
         return false;
     }
-    cx->inlined += fn->n_node + fn->n_input + fn->n_output + 1;
+    bool was_within = cx->inlined <= FE_MAX_INLINED_NODES;
+    cx->inlined += cost;
     if (cx->inlined > FE_MAX_INLINED_NODES) {
-        if (cx->inlined - fn->n_node - 1 <= FE_MAX_INLINED_NODES) /* report it once */
-            ir_error(s->g, o, "inlining functions would create more than %u nodes and calls",
-                     FE_MAX_INLINED_NODES);
-        cx->inlined = FE_MAX_INLINED_NODES + 1;
+        if (was_within)                    /* report it once */
+            ir_error(s->g, o, "inlining functions would create a graph larger than %u "
+                     "nodes, values and attributes", FE_MAX_INLINED_NODES);
         return false;
     }
     if (n->n_input > fn->n_input || n->n_output > fn->n_output) {
@@ -184,7 +188,8 @@ void fe_inline_call(FeScope *s, const Onnx__NodeProto *n, int fi, const IrOrigin
     IrGraph *g = s->g;
     const Onnx__FunctionProto *fn = cx->model->functions[fi];
     FeCall c = {.fn = fn};
-    bool ok = check_call(s, n, fn, o);
+    const FeFnDefaults *d = fn_defaults(cx, fi);
+    bool ok = check_call(s, n, fn, d->cost, o);
     ValId *actual = ir_alloc(g, (n->n_input + 1) * sizeof *actual);
     for (size_t i = 0; ok && i < n->n_input; i++)
         ok &= fe_node_input(s, n->input[i], o, &actual[i]);
@@ -196,7 +201,6 @@ void fe_inline_call(FeScope *s, const Onnx__NodeProto *n, int fi, const IrOrigin
         return;
     }
     c.nattrs = (uint32_t)k;
-    const FeFnDefaults *d = fn_defaults(cx, fi);
     c.defaults = d->a;
     c.ndefaults = d->n;
     char buf[600];

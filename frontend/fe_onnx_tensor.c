@@ -181,35 +181,45 @@ static bool pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
     return true;
 }
 
-/* Load the external bytes of tp (nbytes expected) into buf. */
-static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, uint8_t *buf,
-                          size_t nbytes, char *err, size_t errlen)
+/* The location, offset and length entries of tp's external_data. */
+static bool external_keys(const Onnx__TensorProto *tp, const char **loc, uint64_t *off,
+                          uint64_t *len, bool *has_len, char *err, size_t errlen)
 {
-    const char *loc = NULL;
-    uint64_t off = 0, len = 0;
-    bool has_len = false;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *e = tp->external_data[i];
         const char *k = e->key ? e->key : "";
         bool ok = true;
         if (!strcmp(k, "location"))
-            loc = e->value;
+            *loc = e->value;
         else if (!strcmp(k, "offset"))
-            ok = parse_u64(e->value, &off);
+            ok = parse_u64(e->value, off);
         else if (!strcmp(k, "length"))
-            ok = has_len = parse_u64(e->value, &len);
+            ok = *has_len = parse_u64(e->value, len);
         if (!ok) {
             fe_fmt(err, errlen, "external data %s '%s' is not a non-negative integer", k,
                    e->value ? e->value : "");
             return false;
         }
     }
-    if (!base_dir) {
-        fe_fmt(err, errlen, "external data is not allowed here (no model folder)");
+    if (!*loc || !**loc) {
+        fe_fmt(err, errlen, "external data without a 'location'");
         return false;
     }
-    if (!loc || !*loc) {
-        fe_fmt(err, errlen, "external data without a 'location'");
+    return true;
+}
+
+/* Load the external bytes of tp (nbytes expected) into *out, malloc'd only once the
+ * file is known to hold them. */
+static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, size_t nbytes,
+                          void **out, char *err, size_t errlen)
+{
+    const char *loc = NULL;
+    uint64_t off = 0, len = 0;
+    bool has_len = false;
+    if (!external_keys(tp, &loc, &off, &len, &has_len, err, errlen))
+        return false;
+    if (!base_dir) {
+        fe_fmt(err, errlen, "external data is not allowed here (no model folder)");
         return false;
     }
     char *path = resolve_location(base_dir, loc, err, errlen);
@@ -238,7 +248,9 @@ static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, uin
     else if (len != nbytes)
         fe_fmt(err, errlen, "external data has %llu bytes, expected %zu from shape and dtype",
                (unsigned long long)len, nbytes);
-    else if (!(ok = pread_all(fd, buf, nbytes, off)))
+    else if (!(*out = malloc(nbytes ? nbytes : 1)))
+        fe_fmt(err, errlen, "out of memory");
+    else if (!(ok = pread_all(fd, *out, nbytes, off)))
         fe_fmt(err, errlen, "read error in external data file '%s'", loc);
     close(fd);
     return ok;
@@ -376,15 +388,17 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeT
     int f = pick_field(tp, dt, numel, t->nbytes, msg, sizeof msg);
     if (f == -2)
         goto fail;
+    if (f == F_EXT) {                      /* sizes are checked before allocating */
+        if (!read_external(tp, base_dir, t->nbytes, &t->data, msg, sizeof msg))
+            goto fail;
+        return true;
+    }
     t->data = malloc(t->nbytes ? t->nbytes : 1);
     if (!t->data)
         goto oom;
     if (f == F_RAW && t->nbytes)
         memcpy(t->data, tp->raw_data.data, t->nbytes);
-    else if (f == F_EXT) {
-        if (!read_external(tp, base_dir, t->data, t->nbytes, msg, sizeof msg))
-            goto fail;
-    } else if (f >= 0 && numel)
+    else if (f >= 0 && numel)
         copy_typed(tp, f, dt, t->data, numel);
     return true;
 oom:

@@ -121,6 +121,7 @@ static bool pb_charge(PbScan *s, size_t at, size_t n)
     return true;
 }
 
+/* (defined below: message scanning and length-delimited fields recurse) */
 static bool pb_message(PbScan *s, const ProtobufCMessageDescriptor *d, size_t off,
                        size_t end, int rdepth, int adepth);
 
@@ -155,6 +156,95 @@ static bool pb_len_field(PbScan *s, const ProtobufCFieldDescriptor *f, size_t ta
     return pb_charge(s, tag_off, count * 8);
 }
 
+/* One field as found on the wire. */
+typedef struct {
+    size_t tag_off;                 /* where its tag starts */
+    uint64_t number;
+    int wt;                         /* wire type */
+    const ProtobufCFieldDescriptor *f; /* NULL for a field the schema does not know */
+    size_t payload, pend;           /* its bytes: [payload, pend) */
+} PbField;
+
+/* Read the tag at *off and check it against message type d. */
+static bool pb_tag(PbScan *s, const ProtobufCMessageDescriptor *d, size_t *off, size_t end,
+                   PbField *fl)
+{
+    uint64_t tag;
+    fl->tag_off = *off;
+    if (!pb_varint(s, off, end, &tag))
+        return false;
+    fl->number = tag >> 3;
+    fl->wt = (int)(tag & 7);
+    if (fl->number == 0 || fl->number > 0x1fffffff) {
+        fe_fmt(s->err, s->errlen, "offset %zu: invalid field number %llu", fl->tag_off,
+               (unsigned long long)fl->number);
+        return false;
+    }
+    fl->f = protobuf_c_message_descriptor_get_field(d, (unsigned)fl->number);
+    if (fl->wt == WT_SGROUP || fl->wt == WT_EGROUP || fl->wt > WT_I32) {
+        fe_fmt(s->err, s->errlen, "offset %zu: %s wire type %d in field %llu of %s",
+               fl->tag_off, fl->wt > WT_I32 ? "unknown" : "unsupported (group)", fl->wt,
+               (unsigned long long)fl->number, d->short_name);
+        return false;
+    }
+    if (fl->f && fl->wt != wire_of(fl->f->type) &&
+        !(fl->wt == WT_LEN && fl->f->label == PROTOBUF_C_LABEL_REPEATED)) {
+        fe_fmt(s->err, s->errlen, "offset %zu: field '%s' of %s has wire type %d, expected %d",
+               fl->tag_off, fl->f->name, d->short_name, fl->wt, wire_of(fl->f->type));
+        return false;
+    }
+    return true;
+}
+
+/* Find the payload of the field whose tag was just read; *off moves past it. */
+static bool pb_payload(PbScan *s, size_t *off, size_t end, PbField *fl)
+{
+    uint64_t v;
+    fl->payload = *off;
+    if (fl->wt == WT_VARINT) {
+        if (!pb_varint(s, off, end, &v))
+            return false;
+    } else if (fl->wt == WT_I64 || fl->wt == WT_I32) {
+        size_t sz = fl->wt == WT_I64 ? 8 : 4;
+        if (end - *off < sz) {
+            fe_fmt(s->err, s->errlen, "offset %zu: truncated %zu-byte field", *off, sz);
+            return false;
+        }
+        *off += sz;
+    } else {
+        if (!pb_varint(s, off, end, &v))
+            return false;
+        if (v > end - *off) {
+            fe_fmt(s->err, s->errlen, "offset %zu: length %llu runs past the end of its "
+                   "message (%zu bytes left)", fl->payload, (unsigned long long)v, end - *off);
+            return false;
+        }
+        fl->payload = *off;
+        *off += (size_t)v;
+    }
+    fl->pend = *off;
+    return true;
+}
+
+/* protobuf-c merges repeats of a singular message field, copying its arrays each time
+ * (quadratic); no ONNX writer repeats one, so a repeat is refused. seen: field
+ * numbers below 64 met so far in this message. */
+static bool pb_once(PbScan *s, const ProtobufCMessageDescriptor *d, const PbField *fl,
+                    uint64_t *seen)
+{
+    const ProtobufCFieldDescriptor *f = fl->f;
+    if (!f || f->type != PROTOBUF_C_TYPE_MESSAGE || f->label == PROTOBUF_C_LABEL_REPEATED ||
+        fl->number >= 64)
+        return true;
+    if (*seen & (1ull << fl->number)) {
+        fe_fmt(s->err, s->errlen, "offset %zu: field '%s' of %s appears more than once",
+               fl->tag_off, f->name, d->short_name);
+        return false;
+    }
+    *seen |= 1ull << fl->number;
+    return true;
+}
+
 /* Scan the fields of one message of type d stored in [off, end). */
 static bool pb_message(PbScan *s, const ProtobufCMessageDescriptor *d, size_t off,
                        size_t end, int rdepth, int adepth)
@@ -166,77 +256,21 @@ static bool pb_message(PbScan *s, const ProtobufCMessageDescriptor *d, size_t of
     }
     if (!pb_charge(s, off, d->sizeof_message))
         return false;
-    uint64_t singular_seen = 0;         /* non-repeated message fields met (numbers < 64) */
+    uint64_t seen = 0;
     while (off < end) {
-        size_t tag_off = off;
-        uint64_t tag, v;
-        if (!pb_varint(s, &off, end, &tag))
+        PbField fl;
+        if (!pb_tag(s, d, &off, end, &fl) || !pb_once(s, d, &fl, &seen) ||
+            !pb_payload(s, &off, end, &fl))
             return false;
-        uint64_t field = tag >> 3;
-        int wt = (int)(tag & 7);
-        if (field == 0 || field > 0x1fffffff) {
-            fe_fmt(s->err, s->errlen, "offset %zu: invalid field number %llu", tag_off,
-                   (unsigned long long)field);
+        bool ok;
+        if (!fl.f)                         /* unknown field: protobuf-c keeps a copy */
+            ok = pb_charge(s, fl.tag_off, 32 + (fl.pend - fl.payload));
+        else if (fl.wt == WT_LEN)
+            ok = pb_len_field(s, fl.f, fl.tag_off, fl.payload, fl.pend, rdepth, adepth);
+        else
+            ok = pb_charge(s, fl.tag_off, fl.f->label == PROTOBUF_C_LABEL_REPEATED ? 8 : 0);
+        if (!ok)
             return false;
-        }
-        const ProtobufCFieldDescriptor *f =
-            protobuf_c_message_descriptor_get_field(d, (unsigned)field);
-        if (wt == WT_SGROUP || wt == WT_EGROUP || wt > WT_I32) {
-            fe_fmt(s->err, s->errlen, "offset %zu: %s wire type %d in field %llu of %s",
-                   tag_off, wt > WT_I32 ? "unknown" : "unsupported (group)", wt,
-                   (unsigned long long)field, d->short_name);
-            return false;
-        }
-        if (f && wt != wire_of(f->type) &&
-            !(wt == WT_LEN && f->label == PROTOBUF_C_LABEL_REPEATED)) {
-            fe_fmt(s->err, s->errlen, "offset %zu: field '%s' of %s has wire type %d, "
-                   "expected %d", tag_off, f->name, d->short_name, wt, wire_of(f->type));
-            return false;
-        }
-        if (f && f->type == PROTOBUF_C_TYPE_MESSAGE && f->label != PROTOBUF_C_LABEL_REPEATED &&
-            field < 64) {
-            /* protobuf-c merges repeats of a message field, copying its arrays each
-             * time (quadratic); no ONNX writer repeats one, so refuse it */
-            if (singular_seen & (1ull << field)) {
-                fe_fmt(s->err, s->errlen, "offset %zu: field '%s' of %s appears more than "
-                       "once", tag_off, f->name, d->short_name);
-                return false;
-            }
-            singular_seen |= 1ull << field;
-        }
-        size_t payload = off, pend;
-        if (wt == WT_VARINT) {
-            if (!pb_varint(s, &off, end, &v))
-                return false;
-            pend = off;
-        } else if (wt == WT_I64 || wt == WT_I32) {
-            size_t sz = wt == WT_I64 ? 8 : 4;
-            if (end - off < sz) {
-                fe_fmt(s->err, s->errlen, "offset %zu: truncated %zu-byte field", off, sz);
-                return false;
-            }
-            pend = off += sz;
-        } else {
-            if (!pb_varint(s, &off, end, &v))
-                return false;
-            if (v > end - off) {
-                fe_fmt(s->err, s->errlen, "offset %zu: length %llu runs past the end of its "
-                       "message (%zu bytes left)", payload, (unsigned long long)v, end - off);
-                return false;
-            }
-            payload = off;
-            pend = off += (size_t)v;
-        }
-        if (!f) {
-            /* unknown field: protobuf-c keeps a copy */
-            if (!pb_charge(s, tag_off, 32 + (pend - payload)))
-                return false;
-        } else if (wt == WT_LEN) {
-            if (!pb_len_field(s, f, tag_off, payload, pend, rdepth, adepth))
-                return false;
-        } else if (!pb_charge(s, tag_off, f->label == PROTOBUF_C_LABEL_REPEATED ? 8 : 0)) {
-            return false;
-        }
     }
     return true;
 }

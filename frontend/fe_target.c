@@ -46,6 +46,7 @@ static const TargetField fields[] = {
 #undef F
 #define NFIELDS (int)(sizeof fields / sizeof fields[0])
 
+/* Address of integer field i inside t. */
 static uint32_t *field_ptr(SpyTarget *t, int i)
 {
     return (uint32_t *)((char *)t + fields[i].off);
@@ -69,9 +70,8 @@ typedef struct {
 } TgtParse;
 
 /* Report "file: line N: message" (the diag's file is the YAML file meanwhile). */
-static void tgt_err(TgtParse *p, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void tgt_err(TgtParse *p, int line, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void tgt_err(TgtParse *p, int line,
+                                                          const char *fmt, ...)
 {
     char msg[512];
     va_list ap;

@@ -1,14 +1,19 @@
 /* divide.c: split every kernel's iteration space over the cores.
  *
  * Each kernel gets a work grid (kernel.h: the grid dims by kind) whose chunks are the
- * work items; core c runs a contiguous range of items. The grid is chosen for
- * parallelism only: at least `cores` items when the tensor has enough work (a work
- * item is never smaller than MIN_ITEM_ELEMS elements), balanced so that the busiest
- * core's share is smallest. pass_tile then shrinks chunks until the tiles fit LX.
+ * work items; core c runs a contiguous range of items. pass_tile then shrinks chunks
+ * until the tiles fit LX.
  *   ELEM, MOVE, COPY, REDUCE: boxes of the grid (fixed outer indices, a range along
- *                             one dim, whole inner dims)
- *   MATMUL                    batch x M tiles x N tiles
- *   CONV                      batch x group x output-channel tiles x output-row chunks
+ *       one dim, whole inner dims); at least `cores` items when the tensor has enough
+ *       work (an item is never smaller than MIN_ITEM_ELEMS elements), the chunk length
+ *       chosen so that the busiest core's share is smallest. Their DRAM traffic does
+ *       not depend on the split, so more cores only help.
+ *   MATMUL: batch x M tiles x N tiles; CONV: batch x group x output-channel tiles x
+ *       output-row chunks. Here every core loads its own A and B panels (weights,
+ *       im2col rows), so the split changes the DRAM traffic: the tile sizes are the
+ *       ones with the least modelled time (target.md timing model: per-core compute
+ *       plus shared-bandwidth DRAM time, with overlap), which uses every core when
+ *       compute dominates and fewer when replicated panels would cost more.
  */
 #include <string.h>
 

@@ -406,6 +406,25 @@ static void move_accesses(Tctx *c)
     }
 }
 
+/* GATHER reads its table with single instructions: the rows of one outer index must
+ * lie inside one core's DRAM window. */
+static bool gather_window_ok(Tctx *c, const IrNode *n, uint64_t es)
+{
+    const IrType *dt = ir_vtype(c->g, n->in[0]);
+    const IrView *dv = &((IrSched *)c->g->sched)->view[n->in[0]];
+    int ax = (int)ir_attr_get_int(n, "axis", 0);
+    uint64_t inner = 1, rows = (uint64_t)dt->dims[ax];
+    for (int i = ax + 1; i < dt->rank; i++)
+        inner *= (uint64_t)dt->dims[i];
+    int64_t st = dv->stride[ax] < 0 ? -dv->stride[ax] : dv->stride[ax];
+    uint64_t span = ((rows ? rows - 1 : 0) * (uint64_t)st + inner) * es;
+    if (span <= ((uint64_t)c->t->core_window_mib << 20))
+        return true;
+    ir_error(c->g, &n->origin, "gather table of %llu bytes exceeds the %u MiB of device memory "
+             "one core can address", (unsigned long long)span, c->t->core_window_mib);
+    return false;
+}
+
 /* MOVE/COPY: one LX tile of the output box (GATHER: plus its indices). */
 static bool fit_move(Tctx *c)
 {
@@ -415,6 +434,8 @@ static bool fit_move(Tctx *c)
     uint64_t es = (uint64_t)pass_dev_esize(ir_vtype(g, k->out)->dtype);
     int ax = n && n->op == IR_OP_GATHER ? (int)ir_attr_get_int(n, "axis", 0) : 0;
     int nidx = n && n->op == IR_OP_GATHER ? ir_vtype(g, n->in[1])->rank : 0;
+    if (n && n->op == IR_OP_GATHER && !gather_window_ok(c, n, es))
+        return false;
     move_accesses(c);
     for (;;) {
         uint64_t tile = es, idx = 0;

@@ -27,7 +27,7 @@ if [ -e "$base.err" ]; then
     cat "$tmp/log"
     [ "$rc" = 2 ] || { echo "FAIL: exit status $rc, expected 2"; exit 1; }
     [ ! -e "$tmp/out.sbin" ] || { echo "FAIL: a failed compile left $tmp/out.sbin"; exit 1; }
-    [ -z "$(ls -A "$tmp" | grep -v '^log$')" ] || { echo "FAIL: files left behind:"; ls -A "$tmp"; exit 1; }
+    [ "$(ls -A "$tmp")" = log ] || { echo "FAIL: files left behind:"; ls -A "$tmp"; exit 1; }
     status=0
     while IFS= read -r frag; do
         [ -n "$frag" ] || continue

@@ -98,7 +98,7 @@ list_models() {
 part_models() {
     local d entry args path
     for d in examples/models/*/; do
-        [ -e "$d/model.onnx" ] && [ -d "$d/test_data_set_0" ] || continue
+        if [ ! -e "$d/model.onnx" ] || [ ! -d "$d/test_data_set_0" ]; then continue; fi
         model_test "example/$(basename "$d")" "$d/model.onnx" "$d/test_data_set_0"
     done
     if [ ! -d "$MODELS" ]; then
@@ -164,13 +164,14 @@ part_cli() {
 
 # ---- (d) determinism: the same model compiled twice gives the same bytes ------------
 det_test() {
-    local name=$1 model=$2 log d=$T/det/$1
+    local name=$1 model=$2 log d=$T/det/$1 abs
     log=$(logname "determinism/$name")
+    case $model in /*) abs=$model ;; *) abs=$ROOT/$model ;; esac
     rm -rf "$d"
     mkdir -p "$d/a" "$d/b"
     {
         timeout 300 "$SPYREC" "$model" -o "$d/a/first.sbin" &&
-            (cd "$d/b" && timeout 300 "$SPYREC" "$ROOT/$model" -o second.sbin) &&
+            (cd "$d/b" && timeout 300 "$SPYREC" "$abs" -o second.sbin) &&
             cmp "$d/a/first.sbin" "$d/b/second.sbin"
     } >"$log" 2>&1
     result "determinism/$name" $? "$log"

@@ -25,7 +25,7 @@
 #include "spyrt.h"
 
 #define NVARIANT 3
-#define MAXIO 8
+#define MAXIO 12
 
 /* ---- graph building helpers ------------------------------------------------------ */
 
@@ -671,6 +671,74 @@ static void build_outputs(Fx *f)
     free(cw);
 }
 
+/* Odd shapes and dtypes: an empty tensor, a scalar, float16 moved through a transpose,
+ * a reshape of a transposed view (a copy), an expanded (stride-0) matmul operand, bool
+ * logic, int32 cumsum and argmin with select_last. */
+static void build_misc(Fx *f)
+{
+    float *e = rand_f32(1), *s = rand_f32(1), *s2 = malloc(4);
+    s2[0] = s[0] * 3.0f + 1.0f;
+    ValId ev = input(f, "e", T(IR_DT_F32, 0, 4), e);
+    output(f, un(f, IR_UN_RELU, ev), zeros_f32(1));
+    ValId sv = input(f, "s", (IrType){.dtype = IR_DT_F32, .rank = 0}, s);
+    output(f, bin(f, IR_BIN_ADD, bin(f, IR_BIN_MUL, sv, scalar(f, 3.0f)), scalar(f, 1.0f)), s2);
+    uint16_t *h = malloc(24 * 2), *ht = malloc(24 * 2);
+    for (int i = 0; i < 24; i++)
+        h[i] = (uint16_t)(0x3c00 + i);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 6; j++)
+            ht[j * 4 + i] = h[i * 6 + j];
+    ValId hv = input(f, "h", T(IR_DT_F16, 4, 6), h);
+    output(f, ir_transpose(f->g, hv, (int64_t[]){1, 0}, &O), ht);
+    float *x = rand_f32(24), *r = zeros_f32(24), *m = zeros_f32(2 * 3 * 3);
+    for (int i = 0; i < 2; i++)                 /* x [2,3,4] -> [2,4,3] -> [8,3] */
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++)
+                r[(i * 4 + k) * 3 + j] = x[(i * 3 + j) * 4 + k];
+    ValId xv = input(f, "x", T(IR_DT_F32, 2, 3, 4), x);
+    ValId xt = ir_transpose(f->g, xv, (int64_t[]){0, 2, 1}, &O);
+    output(f, ir_reshape(f->g, xt, (int64_t[]){8, 3}, 2, &O), r);
+    for (int b = 0; b < 2; b++)                  /* expand(x[0]) [2,3,4] x xt [2,4,3] */
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                for (int k = 0; k < 4; k++)
+                    m[(b * 3 + i) * 3 + j] += x[i * 4 + k] * x[(b * 3 + j) * 4 + k];
+    IrAttr sa[3] = {INTS(f->g, "starts", 0, 0, 0), INTS(f->g, "steps", 1, 1, 1),
+                    INTS(f->g, "sizes", 1, 3, 4)};
+    ValId x0 = node(f, IR_OP_SLICE, &xv, 1, sa, 3);
+    ValId xe = ir_expand(f->g, x0, (int64_t[]){2, 3, 4}, 3, &O);
+    output(f, ir_matmul(f->g, xe, xt, &O), m);
+    float *xb = zeros_f32(24);                   /* broadcast result: stored per row */
+    for (int i = 0; i < 24; i++)
+        xb[i] = x[i % 12] + 1.0f;
+    output(f, bin(f, IR_BIN_ADD, ir_expand(f->g, x0, (int64_t[]){2, 3, 4}, 3, &O),
+                  scalar(f, 1.0f)), xb);
+    uint8_t *bl = malloc(24);
+    for (int i = 0; i < 24; i++)
+        bl[i] = !(x[i] > 0) || x[i] > 0.5f;
+    output(f, bin(f, IR_BIN_OR, un(f, IR_UN_NOT, bin(f, IR_BIN_GT, xv, scalar(f, 0))),
+                  bin(f, IR_BIN_GT, xv, scalar(f, 0.5f))), bl);
+    int32_t *iv = malloc(12 * 4), *cs = malloc(12 * 4);
+    int64_t *am = malloc(3 * 8);
+    for (int i = 0; i < 3; i++) {
+        int32_t acc = 0;
+        am[i] = 0;
+        for (int j = 0; j < 4; j++) {
+            iv[i * 4 + j] = (j * 7 + i) % 3;
+            acc += iv[i * 4 + j];
+            cs[i * 4 + j] = acc;
+            if (iv[i * 4 + j] <= iv[i * 4 + am[i]])
+                am[i] = j;
+        }
+    }
+    ValId ivv = input(f, "iv", T(IR_DT_I32, 3, 4), iv);
+    IrAttr ca = ir_attr_int("axis", 1);
+    output(f, node(f, IR_OP_CUMSUM, &ivv, 1, &ca, 1), cs);
+    IrAttr aa[4] = {ir_attr_int("fn", IR_RED_MIN), ir_attr_int("axis", 1),
+                    ir_attr_int("keepdims", 0), ir_attr_int("select_last", 1)};
+    output(f, node(f, IR_OP_ARGREDUCE, &ivv, 1, aa, 4), am);
+}
+
 static void test_matmul(void **st) { (void)st; run_case(build_matmul); }
 static void test_bmm(void **st) { (void)st; run_case(build_bmm); }
 static void test_deep(void **st) { (void)st; run_case(build_deep); }
@@ -689,6 +757,7 @@ static void test_gather(void **st) { (void)st; run_case(build_gather); }
 static void test_elem(void **st) { (void)st; run_case(build_elem); }
 static void test_argscan(void **st) { (void)st; run_case(build_argscan); }
 static void test_outputs(void **st) { (void)st; run_case(build_outputs); }
+static void test_misc(void **st) { (void)st; run_case(build_misc); }
 
 /* ---- plan properties ---------------------------------------------------------------- */
 
@@ -888,7 +957,8 @@ int main(void)
         cmocka_unit_test(test_concat),    cmocka_unit_test(test_concat_in_place),
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_elem),      cmocka_unit_test(test_argscan),
-        cmocka_unit_test(test_outputs),   cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_outputs),   cmocka_unit_test(test_misc),
+        cmocka_unit_test(test_determinism),
         cmocka_unit_test(test_plan),      cmocka_unit_test(test_disasm),
         cmocka_unit_test(test_errors),
     };
