@@ -104,6 +104,8 @@ static void consts_blob(IrGraph *g, const SpyTarget *t, Buf *b)
     for (uint32_t i = 0; i < s->nconsts; i++) {
         const IrValue *v = ir_val(g, s->consts[i]);
         int64_t n = pass_numel(&v->type);
+        if (n == 0)
+            continue;                      /* no bytes; b->p may still be NULL */
         size_t hs = ir_dtype_size(v->type.dtype), ds = (size_t)pass_dev_esize(v->type.dtype);
         int64_t row = v->type.rank ? v->type.dims[v->type.rank - 1] : 1, prow = row;
         if (v->layout == IR_LAYOUT_STICKED) {

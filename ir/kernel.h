@@ -23,7 +23,7 @@
  *   CONTRACT  matmul: grid = [C batch dims..., M, N], inner = [K];
  *             access space [grid..., K]
  *             conv (s spatial dims): grid = [N, G, Mg, O1..Os], inner = [Cg];
- *             access space [grid..., Cg, K1..Ks]
+ *             access space [grid..., Cg, K1..Ks]; a fused PAD is in IrKernel.pro
  *   REDUCE    grid = kept dims (REDUCE/ARGREDUCE: input dims not reduced, in order;
  *             WINDOW: [leading dims, O1..Os]; CUMSUM: input dims but the axis),
  *             inner = reduced dims (WINDOW: the kernel taps; CUMSUM: [axis], one chunk);
@@ -208,10 +208,13 @@ int64_t pass_numel(const IrType *t);
 void pass_dense_strides(const IrType *t, int64_t *stride); /* row-major, elements */
 /* Storage size of a root value in its layout (bytes, device dtype). */
 uint64_t pass_storage_bytes(IrGraph *g, ValId v, const SpyTarget *t);
-/* Compose a view node (RESHAPE/TRANSPOSE/SLICE/EXPAND) onto its input's view.
- * False when not expressible as strides (a reshape of a non-contiguous view). */
+/* Compose a view node (RESHAPE/TRANSPOSE/SLICE/EXPAND, or a GATHER with constant
+ * arithmetic indices) onto its input's view. False when not expressible as strides
+ * (a reshape of a non-contiguous view, other gathers). */
 bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out);
 bool pass_view_dense(IrGraph *g, ValId v, const IrView *vw); /* dense, full, offset 0 */
+/* GATHER n with constant indices first + k*step (in range): a strided view. */
+bool pass_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step);
 /* Views of the inputs of in-place CONCATs: slices of the concat's output. */
 void pass_concat_views(IrGraph *g);
 

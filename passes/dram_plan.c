@@ -182,6 +182,20 @@ bool pass_dram_plan(IrGraph *g, const PassOptions *opt)
     if (!plan_consts(g, s, opt->target))
         return false;
     plan_arena(g, s, opt->target);
+    uint64_t io = 0, limit = (uint64_t)opt->target->dram_gib << 30;
+    for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++) {
+        ValId v = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        io += (uint64_t)pass_numel(ir_vtype(g, v)) * (uint64_t)pass_dev_esize(ir_vtype(g, v)->dtype);
+    }
+    if (s->seg0_bytes + s->arena_bytes + io > limit) {
+        ir_diag_error(g->diag, "the model needs %llu bytes of device memory (constants %llu, "
+                      "activations %llu, inputs and outputs %llu), more than the %u GiB the "
+                      "device has (unsupported size)",
+                      (unsigned long long)(s->seg0_bytes + s->arena_bytes + io),
+                      (unsigned long long)s->seg0_bytes, (unsigned long long)s->arena_bytes,
+                      (unsigned long long)io, opt->target->dram_gib);
+        return false;
+    }
     for (ValId v = 0; v < g->nvals; v++) {
         ValId r = s->view[v].root;
         if (r != v && s->seg[r] != UINT32_MAX) {

@@ -1,17 +1,23 @@
 /* fuse.c: group core-op nodes into kernels (IrKernel).
  *
- *   ELEM      a maximal tree of pointwise nodes whose intermediates have one use
+ *   ELEM      a maximal tree of pointwise nodes whose intermediates have one use; or a
+ *             row-resident group (softmax, layer/group/RMS norm): pointwise nodes and
+ *             keepdims reductions over the same trailing dims of one shape, every
+ *             intermediate consumed inside the group, whole rows kept in LX
  *   CONTRACT  one MATMUL/CONV whose single-use output is a leaf of a pointwise tree of
- *             the same shape (the epilogue: bias, relu, residual add, ...)
+ *             the same shape (the epilogue: bias, relu, residual add, ...); a CONV
+ *             also absorbs the spatial zero PAD that produces its input
  *   REDUCE    one REDUCE/ARGREDUCE/WINDOW/CUMSUM with a pointwise prologue tree on its
  *             single-use input and an epilogue tree like a contraction's
  *   MOVE      one PAD, CONCAT, GATHER, or a view op that must be materialised
  *   COPY      a graph output that cannot be written in place (an input, a constant,
  *             a value listed twice, a strided view)
- * View ops (RESHAPE, TRANSPOSE, SLICE, EXPAND) normally become virtual: no kernel,
- * their consumers read the source through a strided view. They are materialised when
- * they are graph outputs, when a RESHAPE of a strided view is not expressible as
- * strides, or when GATHER needs contiguous table rows.
+ * View ops (RESHAPE, TRANSPOSE, SLICE, EXPAND, and GATHER with constant indices
+ * first + k*step) normally become virtual: no kernel, their consumers read the source
+ * through a strided view. They are materialised when they are graph outputs, when a
+ * RESHAPE of a strided view is not expressible as strides, or when GATHER needs
+ * contiguous table rows. A CONCAT whose inputs are all single-use kernel results is
+ * done in place: each producer stores into its slice of the output (no kernel).
  * Every kernel writes exactly one value, produced by its last node, so running kernels
  * in the order of that node keeps the graph's dependencies. At -O0 nothing is fused.
  */
@@ -62,10 +68,12 @@ static bool live(Fuse *f, NodeId n)
     return n != IR_NONE && !f->g->nodes[n].dead && !f->s->vnode[n];
 }
 
-static bool is_view_op(IrOp op)
+/* View ops, and gathers with constant arithmetic indices (slices in disguise). */
+static bool is_view_node(IrGraph *g, const IrNode *n)
 {
-    return op == IR_OP_RESHAPE || op == IR_OP_TRANSPOSE || op == IR_OP_SLICE ||
-           op == IR_OP_EXPAND;
+    int64_t a, b;
+    return n->op == IR_OP_RESHAPE || n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE ||
+           n->op == IR_OP_EXPAND || pass_gather_view(g, n, &a, &b);
 }
 
 /* Count uses of every value by live nodes and graph outputs. */
@@ -151,7 +159,7 @@ static bool plan_views(Fuse *f)
     for (NodeId n = 0; n < g->nnodes; n++) {
         IrNode *nd = &g->nodes[n];
         s->vnode[n] = 0;
-        if (nd->dead || !is_view_op(nd->op))
+        if (nd->dead || !is_view_node(g, nd))
             continue;
         IrView vw;
         ValId o = nd->out[0];
@@ -169,7 +177,7 @@ static bool plan_views(Fuse *f)
     bool stable = true;
     for (NodeId n = 0; n < g->nnodes; n++) {
         IrNode *nd = &g->nodes[n];
-        if (nd->dead || nd->op != IR_OP_GATHER)
+        if (nd->dead || nd->op != IR_OP_GATHER || s->vnode[n])
             continue;
         ValId d = nd->in[0];
         int axis = (int)ir_attr_get_int(nd, "axis", 0);

@@ -143,6 +143,35 @@ static void compute_views(IrGraph *g, const SpyTarget *t)
     }
 }
 
+/* Refuse tensors that cannot fit the device's memory at all (reported by name). */
+static bool check_sizes(IrGraph *g, const SpyTarget *t)
+{
+    IrSched *s = g->sched;
+    uint64_t limit = (uint64_t)t->dram_gib << 30;
+    bool ok = true;
+    for (ValId v = 0; v < g->nvals && ok; v++) {
+        const IrValue *val = ir_val(g, v);
+        if (s->virt[v] || val->kind == IR_VAL_CONST || !pass_dev_esize(val->type.dtype))
+            continue;
+        if (val->kind == IR_VAL_ACT && (val->def == IR_NONE || g->nodes[val->def].dead))
+            continue;
+        double bytes = (double)pass_dev_esize(val->type.dtype);
+        for (int i = 0; i < val->type.rank; i++)
+            bytes *= (double)val->type.dims[i];
+        if (bytes <= (double)limit)
+            continue;
+        if (val->kind == IR_VAL_INPUT)
+            ir_diag_error(g->diag, "input '%s' needs %.0f bytes, more than the %u GiB of "
+                          "device memory (unsupported size)", val->name, bytes, t->dram_gib);
+        else
+            ir_error(g, &g->nodes[val->def].origin, "result '%s' needs %.0f bytes, more than "
+                     "the %u GiB of device memory (unsupported size)", val->name, bytes,
+                     t->dram_gib);
+        ok = false;
+    }
+    return ok;
+}
+
 bool pass_layout(IrGraph *g, const PassOptions *opt)
 {
     IR_ASSERT(g->sched && opt->target);
@@ -154,7 +183,7 @@ bool pass_layout(IrGraph *g, const PassOptions *opt)
     for (NodeId n = 0; n < g->nnodes; n++)
         if (!g->nodes[n].dead)
             ok &= check_node(g, &g->nodes[n]);
-    if (!ok)
+    if (!ok || !check_sizes(g, opt->target))
         return false;
     choose_layouts(g, opt->target);
     compute_views(g, opt->target);

@@ -1,7 +1,8 @@
 /* pipeline.c: the compiler's pass table and the driver that runs it.
  *
  * Passes run in table order when opt_level >= min_opt. After each pass the driver
- * stops on a reported error, runs ir_verify() when asked (PassOptions.verify), and
+ * stops on a reported error, runs ir_verify() when asked (PassOptions.verify; always in
+ * builds with SPY_DEBUG), and
  * prints the IR (and, from pass "fuse" on, the kernel plan) when the pass is named by
  * --dump-after (or "all").
  */
@@ -45,6 +46,11 @@ static void dump(IrGraph *g, const PassOptions *opt, const PassInfo *p)
 
 bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
 {
+#ifdef SPY_DEBUG
+    bool verify = true;                    /* debug builds always verify */
+#else
+    bool verify = opt->verify;
+#endif
     for (int i = 0; i < pass_pipeline_len; i++) {
         const PassInfo *p = &pass_pipeline[i];
         if (opt->opt_level < p->min_opt)
@@ -52,7 +58,7 @@ bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
         bool ok = p->run(g, opt);
         if (!ok || ir_failed(g))
             return false;
-        if (opt->verify && !ir_verify(g, p->name))
+        if (verify && !ir_verify(g, p->name))
             return false;
         if (opt->dump_after &&
             (strcmp(opt->dump_after, "all") == 0 || strcmp(opt->dump_after, p->name) == 0))

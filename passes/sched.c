@@ -157,6 +157,37 @@ static bool reshape_strides(const IrType *it, const int64_t *ost, const IrType *
     return vd == -1;
 }
 
+/* First index and step when the indices of GATHER node n are a constant arithmetic
+ * progression inside the table (negative ones wrapped): then the gather is a strided
+ * view of its data. False otherwise. */
+bool pass_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step)
+{
+    if (n->op != IR_OP_GATHER || !ir_is_const(g, n->in[1]))
+        return false;
+    const IrValue *iv = ir_val(g, n->in[1]);
+    int64_t bound = ir_vtype(g, n->in[0])->dims[ir_attr_get_int(n, "axis", 0)];
+    int64_t cnt = pass_numel(&iv->type), prev = 0;
+    if (cnt == 0)
+        return false;
+    for (int64_t i = 0; i < cnt; i++) {
+        int64_t x = iv->type.dtype == IR_DT_I64 ? ((const int64_t *)iv->data)[i]
+                                                : ((const int32_t *)iv->data)[i];
+        x = x < 0 ? x + bound : x;
+        if (x < 0 || x >= bound)
+            return false;
+        if (i == 0)
+            *first = x;
+        else if (i == 1)
+            *step = x - prev;
+        else if (x - prev != *step)
+            return false;
+        prev = x;
+    }
+    if (cnt == 1)
+        *step = 0;
+    return true;
+}
+
 /* Compose view node n onto the view of its input. */
 bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
 {
@@ -188,6 +219,25 @@ bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
         if (!reshape_strides(it, in->stride, ot, r.stride))
             return false;
         break;
+    case IR_OP_GATHER: {                       /* constant arithmetic indices */
+        int64_t first, step, ax = ir_attr_get_int(n, "axis", 0);
+        const IrType *xt = ir_vtype(g, n->in[1]);
+        if (!pass_gather_view(g, n, &first, &step))
+            return false;
+        r.off += first * in->stride[ax];
+        int o = 0;
+        for (int i = 0; i < ax; i++)
+            r.stride[o++] = in->stride[i];
+        for (int j = 0; j < xt->rank; j++) {
+            int64_t inner = 1;
+            for (int q = j + 1; q < xt->rank; q++)
+                inner *= xt->dims[q];
+            r.stride[o++] = step * inner * in->stride[ax];
+        }
+        for (int i = (int)ax + 1; i < it->rank; i++)
+            r.stride[o++] = in->stride[i];
+        break;
+    }
     default:
         IR_ASSERT(!"not a view op");
     }

@@ -8,7 +8,7 @@ BEGIN {
     }
     while ((getline line < ratchet) > 0) {
         if (line ~ /^#/ || line == "") continue
-        split(line, f, " "); minpass[f[1]] = f[2]
+        split(line, rf, " "); minpass[rf[1]] = rf[2]
     }
 }
 {

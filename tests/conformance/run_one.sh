@@ -21,7 +21,8 @@ emit() { printf '%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(echo "$2" | tr '\t\n' 
 msg=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" 2>&1 >/dev/null)
 rc=$?
 if [ $rc -ne 0 ]; then
-    first=$(echo "$msg" | grep -m1 -i "unsupported" || true)
+    # exit 2 with "unsupported", "not supported" or an unknown domain: a known gap
+    first=$(echo "$msg" | grep -m1 -i -E "unsupported|not supported|unknown domain" || true)
     if [ $rc -eq 124 ]; then emit compile_error "hang: spyrec timed out"
     elif [ $rc -gt 128 ]; then emit compile_error "crash: spyrec killed by signal $((rc-128)): $msg"
     elif [ $rc -eq 2 ] && [ -n "$first" ]; then emit unsupported "$first"

@@ -29,6 +29,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+/* Whether a and b (same dtype and size) hold the same elements; bools compare by
+ * truth value, since a .pb file may hold bool bytes other than 0 and 1. */
+static bool same_data(const FeTensor *a, const FeTensor *b)
+{
+    if (a->dtype != IR_DT_BOOL)
+        return a->nbytes == 0 || memcmp(a->data, b->data, a->nbytes) == 0;
+    const uint8_t *x = a->data, *y = b->data;
+    for (size_t i = 0; i < a->nbytes; i++)
+        if ((x[i] != 0) != (y[i] != 0))
+            return false;
+    return true;
+}
+
 /* Write t in one format, read it back, and require the same tensor. */
 static void round_trip(const FeTensor *t, int npy)
 {
@@ -43,7 +56,7 @@ static void round_trip(const FeTensor *t, int npy)
     }
     if (u.dtype != t->dtype || u.rank != t->rank || u.nbytes != t->nbytes ||
         memcmp(u.dims, t->dims, (size_t)t->rank * sizeof t->dims[0]) != 0 ||
-        (t->nbytes && memcmp(u.data, t->data, t->nbytes) != 0)) {
+        !same_data(t, &u)) {
         fprintf(stderr, "round trip through %s changed the tensor\n", npy ? ".npy" : ".pb");
         abort();
     }

@@ -6,7 +6,8 @@
 # closes with "N passed, N failed" (plus ", N skipped"); exits 1 if any test failed.
 #
 # Environment: BUILD (build), SHARED (../shared), MAKE (make), UPDATE_GOLDEN=1 to
-# rewrite the .expect files of the golden text tests instead of comparing.
+# rewrite the .expect files of the golden text tests instead of comparing, KEEP=1 to
+# keep the run's scratch folder (BUILD/tests/work.*: bundles and outputs).
 set -u
 BUILD=${BUILD:-build}
 SHARED=${SHARED:-../shared}
@@ -19,6 +20,10 @@ T=$B/tests
 LOGS=$T/logs
 MODELS=$SHARED/models
 mkdir -p "$LOGS"
+# scratch files of this run (bundles, outputs), private so that runs do not collide;
+# removed at the end unless KEEP=1
+W=$(mktemp -d "$T/work.XXXXXX")
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$W"' EXIT
 npass=0 nfail=0 nskip=0
 
 # result NAME RC LOG: count and print one test's outcome; on failure show its log.
@@ -76,8 +81,8 @@ model_test() {
     shift 3
     local log sbin
     log=$(logname "$name")
-    sbin=$T/models/$(echo "$name" | tr '/' '_').sbin
-    mkdir -p "$T/models"
+    sbin=$W/models/$(echo "$name" | tr '/' '_').sbin
+    mkdir -p "$W/models"
     {
         echo "+ spyrec $model -o $sbin"
         timeout 300 "$SPYREC" "$model" -o "$sbin" &&
@@ -133,25 +138,25 @@ expect_rc() {
 }
 
 part_cli() {
-    local ex=examples/models/tiny_cnn sbin=$T/cli/tiny_cnn.sbin
-    mkdir -p "$T/cli"
+    local ex=examples/models/tiny_cnn sbin=$W/cli/tiny_cnn.sbin
+    mkdir -p "$W/cli"
     rm -f "$sbin"
     expect_rc cli/spyrec-help 0 "$SPYREC" --help
     expect_rc cli/spyrec-bad-flag 2 "$SPYREC" $ex/model.onnx --no-such-flag -o "$sbin"
-    expect_rc cli/spyrec-missing-model 2 "$SPYREC" "$T/cli/none.onnx" -o "$sbin"
+    expect_rc cli/spyrec-missing-model 2 "$SPYREC" "$W/cli/none.onnx" -o "$sbin"
     expect_rc cli/spyrec-bad-target 2 "$SPYREC" $ex/model.onnx --target tests/cli/bad_target.yaml -o "$sbin"
     expect_rc cli/spyrec-compile 0 "$SPYREC" $ex/model.onnx -o "$sbin"
-    expect_rc cli/spyrec-emit-ir 0 "$SPYREC" $ex/model.onnx --emit=ir -o "$T/cli/tiny_cnn.ir"
-    expect_rc cli/spyrec-emit-asm 0 "$SPYREC" $ex/model.onnx --emit=asm -o "$T/cli/tiny_cnn.s"
+    expect_rc cli/spyrec-emit-ir 0 "$SPYREC" $ex/model.onnx --emit=ir -o "$W/cli/tiny_cnn.ir"
+    expect_rc cli/spyrec-emit-asm 0 "$SPYREC" $ex/model.onnx --emit=asm -o "$W/cli/tiny_cnn.s"
     expect_rc cli/spyrun-help 0 "$SPYRUN" --help
-    expect_rc cli/spyrun-missing-bundle 2 "$SPYRUN" "$T/cli/none.sbin"
+    expect_rc cli/spyrun-missing-bundle 2 "$SPYRUN" "$W/cli/none.sbin"
     expect_rc cli/spyrun-not-a-bundle 2 "$SPYRUN" $ex/model.onnx
     expect_rc cli/spyrun-outputs 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
-        --output-dir "$T/cli/out" --profile
+        --output-dir "$W/cli/out" --profile
     expect_rc cli/spyrun-npy 0 "$SPYRUN" "$sbin" --input x=$ex/test_data_set_0/input_0.pb \
-        --output-dir "$T/cli/npy" --format npy --repeat 3 --warmup 1
+        --output-dir "$W/cli/npy" --format npy --repeat 3 --warmup 1
     expect_rc cli/spyrun-check-own-output 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
-        --check "$T/cli/out" --rtol 0 --atol 0
+        --check "$W/cli/out" --rtol 0 --atol 0
     expect_rc cli/spyrun-wrong-shape 2 "$SPYRUN" "$sbin" --check tests/cli/wrong_shape
     expect_rc cli/spyrun-wrong-dtype 2 "$SPYRUN" "$sbin" --check tests/cli/wrong_dtype
     expect_rc cli/spyrun-mismatch 1 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
@@ -164,7 +169,7 @@ part_cli() {
 
 # ---- (d) determinism: the same model compiled twice gives the same bytes ------------
 det_test() {
-    local name=$1 model=$2 log d=$T/det/$1 abs
+    local name=$1 model=$2 log d=$W/det/$1 abs
     log=$(logname "determinism/$name")
     case $model in /*) abs=$model ;; *) abs=$ROOT/$model ;; esac
     rm -rf "$d"
@@ -196,7 +201,7 @@ part_malformed() {
     for f in tests/malformed/*; do
         case $f in *.onnx | *.pt2 | *.ir | *.sbin) ;; *) continue ;; esac
         n=$((n + 1))
-        local name log out=$T/malformed/out
+        local name log out=$W/malformed/out
         name=malformed/$(basename "$f")
         log=$(logname "$name")
         rm -rf "$out"
@@ -211,7 +216,7 @@ part_malformed() {
 # Lines "FILE<TAB>TOOL<TAB>STATUS<TAB>FRAGMENT[<TAB>ARGS]" (paths relative to the
 # corpus folder; ARGS for spyrun, {} standing for FILE; default just FILE).
 corpus_case() {
-    local dir=$1 file=$2 tool=$3 status=$4 frag=$5 args=$6 out=$T/corpus/out rc
+    local dir=$1 file=$2 tool=$3 status=$4 frag=$5 args=$6 out=$W/corpus/out rc
     rm -rf "$out"
     mkdir -p "$out"
     [ -n "$args" ] || args="{}"

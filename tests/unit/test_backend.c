@@ -592,6 +592,21 @@ static void build_gather(Fx *f)
     ValId idx = cnst(f, T(IR_DT_I64, 3), iv);
     output(f, node(f, IR_OP_GATHER, (ValId[]){tv, idx}, 2, &a0, 1), e);
     free(tab);
+    /* constant arithmetic indices (a strided view): rows 4, 2, 0 and column -1 */
+    float *v1 = zeros_f32(18), *v2 = zeros_f32(5);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 6; c++)
+            v1[r * 6 + c] = d[(4 - 2 * r) * 6 + c] * 1.5f;
+    for (int r = 0; r < 5; r++)
+        v2[r] = d[r * 6 + 5] + 1.0f;
+    int32_t ar[3] = {4, 2, 0};
+    IrType st = {.dtype = IR_DT_I64, .rank = 0};
+    int64_t last = -1;
+    ValId g1 = node(f, IR_OP_GATHER, (ValId[]){dv, cnst(f, T(IR_DT_I32, 3), ar)}, 2, &a0, 1);
+    output(f, bin(f, IR_BIN_MUL, g1, scalar(f, 1.5f)), v1);
+    ValId g2 = node(f, IR_OP_GATHER, (ValId[]){dv, ir_add_const(f->g, "m1", &st, &last)}, 2,
+                    &a1, 1);
+    output(f, bin(f, IR_BIN_ADD, g2, scalar(f, 1.0f)), v2);
 }
 
 /* Broadcasting elementwise chain, comparison + select, casts, int64 arithmetic. */

@@ -271,9 +271,36 @@ static void operands(void)
     buf_free(&m);
 }
 
+/* Models the fuzzers turned up, and sizes only codegen sees. */
+static void found(void)
+{
+    /* Shape with start > end: an empty int64 constant reaches codegen (no bytes) */
+    Buf g = {0};
+    g_node(&g, "Shape", "shape1", IN("x"), IN("y"), ox_attr_int("start", 2),
+           ox_attr_int("end", 1), AEND);
+    g_input(&g, "x", ONNX_FLOAT, DIMS(3, 4, 5));
+    g_output(&g, "y", ONNX_INT64, DIMS(0));
+    Buf m = ox_model(15, &g);
+    gen_case("onnx/shape_empty_slice.onnx", m.p, m.n, "spyrec", 0, "", NULL);
+    buf_free(&m);
+    /* Pad to a 10 TB output: must be refused, not emitted (or emitted without bound) */
+    const_operand_case("onnx/pad_10tb_output.onnx", "Pad",
+                       (int64_t[]){0, 0, 134217728, -9, 0, 0, 0, 3327}, 8, AEND,
+                       "node 'op1' (Pad): result 'y' needs 10704132562464 bytes");
+    /* an int64 constant that int32 (the device type) cannot hold */
+    g = (Buf){0};
+    g_init_i64(&g, "c", (const int64_t[]){1LL << 40, 5}, 2);
+    g_node(&g, "Add", "add1", IN("x", "c"), IN("y"), AEND);
+    g_input(&g, "x", ONNX_INT64, DIMS(2));
+    g_output(&g, "y", ONNX_INT64, DIMS(2));
+    g_case("onnx/int64_const_past_int32.onnx", &g, 13,
+           "constant 'c' holds 1099511627776 at element 0, outside the int32 range");
+}
+
 void gen_onnx_ops(void)
 {
     opsets();
     attributes();
     operands();
+    found();
 }
