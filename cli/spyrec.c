@@ -38,6 +38,8 @@ enum { EXIT_INTERNAL = 1, EXIT_INPUT = 2 };
 
 typedef enum { EMIT_SBIN, EMIT_IR, EMIT_ASM } EmitKind;
 
+#define SPEC_MAX 64                       /* --bind / --input-shape options at most */
+
 typedef struct {
     const char *input;             /* model path */
     const char *output;            /* -o path, "-" for stdout, NULL if not given */
@@ -48,6 +50,10 @@ typedef struct {
     bool verify;
     size_t max_memory;             /* --max-memory in bytes, 0 = unlimited */
     char *flags;                   /* argv without input/output, for the bundle's meta */
+    bool print_ops;                /* --print-ops: list the model's operators and exit */
+    FeInputSpec specs[SPEC_MAX];   /* --bind / --input-shape specialisations */
+    FeTensor bound[SPEC_MAX];      /* values read for --bind */
+    int nspecs;
 } Args;
 
 /* State that must survive a longjmp from the allocator or be seen by the signal
@@ -84,6 +90,12 @@ static void usage(FILE *f)
             "  --dump-after=PASS     print the IR to standard error after PASS ('all': after\n"
             "                        every pass)\n"
             "  --verify              verify the IR after every pass (always on in debug builds)\n"
+            "  --bind NAME=FILE      specialise: input NAME becomes a constant read from FILE\n"
+            "                        (.pb or .npy); for inputs that decide shapes (axes,\n"
+            "                        target shapes, pads) which a static compile needs\n"
+            "  --input-shape NAME=D0xD1...\n"
+            "                        specialise: fix the dynamic dimensions of input NAME\n"
+            "  --print-ops           list the model's operators (one per line) and exit\n"
             "  --max-memory=MIB      cap the compiler's graph memory; exceeding it is reported\n"
             "                        as 'out of memory'\n"
             "  --version             print the version and exit\n"
@@ -154,6 +166,70 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
     return argv[++*i];
 }
 
+/* NAME=VALUE split: returns a malloc'd NAME and sets *value, or NULL. */
+static char *split_spec(const char *v, const char **value)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1])
+        return NULL;
+    *value = eq + 1;
+    return strndup(v, (size_t)(eq - v));
+}
+
+/* --bind NAME=FILE (bind: the input becomes a constant read from FILE) or
+ * --input-shape NAME=D0xD1x... (fix its dynamic dimensions). Returns -1 to go on, else
+ * an exit status. */
+static int parse_spec(Args *a, const char *v, bool bind)
+{
+    const char *value;
+    char *name = split_spec(v, &value);
+    if (!name)
+        return usage_error(bind ? "bad --bind '%s' (NAME=FILE)" : "bad --input-shape '%s' (NAME=D0xD1...)", v);
+    if (a->nspecs == SPEC_MAX) {
+        free(name);
+        return usage_error("too many input specialisations ('%s')", v);
+    }
+    FeInputSpec *sp = &a->specs[a->nspecs];
+    sp->name = name;
+    sp->rank = -1;
+    flags_add(&a->flags, bind ? "--bind" : "--input-shape");
+    flags_add(&a->flags, bind ? name : v);
+    if (bind) {
+        char err[512];
+        if (!fe_tensor_read(value, &a->bound[a->nspecs], err, sizeof err)) {
+            fprintf(stderr, "spyrec: --bind %s: %s\n", name, err);
+            free(name);
+            return EXIT_INPUT;
+        }
+        sp->value = &a->bound[a->nspecs];
+    } else {
+        sp->rank = 0;
+        for (const char *p = value; *p;) {
+            char *end;
+            long long d = strtoll(p, &end, 10);
+            if (end == p || d < 0 || sp->rank == IR_MAX_RANK || (*end && *end != 'x')) {
+                free(name);
+                return usage_error("bad --input-shape '%s' (NAME=D0xD1..., dims >= 0)", v);
+            }
+            sp->dims[sp->rank++] = d;
+            p = *end ? end + 1 : end;
+        }
+    }
+    a->nspecs++;
+    return -1;
+}
+
+/* Release what parse_args allocated. */
+static void free_args(Args *a)
+{
+    for (int i = 0; i < a->nspecs; i++) {
+        free((char *)a->specs[i].name);
+        if (a->specs[i].value)
+            fe_tensor_free(&a->bound[i]);
+    }
+    free(a->flags);
+}
+
 /* Parse the command line into a. Returns -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, Args *a)
 {
@@ -206,6 +282,13 @@ static int parse_args(int argc, char **argv, Args *a)
             if (errno || end == v || *end || mib == 0 || mib > ((size_t)-1 >> 20))
                 return usage_error("bad --max-memory value '%s' (MiB, > 0)", v);
             a->max_memory = (size_t)mib << 20;
+        } else if ((v = opt_value(argc, argv, &i, "--bind", &missing)) ||
+                   (v = opt_value(argc, argv, &i, "--input-shape", &missing))) {
+            int rc = parse_spec(a, v, !strncmp(arg, "--bind", 6));
+            if (rc >= 0)
+                return rc;
+        } else if (!strcmp(arg, "--print-ops")) {
+            a->print_ops = true;
         } else if (missing) {
             return usage_error("option '%s' needs a value", arg);
         } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' && arg[2] <= '2' && !arg[3]) {
@@ -224,7 +307,7 @@ static int parse_args(int argc, char **argv, Args *a)
     }
     if (!a->input)
         return usage_error("%s", "no model given");
-    if (!a->output) {
+    if (!a->output && !a->print_ops) {
         if (a->emit == EMIT_SBIN)
             return usage_error("%s", "no output file given (use -o OUT.sbin)");
         a->output = "-";
@@ -310,7 +393,8 @@ static bool ends_with(const char *path, const char *suffix)
 
 /* Load the model: .ir text through the IR parser, anything else through the
  * frontends. NULL on failure (diagnostics in diag). */
-static IrGraph *load_model(const char *path, IrDiag *diag, size_t max_memory)
+static IrGraph *load_model(const char *path, IrDiag *diag, size_t max_memory,
+                           const Args *a)
 {
     if (ends_with(path, ".ir")) {
         char *text = read_text(path, diag);
@@ -325,7 +409,7 @@ static IrGraph *load_model(const char *path, IrDiag *diag, size_t max_memory)
         return g;
     }
     FeOptions fo = {.max_file_bytes = (size_t)2 << 30, .max_nesting = 64,
-                    .arena_limit = max_memory};
+                    .arena_limit = max_memory, .specs = a->specs, .nspecs = a->nspecs};
     return fe_load_model(path, diag, &fo);
 }
 
@@ -469,6 +553,26 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     return write_output(a->output, *bundle, blen) ? 0 : EXIT_INTERNAL;
 }
 
+/* --print-ops: each distinct frontend operator of the model, once, in first-use order
+ * ("Domain::Op" outside the default ONNX domain). */
+static void print_ops(IrGraph *g)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        const char *op = n->op == IR_OP_FOREIGN ? n->foreign.op_type : ir_op_info[n->op].name;
+        const char *dom = n->op == IR_OP_FOREIGN ? n->foreign.domain : "";
+        bool seen = false;
+        for (uint32_t j = 0; j < i && !seen; j++) {
+            const IrNode *m = &g->nodes[j];
+            const char *op2 = m->op == IR_OP_FOREIGN ? m->foreign.op_type : ir_op_info[m->op].name;
+            const char *dom2 = m->op == IR_OP_FOREIGN ? m->foreign.domain : "";
+            seen = !strcmp(op, op2) && !strcmp(dom ? dom : "", dom2 ? dom2 : "");
+        }
+        if (!seen)
+            printf("%s%s%s\n", dom && dom[0] ? dom : "", dom && dom[0] ? "::" : "", op);
+    }
+}
+
 /* Everything the out-of-memory path must see and free: at file scope, so that
  * longjmp cannot leave it indeterminate. */
 static struct {
@@ -505,17 +609,23 @@ static int compile(const Args *a)
         fprintf(stderr, "spyrec: out of memory\n");
         rc = EXIT_INTERNAL;
     } else {
-        live.g = load_model(a->input, diag, a->max_memory);
+        live.g = load_model(a->input, diag, a->max_memory, a);
         if (!live.g || ir_failed(live.g) || diag->nerrors) {
             rc = failure_status(diag, "loading the model");
         } else {
             live.g->oom = &oom_jmp;
             live.g->diag = diag;
+            if (a->print_ops) {
+                print_ops(live.g);
+                rc = 0;
+                goto done;
+            }
             if (a->max_memory)
                 live.g->arena_limit = a->max_memory;
             rc = compile_graph(live.g, diag, a, &target, &live.bundle, &live.text);
         }
     }
+done:
     free(live.bundle);
     free(live.text);
     if (live.g) {
@@ -531,13 +641,13 @@ int main(int argc, char **argv)
     Args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) {
-        free(a.flags);
+        free_args(&a);
         return rc;
     }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
     rc = compile(&a);
-    free(a.flags);
+    free_args(&a);
     return rc;
 }

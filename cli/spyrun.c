@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -56,6 +57,7 @@ static void usage(FILE *f)
             "\n"
             "inputs (tensor files: ONNX TensorProto .pb or NumPy .npy):\n"
             "  --input NAME=FILE   data for the input NAME (or its index); repeatable\n"
+            "  --describe FILE     print the name, dtype and shape of a tensor file and exit\n"
             "  --input-dir DIR     DIR/input_K.pb for the K-th input, in the bundle's order\n"
             "  --check DIR         read DIR/input_K.pb, run, and compare every output with\n"
             "                      DIR/output_K.pb\n"
@@ -129,6 +131,24 @@ static const char *opt_value(int argc, char **argv, int *i, const char *name, bo
     return argv[++*i];
 }
 
+/* --describe FILE: print "name<TAB>dtype<TAB>D0xD1..." of a tensor file (used by
+ * scripts to specialise a compile on a data set). Returns the exit status. */
+static int describe_file(const char *path)
+{
+    FeTensor t;
+    char err[512];
+    if (!fe_tensor_read(path, &t, err, sizeof err)) {
+        fprintf(stderr, "spyrun: %s\n", err);
+        return EXIT_INPUT;
+    }
+    printf("%s\t%s\t", t.name ? t.name : "", ir_dtype_name(t.dtype));
+    for (int i = 0; i < t.rank; i++)
+        printf("%s%lld", i ? "x" : "", (long long)t.dims[i]);
+    printf("\n");
+    fe_tensor_free(&t);
+    return 0;
+}
+
 /* Handle one option with a value; returns 1 if consumed, 0 if not this kind,
  * or an exit status + 2 (>= 2) on a bad value. */
 static int parse_valued(int argc, char **argv, int *i, Args *a, bool *missing)
@@ -146,6 +166,8 @@ static int parse_valued(int argc, char **argv, int *i, Args *a, bool *missing)
         }
         a->inputs = p;
         a->inputs[a->ninputs++] = (InputArg){name, eq + 1};
+    } else if ((v = opt_value(argc, argv, i, "--describe", missing))) {
+        return 2 + describe_file(v);
     } else if ((v = opt_value(argc, argv, i, "--input-dir", missing))) {
         a->input_dir = v;
     } else if ((v = opt_value(argc, argv, i, "--output-dir", missing))) {
@@ -263,9 +285,44 @@ static bool matches_info(const FeTensor *t, const spy_tensor_info *info, const c
     return ok;
 }
 
+/* Number of consecutive DIR/input_K.pb files (K = 0, 1, ...). */
+static int count_input_files(const char *dir)
+{
+    int k = 0;
+    for (;; k++) {
+        char *p = path_k(dir, "input", k, "pb");
+        bool there = p && access(p, F_OK) == 0;
+        free(p);
+        if (!there)
+            return k;
+    }
+}
+
+/* The DIR/input_K.pb whose tensor carries the name `name`, or NULL (malloc'd path).
+ * Used when a bundle was specialised (spyrec --bind) and has fewer inputs than the
+ * data set, so positions no longer line up. */
+static char *named_input_file(const char *dir, const char *name)
+{
+    int n = count_input_files(dir);
+    for (int k = 0; k < n; k++) {
+        char *p = path_k(dir, "input", k, "pb"), err[256];
+        FeTensor t;
+        if (p && fe_tensor_read(p, &t, err, sizeof err)) {
+            bool same = t.name && !strcmp(t.name, name);
+            fe_tensor_free(&t);
+            if (same)
+                return p;
+        }
+        free(p);
+    }
+    return NULL;
+}
+
 /* The file that feeds input i (named name), or NULL with a message. *owned is set
- * when the returned string must be freed. */
-static const char *input_file(const Args *a, int i, const char *name, char **owned)
+ * when the returned string must be freed. With a folder of input_K.pb files that has
+ * more files than the model has inputs, the file is found by the tensor's name. */
+static const char *input_file(const Args *a, const spy_model *m, int i, const char *name,
+                              char **owned)
 {
     *owned = NULL;
     char idx[16];
@@ -274,6 +331,9 @@ static const char *input_file(const Args *a, int i, const char *name, char **own
         if (!strcmp(a->inputs[k].name, name) || !strcmp(a->inputs[k].name, idx))
             return a->inputs[k].file;
     const char *dir = a->input_dir ? a->input_dir : a->check_dir;
+    if (dir && count_input_files(dir) > spy_model_num_inputs(m) &&
+        (*owned = named_input_file(dir, name)))
+        return *owned;
     if (dir)
         return *owned = path_k(dir, "input", i, "pb");
     fprintf(stderr,
@@ -324,7 +384,7 @@ static int load_inputs(const Args *a, const spy_model *m, FeTensor *ins)
             return EXIT_FAIL;
         }
         char *owned, err[512];
-        const char *path = input_file(a, i, info.name, &owned);
+        const char *path = input_file(a, m, i, info.name, &owned);
         if (!path)
             return EXIT_INPUT;
         bool ok = fe_tensor_read(path, &ins[i], err, sizeof err);

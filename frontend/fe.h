@@ -10,11 +10,23 @@
 #include "ir.h"
 #include "target.h"
 
+/* Specialisation of one graph input at compile time (spyrec --bind / --input-shape):
+ * either its value is bound (the input becomes a constant, e.g. axes or a target shape
+ * that an AOT compiler with static shapes needs), or its dynamic dimensions are fixed. */
+typedef struct FeInputSpec {
+    const char *name;              /* graph input name */
+    const struct FeTensor *value;  /* non-NULL: bind the input to this constant */
+    int rank;                      /* >= 0: the input's full static shape; -1: keep */
+    int64_t dims[IR_MAX_RANK];
+} FeInputSpec;
+
 typedef struct {
     size_t max_file_bytes;         /* refuse larger model files (default 2 GiB) */
     int max_nesting;               /* protobuf/JSON nesting limit (default 64) */
     size_t arena_limit;            /* 0 = none: IR arena bytes per graph while loading
                                     * (tests use it to inject allocation failures) */
+    const FeInputSpec *specs;      /* input specialisations (ONNX main graph), or NULL */
+    int nspecs;
 } FeOptions;
 
 /* ONNX model -> IR graph with FOREIGN nodes (domain/op/opset kept) and constants.
@@ -39,7 +51,7 @@ bool fe_load_target(const char *path, SpyTarget *out, IrDiag *diag);
 void fe_default_target(SpyTarget *out);
 
 /* A host tensor read from / written to a file (.pb TensorProto or .npy). */
-typedef struct {
+typedef struct FeTensor {
     char *name;                    /* malloc'd; "" if the file has none */
     IrDType dtype;
     int rank;

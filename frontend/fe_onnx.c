@@ -213,6 +213,8 @@ IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
     cx->diag = diag;
     cx->max_nesting = o.max_nesting;
     cx->arena_limit = opt ? opt->arena_limit : 0;
+    cx->specs = opt ? opt->specs : NULL;
+    cx->nspecs = opt ? opt->nspecs : 0;
     cx->model = unpack_model(path, diag, &o);
     if (!cx->model) {
         import_cleanup(cx);

@@ -39,6 +39,8 @@ typedef struct {
     IrDiag *diag;
     int max_nesting;                /* subgraph / function-call depth limit */
     size_t arena_limit;             /* FeOptions.arena_limit, for every graph */
+    const FeInputSpec *specs;       /* FeOptions.specs: main-graph input specialisations */
+    int nspecs;
     jmp_buf oom;                    /* IR allocation failure lands here */
     Onnx__ModelProto *model;
     int64_t default_opset;          /* ai.onnx version imported by the model, 0 if none */

@@ -341,6 +341,59 @@ static void add_initializers(FeScope *s, const Onnx__GraphProto *gp)
     }
 }
 
+/* The specialisation for main-graph input nm, or NULL. */
+static const FeInputSpec *find_spec(const FeScope *s, const char *nm)
+{
+    if (s->depth != 0 || s->call)
+        return NULL;
+    for (int i = 0; i < s->cx->nspecs; i++)
+        if (!strcmp(s->cx->specs[i].name, nm))
+            return &s->cx->specs[i];
+    return NULL;
+}
+
+/* Does a declared dimension (static value, or dynamic) admit the value n? */
+static bool dim_admits(const Onnx__TensorShapeProto__Dimension *dm, int64_t n)
+{
+    return dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
+           dm->dim_value == n;
+}
+
+/* Apply a specialisation to input nm: a bound value becomes a constant, a shape fixes
+ * the dynamic dimensions. The declared dtype and static dims must agree. Returns false
+ * (after reporting) on a mismatch. */
+static bool add_specialised(FeScope *s, const Onnx__ValueInfoProto *vi, const FeInputSpec *sp)
+{
+    IrDiag *d = s->cx->diag;
+    const char *nm = vi->name;
+    const Onnx__TypeProto *tp = vi->type;
+    const Onnx__TypeProto__Tensor *tt =
+        tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE ? tp->tensor_type : NULL;
+    if (!tt || !tt->has_elem_type) {
+        ir_diag_error(d, "input '%s': cannot specialise an input without a tensor type", nm);
+        return false;
+    }
+    IrType t = {.dtype = fe_onnx_dtype(tt->elem_type)};
+    t.rank = sp->value ? sp->value->rank : sp->rank;
+    memcpy(t.dims, sp->value ? sp->value->dims : sp->dims, sizeof t.dims);
+    if (sp->value && sp->value->dtype != t.dtype) {
+        ir_diag_error(d, "input '%s': bound value has dtype %s, the input is %s", nm,
+                      ir_dtype_name(sp->value->dtype), ir_dtype_name(t.dtype));
+        return false;
+    }
+    bool ok = !tt->shape || tt->shape->n_dim == (size_t)t.rank;
+    for (int i = 0; ok && tt->shape && i < t.rank; i++)
+        ok = t.dims[i] >= 0 && dim_admits(tt->shape->dim[i], t.dims[i]);
+    if (!ok || t.dtype == IR_DT_UNDEF) {
+        ir_diag_error(d, "input '%s': the given shape does not match the declared one", nm);
+        return false;
+    }
+    ValId v = sp->value ? ir_add_const(s->g, nm, &t, sp->value->data)
+                        : ir_add_input(s->g, nm, &t);
+    fe_define(s, nm, v);
+    return true;
+}
+
 /* Graph inputs that are not initializers become typed inputs. strict: the main graph
  * (fully static types required); subgraph inputs may stay untyped. */
 static void add_inputs(FeScope *s, const Onnx__GraphProto *gp, bool strict)
@@ -361,6 +414,12 @@ static void add_inputs(FeScope *s, const Onnx__GraphProto *gp, bool strict)
         fe_map_put(&seen, nm, 0);
         if (fe_map_get(&s->vals, nm, NULL))
             continue;                      /* an initializer: a constant with a default */
+        const FeInputSpec *sp = find_spec(s, nm);
+        if (sp) {
+            if (!add_specialised(s, vi, sp))
+                fe_define(s, nm, IR_NONE);
+            continue;
+        }
         IrType t = {.dtype = IR_DT_UNDEF, .rank = 0};
         if (!vi_type(s, vi, strict, "input", &t)) {
             if (strict) {

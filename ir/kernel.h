@@ -7,7 +7,7 @@
  *   pass_layout    IrValue.layout, IrSched.view of every value, IrValue.alias_of
  *   pass_divide    IrKernel.grid (work items) and core_first (item ranges per core)
  *   pass_tile      IrKernel.grid refined to fit LX, inner loop grid, tile programs,
- *                  anchor LX buffers, accesses, lx_bytes, reads/writes
+ *                  anchor LX buffers, accesses, lx_bytes, reads
  *   pass_dram_plan IrSched.seg, IrValue.dram_offset, segment sizes, constant list
  * The code generator (codegen/) only reads this plan.
  *
@@ -47,7 +47,7 @@
 #define IR_KBUF_MAX 4        /* anchor LX buffers per kernel */
 
 typedef enum {
-    IR_KK_ELEM = 0,          /* tree of pointwise nodes with one output */
+    IR_KK_ELEM = 0,          /* pointwise nodes (and row-resident reductions), one output */
     IR_KK_CONTRACT = 1,      /* MATMUL or CONV + pointwise epilogue */
     IR_KK_REDUCE = 2,        /* REDUCE/ARGREDUCE/WINDOW/CUMSUM + prologue + epilogue */
     IR_KK_MOVE = 3,          /* materialised view, PAD, CONCAT, GATHER */
@@ -153,8 +153,8 @@ typedef struct IrKernel {
     IrGrid inner;            /* per-item loop: K chunks, reduced chunks */
     IrTileProg tp[2];        /* ELEM: tp[0]; CONTRACT: tp[1]; REDUCE: tp[0] pro, tp[1] epi */
     IrAccess acc[3];         /* matmul A,B; conv X,W; MOVE/COPY src (0) and dst (1) */
-    uint32_t buf[IR_KBUF_MAX];       /* anchor buffers: CONTRACT A,B,C; REDUCE acc;
-                                        MOVE tile, indices */
+    uint32_t buf[IR_KBUF_MAX];       /* anchor buffers: CONTRACT A, B, C (conv: and the
+                                        input patch); REDUCE acc; MOVE tile, indices */
     uint32_t buf_bytes[IR_KBUF_MAX];
     uint32_t lx_bytes;       /* LX high-water mark of every core */
     ValId *reads;            /* root values read from DRAM, ascending */

@@ -27,6 +27,11 @@ typedef struct {
     const uint32_t *uses;                 /* use counts of the values before the pass */
     uint32_t nuses;                       /* entries in uses */
     ValId out[DEC_MAX_OUT];               /* results, one per output (IR_NONE: not made) */
+    struct DecSeqTab *seqs;               /* compile-time sequences/optionals (dec_sequence.c) */
+    IrGraph *outg;                        /* graph of n->out and uses[] (NULL: g); a subgraph
+                                             while its body is being inlined */
+    const char *const *in_names;          /* names n->in had at import (NULL: current names);
+                                             binds the values subgraphs capture */
 } DecCtx;
 
 typedef bool (*DecFn)(DecCtx *c);
@@ -47,6 +52,8 @@ bool dec_fits(DecCtx *c, int64_t n, size_t es, const char *what);
 bool dec_axis(DecCtx *c, int64_t a, int r, int *out);
 /* Constant integer tensor (rank <= 1) into v[max]; *n gets the count. Reports
  * "unsupported: dynamic WHAT input" when x is not a constant. */
+/* "unsupported: dynamic WHAT input 'name'" error for a non-constant input x. */
+void dec_dynamic_err(DecCtx *c, ValId x, const char *what);
 bool dec_const_ints(DecCtx *c, ValId x, const char *what, int64_t *v, int max, int *n);
 /* Same for a float tensor (any float dtype). */
 bool dec_const_floats(DecCtx *c, ValId x, const char *what, double *v, int max, int *n);
@@ -88,6 +95,26 @@ ValId dec_take_along(DecCtx *c, ValId data, ValId idx, int axis); /* dec_gather.
 /* Numpy broadcast of two shapes; false if incompatible. */
 bool dec_broadcast(const IrType *a, const IrType *b, int64_t *dims, int *rank);
 int64_t dec_numel(const IrType *t);
+
+/* ---- decompose.c: recursive use of the dispatch table (control flow) ---- */
+/* Run the handler registered for foreign node c->n (inputs are values of c->g) and
+ * leave its results in c->out; reports an unknown operator. The caller fills c. */
+bool dec_run(DecCtx *c);
+
+/* ---- dec_sequence.c: sequences and optionals resolved at compile time ---- */
+typedef struct DecSeqTab DecSeqTab;
+DecSeqTab *dec_seq_new(IrGraph *g);       /* empty table in g's arena */
+/* Whether v stands for a sequence or an optional (no tensor type of its own). */
+bool dec_seq_known(const DecSeqTab *t, ValId v);
+/* Elements of sequence v; false if v is not a sequence (an empty optional). */
+bool dec_seq_items(const DecSeqTab *t, ValId v, const ValId **items, uint32_t *n);
+/* A new value standing for the sequence items[0..n) of elem (IR_DT_UNDEF: from items). */
+ValId dec_seq_make(DecCtx *c, const ValId *items, uint32_t n, IrDType elem);
+ValId dec_optional_none(DecCtx *c);       /* a new empty optional */
+/* Report an input of c->n that is a sequence/optional when the op takes none. */
+bool dec_seq_check_inputs(DecCtx *c);
+/* Report graph outputs that are sequences or optionals (not representable). */
+bool dec_seq_check_outputs(IrGraph *g, const DecSeqTab *t);
 
 /* ---- handlers (one per ONNX op or family) ---- */
 /* dec_elementwise.c */
@@ -177,5 +204,26 @@ bool dec_reduce_op(DecCtx *c);            /* ReduceSum/Mean/Max/Min/Prod/L1/L2/L
 bool dec_softmax(DecCtx *c);              /* Softmax LogSoftmax Hardmax */
 bool dec_argminmax(DecCtx *c);
 bool dec_cumsum(DecCtx *c);
+
+/* dec_control.c */
+bool dec_if(DecCtx *c);
+bool dec_loop(DecCtx *c);
+bool dec_scan(DecCtx *c);
+bool dec_sequence_map(DecCtx *c);
+
+/* dec_sequence.c */
+bool dec_sequence_op(DecCtx *c);          /* SequenceConstruct/Empty/Insert/Erase/At/Length */
+bool dec_concat_from_sequence(DecCtx *c);
+bool dec_split_to_sequence(DecCtx *c);
+bool dec_optional_op(DecCtx *c);          /* Optional OptionalHasElement OptionalGetElement */
+
+/* dec_rnn.c */
+bool dec_rnn(DecCtx *c);                  /* RNN */
+bool dec_gru(DecCtx *c);                  /* GRU */
+bool dec_lstm(DecCtx *c);                 /* LSTM */
+
+/* dec_attn2.c */
+bool dec_linear_attention(DecCtx *c);     /* LinearAttention */
+bool dec_causal_conv_state(DecCtx *c);    /* CausalConvWithState */
 
 #endif

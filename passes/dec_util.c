@@ -81,11 +81,20 @@ bool dec_axis(DecCtx *c, int64_t a, int r, int *out)
     return true;
 }
 
+/* Report that input x (which decides a shape or an attribute) is not a compile-time
+ * constant, naming the value so that the user can bind it with spyrec --bind. */
+void dec_dynamic_err(DecCtx *c, ValId x, const char *what)
+{
+    const IrValue *v = ir_val(c->g, x);
+    dec_err(c, "unsupported: dynamic %s input '%s'%s", what, v->name,
+            v->kind == IR_VAL_INPUT ? " (a graph input: specialise it with --bind)" : "");
+}
+
 /* Read a constant 0-D/1-D integer input into v. */
 bool dec_const_ints(DecCtx *c, ValId x, const char *what, int64_t *v, int max, int *n)
 {
     if (!ir_is_const(c->g, x)) {
-        dec_err(c, "unsupported: dynamic %s input", what);
+        dec_dynamic_err(c, x, what);
         return false;
     }
     const IrType *t = dec_ty(c, x);
@@ -110,7 +119,7 @@ bool dec_const_ints(DecCtx *c, ValId x, const char *what, int64_t *v, int max, i
 bool dec_const_floats(DecCtx *c, ValId x, const char *what, double *v, int max, int *n)
 {
     if (!ir_is_const(c->g, x)) {
-        dec_err(c, "unsupported: dynamic %s input", what);
+        dec_dynamic_err(c, x, what);
         return false;
     }
     const IrType *t = dec_ty(c, x);
@@ -130,7 +139,7 @@ bool dec_const_floats(DecCtx *c, ValId x, const char *what, double *v, int max, 
 bool dec_const_scalar(DecCtx *c, ValId x, const char *what, double *v)
 {
     if (!ir_is_const(c->g, x)) {
-        dec_err(c, "unsupported: dynamic %s input", what);
+        dec_dynamic_err(c, x, what);
         return false;
     }
     const IrType *t = dec_ty(c, x);

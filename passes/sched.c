@@ -316,15 +316,17 @@ int pass_grid_split(const IrGrid *gr)
     return -1;
 }
 
-/* Give each core a contiguous, balanced range of the kernel's work items. */
+/* Give each core a contiguous, balanced range of the kernel's work items (cores
+ * 0, 1, ... first when there are fewer items than cores). */
 void pass_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores)
 {
     k->nitems = (uint64_t)pass_grid_items(&k->grid);
     if (!k->core_first || k->ncores != cores)
         k->core_first = ir_alloc(g, (cores + 1) * sizeof *k->core_first);
     k->ncores = cores;
-    for (uint32_t c = 0; c <= cores; c++)
-        k->core_first[c] = k->nitems * c / cores;
+    uint64_t q = k->nitems / cores, r = k->nitems % cores;
+    for (uint32_t c = 0; c <= cores; c++)               /* the first r cores get q + 1 */
+        k->core_first[c] = c * q + (c < r ? c : r);
 }
 
 /* Name of a kernel kind for reports. */

@@ -5,6 +5,7 @@
 #   make golden    golden text tests (tests/golden/**/NAME.{onnx,ir,pt2} + .expect/.err)
 #   make models    numeric golden tests (tests/models.list on ../shared/models, examples/)
 #   make check-PART  one part of check.sh: unit golden models cli determinism malformed corpus
+#   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}
 #   make golden-update   rewrite every .expect file from the current compiler output
 #   make bench     compile time and latency per model against onnxruntime (needs PyPI)
 #   make example   regenerate examples/models/tiny_cnn with onnx/onnxruntime (needs PyPI)
@@ -17,7 +18,7 @@ UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 VENV := $(BUILD)/venv
 CHECK_ENV = BUILD=$(BUILD) SHARED=$(SHARED) MAKE="$(MAKE)"
 
-.PHONY: unit-bins models golden-update example malformed-gen
+.PHONY: unit-bins models golden-update example malformed-gen conformance
 
 # one cmocka program per tests/unit/test_*.c, linked with both libraries; tests may
 # include any module's header by its bare name ("pass.h", "cg.h", "fe.h")
@@ -39,6 +40,8 @@ models: all
 	@$(CHECK_ENV) bash tests/tools/check.sh models
 check-%: all
 	@$(CHECK_ENV) bash tests/tools/check.sh $*
+conformance: all
+	@$(CHECK_ENV) bash tests/tools/check.sh conformance
 golden-update: all
 	@$(CHECK_ENV) UPDATE_GOLDEN=1 bash tests/tools/check.sh golden
 

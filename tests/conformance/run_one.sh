@@ -18,28 +18,85 @@ ops=$(timeout 20 "$build/spyrec" --print-ops "$dir/model.onnx" 2>/dev/null | tr 
 [ -n "$ops" ] || ops="?"
 emit() { printf '%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(echo "$2" | tr '\t\n' '  ' | cut -c1-300)"; }
 
+# spec_args DS MSG: spyrec options that specialise the compile on data set DS for every
+# graph input that MSG reports as deciding a shape (--bind NAME=FILE), and for inputs with
+# dynamic dimensions (--input-shape NAME=D0x... from the file's shape).
+spec_args() {
+    local ds=$1 m=$2 f desc nm dt dims
+    for f in "$ds"/input_*.pb; do
+        [ -f "$f" ] || continue
+        desc=$("$build/spyrun" --describe "$f" 2>/dev/null) || continue
+        IFS=$'\t' read -r nm dt dims <<<"$desc"
+        [ -n "$nm" ] || continue
+        if grep -qF "input '$nm' (a graph input" <<<"$m"; then
+            printf -- '--bind\n%s=%s\n' "$nm" "$f"
+        elif grep -qF "of input '$nm'" <<<"$m"; then
+            printf -- '--input-shape\n%s=%s\n' "$nm" "$dims"
+        fi
+    done
+}
+
+# check_ds SBIN DS: run one data set; prints nothing and returns 0 on a match, else
+# prints the outcome and detail (tab-separated) and returns 1.
+check_ds() {
+    local out rc
+    out=$(timeout 60 "$build/spyrun" "$1" --check "$2" --rtol "$rtol" --atol "$atol" --threads 1 2>&1)
+    rc=$?
+    [ $rc -eq 0 ] && return 0
+    if [ $rc -eq 1 ]; then printf 'wrong\t%s: %s' "$(basename "$2")" "$(echo "$out" | grep -m1 MISMATCH)"
+    elif [ $rc -eq 124 ]; then printf 'runtime_error\t%s: hang: spyrun timed out' "$(basename "$2")"
+    elif [ $rc -gt 128 ]; then printf 'runtime_error\t%s: crash: spyrun killed by signal %d' "$(basename "$2")" $((rc-128))
+    else printf 'runtime_error\t%s: exit %d: %s' "$(basename "$2")" $rc "$(echo "$out" | grep -v '^output' | head -2)"; fi
+    return 1
+}
+
+# compile_fail RC MSG: classify a failed compile.
+compile_fail() {
+    local rc=$1 m=$2 first
+    # exit 2 with "unsupported", "not supported" or an unknown domain: a known gap
+    first=$(echo "$m" | grep -m1 -i -E "unsupported|not supported|unknown domain" || true)
+    if [ $rc -eq 124 ]; then emit compile_error "hang: spyrec timed out"
+    elif [ $rc -gt 128 ]; then emit compile_error "crash: spyrec killed by signal $((rc-128)): $m"
+    elif [ $rc -eq 2 ] && [ -n "$first" ]; then emit unsupported "$first"
+    else emit compile_error "exit $rc: $(echo "$m" | head -2)"
+    fi
+}
+
 msg=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" 2>&1 >/dev/null)
 rc=$?
+if [ $rc -eq 2 ] && grep -qE "\(a graph input: specialise|dynamic dimension" <<<"$msg"; then
+    # The model has inputs that decide shapes: an AOT compile specialises on them, so
+    # every data set is compiled with its own values (reported as "specialised").
+    bound=""
+    for ds in "$dir"/test_data_set_*; do
+        [ -d "$ds" ] || continue
+        m2=$msg
+        for round in 1 2 3; do
+            mapfile -t args < <(spec_args "$ds" "$m2")
+            m2=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" "${args[@]}" 2>&1 >/dev/null)
+            rc=$?
+            [ $rc -eq 2 ] && grep -qE "\(a graph input: specialise|dynamic dimension" <<<"$m2" || break
+            m2="$m2
+$msg"
+        done
+        if [ $rc -ne 0 ]; then compile_fail $rc "$m2"; exit 0; fi
+        bound=$(printf '%s ' "${args[@]}" | sed -E 's/=[^ ]*//g; s/--bind /bound:/g; s/--input-shape /shape:/g')
+        if res=$(check_ds "$sbin" "$ds"); then :; else
+            rm -f "$sbin"; emit "${res%%$'\t'*}" "${res#*$'\t'} (specialised: $bound)"; exit 0
+        fi
+    done
+    rm -f "$sbin"
+    emit pass "specialised: $bound"
+    exit 0
+fi
 if [ $rc -ne 0 ]; then
-    # exit 2 with "unsupported", "not supported" or an unknown domain: a known gap
-    first=$(echo "$msg" | grep -m1 -i -E "unsupported|not supported|unknown domain" || true)
-    if [ $rc -eq 124 ]; then emit compile_error "hang: spyrec timed out"
-    elif [ $rc -gt 128 ]; then emit compile_error "crash: spyrec killed by signal $((rc-128)): $msg"
-    elif [ $rc -eq 2 ] && [ -n "$first" ]; then emit unsupported "$first"
-    else emit compile_error "exit $rc: $(echo "$msg" | head -2)"
-    fi
+    compile_fail $rc "$msg"
     exit 0
 fi
 for ds in "$dir"/test_data_set_*; do
     [ -d "$ds" ] || continue
-    msg=$(timeout 60 "$build/spyrun" "$sbin" --check "$ds" --rtol "$rtol" --atol "$atol" --threads 1 2>&1)
-    rc=$?
-    if [ $rc -eq 1 ]; then emit wrong "$(basename "$ds"): $(echo "$msg" | grep -m1 MISMATCH)"; rm -f "$sbin"; exit 0; fi
-    if [ $rc -ne 0 ]; then
-        if [ $rc -eq 124 ]; then d="hang: spyrun timed out"
-        elif [ $rc -gt 128 ]; then d="crash: spyrun killed by signal $((rc-128))"
-        else d="exit $rc: $(echo "$msg" | grep -v '^output' | head -2)"; fi
-        emit runtime_error "$(basename "$ds"): $d"; rm -f "$sbin"; exit 0
+    if ! res=$(check_ds "$sbin" "$ds"); then
+        rm -f "$sbin"; emit "${res%%$'\t'*}" "${res#*$'\t'}"; exit 0
     fi
 done
 rm -f "$sbin"

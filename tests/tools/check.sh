@@ -1,7 +1,8 @@
 #!/bin/bash
 # check.sh [PART...]: the test suite behind `make check` (run from the repository root).
 #
-# PART is any of unit golden models cli determinism malformed corpus (default: all).
+# PART is any of unit golden models cli determinism malformed corpus conformance
+# (default: all).
 # Prints one line per test ("PASS name" / "FAIL name", with the tail of its log) and
 # closes with "N passed, N failed" (plus ", N skipped"); exits 1 if any test failed.
 #
@@ -254,10 +255,25 @@ part_corpus() {
     done < <(tr '\t' '\037' <"$tsv")
 }
 
-parts=${*:-unit golden models cli determinism malformed corpus}
+# ---- (h) ONNX conformance suite: the pass counts must not fall below the ratchet --------
+part_conformance() {
+    local log
+    log=$(logname conformance)
+    if [ ! -d "$SHARED/onnx-tests" ]; then
+        echo "$SHARED/onnx-tests not found: skipping the ONNX conformance suite (it needs ../shared/onnx-tests)"
+        nskip=$((nskip + 1))
+        return
+    fi
+    bash tests/conformance/run.sh "$BUILD" "$SHARED" 2 >"$log" 2>&1
+    local rc=$?
+    sed 's/^/    /' "$log"
+    result "conformance (report: ${BUILD}/conformance/report.md)" $rc "$log"
+}
+
+parts=${*:-unit golden models cli determinism malformed corpus conformance}
 for p in $parts; do
     case $p in
-    unit | golden | models | cli | determinism | malformed | corpus) "part_$p" ;;
+    unit | golden | models | cli | determinism | malformed | corpus | conformance) "part_$p" ;;
     *) echo "check.sh: unknown part '$p'" >&2; exit 2 ;;
     esac
 done
