@@ -36,6 +36,12 @@ typedef struct {
 
 typedef bool (*DecFn)(DecCtx *c);
 
+/* halfwiden.c: after a handler built nodes [first, g->nnodes) (values from
+ * first_val on), make them compute in float32 when they work on float16/bfloat16
+ * values; out[nout] (the handler's results) are replaced by their values rounded
+ * back to the declared half dtypes. */
+void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *out, int nout);
+
 /* ---- dec_util.c: helpers shared by the handlers ---- */
 void dec_err(DecCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 ValId dec_in(const DecCtx *c, int i);     /* input i, IR_NONE if absent or omitted */
@@ -46,14 +52,15 @@ double dec_af(const DecCtx *c, const char *name, double dflt);
 const char *dec_as(const DecCtx *c, const char *name, const char *dflt);
 int dec_aints(const DecCtx *c, const char *name, const int64_t **out); /* -1 if absent */
 bool dec_has_attr(const DecCtx *c, const char *name);
+bool dec_max_outputs(DecCtx *c, int n);   /* reports a node with more than n outputs */
 
 bool dec_fits(DecCtx *c, int64_t n, size_t es, const char *what);
 /* Normalise axis a (may be negative) for rank r; reports and returns false if out of range. */
 bool dec_axis(DecCtx *c, int64_t a, int r, int *out);
-/* Constant integer tensor (rank <= 1) into v[max]; *n gets the count. Reports
- * "unsupported: dynamic WHAT input" when x is not a constant. */
 /* "unsupported: dynamic WHAT input 'name'" error for a non-constant input x. */
 void dec_dynamic_err(DecCtx *c, ValId x, const char *what);
+/* Constant integer tensor (rank <= 1) into v[max]; *n gets the count. Reports
+ * "unsupported: dynamic WHAT input" when x is not a constant. */
 bool dec_const_ints(DecCtx *c, ValId x, const char *what, int64_t *v, int max, int *n);
 /* Same for a float tensor (any float dtype). */
 bool dec_const_floats(DecCtx *c, ValId x, const char *what, double *v, int max, int *n);
@@ -115,6 +122,9 @@ ValId dec_optional_none(DecCtx *c);       /* a new empty optional */
 bool dec_seq_check_inputs(DecCtx *c);
 /* Report graph outputs that are sequences or optionals (not representable). */
 bool dec_seq_check_outputs(IrGraph *g, const DecSeqTab *t);
+/* Charge one inlined body to the pass-wide unrolling budget (limit bodies in all; the
+ * table is the pass's state of compile-time control flow); false once it is spent. */
+bool dec_seq_charge(DecSeqTab *t, uint64_t limit);
 
 /* ---- handlers (one per ONNX op or family) ---- */
 /* dec_elementwise.c */
@@ -225,5 +235,13 @@ bool dec_lstm(DecCtx *c);                 /* LSTM */
 /* dec_attn2.c */
 bool dec_linear_attention(DecCtx *c);     /* LinearAttention */
 bool dec_causal_conv_state(DecCtx *c);    /* CausalConvWithState */
+
+/* dec_linalg.c, dec_text.c, dec_qlinear.c */
+bool dec_det(DecCtx *c);                  /* Det */
+bool dec_tfidf(DecCtx *c);                /* TfIdfVectorizer (integer pools) */
+bool dec_matmul_integer(DecCtx *c);       /* MatMulInteger */
+bool dec_conv_integer(DecCtx *c);         /* ConvInteger */
+bool dec_qlinear_matmul(DecCtx *c);       /* QLinearMatMul */
+bool dec_qlinear_conv(DecCtx *c);         /* QLinearConv */
 
 #endif

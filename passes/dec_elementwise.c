@@ -57,7 +57,7 @@ static bool need_in(DecCtx *c, int i)
 bool dec_unary_op(DecCtx *c)
 {
     int fn = map_find(unary_map, MAPLEN(unary_map), c->n->foreign.op_type);
-    if (fn < 0 || !need_in(c, 0))
+    if (fn < 0 || !dec_max_outputs(c, 1) || !need_in(c, 0))
         return false;
     c->out[0] = dec_un(c, fn, dec_in(c, 0));
     return true;
@@ -108,7 +108,7 @@ bool dec_binary_op(DecCtx *c)
 {
     const char *op = c->n->foreign.op_type;
     int fn = map_find(binary_map, MAPLEN(binary_map), op);
-    if (fn < 0 || !need_in(c, 0) || !need_in(c, 1))
+    if (fn < 0 || !dec_max_outputs(c, 1) || !need_in(c, 0) || !need_in(c, 1))
         return false;
     ValId a = dec_in(c, 0), b = legacy_broadcast(c, a, dec_in(c, 1));
     if (b == IR_NONE)

@@ -35,26 +35,59 @@ bool dec_out_used(const DecCtx *c, int i)
     return v < c->nuses && c->uses[v] > 0;
 }
 
-int64_t dec_ai(const DecCtx *c, const char *name, int64_t dflt)
-{
-    return ir_attr_get_int(c->n, name, dflt);
-}
+static const char *const attr_kind_names[] = {"int", "float", "string", "ints", "floats",
+                                              "strings", "tensor", "graph"};
 
-double dec_af(const DecCtx *c, const char *name, double dflt)
-{
-    return ir_attr_get_float(c->n, name, dflt);
-}
-
-/* String attribute, or dflt when absent or not a string. */
-const char *dec_as(const DecCtx *c, const char *name, const char *dflt)
+/* The attribute `name` of the node if it has kind `want` (or `alt`). For ONNX nodes an
+ * attribute of another kind is the model's error: reported, then treated as absent. */
+static const IrAttr *attr_of_kind(const DecCtx *c, const char *name, IrAttrKind want,
+                                  IrAttrKind alt)
 {
     const IrAttr *a = ir_attr_find(c->n, name);
-    return (a && a->kind == IR_ATTR_STRING && a->s) ? a->s : dflt;
+    if (!a || a->kind == want || a->kind == alt)
+        return a;
+    const char *dom = c->n->foreign.domain;
+    if (dom && dom[0])                     /* ATen arguments are polymorphic: not an error */
+        return NULL;
+    ir_error(c->g, c->o, "attribute '%s' has type %s, expected %s", name,
+             attr_kind_names[a->kind], attr_kind_names[want]);
+    return NULL;
+}
+
+int64_t dec_ai(const DecCtx *c, const char *name, int64_t dflt)
+{
+    const IrAttr *a = attr_of_kind(c, name, IR_ATTR_INT, IR_ATTR_INT);
+    return a ? a->i : dflt;
+}
+
+/* Float attribute (an integer one is accepted and converted), or dflt. */
+double dec_af(const DecCtx *c, const char *name, double dflt)
+{
+    const IrAttr *a = attr_of_kind(c, name, IR_ATTR_FLOAT, IR_ATTR_INT);
+    return !a ? dflt : a->kind == IR_ATTR_FLOAT ? a->f : (double)a->i;
+}
+
+/* String attribute, or dflt when absent. */
+const char *dec_as(const DecCtx *c, const char *name, const char *dflt)
+{
+    const IrAttr *a = attr_of_kind(c, name, IR_ATTR_STRING, IR_ATTR_STRING);
+    return (a && a->s) ? a->s : dflt;
 }
 
 int dec_aints(const DecCtx *c, const char *name, const int64_t **out)
 {
+    if (!attr_of_kind(c, name, IR_ATTR_INTS, IR_ATTR_INTS))
+        return -1;
     return ir_attr_get_ints(c->n, name, out);
+}
+
+/* The operator defines at most n outputs: a node with more is malformed. */
+bool dec_max_outputs(DecCtx *c, int n)
+{
+    if (c->n->nout <= n)
+        return true;
+    dec_err(c, "the node has %d outputs; %s defines %d", c->n->nout, c->n->foreign.op_type, n);
+    return false;
 }
 
 bool dec_has_attr(const DecCtx *c, const char *name) { return ir_attr_find(c->n, name) != NULL; }
