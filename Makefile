@@ -6,6 +6,7 @@
 #   make bench      compile time, host latency and onnxruntime ratio per model (needs PyPI)
 #   make asan|ubsan make check under sanitizers;  SANITIZER=address|undefined
 #   make format     clang-format the sources
+#   make install    tools, libspyrert, spyrt.h, spyrert.pc and man pages under PREFIX
 #
 # Dependencies are Debian packages; `make deps` installs missing ones when run as root.
 
@@ -94,12 +95,28 @@ $(LIBSPYREC): $(COMPILER_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/spyrec: $(BUILD)/obj/cli/spyrec.o $(LIBSPYREC) $(LIBRT_A)
+# cli/spyrec_*.c link into spyrec, cli/spyrun_*.c into spyrun (helpers: cli/cli.h)
+$(BUILD)/spyrec: $(BUILD)/obj/cli/spyrec.o $(call obj,$(wildcard cli/spyrec_*.c)) $(LIBSPYREC) $(LIBRT_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMPILER_LIBS) $(LDLIBS)
-$(BUILD)/spyrun: $(BUILD)/obj/cli/spyrun.o $(LIBSPYREC) $(LIBRT_A)
+$(BUILD)/spyrun: $(BUILD)/obj/cli/spyrun.o $(call obj,$(wildcard cli/spyrun_*.c)) $(LIBSPYREC) $(LIBRT_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMPILER_LIBS) $(LDLIBS)
 $(BUILD)/spydump: $(BUILD)/obj/cli/spydump.o $(LIBRT_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- install: tools, runtime library and header, pkg-config file, man pages -----------
+#   make install PREFIX=/opt/spyrec [DESTDIR=/staging]
+RT_VERSION = $(shell sed -n 's/^#define SPYRT_VERSION "\(.*\)"/\1/p' runtime/rt_api.c)
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+	    $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(LIBRT_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBRT_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 runtime/spyrt.h $(DESTDIR)$(PREFIX)/include/spyrt.h
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(RT_VERSION)|g' runtime/spyrert.pc.in \
+	    >$(DESTDIR)$(PREFIX)/lib/pkgconfig/spyrert.pc
+	install -m 644 cli/man/spyrec.1 cli/man/spyrun.1 cli/man/spydump.1 \
+	    $(DESTDIR)$(PREFIX)/share/man/man1/
 
 # ---- the main job on the shipped example --------------------------------------------
 demo: all

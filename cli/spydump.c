@@ -155,7 +155,13 @@ static void dump_tensors(const uint8_t *buf) {
                str + t[i].name, dt_name(t[i].host_dtype), dt_name(t[i].dev_dtype));
         for (int d = 0; d < t[i].rank; d++)
             printf("%s%lld", d ? ", " : "", (long long)t[i].dims[d]);
-        printf("]  numel %llu  segment %u\n", (unsigned long long)t[i].numel, t[i].seg);
+        printf("]  numel %llu  segment %u", (unsigned long long)t[i].numel, t[i].seg);
+        if (t[i].flags & SPY_TF_DYNAMIC)
+            printf("  dynamic axis %u (extent: int32 at segment %u +%llu)", t[i].dyn_axis,
+                   t[i].count_seg, (unsigned long long)t[i].count_off);
+        if (t[i].flags & SPY_TF_HIDDEN)
+            printf("  hidden");
+        printf("\n");
     }
     printf("\nsegments (%llu):\n", (unsigned long long)nseg);
     static const char *const kind[] = {"const", "arena", "io"};
@@ -166,6 +172,21 @@ static void dump_tensors(const uint8_t *buf) {
             printf("  tensor %u '%s'", sg[i].tensor, str + t[sg[i].tensor].name);
         printf("\n");
     }
+}
+
+/* Prints the value of "key=value" line `key` of the META text (or "?"). */
+static void meta_field(const char *meta, const char *key, const char *label) {
+    size_t n = strlen(key);
+    const char *v = NULL;
+    for (const char *l = meta; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (!strncmp(l, key, n) && l[n] == '=') {
+            v = l + n + 1;
+            break;
+        }
+    printf("%-10s ", label);
+    for (; v && *v && *v != '\n'; v++)
+        putchar(*v >= 32 && *v < 127 ? *v : '?');
+    printf("%s\n", v ? "" : "?");
 }
 
 /* Prints kernels (per-core instruction counts, modelled time), schedule, META. */
@@ -184,7 +205,7 @@ static void dump_kernels(const uint8_t *buf, const spy_model *m) {
     printf("\ncode: %llu instructions:", (unsigned long long)nc);
     static const char *const op[ISA_OPCODE_COUNT] = {"NOP", "LOAD", "STORE", "GATHER",
                                                      "MATMUL", "VEC", "VREDUCE", "VFILL",
-                                                     "VSCAN", "BARRIER"};
+                                                     "VSCAN", "BARRIER", "SCATTER"};
     for (int o = 0; o < ISA_OPCODE_COUNT; o++)
         if (hist[o])
             printf(" %s %llu", op[o], (unsigned long long)hist[o]);
@@ -214,6 +235,14 @@ static void dump_kernels(const uint8_t *buf, const spy_model *m) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        printf("usage: spydump FILE.sbin\n\nPrint a bundle: header, format version, target, "
+               "sections with sizes and CRCs,\nthen (if it verifies) compiler version and flags, "
+               "tensors, segments, kernels\nwith per-core instruction counts and modelled "
+               "times, the schedule and META.\n\nexit status: 0 valid bundle; 1 invalid or "
+               "unreadable; 2 bad usage.\n");
+        return 0;
+    }
     if (argc != 2 || argv[1][0] == '-') {
         fprintf(stderr, "usage: spydump FILE.sbin\n");
         return 2;
@@ -235,6 +264,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "spydump: %s: %s\n", argv[1], err);
         } else {
             printf("\nverify: ok\n");
+            meta_field(spy_model_meta(m), "compiler", "compiler:");
+            meta_field(spy_model_meta(m), "flags", "flags:");
             dump_tensors(buf);
             dump_kernels(buf, m);
             spy_model_free(m);

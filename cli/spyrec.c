@@ -1,7 +1,8 @@
 /* spyrec.c: the compiler driver.
  *
  *   spyrec MODEL -o OUT.sbin [--target FILE.yaml] [-O0|-O1|-O2] [--dump-after=PASS|all]
- *          [--emit=sbin|ir|asm] [--verify] [--max-memory=MIB]
+ *          [--emit=sbin|ir|asm|dot] [--verify] [--max-memory=MIB] [-MD [-MF FILE] [-MT T]]
+ *          [--report FILE.json]
  *
  * MODEL (.onnx, .pt2, or .ir text for golden tests) -> frontend -> pass pipeline ->
  * codegen -> bundle, written atomically (temporary file in the output's folder, fsync,
@@ -20,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "codegen/cg.h"
 #include "frontend/fe.h"
 #include "ir.h"
@@ -34,9 +36,9 @@
 enum { EXIT_INTERNAL = 1, EXIT_INPUT = 2 };
 
 #define FOLD_BUDGET ((size_t)256 << 20)   /* largest constant one fold may create */
-#define MAX_IR_TEXT ((size_t)256 << 20)   /* largest .ir text file accepted */
 
-typedef enum { EMIT_SBIN, EMIT_IR, EMIT_ASM } EmitKind;
+typedef enum { EMIT_SBIN, EMIT_IR, EMIT_ASM, EMIT_DOT } EmitKind;
+static const char *const emit_names[] = {"sbin", "ir", "asm", "dot"};
 
 #define SPEC_MAX 64                       /* --bind / --input-shape options at most */
 
@@ -53,23 +55,18 @@ typedef struct {
     bool print_ops;                /* --print-ops: list the model's operators and exit */
     FeInputSpec specs[SPEC_MAX];   /* --bind / --input-shape specialisations */
     FeTensor bound[SPEC_MAX];      /* values read for --bind */
+    const char *bind_path[SPEC_MAX]; /* their files (dependencies), NULL for shapes */
     int nspecs;
+    bool deps;                     /* -MD: write a make dependency file */
+    const char *deps_file;         /* -MF FILE (default: OUT with .d) */
+    const char *deps_target;       /* -MT TARGET (default: the output file) */
+    const char *report;            /* --report FILE.json */
+    const char *argv0;
 } Args;
 
-/* State that must survive a longjmp from the allocator or be seen by the signal
- * handler: file-scope so that setjmp cannot clobber it. */
+/* The target of the allocator's longjmp on out of memory: file-scope so that setjmp
+ * cannot clobber it. */
 static jmp_buf oom_jmp;
-static volatile sig_atomic_t have_tmp;
-static char tmp_path[4096];
-
-/* Remove the temporary output file on SIGINT/SIGTERM, then die of the signal. */
-static void on_signal(int sig)
-{
-    if (have_tmp)
-        unlink(tmp_path);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
 
 /* Print the usage text, including the pass names --dump-after accepts. */
 static void usage(FILE *f)
@@ -85,10 +82,21 @@ static void usage(FILE *f)
             "                        atomically, never left behind by a failed compile\n"
             "  --target FILE.yaml    target description (default: the built-in spyre32)\n"
             "  -O0 | -O1 | -O2       optimisation level (default -O2)\n"
-            "  --emit=sbin|ir|asm    what to write: the bundle (default), the text IR after\n"
-            "                        the pipeline, or the bundle's disassembly\n"
+            "  --emit=sbin|ir|asm|dot  what to write: the bundle (default), the text IR\n"
+            "                        after the pipeline, the bundle's disassembly, or a\n"
+            "                        Graphviz graph (after the pipeline, or after the pass\n"
+            "                        named by --dump-after; fused kernels as clusters)\n"
             "  --dump-after=PASS     print the IR to standard error after PASS ('all': after\n"
             "                        every pass)\n"
+            "  -MD                   also write a make dependency file: the output depends\n"
+            "                        on the model, its external data, the --target file,\n"
+            "                        --bind files and spyrec itself\n"
+            "  -MF FILE              the dependency file (default: OUT with extension .d)\n"
+            "  -MT TARGET            the rule's target (default: OUT)\n"
+            "  --report FILE.json    write a compile report: diagnostics, decompositions,\n"
+            "                        kernels and their split over cores and tiles, LX and\n"
+            "                        DRAM plans, modelled time per kernel, section sizes\n"
+            "                        (written also when the compile fails)\n"
             "  --verify              verify the IR after every pass (always on in debug builds)\n"
             "  --bind NAME=FILE      specialise: input NAME becomes a constant read from FILE\n"
             "                        (.pb or .npy); for inputs that decide shapes (axes,\n"
@@ -100,6 +108,9 @@ static void usage(FILE *f)
             "                        as 'out of memory'\n"
             "  --version             print the version and exit\n"
             "  -h, --help            print this help and exit\n"
+            "\n"
+            "When standard error is a terminal, spyrec shows its progress there ('[pass 5/10\n"
+            "fuse]'); otherwise it prints nothing but diagnostics.\n"
             "\n"
             "passes (in pipeline order, with the lowest -O level that runs them):\n");
     for (int i = 0; i < pass_pipeline_len; i++)
@@ -202,6 +213,7 @@ static int parse_spec(Args *a, const char *v, bool bind)
             return EXIT_INPUT;
         }
         sp->value = &a->bound[a->nspecs];
+        a->bind_path[a->nspecs] = value;
     } else {
         sp->rank = 0;
         for (const char *p = value; *p;) {
@@ -271,8 +283,10 @@ static int parse_args(int argc, char **argv, Args *a)
                 a->emit = EMIT_IR;
             else if (!strcmp(v, "asm"))
                 a->emit = EMIT_ASM;
+            else if (!strcmp(v, "dot"))
+                a->emit = EMIT_DOT;
             else
-                return usage_error("unknown --emit kind '%s' (sbin, ir or asm)", v);
+                return usage_error("unknown --emit kind '%s' (sbin, ir, asm or dot)", v);
             flags_add(&a->flags, "--emit");
             flags_add(&a->flags, v);
         } else if ((v = opt_value(argc, argv, &i, "--max-memory", &missing))) {
@@ -289,6 +303,14 @@ static int parse_args(int argc, char **argv, Args *a)
                 return rc;
         } else if (!strcmp(arg, "--print-ops")) {
             a->print_ops = true;
+        } else if (!strcmp(arg, "-MD")) {
+            a->deps = true;
+        } else if ((v = opt_value(argc, argv, &i, "-MF", &missing))) {
+            a->deps_file = v;
+        } else if ((v = opt_value(argc, argv, &i, "-MT", &missing))) {
+            a->deps_target = v;
+        } else if ((v = opt_value(argc, argv, &i, "--report", &missing))) {
+            a->report = v;
         } else if (missing) {
             return usage_error("option '%s' needs a value", arg);
         } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' && arg[2] <= '2' && !arg[3]) {
@@ -305,19 +327,27 @@ static int parse_args(int argc, char **argv, Args *a)
             a->input = arg;
         }
     }
+    a->argv0 = argv[0];
     if (!a->input)
         return usage_error("%s", "no model given");
+    if ((a->deps_file || a->deps_target) && !a->deps)
+        return usage_error("%s", "-MF and -MT go with -MD");
     if (!a->output && !a->print_ops) {
         if (a->emit == EMIT_SBIN)
             return usage_error("%s", "no output file given (use -o OUT.sbin)");
         a->output = "-";
     }
+    if (a->deps && !a->deps_target && !strcmp(a->output ? a->output : "-", "-"))
+        return usage_error("%s", "-MD needs an output file (-o FILE) or -MT TARGET");
+    if (a->deps && !a->deps_file && !strcmp(a->output ? a->output : "-", "-"))
+        return usage_error("%s", "-MD with standard output needs -MF FILE");
     return -1;
 }
 
 /* Print every collected diagnostic to stderr (the Diag itself notes a cut-off). */
 static void print_diags(const IrDiag *d)
 {
+    cli_progress_clear();
     ir_diag_print(d, stderr);
 }
 
@@ -343,47 +373,6 @@ static int failure_status(const IrDiag *d, const char *stage)
     return diags_internal(d) ? EXIT_INTERNAL : EXIT_INPUT;
 }
 
-/* Read a whole text file into a NUL-terminated malloc'd buffer, or NULL (the reason
- * recorded in diag). */
-static char *read_text(const char *path, IrDiag *diag)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        ir_diag_error(diag, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (n + 1 >= cap) {
-            char *p = cap < MAX_IR_TEXT ? realloc(buf, cap * 2) : NULL;
-            if (!p) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    if (!buf || ferror(f)) {
-        if (!buf)
-            ir_diag_error(diag, "larger than %zu MiB or out of memory", MAX_IR_TEXT >> 20);
-        else
-            ir_diag_error(diag, "cannot read: %s", strerror(errno));
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    buf[n] = '\0';
-    return buf;
-}
-
 /* True if path ends with suffix. */
 static bool ends_with(const char *path, const char *suffix)
 {
@@ -394,10 +383,10 @@ static bool ends_with(const char *path, const char *suffix)
 /* Load the model: .ir text through the IR parser, anything else through the
  * frontends. NULL on failure (diagnostics in diag). */
 static IrGraph *load_model(const char *path, IrDiag *diag, size_t max_memory,
-                           const Args *a)
+                           const Args *a, FeFileList *files)
 {
     if (ends_with(path, ".ir")) {
-        char *text = read_text(path, diag);
+        char *text = cli_read_text(path, diag);
         if (!text)
             return NULL;
         IrGraph *g = ir_parse(text, diag);
@@ -409,72 +398,9 @@ static IrGraph *load_model(const char *path, IrDiag *diag, size_t max_memory,
         return g;
     }
     FeOptions fo = {.max_file_bytes = (size_t)2 << 30, .max_nesting = 64,
-                    .arena_limit = max_memory, .specs = a->specs, .nspecs = a->nspecs};
+                    .arena_limit = max_memory, .specs = a->specs, .nspecs = a->nspecs,
+                    .files = files};
     return fe_load_model(path, diag, &fo);
-}
-
-/* Write all of buf to fd; false with errno set on failure. */
-static bool write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        len -= (size_t)w;
-    }
-    return true;
-}
-
-/* Write buf to path atomically: a temporary file in the same folder, fsync, rename.
- * On failure the temporary file is removed and a message printed. "-" is stdout. */
-static bool write_output(const char *path, const void *buf, size_t len)
-{
-    if (!strcmp(path, "-")) {
-        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
-            fprintf(stderr, "spyrec: cannot write to standard output: %s\n", strerror(errno));
-            return false;
-        }
-        return true;
-    }
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path) : 1;
-    const char *dir = slash ? path : ".";
-    if (slash == path)
-        dirlen = 1;                        /* "/x.sbin": the root folder */
-    if (snprintf(tmp_path, sizeof tmp_path, "%.*s/.%s.tmpXXXXXX", dirlen, dir,
-                 base_name(path)) >= (int)sizeof tmp_path) {
-        fprintf(stderr, "spyrec: %s: path too long\n", path);
-        return false;
-    }
-    int fd = mkstemp(tmp_path);
-    if (fd < 0) {
-        fprintf(stderr, "spyrec: %s: cannot create a temporary file next to it: %s\n", path,
-                strerror(errno));
-        return false;
-    }
-    have_tmp = 1;
-    mode_t mask = umask(0);
-    umask(mask);
-    bool ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, buf, len) && fsync(fd) == 0;
-    int saved = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (ok && rename(tmp_path, path) != 0) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp_path);
-        fprintf(stderr, "spyrec: %s: cannot write: %s\n", path, strerror(saved));
-    }
-    have_tmp = 0;
-    return ok;
 }
 
 /* Print the text IR of g into a malloc'd buffer. */
@@ -509,48 +435,146 @@ static char *make_meta(const Args *a)
     return m;
 }
 
+/* Everything the out-of-memory path must see and free: at file scope, so that
+ * longjmp cannot leave it indeterminate. */
+static struct {
+    IrDiag diag;
+    IrGraph *g;
+    uint8_t *bundle;
+    size_t blen;
+    char *text;
+    FILE *dot;                     /* --emit=dot: memstream of the graphs */
+    char *dot_buf;
+    size_t dot_len;
+    CliReport *report;             /* --report, NULL otherwise */
+    FeFileList files;              /* external data files read by the frontend */
+} live;
+
+/* The pass observer: progress, report, and the graphs of --emit=dot --dump-after. */
+static void on_pass(IrGraph *g, int index, bool done, void *ctx)
+{
+    const Args *a = ctx;
+    if (!done)
+        cli_progress_pass(index);
+    cli_report_pass(live.report, g, index, done);
+    const char *name = pass_pipeline[index].name;
+    if (done && a->emit == EMIT_DOT && a->dump_after &&
+        (!strcmp(a->dump_after, "all") || !strcmp(a->dump_after, name))) {
+        char title[512];
+        snprintf(title, sizeof title, "%s after %s", base_name(a->input), name);
+        cli_dot_print(g, live.dot, title);
+    }
+}
+
+/* --emit=dot: write the graphs captured after a pass, or the final graph. */
+static int emit_dot(IrGraph *g, IrDiag *diag, const Args *a)
+{
+    if (!a->dump_after) {
+        char title[512];
+        snprintf(title, sizeof title, "%s", base_name(a->input));
+        cli_dot_print(g, live.dot, title);
+    }
+    int bad = fclose(live.dot);
+    live.dot = NULL;
+    if (bad) {
+        fprintf(stderr, "spyrec: out of memory\n");
+        return EXIT_INTERNAL;
+    }
+    print_diags(diag);
+    if (live.dot_len == 0) {
+        fprintf(stderr, "spyrec: --emit=dot: pass '%s' does not run at -O%d\n", a->dump_after,
+                a->opt_level);
+        return EXIT_INPUT;
+    }
+    return cli_write_atomic(a->output, live.dot_buf, live.dot_len) ? 0 : EXIT_INTERNAL;
+}
+
 /* Run the pipeline and codegen on a loaded graph and write the output. Returns the
  * exit status. The caller holds the out-of-memory jump. */
-static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarget *target,
-                         uint8_t **bundle, char **text)
+static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarget *target)
 {
+    bool dot = a->emit == EMIT_DOT;
+    if (dot && !(live.dot = open_memstream(&live.dot_buf, &live.dot_len))) {
+        fprintf(stderr, "spyrec: out of memory\n");
+        return EXIT_INTERNAL;
+    }
     PassOptions po = {
         .opt_level = a->opt_level,
         .target = target,
-        .dump_after = a->dump_after,
+        .dump_after = dot ? NULL : a->dump_after,
         .dump_file = stderr,
         .verify = a->verify,
         .fold_budget = FOLD_BUDGET,
+        .hook = on_pass,
+        .hook_ctx = (void *)a,
     };
     g->fold_budget = FOLD_BUDGET;
     if (!pass_run_pipeline(g, &po) || ir_failed(g))
         return failure_status(diag, "the pass pipeline");
+    if (dot)
+        return emit_dot(g, diag, a);
 
     size_t len = 0;
     if (a->emit == EMIT_IR) {
-        if (!render_ir(g, text, &len)) {
+        if (!render_ir(g, &live.text, &len)) {
             fprintf(stderr, "spyrec: out of memory\n");
             return EXIT_INTERNAL;
         }
         print_diags(diag);
-        return write_output(a->output, *text, len) ? 0 : EXIT_INTERNAL;
+        return cli_write_atomic(a->output, live.text, len) ? 0 : EXIT_INTERNAL;
     }
+    cli_progress_stage("codegen");
     char *meta = make_meta(a);
     CgOptions co = {.target = target, .meta = meta ? meta : ""};
-    size_t blen = 0;
-    bool ok = cg_emit_bundle(g, &co, bundle, &blen);
+    bool ok = cg_emit_bundle(g, &co, &live.bundle, &live.blen);
     free(meta);
     if (!ok || ir_failed(g))
         return failure_status(diag, "code generation");
     print_diags(diag);                     /* warnings */
     if (a->emit == EMIT_ASM) {
-        if (!render_asm(*bundle, blen, text, &len)) {
+        if (!render_asm(live.bundle, live.blen, &live.text, &len)) {
             fprintf(stderr, "spyrec: internal error: cannot disassemble the bundle\n");
             return EXIT_INTERNAL;
         }
-        return write_output(a->output, *text, len) ? 0 : EXIT_INTERNAL;
+        return cli_write_atomic(a->output, live.text, len) ? 0 : EXIT_INTERNAL;
     }
-    return write_output(a->output, *bundle, blen) ? 0 : EXIT_INTERNAL;
+    return cli_write_atomic(a->output, live.bundle, live.blen) ? 0 : EXIT_INTERNAL;
+}
+
+/* -MD: write the dependency file of a successful compile (atomically). On failure the
+ * output is removed too, so that make does not take it for up to date. */
+static int write_deps(const Args *a)
+{
+    char *dflt = a->deps_file ? NULL : cli_deps_default_path(a->output);
+    const char *path = a->deps_file ? a->deps_file : dflt;
+    const char **pre = calloc((size_t)live.files.n + (size_t)a->nspecs + 3, sizeof *pre);
+    char *self = cli_self_path(a->argv0), *text = NULL;
+    if (pre && path) {
+        int n = 0;
+        pre[n++] = a->input;
+        for (int i = 0; i < live.files.n; i++)
+            pre[n++] = live.files.paths[i];
+        if (a->target_path)
+            pre[n++] = a->target_path;
+        for (int i = 0; i < a->nspecs; i++)
+            if (a->bind_path[i])
+                pre[n++] = a->bind_path[i];
+        if (self)
+            pre[n++] = self;
+        text = cli_deps_text(a->deps_target ? a->deps_target : a->output, pre, n);
+    }
+    bool ok = text != NULL;
+    if (!ok)
+        fprintf(stderr, "spyrec: out of memory while writing the dependency file\n");
+    else
+        ok = cli_write_atomic(path, text, strlen(text));
+    if (!ok && strcmp(a->output, "-") != 0)
+        unlink(a->output);
+    free(text);
+    free(self);
+    free(pre);
+    free(dflt);
+    return ok ? 0 : EXIT_INTERNAL;
 }
 
 /* --print-ops: each distinct frontend operator of the model, once, in first-use order
@@ -573,65 +597,105 @@ static void print_ops(IrGraph *g)
     }
 }
 
-/* Everything the out-of-memory path must see and free: at file scope, so that
- * longjmp cannot leave it indeterminate. */
-static struct {
-    IrDiag diag;
-    IrGraph *g;
-    uint8_t *bundle;
-    char *text;
-} live;
+/* --report: write the compile report; turns success into failure if it cannot be
+ * written. g is NULL when the graph is not usable (not loaded, out of memory). */
+static int write_report(const Args *a, const IrDiag *diag, const SpyTarget *target,
+                        IrGraph *g, int rc)
+{
+    CliReportInfo ri = {
+        .compiler = "spyrec " SPYREC_VERSION,
+        .model = a->input,
+        .output = a->output,
+        .emit = emit_names[a->emit],
+        .flags = a->flags,
+        .opt_level = a->opt_level,
+        .target = target,
+        .target_path = a->target_path,
+        .exit_status = rc,
+        .diag = diag,
+        .g = g,
+        .bundle = rc == 0 ? live.bundle : NULL,
+        .bundle_len = live.blen,
+    };
+    if (!cli_report_write(live.report, a->report, &ri))
+        return rc ? rc : EXIT_INTERNAL;
+    return rc;
+}
+
+/* The target: --target FILE or the built-in one. Returns -1 when loaded, else the
+ * exit status (messages printed; the report, if any, is written). */
+static int load_target(const Args *a, SpyTarget *target)
+{
+    if (!a->target_path) {
+        fe_default_target(target);
+        return -1;
+    }
+    IrDiag tdiag;
+    ir_diag_init(&tdiag, a->target_path);
+    int rc = -1;
+    if (!fe_load_target(a->target_path, target, &tdiag)) {
+        rc = failure_status(&tdiag, "loading the target");
+        if (a->report)
+            rc = write_report(a, &tdiag, NULL, NULL, rc);
+    }
+    ir_diag_free(&tdiag);
+    return rc;
+}
 
 /* Load, compile, write. Returns the exit status. */
 static int compile(const Args *a)
 {
     IrDiag *diag = &live.diag;
-    ir_diag_init(diag, a->input);
     SpyTarget target;
-    int rc;
-    if (a->target_path) {
-        IrDiag tdiag;
-        ir_diag_init(&tdiag, a->target_path);
-        bool ok = fe_load_target(a->target_path, &target, &tdiag);
-        if (!ok)
-            rc = failure_status(&tdiag, "loading the target");
-        ir_diag_free(&tdiag);
-        if (!ok) {
-            ir_diag_free(diag);
-            return rc;
-        }
-    } else {
-        fe_default_target(&target);
-    }
+    int rc = load_target(a, &target);
+    if (rc >= 0)
+        return rc;
+    ir_diag_init(diag, a->input);
+    bool oom = false;
     if (setjmp(oom_jmp)) {
-        if (have_tmp)
-            unlink(tmp_path);
+        cli_io_abandon();
+        cli_progress_clear();
         fprintf(stderr, "spyrec: out of memory\n");
         rc = EXIT_INTERNAL;
+        oom = true;
     } else {
-        live.g = load_model(a->input, diag, a->max_memory, a);
+        cli_progress_stage("load");
+        live.g = load_model(a->input, diag, a->max_memory, a, a->deps ? &live.files : NULL);
         if (!live.g || ir_failed(live.g) || diag->nerrors) {
             rc = failure_status(diag, "loading the model");
         } else {
             live.g->oom = &oom_jmp;
             live.g->diag = diag;
             if (a->print_ops) {
+                cli_progress_clear();
                 print_ops(live.g);
                 rc = 0;
                 goto done;
             }
             if (a->max_memory)
                 live.g->arena_limit = a->max_memory;
-            rc = compile_graph(live.g, diag, a, &target, &live.bundle, &live.text);
+            rc = compile_graph(live.g, diag, a, &target);
+            if (rc == 0 && a->deps)
+                rc = write_deps(a);
         }
     }
 done:
+    cli_progress_clear();
+    if (a->report) {
+        if (live.g)
+            live.g->oom = NULL;        /* the report never allocates in the graph */
+        rc = write_report(a, diag, &target, oom ? NULL : live.g, rc);
+    }
+    if (live.dot)
+        fclose(live.dot);
+    free(live.dot_buf);
     free(live.bundle);
     free(live.text);
     if (live.g) {
         live.g->oom = NULL;
         ir_graph_free(live.g);
     }
+    fe_file_list_free(&live.files);
     ir_diag_free(diag);
     return rc;
 }
@@ -644,10 +708,15 @@ int main(int argc, char **argv)
         free_args(&a);
         return rc;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
+    cli_io_signals();
+    cli_progress_init(!a.dump_after || a.emit == EMIT_DOT, a.opt_level);
+    if (a.report && !(live.report = cli_report_new())) {
+        fprintf(stderr, "spyrec: out of memory\n");
+        free_args(&a);
+        return EXIT_INTERNAL;
+    }
     rc = compile(&a);
+    cli_report_free(live.report);
     free_args(&a);
     return rc;
 }

@@ -2,7 +2,7 @@
  *
  *   spyrun MODEL.sbin [--input NAME=FILE ...] [--input-dir DIR] [--output-dir DIR]
  *          [--format pb|npy] [--check DIR] [--rtol R] [--atol A] [--profile]
- *          [--threads N] [--repeat N] [--warmup N] [--quiet]
+ *          [--threads N] [--repeat N] [--warmup N] [--quiet] [--trace FILE.json]
  *
  * Inputs come from tensor files (ONNX TensorProto .pb or .npy); outputs are printed,
  * written to a folder, and/or compared with goldens (|a-b| <= atol + rtol*|b|).
@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli/cli.h"
+#include "dtconv.h"
 #include "frontend/fe.h"
 #include "ir.h"
 #include "spyrt.h"
@@ -41,6 +43,7 @@ typedef struct {
     int npy;                       /* --format npy */
     double rtol, atol;
     bool profile;
+    const char *trace;             /* --trace FILE.json, NULL if not given */
     bool quiet;
     int threads;                   /* 0 = one per host CPU */
     int repeat;                    /* 0 = one untimed-statistics run */
@@ -74,6 +77,10 @@ static void usage(FILE *f)
             "  --warmup N          untimed runs before them (default 2 with --repeat)\n"
             "  --profile           per-kernel table: modelled device time, host time,\n"
             "                      roofline bound, efficiency; with totals\n"
+            "  --trace FILE.json   write a Chrome-trace / Perfetto timeline of the (last) run:\n"
+            "                      host time per kernel and host thread, and the modelled\n"
+            "                      device time per core (open in ui.perfetto.dev or\n"
+            "                      chrome://tracing)\n"
             "  --version           print the version;  -h, --help  this help\n"
             "\n"
             "exit status: 0 success; 1 an output did not match (or internal error);\n"
@@ -168,6 +175,8 @@ static int parse_valued(int argc, char **argv, int *i, Args *a, bool *missing)
         a->inputs[a->ninputs++] = (InputArg){name, eq + 1};
     } else if ((v = opt_value(argc, argv, i, "--describe", missing))) {
         return 2 + describe_file(v);
+    } else if ((v = opt_value(argc, argv, i, "--trace", missing))) {
+        a->trace = v;
     } else if ((v = opt_value(argc, argv, i, "--input-dir", missing))) {
         a->input_dir = v;
     } else if ((v = opt_value(argc, argv, i, "--output-dir", missing))) {
@@ -481,8 +490,11 @@ static double elem_f(int dt, const void *p, size_t i)
         memcpy(&f, &u, 4);
         return f;
     }
-    case IR_DT_I8: return ((const int8_t *)p)[i];
-    case IR_DT_U8: case IR_DT_BOOL: return ((const uint8_t *)p)[i];
+    case IR_DT_I8: case IR_DT_I4: case IR_DT_I2: return ((const int8_t *)p)[i];
+    case IR_DT_U8: case IR_DT_BOOL: case IR_DT_U4: case IR_DT_U2: return ((const uint8_t *)p)[i];
+    case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
+    case IR_DT_F4E2M1: case IR_DT_F8E8M0:
+        return spy_narrow_to_f32(((const uint8_t *)p)[i], dt);
     case IR_DT_I16: return ((const int16_t *)p)[i];
     case IR_DT_U16: return ((const uint16_t *)p)[i];
     case IR_DT_I32: return ((const int32_t *)p)[i];
@@ -644,6 +656,23 @@ static void print_profile(const spy_model *m, const spy_session *s)
            dev > 0 ? 100.0 * roof / dev : 0.0);
 }
 
+/* Output k of a data-dependent shape: info gets the shape of the last run (the buffer
+ * holds the actual tensor as a row-major prefix). */
+static void actual_shape(const spy_model *m, const spy_session *s, int k, spy_tensor_info *info)
+{
+    int rank;
+    int64_t dims[SPY_MAX_RANK];
+    if (spy_model_output_dynamic_axis(m, k) < 0 ||
+        spy_session_output_shape(s, k, &rank, dims) != SPY_OK)
+        return;
+    size_t n = 1;
+    for (int d = 0; d < rank; d++) {
+        info->dims[d] = dims[d];
+        n *= (size_t)dims[d];
+    }
+    info->nbytes = n * ir_dtype_size((IrDType)info->dtype);
+}
+
 /* Create the output folder if it does not exist. */
 static bool make_dir(const char *dir)
 {
@@ -678,7 +707,7 @@ static int run_model(const Args *a, const spy_model *m)
             rc = EXIT_FAIL;
         }
     }
-    spy_session_options so = {.num_threads = a->threads, .profile = a->profile};
+    spy_session_options so = {.num_threads = a->threads, .profile = a->profile || a->trace};
     spy_status st;
     if (!rc && (st = spy_session_create(m, &so, &s)) != SPY_OK) {
         fprintf(stderr, "spyrun: %s: cannot create a session: %s\n", a->model,
@@ -687,6 +716,8 @@ static int run_model(const Args *a, const spy_model *m)
     }
     if (rc || (rc = run_timed(a, s, in, out)))
         goto done;
+    for (int k = 0; k < nout; k++)         /* data-dependent shapes: the actual ones */
+        actual_shape(m, s, k, &oinfo[k]);
     printf("modelled device time: %.3f us per inference (%d kernels)\n", spy_model_device_us(m),
            spy_model_num_kernels(m));
     for (int k = 0; k < nout && !a->quiet; k++)
@@ -702,6 +733,16 @@ static int run_model(const Args *a, const spy_model *m)
     }
     if (a->profile)
         print_profile(m, s);
+    if (a->trace) {
+        char err[512];
+        if (cli_trace_write(a->trace, m, s, a->model, err, sizeof err))
+            printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", a->trace);
+        else {
+            fprintf(stderr, "spyrun: --trace: %s\n", err);
+            if (!rc)
+                rc = EXIT_FAIL;
+        }
+    }
 done:
     if (s)
         spy_session_free(s);

@@ -121,6 +121,14 @@ static void print_insn(FILE *f, const SpyInsn *in)
         break;
     }
     case ISA_BARRIER: fprintf(f, "barrier %u", in->bar.kernel); break;
+    case ISA_SCATTER: {
+        const SpyScatter *s = &in->scatter;
+        fprintf(f, "scatter seg%u[+0x%" PRIx64 "] rows(lx[0x%05x] x%u) <- lx[0x%05x] e%u "
+                "row %u stride %" PRId64 " bound %u src_rs %u", s->seg, (uint64_t)s->dram_off,
+                s->lx_idx, s->nidx, s->lx_src, s->esize, s->row_elems, s->row_stride, s->bound,
+                s->src_row_stride);
+        break;
+    }
     default: fprintf(f, "unknown opcode %u", in->opcode); break;
     }
     fputc('\n', f);
@@ -170,7 +178,11 @@ static void print_tables(FILE *f, const Sec *sec)
                 nm, dt(t.host_dtype));
         for (int d = 0; d < t.rank && d < SPY_SBIN_MAX_RANK; d++)
             fprintf(f, "%s%" PRId64, d ? "," : "[", t.dims[d]);
-        fprintf(f, "%s device %s seg%u\n", t.rank ? "]" : "[]", dt(t.dev_dtype), t.seg);
+        fprintf(f, "%s device %s seg%u", t.rank ? "]" : "[]", dt(t.dev_dtype), t.seg);
+        if (t.flags & SPY_TF_DYNAMIC)
+            fprintf(f, " dynamic axis %u extent seg%u[+0x%" PRIx64 "]", t.dyn_axis, t.count_seg,
+                    t.count_off);
+        fprintf(f, "%s\n", (t.flags & SPY_TF_HIDDEN) ? " hidden" : "");
     }
     uint64_t ns = sec[SPY_SEC_SEGMENTS].size / sizeof(SpySegmentDesc);
     for (uint64_t i = 0; i < ns; i++) {

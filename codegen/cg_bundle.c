@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cg_internal.h"
+#include "dtconv.h"
 #include "spyrt.h"
 
 typedef struct {
@@ -87,6 +88,12 @@ uint32_t cg_value_bits(int dt, double v)
         memcpy(&u, &f, 4);
         return isnan(f) ? (u >> 16) | 0x40 : (u + 0x7fff + ((u >> 16) & 1)) >> 16;
     case ISA_DT_BOOL: return v != 0;
+    case ISA_DT_F8E4M3FN: case ISA_DT_F8E4M3FNUZ: case ISA_DT_F8E5M2: case ISA_DT_F8E5M2FNUZ:
+    case ISA_DT_F4E2M1: case ISA_DT_F8E8M0:
+        return spy_f32_to_narrow(f, dt, true);
+    case ISA_DT_U4: case ISA_DT_I4: case ISA_DT_U2: case ISA_DT_I2:
+        return (uint32_t)spy_wrap_subbyte((int32_t)(isnan(v) ? 0 : fmax(fmin(trunc(v), 1e9), -1e9)),
+                                          dt) & 0xff;
     case ISA_DT_I16: lo = -32768, hi = 32767; break;
     case ISA_DT_I8: lo = -128, hi = 127; break;
     case ISA_DT_U8: lo = 0, hi = 255; break;
@@ -106,7 +113,7 @@ static void consts_blob(IrGraph *g, const SpyTarget *t, Buf *b)
         int64_t n = pass_numel(&v->type);
         if (n == 0)
             continue;                      /* no bytes; b->p may still be NULL */
-        size_t hs = ir_dtype_size(v->type.dtype), ds = (size_t)pass_dev_esize(v->type.dtype);
+        size_t ds = (size_t)pass_dev_esize(v->type.dtype);
         int64_t row = v->type.rank ? v->type.dims[v->type.rank - 1] : 1, prow = row;
         if (v->layout == IR_LAYOUT_STICKED) {
             int64_t se = (int64_t)(t->stick_bytes / ds);
@@ -116,13 +123,10 @@ static void consts_blob(IrGraph *g, const SpyTarget *t, Buf *b)
         const uint8_t *src = v->data;
         for (int64_t e = 0; e < n; e++) {
             uint8_t *d = dst + ((e / row) * prow + e % row) * (int64_t)ds;
-            if (v->type.dtype == IR_DT_I64) {
-                int64_t x;
-                memcpy(&x, src + e * 8, 8);
+            int64_t x;
+            if (!pass_dev_elem(v->type.dtype, src, e, d, &x)) { /* checked by dram_plan */
                 int32_t y = (int32_t)x;
                 memcpy(d, &y, 4);
-            } else {
-                memcpy(d, src + (size_t)e * hs, ds);
             }
         }
     }
@@ -158,6 +162,8 @@ static void put_tensor(IrGraph *g, Buf *tb, Buf *sb, ValId v, uint8_t role, uint
     d.numel = (uint64_t)pass_numel(&val->type);
     for (int i = 0; i < val->type.rank; i++)
         d.dims[i] = val->type.dims[i];
+    if (role == SPY_ROLE_OUTPUT)                /* data-dependent / hidden (cg_dyn.c) */
+        cg_dyn_desc(g, seg - ISA_SEG_IO0 - g->ninputs, &d);
     put(tb, &d, sizeof d);
 }
 
@@ -219,6 +225,7 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
     memcpy(h.magic, SPY_SBIN_MAGIC, 8);
     h.major = SPY_SBIN_MAJOR;
     h.minor = SPY_SBIN_MINOR;
+    h.features = cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0;
     h.header_bytes = sizeof h;
     h.nsections = NSEC;
     h.target = *e->t;

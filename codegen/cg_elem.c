@@ -150,7 +150,11 @@ static void emit_step(CgEmit *e, const IrTileProg *tp, const IrNode *n, int64_t 
     case IR_OP_UNARY: v->fn = un_fn[fn]; break;
     case IR_OP_BINARY: v->fn = bin_fn[fn]; break;
     case IR_OP_SELECT: v->fn = ISA_VF_SELECT; break;
-    case IR_OP_CAST: v->fn = v->src_dtype == v->dtype ? ISA_VF_COPY : ISA_VF_CAST; break;
+    case IR_OP_CAST:
+        v->fn = v->src_dtype == v->dtype ? ISA_VF_COPY : ISA_VF_CAST;
+        if (!ir_attr_get_int(n, "saturate", 1))    /* float8 overflow: NaN/inf */
+            v->flags |= ISA_F_NOSAT;
+        break;
     default: IR_ASSERT(!"not a pointwise node");
     }
     int64_t r = o->cls == IR_TC_FULL ? rows : 1;

@@ -70,6 +70,14 @@ void cg_tp_run(CgEmit *e, const IrTileProg *tp, const int64_t *start, const int6
 void cg_contract_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len);
 void cg_reduce_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len);
 void cg_move_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len);
+/* cg_scatter.c: one item of a SCATTER kernel (anchor n) */
+void cg_scatter_item(CgEmit *e, const IrKernel *k, const IrNode *n, const int64_t *start,
+                     const int64_t *len);
+
+/* ---- cg_dyn.c: data-dependent outputs ---- */
+/* SPY_TF_* fields of the descriptor of graph output j. */
+void cg_dyn_desc(IrGraph *g, uint32_t j, SpyTensorDesc *d);
+bool cg_uses_scatter(const CgEmit *e);     /* the code needs SPY_FEAT_SCATTER */
 
 /* ---- cg_bundle.c ---- */
 bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs,

@@ -199,6 +199,8 @@ void cg_move_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int6
         concat_item(e, k, n, start, len, es);
     } else if (n && n->op == IR_OP_GATHER) {
         gather_item(e, k, n, start, len, es);
+    } else if (n && n->op == IR_OP_SCATTER) {
+        cg_scatter_item(e, k, n, start, len);
     } else {
         box_dma(e, k, ISA_LOAD, &k->acc[0], start, len, es);
         box_dma(e, k, ISA_STORE, &k->acc[1], start, len, es);

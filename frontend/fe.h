@@ -27,7 +27,19 @@ typedef struct {
                                     * (tests use it to inject allocation failures) */
     const FeInputSpec *specs;      /* input specialisations (ONNX main graph), or NULL */
     int nspecs;
+    struct FeFileList *files;      /* optional: receives the files the model reads
+                                    * besides itself (ONNX external data) */
 } FeOptions;
+
+/* Files a model load depends on besides the model file (spyrec -MD): each path is
+ * the model's folder as given joined with an external-data location ("dir/w.bin"; just
+ * "w.bin" for a model in the current folder), once, in first-use order. Filled only
+ * by a successful load. */
+typedef struct FeFileList {
+    char **paths;                  /* malloc'd strings */
+    int n, cap;
+} FeFileList;
+void fe_file_list_free(FeFileList *l);
 
 /* ONNX model -> IR graph with FOREIGN nodes (domain/op/opset kept) and constants.
  * Errors go to diag ("model.onnx: ..."); returns NULL on failure.

@@ -232,6 +232,9 @@ IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
     g->model_path = ir_strdup(g, path);
     import_model(cx, g);
     clear_limits(g);
+    if (opt && opt->files && diag->nerrors == errors_before &&
+        !fe_onnx_collect_files(cx->model, cx->dir, opt->files))
+        ir_diag_error(diag, "out of memory while listing the external data files");
     import_cleanup(cx);
     if (diag->nerrors > errors_before) {
         ir_graph_free(g);

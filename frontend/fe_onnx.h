@@ -143,4 +143,9 @@ void fe_inline_call(FeScope *s, const Onnx__NodeProto *n, int fn, const IrOrigin
 /* Free the default-attribute lists unpacked for functions. */
 void fe_free_fn_defaults(FeOnnx *cx);
 
+/* fe_onnx_deps.c */
+/* Append the external-data files of every tensor of m (resolved against dir) to out;
+ * false when out of memory. */
+bool fe_onnx_collect_files(const Onnx__ModelProto *m, const char *dir, FeFileList *out);
+
 #endif

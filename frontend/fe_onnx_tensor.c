@@ -6,6 +6,12 @@
  * external file named by external_data{location, offset, length} relative to the
  * model's folder. Every size is checked before anything is allocated, so the memory
  * used is bounded by the bytes actually present.
+ *
+ * The 4- and 2-bit types (int4, uint4, float4e2m1, int2, uint2) are packed in ONNX
+ * (raw_data and external data: two / four elements per byte, the first in the low
+ * bits; int32_data: one packed byte per entry); host tensors hold one element per
+ * byte (integers sign- or zero-extended), so they are unpacked on reading and packed
+ * on writing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dtconv.h"
 #include "fe_internal.h"
 
 /* The IR dtype for an ONNX data type code, UNDEF when the IR has none. */
@@ -25,6 +32,9 @@ IrDType fe_onnx_dtype(int64_t code)
     case IR_DT_F32: case IR_DT_U8: case IR_DT_I8: case IR_DT_U16: case IR_DT_I16:
     case IR_DT_I32: case IR_DT_I64: case IR_DT_STRING: case IR_DT_BOOL: case IR_DT_F16:
     case IR_DT_F64: case IR_DT_U32: case IR_DT_U64: case IR_DT_BF16:
+    case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
+    case IR_DT_U4: case IR_DT_I4: case IR_DT_F4E2M1: case IR_DT_U2: case IR_DT_I2:
+    case IR_DT_F8E8M0:
         return (IrDType)code;
     default:
         return IR_DT_UNDEF;
@@ -38,7 +48,7 @@ const char *fe_onnx_dtype_name(int64_t code, char *buf, size_t len)
         "undefined", "float", "uint8", "int8", "uint16", "int16", "int32", "int64",
         "string", "bool", "float16", "double", "uint32", "uint64", "complex64",
         "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz", "float8e5m2",
-        "float8e5m2fnuz", "uint4", "int4", "float4e2m1"};
+        "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2"};
     if (code >= 0 && code < (int64_t)(sizeof names / sizeof names[0]))
         return names[code];
     fe_fmt(buf, len, "code %lld", (long long)code);
@@ -83,11 +93,52 @@ bool fe_check_dims(const int64_t *dims, size_t ndims, IrDType dt, int64_t *out_d
     return true;
 }
 
+/* Bits per element of a packed dtype in ONNX files; 0 for the others. */
+static int packed_bits(IrDType dt)
+{
+    return spy_dt_subbyte_int(dt) || dt == IR_DT_F4E2M1 ? spy_dt_bits(dt) : 0;
+}
+
+/* Bytes numel elements of dt take in an ONNX file (packed types rounded up). */
+static size_t stored_bytes(IrDType dt, size_t numel)
+{
+    int b = packed_bits(dt);
+    return b ? (numel / 8 * (size_t)b) + ((numel % 8) * (size_t)b + 7) / 8
+             : numel * ir_dtype_size(dt);
+}
+
+/* Unpack numel packed elements of dt from src into one byte each at dst. */
+static void unpack_elems(IrDType dt, const uint8_t *src, uint8_t *dst, size_t numel)
+{
+    unsigned b = (unsigned)packed_bits(dt), mask = (1u << b) - 1;
+    for (size_t i = 0; i < numel; i++) {
+        size_t bit = i * b;
+        int32_t v = (int32_t)((src[bit / 8] >> (bit % 8)) & mask);
+        dst[i] = (uint8_t)(dt == IR_DT_F4E2M1 ? v : spy_wrap_subbyte(v, dt));
+    }
+}
+
+/* Pack numel one-byte elements of dt from src into dst (stored_bytes bytes). */
+static void pack_elems(IrDType dt, const uint8_t *src, uint8_t *dst, size_t numel)
+{
+    unsigned b = (unsigned)packed_bits(dt), mask = (1u << b) - 1;
+    memset(dst, 0, stored_bytes(dt, numel));
+    for (size_t i = 0; i < numel; i++) {
+        size_t bit = i * b;
+        dst[bit / 8] |= (uint8_t)((src[i] & mask) << (bit % 8));
+    }
+}
+
 /* Store value v (from a typed field) as element i of a dt tensor. */
 static void put_elem(void *buf, IrDType dt, size_t i, int64_t v)
 {
     switch (dt) {
     case IR_DT_I8: case IR_DT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
+    case IR_DT_U4: case IR_DT_I4: case IR_DT_F4E2M1: case IR_DT_U2: case IR_DT_I2:
+    case IR_DT_F8E8M0:
+        ((uint8_t *)buf)[i] = (uint8_t)v;  /* one element or one packed byte */
+        break;
     case IR_DT_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
     case IR_DT_I16: case IR_DT_U16: case IR_DT_F16: case IR_DT_BF16:
         ((uint16_t *)buf)[i] = (uint16_t)v; break;
@@ -283,7 +334,8 @@ static bool field_fits(int f, IrDType dt)
     case F_FLOAT: return dt == IR_DT_F32;
     case F_INT32:
         return dt == IR_DT_I32 || dt == IR_DT_I16 || dt == IR_DT_I8 || dt == IR_DT_U16 ||
-               dt == IR_DT_U8 || dt == IR_DT_BOOL || dt == IR_DT_F16 || dt == IR_DT_BF16;
+               dt == IR_DT_U8 || dt == IR_DT_BOOL || dt == IR_DT_F16 || dt == IR_DT_BF16 ||
+               spy_dt_narrow_float(dt) || spy_dt_subbyte_int(dt);
     case F_INT64: return dt == IR_DT_I64;
     case F_DOUBLE: return dt == IR_DT_F64;
     case F_UINT64: return dt == IR_DT_U32 || dt == IR_DT_U64;
@@ -309,10 +361,11 @@ static void copy_typed(const Onnx__TensorProto *tp, int f, IrDType dt, uint8_t *
     }
 }
 
-/* Check the data fields of tp against its dtype/size; returns the field used (or
- * -1 for an empty tensor with no field) and -2 on error. */
+/* Check the data fields of tp against its dtype/size (nbytes: raw bytes expected,
+ * count: entries a typed field must have); returns the field used (or -1 for an empty
+ * tensor with no field) and -2 on error. */
 static int pick_field(const Onnx__TensorProto *tp, IrDType dt, size_t numel, size_t nbytes,
-                      char *err, size_t errlen)
+                      size_t count, char *err, size_t errlen)
 {
     size_t n[F_COUNT];
     field_counts(tp, n);
@@ -346,13 +399,25 @@ static int pick_field(const Onnx__TensorProto *tp, IrDType dt, size_t numel, siz
                    ir_dtype_name(dt));
             return -2;
         }
-        if (n[used] != numel) {
+        if (n[used] != count) {
             fe_fmt(err, errlen, "%s has %zu elements, expected %zu from the shape",
-                   field_names[used], n[used], numel);
+                   field_names[used], n[used], count);
             return -2;
         }
     }
     return used;
+}
+
+/* Replace t->data (numel packed elements) by its unpacked form; false on OOM. */
+static bool unpack_tensor(FeTensor *t, size_t numel)
+{
+    uint8_t *u = malloc(numel ? numel : 1);
+    if (!u)
+        return false;
+    unpack_elems(t->dtype, t->data, u, numel);
+    free(t->data);
+    t->data = u;
+    return true;
 }
 
 /* Decode tp into t; errors as "tensor 'name': message". */
@@ -384,22 +449,28 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeT
     if (!fe_check_dims(tp->dims, tp->n_dims, dt, t->dims, &t->rank, &t->nbytes, msg,
                        sizeof msg))
         goto fail;
-    size_t numel = t->nbytes / ir_dtype_size(dt);
-    int f = pick_field(tp, dt, numel, t->nbytes, msg, sizeof msg);
+    size_t numel = t->nbytes / ir_dtype_size(dt), stored = stored_bytes(dt, numel);
+    bool packed = packed_bits(dt) != 0;
+    int f = pick_field(tp, dt, numel, stored, packed ? stored : numel, msg, sizeof msg);
     if (f == -2)
         goto fail;
     if (f == F_EXT) {                      /* sizes are checked before allocating */
-        if (!read_external(tp, base_dir, t->nbytes, &t->data, msg, sizeof msg))
+        if (!read_external(tp, base_dir, stored, &t->data, msg, sizeof msg))
             goto fail;
-        return true;
+        return !packed || unpack_tensor(t, numel);
     }
     t->data = malloc(t->nbytes ? t->nbytes : 1);
     if (!t->data)
         goto oom;
-    if (f == F_RAW && t->nbytes)
+    if (f == F_RAW && t->nbytes && packed)
+        unpack_elems(dt, tp->raw_data.data, t->data, numel);
+    else if (f == F_RAW && t->nbytes)
         memcpy(t->data, tp->raw_data.data, t->nbytes);
-    else if (f >= 0 && numel)
-        copy_typed(tp, f, dt, t->data, numel);
+    else if (f >= 0 && numel) {
+        copy_typed(tp, f, dt, t->data, packed ? stored : numel);
+        if (packed && !unpack_tensor(t, numel))
+            goto oom;
+    }
     return true;
 oom:
     fe_fmt(msg, sizeof msg, "out of memory");
@@ -441,12 +512,23 @@ bool fe_tensor_to_proto(const FeTensor *t, uint8_t **out, size_t *outlen, char *
     tp.has_raw_data = 1;
     tp.raw_data.len = t->nbytes;
     tp.raw_data.data = t->data;
+    uint8_t *packed = NULL;
+    if (packed_bits(t->dtype)) {
+        size_t numel = t->nbytes / ir_dtype_size(t->dtype);
+        tp.raw_data.len = stored_bytes(t->dtype, numel);
+        packed = malloc(tp.raw_data.len ? tp.raw_data.len : 1);
+        if (packed)
+            pack_elems(t->dtype, t->data, packed, numel);
+        tp.raw_data.data = packed;
+    }
     size_t n = onnx__tensor_proto__get_packed_size(&tp);
-    *out = malloc(n ? n : 1);
+    *out = (packed || !packed_bits(t->dtype)) ? malloc(n ? n : 1) : NULL;
     if (!*out) {
+        free(packed);
         fe_fmt(err, errlen, "out of memory");
         return false;
     }
     *outlen = onnx__tensor_proto__pack(&tp, *out);
+    free(packed);
     return true;
 }

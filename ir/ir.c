@@ -297,7 +297,10 @@ void ir_add_output(IrGraph *g, ValId v)
 {
     IR_ASSERT(v < g->nvals);
     grow(g, (void **)&g->outputs, &g->capoutputs, sizeof(ValId), g->noutputs + 1);
-    g->outputs[g->noutputs++] = v;
+    uint32_t at = g->noutputs - g->nhidden;   /* visible outputs precede hidden ones */
+    memmove(g->outputs + at + 1, g->outputs + at, (size_t)g->nhidden * sizeof(ValId));
+    g->outputs[at] = v;
+    g->noutputs++;
 }
 
 /* ---- attributes ---- */
@@ -664,6 +667,12 @@ void ir_replace_uses(IrGraph *g, ValId from, ValId to)
     IR_ASSERT(from < g->nvals && to < g->nvals);
     if (from == to)
         return;
+    for (uint32_t i = 0; i < g->ndyn; i++) {  /* data-dependent extents (ir_dyn.c) */
+        if (g->dyn[i].value == from)
+            g->dyn[i].value = to;
+        if (g->dyn[i].count == from)
+            g->dyn[i].count = to;
+    }
     replace_in(g->nodes, g->nnodes, from, to);
     if (g->priv->detached)
         replace_in(g->priv->detached, g->priv->ndetached, from, to);

@@ -45,6 +45,18 @@ typedef enum {
     IR_DT_U32 = 12,
     IR_DT_U64 = 13,
     IR_DT_BF16 = 16,
+    /* narrow types, one element per byte in the IR (ONNX files pack the 4- and 2-bit
+     * ones; conversions in schemas/dtconv.h) */
+    IR_DT_F8E4M3FN = 17,
+    IR_DT_F8E4M3FNUZ = 18,
+    IR_DT_F8E5M2 = 19,
+    IR_DT_F8E5M2FNUZ = 20,
+    IR_DT_U4 = 21,
+    IR_DT_I4 = 22,
+    IR_DT_F4E2M1 = 23,
+    IR_DT_F8E8M0 = 24,
+    IR_DT_U2 = 25,
+    IR_DT_I2 = 26,
 } IrDType;
 
 size_t ir_dtype_size(IrDType t);          /* bytes per element; 0 if unknown/string */
@@ -233,6 +245,10 @@ typedef struct IrGraph {
     bool fold_consts;                      /* ir_add_node folds all-constant core ops */
     size_t fold_budget;                    /* max bytes one folded result may have */
     struct IrGraphPriv *priv;              /* ir.c private: name set, owned subgraphs */
+    struct IrDynDim *dyn;                  /* data-dependent extents (ir_dyn.c) */
+    uint32_t ndyn, capdyn;
+    uint32_t nhidden;                      /* the last nhidden outputs are internal (the
+                                              counts of dynamic outputs, ir_dyn_add) */
 } IrGraph;
 
 IrGraph *ir_graph_new(IrDiag *diag);       /* NULL only if malloc fails */
@@ -319,6 +335,29 @@ bool ir_verify(IrGraph *g, const char *after_pass);
 #include <stdio.h>
 void ir_print(IrGraph *g, FILE *f);
 IrGraph *ir_parse(const char *text, IrDiag *diag);
+
+/* ---- data-dependent extents (ir_dyn.c) ----
+ * A value whose extent along one axis depends on the data (NonZero, Compress, Unique,
+ * NonMaxSuppression) has its upper bound in its type; only the box [0, count) along
+ * that axis is meaningful (the rest is 0 or unspecified). count is an int32 scalar
+ * computed on the device; it is kept alive as a hidden graph output (after every
+ * visible output: g->nhidden), which is where the runtime reads it. ir_replace_uses
+ * keeps the entries current; pass_dynamic propagates them to the graph outputs. */
+typedef struct IrDynDim {
+    ValId value;                           /* the tensor, at its upper-bound shape */
+    int axis;                              /* its data-dependent axis */
+    ValId count;                           /* i32 scalar: the actual extent */
+} IrDynDim;
+
+/* Record that v's extent along axis is count (an i32 scalar), which becomes a hidden
+ * graph output unless it already is one. */
+void ir_dyn_add(IrGraph *g, ValId v, int axis, ValId count);
+/* The entry of value v, or NULL when v's shape is static. */
+const IrDynDim *ir_dyn_find(const IrGraph *g, ValId v);
+/* Append v as a hidden graph output (no-op if it already is one). */
+void ir_add_hidden_output(IrGraph *g, ValId v);
+/* Whether graph output i is a hidden (internal) one. */
+bool ir_output_hidden(const IrGraph *g, uint32_t i);
 
 /* Reference evaluation of one core-op node on constant inputs (ir_eval.c), used by
  * constant folding and unit tests. Returns false if the op/dtype is not evaluable

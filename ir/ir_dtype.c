@@ -2,6 +2,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "dtconv.h"
 #include "ir.h"
 #include "ir_priv.h"
 
@@ -67,6 +68,10 @@ static const struct { IrDType t; const char *name; size_t size; } dtypes[] = {
     {IR_DT_I32, "i32", 4},     {IR_DT_I64, "i64", 8},   {IR_DT_STRING, "string", 0},
     {IR_DT_BOOL, "bool", 1},   {IR_DT_F16, "f16", 2},   {IR_DT_F64, "f64", 8},
     {IR_DT_U32, "u32", 4},     {IR_DT_U64, "u64", 8},   {IR_DT_BF16, "bf16", 2},
+    {IR_DT_F8E4M3FN, "f8e4m3fn", 1}, {IR_DT_F8E4M3FNUZ, "f8e4m3fnuz", 1},
+    {IR_DT_F8E5M2, "f8e5m2", 1},     {IR_DT_F8E5M2FNUZ, "f8e5m2fnuz", 1},
+    {IR_DT_U4, "u4", 1},       {IR_DT_I4, "i4", 1},     {IR_DT_F4E2M1, "f4e2m1", 1},
+    {IR_DT_U2, "u2", 1},       {IR_DT_I2, "i2", 1},     {IR_DT_F8E8M0, "f8e8m0", 1},
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
 
@@ -96,7 +101,8 @@ IrDType ir_dtype_from_name(const char *s)
 
 bool ir_dtype_is_float(IrDType t)
 {
-    return t == IR_DT_F32 || t == IR_DT_F64 || t == IR_DT_F16 || t == IR_DT_BF16;
+    return t == IR_DT_F32 || t == IR_DT_F64 || t == IR_DT_F16 || t == IR_DT_BF16 ||
+           spy_dt_narrow_float(t);
 }
 
 bool ir_dtype_is_int(IrDType t)
@@ -104,6 +110,7 @@ bool ir_dtype_is_int(IrDType t)
     switch (t) {
     case IR_DT_I8: case IR_DT_I16: case IR_DT_I32: case IR_DT_I64:
     case IR_DT_U8: case IR_DT_U16: case IR_DT_U32: case IR_DT_U64:
+    case IR_DT_U4: case IR_DT_I4: case IR_DT_U2: case IR_DT_I2:
         return true;
     default:
         return false;
@@ -112,10 +119,14 @@ bool ir_dtype_is_int(IrDType t)
 
 bool ir_dtype_is_unsigned(IrDType t)
 {
-    return t == IR_DT_U8 || t == IR_DT_U16 || t == IR_DT_U32 || t == IR_DT_U64;
+    return t == IR_DT_U8 || t == IR_DT_U16 || t == IR_DT_U32 || t == IR_DT_U64 ||
+           t == IR_DT_U4 || t == IR_DT_U2;
 }
 
-int ir_dtype_bits(IrDType t) { return (int)ir_dtype_size(t) * 8; }
+int ir_dtype_bits(IrDType t)
+{
+    return spy_dt_subbyte_int(t) || t == IR_DT_F4E2M1 ? spy_dt_bits(t) : (int)ir_dtype_size(t) * 8;
+}
 
 /* ---- shapes ---- */
 
@@ -219,7 +230,10 @@ double ir_load_f(IrDType t, const void *p, size_t i)
     case IR_DT_F16: return ir_f16_to_f32(((const uint16_t *)p)[i]);
     case IR_DT_BF16: return ir_bf16_to_f32(((const uint16_t *)p)[i]);
     case IR_DT_U64: return (double)((const uint64_t *)p)[i];
-    default: return (double)ir_load_i(t, p, i);
+    default:
+        if (spy_dt_narrow_float(t))
+            return spy_narrow_to_f32(((const uint8_t *)p)[i], t);
+        return (double)ir_load_i(t, p, i);
     }
 }
 
@@ -230,7 +244,8 @@ int64_t ir_load_i(IrDType t, const void *p, size_t i)
     case IR_DT_I16: return ((const int16_t *)p)[i];
     case IR_DT_I32: return ((const int32_t *)p)[i];
     case IR_DT_I64: return ((const int64_t *)p)[i];
-    case IR_DT_U8: case IR_DT_BOOL: return ((const uint8_t *)p)[i];
+    case IR_DT_U8: case IR_DT_BOOL: case IR_DT_U4: case IR_DT_U2: return ((const uint8_t *)p)[i];
+    case IR_DT_I4: case IR_DT_I2: return ((const int8_t *)p)[i];
     case IR_DT_U16: return ((const uint16_t *)p)[i];
     case IR_DT_U32: return ((const uint32_t *)p)[i];
     case IR_DT_U64: return (int64_t)((const uint64_t *)p)[i];
@@ -255,6 +270,10 @@ void ir_store_f(IrDType t, void *p, size_t i, double v)
     case IR_DT_F16: ((uint16_t *)p)[i] = ir_f32_to_f16((float)v); return;
     case IR_DT_BF16: ((uint16_t *)p)[i] = ir_f32_to_bf16((float)v); return;
     case IR_DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
+    case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
+    case IR_DT_F4E2M1: case IR_DT_F8E8M0:
+        ((uint8_t *)p)[i] = spy_f32_to_narrow((float)v, t, true);
+        return;
     case IR_DT_U64:
         if (v >= 18446744073709551615.0)
             ((uint64_t *)p)[i] = UINT64_MAX;
@@ -272,6 +291,9 @@ void ir_store_i(IrDType t, void *p, size_t i, int64_t v)
     uint64_t u = (uint64_t)v;
     switch (t) {
     case IR_DT_I8: case IR_DT_U8: ((uint8_t *)p)[i] = (uint8_t)u; return;
+    case IR_DT_U4: case IR_DT_I4: case IR_DT_U2: case IR_DT_I2:
+        ((int8_t *)p)[i] = (int8_t)spy_wrap_subbyte((int32_t)(uint32_t)u, t);
+        return;
     case IR_DT_I16: case IR_DT_U16: ((uint16_t *)p)[i] = (uint16_t)u; return;
     case IR_DT_I32: case IR_DT_U32: ((uint32_t *)p)[i] = (uint32_t)u; return;
     case IR_DT_I64: case IR_DT_U64: ((uint64_t *)p)[i] = u; return;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtconv.h"
 #include "ir.h"
 #include "ir_priv.h"
 
@@ -284,9 +285,13 @@ static bool eval_cast(const Ev *e)
 {
     IrDType ti = ity(e, 0)->dtype, to = oty(e, 0)->dtype;
     int64_t ne = ir_type_numel(ity(e, 0));
+    bool sat = ir_attr_get_int(e->n, "saturate", 1) != 0;
     for (int64_t k = 0; k < ne; k++) {
         size_t i = (size_t)k;
-        if (ir_dtype_is_float(ti))
+        if (spy_dt_narrow_float(to))       /* through float32, as the device does */
+            ((uint8_t *)e->out[0])[i] =
+                spy_f32_to_narrow((float)ir_load_f(ti, e->in[0], i), to, sat);
+        else if (ir_dtype_is_float(ti))
             ir_store_f(to, e->out[0], i, ir_load_f(ti, e->in[0], i));
         else if (ti == IR_DT_U64 && ir_dtype_is_float(to))
             ir_store_f(to, e->out[0], i, (double)((const uint64_t *)e->in[0])[i]);

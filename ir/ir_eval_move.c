@@ -1,5 +1,5 @@
 /* ir_eval_move.c: reference evaluation of the data-movement core ops: transpose, slice,
- * pad, concat, gather, expand (reshape is a copy in ir_eval.c). */
+ * pad, concat, gather, expand, scatter, bitcast (reshape is a copy in ir_eval.c). */
 #include <string.h>
 
 #include "ir.h"
@@ -148,6 +148,32 @@ static bool eval_expand(const Ev *e)
     return true;
 }
 
+/* SCATTER: rows of updates to the rows their indices name (out starts zeroed by
+ * ir_eval_node's allocation); indices outside [0, size) drop their row. */
+static bool eval_scatter(const Ev *e)
+{
+    const IrType *u = ity(e, 0), *ti = ity(e, 1), *o = oty(e, 0);
+    size_t row = (size_t)u->dims[1] * ir_dtype_size(u->dtype);
+    memset(e->out[0], 0, ir_type_bytes(o));
+    for (int64_t j = 0; j < u->dims[0]; j++) {
+        int64_t k = ir_load_i(ti->dtype, e->in[1], (size_t)j);
+        if (k >= 0 && k < o->dims[0] && row)
+            memcpy((char *)e->out[0] + (size_t)k * row, (const char *)e->in[0] + (size_t)j * row,
+                   row);
+    }
+    return true;
+}
+
+/* BITCAST: the input's bytes unchanged under the output's dtype (same element size,
+ * little-endian host as the ONNX definition requires). */
+static bool eval_bitcast(const Ev *e)
+{
+    size_t b = ir_type_bytes(oty(e, 0));
+    if (b)
+        memcpy(e->out[0], e->in[0], b);
+    return true;
+}
+
 bool ir_eval_move(const IrEval *e)
 {
     switch (e->n->op) {
@@ -157,6 +183,8 @@ bool ir_eval_move(const IrEval *e)
     case IR_OP_CONCAT: return eval_concat(e);
     case IR_OP_GATHER: return eval_gather(e);
     case IR_OP_EXPAND: return eval_expand(e);
+    case IR_OP_SCATTER: return eval_scatter(e);
+    case IR_OP_BITCAST: return eval_bitcast(e);
     default: return false;
     }
 }

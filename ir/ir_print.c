@@ -112,7 +112,8 @@ static void print_attr_value(FILE *f, IrGraph *g, const IrNode *n, const IrAttr 
                 fputs(s, f);
                 return;
             }
-        } else if (n->op == IR_OP_CAST && strcmp(a->name, "to") == 0 &&
+        } else if ((n->op == IR_OP_CAST || n->op == IR_OP_BITCAST) &&
+                   strcmp(a->name, "to") == 0 &&
                    ir_dtype_size((IrDType)a->i)) {
             fputs(ir_dtype_name((IrDType)a->i), f);
             return;
@@ -238,8 +239,15 @@ void ir_print(IrGraph *g, FILE *f)
         if (!g->nodes[i].dead)
             print_node(f, g, &g->nodes[i]);
     for (uint32_t i = 0; i < g->noutputs; i++) {
+        const IrDynDim *d = ir_dyn_find(g, g->outputs[i]);
         fputs("  output ", f);
         print_val(f, g, g->outputs[i]);
+        if (d) {                           /* comments: the parser reads them as such */
+            fprintf(f, "  # extent of axis %d: ", d->axis);
+            print_val(f, g, d->count);
+        }
+        if (ir_output_hidden(g, i))
+            fputs("  # hidden", f);
         fputc('\n', f);
     }
     fputs("}\n", f);

@@ -585,6 +585,60 @@ static bool infer_expand(Ctx *c)
     return true;
 }
 
+/* SCATTER (updates[N, R], indices[N]) size -> [size, R]. */
+static bool infer_scatter(Ctx *c)
+{
+    const IrType *u = ity(c, 0), *idx = ity(c, 1);
+    int64_t size;
+    char b1[128], b2[128];
+    if (u->rank != 2 || idx->rank != 1 || idx->dims[0] != u->dims[0])
+        return fail(c, "scatter takes updates [N, R] and indices [N], not %s and %s",
+                    tstr(u, b1, sizeof b1), tstr(idx, b2, sizeof b2));
+    if (idx->dtype != IR_DT_I32 && idx->dtype != IR_DT_I64)
+        return fail(c, "scatter indices must be i32 or i64, not %s", ir_dtype_name(idx->dtype));
+    if (!get_int(c, "size", -1, 0, INT64_MAX, &size))
+        return false;
+    IrType *o = &c->out[0];
+    o->dtype = u->dtype;
+    o->rank = 2;
+    o->dims[0] = size;
+    o->dims[1] = u->dims[1];
+    return true;
+}
+
+/* Whether BITCAST can reinterpret dtype t: whole bytes per element, not bool (whose
+ * bytes must be 0 or 1) and not the sub-byte types (one element per byte in the IR). */
+static bool bitcastable(IrDType t)
+{
+    switch (t) {
+    case IR_DT_BOOL: case IR_DT_U4: case IR_DT_I4: case IR_DT_F4E2M1: case IR_DT_U2:
+    case IR_DT_I2:
+        return false;
+    default:
+        return ir_dtype_size(t) > 0;
+    }
+}
+
+/* BITCAST x to: same shape, a dtype of the same element size. */
+static bool infer_bitcast(Ctx *c)
+{
+    const IrType *a = ity(c, 0);
+    int64_t to;
+    if (!get_int(c, "to", -1, 0, 64, &to))
+        return false;
+    IrDType t = (IrDType)to;
+    if (!bitcastable(a->dtype) || !bitcastable(t))
+        return fail(c, "cannot bitcast %s to %s (bool and sub-byte types are not "
+                    "reinterpretable)", ir_dtype_name(a->dtype), ir_dtype_name(t));
+    if (ir_dtype_size(t) != ir_dtype_size(a->dtype))
+        return fail(c, "cannot bitcast %s to %s: element sizes differ (%zu and %zu bytes)",
+                    ir_dtype_name(a->dtype), ir_dtype_name(t), ir_dtype_size(a->dtype),
+                    ir_dtype_size(t));
+    c->out[0] = *a;
+    c->out[0].dtype = t;
+    return true;
+}
+
 /* ---- dispatch ---- */
 
 bool ir_infer_types(IrGraph *g, const IrNode *n, IrType *outs, char *err, size_t errlen,
@@ -630,6 +684,8 @@ bool ir_infer_types(IrGraph *g, const IrNode *n, IrType *outs, char *err, size_t
     case IR_OP_CONCAT: ok = infer_concat(&c); break;
     case IR_OP_GATHER: ok = infer_gather(&c); break;
     case IR_OP_EXPAND: ok = infer_expand(&c); break;
+    case IR_OP_SCATTER: ok = infer_scatter(&c); break;
+    case IR_OP_BITCAST: ok = infer_bitcast(&c); break;
     default: return fail(&c, "op %s has no shape inference", info->name);
     }
     for (int i = 0; ok && i < n->nout; i++)

@@ -112,6 +112,26 @@ static void check_types(Vfy *v, NodeId id, const IrNode *n)
                 ir_op_info[n->op].name, n->origin.name, g->vals[n->out[i]].name);
 }
 
+/* Data-dependent extents: valid values and axes, i32 scalar counts. */
+static void check_dyn(Vfy *v)
+{
+    IrGraph *g = v->g;
+    if (g->nhidden > g->noutputs)
+        bad(v, "%u hidden outputs of %u", g->nhidden, g->noutputs);
+    for (uint32_t i = 0; i < g->ndyn; i++) {
+        const IrDynDim *d = &g->dyn[i];
+        if (d->value >= g->nvals || d->count >= g->nvals) {
+            bad(v, "dynamic extent %u names a value out of range", i);
+            continue;
+        }
+        const IrType *ct = &g->vals[d->count].type;
+        if (d->axis < 0 || d->axis >= g->vals[d->value].type.rank || ct->rank != 0 ||
+            ct->dtype != IR_DT_I32)
+            bad(v, "dynamic extent %u of '%s': axis %d, count '%s' is not an i32 scalar", i,
+                g->vals[d->value].name, d->axis, g->vals[d->count].name);
+    }
+}
+
 bool ir_verify(IrGraph *g, const char *after_pass)
 {
     Vfy v = {g, after_pass ? after_pass : "?", 0};
@@ -134,6 +154,7 @@ bool ir_verify(IrGraph *g, const char *after_pass)
             bad(&v, "graph output %u ('%s') is never produced", i,
                 o < g->nvals ? g->vals[o].name : "?");
     }
+    check_dyn(&v);
     free(defined);
     return v.nerr == 0;
 }

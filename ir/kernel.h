@@ -29,7 +29,8 @@
  *             inner = reduced dims (WINDOW: the kernel taps; CUMSUM: [axis], one chunk);
  *             prologue space [grid..., inner...]; epilogue space = grid (CUMSUM: as
  *             the prologue)
- *   MOVE/COPY grid = output dims (a RESHAPE copy iterates the input dims)
+ *   MOVE/COPY grid = output dims (a RESHAPE copy iterates the input dims; a SCATTER
+ *             its updates' dims [N, R], all items on core 0)
  */
 #ifndef SPYREC_KERNEL_H
 #define SPYREC_KERNEL_H
@@ -197,13 +198,17 @@ typedef struct {
     double pad_value;
 } IrGeom;
 
-/* ---- shared helpers (passes/sched.c) ---- */
+/* ---- shared helpers (passes/sched.c; device dtypes in passes/devtype.c) ---- */
 void pass_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
 IrSched *pass_sched(IrGraph *g);               /* the graph's IrSched (created on demand) */
 int pass_dev_dtype(IrDType t);                 /* ISA_DT_* for an IR dtype, 0 if none */
 int pass_dev_esize(IrDType t);                 /* bytes of its device element, 0 if none */
 bool pass_dtype_computable(IrDType t);         /* the vector unit computes on it */
 const char *pass_dtype_long_name(IrDType t);   /* "float64", for messages */
+/* passes/devtype.c: constants converted to device elements (float64 -> float32,
+ * int64/uint16/uint32/uint64 -> int32); false with *val when outside int32. */
+bool pass_dev_elem(IrDType t, const void *data, int64_t i, void *dst, int64_t *val);
+bool pass_dev_narrows_int(IrDType t);          /* int64/uint32/uint64: range can be lost */
 int64_t pass_numel(const IrType *t);
 void pass_dense_strides(const IrType *t, int64_t *stride); /* row-major, elements */
 /* Storage size of a root value in its layout (bytes, device dtype). */

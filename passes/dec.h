@@ -193,6 +193,13 @@ bool dec_space_to_depth(DecCtx *c);
 bool dec_center_crop_pad(DecCtx *c);
 bool dec_data_dependent(DecCtx *c);       /* NonZero, Unique, ...: clear refusal */
 
+/* dec_dynamic.c, dec_unique.c, dec_nms.c: data-dependent output shapes (upper-bound
+ * tensors with a device-computed count, ir_dyn_add) */
+bool dec_nonzero(DecCtx *c);              /* NonZero */
+bool dec_compress(DecCtx *c);             /* Compress */
+bool dec_unique(DecCtx *c);               /* Unique */
+bool dec_nms(DecCtx *c);                  /* NonMaxSuppression */
+
 /* dec_resize.c */
 bool dec_resize(DecCtx *c);               /* Resize, Upsample */
 

@@ -199,10 +199,29 @@ static bool dtype_ok(int64_t t)
     case IR_DT_F32: case IR_DT_F64: case IR_DT_F16: case IR_DT_BF16: case IR_DT_I8:
     case IR_DT_U8: case IR_DT_I16: case IR_DT_U16: case IR_DT_I32: case IR_DT_U32:
     case IR_DT_I64: case IR_DT_U64: case IR_DT_BOOL:
+    case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
+    case IR_DT_U4: case IR_DT_I4: case IR_DT_F4E2M1: case IR_DT_U2: case IR_DT_I2:
+    case IR_DT_F8E8M0:
         return true;
     default:
         return false;
     }
+}
+
+/* Cast x to `to` with the node's saturate attribute (ONNX: float8 targets only;
+ * default 1 = overflow gives the largest finite value). float8e8m0 rounds up (the
+ * default round_mode; the others are refused). */
+static ValId cast_sat(DecCtx *c, ValId x, IrDType to)
+{
+    const char *rm = dec_as(c, "round_mode", "up");
+    if (to == IR_DT_F8E8M0 && strcmp(rm, "up") != 0) {
+        dec_err(c, "unsupported: round_mode '%s' for float8e8m0 (only 'up')", rm);
+        return IR_NONE;
+    }
+    if (dec_ai(c, "saturate", 1) || dec_ty(c, x)->dtype == to)
+        return dec_cast(c, x, to);
+    IrAttr a[2] = {ir_attr_int("to", to), ir_attr_int("saturate", 0)};
+    return dec_op(c, IR_OP_CAST, &x, 1, a, 2);
 }
 
 bool dec_cast_op(DecCtx *c)
@@ -214,16 +233,16 @@ bool dec_cast_op(DecCtx *c)
         dec_err(c, "unsupported: cast to dtype %lld", (long long)to);
         return false;
     }
-    c->out[0] = dec_cast(c, dec_in(c, 0), (IrDType)to);
-    return true;
+    c->out[0] = cast_sat(c, dec_in(c, 0), (IrDType)to);
+    return c->out[0] != IR_NONE;
 }
 
 bool dec_castlike(DecCtx *c)
 {
     if (!need_in(c, 0) || !need_in(c, 1))
         return false;
-    c->out[0] = dec_cast(c, dec_in(c, 0), dec_ty(c, dec_in(c, 1))->dtype);
-    return true;
+    c->out[0] = cast_sat(c, dec_in(c, 0), dec_ty(c, dec_in(c, 1))->dtype);
+    return c->out[0] != IR_NONE;
 }
 
 bool dec_identity(DecCtx *c)

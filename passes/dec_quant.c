@@ -1,6 +1,8 @@
 /* dec_quant.c: QuantizeLinear and DequantizeLinear (per-tensor, per-axis and
- * blocked) for integer quantized types, as pointwise core ops:
- *   quantize:   y = cast(clamp(round_half_even(x / scale) + zp, lo, hi))
+ * blocked) for integer quantized types (also 4- and 2-bit) and the float8/float4
+ * types, as pointwise core ops:
+ *   quantize:   y = cast(clamp(round_half_even(x / scale) + zp, lo, hi))   integers
+ *               y = cast(x / scale + zp)  (saturate attribute)           float8/4
  *   dequantize: y = (cast(x) - cast(zp)) * scale
  * Scales and zero points are broadcast to the data: a 1-D per-axis vector is
  * reshaped onto the axis; a blocked one is repeated block_size times along it. */
@@ -17,8 +19,19 @@ static bool qrange(IrDType t, double *lo, double *hi)
     case IR_DT_U16: *lo = 0; *hi = 65535; return true;
     case IR_DT_I16: *lo = -32768; *hi = 32767; return true;
     case IR_DT_I32: *lo = -2147483648.0; *hi = 2147483647.0; return true;
+    case IR_DT_U4: *lo = 0; *hi = 15; return true;
+    case IR_DT_I4: *lo = -8; *hi = 7; return true;
+    case IR_DT_U2: *lo = 0; *hi = 3; return true;
+    case IR_DT_I2: *lo = -2; *hi = 1; return true;
     default: return false;
     }
+}
+
+/* Whether t is a float8 / float4 quantized dtype. */
+static bool qfloat(IrDType t)
+{
+    return t == IR_DT_F8E4M3FN || t == IR_DT_F8E4M3FNUZ || t == IR_DT_F8E5M2 ||
+           t == IR_DT_F8E5M2FNUZ || t == IR_DT_F4E2M1;
 }
 
 /* Scale or zero point p broadcast against data of type tx along `axis`. */
@@ -82,7 +95,7 @@ bool dec_quantize(DecCtx *c)
     IrDType out = dec_in(c, 2) != IR_NONE ? dec_ty(c, dec_in(c, 2))->dtype : IR_DT_U8;
     out = (IrDType)dec_ai(c, "output_dtype", out ? out : IR_DT_U8);
     double lo, hi;
-    if (!qrange(out, &lo, &hi)) {
+    if (!qrange(out, &lo, &hi) && !qfloat(out)) {
         dec_err(c, "unsupported: quantization to %s", ir_dtype_name(out));
         return false;
     }
@@ -94,6 +107,14 @@ bool dec_quantize(DecCtx *c)
         return false;
     }
     ValId q = dec_bin(c, IR_BIN_DIV, dec_cast(c, x, pt), dec_cast(c, scale, pt));
+    if (qfloat(out)) {                     /* rounding and saturation: the CAST */
+        if (zp != IR_NONE)
+            q = dec_bin(c, IR_BIN_ADD, q, dec_cast(c, zp, pt));
+        IrAttr a[2] = {ir_attr_int("to", out),
+                       ir_attr_int("saturate", dec_ai(c, "saturate", 1) != 0)};
+        c->out[0] = dec_op(c, IR_OP_CAST, &q, 1, a, 2);
+        return true;
+    }
     q = dec_un(c, IR_UN_ROUND, q);
     if (zp != IR_NONE)
         q = dec_bin(c, IR_BIN_ADD, q, dec_cast(c, zp, pt));
@@ -110,7 +131,7 @@ bool dec_dequantize(DecCtx *c)
         return false;
     }
     double lo, hi;
-    if (!qrange(dec_ty(c, x)->dtype, &lo, &hi)) {
+    if (!qrange(dec_ty(c, x)->dtype, &lo, &hi) && !qfloat(dec_ty(c, x)->dtype)) {
         dec_err(c, "unsupported: dequantization of %s", ir_dtype_name(dec_ty(c, x)->dtype));
         return false;
     }

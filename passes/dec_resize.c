@@ -32,8 +32,12 @@ static float rz_coord(const RzParams *p, float o, float scale, int64_t out, int6
         return out > 1 ? (o + 0.5f) / scale - 0.5f : 0.0f;
     if (strcmp(m, "tf_half_pixel_for_nn") == 0)
         return (o + 0.5f) / scale;
-    if (strcmp(m, "align_corners") == 0)
-        return out == 1 ? 0.0f : o * (float)(in - 1) / (float)(out - 1);
+    if (strcmp(m, "align_corners") == 0) {
+        /* the spec's length_resized is scale * length_original, fractional when the
+         * scale does not divide evenly (equal to `out` when sizes were given) */
+        float ow = scale * (float)in;
+        return ow == 1.0f ? 0.0f : o * (float)(in - 1) / (ow - 1.0f);
+    }
     if (strcmp(m, "tf_crop_and_resize") == 0)
         return out > 1 ? (float)(roi_s * (float)(in - 1) +
                                  (o * (roi_e - roi_s) * (float)(in - 1)) / (float)(out - 1))

@@ -12,6 +12,7 @@
 
 #include "dec.h"
 #include "dec_aten.h"
+#include "dec_index.h"
 #include "pass.h"
 
 #define DEC_MAX_OPSET 28                   /* newest default-domain opset we accept */
@@ -110,7 +111,7 @@ static const DecEntry dec_table[] = {
     /* neural network */
     {"", "Conv", 1, DEC_MAX_OPSET, dec_conv},
     {"", "ConvTranspose", 1, DEC_MAX_OPSET, dec_conv_transpose},
-    {"", "MaxPool", 1, DEC_MAX_OPSET, dec_pool},
+    {"", "MaxPool", 1, DEC_MAX_OPSET, dec_maxpool_indices},
     {"", "AveragePool", 1, DEC_MAX_OPSET, dec_pool},
     {"", "LpPool", 2, DEC_MAX_OPSET, dec_pool},
     {"", "GlobalAveragePool", 1, DEC_MAX_OPSET, dec_global_pool},
@@ -128,6 +129,17 @@ static const DecEntry dec_table[] = {
     {"", "SoftmaxCrossEntropyLoss", 12, DEC_MAX_OPSET, dec_sce_loss},
     {"", "Attention", 23, DEC_MAX_OPSET, dec_attention},
     {"", "RotaryEmbedding", 23, DEC_MAX_OPSET, dec_rotary},
+    {"", "RNN", 7, DEC_MAX_OPSET, dec_rnn},
+    {"", "GRU", 7, DEC_MAX_OPSET, dec_gru},
+    {"", "LSTM", 7, DEC_MAX_OPSET, dec_lstm},
+    {"", "LinearAttention", 27, DEC_MAX_OPSET, dec_linear_attention},
+    {"", "CausalConvWithState", 27, DEC_MAX_OPSET, dec_causal_conv_state},
+    {"", "Det", 11, DEC_MAX_OPSET, dec_det},
+    {"", "TfIdfVectorizer", 9, DEC_MAX_OPSET, dec_tfidf},
+    {"", "MatMulInteger", 10, DEC_MAX_OPSET, dec_matmul_integer},
+    {"", "ConvInteger", 10, DEC_MAX_OPSET, dec_conv_integer},
+    {"", "QLinearMatMul", 10, DEC_MAX_OPSET, dec_qlinear_matmul},
+    {"", "QLinearConv", 10, DEC_MAX_OPSET, dec_qlinear_conv},
     {"", "QuantizeLinear", 10, DEC_MAX_OPSET, dec_quantize},
     {"", "DequantizeLinear", 10, DEC_MAX_OPSET, dec_dequantize},
     {"", "DynamicQuantizeLinear", 11, DEC_MAX_OPSET, dec_dynamic_quantize},
@@ -148,8 +160,18 @@ static const DecEntry dec_table[] = {
     {"", "Gather", 1, DEC_MAX_OPSET, dec_gather_op},
     {"", "GatherElements", 11, DEC_MAX_OPSET, dec_gather_elements},
     {"", "GatherND", 11, DEC_MAX_OPSET, dec_gather_nd},
-    {"", "ScatterND", 11, DEC_MAX_OPSET, dec_scatter_nd},
-    {"", "ScatterElements", 11, DEC_MAX_OPSET, dec_scatter_elements},
+    {"", "ScatterND", 11, DEC_MAX_OPSET, dec_scatter_nd_any},
+    {"", "ScatterElements", 11, DEC_MAX_OPSET, dec_scatter_elements_any},
+    {"", "Scatter", 9, 10, dec_scatter_elements_any},
+    {"", "TensorScatter", 24, DEC_MAX_OPSET, dec_tensor_scatter},
+    {"", "MaxUnpool", 9, DEC_MAX_OPSET, dec_max_unpool},
+    {"", "Col2Im", 18, DEC_MAX_OPSET, dec_col2im},
+    {"", "GridSample", 16, DEC_MAX_OPSET, dec_grid_sample},
+    {"", "AffineGrid", 20, DEC_MAX_OPSET, dec_affine_grid},
+    {"", "RoiAlign", 10, DEC_MAX_OPSET, dec_roi_align},
+    {"", "DeformConv", 19, DEC_MAX_OPSET, dec_deform_conv},
+    {"", "BitCast", 26, DEC_MAX_OPSET, dec_bitcast},
+    {"", "ReverseSequence", 10, DEC_MAX_OPSET, dec_reverse_sequence},
     {"", "Expand", 8, DEC_MAX_OPSET, dec_expand_op},
     {"", "Tile", 6, DEC_MAX_OPSET, dec_tile},
     {"", "Pad", 2, DEC_MAX_OPSET, dec_pad_op},
@@ -158,10 +180,10 @@ static const DecEntry dec_table[] = {
     {"", "CenterCropPad", 18, DEC_MAX_OPSET, dec_center_crop_pad},
     {"", "Resize", 10, DEC_MAX_OPSET, dec_resize},
     {"", "Upsample", 7, 9, dec_resize},
-    {"", "NonZero", 9, DEC_MAX_OPSET, dec_data_dependent},
-    {"", "Unique", 11, DEC_MAX_OPSET, dec_data_dependent},
-    {"", "Compress", 9, DEC_MAX_OPSET, dec_data_dependent},
-    {"", "NonMaxSuppression", 10, DEC_MAX_OPSET, dec_data_dependent},
+    {"", "NonZero", 9, DEC_MAX_OPSET, dec_nonzero},
+    {"", "Unique", 11, DEC_MAX_OPSET, dec_unique},
+    {"", "Compress", 9, DEC_MAX_OPSET, dec_compress},
+    {"", "NonMaxSuppression", 10, DEC_MAX_OPSET, dec_nms},
     /* reductions */
     {"", "ReduceSum", 1, DEC_MAX_OPSET, dec_reduce_op},
     {"", "ReduceMean", 1, DEC_MAX_OPSET, dec_reduce_op},
@@ -179,6 +201,31 @@ static const DecEntry dec_table[] = {
     {"", "ArgMax", 1, DEC_MAX_OPSET, dec_argminmax},
     {"", "ArgMin", 1, DEC_MAX_OPSET, dec_argminmax},
     {"", "CumSum", 11, DEC_MAX_OPSET, dec_cumsum},
+    {"", "CumProd", 26, DEC_MAX_OPSET, dec_cumprod},
+    {"", "TopK", 1, DEC_MAX_OPSET, dec_topk},
+    /* signal processing */
+    {"", "DFT", 17, DEC_MAX_OPSET, dec_dft},
+    {"", "STFT", 17, DEC_MAX_OPSET, dec_stft},
+    {"", "HannWindow", 17, DEC_MAX_OPSET, dec_window},
+    {"", "HammingWindow", 17, DEC_MAX_OPSET, dec_window},
+    {"", "BlackmanWindow", 17, DEC_MAX_OPSET, dec_window},
+    {"", "MelWeightMatrix", 17, DEC_MAX_OPSET, dec_mel_weight_matrix},
+    /* control flow, sequences, optionals: resolved at compile time */
+    {"", "If", 1, DEC_MAX_OPSET, dec_if},
+    {"", "Loop", 1, DEC_MAX_OPSET, dec_loop},
+    {"", "Scan", 8, DEC_MAX_OPSET, dec_scan},
+    {"", "SequenceMap", 17, DEC_MAX_OPSET, dec_sequence_map},
+    {"", "SequenceConstruct", 11, DEC_MAX_OPSET, dec_sequence_op},
+    {"", "SequenceEmpty", 11, DEC_MAX_OPSET, dec_sequence_op},
+    {"", "SequenceInsert", 11, DEC_MAX_OPSET, dec_sequence_op},
+    {"", "SequenceErase", 11, DEC_MAX_OPSET, dec_sequence_op},
+    {"", "SequenceAt", 11, DEC_MAX_OPSET, dec_sequence_op},
+    {"", "SequenceLength", 11, DEC_MAX_OPSET, dec_sequence_op},
+    {"", "ConcatFromSequence", 11, DEC_MAX_OPSET, dec_concat_from_sequence},
+    {"", "SplitToSequence", 11, DEC_MAX_OPSET, dec_split_to_sequence},
+    {"", "Optional", 15, DEC_MAX_OPSET, dec_optional_op},
+    {"", "OptionalHasElement", 15, DEC_MAX_OPSET, dec_optional_op},
+    {"", "OptionalGetElement", 15, DEC_MAX_OPSET, dec_optional_op},
     /* torch.export ATen ops: dispatched by dec_aten on the op name (dec_aten.c) */
     {"aten", NULL, 0, INT32_MAX, dec_aten},
 };
@@ -226,36 +273,63 @@ static void report_one(IrGraph *g, const IrNode *n)
              prefixed ? "" : ".", op, ver);
 }
 
-/* Report every unsupported operator once, naming the first node using it.
- * Returns the number of distinct unsupported operators. */
-static int report_unsupported(IrGraph *g)
+/* Whether a and b are the same operator (domain and op type). */
+static bool same_op(const IrNode *a, const IrNode *b)
+{
+    return strcmp(norm_domain(a->foreign.domain), norm_domain(b->foreign.domain)) == 0 &&
+           strcmp(a->foreign.op_type ? a->foreign.op_type : "",
+                  b->foreign.op_type ? b->foreign.op_type : "") == 0;
+}
+
+/* Operators already reported (the first node of each). */
+typedef struct {
+    const IrNode *first[256];
+    int n;
+} Reported;
+
+/* Report the unsupported operators of graph `where` and of the bodies (Loop/Scan
+ * subgraphs) of its nodes, each operator once, on g. Returns how many were new. If
+ * branches are left to their inlining: a branch that a constant condition rules out
+ * may hold operators that are never compiled. */
+static int report_in(IrGraph *g, IrGraph *where, Reported *r, int depth)
 {
     int nbad = 0;
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead || n->op != IR_OP_FOREIGN || dec_lookup(&n->foreign))
+    for (uint32_t i = 0; i < where->nnodes; i++) {
+        const IrNode *n = &where->nodes[i];
+        if (n->dead || n->op != IR_OP_FOREIGN)
             continue;
-        bool seen = false;
-        for (uint32_t j = 0; j < i && !seen; j++) {
-            const IrNode *m = &g->nodes[j];
-            seen = !m->dead && m->op == IR_OP_FOREIGN &&
-                   strcmp(norm_domain(m->foreign.domain), norm_domain(n->foreign.domain)) == 0 &&
-                   strcmp(m->foreign.op_type ? m->foreign.op_type : "",
-                          n->foreign.op_type ? n->foreign.op_type : "") == 0;
+        bool seen = dec_lookup(&n->foreign) != NULL;
+        for (int k = 0; k < r->n && !seen; k++)
+            seen = same_op(r->first[k], n);
+        if (!seen) {
+            report_one(g, n);
+            nbad++;
+            if (r->n < (int)(sizeof r->first / sizeof r->first[0]))
+                r->first[r->n++] = n;
         }
-        if (seen)
-            continue;
-        report_one(g, n);
-        nbad++;
+        bool branches = n->foreign.op_type && strcmp(n->foreign.op_type, "If") == 0;
+        for (int k = 0; k < n->nattrs && depth < 64 && !branches; k++)
+            if (n->attrs[k].kind == IR_ATTR_GRAPH && n->attrs[k].graph)
+                nbad += report_in(g, n->attrs[k].graph, r, depth + 1);
     }
     return nbad;
 }
 
-/* Whether any input of n is untyped (an earlier node failed): skip it quietly. */
-static bool has_untyped_input(IrGraph *g, const IrNode *n)
+/* Report every unsupported operator once (also inside subgraphs), naming the first
+ * node using it. Returns the number of distinct unsupported operators. */
+static int report_unsupported(IrGraph *g)
+{
+    Reported r = {.n = 0};
+    return report_in(g, g, &r, 0);
+}
+
+/* Whether any input of n is untyped (an earlier node failed): skip it quietly.
+ * Sequences and optionals (compile-time lists in seqs) have no tensor type. */
+static bool has_untyped_input(IrGraph *g, const IrNode *n, const DecSeqTab *seqs)
 {
     for (int i = 0; i < n->nin; i++)
-        if (n->in[i] != IR_NONE && ir_vtype(g, n->in[i])->dtype == IR_DT_UNDEF)
+        if (n->in[i] != IR_NONE && ir_vtype(g, n->in[i])->dtype == IR_DT_UNDEF &&
+            !dec_seq_known(seqs, n->in[i]))
             return true;
     return false;
 }
@@ -265,6 +339,8 @@ typedef struct {
     uint32_t nremap;
     uint32_t *uses;
     uint32_t nuses;
+    DecSeqTab *seqs;                       /* sequences and optionals (dec_sequence.c) */
+    const char **names0;                   /* value names before the pass (nremap) */
 } DecState;
 
 /* Whether v is a graph output. */
@@ -301,11 +377,25 @@ static const char *type_str(const IrType *t, char *buf, size_t len)
     return buf;
 }
 
-/* Check that a decomposition agrees with a type the frontend inferred. */
+/* Whether a (declared) and b (computed, data-dependent along axis) agree but there. */
+static bool same_but_axis(const IrType *a, const IrType *b, int axis)
+{
+    if (a->dtype != b->dtype || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (i != axis && a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+/* Check that a decomposition agrees with a type the frontend inferred. A result whose
+ * extent along one axis is data-dependent (ir_dyn_add) may differ along that axis. */
 static bool check_type(IrGraph *g, const IrNode *n, ValId old, ValId nv)
 {
     const IrType *a = ir_vtype(g, old), *b = ir_vtype(g, nv);
-    if (a->dtype == IR_DT_UNDEF || b->dtype == IR_DT_UNDEF || ir_type_eq(a, b))
+    const IrDynDim *dd = ir_dyn_find(g, nv);
+    if (a->dtype == IR_DT_UNDEF || b->dtype == IR_DT_UNDEF || ir_type_eq(a, b) ||
+        (dd && same_but_axis(a, b, dd->axis)))
         return true;
     char sa[160], sb[160];
     ir_error(g, &n->origin, "output '%s' computes to %s but the model declares %s",
@@ -313,23 +403,44 @@ static bool check_type(IrGraph *g, const IrNode *n, ValId old, ValId nv)
     return false;
 }
 
-/* Decompose one foreign node; false if it failed (errors already reported). */
-static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n)
+/* Run the handler of c->n; c->out receives its results. Used for the graph's own
+ * nodes and, by dec_control.c, for the nodes of inlined subgraphs. */
+bool dec_run(DecCtx *c)
 {
+    IrGraph *g = c->g;
+    const IrNode *n = c->n;
     const DecEntry *e = dec_lookup(&n->foreign);
-    IR_ASSERT(e != NULL);
+    if (!e) {
+        report_one(g, n);
+        return false;
+    }
     if (n->nout > DEC_MAX_OUT) {
         ir_error(g, &n->origin, "too many outputs (%d)", n->nout);
         return false;
     }
-    DecCtx c = {.g = g, .n = n, .o = &n->origin, .opset = n->foreign.opset,
-                .uses = s->uses, .nuses = s->nuses};
     for (int i = 0; i < DEC_MAX_OUT; i++)
-        c.out[i] = IR_NONE;
+        c->out[i] = IR_NONE;
+    if (!dec_seq_check_inputs(c))
+        return false;
     int nerr = g->diag ? g->diag->nerrors : 0;
+    uint32_t first = g->nnodes;
+    ValId first_val = g->nvals;
+    bool ok = e->fn(c) && !(g->diag && g->diag->nerrors > nerr);
+    if (ok)
+        pass_halfwiden_group(g, first, first_val, c->out, n->nout);
+    return ok && !(g->diag && g->diag->nerrors > nerr);
+}
+
+/* Decompose one foreign node; false if it failed (errors already reported).
+ * in_names: the names its inputs had before the pass (for captured values). */
+static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
+                           const char *const *in_names)
+{
+    DecCtx c = {.g = g, .n = n, .o = &n->origin, .opset = n->foreign.opset,
+                .uses = s->uses, .nuses = s->nuses, .seqs = s->seqs, .outg = g,
+                .in_names = in_names};
     uint32_t first_new = g->nvals;
-    bool ok = e->fn(&c);
-    if (!ok || (g->diag && g->diag->nerrors > nerr))
+    if (!dec_run(&c))
         return false;
     for (int i = 0; i < n->nout; i++) {
         ValId old = n->out[i];
@@ -361,6 +472,22 @@ static void fix_outputs(IrGraph *g, DecState *s)
     }
 }
 
+/* The names the inputs of n had before the pass, when n holds a subgraph (whose
+ * captured inputs are named like the values they capture); NULL otherwise. */
+static const char *const *input_names(IrGraph *g, const DecState *s, const IrNode *n)
+{
+    bool sub = false;
+    for (int k = 0; k < n->nattrs; k++)
+        sub |= n->attrs[k].kind == IR_ATTR_GRAPH;
+    if (!sub)
+        return NULL;
+    const char **nm = ir_alloc(g, ((size_t)n->nin + 1) * sizeof *nm);
+    for (int k = 0; k < n->nin; k++)
+        nm[k] = n->in[k] == IR_NONE ? "" : n->in[k] < s->nremap ? s->names0[n->in[k]]
+                                                                : g->vals[n->in[k]].name;
+    return nm;
+}
+
 /* Walk the detached node list: re-add core nodes, decompose foreign ones. */
 static bool decompose_all(IrGraph *g, DecState *s, IrNode *old, uint32_t nold)
 {
@@ -369,10 +496,11 @@ static bool decompose_all(IrGraph *g, DecState *s, IrNode *old, uint32_t nold)
         IrNode *n = &old[i];
         if (n->dead)
             continue;
+        const char *const *in_names = input_names(g, s, n);
         for (int k = 0; k < n->nin; k++)
             if (n->in[k] != IR_NONE && n->in[k] < s->nremap)
                 n->in[k] = s->remap[n->in[k]];
-        if (has_untyped_input(g, n)) {
+        if (has_untyped_input(g, n, s->seqs)) {
             ok = false; /* an earlier node failed and has been reported */
             continue;
         }
@@ -380,7 +508,7 @@ static bool decompose_all(IrGraph *g, DecState *s, IrNode *old, uint32_t nold)
             ir_readd_node(g, n);
             continue;
         }
-        if (!decompose_node(g, s, n))
+        if (!decompose_node(g, s, n, in_names))
             ok = false;
     }
     return ok;
@@ -401,13 +529,18 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
     s.nuses = g->nvals;
     s.nremap = g->nvals;
     s.remap = ir_alloc(g, sizeof(ValId) * (s.nremap ? s.nremap : 1));
-    for (uint32_t v = 0; v < s.nremap; v++)
+    s.seqs = dec_seq_new(g);
+    s.names0 = ir_alloc(g, sizeof(char *) * (s.nremap ? s.nremap : 1));
+    for (uint32_t v = 0; v < s.nremap; v++) {
         s.remap[v] = v;
+        s.names0[v] = g->vals[v].name;
+    }
 
     uint32_t nold = 0;
     IrNode *old = ir_rewrite_begin(g, &nold);
     bool ok = decompose_all(g, &s, old, nold);
     fix_outputs(g, &s);
+    ok &= dec_seq_check_outputs(g, s.seqs);
     g->fold_consts = fold;
     g->fold_budget = budget;
     return ok && !ir_failed(g);

@@ -239,6 +239,8 @@ static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
         k->inner.chunk[d] = geo.iext[d] > 0 ? geo.iext[d] : 1;
     }
     int64_t want = want_items(work * (inner > 0 ? inner : 1), cores);
+    if (k->kind == IR_KK_MOVE && ir_node(g, k->anchor)->op == IR_OP_SCATTER)
+        want = 1;                              /* runs on one core (pass_assign_cores) */
     if (k->kind == IR_KK_CONTRACT && ir_node(g, k->anchor)->op == IR_OP_CONV)
         conv_divide(g, k, gr, t);
     else if (k->kind == IR_KK_CONTRACT)

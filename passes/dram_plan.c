@@ -68,20 +68,20 @@ static void arena_free(Arena *a, uint64_t off)
     IR_ASSERT(!"freeing an unknown arena block");
 }
 
-/* Refuse int64 constants the device's int32 cannot hold. */
+/* Refuse int64/uint32/uint64 constants the device's int32 cannot hold. */
 static bool check_i64_const(IrGraph *g, ValId v)
 {
     const IrValue *val = ir_val(g, v);
-    if (val->type.dtype != IR_DT_I64)
+    if (!pass_dev_narrows_int(val->type.dtype))
         return true;
     int64_t n = pass_numel(&val->type);
     for (int64_t i = 0; i < n; i++) {
         int64_t x;
-        memcpy(&x, (const char *)val->data + 8 * i, 8);
-        if (x < INT32_MIN || x > INT32_MAX) {
+        int32_t y;
+        if (!pass_dev_elem(val->type.dtype, val->data, i, &y, &x)) {
             ir_diag_error(g->diag, "constant '%s' holds %" PRId64 " at element %" PRId64
-                          ", outside the int32 range of the device (int64 data is stored "
-                          "as int32)", val->name, x, i);
+                          ", outside the int32 range of the device (%s data is stored "
+                          "as int32)", val->name, x, i, pass_dtype_long_name(val->type.dtype));
             return false;
         }
     }

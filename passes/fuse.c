@@ -73,7 +73,7 @@ static bool is_view_node(IrGraph *g, const IrNode *n)
 {
     int64_t a, b;
     return n->op == IR_OP_RESHAPE || n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE ||
-           n->op == IR_OP_EXPAND || pass_gather_view(g, n, &a, &b);
+           n->op == IR_OP_EXPAND || n->op == IR_OP_BITCAST || pass_gather_view(g, n, &a, &b);
 }
 
 /* Count uses of every value by live nodes and graph outputs. */
@@ -164,7 +164,8 @@ static bool plan_views(Fuse *f)
         IrView vw;
         ValId o = nd->out[0];
         bool ok = pass_view_apply(g, nd, &s->view[nd->in[0]], &vw);
-        if (ok && !f->is_out[o] && !f->force[n] && (f->fuse || nd->op == IR_OP_RESHAPE)) {
+        if (ok && !f->is_out[o] && !f->force[n] &&
+            (f->fuse || nd->op == IR_OP_RESHAPE || nd->op == IR_OP_BITCAST)) {
             s->vnode[n] = 1;
             s->virt[o] = 1;
             s->view[o] = vw;

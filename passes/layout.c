@@ -9,8 +9,9 @@
  * storage (IrValue.alias_of/alias_offset).
  *
  * Also refuses, with a message naming the node, data types the device cannot hold
- * (float64, uint16/32/64, strings), arithmetic on float16/bfloat16 (movable only) and
- * contractions other than float32.
+ * (strings; see devtype.c for the narrowed ones), arithmetic on float16/bfloat16
+ * (only moved and converted: pass_halfwiden computes it in float32) and contractions
+ * other than float32 (float64 computes as float32).
  */
 #include <string.h>
 
@@ -36,6 +37,29 @@ static bool check_storable(IrGraph *g, const IrNode *n, ValId v)
     return false;
 }
 
+/* BITCAST n is a view of its input's storage: both dtypes must keep their bits in
+ * device elements of one width. float64 does not (the device holds it as float32, as
+ * it holds int64 as int32), nor uint16 (held as int32) against a 16-bit type. */
+static bool check_bitcast(IrGraph *g, const IrNode *n)
+{
+    IrDType a = ir_vtype(g, n->in[0])->dtype, b = ir_vtype(g, n->out[0])->dtype;
+    if (a == IR_DT_F64 || b == IR_DT_F64) {
+        ir_error(g, &n->origin, "bitcast from %s to %s is not supported on the device "
+                 "(unsupported: the device has no 64-bit types; it holds float64 as float32 "
+                 "and int64 as int32, so the 64-bit pattern to reinterpret does not exist "
+                 "there)", pass_dtype_long_name(a), pass_dtype_long_name(b));
+        return false;
+    }
+    if (pass_dev_esize(a) != pass_dev_esize(b)) {
+        ir_error(g, &n->origin, "bitcast from %s to %s is not supported on the device "
+                 "(unsupported: the device holds them in elements of %d and %d bytes)",
+                 pass_dtype_long_name(a), pass_dtype_long_name(b), pass_dev_esize(a),
+                 pass_dev_esize(b));
+        return false;
+    }
+    return true;
+}
+
 /* Check the dtypes of node n: storable everywhere, computable for arithmetic. */
 static bool check_node(IrGraph *g, const IrNode *n)
 {
@@ -46,7 +70,9 @@ static bool check_node(IrGraph *g, const IrNode *n)
         if (!check_storable(g, n, n->out[i]))
             return false;
     IrOpClass c = ir_op_info[n->op].cls;
-    if (c == IR_CLS_MOVE)
+    if (n->op == IR_OP_BITCAST)
+        return check_bitcast(g, n);
+    if (c == IR_CLS_MOVE || n->op == IR_OP_CAST)   /* CAST converts any storable pair */
         return true;
     for (int i = 0; i < n->nin + n->nout; i++) {
         ValId v = i < n->nin ? n->in[i] : n->out[i - n->nin];
@@ -58,7 +84,7 @@ static bool check_node(IrGraph *g, const IrNode *n)
             return false;
         }
     }
-    if (c == IR_CLS_CONTRACT && ir_vtype(g, n->in[0])->dtype != IR_DT_F32) {
+    if (c == IR_CLS_CONTRACT && pass_dev_dtype(ir_vtype(g, n->in[0])->dtype) != ISA_DT_F32) {
         ir_error(g, &n->origin, "%s on %s is not supported on the device (unsupported: "
                  "float32 only)",
                  n->op == IR_OP_CONV ? "convolution" : "matrix multiplication",

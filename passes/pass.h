@@ -20,6 +20,11 @@ typedef struct {
     FILE *dump_file;               /* where --dump-after prints (stderr by default) */
     bool verify;                   /* ir_verify after every pass */
     size_t fold_budget;            /* bytes: largest constant a fold may create */
+    /* optional observer (progress display, compile reports, --emit=dot): called before
+     * (done = false) and after (done = true, the pass succeeded) each pass that runs;
+     * index is the pass's position in pass_pipeline[] */
+    void (*hook)(IrGraph *g, int index, bool done, void *ctx);
+    void *hook_ctx;
 } PassOptions;
 
 typedef bool (*PassFn)(IrGraph *g, const PassOptions *opt);
@@ -43,6 +48,7 @@ const PassInfo *pass_find(const char *name);
 bool pass_decompose(IrGraph *g, const PassOptions *opt);   /* foreign ops -> core ops */
 bool pass_fold(IrGraph *g, const PassOptions *opt);        /* constant folding */
 bool pass_dce(IrGraph *g, const PassOptions *opt);         /* dead-code elimination */
+bool pass_dynamic(IrGraph *g, const PassOptions *opt);     /* data-dependent extents */
 bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement cleanups */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
 bool pass_fuse(IrGraph *g, const PassOptions *opt);        /* group nodes into kernels */
@@ -50,5 +56,6 @@ bool pass_layout(IrGraph *g, const PassOptions *opt);      /* stick layouts */
 bool pass_divide(IrGraph *g, const PassOptions *opt);      /* split kernels over cores */
 bool pass_tile(IrGraph *g, const PassOptions *opt);        /* LX tiling */
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt);   /* DRAM planning */
+bool pass_halfwiden(IrGraph *g, const PassOptions *opt);   /* f16/bf16 arithmetic in f32 */
 
 #endif

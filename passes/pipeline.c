@@ -13,10 +13,12 @@
 
 const PassInfo pass_pipeline[] = {
     {"decompose", pass_decompose, 0, "lower frontend operators to core ops"},
+    {"halfwiden", pass_halfwiden, 0, "compute float16/bfloat16 arithmetic in float32"},
     {"fold", pass_fold, 0, "evaluate nodes whose inputs are all constants"},
     {"simplify", pass_simplify, 1, "cancel transposes/reshapes, algebraic identities, CSE"},
     {"bnfold", pass_bnfold, 1, "fold per-channel affine ops into convolutions/matmuls"},
     {"dce", pass_dce, 0, "remove nodes whose results are never used"},
+    {"dynamic", pass_dynamic, 0, "carry data-dependent extents to the graph outputs"},
     {"fuse", pass_fuse, 0, "group nodes into kernels (epilogues, prologues, chains)"},
     {"layout", pass_layout, 0, "device dtypes, tensor layouts, strided views"},
     {"divide", pass_divide, 0, "split each kernel's work over the cores"},
@@ -55,6 +57,8 @@ bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
         const PassInfo *p = &pass_pipeline[i];
         if (opt->opt_level < p->min_opt)
             continue;
+        if (opt->hook)
+            opt->hook(g, i, false, opt->hook_ctx);
         bool ok = p->run(g, opt);
         if (!ok || ir_failed(g))
             return false;
@@ -63,6 +67,8 @@ bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
         if (opt->dump_after &&
             (strcmp(opt->dump_after, "all") == 0 || strcmp(opt->dump_after, p->name) == 0))
             dump(g, opt, p);
+        if (opt->hook)
+            opt->hook(g, i, true, opt->hook_ctx);
     }
     return true;
 }

@@ -1,5 +1,5 @@
 /* sched.c: helpers shared by the back-end passes and the code generator: the IrSched
- * state, device dtypes, strided views (composition of view ops), work grids and the
+ * state, strided views (composition of view ops), work grids and the
  * assignment of work items to cores.
  */
 #include <inttypes.h>
@@ -29,62 +29,6 @@ IrSched *pass_sched(IrGraph *g)
     }
     g->sched = s;
     return s;
-}
-
-/* Device element type of an IR dtype (I64 lives on the device as I32); 0 if none. */
-int pass_dev_dtype(IrDType t)
-{
-    switch (t) {
-    case IR_DT_F32: return ISA_DT_F32;
-    case IR_DT_U8: return ISA_DT_U8;
-    case IR_DT_I8: return ISA_DT_I8;
-    case IR_DT_I16: return ISA_DT_I16;
-    case IR_DT_I32: case IR_DT_I64: return ISA_DT_I32;
-    case IR_DT_BOOL: return ISA_DT_BOOL;
-    case IR_DT_F16: return ISA_DT_F16;
-    case IR_DT_BF16: return ISA_DT_BF16;
-    default: return 0;
-    }
-}
-
-/* Bytes of t's device element (I64 -> 4); 0 if the device cannot hold t. */
-int pass_dev_esize(IrDType t)
-{
-    switch (pass_dev_dtype(t)) {
-    case ISA_DT_F32: case ISA_DT_I32: return 4;
-    case ISA_DT_I16: case ISA_DT_F16: case ISA_DT_BF16: return 2;
-    case 0: return 0;
-    default: return 1;
-    }
-}
-
-/* True if the vector unit computes on t (F16/BF16 can only be moved). */
-bool pass_dtype_computable(IrDType t)
-{
-    int d = pass_dev_dtype(t);
-    return d && d != ISA_DT_F16 && d != ISA_DT_BF16;
-}
-
-/* ONNX-style long dtype name for user messages. */
-const char *pass_dtype_long_name(IrDType t)
-{
-    switch (t) {
-    case IR_DT_F32: return "float32";
-    case IR_DT_U8: return "uint8";
-    case IR_DT_I8: return "int8";
-    case IR_DT_U16: return "uint16";
-    case IR_DT_I16: return "int16";
-    case IR_DT_I32: return "int32";
-    case IR_DT_I64: return "int64";
-    case IR_DT_STRING: return "string";
-    case IR_DT_BOOL: return "bool";
-    case IR_DT_F16: return "float16";
-    case IR_DT_F64: return "float64";
-    case IR_DT_U32: return "uint32";
-    case IR_DT_U64: return "uint64";
-    case IR_DT_BF16: return "bfloat16";
-    default: return "undefined";
-    }
 }
 
 /* Element count of t (product of dims; rank 0 = 1). */
@@ -219,6 +163,9 @@ bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
         if (!reshape_strides(it, in->stride, ot, r.stride))
             return false;
         break;
+    case IR_OP_BITCAST:                        /* same shape, same device element size */
+        memcpy(r.stride, in->stride, sizeof r.stride);
+        break;
     case IR_OP_GATHER: {                       /* constant arithmetic indices */
         int64_t first, step, ax = ir_attr_get_int(n, "axis", 0);
         const IrType *xt = ir_vtype(g, n->in[1]);
@@ -324,6 +271,11 @@ void pass_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores)
     if (!k->core_first || k->ncores != cores)
         k->core_first = ir_alloc(g, (cores + 1) * sizeof *k->core_first);
     k->ncores = cores;
+    if (k->kind == IR_KK_MOVE && ir_node(g, k->anchor)->op == IR_OP_SCATTER) {
+        for (uint32_t c = 0; c <= cores; c++)   /* one core: it zero-fills, then scatters */
+            k->core_first[c] = c ? k->nitems : 0;
+        return;
+    }
     uint64_t q = k->nitems / cores, r = k->nitems % cores;
     for (uint32_t c = 0; c <= cores; c++)               /* the first r cores get q + 1 */
         k->core_first[c] = c * q + (c < r ? c : r);
@@ -535,8 +487,10 @@ void pass_geom(IrGraph *g, const IrKernel *k, IrGeom *geo)
         t = ir_vtype(g, a->out[0]);
         geo->ninner = 1;
         geo->iext[0] = at->dims[at->rank - 1];
-    } else if (a && a->op == IR_OP_RESHAPE) {  /* materialised reshape: input dims */
-        t = ir_vtype(g, a->in[0]);
+    } else if (a && (a->op == IR_OP_RESHAPE ||
+                     (a->op == IR_OP_SCATTER && ir_vtype(g, a->in[0])->dims[0] > 0))) {
+        t = ir_vtype(g, a->in[0]);             /* materialised reshape, scatter: input dims
+                                                  (a scatter of nothing: output dims) */
     } else if (k->kind == IR_KK_ELEM) {
         t = ir_vtype(g, k->ref);
     }

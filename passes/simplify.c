@@ -93,6 +93,7 @@ static ValId identity_of(IrGraph *g, const IrNode *n)
     case IR_OP_RESHAPE:
     case IR_OP_EXPAND:
     case IR_OP_CAST:
+    case IR_OP_BITCAST:
         return same ? x : IR_NONE;
     case IR_OP_TRANSPOSE: {
         const int64_t *p;

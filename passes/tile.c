@@ -399,7 +399,8 @@ static void move_accesses(Tctx *c)
         IrView dst = {.root = s->view[k->out].root, .off = s->view[k->out].off};
         pass_dense_strides(it, dst.stride);
         view_access(it, &dst, &k->acc[1]);
-    } else if (n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE || n->op == IR_OP_EXPAND) {
+    } else if (n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE || n->op == IR_OP_EXPAND ||
+               n->op == IR_OP_BITCAST) {
         IrView vw;
         IR_ASSERT(pass_view_apply(g, n, &s->view[n->in[0]], &vw));
         view_access(ot, &vw, &k->acc[0]);
@@ -425,7 +426,20 @@ static bool gather_window_ok(Tctx *c, const IrNode *n, uint64_t es)
     return false;
 }
 
-/* MOVE/COPY: one LX tile of the output box (GATHER: plus its indices). */
+/* SCATTER writes its whole output with single instructions: it must lie inside one
+ * core's DRAM window. */
+static bool scatter_window_ok(Tctx *c, const IrNode *n, uint64_t es)
+{
+    uint64_t span = (uint64_t)pass_numel(ir_vtype(c->g, n->out[0])) * es;
+    if (span <= ((uint64_t)c->t->core_window_mib << 20))
+        return true;
+    ir_error(c->g, &n->origin, "scatter result of %llu bytes exceeds the %u MiB of device "
+             "memory one core can address", (unsigned long long)span, c->t->core_window_mib);
+    return false;
+}
+
+/* MOVE/COPY: one LX tile of the output box (GATHER: plus its indices; SCATTER: a tile
+ * of the updates plus its row indices). */
 static bool fit_move(Tctx *c)
 {
     IrKernel *k = c->k;
@@ -433,15 +447,18 @@ static bool fit_move(Tctx *c)
     const IrNode *n = k->anchor != IR_NONE ? ir_node(g, k->anchor) : NULL;
     uint64_t es = (uint64_t)pass_dev_esize(ir_vtype(g, k->out)->dtype);
     int ax = n && n->op == IR_OP_GATHER ? (int)ir_attr_get_int(n, "axis", 0) : 0;
-    int nidx = n && n->op == IR_OP_GATHER ? ir_vtype(g, n->in[1])->rank : 0;
+    int nidx = n && n->op == IR_OP_GATHER ? ir_vtype(g, n->in[1])->rank
+               : n && n->op == IR_OP_SCATTER ? 1 : 0;
     if (n && n->op == IR_OP_GATHER && !gather_window_ok(c, n, es))
+        return false;
+    if (n && n->op == IR_OP_SCATTER && !scatter_window_ok(c, n, es))
         return false;
     move_accesses(c);
     for (;;) {
         uint64_t tile = es, idx = 0;
         for (int d = 0; d < k->grid.rank; d++)
             tile *= (uint64_t)k->grid.chunk[d];
-        if (n && n->op == IR_OP_GATHER) {
+        if (n && (n->op == IR_OP_GATHER || n->op == IR_OP_SCATTER)) {
             idx = 4;
             for (int d = ax; d < ax + nidx; d++)
                 idx *= (uint64_t)k->grid.chunk[d];

@@ -72,24 +72,28 @@ static bool const_bits(IrGraph *g, ValId v, const IrNode *n, uint32_t *bits)
 {
     const IrValue *val = ir_val(g, v);
     const void *p = val->data;
+    int64_t x;
     switch (val->type.dtype) {
     case IR_DT_F32: memcpy(bits, p, 4); return true;
     case IR_DT_I32: memcpy(bits, p, 4); return true;
     case IR_DT_I16: *bits = (uint32_t)(int32_t)*(const int16_t *)p; return true;
     case IR_DT_I8: *bits = (uint32_t)(int32_t)*(const int8_t *)p; return true;
-    case IR_DT_U8: case IR_DT_BOOL: *bits = *(const uint8_t *)p; return true;
+    case IR_DT_U8: case IR_DT_BOOL: case IR_DT_U4: case IR_DT_U2: case IR_DT_F8E4M3FN:
+    case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ: case IR_DT_F4E2M1:
+    case IR_DT_F8E8M0:
+        *bits = *(const uint8_t *)p;
+        return true;
+    case IR_DT_I4: case IR_DT_I2: *bits = (uint32_t)(int32_t)*(const int8_t *)p; return true;
     case IR_DT_F16: case IR_DT_BF16: *bits = *(const uint16_t *)p; return true;
-    case IR_DT_I64: {
-        int64_t x;
-        memcpy(&x, p, 8);
-        if (x < INT32_MIN || x > INT32_MAX) {
-            ir_error(g, &n->origin, "constant %lld does not fit the device's int32 (int64 is "
-                     "computed as int32 on the device)", (long long)x);
+    case IR_DT_F64: case IR_DT_U16: return pass_dev_elem(val->type.dtype, p, 0, bits, &x);
+    case IR_DT_I64: case IR_DT_U32: case IR_DT_U64:
+        if (!pass_dev_elem(val->type.dtype, p, 0, bits, &x)) {
+            ir_error(g, &n->origin, "constant %lld does not fit the device's int32 (%s is "
+                     "computed as int32 on the device)", (long long)x,
+                     pass_dtype_long_name(val->type.dtype));
             return false;
         }
-        *bits = (uint32_t)(int32_t)x;
         return true;
-    }
     default:
         IR_ASSERT(!"constant of a dtype the layout pass refuses");
     }

@@ -26,7 +26,7 @@ const char *spy_status_str(spy_status s) {
 
 /* Version of the runtime and the bundle format it reads. */
 const char *spy_version(void) {
-    return "spyrt " SPYRT_VERSION " (bundle format v1.0)";
+    return "spyrt " SPYRT_VERSION " (bundle format v1.1)";
 }
 
 /* Frees a model (NULL is ignored). Sessions of it must be freed first. */
@@ -49,7 +49,7 @@ int spy_model_num_inputs(const spy_model *m) {
 }
 
 int spy_model_num_outputs(const spy_model *m) {
-    return m ? (int)m->noutputs : 0;
+    return m ? (int)m->nvisible : 0;       /* hidden outputs (counts) are internal */
 }
 
 int spy_model_num_kernels(const spy_model *m) {
@@ -66,7 +66,7 @@ spy_status spy_model_input_info(const spy_model *m, int i, spy_tensor_info *info
 
 /* Describes graph output i. */
 spy_status spy_model_output_info(const spy_model *m, int i, spy_tensor_info *info) {
-    if (!m || !info || i < 0 || (uint32_t)i >= m->noutputs)
+    if (!m || !info || i < 0 || (uint32_t)i >= m->nvisible)
         return SPY_E_INVALID_ARG;
     *info = m->io[m->ninputs + (uint32_t)i].info;
     return SPY_OK;
@@ -143,7 +143,23 @@ const void *spy_model_selftest_input(const spy_model *m, int i) {
 }
 
 const void *spy_model_selftest_output(const spy_model *m, int i) {
-    if (!m || i < 0 || (uint32_t)i >= m->noutputs)
+    if (!m || i < 0 || (uint32_t)i >= m->nvisible)
         return NULL;
     return selftest_at(m, m->ninputs + (uint32_t)i);
+}
+
+/* Kernel indices of the schedule, in execution order. */
+int spy_model_schedule(const spy_model *m, int *kernels, int n) {
+    if (!m || n < 0 || (n > 0 && !kernels))
+        return -1;
+    for (uint32_t i = 0; i < m->nsched && i < (uint32_t)n; i++)
+        kernels[i] = (int)m->schedule[i];
+    return (int)m->nsched;
+}
+
+/* Data-dependent axis of output i (its extent is known after a run), -1 if static. */
+int spy_model_output_dynamic_axis(const spy_model *m, int i) {
+    if (!m || i < 0 || (uint32_t)i >= m->nvisible)
+        return -1;
+    return m->io[m->ninputs + (uint32_t)i].dyn_axis;
 }

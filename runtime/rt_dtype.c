@@ -1,6 +1,7 @@
 /* rt_dtype.c: element type and name tables of the runtime (dtype sizes, which
  * types the device computes on, allowed host/device pairs, opcode and section names).
  */
+#include "dtconv.h"
 #include "rt_model.h"
 
 /* Size in bytes of an ONNX dtype code (host or device); 0 when unknown/unsized. */
@@ -19,6 +20,10 @@ unsigned rt_dtype_size(int dt) {
     case 12: return 4; /* uint32 */
     case 13: return 8; /* uint64 */
     case 16: return 2; /* bfloat16 */
+    case 17: case 18: case 19: case 20: /* float8 variants */
+    case 21: case 22: case 23: case 24: case 25: case 26: /* 4-/2-bit ints, float4,
+                                                        * float8e8m0: a byte each */
+        return 1;
     default: return 0;
     }
 }
@@ -39,6 +44,16 @@ const char *rt_dtype_name(int dt) {
     case 12: return "u32";
     case 13: return "u64";
     case 16: return "bf16";
+    case 17: return "f8e4m3fn";
+    case 18: return "f8e4m3fnuz";
+    case 19: return "f8e5m2";
+    case 20: return "f8e5m2fnuz";
+    case 21: return "u4";
+    case 22: return "i4";
+    case 23: return "f4e2m1";
+    case 24: return "f8e8m0";
+    case 25: return "u2";
+    case 26: return "i2";
     default: return "?";
     }
 }
@@ -49,9 +64,11 @@ bool rt_dtype_computable(int dt) {
            dt == ISA_DT_U8 || dt == ISA_DT_BOOL;
 }
 
-/* Device dtypes that may live in DRAM/LX and be moved or filled. */
+/* Device dtypes that may live in DRAM/LX and be moved or filled (the storage types
+ * F16/BF16, float8/float4 and 4-/2-bit ints are only converted, by VEC CAST). */
 bool rt_dtype_movable(int dt) {
-    return rt_dtype_computable(dt) || dt == ISA_DT_F16 || dt == ISA_DT_BF16;
+    return rt_dtype_computable(dt) || dt == ISA_DT_F16 || dt == ISA_DT_BF16 ||
+           spy_dt_narrow_float(dt) || spy_dt_subbyte_int(dt);
 }
 
 /* Host/device dtype pairs the bundle edge converts (see sbin.md). Inputs narrow,
@@ -75,7 +92,7 @@ bool rt_io_pair_ok(int role, int host, int dev) {
 const char *rt_opcode_name(int op) {
     static const char *const names[ISA_OPCODE_COUNT] = {
         "NOP", "LOAD", "STORE", "GATHER", "MATMUL", "VEC", "VREDUCE", "VFILL", "VSCAN",
-        "BARRIER"};
+        "BARRIER", "SCATTER"};
     return op >= 0 && op < ISA_OPCODE_COUNT ? names[op] : "?";
 }
 

@@ -13,6 +13,7 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
         case ISA_LOAD: rt_dma(c, &in->dma, false); break;
         case ISA_STORE: rt_dma(c, &in->dma, true); break;
         case ISA_GATHER: rc = rt_gather(c, &in->gather); break;
+        case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
         case ISA_MATMUL: rt_matmul(c, &in->mm); break;
         case ISA_VEC: rc = rt_vec(c, &in->vec); break;
         case ISA_VREDUCE: rt_vreduce(c, &in->red); break;

@@ -48,6 +48,9 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
 void rt_dma(RtCore *c, const SpyDma *d, bool store);
 int rt_gather(RtCore *c, const SpyGather *g);
 
+/* rt_scatter.c */
+void rt_scatter(RtCore *c, const SpyScatter *s);
+
 /* rt_kern_matmul.c */
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 
@@ -58,6 +61,12 @@ void rt_vfill(RtCore *c, const SpyVFill *f);
 /* rt_kern_red.c */
 void rt_vreduce(RtCore *c, const SpyVReduce *r);
 void rt_vscan(RtCore *c, const SpyVScan *s);
+
+/* rt_fpconv.c: narrow float storage types <-> float32 (round to nearest even) */
+float rt_f16_to_f32(uint16_t h);
+uint16_t rt_f32_to_f16(float f);
+float rt_bf16_to_f32(uint16_t h);
+uint16_t rt_f32_to_bf16(float f);
 
 /* rt_vecfn.c: per-function properties shared by verifier, timing and kernels. */
 enum { RT_VK_UNARY = 1, RT_VK_BINARY = 2, RT_VK_SELECT = 3 };

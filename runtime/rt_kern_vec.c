@@ -1,15 +1,17 @@
 /* rt_kern_vec.c: the ISA_VEC and ISA_VFILL tile kernels.
  *
  * A VEC runs row by row in chunks of RT_CH columns: each operand is converted into a
- * local buffer of its compute domain (float for F32, int32 for the integer and BOOL
- * types), the function runs over the buffers with the switch outside the loop and
- * fixed-width inner loops the compiler vectorises, and the result is converted into
- * the destination. Rows that are contiguous for every operand are merged first.
+ * local buffer of its compute domain (float for F32 and the storage floats F16, BF16,
+ * float8, float4; int32 for the integer, 4-/2-bit integer and BOOL types), the
+ * function runs over the buffers with the switch outside the loop and fixed-width
+ * inner loops the compiler vectorises, and the result is converted into the
+ * destination (storage types only as CAST operands: see isa.md). Rows that are contiguous for every operand are merged first.
  * Buffers are padded to a multiple of 16 so the loops need no scalar tail.
  */
 #include <math.h>
 #include <string.h>
 
+#include "dtconv.h"
 #include "rt_exec.h"
 
 #define RT_CH 256
@@ -38,12 +40,34 @@ static int32_t imm_int(uint32_t bits, int dt) {
 
 typedef float v8f __attribute__((vector_size(32)));
 
+/* Loads n F16/BF16/float8/float4 elements (exactly widened to float), zero-padded
+ * to 16. */
+static void load_half(float *buf, const Opnd *o, const uint8_t *p, int n) {
+    const int64_t cs = o->cs;
+    uint16_t h;
+    if (o->dt != ISA_DT_F16 && o->dt != ISA_DT_BF16) {
+        for (int i = 0; i < n; i++)
+            buf[i] = spy_narrow_to_f32(p[i * cs], o->dt);
+    } else {
+        for (int i = 0; i < n; i++) {
+            memcpy(&h, p + i * cs, 2);
+            buf[i] = o->dt == ISA_DT_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
+        }
+    }
+    for (int i = n; i & 15; i++)
+        buf[i] = 0;
+}
+
 /* Loads n F32 elements (byte column stride cs) into buf, padded to a multiple of 16.
  * A contiguous row is copied in whole vectors: it may read up to 15 elements past the
  * row, which the scratchpad's RT_LX_SLACK bytes keep inside the allocation; those
  * lanes are never stored. */
 static inline void load_f(float *buf, const Opnd *o, const uint8_t *p, int n) {
     int n16 = (n + 15) & ~15;
+    if (o->p && o->dt != ISA_DT_F32) {
+        load_half(buf, o, p, n);
+        return;
+    }
     if (!o->p || o->cs == 0) {
         float x = o->p ? *(const rt_f32 *)p : o->fimm;
         v8f v = {x, x, x, x, x, x, x, x};
@@ -65,8 +89,22 @@ static inline void load_f(float *buf, const Opnd *o, const uint8_t *p, int n) {
         buf[i] = 0;
 }
 
-/* Stores n floats from buf to p (exactly n: the destination is not padded). */
-static inline void store_f(uint8_t *p, const float *buf, int n) {
+/* Stores n floats from buf to p as dtype dt (F32, or F16/BF16/float8/float4 rounded
+ * to nearest even; float8 overflow saturates when sat); exactly n: the destination is
+ * not padded. */
+static inline void store_f(uint8_t *p, const float *buf, int n, int dt, bool sat) {
+    if (spy_dt_narrow_float(dt)) {
+        for (int i = 0; i < n; i++)
+            p[i] = spy_f32_to_narrow(buf[i], dt, sat);
+        return;
+    }
+    if (dt != ISA_DT_F32) {
+        for (int i = 0; i < n; i++) {
+            uint16_t h = dt == ISA_DT_F16 ? rt_f32_to_f16(buf[i]) : rt_f32_to_bf16(buf[i]);
+            memcpy(p + 2 * (size_t)i, &h, 2);
+        }
+        return;
+    }
     int i = 0;
     for (; i + 8 <= n; i += 8)
         memcpy(p + 4 * (size_t)i, buf + i, sizeof(v8f));
@@ -88,8 +126,8 @@ static void load_i(int32_t *buf, const Opnd *o, const uint8_t *p, int n) {
                 FORN(n) buf[i] = *(const rt_i32 *)(p + i * cs);
             break;
         case ISA_DT_I16: FORN(n) buf[i] = *(const rt_i16 *)(p + i * cs); break;
-        case ISA_DT_I8: FORN(n) buf[i] = (int8_t)p[i * cs]; break;
-        case ISA_DT_U8: FORN(n) buf[i] = p[i * cs]; break;
+        case ISA_DT_I8: case ISA_DT_I4: case ISA_DT_I2: FORN(n) buf[i] = (int8_t)p[i * cs]; break;
+        case ISA_DT_U8: case ISA_DT_U4: case ISA_DT_U2: FORN(n) buf[i] = p[i * cs]; break;
         default: FORN(n) buf[i] = p[i * cs] != 0; break;
         }
     }
@@ -104,6 +142,9 @@ static void store_i(uint8_t *p, const int32_t *buf, int n, int dt) {
     case ISA_DT_I16: FORN(n) ((rt_i16 *)p)[i] = (int16_t)buf[i]; break;
     case ISA_DT_I8:
     case ISA_DT_U8: FORN(n) p[i] = (uint8_t)buf[i]; break;
+    case ISA_DT_U4: case ISA_DT_I4: case ISA_DT_U2: case ISA_DT_I2:
+        FORN(n) p[i] = (uint8_t)spy_wrap_subbyte(buf[i], dt);
+        break;
     default: FORN(n) p[i] = buf[i] != 0; break;
     }
 }
@@ -335,7 +376,7 @@ RT_HOT static bool vec_chunk(VecRun *s, const uint8_t *const *p, uint8_t *d, int
         return false;
     }
     if (s->fres)
-        store_f(d, fr, n);
+        store_f(d, fr, n, v->dtype, !(v->flags & ISA_F_NOSAT));
     else
         store_i(d, ir, n, v->dtype);
     return true;
@@ -360,23 +401,38 @@ static void vec_copy(RtCore *c, const SpyVec *v, unsigned es) {
     }
 }
 
+/* Whether device dtype dt is computed in the float domain. */
+static bool float_dt(int dt) {
+    return dt == ISA_DT_F32 || dt == ISA_DT_F16 || dt == ISA_DT_BF16 || spy_dt_narrow_float(dt);
+}
+
+/* Element size of a device dtype the VEC kernels handle. */
+static unsigned vec_esize(int dt) {
+    return dt == ISA_DT_F32 || dt == ISA_DT_I32                           ? 4
+           : dt == ISA_DT_I16 || dt == ISA_DT_F16 || dt == ISA_DT_BF16 ? 2
+                                                                          : 1;
+}
+
 /* Fills the operand table of a VEC from its fields (strides turned into bytes). */
 static void vec_setup(VecRun *s, RtCore *c, const SpyVec *v) {
     int sdt = v->src_dtype ? v->src_dtype : v->dtype;
     int imm_q = (v->flags & ISA_F_IMM) ? 1 : (v->flags & ISA_F_IMM_A) ? 0 : -1;
     s->v = v;
     s->arity = rt_vecfn_arity(v->fn);
-    s->fdom = sdt == ISA_DT_F32;
-    s->fres = v->dtype == ISA_DT_F32;
+    s->fdom = float_dt(sdt);
+    s->fres = float_dt(v->dtype);
     s->cmp = rt_vecfn_compare(v->fn);
     for (int q = 0; q < s->arity; q++) {
         Opnd *o = &s->op[q];
         o->dt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL : sdt;
-        unsigned es = o->dt == ISA_DT_F32 || o->dt == ISA_DT_I32 ? 4 : o->dt == ISA_DT_I16 ? 2 : 1;
+        unsigned es = vec_esize(o->dt);
         if (q == imm_q) {
             o->p = NULL;
             o->rs = o->cs = 0;
             memcpy(&o->fimm, &v->imm, 4);
+            if (o->dt == ISA_DT_F16 || o->dt == ISA_DT_BF16)
+                o->fimm = o->dt == ISA_DT_F16 ? rt_f16_to_f32((uint16_t)v->imm)
+                                              : rt_bf16_to_f32((uint16_t)v->imm);
             o->iimm = imm_int(v->imm, o->dt);
         } else {
             o->p = c->lx + v->src[q];
@@ -384,17 +440,13 @@ static void vec_setup(VecRun *s, RtCore *c, const SpyVec *v) {
             o->cs = (int64_t)v->src_cs[q] * es;
         }
     }
-    s->desize = s->fres || v->dtype == ISA_DT_I32 ? 4 : v->dtype == ISA_DT_I16 ? 2 : 1;
+    s->desize = vec_esize(v->dtype);
 }
 
 /* Executes a verified VEC; returns RT_XERR_DIVZERO on an integer division by zero. */
 int rt_vec(RtCore *c, const SpyVec *v) {
     if (v->fn == ISA_VF_COPY) {
-        vec_copy(c, v, v->dtype == ISA_DT_F32 || v->dtype == ISA_DT_I32  ? 4
-                       : v->dtype == ISA_DT_I8 || v->dtype == ISA_DT_U8 ||
-                               v->dtype == ISA_DT_BOOL
-                           ? 1
-                           : 2);
+        vec_copy(c, v, vec_esize(v->dtype));
         return RT_XOK;
     }
     VecRun s;

@@ -43,11 +43,11 @@ static spy_status check_header(spy_model *m, RtErr *e) {
                    "bundle has old format v%u.%u; this runtime (%s) reads format v%d.x; "
                    "rebuild it with this spyrec version",
                    h->major, h->minor, spy_version(), SPY_SBIN_MAJOR);
-    else if (h->features != 0)
+    else if (h->features & ~SPY_FEATURES_KNOWN)
         rt_err_set(e, SPY_E_VERSION,
                    "offset 12: unknown required feature bits 0x%x; rebuild the bundle with "
                    "this spyrec version",
-                   h->features);
+                   h->features & ~SPY_FEATURES_KNOWN);
     else if (h->header_bytes != sizeof(SpyHeader))
         rt_err_set(e, SPY_E_BAD_BUNDLE, "offset 16: header_bytes is %u, expected %zu",
                    h->header_bytes, sizeof(SpyHeader));

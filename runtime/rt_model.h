@@ -37,6 +37,8 @@ typedef struct {
     uint32_t seg;
     size_t dev_bytes;        /* numel * device element size */
     bool direct;             /* caller buffer bound as the segment (no staging) */
+    bool hidden;             /* SPY_TF_HIDDEN: internal output, no caller buffer */
+    int dyn_axis;            /* SPY_TF_DYNAMIC: data-dependent axis; -1 when static */
 } RtIo;
 
 struct spy_model {
@@ -50,6 +52,7 @@ struct spy_model {
     uint64_t strings_size;
     const SpyTensorDesc *tensors;
     uint32_t ntensors, ninputs, noutputs;
+    uint32_t nvisible;       /* outputs shown to the caller; the hidden ones follow */
     const uint8_t *consts;
     uint64_t consts_size;
     const SpyKernelDesc *kernels;
@@ -87,6 +90,15 @@ const char *rt_str(const spy_model *m, uint32_t off);
 
 /* rt_verify_insn.c: verifies one instruction; on failure writes why into msg. */
 bool rt_verify_insn(const spy_model *m, const SpyInsn *in, char *msg, size_t msglen);
+
+/* rt_dyn.c: outputs with a data-dependent extent (sbin.h SPY_TF_DYNAMIC). */
+/* Checks the tensors' flags (dyn_axis, hidden outputs last, count location) after the
+ * segments were verified; fills io->dyn_axis and m->nvisible. */
+spy_status rt_dyn_verify(spy_model *m, RtErr *e);
+/* After a run: reads each dynamic output's count into count[t], checks it, and moves
+ * the valid box of the caller's buffer to its row-major prefix (tail zeroed). */
+spy_status rt_dyn_outputs(const spy_model *m, uint8_t *const *seg, void *const *outputs,
+                          int64_t *count, char *err, size_t errlen);
 
 /* rt_timing.c: per-kernel modelled times (after verification). */
 spy_status rt_timing_compute(spy_model *m, RtErr *e);

@@ -17,6 +17,12 @@
 #include "rt_model.h"
 #include "rt_pool.h"
 
+/* Host time one thread spent on one schedule entry (profiling only). */
+typedef struct {
+    double start, end;       /* first program start, last program end (microseconds) */
+    uint32_t n;              /* programs run */
+} RtHostSpan;
+
 struct spy_session {
     const spy_model *m;
     int nthreads;
@@ -28,6 +34,7 @@ struct spy_session {
     uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
     atomic_uint *next;       /* [nsched] next program index per schedule entry */
     double *host_us;         /* [nkernels] host time of the last run */
+    int64_t *dyn_count;      /* [ntensors] extent of dynamic outputs after the last run */
     RtPool *pool;
     atomic_int busy;
     /* first run-time error of the current run (lowest schedule entry, then core) */
@@ -37,6 +44,9 @@ struct spy_session {
     int err_kind;
     int64_t err_value;
     char err[RT_ERR_LEN];
+    /* host timeline when profiling: span of each thread on each schedule entry */
+    RtHostSpan *span;        /* [nsched * nthreads], NULL when not profiling */
+    double run_t0;           /* start of the last run, microseconds */
 };
 
 static uint8_t rt_empty_buffer[8]; /* bound to zero-size tensors passed as NULL */
@@ -59,7 +69,16 @@ static spy_status session_alloc(spy_session *s) {
     s->stage = calloc(m->ntensors + 1, sizeof *s->stage);
     s->next = calloc(m->nsched + 1, sizeof *s->next);
     s->host_us = calloc(m->nkernels + 1, sizeof *s->host_us);
-    if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->host_us)
+    s->dyn_count = calloc(m->ntensors + 1, sizeof *s->dyn_count);
+    if (!s->dyn_count)
+        return SPY_E_NOMEM;
+    for (uint32_t i = 0; i < m->ntensors; i++)       /* upper bounds until a run */
+        if (m->io[i].dyn_axis >= 0)
+            s->dyn_count[i] = m->io[i].info.dims[m->io[i].dyn_axis];
+    if (s->profile)
+        s->span = calloc((size_t)m->nsched * (size_t)s->nthreads + 1, sizeof *s->span);
+    if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->host_us ||
+        (s->profile && !s->span))
         return SPY_E_NOMEM;
     for (int t = 0; t < s->nthreads; t++)
         if (!(s->lx[t] = calloc(lxb, 1)))
@@ -122,6 +141,8 @@ void spy_session_free(spy_session *s) {
     free(s->stage);
     free((void *)s->next);
     free(s->host_us);
+    free(s->dyn_count);
+    free(s->span);
     pthread_mutex_destroy(&s->err_mu);
     free(s);
 }
@@ -175,17 +196,26 @@ static void run_thread(void *arg, int tid) {
                 double t0 = s->profile ? now_us() : 0;
                 for (uint32_t j = 0; j < m->kernels[m->schedule[pos]].ncores; j++)
                     run_program(s, &core, pos, j);
-                if (s->profile)
-                    s->host_us[m->schedule[pos]] += now_us() - t0;
+                if (s->profile) {
+                    double t1 = now_us();
+                    s->host_us[m->schedule[pos]] += t1 - t0;
+                    s->span[(size_t)pos * s->nthreads] =
+                        (RtHostSpan){t0, t1, m->kernels[m->schedule[pos]].ncores};
+                }
             }
         } else {
             double t0 = tid == 0 && s->profile ? now_us() : 0;
+            RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
             for (;;) {
                 unsigned j = atomic_fetch_add(&s->next[pos], 1u);
                 if (j >= m->kernels[k].ncores)
                     break;
+                if (sp && sp->n++ == 0)
+                    sp->start = now_us();
                 run_program(s, &core, pos, j);
             }
+            if (sp && sp->n)
+                sp->end = now_us();
             rt_pool_barrier(s->pool);
             if (tid == 0 && s->profile)
                 s->host_us[k] += now_us() - t0;
@@ -234,6 +264,10 @@ static spy_status bind_io(spy_session *s, const void *const *inputs, void *const
     for (uint32_t i = 0; i < m->ntensors; i++) {
         const RtIo *io = &m->io[i];
         bool in = i < m->ninputs;
+        if (io->hidden) {                    /* internal output (rt_dyn.c): staged */
+            s->seg[io->seg] = s->stage[i];
+            continue;
+        }
         void *buf = in ? (void *)inputs[i] : outputs[i - m->ninputs];
         if (!buf && io->info.nbytes == 0)
             buf = rt_empty_buffer;
@@ -251,9 +285,11 @@ static spy_status bind_io(spy_session *s, const void *const *inputs, void *const
         int64_t val;
         if (in && !rt_io_narrow(io->desc->host_dtype, io->desc->dev_dtype, buf, s->stage[i],
                                 io->desc->numel, &bad, &val)) {
+            char vs[40];
+            rt_io_format(io->desc->host_dtype, buf, bad, vs, sizeof vs);
             snprintf(s->err, sizeof s->err,
-                     "input '%s' element %zu: value %lld does not fit the device type %s",
-                     io->info.name, bad, (long long)val, rt_dtype_name(io->desc->dev_dtype));
+                     "input '%s' element %zu: value %s does not fit the device type %s",
+                     io->info.name, bad, vs, rt_dtype_name(io->desc->dev_dtype));
             return SPY_E_RUNTIME;
         }
     }
@@ -270,16 +306,17 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
                  !inputs && m->ninputs ? "inputs" : "outputs");
         return SPY_E_INVALID_ARG;
     }
-    if (atomic_exchange(&s->busy, 1)) {
-        snprintf(s->err, sizeof s->err, "session is already running in another thread");
-        return SPY_E_INVALID_ARG;
-    }
+    if (atomic_exchange(&s->busy, 1))
+        return SPY_E_INVALID_ARG; /* busy in another thread, which owns s->err meanwhile */
     s->err[0] = 0;
     spy_status st = bind_io(s, inputs, outputs);
     if (st == SPY_OK) {
         for (uint32_t i = 0; i < m->nsched; i++)
             atomic_store(&s->next[i], 0u);
         memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
+        if (s->span)
+            memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
+        s->run_t0 = now_us();
         atomic_store(&s->failed, 0);
         rt_pool_run(s->pool, run_thread, s);
         if (atomic_load(&s->failed)) {
@@ -288,9 +325,11 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
         }
     }
     for (uint32_t i = m->ninputs; st == SPY_OK && i < m->ntensors; i++)
-        if (!m->io[i].direct)
+        if (!m->io[i].direct && !m->io[i].hidden)
             rt_io_widen(m->io[i].desc->host_dtype, m->io[i].desc->dev_dtype, s->stage[i],
                         outputs[i - m->ninputs], m->io[i].desc->numel);
+    if (st == SPY_OK)                        /* data-dependent shapes (rt_dyn.c) */
+        st = rt_dyn_outputs(m, s->seg, outputs, s->dyn_count, s->err, sizeof s->err);
     atomic_store(&s->busy, 0);
     return st;
 }
@@ -303,4 +342,38 @@ spy_status spy_session_kernel_profile(const spy_session *s, int i, spy_kernel_pr
     if (st == SPY_OK)
         p->host_us = s->profile ? s->host_us[i] : 0;
     return st;
+}
+
+/* Host timeline of the last run: the non-empty spans, by schedule entry then thread. */
+int spy_session_host_events(const spy_session *s, spy_host_event *ev, int n) {
+    if (!s || !s->span || n < 0 || (n > 0 && !ev))
+        return -1;
+    const spy_model *m = s->m;
+    int count = 0;
+    for (uint32_t pos = 0; pos < m->nsched; pos++)
+        for (int t = 0; t < s->nthreads; t++) {
+            const RtHostSpan *sp = &s->span[(size_t)pos * s->nthreads + t];
+            if (!sp->n)
+                continue;
+            if (count < n)
+                ev[count] = (spy_host_event){.sched_pos = (int)pos,
+                                             .kernel = (int)m->schedule[pos],
+                                             .thread = t,
+                                             .programs = (int)sp->n,
+                                             .start_us = sp->start - s->run_t0,
+                                             .end_us = sp->end - s->run_t0};
+            count++;
+        }
+    return count;
+}
+
+/* Shape of output i after the last run (data-dependent extents resolved). */
+spy_status spy_session_output_shape(const spy_session *s, int i, int *rank, int64_t *dims) {
+    if (!s || !rank || !dims || i < 0 || (uint32_t)i >= s->m->nvisible)
+        return SPY_E_INVALID_ARG;
+    const RtIo *io = &s->m->io[s->m->ninputs + (uint32_t)i];
+    *rank = io->info.rank;
+    for (int d = 0; d < io->info.rank; d++)
+        dims[d] = d == io->dyn_axis ? s->dyn_count[s->m->ninputs + (uint32_t)i] : io->info.dims[d];
+    return SPY_OK;
 }

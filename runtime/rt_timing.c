@@ -36,6 +36,7 @@ static double insn_work(const SpyInsn *in) {
         return n;
     }
     case ISA_GATHER: return (double)in->gather.nidx * in->gather.row_elems;
+    case ISA_SCATTER: return (double)in->scatter.nidx * in->scatter.row_elems;
     case ISA_MATMUL: return (double)in->mm.m * in->mm.n * in->mm.k / 16.0;
     case ISA_VEC:
         return (double)in->vec.rows * in->vec.cols *
@@ -63,6 +64,9 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, double *cyc, uint64
     }
     case ISA_GATHER:
         *ld = (uint64_t)in->gather.nidx * in->gather.row_elems * in->gather.esize;
+        break;
+    case ISA_SCATTER:                    /* every row charged: skipped ones are not known */
+        *st = (uint64_t)in->scatter.nidx * in->scatter.row_elems * in->scatter.esize;
         break;
     case ISA_MATMUL: {
         const SpyMatmul *mm = &in->mm;

@@ -1,6 +1,7 @@
 /* rt_vecfn.c: the table of ISA_VEC functions: name, arity, the operand types each is
  * defined for and whether the timing model charges it as a transcendental.
  */
+#include "dtconv.h"
 #include "rt_exec.h"
 
 #define VF_F 1u   /* defined on F32 operands */
@@ -100,17 +101,24 @@ static unsigned dt_class(int dt) {
     }
 }
 
+/* Whether dt is a storage type (moved, and converted by CAST only): F16, BF16, the
+ * float8/float4 and the 4-/2-bit integer types. */
+static bool half_dt(int dt) {
+    return dt == ISA_DT_F16 || dt == ISA_DT_BF16 || spy_dt_narrow_float(dt) ||
+           spy_dt_subbyte_int(dt);
+}
+
 /* Checks result dtype dt and operand dtype src_dt (already defaulted) against fn. */
 bool rt_vecfn_types_ok(int fn, int dt, int src_dt, const char **why) {
     unsigned cls = dt_class(src_dt);
     if (fn == ISA_VF_COPY) {
-        bool ok = src_dt == dt && (cls || dt == ISA_DT_F16 || dt == ISA_DT_BF16);
+        bool ok = src_dt == dt && (cls || half_dt(dt));
         *why = "COPY needs src_dtype == dtype, a movable dtype";
         return ok;
     }
     if (fn == ISA_VF_CAST) {
-        *why = "CAST needs computable src_dtype and dtype";
-        return cls && dt_class(dt);
+        *why = "CAST needs computable (or storage) src_dtype and dtype";
+        return (cls || half_dt(src_dt)) && (dt_class(dt) || half_dt(dt));
     }
     if (vf_tab[fn].flags & VF_CMP) {
         *why = "comparison needs dtype BOOL and a src_dtype the function is defined for";

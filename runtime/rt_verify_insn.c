@@ -156,6 +156,26 @@ static bool v_gather(Vctx *v, const SpyGather *g) {
     return dram(v, "GATHER table", g->seg, g->dram_off, 2, tab, ts, g->esize, false);
 }
 
+/* SCATTER: like GATHER with the table written; the bundle must declare the feature. */
+static bool v_scatter(Vctx *v, const SpyScatter *s) {
+    if (!(v->m->hdr->features & SPY_FEAT_SCATTER))
+        return fail(v, "SCATTER in a bundle without the SCATTER feature bit");
+    if (!esize_ok(s->esize))
+        return fail(v, "SCATTER esize %u not 1, 2, 4 or 8", s->esize);
+    if (s->flags)
+        return fail(v, "SCATTER unknown flags 0x%x", s->flags);
+    uint64_t dn[2] = {s->nidx, s->row_elems};
+    if (elems(2, dn) > RT_MAX_INSN_ELEMS)
+        return fail(v, "SCATTER moves more than 2^32 elements");
+    if (!lx2(v, "SCATTER index", s->lx_idx, 1, 0, s->nidx, 1, 4) ||
+        !lx2(v, "SCATTER source", s->lx_src, s->nidx, s->src_row_stride, s->row_elems, 1,
+             s->esize))
+        return false;
+    uint64_t tab[2] = {s->nidx ? s->bound : 0, s->row_elems};
+    int64_t ts[2] = {s->row_stride, 1};
+    return dram(v, "SCATTER table", s->seg, s->dram_off, 2, tab, ts, s->esize, true);
+}
+
 /* Whether two byte ranges [a, a+na) and [b, b+nb) intersect. */
 static bool overlaps(i128 a, i128 na, i128 b, i128 nb) {
     return na > 0 && nb > 0 && a < b + nb && b < a + na;
@@ -196,7 +216,7 @@ static bool v_vec(Vctx *v, const SpyVec *x) {
         return fail(v, "VEC unknown function %u", x->fn);
     const char *fn = rt_vecfn_name(x->fn);
     int ar = rt_vecfn_arity(x->fn);
-    if (x->flags & ~(ISA_F_IMM | ISA_F_IMM_A))
+    if (x->flags & ~(ISA_F_IMM | ISA_F_IMM_A | ISA_F_NOSAT))
         return fail(v, "VEC %s unknown flags 0x%x", fn, x->flags);
     int imm_q = -1;
     if ((x->flags & ISA_F_IMM) && (x->flags & ISA_F_IMM_A))
@@ -288,6 +308,7 @@ bool rt_verify_insn(const spy_model *m, const SpyInsn *in, char *msg, size_t msg
     case ISA_LOAD:
     case ISA_STORE: return v_dma(&v, &in->dma);
     case ISA_GATHER: return v_gather(&v, &in->gather);
+    case ISA_SCATTER: return v_scatter(&v, &in->scatter);
     case ISA_MATMUL: return v_matmul(&v, &in->mm);
     case ISA_VEC: return v_vec(&v, &in->vec);
     case ISA_VREDUCE: return v_vreduce(&v, &in->red);

@@ -109,8 +109,35 @@ const char *spy_model_meta(const spy_model *m);
 const void *spy_model_selftest_input(const spy_model *m, int i);
 const void *spy_model_selftest_output(const spy_model *m, int i);
 
+/* Outputs with a data-dependent shape (NonZero, Compress, Unique, NonMaxSuppression):
+ * spy_model_output_info gives their upper-bound shape, the size of the buffer to pass;
+ * after a run the buffer holds the actual tensor (row-major, the rest zeroed) and
+ * spy_session_output_shape its shape (rank and SPY_MAX_RANK dims). Static outputs
+ * report their fixed shape. */
+spy_status spy_session_output_shape(const spy_session *s, int i, int *rank, int64_t *dims);
+/* The axis of output i whose extent depends on the data; -1 if its shape is static. */
+int spy_model_output_dynamic_axis(const spy_model *m, int i);
+
 /* CRC32C (Castagnoli), as used for bundle sections. */
 uint32_t spy_crc32c(uint32_t crc, const void *data, size_t n);
+
+/* Host timeline of a profiling session (spy_session_options.profile), e.g. for a
+ * Chrome-trace / Perfetto view: one event per (schedule entry, host thread) that ran
+ * at least one core program of the entry in the last spy_session_run. */
+typedef struct {
+    int sched_pos;           /* position in the schedule */
+    int kernel;              /* kernel index */
+    int thread;              /* host thread (0: the thread that called spy_session_run) */
+    int programs;            /* core programs this thread ran for the entry */
+    double start_us, end_us; /* host time since the start of that spy_session_run */
+} spy_host_event;
+
+/* Events of the last run, ordered by schedule entry then thread: writes min(n, count)
+ * of them and returns count; -1 if the session does not profile or on a bad argument. */
+int spy_session_host_events(const spy_session *s, spy_host_event *ev, int n);
+/* The kernel schedule: writes min(n, entries) kernel indices in execution order and
+ * returns the number of entries (-1 on a bad argument). */
+int spy_model_schedule(const spy_model *m, int *kernels, int n);
 
 #ifdef __cplusplus
 }

@@ -32,12 +32,19 @@ typedef enum {
     ISA_VFILL = 7,     /* fill LX with a constant (SFU) */
     ISA_VSCAN = 8,     /* per-row inclusive/exclusive prefix sum (SFU) */
     ISA_BARRIER = 9,   /* end of this core's part of a kernel */
+    ISA_SCATTER = 10,  /* LX rows -> DRAM rows selected by LX int32 indices (bundle
+                          feature SPY_FEAT_SCATTER) */
     ISA_OPCODE_COUNT
 } SpyOpcode;
 
-/* Device element types: codes equal ONNX TensorProto.DataType. No 64-bit ints. */
+/* Device element types: codes equal ONNX TensorProto.DataType. No 64-bit ints.
+ * The float8 / float4 / 4- and 2-bit integer types take one byte per element (formats
+ * and conversions in dtconv.h). */
 enum { ISA_DT_F32 = 1, ISA_DT_U8 = 2, ISA_DT_I8 = 3, ISA_DT_I16 = 5, ISA_DT_I32 = 6,
-       ISA_DT_BOOL = 9, ISA_DT_F16 = 10, ISA_DT_BF16 = 16 };
+       ISA_DT_BOOL = 9, ISA_DT_F16 = 10, ISA_DT_BF16 = 16,
+       ISA_DT_F8E4M3FN = 17, ISA_DT_F8E4M3FNUZ = 18, ISA_DT_F8E5M2 = 19,
+       ISA_DT_F8E5M2FNUZ = 20, ISA_DT_U4 = 21, ISA_DT_I4 = 22, ISA_DT_F4E2M1 = 23,
+       ISA_DT_F8E8M0 = 24, ISA_DT_U2 = 25, ISA_DT_I2 = 26 };
 
 /* ISA_VEC functions. Unary: src[0]. Binary: src[0], src[1] (or imm, flag ISA_F_IMM).
  * SELECT: src[0] bool cond, src[1], src[2]. CAST: src_dtype -> dtype. */
@@ -70,6 +77,7 @@ typedef enum { ISA_RF_SUM = 0, ISA_RF_PROD, ISA_RF_MAX, ISA_RF_MIN, ISA_RF_ARGMA
 #define ISA_F_EXCL 0x08      /* VSCAN: exclusive */
 #define ISA_F_REV 0x10       /* VSCAN: reverse */
 #define ISA_F_LAST 0x20      /* VREDUCE arg: select last occurrence */
+#define ISA_F_NOSAT 0x40     /* VEC CAST to float8: overflow gives NaN/inf, not +-max */
 
 typedef struct {             /* ISA_LOAD / ISA_STORE */
     uint8_t opcode, esize, ndim, flags;
@@ -95,6 +103,21 @@ typedef struct {             /* ISA_GATHER: dst row j = table row idx[j] */
     uint32_t dst_row_stride; /* elements between dst rows */
     uint8_t pad[80];
 } SpyGather;
+
+typedef struct {             /* ISA_SCATTER: table row idx[j] = src row j, for idx[j] in
+                                [0, bound); rows with other indices are skipped */
+    uint8_t opcode, esize, flags, pad0;
+    uint32_t seg;
+    int64_t dram_off;        /* byte offset of table row 0 */
+    int64_t row_stride;      /* elements between table rows */
+    uint32_t lx_src;         /* source rows in LX */
+    uint32_t lx_idx;         /* int32 indices in LX */
+    uint32_t nidx;
+    uint32_t row_elems;      /* contiguous elements copied per index */
+    uint32_t bound;          /* rows in the table */
+    uint32_t src_row_stride; /* elements between source rows */
+    uint8_t pad[80];
+} SpyScatter;
 
 typedef struct {             /* ISA_MATMUL */
     uint8_t opcode, dtype, out_dtype, flags;
@@ -148,6 +171,7 @@ typedef union {
     uint8_t opcode;
     SpyDma dma;
     SpyGather gather;
+    SpyScatter scatter;
     SpyMatmul mm;
     SpyVec vec;
     SpyVReduce red;
@@ -159,6 +183,7 @@ typedef union {
 
 _Static_assert(sizeof(SpyDma) == 128, "SpyDma size");
 _Static_assert(sizeof(SpyGather) == 128, "SpyGather size");
+_Static_assert(sizeof(SpyScatter) == 128, "SpyScatter size");
 _Static_assert(sizeof(SpyMatmul) == 128, "SpyMatmul size");
 _Static_assert(sizeof(SpyVec) == 128, "SpyVec size");
 _Static_assert(sizeof(SpyVReduce) == 128, "SpyVReduce size");

@@ -29,14 +29,14 @@
 
 #define SPY_SBIN_MAGIC "SPYRSBIN"
 #define SPY_SBIN_MAJOR 1
-#define SPY_SBIN_MINOR 0
+#define SPY_SBIN_MINOR 1
 #define SPY_SBIN_ALIGN 64
 #define SPY_SBIN_MAX_RANK 8
 
 typedef struct {
     char magic[8];           /* "SPYRSBIN" */
     uint16_t major, minor;
-    uint32_t features;       /* required-feature bits; none defined yet (must be 0) */
+    uint32_t features;       /* required-feature bits (SPY_FEAT_*); others are refused */
     uint32_t header_bytes;   /* sizeof(SpyHeader) */
     uint32_t nsections;
     uint64_t file_size;
@@ -45,6 +45,10 @@ typedef struct {
     SpyTarget target;        /* target parameters the bundle was built for */
     uint8_t reserved[88];
 } SpyHeader;
+
+/* Required-feature bits: a reader refuses a bundle with a bit it does not know. */
+#define SPY_FEAT_SCATTER 0x1u    /* CODE uses ISA_SCATTER (format 1.1) */
+#define SPY_FEATURES_KNOWN SPY_FEAT_SCATTER
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
@@ -71,6 +75,13 @@ typedef struct {
 
 enum { SPY_ROLE_INPUT = 1, SPY_ROLE_OUTPUT = 2 };
 
+/* SpyTensorDesc.flags (format 1.1; 0 in 1.0 bundles, where these bytes were reserved) */
+#define SPY_TF_DYNAMIC 0x1u      /* output whose extent along dyn_axis is data-dependent:
+                                    dims[] are upper bounds, the actual extent is the int32
+                                    at (count_seg, count_off) after a run */
+#define SPY_TF_HIDDEN 0x2u       /* internal output (e.g. a count), after every other
+                                    output; not shown to the caller */
+
 typedef struct {             /* one graph input or output (64 + 8*8 bytes) */
     uint32_t name;           /* offset in STRINGS */
     uint8_t role;            /* SPY_ROLE_* */
@@ -80,7 +91,12 @@ typedef struct {             /* one graph input or output (64 + 8*8 bytes) */
     uint32_t seg;            /* DRAM segment holding the device copy (>= ISA_SEG_IO0) */
     uint32_t layout;         /* 0 = row-major */
     uint64_t numel;
-    uint8_t reserved[40];
+    uint8_t flags;           /* SPY_TF_* */
+    uint8_t dyn_axis;        /* SPY_TF_DYNAMIC: the axis with a data-dependent extent */
+    uint8_t reserved1[2];
+    uint32_t count_seg;      /* SPY_TF_DYNAMIC: DRAM segment of the extent (int32) */
+    uint64_t count_off;      /* SPY_TF_DYNAMIC: its byte offset in that segment */
+    uint8_t reserved[24];
     int64_t dims[SPY_SBIN_MAX_RANK];
 } SpyTensorDesc;
 

@@ -4,7 +4,7 @@
 #   make unit      cmocka unit tests (tests/unit/test_*.c)
 #   make golden    golden text tests (tests/golden/**/NAME.{onnx,ir,pt2} + .expect/.err)
 #   make models    numeric golden tests (tests/models.list on ../shared/models, examples/)
-#   make check-PART  one part of check.sh: unit golden models cli determinism malformed corpus
+#   make check-PART  one part of check.sh: unit golden models cli tools determinism malformed corpus
 #   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}
 #   make golden-update   rewrite every .expect file from the current compiler output
 #   make bench     compile time and latency per model against onnxruntime (needs PyPI)
@@ -69,3 +69,8 @@ malformed-gen: $(BUILD)/tests/gen_malformed
 # robustness: the strict corpus runner, integrity/concurrency/API/allocation-failure tests,
 # ThreadSanitizer, and the libFuzzer targets
 -include tests/fuzz/fuzz.mk tests/robust/robust.mk
+
+# ---- JSON checker of the tools' reports and traces (tests/tools/part_tools.sh) ----------
+$(BUILD)/tests/jsoncheck: tests/tools/jsoncheck.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) $(LDFLAGS) -o $@ $< -ljansson $(LDLIBS)

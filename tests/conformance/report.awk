@@ -4,7 +4,13 @@ function jesc(s) { gsub(/\\/, "\\\\", s); gsub(/"/, "\\\"", s); return s }
 BEGIN {
     while ((getline line < oos) > 0) {
         if (line ~ /^#/ || line == "") continue
-        op = line; sub(/ .*/, "", op); r = line; sub(/^[^ ]+ /, "", r); reason[op] = r
+        if (line ~ /^~/) {                  # ~REGEX~reason: matched against the detail
+            split(substr(line, 2), parts, "~"); nre++; rex[nre] = parts[1]; rexwhy[nre] = parts[2]
+            continue
+        }
+        op = line; sub(/ .*/, "", op); r = line; sub(/^[^ ]+ /, "", r)
+        if (op ~ /::\*$/) { sub(/\*$/, "", op); nprefix++; pre[nprefix] = op; prewhy[nprefix] = r }
+        else reason[op] = r
     }
     while ((getline line < ratchet) > 0) {
         if (line ~ /^#/ || line == "") continue
@@ -17,7 +23,12 @@ BEGIN {
     why = ""
     if (oc != "pass") {
         n = split(ops, o, ",")
-        for (i = 1; i <= n; i++) if (o[i] in reason) { why = o[i] ": " reason[o[i]]; break }
+        for (i = 1; i <= n && why == ""; i++) {
+            if (o[i] in reason) why = o[i] ": " reason[o[i]]
+            for (k = 1; k <= nprefix && why == ""; k++)
+                if (index(o[i], pre[k]) == 1) why = o[i] ": " prewhy[k]
+        }
+        for (k = 1; k <= nre && why == ""; k++) if (det ~ rex[k]) why = rexwhy[k]
     }
     N++; names[N] = name; outc[N] = oc; opsl[N] = ops; dets[N] = det; whys[N] = why
     tot[folder]++; cnt[folder, oc]++; all[oc]++; folders[folder] = 1
@@ -42,6 +53,8 @@ END {
     for (o2 in opt) ol[++no] = o2
     asort(ol)
     for (i = 1; i <= no; i++) printf "| %s | %d | %d |\n", ol[i], opp[ol[i]], opt[ol[i]] > md
+    print "\n## Out of scope (counted as failures in every total)\n\n| test | reason |\n|---|---|" > md
+    for (i = 1; i <= N; i++) if (whys[i] != "") printf "| %s | %s |\n", names[i], whys[i] > md
     print "\n## Every test\n\n| test | outcome | ops | detail |\n|---|---|---|---|" > md
     for (i = 1; i <= N; i++) {
         d = dets[i]; if (whys[i] != "") d = "out of scope (" whys[i] ") " d

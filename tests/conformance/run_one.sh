@@ -22,18 +22,27 @@ emit() { printf '%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(echo "$2" | tr '\t\n' 
 # graph input that MSG reports as deciding a shape (--bind NAME=FILE), and for inputs with
 # dynamic dimensions (--input-shape NAME=D0x... from the file's shape).
 spec_args() {
-    local ds=$1 m=$2 f desc nm dt dims
+    local ds=$1 m=$2 f desc nm dt dims derived=0
+    # a shape-deciding value computed from inputs (not an input itself): bind the small
+    # parameter-like inputs (scalars and vectors of at most 8 elements)
+    grep -E "unsupported: dynamic .* input '" <<<"$m" | grep -qvF "(a graph input" && derived=1
     for f in "$ds"/input_*.pb; do
         [ -f "$f" ] || continue
         desc=$("$build/spyrun" --describe "$f" 2>/dev/null) || continue
         IFS=$'\t' read -r nm dt dims <<<"$desc"
         [ -n "$nm" ] || continue
-        if grep -qF "input '$nm' (a graph input" <<<"$m"; then
+        if grep -qF "input '$nm' (a graph input" <<<"$m" ||
+           { [ "$derived" = 1 ] && small_dims "$dims"; }; then
             printf -- '--bind\n%s=%s\n' "$nm" "$f"
         elif grep -qF "of input '$nm'" <<<"$m"; then
             printf -- '--input-shape\n%s=%s\n' "$nm" "$dims"
         fi
     done
+}
+
+# small_dims D0xD1...: true for a scalar or a vector of at most 8 elements.
+small_dims() {
+    case $1 in "" | [0-8]) return 0 ;; *x*) return 1 ;; *) return 1 ;; esac
 }
 
 # check_ds SBIN DS: run one data set; prints nothing and returns 0 on a match, else
@@ -64,20 +73,21 @@ compile_fail() {
 
 msg=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" 2>&1 >/dev/null)
 rc=$?
-if [ $rc -eq 2 ] && grep -qE "\(a graph input: specialise|dynamic dimension" <<<"$msg"; then
+if [ $rc -eq 2 ] && grep -qE "unsupported: dynamic .* input '|dynamic dimension" <<<"$msg"; then
     # The model has inputs that decide shapes: an AOT compile specialises on them, so
     # every data set is compiled with its own values (reported as "specialised").
     bound=""
     for ds in "$dir"/test_data_set_*; do
         [ -d "$ds" ] || continue
-        m2=$msg
-        for round in 1 2 3; do
-            mapfile -t args < <(spec_args "$ds" "$m2")
+        # each compile names the next input it needs: accumulate them over rounds
+        mall=$msg
+        for round in 1 2 3 4 5 6; do
+            mapfile -t args < <(spec_args "$ds" "$mall")
             m2=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" "${args[@]}" 2>&1 >/dev/null)
             rc=$?
-            [ $rc -eq 2 ] && grep -qE "\(a graph input: specialise|dynamic dimension" <<<"$m2" || break
-            m2="$m2
-$msg"
+            [ $rc -eq 2 ] && grep -qE "unsupported: dynamic|dynamic dimension" <<<"$m2" || break
+            mall="$mall
+$m2"
         done
         if [ $rc -ne 0 ]; then compile_fail $rc "$m2"; exit 0; fi
         bound=$(printf '%s ' "${args[@]}" | sed -E 's/=[^ ]*//g; s/--bind /bound:/g; s/--input-shape /shape:/g')

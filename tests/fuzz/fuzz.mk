@@ -51,15 +51,18 @@ fuzz-run:
 	    $(MAKE) --no-print-directory -s fuzz-seeds-$$t SEEDS=$$seeds; \
 	    rm -f $$F/crash-$$t-*; \
 	    echo "== fuzz $$t: $$(ls $$seeds | wc -l) seeds, $(FUZZ_SECONDS) s"; \
-	    $$F/fuzz_$$t -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+	    rm -rf $$F/tmp; mkdir -p $$F/tmp; \
+	    TMPDIR=$$(realpath $$F/tmp) $$F/fuzz_$$t -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
 	        -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2560 \
 	        -max_len=$$(case $$t in tensor) echo 1048576;; *) echo 400000;; esac) \
 	        -artifact_prefix=$$F/crash-$$t- $$corpus $$seeds >$$F/fuzz-$$t.log 2>&1; \
 	    last=$$(grep -E '^#[0-9]+: cov:' $$F/fuzz-$$t.log | tail -1); \
 	    runs=$$(echo "$$last" | sed -n 's/^#\([0-9]*\):.*/\1/p'); \
-	    eps=$$(echo "$$last" | sed -n 's/.*exec\/s: \([0-9]*\).*/\1/p'); \
-	    n=$$(ls $$F/crash-$$t-* 2>/dev/null | wc -l); \
-	    echo "fuzz $$t: $${runs:-?} executions, $${eps:-?} exec/s, $$n finding(s) (log: $$F/fuzz-$$t.log)"; \
+	    secs=$$(echo "$$last" | sed -n 's/.* time: \([0-9]*\)s.*/\1/p'); \
+	    eps=$$([ -n "$$runs" ] && [ "$${secs:-0}" -gt 0 ] && echo $$((runs / secs))); \
+	    rm -rf $$F/tmp; n=$$(ls $$F/crash-$$t-* 2>/dev/null | wc -l); \
+	    echo "fuzz $$t: $${runs:-?} executions in $${secs:-?} s, $${eps:-?} exec/s," \
+	        "$$n finding(s) (log: $$F/fuzz-$$t.log)"; \
 	    if [ $$n != 0 ]; then fail=1; ls $$F/crash-$$t-* | head -10 | sed 's/^/    /'; fi; \
 	done; exit $$fail
 

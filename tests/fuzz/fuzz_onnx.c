@@ -21,17 +21,23 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char model_path[4096];
+static char dir[4000], model_path[4096];
 static SpyTarget target;
 static jmp_buf oom_jmp;
 static IrGraph *volatile cur_g;
+
+/* Remove the private folder at exit. */
+static void cleanup(void)
+{
+    unlink(model_path);
+    rmdir(dir);
+}
 
 /* Create the private folder once. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     const char *base = getenv("TMPDIR");
-    char dir[4000];
     snprintf(dir, sizeof dir, "%s/spyrec-fuzz-onnx.XXXXXX",
              base && *base ? base : (access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"));
     if (!mkdtemp(dir)) {
@@ -39,6 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         exit(1);
     }
     snprintf(model_path, sizeof model_path, "%s/model.onnx", dir);
+    atexit(cleanup);
     fe_default_target(&target);
     return 0;
 }
@@ -74,8 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     IrDiag diag;
     ir_diag_init(&diag, model_path);
-    FeOptions fo = {.max_file_bytes = (size_t)64 << 20, .max_nesting = 64,
-                    .arena_limit = (size_t)512 << 20};
+    FeOptions fo = {
+        .max_file_bytes = (size_t)64 << 20, .max_nesting = 64, .arena_limit = (size_t)512 << 20};
     IrGraph *g = fe_load_onnx(model_path, &diag, &fo);
     if (g && !ir_failed(g) && !diag.nerrors)
         compile(g, &diag);

@@ -16,6 +16,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[4000];
 
+/* Remove the private folder at exit. */
+static void cleanup(void)
+{
+    char path[4100];
+    snprintf(path, sizeof path, "%s/t.pb", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/t.npy", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Create the private folder once. */
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
@@ -26,6 +38,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         perror("fuzz_tensor: mkdtemp");
         exit(1);
     }
+    atexit(cleanup);
     return 0;
 }
 
@@ -48,15 +61,14 @@ static void round_trip(const FeTensor *t, int npy)
     char path[4100], err[512];
     snprintf(path, sizeof path, "%s/t.%s", dir, npy ? "npy" : "pb");
     if (!fe_tensor_write(path, t, npy, err, sizeof err))
-        return;                            /* e.g. a dtype .npy cannot hold */
+        return; /* e.g. a dtype .npy cannot hold */
     FeTensor u;
     if (!fe_tensor_read(path, &u, err, sizeof err)) {
         fprintf(stderr, "round trip: cannot read back what was written: %s\n", err);
         abort();
     }
     if (u.dtype != t->dtype || u.rank != t->rank || u.nbytes != t->nbytes ||
-        memcmp(u.dims, t->dims, (size_t)t->rank * sizeof t->dims[0]) != 0 ||
-        !same_data(t, &u)) {
+        memcmp(u.dims, t->dims, (size_t)t->rank * sizeof t->dims[0]) != 0 || !same_data(t, &u)) {
         fprintf(stderr, "round trip through %s changed the tensor\n", npy ? ".npy" : ".pb");
         abort();
     }

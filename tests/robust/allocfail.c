@@ -17,7 +17,9 @@
  * Each attempt must end in a clean error (a message, no crash) or in a result
  * bit-identical to the reference, and must leave no block allocated that it did not
  * free (checked by the tracker; run under -fsanitize=address, LeakSanitizer checks
- * the whole process too). ALLOCFAIL_STEP=K tries every K-th N only.
+ * the whole process too). ALLOCFAIL_STEP=K tries every K-th N of compile only;
+ * ALLOCFAIL_VERBOSE=1 prints the outcome of every attempt; ALLOCFAIL_ONLY=N makes one
+ * compile attempt with allocation N failing, in this process (for a debugger).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -48,8 +50,8 @@ char *__wrap_strdup(const char *s);
 char *__wrap_strndup(const char *s, size_t n);
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static long counter;                       /* allocations since arming */
-static long fail_at;                       /* 0: never fail */
+static long counter; /* allocations since arming */
+static long fail_at; /* 0: never fail */
 static int armed, injected;
 
 /* Open-addressing set of live blocks allocated through the wrappers. */
@@ -210,9 +212,9 @@ static size_t live_count(void)
 /* ---- the stages ------------------------------------------------------------------- */
 
 typedef struct {
-    uint8_t *bundle;                       /* compile's output */
+    uint8_t *bundle; /* compile's output */
     size_t len;
-    char msg[512];                         /* the first error message */
+    char msg[512]; /* the first error message */
 } Result;
 
 /* Everything a longjmp must be able to free: file scope, as in spyrec. */
@@ -247,8 +249,7 @@ static bool compile(const char *path, Result *r)
             cur_g->oom = &oom_jmp;
             cur_g->diag = &diag;
             cur_g->fold_budget = (size_t)256 << 20;
-            PassOptions po = {.opt_level = 2, .target = &target,
-                              .fold_budget = (size_t)256 << 20};
+            PassOptions po = {.opt_level = 2, .target = &target, .fold_budget = (size_t)256 << 20};
             CgOptions co = {.target = &target, .meta = "compiler=allocfail\n"};
             if (!pass_run_pipeline(cur_g, &po) || ir_failed(cur_g))
                 note(r, &diag, "pipeline failed without a message");
@@ -334,7 +335,7 @@ static const char *const stage_name[] = {"compile", "load", "run"};
 typedef struct {
     const char *model;
     Result ref;
-    spy_model *m;                          /* reference model (for run) */
+    spy_model *m; /* reference model (for run) */
     void **in, **out, **ref_out;
     int nout;
     long nfail, tries;
@@ -381,6 +382,9 @@ static bool attempt(Sweep *sw, Stage stage, long n)
         bad = why;
     }
     sw->tries++;
+    if (getenv("ALLOCFAIL_VERBOSE"))
+        printf("%s, allocation %ld failing: %s\n", stage_name[stage], n,
+               ok ? "succeeded" : r.msg);
     if (bad && sw->nfail++ < 30)
         printf("FAIL %s with allocation %ld failing: %s\n", stage_name[stage], n, bad);
     return reached;
@@ -409,8 +413,8 @@ static bool attempt_forked(Sweep *sw, Stage stage, long n, bool *crashed)
     sw->tries++;
     if (WIFSIGNALED(status)) {
         if (sw->nfail++ < 30)
-            printf("FAIL %s with allocation %ld failing: killed by signal %d\n",
-                   stage_name[stage], n, WTERMSIG(status));
+            printf("FAIL %s with allocation %ld failing: killed by signal %d\n", stage_name[stage],
+                   n, WTERMSIG(status));
         *crashed = true;
         return true;
     }
@@ -467,6 +471,11 @@ int main(int argc, char **argv)
     if (!run(sw.m, sw.in, sw.ref_out, &r)) {
         printf("FAIL allocfail: the reference run fails: %s\n", r.msg);
         return 1;
+    }
+    const char *only = getenv("ALLOCFAIL_ONLY");  /* "N": one compile attempt, in process */
+    if (only) {
+        attempt(&sw, ST_COMPILE, atol(only));
+        return sw.nfail != 0;
     }
     long nc = sweep(&sw, ST_COMPILE, step);
     long nl = sweep(&sw, ST_LOAD, 1);

@@ -62,8 +62,7 @@ static void without_model(void)
     check(spy_session_error(NULL) != NULL, "session_error(NULL) is a string");
     spy_kernel_profile p;
     check(spy_session_kernel_profile(NULL, 0, &p) == SPY_E_INVALID_ARG, "kernel_profile(NULL)");
-    check(spy_model_kernel_profile(NULL, 0, &p) == SPY_E_INVALID_ARG,
-          "model_kernel_profile(NULL)");
+    check(spy_model_kernel_profile(NULL, 0, &p) == SPY_E_INVALID_ARG, "model_kernel_profile(NULL)");
     check(spy_model_kernel_core_us(NULL, 0, NULL, 0) == -1, "kernel_core_us(NULL)");
     check(spy_model_meta(NULL) != NULL, "meta(NULL) is a string");
     check(spy_model_selftest_input(NULL, 0) == NULL, "selftest_input(NULL)");

@@ -24,11 +24,11 @@
 typedef struct {
     const spy_model *m;
     int nin, nout;
-    const void **in;               /* input buffers (shared, read-only) */
-    void **ref;                    /* reference outputs */
+    const void **in; /* input buffers (shared, read-only) */
+    void **ref;      /* reference outputs */
     size_t *osize;
     int runs;
-    spy_session *shared;           /* for the shared-session phase */
+    spy_session *shared; /* for the shared-session phase */
     atomic_long mismatches, errors, busy, shared_ok, done;
 } Ctx;
 
@@ -59,8 +59,8 @@ static void compare(Ctx *cx, void *const *out, int id, int run)
     for (int k = 0; k < cx->nout; k++)
         if (memcmp(out[k], cx->ref[k], cx->osize[k]) != 0) {
             if (atomic_fetch_add(&cx->mismatches, 1) < 5)
-                fprintf(stderr, "thread %d run %d: output %d differs from the reference\n",
-                        id, run, k);
+                fprintf(stderr, "thread %d run %d: output %d differs from the reference\n", id, run,
+                        k);
             return;
         }
 }
@@ -210,7 +210,8 @@ int main(int argc, char **argv)
             run_threads(&cx, 2, shared_worker);
             spy_session_free(cx.shared);
             printf("concurrency: 2 threads, one session: %ld runs, %ld calls refused as "
-                   "busy\n", (long)cx.shared_ok, (long)cx.busy);
+                   "busy\n",
+                   (long)cx.shared_ok, (long)cx.busy);
         } else {
             cx.errors++;
         }

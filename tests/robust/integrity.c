@@ -23,7 +23,7 @@
 #include "sbin.h"
 #include "spyrt.h"
 
-static char current[256];                  /* the damage being tried, for crash reports */
+static char current[256]; /* the damage being tried, for crash reports */
 static long nfail;
 
 /* On a fatal signal, say which damage caused it, then die of the signal. */
@@ -101,7 +101,8 @@ static long truncations(const char *name, const uint8_t *buf, size_t n)
     }
     if (step > 1)
         printf("  truncation: every byte of the first %zu and last %zu bytes, every %zu-th "
-               "between (ROBUST_FULL=1: all)\n", head, tail, step);
+               "between (ROBUST_FULL=1: all)\n",
+               head, tail, step);
     return count;
 }
 
@@ -126,9 +127,9 @@ static long header_flips(const char *name, uint8_t *buf, size_t n)
  * "padding" (between the table and the sections, between sections, or after them). */
 static const char *region(const uint8_t *buf, size_t off)
 {
-    static const char *const names[] = {"?", "STRINGS", "TENSORS", "CONSTS", "KERNELS",
-                                        "PROGRAMS", "CODE", "SCHEDULE", "SEGMENTS", "META",
-                                        "SELFTEST"};
+    static const char *const names[] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
+                                        "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
+                                        "SEGMENTS", "META",     "SELFTEST"};
     const SpyHeader *h = (const SpyHeader *)buf;
     const SpySection *s = (const SpySection *)(buf + sizeof *h);
     if (off < sizeof *h)
@@ -149,8 +150,8 @@ static long random_flips(const char *name, uint8_t *buf, size_t n)
     for (long i = 0; i < flips; i++) {
         size_t off = (size_t)(rng() % n);
         int bit = (int)(rng() % 8);
-        snprintf(current, sizeof current, "%s with bit %d of byte %zu flipped (%s)", name,
-                 bit, off, region(buf, off));
+        snprintf(current, sizeof current, "%s with bit %d of byte %zu flipped (%s)", name, bit, off,
+                 region(buf, off));
         buf[off] ^= (uint8_t)(1u << bit);
         expect_refusal(buf, n);
         buf[off] ^= (uint8_t)(1u << bit);

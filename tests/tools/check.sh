@@ -1,7 +1,7 @@
 #!/bin/bash
 # check.sh [PART...]: the test suite behind `make check` (run from the repository root).
 #
-# PART is any of unit golden models cli determinism malformed corpus conformance
+# PART is any of unit golden models cli tools determinism malformed corpus conformance
 # (default: all).
 # Prints one line per test ("PASS name" / "FAIL name", with the tail of its log) and
 # closes with "N passed, N failed" (plus ", N skipped"); exits 1 if any test failed.
@@ -270,10 +270,14 @@ part_conformance() {
     result "conformance (report: ${BUILD}/conformance/report.md)" $rc "$log"
 }
 
-parts=${*:-unit golden models cli determinism malformed corpus conformance}
+# ---- (i) the tools around the compiler: tests/tools/part_tools.sh ---------------------
+# shellcheck source=tests/tools/part_tools.sh
+. tests/tools/part_tools.sh
+
+parts=${*:-unit golden models cli tools determinism malformed corpus conformance}
 for p in $parts; do
     case $p in
-    unit | golden | models | cli | determinism | malformed | corpus | conformance) "part_$p" ;;
+    unit | golden | models | cli | tools | determinism | malformed | corpus | conformance) "part_$p" ;;
     *) echo "check.sh: unknown part '$p'" >&2; exit 2 ;;
     esac
 done

@@ -61,7 +61,8 @@ run_case() {
     spyrun)
         [ -n "$args" ] || args='{}'
         # shellcheck disable=SC2206
-        cmd=("$SPYRUN" ${args//\{\}/$file} --output-dir "$out/results")
+        # two emulator threads: one per host CPU would not fit the memory limit on big hosts
+        cmd=("$SPYRUN" ${args//\{\}/$file} --threads 2 --output-dir "$out/results")
         ;;
     *) echo "bad tool '$tool' for $file" >"$log"; fail "$file" "$log" "bad tool"; return ;;
     esac

@@ -942,11 +942,12 @@ static void test_errors(void **st)
     (void)st;
     Fx f;
     fx_begin(&f);
-    ValId x = ir_add_input(f.g, "x", &(IrType){.dtype = IR_DT_F32, .rank = 1, .dims = {4}});
-    IrOrigin o = {"to_double", "Cast", NULL};
-    ValId d = ir_cast(f.g, x, IR_DT_F64, &o);
-    ir_add_output(f.g, ir_cast(f.g, d, IR_DT_F32, &O));
-    expect_error(&f, "node 'to_double' (Cast): float64 is not supported on the device");
+    IrType ut = {.dtype = IR_DT_U64, .rank = 1, .dims = {2}};
+    uint64_t ubig[2] = {3, (uint64_t)1 << 40};
+    ValId x = ir_add_input(f.g, "u", &ut);
+    ir_add_output(f.g, ir_binary(f.g, IR_BIN_ADD, x, ir_add_const(f.g, "ubig", &ut, ubig), &O));
+    expect_error(&f, "constant 'ubig' holds 1099511627776 at element 1, outside the int32 range "
+                     "of the device (uint64 data");
     fx_end(&f);
 
     fx_begin(&f);

@@ -32,11 +32,11 @@ Buf buf_copy(const Buf *b);
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 void pb_varint(Buf *b, uint64_t v);
 void pb_tag(Buf *b, uint32_t field, int wt);
-void pb_int(Buf *b, uint32_t field, int64_t v);          /* varint field */
-void pb_str(Buf *b, uint32_t field, const char *s);      /* string field */
+void pb_int(Buf *b, uint32_t field, int64_t v);     /* varint field */
+void pb_str(Buf *b, uint32_t field, const char *s); /* string field */
 void pb_bytes(Buf *b, uint32_t field, const void *p, size_t n);
-void pb_float(Buf *b, uint32_t field, float f);          /* fixed32 field */
-void pb_msg(Buf *b, uint32_t field, Buf *sub);           /* appends and frees sub */
+void pb_float(Buf *b, uint32_t field, float f); /* fixed32 field */
+void pb_msg(Buf *b, uint32_t field, Buf *sub);  /* appends and frees sub */
 void pb_packed_i64(Buf *b, uint32_t field, const int64_t *v, size_t n);
 
 /* ---- ONNX messages (gen_pb.c); each returns an encoded message ---- */
@@ -73,12 +73,12 @@ void gen_symlink(const char *file, const char *target);
 const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- case groups ---- */
-void gen_onnx_wire(void);      /* gen_onnx_wire.c: truncation, varints, wire types */
-void gen_onnx_graph(void);     /* gen_onnx_graph.c: tensors, types, graph structure */
-void gen_onnx_ops(void);       /* gen_onnx_ops.c: opsets, operators, attributes */
-void gen_sbin(void);           /* gen_sbin.c: bundles */
-void gen_inputs(void);         /* gen_input.c: runtime input tensor files */
-void gen_pt2(void);            /* gen_pt2.c: torch.export archives */
+void gen_onnx_wire(void);  /* gen_onnx_wire.c: truncation, varints, wire types */
+void gen_onnx_graph(void); /* gen_onnx_graph.c: tensors, types, graph structure */
+void gen_onnx_ops(void);   /* gen_onnx_ops.c: opsets, operators, attributes */
+void gen_sbin(void);       /* gen_sbin.c: bundles */
+void gen_inputs(void);     /* gen_input.c: runtime input tensor files */
+void gen_pt2(void);        /* gen_pt2.c: torch.export archives */
 
 /* the valid reference model of the ONNX groups: x[1,1,8,8] -> Conv(W,B) -> Relu -> y */
 Buf onnx_base_graph(void);
@@ -91,7 +91,7 @@ Buf sbin_build(const char *which);
 
 /* ---- misc ---- */
 uint32_t gen_crc32c(uint32_t crc, const void *data, size_t n);
-uint32_t gen_crc32(uint32_t crc, const void *data, size_t n);   /* zip's CRC-32 */
+uint32_t gen_crc32(uint32_t crc, const void *data, size_t n); /* zip's CRC-32 */
 
 #endif
 
@@ -101,10 +101,11 @@ void g_output(Buf *g, const char *name, int dtype, const int64_t *dims, int rank
 void g_init_f32(Buf *g, const char *name, const int64_t *dims, int rank);
 void g_init_i64(Buf *g, const char *name, const int64_t *vals, int n);
 /* Append a node; attrs: a NULL-terminated list of encoded attributes (consumed). */
-void g_node(Buf *g, const char *op, const char *name, const char *const *in,
-            const char *const *out, ...);
+void g_node(Buf *g, const char *op, const char *name, const char *const *in, const char *const *out,
+            ...);
 /* Wrap g (consumed) into a model with the given default opset and write the case. */
 void g_case(const char *file, Buf *g, int64_t opset, const char *frag);
 #define IN(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define DIMS(...) ((const int64_t[]){__VA_ARGS__}), (int)(sizeof((const int64_t[]){__VA_ARGS__}) / 8)
+#define DIMS(...)                                                                                  \
+    ((const int64_t[]){__VA_ARGS__}), (int)(sizeof((const int64_t[]){__VA_ARGS__}) / 8)
 #define AEND ((Buf){0})

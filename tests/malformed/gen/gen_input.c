@@ -12,8 +12,8 @@
 #define DIV "sbin/ok/div.sbin --input a=input/ok/a.pb --input b={}"
 
 /* A TensorProto file image with raw data. */
-static Buf pb_tensor(const char *name, int dtype, const int64_t *dims, int rank,
-                     const void *raw, size_t n)
+static Buf pb_tensor(const char *name, int dtype, const int64_t *dims, int rank, const void *raw,
+                     size_t n)
 {
     return ox_tensor(name, dtype, dims, rank, raw, n);
 }
@@ -90,8 +90,7 @@ static void broken_files(void)
 {
     float x[40] = {0};
     Buf b = pb_tensor("x", ONNX_FLOAT, DIMS(4, 8), x, 100);
-    put("input/x_raw_short.pb", &b, 2, "tensor 'x': raw_data has 100 bytes, expected 128",
-        RELU);
+    put("input/x_raw_short.pb", &b, 2, "tensor 'x': raw_data has 100 bytes, expected 128", RELU);
     b = pb_tensor("x", ONNX_FLOAT, DIMS(4, 8), x, 128);
     b.n = 60;
     put("input/x_truncated.pb", &b, 2, "offset", RELU);
@@ -116,7 +115,8 @@ static void broken_files(void)
     put("input/x_external.pb", &b, 2, "tensor 'x'", RELU);
     b = (Buf){0};
     put("input/x_zero_bytes.pb", &b, 2, "data type is missing", RELU);
-    static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                   0xff, 0xff, 0xff, 0xff, 0xff};
     b = (Buf){0};
     buf_put(&b, junk, sizeof junk);
     put("input/x_junk.pb", &b, 2, "offset 0", RELU);
@@ -131,7 +131,8 @@ static void broken_files(void)
     b = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 8", x, 128);
     put("input/x_header_cut.npy", &b, 2, ".npy header", RELU);
     b = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999, "
-            "99999999999), }", x, 128);
+            "99999999999), }",
+            x, 128);
     put("input/x_shape_huge.npy", &b, 2, "dimensions overflow", RELU);
     b = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4, 8), }", x, 128);
     b.p[6] = 9;
@@ -153,8 +154,8 @@ static void data_errors(void)
     b = pb_tensor("ids", ONNX_INT64, DIMS(4), (int64_t[]){0, 1, 2, 2147483647}, 32);
     put("input/ids_index_int32_max.pb", &b, 2, "index 2147483647 out of range", EMBED);
     b = pb_tensor("ids", ONNX_INT64, DIMS(4), (int64_t[]){0, 1, 1LL << 40, 2}, 32);
-    put("input/ids_int64_2e40.pb", &b, 2,
-        "input 'ids' element 2: value 1099511627776 does not fit", EMBED);
+    put("input/ids_int64_2e40.pb", &b, 2, "input 'ids' element 2: value 1099511627776 does not fit",
+        EMBED);
     b = pb_tensor("ids", ONNX_INT64, DIMS(4), (int64_t[]){INT64_MIN, 0, 0, 0}, 32);
     put("input/ids_int64_min.pb", &b, 2, "input 'ids' element 0", EMBED);
     b = pb_tensor("ids", ONNX_INT64, DIMS(4), (int64_t[]){0, 0, 0, 2147483648LL}, 32);

@@ -18,7 +18,7 @@ static Buf ext_tensor(const char *const *kv)
         pb_str(&e, 2, kv[1]);
         pb_msg(&t, 13, &e);
     }
-    pb_int(&t, 14, 1);                         /* data_location = EXTERNAL */
+    pb_int(&t, 14, 1); /* data_location = EXTERNAL */
     return t;
 }
 
@@ -61,8 +61,7 @@ static void external_data(void)
     ext_case("onnx/ext/ext_offset_overflow.onnx",
              IN("location", "w.bin", "offset", "18446744073709551615", "length", "72"),
              "tensor 'W': external data offset 18446744073709551615 + length 72 overflows");
-    ext_case("onnx/ext/ext_past_end.onnx",
-             IN("location", "w.bin", "offset", "64", "length", "72"),
+    ext_case("onnx/ext/ext_past_end.onnx", IN("location", "w.bin", "offset", "64", "length", "72"),
              "tensor 'W': external data [64, +72) runs past the end of 'w.bin'");
     ext_case("onnx/ext/ext_length_mismatch.onnx",
              IN("location", "w.bin", "offset", "0", "length", "36"),
@@ -98,11 +97,9 @@ static void tensors(void)
     static const int64_t wd[] = {2, 1, 3, 3};
     float w[19] = {0};
     Buf t = ox_tensor("W", ONNX_FLOAT, wd, 4, w, 71);
-    tensor_case("onnx/raw_size_short.onnx", &t,
-                "tensor 'W': raw_data has 71 bytes, expected 72");
+    tensor_case("onnx/raw_size_short.onnx", &t, "tensor 'W': raw_data has 71 bytes, expected 72");
     t = ox_tensor("W", ONNX_FLOAT, wd, 4, w, 76);
-    tensor_case("onnx/raw_size_long.onnx", &t,
-                "tensor 'W': raw_data has 76 bytes, expected 72");
+    tensor_case("onnx/raw_size_long.onnx", &t, "tensor 'W': raw_data has 76 bytes, expected 72");
     t = ox_tensor("W", ONNX_FLOAT, wd, 4, w, 72);
     for (int i = 0; i < 18; i++)
         pb_float(&t, 4, 1.0f);
@@ -122,12 +119,10 @@ static void tensors(void)
     pb_int(&t, 14, 1);
     tensor_case("onnx/raw_and_external.onnx", &t, "tensor 'W': has two data fields at once");
     t = ox_tensor("W", ONNX_FLOAT, (const int64_t[]){2, -1, 3, 3}, 4, w, 72);
-    tensor_case("onnx/dims_negative.onnx", &t,
-                "tensor 'W': negative dimension -1 at axis 1");
+    tensor_case("onnx/dims_negative.onnx", &t, "tensor 'W': negative dimension -1 at axis 1");
     t = ox_tensor("W", ONNX_FLOAT, (const int64_t[]){1LL << 40, 1LL << 40, 3, 3}, 4, w, 72);
     tensor_case("onnx/dims_overflow.onnx", &t, "tensor 'W': dimensions overflow");
-    t = ox_tensor("W", ONNX_FLOAT, (const int64_t[]){1LL << 31, 1LL << 31, 1 << 30, 1}, 4,
-                  w, 72);
+    t = ox_tensor("W", ONNX_FLOAT, (const int64_t[]){1LL << 31, 1LL << 31, 1 << 30, 1}, 4, w, 72);
     tensor_case("onnx/dims_overflow_bytes.onnx", &t, "tensor 'W'");
     t = ox_tensor("W", ONNX_FLOAT, (const int64_t[]){2, 1, 3, 3, 1, 1, 1, 1, 1}, 9, w, 72);
     tensor_case("onnx/rank_9_initializer.onnx", &t,
@@ -140,8 +135,7 @@ static void tensors(void)
     t = ox_tensor("W", 0, wd, 4, w, 72);
     tensor_case("onnx/dtype_undefined.onnx", &t, "tensor 'W': data type is missing");
     t = ox_tensor("W", 14, wd, 4, w, 72);
-    tensor_case("onnx/dtype_complex64.onnx", &t,
-                "tensor 'W': complex64 tensors are not supported");
+    tensor_case("onnx/dtype_complex64.onnx", &t, "tensor 'W': complex64 tensors are not supported");
     t = ox_tensor("W", 8, wd, 4, NULL, 0);
     tensor_case("onnx/dtype_string.onnx", &t, "tensor 'W': string tensors are not supported");
     t = ox_tensor("W", ONNX_FLOAT, wd, 4, w, 72);
@@ -193,7 +187,8 @@ static void types(void)
     x = (Buf){0};
     pb_str(&x, 1, "x");
     pb_msg(&x, 2, &ty);
-    input_case("onnx/input_dynamic_dim.onnx", &x, "dynamic dimension 'batch' (axis 0) of input 'x'");
+    input_case("onnx/input_dynamic_dim.onnx", &x,
+               "dynamic dimension 'batch' (axis 0) of input 'x'");
     /* a sequence type */
     tt = (Buf){0};
     Buf elem = {0}, seq = {0};
@@ -241,8 +236,7 @@ static void structure(void)
     g_node(&g, "Neg", "r2", IN("x"), IN("y"), AEND);
     g_input(&g, "x", ONNX_FLOAT, DIMS(4));
     g_output(&g, "y", ONNX_FLOAT, DIMS(4));
-    g_case("onnx/duplicate_output.onnx", &g, 13,
-           "node 'r2' (Neg): output 'y' is already defined");
+    g_case("onnx/duplicate_output.onnx", &g, 13, "node 'r2' (Neg): output 'y' is already defined");
     g = (Buf){0};
     g_node(&g, "Relu", "r1", IN("x"), IN("x"), AEND);
     g_input(&g, "x", ONNX_FLOAT, DIMS(4));

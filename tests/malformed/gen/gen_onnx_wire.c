@@ -11,8 +11,8 @@
 /* The reference graph: x[1,1,8,8] -> Conv(W[2,1,3,3], B[2], pads 1) -> Relu -> y. */
 Buf onnx_base_graph(void)
 {
-    static const int64_t xd[] = {1, 1, 8, 8}, wd[] = {2, 1, 3, 3}, bd[] = {2},
-                         yd[] = {1, 2, 8, 8}, ks[] = {3, 3}, pads[] = {1, 1, 1, 1};
+    static const int64_t xd[] = {1, 1, 8, 8}, wd[] = {2, 1, 3, 3}, bd[] = {2}, yd[] = {1, 2, 8, 8},
+                         ks[] = {3, 3}, pads[] = {1, 1, 1, 1};
     Buf g = {0}, t;
     Buf conv = ox_node("Conv", "conv1", (const char *[]){"x", "W", "B", NULL},
                        (const char *[]){"c", NULL});
@@ -75,8 +75,7 @@ static void truncations(void)
     gen_file("onnx/valid_base.onnx", m.p, m.n);
     gen_case("onnx/trunc_0.onnx", m.p, 0, TOOL, 2, "the file is empty", NULL);
     static const uint8_t half_varint[] = {0x08, 0x88};
-    gen_case("onnx/trunc_varint.onnx", half_varint, 2, TOOL, 2, "offset 1: truncated varint",
-             NULL);
+    gen_case("onnx/trunc_varint.onnx", half_varint, 2, TOOL, 2, "offset 1: truncated varint", NULL);
     size_t g0 = graph_field_offset(&m);
     size_t step = (m.n - g0) / 30;
     for (size_t cut = g0 + 1; cut < m.n; cut += step)
@@ -101,8 +100,7 @@ static void prefixed(const char *file, const uint8_t *pre, size_t n, const char 
 static void in_node(const char *file, const uint8_t *bad, size_t n, const char *frag)
 {
     static const int64_t yd[] = {1, 1, 8, 8};
-    Buf node = ox_node("Relu", "relu1", (const char *[]){"x", NULL},
-                       (const char *[]){"y", NULL});
+    Buf node = ox_node("Relu", "relu1", (const char *[]){"x", NULL}, (const char *[]){"y", NULL});
     buf_put(&node, bad, n);
     Buf g = {0}, t;
     pb_msg(&g, 1, &node);
@@ -117,8 +115,8 @@ static void in_node(const char *file, const uint8_t *bad, size_t n, const char *
 
 static void varints(void)
 {
-    static const uint8_t eleven[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                                     0xff, 0xff, 0xff, 0xff, 0x01};
+    static const uint8_t eleven[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                     0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
     prefixed("onnx/varint_11_bytes.onnx", eleven, sizeof eleven, "offset 1:");
     static const uint8_t over[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
                                    0xff, 0xff, 0xff, 0xff, 0x02};
@@ -139,8 +137,8 @@ static void varints(void)
     Buf g = onnx_base_graph();
     pb_msg(&g, 5, &t);
     Buf m = ox_model(13, &g);
-    gen_case("onnx/varint_packed_endless.onnx", m.p, m.n, TOOL, 2,
-             "invalid varint in packed array", NULL);
+    gen_case("onnx/varint_packed_endless.onnx", m.p, m.n, TOOL, 2, "invalid varint in packed array",
+             NULL);
     buf_free(&m);
     /* a packed dims array whose last varint is cut */
     t = (Buf){0};
@@ -165,23 +163,22 @@ static void wire_types(void)
             continue;
         uint8_t top[] = {(uint8_t)(2 << 3 | wt), 0x01, 0x02, 0x03, 0x04};
         prefixed(fmt("onnx/wiretype_%d_top.onnx", wt), top, sizeof top,
-                 fmt("offset 0: %s wire type %d", wt >= 6 ? "unknown" : "unsupported (group)",
-                     wt));
+                 fmt("offset 0: %s wire type %d", wt >= 6 ? "unknown" : "unsupported (group)", wt));
         uint8_t deep[] = {(uint8_t)(30 << 3 | wt), 0x01};
         in_node(fmt("onnx/wiretype_%d_node.onnx", wt), deep, sizeof deep,
                 fmt("wire type %d in field 30 of NodeProto", wt));
     }
     /* known fields with the wrong wire type */
-    static const uint8_t graph_varint[] = {0x38, 0x05};      /* graph (7) as a varint */
+    static const uint8_t graph_varint[] = {0x38, 0x05}; /* graph (7) as a varint */
     prefixed("onnx/wiretype_graph_varint.onnx", graph_varint, sizeof graph_varint,
              "offset 0: field 'graph' of ModelProto has wire type 0, expected 2");
     static const uint8_t irver_fixed[] = {0x0d, 1, 2, 3, 4}; /* ir_version as fixed32 */
     prefixed("onnx/wiretype_irversion_fixed32.onnx", irver_fixed, sizeof irver_fixed,
              "field 'ir_version' of ModelProto has wire type 5");
-    static const uint8_t opname_varint[] = {0x20, 0x07};      /* op_type (4) as a varint */
+    static const uint8_t opname_varint[] = {0x20, 0x07}; /* op_type (4) as a varint */
     in_node("onnx/wiretype_optype_varint.onnx", opname_varint, sizeof opname_varint,
             "field 'op_type' of NodeProto has wire type 0");
-    static const uint8_t fixed_cut[] = {0xf5, 0x01, 1, 2};  /* unknown field 30, fixed32 */
+    static const uint8_t fixed_cut[] = {0xf5, 0x01, 1, 2}; /* unknown field 30, fixed32 */
     gen_case("onnx/fixed32_cut.onnx", fixed_cut, sizeof fixed_cut, TOOL, 2,
              "offset 2: truncated 4-byte field", NULL);
 }
@@ -193,8 +190,8 @@ static void lengths(void)
     size_t g0 = graph_field_offset(&m);
     Buf b = buf_copy(&m);
     b.p[g0 + 1]++;
-    gen_case("onnx/length_graph_plus1.onnx", b.p, b.n, TOOL, 2,
-             fmt("offset %zu: length", g0 + 1), NULL);
+    gen_case("onnx/length_graph_plus1.onnx", b.p, b.n, TOOL, 2, fmt("offset %zu: length", g0 + 1),
+             NULL);
     buf_free(&b);
     buf_free(&m);
     /* a string whose length says 2^40 bytes */
@@ -211,7 +208,7 @@ static void counts(void)
 {
     Buf g = {0};
     for (int i = 0; i < 30000; i++)
-        pb_bytes(&g, 1, "", 0);                    /* 30000 empty nodes */
+        pb_bytes(&g, 1, "", 0); /* 30000 empty nodes */
     Buf m = ox_model(13, &g);
     gen_case("onnx/count_30000_empty_nodes.onnx", m.p, m.n, TOOL, 2,
              "node 'node_0' (?): node has no op_type", NULL);
@@ -227,8 +224,8 @@ static void counts(void)
     pb_str(&t, 8, "W40k");
     pb_msg(&g, 5, &t);
     m = ox_model(13, &g);
-    gen_case("onnx/count_40000_dims.onnx", m.p, m.n, TOOL, 2,
-             "tensor 'W40k': rank 40000 exceeds", NULL);
+    gen_case("onnx/count_40000_dims.onnx", m.p, m.n, TOOL, 2, "tensor 'W40k': rank 40000 exceeds",
+             NULL);
     buf_free(&m);
     g = onnx_base_graph();
     for (int i = 0; i < 3000; i++) {
@@ -276,7 +273,9 @@ static void nesting(void)
     static const struct {
         int depth;
         const char *op, *attr;
-    } v[] = {{2000, "If", "then_branch"}, {2000, "Loop", "body"}, {65, "If", "else_branch"},
+    } v[] = {{2000, "If", "then_branch"},
+             {2000, "Loop", "body"},
+             {65, "If", "else_branch"},
              {200, "Scan", "body"}};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
         Buf g = nested_if(v[i].depth, v[i].attr, v[i].op);

@@ -272,8 +272,8 @@ void g_init_i64(Buf *g, const char *name, const int64_t *vals, int n)
     pb_msg(g, 5, &t);
 }
 
-void g_node(Buf *g, const char *op, const char *name, const char *const *in,
-            const char *const *out, ...)
+void g_node(Buf *g, const char *op, const char *name, const char *const *in, const char *const *out,
+            ...)
 {
     Buf n = ox_node(op, name, in, out);
     va_list ap;

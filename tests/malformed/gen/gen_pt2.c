@@ -13,9 +13,9 @@
 typedef struct {
     const char *name;
     Buf data;
-    uint16_t method;             /* 0 = stored; others only claimed */
-    int crc_delta;               /* added to the true CRC */
-    int64_t size_delta;          /* added to both recorded sizes */
+    uint16_t method;    /* 0 = stored; others only claimed */
+    int crc_delta;      /* added to the true CRC */
+    int64_t size_delta; /* added to both recorded sizes */
 } ZEnt;
 
 typedef struct {
@@ -23,8 +23,14 @@ typedef struct {
     int n;
 } Zip;
 
-static void le16(Buf *b, uint16_t v) { buf_put(b, &v, 2); }
-static void le32(Buf *b, uint32_t v) { buf_put(b, &v, 4); }
+static void le16(Buf *b, uint16_t v)
+{
+    buf_put(b, &v, 2);
+}
+static void le32(Buf *b, uint32_t v)
+{
+    buf_put(b, &v, 4);
+}
 
 /* Add (or replace, when name exists and !dup) an entry with text or bytes. */
 static void zadd(Zip *z, const char *name, const void *p, size_t n, bool dup)
@@ -122,12 +128,12 @@ static const char *targ(const char *name, const char *tensor)
 }
 
 typedef struct {
-    const char *nodes;           /* JSON list body */
-    const char *out;             /* output tensor */
-    const char *extra_values;    /* more tensor_values entries (with leading comma) */
-    const char *schema;          /* schema_version object */
-    const char *extra_top;       /* more top-level members (with leading comma) */
-    int wdtype;                  /* dtype of the weight in tensor_values */
+    const char *nodes;        /* JSON list body */
+    const char *out;          /* output tensor */
+    const char *extra_values; /* more tensor_values entries (with leading comma) */
+    const char *schema;       /* schema_version object */
+    const char *extra_top;    /* more top-level members (with leading comma) */
+    int wdtype;               /* dtype of the weight in tensor_values */
 } Prog;
 
 /* model.json of x[2,4] -> linear(w[3,4], b[3]) -> ... as described by p (malloc'd). */
@@ -156,11 +162,11 @@ static char *program(const Prog *p)
     snprintf(m[2], sizeof m[2], "%s", meta(7, SZX, ST2));
     snprintf(m[3], sizeof m[3], "%s", meta(7, SZY, ST3));
     snprintf(m[4], sizeof m[4], "%s", meta(7, SZY, ST3));
-    int n = snprintf(NULL, 0, f, p->out, p->nodes, m[0], m[1], m[2], m[3], m[4],
-                     p->extra_values, p->out, p->schema, p->extra_top);
+    int n = snprintf(NULL, 0, f, p->out, p->nodes, m[0], m[1], m[2], m[3], m[4], p->extra_values,
+                     p->out, p->schema, p->extra_top);
     char *s = malloc((size_t)n + 1);
-    snprintf(s, (size_t)n + 1, f, p->out, p->nodes, m[0], m[1], m[2], m[3], m[4],
-             p->extra_values, p->out, p->schema, p->extra_top);
+    snprintf(s, (size_t)n + 1, f, p->out, p->nodes, m[0], m[1], m[2], m[3], m[4], p->extra_values,
+             p->out, p->schema, p->extra_top);
     return s;
 }
 
@@ -169,8 +175,8 @@ static Prog default_prog(void)
     static char nodes[2048];
     snprintf(nodes, sizeof nodes, "%s, %s",
              node("torch.ops.aten.linear.default",
-                  fmt("%s, %s, %s", targ("input", "x"), targ("weight", "p_w"),
-                      targ("bias", "p_b")), "lin"),
+                  fmt("%s, %s, %s", targ("input", "x"), targ("weight", "p_w"), targ("bias", "p_b")),
+                  "lin"),
              node("torch.ops.aten.relu.default", targ("self", "lin"), "y"));
     return (Prog){nodes, "y", "", "{\"major\": 8, \"minor\": 17}", "", 7};
 }
@@ -237,8 +243,7 @@ static void zip_level(void)
     buf_free(&cut);
     cut = (Buf){0};
     buf_put(&cut, ok.p, ok.n - 5);
-    gen_case("pt2/truncated_end.pt2", cut.p, cut.n, "spyrec", 2, "not a valid zip archive",
-             NULL);
+    gen_case("pt2/truncated_end.pt2", cut.p, cut.n, "spyrec", 2, "not a valid zip archive", NULL);
     buf_free(&cut);
     buf_free(&ok);
     base_zip(&z, NULL);
@@ -275,8 +280,8 @@ static void zip_level(void)
     zfind(&z, "m/data/weights/weight_0")->size_delta = -8;
     put("size_lies_shorter", &z, "tensor 'w': payload 'm/data/weights/weight_0' has 40 bytes");
     gen_case("pt2/empty.pt2", "", 0, "spyrec", 2, "the file is empty", NULL);
-    gen_case("pt2/not_a_zip.pt2", "PK\x03\x04garbage", 12, "spyrec", 2,
-             "not a valid zip archive", NULL);
+    gen_case("pt2/not_a_zip.pt2", "PK\x03\x04garbage", 12, "spyrec", 2, "not a valid zip archive",
+             NULL);
 }
 
 static void archive_level(void)
@@ -359,9 +364,11 @@ static void json_level(void)
     memset(longname, 'a', 50000);
     longname[50000] = 0;
     char *nodes2 = malloc(60000);
-    snprintf(nodes2, 60000, "{\"target\": \"torch.ops.aten.%s.default\", \"inputs\": [%s], "
+    snprintf(nodes2, 60000,
+             "{\"target\": \"torch.ops.aten.%s.default\", \"inputs\": [%s], "
              "\"outputs\": [{\"as_tensor\": {\"name\": \"y\"}}], \"metadata\": {}, "
-             "\"name\": \"y\"}", longname, targ("self", "x"));
+             "\"name\": \"y\"}",
+             longname, targ("self", "x"));
     p.nodes = nodes2;
     put_prog("huge_op_name", &p, "node 'y' (aten.aaaa");
     free(nodes2);

@@ -7,7 +7,7 @@
 
 #include "gen_sbin.h"
 
-static Bun B;                              /* the bundle being edited */
+static Bun B; /* the bundle being edited */
 
 /* Start from reference bundle which. */
 static Bun *base(const char *which)
@@ -65,15 +65,18 @@ static void container(void)
     memcpy(f.p, "SPYRSBIM", 8);
     emit_raw("bad_magic", &f, "offset 0: bad magic");
     f = buf_copy(&ref);
-    memcpy(f.p, "\x7f" "ELF", 4);
+    memcpy(f.p,
+           "\x7f"
+           "ELF",
+           4);
     emit_raw("elf_magic", &f, "offset 0: bad magic");
     f = buf_copy(&ref);
     ((SpyHeader *)f.p)->major = SPY_SBIN_MAJOR + 1;
     bun_fix_crcs(&f);
-    emit_raw("major_newer", &f, "needs format v2.0");
+    emit_raw("major_newer", &f, "bundle needs format v2.");
     f = buf_copy(&ref);
     ((SpyHeader *)f.p)->major = 0;
-    emit_raw("major_older", &f, "old format v0.0");
+    emit_raw("major_older", &f, "bundle has old format v0.");
     f = buf_copy(&ref);
     ((SpyHeader *)f.p)->features = 4;
     bun_fix_crcs(&f);
@@ -101,15 +104,15 @@ static void container(void)
 static void bit_flips(void)
 {
     Buf ref = sbin_build("embed");
-    static const size_t bits[] = {32 * 8, 33 * 8 + 7, 36 * 8 + 1, 40 * 8 + 3, 72 * 8,
-                                  80 * 8 + 5, 120 * 8 + 2, 167 * 8 + 7, 200 * 8 + 4,
-                                  255 * 8 + 7, 256 * 8, 260 * 8 + 6, 264 * 8 + 1,
-                                  272 * 8 + 3, 280 * 8 + 5, 300 * 8, 350 * 8 + 2,
-                                  400 * 8 + 1, 500 * 8 + 7, 543 * 8 + 7};
+    static const size_t bits[] = {32 * 8,     33 * 8 + 7,  36 * 8 + 1,  40 * 8 + 3,  72 * 8,
+                                  80 * 8 + 5, 120 * 8 + 2, 167 * 8 + 7, 200 * 8 + 4, 255 * 8 + 7,
+                                  256 * 8,    260 * 8 + 6, 264 * 8 + 1, 272 * 8 + 3, 280 * 8 + 5,
+                                  300 * 8,    350 * 8 + 2, 400 * 8 + 1, 500 * 8 + 7, 543 * 8 + 7};
     for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
         Buf f = buf_copy(&ref);
         f.p[bits[i] / 8] ^= (uint8_t)(1u << (bits[i] % 8));
-        emit_raw(fmt("flip_bit_%zu", bits[i]), &f, "offset 32: header/section-table CRC32C mismatch");
+        emit_raw(fmt("flip_bit_%zu", bits[i]), &f,
+                 "offset 32: header/section-table CRC32C mismatch");
     }
     /* one flip in each of three sections' payload */
     static const uint32_t ids[] = {SPY_SEC_CONSTS, SPY_SEC_CODE, SPY_SEC_META};
@@ -183,7 +186,7 @@ static void sections(void)
     bun_fix_crcs(&f);
     emit_raw("sec_code_partial", &f, "not a multiple of its 128-byte entries");
     f = buf_copy(&ref);
-    ((SpyHeader *)f.p)->nsections = 8;                 /* drops META */
+    ((SpyHeader *)f.p)->nsections = 8; /* drops META */
     bun_fix_crcs(&f);
     emit_raw("sec_count_short", &f, "required section META is missing");
     buf_free(&ref);
@@ -244,9 +247,9 @@ static void tables(void)
     emit("kernel_programs_range", "KERNELS entry 0");
     base("relu")->sched[0] = 3;
     emit("sched_range", "SCHEDULE entry 0");
-    base("relu")->programs[0].ninsns = 3;                /* drops core 0's barrier */
+    base("relu")->programs[0].ninsns = 3; /* drops core 0's barrier */
     emit("prog_no_barrier", "kernel 0 'k0_relu' core 0 (program 0): does not end with a BARRIER");
-    base("relu")->code[1].opcode = ISA_BARRIER;          /* VEC -> barrier mid-program */
+    base("relu")->code[1].opcode = ISA_BARRIER; /* VEC -> barrier mid-program */
     memset(&B.code[1], 0, sizeof B.code[1]);
     B.code[1].bar.opcode = ISA_BARRIER;
     emit("barrier_unreachable_code", "core 0 (program 0): has a BARRIER before its end");
@@ -291,6 +294,11 @@ static void insns(void)
     emit("insn_load_2e40_elems", "LOAD moves more than 2^32 elements");
     INSN(0).dma.flags = 0x80;
     emit("insn_load_flags", "LOAD unknown flags 0x80");
+}
+
+/* Compute instructions of core 0 of the relu bundle (checksums right). */
+static void insns_compute(void)
+{
     INSN(1).vec.fn = 999;
     emit("insn_vec_fn_999", "VEC unknown function 999");
     INSN(1).vec.nsrc = 2;
@@ -361,8 +369,9 @@ static void insns(void)
     emit("insn_gather_idx_range", "GATHER index LX range");
     base("embed")->code[1].gather.esize = 5;
     emit("insn_gather_esize", "GATHER esize 5");
-#undef INSN
 }
+
+#undef INSN
 
 /* Bundles that say they were built for target parameters that do not fit. */
 static void targets(void)
@@ -399,6 +408,7 @@ void gen_sbin(void)
     sections();
     tables();
     insns();
+    insns_compute();
     targets();
     bun_free(&B);
 }

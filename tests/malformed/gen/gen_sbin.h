@@ -30,10 +30,10 @@ uint32_t bun_str(Bun *b, const char *s);
 void bun_tensor(Bun *b, const char *name, int role, int host, int dev, const int64_t *dims,
                 int rank);
 void bun_kernel(Bun *b, const char *name, const SpyInsn *insns, int n);
-SpyInsn bun_dma(int op, uint32_t seg, int64_t dram_off, uint32_t lx, uint32_t rows,
-                uint32_t cols, int esize);
-SpyInsn bun_vec(int fn, int dt, int nsrc, uint32_t dst, uint32_t s0, uint32_t s1,
-                uint32_t rows, uint32_t cols);
+SpyInsn bun_dma(int op, uint32_t seg, int64_t dram_off, uint32_t lx, uint32_t rows, uint32_t cols,
+                int esize);
+SpyInsn bun_vec(int fn, int dt, int nsrc, uint32_t dst, uint32_t s0, uint32_t s1, uint32_t rows,
+                uint32_t cols);
 void bun_base(Bun *b, const char *which);
 void bun_fix_crcs(Buf *f);
 Buf bun_write(const Bun *b);

@@ -104,8 +104,8 @@ void bun_kernel(Bun *b, const char *name, const SpyInsn *insns, int n)
 }
 
 /* A 2-D dense LOAD or STORE of rows x cols elements of esize bytes. */
-SpyInsn bun_dma(int op, uint32_t seg, int64_t dram_off, uint32_t lx, uint32_t rows,
-                uint32_t cols, int esize)
+SpyInsn bun_dma(int op, uint32_t seg, int64_t dram_off, uint32_t lx, uint32_t rows, uint32_t cols,
+                int esize)
 {
     SpyInsn in;
     memset(&in, 0, sizeof in);
@@ -128,8 +128,8 @@ SpyInsn bun_dma(int op, uint32_t seg, int64_t dram_off, uint32_t lx, uint32_t ro
 }
 
 /* VEC fn over rows x cols dense operands of dtype dt. */
-SpyInsn bun_vec(int fn, int dt, int nsrc, uint32_t dst, uint32_t s0, uint32_t s1,
-                uint32_t rows, uint32_t cols)
+SpyInsn bun_vec(int fn, int dt, int nsrc, uint32_t dst, uint32_t s0, uint32_t s1, uint32_t rows,
+                uint32_t cols)
 {
     SpyInsn in;
     memset(&in, 0, sizeof in);

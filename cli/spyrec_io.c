@@ -1,0 +1,158 @@
+/* spyrec_io.c: the files spyrec reads and writes itself: .ir text models, and every
+ * output (bundle, IR, assembly, graph, dependency file, report), written atomically:
+ * a temporary file in the output's folder, fsync, rename. A failed compile, an
+ * interrupt (SIGINT, SIGTERM, SIGHUP) or an out-of-memory exit never leaves a partial
+ * file behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define MAX_IR_TEXT ((size_t)256 << 20)   /* largest .ir text file accepted */
+
+/* The temporary file being written, seen by the signal handler. */
+static volatile sig_atomic_t have_tmp;
+static char tmp_path[4096];
+
+/* Remove the temporary output file on SIGINT/SIGTERM/SIGHUP, then die of the signal. */
+static void on_signal(int sig)
+{
+    if (have_tmp)
+        unlink(tmp_path);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_io_signals(void)
+{
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+}
+
+void cli_io_abandon(void)
+{
+    if (have_tmp)
+        unlink(tmp_path);
+    have_tmp = 0;
+}
+
+/* The last path component of p. */
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Read a whole text file into a NUL-terminated malloc'd buffer, or NULL (the reason
+ * recorded in diag). */
+char *cli_read_text(const char *path, IrDiag *diag)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        ir_diag_error(diag, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (n + 1 >= cap) {
+            char *p = cap < MAX_IR_TEXT ? realloc(buf, cap * 2) : NULL;
+            if (!p) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    if (!buf || ferror(f)) {
+        if (!buf)
+            ir_diag_error(diag, "larger than %zu MiB or out of memory", MAX_IR_TEXT >> 20);
+        else
+            ir_diag_error(diag, "cannot read: %s", strerror(errno));
+        free(buf);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Write all of buf to fd; false with errno set on failure. */
+static bool write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len > (1u << 30) ? (1u << 30) : len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        p += w;
+        len -= (size_t)w;
+    }
+    return true;
+}
+
+/* Write buf to path atomically: a temporary file in the same folder, fsync, rename.
+ * On failure the temporary file is removed and a message printed. "-" is stdout. */
+bool cli_write_atomic(const char *path, const void *buf, size_t len)
+{
+    cli_progress_clear();
+    if (!strcmp(path, "-")) {
+        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
+            fprintf(stderr, "spyrec: cannot write to standard output: %s\n", strerror(errno));
+            return false;
+        }
+        return true;
+    }
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 1;
+    const char *dir = slash ? path : ".";
+    if (slash == path)
+        dirlen = 1;                        /* "/x.sbin": the root folder */
+    if (snprintf(tmp_path, sizeof tmp_path, "%.*s/.%s.tmpXXXXXX", dirlen, dir,
+                 base_name(path)) >= (int)sizeof tmp_path) {
+        fprintf(stderr, "spyrec: %s: path too long\n", path);
+        return false;
+    }
+    int fd = mkstemp(tmp_path);
+    if (fd < 0) {
+        fprintf(stderr, "spyrec: %s: cannot create a temporary file next to it: %s\n", path,
+                strerror(errno));
+        return false;
+    }
+    have_tmp = 1;
+    mode_t mask = umask(0);
+    umask(mask);
+    bool ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, buf, len) && fsync(fd) == 0;
+    int saved = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (ok && rename(tmp_path, path) != 0) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp_path);
+        fprintf(stderr, "spyrec: %s: cannot write: %s\n", path, strerror(saved));
+    }
+    have_tmp = 0;
+    return ok;
+}
+

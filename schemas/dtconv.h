@@ -1,0 +1,172 @@
+/* dtconv.h: bit-exact conversions of the narrow element types, shared by the
+ * compiler (constant folding) and the runtime (VEC CAST), so both agree bit for bit.
+ *
+ * Codes equal ONNX TensorProto.DataType. Every type here is held one element per byte
+ * (in the IR, on the device and in runtime host buffers; ONNX files pack the 4- and
+ * 2-bit types two / four to a byte, see sbin.md):
+ *   17 float8e4m3fn   1.4.3 bias 7,  no inf, NaN = S.1111.111, max 448
+ *   18 float8e4m3fnuz 1.4.3 bias 8,  no inf, no -0, NaN = 0x80,   max 240
+ *   19 float8e5m2     1.5.2 bias 15, IEEE inf/NaN,                max 57344
+ *   20 float8e5m2fnuz 1.5.2 bias 16, no inf, no -0, NaN = 0x80,   max 57344
+ *   23 float4e2m1     1.2.1 bias 1,  no inf/NaN (low nibble),     max 6
+ *   24 float8e8m0     exponent only: 2^(v-127), 0xff = NaN, no sign, no zero
+ *   21 uint4, 22 int4, 25 uint2, 26 int2: the value, zero- / sign-extended to a byte.
+ * float32 -> narrow float rounds to nearest even. Values beyond the largest finite
+ * (and infinities) give +-max when saturating (ONNX Cast saturate=1, the default),
+ * otherwise NaN (fn/fnuz) or inf (e5m2); float4e2m1 always saturates. NaN gives NaN
+ * (float4e2m1, which has none: 0x8 for +NaN, 0x0 for -NaN, as ONNX's reference).
+ * float -> float8e8m0 takes the exponent of |x| and rounds up when the fraction is not
+ * zero (ONNX round_mode "up"); the increment past 2^127 is dropped when saturating,
+ * else gives NaN; inf and NaN give NaN.
+ * float -> sub-byte integer truncates toward zero, then wraps to the width (ONNX).
+ */
+#ifndef SPYREC_DTCONV_H
+#define SPYREC_DTCONV_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { SPY_DT_F8E4M3FN = 17, SPY_DT_F8E4M3FNUZ = 18, SPY_DT_F8E5M2 = 19,
+       SPY_DT_F8E5M2FNUZ = 20, SPY_DT_U4 = 21, SPY_DT_I4 = 22, SPY_DT_F4E2M1 = 23,
+       SPY_DT_F8E8M0 = 24, SPY_DT_U2 = 25, SPY_DT_I2 = 26 };
+
+enum { SPY_NF_FN, SPY_NF_FNUZ, SPY_NF_IEEE, SPY_NF_NONE };
+
+typedef struct {
+    int ebits, mbits, bias, kind;
+    float maxv;
+    uint8_t maxcode;                       /* bits of +max */
+} SpyNarrowFmt;
+
+/* Format of narrow float dtype dt; false if dt is not one. */
+static inline bool spy_narrow_fmt(int dt, SpyNarrowFmt *f)
+{
+    switch (dt) {
+    case SPY_DT_F8E4M3FN: *f = (SpyNarrowFmt){4, 3, 7, SPY_NF_FN, 448.0f, 0x7e}; return true;
+    case SPY_DT_F8E4M3FNUZ: *f = (SpyNarrowFmt){4, 3, 8, SPY_NF_FNUZ, 240.0f, 0x7f}; return true;
+    case SPY_DT_F8E5M2: *f = (SpyNarrowFmt){5, 2, 15, SPY_NF_IEEE, 57344.0f, 0x7b}; return true;
+    case SPY_DT_F8E5M2FNUZ: *f = (SpyNarrowFmt){5, 2, 16, SPY_NF_FNUZ, 57344.0f, 0x7f}; return true;
+    case SPY_DT_F4E2M1: *f = (SpyNarrowFmt){2, 1, 1, SPY_NF_NONE, 6.0f, 0x7}; return true;
+    default: return false;
+    }
+}
+
+/* Whether dt is a narrow float (float8 variants, float4e2m1, float8e8m0). */
+static inline bool spy_dt_narrow_float(int dt)
+{
+    return (dt >= SPY_DT_F8E4M3FN && dt <= SPY_DT_F8E5M2FNUZ) || dt == SPY_DT_F4E2M1 ||
+           dt == SPY_DT_F8E8M0;
+}
+
+/* Whether dt is a sub-byte integer (uint4, int4, uint2, int2). */
+static inline bool spy_dt_subbyte_int(int dt)
+{
+    return dt == SPY_DT_U4 || dt == SPY_DT_I4 || dt == SPY_DT_U2 || dt == SPY_DT_I2;
+}
+
+/* Whether dt is an unsigned sub-byte integer (uint4, uint2). */
+static inline bool spy_dt_unsigned_sub(int dt)
+{
+    return dt == SPY_DT_U4 || dt == SPY_DT_U2;
+}
+
+/* Bits of a sub-byte integer or float4 element (8 for others). */
+static inline int spy_dt_bits(int dt)
+{
+    return dt == SPY_DT_U4 || dt == SPY_DT_I4 || dt == SPY_DT_F4E2M1 ? 4
+           : dt == SPY_DT_U2 || dt == SPY_DT_I2                    ? 2
+                                                                   : 8;
+}
+
+/* Exact narrow float -> float32. */
+static inline float spy_narrow_to_f32(uint8_t v, int dt)
+{
+    SpyNarrowFmt f;
+    if (dt == SPY_DT_F8E8M0)
+        return v == 0xff ? NAN : ldexpf(1.0f, (int)v - 127);
+    if (!spy_narrow_fmt(dt, &f))
+        return NAN;
+    int nb = 1 + f.ebits + f.mbits;
+    unsigned emask = (1u << f.ebits) - 1, mmask = (1u << f.mbits) - 1;
+    v &= (uint8_t)((1u << nb) - 1);
+    bool neg = (v >> (nb - 1)) & 1;
+    unsigned e = (v >> f.mbits) & emask, m = v & mmask;
+    if (f.kind == SPY_NF_FNUZ && v == 0x80)
+        return NAN;
+    if (f.kind == SPY_NF_FN && e == emask && m == mmask)
+        return neg ? -NAN : NAN;
+    if (f.kind == SPY_NF_IEEE && e == emask)
+        return m ? (neg ? -NAN : NAN) : (neg ? -INFINITY : INFINITY);
+    float r = e ? ldexpf(1.0f + (float)m / (float)(1u << f.mbits), (int)e - f.bias)
+                : ldexpf((float)m, 1 - f.bias - f.mbits);
+    return neg ? -r : r;
+}
+
+/* float32 -> float8e8m0, round_mode "up" (see the header comment). */
+static inline uint8_t spy_f32_to_e8m0(float x, bool saturate)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    unsigned e = (b >> 23) & 0xff;
+    if (e == 0xff)
+        return 0xff;
+    if ((b & 0x7fffff) && !(saturate && e == 0xfe))
+        e++;
+    return (uint8_t)e;
+}
+
+/* float32 -> narrow float dt (round to nearest even; see the header comment). */
+static inline uint8_t spy_f32_to_narrow(float x, int dt, bool saturate)
+{
+    SpyNarrowFmt f;
+    if (dt == SPY_DT_F8E8M0)
+        return spy_f32_to_e8m0(x, saturate);
+    if (!spy_narrow_fmt(dt, &f))
+        return 0;
+    int nb = 1 + f.ebits + f.mbits;
+    uint8_t s = signbit(x) ? (uint8_t)(1u << (nb - 1)) : 0;
+    uint8_t nan = f.kind == SPY_NF_FNUZ ? 0x80 : f.kind == SPY_NF_FN ? (uint8_t)(s | 0x7f)
+                  : f.kind == SPY_NF_IEEE ? (uint8_t)(s | 0x7e) : (uint8_t)(s ^ 0x8);
+    if (isnan(x))
+        return nan;
+    uint8_t over = saturate || f.kind == SPY_NF_NONE ? (uint8_t)(s | f.maxcode)
+                   : f.kind == SPY_NF_IEEE            ? (uint8_t)(s | 0x7c)
+                                                      : nan;
+    float a = fabsf(x);
+    if (isinf(a))
+        return over;
+    int emin = 1 - f.bias, ex;
+    frexpf(a, &ex);
+    int E = a == 0.0f || ex - 1 < emin ? emin : ex - 1;
+    float step = ldexpf(1.0f, E - f.mbits);
+    float q = nearbyintf(a / step) * step;
+    if (q > f.maxv)
+        return over;
+    if (q == 0.0f)
+        return f.kind == SPY_NF_FNUZ ? 0 : s;
+    frexpf(q, &ex);
+    E = ex - 1;
+    unsigned e, m;
+    if (E < emin) {
+        e = 0;
+        m = (unsigned)(q / ldexpf(1.0f, emin - f.mbits));
+    } else {
+        e = (unsigned)(E + f.bias);
+        m = (unsigned)((q / ldexpf(1.0f, E) - 1.0f) * (float)(1u << f.mbits));
+    }
+    return (uint8_t)(s | (e << f.mbits) | m);
+}
+
+/* An integer wrapped to sub-byte integer dt (two's complement), as held in a byte. */
+static inline int32_t spy_wrap_subbyte(int32_t v, int dt)
+{
+    int bits = spy_dt_bits(dt);
+    uint32_t u = (uint32_t)v & ((1u << bits) - 1);
+    if ((dt == SPY_DT_I4 || dt == SPY_DT_I2) && (u >> (bits - 1)))
+        return (int32_t)u - (1 << bits);
+    return (int32_t)u;
+}
+
+#endif

@@ -1,0 +1,297 @@
+# part_tools.sh: the "tools" part of make check (sourced by tests/tools/check.sh, which
+# provides result, logname, SPYREC, SPYRUN, B, BUILD, W, ROOT, MAKE, SHARED).
+#
+# What a compiler user works with besides spyrec -o: dependency files (-MD -MF), the
+# batch Makefile examples/Makefile (incremental, make -q, failure handling, identical
+# bundles at -j1 and -j4, graphs), the compile report (--report), Graphviz and
+# assembly output (--emit=dot|asm), spydump, spyrun --trace, progress output only on a
+# terminal, and make install with a program built against the installed runtime
+# through pkg-config (examples/embed.c).
+
+TOOLS_TINY=examples/models/tiny_cnn
+TOOLS_EXT=tests/tools/extdata              # a model with two external-data files
+TOOLS_BAD=tests/golden/cli/unsupported_ops.onnx
+
+# tools_run NAME FUNC: run FUNC with its output in NAME's log; pass when it returns 0.
+tools_run() {
+    local log
+    log=$(logname "tools/$1")
+    (set -u; "$2") >"$log" 2>&1 </dev/null
+    result "tools/$1" $? "$log"
+}
+
+# say MSG: a line in the log; die MSG: a failed check.
+say() { echo "+ $*"; }
+die() {
+    echo "FAIL: $*"
+    return 1
+}
+
+# aged DIR: set the times of everything in DIR an hour back, so that a later touch
+# (a change make must notice) is clearly newer than the outputs built meanwhile.
+aged() { find "$1" -exec touch -d "@$(($(date +%s) - 3600))" {} +; }
+
+# has FILE TEXT: FILE contains the fixed string TEXT.
+has() { grep -qF -- "$2" "$1" || die "$1 lacks '$2'"; }
+
+# emake ARGS: make on examples/Makefile, outside the make that runs the tests.
+case $SHARED in /*) TOOLS_SHARED=$SHARED ;; *) TOOLS_SHARED=$ROOT/$SHARED ;; esac
+emake() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "$MAKE" --no-print-directory -C "$ROOT/examples" \
+    SPYREC="$B/spyrec" SPYRUN="$B/spyrun" SHARED="$TOOLS_SHARED" "$@"; }
+
+JSONCHECK=$B/tests/jsoncheck
+
+# ---- spyrec -MD -MF --------------------------------------------------------------------
+t_deps_file() {
+    local d=$W/tools/deps self
+    rm -rf "$d" && mkdir -p "$d" && cp -r "$TOOLS_EXT" "$d/ext" && aged "$d/ext" || return 1
+    say "spyrec $d/ext/model.onnx -o $d/m.sbin -MD -MF $d/m.d --target schemas/spyre32.yaml"
+    "$SPYREC" "$d/ext/model.onnx" -o "$d/m.sbin" -MD -MF "$d/m.d" --target schemas/spyre32.yaml || return 1
+    cat "$d/m.d"
+    self=$(readlink -f "$SPYREC")
+    has "$d/m.d" "$d/m.sbin:" && has "$d/m.d" "$d/ext/model.onnx" && has "$d/m.d" "$d/ext/weights.bin" &&
+        has "$d/m.d" "$d/ext/bias.bin" && has "$d/m.d" "schemas/spyre32.yaml" && has "$d/m.d" "$self" || return 1
+    # make understands it: up to date now, out of date once an external-data file changes
+    printf '%s:\n\ttouch $@\ninclude %s\n' "$d/m.sbin" "$d/m.d" >"$d/Makefile"
+    make -q -f "$d/Makefile" "$d/m.sbin" || die "make -q: the bundle should be up to date" || return 1
+    touch "$d/ext/bias.bin"
+    make -q -f "$d/Makefile" "$d/m.sbin" && die "make -q: a newer bias.bin should make the bundle out of date"
+    # gcc's default name: OUT with .d
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/tiny.sbin" -MD || return 1
+    has "$d/tiny.d" "$d/tiny.sbin:" || return 1
+    # the bundle does not depend on -MD: same bytes without it
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/tiny2.sbin" && cmp "$d/tiny.sbin" "$d/tiny2.sbin"
+}
+
+t_deps_failure() {
+    local d=$W/tools/depsfail rc
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_BAD" -o "$d/bad.sbin" -MD -MF "$d/bad.d"
+    rc=$?
+    ls -A "$d"
+    [ $rc = 2 ] || die "exit status $rc, expected 2" || return 1
+    [ -z "$(ls -A "$d")" ] || die "a failed compile left files behind"
+}
+
+# ---- spyrec --report --------------------------------------------------------------------
+t_report_ok() {
+    local d=$W/tools/report n
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" --report "$d/t.json" || return 1
+    "$JSONCHECK" "$d/t.json" --report ok || return 1
+    n=$("$JSONCHECK" "$d/t.json" --get decompositions.Conv.by_op.conv) && say "Conv -> conv: $n"
+    [ "$n" = 2 ] || die "decompositions: expected 2 conv from 2 Conv nodes, got '$n'" || return 1
+    n=$("$JSONCHECK" "$d/t.json" --get kernels.#)
+    [ "$n" -gt 0 ] && [ "$n" = "$("$JSONCHECK" "$d/t.json" --get bundle.kernels)" ] ||
+        die "kernel count of the plan and of the bundle differ" || return 1
+    n=$("$JSONCHECK" "$d/t.json" --get kernels.0.split.items_per_core.#)
+    [ "$n" = 32 ] || die "items_per_core has $n entries, expected 32 cores"
+}
+
+t_report_error() {
+    local d=$W/tools/reporterr rc ops
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_BAD" -o "$d/bad.sbin" --report "$d/bad.json"
+    rc=$?
+    [ $rc = 2 ] || die "exit status $rc, expected 2" || return 1
+    [ ! -e "$d/bad.sbin" ] || die "a failed compile left a bundle" || return 1
+    "$JSONCHECK" "$d/bad.json" --report error || return 1
+    ops="$("$JSONCHECK" "$d/bad.json" --get unsupported_ops.0.op) $("$JSONCHECK" "$d/bad.json" --get unsupported_ops.1.op)"
+    say "unsupported: $ops"
+    [ "$ops" = "FooBar BazQux" ] || die "expected both unsupported operators at once"
+}
+
+# ---- --emit=dot and --emit=asm -----------------------------------------------------------
+t_emit_dot() {
+    local d=$W/tools/dot
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" --emit=dot -o "$d/final.dot" || return 1
+    has "$d/final.dot" "digraph" && has "$d/final.dot" "subgraph cluster_k0" &&
+        has "$d/final.dot" 'conv\nf32[2,8,32,32]' && has "$d/final.dot" "input x" || return 1
+    "$SPYREC" "$TOOLS_TINY/model.onnx" --emit=dot --dump-after=decompose -o "$d/early.dot" || return 1
+    has "$d/early.dot" "after decompose" || return 1
+    ! grep -q cluster "$d/early.dot" || die "kernels before fusion" || return 1
+    if command -v dot >/dev/null 2>&1; then
+        dot -Tsvg "$d/final.dot" -o "$d/final.svg" && has "$d/final.svg" "<svg" &&
+            dot -Tsvg "$d/early.dot" -o "$d/early.svg" || return 1
+    else
+        say "graphviz not installed: dot files not rendered"
+    fi
+}
+
+t_emit_asm() {
+    local d=$W/tools/asm k
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" --emit=asm -o "$d/t.s" && "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" || return 1
+    LC_ALL=C grep -q '[^[:print:][:space:]]' "$d/t.s" && die "non-printable bytes in the assembly" && return 1
+    has "$d/t.s" "core 0:" && has "$d/t.s" "tensor 0 input 'x'" || return 1
+    # every kernel spydump lists appears, by name, in the assembly
+    k=$("$B/spydump" "$d/t.sbin" | sed -n 's/^ *[0-9][0-9]*  \(k[0-9][0-9]*_[^ ]*\).*/\1/p')
+    say "kernels: $k"
+    [ -n "$k" ] || die "no kernels listed by spydump" || return 1
+    for k in $k; do
+        has "$d/t.s" "'$k'" || return 1
+    done
+}
+
+# ---- spydump -----------------------------------------------------------------------------
+t_spydump() {
+    local d=$W/tools/spydump
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -O1 -o "$d/t.sbin" && "$B/spydump" "$d/t.sbin" >"$d/out" || return 1
+    cat "$d/out"
+    has "$d/out" "magic:     SPYRSBIN" && has "$d/out" "version:   format v" && has "$d/out" "target:    spyre32" &&
+        has "$d/out" "CODE" && has "$d/out" "CONSTS" && has "$d/out" "verify: ok" &&
+        has "$d/out" "compiler:  spyrec" && has "$d/out" "flags:     -O1" &&
+        has "$d/out" "tensors (2):" && has "$d/out" "input  x" && has "$d/out" "kernels (" || return 1
+    printf 'not a bundle' >"$d/bad.sbin"
+    "$B/spydump" "$d/bad.sbin"
+    [ $? = 1 ] || die "spydump of a bad file should exit 1"
+}
+
+# ---- spyrun --trace ------------------------------------------------------------------------
+t_trace() {
+    local d=$W/tools/trace
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" || return 1
+    "$SPYRUN" "$d/t.sbin" --check "$TOOLS_TINY/test_data_set_0" --trace "$d/trace.json" --threads 2 -q || return 1
+    "$JSONCHECK" "$d/trace.json" --trace || return 1
+    "$SPYRUN" "$d/t.sbin" --check "$TOOLS_TINY/test_data_set_0" --trace "$d/one.json" --threads 1 -q &&
+        "$JSONCHECK" "$d/one.json" --trace
+}
+
+# ---- progress: only on a terminal --------------------------------------------------------------
+t_progress() {
+    local d=$W/tools/progress
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" 2>"$d/err" || return 1
+    [ ! -s "$d/err" ] || die "spyrec wrote to a non-terminal stderr: $(cat "$d/err")" || return 1
+    if command -v script >/dev/null 2>&1; then
+        script -q -e -c "'$SPYREC' '$TOOLS_TINY/model.onnx' -o '$d/tty.sbin'" "$d/tty.log" >/dev/null || return 1
+        has "$d/tty.log" "[pass 1/" && cmp "$d/t.sbin" "$d/tty.sbin"
+    else
+        say "script(1) not installed: the terminal case is not tested"
+    fi
+}
+
+# ---- examples/Makefile -----------------------------------------------------------------------------
+t_examples_make() {
+    local d=$W/tools/examples out models
+    rm -rf "$d" && mkdir -p "$d" && cp -r "$TOOLS_EXT" "$d/extdata" && aged "$d/extdata" || return 1
+    models="$ROOT/$TOOLS_TINY $d/extdata"
+    say "make -C examples -j2 MODELS='$models'"
+    emake -j2 BUILD_DIR="$d/build" MODELS="$models" || return 1
+    for f in tiny_cnn.sbin tiny_cnn.d tiny_cnn.ok extdata.sbin extdata.d extdata.ok; do
+        [ -e "$d/build/$f" ] || die "missing $f" || return 1
+    done
+    emake -q BUILD_DIR="$d/build" MODELS="$models" || die "make -q: not up to date after a build" || return 1
+    out=$(emake BUILD_DIR="$d/build" MODELS="$models") || return 1
+    say "second make: $out"
+    case $out in *SPYREC* | *CHECK*) die "a second make rebuilt something" && return 1 ;; esac
+    touch "$d/extdata/weights.bin"
+    emake -q BUILD_DIR="$d/build" MODELS="$models" && die "make -q: up to date after touching weights.bin" && return 1
+    out=$(emake BUILD_DIR="$d/build" MODELS="$models") || return 1
+    say "after touching extdata/weights.bin: $out"
+    case $out in *"SPYREC  $d/build/extdata.sbin"*) ;; *) die "extdata was not rebuilt" && return 1 ;; esac
+    case $out in *tiny_cnn.sbin*) die "tiny_cnn was rebuilt too" && return 1 ;; esac
+    emake -q BUILD_DIR="$d/build" MODELS="$models" || die "make -q: not up to date after the rebuild"
+}
+
+t_examples_fail() {
+    local d=$W/tools/examplesfail rc
+    rm -rf "$d" && mkdir -p "$d"
+    emake BUILD_DIR="$d/build" MODELS="$ROOT/$TOOLS_BAD $ROOT/$TOOLS_TINY" >"$d/out" 2>&1
+    rc=$?
+    cat "$d/out"
+    [ $rc != 0 ] || die "the build of a failing model succeeded" || return 1
+    has "$d/out" "unsupported operator FooBar" || return 1
+    [ ! -e "$d/build/unsupported_ops.sbin" ] && [ ! -e "$d/build/unsupported_ops.d" ] ||
+        die "a failing model left a bundle or a .d file"
+}
+
+t_examples_jobs() {
+    local d=$W/tools/examplesjobs f n=0
+    rm -rf "$d" && mkdir -p "$d"
+    emake -j1 bundles BUILD_DIR="$d/j1" >"$d/j1.log" 2>&1 || { cat "$d/j1.log"; return 1; }
+    emake -j4 bundles BUILD_DIR="$d/j4" >"$d/j4.log" 2>&1 || { cat "$d/j4.log"; return 1; }
+    for f in "$d"/j1/*.sbin; do
+        cmp "$f" "$d/j4/$(basename "$f")" || return 1
+        n=$((n + 1))
+    done
+    say "$n bundles identical at -j1 and -j4"
+    [ $n -gt 0 ] && [ "$(ls "$d"/j4/*.sbin | wc -l)" = $n ]
+}
+
+t_examples_graphs() {
+    local d=$W/tools/graphs rc
+    rm -rf "$d" && mkdir -p "$d"
+    emake graphs BUILD_DIR="$d/build" MODELS="$ROOT/$TOOLS_TINY" >"$d/out" 2>&1
+    rc=$?
+    cat "$d/out"
+    [ -e "$d/build/tiny_cnn.dot" ] || die "no tiny_cnn.dot" || return 1
+    if command -v dot >/dev/null 2>&1; then
+        [ $rc = 0 ] && has "$d/build/tiny_cnn.svg" "<svg" || return 1
+    else
+        [ $rc != 0 ] && has "$d/out" "Graphviz is not installed" || return 1
+    fi
+    # without Graphviz the target says so plainly and fails
+    emake graphs BUILD_DIR="$d/build2" MODELS="$ROOT/$TOOLS_TINY" DOT=no-such-dot-program >"$d/out2" 2>&1
+    rc=$?
+    cat "$d/out2"
+    [ $rc != 0 ] && has "$d/out2" "Graphviz is not installed" && [ -e "$d/build2/tiny_cnn.dot" ]
+}
+
+# ---- make install and a program built against the installed runtime ---------------------------------
+t_install_embed() {
+    local d=$W/tools/install p f san
+    p=$d/prefix
+    rm -rf "$d" && mkdir -p "$d"
+    "$MAKE" --no-print-directory -s install BUILD="$BUILD" PREFIX="$p" || return 1
+    for f in bin/spyrec bin/spyrun bin/spydump lib/libspyrert.a lib/libspyrert.so include/spyrt.h \
+        lib/pkgconfig/spyrert.pc share/man/man1/spyrec.1 share/man/man1/spyrun.1 share/man/man1/spydump.1; do
+        [ -e "$p/$f" ] || die "not installed: $f" || return 1
+    done
+    "$p/bin/spyrec" --version || return 1
+    command -v pkg-config >/dev/null || die "pkg-config is not installed" || return 1
+    # a library built with a sanitizer (make asan/ubsan) needs it in the program too
+    san=
+    nm -D "$p/lib/libspyrert.so" 2>/dev/null | grep -q __asan_ && san="-fsanitize=address"
+    nm -D "$p/lib/libspyrert.so" 2>/dev/null | grep -q __ubsan_ && san="$san -fsanitize=undefined"
+    say "cc $san examples/embed.c \$(pkg-config --cflags --libs spyrert)"
+    # shellcheck disable=SC2086
+    ${CC:-cc} -std=c11 -Wall -Wextra -Werror $san -o "$d/embed" examples/embed.c \
+        $(PKG_CONFIG_PATH="$p/lib/pkgconfig" pkg-config --cflags --libs spyrert) || return 1
+    "$p/bin/spyrec" "$TOOLS_TINY/model.onnx" -o "$d/tiny.sbin" && "$p/bin/spyrec" "$TOOLS_EXT/model.onnx" -o "$d/ext.sbin" || return 1
+    LD_LIBRARY_PATH="$p/lib" "$d/embed" "$d/tiny.sbin" >"$d/zeros.out" || return 1
+    cat "$d/zeros.out"
+    has "$d/zeros.out" "input 0 'x' f32[2,3,32,32]" && has "$d/zeros.out" "output 0 'probs' f32[2,10]:" || return 1
+    LD_LIBRARY_PATH="$p/lib" "$d/embed" "$d/ext.sbin" "$TOOLS_EXT/input_0.npy" >"$d/ext.out" || return 1
+    "$p/bin/spyrun" "$d/ext.sbin" --input x="$TOOLS_EXT/input_0.npy" >"$d/spyrun.out" || return 1
+    cat "$d/ext.out" "$d/spyrun.out"
+    [ "$(grep "^output 0 'y' f32\[2,3\]:" "$d/ext.out")" = "$(grep "^output 0 'y' f32\[2,3\]:" "$d/spyrun.out")" ] ||
+        die "embed and spyrun print different outputs"
+}
+
+part_tools() {
+    $MAKE --no-print-directory -s "$BUILD/tests/jsoncheck" >/dev/null 2>&1 || {
+        local log
+        log=$(logname tools/jsoncheck)
+        $MAKE --no-print-directory "$BUILD/tests/jsoncheck" >"$log" 2>&1
+        result tools/jsoncheck 1 "$log"
+        return
+    }
+    tools_run deps-file t_deps_file
+    tools_run deps-failure t_deps_failure
+    tools_run report-ok t_report_ok
+    tools_run report-error t_report_error
+    tools_run emit-dot t_emit_dot
+    tools_run emit-asm t_emit_asm
+    tools_run spydump t_spydump
+    tools_run spyrun-trace t_trace
+    tools_run progress t_progress
+    tools_run examples-make t_examples_make
+    tools_run examples-fail t_examples_fail
+    tools_run examples-jobs t_examples_jobs
+    tools_run examples-graphs t_examples_graphs
+    tools_run install-embed t_install_embed
+}
