@@ -5,6 +5,8 @@
  *   cli/spyrec_report.c    the machine-readable compile report (spyrec --report)
  *   cli/spyrec_progress.c  pass progress on a terminal
  *   cli/spyrun_trace.c     Chrome-trace / Perfetto JSON of a run (spyrun --trace)
+ *   cli/spyrun_seq.c       sequence / optional inputs and goldens (spyrun)
+ *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
  * The spyrec_* files link into spyrec, spyrun_* into spyrun (see the Makefile).
  */
 #ifndef SPYREC_CLI_H
@@ -94,5 +96,57 @@ bool cli_report_write(CliReport *r, const char *path, const CliReportInfo *info)
  * in err on failure. */
 bool cli_trace_write(const char *path, const spy_model *m, const spy_session *s,
                      const char *bundle_name, char *err, size_t errlen);
+
+/* ---- cli/spyrec_seq.c ---- */
+struct FeSeq;
+/* The structure of a sequence or optional input given as text: "N:D0xD1,D0xD1,..."
+ * (N tensors of those shapes; an empty shape is a scalar) or "none" (an optional
+ * without a value). Returns 1 and fills *s (free with fe_seq_free), 0 when text has
+ * neither form (a plain shape), -1 when it is malformed. */
+int cli_seq_parse(const char *text, struct FeSeq *s);
+
+/* ---- cli/spyrun_seq.c ---- */
+struct FeTensor;
+/* Element index k of a bundle tensor named "BASE[k]" (BASE copied into base, at most n
+ * bytes with the NUL); -1 if the name has another form. */
+int cli_seq_element(const char *name, char *base, size_t n);
+/* Whether some input of m is an element "BASE[k]" of a sequence or optional. */
+bool cli_seq_any_input(const spy_model *m);
+/* Element k of the SequenceProto / OptionalProto file path into *t (the caller owns
+ * it). The file is read once for all its elements; cli_seq_cache_free releases it.
+ * false with "path: message" in err. */
+bool cli_seq_take(const char *path, int k, struct FeTensor *t, char *err, size_t errlen);
+void cli_seq_cache_free(void);
+/* One spyrun --input NAME=FILE. */
+typedef struct {
+    const char *name;              /* input name (or index) before '=' */
+    const char *file;
+} CliInputArg;
+/* Input i named "BASE[k]" (an element of a sequence or optional input) that no --input
+ * names: element k of the SequenceProto / OptionalProto file given by --input
+ * BASE=FILE, or found by its name among dir's input_J.pb. Returns 1 and fills *t (or
+ * prints why not and sets *failed); 0 if input i is not such an input. */
+int cli_seq_element_input(const CliInputArg *args, int nargs, const char *dir, int i,
+                          const char *name, struct FeTensor *t, bool *failed);
+/* DIR/input_J.pb holding a sequence or optional named base (malloc'd), or NULL. */
+char *cli_seq_find_file(const char *dir, const char *base);
+/* spyrun --describe of a SequenceProto / OptionalProto file: prints
+ * "name<TAB>sequence(DTYPE)<TAB>N:D0xD1,D0xD1,..." or "name<TAB>optional<TAB>none"
+ * (the form spyrec --input-shape takes). false if path holds neither. */
+bool cli_seq_describe(const char *path);
+
+/* The goldens of --check DIR lined up with the bundle's outputs, when some golden is a
+ * sequence or an optional: exp[k] is what output k is compared with (label[k] names
+ * the file and element). Goldens holding no tensor (an empty optional or sequence)
+ * have no output. */
+typedef struct {
+    int n;                         /* the bundle's outputs */
+    struct FeTensor *exp;
+    char **label;
+} CliGoldens;
+/* *out = NULL when every golden is a tensor file (outputs and output_K.pb then match
+ * by position). Returns 0 or an exit status (message printed). */
+int cli_seq_goldens(const char *dir, const spy_model *m, CliGoldens **out);
+void cli_seq_goldens_free(CliGoldens *g);
 
 #endif

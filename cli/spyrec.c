@@ -55,6 +55,7 @@ typedef struct {
     bool print_ops;                /* --print-ops: list the model's operators and exit */
     FeInputSpec specs[SPEC_MAX];   /* --bind / --input-shape specialisations */
     FeTensor bound[SPEC_MAX];      /* values read for --bind */
+    FeSeq seqs[SPEC_MAX];          /* structures of sequence / optional inputs */
     const char *bind_path[SPEC_MAX]; /* their files (dependencies), NULL for shapes */
     int nspecs;
     bool deps;                     /* -MD: write a make dependency file */
@@ -102,7 +103,13 @@ static void usage(FILE *f)
             "                        (.pb or .npy); for inputs that decide shapes (axes,\n"
             "                        target shapes, pads) which a static compile needs\n"
             "  --input-shape NAME=D0xD1...\n"
-            "                        specialise: fix the dynamic dimensions of input NAME\n"
+            "                        specialise: fix the dynamic dimensions of input NAME;\n"
+            "                        for a sequence or optional input: N:D0xD1,D0xD1,...\n"
+            "                        (N tensors of these shapes) or none (no value); the\n"
+            "                        bundle then has inputs NAME[0], NAME[1], ...\n"
+            "  --input-seq NAME=FILE specialise a sequence or optional input to the length\n"
+            "                        and element shapes of a SequenceProto / OptionalProto\n"
+            "                        file (its values are not used)\n"
             "  --print-ops           list the model's operators (one per line) and exit\n"
             "  --max-memory=MIB      cap the compiler's graph memory; exceeding it is reported\n"
             "                        as 'out of memory'\n"
@@ -187,15 +194,64 @@ static char *split_spec(const char *v, const char **value)
     return strndup(v, (size_t)(eq - v));
 }
 
-/* --bind NAME=FILE (bind: the input becomes a constant read from FILE) or
- * --input-shape NAME=D0xD1x... (fix its dynamic dimensions). Returns -1 to go on, else
- * an exit status. */
-static int parse_spec(Args *a, const char *v, bool bind)
+/* The shape D0xD1x... of --input-shape into sp; false if malformed. */
+static bool parse_dims(const char *value, FeInputSpec *sp)
+{
+    sp->rank = 0;
+    for (const char *p = value; *p;) {
+        char *end;
+        long long d = strtoll(p, &end, 10);
+        if (end == p || d < 0 || sp->rank == IR_MAX_RANK || (*end && *end != 'x'))
+            return false;
+        sp->dims[sp->rank++] = d;
+        p = *end ? end + 1 : end;
+    }
+    return true;
+}
+
+/* The value of --bind (a tensor file), --input-seq (a SequenceProto / OptionalProto
+ * file: its structure) or --input-shape (a shape, or N:SHAPE,... / none for a sequence
+ * or optional input) into spec i. Returns -1 to go on, else an exit status. */
+static int spec_value(Args *a, int i, const char *opt, const char *name, const char *value,
+                      const char *v)
+{
+    FeInputSpec *sp = &a->specs[i];
+    char err[512];
+    if (!strcmp(opt, "--bind") || !strcmp(opt, "--input-seq")) {
+        bool seq = opt[2] == 'i';
+        if (seq ? !fe_seq_read(value, &a->seqs[i], err, sizeof err)
+                : !fe_tensor_read(value, &a->bound[i], err, sizeof err)) {
+            fprintf(stderr, "spyrec: %s %s: %s\n", opt, name, err);
+            return EXIT_INPUT;
+        }
+        if (seq)
+            sp->seq = &a->seqs[i];
+        else
+            sp->value = &a->bound[i];
+        a->bind_path[i] = value;
+        return -1;
+    }
+    int r = cli_seq_parse(value, &a->seqs[i]);
+    if (r > 0)
+        sp->seq = &a->seqs[i];
+    if (r < 0 || (r == 0 && !parse_dims(value, sp)))
+        return usage_error("bad --input-shape '%s' (NAME=D0xD1..., dims >= 0; NAME=N:D0xD1,"
+                           "D0xD1,... or NAME=none for a sequence or optional)", v);
+    return -1;
+}
+
+/* --bind NAME=FILE (bind: the input becomes a constant read from FILE), --input-shape
+ * NAME=D0xD1x... (fix its dynamic dimensions; or the structure of a sequence) or
+ * --input-seq NAME=FILE. Returns -1 to go on, else an exit status. */
+static int parse_spec(Args *a, const char *v, const char *opt)
 {
     const char *value;
     char *name = split_spec(v, &value);
-    if (!name)
-        return usage_error(bind ? "bad --bind '%s' (NAME=FILE)" : "bad --input-shape '%s' (NAME=D0xD1...)", v);
+    if (!name) {
+        fprintf(stderr, "spyrec: bad %s '%s' (NAME=%s) (see spyrec --help)\n", opt, v,
+                strcmp(opt, "--input-shape") ? "FILE" : "D0xD1...");
+        return EXIT_INPUT;
+    }
     if (a->nspecs == SPEC_MAX) {
         free(name);
         return usage_error("too many input specialisations ('%s')", v);
@@ -203,29 +259,14 @@ static int parse_spec(Args *a, const char *v, bool bind)
     FeInputSpec *sp = &a->specs[a->nspecs];
     sp->name = name;
     sp->rank = -1;
-    flags_add(&a->flags, bind ? "--bind" : "--input-shape");
-    flags_add(&a->flags, bind ? name : v);
-    if (bind) {
-        char err[512];
-        if (!fe_tensor_read(value, &a->bound[a->nspecs], err, sizeof err)) {
-            fprintf(stderr, "spyrec: --bind %s: %s\n", name, err);
-            free(name);
-            return EXIT_INPUT;
-        }
-        sp->value = &a->bound[a->nspecs];
-        a->bind_path[a->nspecs] = value;
-    } else {
-        sp->rank = 0;
-        for (const char *p = value; *p;) {
-            char *end;
-            long long d = strtoll(p, &end, 10);
-            if (end == p || d < 0 || sp->rank == IR_MAX_RANK || (*end && *end != 'x')) {
-                free(name);
-                return usage_error("bad --input-shape '%s' (NAME=D0xD1..., dims >= 0)", v);
-            }
-            sp->dims[sp->rank++] = d;
-            p = *end ? end + 1 : end;
-        }
+    bool file = strcmp(opt, "--input-shape") != 0;
+    flags_add(&a->flags, opt);
+    flags_add(&a->flags, file ? name : v);
+    int rc = spec_value(a, a->nspecs, opt, name, value, v);
+    if (rc >= 0) {
+        free(name);
+        memset(sp, 0, sizeof *sp);
+        return rc;
     }
     a->nspecs++;
     return -1;
@@ -238,6 +279,8 @@ static void free_args(Args *a)
         free((char *)a->specs[i].name);
         if (a->specs[i].value)
             fe_tensor_free(&a->bound[i]);
+        if (a->specs[i].seq)
+            fe_seq_free(&a->seqs[i]);
     }
     free(a->flags);
 }
@@ -297,8 +340,11 @@ static int parse_args(int argc, char **argv, Args *a)
                 return usage_error("bad --max-memory value '%s' (MiB, > 0)", v);
             a->max_memory = (size_t)mib << 20;
         } else if ((v = opt_value(argc, argv, &i, "--bind", &missing)) ||
-                   (v = opt_value(argc, argv, &i, "--input-shape", &missing))) {
-            int rc = parse_spec(a, v, !strncmp(arg, "--bind", 6));
+                   (v = opt_value(argc, argv, &i, "--input-shape", &missing)) ||
+                   (v = opt_value(argc, argv, &i, "--input-seq", &missing))) {
+            int rc = parse_spec(a, v, !strncmp(arg, "--bind", 6)          ? "--bind"
+                                      : !strncmp(arg, "--input-shape", 13) ? "--input-shape"
+                                                                           : "--input-seq");
             if (rc >= 0)
                 return rc;
         } else if (!strcmp(arg, "--print-ops")) {

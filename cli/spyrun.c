@@ -28,10 +28,7 @@
 
 enum { EXIT_FAIL = 1, EXIT_INPUT = 2 };
 
-typedef struct {
-    const char *name;              /* input name (or index) before '=' */
-    const char *file;
-} InputArg;
+typedef CliInputArg InputArg;          /* --input NAME=FILE */
 
 typedef struct {
     const char *model;
@@ -58,7 +55,8 @@ static void usage(FILE *f)
             "\n"
             "Run a compiled bundle on the emulator of the 32-core accelerator.\n"
             "\n"
-            "inputs (tensor files: ONNX TensorProto .pb or NumPy .npy):\n"
+            "inputs (tensor files: ONNX TensorProto .pb or NumPy .npy; an input NAME[i] is\n"
+            "element i of a SequenceProto / OptionalProto file NAME, see spyrun(1)):\n"
             "  --input NAME=FILE   data for the input NAME (or its index); repeatable\n"
             "  --describe FILE     print the name, dtype and shape of a tensor file and exit\n"
             "  --input-dir DIR     DIR/input_K.pb for the K-th input, in the bundle's order\n"
@@ -145,6 +143,8 @@ static int describe_file(const char *path)
     FeTensor t;
     char err[512];
     if (!fe_tensor_read(path, &t, err, sizeof err)) {
+        if (cli_seq_describe(path))        /* a SequenceProto / OptionalProto */
+            return 0;
         fprintf(stderr, "spyrun: %s\n", err);
         return EXIT_INPUT;
     }
@@ -340,15 +340,15 @@ static const char *input_file(const Args *a, const spy_model *m, int i, const ch
         if (!strcmp(a->inputs[k].name, name) || !strcmp(a->inputs[k].name, idx))
             return a->inputs[k].file;
     const char *dir = a->input_dir ? a->input_dir : a->check_dir;
-    if (dir && count_input_files(dir) > spy_model_num_inputs(m) &&
+    if (dir && (count_input_files(dir) > spy_model_num_inputs(m) || cli_seq_any_input(m)) &&
         (*owned = named_input_file(dir, name)))
         return *owned;
     if (dir)
         return *owned = path_k(dir, "input", i, "pb");
-    fprintf(stderr,
-            "spyrun: no data for input %d '%s': give --input %s=FILE, --input-dir DIR or "
-            "--check DIR\n",
-            i, name, name);
+    char base[512];                        /* an element: its sequence's file */
+    bool el = cli_seq_element(name, base, sizeof base) >= 0;
+    fprintf(stderr, "spyrun: no data for input %d '%s': give --input %s=FILE%s, --input-dir "
+            "DIR or --check DIR\n", i, name, el ? base : name, el ? " (a SequenceProto)" : "");
     return NULL;
 }
 
@@ -360,10 +360,12 @@ static bool inputs_known(const Args *a, const spy_model *m)
         bool found = false;
         for (int i = 0; i < n && !found; i++) {
             spy_tensor_info info;
-            char idx[16];
+            char idx[16], base[512];
             snprintf(idx, sizeof idx, "%d", i);
             found = spy_model_input_info(m, i, &info) == SPY_OK &&
-                    (!strcmp(info.name, a->inputs[k].name) || !strcmp(idx, a->inputs[k].name));
+                    (!strcmp(info.name, a->inputs[k].name) || !strcmp(idx, a->inputs[k].name) ||
+                     (cli_seq_element(info.name, base, sizeof base) >= 0 &&
+                      !strcmp(base, a->inputs[k].name)));
         }
         if (!found) {
             fprintf(stderr, "spyrun: --input %s: the model has no such input (it has:",
@@ -393,6 +395,13 @@ static int load_inputs(const Args *a, const spy_model *m, FeTensor *ins)
             return EXIT_FAIL;
         }
         char *owned, err[512];
+        bool failed = false;
+        const char *dir = a->input_dir ? a->input_dir : a->check_dir;
+        if (cli_seq_element_input(a->inputs, a->ninputs, dir, i, info.name, &ins[i], &failed)) {
+            if (failed || !matches_info(&ins[i], &info, "input", "sequence element"))
+                return EXIT_INPUT;
+            continue;
+        }
         const char *path = input_file(a, m, i, info.name, &owned);
         if (!path)
             return EXIT_INPUT;
@@ -557,14 +566,20 @@ static void print_index(FILE *f, size_t i, int rank, const int64_t *dims)
     fputc(']', f);
 }
 
-/* Compare output k with DIR/output_k.pb and print one line. Returns 0 if it matches,
- * EXIT_FAIL on mismatch, EXIT_INPUT if the golden is unreadable or of another type. */
-static int check_output(const Args *a, int k, const spy_tensor_info *info, const void *got)
+/* Compare output k with DIR/output_k.pb (or with the golden gold gives it) and print
+ * one line. Returns 0 if it matches, EXIT_FAIL on mismatch, EXIT_INPUT if the golden is
+ * unreadable or of another type. */
+static int check_output(const Args *a, int k, const spy_tensor_info *info, const void *got,
+                        CliGoldens *gold)
 {
-    char *path = path_k(a->check_dir, "output", k, "pb"), err[512];
+    char *path = gold ? strdup(gold->label[k] ? gold->label[k] : "?")
+                      : path_k(a->check_dir, "output", k, "pb"), err[512];
     FeTensor exp;
     int rc = 0;
-    if (!fe_tensor_read(path, &exp, err, sizeof err)) {
+    if (gold) {
+        exp = gold->exp[k];                /* moved: freed below */
+        memset(&gold->exp[k], 0, sizeof gold->exp[k]);
+    } else if (!fe_tensor_read(path, &exp, err, sizeof err)) {
         fprintf(stderr, "spyrun: %s\n", err);
         free(path);
         return EXIT_INPUT;
@@ -726,11 +741,16 @@ static int run_model(const Args *a, const spy_model *m)
         rc = EXIT_FAIL;
     for (int k = 0; k < nout && a->output_dir && !rc; k++)
         rc = write_output(a, k, &oinfo[k], out[k]);
-    for (int k = 0; k < nout && a->check_dir && rc != EXIT_INPUT; k++) {
-        int r = check_output(a, k, &oinfo[k], out[k]);
+    CliGoldens *gold = NULL;               /* sequences / optionals among the goldens */
+    int grc = a->check_dir ? cli_seq_goldens(a->check_dir, m, &gold) : 0;
+    if (grc > rc)
+        rc = grc;
+    for (int k = 0; k < nout && a->check_dir && !grc && rc != EXIT_INPUT; k++) {
+        int r = check_output(a, k, &oinfo[k], out[k], gold);
         if (r > rc)
             rc = r;
     }
+    cli_seq_goldens_free(gold);
     if (a->profile)
         print_profile(m, s);
     if (a->trace) {
@@ -750,6 +770,7 @@ done:
         fe_tensor_free(&ins[i]);
     for (int k = 0; out && k < nout; k++)
         free(out[k]);
+    cli_seq_cache_free();
     free(ins);
     free(in);
     free(out);

@@ -15,10 +15,32 @@
 #include "dtconv.h"
 #include "spyrt.h"
 
+typedef struct Writer Writer;
+
 typedef struct {
     uint8_t *p;
     size_t n, cap;
+    Writer *w;                             /* the owner, freed on out of memory */
 } Buf;
+
+/* Every heap block of the bundle being written (and of the code generator). */
+struct Writer {
+    CgEmit *e;
+    Buf sec[SPY_SEC_MAX];                  /* sections by id */
+    Buf file;                              /* the bundle */
+};
+
+/* Out of memory while writing: free every heap block of w, then take the graph's
+ * out-of-memory path (longjmp to g->oom). */
+static _Noreturn void writer_oom(Writer *w)
+{
+    for (int i = 0; i < SPY_SEC_MAX; i++)
+        free(w->sec[i].p);
+    free(w->file.p);
+    free(w->e->code);
+    w->e->code = NULL;
+    ir_oom(w->e->g);
+}
 
 /* Append n bytes (zeros when d is NULL). */
 static void put(Buf *b, const void *d, size_t n)
@@ -27,11 +49,14 @@ static void put(Buf *b, const void *d, size_t n)
         return;
     if (b->n + n > b->cap) {
         size_t c = b->cap ? b->cap : 4096;
-        while (c < b->n + n)
+        while (c < b->n + n) {
+            if (c > SIZE_MAX / 2)
+                writer_oom(b->w);
             c *= 2;
+        }
         uint8_t *np = realloc(b->p, c);
         if (!np)
-            ir_die(__FILE__, __LINE__, "out of memory writing the bundle");
+            writer_oom(b->w);
         b->p = np;
         b->cap = c;
     }
@@ -211,15 +236,20 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
                                      SPY_SEC_KERNELS, SPY_SEC_PROGRAMS, SPY_SEC_CODE,
                                      SPY_SEC_SCHEDULE, SPY_SEC_SEGMENTS, SPY_SEC_META};
     enum { NSEC = sizeof order / sizeof order[0] };
-    Buf sec[SPY_SEC_MAX];
-    memset(sec, 0, sizeof sec);
+    Writer w;
+    memset(&w, 0, sizeof w);
+    w.e = e;
+    w.file.w = &w;
+    for (int i = 0; i < SPY_SEC_MAX; i++)
+        w.sec[i].w = &w;
+    Buf *sec = w.sec;
     tables(e, progs, sec);
     consts_blob(e->g, e->t, &sec[SPY_SEC_CONSTS]);
     put(&sec[SPY_SEC_CODE], e->code, (size_t)e->n * sizeof(SpyInsn));
     const char *meta = opt->meta ? opt->meta : "";
     put(&sec[SPY_SEC_META], meta, strlen(meta));
 
-    Buf f = {0};
+    Buf *f = &w.file;
     SpyHeader h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, SPY_SBIN_MAGIC, 8);
@@ -242,18 +272,18 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
         off = (off + b->n + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     }
     h.file_size = st[NSEC - 1].offset + st[NSEC - 1].size;
-    put(&f, &h, sizeof h);
-    put(&f, st, sizeof st);
-    uint32_t crc = spy_crc32c(0, f.p, f.n);
-    memcpy(f.p + offsetof(SpyHeader, table_crc), &crc, 4);
+    put(f, &h, sizeof h);
+    put(f, st, sizeof st);
+    uint32_t crc = spy_crc32c(0, f->p, f->n);
+    memcpy(f->p + offsetof(SpyHeader, table_crc), &crc, 4);
     for (int i = 0; i < NSEC; i++) {
-        put(&f, NULL, (size_t)(st[i].offset - f.n));
-        put(&f, sec[order[i]].p, sec[order[i]].n);
+        put(f, NULL, (size_t)(st[i].offset - f->n));      /* zero padding (sbin.md) */
+        put(f, sec[order[i]].p, sec[order[i]].n);
     }
     for (int i = 0; i < SPY_SEC_MAX; i++)
         free(sec[i].p);
-    IR_ASSERT(f.n == h.file_size);
-    *out = f.p;
-    *outlen = f.n;
+    IR_ASSERT(f->n == h.file_size);
+    *out = f->p;
+    *outlen = f->n;
     return true;
 }

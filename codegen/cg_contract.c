@@ -11,6 +11,16 @@
  * the input windows: dims [c, k1..ks, o1 rows, o2..os] with DRAM strides
  * [C stride, dilation*stride per tap, conv stride*stride per output dim], LX dense,
  * giving [c*taps, pixels]; C = [m, pixels] is already the NCHW output tile.
+ *
+ * Patch form (the input rows are loaded once into an LX patch with the padding
+ * filled in): the padding is filled only when the patch's border is not already the
+ * pad value from the previous item of the same core program. Stride-1 convolutions
+ * with few output channels per tile (depthwise ones) skip im2col: the taps of one
+ * (channel, kernel row) are consecutive patch columns, so one MATMUL per pair reads
+ * the patch in place (ldb = the column dilation) and accumulates on the padded-width
+ * grid of output pixels in the im2col buffer; one VEC copy per output channel then
+ * compacts the grid into C. The products are summed in the same order as the im2col
+ * MATMUL, so the results are the same bit for bit.
  */
 #include <string.h>
 
@@ -94,30 +104,119 @@ static void vcopy(CgEmit *e, uint32_t dst, int64_t drs, uint32_t src, int64_t sr
     cg_push(e, &in);
 }
 
+/* Patch rows of an item with on output rows. */
+static int64_t patch_rows(const IrGeom *geo, int64_t on)
+{
+    return (on - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
+}
+
+/* Padded width of the patch. */
+static int64_t patch_width(const IrGeom *geo)
+{
+    return geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1];
+}
+
+/* Fill the patch [cl, rin, wp] with the pad value unless its border already holds it:
+ * the last patch of this program had the same geometry and its loaded rows
+ * [rlo, rhi) lie inside this item's (which the load overwrites). */
+static void patch_fill(CgEmit *e, uint32_t patch, const IrGeom *geo, int64_t cl, int64_t rin,
+                       int64_t wp, int64_t rlo, int64_t rhi)
+{
+    uint32_t value = cg_value_bits(ISA_DT_F32, geo->pad_value);
+    const CgPatch *p = &e->patch;
+    bool inside = p->rlo >= p->rhi || (rlo <= p->rlo && p->rhi <= rhi);
+    if (p->valid && p->lx == patch && p->value == value && p->cl == cl && p->rin == rin &&
+        p->wp == wp && inside)
+        return;
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    in.fill.opcode = ISA_VFILL;
+    in.fill.dtype = ISA_DT_F32;
+    in.fill.dst = patch;
+    in.fill.n = (uint32_t)(cl * rin * wp);
+    in.fill.value = value;
+    cg_push(e, &in);
+}
+
+/* One MATMUL with explicit operands and strides (elements). */
+static void matmul_at(CgEmit *e, uint32_t a, uint32_t b, uint32_t c, int64_t m, int64_t n,
+                      int64_t kk, int64_t lda, int64_t ldb, int64_t ldc, bool acc)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyMatmul *mm = &in.mm;
+    mm->opcode = ISA_MATMUL;
+    mm->dtype = ISA_DT_F32;
+    mm->out_dtype = ISA_DT_F32;
+    mm->flags = acc ? ISA_F_ACCUM : 0;
+    mm->a = a, mm->b = b, mm->c = c;
+    mm->m = (uint32_t)m, mm->n = (uint32_t)n, mm->k = (uint32_t)kk;
+    mm->lda = (uint32_t)lda, mm->ldb = (uint32_t)ldb, mm->ldc = (uint32_t)ldc;
+    cg_push(e, &in);
+}
+
+/* Pixels of the padded-width grid of an item with on output rows: every patch
+ * column of the first on - 1 rows, the O1 real ones of the last. */
+static int64_t grid_pixels(const IrGeom *geo, int64_t on)
+{
+    return (on - 1) * patch_width(geo) + geo->out2[1];
+}
+
+/* Whether a CONV item (output channel tile m, on output rows, channel chunk ct) takes
+ * the grid form: stride 1, few output channels (im2col copies cost more than reading
+ * C once per kernel row), and the grid fits the im2col buffer. */
+static bool grid_form(const IrKernel *k, const IrGeom *geo, int64_t m, int64_t on, int64_t ct)
+{
+    if (!geo->patch || geo->s2[0] != 1 || geo->s2[1] != 1 || m > 4 || m > geo->k2[1] ||
+        ct * geo->k2[0] > 64 || k->inner.ext[0] == 0)
+        return false;
+    return (uint64_t)(4 * m * grid_pixels(geo, on)) <= k->buf_bytes[1];
+}
+
+/* Grid form of one channel chunk [c0, c0+cl): a MATMUL per (channel, kernel row) from
+ * the patch into the grid at buf[1] (accumulating after the conv's first one). */
+static void conv_grid(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m, int64_t on,
+                      int64_t c0, int64_t cl)
+{
+    int64_t k0 = geo->k2[0], k1 = geo->k2[1], rin = patch_rows(geo, on), wp = patch_width(geo);
+    int64_t n = grid_pixels(geo, on), kk = cl * k0 * k1;
+    for (int64_t a = 0; a < cl; a++)
+        for (int64_t i = 0; i < k0; i++) {
+            uint32_t wa = k->buf[0] + (uint32_t)(4 * (a * k0 + i) * k1);
+            uint32_t xb = k->buf[3] + (uint32_t)(4 * (a * rin + i * geo->d2[0]) * wp);
+            matmul_at(e, wa, xb, k->buf[1], m, n, k1, kk, geo->d2[1], n,
+                      c0 > 0 || a > 0 || i > 0);
+        }
+}
+
+/* Grid form: copy the real pixels of the grid rows into C [m, on*O1]. */
+static void grid_compact(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m, int64_t on)
+{
+    int64_t o1 = geo->out2[1], n = grid_pixels(geo, on);
+    for (int64_t r = 0; r < m; r++)
+        vcopy(e, k->buf[2] + (uint32_t)(4 * r * on * o1), o1, k->buf[1] + (uint32_t)(4 * r * n),
+              patch_width(geo), 1, on, o1);
+}
+
 /* Patch form (kernel.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
  * input rows into the patch (filling the padding), then build the im2col matrix
- * B [cl*k0*k1, rows*O1] with one VEC copy per (channel or output row, tap). */
+ * B [cl*k0*k1, rows*O1] with one VEC copy per (channel or output row, tap), or (grid
+ * form) multiply straight from the patch. */
 static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
-                       const int64_t *len, int64_t c0, int64_t cl)
+                       const int64_t *len, int64_t c0, int64_t cl, bool grid)
 {
     const IrView *xv = &e->s->view[geo->x];
     int64_t on = len[3], r0 = start[3] * geo->s2[0], p0 = geo->pad_lo[0];
     int64_t k0 = geo->k2[0], k1 = geo->k2[1], o1 = geo->out2[1], pix = on * o1;
-    int64_t rin = (on - 1) * geo->s2[0] + (k0 - 1) * geo->d2[0] + 1;
-    int64_t wp = geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1];
+    int64_t rin = patch_rows(geo, on), wp = patch_width(geo);
     int64_t lo = r0 - p0 > 0 ? r0 - p0 : 0;
     int64_t hi = r0 + rin - p0 < geo->in_ext[0] ? r0 + rin - p0 : geo->in_ext[0];
     uint32_t patch = k->buf[3], bm = k->buf[1];
-    if (lo != r0 - p0 || hi != r0 + rin - p0 || wp != geo->in_ext[1]) {
-        SpyInsn in;
-        memset(&in, 0, sizeof in);
-        in.fill.opcode = ISA_VFILL;
-        in.fill.dtype = ISA_DT_F32;
-        in.fill.dst = patch;
-        in.fill.n = (uint32_t)(cl * rin * wp);
-        in.fill.value = cg_value_bits(ISA_DT_F32, geo->pad_value);
-        cg_push(e, &in);
-    }
+    int64_t rlo = hi > lo ? lo + p0 - r0 : 0, rhi = hi > lo ? hi + p0 - r0 : 0;
+    if (lo != r0 - p0 || hi != r0 + rin - p0 || wp != geo->in_ext[1])
+        patch_fill(e, patch, geo, cl, rin, wp, rlo, rhi);
+    e->patch = (CgPatch){true, patch, cg_value_bits(ISA_DT_F32, geo->pad_value), cl, rin, wp,
+                         rlo, rhi};
     if (hi > lo) {
         int dx = 2, dy = geo->nsp == 2 ? 3 : 2;     /* input dims of canonical 0, 1 */
         CgDims d = {0};
@@ -131,6 +230,10 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
                      (start[1] * geo->cg + c0) * xv->stride[1] + lo * xv->stride[dx];
         uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * 4);
         cg_dma(e, ISA_LOAD, seg, off + el * 4, lx, 4, &d);
+    }
+    if (grid) {
+        conv_grid(e, k, geo, len[2], on, c0, cl);
+        return;
     }
     bool by_channel = cl <= on || o1 == 1;
     for (int64_t a = 0; a < (by_channel ? cl : on); a++)
@@ -167,6 +270,7 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         pix *= len[3 + i];
     }
     int64_t cext = k->inner.ext[0], ct = k->inner.chunk[0];
+    bool grid = grid_form(k, &geo, len[2], len[3], ct);
     for (int64_t c0 = 0; c0 < cext; c0 += ct) {
         int64_t cl = cext - c0 < ct ? cext - c0 : ct;
         st[ic] = c0;
@@ -183,11 +287,14 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
         load_tile(e, &k->acc[1], st, nd, k->buf[0], la, da, na);
         if (geo.patch)
-            conv_patch(e, k, &geo, start, len, c0, cl);
+            conv_patch(e, k, &geo, start, len, c0, cl, grid);
         else
             load_tile(e, &k->acc[0], st, nd, k->buf[1], lb, db, nb);
-        matmul(e, k, len[2], pix, cl * taps, c0 > 0);
+        if (!grid)
+            matmul(e, k, len[2], pix, cl * taps, c0 > 0);
     }
+    if (grid)
+        grid_compact(e, k, &geo, len[2], len[3]);
     cg_tp_run(e, &k->tp[1], start, len);
 }
 

@@ -152,4 +152,5 @@ void cg_cache_reset(CgEmit *e)
 {
     memset(e->cache, 0, sizeof e->cache);
     e->next_cache = 0;
+    e->patch.valid = false;
 }

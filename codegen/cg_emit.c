@@ -14,8 +14,11 @@ void cg_push(CgEmit *e, const SpyInsn *in)
     if (e->n == e->cap) {
         e->cap = e->cap ? 2 * e->cap : 4096;
         SpyInsn *nc = realloc(e->code, e->cap * sizeof *nc);
-        if (!nc)
-            ir_die(__FILE__, __LINE__, "out of memory for instructions");
+        if (!nc) {                         /* the only heap block of codegen: free it */
+            free(e->code);
+            e->code = NULL;
+            ir_oom(e->g);
+        }
         e->code = nc;
     }
     e->code[e->n++] = *in;
@@ -80,13 +83,10 @@ bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *out
     e.t = opt->target;
     e.s = g->sched;
     uint64_t np = (uint64_t)g->nkernels * opt->target->cores;
-    SpyProgramDesc *progs = calloc(np + 1, sizeof *progs);
-    if (!progs)
-        ir_die(__FILE__, __LINE__, "out of memory for programs");
+    SpyProgramDesc *progs = ir_alloc(g, (np + 1) * sizeof *progs);
     for (uint32_t i = 0; i < g->nkernels; i++)
         emit_kernel(&e, i, progs);
     bool ok = cg_write_bundle(&e, opt, progs, out, outlen);
-    free(progs);
     free(e.code);
     return ok;
 }

@@ -30,6 +30,14 @@ typedef struct {
     CgDims d;
 } CgCached;
 
+/* A conv input patch in LX whose border holds the pad value (cg_contract.c): rows
+ * [rlo, rhi) of its interior columns were loaded, everything else was filled. */
+typedef struct {
+    bool valid;
+    uint32_t lx, value;
+    int64_t cl, rin, wp, rlo, rhi;
+} CgPatch;
+
 typedef struct {
     IrGraph *g;
     const SpyTarget *t;
@@ -38,6 +46,7 @@ typedef struct {
     uint64_t n, cap;
     CgCached cache[CG_CACHE_MAX];
     uint32_t next_cache;
+    CgPatch patch;               /* conv input patch left by the last work item */
 } CgEmit;
 
 /* ---- cg_emit.c ---- */
@@ -60,6 +69,7 @@ void cg_dma(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, uint32_t lx, unsig
 void cg_load_cached(CgEmit *e, uint32_t seg, int64_t off, uint32_t lx, unsigned esize,
                     const CgDims *d);
 void cg_cache_invalidate(CgEmit *e, uint32_t lx);
+/* Forget every cached load and the conv patch state (start of a core program). */
 void cg_cache_reset(CgEmit *e);
 
 /* ---- cg_elem.c: tile programs ---- */

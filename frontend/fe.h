@@ -18,6 +18,9 @@ typedef struct FeInputSpec {
     const struct FeTensor *value;  /* non-NULL: bind the input to this constant */
     int rank;                      /* >= 0: the input's full static shape; -1: keep */
     int64_t dims[IR_MAX_RANK];
+    const struct FeSeq *seq;       /* non-NULL: a sequence or optional input fixed to
+                                    * this structure (element count and shapes; the
+                                    * element data is not used); value/rank ignored */
 } FeInputSpec;
 
 typedef struct {
@@ -80,5 +83,28 @@ bool fe_tensor_read_mem(const char *label, const uint8_t *buf, size_t len, FeTen
 /* Write as TensorProto (.pb) or .npy (npy != 0); atomically (temp file + rename). */
 bool fe_tensor_write(const char *path, const FeTensor *t, int npy, char *err, size_t errlen);
 void fe_tensor_free(FeTensor *t);
+
+/* A sequence or optional value read from a file (ONNX SequenceProto / OptionalProto of
+ * onnx-data.proto, as in the backend-test data sets), flattened to its tensors: a
+ * sequence of tensors, an optional tensor (one tensor), or an optional sequence (the
+ * sequence's tensors). A value nested deeper (sequence of sequences, maps, sparse
+ * tensors) is refused. The bundle names element i of graph input/output NAME "NAME[i]".
+ * SequenceProto and OptionalProto share their field numbers, so a file does not say
+ * which of the two it is: the model's type decides. */
+typedef struct FeSeq {
+    char *name;                    /* malloc'd; "" if the file has none */
+    bool none;                     /* no value: an empty optional (n = 0) */
+    IrDType elem;                  /* element dtype; IR_DT_UNDEF when not known */
+    int n;                         /* tensors */
+    FeTensor *items;               /* malloc'd array of n (data NULL: shapes only) */
+} FeSeq;
+
+/* Read a SequenceProto / OptionalProto file. Strict: a file with fields of neither
+ * (such as a TensorProto) is refused, so callers may try fe_tensor_read first or after.
+ * On error returns false with "file: offset N: message" in err. */
+bool fe_seq_read(const char *path, FeSeq *s, char *err, size_t errlen);
+bool fe_seq_read_mem(const char *label, const uint8_t *buf, size_t len, FeSeq *s, char *err,
+                     size_t errlen);
+void fe_seq_free(FeSeq *s);
 
 #endif

@@ -134,6 +134,24 @@ static void clear_limits(IrGraph *g)
                 clear_limits(g->nodes[i].attrs[a].graph);
 }
 
+/* protobuf-c's allocator, recording a failure in *data (a bool) so that an allocation
+ * failure is not reported as a malformed file. Blocks come from malloc: the unpacked
+ * model is freed with the default allocator. */
+static void *pb_alloc(void *data, size_t size)
+{
+    void *p = malloc(size);
+    if (!p && size)
+        *(bool *)data = true;
+    return p;
+}
+
+/* Counterpart of pb_alloc. */
+static void pb_free(void *data, void *p)
+{
+    (void)data;
+    free(p);
+}
+
 /* Read, pre-scan and unpack the model file; NULL with an error reported. */
 static Onnx__ModelProto *unpack_model(const char *path, IrDiag *diag, const FeOptions *opt)
 {
@@ -150,8 +168,14 @@ static Onnx__ModelProto *unpack_model(const char *path, IrDiag *diag, const FeOp
         ir_diag_error(diag, "the file is empty");
     else if (!fe_pb_check(buf, len, &onnx__model_proto__descriptor, &lim, err, sizeof err))
         ir_diag_error(diag, "%s", err);
-    else if (!(m = onnx__model_proto__unpack(NULL, len, buf)))
-        ir_diag_error(diag, "not a valid ONNX model (protobuf decoding failed)");
+    else {
+        bool oom = false;
+        ProtobufCAllocator pa = {pb_alloc, pb_free, &oom};
+        if (!(m = onnx__model_proto__unpack(&pa, len, buf)) && oom)
+            ir_diag_error(diag, "out of memory while decoding the model (%zu bytes)", len);
+        else if (!m)
+            ir_diag_error(diag, "not a valid ONNX model (protobuf decoding failed)");
+    }
     free(buf);
     return m;
 }

@@ -126,6 +126,15 @@ NodeId fe_emit_foreign(FeScope *s, const char *op_type, const char *domain, int6
                        const ValId *in, int nin, const char *const *outnames, int nout,
                        const IrAttr *attrs, int nattrs, const IrOrigin *o);
 
+/* fe_onnx_seqin.c */
+/* Whether vi is typed as a sequence of tensors, an optional tensor or an optional
+ * sequence of tensors. */
+bool fe_seq_input_type(const Onnx__ValueInfoProto *vi);
+/* Main-graph input vi of such a type, fixed by sp->seq: one tensor input per element
+ * ("NAME[i]") and a node rebuilding NAME from them. Reports and returns false when sp
+ * is NULL or gives no structure, or the structure does not fit the declared type. */
+bool fe_seq_input(FeScope *s, const Onnx__ValueInfoProto *vi, const FeInputSpec *sp);
+
 /* fe_onnx_attr.c */
 /* Node attributes (refs resolved) as IrAttr in s->g's arena; false on error. */
 bool fe_attrs(FeScope *s, const Onnx__NodeProto *n, const IrOrigin *o, IrAttr **out,

@@ -108,6 +108,41 @@ static ValId tensor_const(FeScope *s, const Onnx__TensorProto *tp, const char *w
     return v;
 }
 
+/* Text of a TYPE_PROTO value ("optional(sequence(tensor(f32)))") at buf + k; returns
+ * the new length (the buffer is size n, always NUL-terminated). */
+static size_t type_text(const Onnx__TypeProto *t, char *buf, size_t k, size_t n, int depth)
+{
+    const Onnx__TypeProto *e = NULL;
+    const char *kind = "?";
+    if (k >= n)
+        return k;
+    if (t && depth < 8) {
+        switch (t->value_case) {
+        case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+            return k + (size_t)snprintf(buf + k, n - k, "tensor(%s)",
+                                        t->tensor_type && t->tensor_type->has_elem_type
+                                            ? ir_dtype_name(fe_onnx_dtype(
+                                                  t->tensor_type->elem_type))
+                                            : "?");
+        case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+            kind = "sequence";
+            e = t->sequence_type ? t->sequence_type->elem_type : NULL;
+            break;
+        case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+            kind = "optional";
+            e = t->optional_type ? t->optional_type->elem_type : NULL;
+            break;
+        default:
+            break;
+        }
+    }
+    if (!e)
+        return k + (size_t)snprintf(buf + k, n - k, "%s", kind);
+    k += (size_t)snprintf(buf + k, n - k, "%s(", kind);
+    k = type_text(e, buf, k, n, depth + 1);
+    return k < n ? k + (size_t)snprintf(buf + k, n - k, ")") : k;
+}
+
 /* Convert attribute a (named name) into *out; false with an error reported. */
 static bool conv_attr(FeScope *s, const char *name, const Attr *a, const IrOrigin *o,
                       IrAttr *out)
@@ -166,6 +201,12 @@ static bool conv_attr(FeScope *s, const char *name, const Attr *a, const IrOrigi
         out->kind = IR_ATTR_GRAPH;
         out->graph = fe_subgraph(s, a->g, o);
         return out->graph != NULL;
+    case K_TP: {                       /* a type (Optional's 'type'): kept as text */
+        char buf[256];
+        type_text(a->tp, buf, 0, sizeof buf, 0);
+        *out = ir_attr_str(g, nm, buf);
+        return true;
+    }
     default:
         ir_error(g, o, "attribute '%s' of type %s is not supported", name, kind_names[k]);
         return false;

@@ -270,11 +270,12 @@ NodeId fe_emit_foreign(FeScope *s, const char *op_type, const char *domain, int6
                        const IrAttr *attrs, int nattrs, const IrOrigin *o)
 {
     IrForeign f = {op_type, domain, opset};
-    /* dropped before: should the node allocation fail, a leak beats a double free */
+    NodeId id = ir_add_foreign(s->g, &f, in, nin, nout, attrs, nattrs, o);
+    /* g owns the subgraphs only once the node exists (out of memory before: still
+     * pending, freed by the import's clean-up) */
     for (int i = 0; i < nattrs; i++)
         if (attrs[i].kind == IR_ATTR_GRAPH)
             fe_onnx_drop_pending(s->cx, attrs[i].graph);
-    NodeId id = ir_add_foreign(s->g, &f, in, nin, nout, attrs, nattrs, o);
     const ValId *outs = ir_node(s->g, id)->out;
     for (int j = 0; j < nout; j++) {
         const char *nm = outnames[j] ? outnames[j] : "";
@@ -415,6 +416,17 @@ static void add_inputs(FeScope *s, const Onnx__GraphProto *gp, bool strict)
         if (fe_map_get(&s->vals, nm, NULL))
             continue;                      /* an initializer: a constant with a default */
         const FeInputSpec *sp = find_spec(s, nm);
+        if (strict && fe_seq_input_type(vi)) {
+            if (!fe_seq_input(s, vi, sp))
+                fe_define(s, nm, IR_NONE);
+            continue;
+        }
+        if (sp && sp->seq) {
+            ir_diag_error(s->cx->diag, "input '%s' is not a sequence or an optional: it cannot "
+                          "be given a sequence structure", nm);
+            fe_define(s, nm, IR_NONE);
+            continue;
+        }
         if (sp) {
             if (!add_specialised(s, vi, sp))
                 fe_define(s, nm, IR_NONE);

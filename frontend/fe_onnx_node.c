@@ -1,5 +1,7 @@
 /* fe_onnx_node.c: one ONNX node -> a FOREIGN IR node, a constant (Constant), or an
- * inlined model-local function call; unknown domains are refused here. */
+ * inlined model-local function call. Nodes of the default domain and of the other
+ * standard operator domains in op_domains (the decomposition decides which of their
+ * operators it supports) become FOREIGN nodes; unknown domains are refused here. */
 #include <stdio.h>
 #include <string.h>
 
@@ -23,15 +25,34 @@ static bool is_function_domain(const FeOnnx *cx, const char *domain)
     return false;
 }
 
-/* A default-domain operator: a FOREIGN node with the model's opset for ai.onnx. The
- * values its subgraphs capture are appended to its inputs. */
-static void foreign_node(FeScope *s, const Onnx__NodeProto *n, const IrOrigin *o)
+/* Standard operator domains besides the default one whose nodes are handed to the
+ * decomposition (which reports the operators it does not know). */
+static const char *const op_domains[] = {"ai.onnx.preview"};
+
+/* Whether dom is one of op_domains. */
+static bool is_op_domain(const char *dom)
+{
+    for (size_t i = 0; i < sizeof op_domains / sizeof op_domains[0]; i++)
+        if (!strcmp(dom, op_domains[i]))
+            return true;
+    return false;
+}
+
+/* An operator of the default domain ("") or of an op_domains entry: a FOREIGN node
+ * with the version of its domain in effect (ai.onnx: the scope's; others: the
+ * model's import). The values its subgraphs capture are appended to its inputs. */
+static void foreign_node(FeScope *s, const Onnx__NodeProto *n, const char *dom,
+                         const IrOrigin *o)
 {
     FeOnnx *cx = s->cx;
     IrGraph *g = s->g;
-    int64_t opset = s->opset;
+    int64_t opset = dom[0] ? fe_onnx_find_opset(cx->model->opset_import,
+                                                cx->model->n_opset_import, dom)
+                           : s->opset;
     bool ok = opset > 0;
-    if (!ok && !cx->warned_no_opset) {
+    if (!ok && dom[0]) {
+        ir_error(g, o, "the model imports no opset for domain '%s'", dom);
+    } else if (!ok && !cx->warned_no_opset) {
         ir_error(g, o, "the model imports no opset for the default domain (ai.onnx)");
         cx->warned_no_opset = true;
     }
@@ -58,7 +79,7 @@ static void foreign_node(FeScope *s, const Onnx__NodeProto *n, const IrOrigin *o
         memcpy(all, in, n->n_input * sizeof *all);
         memcpy(all + n->n_input, s->sink, s->nsink * sizeof *all);
     }
-    fe_emit_foreign(s, n->op_type, "", opset, all, (int)total, (const char *const *)n->output,
+    fe_emit_foreign(s, n->op_type, dom, opset, all, (int)total, (const char *const *)n->output,
                     (int)n->n_output, attrs, na, o);
 }
 
@@ -91,14 +112,14 @@ void fe_node(FeScope *s, const Onnx__NodeProto *n, size_t index)
         fe_inline_call(s, n, fn, &o);
     else if (!dom[0] && !strcmp(op, "Constant"))
         fe_constant(s, n, &o);
-    else if (!dom[0])
-        foreign_node(s, n, &o);
+    else if (!dom[0] || is_op_domain(dom))
+        foreign_node(s, n, dom, &o);
     else {
         if (is_function_domain(cx, dom))
             ir_error(g, &o, "unknown function '%s' in domain '%s'", op, dom);
         else
-            ir_error(g, &o, "unknown domain '%s' (supported: the default ONNX domain "
-                     "and the model's own functions)", dom);
+            ir_error(g, &o, "unknown domain '%s' (supported: the default ONNX domain, "
+                     "ai.onnx.preview and the model's own functions)", dom);
         fail_outputs(s, n);
     }
 }

@@ -73,8 +73,12 @@ bool fe_check_dims(const int64_t *dims, size_t ndims, IrDType dt, int64_t *out_d
         zero |= dims[i] == 0;
         out_dims[i] = dims[i];
     }
-    uint64_t numel = zero ? 0 : 1;
-    for (size_t i = 0; i < ndims && !zero; i++) {
+    /* the product of the non-zero dims must fit even when a dim is 0, so that every
+     * sub-product of the shape does (ir_type_numel) */
+    uint64_t numel = 1;
+    for (size_t i = 0; i < ndims; i++) {
+        if (dims[i] == 0)
+            continue;
         if (numel > (uint64_t)INT64_MAX / (uint64_t)dims[i]) {
             fe_fmt(err, errlen, "dimensions overflow: their product passes 2^63 at axis %zu",
                    i);
@@ -82,6 +86,8 @@ bool fe_check_dims(const int64_t *dims, size_t ndims, IrDType dt, int64_t *out_d
         }
         numel *= (uint64_t)dims[i];
     }
+    if (zero)
+        numel = 0;
     size_t es = ir_dtype_size(dt);
     if (es && numel > (uint64_t)SIZE_MAX / es) {
         fe_fmt(err, errlen, "tensor of %llu elements overflows the address space",
@@ -127,6 +133,15 @@ static void pack_elems(IrDType dt, const uint8_t *src, uint8_t *dst, size_t nume
         size_t bit = i * b;
         dst[bit / 8] |= (uint8_t)((src[i] & mask) << (bit % 8));
     }
+}
+
+/* Bool bytes other than 0 and 1 (in raw or external data) become 1, as the .npy
+ * reader does, so that every consumer of a bool tensor sees only 0 and 1. */
+static void normalise_bool(FeTensor *t)
+{
+    if (t->dtype == IR_DT_BOOL)
+        for (size_t i = 0; i < t->nbytes; i++)
+            ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
 }
 
 /* Store value v (from a typed field) as element i of a dt tensor. */
@@ -457,6 +472,7 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeT
     if (f == F_EXT) {                      /* sizes are checked before allocating */
         if (!read_external(tp, base_dir, stored, &t->data, msg, sizeof msg))
             goto fail;
+        normalise_bool(t);
         return !packed || unpack_tensor(t, numel);
     }
     t->data = malloc(t->nbytes ? t->nbytes : 1);
@@ -464,8 +480,10 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeT
         goto oom;
     if (f == F_RAW && t->nbytes && packed)
         unpack_elems(dt, tp->raw_data.data, t->data, numel);
-    else if (f == F_RAW && t->nbytes)
+    else if (f == F_RAW && t->nbytes) {
         memcpy(t->data, tp->raw_data.data, t->nbytes);
+        normalise_bool(t);
+    }
     else if (f >= 0 && numel) {
         copy_typed(tp, f, dt, t->data, packed ? stored : numel);
         if (packed && !unpack_tensor(t, numel))

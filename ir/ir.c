@@ -372,27 +372,37 @@ int ir_attr_get_ints(const IrNode *n, const char *name, const int64_t **out)
     return (int)a->n;
 }
 
-/* Record sub as owned by g (freed with it), once. */
-static void own_subgraph(IrGraph *g, IrGraph *sub)
+/* Record the subgraphs of the GRAPH attributes as owned by g (freed with it), each
+ * once. Room is reserved first, so on out of memory none of them is owned (the caller
+ * still owns them all); after the reservation nothing can fail. */
+static void own_subgraphs(IrGraph *g, const IrAttr *attrs, int nattrs)
 {
     struct IrGraphPriv *p = g->priv;
-    if (!sub || sub == g)
-        return;
-    for (uint32_t i = 0; i < p->nsubs; i++)
-        if (p->subs[i] == sub)
-            return;
-    if (p->nsubs == p->capsubs) {
-        uint32_t cap = p->capsubs ? p->capsubs * 2 : 4;
+    uint32_t need = p->nsubs;
+    for (int a = 0; a < nattrs; a++)
+        need += attrs[a].kind == IR_ATTR_GRAPH;
+    if (need > p->capsubs) {
+        uint32_t cap = p->capsubs ? p->capsubs : 4;
+        while (cap < need)
+            cap *= 2;
         IrGraph **s = realloc(p->subs, cap * sizeof *s);
         if (!s)
             ir_oom(g);
         p->subs = s;
         p->capsubs = cap;
     }
-    p->subs[p->nsubs++] = sub;
+    for (int a = 0; a < nattrs; a++) {
+        IrGraph *sub = attrs[a].kind == IR_ATTR_GRAPH ? attrs[a].graph : NULL;
+        bool owned = !sub || sub == g;
+        for (uint32_t i = 0; i < p->nsubs && !owned; i++)
+            owned = p->subs[i] == sub;
+        if (!owned)
+            p->subs[p->nsubs++] = sub;
+    }
 }
 
-/* Deep copy of attribute src into g's arena. */
+/* Deep copy of attribute src into g's arena (a subgraph is shared: see
+ * own_subgraphs). */
 static IrAttr copy_attr(IrGraph *g, const IrAttr *src)
 {
     IrAttr a = *src;
@@ -408,7 +418,6 @@ static IrAttr copy_attr(IrGraph *g, const IrAttr *src)
         a.strings = s;
         break;
     }
-    case IR_ATTR_GRAPH: own_subgraph(g, src->graph); break;
     default: break;
     }
     return a;
@@ -457,6 +466,7 @@ static NodeId new_node(IrGraph *g, IrOp op, const ValId *in, int nin, int nout,
         nd.out[i] = v;
     }
     g->nodes[id] = nd;
+    own_subgraphs(g, nd.attrs, nattrs);    /* last: all or none (see own_subgraphs) */
     return id;
 }
 
@@ -511,10 +521,12 @@ NodeId ir_add_node(IrGraph *g, IrOp op, const ValId *in, int nin, const IrAttr *
 NodeId ir_add_foreign(IrGraph *g, const IrForeign *f, const ValId *in, int nin, int nout,
                       const IrAttr *attrs, int nattrs, const IrOrigin *origin)
 {
+    /* every allocation before new_node, whose last step takes the subgraphs */
+    const char *op_type = ir_strdup(g, f->op_type), *domain = ir_strdup(g, f->domain);
     NodeId id = new_node(g, IR_OP_FOREIGN, in, nin, nout, attrs, nattrs, origin);
     IrNode *n = &g->nodes[id];
-    n->foreign.op_type = ir_strdup(g, f->op_type);
-    n->foreign.domain = ir_strdup(g, f->domain);
+    n->foreign.op_type = op_type;
+    n->foreign.domain = domain;
     n->foreign.opset = f->opset;
     return id;
 }

@@ -254,6 +254,9 @@ typedef struct IrGraph {
 IrGraph *ir_graph_new(IrDiag *diag);       /* NULL only if malloc fails */
 void ir_graph_free(IrGraph *g);
 void *ir_alloc(IrGraph *g, size_t n);      /* zeroed, 16-aligned, lives with g */
+/* Out of memory: longjmp to g->oom (set by the compile driver; the arena, freed with
+ * g, holds everything the graph allocated), or print a message and abort if unset. */
+_Noreturn void ir_oom(IrGraph *g);
 const char *ir_strdup(IrGraph *g, const char *s);
 const char *ir_fresh_name(IrGraph *g, const char *prefix); /* unique "prefix_N" */
 /* Rename value v. If name is taken by another value, a unique "name_N" is used

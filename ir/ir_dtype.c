@@ -130,18 +130,23 @@ int ir_dtype_bits(IrDType t)
 
 /* ---- shapes ---- */
 
+/* Product of the dims; -1 for a negative dim or when the product of the non-zero
+ * dims overflows (even if another dim is 0), so that every sub-product of a valid
+ * shape fits in int64. */
 int64_t ir_type_numel(const IrType *t)
 {
     int64_t n = 1;
+    bool zero = false;
     for (int i = 0; i < t->rank; i++) {
         int64_t d = t->dims[i];
         if (d < 0)
             return -1;
-        if (d != 0 && n > INT64_MAX / d)
+        if (d == 0)
+            zero = true;
+        else if (__builtin_mul_overflow(n, d, &n))
             return -1;
-        n *= d;
     }
-    return n;
+    return zero ? 0 : n;
 }
 
 size_t ir_type_bytes(const IrType *t)

@@ -32,7 +32,7 @@ bool ir_infer_types(IrGraph *g, const IrNode *n, IrType *outs, char *err, size_t
                     bool *quiet);
 
 /* ---- ir.c ---- */
-void ir_oom(IrGraph *g);                   /* longjmp to g->oom or die */
+/* ir_oom(g) (longjmp to g->oom or die) is public: ir.h */
 
 /* ---- ir_eval.c / ir_eval_move.c internals ---- */
 #define IR_EV_MAXOPS 3

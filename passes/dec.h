@@ -120,8 +120,12 @@ ValId dec_seq_make(DecCtx *c, const ValId *items, uint32_t n, IrDType elem);
 ValId dec_optional_none(DecCtx *c);       /* a new empty optional */
 /* Report an input of c->n that is a sequence/optional when the op takes none. */
 bool dec_seq_check_inputs(DecCtx *c);
-/* Report graph outputs that are sequences or optionals (not representable). */
-bool dec_seq_check_outputs(IrGraph *g, const DecSeqTab *t);
+/* Replace every graph output that is a sequence or an optional by one output per
+ * element, "NAME[i]" (none for an empty one); hidden outputs stay last. */
+bool dec_seq_expand_outputs(IrGraph *g, const DecSeqTab *t);
+/* Whether a and b differ in structure: one is a sequence or an optional and the other
+ * is not, one is an empty optional, or they hold different numbers of tensors. */
+bool dec_seq_len_differs(const DecSeqTab *t, ValId a, ValId b);
 /* Charge one inlined body to the pass-wide unrolling budget (limit bodies in all; the
  * table is the pass's state of compile-time control flow); false once it is spent. */
 bool dec_seq_charge(DecSeqTab *t, uint64_t limit);
@@ -227,6 +231,13 @@ bool dec_if(DecCtx *c);
 bool dec_loop(DecCtx *c);
 bool dec_scan(DecCtx *c);
 bool dec_sequence_map(DecCtx *c);
+/* Inline subgraph sub (a GRAPH attribute of c's node) once: its first nformal inputs
+ * bound to args, the others to the node inputs that capture them; res receives one
+ * value per output of sub. False when reported. */
+bool dec_call_body(DecCtx *c, IrGraph *sub, int nformal, const ValId *args, ValId *res);
+
+/* dec_flexattn.c */
+bool dec_flexattention(DecCtx *c);        /* FlexAttention (ai.onnx.preview) */
 
 /* dec_sequence.c */
 bool dec_sequence_op(DecCtx *c);          /* SequenceConstruct/Empty/Insert/Erase/At/Length */

@@ -289,6 +289,22 @@ int aten_ints(DecCtx *c, const char *name, int64_t *v, int max, int n)
     return (int)a->n;
 }
 
+bool aten_sp_ints(DecCtx *c, const char *name, int n, const int64_t *dflt, int64_t *v)
+{
+    int got = aten_ints(c, name, v, IR_MAX_RANK, n);
+    if (got == -1 || got == 0) {
+        for (int i = 0; i < n; i++)
+            v[i] = dflt[i];
+        return true;
+    }
+    if (got != n) {
+        if (got != -2)
+            dec_err(c, "argument '%s' has %d entries, expected %d", name, got, n);
+        return false;
+    }
+    return true;
+}
+
 const IrType *aten_oty(const DecCtx *c, int i)
 {
     IR_ASSERT(i < c->n->nout);

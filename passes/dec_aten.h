@@ -42,6 +42,9 @@ bool aten_num(const DecCtx *c, const char *name, double *out);
 /* Int list argument into v (up to max): a one-entry list is repeated n times when
  * n > 1 (kernel_size=[3] for a 2-D pool). Returns the count, or -1 when absent. */
 int aten_ints(DecCtx *c, const char *name, int64_t *v, int max, int n);
+/* Spatial int list argument of n entries (a one-entry list repeats); dflt fills an
+ * absent or empty one. False (reported) for another count or a bad argument. */
+bool aten_sp_ints(DecCtx *c, const char *name, int n, const int64_t *dflt, int64_t *v);
 /* Recorded type of output i. */
 const IrType *aten_oty(const DecCtx *c, int i);
 /* An operand that may be a tensor input or a scalar attribute, as a value of dtype

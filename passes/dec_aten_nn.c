@@ -123,26 +123,10 @@ typedef struct {
     bool transposed;
 } ConvGeo;
 
-/* Spatial int list argument with a default for every entry. */
-static bool sp_list(DecCtx *c, const char *name, int n, int64_t dflt, int64_t *v)
-{
-    int got = aten_ints(c, name, v, IR_MAX_RANK, n);
-    if (got == -1 || got == 0) {
-        for (int i = 0; i < n; i++)
-            v[i] = dflt;
-        return true;
-    }
-    if (got != n) {
-        if (got != -2)
-            dec_err(c, "argument '%s' has %d entries, expected %d", name, got, n);
-        return false;
-    }
-    return true;
-}
-
 /* Read stride/padding/dilation/groups/output_padding (padding may be "same"/"valid"). */
 static bool conv_geometry(DecCtx *c, const IrType *tw, ConvGeo *g)
 {
+    static const int64_t zero[IR_MAX_RANK] = {0}, one[IR_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
     char buf[128];
     const char *nm = aten_base(c->n->foreign.op_type, buf, sizeof buf);
     g->nsp = tw->rank - 2;
@@ -150,9 +134,9 @@ static bool conv_geometry(DecCtx *c, const IrType *tw, ConvGeo *g)
     g->groups = dec_ai(c, "groups", 1);
     for (int i = 0; i < g->nsp; i++)
         g->k[i] = tw->dims[i + 2];
-    if (g->groups < 1 || !sp_list(c, "stride", g->nsp, 1, g->s) ||
-        !sp_list(c, "dilation", g->nsp, 1, g->d) ||
-        !sp_list(c, "output_padding", g->nsp, 0, g->opad)) {
+    if (g->groups < 1 || !aten_sp_ints(c, "stride", g->nsp, one, g->s) ||
+        !aten_sp_ints(c, "dilation", g->nsp, one, g->d) ||
+        !aten_sp_ints(c, "output_padding", g->nsp, zero, g->opad)) {
         if (!ir_failed(c->g))
             dec_err(c, "invalid groups, stride, dilation or output_padding");
         return false;
@@ -173,7 +157,7 @@ static bool conv_geometry(DecCtx *c, const IrType *tw, ConvGeo *g)
     }
     if (!ps) {
         int64_t p[IR_MAX_RANK];
-        if (!sp_list(c, "padding", g->nsp, 0, p))
+        if (!aten_sp_ints(c, "padding", g->nsp, zero, p))
             return false;
         for (int i = 0; i < g->nsp; i++)
             g->lo[i] = g->hi[i] = p[i];

@@ -19,23 +19,6 @@ static int name_dims(const DecCtx *c)
     return d && d[1] == 'd' ? *d - '0' : 0;
 }
 
-/* Spatial list argument (a one-entry list repeats); dflt fills an absent or empty one. */
-static bool sp_arg(DecCtx *c, const char *name, int n, const int64_t *dflt, int64_t *v)
-{
-    int got = aten_ints(c, name, v, IR_MAX_RANK, n);
-    if (got == -1 || got == 0) {
-        for (int i = 0; i < n; i++)
-            v[i] = dflt[i];
-        return true;
-    }
-    if (got != n) {
-        if (got != -2)
-            dec_err(c, "argument '%s' has %d entries, expected %d", name, got, n);
-        return false;
-    }
-    return true;
-}
-
 /* Pool geometry: kernel, stride (default kernel), padding, dilation and the end
  * padding that gives the recorded output size. */
 typedef struct {
@@ -55,8 +38,9 @@ static bool pool_geometry(DecCtx *c, ValId x, bool dilated, PoolGeo *g)
         return false;
     }
     if (aten_ints(c, "kernel_size", g->k, IR_MAX_RANK, g->nsp) != g->nsp ||
-        !sp_arg(c, "stride", g->nsp, g->k, g->s) || !sp_arg(c, "padding", g->nsp, zero, g->lo) ||
-        !sp_arg(c, "dilation", g->nsp, one, g->d)) {
+        !aten_sp_ints(c, "stride", g->nsp, g->k, g->s) ||
+        !aten_sp_ints(c, "padding", g->nsp, zero, g->lo) ||
+        !aten_sp_ints(c, "dilation", g->nsp, one, g->d)) {
         if (!ir_failed(c->g))
             dec_err(c, "invalid kernel_size, stride, padding or dilation");
         return false;

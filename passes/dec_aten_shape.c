@@ -24,6 +24,20 @@ static bool get_self(DecCtx *c, ValId *x)
     return *x != IR_NONE;
 }
 
+/* "self" and its argument "dim" (default 0) as an axis of it, reporting errors. */
+static bool get_self_dim(DecCtx *c, ValId *x, int *ax)
+{
+    return get_self(c, x) && dec_axis(c, dec_ai(c, "dim", 0), dec_ty(c, *x)->rank, ax);
+}
+
+/* Output 0 is x reshaped to the recorded output shape; returns true. */
+static bool out_recorded_shape(DecCtx *c, ValId x)
+{
+    const IrType *o = aten_oty(c, 0);
+    c->out[0] = dec_reshape(c, x, o->dims, o->rank);
+    return true;
+}
+
 /* view/_unsafe_view/reshape (size|shape, one -1 allowed), view_as/reshape_as: the
  * result must be the recorded output shape. */
 bool aten_view(DecCtx *c)
@@ -40,10 +54,12 @@ bool aten_view(DecCtx *c)
     if (n >= 0) { /* check the arguments against the recorded shape */
         int64_t known = 1, neg = -1;
         for (int i = 0; i < n; i++) {
-            if (d[i] == -1 && neg < 0)
+            if (d[i] == -1 && neg < 0) {
                 neg = i;
-            else
-                known *= d[i];
+            } else if (__builtin_mul_overflow(known, d[i], &known)) {
+                dec_err(c, "view size: the product of the sizes overflows int64 at entry %d", i);
+                return false;
+            }
         }
         if (neg >= 0 && known > 0)
             d[neg] = numel / known;
@@ -55,8 +71,7 @@ bool aten_view(DecCtx *c)
             return false;
         }
     }
-    c->out[0] = dec_reshape(c, x, o->dims, o->rank);
-    return true;
+    return out_recorded_shape(c, x);
 }
 
 /* flatten(start_dim, end_dim) and unflatten(dim, sizes): reshapes to the recorded
@@ -66,7 +81,7 @@ bool aten_flatten(DecCtx *c)
     ValId x;
     if (!get_self(c, &x))
         return false;
-    const IrType *t = dec_ty(c, x), *o = aten_oty(c, 0);
+    const IrType *t = dec_ty(c, x);
     int r = t->rank > 0 ? t->rank : 1, s, e;
     if (!dec_axis(c, dec_ai(c, "start_dim", 0), r, &s) ||
         !dec_axis(c, dec_ai(c, "end_dim", -1), r, &e))
@@ -75,8 +90,7 @@ bool aten_flatten(DecCtx *c)
         dec_err(c, "flatten start_dim %d is after end_dim %d", s, e);
         return false;
     }
-    c->out[0] = dec_reshape(c, x, o->dims, o->rank);
-    return true;
+    return out_recorded_shape(c, x);
 }
 
 bool aten_unflatten(DecCtx *c)
@@ -84,13 +98,11 @@ bool aten_unflatten(DecCtx *c)
     ValId x;
     if (!get_self(c, &x))
         return false;
-    const IrType *o = aten_oty(c, 0);
-    if (dec_numel(o) != dec_numel(dec_ty(c, x))) {
+    if (dec_numel(aten_oty(c, 0)) != dec_numel(dec_ty(c, x))) {
         dec_err(c, "unflatten changes the element count");
         return false;
     }
-    c->out[0] = dec_reshape(c, x, o->dims, o->rank);
-    return true;
+    return out_recorded_shape(c, x);
 }
 
 /* permute(dims) (negative dims allowed); numpy_T reverses all dims. */
@@ -152,19 +164,13 @@ bool aten_unsqueeze(DecCtx *c)
     int r = dec_ty(c, x)->rank, a;
     if (!dec_axis(c, dec_ai(c, "dim", 0), r + 1, &a))
         return false;
-    const IrType *o = aten_oty(c, 0);
-    c->out[0] = dec_reshape(c, x, o->dims, o->rank);
-    return true;
+    return out_recorded_shape(c, x);
 }
 
 bool aten_squeeze(DecCtx *c)
 {
     ValId x;
-    if (!get_self(c, &x))
-        return false;
-    const IrType *o = aten_oty(c, 0);
-    c->out[0] = dec_reshape(c, x, o->dims, o->rank);
-    return true;
+    return get_self(c, &x) && out_recorded_shape(c, x);
 }
 
 /* Clamp a Python-style slice bound into [0, d]. */
@@ -180,13 +186,10 @@ bool aten_slice(DecCtx *c)
 {
     char buf[128];
     ValId x;
-    if (!get_self(c, &x))
-        return false;
-    const IrType *t = dec_ty(c, x);
     int ax;
-    if (!dec_axis(c, dec_ai(c, "dim", 0), t->rank, &ax))
+    if (!get_self_dim(c, &x, &ax))
         return false;
-    int64_t d = t->dims[ax], st, en, step = dec_ai(c, "step", 1);
+    int64_t d = dec_ty(c, x)->dims[ax], st, en, step = dec_ai(c, "step", 1);
     if (strcmp(op_name(c, buf, sizeof buf), "narrow") == 0) {
         st = clamp_bound(dec_ai(c, "start", 0), d);
         en = st + dec_ai(c, "length", 0);
@@ -207,22 +210,16 @@ bool aten_slice(DecCtx *c)
 bool aten_select(DecCtx *c)
 {
     ValId x;
-    if (!get_self(c, &x))
-        return false;
-    const IrType *t = dec_ty(c, x);
     int ax;
-    if (!dec_axis(c, dec_ai(c, "dim", 0), t->rank, &ax))
+    if (!get_self_dim(c, &x, &ax))
         return false;
-    int64_t d = t->dims[ax], i = dec_ai(c, "index", 0);
+    int64_t d = dec_ty(c, x)->dims[ax], i = dec_ai(c, "index", 0);
     if (i < -d || i >= d) {
         dec_err(c, "index %lld is out of range for dimension %d of size %lld", (long long)i, ax,
                 (long long)d);
         return false;
     }
-    ValId s = dec_slice_axis(c, x, ax, i < 0 ? i + d : i, 1, 1);
-    const IrType *o = aten_oty(c, 0);
-    c->out[0] = dec_reshape(c, s, o->dims, o->rank);
-    return true;
+    return out_recorded_shape(c, dec_slice_axis(c, x, ax, i < 0 ? i + d : i, 1, 1));
 }
 
 /* expand(size) (-1 keeps a dim), expand_as, broadcast_to: the recorded shape. */
@@ -242,7 +239,7 @@ bool aten_repeat(DecCtx *c)
     ValId x;
     if (!get_self(c, &x))
         return false;
-    const IrType *t = dec_ty(c, x), *o = aten_oty(c, 0);
+    const IrType *t = dec_ty(c, x);
     int64_t rep[IR_MAX_RANK], d[2 * IR_MAX_RANK], e[2 * IR_MAX_RANK];
     int n = aten_ints(c, "repeats", rep, IR_MAX_RANK, 0);
     if (n < t->rank || 2 * n > IR_MAX_RANK) {
@@ -257,9 +254,7 @@ bool aten_repeat(DecCtx *c)
         e[2 * i] = rep[i];
         e[2 * i + 1] = d[2 * i + 1];
     }
-    ValId y = dec_expand(c, dec_reshape(c, x, d, 2 * n), e, 2 * n);
-    c->out[0] = dec_reshape(c, y, o->dims, o->rank);
-    return true;
+    return out_recorded_shape(c, dec_expand(c, dec_reshape(c, x, d, 2 * n), e, 2 * n));
 }
 
 /* cat(tensors, dim): empty legacy 1-D tensors are skipped; inputs cast to the result
@@ -311,12 +306,10 @@ bool aten_stack(DecCtx *c)
 bool aten_split(DecCtx *c)
 {
     ValId x;
-    if (!get_self(c, &x))
+    int ax;
+    if (!get_self_dim(c, &x, &ax))
         return false;
     const IrType *t = dec_ty(c, x);
-    int ax;
-    if (!dec_axis(c, dec_ai(c, "dim", 0), t->rank, &ax))
-        return false;
     int64_t off = 0;
     for (int i = 0; i < c->n->nout && i < DEC_MAX_OUT; i++) {
         int64_t sz = aten_oty(c, i)->dims[ax];
@@ -334,12 +327,10 @@ bool aten_split(DecCtx *c)
 bool aten_unbind(DecCtx *c)
 {
     ValId x;
-    if (!get_self(c, &x))
+    int ax;
+    if (!get_self_dim(c, &x, &ax))
         return false;
     const IrType *t = dec_ty(c, x);
-    int ax;
-    if (!dec_axis(c, dec_ai(c, "dim", 0), t->rank, &ax))
-        return false;
     for (int i = 0; i < c->n->nout && i < DEC_MAX_OUT && i < t->dims[ax]; i++) {
         const IrType *o = aten_oty(c, i);
         c->out[i] = dec_reshape(c, dec_slice_axis(c, x, ax, i, 1, 1), o->dims, o->rank);

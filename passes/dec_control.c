@@ -254,6 +254,13 @@ static bool body_call(Body *b, const ValId *args, ValId *res)
     return true;
 }
 
+/* Inline sub once for another operator's GRAPH attribute (see dec.h). */
+bool dec_call_body(DecCtx *c, IrGraph *sub, int nformal, const ValId *args, ValId *res)
+{
+    Body b;
+    return body_init(&b, c, sub, nformal) && body_call(&b, args, res);
+}
+
 /* ---- helpers shared by the operators ---- */
 
 /* Short "f32[2,3]" of a value's type into buf. */
@@ -379,6 +386,11 @@ bool dec_if(DecCtx *c)
     if (!body_init(&b, c, tb, 0) || !body_call(&b, NULL, rt) || !body_init(&b, c, eb, 0) ||
         !body_call(&b, NULL, re))
         return false;
+    for (int i = 0; i < c->n->nout; i++)
+        if (dec_seq_len_differs(c->seqs, rt[i], re[i])) {
+            dec_dynamic_err(c, cond, "condition");      /* the branches' sequences differ */
+            return false;
+        }
     ValId pred = scalar_cond(c, cond);
     for (int i = 0; i < c->n->nout; i++)
         if ((c->out[i] = merge(c, pred, rt[i], re[i], "If branches")) == IR_NONE)
@@ -481,6 +493,11 @@ static bool loop_unroll(DecCtx *c, Body *b, int N, int K, ValId *v, ValId **hist
         memcpy(args + 2, v, (size_t)N * sizeof *v);
         if (!body_call(b, args, res))
             return false;
+        for (int j = 0; j < N && !f.known && cin != IR_NONE && !ir_is_const(c->g, cin); j++)
+            if (dec_seq_len_differs(c->seqs, res[1 + j], v[j])) {
+                dec_dynamic_err(c, cin, "loop condition");   /* a sequence cannot grow */
+                return false;                                /* under a runtime condition */
+            }
         for (int j = 0; j < N; j++)
             v[j] = f.known ? res[1 + j]
                            : merge(c, f.pred, res[1 + j], v[j], "a Loop-carried value");

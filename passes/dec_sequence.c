@@ -5,9 +5,12 @@
  * every sequence operator becomes plain data movement (or nothing at all) and no
  * sequence reaches later passes. An optional holding a value is that value itself; an
  * empty optional is a stand-in with no elements. Stand-ins are the untyped outputs of
- * dead marker nodes: they never reach the device, and a graph output that is one is
- * refused (dec_seq_check_outputs). Positions must be compile-time constants.
+ * dead marker nodes: they never reach the device. A graph output that is a sequence
+ * becomes one output per element, named "NAME[0]", "NAME[1]", ... (an empty optional or
+ * an empty sequence: none), see dec_seq_expand_outputs. Positions must be compile-time
+ * constants.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "dec.h"
@@ -151,19 +154,70 @@ bool dec_seq_check_inputs(DecCtx *c)
     return true;
 }
 
-bool dec_seq_check_outputs(IrGraph *g, const DecSeqTab *t)
+/* Whether x may not simply be renamed to become element output "NAME[i]": it is not
+ * an internal value, or it is already a graph output (of the list being rebuilt, or
+ * one of the old outputs old[0..nold)). */
+static bool elem_needs_copy(IrGraph *g, ValId x, const ValId *old, uint32_t nold)
 {
-    bool ok = true;
-    for (uint32_t i = 0; i < g->noutputs; i++) {
-        if (!dec_seq_known(t, g->outputs[i]))
-            continue;
-        if (g->diag)
-            ir_diag_error(g->diag, "unsupported: graph output '%s' is a sequence or an "
-                          "optional (only tensors can leave the compiled model)",
-                          g->vals[g->outputs[i]].name);
-        ok = false;
+    if (g->vals[x].kind != IR_VAL_ACT)
+        return true;
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == x)
+            return true;
+    for (uint32_t i = 0; i < nold; i++)
+        if (old[i] == x)
+            return true;
+    return false;
+}
+
+/* Append the elements of sequence output v (entry e) as outputs "NAME[i]"; an element
+ * that cannot take that name is copied (a reshape to its own shape) first. */
+static void expand_output(IrGraph *g, ValId v, const SeqEnt *e, const ValId *old, uint32_t nold)
+{
+    const char *name = ir_strdup(g, g->vals[v].name);
+    IrOrigin o = {name, "Identity", NULL};
+    for (uint32_t k = 0; !e->none && k < e->n; k++) {
+        ValId x = e->items[k];
+        char nm[600];
+        snprintf(nm, sizeof nm, "%.580s[%u]", name, k);
+        if (elem_needs_copy(g, x, old, nold)) {
+            const IrType *t = ir_vtype(g, x);
+            x = ir_reshape(g, x, t->dims, t->rank, &o);
+        }
+        ir_set_name(g, x, nm);
+        ir_add_output(g, x);
     }
-    return ok;
+}
+
+bool dec_seq_expand_outputs(IrGraph *g, const DecSeqTab *t)
+{
+    uint32_t nout = g->noutputs, nvis = g->noutputs - g->nhidden;
+    bool any = false;
+    for (uint32_t i = 0; i < nvis; i++)
+        any |= dec_seq_known(t, g->outputs[i]);
+    if (!any)
+        return true;
+    ValId *old = ir_alloc(g, (size_t)nout * sizeof *old);
+    memcpy(old, g->outputs, (size_t)nout * sizeof *old);
+    g->noutputs = g->nhidden = 0;
+    for (uint32_t i = 0; i < nvis; i++) {
+        const SeqEnt *e = seq_find(t, old[i]);
+        if (e)
+            expand_output(g, old[i], e, old + i + 1, nvis - i - 1);
+        else
+            ir_add_output(g, old[i]);
+    }
+    for (uint32_t i = nvis; i < nout; i++)
+        ir_add_hidden_output(g, old[i]);
+    return !ir_failed(g);
+}
+
+bool dec_seq_len_differs(const DecSeqTab *t, ValId a, ValId b)
+{
+    const SeqEnt *x = seq_find(t, a), *y = seq_find(t, b);
+    if (!x && !y)
+        return false;
+    return !x || !y || x->none != y->none || x->n != y->n;
 }
 
 bool dec_seq_charge(DecSeqTab *t, uint64_t limit)

@@ -1,6 +1,8 @@
 /* dec_shape.c: decomposition of ONNX shape and data-movement ops into RESHAPE,
  * TRANSPOSE, SLICE, PAD, CONCAT, GATHER and EXPAND. Shape-valued inputs must be
  * constants (they are, once shape subgraphs have folded). */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +46,19 @@ static bool ints_attr_or_input(DecCtx *c, const char *name, int64_t from_opset, 
     return dec_const_ints(c, dec_in(c, idx), name, v, MAXV, n);
 }
 
+/* "[d0, d1, ...]" of the n entries of d into buf (truncated with "..." to fit). */
+static const char *shape_text(const int64_t *d, int n, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%lld", i ? ", " : "", (long long)d[i]);
+    if (at < len)
+        snprintf(buf + at, len - at, "]");
+    else if (len > 4)
+        memcpy(buf + len - 4, "...", 4);
+    return buf;
+}
+
 /* Reshape: 0 copies the input dim (unless allowzero), -1 is inferred. */
 bool dec_reshape_op(DecCtx *c)
 {
@@ -81,7 +96,12 @@ bool dec_reshape_op(DecCtx *c)
             dec_err(c, "shape[%d] = %lld is invalid", i, (long long)sh[i]);
             return false;
         }
-        known *= dims[i];
+        if (__builtin_mul_overflow(known, dims[i], &known)) {
+            char buf[256];
+            dec_err(c, "shape %s has more than %lld elements", shape_text(sh, n, buf, sizeof buf),
+                    (long long)INT64_MAX);
+            return false;
+        }
     }
     int64_t total = dec_numel(t);
     if (infer >= 0) {
@@ -433,7 +453,13 @@ bool dec_tile(DecCtx *c)
             dec_err(c, "negative repeat %lld", (long long)rep[i]);
             return false;
         }
-        out[i] = t->dims[i] * rep[i];
+        if (__builtin_mul_overflow(t->dims[i], rep[i], &out[i])) {
+            char buf[256];
+            dec_err(c, "repeats %s: axis %d of %lld x %lld elements overflows int64",
+                    shape_text(rep, n, buf, sizeof buf), i, (long long)t->dims[i],
+                    (long long)rep[i]);
+            return false;
+        }
         if (rep[i] != 1) {
             inter[k] = 1;
             big[k++] = rep[i];

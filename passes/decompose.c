@@ -226,6 +226,8 @@ static const DecEntry dec_table[] = {
     {"", "Optional", 15, DEC_MAX_OPSET, dec_optional_op},
     {"", "OptionalHasElement", 15, DEC_MAX_OPSET, dec_optional_op},
     {"", "OptionalGetElement", 15, DEC_MAX_OPSET, dec_optional_op},
+    /* ai.onnx.preview (experimental, unversioned: version 1 only) */
+    {"ai.onnx.preview", "FlexAttention", 1, 1, dec_flexattention},
     /* torch.export ATen ops: dispatched by dec_aten on the op name (dec_aten.c) */
     {"aten", NULL, 0, INT32_MAX, dec_aten},
 };
@@ -540,7 +542,7 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
     IrNode *old = ir_rewrite_begin(g, &nold);
     bool ok = decompose_all(g, &s, old, nold);
     fix_outputs(g, &s);
-    ok &= dec_seq_check_outputs(g, s.seqs);
+    ok &= dec_seq_expand_outputs(g, s.seqs);
     g->fold_consts = fold;
     g->fold_budget = budget;
     return ok && !ir_failed(g);

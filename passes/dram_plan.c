@@ -41,13 +41,7 @@ static uint64_t arena_alloc(Arena *a, uint64_t size)
         uint64_t end = a->b[i].off + a->b[i].size;
         at = end > at ? end : at;
     }
-    if (a->n == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 64;
-        Block *nb = realloc(a->b, a->cap * sizeof *nb);
-        if (!nb)
-            abort();
-        a->b = nb;
-    }
+    IR_ASSERT(a->n < a->cap);
     memmove(a->b + i + 1, a->b + i, (a->n - i) * sizeof *a->b);
     a->b[i] = (Block){at, size};
     a->n++;
@@ -91,9 +85,7 @@ static bool check_i64_const(IrGraph *g, ValId v)
 /* Lay out the constants that kernels read in segment 0. */
 static bool plan_consts(IrGraph *g, IrSched *s, const SpyTarget *t)
 {
-    uint8_t *used = calloc(g->nvals + 1, 1);
-    if (!used)
-        abort();
+    uint8_t *used = ir_alloc(g, g->nvals + 1);
     for (uint32_t i = 0; i < g->nkernels; i++)
         for (uint32_t j = 0; j < g->kernels[i].nreads; j++)
             used[g->kernels[i].reads[j]] = 1;
@@ -112,7 +104,6 @@ static bool plan_consts(IrGraph *g, IrSched *s, const SpyTarget *t)
         off += (pass_storage_bytes(g, v, t) + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
     }
     s->seg0_bytes = off;
-    free(used);
     return ok;
 }
 
@@ -120,10 +111,8 @@ static bool plan_consts(IrGraph *g, IrSched *s, const SpyTarget *t)
  * first writer to its last reader or writer (an in-place concat has several writers). */
 static void plan_arena(IrGraph *g, IrSched *s, const SpyTarget *t)
 {
-    uint32_t *last = malloc((g->nvals + 1) * sizeof *last);
-    uint32_t *first = malloc((g->nvals + 1) * sizeof *first);
-    if (!last || !first)
-        abort();
+    uint32_t *last = ir_alloc(g, (g->nvals + 1) * sizeof *last);
+    uint32_t *first = ir_alloc(g, (g->nvals + 1) * sizeof *first);
     for (ValId v = 0; v < g->nvals; v++)
         last[v] = first[v] = UINT32_MAX;
     for (uint32_t i = 0; i < g->nkernels; i++) {
@@ -137,7 +126,9 @@ static void plan_arena(IrGraph *g, IrSched *s, const SpyTarget *t)
                 first[r] = i;
         }
     }
-    Arena a = {0};
+    /* each kernel allocates at most one block, so a.b never grows (scratch lives in
+     * the graph's arena: an out of memory leaks nothing) */
+    Arena a = {ir_alloc(g, ((size_t)g->nkernels + 1) * sizeof(Block)), 0, g->nkernels + 1, 0};
     for (uint32_t i = 0; i < g->nkernels; i++) {
         const IrKernel *k = &g->kernels[i];
         ValId r = k->kind == IR_KK_COPY ? IR_NONE : s->view[k->out].root;
@@ -157,9 +148,6 @@ static void plan_arena(IrGraph *g, IrSched *s, const SpyTarget *t)
             arena_free(&a, (uint64_t)ir_val(g, r)->dram_offset);   /* never read */
     }
     s->arena_bytes = a.peak;
-    free(a.b);
-    free(last);
-    free(first);
 }
 
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt)

@@ -168,13 +168,9 @@ bool pass_dynamic(IrGraph *g, const PassOptions *opt)
 {
     if (g->ndyn == 0 && g->nhidden == 0)
         return true;
-    DynMap m = {malloc((g->nvals + 1) * sizeof(int)), malloc((g->nvals + 1) * sizeof(ValId))};
-    if (!m.axis || !m.count) {
-        free(m.axis);
-        free(m.count);
-        ir_error(g, NULL, "out of memory in pass dynamic");
-        return false;
-    }
+    /* in the graph's arena: carry() adds nodes, whose out of memory must leak nothing */
+    DynMap m = {ir_alloc(g, (g->nvals + 1) * sizeof(int)),
+                ir_alloc(g, (g->nvals + 1) * sizeof(ValId))};
     for (ValId v = 0; v < g->nvals; v++)
         m.axis[v] = -1;
     for (uint32_t i = 0; i < g->ndyn; i++) {
@@ -186,8 +182,6 @@ bool pass_dynamic(IrGraph *g, const PassOptions *opt)
         if (!g->nodes[i].dead)
             ok = carry(g, &m, &g->nodes[i]);
     bool dropped = ok && finish(g, &m);
-    free(m.axis);
-    free(m.count);
     if (ok && dropped)
         return pass_dce(g, opt);
     return ok && !ir_failed(g);

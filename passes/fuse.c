@@ -93,9 +93,7 @@ static void count_uses(Fuse *f)
     for (ValId v = 0; v < g->nvals; v++)
         f->ufirst[v + 1] = f->ufirst[v] + f->nuse[v];
     f->ulist = ir_alloc(g, (f->ufirst[g->nvals] + 1) * sizeof *f->ulist);
-    uint32_t *fill = calloc(g->nvals + 1, sizeof *fill);
-    if (!fill)
-        abort();
+    uint32_t *fill = ir_alloc(g, (g->nvals + 1) * sizeof *fill);
     for (NodeId n = 0; n < g->nnodes; n++) {
         if (g->nodes[n].dead)
             continue;
@@ -105,7 +103,6 @@ static void count_uses(Fuse *f)
                 f->ulist[f->ufirst[v] + fill[v]++] = n;
         }
     }
-    free(fill);
     for (uint32_t i = 0; i < g->noutputs; i++) {
         f->nuse[g->outputs[i]]++;
         f->is_out[g->outputs[i]] = 1;
@@ -195,11 +192,11 @@ static bool plan_views(Fuse *f)
 /* Start a new group rooted at node n. */
 static uint32_t new_group(Fuse *f, IrKernelKind kind, NodeId anchor, NodeId root, ValId out)
 {
-    if (f->ngs == f->capgs) {
+    if (f->ngs == f->capgs) {              /* in the arena: an out of memory frees it */
         f->capgs = f->capgs ? 2 * f->capgs : 64;
-        Group *ng = realloc(f->gs, f->capgs * sizeof *ng);
-        if (!ng)
-            abort();
+        Group *ng = ir_alloc(f->g, f->capgs * sizeof *ng);
+        if (f->ngs)
+            memcpy(ng, f->gs, f->ngs * sizeof *ng);
         f->gs = ng;
     }
     f->gs[f->ngs] = (Group){kind, anchor, root, out, 0, out, 0};
@@ -356,9 +353,7 @@ static bool row_fits(Fuse *f, const IrType *s, int k)
     TileMap m;
     TileSpec sp;
     IrTileProg tp;
-    NodeId *steps = malloc((f->nmem + 1) * sizeof *steps);
-    if (!steps)
-        abort();
+    NodeId *steps = ir_alloc(g, (f->nmem + 1) * sizeof *steps);
     memcpy(steps, f->mem, f->nmem * sizeof *steps);
     qsort(steps, f->nmem, sizeof *steps, cmp_node);
     tile_map_identity(&m, s);
@@ -376,7 +371,6 @@ static bool row_fits(Fuse *f, const IrType *s, int k)
     sp.store = true;
     bool ok = tile_prog_build(g, &sp, 0, &tp) && tp.lx_hi <= f->lx_budget / 2;
     tile_prog_free(&tp);
-    free(steps);
     return ok;
 }
 
@@ -712,10 +706,8 @@ bool pass_fuse(IrGraph *g, const PassOptions *opt)
     count_uses(&f);
     for (int round = 0; !plan_views(&f); round++)
         IR_ASSERT(round <= (int)g->nnodes);
-    if (!group_nodes(&f)) {
-        free(f.gs);
+    if (!group_nodes(&f))
         return false;
-    }
     plan_outputs(&f);
     GroupKey *order = ir_alloc(g, (f.ngs + 1) * sizeof *order);
     for (uint32_t i = 0; i < f.ngs; i++) {
@@ -742,6 +734,5 @@ bool pass_fuse(IrGraph *g, const PassOptions *opt)
         uint32_t gi = order[i].idx;
         build_kernel(&f, gi, mem + first[gi], first[gi + 1] - first[gi], i, &g->kernels[i]);
     }
-    free(f.gs);
     return !ir_failed(g);
 }

@@ -30,6 +30,7 @@ typedef struct {
     ValId *wide;                           /* [v - base]: float32 copy of half value v */
     ValId *outer;                          /* pairs (v, float32 copy) for v < base */
     uint32_t nouter, capouter;
+    IrGraph *g;                            /* arrays live in its arena (no leak on OOM) */
 } HwMap;
 
 /* Whether dtype t is a float type the device only stores (float16, bfloat16, the
@@ -63,12 +64,12 @@ static ValId *slot(HwMap *m, int which, ValId v)
     uint32_t i = v - m->base;
     if (i >= m->cap) {
         uint32_t cap = (i + 1) * 2;
-        ValId *r = realloc(m->rep, cap * sizeof *r), *w;
-        if (!r)
-            abort();
+        ValId *r = ir_alloc(m->g, cap * sizeof *r), *w = ir_alloc(m->g, cap * sizeof *w);
+        if (m->cap) {
+            memcpy(r, m->rep, m->cap * sizeof *r);
+            memcpy(w, m->wide, m->cap * sizeof *w);
+        }
         m->rep = r;
-        if (!(w = realloc(m->wide, cap * sizeof *w)))
-            abort();
         m->wide = w;
         for (uint32_t k = m->cap; k < cap; k++)
             m->rep[k] = m->wide[k] = IR_NONE;
@@ -95,9 +96,9 @@ static ValId widened(IrGraph *g, HwMap *m, ValId v, const IrOrigin *o)
                 return m->outer[2 * i + 1];
         if (m->nouter == m->capouter) {
             m->capouter = m->capouter ? 2 * m->capouter : 8;
-            ValId *p = realloc(m->outer, 2 * m->capouter * sizeof *p);
-            if (!p)
-                abort();
+            ValId *p = ir_alloc(g, 2 * m->capouter * sizeof *p);
+            if (m->nouter)
+                memcpy(p, m->outer, 2 * m->nouter * sizeof *p);
             m->outer = p;
         }
         ValId w = ir_cast(g, v, IR_DT_F32, o);
@@ -161,14 +162,6 @@ static bool emit(IrGraph *g, HwMap *m, const IrNode *n, bool round)
     return true;
 }
 
-/* Free the map's arrays. */
-static void map_free(HwMap *m)
-{
-    free(m->rep);
-    free(m->wide);
-    free(m->outer);
-}
-
 void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *out, int nout)
 {
     bool any = false;
@@ -180,12 +173,10 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
     if (!any)
         return;
     uint32_t n = g->nnodes - first;
-    IrNode *tail = malloc(n * sizeof *tail);
-    if (!tail)
-        abort();
+    IrNode *tail = ir_alloc(g, n * sizeof *tail);
     memcpy(tail, g->nodes + first, n * sizeof *tail);
     g->nnodes = first;
-    HwMap m = {.base = first_val};
+    HwMap m = {.base = first_val, .g = g};
     bool ok = true;
     for (uint32_t i = 0; i < n && ok; i++)
         if (!tail[i].dead)
@@ -197,8 +188,6 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
         IrDType t = ir_vtype(g, v)->dtype;
         out[k] = is_half(t) && ir_vtype(g, r)->dtype != t ? ir_cast(g, r, t, &tail[0].origin) : r;
     }
-    map_free(&m);
-    free(tail);
 }
 
 bool pass_halfwiden(IrGraph *g, const PassOptions *opt)
@@ -209,7 +198,7 @@ bool pass_halfwiden(IrGraph *g, const PassOptions *opt)
         any = computes_half(g, &g->nodes[i]);
     if (!any)
         return true;
-    HwMap m = {.base = 0};
+    HwMap m = {.base = 0, .g = g};
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
     bool ok = true;
@@ -221,6 +210,5 @@ bool pass_halfwiden(IrGraph *g, const PassOptions *opt)
         if (r != g->outputs[i])
             ir_replace_uses(g, g->outputs[i], r);
     }
-    map_free(&m);
     return ok && !ir_failed(g);
 }

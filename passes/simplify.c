@@ -213,9 +213,7 @@ static bool cse_reserve(IrGraph *g, Simp *s)
     uint32_t cap = s->cap ? s->cap * 2 : 1024;
     while (cap < (g->nnodes + 1) * 2)
         cap *= 2;
-    NodeId *t = malloc(sizeof(NodeId) * cap);
-    if (!t)
-        return false;
+    NodeId *t = ir_alloc(g, sizeof(NodeId) * cap);  /* arena: see pass_simplify */
     for (uint32_t i = 0; i < cap; i++)
         t[i] = IR_NONE;
     for (NodeId id = 0; id < g->nnodes; id++) {
@@ -226,7 +224,6 @@ static bool cse_reserve(IrGraph *g, Simp *s)
             h = (h + 1) & (cap - 1);
         t[h] = id;
     }
-    free(s->tab);
     s->tab = t;
     s->cap = cap;
     return true;
@@ -292,10 +289,12 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
 {
     (void)opt;
     Simp s = {.nvals = g->nvals};
-    s.remap = malloc(sizeof(ValId) * (g->nvals + 1));
-    s.is_out = calloc(g->nvals + 1, sizeof(bool));
-    bool ok = s.remap && s.is_out;
-    if (ok) {
+    /* scratch lives in the graph's arena, so that an out of memory (longjmp to g->oom)
+     * leaks nothing */
+    s.remap = ir_alloc(g, sizeof(ValId) * (g->nvals + 1));
+    s.is_out = ir_alloc(g, sizeof(bool) * (g->nvals + 1));
+    bool ok = true;
+    {
         for (uint32_t v = 0; v < g->nvals; v++)
             s.remap[v] = v;
         for (uint32_t i = 0; i < g->noutputs; i++)
@@ -316,8 +315,5 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
     }
     if (!ok)
         ir_error(g, NULL, "out of memory in simplify");
-    free(s.remap);
-    free(s.is_out);
-    free(s.tab);
     return ok && !ir_failed(g);
 }

@@ -32,11 +32,12 @@ typedef struct {
 void tile_map_identity(TileMap *m, const IrType *t);
 /* Access of value v over m: through its DRAM view, or (logical) its own dense shape. */
 void tile_access(IrGraph *g, const TileMap *m, ValId v, bool logical, IrAccess *a);
-/* Build a tile program with buffers from lx_base on (malloc'd arrays; tile_prog_free).
- * False (reported to g->diag) when a constant does not fit the device's int32. */
+/* Build a tile program with buffers from lx_base on (arrays in the graph's arena;
+ * tile_prog_free drops a program, tile_prog_keep keeps it). False (reported to g->diag)
+ * when a constant does not fit the device's int32. */
 bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTileProg *tp);
 void tile_prog_free(IrTileProg *tp);
-/* Move a built program's arrays into the graph arena. */
+/* Keep a built program (for the kernel). */
 void tile_prog_keep(IrGraph *g, IrTileProg *tp);
 
 static inline uint64_t tile_align(uint64_t x)

@@ -203,9 +203,7 @@ static uint64_t class_bytes(const TileSpec *sp, uint8_t cls, unsigned esize)
  * operand's buffer when possible). Returns the end offset (saturated). */
 static uint64_t assign_buffers(IrGraph *g, const TileSpec *sp, IrTileProg *tp, uint64_t cur)
 {
-    uint8_t *owns = calloc(tp->nvals + 1, 1);
-    if (!owns)
-        abort();
+    uint8_t *owns = ir_alloc(g, tp->nvals + 1);
     for (uint32_t i = 0; i < tp->nvals; i++) {
         IrTileVal *tv = &tp->vals[i];
         bool need = tv->src == IR_TV_LOAD || (tv->src == IR_TV_CONST && tv->needs_buf);
@@ -243,7 +241,6 @@ static uint64_t assign_buffers(IrGraph *g, const TileSpec *sp, IrTileProg *tp, u
             owns[o] = 1;
         }
     }
-    free(owns);
     return cur;
 }
 
@@ -255,10 +252,8 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     tp->nrow = sp->nrow;
     memcpy(tp->order, sp->order, sizeof tp->order);
     memcpy(tp->cap, sp->cap, sizeof tp->cap);
-    tp->vals = calloc(4 * (size_t)sp->nsteps + 3, sizeof *tp->vals);
-    tp->steps = calloc(sp->nsteps + 1, sizeof *tp->steps);
-    if (!tp->vals || !tp->steps)
-        abort();
+    tp->vals = ir_alloc(g, (4 * (size_t)sp->nsteps + 3) * sizeof *tp->vals);
+    tp->steps = ir_alloc(g, (sp->nsteps + 1) * sizeof *tp->steps);
     memcpy(tp->steps, sp->steps, sp->nsteps * sizeof *tp->steps);
     tp->nsteps = sp->nsteps;
     if (!collect_vals(g, sp, tp))
@@ -274,22 +269,16 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     return true;
 }
 
+/* Drop a program that is not kept (its arrays return with the graph's arena). */
 void tile_prog_free(IrTileProg *tp)
 {
-    free(tp->vals);
-    free(tp->steps);
     tp->vals = NULL;
     tp->steps = NULL;
 }
 
-/* Copy the program's arrays into the graph's arena. */
+/* Keep a built program: its arrays already live in the graph's arena, so that an out
+ * of memory (longjmp to g->oom) anywhere leaks nothing. */
 void tile_prog_keep(IrGraph *g, IrTileProg *tp)
 {
-    IrTileVal *v = ir_alloc(g, (tp->nvals + 1) * sizeof *v);
-    NodeId *s = ir_alloc(g, (tp->nsteps + 1) * sizeof *s);
-    memcpy(v, tp->vals, tp->nvals * sizeof *v);
-    memcpy(s, tp->steps, tp->nsteps * sizeof *s);
-    tile_prog_free(tp);
-    tp->vals = v;
-    tp->steps = s;
+    IR_ASSERT(tp->vals && tp->steps);
 }

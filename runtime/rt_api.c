@@ -38,6 +38,8 @@ void spy_model_free(spy_model *m) {
     free(m->ktime);
     free(m->sched_count);
     free(m->serial);
+    free(m->active);
+    free(m->active_first);
     free(m->io);
     free(m->meta_text);
     free(m->file);

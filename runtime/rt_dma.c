@@ -100,13 +100,48 @@ static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int6
     }
 }
 
-/* Runs a copy plan from s to d (odometer over the outer dims). */
+/* Copies rows of exactly N bytes (a constant after inlining): rows r < nr at byte
+ * strides rd / rs. */
+#define COPY_ROWS_N(N)                                                                   \
+    for (uint64_t r = 0; r < nr; r++)                                                    \
+        memcpy(d + (int64_t)r * rd, s + (int64_t)r * rs, N)
+
+/* The two innermost dims of a plan: nr rows (byte strides rd / rs) of len elements
+ * (byte strides ds / ss). Short contiguous rows (a window of a few elements) are
+ * copied with fixed-size moves. */
+static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
+                       int64_t len, int64_t ds, int64_t ss, unsigned esize) {
+    size_t nb = (size_t)len * esize;
+    if (ss == (int64_t)esize && ds == (int64_t)esize && nb <= 32) {
+        switch (nb) {
+        case 4: COPY_ROWS_N(4); return;
+        case 8: COPY_ROWS_N(8); return;
+        case 12: COPY_ROWS_N(12); return;
+        case 16: COPY_ROWS_N(16); return;
+        case 20: COPY_ROWS_N(20); return;
+        case 24: COPY_ROWS_N(24); return;
+        case 28: COPY_ROWS_N(28); return;
+        case 32: COPY_ROWS_N(32); return;
+        default: break;
+        }
+    }
+    for (uint64_t r = 0; r < nr; r++)
+        copy_row(d + (int64_t)r * rd, s + (int64_t)r * rs, len, ds, ss, esize);
+}
+
+/* Runs a copy plan from s to d (odometer over the dims outside the innermost two). */
 static void run_copy(const CopyPlan *p, uint8_t *d, const uint8_t *s, unsigned esize) {
     int in = p->n - 1;
+    if (in == 0) {
+        copy_row(d, s, (int64_t)p->dim[0], p->ds[0], p->ss[0], esize);
+        return;
+    }
+    int mid = in - 1;
     uint64_t idx[ISA_MAX_DIMS] = {0};
     for (;;) {
-        copy_row(d, s, (int64_t)p->dim[in], p->ds[in], p->ss[in], esize);
-        int k = in - 1;
+        copy_block(d, s, p->dim[mid], p->ds[mid], p->ss[mid], (int64_t)p->dim[in], p->ds[in],
+                   p->ss[in], esize);
+        int k = mid - 1;
         for (; k >= 0; k--) {
             d += p->ds[k];
             s += p->ss[k];

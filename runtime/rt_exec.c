@@ -1,8 +1,94 @@
 /* rt_exec.c: the instruction interpreter: runs one verified core program in order,
  * dispatching each instruction to its tile kernel. Stops at the first run-time data
  * error and records which instruction failed.
+ *
+ * A run of F32 VEC instructions that all write the same region in place (an epilogue
+ * such as add-bias, max, min over a matmul result) is strip-mined: the whole run is
+ * applied to one block of rows (or columns) at a time, so the region goes through the
+ * cache once instead of once per instruction. Every VEC is elementwise and the other
+ * operands of the run do not overlap the region, so the results are the same; F32
+ * VECs never fail, so neither does the error reporting change.
  */
+#include <string.h>
+
 #include "rt_exec.h"
+
+#define RT_STRIP_MIN 16384   /* region bytes from which a run is strip-mined */
+#define RT_STRIP_BLOCK 8192  /* bytes of the region per block */
+#define RT_STRIP_MAX 16      /* instructions per strip-mined run */
+
+/* Whether the F32 VEC v writes the region of r (same dst, rows, cols, dst_rs) with
+ * every LX operand either that region itself (in place) or apart from it. */
+static bool same_region(const SpyVec *r, const SpyVec *v) {
+    if (v->opcode != ISA_VEC || v->fn == ISA_VF_COPY || v->dtype != ISA_DT_F32 ||
+        (v->src_dtype && v->src_dtype != ISA_DT_F32) || v->dst != r->dst ||
+        v->rows != r->rows || v->cols != r->cols || v->dst_rs != r->dst_rs || !v->rows ||
+        !v->cols ||
+        v->dst_rs < (int32_t)v->cols || rt_vecfn_compare(v->fn) || v->fn == ISA_VF_SELECT)
+        return false;
+    int ar = rt_vecfn_arity(v->fn);
+    if (ar < 1 || ar > 2)
+        return false;
+    uint64_t lo = v->dst, hi = v->dst + 4 * ((uint64_t)(v->rows - 1) * v->dst_rs + v->cols);
+    for (int q = 0; q < ar; q++) {
+        if ((q == 0 && (v->flags & ISA_F_IMM_A)) || (q == 1 && (v->flags & ISA_F_IMM)))
+            continue;
+        if (v->src[q] == v->dst && v->src_rs[q] == v->dst_rs && v->src_cs[q] == 1)
+            continue;
+        if (v->src_rs[q] < 0 || v->src_cs[q] < 0)
+            return false;
+        uint64_t a = v->src[q];
+        uint64_t b = a + 4 * ((uint64_t)(v->rows - 1) * (uint32_t)v->src_rs[q] +
+                              (uint64_t)(v->cols - 1) * (uint32_t)v->src_cs[q] + 1);
+        if (b > lo && a < hi)
+            return false;
+    }
+    return true;
+}
+
+/* Length of the run of instructions from code[0] that can be strip-mined (0: none). */
+static uint32_t strip_run(const SpyInsn *code, uint32_t n) {
+    const SpyVec *r = &code[0].vec;
+    if ((uint64_t)r->rows * r->cols * 4 < RT_STRIP_MIN || n < 2 ||
+        code[1].opcode != ISA_VEC || !same_region(r, r))
+        return 0;
+    uint32_t k = 1;
+    while (k < n && k < RT_STRIP_MAX && same_region(r, &code[k].vec))
+        k++;
+    return k >= 2 ? k : 0;
+}
+
+/* Applies VEC v to rows [r0, r0 + nr) and columns [c0, c0 + nc) only. */
+static void vec_part(RtCore *c, const SpyVec *v, uint32_t r0, uint32_t nr, uint32_t c0,
+                     uint32_t nc) {
+    SpyVec p = *v;
+    p.rows = nr;
+    p.cols = nc;
+    p.dst += 4 * ((uint32_t)r0 * (uint32_t)v->dst_rs + c0);
+    for (int q = 0; q < 3; q++)
+        p.src[q] += 4 * (r0 * (uint32_t)v->src_rs[q] + c0 * (uint32_t)v->src_cs[q]);
+    rt_vec(c, &p);
+}
+
+/* Runs the k strip-minable VECs at code (see strip_run) block by block. */
+static void strip_mine(RtCore *c, const SpyInsn *code, uint32_t k) {
+    const SpyVec *r = &code[0].vec;
+    uint64_t rowb = (uint64_t)r->cols * 4;
+    if (r->rows == 1) {
+        for (uint32_t c0 = 0; c0 < r->cols; c0 += RT_STRIP_BLOCK / 4) {
+            uint32_t nc = r->cols - c0 < RT_STRIP_BLOCK / 4 ? r->cols - c0 : RT_STRIP_BLOCK / 4;
+            for (uint32_t i = 0; i < k; i++)
+                vec_part(c, &code[i].vec, 0, 1, c0, nc);
+        }
+        return;
+    }
+    uint32_t br = rowb >= RT_STRIP_BLOCK ? 1 : (uint32_t)(RT_STRIP_BLOCK / rowb);
+    for (uint32_t r0 = 0; r0 < r->rows; r0 += br) {
+        uint32_t nr = r->rows - r0 < br ? r->rows - r0 : br;
+        for (uint32_t i = 0; i < k; i++)
+            vec_part(c, &code[i].vec, r0, nr, 0, r->cols);
+    }
+}
 
 /* Runs code[0..n) on core c; returns RT_XOK or the first error (c->err_*). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
@@ -15,7 +101,16 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
         case ISA_GATHER: rc = rt_gather(c, &in->gather); break;
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
         case ISA_MATMUL: rt_matmul(c, &in->mm); break;
-        case ISA_VEC: rc = rt_vec(c, &in->vec); break;
+        case ISA_VEC: {
+            uint32_t k = strip_run(in, n - i);
+            if (k) {
+                strip_mine(c, in, k);
+                i += k - 1;
+            } else {
+                rc = rt_vec(c, &in->vec);
+            }
+            break;
+        }
         case ISA_VREDUCE: rt_vreduce(c, &in->red); break;
         case ISA_VFILL: rt_vfill(c, &in->fill); break;
         case ISA_VSCAN: rt_vscan(c, &in->scan); break;

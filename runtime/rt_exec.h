@@ -54,6 +54,13 @@ void rt_scatter(RtCore *c, const SpyScatter *s);
 /* rt_kern_matmul.c */
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 
+/* rt_kern_mm512.c: F32 MATMUL with AVX-512F; false (nothing done) on other hosts. */
+bool rt_mm_f32_512(RtCore *c, const SpyMatmul *mm);
+
+/* rt_kern_vfast.c: the common F32 VEC steps computed in place; false (nothing done)
+ * when v does not qualify. */
+bool rt_vec_fast(RtCore *c, const SpyVec *v);
+
 /* rt_kern_vec.c */
 int rt_vec(RtCore *c, const SpyVec *v);
 void rt_vfill(RtCore *c, const SpyVFill *f);

@@ -189,8 +189,8 @@ static void mm_i8(RtCore *c, const SpyMatmul *mm) {
 void rt_matmul(RtCore *c, const SpyMatmul *mm) {
     if (mm->m == 0 || mm->n == 0)
         return;
-    if (mm->dtype == ISA_DT_F32)
-        mm_f32(c, mm);
-    else
+    if (mm->dtype != ISA_DT_F32)
         mm_i8(c, mm);
+    else if (!rt_mm_f32_512(c, mm))
+        mm_f32(c, mm);
 }

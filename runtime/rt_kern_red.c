@@ -12,6 +12,10 @@
 #include "rt_exec.h"
 
 #define RT_RCH 256
+#define RT_SHORT_ROW 64      /* F32 rows up to this length are reduced 8 rows at a time */
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
 
 typedef struct {
     float lanes[8];          /* SUM partials (element i in lane i % 8) */
@@ -37,43 +41,54 @@ static void get_i(int32_t *buf, const uint8_t *p, int64_t cs, int n, int dt) {
     }
 }
 
-/* Folds n contiguous floats x into the state of reduction fn. */
+/* Folds n contiguous floats x into the state of reduction fn. The state is copied to
+ * locals first: x may alias anything, which would keep it in memory. */
 RT_HOT static void fold_f(RedState *st, int fn, bool last, const rt_f32 *x, int n) {
     int i = 0;
+    float acc = st->acc;
     switch (fn) {
-    case ISA_RF_SUM:
-        for (; i + 8 <= n; i += 8)
-            for (int t = 0; t < 8; t++)
-                st->lanes[t] += x[i + t];
+    case ISA_RF_SUM: {
+        v8f l;
+        memcpy(&l, st->lanes, sizeof l);
+        for (; i + 8 <= n; i += 8) {
+            v8f v;
+            memcpy(&v, (const float *)x + i, sizeof v);
+            l += v;
+        }
+        memcpy(st->lanes, &l, sizeof l);
         for (int t = 0; i + t < n; t++)
             st->lanes[t] += x[i + t];
         break;
+    }
     case ISA_RF_PROD:
         for (; i < n; i++)
-            st->acc *= x[i];
+            acc *= x[i];
         break;
     case ISA_RF_MAX:
-        for (; i < n; i++)
-            if (x[i] > st->acc || x[i] != x[i])
-                st->acc = st->acc != st->acc ? st->acc : x[i];
+        for (; i < n; i++) {
+            float v = x[i];
+            acc = ((v > acc || v != v) && acc == acc) ? v : acc;
+        }
         break;
     case ISA_RF_MIN:
-        for (; i < n; i++)
-            if (x[i] < st->acc || x[i] != x[i])
-                st->acc = st->acc != st->acc ? st->acc : x[i];
+        for (; i < n; i++) {
+            float v = x[i];
+            acc = ((v < acc || v != v) && acc == acc) ? v : acc;
+        }
         break;
     default: /* ARGMAX / ARGMIN */
         for (; i < n; i++) {
             float v = x[i];
-            bool better = fn == ISA_RF_ARGMAX ? (last ? v >= st->acc : v > st->acc)
-                                              : (last ? v <= st->acc : v < st->acc);
+            bool better = fn == ISA_RF_ARGMAX ? (last ? v >= acc : v > acc)
+                                              : (last ? v <= acc : v < acc);
             if (st->seen + i == 0 || better) {
-                st->acc = v;
+                acc = v;
                 st->pos = st->seen + i;
             }
         }
         break;
     }
+    st->acc = acc;
     st->seen += n;
 }
 
@@ -172,13 +187,81 @@ static void red_row(RedState *st, const SpyVReduce *r, const uint8_t *s, int64_t
     }
 }
 
+/* Element i of 8 rows (row byte stride rs) as one vector; p is element i of row 0.
+ * (Macros: a function returning a vector would change the ABI between the clones.) */
+#define F(p) (*(const rt_f32 *)(p))
+#define LOAD_COL8(p, rs)                                                                   \
+    ((v8f){F(p), F((p) + (rs)), F((p) + 2 * (rs)), F((p) + 3 * (rs)), F((p) + 4 * (rs)),     \
+           F((p) + 5 * (rs)), F((p) + 6 * (rs)), F((p) + 7 * (rs))})
+
+/* The NaN-propagating MAX (better = x > acc) or MIN step of isa.md on 8 rows at once:
+ * the first NaN seen is kept, otherwise x replaces acc when it is strictly better. */
+#define MAXMIN8(acc, x, better)                                                            \
+    do {                                                                                   \
+        v8i sel_ = ((better) | ((x) != (x))) & ((acc) == (acc));                           \
+        (acc) = (v8f)((sel_ & (v8i)(x)) | (~sel_ & (v8i)(acc)));                           \
+    } while (0)
+
+/* Reduces rows r0..r0+8 of a short F32 row set into out[8], each lane one row, in
+ * exactly the order of fold_f (SUM: 8 interleaved partial sums per row). s is element
+ * 0 of row r0; rs, cs byte strides. (Results go through memory: a vector return value
+ * would differ between the clones' ABIs.) */
+RT_HOT static void red8_f32(int fn, const uint8_t *s, int64_t rs, int64_t cs, uint32_t len,
+                            float *out) {
+    v8f acc = {0};
+    if (fn == ISA_RF_SUM) {
+        v8f l[8];
+        for (int t = 0; t < 8; t++)
+            l[t] = acc;
+        uint32_t i = 0;
+        for (; i + 8 <= len; i += 8)
+            for (int t = 0; t < 8; t++)
+                l[t] += LOAD_COL8(s + (int64_t)(i + t) * cs, rs);
+        for (int t = 0; i + (uint32_t)t < len; t++)
+            l[t] += LOAD_COL8(s + (int64_t)(i + (uint32_t)t) * cs, rs);
+        acc = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+        memcpy(out, &acc, sizeof acc);
+        return;
+    }
+    float init = fn == ISA_RF_PROD ? 1.0f : fn == ISA_RF_MAX ? -INFINITY : INFINITY;
+    acc += init;
+    for (uint32_t i = 0; i < len; i++) {
+        v8f x = LOAD_COL8(s + (int64_t)i * cs, rs);
+        if (fn == ISA_RF_PROD)
+            acc *= x;
+        else if (fn == ISA_RF_MAX)
+            MAXMIN8(acc, x, x > acc);
+        else
+            MAXMIN8(acc, x, x < acc);
+    }
+    memcpy(out, &acc, sizeof acc);
+}
+
+/* F32 SUM/PROD/MAX/MIN over short rows, 8 rows at a time; returns the rows done. */
+static uint32_t red_rows8_f32(RtCore *c, const SpyVReduce *r) {
+    int64_t rs = (int64_t)r->src_rs * 4, cs = (int64_t)r->src_cs * 4;
+    uint32_t row = 0;
+    for (; row + 8 <= r->rows; row += 8) {
+        float v[8];
+        red8_f32(r->fn, c->lx + r->src + (int64_t)row * rs, rs, cs, r->len, v);
+        for (int t = 0; t < 8; t++) {
+            rt_f32 *d = (rt_f32 *)(c->lx + r->dst + ((int64_t)row + t) * r->dst_rs * 4);
+            *d = (r->flags & ISA_F_ACCUM) ? accum_f(r->fn, *d, v[t]) : v[t];
+        }
+    }
+    return row;
+}
+
 /* Executes a verified VREDUCE. */
 void rt_vreduce(RtCore *c, const SpyVReduce *r) {
     unsigned es = esz(r->dtype);
     bool arg = r->fn == ISA_RF_ARGMAX || r->fn == ISA_RF_ARGMIN;
     bool accum = r->flags & ISA_F_ACCUM;
     int64_t cs = (int64_t)r->src_cs * es;
-    for (uint32_t row = 0; row < r->rows; row++) {
+    uint32_t row0 = 0;
+    if (r->dtype == ISA_DT_F32 && !arg && r->len <= RT_SHORT_ROW)
+        row0 = red_rows8_f32(c, r);
+    for (uint32_t row = row0; row < r->rows; row++) {
         const uint8_t *s = c->lx + r->src + (int64_t)row * r->src_rs * es;
         uint8_t *d = c->lx + r->dst + (int64_t)row * r->dst_rs * (arg ? 4 : es);
         RedState st;

@@ -13,6 +13,7 @@
 
 #include "dtconv.h"
 #include "rt_exec.h"
+#include "rt_vmath.h"
 
 #define RT_CH 256
 
@@ -150,18 +151,18 @@ static void store_i(uint8_t *p, const int32_t *buf, int n, int dt) {
 }
 
 /* Float-domain unary functions. */
-RT_HOT static void f_unary(int fn, float *restrict r, const float *restrict a, int n, int n16) {
+RT_HOT static void f_unary(int fn, float *restrict r, const rt_f32 *restrict a, int n, int n16) {
     switch (fn) {
     case ISA_VF_NEG: FOR16(n16) r[i] = -a[i]; break;
     case ISA_VF_ABS: FOR16(n16) r[i] = fabsf(a[i]); break;
-    case ISA_VF_EXP: FORN(n) r[i] = expf(a[i]); break;
+    case ISA_VF_EXP: FOR16(n16) r[i] = rt_vm_exp(a[i]); break;
     case ISA_VF_LOG: FORN(n) r[i] = logf(a[i]); break;
     case ISA_VF_SQRT: FORN(n) r[i] = sqrtf(a[i]); break;
     case ISA_VF_RSQRT: FORN(n) r[i] = 1.0f / sqrtf(a[i]); break;
     case ISA_VF_RECIP: FOR16(n16) r[i] = 1.0f / a[i]; break;
-    case ISA_VF_TANH: FORN(n) r[i] = tanhf(a[i]); break;
-    case ISA_VF_ERF: FORN(n) r[i] = erff(a[i]); break;
-    case ISA_VF_SIGMOID: FORN(n) r[i] = 1.0f / (1.0f + expf(-a[i])); break;
+    case ISA_VF_TANH: FOR16(n16) r[i] = rt_vm_tanh(a[i]); break;
+    case ISA_VF_ERF: FOR16(n16) r[i] = rt_vm_erf(a[i]); break;
+    case ISA_VF_SIGMOID: FOR16(n16) r[i] = rt_vm_sigmoid(a[i]); break;
     case ISA_VF_RELU: FOR16(n16) r[i] = a[i] < 0.0f ? 0.0f : a[i]; break;
     case ISA_VF_FLOOR: FORN(n) r[i] = floorf(a[i]); break;
     case ISA_VF_CEIL: FORN(n) r[i] = ceilf(a[i]); break;
@@ -194,8 +195,8 @@ static float fmod_py(float a, float b) {
 }
 
 /* Float-domain binary functions. */
-RT_HOT static void f_binary(int fn, float *restrict r, const float *restrict a,
-                            const float *restrict b, int n, int n16) {
+RT_HOT static void f_binary(int fn, float *restrict r, const rt_f32 *restrict a,
+                            const rt_f32 *restrict b, int n, int n16) {
     switch (fn) {
     case ISA_VF_ADD: FOR16(n16) r[i] = a[i] + b[i]; break;
     case ISA_VF_SUB: FOR16(n16) r[i] = a[i] - b[i]; break;
@@ -211,8 +212,8 @@ RT_HOT static void f_binary(int fn, float *restrict r, const float *restrict a,
 }
 
 /* Float comparisons and classifications into 0/1 int32. */
-RT_HOT static void f_compare(int fn, int32_t *restrict r, const float *restrict a,
-                             const float *restrict b, int n16) {
+RT_HOT static void f_compare(int fn, int32_t *restrict r, const rt_f32 *restrict a,
+                             const rt_f32 *restrict b, int n16) {
     switch (fn) {
     case ISA_VF_EQ: FOR16(n16) r[i] = a[i] == b[i]; break;
     case ISA_VF_NE: FOR16(n16) r[i] = a[i] != b[i]; break;
@@ -324,7 +325,7 @@ typedef struct {
 } VecRun;
 
 /* Converts the float result of a CAST into the integer domain of dtype dt. */
-static void cast_f2i(int32_t *r, const float *a, int n, int dt) {
+static void cast_f2i(int32_t *r, const rt_f32 *a, int n, int dt) {
     if (dt == ISA_DT_BOOL) {
         FORN(n) r[i] = a[i] != 0.0f;
         return;
@@ -340,36 +341,40 @@ static void cast_f2i(int32_t *r, const float *a, int n, int dt) {
 RT_HOT static bool vec_chunk(VecRun *s, const uint8_t *const *p, uint8_t *d, int n) {
     const SpyVec *v = s->v;
     int n16 = (n + 15) & ~15, fn = v->fn;
+    const rt_f32 *fa[3] = {s->f[0], s->f[1], s->f[2]}; /* float operands */
     for (int q = 0; q < s->arity; q++) {
+        const Opnd *o = &s->op[q];
         bool fq = s->fdom && !(fn == ISA_VF_SELECT && q == 0);
-        if (fq)
-            load_f(s->f[q], &s->op[q], p[q], n);
+        if (fq && o->p && o->dt == ISA_DT_F32 && o->cs == 4)
+            fa[q] = (const rt_f32 *)p[q]; /* read in place (RT_LX_SLACK covers the padding) */
+        else if (fq)
+            load_f(s->f[q], o, p[q], n);
         else
-            load_i(s->n[q], &s->op[q], p[q], n);
+            load_i(s->n[q], o, p[q], n);
     }
     float *fr = s->f[3];
     int32_t *ir = s->n[3];
     if (fn == ISA_VF_SELECT) {
         if (s->fdom)
-            FOR16(n16) fr[i] = s->n[0][i] ? s->f[1][i] : s->f[2][i];
+            FOR16(n16) fr[i] = s->n[0][i] ? fa[1][i] : fa[2][i];
         else
             FOR16(n16) ir[i] = s->n[0][i] ? s->n[1][i] : s->n[2][i];
     } else if (fn == ISA_VF_CAST) {
         if (s->fdom && s->fres)
-            memcpy(fr, s->f[0], sizeof(float) * (size_t)n16);
+            memcpy(fr, (const float *)fa[0], sizeof(float) * (size_t)n16);
         else if (s->fdom)
-            cast_f2i(ir, s->f[0], n, v->dtype);
+            cast_f2i(ir, fa[0], n, v->dtype);
         else if (s->fres)
             FOR16(n16) fr[i] = (float)s->n[0][i];
         else
             memcpy(ir, s->n[0], sizeof(int32_t) * (size_t)n16);
     } else if (s->fdom && s->cmp) {
-        f_compare(fn, ir, s->f[0], s->f[1], n16);
+        f_compare(fn, ir, fa[0], fa[1], n16);
     } else if (s->fdom) {
         if (s->arity == 1)
-            f_unary(fn, fr, s->f[0], n, n16);
+            f_unary(fn, fr, fa[0], n, n16);
         else
-            f_binary(fn, fr, s->f[0], s->f[1], n, n16);
+            f_binary(fn, fr, fa[0], fa[1], n, n16);
     } else if (s->arity == 1) {
         i_unary(fn, ir, s->n[0], n16, v->dtype);
     } else if (!i_binary(fn, ir, s->n[0], s->n[1], n, n16, s->op[0].dt)) {
@@ -382,7 +387,42 @@ RT_HOT static bool vec_chunk(VecRun *s, const uint8_t *const *p, uint8_t *d, int
     return true;
 }
 
-/* Raw COPY of any dtype (also F16/BF16): row by row, strided or broadcast. */
+/* Copies n 4-byte elements d[j] = s[j * cs] (cs in elements, rows that do not
+ * overlap); the common strides get loops the compiler vectorises. */
+RT_HOT static void copy_strided4(uint8_t *d, const uint8_t *s, int64_t cs, uint32_t n) {
+    rt_i32 *restrict dd = (rt_i32 *)d;
+    const rt_i32 *restrict ss = (const rt_i32 *)s;
+    switch (cs) {
+    case 0: {
+        int32_t x = ss[0];
+        for (uint32_t j = 0; j < n; j++)
+            dd[j] = x;
+        break;
+    }
+    case 2: { /* even elements of pairs of vectors (the last may read one element past
+                 the row: RT_LX_SLACK keeps it inside the scratchpad) */
+        typedef int32_t v8i __attribute__((vector_size(32)));
+        const v8i even = {0, 2, 4, 6, 8, 10, 12, 14};
+        uint32_t j = 0;
+        for (; j + 8 <= n; j += 8) {
+            v8i a, b, r;
+            memcpy(&a, s + 8 * (size_t)j, sizeof a);
+            memcpy(&b, s + 8 * (size_t)j + 32, sizeof b);
+            r = __builtin_shuffle(a, b, even);
+            memcpy(d + 4 * (size_t)j, &r, sizeof r);
+        }
+        for (; j < n; j++)
+            dd[j] = ss[2 * j];
+        break;
+    }
+    case 3: for (uint32_t j = 0; j < n; j++) dd[j] = ss[3 * j]; break;
+    case 4: for (uint32_t j = 0; j < n; j++) dd[j] = ss[4 * j]; break;
+    default: for (uint32_t j = 0; j < n; j++) dd[j] = ss[j * cs]; break;
+    }
+}
+
+/* Raw COPY of any dtype (also F16/BF16): row by row, strided or broadcast. A strided
+ * row that overlaps its destination is copied element by element in increasing order. */
 static void vec_copy(RtCore *c, const SpyVec *v, unsigned es) {
     for (uint32_t r = 0; r < v->rows; r++) {
         uint8_t *d = c->lx + v->dst + (int64_t)r * v->dst_rs * es;
@@ -393,8 +433,15 @@ static void vec_copy(RtCore *c, const SpyVec *v, unsigned es) {
         }
         const uint8_t *s = c->lx + v->src[0] + (int64_t)r * v->src_rs[0] * es;
         int64_t cs = (int64_t)v->src_cs[0] * es;
-        if (cs == (int64_t)es)
+        if (cs == (int64_t)es) {
             memmove(d, s, (size_t)v->cols * es);
+            continue;
+        }
+        const uint8_t *lo = cs < 0 ? s + cs * (int64_t)(v->cols - 1) : s;
+        const uint8_t *hi = (cs < 0 ? s : s + cs * (int64_t)(v->cols - 1)) + es;
+        bool apart = hi <= d || lo >= d + (size_t)v->cols * es;
+        if (es == 4 && apart)
+            copy_strided4(d, s, v->src_cs[0], v->cols);
         else
             for (uint32_t j = 0; j < v->cols; j++)
                 memcpy(d + (size_t)j * es, s + j * cs, es);
@@ -449,6 +496,8 @@ int rt_vec(RtCore *c, const SpyVec *v) {
         vec_copy(c, v, vec_esize(v->dtype));
         return RT_XOK;
     }
+    if (rt_vec_fast(c, v))
+        return RT_XOK;
     VecRun s;
     vec_setup(&s, c, v);
     uint64_t rows = v->rows, cols = v->cols;

@@ -133,6 +133,35 @@ static spy_status check_overlap(spy_model *m, RtErr *e) {
     return SPY_OK;
 }
 
+/* Requires every byte outside the header, the section table and the sections to be
+ * zero (sbin.md: the padding before the first section, between sections and after the
+ * last one up to file_size); names the offset of the first other byte. Sections are
+ * known not to overlap (check_overlap). */
+static spy_status check_padding(spy_model *m, RtErr *e) {
+    uint64_t pos = sizeof(SpyHeader) + (uint64_t)m->hdr->nsections * sizeof(SpySection);
+    for (;;) {
+        const SpySection *next = NULL;     /* the first non-empty section ending past pos */
+        for (uint32_t id = 1; id < SPY_SEC_MAX; id++) {
+            const SpySection *s = m->sec[id];
+            if (s && s->size && s->offset + s->size > pos && (!next || s->offset < next->offset))
+                next = s;
+        }
+        uint64_t end = next ? next->offset : m->size;
+        for (uint64_t at = pos; at < end; at++)
+            if (m->file[at] != 0)
+                return rt_err_set(e, SPY_E_BAD_BUNDLE,
+                                  "offset %llu: padding byte 0x%02x %s%s is not zero: the "
+                                  "file is corrupted",
+                                  (unsigned long long)at, m->file[at],
+                                  next ? "before section " : "after the last section",
+                                  next ? rt_section_name(next->id) : ""),
+                       e->status;
+        if (!next)
+            return SPY_OK;
+        pos = next->offset + next->size;
+    }
+}
+
 /* Sets m's table pointers from the section table; checks presence and entry sizes. */
 static spy_status map_sections(spy_model *m, RtErr *e) {
     static const struct {
@@ -199,7 +228,7 @@ spy_status rt_model_parse(spy_model *m, RtErr *e) {
     for (uint32_t i = 0; i < m->hdr->nsections; i++)
         if (check_section(m, i, e))
             return e->status;
-    if (check_overlap(m, e) || map_sections(m, e))
+    if (check_overlap(m, e) || map_sections(m, e) || check_padding(m, e))
         return e->status;
     m->target = m->hdr->target;
     return SPY_OK;

@@ -75,6 +75,9 @@ struct spy_model {
     RtKernelTime *ktime;     /* [nkernels] */
     uint32_t *sched_count;   /* [nkernels] times the schedule runs each kernel */
     uint8_t *serial;         /* [nkernels] 1: too little host work to share over threads */
+    uint32_t *active;        /* program indices (within their kernel) of the programs that
+                                hold more than their BARRIER, kernel by kernel */
+    uint32_t *active_first;  /* [nkernels + 1] kernel k's are active[active_first[k]..] */
     double device_us;        /* sum over the schedule */
     size_t staging_bytes;    /* staging buffers a session needs */
 };

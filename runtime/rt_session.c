@@ -1,7 +1,8 @@
 /* rt_session.c: sessions: their memory (arena, one scratchpad per host thread,
  * staging buffers for converted I/O), binding of the caller's buffers to DRAM
  * segments, and execution of the schedule: for each kernel the core programs are
- * taken from a shared counter by the session's threads, then all meet at a barrier.
+ * taken from a shared counter by the session's threads, then all meet at a barrier
+ * (programs that are only their BARRIER are skipped).
  * Each core program runs start to end on one thread, so results do not depend on
  * the number of threads.
  */
@@ -194,25 +195,26 @@ static void run_thread(void *arg, int tid) {
                 if (tid != 0 || atomic_load(&s->failed))
                     continue;
                 double t0 = s->profile ? now_us() : 0;
-                for (uint32_t j = 0; j < m->kernels[m->schedule[pos]].ncores; j++)
-                    run_program(s, &core, pos, j);
+                uint32_t ks = m->schedule[pos], a = m->active_first[ks], b = m->active_first[ks + 1];
+                for (uint32_t t = a; t < b; t++)
+                    run_program(s, &core, pos, m->active[t]);
                 if (s->profile) {
                     double t1 = now_us();
-                    s->host_us[m->schedule[pos]] += t1 - t0;
-                    s->span[(size_t)pos * s->nthreads] =
-                        (RtHostSpan){t0, t1, m->kernels[m->schedule[pos]].ncores};
+                    s->host_us[ks] += t1 - t0;
+                    s->span[(size_t)pos * s->nthreads] = (RtHostSpan){t0, t1, b - a};
                 }
             }
         } else {
             double t0 = tid == 0 && s->profile ? now_us() : 0;
             RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
+            uint32_t a = m->active_first[k], na = m->active_first[k + 1] - a;
             for (;;) {
                 unsigned j = atomic_fetch_add(&s->next[pos], 1u);
-                if (j >= m->kernels[k].ncores)
+                if (j >= na)
                     break;
                 if (sp && sp->n++ == 0)
                     sp->start = now_us();
-                run_program(s, &core, pos, j);
+                run_program(s, &core, pos, m->active[a + j]);
             }
             if (sp && sp->n)
                 sp->end = now_us();

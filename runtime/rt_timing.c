@@ -160,6 +160,25 @@ static void kernel_time(spy_model *m, uint32_t k, const Prefix *p, RtKernelTime 
     kt->roofline_us = fmax(kd->flops / peak, kd->min_dram_bytes / (t->dram_peak_mbps * 1e6)) * 1e6;
 }
 
+/* Lists the programs of every kernel that do more than reach their barrier (the
+ * others need not be run). */
+static bool list_active(spy_model *m) {
+    m->active = malloc(((size_t)m->nprograms + 1) * sizeof *m->active);
+    m->active_first = malloc(((size_t)m->nkernels + 1) * sizeof *m->active_first);
+    if (!m->active || !m->active_first)
+        return false;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < m->nkernels; k++) {
+        const SpyKernelDesc *kd = &m->kernels[k];
+        m->active_first[k] = n;
+        for (uint32_t j = 0; j < kd->ncores; j++)
+            if (m->programs[kd->first_program + j].ninsns > 1)
+                m->active[n++] = j;
+    }
+    m->active_first[m->nkernels] = n;
+    return true;
+}
+
 /* Computes m->ktime and m->device_us from the verified bundle. */
 spy_status rt_timing_compute(spy_model *m, RtErr *e) {
     Prefix p = {0};
@@ -168,7 +187,8 @@ spy_status rt_timing_compute(spy_model *m, RtErr *e) {
     m->sched_count = calloc(m->nkernels ? m->nkernels : 1, sizeof *m->sched_count);
     m->serial = calloc(m->nkernels ? m->nkernels : 1, 1);
     double *core_us = calloc((size_t)m->nkernels * cores + 1, sizeof *core_us);
-    if (!m->ktime || !m->sched_count || !m->serial || !core_us || !build_prefix(m, &p)) {
+    if (!m->ktime || !m->sched_count || !m->serial || !core_us || !build_prefix(m, &p) ||
+        !list_active(m)) {
         free(core_us);
         rt_err_set(e, SPY_E_NOMEM, "out of memory");
     } else {

@@ -5,6 +5,7 @@
 #   make golden    golden text tests (tests/golden/**/NAME.{onnx,ir,pt2} + .expect/.err)
 #   make models    numeric golden tests (tests/models.list on ../shared/models, examples/)
 #   make check-PART  one part of check.sh: unit golden models cli tools determinism malformed corpus
+#                  robust conformance
 #   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}
 #   make golden-update   rewrite every .expect file from the current compiler output
 #   make bench     compile time and latency per model against onnxruntime (needs PyPI)
@@ -15,17 +16,23 @@
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+UNIT_UTIL_OBJ := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,$(wildcard tests/unit/unit_*.c))
 VENV := $(BUILD)/venv
 CHECK_ENV = BUILD=$(BUILD) SHARED=$(SHARED) MAKE="$(MAKE)"
 
 .PHONY: unit-bins models golden-update example malformed-gen conformance
 
-# one cmocka program per tests/unit/test_*.c, linked with both libraries; tests may
-# include any module's header by its bare name ("pass.h", "cg.h", "fe.h")
-$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
+# one cmocka program per tests/unit/test_*.c, linked with the shared harness
+# (tests/unit/unit_*.c) and both libraries; tests may include any module's header by
+# its bare name ("pass.h", "cg.h", "fe.h")
+$(UNIT_UTIL_OBJ): $(BUILD)/tests/unit/%.o: tests/unit/%.c | $(GEN_PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Ipasses -Icodegen -Ifrontend $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Ipasses -Icodegen -Ifrontend $(CFLAGS) $(LDFLAGS) -o $@ $< \
-	    $(LIBSPYREC) $(LIBRT_A) \
+	    $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT_A) \
 	    $(COMPILER_LIBS) -lcmocka $(LDLIBS)
 
 unit-bins: $(UNIT_BIN)
@@ -54,7 +61,7 @@ bench: all $(VENV)/.ok
 
 example: $(VENV)/.ok
 	$(VENV)/bin/python examples/gen_tiny_cnn.py
--include $(wildcard $(BUILD)/tests/*.d)
+-include $(wildcard $(BUILD)/tests/*.d $(BUILD)/tests/unit/*.d)
 
 # ---- the malformed-input corpus generator (tests/malformed/gen) -----------------------
 GEN_MAL_SRC := $(wildcard tests/malformed/gen/*.c)

@@ -20,7 +20,9 @@ emit() { printf '%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(echo "$2" | tr '\t\n' 
 
 # spec_args DS MSG: spyrec options that specialise the compile on data set DS for every
 # graph input that MSG reports as deciding a shape (--bind NAME=FILE), and for inputs with
-# dynamic dimensions (--input-shape NAME=D0x... from the file's shape).
+# dynamic dimensions (--input-shape NAME=D0x... from the file's shape), and for sequence
+# or optional inputs (--input-seq NAME=FILE: a SequenceProto/OptionalProto fixes the length
+# and element shapes).
 spec_args() {
     local ds=$1 m=$2 f desc nm dt dims derived=0
     # a shape-deciding value computed from inputs (not an input itself): bind the small
@@ -31,7 +33,9 @@ spec_args() {
         desc=$("$build/spyrun" --describe "$f" 2>/dev/null) || continue
         IFS=$'\t' read -r nm dt dims <<<"$desc"
         [ -n "$nm" ] || continue
-        if grep -qF "input '$nm' (a graph input" <<<"$m" ||
+        if grep -qF "input '$nm' has no fixed structure" <<<"$m"; then
+            printf -- '--input-seq\n%s=%s\n' "$nm" "$f"
+        elif grep -qF "input '$nm' (a graph input" <<<"$m" ||
            { [ "$derived" = 1 ] && small_dims "$dims"; }; then
             printf -- '--bind\n%s=%s\n' "$nm" "$f"
         elif grep -qF "of input '$nm'" <<<"$m"; then
@@ -73,7 +77,9 @@ compile_fail() {
 
 msg=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" 2>&1 >/dev/null)
 rc=$?
-if [ $rc -eq 2 ] && grep -qE "unsupported: dynamic .* input '|dynamic dimension" <<<"$msg"; then
+# compile errors that a specialisation on the data set resolves
+spec_re="unsupported: dynamic .* input '|dynamic dimension|input '.*' has no fixed structure"
+if [ $rc -eq 2 ] && grep -qE "$spec_re" <<<"$msg"; then
     # The model has inputs that decide shapes: an AOT compile specialises on them, so
     # every data set is compiled with its own values (reported as "specialised").
     bound=""
@@ -85,12 +91,12 @@ if [ $rc -eq 2 ] && grep -qE "unsupported: dynamic .* input '|dynamic dimension"
             mapfile -t args < <(spec_args "$ds" "$mall")
             m2=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" "${args[@]}" 2>&1 >/dev/null)
             rc=$?
-            [ $rc -eq 2 ] && grep -qE "unsupported: dynamic|dynamic dimension" <<<"$m2" || break
+            [ $rc -eq 2 ] && grep -qE "unsupported: dynamic|$spec_re" <<<"$m2" || break
             mall="$mall
 $m2"
         done
         if [ $rc -ne 0 ]; then compile_fail $rc "$m2"; exit 0; fi
-        bound=$(printf '%s ' "${args[@]}" | sed -E 's/=[^ ]*//g; s/--bind /bound:/g; s/--input-shape /shape:/g')
+        bound=$(printf '%s ' "${args[@]}" | sed -E 's/=[^ ]*//g; s/--bind /bound:/g; s/--input-shape /shape:/g; s/--input-seq /seq:/g')
         if res=$(check_ds "$sbin" "$ds"); then :; else
             rm -f "$sbin"; emit "${res%%$'\t'*}" "${res#*$'\t'} (specialised: $bound)"; exit 0
         fi

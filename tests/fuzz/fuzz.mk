@@ -52,7 +52,8 @@ fuzz-run:
 	    rm -f $$F/crash-$$t-*; \
 	    echo "== fuzz $$t: $$(ls $$seeds | wc -l) seeds, $(FUZZ_SECONDS) s"; \
 	    rm -rf $$F/tmp; mkdir -p $$F/tmp; \
-	    TMPDIR=$$(realpath $$F/tmp) $$F/fuzz_$$t -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+	    TMPDIR=$$(realpath $$F/tmp) $$F/fuzz_$$t -fork=1 \
+	        -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
 	        -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2560 \
 	        -max_len=$$(case $$t in tensor) echo 1048576;; *) echo 400000;; esac) \
 	        -artifact_prefix=$$F/crash-$$t- $$corpus $$seeds >$$F/fuzz-$$t.log 2>&1; \
@@ -75,14 +76,15 @@ fuzz_link = i=0; find $(1) 2>/dev/null | while read -r f; do i=$$((i+1)); \
 fuzz-seeds-onnx:
 	@$(call fuzz_link,tests/malformed/onnx examples/models $(SHARED)/onnx-tests/node \
 	    $(SHARED)/models -name '*.onnx' -size -600k)
-fuzz-seeds-bundle: $(BUILD)/spyrec
+fuzz-seeds-bundle:
 	@mkdir -p $(BUILD)/fuzz/bundles
 	@for m in examples/models/tiny_cnn/model.onnx tests/malformed/onnx/valid_base.onnx \
 	    $(SHARED)/onnx-tests/node/test_gather_0/model.onnx \
 	    $(SHARED)/onnx-tests/node/test_softmax_axis_0/model.onnx \
 	    $(SHARED)/onnx-tests/node/test_matmul_2d/model.onnx \
 	    $(SHARED)/onnx-tests/node/test_reduce_sum_keepdims_example/model.onnx; do \
-	    [ -f $$m ] && $(BUILD)/spyrec $$m -o $(BUILD)/fuzz/bundles/$$(basename $$(dirname $$m)).sbin \
+	    [ -f $$m ] && [ -x $(BUILD)/spyrec ] && $(BUILD)/spyrec $$m \
+	        -o $(BUILD)/fuzz/bundles/$$(basename $$(dirname $$m)).sbin \
 	        >/dev/null 2>&1; done; true
 	@$(call fuzz_link,tests/malformed/sbin $(BUILD)/fuzz/bundles -name '*.sbin')
 fuzz-seeds-tensor:

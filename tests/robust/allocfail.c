@@ -14,10 +14,11 @@
  *   load     spy_model_load_memory of the reference bundle
  *   run      spy_session_create + spy_session_run on the loaded reference model
  *
- * Each attempt must end in a clean error (a message, no crash) or in a result
- * bit-identical to the reference, and must leave no block allocated that it did not
- * free (checked by the tracker; run under -fsanitize=address, LeakSanitizer checks
- * the whole process too). ALLOCFAIL_STEP=K tries every K-th N of compile only;
+ * Each attempt must end in a clean error (a message that says "out of memory", no
+ * crash) or in a result bit-identical to the reference, and must leave no block
+ * allocated that it did not free (checked by the tracker; run under
+ * -fsanitize=address, LeakSanitizer checks the whole process too).
+ * ALLOCFAIL_STEP=K tries every K-th N of compile only;
  * ALLOCFAIL_VERBOSE=1 prints the outcome of every attempt; ALLOCFAIL_ONLY=N makes one
  * compile attempt with allocation N failing, in this process (for a debugger).
  */
@@ -373,6 +374,8 @@ static bool attempt(Sweep *sw, Stage stage, long n)
         bad = "succeeded with different outputs";
     else if (!ok && !r.msg[0])
         bad = "failed without a message";
+    else if (!ok && !strstr(r.msg, "out of memory"))
+        bad = "failed without saying out of memory";
     free(r.bundle);
     size_t after = live_count();
     char why[700];

@@ -5,7 +5,9 @@
 #                     output file, 1 s and 256 MiB per case (make check runs the same
 #                     cases through check.sh's "corpus" part, with looser limits)
 #   make robust       bundle integrity (truncations, bit flips), concurrency (16 threads x
-#                     200 runs), API misuse, allocation-failure injection
+#                     200 runs), API misuse, allocation-failure injection (make check runs
+#                     the same programs through check.sh's "robust" part, the allocation-
+#                     failure sweep on a few more small models)
 #   make tsan         the concurrency test under ThreadSanitizer (build-tsan)
 #   make robust-asan  `make robust` under AddressSanitizer + LeakSanitizer (build-asan)
 # (make malformed-gen, in tests.mk, rebuilds the corpus files from tests/malformed/gen.)
@@ -15,7 +17,8 @@ ROBUST_BINS := $(patsubst tests/robust/%.c,$(ROBUST_DIR)/%,$(wildcard tests/robu
 ROBUST_BUNDLES := $(ROBUST_DIR)/bundles
 ROBUST_MODELS := examples/models/tiny_cnn/model.onnx \
                  $(wildcard $(SHARED)/models/mlp/model.onnx $(SHARED)/models/lenet_bn/model.onnx)
-ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free,--wrap=strdup,--wrap=strndup
+ALLOC_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free \
+              -Wl,--wrap=strdup,--wrap=strndup
 TINY := examples/models/tiny_cnn
 
 .PHONY: corpus robust robust-bins tsan robust-asan

@@ -1,8 +1,8 @@
 #!/bin/bash
 # check.sh [PART...]: the test suite behind `make check` (run from the repository root).
 #
-# PART is any of unit golden models cli tools determinism malformed corpus conformance
-# (default: all).
+# PART is any of unit golden models cli tools determinism malformed corpus robust
+# conformance (default: all).
 # Prints one line per test ("PASS name" / "FAIL name", with the tail of its log) and
 # closes with "N passed, N failed" (plus ", N skipped"); exits 1 if any test failed.
 #
@@ -255,6 +255,57 @@ part_corpus() {
     done < <(tr '\t' '\037' <"$tsv")
 }
 
+# ---- robustness: bundle integrity, concurrency, API misuse, allocation failure --------
+# (tests/robust; `make robust` runs the same programs with longer limits)
+# robust_run NAME CMD...: run one robustness program (10 min at most), log and count it.
+robust_run() {
+    local name=$1 log
+    shift
+    log=$(logname "robust/$name")
+    echo "+ $*" >"$log"
+    timeout 600 "$@" >>"$log" 2>&1
+    local rc=$?
+    [ $rc = 124 ] && echo "timed out after 600 s" >>"$log"
+    result "robust/$name" $rc "$log"
+}
+
+part_robust() {
+    local d=$W/robust log m name progs="integrity concurrency api allocfail"
+    local tiny=examples/models/tiny_cnn bundles=() p
+    mkdir -p "$d"
+    log=$(logname robust/build)
+    # shellcheck disable=SC2046
+    if ! $MAKE --no-print-directory -s \
+        $(for p in $progs; do echo "$BUILD/tests/robust/$p"; done) >"$log" 2>&1; then
+        result robust/build 1 "$log"
+        return
+    fi
+    # bundles of the shipped example and two shared models, plus the corpus's reference
+    # bundles, for the integrity test
+    for m in $tiny/model.onnx "$MODELS/mlp/model.onnx" "$MODELS/lenet_bn/model.onnx"; do
+        [ -e "$m" ] || continue
+        name=$(basename "$(dirname "$m")")
+        timeout 300 "$SPYREC" "$m" -o "$d/$name.sbin" >>"$log" 2>&1 && bundles+=("$d/$name.sbin")
+    done
+    [ -e "$d/tiny_cnn.sbin" ] || { result robust/bundles 1 "$log"; return; }
+    robust_run integrity "$B/tests/robust/integrity" "${bundles[@]}" tests/malformed/sbin/ok/*.sbin
+    robust_run concurrency "$B/tests/robust/concurrency" "$d/tiny_cnn.sbin" \
+        $tiny/test_data_set_0 16 200
+    robust_run api "$B/tests/robust/api" "$d/tiny_cnn.sbin"
+    # every allocation of compile, load and run fails in turn: small models covering the
+    # frontend, the passes (float16 widening, data-dependent shapes) and the backend
+    for m in tests/malformed/onnx/valid_base.onnx $tiny/model.onnx "$MODELS/lenet_bn/model.onnx" \
+        "$SHARED/onnx-tests/node/test_attention_4d_fp16/model.onnx" \
+        "$SHARED/onnx-tests/node/test_nonzero_example/model.onnx"; do
+        [ -e "$m" ] || continue
+        case $m in
+        */model.onnx) name=$(basename "$(dirname "$m")") ;;
+        *) name=$(basename "$m" .onnx) ;;
+        esac
+        robust_run "allocfail/$name" "$B/tests/robust/allocfail" "$m"
+    done
+}
+
 # ---- (h) ONNX conformance suite: the pass counts must not fall below the ratchet --------
 part_conformance() {
     local log
@@ -274,10 +325,11 @@ part_conformance() {
 # shellcheck source=tests/tools/part_tools.sh
 . tests/tools/part_tools.sh
 
-parts=${*:-unit golden models cli tools determinism malformed corpus conformance}
+parts=${*:-unit golden models cli tools determinism malformed corpus robust conformance}
 for p in $parts; do
     case $p in
-    unit | golden | models | cli | tools | determinism | malformed | corpus | conformance) "part_$p" ;;
+    unit | golden | models | cli | tools | determinism | malformed | corpus | robust | conformance)
+        "part_$p" ;;
     *) echo "check.sh: unknown part '$p'" >&2; exit 2 ;;
     esac
 done

@@ -23,6 +23,7 @@
 #include "kernel.h"
 #include "passes/pass.h"
 #include "spyrt.h"
+#include "unit_util.h"
 
 #define NVARIANT 3
 #define MAXIO 12
@@ -71,15 +72,8 @@ static void fx_end(Fx *f)
     ir_diag_free(&f->d);
 }
 
-static IrType ty(IrDType dt, int rank, const int64_t *d)
-{
-    IrType t = {.dtype = dt, .rank = rank};
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = d[i];
-    return t;
-}
 #define NI(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
-#define T(dt, ...) ty(dt, NI(__VA_ARGS__), (int64_t[]){__VA_ARGS__})
+#define T(dt, ...) ut_type(dt, NI(__VA_ARGS__), (int64_t[]){__VA_ARGS__})
 #define INTS(g, name, ...) ir_attr_ints(g, name, (int64_t[]){__VA_ARGS__}, NI(__VA_ARGS__))
 
 /* Graph input with host data. */

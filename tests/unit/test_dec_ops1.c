@@ -20,162 +20,26 @@
 
 #include "ir.h"
 #include "pass.h"
+#include "unit_util.h"
 
 #include "dec_ops1_gold.h"
 
 /* ---- fixture and helpers ---- */
 
-typedef struct {
-    IrDiag d;
-    IrGraph *g;
-    PassOptions opt;
-} Fx;
-
-static Fx *fx_new(void)
-{
-    Fx *f = calloc(1, sizeof *f);
-    assert_non_null(f);
-    ir_diag_init(&f->d, "test.onnx");
-    f->g = ir_graph_new(&f->d);
-    assert_non_null(f->g);
-    f->opt.opt_level = 2;
-    return f;
-}
-
-static void fx_free(Fx *f)
-{
-    ir_graph_free(f->g);
-    ir_diag_free(&f->d);
-    free(f);
-}
-
-static IrType ty(IrDType dt, int rank, const int64_t *dims)
-{
-    IrType t = {.dtype = dt, .rank = rank};
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = dims[i];
-    return t;
-}
-
-/* Graph input (a runtime value) of the given type. */
+/* Graph input (a runtime value) of the given type, named in<K>. */
 static ValId input(IrGraph *g, IrDType dt, int rank, const int64_t *dims)
 {
-    char name[16];
-    snprintf(name, sizeof name, "in%u", g->ninputs);
-    IrType t = ty(dt, rank, dims);
-    return ir_add_input(g, name, &t);
-}
-
-static ValId cnst(IrGraph *g, IrDType dt, int rank, const int64_t *dims, const void *v)
-{
-    IrType t = ty(dt, rank, dims);
-    return ir_add_const(g, "k", &t, v);
-}
-
-/* Foreign ONNX node with nout outputs; returns the node. */
-static IrNode *op(IrGraph *g, const char *type, int64_t opset, const ValId *in, int nin,
-                  const IrAttr *a, int na, int nout)
-{
-    IrForeign fr = {.op_type = type, .domain = "", .opset = opset};
-    IrOrigin o = {.name = "n", .op_type = type};
-    NodeId id = ir_add_foreign(g, &fr, in, nin, nout, a, na, &o);
-    return &g->nodes[id];
+    return ut_input(g, NULL, dt, rank, dims);
 }
 
 /* One-output node whose output is a graph output, optionally with a declared type. */
 static void op_out(IrGraph *g, const char *type, int64_t opset, const ValId *in, int nin,
                    const IrAttr *a, int na, const IrType *decl)
 {
-    ValId v = op(g, type, opset, in, nin, a, na, 1)->out[0];
+    ValId v = ut_onnx_op(g, type, opset, in, nin, a, na);
     if (decl)
         g->vals[v].type = *decl;
     ir_add_output(g, v);
-}
-
-static void dump_diag(const IrDiag *d)
-{
-    for (int i = 0; i < d->nmsgs; i++)
-        fprintf(stderr, "  diag: %s\n", d->msgs[i]);
-}
-
-static void decompose_ok(Fx *f)
-{
-    bool ok = pass_decompose(f->g, &f->opt);
-    if (!ok)
-        dump_diag(&f->d);
-    assert_true(ok);
-    assert_true(ir_verify(f->g, "decompose"));
-}
-
-/* Decomposition fails with a message containing `want`. */
-static void decompose_fails(Fx *f, const char *want)
-{
-    assert_false(pass_decompose(f->g, &f->opt));
-    bool found = false;
-    for (int i = 0; i < f->d.nmsgs; i++)
-        found |= strstr(f->d.msgs[i], want) != NULL;
-    if (!found)
-        dump_diag(&f->d);
-    assert_true(found);
-}
-
-/* Evaluate the decomposed graph node by node; returns graph output k's data. */
-static const void *run_graph(IrGraph *g, const void *const *inputs, uint32_t k)
-{
-    const void **vd = calloc(g->nvals, sizeof *vd);
-    assert_non_null(vd);
-    for (uint32_t i = 0; i < g->ninputs; i++)
-        vd[g->inputs[i]] = inputs[i];
-    for (ValId v = 0; v < g->nvals; v++)
-        if (g->vals[v].kind == IR_VAL_CONST)
-            vd[v] = g->vals[v].data;
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead)
-            continue;
-        assert_int_not_equal(n->op, IR_OP_FOREIGN);
-        const void *in[16];
-        void *out[8];
-        for (int j = 0; j < n->nin; j++) {
-            in[j] = vd[n->in[j]];
-            assert_non_null(in[j]);
-        }
-        assert_true(ir_eval_node(g, n, in, out));
-        for (int j = 0; j < n->nout; j++)
-            vd[n->out[j]] = out[j];
-    }
-    const void *r = vd[g->outputs[k]];
-    free(vd);
-    assert_non_null(r);
-    return r;
-}
-
-/* Output k's shape equals dims. */
-static void expect_shape(IrGraph *g, uint32_t k, int rank, const int64_t *dims)
-{
-    const IrType *t = ir_vtype(g, g->outputs[k]);
-    assert_int_equal(t->rank, rank);
-    for (int i = 0; i < rank; i++)
-        assert_int_equal(t->dims[i], dims[i]);
-}
-
-static void expect_close(const float *got, const float *want, int64_t n, double tol)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs((double)got[i] - (double)want[i]) <= tol * (1 + fabs((double)want[i])))) {
-            fprintf(stderr, "  element %lld: got %.7g want %.7g\n", (long long)i, got[i], want[i]);
-            fail();
-        }
-}
-
-static void expect_i64(const int64_t *got, const int64_t *want, int64_t n)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (got[i] != want[i]) {
-            fprintf(stderr, "  element %lld: got %lld want %lld\n", (long long)i,
-                    (long long)got[i], (long long)want[i]);
-            fail();
-        }
 }
 
 static IrAttr attr_s(IrGraph *g, const char *name, const char *v) { return ir_attr_str(g, name, v); }
@@ -191,18 +55,18 @@ static void test_gridsample_2d(void **state)
     for (int m = 0; m < 3; m++)
         for (int p = 0; p < 3; p++)
             for (int ac = 0; ac < 2; ac++) {
-                Fx *f = fx_new();
+                UtFx *f = ut_fx_new();
                 IrGraph *g = f->g;
                 int64_t xd[4] = {1, 1, 3, 2}, gd[4] = {1, 2, 4, 2}, od[4] = {1, 1, 2, 4};
                 ValId in[2] = {input(g, IR_DT_F32, 4, xd), input(g, IR_DT_F32, 4, gd)};
                 IrAttr a[3] = {attr_s(g, "mode", modes[m]), attr_s(g, "padding_mode", pads[p]),
                                ir_attr_int("align_corners", ac)};
                 op_out(g, "GridSample", 22, in, 2, a, 3, NULL);
-                decompose_ok(f);
-                expect_shape(g, 0, 4, od);
+                ut_decompose_ok(f);
+                ut_expect_shape(g, 0, 4, od);
                 const void *inputs[2] = {x, gs_grid};
-                expect_close(run_graph(g, inputs, 0), gs_want + ((m * 3 + p) * 2 + ac) * 8, 8, 1e-5);
-                fx_free(f);
+                ut_expect_close(ut_run_graph(g, inputs, 0), gs_want + ((m * 3 + p) * 2 + ac) * 8, 8, 1e-5);
+                ut_fx_free(f);
             }
 }
 
@@ -213,18 +77,18 @@ static void test_gridsample_3d(void **state)
     for (int i = 0; i < 12; i++)
         x[i] = 0.5f * (float)i;
     for (int k = 0; k < 2; k++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t xd[5] = {1, 1, 3, 2, 2}, gd[5] = {1, 2, 4, 1, 3}, od[5] = {1, 1, 2, 4, 1};
         ValId in[2] = {input(g, IR_DT_F32, 5, xd), input(g, IR_DT_F32, 5, gd)};
         IrAttr a[3] = {attr_s(g, "mode", k ? "nearest" : "linear"),
                        attr_s(g, "padding_mode", k ? "border" : "zeros"), ir_attr_int("align_corners", k)};
         op_out(g, "GridSample", 22, in, 2, a, 3, NULL);
-        decompose_ok(f);
-        expect_shape(g, 0, 5, od);
+        ut_decompose_ok(f);
+        ut_expect_shape(g, 0, 5, od);
         const void *inputs[2] = {x, gs3_grid};
-        expect_close(run_graph(g, inputs, 0), gs3_want + k * 8, 8, 1e-5);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), gs3_want + k * 8, 8, 1e-5);
+        ut_fx_free(f);
     }
 }
 
@@ -241,16 +105,16 @@ static void test_affine_grid(void **state)
     (void)state;
     float th[12] = {1.1f, 0.2f, -0.3f, 0.1f, 0.9f, 0.4f, -0.5f, 0.7f, 0.0f, 0.3f, -0.2f, 1.2f};
     for (int align = 0; align < 2; align++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t tdim[3] = {2, 2, 3}, sd[1] = {4}, size[4] = {2, 1, 3, 4}, od[4] = {2, 3, 4, 2};
-        ValId in[2] = {input(g, IR_DT_F32, 3, tdim), cnst(g, IR_DT_I64, 1, sd, size)};
+        ValId in[2] = {input(g, IR_DT_F32, 3, tdim), ut_const(g, IR_DT_I64, 1, sd, size)};
         IrAttr a = ir_attr_int("align_corners", align);
         op_out(g, "AffineGrid", 20, in, 2, &a, 1, NULL);
-        decompose_ok(f);
-        expect_shape(g, 0, 4, od);
+        ut_decompose_ok(f);
+        ut_expect_shape(g, 0, 4, od);
         const void *inputs[1] = {th};
-        const float *y = run_graph(g, inputs, 0);
+        const float *y = ut_run_graph(g, inputs, 0);
         float want[48];
         for (int n = 0; n < 2; n++)
             for (int h = 0; h < 3; h++)
@@ -260,27 +124,27 @@ static void test_affine_grid(void **state)
                         double v = t[0] * base_coord(w, 4, align) + t[1] * base_coord(h, 3, align) + t[2];
                         want[((n * 3 + h) * 4 + w) * 2 + k] = (float)v;
                     }
-        expect_close(y, want, 48, 1e-5);
-        fx_free(f);
+        ut_expect_close(y, want, 48, 1e-5);
+        ut_fx_free(f);
     }
     /* 3-D with a runtime size: the declared output gives the spatial sizes */
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t tdim[3] = {1, 3, 4}, sd[1] = {5}, od[5] = {1, 2, 3, 2, 3};
     ValId in[2] = {input(g, IR_DT_F32, 3, tdim), input(g, IR_DT_I64, 1, sd)};
-    IrType decl = ty(IR_DT_F32, 5, od);
+    IrType decl = ut_type(IR_DT_F32, 5, od);
     op_out(g, "AffineGrid", 20, in, 2, NULL, 0, &decl);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     float t3[12] = {1, 0, 0, 0.5f, 0, 1, 0, 0, 0, 0, 1, -0.5f};
     int64_t size[5] = {1, 1, 2, 3, 2};
     const void *inputs[2] = {t3, size};
-    const float *y = run_graph(g, inputs, 0);
+    const float *y = ut_run_graph(g, inputs, 0);
     /* point (d=1, h=2, w=0): x = base(w), y = base(h), z = base(d), plus translations */
     int64_t p = (1 * 3 + 2) * 2 + 0;
     assert_float_equal(y[p * 3 + 0], base_coord(0, 2, 0) + 0.5, 1e-6);
     assert_float_equal(y[p * 3 + 1], base_coord(2, 3, 0), 1e-6);
     assert_float_equal(y[p * 3 + 2], base_coord(1, 2, 0) - 0.5, 1e-6);
-    fx_free(f);
+    ut_fx_free(f);
 }
 
 /* ---- DFT, STFT, windows, MelWeightMatrix ---- */
@@ -304,21 +168,21 @@ static void ref_dft(const double *re, const double *im, int64_t m, int64_t n, in
 /* DFT(x[1, m, cin]) along axis 1 (opset 19 attribute) with the given options. */
 static void dft_case(int64_t m, int cin, int64_t dl, bool inv, bool onesided)
 {
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t xd[3] = {1, m, cin}, one = 1;
     float x[16];
     for (int i = 0; i < m * cin; i++)
         x[i] = (float)((i * 7 % 11) - 5) * 0.25f;
-    ValId in[2] = {input(g, IR_DT_F32, 3, xd), dl > 0 ? cnst(g, IR_DT_I64, 1, &one, &dl) : IR_NONE};
+    ValId in[2] = {input(g, IR_DT_F32, 3, xd), dl > 0 ? ut_const(g, IR_DT_I64, 1, &one, &dl) : IR_NONE};
     IrAttr a[3] = {ir_attr_int("axis", 1), ir_attr_int("inverse", inv), ir_attr_int("onesided", onesided)};
     op_out(g, "DFT", 19, in, 2, a, 3, NULL);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     bool irfft = inv && onesided;
     int64_t n = dl > 0 ? dl : irfft ? 2 * (m - 1) : m;
     int64_t K = irfft ? n : onesided ? n / 2 + 1 : n, cout = irfft ? 1 : 2;
     int64_t od[3] = {1, K, cout};
-    expect_shape(g, 0, 3, od);
+    ut_expect_shape(g, 0, 3, od);
     double re[16] = {0}, im[16] = {0}, yr[16], yi[16];
     for (int64_t t = 0; t < m; t++) {
         re[t] = x[t * cin];
@@ -345,8 +209,8 @@ static void dft_case(int64_t m, int cin, int64_t dl, bool inv, bool onesided)
             want[k * cout + 1] = (float)yi[k];
     }
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, K * cout, 1e-5);
-    fx_free(f);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, K * cout, 1e-5);
+    ut_fx_free(f);
 }
 
 static void test_dft_variants(void **state)
@@ -365,13 +229,13 @@ static void test_dft_variants(void **state)
 static void test_dft_runtime_axis(void **state)
 {
     (void)state;
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 3, 3, 1}, od[4] = {1, 3, 3, 2};
     ValId in[3] = {input(g, IR_DT_F32, 4, xd), IR_NONE, input(g, IR_DT_I64, 0, NULL)};
-    IrType decl = ty(IR_DT_F32, 4, od);
+    IrType decl = ut_type(IR_DT_F32, 4, od);
     op_out(g, "DFT", 20, in, 3, NULL, 0, &decl);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     float x[9] = {1, 2, 0, -1, 3, 0.5f, 2, -2, 1};
     int64_t axes[3] = {1, 2, -2};
     for (int k = 0; k < 3; k++) {
@@ -389,9 +253,9 @@ static void test_dft_runtime_axis(void **state)
             }
         }
         const void *inputs[2] = {x, &axes[k]};
-        expect_close(run_graph(g, inputs, 0), want, 18, 1e-5);
+        ut_expect_close(ut_run_graph(g, inputs, 0), want, 18, 1e-5);
     }
-    fx_free(f);
+    ut_fx_free(f);
 }
 
 /* STFT of a real signal [1, 10, 1], frames of 4 every 3 samples, Hann window: the
@@ -405,15 +269,15 @@ static void test_stft(void **state)
     for (int i = 0; i < 4; i++)
         win[i] = (float)(0.5 - 0.5 * cos(2 * M_PI * i / 4));
     for (int k = 0; k < 2; k++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t sd[3] = {1, 10, 1}, wd[1] = {4}, od[4] = {1, 3, 3, 2}, step = 3, fl = 4;
-        ValId in[4] = {input(g, IR_DT_F32, 3, sd), k ? cnst(g, IR_DT_I64, 0, NULL, &step)
+        ValId in[4] = {input(g, IR_DT_F32, 3, sd), k ? ut_const(g, IR_DT_I64, 0, NULL, &step)
                                                     : input(g, IR_DT_I64, 0, NULL),
-                       k ? IR_NONE : cnst(g, IR_DT_F32, 1, wd, win), k ? input(g, IR_DT_I64, 0, NULL) : IR_NONE};
-        IrType decl = ty(IR_DT_F32, 4, od);
+                       k ? IR_NONE : ut_const(g, IR_DT_F32, 1, wd, win), k ? input(g, IR_DT_I64, 0, NULL) : IR_NONE};
+        IrType decl = ut_type(IR_DT_F32, 4, od);
         op_out(g, "STFT", 17, in, 4, NULL, 0, &decl);
-        decompose_ok(f);
+        ut_decompose_ok(f);
         float want[18];
         for (int fr = 0; fr < 3; fr++) {
             double re[4], im[4] = {0}, yr[4], yi[4];
@@ -426,8 +290,8 @@ static void test_stft(void **state)
             }
         }
         const void *inputs[2] = {sig, k ? (const void *)&fl : (const void *)&step};
-        expect_close(run_graph(g, inputs, 0), want, 18, 1e-5);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), want, 18, 1e-5);
+        ut_fx_free(f);
     }
 }
 
@@ -437,14 +301,15 @@ static void test_windows(void **state)
     static const char *ops[3] = {"HannWindow", "HammingWindow", "BlackmanWindow"};
     for (int w = 0; w < 3; w++)
         for (int periodic = 0; periodic < 2; periodic++) {
-            Fx *f = fx_new();
+            UtFx *f = ut_fx_new();
             IrGraph *g = f->g;
             int64_t n = 8;
-            IrType decl = ty(IR_DT_F32, 1, &n);
-            ValId in = periodic ? cnst(g, IR_DT_I64, 0, NULL, &n) : input(g, IR_DT_I64, 0, NULL);
+            IrType decl = ut_type(IR_DT_F32, 1, &n);
+            ValId in = periodic ? ut_const(g, IR_DT_I64, 0, NULL, &n)
+                                : input(g, IR_DT_I64, 0, NULL);
             IrAttr a = ir_attr_int("periodic", periodic);
             op_out(g, ops[w], 17, &in, 1, &a, 1, periodic ? NULL : &decl);
-            decompose_ok(f);
+            ut_decompose_ok(f);
             float want[8];
             double N = periodic ? 8 : 7;
             for (int i = 0; i < 8; i++) {
@@ -453,8 +318,8 @@ static void test_windows(void **state)
                                                                     : 0.42 - 0.5 * c1 + 0.08 * c2);
             }
             const void *inputs[1] = {&n};
-            expect_close(run_graph(g, inputs, 0), want, 8, 1e-5);
-            fx_free(f);
+            ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-5);
+            ut_fx_free(f);
         }
 }
 
@@ -464,26 +329,26 @@ static void test_mel_weight_matrix(void **state)
     int64_t nm = 5, dl = 32, sr = 8000, od[2] = {17, 5};
     float lo = 100, hi = 3000;
     for (int runtime = 0; runtime < 2; runtime++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         ValId in[5];
         if (runtime) {
             for (int i = 0; i < 5; i++)
                 in[i] = input(g, i < 3 ? IR_DT_I64 : IR_DT_F32, 0, NULL);
         } else {
-            in[0] = cnst(g, IR_DT_I64, 0, NULL, &nm);
-            in[1] = cnst(g, IR_DT_I64, 0, NULL, &dl);
-            in[2] = cnst(g, IR_DT_I64, 0, NULL, &sr);
-            in[3] = cnst(g, IR_DT_F32, 0, NULL, &lo);
-            in[4] = cnst(g, IR_DT_F32, 0, NULL, &hi);
+            in[0] = ut_const(g, IR_DT_I64, 0, NULL, &nm);
+            in[1] = ut_const(g, IR_DT_I64, 0, NULL, &dl);
+            in[2] = ut_const(g, IR_DT_I64, 0, NULL, &sr);
+            in[3] = ut_const(g, IR_DT_F32, 0, NULL, &lo);
+            in[4] = ut_const(g, IR_DT_F32, 0, NULL, &hi);
         }
-        IrType decl = ty(IR_DT_F32, 2, od);
+        IrType decl = ut_type(IR_DT_F32, 2, od);
         op_out(g, "MelWeightMatrix", 17, in, 5, NULL, 0, runtime ? &decl : NULL);
-        decompose_ok(f);
-        expect_shape(g, 0, 2, od);
+        ut_decompose_ok(f);
+        ut_expect_shape(g, 0, 2, od);
         const void *inputs[5] = {&nm, &dl, &sr, &lo, &hi};
-        expect_close(run_graph(g, inputs, 0), mel_want, 85, 1e-5);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), mel_want, 85, 1e-5);
+        ut_fx_free(f);
     }
 }
 
@@ -493,57 +358,57 @@ static void test_cumprod(void **state)
 {
     (void)state;
     float x[6] = {2, 3, -1, 0.5f, 4, 2};
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t xd[2] = {2, 3};
     ValId in[2] = {input(g, IR_DT_F32, 2, xd), input(g, IR_DT_I64, 0, NULL)};
     op_out(g, "CumProd", 26, in, 2, NULL, 0, NULL);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     int64_t ax0 = 0, ax1 = 1, axm = -1;
     float w0[6] = {2, 3, -1, 1, 12, -2}, w1[6] = {2, 6, -6, 0.5f, 2, 4};
     const void *i0[2] = {x, &ax0}, *i1[2] = {x, &ax1}, *im[2] = {x, &axm};
-    expect_close(run_graph(g, i0, 0), w0, 6, 1e-6);
-    expect_close(run_graph(g, i1, 0), w1, 6, 1e-6);
-    expect_close(run_graph(g, im, 0), w1, 6, 1e-6);
-    fx_free(f);
+    ut_expect_close(ut_run_graph(g, i0, 0), w0, 6, 1e-6);
+    ut_expect_close(ut_run_graph(g, i1, 0), w1, 6, 1e-6);
+    ut_expect_close(ut_run_graph(g, im, 0), w1, 6, 1e-6);
+    ut_fx_free(f);
     /* exclusive, reverse, int32, 9 elements (several scan steps) */
-    f = fx_new();
+    f = ut_fx_new();
     g = f->g;
     int64_t n = 9;
     int32_t xi[9] = {1, 2, 3, 1, 2, 1, 3, 1, 2};
-    ValId in2[2] = {input(g, IR_DT_I32, 1, &n), cnst(g, IR_DT_I64, 0, NULL, &ax0)};
+    ValId in2[2] = {input(g, IR_DT_I32, 1, &n), ut_const(g, IR_DT_I64, 0, NULL, &ax0)};
     IrAttr a[2] = {ir_attr_int("exclusive", 1), ir_attr_int("reverse", 1)};
     op_out(g, "CumProd", 26, in2, 2, a, 2, NULL);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     const void *inputs[1] = {xi};
-    const int32_t *y = run_graph(g, inputs, 0);
+    const int32_t *y = ut_run_graph(g, inputs, 0);
     int32_t want = 1;
     for (int i = 8; i >= 0; i--) {
         assert_int_equal(y[i], want);
         want *= xi[i];
     }
-    fx_free(f);
+    ut_fx_free(f);
 }
 
 /* TopK over the last axis of x[2, 5] (ties keep the lower index first). */
 static void topk_case(int largest, bool runtime_k)
 {
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t xd[2] = {2, 5}, kd[1] = {1}, k = runtime_k ? 2 : 3, od[2] = {2, k};
     float x[10] = {3, 1, 3, 2, 5, 0, 0, -1, 4, 4};
-    ValId in[2] = {input(g, IR_DT_F32, 2, xd), runtime_k ? input(g, IR_DT_I64, 1, kd) : cnst(g, IR_DT_I64, 1, kd, &k)};
+    ValId in[2] = {input(g, IR_DT_F32, 2, xd), runtime_k ? input(g, IR_DT_I64, 1, kd) : ut_const(g, IR_DT_I64, 1, kd, &k)};
     IrAttr a[2] = {ir_attr_int("axis", -1), ir_attr_int("largest", largest)};
-    IrNode *n = op(g, "TopK", 11, in, 2, a, 2, 2);
-    ValId o0 = n->out[0], o1 = n->out[1];
+    NodeId n = ut_onnx_node(g, "TopK", 11, in, 2, 2, a, 2);
+    ValId o0 = g->nodes[n].out[0], o1 = g->nodes[n].out[1];
     if (runtime_k) {
-        g->vals[o0].type = ty(IR_DT_F32, 2, od);
-        g->vals[o1].type = ty(IR_DT_I64, 2, od);
+        g->vals[o0].type = ut_type(IR_DT_F32, 2, od);
+        g->vals[o1].type = ut_type(IR_DT_I64, 2, od);
     }
     ir_add_output(g, o0);
     ir_add_output(g, o1);
-    decompose_ok(f);
-    expect_shape(g, 1, 2, od);
+    ut_decompose_ok(f);
+    ut_expect_shape(g, 1, 2, od);
     int64_t want_i[6];
     float want_v[6];
     for (int r = 0; r < 2; r++) { /* pick the best remaining element k times */
@@ -561,9 +426,9 @@ static void topk_case(int largest, bool runtime_k)
         }
     }
     const void *inputs[2] = {x, &k};
-    expect_close(run_graph(g, inputs, 0), want_v, 2 * k, 0);
-    expect_i64(run_graph(g, inputs, 1), want_i, 2 * k);
-    fx_free(f);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want_v, 2 * k, 0);
+    ut_expect_i64(ut_run_graph(g, inputs, 1), want_i, 2 * k);
+    ut_fx_free(f);
 }
 
 static void test_topk(void **state)
@@ -577,19 +442,19 @@ static void test_topk(void **state)
 static void test_reverse_sequence(void **state)
 {
     (void)state;
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t xd[2] = {4, 3}, ld[1] = {3};
     ValId in[2] = {input(g, IR_DT_F32, 2, xd), input(g, IR_DT_I64, 1, ld)};
     IrAttr a[2] = {ir_attr_int("batch_axis", 1), ir_attr_int("time_axis", 0)};
     op_out(g, "ReverseSequence", 10, in, 2, a, 2, NULL);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     float x[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
     int64_t lens[3] = {4, 1, 2};
     float want[12] = {9, 1, 5, 6, 4, 2, 3, 7, 8, 0, 10, 11};
     const void *inputs[2] = {x, lens};
-    expect_close(run_graph(g, inputs, 0), want, 12, 0);
-    fx_free(f);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 12, 0);
+    ut_fx_free(f);
 }
 
 /* ---- scatters ---- */
@@ -607,13 +472,13 @@ static void test_scatter_nd(void **state)
 {
     (void)state;
     for (int r = 0; r < 5; r++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t dd[2] = {4, 3}, id[2] = {3, 1}, ud[2] = {3, 3};
         ValId in[3] = {input(g, IR_DT_F32, 2, dd), input(g, IR_DT_I64, 2, id), input(g, IR_DT_F32, 2, ud)};
         IrAttr a = attr_s(g, "reduction", red_names[r]);
         op_out(g, "ScatterND", 18, in, 3, &a, 1, NULL);
-        decompose_ok(f);
+        ut_decompose_ok(f);
         float data[12], upd[9];
         int64_t idx[3] = {1, -1, r == 0 ? 0 : 1};
         for (int i = 0; i < 12; i++)
@@ -628,8 +493,8 @@ static void test_scatter_nd(void **state)
                 want[row * 3 + j] = red_apply(r, want[row * 3 + j], upd[u * 3 + j]);
         }
         const void *inputs[3] = {data, idx, upd};
-        expect_close(run_graph(g, inputs, 0), want, 12, 1e-6);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), want, 12, 1e-6);
+        ut_fx_free(f);
     }
 }
 
@@ -637,13 +502,13 @@ static void test_scatter_elements(void **state)
 {
     (void)state;
     for (int r = 0; r < 5; r++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t dd[2] = {3, 4}, id[2] = {2, 3};
         ValId in[3] = {input(g, IR_DT_F32, 2, dd), input(g, IR_DT_I64, 2, id), input(g, IR_DT_F32, 2, id)};
         IrAttr a[2] = {attr_s(g, "reduction", red_names[r]), ir_attr_int("axis", 1)};
         op_out(g, "ScatterElements", 18, in, 3, a, 2, NULL);
-        decompose_ok(f);
+        ut_decompose_ok(f);
         float data[12], upd[6] = {10, -2, 3, 0.5f, 7, -4};
         int64_t idx[6] = {3, -1, 0, 1, -4, r == 0 ? 2 : 1};
         for (int i = 0; i < 12; i++)
@@ -656,34 +521,34 @@ static void test_scatter_elements(void **state)
                 want[i * 4 + c] = red_apply(r, want[i * 4 + c], upd[i * 3 + j]);
             }
         const void *inputs[3] = {data, idx, upd};
-        expect_close(run_graph(g, inputs, 0), want, 12, 1e-6);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), want, 12, 1e-6);
+        ut_fx_free(f);
     }
     /* Scatter (opset 10), axis 0, runtime indices */
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t dd[2] = {3, 2}, id[2] = {1, 2};
     ValId in[3] = {input(g, IR_DT_F32, 2, dd), input(g, IR_DT_I64, 2, id), input(g, IR_DT_F32, 2, id)};
     op_out(g, "Scatter", 10, in, 3, NULL, 0, NULL);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     float data[6] = {0, 0, 0, 0, 0, 0}, upd[2] = {1, 2}, want[6] = {0, 0, 0, 2, 1, 0};
     int64_t idx[2] = {2, 1};
     const void *inputs[3] = {data, idx, upd};
-    expect_close(run_graph(g, inputs, 0), want, 6, 0);
-    fx_free(f);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 6, 0);
+    ut_fx_free(f);
 }
 
 static void test_tensor_scatter(void **state)
 {
     (void)state;
     for (int circ = 0; circ < 2; circ++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t pd[3] = {2, 5, 2}, ud[3] = {2, 2, 2}, wd[1] = {2};
         ValId in[3] = {input(g, IR_DT_F32, 3, pd), input(g, IR_DT_F32, 3, ud), input(g, IR_DT_I64, 1, wd)};
         IrAttr a = attr_s(g, "mode", circ ? "circular" : "linear");
         op_out(g, "TensorScatter", 24, in, 3, &a, 1, NULL);
-        decompose_ok(f);
+        ut_decompose_ok(f);
         float past[20], upd[8], want[20];
         for (int i = 0; i < 20; i++)
             past[i] = want[i] = (float)i;
@@ -695,8 +560,8 @@ static void test_tensor_scatter(void **state)
                 for (int d = 0; d < 2; d++)
                     want[(b * 5 + (w[b] + t) % 5) * 2 + d] = upd[(b * 2 + t) * 2 + d];
         const void *inputs[3] = {past, upd, w};
-        expect_close(run_graph(g, inputs, 0), want, 20, 0);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), want, 20, 0);
+        ut_fx_free(f);
     }
 }
 
@@ -704,23 +569,23 @@ static void test_max_unpool(void **state)
 {
     (void)state;
     for (int withshape = 0; withshape < 2; withshape++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t xd[4] = {1, 1, 2, 2}, sd[1] = {4}, os[4] = {1, 1, 5, 5}, k[2] = {2, 2};
         ValId in[3] = {input(g, IR_DT_F32, 4, xd), input(g, IR_DT_I64, 4, xd),
-                       withshape ? cnst(g, IR_DT_I64, 1, sd, os) : IR_NONE};
+                       withshape ? ut_const(g, IR_DT_I64, 1, sd, os) : IR_NONE};
         IrAttr a[2] = {ir_attr_ints(g, "kernel_shape", k, 2), ir_attr_ints(g, "strides", k, 2)};
         op_out(g, "MaxUnpool", 22, in, 3, a, 2, NULL);
-        decompose_ok(f);
+        ut_decompose_ok(f);
         int64_t n = withshape ? 5 : 4, od[4] = {1, 1, n, n};
-        expect_shape(g, 0, 4, od);
+        ut_expect_shape(g, 0, 4, od);
         float x[4] = {5, 6, 7, 8}, want[25] = {0};
         int64_t idx[4] = {5, 7, 13, 15};
         for (int i = 0; i < 4; i++) /* flat index into the inferred 4x4 */
             want[(idx[i] / 4) * n + idx[i] % 4] = x[i];
         const void *inputs[2] = {x, idx};
-        expect_close(run_graph(g, inputs, 0), want, n * n, 0);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), want, n * n, 0);
+        ut_fx_free(f);
     }
 }
 
@@ -728,15 +593,15 @@ static void test_max_unpool(void **state)
 static void test_col2im(void **state)
 {
     (void)state;
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t xd[3] = {1, 8, 6}, two = 2, img[2] = {3, 4}, od[4] = {1, 2, 3, 4};
     int64_t pads[4] = {0, 1, 0, 1}, strides[2] = {1, 2};
-    ValId in[3] = {input(g, IR_DT_F32, 3, xd), cnst(g, IR_DT_I64, 1, &two, img), input(g, IR_DT_I64, 1, &two)};
+    ValId in[3] = {input(g, IR_DT_F32, 3, xd), ut_const(g, IR_DT_I64, 1, &two, img), input(g, IR_DT_I64, 1, &two)};
     IrAttr a[2] = {ir_attr_ints(g, "pads", pads, 4), ir_attr_ints(g, "strides", strides, 2)};
-    IrType decl = ty(IR_DT_F32, 4, od);
+    IrType decl = ut_type(IR_DT_F32, 4, od);
     op_out(g, "Col2Im", 18, in, 3, a, 2, &decl);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     float x[48], want[24] = {0};
     for (int i = 0; i < 48; i++)
         x[i] = (float)i * 0.5f - 3;
@@ -752,8 +617,8 @@ static void test_col2im(void **state)
                         want[(c * 3 + h) * 4 + w] += x[((c * 4 + kh * 2 + kw) * 2 + lh) * 3 + lw];
                     }
     const void *inputs[2] = {x, block};
-    expect_close(run_graph(g, inputs, 0), want, 24, 1e-6);
-    fx_free(f);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 24, 1e-6);
+    ut_fx_free(f);
 }
 
 /* ---- BitCast, RoiAlign, MaxPool indices, DeformConv ---- */
@@ -761,27 +626,39 @@ static void test_col2im(void **state)
 static void test_bitcast(void **state)
 {
     (void)state;
-    Fx *f = fx_new();
+    UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t n = 5;
     ValId x = input(g, IR_DT_I8, 1, &n);
     IrAttr a = ir_attr_int("to", IR_DT_U8);
     op_out(g, "BitCast", 26, &x, 1, &a, 1, NULL);
-    decompose_ok(f);
+    ut_decompose_ok(f);
     int8_t v[5] = {-128, -1, 0, 1, 127};
     const void *inputs[1] = {v};
-    const uint8_t *y = run_graph(g, inputs, 0);
+    const uint8_t *y = ut_run_graph(g, inputs, 0);
     uint8_t want[5] = {128, 255, 0, 1, 127};
     for (int i = 0; i < 5; i++)
         assert_int_equal(y[i], want[i]);
-    fx_free(f);
-    f = fx_new();
+    ut_fx_free(f);
+    f = ut_fx_new();
     g = f->g;
     x = input(g, IR_DT_F32, 1, &n);
     a = ir_attr_int("to", IR_DT_I32);
     op_out(g, "BitCast", 26, &x, 1, &a, 1, NULL);
-    decompose_fails(f, "needs a bit reinterpretation");
-    fx_free(f);
+    ut_decompose_ok(f);                              /* the core BITCAST */
+    float fv[5] = {1.0f, -2.5f, 0.0f, -0.0f, 3.75f};
+    int32_t bits[5];
+    memcpy(bits, fv, sizeof bits);
+    inputs[0] = fv;
+    assert_memory_equal(ut_run_graph(g, inputs, 0), bits, sizeof bits);
+    ut_fx_free(f);
+    f = ut_fx_new();
+    g = f->g;
+    x = input(g, IR_DT_F32, 1, &n);
+    a = ir_attr_int("to", IR_DT_I16);
+    op_out(g, "BitCast", 26, &x, 1, &a, 1, NULL);
+    ut_decompose_fails(f, "same bit width");
+    ut_fx_free(f);
 }
 
 static void test_roi_align(void **state)
@@ -792,22 +669,22 @@ static void test_roi_align(void **state)
     for (int m = 0; m < 2; m++)
         for (int t = 0; t < 2; t++)
             for (int s = 0; s < 2; s++) {
-                Fx *f = fx_new();
+                UtFx *f = ut_fx_new();
                 IrGraph *g = f->g;
                 int64_t xd[4] = {1, 2, 5, 5}, rd[2] = {3, 4}, bd[1] = {3}, od[4] = {3, 2, 2, 3};
                 /* sampling_ratio 0 needs constant rois; 2 takes them at run time */
                 ValId in[3] = {input(g, IR_DT_F32, 4, xd),
-                               s ? cnst(g, IR_DT_F32, 2, rd, roi_rois) : input(g, IR_DT_F32, 2, rd),
-                               cnst(g, IR_DT_I64, 1, bd, bidx)};
+                               s ? ut_const(g, IR_DT_F32, 2, rd, roi_rois) : input(g, IR_DT_F32, 2, rd),
+                               ut_const(g, IR_DT_I64, 1, bd, bidx)};
                 IrAttr a[6] = {attr_s(g, "mode", modes[m]), attr_s(g, "coordinate_transformation_mode", ctm[t]),
                                ir_attr_int("output_height", 2), ir_attr_int("output_width", 3),
                                ir_attr_int("sampling_ratio", s ? 0 : 2), ir_attr_float("spatial_scale", 0.9)};
                 op_out(g, "RoiAlign", 22, in, 3, a, 6, NULL);
-                decompose_ok(f);
-                expect_shape(g, 0, 4, od);
+                ut_decompose_ok(f);
+                ut_expect_shape(g, 0, 4, od);
                 const void *inputs[2] = {roi_x, roi_rois};
-                expect_close(run_graph(g, inputs, 0), roi_want + ((m * 2 + t) * 2 + s) * 36, 36, 1e-5);
-                fx_free(f);
+                ut_expect_close(ut_run_graph(g, inputs, 0), roi_want + ((m * 2 + t) * 2 + s) * 36, 36, 1e-5);
+                ut_fx_free(f);
             }
 }
 
@@ -820,19 +697,19 @@ static void test_maxpool_indices(void **state)
     for (int i = 0; i < 40; i++)
         x[i] = (float)((i * 13) % 17) - (float)(i % 3);
     for (int so = 0; so < 2; so++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t xd[4] = {1, 2, 4, 5}, k[2] = {2, 3}, s[2] = {2, 1}, p[4] = {1, 1, 0, 1};
         ValId xin = input(g, IR_DT_F32, 4, xd);
         IrAttr a[4] = {ir_attr_ints(g, "kernel_shape", k, 2), ir_attr_ints(g, "strides", s, 2),
                        ir_attr_ints(g, "pads", p, 4), ir_attr_int("storage_order", so)};
-        IrNode *n = op(g, "MaxPool", 12, &xin, 1, a, 4, 2);
-        ValId o0 = n->out[0], o1 = n->out[1];
+        NodeId n = ut_onnx_node(g, "MaxPool", 12, &xin, 1, 2, a, 4);
+        ValId o0 = g->nodes[n].out[0], o1 = g->nodes[n].out[1];
         ir_add_output(g, o0);
         ir_add_output(g, o1);
-        decompose_ok(f);
+        ut_decompose_ok(f);
         int64_t od[4] = {1, 2, 2, 5}; /* (4+1-2)/2+1, (5+2-3)/1+1 */
-        expect_shape(g, 1, 4, od);
+        ut_expect_shape(g, 1, 4, od);
         float wv[20];
         int64_t wi[20];
         for (int c = 0; c < 2; c++)
@@ -852,9 +729,9 @@ static void test_maxpool_indices(void **state)
                     wi[(c * 2 + oh) * 5 + ow] = bi;
                 }
         const void *inputs[1] = {x};
-        expect_close(run_graph(g, inputs, 0), wv, 20, 0);
-        expect_i64(run_graph(g, inputs, 1), wi, 20);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), wv, 20, 0);
+        ut_expect_i64(ut_run_graph(g, inputs, 1), wi, 20);
+        ut_fx_free(f);
     }
 }
 
@@ -862,7 +739,7 @@ static void test_deform_conv(void **state)
 {
     (void)state;
     for (int k = 0; k < 2; k++) {
-        Fx *f = fx_new();
+        UtFx *f = ut_fx_new();
         IrGraph *g = f->g;
         int64_t xd[4] = {1, 2, 4, 4}, wd[4] = {k ? 2 : 3, k ? 1 : 2, 2, 2}, ks[2] = {2, 2};
         int64_t odf[4] = {1, 16, 3, 3}, od2[4] = {1, 8, 2, 4}, md[4] = {1, 8, 3, 3}, bd[1] = {3};
@@ -870,16 +747,16 @@ static void test_deform_conv(void **state)
         float bias[3] = {0.1f, -0.2f, 0.3f};
         ValId in[5] = {input(g, IR_DT_F32, 4, xd), input(g, IR_DT_F32, 4, wd),
                        input(g, IR_DT_F32, 4, k ? od2 : odf),
-                       k ? IR_NONE : cnst(g, IR_DT_F32, 1, bd, bias), k ? IR_NONE : input(g, IR_DT_F32, 4, md)};
+                       k ? IR_NONE : ut_const(g, IR_DT_F32, 1, bd, bias), k ? IR_NONE : input(g, IR_DT_F32, 4, md)};
         IrAttr a[4] = {ir_attr_ints(g, "kernel_shape", ks, 2), ir_attr_int(k ? "group" : "offset_group", 2),
                        ir_attr_ints(g, "pads", pads, 4), ir_attr_ints(g, "strides", strides, 2)};
         op_out(g, "DeformConv", 22, in, 5, a, k ? 4 : 2, NULL);
-        decompose_ok(f);
+        ut_decompose_ok(f);
         int64_t od[4] = {1, k ? 2 : 3, k ? 2 : 3, k ? 4 : 3};
-        expect_shape(g, 0, 4, od);
+        ut_expect_shape(g, 0, 4, od);
         const void *inputs[4] = {dc_x, k ? dc_w2 : dc_w, k ? dc_off2 : dc_off, dc_mask};
-        expect_close(run_graph(g, inputs, 0), k ? dc_want2 : dc_want, k ? 16 : 27, 1e-5);
-        fx_free(f);
+        ut_expect_close(ut_run_graph(g, inputs, 0), k ? dc_want2 : dc_want, k ? 16 : 27, 1e-5);
+        ut_fx_free(f);
     }
 }
 

@@ -25,6 +25,7 @@
 #include "rt_exec.h"
 #include "rt_io.h"
 #include "spyrt.h"
+#include "unit_util.h"
 
 static const IrOrigin O = {"n", "Test", NULL};
 
@@ -211,74 +212,13 @@ static void test_packed_files(void **st)
 
 /* ---- whole graphs ----------------------------------------------------------------- */
 
-typedef struct {
-    IrDiag d;
-    IrGraph *g;
-} Fx;
-
-static void fx_begin(Fx *f)
-{
-    ir_diag_init(&f->d, "test.onnx");
-    f->g = ir_graph_new(&f->d);
-    assert_non_null(f->g);
-}
-
-static void fx_end(Fx *f)
-{
-    ir_graph_free(f->g);
-    ir_diag_free(&f->d);
-}
-
-static IrType vec(IrDType dt, int64_t n)
-{
-    IrType t = {.dtype = dt, .rank = 1, .dims = {n}};
-    return t;
-}
-
-/* Compile g with the whole pipeline; NULL (and *err set) when compiling fails. */
-static uint8_t *compile(IrGraph *g, size_t *len)
-{
-    SpyTarget t;
-    fe_default_target(&t);
-    PassOptions po = {.opt_level = 2, .target = &t, .verify = true};
-    if (!pass_run_pipeline(g, &po)) {
-        ir_diag_print(g->diag, stderr);
-        return NULL;
-    }
-    CgOptions co = {&t, "compiler=test\n"};
-    uint8_t *buf = NULL;
-    assert_true(cg_emit_bundle(g, &co, &buf, len));
-    return buf;
-}
-
-/* Compile and run g on inputs; outputs into outs. Returns the run status; the
- * session's message goes to err. */
-static spy_status run(IrGraph *g, const void *const *inputs, void *const *outs, char *err,
-                      size_t errlen)
-{
-    size_t len = 0;
-    uint8_t *buf = compile(g, &len);
-    assert_non_null(buf);
-    spy_model *m = NULL;
-    assert_int_equal(spy_model_load_memory(buf, len, &m, err, errlen), SPY_OK);
-    spy_session_options so = {.num_threads = 2, .debug_lx_poison = 1};
-    spy_session *s = NULL;
-    assert_int_equal(spy_session_create(m, &so, &s), SPY_OK);
-    spy_status st = spy_session_run(s, inputs, outs);
-    snprintf(err, errlen, "%s", spy_session_error(s));
-    spy_session_free(s);
-    spy_model_free(m);
-    free(buf);
-    return st;
-}
-
 /* float16: every operator computes in float32 and rounds its result once. */
 static void test_f16_graph(void **st)
 {
     (void)st;
     enum { N = 300 };
-    Fx f;
-    fx_begin(&f);
+    UtFx f;
+    ut_fx_begin(&f);
     uint16_t x[N], y[N], want[N];
     for (int i = 0; i < N; i++) {
         x[i] = rt_f32_to_f16((float)(i - 150) / 37.0f);
@@ -286,7 +226,7 @@ static void test_f16_graph(void **st)
         float p = rt_f16_to_f32(rt_f32_to_f16(e * rt_f16_to_f32(x[i])));
         want[i] = rt_f32_to_f16(p + 1.0f);
     }
-    IrType t = vec(IR_DT_F16, N);
+    IrType t = ut_vec(IR_DT_F16, N);
     ValId a = ir_add_input(f.g, "x", &t);
     uint16_t one = rt_f32_to_f16(1.0f);
     IrType st16 = {.dtype = IR_DT_F16, .rank = 0};
@@ -297,11 +237,11 @@ static void test_f16_graph(void **st)
     char err[256];
     const void *in[1] = {x};
     void *out[1] = {y};
-    assert_int_equal(run(f.g, in, out, err, sizeof err), SPY_OK);
+    assert_int_equal(ut_compile_run(f.g, in, out, err, sizeof err), SPY_OK);
     for (int i = 0; i < N; i++)
         if (y[i] != want[i])
             fail_msg("element %d: got 0x%04x, want 0x%04x", i, y[i], want[i]);
-    fx_end(&f);
+    ut_fx_end(&f);
 }
 
 /* bfloat16 matmul: float32 accumulation, one rounding of each result. */
@@ -309,8 +249,8 @@ static void test_bf16_matmul(void **st)
 {
     (void)st;
     enum { M = 5, K = 40, N = 7 };
-    Fx f;
-    fx_begin(&f);
+    UtFx f;
+    ut_fx_begin(&f);
     uint16_t a[M * K], b[K * N], y[M * N], want[M * N];
     for (int i = 0; i < M * K; i++)
         a[i] = rt_f32_to_bf16((float)((i * 7) % 23 - 11) / 8.0f);
@@ -331,69 +271,69 @@ static void test_bf16_matmul(void **st)
     char err[256];
     const void *in[1] = {a};
     void *out[1] = {y};
-    assert_int_equal(run(f.g, in, out, err, sizeof err), SPY_OK);
+    assert_int_equal(ut_compile_run(f.g, in, out, err, sizeof err), SPY_OK);
     assert_memory_equal(y, want, sizeof want);
-    fx_end(&f);
+    ut_fx_end(&f);
 }
 
 /* float64 data computes as float32; constants are narrowed at compile time. */
 static void test_f64_graph(void **st)
 {
     (void)st;
-    Fx f;
-    fx_begin(&f);
+    UtFx f;
+    ut_fx_begin(&f);
     double x[4] = {1.0, -2.5, 1e-3, 3e10}, c[4] = {0.5, 0.25, 1e-3, -1e10}, y[4];
-    IrType t = vec(IR_DT_F64, 4);
+    IrType t = ut_vec(IR_DT_F64, 4);
     ValId a = ir_add_input(f.g, "x", &t);
     ir_add_output(f.g, ir_binary(f.g, IR_BIN_MUL, a, ir_add_const(f.g, "c", &t, c), &O));
     char err[256];
     const void *in[1] = {x};
     void *out[1] = {y};
-    assert_int_equal(run(f.g, in, out, err, sizeof err), SPY_OK);
+    assert_int_equal(ut_compile_run(f.g, in, out, err, sizeof err), SPY_OK);
     for (int i = 0; i < 4; i++)
         assert_true(fabs(y[i] - x[i] * c[i]) <= 1e-6 * fabs(x[i] * c[i]));
-    fx_end(&f);
+    ut_fx_end(&f);
 }
 
 /* uint32 arithmetic on the device's int32, and the run-time range error. */
 static void test_u32_graph(void **st)
 {
     (void)st;
-    Fx f;
-    fx_begin(&f);
+    UtFx f;
+    ut_fx_begin(&f);
     uint32_t x[3] = {1, 70000, 2147483647u}, c[3] = {3, 2, 0}, y[3];
-    IrType t = vec(IR_DT_U32, 3);
+    IrType t = ut_vec(IR_DT_U32, 3);
     ValId a = ir_add_input(f.g, "x", &t);
     ir_add_output(f.g, ir_binary(f.g, IR_BIN_ADD, a, ir_add_const(f.g, "c", &t, c), &O));
     char err[256];
     const void *in[1] = {x};
     void *out[1] = {y};
-    assert_int_equal(run(f.g, in, out, err, sizeof err), SPY_OK);
+    assert_int_equal(ut_compile_run(f.g, in, out, err, sizeof err), SPY_OK);
     assert_int_equal(y[0], 4);
     assert_int_equal(y[1], 70002);
     assert_int_equal(y[2], 2147483647u);
-    fx_end(&f);
+    ut_fx_end(&f);
 
-    fx_begin(&f);
+    ut_fx_begin(&f);
     a = ir_add_input(f.g, "x", &t);
     ir_add_output(f.g, ir_binary(f.g, IR_BIN_ADD, a, ir_add_const(f.g, "c", &t, c), &O));
     x[1] = 3000000000u;
-    assert_int_equal(run(f.g, in, out, err, sizeof err), SPY_E_RUNTIME);
+    assert_int_equal(ut_compile_run(f.g, in, out, err, sizeof err), SPY_E_RUNTIME);
     assert_non_null(strstr(err, "input 'x' element 1: value 3000000000 does not fit"));
-    fx_end(&f);
+    ut_fx_end(&f);
 }
 
 /* CAST to float8 with and without saturation, from float8, and to int4. */
 static void test_narrow_casts(void **st)
 {
     (void)st;
-    Fx f;
-    fx_begin(&f);
+    UtFx f;
+    ut_fx_begin(&f);
     float x[6] = {1.0f, 470.0f, -1e9f, 0.3f, -7.6f, 9.0f};
     uint8_t sat[6], nosat[6];
     int8_t i4[6];
     float back[6];
-    IrType t = vec(IR_DT_F32, 6);
+    IrType t = ut_vec(IR_DT_F32, 6);
     ValId a = ir_add_input(f.g, "x", &t);
     IrAttr s0[2] = {ir_attr_int("to", IR_DT_F8E4M3FN), ir_attr_int("saturate", 0)};
     NodeId n0 = ir_add_node(f.g, IR_OP_CAST, &a, 1, s0, 2, &O);
@@ -405,7 +345,7 @@ static void test_narrow_casts(void **st)
     char err[256];
     const void *in[1] = {x};
     void *out[4] = {sat, nosat, i4, back};
-    assert_int_equal(run(f.g, in, out, err, sizeof err), SPY_OK);
+    assert_int_equal(ut_compile_run(f.g, in, out, err, sizeof err), SPY_OK);
     for (int i = 0; i < 6; i++) {
         assert_int_equal(sat[i], spy_f32_to_narrow(x[i], SPY_DT_F8E4M3FN, true));
         assert_int_equal(nosat[i], spy_f32_to_narrow(x[i], SPY_DT_F8E4M3FN, false));
@@ -416,7 +356,7 @@ static void test_narrow_casts(void **st)
     }
     assert_int_equal(nosat[1], 0x7f);   /* 470 overflows e4m3fn: NaN */
     assert_int_equal(i4[5], -7);        /* 9 wraps */
-    fx_end(&f);
+    ut_fx_end(&f);
 }
 
 /* A frontend operator on bfloat16 rounds once: Celu(-0.5) in float32 is -0.4424, which
@@ -424,10 +364,10 @@ static void test_narrow_casts(void **st)
 static void test_group_rounding(void **st)
 {
     (void)st;
-    Fx f;
-    fx_begin(&f);
+    UtFx f;
+    ut_fx_begin(&f);
     uint16_t x[2] = {rt_f32_to_bf16(-0.5f), rt_f32_to_bf16(3.0f)}, y[2];
-    IrType t = vec(IR_DT_BF16, 2);
+    IrType t = ut_vec(IR_DT_BF16, 2);
     ValId a = ir_add_input(f.g, "x", &t);
     IrForeign fo = {"Celu", "", 22};
     IrAttr al = ir_attr_float("alpha", 2.0);
@@ -438,10 +378,10 @@ static void test_group_rounding(void **st)
     char err[256];
     const void *in[1] = {x};
     void *out[1] = {y};
-    assert_int_equal(run(f.g, in, out, err, sizeof err), SPY_OK);
+    assert_int_equal(ut_compile_run(f.g, in, out, err, sizeof err), SPY_OK);
     assert_true(rt_bf16_to_f32(y[0]) == -0.443359375f);
     assert_true(rt_bf16_to_f32(y[1]) == 3.0f);
-    fx_end(&f);
+    ut_fx_end(&f);
 }
 
 /* A lowered operator that concatenates a computed half value with an input: the
@@ -451,14 +391,14 @@ static void test_group_concat(void **st)
 {
     (void)st;
     enum { N = 20 };
-    Fx f;
-    fx_begin(&f);
+    UtFx f;
+    ut_fx_begin(&f);
     uint16_t a[N], b[N], y[2 * N];
     for (int i = 0; i < N; i++) {
         a[i] = rt_f32_to_f16((float)i / 7.0f - 1.0f);
         b[i] = rt_f32_to_f16((float)i * 3.0f);
     }
-    IrType t = vec(IR_DT_F16, N);
+    IrType t = ut_vec(IR_DT_F16, N);
     ValId va = ir_add_input(f.g, "a", &t), vb = ir_add_input(f.g, "b", &t);
     uint32_t first = f.g->nnodes;
     ValId first_val = f.g->nvals;
@@ -475,12 +415,12 @@ static void test_group_concat(void **st)
     char err[256];
     const void *in[2] = {a, b};
     void *outs[1] = {y};
-    assert_int_equal(run(f.g, in, outs, err, sizeof err), SPY_OK);
+    assert_int_equal(ut_compile_run(f.g, in, outs, err, sizeof err), SPY_OK);
     for (int i = 0; i < N; i++) {
         assert_int_equal(y[i], rt_f32_to_f16(expf(rt_f16_to_f32(a[i]))));
         assert_int_equal(y[N + i], b[i]);
     }
-    fx_end(&f);
+    ut_fx_end(&f);
 }
 
 int main(void)

@@ -24,20 +24,14 @@
 #include "passes/pass.h"
 #include "sbin.h"
 #include "spyrt.h"
+#include "unit_util.h"
 
 #define MAXIO 8
 
 static const IrOrigin O = {"n", "Test", NULL};
 
-static IrType ty(IrDType dt, int rank, const int64_t *d)
-{
-    IrType t = {.dtype = dt, .rank = rank};
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = d[i];
-    return t;
-}
 #define NI(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
-#define T(dt, ...) ty(dt, NI(__VA_ARGS__), (int64_t[]){__VA_ARGS__})
+#define T(dt, ...) ut_type(dt, NI(__VA_ARGS__), (int64_t[]){__VA_ARGS__})
 
 static uint32_t rng = 2024;
 

@@ -13,43 +13,13 @@
 #include <math.h>
 
 #include "ir.h"
+#include "unit_util.h"
 
 /* ---- helpers ---- */
 
-typedef struct {
-    IrDiag d;
-    IrGraph *g;
-} Fx;
-
-static int setup(void **state)
-{
-    Fx *f = calloc(1, sizeof *f);
-    ir_diag_init(&f->d, "m.onnx");
-    f->g = ir_graph_new(&f->d);
-    *state = f;
-    return f->g ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    Fx *f = *state;
-    ir_graph_free(f->g);
-    ir_diag_free(&f->d);
-    free(f);
-    return 0;
-}
-
-/* Type from dtype, rank and dims. */
-static IrType ty(IrDType dt, int rank, const int64_t *d)
-{
-    IrType t = {.dtype = dt, .rank = rank};
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = d[i];
-    return t;
-}
 #define NI(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
-#define T(dt, ...) ty(dt, NI(__VA_ARGS__), (int64_t[]){__VA_ARGS__})
-#define T0(dt) ty(dt, 0, NULL)
+#define T(dt, ...) ut_type(dt, NI(__VA_ARGS__), (int64_t[]){__VA_ARGS__})
+#define T0(dt) ut_type(dt, 0, NULL)
 
 static ValId input(IrGraph *g, IrType t) { return ir_add_input(g, "x", &t); }
 
@@ -79,17 +49,17 @@ static void check_type(IrGraph *g, ValId v, IrType t)
 }
 
 /* Assert the graph failed with a message containing frag (and the node prefix). */
-static void check_error(Fx *f, const char *frag)
+static void check_error(UtFx *f, const char *frag)
 {
     assert_true(ir_failed(f->g));
     assert_true(f->d.nmsgs > 0);
     const char *m = f->d.msgs[f->d.nmsgs - 1];
-    if (!strstr(m, frag) || !strstr(m, "m.onnx: node 'n1' (Test): "))
+    if (!strstr(m, frag) || !strstr(m, "test.onnx: node 'n1' (Test): "))
         fail_msg("message '%s' lacks '%s'", m, frag);
 }
 
 /* Reset the diagnostics between sub-cases. */
-static void clear(Fx *f)
+static void clear(UtFx *f)
 {
     ir_diag_free(&f->d);
     f->d.nerrors = 0;
@@ -159,7 +129,7 @@ static void test_dtypes(void **state)
 
 static void test_infer_elementwise(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId a = input(g, T(IR_DT_F32, 2, 1, 4)), b = input(g, T(IR_DT_F32, 3, 1));
     check_type(g, ir_binary(g, IR_BIN_ADD, a, b, &O), T(IR_DT_F32, 2, 3, 4));
@@ -206,7 +176,7 @@ static void test_infer_elementwise(void **state)
 
 static void test_infer_reduce(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId x = input(g, T(IR_DT_F32, 2, 3, 4));
     check_type(g, ir_reduce(g, IR_RED_SUM, x, (int64_t[]){-1, 0}, 2, true, &O),
@@ -258,7 +228,7 @@ static void test_infer_reduce(void **state)
 
 static void test_infer_contract(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId a = input(g, T(IR_DT_F32, 2, 1, 5, 3)), b = input(g, T(IR_DT_F32, 4, 3, 7));
     check_type(g, ir_matmul(g, a, b, &O), T(IR_DT_F32, 2, 4, 5, 7));
@@ -299,7 +269,7 @@ static void test_infer_contract(void **state)
 
 static void test_infer_movement(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId x = input(g, T(IR_DT_F32, 2, 3, 4));
     check_type(g, ir_reshape(g, x, (int64_t[]){6, 4}, 2, &O), T(IR_DT_F32, 6, 4));
@@ -365,7 +335,7 @@ static void test_infer_movement(void **state)
 /* Errors caused by an untyped input are reported once, not at every consumer. */
 static void test_infer_no_cascade(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId x = input(g, T(IR_DT_F32, 2, 3));
     ValId bad = ir_reshape(g, x, (int64_t[]){7}, 1, &O);
@@ -379,7 +349,7 @@ static void test_infer_no_cascade(void **state)
 
 static void test_eval_unary(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     g->fold_consts = true;
     ValId r = cf32(g, T(IR_DT_F32, 6), (float[]){0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 2.6f});
@@ -414,7 +384,7 @@ static void test_eval_unary(void **state)
 
 static void test_eval_binary(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     g->fold_consts = true;
     ValId a = ci64(g, T(IR_DT_I64, 4), (int64_t[]){-7, 7, -7, 7});
@@ -462,7 +432,7 @@ static void test_eval_binary(void **state)
 
 static void test_eval_cast(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     g->fold_consts = true;
     ValId x = cf32(g, T(IR_DT_F32, 3), (float[]){-1.7f, 2.9f, 0.1f});
@@ -486,7 +456,7 @@ static void test_eval_cast(void **state)
 
 static void test_eval_reduce(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     g->fold_consts = true;
     ValId x = cf32(g, T(IR_DT_F32, 2, 3), (float[]){1, 2, 3, 4, 5, 6});
@@ -525,7 +495,7 @@ static void test_eval_reduce(void **state)
 
 static void test_eval_window_contract(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     g->fold_consts = true;
     float img[16];
@@ -565,7 +535,7 @@ static void test_eval_window_contract(void **state)
 
 static void test_eval_movement(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     g->fold_consts = true;
     ValId x = cf32(g, T(IR_DT_F32, 2, 3), (float[]){1, 2, 3, 4, 5, 6});
@@ -600,7 +570,7 @@ static void test_eval_movement(void **state)
 /* Folding respects the budget and the flag; folded nodes are dead. */
 static void test_fold_budget(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId x = cf32(g, T(IR_DT_F32, 4), (float[]){1, 2, 3, 4});
     ValId y = ir_unary(g, IR_UN_NEG, x, &O);
@@ -620,18 +590,6 @@ static void test_fold_budget(void **state)
 }
 
 /* ---- text form ---- */
-
-/* ir_print into a heap string (caller frees). */
-static char *print_str(IrGraph *g)
-{
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    assert_non_null(m);
-    ir_print(g, m);
-    fclose(m);
-    return buf;
-}
 
 static const char *const ROUNDTRIP =
     "graph \"net\" {\n"
@@ -654,16 +612,16 @@ static const char *const ROUNDTRIP =
 
 static void test_print_parse_roundtrip(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = ir_parse(ROUNDTRIP, &f->d);
     if (!g)
         fail_msg("parse failed: %s", f->d.nmsgs ? f->d.msgs[0] : "?");
-    char *out = print_str(g);
+    char *out = ut_print_str(g);
     assert_string_equal(out, ROUNDTRIP);
     assert_true(ir_verify(g, "parse"));
     IrGraph *g2 = ir_parse(out, &f->d);
     assert_non_null(g2);
-    char *out2 = print_str(g2);
+    char *out2 = ut_print_str(g2);
     assert_string_equal(out, out2);
     const IrNode *conv = ir_node(g, 0);
     assert_string_equal(conv->origin.name, "Conv_0");
@@ -684,7 +642,7 @@ static void test_print_parse_roundtrip(void **state)
 
 static void test_parse_errors(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     static const struct { const char *text, *msg; } cases[] = {
         {"graph \"a\" {\n  output %nope\n}\n", "line 2: unknown value %nope"},
         {"graph \"a\" {\n  input %x: f32[2]\n  input %x: f32[2]\n}\n", "line 3: value %x is defined twice"},
@@ -706,7 +664,7 @@ static void test_parse_errors(void **state)
         IrGraph *g = ir_parse(cases[i].text, &f->d);
         assert_null(g);
         assert_true(f->d.nmsgs > 0);
-        if (!strstr(f->d.msgs[0], cases[i].msg) || strncmp(f->d.msgs[0], "m.onnx: ", 8))
+        if (!strstr(f->d.msgs[0], cases[i].msg) || strncmp(f->d.msgs[0], "test.onnx: ", 11))
             fail_msg("case %zu: '%s' lacks '%s'", i, f->d.msgs[0], cases[i].msg);
     }
 }
@@ -715,7 +673,7 @@ static void test_parse_errors(void **state)
 
 static void test_rewrite_compact(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId x = input(g, T(IR_DT_F32, 4));
     ValId a = ir_unary(g, IR_UN_NEG, x, &O);
@@ -762,7 +720,7 @@ static void test_rewrite_compact(void **state)
 
 static void test_verify_detects(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     ValId x = input(g, T(IR_DT_F32, 4));
     ValId a = ir_unary(g, IR_UN_NEG, x, &O);
@@ -800,7 +758,7 @@ static void test_verify_detects(void **state)
 
 static void test_names(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     IrType t = T(IR_DT_F32, 1);
     ValId a = ir_add_input(g, "a", &t);
@@ -822,12 +780,12 @@ static void test_names(void **state)
 
 static void test_diag_and_attrs(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrOrigin o = {"", "Add", NULL};
     ir_error(f->g, &o, "bad %d", 7);
-    assert_string_equal(f->d.msgs[0], "m.onnx: node (Add): bad 7");
+    assert_string_equal(f->d.msgs[0], "test.onnx: node (Add): bad 7");
     ir_diag_warn(&f->d, "careful");
-    assert_string_equal(f->d.msgs[1], "m.onnx: warning: careful");
+    assert_string_equal(f->d.msgs[1], "test.onnx: warning: careful");
     assert_int_equal(f->d.nerrors, 1);
     assert_int_equal(f->d.nwarnings, 1);
     f->d.max_errors = 3;
@@ -853,7 +811,7 @@ static void test_diag_and_attrs(void **state)
 /* Running out of the arena limit jumps to g->oom. */
 static void test_oom(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     jmp_buf jb;
     volatile int hit = 0;
@@ -909,25 +867,25 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtypes),
-        cmocka_unit_test_setup_teardown(test_infer_elementwise, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_infer_reduce, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_infer_contract, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_infer_movement, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_infer_no_cascade, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eval_unary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eval_binary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eval_cast, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eval_reduce, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eval_window_contract, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eval_movement, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fold_budget, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_print_parse_roundtrip, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_rewrite_compact, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_verify_detects, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_names, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_diag_and_attrs, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_oom, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_infer_elementwise, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_infer_reduce, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_infer_contract, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_infer_movement, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_infer_no_cascade, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_eval_unary, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_eval_binary, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_eval_cast, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_eval_reduce, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_eval_window_contract, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_eval_movement, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_fold_budget, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_print_parse_roundtrip, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_parse_errors, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_rewrite_compact, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_verify_detects, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_names, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_diag_and_attrs, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_oom, ut_setup, ut_teardown),
         cmocka_unit_test(test_oom_every_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,139 +18,31 @@
 #include "frontend/fe.h"
 #include "ir.h"
 #include "pass.h"
+#include "unit_util.h"
 
 /* ---- fixture and helpers ---- */
 
-typedef struct {
-    IrDiag d;
-    IrGraph *g;
-    PassOptions opt;
-} Fx;
-
-static int setup(void **state)
-{
-    Fx *f = calloc(1, sizeof *f);
-    ir_diag_init(&f->d, "test.onnx");
-    f->g = ir_graph_new(&f->d);
-    f->opt.opt_level = 2;
-    *state = f;
-    return f->g ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    Fx *f = *state;
-    ir_graph_free(f->g);
-    ir_diag_free(&f->d);
-    free(f);
-    return 0;
-}
-
-/* Print the diagnostics (to see why a test failed). */
-static void dump_diag(const IrDiag *d)
-{
-    for (int i = 0; i < d->nmsgs; i++)
-        fprintf(stderr, "  diag: %s\n", d->msgs[i]);
-}
-
-static IrType ty(IrDType dt, int rank, const int64_t *dims)
-{
-    IrType t = {.dtype = dt, .rank = rank};
-    for (int i = 0; i < rank; i++)
-        t.dims[i] = dims[i];
-    return t;
-}
-
+/* Shorthands: a float32 graph input, float32 and int64 constants. */
 static ValId in_f32(IrGraph *g, const char *name, int rank, const int64_t *dims)
 {
-    IrType t = ty(IR_DT_F32, rank, dims);
-    return ir_add_input(g, name, &t);
+    return ut_input(g, name, IR_DT_F32, rank, dims);
 }
 
 static ValId c_f32(IrGraph *g, int rank, const int64_t *dims, const float *v)
 {
-    IrType t = ty(IR_DT_F32, rank, dims);
-    return ir_add_const(g, "k", &t, v);
+    return ut_const(g, IR_DT_F32, rank, dims, v);
 }
 
 static ValId c_i64(IrGraph *g, int rank, const int64_t *dims, const int64_t *v)
 {
-    IrType t = ty(IR_DT_I64, rank, dims);
-    return ir_add_const(g, "k", &t, v);
+    return ut_const(g, IR_DT_I64, rank, dims, v);
 }
 
-/* Add a foreign ONNX node; returns its first output. */
-static ValId onnx_op(IrGraph *g, const char *op, int64_t opset, const ValId *in, int nin,
-                     const IrAttr *a, int na)
+/* Decompose, check no errors, and check output 0's shape. */
+static void decompose_ok_shape(UtFx *f, int rank, const int64_t *dims)
 {
-    static int counter;
-    char name[32];
-    snprintf(name, sizeof name, "n%d", counter++);
-    IrForeign f = {.op_type = op, .domain = "", .opset = opset};
-    IrOrigin o = {.name = name, .op_type = op};
-    NodeId id = ir_add_foreign(g, &f, in, nin, 1, a, na, &o);
-    return g->nodes[id].out[0];
-}
-
-/* Evaluate the (decomposed) graph with ir_eval_node, node by node. inputs[i] is the
- * data of graph input i. Returns the data of graph output k (arena memory). */
-static const void *run_graph(IrGraph *g, const void *const *inputs, uint32_t k)
-{
-    const void **vd = calloc(g->nvals, sizeof *vd);
-    assert_non_null(vd);
-    for (uint32_t i = 0; i < g->ninputs; i++)
-        vd[g->inputs[i]] = inputs[i];
-    for (ValId v = 0; v < g->nvals; v++)
-        if (g->vals[v].kind == IR_VAL_CONST)
-            vd[v] = g->vals[v].data;
-    for (uint32_t i = 0; i < g->nnodes; i++) {
-        const IrNode *n = &g->nodes[i];
-        if (n->dead)
-            continue;
-        assert_int_not_equal(n->op, IR_OP_FOREIGN);
-        const void *in[16];
-        void *out[8];
-        for (int j = 0; j < n->nin; j++) {
-            in[j] = vd[n->in[j]];
-            assert_non_null(in[j]);
-        }
-        assert_true(ir_eval_node(g, n, in, out));
-        for (int j = 0; j < n->nout; j++)
-            vd[n->out[j]] = out[j];
-    }
-    const void *r = vd[g->outputs[k]];
-    free(vd);
-    assert_non_null(r);
-    return r;
-}
-
-/* Decompose, check no errors, and check output 0's type. */
-static void decompose_ok(Fx *f, int rank, const int64_t *dims)
-{
-    bool ok = pass_decompose(f->g, &f->opt);
-    if (!ok)
-        dump_diag(&f->d);
-    assert_true(ok);
-    assert_true(ir_verify(f->g, "decompose"));
-    const IrType *t = ir_vtype(f->g, f->g->outputs[0]);
-    assert_int_equal(t->rank, rank);
-    for (int i = 0; i < rank; i++)
-        assert_int_equal(t->dims[i], dims[i]);
-}
-
-static void expect_close(const float *got, const float *want, int64_t n, double tol)
-{
-    for (int64_t i = 0; i < n; i++)
-        if (!(fabs((double)got[i] - (double)want[i]) <= tol * (1 + fabs((double)want[i])))) {
-            fprintf(stderr, "  element %lld: got %.7g want %.7g\n", (long long)i, got[i], want[i]);
-            fail();
-        }
-}
-
-static void fill(float *v, int64_t n, float scale, float off)
-{
-    for (int64_t i = 0; i < n; i++)
-        v[i] = (float)(((i * 37 + 11) % 23) - 11) * scale + off;
+    ut_decompose_ok(f);
+    ut_expect_shape(f->g, 0, rank, dims);
 }
 
 /* ---- Conv ---- */
@@ -182,45 +74,45 @@ static void ref_conv2d(const float *x, const float *w, const float *b, int N, in
 
 static void test_conv_pads_strides_group(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 4, 5, 6}, wd[4] = {6, 2, 3, 3}, bd[1] = {6};
     float x[120], w[108], b[6];
-    fill(x, 120, 0.1f, 0.05f);
-    fill(w, 108, 0.03f, 0);
-    fill(b, 6, 0.5f, 0);
+    ut_fill(x, 120, 0.1f, 0.05f);
+    ut_fill(w, 108, 0.03f, 0);
+    ut_fill(b, 6, 0.5f, 0);
     ValId in[3] = {in_f32(g, "x", 4, xd), c_f32(g, 4, wd, w), c_f32(g, 1, bd, b)};
     int64_t pads[4] = {1, 2, 0, 1}, strides[2] = {2, 1}, dil[2] = {1, 2};
     IrAttr a[4] = {ir_attr_ints(g, "pads", pads, 4), ir_attr_ints(g, "strides", strides, 2),
                    ir_attr_ints(g, "dilations", dil, 2), ir_attr_int("group", 2)};
-    ir_add_output(g, onnx_op(g, "Conv", 13, in, 3, a, 4));
+    ir_add_output(g, ut_onnx_op(g, "Conv", 13, in, 3, a, 4));
     /* OH = (5+1+0-3)/2+1 = 2; OW = (6+2+1-5)/1+1 = 5 */
     int64_t od[4] = {1, 6, 2, 5};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     const void *inputs[1] = {x};
     float want[60];
     ref_conv2d(x, w, b, 1, 4, 5, 6, 6, 3, 3, 2, 2, 1, 1, 2, 1, 2, 2, 5, want);
-    expect_close(run_graph(g, inputs, 0), want, 60, 1e-5);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 60, 1e-5);
 }
 
 static void test_conv_auto_pad_same(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {2, 1, 5, 5}, wd[4] = {1, 1, 2, 2};
     float x[50], w[4] = {1, 2, 3, 4};
-    fill(x, 50, 0.25f, 0);
+    ut_fill(x, 50, 0.25f, 0);
     ValId in[2] = {in_f32(g, "x", 4, xd), c_f32(g, 4, wd, w)};
     int64_t strides[2] = {2, 2};
     IrAttr a[2] = {ir_attr_str(g, "auto_pad", "SAME_LOWER"), ir_attr_ints(g, "strides", strides, 2)};
-    ir_add_output(g, onnx_op(g, "Conv", 11, in, 2, a, 2));
+    ir_add_output(g, ut_onnx_op(g, "Conv", 11, in, 2, a, 2));
     int64_t od[4] = {2, 1, 3, 3};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     /* out 3, total pad = (3-1)*2+2-5 = 1; SAME_LOWER puts it at the start */
     float want[18];
     ref_conv2d(x, w, NULL, 2, 1, 5, 5, 1, 2, 2, 1, 2, 2, 1, 1, 1, 1, 3, 3, want);
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 18, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 18, 1e-6);
 }
 
 /* ---- ConvTranspose ---- */
@@ -255,26 +147,26 @@ static void ref_convt2d(const float *x, const float *w, const float *b, int N, i
 
 static void test_conv_transpose(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     /* C=4, group 2, M/group = 3 -> M = 6; kernel 3x2, strides 2x3, pads 1,0,0,1, output_padding 1,0 */
     int64_t xd[4] = {1, 4, 3, 2}, wd[4] = {4, 3, 3, 2}, bd[1] = {6};
     float x[24], w[72], b[6];
-    fill(x, 24, 0.2f, 0.1f);
-    fill(w, 72, 0.05f, 0);
-    fill(b, 6, 0.3f, 0);
+    ut_fill(x, 24, 0.2f, 0.1f);
+    ut_fill(w, 72, 0.05f, 0);
+    ut_fill(b, 6, 0.3f, 0);
     ValId in[3] = {in_f32(g, "x", 4, xd), c_f32(g, 4, wd, w), c_f32(g, 1, bd, b)};
     int64_t strides[2] = {2, 3}, pads[4] = {1, 0, 0, 1}, op[2] = {1, 0};
     IrAttr a[4] = {ir_attr_ints(g, "strides", strides, 2), ir_attr_ints(g, "pads", pads, 4),
                    ir_attr_ints(g, "output_padding", op, 2), ir_attr_int("group", 2)};
-    ir_add_output(g, onnx_op(g, "ConvTranspose", 11, in, 3, a, 4));
+    ir_add_output(g, ut_onnx_op(g, "ConvTranspose", 11, in, 3, a, 4));
     /* OH = 2*(3-1)+1+3-1-0 = 7; OW = 3*(2-1)+0+2-0-1 = 4 */
     int64_t od[4] = {1, 6, 7, 4};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     float want[168];
     ref_convt2d(x, w, b, 1, 4, 3, 2, 6, 3, 2, 2, 2, 3, 1, 0, 7, 4, want);
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 168, 1e-5);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 168, 1e-5);
 }
 
 /* ---- pools ---- */
@@ -307,17 +199,17 @@ static void ref_pool2d(const float *x, int NC, int H, int W, int kh, int kw, int
 /* Build one pool node on x[1,2,5,5]. */
 static void pool_case(void **state, const char *op, int ceil_mode, int incl, int mode)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 2, 5, 5};
     float x[50];
-    fill(x, 50, 0.5f, 0.25f);
+    ut_fill(x, 50, 0.5f, 0.25f);
     ValId in = in_f32(g, "x", 4, xd);
     int64_t k[2] = {3, 2}, s[2] = {2, 2}, pads[4] = {1, 0, 1, 1};
     IrAttr a[5] = {ir_attr_ints(g, "kernel_shape", k, 2), ir_attr_ints(g, "strides", s, 2),
                    ir_attr_ints(g, "pads", pads, 4), ir_attr_int("ceil_mode", ceil_mode),
                    ir_attr_int("count_include_pad", incl)};
-    ir_add_output(g, onnx_op(g, op, 19, &in, 1, a, 5));
+    ir_add_output(g, ut_onnx_op(g, op, 19, &in, 1, a, 5));
     /* H: 5+2-3 = 4 -> floor 4/2+1 = 3, ceil 3; W: 5+1-2 = 4 -> 3 (ceil: 3) */
     int OH = 3, OW = 3;
     if (ceil_mode) { /* W with pads 0,1: (5+1-2)/2 = 2 -> 3; add a case that differs below */
@@ -325,11 +217,11 @@ static void pool_case(void **state, const char *op, int ceil_mode, int incl, int
         OW = 3;
     }
     int64_t od[4] = {1, 2, OH, OW};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     float want[18];
     ref_pool2d(x, 2, 5, 5, 3, 2, 2, 2, 1, 0, 1, 1, OH, OW, mode, want);
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 2 * OH * OW, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 2 * OH * OW, 1e-6);
 }
 
 static void test_maxpool(void **state) { pool_case(state, "MaxPool", 0, 0, 0); }
@@ -339,57 +231,57 @@ static void test_avgpool_include_pad(void **state) { pool_case(state, "AveragePo
 /* ceil_mode adds a partial window at the end: x[1,1,6,6], k 3, s 2 -> 3 (floor 2). */
 static void test_pool_ceil_mode(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 1, 6, 6};
     float x[36];
-    fill(x, 36, 1.0f, 0);
+    ut_fill(x, 36, 1.0f, 0);
     ValId in = in_f32(g, "x", 4, xd);
     int64_t k[2] = {3, 3}, s[2] = {2, 2};
     IrAttr a[3] = {ir_attr_ints(g, "kernel_shape", k, 2), ir_attr_ints(g, "strides", s, 2),
                    ir_attr_int("ceil_mode", 1)};
-    ValId mx = onnx_op(g, "MaxPool", 13, &in, 1, a, 3);
-    ValId av = onnx_op(g, "AveragePool", 13, &in, 1, a, 3);
+    ValId mx = ut_onnx_op(g, "MaxPool", 13, &in, 1, a, 3);
+    ValId av = ut_onnx_op(g, "AveragePool", 13, &in, 1, a, 3);
     ir_add_output(g, mx);
     ir_add_output(g, av);
     int64_t od[4] = {1, 1, 3, 3};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     float wmax[9], wavg[9];
     ref_pool2d(x, 1, 6, 6, 3, 3, 2, 2, 0, 0, 0, 0, 3, 3, 0, wmax);
     ref_pool2d(x, 1, 6, 6, 3, 3, 2, 2, 0, 0, 0, 0, 3, 3, 1, wavg);
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), wmax, 9, 1e-6);
-    expect_close(run_graph(g, inputs, 1), wavg, 9, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), wmax, 9, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 1), wavg, 9, 1e-6);
 }
 
 static void test_global_average_pool(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 2, 2, 2};
     float x[8] = {1, 2, 3, 4, 10, 20, 30, 40};
     ValId in = in_f32(g, "x", 4, xd);
-    ir_add_output(g, onnx_op(g, "GlobalAveragePool", 13, &in, 1, NULL, 0));
+    ir_add_output(g, ut_onnx_op(g, "GlobalAveragePool", 13, &in, 1, NULL, 0));
     int64_t od[4] = {1, 2, 1, 1};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     float want[2] = {2.5f, 25.0f};
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 2, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 2, 1e-6);
 }
 
 /* ---- Softmax: opset 11 flattens at axis, opset 13 uses one axis ---- */
 
 static void softmax_case(void **state, int64_t opset)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[3] = {2, 3, 2};
     float x[12];
-    fill(x, 12, 0.7f, 0);
+    ut_fill(x, 12, 0.7f, 0);
     ValId in = in_f32(g, "x", 3, xd);
     IrAttr a = ir_attr_int("axis", 1);
-    ir_add_output(g, onnx_op(g, "Softmax", opset, &in, 1, &a, 1));
-    decompose_ok(f, 3, xd);
+    ir_add_output(g, ut_onnx_op(g, "Softmax", opset, &in, 1, &a, 1));
+    decompose_ok_shape(f, 3, xd);
     float want[12];
     for (int b = 0; b < 2; b++) {
         if (opset < 13) { /* normalise over the 6 elements of each batch */
@@ -409,7 +301,7 @@ static void softmax_case(void **state, int64_t opset)
         }
     }
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 12, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 12, 1e-6);
 }
 
 static void test_softmax_opset11(void **state) { softmax_case(state, 11); }
@@ -419,14 +311,14 @@ static void test_softmax_opset13(void **state) { softmax_case(state, 13); }
 
 static void test_layernorm(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[2] = {2, 4}, sd[1] = {4};
     float x[8] = {1, 2, 3, 4, -1, 0.5f, 7, 2}, sc[4] = {1, 2, 0.5f, -1}, bi[4] = {0, 1, 2, 3};
     ValId in[3] = {in_f32(g, "x", 2, xd), c_f32(g, 1, sd, sc), c_f32(g, 1, sd, bi)};
     IrAttr a[2] = {ir_attr_int("axis", -1), ir_attr_float("epsilon", 1e-5)};
-    ir_add_output(g, onnx_op(g, "LayerNormalization", 17, in, 3, a, 2));
-    decompose_ok(f, 2, xd);
+    ir_add_output(g, ut_onnx_op(g, "LayerNormalization", 17, in, 3, a, 2));
+    decompose_ok_shape(f, 2, xd);
     float want[8];
     for (int r = 0; r < 2; r++) {
         double m = 0, v = 0;
@@ -438,7 +330,7 @@ static void test_layernorm(void **state)
             want[r * 4 + i] = (float)((x[r * 4 + i] - m) / sqrt(v + 1e-5) * sc[i] + bi[i]);
     }
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 8, 1e-5);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-5);
     /* the decomposition reduces with REDUCE sum (then multiplies by 1/n) */
     int nsum = 0;
     for (uint32_t i = 0; i < g->nnodes; i++)
@@ -451,16 +343,16 @@ static void test_layernorm(void **state)
 
 static void test_gemm_transb(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t ad[2] = {2, 3}, bd[2] = {4, 3}, cd[1] = {4};
     float A[6] = {1, 2, 3, 4, 5, 6}, B[12], C[4] = {1, -1, 2, -2};
-    fill(B, 12, 0.5f, 0);
+    ut_fill(B, 12, 0.5f, 0);
     ValId in[3] = {in_f32(g, "a", 2, ad), c_f32(g, 2, bd, B), c_f32(g, 1, cd, C)};
     IrAttr a[3] = {ir_attr_int("transB", 1), ir_attr_float("alpha", 0.5), ir_attr_float("beta", 2.0)};
-    ir_add_output(g, onnx_op(g, "Gemm", 13, in, 3, a, 3));
+    ir_add_output(g, ut_onnx_op(g, "Gemm", 13, in, 3, a, 3));
     int64_t od[2] = {2, 4};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     float want[8];
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 4; j++) {
@@ -470,33 +362,33 @@ static void test_gemm_transb(void **state)
             want[i * 4 + j] = (float)(0.5 * s + 2.0 * C[j]);
         }
     const void *inputs[1] = {A};
-    expect_close(run_graph(g, inputs, 0), want, 8, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-6);
 }
 
 static void test_matmul_1d(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t ad[1] = {3}, bd[3] = {2, 3, 2};
     float A[3] = {1, 2, 3}, B[12];
-    fill(B, 12, 1.0f, 0);
+    ut_fill(B, 12, 1.0f, 0);
     ValId in[2] = {in_f32(g, "a", 1, ad), c_f32(g, 3, bd, B)};
-    ir_add_output(g, onnx_op(g, "MatMul", 13, in, 2, NULL, 0));
+    ir_add_output(g, ut_onnx_op(g, "MatMul", 13, in, 2, NULL, 0));
     int64_t od[2] = {2, 2};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     float want[4];
     for (int b = 0; b < 2; b++)
         for (int j = 0; j < 2; j++)
             want[b * 2 + j] = A[0] * B[b * 6 + j] + A[1] * B[b * 6 + 2 + j] + A[2] * B[b * 6 + 4 + j];
     const void *inputs[1] = {A};
-    expect_close(run_graph(g, inputs, 0), want, 4, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 4, 1e-6);
 }
 
 /* ---- Resize ---- */
 
 static void test_resize_nearest_x2(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 1, 2, 3}, sd[1] = {4};
     float x[6] = {1, 2, 3, 4, 5, 6}, sc[4] = {1, 1, 2, 2};
@@ -504,94 +396,94 @@ static void test_resize_nearest_x2(void **state)
     IrAttr a[3] = {ir_attr_str(g, "mode", "nearest"),
                    ir_attr_str(g, "coordinate_transformation_mode", "asymmetric"),
                    ir_attr_str(g, "nearest_mode", "floor")};
-    ir_add_output(g, onnx_op(g, "Resize", 18, in, 3, a, 3));
+    ir_add_output(g, ut_onnx_op(g, "Resize", 18, in, 3, a, 3));
     int64_t od[4] = {1, 1, 4, 6};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     float want[24];
     for (int i = 0; i < 4; i++)
         for (int j = 0; j < 6; j++)
             want[i * 6 + j] = x[(i / 2) * 3 + j / 2];
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 24, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 24, 0);
 }
 
 /* Linear, half_pixel, sizes input: 1-D [1,2,3,4] -> 8 (values from the ONNX spec's
  * formula: x_orig = (i + 0.5) / 2 - 0.5, clamped). */
 static void test_resize_linear(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[2] = {1, 4}, zd[1] = {2}, sizes[2] = {1, 8};
     float x[4] = {1, 2, 3, 4};
     ValId in[4] = {in_f32(g, "x", 2, xd), IR_NONE, IR_NONE, c_i64(g, 1, zd, sizes)};
     IrAttr a = ir_attr_str(g, "mode", "linear");
-    ir_add_output(g, onnx_op(g, "Resize", 13, in, 4, &a, 1));
+    ir_add_output(g, ut_onnx_op(g, "Resize", 13, in, 4, &a, 1));
     int64_t od[2] = {1, 8};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     float want[8] = {1, 1.25f, 1.75f, 2.25f, 2.75f, 3.25f, 3.75f, 4};
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 8, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-6);
 }
 
 /* ---- GatherND, GatherElements, Gather ---- */
 
 static void test_gather_nd(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t dd[3] = {2, 2, 2}, id[2] = {3, 2};
     float data[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     int64_t idx[6] = {0, 1, 1, 0, -1, -1};
     ValId in[2] = {in_f32(g, "d", 3, dd), in_f32(g, "i", 2, id)};
-    IrType it = ty(IR_DT_I64, 2, id);
+    IrType it = ut_type(IR_DT_I64, 2, id);
     g->vals[in[1]].type = it;
-    ir_add_output(g, onnx_op(g, "GatherND", 13, in, 2, NULL, 0));
+    ir_add_output(g, ut_onnx_op(g, "GatherND", 13, in, 2, NULL, 0));
     int64_t od[2] = {3, 2};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     float want[6] = {2, 3, 4, 5, 6, 7};
     const void *inputs[2] = {data, idx};
-    expect_close(run_graph(g, inputs, 0), want, 6, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 6, 0);
 }
 
 static void test_gather_nd_batch(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t dd[3] = {2, 2, 2}, id[2] = {2, 1};
     float data[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     int64_t idx[2] = {1, 0};
     ValId in[2] = {in_f32(g, "d", 3, dd), c_i64(g, 2, id, idx)};
     IrAttr a = ir_attr_int("batch_dims", 1);
-    ir_add_output(g, onnx_op(g, "GatherND", 13, in, 2, &a, 1));
+    ir_add_output(g, ut_onnx_op(g, "GatherND", 13, in, 2, &a, 1));
     int64_t od[2] = {2, 2};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     float want[4] = {2, 3, 4, 5};
     const void *inputs[1] = {data};
-    expect_close(run_graph(g, inputs, 0), want, 4, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 4, 0);
 }
 
 static void test_gather_elements(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t dd[2] = {3, 3}, id[2] = {2, 3};
     float data[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
     int64_t idx[6] = {1, 2, 0, 2, 0, -3};
     ValId in[2] = {in_f32(g, "d", 2, dd), c_i64(g, 2, id, idx)};
     IrAttr a = ir_attr_int("axis", 0);
-    ir_add_output(g, onnx_op(g, "GatherElements", 13, in, 2, &a, 1));
+    ir_add_output(g, ut_onnx_op(g, "GatherElements", 13, in, 2, &a, 1));
     int64_t od[2] = {2, 3};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     float want[6] = {4, 8, 3, 7, 2, 3};
     const void *inputs[1] = {data};
-    expect_close(run_graph(g, inputs, 0), want, 6, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 6, 0);
 }
 
 /* ---- Slice with a negative step, clamped ends ---- */
 
 static void test_slice_negative_step(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[2] = {2, 10}, one[1] = {1};
     float x[20];
@@ -600,12 +492,12 @@ static void test_slice_negative_step(void **state)
     int64_t st[1] = {-1}, en[1] = {INT64_MIN}, ax[1] = {1}, sp[1] = {-3};
     ValId in[5] = {in_f32(g, "x", 2, xd), c_i64(g, 1, one, st), c_i64(g, 1, one, en),
                    c_i64(g, 1, one, ax), c_i64(g, 1, one, sp)};
-    ir_add_output(g, onnx_op(g, "Slice", 13, in, 5, NULL, 0));
+    ir_add_output(g, ut_onnx_op(g, "Slice", 13, in, 5, NULL, 0));
     int64_t od[2] = {2, 4};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     float want[8] = {9, 6, 3, 0, 19, 16, 13, 10};
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 8, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 0);
 }
 
 /* ---- shape ops through a folded shape subgraph ---- */
@@ -613,23 +505,23 @@ static void test_slice_negative_step(void **state)
 /* Reshape whose shape comes from Shape -> Gather -> Concat (folds while decomposing). */
 static void test_shape_subgraph_folds(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[3] = {2, 3, 4}, one[1] = {1};
     float x[24];
-    fill(x, 24, 1.0f, 0);
+    ut_fill(x, 24, 1.0f, 0);
     ValId xv = in_f32(g, "x", 3, xd);
-    ValId shp = onnx_op(g, "Shape", 18, &xv, 1, NULL, 0);
+    ValId shp = ut_onnx_op(g, "Shape", 18, &xv, 1, NULL, 0);
     int64_t i0[1] = {0}, m1[1] = {-1};
     ValId gin[2] = {shp, c_i64(g, 1, one, i0)};
-    ValId d0 = onnx_op(g, "Gather", 18, gin, 2, NULL, 0);
+    ValId d0 = ut_onnx_op(g, "Gather", 18, gin, 2, NULL, 0);
     ValId cin[2] = {d0, c_i64(g, 1, one, m1)};
     IrAttr ax = ir_attr_int("axis", 0);
-    ValId newshape = onnx_op(g, "Concat", 18, cin, 2, &ax, 1);
+    ValId newshape = ut_onnx_op(g, "Concat", 18, cin, 2, &ax, 1);
     ValId rin[2] = {xv, newshape};
-    ir_add_output(g, onnx_op(g, "Reshape", 18, rin, 2, NULL, 0));
+    ir_add_output(g, ut_onnx_op(g, "Reshape", 18, rin, 2, NULL, 0));
     int64_t od[2] = {2, 12};
-    decompose_ok(f, 2, od);
+    decompose_ok_shape(f, 2, od);
     int live = 0;
     for (uint32_t i = 0; i < g->nnodes; i++)
         live += !g->nodes[i].dead;
@@ -638,7 +530,7 @@ static void test_shape_subgraph_folds(void **state)
 
 static void test_split_unsqueeze_pad(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[2] = {2, 5}, one[1] = {1}, two[1] = {2}, four[1] = {4};
     float x[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
@@ -652,34 +544,34 @@ static void test_split_unsqueeze_pad(void **state)
     ValId second = g->nodes[sid].out[1];
     int64_t uax[1] = {0};
     ValId uin[2] = {second, c_i64(g, 1, one, uax)};
-    ValId u = onnx_op(g, "Unsqueeze", 18, uin, 2, NULL, 0); /* [1,2,3] */
+    ValId u = ut_onnx_op(g, "Unsqueeze", 18, uin, 2, NULL, 0); /* [1,2,3] */
     int64_t pads[6] = {0, 0, 2, 0, 0, 1};
     int64_t six[1] = {6};
     ValId pin[2] = {u, c_i64(g, 1, six, pads)};
     IrAttr mode = ir_attr_str(g, "mode", "reflect");
-    ir_add_output(g, onnx_op(g, "Pad", 18, pin, 2, &mode, 1)); /* [1,2,6] */
+    ir_add_output(g, ut_onnx_op(g, "Pad", 18, pin, 2, &mode, 1)); /* [1,2,6] */
     (void)four;
     int64_t od[3] = {1, 2, 6};
-    decompose_ok(f, 3, od);
+    decompose_ok_shape(f, 3, od);
     /* rows [2,3,4] and [7,8,9]; reflect 2 before, 1 after: [4,3,2,3,4,3] */
     float want[12] = {4, 3, 2, 3, 4, 3, 9, 8, 7, 8, 9, 8};
     const void *inputs[1] = {x};
-    expect_close(run_graph(g, inputs, 0), want, 12, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 12, 0);
 }
 
 static void test_einsum_batched(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t ad[3] = {2, 2, 3}, bd[3] = {2, 3, 2};
     float A[12], B[12];
-    fill(A, 12, 0.5f, 0);
-    fill(B, 12, 0.25f, 1);
+    ut_fill(A, 12, 0.5f, 0);
+    ut_fill(B, 12, 0.25f, 1);
     ValId in[2] = {in_f32(g, "a", 3, ad), c_f32(g, 3, bd, B)};
     IrAttr eq = ir_attr_str(g, "equation", "bij, bjk -> bki");
-    ir_add_output(g, onnx_op(g, "Einsum", 12, in, 2, &eq, 1));
+    ir_add_output(g, ut_onnx_op(g, "Einsum", 12, in, 2, &eq, 1));
     int64_t od[3] = {2, 2, 2};
-    decompose_ok(f, 3, od);
+    decompose_ok_shape(f, 3, od);
     float want[8];
     for (int b = 0; b < 2; b++)
         for (int k = 0; k < 2; k++)
@@ -690,14 +582,14 @@ static void test_einsum_batched(void **state)
                 want[b * 4 + k * 2 + i] = (float)s;
             }
     const void *inputs[1] = {A};
-    expect_close(run_graph(g, inputs, 0), want, 8, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-6);
 }
 
 /* ---- unsupported operators are listed all at once ---- */
 
 static void test_unsupported_listing(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[1] = {4};
     ValId x = in_f32(g, "x", 1, xd);
@@ -720,12 +612,12 @@ static void test_unsupported_listing(void **state)
 
 static void test_dynamic_shape_input_reported(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[2] = {2, 3}, sd[1] = {2};
     ValId in[2] = {in_f32(g, "x", 2, xd), in_f32(g, "s", 1, sd)};
     g->vals[in[1]].type.dtype = IR_DT_I64;
-    ir_add_output(g, onnx_op(g, "Reshape", 18, in, 2, NULL, 0));
+    ir_add_output(g, ut_onnx_op(g, "Reshape", 18, in, 2, NULL, 0));
     assert_false(pass_decompose(g, &f->opt));
     assert_int_equal(f->d.nerrors, 1);
     assert_non_null(strstr(f->d.msgs[0], "unsupported: dynamic shape input"));
@@ -735,7 +627,7 @@ static void test_dynamic_shape_input_reported(void **state)
 
 static void test_fold(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t d[1] = {3};
     float a[3] = {1, 2, 3}, b[3] = {10, 20, 30};
@@ -749,16 +641,16 @@ static void test_fold(void **state)
     assert_true(ir_is_const(g, s));
     const float *sv = g->vals[s].data;
     float want[3] = {11, 22, 33};
-    expect_close(sv, want, 3, 0);
+    ut_expect_close(sv, want, 3, 0);
     float xin[3] = {1, 1, 2};
     const void *inputs[1] = {xin};
     float want2[3] = {11, 22, 66};
-    expect_close(run_graph(g, inputs, 0), want2, 3, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want2, 3, 0);
 }
 
 static void test_dce(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t d[1] = {3};
     ValId x = in_f32(g, "x", 1, d);
@@ -774,11 +666,11 @@ static void test_dce(void **state)
 
 static void test_simplify(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t d[3] = {2, 3, 4}, d2[2] = {6, 4}, d3[2] = {4, 6};
     float x[24];
-    fill(x, 24, 1.0f, 0.5f);
+    ut_fill(x, 24, 1.0f, 0.5f);
     ValId xv = in_f32(g, "x", 3, d);
     ValId r1 = ir_reshape(g, xv, d2, 2, NULL);
     ValId r2 = ir_reshape(g, r1, d3, 2, NULL);     /* reshape chain -> one reshape */
@@ -794,7 +686,7 @@ static void test_simplify(void **state)
     ir_add_output(g, sum);
     const void *inputs[1] = {x};
     float before[24];
-    memcpy(before, run_graph(g, inputs, 1), sizeof before);
+    memcpy(before, ut_run_graph(g, inputs, 1), sizeof before);
     assert_true(pass_simplify(g, &f->opt));
     assert_true(pass_dce(g, &f->opt));
     assert_true(ir_verify(g, "simplify"));
@@ -802,7 +694,7 @@ static void test_simplify(void **state)
     assert_int_equal(g->nnodes, 3);
     assert_int_equal(g->nodes[0].op, IR_OP_RESHAPE);
     assert_int_equal(g->nodes[0].in[0], xv);
-    expect_close(run_graph(g, inputs, 1), before, 24, 0);
+    ut_expect_close(ut_run_graph(g, inputs, 1), before, 24, 0);
     assert_int_equal(g->outputs[0], r2);
     assert_int_equal(g->outputs[1], sum);
 }
@@ -811,12 +703,12 @@ static void test_simplify(void **state)
  * weights and one add, with the same numbers. */
 static void test_bnfold(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 2, 4, 4}, wd[4] = {3, 2, 3, 3}, cd[4] = {1, 3, 1, 1}, c3[3] = {3, 1, 1};
     float x[32], w[54], b[3] = {0.1f, -0.2f, 0.3f}, s[3] = {2, 0.5f, -1}, t[3] = {1, 2, 3};
-    fill(x, 32, 0.3f, 0);
-    fill(w, 54, 0.1f, 0);
+    ut_fill(x, 32, 0.3f, 0);
+    ut_fill(w, 54, 0.1f, 0);
     ValId xv = in_f32(g, "x", 4, xd);
     int64_t ones[2] = {1, 1};
     IrAttr a[3] = {ir_attr_ints(g, "strides", ones, 2), ir_attr_ints(g, "dilations", ones, 2),
@@ -830,20 +722,20 @@ static void test_bnfold(void **state)
     ir_add_output(g, y);
     const void *inputs[1] = {x};
     float before[12];
-    memcpy(before, run_graph(g, inputs, 0), sizeof before);
+    memcpy(before, ut_run_graph(g, inputs, 0), sizeof before);
     assert_true(pass_bnfold(g, &f->opt));
     assert_true(ir_verify(g, "bnfold"));
     assert_int_equal(g->nnodes, 2);
     assert_int_equal(g->nodes[0].op, IR_OP_CONV);
     assert_int_equal(g->nodes[1].op, IR_OP_BINARY);
     assert_int_equal(g->outputs[0], y);
-    expect_close(run_graph(g, inputs, 0), before, 12, 1e-5);
+    ut_expect_close(ut_run_graph(g, inputs, 0), before, 12, 1e-5);
 }
 
 /* Gemm with alpha and a BatchNormalization-like Mul/Add after MatMul folds too. */
 static void test_bnfold_matmul(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t ad[2] = {2, 3}, bd[2] = {3, 2}, sd[1] = {2};
     float A[6] = {1, 2, 3, -1, 0, 1}, B[6] = {1, 2, 3, 4, 5, 6}, s[2] = {2, -3}, t[2] = {5, 7};
@@ -854,40 +746,40 @@ static void test_bnfold_matmul(void **state)
     ir_add_output(g, y);
     const void *inputs[1] = {A};
     float before[4];
-    memcpy(before, run_graph(g, inputs, 0), sizeof before);
+    memcpy(before, ut_run_graph(g, inputs, 0), sizeof before);
     assert_true(pass_bnfold(g, &f->opt));
     assert_int_equal(g->nnodes, 2);
-    expect_close(run_graph(g, inputs, 0), before, 4, 1e-6);
+    ut_expect_close(ut_run_graph(g, inputs, 0), before, 4, 1e-6);
 }
 
 /* BatchNormalization decomposes to constant scale/shift, which bnfold moves into the
  * preceding Conv. */
 static void test_batchnorm_into_conv(void **state)
 {
-    Fx *f = *state;
+    UtFx *f = *state;
     IrGraph *g = f->g;
     int64_t xd[4] = {1, 1, 3, 3}, wd[4] = {2, 1, 2, 2}, cd[1] = {2};
     float x[9], w[8], sc[2] = {1.5f, 0.5f}, bi[2] = {0.1f, -0.1f}, mu[2] = {0.2f, -0.3f},
                       var[2] = {0.9f, 2.0f};
-    fill(x, 9, 0.4f, 0);
-    fill(w, 8, 0.2f, 0);
+    ut_fill(x, 9, 0.4f, 0);
+    ut_fill(w, 8, 0.2f, 0);
     ValId xv = in_f32(g, "x", 4, xd);
     ValId cin[2] = {xv, c_f32(g, 4, wd, w)};
-    ValId cv = onnx_op(g, "Conv", 13, cin, 2, NULL, 0);
+    ValId cv = ut_onnx_op(g, "Conv", 13, cin, 2, NULL, 0);
     ValId bin[5] = {cv, c_f32(g, 1, cd, sc), c_f32(g, 1, cd, bi), c_f32(g, 1, cd, mu), c_f32(g, 1, cd, var)};
-    ir_add_output(g, onnx_op(g, "BatchNormalization", 15, bin, 5, NULL, 0));
+    ir_add_output(g, ut_onnx_op(g, "BatchNormalization", 15, bin, 5, NULL, 0));
     int64_t od[4] = {1, 2, 2, 2};
-    decompose_ok(f, 4, od);
+    decompose_ok_shape(f, 4, od);
     const void *inputs[1] = {x};
     float want[8];
     ref_conv2d(x, w, NULL, 1, 1, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 0, 0, 2, 2, want);
     for (int m = 0; m < 2; m++)
         for (int i = 0; i < 4; i++)
             want[m * 4 + i] = (float)((want[m * 4 + i] - mu[m]) / sqrt(var[m] + 1e-5) * sc[m] + bi[m]);
-    expect_close(run_graph(g, inputs, 0), want, 8, 1e-5);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-5);
     assert_true(pass_simplify(g, &f->opt) && pass_bnfold(g, &f->opt) && pass_dce(g, &f->opt));
     assert_int_equal(g->nnodes, 2); /* conv + one add */
-    expect_close(run_graph(g, inputs, 0), want, 8, 1e-5);
+    ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-5);
 }
 
 /* ---- every model of the shared zoo decomposes and evaluates to its golden output ---- */
@@ -941,7 +833,7 @@ static void run_zoo_model(const char *mdir)
     bool ok = g && pass_decompose(g, &po) && pass_fold(g, &po) && pass_simplify(g, &po) &&
               pass_bnfold(g, &po) && pass_dce(g, &po) && ir_verify(g, "zoo");
     if (!ok)
-        dump_diag(&d);
+        ut_dump_diag(&d);
     assert_true(ok);
     for (uint32_t i = 0; i < g->nnodes; i++)
         assert_int_not_equal(g->nodes[i].op, IR_OP_FOREIGN);
@@ -957,7 +849,7 @@ static void run_zoo_model(const char *mdir)
         inputs[i] = tin[i].data;
     }
     for (uint32_t k = 0; k < g->noutputs; k++)
-        check_golden(g, dir, k, run_graph(g, inputs, k));
+        check_golden(g, dir, k, ut_run_graph(g, inputs, k));
     for (uint32_t i = 0; i < g->ninputs; i++)
         fe_tensor_free(&tin[i]);
     free(tin);
@@ -997,36 +889,36 @@ static void test_shared_models(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_conv_pads_strides_group, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_conv_auto_pad_same, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_conv_transpose, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_maxpool, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_avgpool_exclude_pad, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_avgpool_include_pad, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_pool_ceil_mode, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_global_average_pool, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_softmax_opset11, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_softmax_opset13, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_layernorm, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gemm_transb, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_matmul_1d, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_resize_nearest_x2, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_resize_linear, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gather_nd, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gather_nd_batch, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_gather_elements, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_slice_negative_step, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_shape_subgraph_folds, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_split_unsqueeze_pad, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_einsum_batched, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_unsupported_listing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dynamic_shape_input_reported, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_fold, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_dce, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_simplify, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bnfold, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bnfold_matmul, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_batchnorm_into_conv, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_conv_pads_strides_group, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_conv_auto_pad_same, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_conv_transpose, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_maxpool, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_avgpool_exclude_pad, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_avgpool_include_pad, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_ceil_mode, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_global_average_pool, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_softmax_opset11, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_softmax_opset13, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_layernorm, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_gemm_transb, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_1d, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_resize_nearest_x2, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_resize_linear, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_gather_nd, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_gather_nd_batch, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_gather_elements, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_slice_negative_step, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_shape_subgraph_folds, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_split_unsqueeze_pad, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_einsum_batched, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_unsupported_listing, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_dynamic_shape_input_reported, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_fold, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_dce, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_bnfold, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_bnfold_matmul, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_batchnorm_into_conv, ut_setup, ut_teardown),
         cmocka_unit_test(test_shared_models),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -196,6 +196,16 @@ static void print_diag(const IrDiag *d)
         print_message("    %s\n", d->msgs[i]);
 }
 
+/* Write the default program (DEFAULT_NODES) and its weights as archive tmp/file. */
+static void write_default_archive(const char *file)
+{
+    ZEnt e[8];
+    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path(file), e, n);
+    free(prog);
+}
+
 /* Load path and expect failure with a message containing needle (and the file name). */
 static void expect_refusal(const char *path, const char *needle)
 {
@@ -273,6 +283,26 @@ static bool decompose(IrGraph *g)
     return ok;
 }
 
+/* Load the archive at path, which must succeed; diagnostics into d (initialised). */
+static IrGraph *load_ok(const char *path, IrDiag *d)
+{
+    ir_diag_init(d, path);
+    IrGraph *g = fe_load_pt2(path, d, NULL);
+    if (!g)
+        print_diag(d);
+    assert_non_null(g);
+    return g;
+}
+
+/* Decompose g, which must succeed (see decompose). */
+static void decompose_ok(IrGraph *g)
+{
+    bool ok = decompose(g);
+    if (!ok)
+        print_diag(g->diag);
+    assert_true(ok);
+}
+
 /* ---- the model zoo ---- */
 
 /* dtype name of a manifest ("float32") as an IrDType. */
@@ -331,11 +361,7 @@ static void check_zoo_model(const char *dir)
     json_t *mins = json_object_get(man, "inputs"), *mouts = json_object_get(man, "outputs");
     snprintf(path, sizeof path, "%s/model.pt2", dir);
     IrDiag d;
-    ir_diag_init(&d, path);
-    IrGraph *g = fe_load_pt2(path, &d, NULL);
-    if (!g)
-        print_diag(&d);
-    assert_non_null(g);
+    IrGraph *g = load_ok(path, &d);
     assert_int_equal(g->ninputs, json_array_size(mins));
     assert_int_equal(g->noutputs, json_array_size(mouts));
     for (uint32_t i = 0; i < g->ninputs; i++)
@@ -347,10 +373,7 @@ static void check_zoo_model(const char *dir)
         assert_string_equal(g->nodes[i].foreign.domain, "aten");
         assert_true(!strncmp(g->nodes[i].foreign.op_type, "aten.", 5));
     }
-    bool ok = decompose(g);
-    if (!ok)
-        print_diag(&d);
-    assert_true(ok);
+    decompose_ok(g);
     FeTensor ins[16];
     const void *inp[16];
     assert_true(g->ninputs <= 16);
@@ -415,9 +438,7 @@ static void test_zoo_names(void **state)
         skip();
     }
     IrDiag d;
-    ir_diag_init(&d, path);
-    IrGraph *g = fe_load_pt2(path, &d, NULL);
-    assert_non_null(g);
+    IrGraph *g = load_ok(path, &d);
     assert_int_equal(g->ninputs, 2);
     assert_string_equal(ir_val(g, g->inputs[0])->name, "dense");
     assert_string_equal(ir_val(g, g->inputs[1])->name, "sparse");
@@ -431,18 +452,11 @@ static void test_zoo_names(void **state)
 static void load_eval(const char *path, const float *x, float *out, int nout)
 {
     IrDiag d;
-    ir_diag_init(&d, path);
-    IrGraph *g = fe_load_pt2(path, &d, NULL);
-    if (!g)
-        print_diag(&d);
-    assert_non_null(g);
+    IrGraph *g = load_ok(path, &d);
     assert_int_equal(g->ninputs, 1);
     assert_string_equal(ir_val(g, g->inputs[0])->name, "x");
     assert_int_equal(g->noutputs, 1);
-    bool ok = decompose(g);
-    if (!ok)
-        print_diag(&d);
-    assert_true(ok);
+    decompose_ok(g);
     const void *in[1] = {x};
     const void **data = evaluate(g, in);
     assert_non_null(data);
@@ -458,14 +472,9 @@ static const float x_data[6] = {-3, -2, -1, 0, 1, 2};
 static void test_basic_program(void **state)
 {
     (void)state;
-    ZEnt e[8];
-    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
-    int n = archive(e, prog, WCFG("false"), sizeof w_data);
-    write_zip(tmp_path("ok.pt2"), e, n);
+    write_default_archive("ok.pt2");
     IrDiag d;
-    ir_diag_init(&d, tmp_path("ok.pt2"));
-    IrGraph *g = fe_load_pt2(tmp_path("ok.pt2"), &d, NULL);
-    assert_non_null(g);
+    IrGraph *g = load_ok(tmp_path("ok.pt2"), &d);
     ValId w = ir_find_value(g, "w");
     assert_int_not_equal(w, IR_NONE);
     assert_true(ir_is_const(g, w));
@@ -483,7 +492,6 @@ static void test_basic_program(void **state)
         float s = x_data[i] + w_data[i % 3], r = s > 0 ? s * s : 0;
         assert_float_equal(out[i], r, 1e-6);
     }
-    free(prog);
 }
 
 /* Scalar arguments: ints, and floats written as "-Infinity". */
@@ -595,15 +603,8 @@ static void check_cases(const char *name, const char *suffix)
     char *names = (char *)slurp(path, &nameslen);
     snprintf(path, sizeof path, CASES "/%s%s.pt2", name, suffix);
     IrDiag d;
-    ir_diag_init(&d, path);
-    IrGraph *g = fe_load_pt2(path, &d, NULL);
-    if (!g)
-        print_diag(&d);
-    assert_non_null(g);
-    bool ok = decompose(g);
-    if (!ok)
-        print_diag(&d);
-    assert_true(ok);
+    IrGraph *g = load_ok(path, &d);
+    decompose_ok(g);
     const void *inputs[8];
     size_t off = 0;
     assert_true(g->ninputs <= 8);
@@ -826,10 +827,7 @@ static void test_unknown_ops(void **state)
 static void test_truncation(void **state)
 {
     (void)state;
-    ZEnt e[8];
-    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
-    int n = archive(e, prog, WCFG("false"), sizeof w_data);
-    write_zip(tmp_path("full.pt2"), e, n);
+    write_default_archive("full.pt2");
     FILE *f = fopen(tmp_path("full.pt2"), "rb");
     assert_non_null(f);
     static uint8_t buf[1 << 16];
@@ -847,17 +845,13 @@ static void test_truncation(void **state)
         assert_true(d.nerrors > 0);
         ir_diag_free(&d);
     }
-    free(prog);
 }
 
 /* Allocation failures at every arena budget up to success. */
 static void test_alloc_failures(void **state)
 {
     (void)state;
-    ZEnt e[8];
-    char *prog = program(DEFAULT_NODES, DEFAULT_VALUES, "mul", 8);
-    int n = archive(e, prog, WCFG("false"), sizeof w_data);
-    write_zip(tmp_path("oom.pt2"), e, n);
+    write_default_archive("oom.pt2");
     bool loaded = false;
     for (size_t limit = 1024; limit < (1u << 22) && !loaded; limit += 1024) {
         FeOptions opt = {.arena_limit = limit};
@@ -875,7 +869,6 @@ static void test_alloc_failures(void **state)
         ir_diag_free(&d);
     }
     assert_true(loaded);
-    free(prog);
 }
 
 /* ---- setup ---- */

@@ -515,7 +515,8 @@ static void test_vector_unit(void **state) {
     }
     for (int i = 0; i < 150; i++) {
         assert_true(r[106 + i] == (x[i] > 0 ? 1.0f : 0.0f));
-        assert_true(r[256 + i] == expf(x[i]));
+        /* EXP is the runtime's own vectorised one (rt_vmath.h): within 2 ulp of libm */
+        assert_true(fabsf(r[256 + i] - expf(x[i])) <= 2.4e-7f * expf(x[i]));
         assert_true(r[406 + i] == (x[i] > 0 ? 7.0f : x[i])); /* IMM is operand 1 */
     }
     spy_model_free(m);

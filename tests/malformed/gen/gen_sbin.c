@@ -189,6 +189,15 @@ static void sections(void)
     ((SpyHeader *)f.p)->nsections = 8; /* drops META */
     bun_fix_crcs(&f);
     emit_raw("sec_count_short", &f, "required section META is missing");
+    f = buf_copy(&ref);                    /* padding must be zero (not under any CRC) */
+    size_t pad = sizeof(SpyHeader) + ((SpyHeader *)f.p)->nsections * sizeof(SpySection) + 3;
+    f.p[pad] = 0x5a;
+    emit_raw("pad_nonzero", &f, fmt("offset %zu: padding byte 0x5a before section STRINGS", pad));
+    f = buf_copy(&ref);
+    SpySection *strs = bun_section(&f, SPY_SEC_STRINGS);
+    pad = (size_t)(strs->offset + strs->size);
+    f.p[pad] = 0x01;
+    emit_raw("pad_nonzero_between", &f, fmt("offset %zu: padding byte 0x01 before section", pad));
     buf_free(&ref);
 }
 

@@ -1,0 +1,175 @@
+/* rt_kern_vfast.c: the direct path of the commonest ISA_VEC steps: F32 ADD SUB MUL
+ * DIV MAX MIN on contiguous rows with a contiguous or scalar (immediate or column
+ * stride 0) second operand, or a scalar first operand, and F32 RELU NEG ABS on
+ * contiguous rows. They are computed straight from LX into LX in whole vectors,
+ * without the staging buffers of rt_kern_vec.c.
+ *
+ * Results equal those of rt_kern_vec.c bit for bit: the same IEEE operation per
+ * element. A row is taken only when each source either is the destination itself
+ * (in place) or does not overlap it, so the order of reads and writes cannot matter;
+ * anything else is left to the general kernel.
+ */
+#include <string.h>
+
+#include "rt_exec.h"
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+/* Operand kinds of a direct row. */
+enum { OP_ROW = 0, OP_SCALAR = 1 };
+
+typedef struct {
+    int fn;
+    int ka, kb;              /* OP_ROW or OP_SCALAR (kb unused for unary) */
+    float sa, sb;            /* scalar values */
+} Fast;
+
+/* Loads 8 floats (macros: a function returning a vector would change the ABI between
+ * the clones). */
+#define LDV(v, p) memcpy(&(v), (p), sizeof(v8f))
+#define STV(p, v) memcpy((p), &(v), sizeof(v8f))
+
+/* The MAX / MIN of isa.md: a when it is better or NaN, else b. */
+#define SELV(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
+
+/* One element of fn on (a, b), exactly as the vector code. */
+static inline float op1(int fn, float a, float b) {
+    switch (fn) {
+    case ISA_VF_ADD: return a + b;
+    case ISA_VF_SUB: return a - b;
+    case ISA_VF_MUL: return a * b;
+    case ISA_VF_DIV: return a / b;
+    case ISA_VF_MAX: return (a > b || a != a) ? a : b;
+    case ISA_VF_MIN: return (a < b || a != a) ? a : b;
+    case ISA_VF_RELU: return a < 0.0f ? 0.0f : a;
+    case ISA_VF_NEG: return -a;
+    default: { /* ABS */
+        uint32_t u;
+        memcpy(&u, &a, 4);
+        u &= 0x7fffffffu;
+        memcpy(&a, &u, 4);
+        return a;
+    }
+    }
+}
+
+/* The whole-vector part of a row for each operand kind, with EXPR of x and y. */
+#define ROW_LOOP(EXPR)                                                                   \
+    do {                                                                                 \
+        if (ka == OP_ROW && kb == OP_ROW)                                                \
+            for (; i + 8 <= n; i += 8) {                                                 \
+                LDV(x, a + 4 * (size_t)i), LDV(y, b + 4 * (size_t)i);                    \
+                r = (EXPR);                                                              \
+                STV(d + 4 * (size_t)i, r);                                               \
+            }                                                                            \
+        else if (ka == OP_ROW)                                                           \
+            for (y = sb; i + 8 <= n; i += 8) {                                           \
+                LDV(x, a + 4 * (size_t)i);                                               \
+                r = (EXPR);                                                              \
+                STV(d + 4 * (size_t)i, r);                                               \
+            }                                                                            \
+        else                                                                             \
+            for (x = sa; i + 8 <= n; i += 8) {                                           \
+                LDV(y, b + 4 * (size_t)i);                                               \
+                r = (EXPR);                                                              \
+                STV(d + 4 * (size_t)i, r);                                               \
+            }                                                                            \
+    } while (0)
+
+/* d[0..n) = fn(a, b) for one row; a, b are rows or scalars as f says. */
+RT_HOT static void fast_row(const Fast *f, uint8_t *d, const uint8_t *a, const uint8_t *b,
+                            uint32_t n) {
+    const int fn = f->fn, ka = f->ka, kb = f->kb;
+    const float fa = f->sa, fb = f->sb;
+    v8f sa = {0}, sb = {0}, x, y, r, zero = {0};
+    sa += fa;
+    sb += fb;
+    uint32_t i = 0;
+    switch (fn) {
+    case ISA_VF_ADD: ROW_LOOP(x + y); break;
+    case ISA_VF_SUB: ROW_LOOP(x - y); break;
+    case ISA_VF_MUL: ROW_LOOP(x * y); break;
+    case ISA_VF_DIV: ROW_LOOP(x / y); break;
+    case ISA_VF_MAX: ROW_LOOP(SELV((x > y) | (x != x), x, y)); break;
+    case ISA_VF_MIN: ROW_LOOP(SELV((x < y) | (x != x), x, y)); break;
+    case ISA_VF_RELU: ROW_LOOP(SELV(x < zero, zero, x)); break;
+    case ISA_VF_NEG: ROW_LOOP(-x); break;
+    default: ROW_LOOP((v8f)((v8i)x & 0x7fffffff)); break; /* ABS */
+    }
+    for (; i < n; i++) {
+        float xa = ka == OP_ROW ? *(const rt_f32 *)(a + 4 * (size_t)i) : fa;
+        float xb = kb == OP_ROW ? *(const rt_f32 *)(b + 4 * (size_t)i) : fb;
+        *(rt_f32 *)(d + 4 * (size_t)i) = op1(fn, xa, xb);
+    }
+}
+
+/* Whether fn has a direct path (binary, or unary with arity 1). */
+static int fast_arity(int fn) {
+    switch (fn) {
+    case ISA_VF_ADD: case ISA_VF_SUB: case ISA_VF_MUL: case ISA_VF_DIV:
+    case ISA_VF_MAX: case ISA_VF_MIN: return 2;
+    case ISA_VF_RELU: case ISA_VF_NEG: case ISA_VF_ABS: return 1;
+    default: return 0;
+    }
+}
+
+/* Whether the byte ranges [p, p+pn) and [q, q+qn) are disjoint. */
+static bool apart(const uint8_t *p, size_t pn, const uint8_t *q, size_t qn) {
+    return p + pn <= q || q + qn <= p;
+}
+
+/* Operand q's address in row r (NULL for the immediate). */
+static const uint8_t *row_src(RtCore *c, const SpyVec *v, const bool *imm, int q, uint64_t r) {
+    return imm[q] ? NULL : c->lx + v->src[q] + (int64_t)r * v->src_rs[q] * 4;
+}
+
+/* Runs v on the direct path if it qualifies; false (nothing done) otherwise. */
+bool rt_vec_fast(RtCore *c, const SpyVec *v) {
+    int ar = fast_arity(v->fn);
+    if (!ar || v->dtype != ISA_DT_F32 || (v->src_dtype && v->src_dtype != ISA_DT_F32) ||
+        (v->flags & ~(uint8_t)(ISA_F_IMM | ISA_F_IMM_A)) ||
+        ((v->flags & ISA_F_IMM) && (v->flags & ISA_F_IMM_A)) || (ar == 1 && v->flags))
+        return false;
+    Fast f = {v->fn, OP_ROW, OP_SCALAR, 0, 0};
+    bool imm[2] = {(v->flags & ISA_F_IMM_A) != 0, (v->flags & ISA_F_IMM) != 0};
+    int kind[2] = {OP_ROW, OP_SCALAR};
+    for (int q = 0; q < ar; q++) {
+        kind[q] = imm[q] || v->src_cs[q] == 0 ? OP_SCALAR : OP_ROW;
+        if (kind[q] == OP_ROW && v->src_cs[q] != 1)
+            return false;
+    }
+    if (kind[0] == OP_SCALAR && (ar == 1 || kind[1] == OP_SCALAR))
+        return false;
+    f.ka = kind[0], f.kb = kind[1];
+    /* rows that follow each other in every operand run as one */
+    uint64_t rows = v->rows, cols = v->cols;
+    bool merge = rows > 1 && v->dst_rs == (int64_t)cols;
+    for (int q = 0; q < ar && merge; q++)
+        if (!imm[q] && v->src_rs[q] != (kind[q] == OP_ROW ? (int64_t)cols : 0))
+            merge = false;
+    if (merge)
+        cols *= rows, rows = 1;
+    size_t rowb = (size_t)cols * 4;
+    for (uint64_t r = 0; r < rows; r++) { /* every row in place or apart, else no */
+        const uint8_t *d = c->lx + v->dst + (int64_t)r * v->dst_rs * 4;
+        for (int q = 0; q < ar; q++) {
+            const uint8_t *p = row_src(c, v, imm, q, r);
+            if (p && (kind[q] == OP_ROW ? p != d && !apart(p, rowb, d, rowb)
+                                        : !apart(p, 4, d, rowb)))
+                return false;
+        }
+    }
+    if (imm[0] || imm[1])
+        memcpy(imm[0] ? &f.sa : &f.sb, &v->imm, 4);
+    for (uint64_t r = 0; r < rows; r++) {
+        uint8_t *d = c->lx + v->dst + (int64_t)r * v->dst_rs * 4;
+        const uint8_t *p[2] = {row_src(c, v, imm, 0, r), ar > 1 ? row_src(c, v, imm, 1, r) : NULL};
+        if (p[0] && kind[0] == OP_SCALAR)
+            memcpy(&f.sa, p[0], 4);
+        if (p[1] && kind[1] == OP_SCALAR)
+            memcpy(&f.sb, p[1], 4);
+        fast_row(&f, d, p[0], p[1], (uint32_t)cols);
+    }
+    return true;
+}

@@ -1,0 +1,414 @@
+/* test_rt_kernels.c: unit tests of the emulator's fast tile kernels, called directly on
+ * a scratchpad: each result is compared bit for bit with a plain scalar reference of the
+ * isa.md semantics (MATMUL blocking and AVX-512 path, short-row VREDUCE, the in-place
+ * VEC path, strided VEC COPY, short DMA rows), and the vectorised EXP/TANH/ERF/SIGMOID
+ * against libm in double precision (ulp bounds and special values).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rt_exec.h"
+#include "rt_vmath.h"
+
+#define LX_BYTES (1u << 20)
+
+static uint8_t *lx;          /* scratchpad of the tests (LX_BYTES + slack) */
+static RtCore core;
+
+/* Deterministic pseudo-random float in [-2, 2) with some exact zeros. */
+static float rnd(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    uint32_t v = *s >> 8;
+    return (v % 17 == 0) ? 0.0f : (float)(v % 4096) / 1024.0f - 2.0f;
+}
+
+static float *fp(uint32_t off) {
+    return (float *)(lx + off);
+}
+
+static uint32_t bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static int setup(void **state) {
+    (void)state;
+    lx = calloc(LX_BYTES + 256, 1);
+    core = (RtCore){.lx = lx};
+    return lx ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    free(lx);
+    return 0;
+}
+
+/* ---- MATMUL ------------------------------------------------------------------------ */
+
+/* Reference: increasing k from 0 (or old C), separate multiply and add. */
+static void mm_ref(float *c, const float *a, const float *b, uint32_t m, uint32_t n, uint32_t k,
+                   uint32_t lda, uint32_t ldb, uint32_t ldc, bool acc) {
+    for (uint32_t i = 0; i < m; i++)
+        for (uint32_t j = 0; j < n; j++) {
+            volatile float s = acc ? c[i * ldc + j] : 0.0f;
+            for (uint32_t q = 0; q < k; q++) {
+                volatile float p = a[i * lda + q] * b[q * ldb + j];
+                s = s + p;
+            }
+            c[i * ldc + j] = s;
+        }
+}
+
+/* One MATMUL shape: the kernel's C equals the reference bit for bit, padding intact. */
+static void check_mm(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc, uint32_t seed) {
+    uint32_t lda = k + 3, ldc = n + 5;
+    uint32_t a = 64 + 4, b = a + 4 * m * lda + 12, c = b + 4 * k * ldb + 8;
+    uint32_t end = c + 4 * m * ldc;
+    assert_true(end < LX_BYTES);
+    for (uint32_t i = 0; i < (end - a) / 4; i++)
+        fp(a)[i] = rnd(&seed);
+    if (m > 2 && k > 1) { /* special values */
+        fp(a)[1] = INFINITY;
+        fp(a)[lda + 1] = NAN;
+        fp(a)[2 * lda] = -0.0f;
+    }
+    float *ref = malloc(4 * (size_t)m * ldc);
+    memcpy(ref, fp(c), 4 * (size_t)m * ldc);
+    mm_ref(ref, fp(a), fp(b), m, n, k, lda, ldb, ldc, acc);
+    SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
+                    .flags = acc ? ISA_F_ACCUM : 0, .a = a, .b = b, .c = c, .m = m, .n = n,
+                    .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
+    rt_matmul(&core, &mm);
+    for (uint32_t i = 0; i < m * ldc; i++)
+        if (bits(ref[i]) != bits(fp(c)[i]) && !(isnan(ref[i]) && isnan(fp(c)[i])))
+            fail_msg("matmul m%u n%u k%u acc%d: element %u: %a != %a", m, n, k, acc, i,
+                     fp(c)[i], ref[i]);
+    free(ref);
+}
+
+static void test_matmul_shapes(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{1, 1, 1},   {1, 3136, 9}, {3, 70, 5},  {4, 128, 33},
+                                         {5, 17, 3},  {7, 49, 9},   {8, 48, 16}, {9, 100, 27},
+                                         {16, 385, 64}, {23, 33, 1}, {13, 129, 40}, {2, 15, 0}};
+    uint32_t seed = 1;
+    for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int acc = 0; acc < 2; acc++) {
+            uint32_t n = shapes[i][1];
+            check_mm(shapes[i][0], n, shapes[i][2], n + (i & 1), acc, seed++);
+        }
+    check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1: conv grid form) */
+}
+
+/* ---- VREDUCE ----------------------------------------------------------------------- */
+
+/* Reference of one F32 row (isa.md: SUM in 8 lanes, PROD/MAX/MIN in order). */
+static float red_ref(int fn, const float *x, uint32_t len, int cs) {
+    if (fn == ISA_RF_SUM) {
+        float l[8] = {0};
+        for (uint32_t i = 0; i < len; i++)
+            l[i % 8] += x[(int64_t)i * cs];
+        return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+    }
+    float acc = fn == ISA_RF_PROD ? 1.0f : fn == ISA_RF_MAX ? -INFINITY : INFINITY;
+    for (uint32_t i = 0; i < len; i++) {
+        float v = x[(int64_t)i * cs];
+        if (fn == ISA_RF_PROD)
+            acc *= v;
+        else if ((fn == ISA_RF_MAX ? v > acc : v < acc) || v != v)
+            acc = acc != acc ? acc : v;
+    }
+    return acc;
+}
+
+static void test_vreduce_rows(void **state) {
+    (void)state;
+    static const uint32_t lens[] = {0, 1, 3, 8, 9, 17, 64, 65};
+    uint32_t seed = 7;
+    for (int fn = ISA_RF_SUM; fn <= ISA_RF_MIN; fn++)
+        for (unsigned li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (int cs = 1; cs <= 2; cs++) {
+                uint32_t len = lens[li], rows = 21, rs = len * (uint32_t)cs + 1;
+                uint32_t src = 4096, dst = 64;
+                for (uint32_t i = 0; i < rows * rs + 8; i++)
+                    fp(src)[i] = rnd(&seed);
+                fp(src)[rs + 1] = NAN; /* NaN in row 1 (when len > 0) */
+                fp(src)[2 * rs] = -0.0f;
+                fp(src)[3 * rs] = INFINITY;
+                for (int acc = 0; acc < 2; acc++) {
+                    float old[21];
+                    for (uint32_t r = 0; r < rows; r++)
+                        fp(dst)[2 * r] = old[r] = rnd(&seed);
+                    SpyVReduce vr = {.opcode = ISA_VREDUCE, .dtype = ISA_DT_F32, .fn = (uint8_t)fn,
+                                     .flags = acc ? ISA_F_ACCUM : 0, .dst = dst, .src = src,
+                                     .rows = rows, .len = len, .src_rs = (int32_t)rs,
+                                     .src_cs = cs, .dst_rs = 2};
+                    rt_vreduce(&core, &vr);
+                    for (uint32_t r = 0; r < rows; r++) {
+                        float v = red_ref(fn, fp(src) + r * rs, len, cs);
+                        if (acc)
+                            v = fn == ISA_RF_SUM    ? old[r] + v
+                                : fn == ISA_RF_PROD ? old[r] * v
+                                : ((fn == ISA_RF_MAX ? v > old[r] : v < old[r]) || v != v) ? v
+                                                                                           : old[r];
+                        float got = fp(dst)[2 * r];
+                        if (bits(got) != bits(v) && !(isnan(got) && isnan(v)))
+                            fail_msg("vreduce fn %d len %u cs %d acc %d row %u: %a != %a", fn,
+                                     len, cs, acc, r, got, v);
+                    }
+                }
+            }
+}
+
+/* ---- VEC: in-place path, strided copies -------------------------------------------- */
+
+/* Reference of one element of the binary / unary functions of the direct path. */
+static float vec_ref(int fn, float a, float b) {
+    switch (fn) {
+    case ISA_VF_ADD: return a + b;
+    case ISA_VF_SUB: return a - b;
+    case ISA_VF_MUL: return a * b;
+    case ISA_VF_DIV: return a / b;
+    case ISA_VF_MAX: return ((a > b) | (a != a)) ? a : b;
+    case ISA_VF_MIN: return ((a < b) | (a != a)) ? a : b;
+    case ISA_VF_RELU: return a < 0.0f ? 0.0f : a;
+    case ISA_VF_NEG: return -a;
+    default: return fabsf(a);
+    }
+}
+
+/* One VEC of fn over rows x cols with operand kinds (0 row, 1 column-broadcast, 2 IMM,
+ * 3 IMM_A) and in-place or separate destination; compares with the reference. */
+static void check_vec(int fn, int kind, bool inplace, uint32_t rows, uint32_t cols, uint32_t *seed) {
+    bool unary = fn == ISA_VF_RELU || fn == ISA_VF_NEG || fn == ISA_VF_ABS;
+    uint32_t s0 = 8192, s1 = 65536, d = inplace ? s0 : 131072, rs = cols + 3;
+    for (uint32_t i = 0; i < rows * rs + 16; i++) {
+        fp(s0)[i] = rnd(seed);
+        fp(s1)[i] = rnd(seed);
+        fp(131072)[i] = 1234.0f;
+    }
+    fp(s0)[1] = NAN, fp(s1)[2] = NAN, fp(s0)[3] = -0.0f, fp(s1)[4] = 0.0f;
+    float *a0 = malloc(4 * (size_t)rows * rs), *b0 = malloc(4 * (size_t)rows * rs);
+    memcpy(a0, fp(s0), 4 * (size_t)rows * rs);
+    memcpy(b0, fp(s1), 4 * (size_t)rows * rs);
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                .fn = (uint16_t)fn, .nsrc = unary ? 1 : 2, .dst = d, .rows = rows,
+                .cols = cols, .dst_rs = (int32_t)rs};
+    v.src[0] = s0, v.src_rs[0] = (int32_t)rs, v.src_cs[0] = 1;
+    v.src[1] = s1, v.src_rs[1] = (int32_t)rs, v.src_cs[1] = kind == 1 ? 0 : 1;
+    float imm = 0.75f;
+    if (kind == 2)
+        v.flags = ISA_F_IMM;
+    if (kind == 3)
+        v.flags = ISA_F_IMM_A, v.src[1] = s1;
+    memcpy(&v.imm, &imm, 4);
+    assert_int_equal(rt_vec(&core, &v), RT_XOK);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            float a = kind == 3 ? imm : a0[r * rs + c];
+            float b = kind == 2 ? imm : kind == 1 ? b0[r * rs] : kind == 3 ? b0[r * rs + c]
+                                                                          : b0[r * rs + c];
+            float want = vec_ref(fn, a, b), got = fp(d)[r * rs + c];
+            if (bits(got) != bits(want) && !(isnan(got) && isnan(want)))
+                fail_msg("vec fn %d kind %d inplace %d [%u,%u]: %a != %a", fn, kind, inplace, r,
+                         c, got, want);
+        }
+    if (!inplace) /* padding of the destination rows untouched */
+        assert_true(fp(d)[cols] == 1234.0f);
+    free(a0);
+    free(b0);
+}
+
+static void test_vec_direct(void **state) {
+    (void)state;
+    static const int fns[] = {ISA_VF_ADD, ISA_VF_SUB, ISA_VF_MUL, ISA_VF_DIV, ISA_VF_MAX,
+                              ISA_VF_MIN, ISA_VF_RELU, ISA_VF_NEG, ISA_VF_ABS};
+    uint32_t seed = 3;
+    for (unsigned f = 0; f < sizeof fns / sizeof *fns; f++)
+        for (int kind = 0; kind < 4; kind++)
+            for (int ip = 0; ip < 2; ip++) {
+                if (kind && (fns[f] == ISA_VF_RELU || fns[f] == ISA_VF_NEG || fns[f] == ISA_VF_ABS))
+                    continue;
+                check_vec(fns[f], kind, ip, 5, 37, &seed);
+                check_vec(fns[f], kind, ip, 1, 300, &seed);
+            }
+}
+
+static void test_vec_copy_strided(void **state) {
+    (void)state;
+    static const int strides[] = {0, 2, 3, 4, 5, -1, -3};
+    for (unsigned si = 0; si < sizeof strides / sizeof *strides; si++) {
+        int cs = strides[si];
+        uint32_t rows = 4, cols = 29, src = 40000, dst = 200, rs = 200;
+        for (uint32_t i = 0; i < 4000; i++)
+            fp(src - 4 * 1000)[i] = (float)i;
+        SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                    .fn = ISA_VF_COPY, .nsrc = 1, .dst = dst, .rows = rows, .cols = cols,
+                    .dst_rs = (int32_t)cols};
+        v.src[0] = src, v.src_rs[0] = (int32_t)rs, v.src_cs[0] = cs;
+        assert_int_equal(rt_vec(&core, &v), RT_XOK);
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t c = 0; c < cols; c++)
+                assert_true(fp(dst)[r * cols + c] == (float)(1000 + r * rs + (int64_t)c * cs));
+    }
+    /* a row overlapping its source: element by element in increasing order */
+    float sim[64];
+    for (uint32_t i = 0; i < 64; i++)
+        fp(1024)[i] = sim[i] = (float)i;
+    for (int j = 0; j < 10; j++)
+        sim[1 + j] = sim[2 * j];
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                .fn = ISA_VF_COPY, .nsrc = 1, .dst = 1024 + 4, .rows = 1, .cols = 10,
+                .dst_rs = 10};
+    v.src[0] = 1024, v.src_cs[0] = 2;
+    assert_int_equal(rt_vec(&core, &v), RT_XOK);
+    assert_memory_equal(fp(1024), sim, sizeof sim);
+}
+
+/* ---- strip-mined runs of in-place VECs --------------------------------------------- */
+
+/* A VEC of fn on the region [rows, cols] at dst (row stride rs), operand 1 at s1 with
+ * strides (rs1, cs1), or the immediate when s1 is 0. */
+static SpyInsn vec_insn(int fn, uint32_t dst, uint32_t rows, uint32_t cols, uint32_t rs,
+                        uint32_t s1, int32_t rs1, int32_t cs1, float imm) {
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyVec *v = &in.vec;
+    v->opcode = ISA_VEC, v->dtype = ISA_DT_F32, v->src_dtype = ISA_DT_F32;
+    v->fn = (uint16_t)fn, v->nsrc = 2, v->dst = dst, v->rows = rows, v->cols = cols;
+    v->dst_rs = (int32_t)rs;
+    v->src[0] = dst, v->src_rs[0] = (int32_t)rs, v->src_cs[0] = 1;
+    if (s1)
+        v->src[1] = s1, v->src_rs[1] = rs1, v->src_cs[1] = cs1;
+    else
+        v->flags = ISA_F_IMM, memcpy(&v->imm, &imm, 4);
+    return in;
+}
+
+/* Runs prog[0..n) through the interpreter and one instruction at a time from the same
+ * start; the results must be equal bit for bit. */
+static void check_strip(const SpyInsn *prog, uint32_t n, uint32_t bytes, uint32_t *seed) {
+    uint8_t *init = malloc(bytes), *one = malloc(bytes);
+    for (uint32_t i = 0; i < bytes / 4; i++)
+        fp(0)[i] = rnd(seed);
+    memcpy(init, lx, bytes);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(rt_vec(&core, &prog[i].vec), RT_XOK);
+    memcpy(one, lx, bytes);
+    memcpy(lx, init, bytes);
+    assert_int_equal(rt_exec_program(&core, prog, n), RT_XOK);
+    assert_memory_equal(lx, one, bytes);
+    free(init);
+    free(one);
+}
+
+static void test_strip_mined_runs(void **state) {
+    (void)state;
+    uint32_t seed = 11, d = 4096, rows = 40, cols = 300, rs = 304;
+    SpyInsn p[4];
+    p[0] = vec_insn(ISA_VF_ADD, d, rows, cols, rs, 64, 1, 0, 0); /* per-row bias */
+    p[1] = vec_insn(ISA_VF_MAX, d, rows, cols, rs, 0, 0, 0, 0.0f);
+    p[2] = vec_insn(ISA_VF_MIN, d, rows, cols, rs, 0, 0, 0, 0.5f);
+    p[3] = vec_insn(ISA_VF_MUL, d, rows, cols, rs, 200000, (int32_t)cols, 1, 0);
+    check_strip(p, 4, 300000, &seed);
+    /* one row: blocks of columns */
+    SpyInsn q[2] = {vec_insn(ISA_VF_ADD, d, 1, 20000, 20000, 64, 0, 0, 0),
+                    vec_insn(ISA_VF_MUL, d, 1, 20000, 20000, 0, 0, 0, 3.0f)};
+    check_strip(q, 2, 100000, &seed);
+    /* operand 1 overlaps the region (shifted by one row): no strip-mining, same result */
+    p[3] = vec_insn(ISA_VF_ADD, d, rows, cols, rs, d + 4 * rs, (int32_t)rs, 1, 0);
+    check_strip(p, 4, 300000, &seed);
+}
+
+/* ---- DMA: short rows ---------------------------------------------------------------- */
+
+static void test_dma_short_rows(void **state) {
+    (void)state;
+    static uint8_t dram[1 << 16];
+    uint8_t *segs[1] = {dram};
+    core.seg = segs;
+    for (unsigned i = 0; i < sizeof dram; i++)
+        dram[i] = (uint8_t)(i * 7 + 1);
+    for (uint32_t w = 1; w <= 9; w++) { /* window loads: dims [3, 5, w] */
+        SpyDma d = {.opcode = ISA_LOAD, .esize = 4, .ndim = 3, .seg = 0, .dram_off = 12, .lx = 64};
+        for (int i = 0; i < ISA_MAX_DIMS; i++)
+            d.dims[i] = 1;
+        d.dims[0] = 3, d.dims[1] = 5, d.dims[2] = w;
+        d.dram_stride[0] = 400, d.dram_stride[1] = 22, d.dram_stride[2] = 1;
+        d.lx_stride[0] = (int32_t)(5 * w), d.lx_stride[1] = (int32_t)w, d.lx_stride[2] = 1;
+        memset(lx, 0, 8192);
+        rt_dma(&core, &d, false);
+        for (uint32_t a = 0; a < 3; a++)
+            for (uint32_t b = 0; b < 5; b++)
+                for (uint32_t c = 0; c < w; c++)
+                    assert_memory_equal(lx + 64 + 4 * ((a * 5 + b) * w + c),
+                                        dram + 12 + 4 * (a * 400 + b * 22 + c), 4);
+        assert_int_equal(lx[64 + 4 * 15 * w], 0);
+    }
+    core.seg = NULL;
+}
+
+/* ---- vectorised transcendental functions -------------------------------------------- */
+
+/* Error of got against the exact value ref, in units of the float ulp at ref. */
+static double ulps(float got, double ref) {
+    if (isnan(ref))
+        return isnan(got) ? 0 : 1e9;
+    if (got == (float)ref) /* includes overflow to infinity */
+        return 0;
+    if (isinf(ref) || ref == 0)
+        return got == (float)ref ? 0 : 1e9;
+    int e;
+    frexp(ref, &e);
+    double ulp = ldexp(1.0, (e - 24 < -149) ? -149 : e - 24);
+    return fabs((double)got - ref) / ulp;
+}
+
+static double sigmoid_d(double x) {
+    return 1.0 / (1.0 + exp(-x));
+}
+
+static void test_vmath(void **state) {
+    (void)state;
+    double worst[4] = {0};
+    for (uint32_t u = 0; u < 0xffffffffu - 4099; u += 4099) { /* every 4099th float */
+        float x;
+        memcpy(&x, &u, 4);
+        worst[0] = fmax(worst[0], ulps(rt_vm_exp(x), exp(x)));
+        worst[1] = fmax(worst[1], ulps(rt_vm_tanh(x), tanh(x)));
+        worst[2] = fmax(worst[2], ulps(rt_vm_erf(x), erf(x)));
+        worst[3] = fmax(worst[3], ulps(rt_vm_sigmoid(x), sigmoid_d(x)));
+    }
+    assert_true(worst[0] <= 2.0);
+    assert_true(worst[1] <= 3.0);
+    assert_true(worst[2] <= 3.0);
+    assert_true(worst[3] <= 3.0);
+    /* special values */
+    assert_true(rt_vm_exp(INFINITY) == INFINITY && rt_vm_exp(-INFINITY) == 0.0f);
+    assert_true(isnan(rt_vm_exp(NAN)) && isnan(rt_vm_tanh(NAN)) && isnan(rt_vm_erf(NAN)));
+    assert_true(rt_vm_exp(88.72283935546875f) == INFINITY);
+    assert_true(rt_vm_exp(88.72283172607422f) < INFINITY);
+    assert_true(rt_vm_tanh(-INFINITY) == -1.0f && rt_vm_erf(INFINITY) == 1.0f);
+    assert_true(signbit(rt_vm_tanh(-0.0f)) && signbit(rt_vm_erf(-0.0f)));
+    assert_true(rt_vm_sigmoid(-100.0f) > 0.0f && rt_vm_sigmoid(100.0f) == 1.0f);
+    assert_true(rt_vm_exp(-104.0f) == 0.0f && rt_vm_exp(-103.0f) > 0.0f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
+        cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_copy_strided),
+        cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
+        cmocka_unit_test(test_strip_mined_runs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
