@@ -152,6 +152,11 @@ static void pb_free(void *data, void *p)
     free(p);
 }
 
+ProtobufCAllocator fe_onnx_pb_allocator(bool *oom)
+{
+    return (ProtobufCAllocator){pb_alloc, pb_free, oom};
+}
+
 /* Read, pre-scan and unpack the model file; NULL with an error reported. */
 static Onnx__ModelProto *unpack_model(const char *path, IrDiag *diag, const FeOptions *opt)
 {
@@ -170,7 +175,7 @@ static Onnx__ModelProto *unpack_model(const char *path, IrDiag *diag, const FeOp
         ir_diag_error(diag, "%s", err);
     else {
         bool oom = false;
-        ProtobufCAllocator pa = {pb_alloc, pb_free, &oom};
+        ProtobufCAllocator pa = fe_onnx_pb_allocator(&oom);
         if (!(m = onnx__model_proto__unpack(&pa, len, buf)) && oom)
             ir_diag_error(diag, "out of memory while decoding the model (%zu bytes)", len);
         else if (!m)

@@ -96,6 +96,9 @@ int64_t fe_onnx_find_opset(Onnx__OperatorSetIdProto *const *ops, size_t n, const
 int fe_onnx_function(const FeOnnx *cx, const char *domain, const char *op_type);
 void fe_onnx_keep_pending(FeOnnx *cx, IrGraph *g);
 void fe_onnx_drop_pending(FeOnnx *cx, IrGraph *g);
+/* A protobuf-c allocator (malloc/free) that sets *oom when an allocation fails, so
+ * that a failed unpack can be told apart from a malformed message. */
+ProtobufCAllocator fe_onnx_pb_allocator(bool *oom);
 
 /* fe_onnx_graph.c */
 void fe_scope_init(FeScope *s, FeOnnx *cx, IrGraph *g, FeScope *parent, int depth);

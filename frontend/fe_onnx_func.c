@@ -53,9 +53,13 @@ static void defaults_from_unknown(FeOnnx *cx, const Onnx__FunctionProto *fn, FeF
             continue;
         size_t hl = length_prefix(u->data, u->len);
         Onnx__AttributeProto *a = NULL;
+        bool oom = false;
+        ProtobufCAllocator pa = fe_onnx_pb_allocator(&oom);
         if (hl && fe_pb_check(u->data + hl, u->len - hl, &onnx__attribute_proto__descriptor,
                               &lim, err, sizeof err))
-            a = onnx__attribute_proto__unpack(NULL, u->len - hl, u->data + hl);
+            a = onnx__attribute_proto__unpack(&pa, u->len - hl, u->data + hl);
+        if (!a && oom)
+            longjmp(cx->oom, 1);           /* the import's out-of-memory path */
         if (a && a->name)
             d->a[d->n++] = a;
         else {

@@ -191,6 +191,18 @@ static bool rz_params(DecCtx *c, RzParams *p, bool upsample)
     return true;
 }
 
+/* Output extent v (scale x input dim) of axis a as an int64 in *out; reports a value
+ * out of range (a float beyond int64 would make the conversion undefined). */
+static bool rz_extent(DecCtx *c, float v, int a, int64_t *out)
+{
+    if (v >= 0 && v < 9.2e18f) {
+        *out = (int64_t)v;
+        return true;
+    }
+    dec_err(c, "output size %g of axis %d is out of range", (double)v, a);
+    return false;
+}
+
 /* Scales or sizes of every axis (after the axes attribute and aspect policy). */
 static bool rz_sizes(DecCtx *c, const IrType *t, bool upsample, float *scale, int64_t *out,
                      double *roi)
@@ -252,7 +264,8 @@ static bool rz_sizes(DecCtx *c, const IrType *t, bool upsample, float *scale, in
                 dec_err(c, "scale %g must be positive", sv[i]);
                 return false;
             }
-            out[a] = (int64_t)(scale[a] * (float)t->dims[a]);
+            if (!rz_extent(c, scale[a] * (float)t->dims[a], a, &out[a]))
+                return false;
         } else {
             out[a] = zv[i];
             scale[a] = t->dims[a] ? (float)zv[i] / (float)t->dims[a] : 1.0f;
@@ -269,7 +282,8 @@ static bool rz_sizes(DecCtx *c, const IrType *t, bool upsample, float *scale, in
         for (int i = 0; i < r; i++)
             if (sel[i]) {
                 scale[i] = s;
-                out[i] = (int64_t)roundf(s * (float)t->dims[i]);
+                if (!rz_extent(c, roundf(s * (float)t->dims[i]), i, &out[i]))
+                    return false;
             }
     }
     for (int i = 0; i < r; i++) {

@@ -402,13 +402,19 @@ RT_HOT static void copy_strided4(uint8_t *d, const uint8_t *s, int64_t cs, uint3
     case 2: { /* even elements of pairs of vectors (the last may read one element past
                  the row: RT_LX_SLACK keeps it inside the scratchpad) */
         typedef int32_t v8i __attribute__((vector_size(32)));
+#if !defined(__clang__)
         const v8i even = {0, 2, 4, 6, 8, 10, 12, 14};
+#endif
         uint32_t j = 0;
         for (; j + 8 <= n; j += 8) {
             v8i a, b, r;
             memcpy(&a, s + 8 * (size_t)j, sizeof a);
             memcpy(&b, s + 8 * (size_t)j + 32, sizeof b);
+#if defined(__clang__)
+            r = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
             r = __builtin_shuffle(a, b, even);
+#endif
             memcpy(d + 4 * (size_t)j, &r, sizeof r);
         }
         for (; j < n; j++)

@@ -78,6 +78,7 @@ struct spy_model {
     uint32_t *active;        /* program indices (within their kernel) of the programs that
                                 hold more than their BARRIER, kernel by kernel */
     uint32_t *active_first;  /* [nkernels + 1] kernel k's are active[active_first[k]..] */
+    bool all_serial;         /* every scheduled kernel is serial: a run needs no worker */
     double device_us;        /* sum over the schedule */
     size_t staging_bytes;    /* staging buffers a session needs */
 };

@@ -37,6 +37,7 @@ struct spy_session {
     double *host_us;         /* [nkernels] host time of the last run */
     int64_t *dyn_count;      /* [ntensors] extent of dynamic outputs after the last run */
     RtPool *pool;
+    bool solo;               /* this run is on the caller alone (every kernel serial) */
     atomic_int busy;
     /* first run-time error of the current run (lowest schedule entry, then core) */
     pthread_mutex_t err_mu;
@@ -182,16 +183,18 @@ static void run_program(spy_session *s, RtCore *c, uint32_t pos, uint32_t j) {
 /* Thread body of a run. A kernel marked serial runs all its programs on thread 0
  * (consecutive serial kernels without barriers between them); the others share
  * their programs through a counter. Threads meet at a barrier after each shared
- * kernel and after each run of serial kernels. */
+ * kernel and after each run of serial kernels. A model whose kernels are all serial
+ * runs on the caller alone (s->solo): the workers are not woken. */
 static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
     RtCore core = {.lx = s->lx[tid], .seg = s->seg};
+    bool one = s->nthreads == 1 || s->solo;
     uint32_t pos = 0;
     while (pos < m->nsched) {
         uint32_t k = m->schedule[pos];
-        if (m->serial[k] || s->nthreads == 1) {
-            for (; pos < m->nsched && (m->serial[m->schedule[pos]] || s->nthreads == 1); pos++) {
+        if (m->serial[k] || one) {
+            for (; pos < m->nsched && (m->serial[m->schedule[pos]] || one); pos++) {
                 if (tid != 0 || atomic_load(&s->failed))
                     continue;
                 double t0 = s->profile ? now_us() : 0;
@@ -226,7 +229,8 @@ static void run_thread(void *arg, int tid) {
                 break; /* every thread sees the same value after the barrier */
             continue;
         }
-        rt_pool_barrier(s->pool);
+        if (!one)
+            rt_pool_barrier(s->pool);
         if (atomic_load(&s->failed))
             break;
     }
@@ -320,7 +324,11 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
             memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
         s->run_t0 = now_us();
         atomic_store(&s->failed, 0);
-        rt_pool_run(s->pool, run_thread, s);
+        s->solo = m->all_serial;
+        if (s->solo)
+            run_thread(s, 0);
+        else
+            rt_pool_run(s->pool, run_thread, s);
         if (atomic_load(&s->failed)) {
             format_run_error(s);
             st = SPY_E_RUNTIME;

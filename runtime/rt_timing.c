@@ -8,10 +8,11 @@
 #include "rt_exec.h"
 #include "rt_model.h"
 
-/* A kernel whose estimated host work (about one unit per element moved or computed)
- * is below this runs on one host thread: sharing it would cost more in
- * synchronisation than it saves. */
-#define RT_SERIAL_WORK 16384.0
+/* A kernel whose estimated host work (about one unit per element moved or computed,
+ * or per 16 multiply-adds; 65536 units take some 10 us) is below this runs on one
+ * host thread: sharing it would cost more in synchronisation than it saves, and a
+ * busy host may not run the other threads promptly. */
+#define RT_SERIAL_WORK 65536.0
 
 typedef struct {
     double *cyc;             /* [ncode+1] prefix sums of compute cycles */
@@ -199,6 +200,9 @@ spy_status rt_timing_compute(spy_model *m, RtErr *e) {
         if (m->nkernels == 0)
             free(core_us);
         m->device_us = 0;
+        m->all_serial = true;
+        for (uint32_t i = 0; i < m->nsched; i++)
+            m->all_serial = m->all_serial && m->serial[m->schedule[i]];
         for (uint32_t i = 0; i < m->nsched; i++) {
             m->device_us += m->ktime[m->schedule[i]].device_us;
             m->sched_count[m->schedule[i]]++;
