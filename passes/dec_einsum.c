@@ -1,8 +1,9 @@
 /* dec_einsum.c: Einsum as a chain of pairwise contractions. Each pair is brought
  * to [batch, free, contracted] x [batch, contracted, free] by TRANSPOSE and
  * RESHAPE and contracted with one batched MATMUL; labels used by one operand only
- * are summed out first. Repeated labels inside one operand (diagonals) are not
- * supported. */
+ * are summed out first. A label repeated inside one operand (a diagonal) is first
+ * reduced to one axis: its axes go last, merge into one, and a GATHER with constant
+ * indices picks the diagonal elements. */
 #include <ctype.h>
 #include <string.h>
 
@@ -217,6 +218,64 @@ static bool parse_eq(DecCtx *c, const char *eq, Term *ops, int nops, int *out, i
     return true;
 }
 
+/* Replace the axes of label l that occur more than once in t (all of size d) by one
+ * axis holding the diagonal, placed last: transpose the repeated axes to the end,
+ * merge them into one of d^k elements and gather the entries i*(1+d+...+d^(k-1)). */
+static bool take_diagonal(DecCtx *c, Term *t, int l)
+{
+    const IrType *ty = dec_ty(c, t->v);
+    int64_t perm[IR_MAX_RANK], dims[IR_MAX_RANK], d = -1, stride = 0, merged = 1;
+    int m = 0, k = 0;
+    for (int i = 0; i < t->n; i++)
+        if (t->lab[i] != l) {
+            dims[m] = ty->dims[i];
+            perm[m++] = i;
+        }
+    for (int i = 0; i < t->n; i++)
+        if (t->lab[i] == l) {
+            if (d >= 0 && ty->dims[i] != d) {
+                dec_err(c, "Einsum diagonal axes differ in size (%lld and %lld)",
+                        (long long)d, (long long)ty->dims[i]);
+                return false;
+            }
+            d = ty->dims[i];
+            perm[m + k++] = i;
+        }
+    for (int j = 0; j < k; j++) {
+        stride += merged;
+        merged *= d;
+    }
+    ValId v = dec_transpose(c, t->v, perm);
+    dims[m] = merged;
+    v = dec_reshape(c, v, dims, m + 1);
+    int64_t *idx = ir_alloc(c->g, sizeof(int64_t) * (size_t)(d + 1));
+    for (int64_t i = 0; i < d; i++)
+        idx[i] = i * stride;
+    t->v = dec_gather(c, v, dec_const_i64(c->g, &d, 1, idx), m);
+    int lab[IR_MAX_RANK];
+    for (int i = 0; i < m; i++)
+        lab[i] = t->lab[perm[i]];
+    lab[m] = l;
+    memcpy(t->lab, lab, sizeof(int) * (size_t)(m + 1));
+    t->n = m + 1;
+    return true;
+}
+
+/* Take every diagonal of every operand (labels repeated within one operand). */
+static bool take_diagonals(DecCtx *c, Term *ops, int nops)
+{
+    for (int i = 0; i < nops; i++)
+        for (int j = 0; j < ops[i].n; j++)
+            for (int q = 0; q < j; q++)
+                if (ops[i].lab[q] == ops[i].lab[j]) {
+                    if (!take_diagonal(c, &ops[i], ops[i].lab[j]))
+                        return false;
+                    j = -1; /* labels were rearranged: scan this operand again */
+                    break;
+                }
+    return true;
+}
+
 /* Label sizes (checking agreement; 1 broadcasts). */
 static bool label_sizes(DecCtx *c, const Term *ops, int nops, int64_t *lsize)
 {
@@ -226,11 +285,6 @@ static bool label_sizes(DecCtx *c, const Term *ops, int nops, int64_t *lsize)
         const IrType *t = dec_ty(c, ops[i].v);
         for (int j = 0; j < ops[i].n; j++) {
             int l = ops[i].lab[j];
-            for (int q = 0; q < j; q++)
-                if (ops[i].lab[q] == l) {
-                    dec_err(c, "unsupported: repeated label in one Einsum operand (diagonal)");
-                    return false;
-                }
             int64_t d = t->dims[j];
             if (lsize[l] < 0 || lsize[l] == 1)
                 lsize[l] = d;
@@ -259,7 +313,7 @@ bool dec_einsum(DecCtx *c)
         return false;
     }
     int64_t lsize[NLABEL];
-    if (!label_sizes(c, ops, nops, lsize))
+    if (!take_diagonals(c, ops, nops) || !label_sizes(c, ops, nops, lsize))
         return false;
     Term cur = ops[0];
     for (int k = 1; k < nops; k++) {

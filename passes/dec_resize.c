@@ -4,6 +4,9 @@
  * combined with constant per-position weights (linear: 2 taps, cubic: 4 taps;
  * nearest: one gather, no arithmetic). Coordinates are computed in float exactly as
  * onnxruntime computes them, so index choices at rounding boundaries agree.
+ * Antialiased linear/cubic downsampling widens the filter by 1/scale, so an output
+ * mixes a varying number of inputs: that axis becomes one MATMUL with a constant
+ * [out, in] weight matrix built here as the ONNX reference implementation weighs.
  */
 #include <math.h>
 #include <string.h>
@@ -154,6 +157,103 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
             ik[o] = 0;
         y = dec_bin_s(c, IR_BIN_MUL, dec_gather(c, x, dec_const_i64(c->g, &out, 1, ik), axis), 0.0);
     }
+    if (any_extra) {
+        ValId mask = axis_const(c, IR_DT_BOOL, r, axis, out, extra);
+        y = dec_select(c, mask, dec_scalar(c->g, dt, p->extrapolation), y);
+    }
+    return y;
+}
+
+/* Linear (triangle) or cubic filter of the mode at distance x. */
+static double rz_filter(const RzParams *p, double x)
+{
+    double a = p->cubic_a;
+    x = fabs(x);
+    if (p->mode == RZ_LINEAR)
+        return x < 1 ? 1 - x : 0;
+    if (x <= 1)
+        return ((a + 2) * x - (a + 3)) * x * x + 1;
+    return x < 2 ? ((a * x - 5 * a) * x + 8 * a) * x - 4 * a : 0;
+}
+
+/* Row o of the antialiased weight matrix w[out, in] (scale < 1): n taps around the
+ * source coordinate x0, the filter stretched by 1/scale, weights normalised to sum
+ * 1; taps beyond the edges repeat the edge input (or drop with exclude_outside).
+ * As the reference: a window reaching past the edge padding shifts inwards. */
+static bool rz_aa_row(DecCtx *c, const RzParams *p, double *w, int64_t in, float x0, double s)
+{
+    int64_t start = (int64_t)floor((p->mode == RZ_LINEAR ? -1.0 : -2.0) / s) + 1;
+    int64_t n = 2 - 2 * start, pad = n / 2;
+    if (n > in + 2 * pad || n > 1000000) {
+        dec_err(c, "unsupported: antialias filter of %lld taps over %lld inputs", (long long)n,
+                (long long)in);
+        return false;
+    }
+    double x = x0, fl = floor(x), ratio = x - fl, sum = 0, kept = 0;
+    if (ratio == 0) { /* an integral coordinate takes the pixel on its left as base */
+        fl -= 1;
+        ratio = 1;
+    }
+    int64_t ps = (int64_t)fl + start + pad;
+    ps = clampi(ps, 0, in + 2 * pad - n);
+    for (int64_t k = 0; k < n; k++)
+        sum += rz_filter(p, (double)(start + k - ratio) * s);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t src = ps + k - pad;
+        if (p->exclude_outside && (src < 0 || src >= in))
+            continue;
+        double v = sum != 0 ? rz_filter(p, (double)(start + k - ratio) * s) / sum : 0;
+        w[clampi(src, 0, in - 1)] += v;
+        kept += v;
+    }
+    if (p->exclude_outside && kept != 0)
+        for (int64_t i = 0; i < in; i++)
+            w[i] /= kept;
+    return true;
+}
+
+/* Antialiased resampling of x along axis (scale < 1) as one MATMUL: x viewed as
+ * [pre, in, post] times the constant weights [out, in] (or [pre, in] times [in, out]
+ * when axis is the last one with data). */
+static ValId rz_axis_aa(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t out,
+                        float scale, float roi_s, float roi_e)
+{
+    const IrType *t = dec_ty(c, x);
+    int r = t->rank;
+    IrDType dt = t->dtype;
+    int64_t in = t->dims[axis], pre = 1, post = 1, dims[IR_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        dims[i] = i == axis ? out : t->dims[i];
+        if (i < axis)
+            pre *= t->dims[i];
+        else if (i > axis)
+            post *= t->dims[i];
+    }
+    if (!dec_fits(c, out * in, sizeof(double), "antialias weights"))
+        return IR_NONE;
+    double *w = ir_alloc(c->g, sizeof(double) * (size_t)(out * in + 1));
+    double *wt = ir_alloc(c->g, sizeof(double) * (size_t)(out * in + 1));
+    double *extra = ir_alloc(c->g, sizeof(double) * (size_t)(out + 1));
+    bool tfcrop = strcmp(p->ctm, "tf_crop_and_resize") == 0, any_extra = false;
+    for (int64_t o = 0; o < out; o++) {
+        float x0 = rz_coord(p, (float)o, scale, out, in, roi_s, roi_e);
+        extra[o] = tfcrop && (x0 < 0 || x0 > (float)(in - 1));
+        any_extra |= extra[o] != 0;
+        if (!extra[o] && !rz_aa_row(c, p, w + o * in, in, x0, scale))
+            return IR_NONE;
+    }
+    ValId y;
+    if (post == 1) {
+        for (int64_t o = 0; o < out; o++)
+            for (int64_t i = 0; i < in; i++)
+                wt[i * out + o] = w[o * in + i];
+        ValId xv = dec_reshape(c, x, (int64_t[]){pre, in}, 2);
+        y = ir_matmul(c->g, xv, dec_const(c->g, dt, (int64_t[]){in, out}, 2, wt), c->o);
+    } else {
+        ValId xv = dec_reshape(c, x, (int64_t[]){pre, in, post}, 3);
+        y = ir_matmul(c->g, dec_const(c->g, dt, (int64_t[]){1, out, in}, 3, w), xv, c->o);
+    }
+    y = dec_reshape(c, y, dims, r);
     if (any_extra) {
         ValId mask = axis_const(c, IR_DT_BOOL, r, axis, out, extra);
         y = dec_select(c, mask, dec_scalar(c->g, dt, p->extrapolation), y);
@@ -318,17 +418,18 @@ bool dec_resize(DecCtx *c)
             dec_err(c, "output size %lld on axis %d is negative", (long long)out[a], a);
             return false;
         }
-        if (dec_ai(c, "antialias", 0) && scale[a] < 1 && p.mode != RZ_NEAREST) {
-            dec_err(c, "unsupported: antialiased downsampling");
-            return false;
-        }
         if (scale[a] == 1.0f && out[a] == t.dims[a] && (!tfcrop || (roi[a] == 0 && roi[t.rank + a] == 1)))
             continue;
         if (t.dims[a] == 0) {
             dec_err(c, "cannot resize the empty axis %d", a);
             return false;
         }
-        x = rz_axis(c, &p, x, a, out[a], scale[a], (float)roi[a], (float)roi[t.rank + a]);
+        if (dec_ai(c, "antialias", 0) && scale[a] < 1 && p.mode != RZ_NEAREST)
+            x = rz_axis_aa(c, &p, x, a, out[a], scale[a], (float)roi[a], (float)roi[t.rank + a]);
+        else
+            x = rz_axis(c, &p, x, a, out[a], scale[a], (float)roi[a], (float)roi[t.rank + a]);
+        if (x == IR_NONE)
+            return false;
     }
     c->out[0] = x;
     return true;

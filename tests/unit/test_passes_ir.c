@@ -865,8 +865,10 @@ static void test_shared_models(void **state)
     char root[4096], mdir[4096], probe[4096];
     pathf(root, sizeof root, "%s/models", shared, 0);
     DIR *dp = opendir(root);
-    if (!dp)
+    if (!dp) {                             /* listed gap: the zoo lives in ../shared */
+        print_message("skipped: %s is not present (the model zoo is in ../shared)\n", root);
         skip();
+    }
     struct dirent *e;
     int n = 0;
     while ((e = readdir(dp)) != NULL) {

@@ -1,0 +1,299 @@
+/* test_dec_ops3.c: unit tests of Einsum diagonals (passes/dec_einsum.c) and of
+ * antialiased Resize downsampling (passes/dec_resize.c). Each test builds one ONNX
+ * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
+ * compares with goldens of the ONNX reference implementation or a direct C
+ * reference of the ONNX semantics; one case also runs on the emulator. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <math.h>
+
+#include "ir.h"
+#include "pass.h"
+#include "unit_util.h"
+
+/* ---- helpers ---- */
+
+/* One-output ONNX node made the graph's output; returns it. */
+static ValId onnx_out(IrGraph *g, const char *op, int64_t opset, const ValId *in, int nin,
+                      const IrAttr *a, int na)
+{
+    ValId y = ut_onnx_op(g, op, opset, in, nin, a, na);
+    ir_add_output(g, y);
+    return y;
+}
+
+/* Einsum node with equation eq over the given inputs. */
+static void einsum(UtFx *f, const char *eq, const ValId *in, int nin)
+{
+    IrAttr a[1] = {ir_attr_str(f->g, "equation", eq)};
+    onnx_out(f->g, "Einsum", 12, in, nin, a, 1);
+}
+
+/* ---- Einsum diagonals ---- */
+
+/* "...ii->...i": the diagonal of each matrix of a batch. */
+static void test_einsum_batch_diagonal(void **state)
+{
+    UtFx *f = *state;
+    enum { B = 2, N = 3 };
+    float x[B * N * N], want[B * N];
+    ut_fill(x, B * N * N, 0.5f, -2.0f);
+    int64_t xd[3] = {B, N, N}, od[2] = {B, N};
+    ValId in[1] = {ut_input(f->g, "x", IR_DT_F32, 3, xd)};
+    einsum(f, "...ii->...i", in, 1);
+    ut_decompose_ok(f);
+    assert_true(ut_count_op(f->g, IR_OP_GATHER) >= 1);
+    ut_expect_shape(f->g, 0, 2, od);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < N; i++)
+            want[b * N + i] = x[(b * N + i) * N + i];
+    const void *inputs[1] = {x};
+    ut_expect_close(ut_run_graph(f->g, inputs, 0), want, B * N, 0);
+}
+
+/* "aii,ij->aj": a diagonal feeding a contraction (label i also in the second operand). */
+static void test_einsum_diagonal_contract(void **state)
+{
+    UtFx *f = *state;
+    enum { A = 2, I = 4, J = 3 };
+    float x[A * I * I], w[I * J], want[A * J];
+    ut_fill(x, A * I * I, 0.25f, -1.0f);
+    ut_fill(w, I * J, -0.5f, 1.5f);
+    int64_t xd[3] = {A, I, I}, wd[2] = {I, J}, od[2] = {A, J};
+    ValId in[2] = {ut_input(f->g, "x", IR_DT_F32, 3, xd), ut_input(f->g, "w", IR_DT_F32, 2, wd)};
+    einsum(f, "aii,ij->aj", in, 2);
+    ut_decompose_ok(f);
+    ut_expect_shape(f->g, 0, 2, od);
+    for (int a = 0; a < A; a++)
+        for (int j = 0; j < J; j++) {
+            double s = 0;
+            for (int i = 0; i < I; i++)
+                s += (double)x[(a * I + i) * I + i] * w[i * J + j];
+            want[a * J + j] = (float)s;
+        }
+    const void *inputs[2] = {x, w};
+    ut_expect_close(ut_run_graph(f->g, inputs, 0), want, A * J, 1e-5);
+}
+
+/* "jiij" with implicit output: two labels each repeated (sum of x[j,i,i,j]), and
+ * "iii->i" (a label three times). */
+static void test_einsum_multi_diagonal(void **state)
+{
+    UtFx *f = *state;
+    enum { N = 3 };
+    float x[N * N * N * N], y[N * N * N];
+    ut_fill(x, N * N * N * N, 0.125f, -3.0f);
+    ut_fill(y, N * N * N, 1.0f, 0.0f);
+    int64_t xd[4] = {N, N, N, N}, yd[3] = {N, N, N}, od[1] = {N};
+    ValId in[2] = {ut_input(f->g, "x", IR_DT_F32, 4, xd), ut_input(f->g, "y", IR_DT_F32, 3, yd)};
+    einsum(f, "jiij", in, 1);
+    einsum(f, "iii->i", in + 1, 1);
+    ut_decompose_ok(f);
+    ut_expect_shape(f->g, 0, 0, NULL);
+    ut_expect_shape(f->g, 1, 1, od);
+    double s = 0;
+    float want[N];
+    for (int j = 0; j < N; j++)
+        for (int i = 0; i < N; i++)
+            s += x[((j * N + i) * N + i) * N + j];
+    for (int i = 0; i < N; i++)
+        want[i] = y[(i * N + i) * N + i];
+    float ws = (float)s;
+    const void *inputs[2] = {x, y};
+    ut_expect_close(ut_run_graph(f->g, inputs, 0), &ws, 1, 1e-5);
+    ut_expect_close(ut_run_graph(f->g, inputs, 1), want, N, 0);
+}
+
+/* Diagonal axes of different sizes are a clear error. */
+static void test_einsum_diagonal_size_mismatch(void **state)
+{
+    UtFx *f = *state;
+    int64_t xd[2] = {2, 3};
+    ValId in[1] = {ut_input(f->g, "x", IR_DT_F32, 2, xd)};
+    einsum(f, "ii->i", in, 1);
+    ut_decompose_fails(f, "diagonal axes differ in size");
+}
+
+/* ---- Resize antialias ---- */
+
+/* Resize (opset 18) of x [dims] with constant scales (nz == 0) or sizes; mode, and
+ * exclude_outside. Returns the output. */
+static ValId resize(UtFx *f, ValId x, int r, const float *scales, const int64_t *sizes,
+                    const char *mode, int exclude)
+{
+    int64_t n = r;
+    ValId in[4] = {x, IR_NONE, IR_NONE, IR_NONE};
+    if (scales)
+        in[2] = ut_const(f->g, IR_DT_F32, 1, &n, scales);
+    else
+        in[3] = ut_const(f->g, IR_DT_I64, 1, &n, sizes);
+    IrAttr a[3] = {ir_attr_str(f->g, "mode", mode), ir_attr_int("antialias", 1),
+                   ir_attr_int("exclude_outside", exclude)};
+    return onnx_out(f->g, "Resize", 18, in, 4, a, 3);
+}
+
+/* The ONNX backend test cases resize_downsample_{scales,sizes}_{linear,cubic}_antialias:
+ * 1..16 as 4x4, scales 0.6 (-> 2x2) or sizes 3x3; goldens from the ONNX reference. */
+static void test_resize_antialias_goldens(void **state)
+{
+    UtFx *f = *state;
+    static const float want[4][9] = {
+        {2.875f, 4.5f, 9.375f, 11.0f},
+        {2.5180721f, 4.2858863f, 9.5893288f, 11.357142f},
+        {2.3636363f, 3.5909090f, 4.8181820f, 7.2727275f, 8.5f, 9.7272730f, 12.181818f,
+         13.409091f, 14.636364f},
+        {1.7750092f, 3.1200073f, 4.4650054f, 7.1550016f, 8.5f, 9.8449984f, 12.534994f,
+         13.879992f, 15.224991f}};
+    float x[16], sc[4] = {1, 1, 0.6f, 0.6f};
+    int64_t xd[4] = {1, 1, 4, 4}, sz[4] = {1, 1, 3, 3}, d2[4] = {1, 1, 2, 2};
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)(i + 1);
+    ValId xi = ut_input(f->g, "x", IR_DT_F32, 4, xd);
+    for (int k = 0; k < 4; k++)
+        resize(f, xi, 4, k < 2 ? sc : NULL, k < 2 ? NULL : sz, k % 2 ? "cubic" : "linear", 0);
+    ut_decompose_ok(f);
+    assert_true(ut_count_op(f->g, IR_OP_MATMUL) >= 8);
+    const void *inputs[1] = {x};
+    for (int k = 0; k < 4; k++) {
+        ut_expect_shape(f->g, (uint32_t)k, 4, k < 2 ? d2 : sz);
+        ut_expect_close(ut_run_graph(f->g, inputs, (uint32_t)k), want[k], k < 2 ? 4 : 9, 1e-5);
+    }
+}
+
+/* Filter value at distance t (linear triangle or cubic with a = -0.75). */
+static double ref_filter(bool cubic, double t)
+{
+    double a = -0.75;
+    t = fabs(t);
+    if (!cubic)
+        return t < 1 ? 1 - t : 0;
+    if (t <= 1)
+        return (a + 2) * t * t * t - (a + 3) * t * t + 1;
+    return t < 2 ? a * t * t * t - 5 * a * t * t + 8 * a * t - 4 * a : 0;
+}
+
+/* One output of the ONNX reference's antialiased 1-D interpolation of d[in] at output
+ * position o (half_pixel): the n nearest positions of the edge-padded data (ties to
+ * the lower index) weighted by the stretched filter. */
+static double ref_interp(const double *d, int in, double s, int o, bool cubic, bool excl)
+{
+    double x = (o + 0.5) / s - 0.5, fl = floor(x), ratio = x - fl;
+    if (ratio == 0)
+        ratio = 1;
+    int start = (int)floor((cubic ? -2.0 : -1.0) / s) + 1, n = 2 - 2 * start, pad = n / 2;
+    int len = in + 2 * pad, idx[64], m = 0;
+    double co[64], sum = 0, acc = 0;
+    assert_true(n <= 64 && len <= 64);
+    for (int k = 0; k < n; k++) {
+        co[k] = ref_filter(cubic, (start + k - ratio) * s);
+        sum += co[k];
+    }
+    for (int k = 0; k < n; k++)
+        co[k] /= sum;
+    bool used[64] = {false};
+    for (; m < n; m++) { /* selection of the n nearest, then sorted by index */
+        int best = -1;
+        for (int p = 0; p < len; p++)
+            if (!used[p] && (best < 0 || fabs(x + pad - p) < fabs(x + pad - best)))
+                best = p;
+        used[best] = true;
+    }
+    m = 0;
+    for (int p = 0; p < len; p++)
+        if (used[p])
+            idx[m++] = p - pad;
+    sum = 0;
+    for (int k = 0; k < n; k++) {
+        if (excl && (idx[k] < 0 || idx[k] >= in))
+            co[k] = 0;
+        sum += co[k];
+    }
+    for (int k = 0; k < n; k++)
+        acc += co[k] / (excl ? sum : 1) * d[idx[k] < 0 ? 0 : idx[k] >= in ? in - 1 : idx[k]];
+    return acc;
+}
+
+/* A middle axis (batch before, data after) by 0.4, the last axis by 0.7, both modes,
+ * with and without exclude_outside, against the C reference. */
+static void test_resize_antialias_axes(void **state)
+{
+    UtFx *f = *state;
+    enum { P = 2, H = 9, W = 5, OH = 3, OW = 3 }; /* 9 * 0.4 = 3.6 -> 3; 5 * 0.7 = 3.5 -> 3 */
+    float x[P * H * W], sc[3] = {1, 0.4f, 0.7f};
+    ut_fill(x, P * H * W, 0.37f, -4.0f);
+    for (int i = 0; i < P * H * W; i++)
+        x[i] = x[i] * (float)((i * 7) % 5) - (float)(i % 3);
+    int64_t xd[3] = {P, H, W}, od[3] = {P, OH, OW};
+    ValId xi = ut_input(f->g, "x", IR_DT_F32, 3, xd);
+    for (int k = 0; k < 4; k++)
+        resize(f, xi, 3, sc, NULL, k % 2 ? "cubic" : "linear", k / 2);
+    ut_decompose_ok(f);
+    const void *inputs[1] = {x};
+    for (int k = 0; k < 4; k++) {
+        bool cubic = k % 2, excl = k / 2;
+        double col[H], mid[P * OH * W], row[W];
+        float want[P * OH * OW];
+        for (int p = 0; p < P; p++)
+            for (int w = 0; w < W; w++) {
+                for (int h = 0; h < H; h++)
+                    col[h] = x[(p * H + h) * W + w];
+                for (int o = 0; o < OH; o++)
+                    mid[(p * OH + o) * W + w] = ref_interp(col, H, 0.4f, o, cubic, excl);
+            }
+        for (int p = 0; p < P * OH; p++) {
+            for (int w = 0; w < W; w++)
+                row[w] = mid[p * W + w];
+            for (int o = 0; o < OW; o++)
+                want[p * OW + o] = (float)ref_interp(row, W, 0.7f, o, cubic, excl);
+        }
+        ut_expect_shape(f->g, (uint32_t)k, 3, od);
+        ut_expect_close(ut_run_graph(f->g, inputs, (uint32_t)k), want, P * OH * OW, 1e-5);
+    }
+}
+
+/* The whole pipeline on the emulator: cubic antialias of a middle axis of [2, 12, 4]
+ * (a batched MATMUL with broadcast constant weights) against the decomposed graph
+ * evaluated on the host. */
+static void test_resize_antialias_emulator(void **state)
+{
+    (void)state;
+    enum { P = 2, H = 12, W = 4, OH = 5 };
+    float x[P * H * W], sc[3] = {1, 0.45f, 1}, got[P * OH * W];
+    ut_fill(x, P * H * W, 0.21f, -3.0f);
+    int64_t xd[3] = {P, H, W};
+    const void *inputs[1] = {x};
+    UtFx *ref = ut_fx_new();
+    resize(ref, ut_input(ref->g, "x", IR_DT_F32, 3, xd), 3, sc, NULL, "cubic", 0);
+    ut_decompose_ok(ref);
+    float want[P * OH * W];
+    memcpy(want, ut_run_graph(ref->g, inputs, 0), sizeof want);
+    ut_fx_free(ref);
+    UtFx *dev = ut_fx_new();
+    resize(dev, ut_input(dev->g, "x", IR_DT_F32, 3, xd), 3, sc, NULL, "cubic", 0);
+    char err[256];
+    void *outs[1] = {got};
+    assert_int_equal(ut_compile_run(dev->g, inputs, outs, err, sizeof err), SPY_OK);
+    ut_expect_close(got, want, P * OH * W, 1e-4);
+    ut_fx_free(dev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_einsum_batch_diagonal, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_einsum_diagonal_contract, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_einsum_multi_diagonal, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_einsum_diagonal_size_mismatch, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_resize_antialias_goldens, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_resize_antialias_axes, ut_setup, ut_teardown),
+        cmocka_unit_test(test_resize_antialias_emulator),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
