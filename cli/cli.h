@@ -53,7 +53,7 @@ char *cli_deps_default_path(const char *out);
 void cli_dot_print(IrGraph *g, FILE *f, const char *title);
 
 /* ---- cli/spyrec_progress.c ---- */
-/* Progress lines on standard error ("[pass 5/10 fuse]", rewritten with \r) when it
+/* Progress lines on standard error ("[pass 8/12 fuse]", rewritten with \r) when it
  * is a terminal and enabled is true; silent otherwise. */
 void cli_progress_init(bool enabled, int opt_level);
 void cli_progress_stage(const char *what);      /* "load", "codegen", ... */

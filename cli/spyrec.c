@@ -2,7 +2,8 @@
  *
  *   spyrec MODEL -o OUT.sbin [--target FILE.yaml] [-O0|-O1|-O2] [--dump-after=PASS|all]
  *          [--emit=sbin|ir|asm|dot] [--verify] [--max-memory=MIB] [-MD [-MF FILE] [-MT T]]
- *          [--report FILE.json]
+ *          [--report FILE.json] [--bind NAME=FILE] [--input-shape NAME=SHAPE]
+ *          [--input-seq NAME=FILE] [--print-ops]
  *
  * MODEL (.onnx, .pt2, or .ir text for golden tests) -> frontend -> pass pipeline ->
  * codegen -> bundle, written atomically (temporary file in the output's folder, fsync,
@@ -116,7 +117,7 @@ static void usage(FILE *f)
             "  --version             print the version and exit\n"
             "  -h, --help            print this help and exit\n"
             "\n"
-            "When standard error is a terminal, spyrec shows its progress there ('[pass 5/10\n"
+            "When standard error is a terminal, spyrec shows its progress there ('[pass 8/12\n"
             "fuse]'); otherwise it prints nothing but diagnostics.\n"
             "\n"
             "passes (in pipeline order, with the lowest -O level that runs them):\n");
@@ -285,6 +286,45 @@ static void free_args(Args *a)
     free(a->flags);
 }
 
+/* Set a->emit from the value of --emit and record it in the flags; false when v is not
+ * a known kind. */
+static bool parse_emit(Args *a, const char *v)
+{
+    if (!strcmp(v, "sbin"))
+        a->emit = EMIT_SBIN;
+    else if (!strcmp(v, "ir"))
+        a->emit = EMIT_IR;
+    else if (!strcmp(v, "asm"))
+        a->emit = EMIT_ASM;
+    else if (!strcmp(v, "dot"))
+        a->emit = EMIT_DOT;
+    else
+        return false;
+    flags_add(&a->flags, "--emit");
+    flags_add(&a->flags, v);
+    return true;
+}
+
+/* Check the parsed options against each other (and default the output to standard
+ * output where that is allowed). Returns -1 to go on, else an exit status. */
+static int check_args(Args *a)
+{
+    if (!a->input)
+        return usage_error("%s", "no model given");
+    if ((a->deps_file || a->deps_target) && !a->deps)
+        return usage_error("%s", "-MF and -MT go with -MD");
+    if (!a->output && !a->print_ops) {
+        if (a->emit == EMIT_SBIN)
+            return usage_error("%s", "no output file given (use -o OUT.sbin)");
+        a->output = "-";
+    }
+    if (a->deps && !a->deps_target && !strcmp(a->output ? a->output : "-", "-"))
+        return usage_error("%s", "-MD needs an output file (-o FILE) or -MT TARGET");
+    if (a->deps && !a->deps_file && !strcmp(a->output ? a->output : "-", "-"))
+        return usage_error("%s", "-MD with standard output needs -MF FILE");
+    return -1;
+}
+
 /* Parse the command line into a. Returns -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, Args *a)
 {
@@ -320,18 +360,8 @@ static int parse_args(int argc, char **argv, Args *a)
             if (strchr(arg, '=') == NULL)
                 flags_add(&a->flags, v);
         } else if ((v = opt_value(argc, argv, &i, "--emit", &missing))) {
-            if (!strcmp(v, "sbin"))
-                a->emit = EMIT_SBIN;
-            else if (!strcmp(v, "ir"))
-                a->emit = EMIT_IR;
-            else if (!strcmp(v, "asm"))
-                a->emit = EMIT_ASM;
-            else if (!strcmp(v, "dot"))
-                a->emit = EMIT_DOT;
-            else
+            if (!parse_emit(a, v))
                 return usage_error("unknown --emit kind '%s' (sbin, ir, asm or dot)", v);
-            flags_add(&a->flags, "--emit");
-            flags_add(&a->flags, v);
         } else if ((v = opt_value(argc, argv, &i, "--max-memory", &missing))) {
             char *end;
             errno = 0;
@@ -374,20 +404,7 @@ static int parse_args(int argc, char **argv, Args *a)
         }
     }
     a->argv0 = argv[0];
-    if (!a->input)
-        return usage_error("%s", "no model given");
-    if ((a->deps_file || a->deps_target) && !a->deps)
-        return usage_error("%s", "-MF and -MT go with -MD");
-    if (!a->output && !a->print_ops) {
-        if (a->emit == EMIT_SBIN)
-            return usage_error("%s", "no output file given (use -o OUT.sbin)");
-        a->output = "-";
-    }
-    if (a->deps && !a->deps_target && !strcmp(a->output ? a->output : "-", "-"))
-        return usage_error("%s", "-MD needs an output file (-o FILE) or -MT TARGET");
-    if (a->deps && !a->deps_file && !strcmp(a->output ? a->output : "-", "-"))
-        return usage_error("%s", "-MD with standard output needs -MF FILE");
-    return -1;
+    return check_args(a);
 }
 
 /* Print every collected diagnostic to stderr (the Diag itself notes a cut-off). */
@@ -445,7 +462,7 @@ static IrGraph *load_model(const char *path, IrDiag *diag, size_t max_memory,
     }
     FeOptions fo = {.max_file_bytes = (size_t)2 << 30, .max_nesting = 64,
                     .arena_limit = max_memory, .specs = a->specs, .nspecs = a->nspecs,
-                    .files = files};
+                    .files = files, .lenient_types = a->print_ops};
     return fe_load_model(path, diag, &fo);
 }
 

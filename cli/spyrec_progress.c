@@ -1,6 +1,6 @@
 /* spyrec_progress.c: a one-line progress display for long compilations. When
  * standard error is a terminal, spyrec shows "[load]", then
- * "[pass 5/10 fuse]" for each pass and "[codegen]", each rewriting the
+ * "[pass 8/12 fuse]" for each pass and "[codegen]", each rewriting the
  * previous one with \r; the line is erased before any other output. When standard
  * error is not a terminal (a file, a pipe, make's log) nothing is printed.
  */

@@ -3,6 +3,7 @@
  *   spyrun MODEL.sbin [--input NAME=FILE ...] [--input-dir DIR] [--output-dir DIR]
  *          [--format pb|npy] [--check DIR] [--rtol R] [--atol A] [--profile]
  *          [--threads N] [--repeat N] [--warmup N] [--quiet] [--trace FILE.json]
+ *   spyrun --describe FILE
  *
  * Inputs come from tensor files (ONNX TensorProto .pb or .npy); outputs are printed,
  * written to a folder, and/or compared with goldens (|a-b| <= atol + rtol*|b|).

@@ -32,6 +32,8 @@ typedef struct {
     int nspecs;
     struct FeFileList *files;      /* optional: receives the files the model reads
                                     * besides itself (ONNX external data) */
+    bool lenient_types;            /* main-graph inputs may stay untyped (spyrec --print-ops
+                                    * lists the operators of models it cannot compile) */
 } FeOptions;
 
 /* Files a model load depends on besides the model file (spyrec -MD): each path is

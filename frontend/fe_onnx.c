@@ -211,7 +211,7 @@ static void import_model(FeOnnx *cx, IrGraph *g)
     g->onnx_opset = cx->default_opset;
     FeScope root;
     fe_scope_init(&root, cx, g, NULL, 0);
-    fe_graph_body(&root, cx->model->graph, true);
+    fe_graph_body(&root, cx->model->graph, !cx->lenient);
     if (cx->model->graph->n_output == 0)
         ir_diag_error(cx->diag, "the graph has no outputs");
 }
@@ -243,6 +243,7 @@ IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
     cx->max_nesting = o.max_nesting;
     cx->arena_limit = opt ? opt->arena_limit : 0;
     cx->specs = opt ? opt->specs : NULL;
+    cx->lenient = opt && opt->lenient_types;
     cx->nspecs = opt ? opt->nspecs : 0;
     cx->model = unpack_model(path, diag, &o);
     if (!cx->model) {

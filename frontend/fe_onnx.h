@@ -40,6 +40,7 @@ typedef struct {
     int max_nesting;                /* subgraph / function-call depth limit */
     size_t arena_limit;             /* FeOptions.arena_limit, for every graph */
     const FeInputSpec *specs;       /* FeOptions.specs: main-graph input specialisations */
+    bool lenient;                   /* FeOptions.lenient_types */
     int nspecs;
     jmp_buf oom;                    /* IR allocation failure lands here */
     Onnx__ModelProto *model;

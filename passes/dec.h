@@ -195,7 +195,6 @@ bool dec_pad_op(DecCtx *c);
 bool dec_depth_to_space(DecCtx *c);
 bool dec_space_to_depth(DecCtx *c);
 bool dec_center_crop_pad(DecCtx *c);
-bool dec_data_dependent(DecCtx *c);       /* NonZero, Unique, ...: clear refusal */
 
 /* dec_dynamic.c, dec_unique.c, dec_nms.c: data-dependent output shapes (upper-bound
  * tensors with a device-computed count, ir_dyn_add) */

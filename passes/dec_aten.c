@@ -219,12 +219,6 @@ bool dec_aten(DecCtx *c)
     return fn(c) && !ir_failed(c->g) && check_recorded(c);
 }
 
-const char *aten_overload(const DecCtx *c)
-{
-    const char *dot = strrchr(c->n->foreign.op_type, '.');
-    return dot ? dot + 1 : "";
-}
-
 /* The "_in_names" attribute written by the frontend. */
 static const IrAttr *in_names(const DecCtx *c)
 {

@@ -29,8 +29,6 @@ bool dec_aten(DecCtx *c);
 /* The op name without namespace and overload: "aten.add.Tensor" -> "add" (into buf),
  * with in-place and _copy suffixes removed. */
 const char *aten_base(const char *op_type, char *buf, size_t len);
-/* The overload: "aten.add.Tensor" -> "Tensor". */
-const char *aten_overload(const DecCtx *c);
 /* First tensor input named name, or IR_NONE when absent. */
 ValId aten_in(const DecCtx *c, const char *name);
 /* Every tensor input named name (a list argument), in order; returns the count. */

@@ -642,10 +642,3 @@ bool dec_center_crop_pad(DecCtx *c)
     c->out[0] = x;
     return true;
 }
-
-/* Ops whose output shape depends on the input values. */
-bool dec_data_dependent(DecCtx *c)
-{
-    dec_err(c, "unsupported: %s has a data-dependent output shape", c->n->foreign.op_type);
-    return false;
-}

@@ -1,10 +1,10 @@
 /* pipeline.c: the compiler's pass table and the driver that runs it.
  *
- * Passes run in table order when opt_level >= min_opt. After each pass the driver
- * stops on a reported error, runs ir_verify() when asked (PassOptions.verify; always in
- * builds with SPY_DEBUG), and
- * prints the IR (and, from pass "fuse" on, the kernel plan) when the pass is named by
- * --dump-after (or "all").
+ * Passes run in table order when opt_level >= min_opt. The observer PassOptions.hook
+ * (when set) is called before and after each pass. After each pass the driver stops on
+ * a reported error, runs ir_verify() when asked (PassOptions.verify; always in builds
+ * with SPY_DEBUG), and prints the IR (and, from pass "fuse" on, the kernel plan) when
+ * the pass is named by --dump-after (or "all").
  */
 #include <string.h>
 
@@ -27,6 +27,7 @@ const PassInfo pass_pipeline[] = {
 };
 const int pass_pipeline_len = (int)(sizeof pass_pipeline / sizeof pass_pipeline[0]);
 
+/* The pipeline entry named name, or NULL. */
 const PassInfo *pass_find(const char *name)
 {
     for (int i = 0; name && i < pass_pipeline_len; i++)
@@ -46,6 +47,8 @@ static void dump(IrGraph *g, const PassOptions *opt, const PassInfo *p)
     fflush(f);
 }
 
+/* Run the passes of opt->opt_level on g (see the top of the file). False when one
+ * failed (reported to g->diag). */
 bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
 {
 #ifdef SPY_DEBUG

@@ -206,10 +206,10 @@ static bool node_eq(const IrNode *a, const IrNode *b)
 }
 
 /* Grow the CSE table when it is half full (rehashing the live new nodes). */
-static bool cse_reserve(IrGraph *g, Simp *s)
+static void cse_reserve(IrGraph *g, Simp *s)
 {
     if ((g->nnodes + 1) * 2 < s->cap)
-        return true;
+        return;
     uint32_t cap = s->cap ? s->cap * 2 : 1024;
     while (cap < (g->nnodes + 1) * 2)
         cap *= 2;
@@ -226,7 +226,6 @@ static bool cse_reserve(IrGraph *g, Simp *s)
     }
     s->tab = t;
     s->cap = cap;
-    return true;
 }
 
 /* An earlier new node equal to n, or IR_NONE. */
@@ -256,64 +255,48 @@ static bool has_graph_output(const Simp *s, const IrNode *n)
 }
 
 /* Simplify and re-add one detached node. */
-static bool simplify_node(IrGraph *g, Simp *s, IrNode *n)
+static void simplify_node(IrGraph *g, Simp *s, IrNode *n)
 {
     for (int k = 0; k < n->nin; k++)
         if (n->in[k] != IR_NONE && n->in[k] < s->nvals)
             n->in[k] = s->remap[n->in[k]];
     if (n->op == IR_OP_FOREIGN) {
         ir_readd_node(g, n);
-        return true;
+        return;
     }
     merge_chain(g, n);
     bool pinned = has_graph_output(s, n);
     ValId id = pinned ? IR_NONE : identity_of(g, n);
     if (id != IR_NONE) {
         s->remap[n->out[0]] = id;
-        return true;
+        return;
     }
-    if (!cse_reserve(g, s))
-        return false;
+    cse_reserve(g, s);
     NodeId m = pinned ? IR_NONE : cse_find(g, s, n);
     if (m != IR_NONE) {
         for (int i = 0; i < n->nout; i++)
             s->remap[n->out[i]] = g->nodes[m].out[i];
-        return true;
+        return;
     }
     cse_insert(g, s, ir_readd_node(g, n));
-    return true;
 }
 
-/* The pass. */
+/* The pass. An out of memory longjmps to g->oom; all scratch lives in the graph's
+ * arena, so that it leaks nothing. */
 bool pass_simplify(IrGraph *g, const PassOptions *opt)
 {
     (void)opt;
     Simp s = {.nvals = g->nvals};
-    /* scratch lives in the graph's arena, so that an out of memory (longjmp to g->oom)
-     * leaks nothing */
     s.remap = ir_alloc(g, sizeof(ValId) * (g->nvals + 1));
     s.is_out = ir_alloc(g, sizeof(bool) * (g->nvals + 1));
-    bool ok = true;
-    {
-        for (uint32_t v = 0; v < g->nvals; v++)
-            s.remap[v] = v;
-        for (uint32_t i = 0; i < g->noutputs; i++)
-            s.is_out[g->outputs[i]] = true;
-        uint32_t n = 0, i = 0;
-        IrNode *old = ir_rewrite_begin(g, &n);
-        for (; i < n; i++)
-            if (!old[i].dead && !(ok = simplify_node(g, &s, &old[i])))
-                break;
-        for (; i < n; i++) { /* out of memory: keep the rest as it is */
-            if (old[i].dead)
-                continue;
-            for (int k = 0; k < old[i].nin; k++)
-                if (old[i].in[k] != IR_NONE && old[i].in[k] < s.nvals)
-                    old[i].in[k] = s.remap[old[i].in[k]];
-            ir_readd_node(g, &old[i]);
-        }
-    }
-    if (!ok)
-        ir_error(g, NULL, "out of memory in simplify");
-    return ok && !ir_failed(g);
+    for (uint32_t v = 0; v < g->nvals; v++)
+        s.remap[v] = v;
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        s.is_out[g->outputs[i]] = true;
+    uint32_t n = 0;
+    IrNode *old = ir_rewrite_begin(g, &n);
+    for (uint32_t i = 0; i < n; i++)
+        if (!old[i].dead)
+            simplify_node(g, &s, &old[i]);
+    return !ir_failed(g);
 }

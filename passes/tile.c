@@ -93,7 +93,6 @@ static bool fit_elem(Tctx *c)
             return false;
         uint64_t need = k->tp[0].lx_hi;
         if (need <= c->budget) {
-            tile_prog_keep(c->g, &k->tp[0]);
             k->lx_bytes = (uint32_t)need;
             return true;
         }
@@ -146,7 +145,6 @@ static bool contract_try(Tctx *c, const TileMap *m, int nrow, uint64_t a, uint64
     }
     *need = k->tp[1].lx_hi;
     if (*need <= c->budget) {
-        tile_prog_keep(c->g, &k->tp[1]);
         k->lx_bytes = (uint32_t)*need;
         return true;
     }
@@ -350,8 +348,6 @@ static bool fit_reduce(Tctx *c)
         if (!reduce_build(c, &pm, &em, &need))
             return false;
         if (need <= c->budget) {
-            tile_prog_keep(c->g, &k->tp[0]);
-            tile_prog_keep(c->g, &k->tp[1]);
             k->lx_bytes = (uint32_t)need;
             return true;
         }

@@ -275,10 +275,3 @@ void tile_prog_free(IrTileProg *tp)
     tp->vals = NULL;
     tp->steps = NULL;
 }
-
-/* Keep a built program: its arrays already live in the graph's arena, so that an out
- * of memory (longjmp to g->oom) anywhere leaks nothing. */
-void tile_prog_keep(IrGraph *g, IrTileProg *tp)
-{
-    IR_ASSERT(tp->vals && tp->steps);
-}
