@@ -1,17 +1,21 @@
 /* rt_pool.c: the session's worker threads. rt_pool_run publishes a new job generation
- * and the caller works as thread 0. Kernels are separated by a reusable
- * generation-counted barrier.
+ * and the caller works as thread 0; a worker takes part only if it joins while the
+ * job is open. When the caller's fn returns it closes the job and waits only for the
+ * workers that joined (they are running), never for one the system has not yet
+ * scheduled: the job word packs generation, a closed bit and the joined count.
  *
- * Every wait (a worker waiting for the next job, a thread at the barrier, the caller
- * waiting for the workers to finish) first spins for a short time, then yields the
- * CPU between checks, and only after RT_SPIN_US sleeps on a condition variable: kernels and back-to-back inferences are
- * often shorter than the time the system takes to wake a sleeping thread. A sleeper
- * registers itself, so the waker only takes the mutex and signals when someone sleeps.
+ * Every wait (a worker waiting for the next job, a thread waiting for a counter, the
+ * caller waiting for joined workers to leave) first spins for a short time, then
+ * yields the CPU between checks, and only after RT_SPIN_US sleeps on a condition
+ * variable: kernels and back-to-back inferences are often shorter than the time the
+ * system takes to wake a sleeping thread. A sleeper registers itself, so the waker
+ * only takes the mutex and signals when someone sleeps.
  */
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -20,20 +24,21 @@
 #define RT_PAUSE_US 5        /* busy spinning of a wait, microseconds */
 #define RT_SPIN_US 100       /* spinning and yielding before a wait sleeps */
 
+/* The job word: generation << 32 | RT_JOB_CLOSED | joined workers. */
+#define RT_JOB_CLOSED ((uint64_t)1 << 31)
+#define RT_JOB_COUNT (RT_JOB_CLOSED - 1)
+
 struct RtPool {
     int n;                   /* threads including the caller */
     pthread_t *th;
     int started;             /* worker threads actually created */
     pthread_mutex_t mu;
     pthread_cond_t cv;       /* every state change below is broadcast here */
-    atomic_uint job_gen;     /* incremented per rt_pool_run */
-    atomic_int running;      /* workers still inside the current job */
+    _Atomic uint64_t job;    /* generation, closed bit, joined count */
     atomic_int quit;
     atomic_int sleepers;     /* threads blocked (or about to block) on cv */
     RtPoolFn fn;
     void *arg;
-    atomic_int bar_count;    /* threads arrived at the barrier */
-    atomic_uint bar_gen;     /* completed barriers */
 };
 
 typedef struct {
@@ -55,16 +60,16 @@ static double now_us(void) {
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-/* Condition of a wait: true when the waiter may go on. */
-typedef bool (*WaitDone)(RtPool *p, unsigned v);
+/* Condition of a wait on word w (may be NULL): true when the waiter may go on. */
+typedef bool (*WaitDone)(RtPool *p, atomic_uint *w, unsigned v);
 
-/* Waits until done(p, v): spins for RT_PAUSE_US, then yields the CPU between checks
+/* Waits until done(p, w, v): spins for RT_PAUSE_US, then yields the CPU between checks
  * (a thread it waits for may be queued on the same CPU when the host is busy) until
  * RT_SPIN_US, then sleeps on the pool's condition variable (woken by wake_all). */
-static void wait_until(RtPool *p, WaitDone done, unsigned v) {
+static void wait_until(RtPool *p, WaitDone done, atomic_uint *w, unsigned v) {
     double t0 = 0;
     for (unsigned i = 1;; i++) {
-        if (done(p, v))
+        if (done(p, w, v))
             return;
         if (t0 == 0 || i < 64)
             cpu_relax();
@@ -82,7 +87,7 @@ static void wait_until(RtPool *p, WaitDone done, unsigned v) {
     }
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->sleepers, 1);
-    while (!done(p, v))
+    while (!done(p, w, v))
         pthread_cond_wait(&p->cv, &p->mu);
     atomic_fetch_sub(&p->sleepers, 1);
     pthread_mutex_unlock(&p->mu);
@@ -98,35 +103,48 @@ static void wake_all(RtPool *p) {
     pthread_mutex_unlock(&p->mu);
 }
 
-/* A new job (generation other than v) or quit. */
-static bool job_posted(RtPool *p, unsigned v) {
-    return atomic_load(&p->job_gen) != v || atomic_load(&p->quit);
+/* A job of a generation other than v was posted, or quit. */
+static bool job_posted(RtPool *p, atomic_uint *w, unsigned v) {
+    (void)w;
+    return (unsigned)(atomic_load(&p->job) >> 32) != v || atomic_load(&p->quit);
 }
 
-/* Every worker finished the current job. */
-static bool job_done(RtPool *p, unsigned v) {
-    (void)v;
-    return atomic_load(&p->running) == 0;
+/* Every worker that joined the (closed) current job left it. */
+static bool joined_left(RtPool *p, atomic_uint *w, unsigned v) {
+    (void)w, (void)v;
+    return (atomic_load(&p->job) & RT_JOB_COUNT) == 0;
 }
 
-/* The barrier of generation v completed. */
-static bool barrier_passed(RtPool *p, unsigned v) {
-    return atomic_load(&p->bar_gen) != v;
+/* The counter *w reached v. */
+static bool counter_reached(RtPool *p, atomic_uint *w, unsigned v) {
+    (void)p;
+    return atomic_load(w) >= v;
 }
 
-/* Worker thread body: runs jobs until told to quit. */
+/* Joins the job of generation gen if it is still open; true when joined. */
+static bool job_join(RtPool *p, unsigned gen) {
+    uint64_t j = atomic_load(&p->job);
+    while ((unsigned)(j >> 32) == gen && !(j & RT_JOB_CLOSED))
+        if (atomic_compare_exchange_weak(&p->job, &j, j + 1))
+            return true;
+    return false;
+}
+
+/* Worker thread body: joins jobs (when still open) until told to quit. */
 static void *worker_main(void *wa) {
     Worker w = *(Worker *)wa;
     free(wa);
     RtPool *p = w.p;
     unsigned seen = 0;
     for (;;) {
-        wait_until(p, job_posted, seen);
+        wait_until(p, job_posted, NULL, seen);
         if (atomic_load(&p->quit))
             break;
-        seen = atomic_load(&p->job_gen);
-        p->fn(p->arg, w.tid); /* fn, arg were written before job_gen */
-        if (atomic_fetch_sub(&p->running, 1) == 1)
+        seen = (unsigned)(atomic_load(&p->job) >> 32);
+        if (!job_join(p, seen))
+            continue; /* the caller already finished that job */
+        p->fn(p->arg, w.tid); /* fn, arg were written before the generation */
+        if ((atomic_fetch_sub(&p->job, 1) & RT_JOB_COUNT) == 1)
             wake_all(p);
     }
     return NULL;
@@ -162,33 +180,33 @@ RtPool *rt_pool_create(int n) {
     return p;
 }
 
-/* Runs fn(arg, tid) on all threads and waits for all of them. */
+/* Runs fn(arg, 0) on the caller and fn(arg, tid) on the workers that join in time;
+ * returns when the caller's call and every joined worker's call returned. */
 void rt_pool_run(RtPool *p, RtPoolFn fn, void *arg) {
     if (p->n == 1) {
         fn(arg, 0);
         return;
     }
-    p->fn = fn;
+    p->fn = fn; /* no worker is inside a job here: the last one was closed and left */
     p->arg = arg;
-    atomic_store(&p->running, p->n - 1);
-    atomic_fetch_add(&p->job_gen, 1u);
+    uint64_t gen = (atomic_load(&p->job) >> 32) + 1;
+    atomic_store(&p->job, (gen & 0xffffffffu) << 32);
     wake_all(p);
     fn(arg, 0);
-    wait_until(p, job_done, 0);
+    atomic_fetch_or(&p->job, RT_JOB_CLOSED);
+    wait_until(p, joined_left, NULL, 0);
 }
 
-/* Blocks until all n threads of the current job reached the barrier. */
-void rt_pool_barrier(RtPool *p) {
-    if (p->n == 1)
-        return;
-    unsigned gen = atomic_load(&p->bar_gen);
-    if (atomic_fetch_add(&p->bar_count, 1) == p->n - 1) {
-        atomic_store(&p->bar_count, 0);
-        atomic_fetch_add(&p->bar_gen, 1u);
-        wake_all(p);
-        return;
-    }
-    wait_until(p, barrier_passed, gen);
+/* Blocks until *counter >= target (another thread of the job advances it and then
+ * calls rt_pool_notify). */
+void rt_pool_wait(RtPool *p, atomic_uint *counter, unsigned target) {
+    if (atomic_load(counter) < target)
+        wait_until(p, counter_reached, counter, target);
+}
+
+/* Wakes the threads sleeping in a wait after a counter advanced. */
+void rt_pool_notify(RtPool *p) {
+    wake_all(p);
 }
 
 /* Stops and joins the workers and frees the pool. */

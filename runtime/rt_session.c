@@ -1,8 +1,10 @@
 /* rt_session.c: sessions: their memory (arena, one scratchpad per host thread,
  * staging buffers for converted I/O), binding of the caller's buffers to DRAM
  * segments, and execution of the schedule: for each kernel the core programs are
- * taken from a shared counter by the session's threads, then all meet at a barrier
- * (programs that are only their BARRIER are skipped).
+ * taken from a shared counter by the session's threads (programs that are only their
+ * BARRIER are skipped); a thread starts a kernel's programs once every program of
+ * the previous schedule entry is done (a per-entry completion counter), so no thread
+ * waits for one that has nothing to do or has not been scheduled yet.
  * Each core program runs start to end on one thread, so results do not depend on
  * the number of threads.
  */
@@ -34,6 +36,7 @@ struct spy_session {
     uint8_t *staging;        /* one block for all converted tensors */
     uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
     atomic_uint *next;       /* [nsched] next program index per schedule entry */
+    atomic_uint *done;       /* [nsched] programs finished per schedule entry */
     double *host_us;         /* [nkernels] host time of the last run */
     int64_t *dyn_count;      /* [ntensors] extent of dynamic outputs after the last run */
     RtPool *pool;
@@ -42,6 +45,7 @@ struct spy_session {
     /* first run-time error of the current run (lowest schedule entry, then core) */
     pthread_mutex_t err_mu;
     atomic_int failed;
+    atomic_uint fail_pos;    /* lowest schedule entry that failed (UINT32_MAX: none) */
     uint32_t err_pos, err_core, err_insn;
     int err_kind;
     int64_t err_value;
@@ -70,6 +74,7 @@ static spy_status session_alloc(spy_session *s) {
     s->staging = calloc(m->staging_bytes ? m->staging_bytes : 1, 1);
     s->stage = calloc(m->ntensors + 1, sizeof *s->stage);
     s->next = calloc(m->nsched + 1, sizeof *s->next);
+    s->done = calloc(m->nsched + 1, sizeof *s->done);
     s->host_us = calloc(m->nkernels + 1, sizeof *s->host_us);
     s->dyn_count = calloc(m->ntensors + 1, sizeof *s->dyn_count);
     if (!s->dyn_count)
@@ -79,8 +84,8 @@ static spy_status session_alloc(spy_session *s) {
             s->dyn_count[i] = m->io[i].info.dims[m->io[i].dyn_axis];
     if (s->profile)
         s->span = calloc((size_t)m->nsched * (size_t)s->nthreads + 1, sizeof *s->span);
-    if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->host_us ||
-        (s->profile && !s->span))
+    if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->done ||
+        !s->host_us || (s->profile && !s->span))
         return SPY_E_NOMEM;
     for (int t = 0; t < s->nthreads; t++)
         if (!(s->lx[t] = calloc(lxb, 1)))
@@ -142,6 +147,7 @@ void spy_session_free(spy_session *s) {
     free(s->staging);
     free(s->stage);
     free((void *)s->next);
+    free((void *)s->done);
     free(s->host_us);
     free(s->dyn_count);
     free(s->span);
@@ -166,6 +172,8 @@ static void record_error(spy_session *s, uint32_t pos, uint32_t core, const RtCo
         s->err_value = c->err_value;
         atomic_store(&s->failed, 1);
     }
+    if (pos < atomic_load(&s->fail_pos)) /* writers hold err_mu */
+        atomic_store(&s->fail_pos, pos);
     pthread_mutex_unlock(&s->err_mu);
 }
 
@@ -180,59 +188,60 @@ static void run_program(spy_session *s, RtCore *c, uint32_t pos, uint32_t j) {
         record_error(s, pos, pd->core, c);
 }
 
-/* Thread body of a run. A kernel marked serial runs all its programs on thread 0
- * (consecutive serial kernels without barriers between them); the others share
- * their programs through a counter. Threads meet at a barrier after each shared
- * kernel and after each run of serial kernels. A model whose kernels are all serial
- * runs on the caller alone (s->solo): the workers are not woken. */
+/* Programs in schedule entry pos (the active ones of its kernel). */
+static uint32_t entry_programs(const spy_model *m, uint32_t pos) {
+    uint32_t k = m->schedule[pos];
+    return m->active_first[k + 1] - m->active_first[k];
+}
+
+/* Takes programs of schedule entry pos from its counter (all of them when serial)
+ * and runs them, unless an earlier entry failed; then counts them done. */
+static void run_entry(spy_session *s, RtCore *core, uint32_t pos, int tid, bool serial) {
+    const spy_model *m = s->m;
+    uint32_t a = m->active_first[m->schedule[pos]], na = entry_programs(m, pos);
+    RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
+    bool skip = atomic_load(&s->fail_pos) < pos; /* final: pos - 1 is complete */
+    unsigned ran = 0;
+    for (;;) {
+        unsigned j = serial ? ran : atomic_fetch_add(&s->next[pos], 1u);
+        if (j >= na)
+            break;
+        if (sp && sp->n++ == 0)
+            sp->start = now_us();
+        if (!skip)
+            run_program(s, core, pos, m->active[a + j]);
+        ran++;
+    }
+    if (sp && sp->n)
+        sp->end = now_us();
+    if (ran && atomic_fetch_add(&s->done[pos], ran) + ran == na)
+        rt_pool_notify(s->pool);
+}
+
+/* Thread body of a run (any subset of the threads, thread 0 always among them). A
+ * kernel marked serial runs all its programs on thread 0; the others share their
+ * programs through a counter. Before taking programs of an entry a thread waits for
+ * the previous entry to complete; thread 0 also waits for each entry it worked on,
+ * so when it returns every program ran. A worker skips entries with no program left. */
 static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
     RtCore core = {.lx = s->lx[tid], .seg = s->seg};
     bool one = s->nthreads == 1 || s->solo;
-    uint32_t pos = 0;
-    while (pos < m->nsched) {
+    for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];
-        if (m->serial[k] || one) {
-            for (; pos < m->nsched && (m->serial[m->schedule[pos]] || one); pos++) {
-                if (tid != 0 || atomic_load(&s->failed))
-                    continue;
-                double t0 = s->profile ? now_us() : 0;
-                uint32_t ks = m->schedule[pos], a = m->active_first[ks], b = m->active_first[ks + 1];
-                for (uint32_t t = a; t < b; t++)
-                    run_program(s, &core, pos, m->active[t]);
-                if (s->profile) {
-                    double t1 = now_us();
-                    s->host_us[ks] += t1 - t0;
-                    s->span[(size_t)pos * s->nthreads] = (RtHostSpan){t0, t1, b - a};
-                }
-            }
-        } else {
-            double t0 = tid == 0 && s->profile ? now_us() : 0;
-            RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
-            uint32_t a = m->active_first[k], na = m->active_first[k + 1] - a;
-            for (;;) {
-                unsigned j = atomic_fetch_add(&s->next[pos], 1u);
-                if (j >= na)
-                    break;
-                if (sp && sp->n++ == 0)
-                    sp->start = now_us();
-                run_program(s, &core, pos, m->active[a + j]);
-            }
-            if (sp && sp->n)
-                sp->end = now_us();
-            rt_pool_barrier(s->pool);
-            if (tid == 0 && s->profile)
-                s->host_us[k] += now_us() - t0;
-            pos++;
-            if (atomic_load(&s->failed))
-                break; /* every thread sees the same value after the barrier */
+        bool serial = one || m->serial[k];
+        if (tid != 0 && (serial || atomic_load(&s->next[pos]) >= entry_programs(m, pos)))
             continue;
-        }
-        if (!one)
-            rt_pool_barrier(s->pool);
-        if (atomic_load(&s->failed))
-            break;
+        if (pos > 0)
+            rt_pool_wait(s->pool, &s->done[pos - 1], entry_programs(m, pos - 1));
+        double t0 = tid == 0 && s->profile ? now_us() : 0;
+        run_entry(s, &core, pos, tid, serial);
+        if (tid != 0)
+            continue;
+        rt_pool_wait(s->pool, &s->done[pos], entry_programs(m, pos));
+        if (s->profile)
+            s->host_us[k] += now_us() - t0;
     }
 }
 
@@ -317,8 +326,11 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
     s->err[0] = 0;
     spy_status st = bind_io(s, inputs, outputs);
     if (st == SPY_OK) {
-        for (uint32_t i = 0; i < m->nsched; i++)
+        for (uint32_t i = 0; i < m->nsched; i++) {
             atomic_store(&s->next[i], 0u);
+            atomic_store(&s->done[i], 0u);
+        }
+        atomic_store(&s->fail_pos, UINT32_MAX);
         memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
         if (s->span)
             memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
