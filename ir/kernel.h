@@ -137,7 +137,9 @@ typedef struct IrKernel {
     ValId ref;               /* ELEM: value whose shape is the iteration space (out, or
                                 the input of its row reductions) */
     int nred;                /* ELEM: trailing dims of ref reduced inside the kernel
-                                (row-resident reductions; those dims are never split) */
+                                (row-resident reductions; those dims are never split);
+                                matmul CONTRACT: 1 when its epilogue reduces rows
+                                (then the N dim is never split) */
     uint32_t out_index;      /* COPY: graph output index */
     ValId *ins;              /* values read from DRAM (or scalar consts), deduplicated */
     uint32_t nins;

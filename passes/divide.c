@@ -152,6 +152,8 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
     }
     int64_t mc[40], nc[40], kt = kk < 256 ? kk : 256;
     int nm = candidates(m, 8, mc), nn = candidates(n, 32, nc);
+    if (k->nred > 0)                           /* epilogue reduces whole rows: nc[0] = n */
+        nn = 1;
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
     gr->chunk[r - 2] = mc[nm - 1];
     gr->chunk[r - 1] = nc[nn - 1];

@@ -6,7 +6,9 @@
  *             intermediate consumed inside the group, whole rows kept in LX
  *   CONTRACT  one MATMUL/CONV whose single-use output is a leaf of a pointwise tree of
  *             the same shape (the epilogue: bias, relu, residual add, ...); a CONV
- *             also absorbs the spatial zero PAD that produces its input
+ *             also absorbs the spatial zero PAD that produces its input; a MATMUL
+ *             also anchors a row-resident group over its result that reduces the
+ *             last axis (attention: scale, mask, softmax), its N tile whole rows
  *   REDUCE    one REDUCE/ARGREDUCE/WINDOW/CUMSUM with a pointwise prologue tree on its
  *             single-use input and an epilogue tree like a contraction's
  *   MOVE      one PAD, CONCAT, GATHER, or a view op that must be materialised
@@ -422,6 +424,41 @@ static bool rows_valid(Fuse *f, ValId *ref, int *nred)
     return row_fits(f, s, k);
 }
 
+/* Row-resident group gi (members in f->mem) reducing the last axis only: if one of its
+ * leaves is a single-use MATMUL result of exactly the reduced shape, that matmul
+ * becomes the anchor of a CONTRACT kernel whose epilogue is the whole group (scores
+ * of attention never reach DRAM). Its N tile then spans whole rows, so the matmul's
+ * A/B/C tiles at their smallest (one row, depth 1) must fit beside half the budget
+ * (row_fits already checked the row program against the other half). */
+static void absorb_rows_matmul(Fuse *f, uint32_t gi)
+{
+    IrGraph *g = f->g;
+    Group *gr = &f->gs[gi];
+    const IrType *s = ir_vtype(g, gr->ref);
+    if (gr->nred != 1 || s->rank < 2 ||
+        3 * tile_align(4 * (uint64_t)s->dims[s->rank - 1]) > f->lx_budget / 2)
+        return;
+    NodeId best = IR_NONE;
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        const IrNode *nd = &g->nodes[f->mem[m]];
+        for (int i = 0; i < nd->nin; i++) {
+            ValId v = nd->in[i];
+            NodeId p = ir_val(g, v)->def;
+            const IrType *t = ir_vtype(g, v);
+            if (absorbable(f, v) && g->nodes[p].op == IR_OP_MATMUL && t->rank == s->rank &&
+                memcmp(t->dims, s->dims, (size_t)t->rank * sizeof t->dims[0]) == 0 &&
+                (best == IR_NONE || p > best))
+                best = p;
+        }
+    }
+    if (best == IR_NONE)
+        return;
+    gr->kind = IR_KK_CONTRACT;
+    gr->anchor = best;
+    f->grp[best] = gi;
+    f->role[best] = ROLE_ANCHOR;
+}
+
 /* Try a row-resident ELEM group rooted at node n (softmax, layer norm: reductions
  * over the last dims whose rows stay in LX). False (nothing grouped) if not
  * applicable. */
@@ -444,6 +481,7 @@ static bool try_rows(Fuse *f, NodeId n)
         f->role[f->mem[m]] = ROLE_EPI;
     f->gs[gi].ref = ref;
     f->gs[gi].nred = nred;
+    absorb_rows_matmul(f, gi);
     return true;
 }
 

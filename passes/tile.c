@@ -173,10 +173,12 @@ static bool fit_matmul(Tctx *c)
             k->inner.chunk[0] = shrink(kt, 32);
         else if (mt > 1 && mt * 4 >= nt)
             gr->chunk[r - 2] = shrink(mt, 8);
-        else if (nt > 1)
+        else if (nt > 1 && k->nred == 0)      /* row-reducing epilogues keep rows whole */
             gr->chunk[r - 1] = shrink(nt, 32);
         else if (kt > 1)
             k->inner.chunk[0] = shrink(kt, 1);
+        else if (mt > 1)
+            gr->chunk[r - 2] = shrink(mt, 1);
         else
             return too_big(c, need);
     }
