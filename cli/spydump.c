@@ -55,26 +55,6 @@ static const char *sec_name(uint32_t id) {
     return id < SPY_SEC_MAX ? n[id] : "?";
 }
 
-/* Short name of an ONNX dtype code. */
-static const char *dt_name(int dt) {
-    switch (dt) {
-    case 1: return "f32";
-    case 2: return "u8";
-    case 3: return "i8";
-    case 4: return "u16";
-    case 5: return "i16";
-    case 6: return "i32";
-    case 7: return "i64";
-    case 9: return "bool";
-    case 10: return "f16";
-    case 11: return "f64";
-    case 12: return "u32";
-    case 13: return "u64";
-    case 16: return "bf16";
-    default: return "?";
-    }
-}
-
 /* Prints the header and target; returns false if the header cannot be read. */
 static bool dump_header(const uint8_t *buf, size_t len) {
     if (len < sizeof(SpyHeader)) {
@@ -152,7 +132,7 @@ static void dump_tensors(const uint8_t *buf) {
     printf("\ntensors (%llu):\n", (unsigned long long)nt);
     for (uint64_t i = 0; i < nt; i++) {
         printf("  %-6s %-24s %s->%s [", t[i].role == SPY_ROLE_INPUT ? "input" : "output",
-               str + t[i].name, dt_name(t[i].host_dtype), dt_name(t[i].dev_dtype));
+               str + t[i].name, spy_dtype_name(t[i].host_dtype), spy_dtype_name(t[i].dev_dtype));
         for (int d = 0; d < t[i].rank; d++)
             printf("%s%lld", d ? ", " : "", (long long)t[i].dims[d]);
         printf("]  numel %llu  segment %u", (unsigned long long)t[i].numel, t[i].seg);

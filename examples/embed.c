@@ -17,31 +17,10 @@
 
 #include <spyrt.h>
 
-/* Short name of an ONNX dtype code. */
-static const char *dtype_name(int dt)
-{
-    switch (dt) {
-    case 1: return "f32";
-    case 2: return "u8";
-    case 3: return "i8";
-    case 4: return "u16";
-    case 5: return "i16";
-    case 6: return "i32";
-    case 7: return "i64";
-    case 9: return "bool";
-    case 10: return "f16";
-    case 11: return "f64";
-    case 12: return "u32";
-    case 13: return "u64";
-    case 16: return "bf16";
-    default: return "?";
-    }
-}
-
 /* Print "name dtype[d0,d1] (N bytes)". */
 static void print_info(const char *role, int i, const spy_tensor_info *t)
 {
-    printf("%s %d '%s' %s[", role, i, t->name, dtype_name(t->dtype));
+    printf("%s %d '%s' %s[", role, i, t->name, spy_dtype_name(t->dtype));
     for (int d = 0; d < t->rank; d++)
         printf(d ? ",%lld" : "%lld", (long long)t->dims[d]);
     printf("] (%zu bytes)\n", t->nbytes);
@@ -135,14 +114,14 @@ static size_t elem_size(int dt)
 static void print_output(int k, const spy_tensor_info *t, const void *data)
 {
     size_t es = elem_size(t->dtype), n = es ? t->nbytes / es : 0;
-    printf("output %d '%s' %s[", k, t->name, dtype_name(t->dtype));
+    printf("output %d '%s' %s[", k, t->name, spy_dtype_name(t->dtype));
     for (int d = 0; d < t->rank; d++)
         printf(d ? ",%lld" : "%lld", (long long)t->dims[d]);
     printf("]:");
     for (size_t i = 0; i < n && i < 8; i++)
         printf(" %.6g", elem(t->dtype, data, i));
     if (!es)
-        printf(" (%zu bytes of %s)", t->nbytes, dtype_name(t->dtype));
+        printf(" (%zu bytes of %s)", t->nbytes, spy_dtype_name(t->dtype));
     printf(n > 8 ? " ... (%zu values)\n" : "\n", n);
 }
 

@@ -103,3 +103,6 @@ const char *rt_section_name(uint32_t id) {
         "CODE", "SCHEDULE", "SEGMENTS", "META", "SELFTEST"};
     return id < SPY_SEC_MAX ? names[id] : "?";
 }
+
+/* Public name of a dtype code (spyrt.h). */
+const char *spy_dtype_name(spy_dtype dt) { return rt_dtype_name(dt); }

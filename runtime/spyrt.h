@@ -49,6 +49,8 @@ typedef struct spy_model spy_model;
 typedef struct spy_session spy_session;
 
 const char *spy_status_str(spy_status s);
+/* Short name of a dtype code ("f32", "i64", "bool", ...); "?" if unknown. */
+const char *spy_dtype_name(spy_dtype dt);
 const char *spy_version(void);
 
 /* Load and verify all of a bundle before anything runs. */
