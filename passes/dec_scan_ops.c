@@ -6,8 +6,8 @@
  * TopK ranks each element by pairwise comparisons (greater, or equal with a lower
  * index: ties keep the lower index first), then finds the element of each rank
  * 0..k-1 with a one-hot comparison and GATHERs the values (always sorted, which
- * sorted=0 allows; k may come from the declared output when the k input is not a
- * constant). ReverseSequence
+ * sorted=0 allows; k, which decides the output shape, must be known when compiling).
+ * ReverseSequence
  * GATHERs along the time axis with indices computed from the sequence lengths.
  */
 #include "dec_index.h"
@@ -72,21 +72,20 @@ bool dec_cumprod(DecCtx *c)
     return true;
 }
 
-/* k of TopK: the attribute (opset 1), a constant input, or the declared size of
- * the outputs along the axis. */
+/* k of TopK: the attribute (opset 1) or a constant input. */
 static bool topk_k(DecCtx *c, int axis, int64_t n, int64_t *k)
 {
     if (c->opset < 10) {
         *k = dec_ai(c, "k", -1);
     } else if (!dix_const_int(c, 1, k)) {
-        const IrType *t = dix_declared(c, 0);
-        if (!t)
-            t = dix_declared(c, 1);
-        if (dec_in(c, 1) == IR_NONE || !t || t->rank <= axis) {
-            dec_err(c, "unsupported: dynamic k input (and no declared output shape)");
-            return false;
-        }
-        *k = t->dims[axis];
+        /* k decides the output shape: it must be known when compiling (a graph input can
+         * be bound with spyrec --bind); guessing it from the declared output type would
+         * compute wrong results for a model whose declaration disagrees with its data */
+        if (dec_in(c, 1) == IR_NONE)
+            dec_err(c, "TopK needs its k input");
+        else
+            dec_dynamic_err(c, dec_in(c, 1), "k");
+        return false;
     }
     if (*k < 0 || *k > n) {
         dec_err(c, "k = %lld is out of range for an axis of %lld elements", (long long)*k,

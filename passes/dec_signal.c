@@ -96,20 +96,16 @@ static void dft_type(const IrType *tx, int axis, int64_t n, DftKind kind, bool o
     t->dims[t->rank - 1] = kind == DFT_IRFFT ? 1 : 2;
 }
 
-/* Transform length: the dft_length input (constant, else the declared output when
- * that fixes it) or the default. */
+/* Transform length: the dft_length input (a compile-time constant) or the default. */
 static bool dft_length(DecCtx *c, const IrType *tx, int axis, DftKind kind, bool onesided,
                        bool quiet, int64_t *n)
 {
     ValId dl = dec_in(c, 1);
     *n = kind == DFT_IRFFT ? 2 * (tx->dims[axis] - 1) : tx->dims[axis];
     if (dl != IR_NONE && !dix_const_int(c, 1, n)) {
-        const IrType *t = dix_declared(c, 0);
-        if (!t || t->rank != tx->rank || (kind == DFT_FWD && onesided)) {
-            dec_err(c, "unsupported: dynamic dft_length input (the output shape does not fix it)");
-            return false;
-        }
-        *n = t->dims[axis];
+        /* the length decides the output shape: it must be known when compiling */
+        dec_dynamic_err(c, dl, "dft_length");
+        return false;
     }
     if (*n < 1 && !quiet)
         dec_err(c, "dft_length %lld must be positive", (long long)*n);
