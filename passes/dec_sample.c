@@ -121,14 +121,8 @@ static bool affine_sizes(DecCtx *c, int k, int64_t N, int64_t *sp)
         }
         return true;
     }
-    const IrType *t = dix_declared(c, 0);
-    if (!t || t->rank != k + 2 || t->dims[0] != N || t->dims[k + 1] != k) {
-        dec_err(c, "unsupported: dynamic size input (and no declared output shape)");
-        return false;
-    }
-    for (int i = 0; i < k; i++)
-        sp[i] = t->dims[1 + i];
-    return true;
+    dec_dynamic_err(c, dec_in(c, 1), "size");  /* it decides the output shape */
+    return false;
 }
 
 /* AffineGrid: grid[n, p, :] = theta[n] @ [x_p, y_p, (z_p,) 1]. */

@@ -209,13 +209,8 @@ static bool unpool_out_dims(DecCtx *c, const IrType *tx, const int64_t *inf, int
         if (!dec_const_ints(c, os, "output_shape", od, IR_MAX_RANK, &n))
             return false;
     } else {
-        const IrType *t = dix_declared(c, 0);
-        if (!t) {
-            dec_err(c, "unsupported: dynamic output_shape input (and no declared output shape)");
-            return false;
-        }
-        n = t->rank;
-        memcpy(od, t->dims, sizeof(int64_t) * (size_t)n);
+        dec_dynamic_err(c, os, "output_shape");  /* it decides the output shape */
+        return false;
     }
     bool ok = n == r;
     for (int i = 0; ok && i < r; i++)
@@ -283,13 +278,8 @@ static bool col2im_image(DecCtx *c, int nd, int64_t *img)
             dec_err(c, "image_shape must hold %d entries", nd);
         return n == nd;
     }
-    const IrType *t = dix_declared(c, 0);
-    if (!t || t->rank != nd + 2) {
-        dec_err(c, "unsupported: dynamic image_shape input (and no declared output shape)");
-        return false;
-    }
-    memcpy(img, t->dims + 2, sizeof(int64_t) * (size_t)nd);
-    return true;
+    dec_dynamic_err(c, im, "image_shape");  /* it decides the output shape */
+    return false;
 }
 
 /* Block dims of Col2Im as i64 scalars (constant or runtime) and the channel count. */
@@ -305,12 +295,8 @@ static bool col2im_blocks(DecCtx *c, int nd, int64_t CK, ValId *b, int64_t *C)
             kprod *= v[i] > 0 ? v[i] : 0;
         *C = kprod > 0 && CK % kprod == 0 ? CK / kprod : -1;
     } else {
-        const IrType *t = dix_declared(c, 0);
-        *C = t && t->rank == nd + 2 ? t->dims[1] : -1;
-        if (!t) {
-            dec_err(c, "unsupported: dynamic block_shape input (and no declared output shape)");
-            return false;
-        }
+        dec_dynamic_err(c, dec_in(c, 2), "block_shape");  /* it decides the channel count */
+        return false;
     }
     if (*C < 1 || CK % *C != 0) {
         dec_err(c, "input dim 1 (%lld) is not a multiple of the block size", (long long)CK);

@@ -302,19 +302,18 @@ bool dec_stft(DecCtx *c)
     return true;
 }
 
-/* HannWindow, HammingWindow, BlackmanWindow: a constant of the requested length
- * (constant size input, else the declared output length). */
+/* HannWindow, HammingWindow, BlackmanWindow: a constant of the requested length (the
+ * size input must be known when compiling). */
 bool dec_window(DecCtx *c)
 {
     const char *op = c->n->foreign.op_type;
     int64_t size;
     if (!dix_const_int(c, 0, &size)) {
-        const IrType *t = dix_declared(c, 0);
-        if (dec_in(c, 0) == IR_NONE || !t || t->rank != 1) {
-            dec_err(c, "unsupported: dynamic size input (and no declared output shape)");
-            return false;
-        }
-        size = t->dims[0];
+        if (dec_in(c, 0) == IR_NONE)
+            dec_err(c, "%s needs its size input", op);
+        else
+            dec_dynamic_err(c, dec_in(c, 0), "size");  /* it decides the output shape */
+        return false;
     }
     IrDType dt = (IrDType)dec_ai(c, "output_datatype", IR_DT_F32);
     if (size < 0 || !dec_fits(c, size, sizeof(double), "window") || ir_dtype_size(dt) == 0) {
@@ -390,17 +389,11 @@ bool dec_mel_weight_matrix(DecCtx *c)
 {
     int64_t M, dl, S;
     bool cm = dix_const_int(c, 0, &M), cd = dix_const_int(c, 1, &dl);
-    const IrType *decl = dix_declared(c, 0);
-    if (cm && cd) {
-        S = dl / 2 + 1;
-    } else if (decl && decl->rank == 2) {
-        S = decl->dims[0];
-        M = decl->dims[1];
-    } else {
-        dec_err(c, "unsupported: dynamic num_mel_bins or dft_length input (and no declared "
-                "output shape)");
+    if (!cm || !cd) {                      /* both decide the output shape */
+        dec_dynamic_err(c, dec_in(c, cm ? 1 : 0), cm ? "dft_length" : "num_mel_bins");
         return false;
     }
+    S = dl / 2 + 1;
     IrDType dt = (IrDType)dec_ai(c, "output_datatype", IR_DT_F32);
     if (M < 1 || S < 1 || M > DIX_ONEHOT_MAX || S > DIX_ONEHOT_MAX || ir_dtype_size(dt) == 0 ||
         !dec_fits(c, M * S, sizeof(double), "mel matrix")) {

@@ -127,17 +127,25 @@ static void test_affine_grid(void **state)
         ut_expect_close(y, want, 48, 1e-5);
         ut_fx_free(f);
     }
-    /* 3-D with a runtime size: the declared output gives the spatial sizes */
+    /* a runtime size decides the output shape: refused unless bound when compiling */
     UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t tdim[3] = {1, 3, 4}, sd[1] = {5}, od[5] = {1, 2, 3, 2, 3};
-    ValId in[2] = {input(g, IR_DT_F32, 3, tdim), input(g, IR_DT_I64, 1, sd)};
+    ValId rin[2] = {input(g, IR_DT_F32, 3, tdim), input(g, IR_DT_I64, 1, sd)};
     IrType decl = ut_type(IR_DT_F32, 5, od);
-    op_out(g, "AffineGrid", 20, in, 2, NULL, 0, &decl);
-    ut_decompose_ok(f);
-    float t3[12] = {1, 0, 0, 0.5f, 0, 1, 0, 0, 0, 0, 1, -0.5f};
+    op_out(g, "AffineGrid", 20, rin, 2, NULL, 0, &decl);
+    ut_decompose_fails(f, "unsupported: dynamic size input");
+    ut_fx_free(f);
+    /* 3-D with a constant size */
+    f = ut_fx_new();
+    g = f->g;
     int64_t size[5] = {1, 1, 2, 3, 2};
-    const void *inputs[2] = {t3, size};
+    ValId in[2] = {input(g, IR_DT_F32, 3, tdim), ut_const(g, IR_DT_I64, 1, sd, size)};
+    op_out(g, "AffineGrid", 20, in, 2, NULL, 0, NULL);
+    ut_decompose_ok(f);
+    ut_expect_shape(g, 0, 5, od);
+    float t3[12] = {1, 0, 0, 0.5f, 0, 1, 0, 0, 0, 0, 1, -0.5f};
+    const void *inputs[1] = {t3};
     const float *y = ut_run_graph(g, inputs, 0);
     /* point (d=1, h=2, w=0): x = base(w), y = base(h), z = base(d), plus translations */
     int64_t p = (1 * 3 + 2) * 2 + 0;
@@ -305,8 +313,7 @@ static void test_windows(void **state)
             IrGraph *g = f->g;
             int64_t n = 8;
             IrType decl = ut_type(IR_DT_F32, 1, &n);
-            ValId in = periodic ? ut_const(g, IR_DT_I64, 0, NULL, &n)
-                                : input(g, IR_DT_I64, 0, NULL);
+            ValId in = ut_const(g, IR_DT_I64, 0, NULL, &n);
             IrAttr a = ir_attr_int("periodic", periodic);
             op_out(g, ops[w], 17, &in, 1, &a, 1, periodic ? NULL : &decl);
             ut_decompose_ok(f);
@@ -317,10 +324,17 @@ static void test_windows(void **state)
                 want[i] = (float)(w == 0 ? 0.5 - 0.5 * c1 : w == 1 ? 0.54347826 - 0.45652174 * c1
                                                                     : 0.42 - 0.5 * c1 + 0.08 * c2);
             }
-            const void *inputs[1] = {&n};
-            ut_expect_close(ut_run_graph(g, inputs, 0), want, 8, 1e-5);
+            ut_expect_close(ut_run_graph(g, NULL, 0), want, 8, 1e-5);
             ut_fx_free(f);
         }
+    /* a runtime size decides the output shape: refused unless bound when compiling */
+    UtFx *f = ut_fx_new();
+    int64_t n = 8;
+    IrType decl = ut_type(IR_DT_F32, 1, &n);
+    ValId in = input(f->g, IR_DT_I64, 0, NULL);
+    op_out(f->g, "HannWindow", 17, &in, 1, NULL, 0, &decl);
+    ut_decompose_fails(f, "unsupported: dynamic size input");
+    ut_fx_free(f);
 }
 
 static void test_mel_weight_matrix(void **state)
@@ -344,6 +358,11 @@ static void test_mel_weight_matrix(void **state)
         }
         IrType decl = ut_type(IR_DT_F32, 2, od);
         op_out(g, "MelWeightMatrix", 17, in, 5, NULL, 0, runtime ? &decl : NULL);
+        if (runtime) {      /* the sizes decide the output shape: refused unless bound */
+            ut_decompose_fails(f, "unsupported: dynamic num_mel_bins input");
+            ut_fx_free(f);
+            continue;
+        }
         ut_decompose_ok(f);
         ut_expect_shape(g, 0, 2, od);
         const void *inputs[5] = {&nm, &dl, &sr, &lo, &hi};
@@ -602,7 +621,9 @@ static void test_col2im(void **state)
     IrGraph *g = f->g;
     int64_t xd[3] = {1, 8, 6}, two = 2, img[2] = {3, 4}, od[4] = {1, 2, 3, 4};
     int64_t pads[4] = {0, 1, 0, 1}, strides[2] = {1, 2};
-    ValId in[3] = {input(g, IR_DT_F32, 3, xd), ut_const(g, IR_DT_I64, 1, &two, img), input(g, IR_DT_I64, 1, &two)};
+    int64_t block[2] = {2, 2};
+    ValId in[3] = {input(g, IR_DT_F32, 3, xd), ut_const(g, IR_DT_I64, 1, &two, img),
+                   ut_const(g, IR_DT_I64, 1, &two, block)};
     IrAttr a[2] = {ir_attr_ints(g, "pads", pads, 4), ir_attr_ints(g, "strides", strides, 2)};
     IrType decl = ut_type(IR_DT_F32, 4, od);
     op_out(g, "Col2Im", 18, in, 3, a, 2, &decl);
@@ -610,7 +631,6 @@ static void test_col2im(void **state)
     float x[48], want[24] = {0};
     for (int i = 0; i < 48; i++)
         x[i] = (float)i * 0.5f - 3;
-    int64_t block[2] = {2, 2};
     for (int c = 0; c < 2; c++) /* blocks: 2 along H (stride 1), 3 along W (stride 2) */
         for (int kh = 0; kh < 2; kh++)
             for (int kw = 0; kw < 2; kw++)
@@ -621,8 +641,17 @@ static void test_col2im(void **state)
                             continue;
                         want[(c * 3 + h) * 4 + w] += x[((c * 4 + kh * 2 + kw) * 2 + lh) * 3 + lw];
                     }
-    const void *inputs[2] = {x, block};
+    const void *inputs[1] = {x};
     ut_expect_close(ut_run_graph(g, inputs, 0), want, 24, 1e-6);
+    ut_fx_free(f);
+    /* a runtime block_shape decides the channel count: refused unless bound */
+    f = ut_fx_new();
+    g = f->g;
+    ValId rin[3] = {input(g, IR_DT_F32, 3, xd), ut_const(g, IR_DT_I64, 1, &two, img),
+                    input(g, IR_DT_I64, 1, &two)};
+    IrAttr ra[2] = {ir_attr_ints(g, "pads", pads, 4), ir_attr_ints(g, "strides", strides, 2)};
+    op_out(g, "Col2Im", 18, rin, 3, ra, 2, &decl);
+    ut_decompose_fails(f, "unsupported: dynamic block_shape input");
     ut_fx_free(f);
 }
 
