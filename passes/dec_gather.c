@@ -182,20 +182,32 @@ static ValId scatter_by_map(DecCtx *c, ValId data, ValId upd, const int64_t *map
     return dec_reshape(c, g, shape.dims, shape.rank);
 }
 
-/* ScatterND (reduction none) with constant indices. */
-bool dec_scatter_nd(DecCtx *c)
+/* Common checks of the constant-index scatters: data, indices and updates present,
+ * no reduction, indices a compile-time constant. */
+static bool scatter_const_inputs(DecCtx *c, ValId *data, ValId *idx)
 {
     if (!need_in(c, 0) || !need_in(c, 1) || !need_in(c, 2))
         return false;
     if (strcmp(dec_as(c, "reduction", "none"), "none") != 0) {
-        dec_err(c, "unsupported: ScatterND reduction '%s'", dec_as(c, "reduction", ""));
+        dec_err(c, "unsupported: %s reduction '%s'", c->n->foreign.op_type,
+                dec_as(c, "reduction", ""));
         return false;
     }
-    ValId data = dec_in(c, 0), idx = dec_in(c, 1);
-    if (!ir_is_const(c->g, idx)) {
+    *data = dec_in(c, 0);
+    *idx = dec_in(c, 1);
+    if (!ir_is_const(c->g, *idx)) {
         dec_err(c, "unsupported: dynamic indices input");
         return false;
     }
+    return true;
+}
+
+/* ScatterND (reduction none) with constant indices. */
+bool dec_scatter_nd(DecCtx *c)
+{
+    ValId data, idx;
+    if (!scatter_const_inputs(c, &data, &idx))
+        return false;
     const IrType *td = dec_ty(c, data), *ti = dec_ty(c, idx);
     int64_t k = ti->rank ? ti->dims[ti->rank - 1] : 0, nd = dec_numel(td);
     if (ti->rank < 1 || k > td->rank || !ir_dtype_is_int(ti->dtype)) {
@@ -235,17 +247,9 @@ bool dec_scatter_nd(DecCtx *c)
 /* ScatterElements (reduction none) with constant indices. */
 bool dec_scatter_elements(DecCtx *c)
 {
-    if (!need_in(c, 0) || !need_in(c, 1) || !need_in(c, 2))
+    ValId data, idx;
+    if (!scatter_const_inputs(c, &data, &idx))
         return false;
-    if (strcmp(dec_as(c, "reduction", "none"), "none") != 0) {
-        dec_err(c, "unsupported: ScatterElements reduction '%s'", dec_as(c, "reduction", ""));
-        return false;
-    }
-    ValId data = dec_in(c, 0), idx = dec_in(c, 1);
-    if (!ir_is_const(c->g, idx)) {
-        dec_err(c, "unsupported: dynamic indices input");
-        return false;
-    }
     const IrType *td = dec_ty(c, data), *ti = dec_ty(c, idx);
     int r = td->rank, axis;
     if (!dec_axis(c, dec_ai(c, "axis", 0), r, &axis))
