@@ -6,15 +6,8 @@
 #include "ir.h"
 #include "ir_priv.h"
 
-#define ARENA_BLOCK (256u * 1024u)
 #define NAME_EMPTY IR_NONE
 #define NAME_TOMB (IR_NONE - 1)
-
-struct IrArenaBlock {
-    IrArenaBlock *next;
-    size_t size, used;                     /* bytes of data[] / bytes handed out */
-    _Alignas(16) unsigned char data[];
-};
 
 struct IrGraphPriv {
     ValId *names;                          /* open-addressing set of value ids by name */
@@ -40,49 +33,6 @@ void ir_oom(IrGraph *g)
     fflush(stdout);
     fputs("spyrec: out of memory\n", stderr);
     abort();
-}
-
-/* ---- arena ---- */
-
-/* Allocate a new block with room for n bytes; big requests get their own block, linked
- * behind the current one so its free space is not lost. */
-static void *arena_new_block(IrGraph *g, size_t n)
-{
-    size_t size = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
-    size_t total = sizeof(IrArenaBlock) + size;
-    if (total < size || (g->arena_limit && (g->arena_bytes + total > g->arena_limit ||
-                                            total > g->arena_limit)))
-        ir_oom(g);
-    IrArenaBlock *b = calloc(1, total);
-    if (!b)
-        ir_oom(g);
-    b->size = size;
-    b->used = n;
-    g->arena_bytes += total;
-    if (g->arena && size != ARENA_BLOCK) {
-        b->next = g->arena->next;
-        g->arena->next = b;
-    } else {
-        b->next = g->arena;
-        g->arena = b;
-    }
-    return b->data;
-}
-
-void *ir_alloc(IrGraph *g, size_t n)
-{
-    if (n > SIZE_MAX - 64)
-        ir_oom(g);
-    n = (n + 15) & ~(size_t)15;
-    if (n == 0)
-        n = 16;
-    IrArenaBlock *b = g->arena;
-    if (b && b->size - b->used >= n) {
-        void *p = b->data + b->used;
-        b->used += n;
-        return p;                          /* calloc'd and never reused: still zero */
-    }
-    return arena_new_block(g, n);
 }
 
 const char *ir_strdup(IrGraph *g, const char *s)
@@ -138,10 +88,8 @@ void ir_graph_free(IrGraph *g)
     free(g->priv->subs);
     free(g->priv->names);
     free(g->priv);
-    for (IrArenaBlock *b = g->arena, *nx; b; b = nx) {
-        nx = b->next;
-        free(b);
-    }
+    ir_arena_release(g, &g->arena);
+    ir_arena_release(g, &g->scratch);
     free(g);
 }
 

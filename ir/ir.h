@@ -219,9 +219,16 @@ struct IrKernel;                           /* defined in ir/kernel.h (scheduling
 /* ---- graph ---- */
 typedef struct IrArenaBlock IrArenaBlock;
 
+/* A list of blocks freed in one call (ir_arena.c). */
+typedef struct {
+    IrArenaBlock *head;
+    size_t bytes;                          /* bytes of its blocks */
+} IrArena;
+
 typedef struct IrGraph {
-    IrArenaBlock *arena;
-    size_t arena_bytes;                    /* total bytes held by the arena */
+    IrArena arena;                         /* lives as long as the graph */
+    IrArena scratch;                       /* temporaries of the running pass (ir_scratch) */
+    size_t arena_bytes;                    /* total bytes held by both arenas */
     size_t arena_limit;                    /* 0 = unlimited; exceeding it is an OOM */
     jmp_buf *oom;                          /* longjmp target on allocation failure */
 
@@ -254,6 +261,13 @@ typedef struct IrGraph {
 IrGraph *ir_graph_new(IrDiag *diag);       /* NULL only if malloc fails */
 void ir_graph_free(IrGraph *g);
 void *ir_alloc(IrGraph *g, size_t n);      /* zeroed, 16-aligned, lives with g */
+/* Temporary memory of the running pass: zeroed, 16-aligned, freed by ir_scratch_reset,
+ * which the pipeline driver calls after every pass. Never keep a pointer to it in the
+ * graph or the kernel plan. */
+void *ir_scratch(IrGraph *g, size_t n);
+void ir_scratch_reset(IrGraph *g);
+void *ir_arena_alloc(IrGraph *g, IrArena *a, size_t n);
+void ir_arena_release(IrGraph *g, IrArena *a);
 /* Out of memory: longjmp to g->oom (set by the compile driver; the arena, freed with
  * g, holds everything the graph allocated), or print a message and abort if unset. */
 _Noreturn void ir_oom(IrGraph *g);

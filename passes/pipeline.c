@@ -3,7 +3,7 @@
  * Passes run in table order when opt_level >= min_opt. The observer PassOptions.hook
  * (when set) is called before and after each pass. After each pass the driver stops on
  * a reported error, runs ir_verify() when asked (PassOptions.verify; always in builds
- * with SPY_DEBUG), and prints the IR (and, from pass "fuse" on, the kernel plan) when
+ * with SPY_DEBUG), releases the pass's scratch arena (ir_scratch), and prints the IR (and, from pass "fuse" on, the kernel plan) when
  * the pass is named by --dump-after (or "all").
  */
 #include <string.h>
@@ -63,6 +63,7 @@ bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
         if (opt->hook)
             opt->hook(g, i, false, opt->hook_ctx);
         bool ok = p->run(g, opt);
+        ir_scratch_reset(g);               /* the pass's temporaries end with it */
         if (!ok || ir_failed(g))
             return false;
         if (verify && !ir_verify(g, p->name))

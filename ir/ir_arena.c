@@ -1,0 +1,89 @@
+/* ir_arena.c: the graph's two arenas.
+ *
+ * g->arena holds everything that lives as long as the graph (values, nodes, constants,
+ * the kernel plan). g->scratch holds the temporary arrays of one pass (work lists,
+ * per-value marks, use counts): the pipeline driver releases it after every pass, so a
+ * pass's scratch never outlives the pass. Both count towards g->arena_bytes and its
+ * limit (--max-memory); allocation failure longjmps through ir_oom().
+ */
+#include <stdlib.h>
+
+#include "ir.h"
+
+#define ARENA_BLOCK (256u * 1024u)
+
+struct IrArenaBlock {
+    IrArenaBlock *next;
+    size_t size, used;                     /* bytes of data[] / bytes handed out */
+    _Alignas(16) unsigned char data[];
+};
+
+/* Allocate a new block of a with room for n bytes; big requests get their own block,
+ * linked behind the current one so its free space is not lost. */
+static void *arena_new_block(IrGraph *g, IrArena *a, size_t n)
+{
+    size_t size = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+    size_t total = sizeof(IrArenaBlock) + size;
+    if (total < size || (g->arena_limit && (g->arena_bytes + total > g->arena_limit ||
+                                            total > g->arena_limit)))
+        ir_oom(g);
+    IrArenaBlock *b = calloc(1, total);
+    if (!b)
+        ir_oom(g);
+    b->size = size;
+    b->used = n;
+    g->arena_bytes += total;
+    a->bytes += total;
+    if (a->head && size != ARENA_BLOCK) {
+        b->next = a->head->next;
+        a->head->next = b;
+    } else {
+        b->next = a->head;
+        a->head = b;
+    }
+    return b->data;
+}
+
+/* n zeroed bytes, 16-aligned, from arena a of graph g. */
+void *ir_arena_alloc(IrGraph *g, IrArena *a, size_t n)
+{
+    if (n > SIZE_MAX - 64)
+        ir_oom(g);
+    n = (n + 15) & ~(size_t)15;
+    if (n == 0)
+        n = 16;
+    IrArenaBlock *b = a->head;
+    if (b && b->size - b->used >= n) {
+        void *p = b->data + b->used;
+        b->used += n;
+        return p;                          /* calloc'd and never reused: still zero */
+    }
+    return arena_new_block(g, a, n);
+}
+
+/* Free every block of arena a (g's byte count goes down by what a held). */
+void ir_arena_release(IrGraph *g, IrArena *a)
+{
+    for (IrArenaBlock *b = a->head, *nx; b; b = nx) {
+        nx = b->next;
+        free(b);
+    }
+    g->arena_bytes -= a->bytes;
+    a->head = NULL;
+    a->bytes = 0;
+}
+
+void *ir_alloc(IrGraph *g, size_t n)
+{
+    return ir_arena_alloc(g, &g->arena, n);
+}
+
+void *ir_scratch(IrGraph *g, size_t n)
+{
+    return ir_arena_alloc(g, &g->scratch, n);
+}
+
+void ir_scratch_reset(IrGraph *g)
+{
+    ir_arena_release(g, &g->scratch);
+}
