@@ -146,16 +146,16 @@ static void emit_step(CgEmit *e, const IrTileProg *tp, const IrNode *n, int64_t 
     v->src_dtype = (uint8_t)pass_dev_dtype(ir_vtype(g, n->in[n->op == IR_OP_SELECT])->dtype);
     v->nsrc = n->nin;
     int fn = (int)ir_attr_get_int(n, "fn", 0);
-    switch (n->op) {
-    case IR_OP_UNARY: v->fn = un_fn[fn]; break;
-    case IR_OP_BINARY: v->fn = bin_fn[fn]; break;
-    case IR_OP_SELECT: v->fn = ISA_VF_SELECT; break;
-    case IR_OP_CAST:
+    switch (ir_op_info[n->op].vec) {
+    case IR_VEC_UNFN: v->fn = un_fn[fn]; break;
+    case IR_VEC_BINFN: v->fn = bin_fn[fn]; break;
+    case IR_VEC_SELECT: v->fn = ISA_VF_SELECT; break;
+    case IR_VEC_CAST:
         v->fn = v->src_dtype == v->dtype ? ISA_VF_COPY : ISA_VF_CAST;
         if (!ir_attr_get_int(n, "saturate", 1))    /* float8 overflow: NaN/inf */
             v->flags |= ISA_F_NOSAT;
         break;
-    default: IR_ASSERT(!"not a pointwise node");
+    case IR_VEC_NONE: IR_ASSERT(!"not a pointwise node");
     }
     int64_t r = o->cls == IR_TC_FULL ? rows : 1;
     int64_t c = o->cls == IR_TC_FULL ? cols : o->cls == IR_TC_ROW ? rows

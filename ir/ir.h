@@ -77,7 +77,7 @@ bool ir_type_eq(const IrType *a, const IrType *b);
 
 /* ---- ops ---- */
 typedef enum {
-#define X(e, name, mi, ma, no, cls) e,
+#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident) e,
 #include "ops.def"
 #undef X
     IR_OP_COUNT
@@ -106,10 +106,37 @@ typedef enum {
     IR_RED_COUNT
 } IrRedFn;
 
+/* Properties of an op (the flags column of ops.def, or-ed). */
+typedef enum {
+    IR_OPF_VIEW = 1,                       /* pure relabelling of the input's storage */
+    IR_OPF_POINTWISE = 2,                  /* output element i from element i of inputs */
+    IR_OPF_TO_DTYPE = 4,                   /* int attribute "to" is a dtype */
+    IR_OPF_OPT_IN = 8                      /* inputs may be IR_NONE (omitted optionals) */
+} IrOpFlag;
+
+/* Which function table the int attribute "fn" of an op indexes. */
+typedef enum { IR_FNK_NONE, IR_FNK_UN, IR_FNK_BIN, IR_FNK_RED } IrFnKind;
+
+/* How the code generator lowers an op as one step of a pointwise (VEC) program. */
+typedef enum { IR_VEC_NONE, IR_VEC_UNFN, IR_VEC_BINFN, IR_VEC_SELECT, IR_VEC_CAST } IrVecKind;
+
+struct IrGraph;
+struct IrNode;
+struct IrInferCtx;                         /* ir_shape.c */
+struct IrEval;                             /* ir_priv.h */
+
+/* One row of ops.def: the op's name, arity, properties and hooks. */
 typedef struct {
     const char *name;
     int min_in, max_in, nout;
     IrOpClass cls;
+    unsigned flags;                        /* IrOpFlag bits */
+    IrFnKind fn;
+    IrVecKind vec;
+    bool (*infer)(struct IrInferCtx *c);   /* output types from inputs and attributes */
+    bool (*eval)(const struct IrEval *e);  /* reference evaluation on host buffers */
+    bool (*verify)(struct IrGraph *g, const struct IrNode *n, char *err, size_t errlen);
+    ValId (*ident)(struct IrGraph *g, const struct IrNode *n);  /* passed-through input */
 } IrOpInfo;
 
 extern const IrOpInfo ir_op_info[IR_OP_COUNT];
@@ -182,7 +209,7 @@ typedef struct {
     int64_t opset;                         /* version of that domain imported by the model */
 } IrForeign;
 
-typedef struct {
+typedef struct IrNode {
     IrOp op;
     uint16_t nin, nout;
     uint16_t nattrs;

@@ -7,7 +7,8 @@
 #include "ir_priv.h"
 
 const IrOpInfo ir_op_info[IR_OP_COUNT] = {
-#define X(e, name, mi, ma, no, cls) {name, mi, ma, no, cls},
+#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident)              \
+    {name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident},
 #include "ops.def"
 #undef X
 };

@@ -120,7 +120,8 @@ static int64_t un_i(int fn, int64_t x, bool us)
     }
 }
 
-static bool eval_unary(const Ev *e)
+/* UNARY: fn applied to every element. */
+bool ir_eval_unary(const Ev *e)
 {
     int fn = (int)ir_attr_get_int(e->n, "fn", -1);
     IrDType ti = ity(e, 0)->dtype, to = oty(e, 0)->dtype;
@@ -242,7 +243,8 @@ static bool bin_i(int fn, int64_t a, int64_t b, bool us, int bits, int64_t *r)
     }
 }
 
-static bool eval_binary(const Ev *e)
+/* BINARY: fn of the broadcast operands. */
+bool ir_eval_binary(const Ev *e)
 {
     int fn = (int)ir_attr_get_int(e->n, "fn", -1);
     const IrType *t[2] = {ity(e, 0), ity(e, 1)}, *o = oty(e, 0);
@@ -267,7 +269,8 @@ static bool eval_binary(const Ev *e)
     return true;
 }
 
-static bool eval_select(const Ev *e)
+/* SELECT: a where cond, else b (broadcast). */
+bool ir_eval_select(const Ev *e)
 {
     const IrType *t[3] = {ity(e, 0), ity(e, 1), ity(e, 2)}, *o = oty(e, 0);
     size_t es = ir_dtype_size(o->dtype);
@@ -281,7 +284,8 @@ static bool eval_select(const Ev *e)
     return true;
 }
 
-static bool eval_cast(const Ev *e)
+/* CAST: every element converted to the output dtype (saturate for float8). */
+bool ir_eval_cast(const Ev *e)
 {
     IrDType ti = ity(e, 0)->dtype, to = oty(e, 0)->dtype;
     int64_t ne = ir_type_numel(ity(e, 0));
@@ -400,7 +404,8 @@ static void acc_finish(Acc *a, void *dst, int64_t n)
     free(a->i);
 }
 
-static bool eval_reduce(const Ev *e)
+/* REDUCE: fn over the reduced axes. */
+bool ir_eval_reduce(const Ev *e)
 {
     const IrType *t = ity(e, 0), *o = oty(e, 0);
     const int64_t *axes;
@@ -454,7 +459,8 @@ void ir_split3(const IrType *t, int axis, int64_t *outer, int64_t *d, int64_t *i
     *d = t->dims[axis];
 }
 
-static bool eval_argreduce(const Ev *e)
+/* ARGREDUCE: index of the max/min along axis. */
+bool ir_eval_argreduce(const Ev *e)
 {
     const IrType *t = ity(e, 0);
     int fn = (int)ir_attr_get_int(e->n, "fn", IR_RED_MAX);
@@ -481,7 +487,8 @@ static bool eval_argreduce(const Ev *e)
     return true;
 }
 
-static bool eval_cumsum(const Ev *e)
+/* CUMSUM: running sum along axis (exclusive, reverse). */
+bool ir_eval_cumsum(const Ev *e)
 {
     const IrType *t = ity(e, 0);
     bool ex = ir_attr_get_int(e->n, "exclusive", 0) != 0;
@@ -546,7 +553,8 @@ void ir_next_index(int64_t *idx, const int64_t *dims, int r)
         idx[j] = 0;
 }
 
-static bool eval_window(const Ev *e)
+/* WINDOW: fn over each window of the trailing dims (pooling). */
+bool ir_eval_window(const Ev *e)
 {
     static const int64_t ones[IR_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
     const IrType *t = ity(e, 0), *o = oty(e, 0);
@@ -614,7 +622,8 @@ static void mm_block(IrDType t, bool fl, const void *a, const void *b, int64_t M
     }
 }
 
-static bool eval_matmul(const Ev *e)
+/* MATMUL: batched a @ b with broadcast batch dims. */
+bool ir_eval_matmul(const Ev *e)
 {
     const IrType *ta = ity(e, 0), *tb = ity(e, 1), *o = oty(e, 0);
     bool fl = ir_dtype_is_float(o->dtype);
@@ -660,7 +669,8 @@ static void conv_point(bool fl, const void *x, const void *w, int64_t xbase, int
     }
 }
 
-static bool eval_conv(const Ev *e)
+/* CONV: grouped, strided, dilated convolution without padding. */
+bool ir_eval_conv(const Ev *e)
 {
     static const int64_t ones[IR_MAX_RANK] = {1, 1, 1, 1, 1, 1, 1, 1};
     const IrType *tx = ity(e, 0), *tw = ity(e, 1), *o = oty(e, 0);
@@ -702,6 +712,13 @@ static bool eval_conv(const Ev *e)
 
 /* ---- dispatch ---- */
 
+/* Ops without an evaluator (FOREIGN): not evaluable. */
+bool ir_eval_none(const Ev *e)
+{
+    (void)e;
+    return false;
+}
+
 /* True if every input and output of n has a dtype this evaluator handles. */
 static bool dtypes_ok(IrGraph *g, const IrNode *n)
 {
@@ -723,23 +740,5 @@ bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out)
     for (int i = 0; i < n->nout; i++)
         out[i] = ir_alloc(g, ir_type_bytes(&g->vals[n->out[i]].type));
     Ev e = {g, n, in, out};
-    switch (n->op) {
-    case IR_OP_UNARY: return eval_unary(&e);
-    case IR_OP_BINARY: return eval_binary(&e);
-    case IR_OP_SELECT: return eval_select(&e);
-    case IR_OP_CAST: return eval_cast(&e);
-    case IR_OP_REDUCE: return eval_reduce(&e);
-    case IR_OP_ARGREDUCE: return eval_argreduce(&e);
-    case IR_OP_WINDOW: return eval_window(&e);
-    case IR_OP_CUMSUM: return eval_cumsum(&e);
-    case IR_OP_MATMUL: return eval_matmul(&e);
-    case IR_OP_CONV: return eval_conv(&e);
-    case IR_OP_RESHAPE: {
-        size_t b = ir_type_bytes(&g->vals[n->out[0]].type);
-        if (b)
-            memcpy(out[0], in[0], b);
-        return true;
-    }
-    default: return ir_eval_move(&e);
-    }
+    return ir_op_info[n->op].eval(&e);
 }

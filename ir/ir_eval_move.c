@@ -1,5 +1,5 @@
 /* ir_eval_move.c: reference evaluation of the data-movement core ops: transpose, slice,
- * pad, concat, gather, expand, scatter, bitcast (reshape is a copy in ir_eval.c). */
+ * pad, concat, gather, expand, scatter, and the plain copy of reshape and bitcast. */
 #include <string.h>
 
 #include "ir.h"
@@ -19,7 +19,8 @@ static void copy_elem(void *dst, size_t di, const void *src, size_t si, size_t e
 
 /* ---- data movement ---- */
 
-static bool eval_transpose(const Ev *e)
+/* TRANSPOSE: output element at idx is input element at idx permuted by perm. */
+bool ir_eval_transpose(const Ev *e)
 {
     const IrType *t = ity(e, 0), *o = oty(e, 0);
     const int64_t *perm;
@@ -39,7 +40,8 @@ static bool eval_transpose(const Ev *e)
     return true;
 }
 
-static bool eval_slice(const Ev *e)
+/* SLICE: the elements starts + k*steps, k < sizes, per axis. */
+bool ir_eval_slice(const Ev *e)
 {
     const IrType *t = ity(e, 0), *o = oty(e, 0);
     const int64_t *starts, *steps;
@@ -62,7 +64,8 @@ static bool eval_slice(const Ev *e)
     return true;
 }
 
-static bool eval_pad(const Ev *e)
+/* PAD: input placed with lo/hi/interior padding of value (negative pads crop). */
+bool ir_eval_pad(const Ev *e)
 {
     static const int64_t zeros[IR_MAX_RANK] = {0};
     const IrType *t = ity(e, 0), *o = oty(e, 0);
@@ -91,7 +94,8 @@ static bool eval_pad(const Ev *e)
     return true;
 }
 
-static bool eval_concat(const Ev *e)
+/* CONCAT: the inputs one after another along axis. */
+bool ir_eval_concat(const Ev *e)
 {
     const IrType *o = oty(e, 0);
     int axis = (int)ir_attr_get_int(e->n, "axis", 0);
@@ -110,7 +114,8 @@ static bool eval_concat(const Ev *e)
     return true;
 }
 
-static bool eval_gather(const Ev *e)
+/* GATHER: rows of data along axis picked by indices (negative ones wrap). */
+bool ir_eval_gather(const Ev *e)
 {
     const IrType *t = ity(e, 0), *ti = ity(e, 1);
     int axis = (int)ir_attr_get_int(e->n, "axis", 0);
@@ -136,7 +141,8 @@ static bool eval_gather(const Ev *e)
     return true;
 }
 
-static bool eval_expand(const Ev *e)
+/* EXPAND: the input broadcast to the output shape. */
+bool ir_eval_expand(const Ev *e)
 {
     const IrType *t[1] = {ity(e, 0)}, *o = oty(e, 0);
     size_t es = ir_dtype_size(o->dtype);
@@ -150,7 +156,7 @@ static bool eval_expand(const Ev *e)
 
 /* SCATTER: rows of updates to the rows their indices name (out starts zeroed by
  * ir_eval_node's allocation); indices outside [0, size) drop their row. */
-static bool eval_scatter(const Ev *e)
+bool ir_eval_scatter(const Ev *e)
 {
     const IrType *u = ity(e, 0), *ti = ity(e, 1), *o = oty(e, 0);
     size_t row = (size_t)u->dims[1] * ir_dtype_size(u->dtype);
@@ -164,27 +170,12 @@ static bool eval_scatter(const Ev *e)
     return true;
 }
 
-/* BITCAST: the input's bytes unchanged under the output's dtype (same element size,
- * little-endian host as the ONNX definition requires). */
-static bool eval_bitcast(const Ev *e)
+/* RESHAPE and BITCAST: the input's bytes unchanged under the output's shape or dtype
+ * (BITCAST: same element size, little-endian host as the ONNX definition requires). */
+bool ir_eval_copy(const Ev *e)
 {
     size_t b = ir_type_bytes(oty(e, 0));
     if (b)
         memcpy(e->out[0], e->in[0], b);
     return true;
-}
-
-bool ir_eval_move(const IrEval *e)
-{
-    switch (e->n->op) {
-    case IR_OP_TRANSPOSE: return eval_transpose(e);
-    case IR_OP_SLICE: return eval_slice(e);
-    case IR_OP_PAD: return eval_pad(e);
-    case IR_OP_CONCAT: return eval_concat(e);
-    case IR_OP_GATHER: return eval_gather(e);
-    case IR_OP_EXPAND: return eval_expand(e);
-    case IR_OP_SCATTER: return eval_scatter(e);
-    case IR_OP_BITCAST: return eval_bitcast(e);
-    default: return false;
-    }
 }

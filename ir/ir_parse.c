@@ -417,10 +417,11 @@ static bool parse_list(Parser *p, IrAttr *a)
 static bool parse_named_int(Parser *p, IrOp op, IrAttr *a)
 {
     int v = -1;
+    IrFnKind fk = ir_op_info[op].fn;
     if (!strcmp(a->name, "fn"))
-        v = op == IR_OP_UNARY ? ir_unfn_from_name(p->tok.text)
-          : op == IR_OP_BINARY ? ir_binfn_from_name(p->tok.text)
-                               : ir_redfn_from_name(p->tok.text);
+        v = fk == IR_FNK_UN ? ir_unfn_from_name(p->tok.text)
+          : fk == IR_FNK_BIN ? ir_binfn_from_name(p->tok.text)
+          : fk == IR_FNK_RED ? ir_redfn_from_name(p->tok.text) : -1;
     else if (!strcmp(a->name, "to") && strcmp(p->tok.text, "undef"))
         v = (int)ir_dtype_from_name(p->tok.text);
     if (v <= 0 && !(v == 0 && !strcmp(a->name, "fn"))) {

@@ -104,15 +104,16 @@ static void print_attr_value(FILE *f, IrGraph *g, const IrNode *n, const IrAttr 
 {
     switch (a->kind) {
     case IR_ATTR_INT:
-        if (n->op != IR_OP_FOREIGN && strcmp(a->name, "fn") == 0) {
-            const char *s = n->op == IR_OP_UNARY ? ir_unfn_name((int)a->i)
-                          : n->op == IR_OP_BINARY ? ir_binfn_name((int)a->i)
-                                                  : ir_redfn_name((int)a->i);
+        IrFnKind fk = ir_op_info[n->op].fn;
+        if (fk != IR_FNK_NONE && strcmp(a->name, "fn") == 0) {
+            const char *s = fk == IR_FNK_UN ? ir_unfn_name((int)a->i)
+                          : fk == IR_FNK_BIN ? ir_binfn_name((int)a->i)
+                                             : ir_redfn_name((int)a->i);
             if (strcmp(s, "?") != 0) {
                 fputs(s, f);
                 return;
             }
-        } else if ((n->op == IR_OP_CAST || n->op == IR_OP_BITCAST) &&
+        } else if ((ir_op_info[n->op].flags & IR_OPF_TO_DTYPE) &&
                    strcmp(a->name, "to") == 0 &&
                    ir_dtype_size((IrDType)a->i)) {
             fputs(ir_dtype_name((IrDType)a->i), f);

@@ -36,7 +36,7 @@ bool ir_infer_types(IrGraph *g, const IrNode *n, IrType *outs, char *err, size_t
 
 /* ---- ir_eval.c / ir_eval_move.c internals ---- */
 #define IR_EV_MAXOPS 3
-typedef struct {
+typedef struct IrEval {
     IrGraph *g;
     const IrNode *n;
     const void **in;
@@ -54,6 +54,15 @@ void ir_bi_init(IrBIter *it, const IrType *out, int k, const IrType *const *t);
 void ir_bi_next(IrBIter *it);
 void ir_next_index(int64_t *idx, const int64_t *dims, int r);
 void ir_split3(const IrType *t, int axis, int64_t *outer, int64_t *d, int64_t *inner);
-bool ir_eval_move(const IrEval *e);       /* transpose, slice, pad, concat, gather, expand */
+
+/* ---- the hooks named by ops.def (one declaration per row and column) ---- */
+typedef struct IrInferCtx IrInferCtx;     /* ir_shape.c */
+#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident)              \
+    bool infer(IrInferCtx *c);                                                               \
+    bool eval(const IrEval *ev);                                                             \
+    bool verify(IrGraph *g, const IrNode *n, char *err, size_t errlen);                      \
+    ValId ident(IrGraph *g, const IrNode *n);
+#include "ops.def"
+#undef X
 
 #endif

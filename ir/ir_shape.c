@@ -1,7 +1,7 @@
 /* ir_shape.c: shape and dtype inference, with attribute validation, for every core op.
  *
- * Each infer_* function checks its node's inputs and attributes against ops.def and
- * fills the output types. Errors are messages about user data (the node is named by
+ * Each ir_infer_* function (the infer hook of its row in ops.def) checks its node's
+ * inputs and attributes and fills the output types. Errors are messages about user data (the node is named by
  * the caller), never assertions.
  */
 #include <stdarg.h>
@@ -11,13 +11,15 @@
 #include "ir.h"
 #include "ir_priv.h"
 
-typedef struct {
+/* What an inference hook sees: the node, its output types to fill, the message buffer. */
+struct IrInferCtx {
     IrGraph *g;
     const IrNode *n;
     IrType *out;                           /* output types (n->nout) */
     char *err;
     size_t errlen;
-} Ctx;
+};
+typedef IrInferCtx Ctx;
 
 /* Record a message in the context and return false. */
 __attribute__((format(printf, 2, 3))) static bool fail(Ctx *c, const char *fmt, ...)
@@ -117,7 +119,8 @@ static bool unfn_float_only(int fn)
     }
 }
 
-static bool infer_unary(Ctx *c)
+/* UNARY x: same shape; bool for isnan/isinf, else the input dtype (fn checked). */
+bool ir_infer_unary(IrInferCtx *c)
 {
     int64_t fn;
     const IrType *a = ity(c, 0);
@@ -135,7 +138,8 @@ static bool infer_unary(Ctx *c)
     return true;
 }
 
-static bool infer_binary(Ctx *c)
+/* BINARY a, b of one dtype: broadcast shape; bool for comparisons, else that dtype. */
+bool ir_infer_binary(IrInferCtx *c)
 {
     int64_t fn;
     const IrType *a = ity(c, 0), *b = ity(c, 1);
@@ -162,7 +166,8 @@ static bool infer_binary(Ctx *c)
     return true;
 }
 
-static bool infer_select(Ctx *c)
+/* SELECT cond, a, b: bool cond, a and b of one dtype, all three broadcast. */
+bool ir_infer_select(IrInferCtx *c)
 {
     const IrType *p = ity(c, 0), *a = ity(c, 1), *b = ity(c, 2);
     IrType ab;
@@ -177,7 +182,8 @@ static bool infer_select(Ctx *c)
     return true;
 }
 
-static bool infer_cast(Ctx *c)
+/* CAST x to: same shape, dtype "to". */
+bool ir_infer_cast(IrInferCtx *c)
 {
     int64_t to;
     if (!get_int(c, "to", -1, 0, 64, &to))
@@ -191,7 +197,8 @@ static bool infer_cast(Ctx *c)
 
 /* ---- reductions ---- */
 
-static bool infer_reduce(Ctx *c)
+/* REDUCE x over sorted, distinct axes (absent: all), keeping them as 1 or not. */
+bool ir_infer_reduce(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     int64_t fn, keep;
@@ -226,7 +233,8 @@ static bool infer_reduce(Ctx *c)
     return true;
 }
 
-static bool infer_argreduce(Ctx *c)
+/* ARGREDUCE x along axis: int64 indices, the axis kept as 1 or dropped. */
+bool ir_infer_argreduce(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     int64_t fn, axis, keep, last;
@@ -291,7 +299,8 @@ static bool strides_dilations(Ctx *c, int cnt, const int64_t **s, const int64_t 
     return true;
 }
 
-static bool infer_window(Ctx *c)
+/* WINDOW x: pooling over the trailing len(kernel) dims, no padding. */
+bool ir_infer_window(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     int64_t fn;
@@ -314,7 +323,8 @@ static bool infer_window(Ctx *c)
     return true;
 }
 
-static bool infer_cumsum(Ctx *c)
+/* CUMSUM x along axis: same type. */
+bool ir_infer_cumsum(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     int64_t axis, ex, rev;
@@ -331,7 +341,8 @@ static bool infer_cumsum(Ctx *c)
 
 /* ---- contractions ---- */
 
-static bool infer_matmul(Ctx *c)
+/* MATMUL a[...,M,K], b[...,K,N] -> [...,M,N] with broadcast batch dims. */
+bool ir_infer_matmul(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0), *b = ity(c, 1);
     char b1[128], b2[128];
@@ -357,7 +368,8 @@ static bool infer_matmul(Ctx *c)
     return true;
 }
 
-static bool infer_conv(Ctx *c)
+/* CONV x[N,C,spatial...], w[M,C/group,k...] -> [N,M,out...], no padding. */
+bool ir_infer_conv(IrInferCtx *c)
 {
     const IrType *x = ity(c, 0), *w = ity(c, 1);
     char b1[128], b2[128];
@@ -391,7 +403,8 @@ static bool infer_conv(Ctx *c)
 
 /* ---- data movement ---- */
 
-static bool infer_reshape(Ctx *c)
+/* RESHAPE x to "shape": fully resolved, the same element count. */
+bool ir_infer_reshape(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     const int64_t *sh;
@@ -417,7 +430,8 @@ static bool infer_reshape(Ctx *c)
     return true;
 }
 
-static bool infer_transpose(Ctx *c)
+/* TRANSPOSE x by "perm", a permutation of the input's axes. */
+bool ir_infer_transpose(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     const int64_t *p;
@@ -452,7 +466,8 @@ static bool slice_axis_ok(int64_t start, int64_t step, int64_t size, int64_t dim
     return size - 1 <= start / -step;
 }
 
-static bool infer_slice(Ctx *c)
+/* SLICE x: "sizes" elements per axis from "starts" by "steps", all inside x. */
+bool ir_infer_slice(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     const int64_t *st, *sp, *sz;
@@ -476,7 +491,8 @@ static bool infer_slice(Ctx *c)
     return true;
 }
 
-static bool infer_pad(Ctx *c)
+/* PAD x by "pads" (lo..., hi...; negative crops) and "interior" gaps. */
+bool ir_infer_pad(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     const int64_t *p, *in;
@@ -509,7 +525,8 @@ static bool infer_pad(Ctx *c)
     return true;
 }
 
-static bool infer_concat(Ctx *c)
+/* CONCAT inputs along axis: equal dtypes and other dims. */
+bool ir_infer_concat(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     int64_t axis;
@@ -534,7 +551,8 @@ static bool infer_concat(Ctx *c)
     return true;
 }
 
-static bool infer_gather(Ctx *c)
+/* GATHER data, indices along axis: data dims with the axis replaced by indices's. */
+bool ir_infer_gather(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0), *idx = ity(c, 1);
     int64_t axis;
@@ -561,7 +579,8 @@ static bool infer_gather(Ctx *c)
     return true;
 }
 
-static bool infer_expand(Ctx *c)
+/* EXPAND x to "shape", to which it broadcasts. */
+bool ir_infer_expand(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     const int64_t *sh;
@@ -586,7 +605,7 @@ static bool infer_expand(Ctx *c)
 }
 
 /* SCATTER (updates[N, R], indices[N]) size -> [size, R]. */
-static bool infer_scatter(Ctx *c)
+bool ir_infer_scatter(IrInferCtx *c)
 {
     const IrType *u = ity(c, 0), *idx = ity(c, 1);
     int64_t size;
@@ -620,7 +639,7 @@ static bool bitcastable(IrDType t)
 }
 
 /* BITCAST x to: same shape, a dtype of the same element size. */
-static bool infer_bitcast(Ctx *c)
+bool ir_infer_bitcast(IrInferCtx *c)
 {
     const IrType *a = ity(c, 0);
     int64_t to;
@@ -637,6 +656,12 @@ static bool infer_bitcast(Ctx *c)
     c->out[0] = *a;
     c->out[0].dtype = t;
     return true;
+}
+
+/* Ops without inference (FOREIGN): refused. */
+bool ir_infer_none(IrInferCtx *c)
+{
+    return fail(c, "op %s has no shape inference", ir_op_info[c->n->op].name);
 }
 
 /* ---- dispatch ---- */
@@ -665,29 +690,7 @@ bool ir_infer_types(IrGraph *g, const IrNode *n, IrType *outs, char *err, size_t
             return fail(&c, "input %d ('%s') has an invalid shape", i, g->vals[n->in[i]].name);
     }
     memset(outs, 0, (size_t)n->nout * sizeof *outs);
-    bool ok;
-    switch (n->op) {
-    case IR_OP_UNARY: ok = infer_unary(&c); break;
-    case IR_OP_BINARY: ok = infer_binary(&c); break;
-    case IR_OP_SELECT: ok = infer_select(&c); break;
-    case IR_OP_CAST: ok = infer_cast(&c); break;
-    case IR_OP_REDUCE: ok = infer_reduce(&c); break;
-    case IR_OP_ARGREDUCE: ok = infer_argreduce(&c); break;
-    case IR_OP_WINDOW: ok = infer_window(&c); break;
-    case IR_OP_CUMSUM: ok = infer_cumsum(&c); break;
-    case IR_OP_MATMUL: ok = infer_matmul(&c); break;
-    case IR_OP_CONV: ok = infer_conv(&c); break;
-    case IR_OP_RESHAPE: ok = infer_reshape(&c); break;
-    case IR_OP_TRANSPOSE: ok = infer_transpose(&c); break;
-    case IR_OP_SLICE: ok = infer_slice(&c); break;
-    case IR_OP_PAD: ok = infer_pad(&c); break;
-    case IR_OP_CONCAT: ok = infer_concat(&c); break;
-    case IR_OP_GATHER: ok = infer_gather(&c); break;
-    case IR_OP_EXPAND: ok = infer_expand(&c); break;
-    case IR_OP_SCATTER: ok = infer_scatter(&c); break;
-    case IR_OP_BITCAST: ok = infer_bitcast(&c); break;
-    default: return fail(&c, "op %s has no shape inference", info->name);
-    }
+    bool ok = info->infer(&c);
     for (int i = 0; ok && i < n->nout; i++)
         if (ir_type_numel(&outs[i]) < 0)
             return fail(&c, "result shape of %s is too large", info->name);

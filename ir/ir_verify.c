@@ -1,8 +1,9 @@
 /* ir_verify.c: structural invariants of a graph, checked between passes.
  *
  * Checks: value ids in range; every node input defined before use (topological
- * order); arity per ops.def; outputs' def/def_slot point back at their node; core ops
- * re-infer to the stored output types; value names unique; graph outputs produced.
+ * order); arity per ops.def; outputs' def/def_slot point back at their node; each op's
+ * verify hook (core ops re-infer to the stored output types); value names unique;
+ * graph outputs produced.
  * Problems are reported as "internal error after pass X: ..." (they are our bugs).
  */
 #include <stdarg.h>
@@ -67,7 +68,7 @@ static void check_node(Vfy *v, NodeId id, const IrNode *n, bool *defined)
         bad(v, "node %u (%s) has %u inputs and %u outputs", id, opn, n->nin, n->nout);
     for (int i = 0; i < n->nin; i++) {
         ValId x = n->in[i];
-        if (x == IR_NONE && n->op == IR_OP_FOREIGN)
+        if (x == IR_NONE && (info->flags & IR_OPF_OPT_IN))
             continue;
         if (x >= g->nvals)
             bad(v, "node %u (%s) input %d is out of range", id, opn, i);
@@ -90,26 +91,47 @@ static void check_node(Vfy *v, NodeId id, const IrNode *n, bool *defined)
     }
 }
 
-/* Core op: inference on the current inputs must give the stored output types. */
-static void check_types(Vfy *v, NodeId id, const IrNode *n)
+/* Verify hook of the core ops: inference on the current inputs gives the stored output
+ * types (at most 8 outputs are compared). */
+bool ir_verify_core(IrGraph *g, const IrNode *n, char *err, size_t errlen)
+{
+    IrType outs[8];
+    bool quiet;
+    if (n->nout > 8)
+        return true;
+    if (!ir_infer_types(g, n, outs, err, errlen, &quiet))
+        return false;
+    for (int i = 0; i < n->nout; i++)
+        if (n->out[i] < g->nvals && !ir_type_eq(&outs[i], &g->vals[n->out[i]].type)) {
+            snprintf(err, errlen, "output '%s' has a stale type", g->vals[n->out[i]].name);
+            return false;
+        }
+    return true;
+}
+
+/* Verify hook of FOREIGN: its attributes are as imported; nothing beyond arity. */
+bool ir_verify_foreign(IrGraph *g, const IrNode *n, char *err, size_t errlen)
+{
+    (void)g;
+    (void)n;
+    (void)err;
+    (void)errlen;
+    return true;
+}
+
+/* The op's own invariants (its verify hook in ops.def) once its inputs are in range. */
+static void check_op(Vfy *v, NodeId id, const IrNode *n)
 {
     IrGraph *g = v->g;
-    IrType outs[8];
     char err[512];
-    bool quiet;
-    if (n->op >= IR_OP_FOREIGN || n->nout > 8)
-        return;
+    if (n->op >= IR_OP_COUNT)
+        return;                            /* already reported */
+    bool opt = ir_op_info[n->op].flags & IR_OPF_OPT_IN;
     for (int i = 0; i < n->nin; i++)
-        if (n->in[i] >= g->nvals)
+        if (n->in[i] >= g->nvals && !(opt && n->in[i] == IR_NONE))
             return;                        /* already reported */
-    if (!ir_infer_types(g, n, outs, err, sizeof err, &quiet)) {
+    if (!ir_op_info[n->op].verify(g, n, err, sizeof err))
         bad(v, "node %u (%s, from '%s'): %s", id, ir_op_info[n->op].name, n->origin.name, err);
-        return;
-    }
-    for (int i = 0; i < n->nout; i++)
-        if (n->out[i] < g->nvals && !ir_type_eq(&outs[i], &g->vals[n->out[i]].type))
-            bad(v, "node %u (%s, from '%s'): output '%s' has a stale type", id,
-                ir_op_info[n->op].name, n->origin.name, g->vals[n->out[i]].name);
 }
 
 /* Data-dependent extents: valid values and axes, i32 scalar counts. */
@@ -146,7 +168,7 @@ bool ir_verify(IrGraph *g, const char *after_pass)
         if (n->dead)
             continue;
         check_node(&v, i, n, defined);
-        check_types(&v, i, n);
+        check_op(&v, i, n);
     }
     for (uint32_t i = 0; i < g->noutputs; i++) {
         ValId o = g->outputs[i];

@@ -78,10 +78,9 @@ static bool carry(IrGraph *g, DynMap *m, const IrNode *n)
     if (dv == IR_NONE)
         return true;
     int ax = m->axis[dv], oax = -1;
-    switch (n->op) {
-    case IR_OP_UNARY: case IR_OP_BINARY: case IR_OP_SELECT: case IR_OP_CAST:
-    case IR_OP_BITCAST:
+    if (ir_op_info[n->op].flags & IR_OPF_POINTWISE)
         return through_pointwise(g, m, n);
+    switch (n->op) {
     case IR_OP_TRANSPOSE: {
         const int64_t *perm;
         int np = ir_attr_get_ints(n, "perm", &perm);

@@ -74,8 +74,7 @@ static bool live(Fuse *f, NodeId n)
 static bool is_view_node(IrGraph *g, const IrNode *n)
 {
     int64_t a, b;
-    return n->op == IR_OP_RESHAPE || n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE ||
-           n->op == IR_OP_EXPAND || n->op == IR_OP_BITCAST || pass_gather_view(g, n, &a, &b);
+    return (ir_op_info[n->op].flags & IR_OPF_VIEW) || pass_gather_view(g, n, &a, &b);
 }
 
 /* Count uses of every value by live nodes and graph outputs. */

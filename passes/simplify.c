@@ -1,8 +1,8 @@
 /* simplify.c: pass_simplify, algebraic and data-movement cleanups on core ops.
  *
- *  - identities: reshape/expand/slice to the same shape, identity transposes, casts
- *    to the same dtype, zero pads, one-input concats, x*1, 1*x, x+0, 0+x, x-0, x/1
- *    (when the other operand does not broadcast x to a bigger shape);
+ *  - identities: a node whose op's ident hook (ops.def, ir/ir_ident.c) says it passes
+ *    an input through unchanged: reshape/expand/slice to the same shape, identity
+ *    transposes, casts to the same dtype, zero pads, one-input concats, x*1, x+0, ...;
  *  - chains: reshape(reshape(x)) -> reshape(x), transpose(transpose(x)) -> one
  *    transpose with the composed permutation;
  *  - CSE: a node identical to an earlier one (op, inputs, attributes) reuses it.
@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dec.h"
 #include "pass.h"
 
 typedef struct {
@@ -23,104 +22,10 @@ typedef struct {
     uint32_t cap;                          /* power of two */
 } Simp;
 
-/* Whether every element of constant v equals x. */
-static bool const_all(IrGraph *g, ValId v, double x)
-{
-    if (!ir_is_const(g, v))
-        return false;
-    const IrType *t = ir_vtype(g, v);
-    int64_t n = ir_type_numel(t);
-    for (int64_t i = 0; i < n; i++)
-        if (dec_load(t->dtype, ir_val(g, v)->data, i) != x)
-            return false;
-    return n > 0;
-}
-
-/* Operand of a BINARY node that the node just passes through, or IR_NONE. */
-static ValId binary_identity(IrGraph *g, const IrNode *n)
-{
-    int fn = (int)ir_attr_get_int(n, "fn", -1);
-    ValId a = n->in[0], b = n->in[1];
-    const IrType *to = ir_vtype(g, n->out[0]);
-    bool a_ok = ir_type_eq(ir_vtype(g, a), to), b_ok = ir_type_eq(ir_vtype(g, b), to);
-    switch (fn) {
-    case IR_BIN_ADD:
-        if (a_ok && const_all(g, b, 0))
-            return a;
-        if (b_ok && const_all(g, a, 0))
-            return b;
-        break;
-    case IR_BIN_MUL:
-        if (a_ok && const_all(g, b, 1))
-            return a;
-        if (b_ok && const_all(g, a, 1))
-            return b;
-        break;
-    case IR_BIN_SUB:
-        if (a_ok && const_all(g, b, 0))
-            return a;
-        break;
-    case IR_BIN_DIV:
-        if (a_ok && const_all(g, b, 1))
-            return a;
-        break;
-    default:
-        break;
-    }
-    return IR_NONE;
-}
-
-/* Whether an ints attribute is all zero (absent counts as zero). */
-static bool ints_zero(const IrNode *n, const char *name)
-{
-    const int64_t *v;
-    int k = ir_attr_get_ints(n, name, &v);
-    for (int i = 0; i < k; i++)
-        if (v[i] != 0)
-            return false;
-    return true;
-}
-
-/* Value that node n (one output) is equivalent to, or IR_NONE. */
+/* Value that node n (one output) is equivalent to (its op's ident hook), or IR_NONE. */
 static ValId identity_of(IrGraph *g, const IrNode *n)
 {
-    if (n->nout != 1)
-        return IR_NONE;
-    const IrType *to = ir_vtype(g, n->out[0]);
-    ValId x = n->nin ? n->in[0] : IR_NONE;
-    bool same = x != IR_NONE && ir_type_eq(ir_vtype(g, x), to);
-    switch (n->op) {
-    case IR_OP_RESHAPE:
-    case IR_OP_EXPAND:
-    case IR_OP_CAST:
-    case IR_OP_BITCAST:
-        return same ? x : IR_NONE;
-    case IR_OP_TRANSPOSE: {
-        const int64_t *p;
-        int k = ir_attr_get_ints(n, "perm", &p);
-        for (int i = 0; i < k; i++)
-            if (p[i] != i)
-                return IR_NONE;
-        return same ? x : IR_NONE;
-    }
-    case IR_OP_SLICE: {
-        const int64_t *st, *sp;
-        int k = ir_attr_get_ints(n, "starts", &st);
-        ir_attr_get_ints(n, "steps", &sp);
-        for (int i = 0; i < k; i++)
-            if (st[i] != 0 || sp[i] != 1)
-                return IR_NONE;
-        return same ? x : IR_NONE;
-    }
-    case IR_OP_PAD:
-        return same && ints_zero(n, "pads") && ints_zero(n, "interior") ? x : IR_NONE;
-    case IR_OP_CONCAT:
-        return n->nin == 1 && same ? x : IR_NONE;
-    case IR_OP_BINARY:
-        return binary_identity(g, n);
-    default:
-        return IR_NONE;
-    }
+    return n->nout == 1 ? ir_op_info[n->op].ident(g, n) : IR_NONE;
 }
 
 /* Producer (in the new list) of value v when it is a live core node of op `op`. */

@@ -397,8 +397,7 @@ static void move_accesses(Tctx *c)
         IrView dst = {.root = s->view[k->out].root, .off = s->view[k->out].off};
         pass_dense_strides(it, dst.stride);
         view_access(it, &dst, &k->acc[1]);
-    } else if (n->op == IR_OP_TRANSPOSE || n->op == IR_OP_SLICE || n->op == IR_OP_EXPAND ||
-               n->op == IR_OP_BITCAST) {
+    } else if (ir_op_info[n->op].flags & IR_OPF_VIEW) {
         IrView vw;
         IR_ASSERT(pass_view_apply(g, n, &s->view[n->in[0]], &vw));
         view_access(ot, &vw, &k->acc[0]);
