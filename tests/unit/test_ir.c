@@ -863,10 +863,36 @@ static void test_oom_every_limit(void **state)
     assert_true(completed);
 }
 
+/* Every row of ops.def is consistent: hooks present, unique names, properties that
+ * agree with the class (the back end relies on them). */
+static void test_op_table(void **state)
+{
+    (void)state;
+    for (int i = 0; i < IR_OP_COUNT; i++) {
+        const IrOpInfo *o = &ir_op_info[i];
+        assert_non_null(o->infer);
+        assert_non_null(o->eval);
+        assert_non_null(o->verify);
+        assert_non_null(o->ident);
+        assert_int_equal(ir_op_from_name(o->name), i);
+        assert_true((o->cls == IR_CLS_FOREIGN) == (i == IR_OP_FOREIGN));
+        assert_true((o->vec != IR_VEC_NONE) == (o->cls == IR_CLS_ELEM));
+        if (o->flags & IR_OPF_VIEW)
+            assert_int_equal(o->cls, IR_CLS_MOVE);
+        if (o->cls == IR_CLS_ELEM)
+            assert_true(o->flags & IR_OPF_POINTWISE);
+        if (o->fn != IR_FNK_NONE)
+            assert_true(o->cls == IR_CLS_ELEM || o->cls == IR_CLS_REDUCE);
+        if (i != IR_OP_FOREIGN)
+            assert_true(o->min_in >= 1 && o->nout == 1 && !(o->flags & IR_OPF_OPT_IN));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtypes),
+        cmocka_unit_test(test_op_table),
         cmocka_unit_test_setup_teardown(test_infer_elementwise, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_infer_reduce, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_infer_contract, ut_setup, ut_teardown),
