@@ -94,29 +94,18 @@ ValId ir_ident_binary(IrGraph *g, const IrNode *n)
     ValId a = n->in[0], b = n->in[1];
     const IrType *to = ir_vtype(g, n->out[0]);
     bool a_ok = ir_type_eq(ir_vtype(g, a), to), b_ok = ir_type_eq(ir_vtype(g, b), to);
+    double unit;                           /* the neutral operand */
+    bool either;                           /* it may stand on either side */
     switch (fn) {
-    case IR_BIN_ADD:
-        if (a_ok && const_all(g, b, 0))
-            return a;
-        if (b_ok && const_all(g, a, 0))
-            return b;
-        break;
-    case IR_BIN_MUL:
-        if (a_ok && const_all(g, b, 1))
-            return a;
-        if (b_ok && const_all(g, a, 1))
-            return b;
-        break;
-    case IR_BIN_SUB:
-        if (a_ok && const_all(g, b, 0))
-            return a;
-        break;
-    case IR_BIN_DIV:
-        if (a_ok && const_all(g, b, 1))
-            return a;
-        break;
-    default:
-        break;
+    case IR_BIN_ADD: unit = 0, either = true; break;
+    case IR_BIN_MUL: unit = 1, either = true; break;
+    case IR_BIN_SUB: unit = 0, either = false; break;
+    case IR_BIN_DIV: unit = 1, either = false; break;
+    default: return IR_NONE;
     }
+    if (a_ok && const_all(g, b, unit))
+        return a;
+    if (either && b_ok && const_all(g, a, unit))
+        return b;
     return IR_NONE;
 }
