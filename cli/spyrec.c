@@ -36,8 +36,6 @@
 
 enum { EXIT_INTERNAL = 1, EXIT_INPUT = 2 };
 
-#define FOLD_BUDGET ((size_t)256 << 20)   /* largest constant one fold may create */
-
 typedef enum { EMIT_SBIN, EMIT_IR, EMIT_ASM, EMIT_DOT } EmitKind;
 static const char *const emit_names[] = {"sbin", "ir", "asm", "dot"};
 
@@ -567,11 +565,9 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .dump_after = dot ? NULL : a->dump_after,
         .dump_file = stderr,
         .verify = a->verify,
-        .fold_budget = FOLD_BUDGET,
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };
-    g->fold_budget = FOLD_BUDGET;
     if (!pass_run_pipeline(g, &po) || ir_failed(g))
         return failure_status(diag, "the pass pipeline");
     if (dot)

@@ -75,7 +75,7 @@ IrGraph *ir_graph_new(IrDiag *diag)
         return NULL;
     }
     g->diag = diag;
-    g->fold_budget = (size_t)16 << 20;
+    g->fold_budget = IR_FOLD_BUDGET_DEFAULT;
     return g;
 }
 
@@ -418,40 +418,6 @@ static NodeId new_node(IrGraph *g, IrOp op, const ValId *in, int nin, int nout,
     return id;
 }
 
-/* Evaluate node id if every input is a constant and the result is small enough; its
- * outputs then become constants and the node is marked dead. */
-static void try_fold(IrGraph *g, NodeId id)
-{
-    IrNode *n = &g->nodes[id];
-    const void *inp[64];
-    void *outp[8];
-    if (n->nin == 0 || n->nin > 64 || n->nout > 8)
-        return;
-    size_t bytes = 0;
-    for (int i = 0; i < n->nin; i++) {
-        if (!ir_is_const(g, n->in[i]))
-            return;
-        inp[i] = g->vals[n->in[i]].data;
-    }
-    for (int i = 0; i < n->nout; i++) {
-        size_t b = ir_type_bytes(&g->vals[n->out[i]].type);
-        if (b == SIZE_MAX || b > g->fold_budget - bytes)
-            return;
-        bytes += b;
-    }
-    if (!ir_eval_node(g, n, inp, outp))
-        return;
-    n = &g->nodes[id];
-    for (int i = 0; i < n->nout; i++) {
-        IrValue *v = &g->vals[n->out[i]];
-        v->kind = IR_VAL_CONST;
-        v->data = outp[i];
-        v->def = IR_NONE;
-        v->def_slot = 0;
-    }
-    n->dead = true;
-}
-
 NodeId ir_add_node(IrGraph *g, IrOp op, const ValId *in, int nin, const IrAttr *attrs,
                    int nattrs, const IrOrigin *origin)
 {
@@ -462,7 +428,7 @@ NodeId ir_add_node(IrGraph *g, IrOp op, const ValId *in, int nin, const IrAttr *
         IR_ASSERT(in[i] < g->nvals);
     NodeId id = new_node(g, op, in, nin, info->nout, attrs, nattrs, origin);
     if (ir_infer(g, id) && g->fold_consts)
-        try_fold(g, id);
+        ir_fold_node(g, &g->nodes[id]);
     return id;
 }
 
@@ -673,7 +639,7 @@ void ir_compact(IrGraph *g)
 
 uint32_t *ir_use_counts(IrGraph *g)
 {
-    uint32_t *c = ir_alloc(g, (size_t)g->nvals * sizeof *c);
+    uint32_t *c = ir_scratch(g, (size_t)g->nvals * sizeof *c);
     for (uint32_t i = 0; i < g->nnodes; i++) {
         const IrNode *n = &g->nodes[i];
         if (n->dead)

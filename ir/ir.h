@@ -19,6 +19,9 @@
 #include <stdint.h>
 
 #define IR_MAX_RANK 8
+/* Largest constant (bytes, all results of one node) that constant folding creates:
+ * g->fold_budget of every new graph. Bigger results stay computations for the device. */
+#define IR_FOLD_BUDGET_DEFAULT ((size_t)256 << 20)
 #define IR_NONE UINT32_MAX
 
 typedef uint32_t ValId;
@@ -277,7 +280,8 @@ typedef struct IrGraph {
     void *sched;                           /* scheduling/codegen private data */
     uint32_t name_counter;                 /* for fresh value names */
     bool fold_consts;                      /* ir_add_node folds all-constant core ops */
-    size_t fold_budget;                    /* max bytes one folded result may have */
+    size_t fold_budget;                    /* max bytes the results of one fold may have
+                                              (IR_FOLD_BUDGET_DEFAULT) */
     struct IrGraphPriv *priv;              /* ir.c private: name set, owned subgraphs */
     struct IrDynDim *dyn;                  /* data-dependent extents (ir_dyn.c) */
     uint32_t ndyn, capdyn;
@@ -318,10 +322,10 @@ static inline const IrType *ir_vtype(IrGraph *g, ValId v) { return &ir_val(g, v)
 static inline bool ir_is_const(IrGraph *g, ValId v) { return v != IR_NONE && ir_val(g, v)->kind == IR_VAL_CONST; }
 
 /* Nodes. ir_add_node appends a node, creates its outputs and runs shape inference
- * (core ops). When g->fold_consts is set and every input is a constant, the node is
- * evaluated (ir_eval_node) instead and its outputs become constants (the returned node
- * is then marked dead), unless the result exceeds g->fold_budget. On inference failure an error naming the node's origin is recorded in
- * g->diag and the outputs get dtype UNDEF; callers check ir_failed(). */
+ * (core ops). When g->fold_consts is set, the node is then folded if it can be
+ * (ir_fold_node: its outputs become constants and the returned node is marked dead).
+ * On inference failure an error naming the node's origin is recorded in g->diag and
+ * the outputs get dtype UNDEF; callers check ir_failed(). */
 NodeId ir_add_node(IrGraph *g, IrOp op, const ValId *in, int nin, const IrAttr *attrs,
                    int nattrs, const IrOrigin *origin);
 /* Foreign node with explicit output count and (possibly unknown) output types. */
@@ -362,7 +366,9 @@ NodeId ir_readd_node(IrGraph *g, const IrNode *old); /* keeps old outputs, sets 
  * outputs; a replaced graph output hands its name to `to` when `to` is internal. */
 void ir_replace_uses(IrGraph *g, ValId from, ValId to);
 void ir_compact(IrGraph *g);               /* drop dead nodes, renumber defs */
-uint32_t *ir_use_counts(IrGraph *g);       /* per value (arena), graph outputs count 1 */
+/* Uses of every value (graph outputs count 1), in the scratch arena: valid until the
+ * running pass ends. */
+uint32_t *ir_use_counts(IrGraph *g);
 
 /* Shape inference for a core-op node whose inputs are typed (ir_shape.c). Returns false
  * and reports through g->diag on error. */
@@ -407,5 +413,10 @@ bool ir_output_hidden(const IrGraph *g, uint32_t i);
  * constant folding and unit tests. Returns false if the op/dtype is not evaluable
  * (the node is then left for the device). out[i] receives arena data. */
 bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out);
+/* Constant folding of one node (ir_fold.c): when n is a core op whose inputs are all
+ * constants, whose results fit g->fold_budget and which ir_eval_node evaluates, its
+ * outputs become constants, n is marked dead and true is returned. n may be a node of
+ * g->nodes or of the list detached by ir_rewrite_begin. */
+bool ir_fold_node(IrGraph *g, IrNode *n);
 
 #endif

@@ -114,8 +114,8 @@ static void find_chain(IrGraph *g, Bn *b, uint32_t h)
     int64_t m;
     if (!head_info(g, n, &ax, &m))
         return;
-    double *s = ir_alloc(g, sizeof(double) * (size_t)m), *t = ir_alloc(g, sizeof(double) * (size_t)m);
-    double *kv = ir_alloc(g, sizeof(double) * (size_t)m);
+    double *s = ir_scratch(g, sizeof(double) * (size_t)m), *t = ir_scratch(g, sizeof(double) * (size_t)m);
+    double *kv = ir_scratch(g, sizeof(double) * (size_t)m);
     for (int64_t i = 0; i < m; i++)
         s[i] = 1;
     ValId v = n->out[0];
@@ -152,7 +152,7 @@ static ValId scaled_weights(IrGraph *g, const IrNode *n, const double *s)
     ValId w = n->in[1];
     const IrType *t = ir_vtype(g, w);
     int64_t numel = ir_type_numel(t);
-    float *d = ir_alloc(g, sizeof(float) * (size_t)(numel + 1));
+    float *d = ir_scratch(g, sizeof(float) * (size_t)(numel + 1));  /* ir_add_const copies */
     const float *src = ir_val(g, w)->data;
     int64_t inner = n->op == IR_OP_CONV ? numel / t->dims[0] : 1, m = n->op == IR_OP_CONV ? t->dims[0] : t->dims[1];
     for (int64_t i = 0; i < numel; i++) {
@@ -207,10 +207,10 @@ bool pass_bnfold(IrGraph *g, const PassOptions *opt)
     uint32_t nn = g->nnodes;
     Bn b;
     b.uses = ir_use_counts(g);
-    b.consumer = ir_alloc(g, sizeof(uint32_t) * (g->nvals + 1));
-    b.is_out = ir_alloc(g, sizeof(bool) * (g->nvals + 1));
-    b.role = ir_alloc(g, nn + 1);
-    b.chain = ir_alloc(g, sizeof(Chain) * (nn + 1));
+    b.consumer = ir_scratch(g, sizeof(uint32_t) * (g->nvals + 1));
+    b.is_out = ir_scratch(g, sizeof(bool) * (g->nvals + 1));
+    b.role = ir_scratch(g, nn + 1);
+    b.chain = ir_scratch(g, sizeof(Chain) * (nn + 1));
     for (uint32_t v = 0; v < g->nvals; v++)
         b.consumer[v] = IR_NONE;
     for (uint32_t i = 0; i < g->noutputs; i++)

@@ -1,19 +1,13 @@
 /* dce.c: pass_dce, dead-code elimination. A node is live when one of its outputs is
  * a graph output or an input of a live node; everything else is removed. Values stay
  * (ids are stable); unused constants are simply not referenced any more. */
-#include <stdlib.h>
-
 #include "pass.h"
 
 /* The pass: mark backwards from the graph outputs, then compact. */
 bool pass_dce(IrGraph *g, const PassOptions *opt)
 {
     (void)opt;
-    bool *live = calloc(g->nvals ? g->nvals : 1, sizeof *live);
-    if (!live) {
-        ir_error(g, NULL, "out of memory in dead-code elimination");
-        return false;
-    }
+    bool *live = ir_scratch(g, (g->nvals ? g->nvals : 1) * sizeof *live);
     for (uint32_t i = 0; i < g->noutputs; i++)
         live[g->outputs[i]] = true;
     for (uint32_t i = g->nnodes; i-- > 0;) {
@@ -34,7 +28,6 @@ bool pass_dce(IrGraph *g, const PassOptions *opt)
             if (n->attrs[k].kind == IR_ATTR_TENSOR && n->attrs[k].tensor < g->nvals)
                 live[n->attrs[k].tensor] = true;
     }
-    free(live);
     ir_compact(g);
     return !ir_failed(g);
 }

@@ -110,7 +110,7 @@ bool dec_run(DecCtx *c);
 
 /* ---- dec_sequence.c: sequences and optionals resolved at compile time ---- */
 typedef struct DecSeqTab DecSeqTab;
-DecSeqTab *dec_seq_new(IrGraph *g);       /* empty table in g's arena */
+DecSeqTab *dec_seq_new(IrGraph *g);       /* empty table in g's scratch arena */
 /* Whether v stands for a sequence or an optional (no tensor type of its own). */
 bool dec_seq_known(const DecSeqTab *t, ValId v);
 /* Elements of sequence v; false if v is not a sequence (an empty optional). */

@@ -76,11 +76,11 @@ static IrGraph *body_attr(DecCtx *c, const char *name)
     return a->graph;
 }
 
-/* Use counts of the values of sub (as ir_use_counts), allocated in g: a subgraph's
- * own arena is never grown after import. */
+/* Use counts of the values of sub (as ir_use_counts), in g's scratch arena: a
+ * subgraph's own arenas are never grown after import. */
 static uint32_t *body_uses(IrGraph *g, IrGraph *sub)
 {
-    uint32_t *u = ir_alloc(g, ((size_t)sub->nvals + 1) * sizeof *u);
+    uint32_t *u = ir_scratch(g, ((size_t)sub->nvals + 1) * sizeof *u);
     for (uint32_t i = 0; i < sub->nnodes; i++) {
         const IrNode *n = &sub->nodes[i];
         for (int k = 0; !n->dead && k < n->nin; k++)
@@ -108,9 +108,9 @@ static bool body_init(Body *b, DecCtx *c, IrGraph *sub, int nformal)
         return false;
     }
     size_t nv = sub->nvals ? sub->nvals : 1;
-    b->cap = ir_alloc(g, (sub->ninputs + 1) * sizeof *b->cap);
-    b->consts = ir_alloc(g, nv * sizeof *b->consts);
-    b->map = ir_alloc(g, nv * sizeof *b->map);
+    b->cap = ir_scratch(g, (sub->ninputs + 1) * sizeof *b->cap);
+    b->consts = ir_scratch(g, nv * sizeof *b->consts);
+    b->map = ir_scratch(g, nv * sizeof *b->map);
     memset(b->consts, 0xff, nv * sizeof *b->consts);
     b->uses = body_uses(g, sub);
     size_t maxin = 1, maxat = 1;
@@ -118,9 +118,9 @@ static bool body_init(Body *b, DecCtx *c, IrGraph *sub, int nformal)
         maxin = sub->nodes[i].nin > maxin ? sub->nodes[i].nin : maxin;
         maxat = sub->nodes[i].nattrs > maxat ? sub->nodes[i].nattrs : maxat;
     }
-    b->in_buf = ir_alloc(g, maxin * sizeof *b->in_buf);
-    b->name_buf = ir_alloc(g, maxin * sizeof *b->name_buf);
-    b->attr_buf = ir_alloc(g, maxat * sizeof *b->attr_buf);
+    b->in_buf = ir_scratch(g, maxin * sizeof *b->in_buf);
+    b->name_buf = ir_scratch(g, maxin * sizeof *b->name_buf);
+    b->attr_buf = ir_scratch(g, maxat * sizeof *b->attr_buf);
     for (uint32_t j = (uint32_t)nformal; j < sub->ninputs; j++) {
         const char *nm = sub->vals[sub->inputs[j]].name;
         int k = find_capture(c, nm);

@@ -495,7 +495,7 @@ bool dec_range(DecCtx *c)
     double cnt = ceil((lim - st) / d);
     if (cnt < 0)
         cnt = 0;
-    if (cnt > (double)(c->g->fold_budget ? c->g->fold_budget : (size_t)1 << 26)) {
+    if (cnt > (double)c->g->fold_budget) {
         dec_err(c, "Range of %.0f elements is too large", cnt);
         return false;
     }

@@ -33,10 +33,10 @@ struct DecSeqTab {
     uint64_t charged;                     /* bodies inlined so far (dec_seq_charge) */
 };
 
-/* An empty table living in g's arena. */
+/* An empty table living in g's scratch arena (it ends with the decomposition). */
 DecSeqTab *dec_seq_new(IrGraph *g)
 {
-    DecSeqTab *t = ir_alloc(g, sizeof *t);
+    DecSeqTab *t = ir_scratch(g, sizeof *t);
     t->g = g;
     return t;
 }
@@ -61,13 +61,13 @@ bool dec_seq_items(const DecSeqTab *t, ValId v, const ValId **items, uint32_t *n
     return true;
 }
 
-/* Record entry e for value v (arrays grow by doubling in the arena). */
+/* Record entry e for value v (arrays grow by doubling in the scratch arena). */
 static void seq_put(DecSeqTab *t, ValId v, const SeqEnt *e)
 {
     IrGraph *g = t->g;
     if (t->nents == t->capents) {
         uint32_t cap = t->capents ? 2 * t->capents : 16;
-        SeqEnt *ne = ir_alloc(g, cap * sizeof *ne);
+        SeqEnt *ne = ir_scratch(g, cap * sizeof *ne);
         if (t->nents)
             memcpy(ne, t->ents, t->nents * sizeof *ne);
         t->ents = ne;
@@ -75,7 +75,7 @@ static void seq_put(DecSeqTab *t, ValId v, const SeqEnt *e)
     }
     if (v >= t->nslot) {
         uint32_t cap = g->nvals > 2 * t->nslot ? g->nvals : 2 * t->nslot;
-        uint32_t *ns = ir_alloc(g, (size_t)cap * sizeof *ns);
+        uint32_t *ns = ir_scratch(g, (size_t)cap * sizeof *ns);
         if (t->nslot)
             memcpy(ns, t->slot, t->nslot * sizeof *ns);
         t->slot = ns;

@@ -96,8 +96,7 @@ bool dec_has_attr(const DecCtx *c, const char *name) { return ir_attr_find(c->n,
  * reports "WHAT of N elements is too large" when it does not. */
 bool dec_fits(DecCtx *c, int64_t n, size_t es, const char *what)
 {
-    size_t budget = c->g->fold_budget ? c->g->fold_budget : (size_t)64 << 20;
-    if (n >= 0 && (uint64_t)n <= budget / (es ? es : 1))
+    if (n >= 0 && (uint64_t)n <= c->g->fold_budget / (es ? es : 1))
         return true;
     dec_err(c, "%s of %lld elements is too large to build at compile time", what, (long long)n);
     return false;
@@ -334,7 +333,7 @@ ValId dec_const(IrGraph *g, IrDType t, const int64_t *dims, int rank, const doub
     int64_t n = ir_type_numel(&ty);
     IR_ASSERT(n >= 0);
     size_t es = ir_dtype_size(t);
-    void *buf = ir_alloc(g, (size_t)n * es + 1);
+    void *buf = ir_scratch(g, (size_t)n * es + 1);  /* ir_add_const copies it */
     for (int64_t i = 0; i < n; i++)
         dec_store(t, buf, i, v[i]);
     return ir_add_const(g, ir_fresh_name(g, "c"), &ty, buf);

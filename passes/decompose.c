@@ -483,7 +483,7 @@ static const char *const *input_names(IrGraph *g, const DecState *s, const IrNod
         sub |= n->attrs[k].kind == IR_ATTR_GRAPH;
     if (!sub)
         return NULL;
-    const char **nm = ir_alloc(g, ((size_t)n->nin + 1) * sizeof *nm);
+    const char **nm = ir_scratch(g, ((size_t)n->nin + 1) * sizeof *nm);
     for (int k = 0; k < n->nin; k++)
         nm[k] = n->in[k] == IR_NONE ? "" : n->in[k] < s->nremap ? s->names0[n->in[k]]
                                                                 : g->vals[n->in[k]].name;
@@ -521,18 +521,17 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
 {
     if (report_unsupported(g) > 0)
         return false;
+    (void)opt;
     bool fold = g->fold_consts;
-    size_t budget = g->fold_budget;
     g->fold_consts = true;
-    g->fold_budget = (opt && opt->fold_budget) ? opt->fold_budget : (size_t)64 << 20;
 
     DecState s = {0};
     s.uses = ir_use_counts(g);
     s.nuses = g->nvals;
     s.nremap = g->nvals;
-    s.remap = ir_alloc(g, sizeof(ValId) * (s.nremap ? s.nremap : 1));
+    s.remap = ir_scratch(g, sizeof(ValId) * (s.nremap ? s.nremap : 1));
     s.seqs = dec_seq_new(g);
-    s.names0 = ir_alloc(g, sizeof(char *) * (s.nremap ? s.nremap : 1));
+    s.names0 = ir_scratch(g, sizeof(char *) * (s.nremap ? s.nremap : 1));
     for (uint32_t v = 0; v < s.nremap; v++) {
         s.remap[v] = v;
         s.names0[v] = g->vals[v].name;
@@ -544,6 +543,5 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
     fix_outputs(g, &s);
     ok &= dec_seq_expand_outputs(g, s.seqs);
     g->fold_consts = fold;
-    g->fold_budget = budget;
     return ok && !ir_failed(g);
 }

@@ -167,9 +167,8 @@ bool pass_dynamic(IrGraph *g, const PassOptions *opt)
 {
     if (g->ndyn == 0 && g->nhidden == 0)
         return true;
-    /* in the graph's arena: carry() adds nodes, whose out of memory must leak nothing */
-    DynMap m = {ir_alloc(g, (g->nvals + 1) * sizeof(int)),
-                ir_alloc(g, (g->nvals + 1) * sizeof(ValId))};
+    DynMap m = {ir_scratch(g, (g->nvals + 1) * sizeof(int)),
+                ir_scratch(g, (g->nvals + 1) * sizeof(ValId))};
     for (ValId v = 0; v < g->nvals; v++)
         m.axis[v] = -1;
     for (uint32_t i = 0; i < g->ndyn; i++) {

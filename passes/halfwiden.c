@@ -3,18 +3,35 @@
  * The device stores float16, bfloat16 (and float8/float4) tensors and converts them
  * with CAST, but its arithmetic runs in float32. Each frontend operator that computes
  * on such values is evaluated in float32 and its half-precision results are rounded
- * once (CAST, round to nearest even), as onnxruntime and the ONNX reference do:
+ * once (CAST, round to nearest even), as onnxruntime and the ONNX reference do.
  *
- *  - pass_halfwiden_group, called by the decomposition after each frontend node: the
- *    core nodes the node lowered to are re-emitted with every float16/bfloat16 operand
- *    widened to float32 (exact), intermediate values kept in float32, and only the
- *    node's own results rounded back to their declared dtype.
- *  - pass_halfwiden, a pass right after decomposition, does the same per core node for
- *    any arithmetic node still on half values (graphs built from core ops directly).
+ * This file is the one place that decides how half-precision arithmetic is computed:
+ * which dtypes count as half (is_half), which nodes compute on them (computes_half)
+ * and how they are rewritten (emit). Only operators whose definition fixes an
+ * intermediate precision (FlexAttention's softmax_precision, dec_flexattn.c) round
+ * inside their own lowering.
+ * The rule has two entry points:
+ *
+ *  - pass_halfwiden_group, the per-operator step: the decomposition calls it right
+ *    after each frontend node's handler (dec_run). The core nodes the node lowered to
+ *    are re-emitted with every half operand widened to float32 (exact), intermediate
+ *    values kept in float32, and only the node's own results rounded back to their
+ *    declared dtype. This rounding point, one per ONNX operator, is why the step runs
+ *    during decomposition and not as marks for the pass: the widened nodes, the
+ *    constants they fold to and the rounding casts must be created right after the
+ *    operator they belong to, before the next operator is lowered. Constants are laid
+ *    out in value order (dram_plan.c), so creating them later would reorder the
+ *    constant segment of every multi-operator float16 model.
+ *  - pass_halfwiden, a pass right after decomposition, applies the rule per core node
+ *    (rounding every result) to the arithmetic still on half values: graphs built from
+ *    core ops directly (.ir files) and operators whose lowering kept a foreign node.
+ *
+ * A precision mode that computes float16 natively changes the rule here (is_half and
+ * computes_half), and both entry points follow it.
  *
  * "Arithmetic" means elementwise, reduction and contraction nodes other than CAST;
  * data movement stays in the stored dtype. A value widened for several users is
- * widened once.
+ * widened once. The maps of a rewrite live in the scratch arena of the running pass.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +47,7 @@ typedef struct {
     ValId *wide;                           /* [v - base]: float32 copy of half value v */
     ValId *outer;                          /* pairs (v, float32 copy) for v < base */
     uint32_t nouter, capouter;
-    IrGraph *g;                            /* arrays live in its arena (no leak on OOM) */
+    IrGraph *g;                            /* arrays live in its scratch arena */
 } HwMap;
 
 /* Whether dtype t is a float type the device only stores (float16, bfloat16, the
@@ -64,7 +81,7 @@ static ValId *slot(HwMap *m, int which, ValId v)
     uint32_t i = v - m->base;
     if (i >= m->cap) {
         uint32_t cap = (i + 1) * 2;
-        ValId *r = ir_alloc(m->g, cap * sizeof *r), *w = ir_alloc(m->g, cap * sizeof *w);
+        ValId *r = ir_scratch(m->g, cap * sizeof *r), *w = ir_scratch(m->g, cap * sizeof *w);
         if (m->cap) {
             memcpy(r, m->rep, m->cap * sizeof *r);
             memcpy(w, m->wide, m->cap * sizeof *w);
@@ -96,7 +113,7 @@ static ValId widened(IrGraph *g, HwMap *m, ValId v, const IrOrigin *o)
                 return m->outer[2 * i + 1];
         if (m->nouter == m->capouter) {
             m->capouter = m->capouter ? 2 * m->capouter : 8;
-            ValId *p = ir_alloc(g, 2 * m->capouter * sizeof *p);
+            ValId *p = ir_scratch(g, 2 * m->capouter * sizeof *p);
             if (m->nouter)
                 memcpy(p, m->outer, 2 * m->nouter * sizeof *p);
             m->outer = p;
@@ -173,7 +190,7 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
     if (!any)
         return;
     uint32_t n = g->nnodes - first;
-    IrNode *tail = ir_alloc(g, n * sizeof *tail);
+    IrNode *tail = ir_scratch(g, n * sizeof *tail);
     memcpy(tail, g->nodes + first, n * sizeof *tail);
     g->nnodes = first;
     HwMap m = {.base = first_val, .g = g};

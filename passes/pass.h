@@ -19,7 +19,6 @@ typedef struct {
     const char *dump_after;        /* pass name, "all", or NULL */
     FILE *dump_file;               /* where --dump-after prints (stderr by default) */
     bool verify;                   /* ir_verify after every pass */
-    size_t fold_budget;            /* bytes: largest constant a fold may create */
     /* optional observer (progress display, compile reports, --emit=dot): called before
      * (done = false) and after (done = true, the pass succeeded) each pass that runs;
      * index is the pass's position in pass_pipeline[] */

@@ -118,7 +118,7 @@ static void cse_reserve(IrGraph *g, Simp *s)
     uint32_t cap = s->cap ? s->cap * 2 : 1024;
     while (cap < (g->nnodes + 1) * 2)
         cap *= 2;
-    NodeId *t = ir_alloc(g, sizeof(NodeId) * cap);  /* arena: see pass_simplify */
+    NodeId *t = ir_scratch(g, sizeof(NodeId) * cap);
     for (uint32_t i = 0; i < cap; i++)
         t[i] = IR_NONE;
     for (NodeId id = 0; id < g->nnodes; id++) {
@@ -186,14 +186,14 @@ static void simplify_node(IrGraph *g, Simp *s, IrNode *n)
     cse_insert(g, s, ir_readd_node(g, n));
 }
 
-/* The pass. An out of memory longjmps to g->oom; all scratch lives in the graph's
- * arena, so that it leaks nothing. */
+/* The pass. Its tables live in the scratch arena (released after the pass; an out of
+ * memory longjmps to g->oom and leaks nothing). */
 bool pass_simplify(IrGraph *g, const PassOptions *opt)
 {
     (void)opt;
     Simp s = {.nvals = g->nvals};
-    s.remap = ir_alloc(g, sizeof(ValId) * (g->nvals + 1));
-    s.is_out = ir_alloc(g, sizeof(bool) * (g->nvals + 1));
+    s.remap = ir_scratch(g, sizeof(ValId) * (g->nvals + 1));
+    s.is_out = ir_scratch(g, sizeof(bool) * (g->nvals + 1));
     for (uint32_t v = 0; v < g->nvals; v++)
         s.remap[v] = v;
     for (uint32_t i = 0; i < g->noutputs; i++)

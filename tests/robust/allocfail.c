@@ -249,8 +249,7 @@ static bool compile(const char *path, Result *r)
         } else {
             cur_g->oom = &oom_jmp;
             cur_g->diag = &diag;
-            cur_g->fold_budget = (size_t)256 << 20;
-            PassOptions po = {.opt_level = 2, .target = &target, .fold_budget = (size_t)256 << 20};
+            PassOptions po = {.opt_level = 2, .target = &target};
             CgOptions co = {.target = &target, .meta = "compiler=allocfail\n"};
             if (!pass_run_pipeline(cur_g, &po) || ir_failed(cur_g))
                 note(r, &diag, "pipeline failed without a message");

@@ -12,7 +12,9 @@
 #include <cmocka.h>
 #include <math.h>
 
+#include "fe.h"
 #include "ir.h"
+#include "pass.h"
 #include "unit_util.h"
 
 /* ---- helpers ---- */
@@ -589,6 +591,94 @@ static void test_fold_budget(void **state)
     assert_int_equal(ir_val(g, m)->kind, IR_VAL_ACT);
 }
 
+/* pass_fold folds with the same function and budget as ir_add_node: a new graph has
+ * the default budget, and the pass keeps what does not fit g->fold_budget. */
+static void test_fold_pass_budget(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    assert_true(g->fold_budget == IR_FOLD_BUDGET_DEFAULT);
+    ValId x = cf32(g, T(IR_DT_F32, 4), (float[]){1, 2, 3, 4});
+    ValId y = ir_unary(g, IR_UN_NEG, x, &O);            /* folding off while building */
+    ir_add_output(g, y);
+    PassOptions po = {.opt_level = 0};
+    g->fold_budget = 8;
+    assert_true(pass_fold(g, &po));
+    assert_int_equal(ir_val(g, y)->kind, IR_VAL_ACT);   /* 16 bytes > budget */
+    assert_int_equal(g->nnodes, 1);
+    g->fold_budget = 16;
+    assert_true(pass_fold(g, &po));
+    check_f32s(g, y, (float[]){-1, -2, -3, -4}, 4);
+    assert_int_equal(g->nnodes, 0);
+}
+
+/* ---- scratch arena ---- */
+
+typedef struct {
+    size_t scratch_max;                    /* largest g->scratch.bytes seen after a pass */
+    size_t bytes_after_first;              /* g->arena_bytes after the first pass */
+    int npasses;
+} ScratchSeen;
+
+/* Pipeline observer: what the scratch arena holds after each pass. */
+static void scratch_hook(IrGraph *g, int index, bool done, void *ctx)
+{
+    ScratchSeen *s = ctx;
+    (void)index;
+    if (!done)
+        return;
+    if (s->npasses++ == 0)
+        s->bytes_after_first = g->arena_bytes;
+    s->scratch_max = g->scratch.bytes > s->scratch_max ? g->scratch.bytes : s->scratch_max;
+}
+
+/* The pipeline driver releases the scratch arena after every pass: what was there
+ * before the first pass is gone after it, and no pass leaves any behind. */
+static void test_scratch_released(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    ValId x = input(g, T(IR_DT_F32, 4, 64));
+    ir_add_output(g, ir_unary(g, IR_UN_NEG, x, &O));
+    assert_non_null(ir_scratch(g, (size_t)1 << 20));
+    size_t with = g->arena_bytes;
+    assert_true(g->scratch.bytes >= (size_t)1 << 20);
+    SpyTarget t;
+    fe_default_target(&t);
+    ScratchSeen seen = {0};
+    PassOptions po = {.opt_level = 2, .target = &t, .verify = true, .hook = scratch_hook,
+                      .hook_ctx = &seen};
+    assert_true(pass_run_pipeline(g, &po));
+    assert_int_equal(seen.npasses, pass_pipeline_len);
+    assert_int_equal(seen.scratch_max, 0);
+    assert_true(seen.bytes_after_first + ((size_t)1 << 20) <= with);
+    assert_int_equal(g->scratch.bytes, 0);
+    assert_true(g->arena_bytes == g->arena.bytes);
+}
+
+/* A pass's temporaries (use counts, marks, maps) go to the scratch arena: on a long
+ * chain with nothing to remove or fold, pass_dce and pass_bnfold leave the graph's
+ * arena as it was. */
+static void test_pass_temporaries_in_scratch(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    ValId x = input(g, T(IR_DT_F32, 8));
+    for (int i = 0; i < 20000; i++)             /* per-value arrays past one arena block */
+        x = ir_unary(g, IR_UN_NEG, x, &O);
+    ir_add_output(g, x);
+    PassOptions po = {.opt_level = 2};
+    size_t graph = g->arena.bytes;
+    assert_true(pass_dce(g, &po));
+    assert_true(pass_bnfold(g, &po));
+    assert_int_equal(g->nnodes, 20000);
+    assert_true(g->arena.bytes == graph);
+    assert_true(g->scratch.bytes > 0);
+    ir_scratch_reset(g);
+    assert_int_equal(g->scratch.bytes, 0);
+    assert_true(g->arena_bytes == g->arena.bytes);
+}
+
 /* ---- text form ---- */
 
 static const char *const ROUNDTRIP =
@@ -905,6 +995,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_eval_window_contract, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_eval_movement, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_fold_budget, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_fold_pass_budget, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_scratch_released, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pass_temporaries_in_scratch, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_print_parse_roundtrip, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_parse_errors, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_compact, ut_setup, ut_teardown),

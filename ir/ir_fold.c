@@ -1,0 +1,42 @@
+/* ir_fold.c: constant folding of one node, the only place that folds.
+ *
+ * Used by ir_add_node while g->fold_consts is set (the decomposition folds shape
+ * subgraphs as it builds them) and by pass_fold (passes/fold.c) over the whole graph.
+ * A node folds when it is a core op, every input is a constant, its results together
+ * fit g->fold_budget and the reference evaluator (ir_eval_node) handles it.
+ */
+#include "ir.h"
+
+#define FOLD_MAX_IN 64                     /* inputs of a node the folder considers */
+#define FOLD_MAX_OUT 16                    /* outputs likewise */
+
+bool ir_fold_node(IrGraph *g, IrNode *n)
+{
+    const void *in[FOLD_MAX_IN];
+    void *out[FOLD_MAX_OUT];
+    if (n->op >= IR_OP_FOREIGN || n->nin == 0 || n->nin > FOLD_MAX_IN || n->nout > FOLD_MAX_OUT)
+        return false;
+    for (int i = 0; i < n->nin; i++) {
+        if (!ir_is_const(g, n->in[i]))
+            return false;
+        in[i] = ir_val(g, n->in[i])->data;
+    }
+    size_t total = 0;
+    for (int i = 0; i < n->nout; i++) {
+        size_t b = ir_type_bytes(ir_vtype(g, n->out[i]));
+        if (b == SIZE_MAX || b > g->fold_budget - total)
+            return false;
+        total += b;
+    }
+    if (!ir_eval_node(g, n, in, out))
+        return false;
+    for (int i = 0; i < n->nout; i++) {
+        IrValue *v = ir_val(g, n->out[i]);
+        v->kind = IR_VAL_CONST;
+        v->data = out[i];
+        v->def = IR_NONE;
+        v->def_slot = 0;
+    }
+    n->dead = true;
+    return true;
+}
