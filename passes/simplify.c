@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dec.h"
+#include "passes/decompose/dec.h"
 #include "pass.h"
 
 typedef struct {
