@@ -24,7 +24,7 @@
  * qualified names ("layer1.0.conv1.weight"). Buffer/input mutations in the output
  * signature are dropped with a warning (inference needs only the user outputs).
  *
- * Conventions of the produced IR (what passes/dec_aten*.c relies on):
+ * Conventions of the produced IR (what passes/decompose/aten/ relies on):
  *   every ATen call is an IR_OP_FOREIGN node with foreign.domain "aten" (the namespace
  *   of the target) and foreign.op_type "aten.NAME.OVERLOAD"; its inputs are the tensor
  *   arguments in schema order (a tensor list contributes one input per element, an

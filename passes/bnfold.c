@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dec.h"
+#include "passes/decompose/dec.h"
 #include "pass.h"
 
 enum { ROLE_NONE, ROLE_HEAD, ROLE_SKIP };

@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dec.h"
+#include "passes/decompose/dec.h"
 #include "dtconv.h"
 #include "pass.h"
 

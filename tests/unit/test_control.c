@@ -1,9 +1,9 @@
 /* test_control.c: unit tests of compile-time control flow and sequences in the
- * decomposition (passes/dec_control.c, passes/dec_sequence.c): If (constant condition
- * and predication), Loop (unrolling, scan outputs, runtime condition, limits), Scan,
- * nested bodies with captured values, sequence and optional operators, and the errors
- * for what cannot be resolved at compile time. Results are evaluated node by node with
- * ir_eval_node and compared with values computed by hand. */
+ * decomposition (passes/decompose/onnx/onnx_control.c, onnx_sequence.c): If (constant
+ * condition and predication), Loop (unrolling, scan outputs, runtime condition,
+ * limits), Scan, nested bodies with captured values, sequence and optional operators,
+ * and the errors for what cannot be resolved at compile time. Results are evaluated
+ * node by node with ir_eval_node and compared with values computed by hand. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /* test_dec_flexattn.c: unit tests of the FlexAttention decomposition
- * (passes/dec_flexattn.c): grouped-query heads, the scale attribute and its default,
- * score_mod / prob_mod subgraphs inlined (with a value captured from the enclosing
- * graph), and the errors for bad shapes and modifiers. The decomposed graph is
- * evaluated node by node with ir_eval_node and compared with a direct C computation
- * of the operator's definition. */
+ * (passes/decompose/onnx/onnx_flex_attention.c): grouped-query heads, the scale
+ * attribute and its default, score_mod / prob_mod subgraphs inlined (with a value
+ * captured from the enclosing graph), and the errors for bad shapes and modifiers. The
+ * decomposed graph is evaluated node by node with ir_eval_node and compared with a
+ * direct C computation of the operator's definition. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

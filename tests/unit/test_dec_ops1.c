@@ -1,12 +1,13 @@
-/* test_dec_ops1.c: unit tests of the decompositions in dec_sample.c, dec_signal.c,
- * dec_scan_ops.c, dec_scatter.c and dec_misc.c (GridSample, AffineGrid, DFT, STFT,
- * windows, MelWeightMatrix, CumProd, TopK, ReverseSequence, ScatterND,
- * ScatterElements, TensorScatter, MaxUnpool, Col2Im, BitCast, RoiAlign, MaxPool
- * indices, DeformConv). Each ONNX node is decomposed, the core graph is evaluated
- * node by node with ir_eval_node, and the result is compared with the ONNX
- * semantics: a direct C computation, or values from the ONNX reference
- * implementation (dec_ops1_gold.h). Parameters that the tests pass as graph inputs
- * exercise the runtime-value paths (runtime indices, axes, steps, block shapes). */
+/* test_dec_ops1.c: unit tests of the ONNX decompositions in passes/decompose/onnx/
+ * (onnx_grid_sample.c, onnx_signal.c, onnx_reduce.c, onnx_topk.c, onnx_gather.c,
+ * onnx_scatter.c, onnx_bitcast.c, onnx_roi_align.c, onnx_kernel_taps.c: GridSample,
+ * AffineGrid, DFT, STFT, windows, MelWeightMatrix, CumProd, TopK, ReverseSequence,
+ * ScatterND, ScatterElements, TensorScatter, MaxUnpool, Col2Im, BitCast, RoiAlign,
+ * MaxPool indices, DeformConv). Each ONNX node is decomposed, the core graph is
+ * evaluated node by node with ir_eval_node, and the result is compared with the ONNX
+ * semantics: a direct C computation, or values from the ONNX reference implementation
+ * (dec_ops1_gold.h). Parameters that the tests pass as graph inputs exercise the
+ * runtime-value paths (runtime indices, axes, steps, block shapes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

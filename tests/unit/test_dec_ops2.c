@@ -1,8 +1,8 @@
 /* test_dec_ops2.c: unit tests of the decompositions of recurrent, attention-like,
- * linear-algebra, text and quantized-contraction operators (passes/dec_rnn.c,
- * dec_attn2.c, dec_linalg.c, dec_text.c, dec_qlinear.c). Each test builds one ONNX
- * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
- * compares with a direct C reference of the ONNX semantics. */
+ * linear-algebra, text and quantized-contraction operators (passes/decompose/onnx/:
+ * onnx_rnn.c, onnx_linear_attention.c, onnx_linalg.c, onnx_tfidf.c, onnx_qlinear.c).
+ * Each test builds one ONNX node, decomposes it, evaluates the core graph node by node
+ * with ir_eval_node and compares with a direct C reference of the ONNX semantics. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* test_dec_ops3.c: unit tests of Einsum diagonals (passes/dec_einsum.c) and of
- * antialiased Resize downsampling (passes/dec_resize.c). Each test builds one ONNX
+/* test_dec_ops3.c: unit tests of Einsum diagonals (passes/decompose/onnx/onnx_matmul.c)
+ * and of antialiased Resize downsampling (onnx_resize.c). Each test builds one ONNX
  * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
  * compares with goldens of the ONNX reference implementation or a direct C
  * reference of the ONNX semantics; one case also runs on the emulator. */

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "codegen/cg.h"
-#include "dec.h"
+#include "passes/decompose/dec.h"
 #include "dtconv.h"
 #include "frontend/fe.h"
 #include "ir.h"

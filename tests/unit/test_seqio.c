@@ -1,7 +1,7 @@
 /* test_seqio.c: unit tests of sequences and optionals at a model's edges: reading
  * SequenceProto / OptionalProto files (frontend/fe_tensorfile.c: fe_seq_read), graph
  * inputs of sequence and optional types specialised to a structure
- * (frontend/fe_onnx_seqin.c), graph outputs that are sequences (passes/dec_sequence.c:
+ * (frontend/fe_onnx_seqin.c), graph outputs that are sequences (passes/decompose/onnx/onnx_sequence.c:
  * one output per element, "NAME[i]"), and a whole compile and run of such a model on
  * the emulator. Files are hand-encoded protobuf bytes written to a temporary folder. */
 #include <setjmp.h>

@@ -1,0 +1,583 @@
+/* aten_shape.c: ATen views and data movement: view/reshape/flatten/unflatten,
+ * permute/transpose, (un)squeeze, slice/select/narrow, expand, repeat, cat/stack,
+ * split/chunk/unbind, flip, roll, constant padding and tril/triu, as RESHAPE,
+ * TRANSPOSE, SLICE, EXPAND, CONCAT, PAD and SELECT core ops.
+ */
+#include <string.h>
+
+#include "aten.h"
+
+/* Op base name. */
+static const char *op_name(const DecCtx *c, char *buf, size_t len)
+{
+    return aten_base(c->n->foreign.op_type, buf, len);
+}
+
+/* "self" (or "input"), reporting when absent. */
+static bool get_self(DecCtx *c, ValId *x)
+{
+    *x = aten_in(c, "self");
+    if (*x == IR_NONE)
+        *x = aten_in(c, "input");
+    if (*x == IR_NONE)
+        dec_err(c, "missing tensor argument 'self'");
+    return *x != IR_NONE;
+}
+
+/* "self" and its argument "dim" (default 0) as an axis of it, reporting errors. */
+static bool get_self_dim(DecCtx *c, ValId *x, int *ax)
+{
+    return get_self(c, x) && dec_axis(c, dec_ai(c, "dim", 0), dec_ty(c, *x)->rank, ax);
+}
+
+/* Output 0 is x reshaped to the recorded output shape; returns true. */
+static bool out_recorded_shape(DecCtx *c, ValId x)
+{
+    const IrType *o = aten_oty(c, 0);
+    c->out[0] = dec_reshape(c, x, o->dims, o->rank);
+    return true;
+}
+
+/* view/_unsafe_view/reshape (size|shape, one -1 allowed), view_as/reshape_as: the
+ * result must be the recorded output shape. */
+bool aten_view(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    const IrType *o = aten_oty(c, 0);
+    int64_t numel = dec_numel(dec_ty(c, x));
+    int64_t d[IR_MAX_RANK];
+    int n = aten_ints(c, dec_has_attr(c, "shape") ? "shape" : "size", d, IR_MAX_RANK, 0);
+    if (n == -2)
+        return false;
+    if (n >= 0) { /* check the arguments against the recorded shape */
+        int64_t known = 1, neg = -1;
+        for (int i = 0; i < n; i++) {
+            if (d[i] == -1 && neg < 0) {
+                neg = i;
+            } else if (__builtin_mul_overflow(known, d[i], &known)) {
+                dec_err(c, "view size: the product of the sizes overflows int64 at entry %d", i);
+                return false;
+            }
+        }
+        if (neg >= 0 && known > 0)
+            d[neg] = numel / known;
+        bool same = n == o->rank;
+        for (int i = 0; same && i < n; i++)
+            same = d[i] == o->dims[i];
+        if (!same) {
+            dec_err(c, "view size does not give the recorded shape");
+            return false;
+        }
+    }
+    return out_recorded_shape(c, x);
+}
+
+/* flatten(start_dim, end_dim) and unflatten(dim, sizes): reshapes to the recorded
+ * shape after checking the dims. */
+bool aten_flatten(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int r = t->rank > 0 ? t->rank : 1, s, e;
+    if (!dec_axis(c, dec_ai(c, "start_dim", 0), r, &s) ||
+        !dec_axis(c, dec_ai(c, "end_dim", -1), r, &e))
+        return false;
+    if (s > e) {
+        dec_err(c, "flatten start_dim %d is after end_dim %d", s, e);
+        return false;
+    }
+    return out_recorded_shape(c, x);
+}
+
+bool aten_unflatten(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    if (dec_numel(aten_oty(c, 0)) != dec_numel(dec_ty(c, x))) {
+        dec_err(c, "unflatten changes the element count");
+        return false;
+    }
+    return out_recorded_shape(c, x);
+}
+
+/* permute(dims) (negative dims allowed); numpy_T reverses all dims. */
+bool aten_permute(DecCtx *c)
+{
+    char buf[128];
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    int r = dec_ty(c, x)->rank;
+    int64_t p[IR_MAX_RANK];
+    if (strcmp(op_name(c, buf, sizeof buf), "numpy_T") == 0) {
+        for (int i = 0; i < r; i++)
+            p[i] = r - 1 - i;
+    } else if (aten_ints(c, "dims", p, IR_MAX_RANK, 0) != r) {
+        dec_err(c, "permute needs %d dims", r);
+        return false;
+    }
+    for (int i = 0; i < r; i++) {
+        int a;
+        if (!dec_axis(c, p[i], r, &a))
+            return false;
+        p[i] = a;
+    }
+    c->out[0] = dec_transpose(c, x, p);
+    return true;
+}
+
+/* transpose(dim0, dim1), swapaxes/swapdims(axis0, axis1), t (rank <= 2). */
+bool aten_transpose(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    int r = dec_ty(c, x)->rank, a, b;
+    if (r < 2) { /* t() of a vector or scalar is itself */
+        c->out[0] = x;
+        return true;
+    }
+    int64_t d0 = dec_has_attr(c, "dim0") ? dec_ai(c, "dim0", 0) : dec_ai(c, "axis0", 0);
+    int64_t d1 = dec_has_attr(c, "dim1") ? dec_ai(c, "dim1", 1) : dec_ai(c, "axis1", 1);
+    if (!dec_axis(c, d0, r, &a) || !dec_axis(c, d1, r, &b))
+        return false;
+    int64_t p[IR_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        p[i] = i;
+    p[a] = b;
+    p[b] = a;
+    c->out[0] = dec_transpose(c, x, p);
+    return true;
+}
+
+/* unsqueeze(dim) and squeeze(dim | dims | all): reshapes to the recorded shape. */
+bool aten_unsqueeze(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    int r = dec_ty(c, x)->rank, a;
+    if (!dec_axis(c, dec_ai(c, "dim", 0), r + 1, &a))
+        return false;
+    return out_recorded_shape(c, x);
+}
+
+bool aten_squeeze(DecCtx *c)
+{
+    ValId x;
+    return get_self(c, &x) && out_recorded_shape(c, x);
+}
+
+/* Clamp a Python-style slice bound into [0, d]. */
+static int64_t clamp_bound(int64_t v, int64_t d)
+{
+    if (v < 0)
+        v += d;
+    return v < 0 ? 0 : v > d ? d : v;
+}
+
+/* slice(dim, start, end, step) and narrow(dim, start, length). */
+bool aten_slice(DecCtx *c)
+{
+    char buf[128];
+    ValId x;
+    int ax;
+    if (!get_self_dim(c, &x, &ax))
+        return false;
+    int64_t d = dec_ty(c, x)->dims[ax], st, en, step = dec_ai(c, "step", 1);
+    if (strcmp(op_name(c, buf, sizeof buf), "narrow") == 0) {
+        st = clamp_bound(dec_ai(c, "start", 0), d);
+        en = st + dec_ai(c, "length", 0);
+    } else {
+        st = clamp_bound(dec_ai(c, "start", 0), d);
+        en = clamp_bound(dec_ai(c, "end", INT64_MAX), d);
+    }
+    if (step < 1 || en > d) {
+        dec_err(c, "slice step must be positive and the end inside the dimension");
+        return false;
+    }
+    int64_t size = en > st ? (en - st + step - 1) / step : 0;
+    c->out[0] = dec_slice_axis(c, x, ax, size ? st : 0, step, size);
+    return true;
+}
+
+/* select(dim, index): a one-element slice with that dim dropped. */
+bool aten_select(DecCtx *c)
+{
+    ValId x;
+    int ax;
+    if (!get_self_dim(c, &x, &ax))
+        return false;
+    int64_t d = dec_ty(c, x)->dims[ax], i = dec_ai(c, "index", 0);
+    if (i < -d || i >= d) {
+        dec_err(c, "index %lld is out of range for dimension %d of size %lld", (long long)i, ax,
+                (long long)d);
+        return false;
+    }
+    return out_recorded_shape(c, dec_slice_axis(c, x, ax, i < 0 ? i + d : i, 1, 1));
+}
+
+/* expand(size) (-1 keeps a dim), expand_as, broadcast_to: the recorded shape. */
+bool aten_expand(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    const IrType *o = aten_oty(c, 0);
+    c->out[0] = dec_expand(c, dec_cast(c, x, o->dtype), o->dims, o->rank);
+    return true;
+}
+
+/* repeat(repeats): tile by interleaving unit dims, expanding and merging. */
+bool aten_repeat(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int64_t rep[IR_MAX_RANK], d[2 * IR_MAX_RANK], e[2 * IR_MAX_RANK];
+    int n = aten_ints(c, "repeats", rep, IR_MAX_RANK, 0);
+    if (n < t->rank || 2 * n > IR_MAX_RANK) {
+        if (n != -2)
+            dec_err(c, "repeat needs between %d and %d repeats", t->rank, IR_MAX_RANK / 2);
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        int j = i - (n - t->rank);
+        d[2 * i] = 1;
+        d[2 * i + 1] = j >= 0 ? t->dims[j] : 1;
+        e[2 * i] = rep[i];
+        e[2 * i + 1] = d[2 * i + 1];
+    }
+    return out_recorded_shape(c, dec_expand(c, dec_reshape(c, x, d, 2 * n), e, 2 * n));
+}
+
+/* cat(tensors, dim): empty legacy 1-D tensors are skipped; inputs cast to the result
+ * dtype. */
+bool aten_cat(DecCtx *c)
+{
+    ValId xs[ATEN_MAX_LIST], keep[ATEN_MAX_LIST];
+    int n = aten_ins(c, "tensors", xs, ATEN_MAX_LIST), k = 0, ax;
+    const IrType *o = aten_oty(c, 0);
+    for (int i = 0; i < n; i++) {
+        const IrType *t = dec_ty(c, xs[i]);
+        if (t->rank == 1 && t->dims[0] == 0 && o->rank != 1)
+            continue;
+        keep[k++] = dec_cast(c, xs[i], o->dtype);
+    }
+    if (k == 0 || !dec_axis(c, dec_ai(c, "dim", 0), o->rank, &ax)) {
+        if (k == 0)
+            dec_err(c, "cat of no tensors");
+        return false;
+    }
+    c->out[0] = dec_concat(c, keep, k, ax);
+    return true;
+}
+
+/* stack(tensors, dim): each input gets a unit dim, then CONCAT. */
+bool aten_stack(DecCtx *c)
+{
+    ValId xs[ATEN_MAX_LIST];
+    int n = aten_ins(c, "tensors", xs, ATEN_MAX_LIST), ax;
+    const IrType *o = aten_oty(c, 0);
+    if (n == 0 || !dec_axis(c, dec_ai(c, "dim", 0), o->rank, &ax)) {
+        if (n == 0)
+            dec_err(c, "stack of no tensors");
+        return false;
+    }
+    for (int i = 0; i < n; i++) {
+        const IrType *t = dec_ty(c, xs[i]);
+        int64_t d[IR_MAX_RANK];
+        for (int j = 0, k = 0; j < o->rank; j++)
+            d[j] = j == ax ? 1 : t->dims[k++];
+        xs[i] = dec_reshape(c, dec_cast(c, xs[i], o->dtype), d, o->rank);
+    }
+    c->out[0] = dec_concat(c, xs, n, ax);
+    return true;
+}
+
+/* split(split_size | split_sizes), split_with_sizes, chunk(chunks): consecutive slices
+ * whose sizes are the recorded output shapes. */
+bool aten_split(DecCtx *c)
+{
+    ValId x;
+    int ax;
+    if (!get_self_dim(c, &x, &ax))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int64_t off = 0;
+    for (int i = 0; i < c->n->nout && i < DEC_MAX_OUT; i++) {
+        int64_t sz = aten_oty(c, i)->dims[ax];
+        if (off + sz > t->dims[ax]) {
+            dec_err(c, "split outputs exceed dimension %d", ax);
+            return false;
+        }
+        c->out[i] = dec_slice_axis(c, x, ax, off, 1, sz);
+        off += sz;
+    }
+    return true;
+}
+
+/* unbind(dim): one select per index. */
+bool aten_unbind(DecCtx *c)
+{
+    ValId x;
+    int ax;
+    if (!get_self_dim(c, &x, &ax))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    for (int i = 0; i < c->n->nout && i < DEC_MAX_OUT && i < t->dims[ax]; i++) {
+        const IrType *o = aten_oty(c, i);
+        c->out[i] = dec_reshape(c, dec_slice_axis(c, x, ax, i, 1, 1), o->dims, o->rank);
+    }
+    return true;
+}
+
+/* flip(dims): negative-step slices. */
+bool aten_flip(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int64_t dims[IR_MAX_RANK], st[IR_MAX_RANK], sp[IR_MAX_RANK], sz[IR_MAX_RANK];
+    int n = aten_ints(c, "dims", dims, IR_MAX_RANK, 0);
+    for (int i = 0; i < t->rank; i++)
+        st[i] = 0, sp[i] = 1, sz[i] = t->dims[i];
+    for (int i = 0; i < n; i++) {
+        int a;
+        if (!dec_axis(c, dims[i], t->rank, &a))
+            return false;
+        if (t->dims[a] > 0)
+            st[a] = t->dims[a] - 1, sp[a] = -1;
+    }
+    c->out[0] = dec_slice(c, x, st, sp, sz);
+    return true;
+}
+
+/* roll(shifts, dims): per dim, the last `shift` elements move to the front. */
+bool aten_roll(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    int64_t sh[IR_MAX_RANK], dims[IR_MAX_RANK];
+    int ns = aten_ints(c, "shifts", sh, IR_MAX_RANK, 0);
+    int nd = aten_ints(c, "dims", dims, IR_MAX_RANK, 0);
+    if (nd <= 0 || ns != nd) {
+        dec_err(c, "roll without dims (over the flattened tensor) is not supported");
+        return false;
+    }
+    for (int i = 0; i < nd; i++) {
+        const IrType *t = dec_ty(c, x);
+        int a;
+        if (!dec_axis(c, dims[i], t->rank, &a))
+            return false;
+        int64_t d = t->dims[a], s = d ? ((sh[i] % d) + d) % d : 0;
+        if (s == 0)
+            continue;
+        ValId parts[2] = {dec_slice_axis(c, x, a, d - s, 1, s),
+                          dec_slice_axis(c, x, a, 0, 1, d - s)};
+        x = dec_concat(c, parts, 2, a);
+    }
+    c->out[0] = x;
+    return true;
+}
+
+/* One side of a reflect/replicate border on axis ax: n elements next to the edge
+ * (lo: the start), mirrored (reflect, edge excluded) or the edge repeated. */
+static ValId border(DecCtx *c, ValId x, int ax, int64_t n, bool lo, bool reflect)
+{
+    int64_t d = dec_ty(c, x)->dims[ax];
+    if (!reflect) {
+        const IrType *t = dec_ty(c, x);
+        int64_t e[IR_MAX_RANK];
+        for (int i = 0; i < t->rank; i++)
+            e[i] = i == ax ? n : t->dims[i];
+        return dec_expand(c, dec_slice_axis(c, x, ax, lo ? 0 : d - 1, 1, 1), e, t->rank);
+    }
+    return lo ? dec_slice_axis(c, x, ax, n, -1, n) : dec_slice_axis(c, x, ax, d - 2, -1, n);
+}
+
+/* Reflect or replicate padding (pads as in aten_pad, non-negative). */
+static bool border_pad(DecCtx *c, ValId *x, const int64_t *pads, bool reflect)
+{
+    const IrType *t = dec_ty(c, *x);
+    int r = t->rank;
+    for (int ax = 0; ax < r; ax++) {
+        int64_t lo = pads[ax], hi = pads[r + ax], d = dec_ty(c, *x)->dims[ax];
+        if (lo == 0 && hi == 0)
+            continue;
+        if (lo < 0 || hi < 0 || (reflect ? (lo >= d || hi >= d) : d == 0)) {
+            dec_err(c, "padding %lld/%lld does not fit dimension %d of size %lld", (long long)lo,
+                    (long long)hi, ax, (long long)d);
+            return false;
+        }
+        ValId parts[3];
+        int n = 0;
+        if (lo)
+            parts[n++] = border(c, *x, ax, lo, true, reflect);
+        parts[n++] = *x;
+        if (hi)
+            parts[n++] = border(c, *x, ax, hi, false, reflect);
+        *x = dec_concat(c, parts, n, ax);
+    }
+    return true;
+}
+
+/* constant_pad_nd(pad, value), pad(pad, mode, value), reflection_padNd(padding),
+ * replication_padNd(padding): the list gives pairs from the last dim backwards;
+ * negative constant pads crop. */
+bool aten_pad(DecCtx *c)
+{
+    char buf[128];
+    const char *nm = op_name(c, buf, sizeof buf);
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    const char *mode = dec_as(c, "mode", "constant");
+    if (strncmp(nm, "reflection", 10) == 0)
+        mode = "reflect";
+    if (strncmp(nm, "replication", 11) == 0)
+        mode = "replicate";
+    bool reflect = strcmp(mode, "reflect") == 0, replicate = strcmp(mode, "replicate") == 0;
+    if (!reflect && !replicate && strcmp(mode, "constant") != 0) {
+        dec_err(c, "padding mode '%s' is not supported", mode);
+        return false;
+    }
+    const IrType *t = dec_ty(c, x);
+    int64_t p[2 * IR_MAX_RANK], pads[2 * IR_MAX_RANK] = {0};
+    int n = aten_ints(c, dec_has_attr(c, "padding") ? "padding" : "pad", p, 2 * IR_MAX_RANK, 0);
+    if (n < 0 || n % 2 || n / 2 > t->rank) {
+        if (n != -2)
+            dec_err(c, "pad must list pairs for at most %d dims", t->rank);
+        return false;
+    }
+    for (int i = 0; i < n / 2; i++) {
+        int ax = t->rank - 1 - i;
+        pads[ax] = p[2 * i];
+        pads[t->rank + ax] = p[2 * i + 1];
+    }
+    if (reflect || replicate) {
+        if (!border_pad(c, &x, pads, reflect))
+            return false;
+        c->out[0] = x;
+        return true;
+    }
+    double v = 0;
+    aten_num(c, "value", &v);
+    c->out[0] = dec_pad(c, x, pads, NULL, v);
+    return true;
+}
+
+/* tril/triu(diagonal): a constant mask over the last two dims and a SELECT. */
+bool aten_tri(DecCtx *c)
+{
+    char buf[128];
+    bool lower = strcmp(op_name(c, buf, sizeof buf), "tril") == 0;
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    if (t->rank < 2) {
+        dec_err(c, "tril/triu need rank >= 2");
+        return false;
+    }
+    int64_t R = t->dims[t->rank - 2], C = t->dims[t->rank - 1], k = dec_ai(c, "diagonal", 0);
+    if (R * C > ATEN_MAX_CONST) {
+        dec_err(c, "tril/triu mask of %lld x %lld is too large", (long long)R, (long long)C);
+        return false;
+    }
+    double *m = ir_alloc(c->g, (size_t)(R * C + 1) * sizeof *m);
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t j = 0; j < C; j++)
+            m[i * C + j] = lower ? (j - i <= k) : (j - i >= k);
+    int64_t d[2] = {R, C};
+    ValId mask = dec_const(c->g, IR_DT_BOOL, d, 2, m);
+    c->out[0] = dec_select(c, mask, x, dec_scalar(c->g, t->dtype, 0));
+    return true;
+}
+
+/* movedim/moveaxis(source, destination): numpy's moveaxis. */
+bool aten_movedim(DecCtx *c)
+{
+    ValId x;
+    if (!get_self(c, &x))
+        return false;
+    int r = dec_ty(c, x)->rank;
+    int64_t src[IR_MAX_RANK], dst[IR_MAX_RANK], perm[IR_MAX_RANK];
+    int ns = aten_ints(c, "source", src, IR_MAX_RANK, 0);
+    int nd = aten_ints(c, "destination", dst, IR_MAX_RANK, 0);
+    bool used[IR_MAX_RANK] = {false}, placed[IR_MAX_RANK] = {false};
+    if (ns < 0 || ns != nd) {
+        dec_err(c, "movedim needs as many destinations as sources");
+        return false;
+    }
+    for (int i = 0; i < ns; i++) {
+        int a, b;
+        if (!dec_axis(c, src[i], r, &a) || !dec_axis(c, dst[i], r, &b))
+            return false;
+        if (used[a] || placed[b]) {
+            dec_err(c, "movedim repeats a dimension");
+            return false;
+        }
+        perm[b] = a, used[a] = placed[b] = true;
+    }
+    for (int i = 0, k = 0; i < r; i++) {
+        if (placed[i])
+            continue;
+        while (used[k])
+            k++;
+        perm[i] = k, used[k] = true;
+    }
+    c->out[0] = dec_transpose(c, x, perm);
+    return true;
+}
+
+/* slice_scatter(self, src, dim, start, end, step=1) and select_scatter(self, src,
+ * dim, index): self with a slice replaced by src, as a CONCAT of the kept parts
+ * and src (unit steps only). */
+bool aten_scatter_view(DecCtx *c)
+{
+    char buf[128];
+    bool sel = strcmp(op_name(c, buf, sizeof buf), "select_scatter") == 0;
+    ValId x, src;
+    if (!get_self(c, &x) || !aten_need(c, "src", &src))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int ax;
+    if (!dec_axis(c, dec_ai(c, "dim", 0), t->rank, &ax))
+        return false;
+    int64_t d = t->dims[ax], st, en;
+    if (sel) {
+        int64_t i = dec_ai(c, "index", 0);
+        st = i < 0 ? i + d : i;
+        en = st + 1;
+        int64_t u[IR_MAX_RANK];
+        for (int k = 0; k < t->rank; k++)
+            u[k] = k == ax ? 1 : t->dims[k];
+        src = dec_reshape(c, src, u, t->rank);
+    } else {
+        st = clamp_bound(dec_ai(c, "start", 0), d);
+        en = clamp_bound(dec_ai(c, "end", INT64_MAX), d);
+    }
+    if (dec_ai(c, "step", 1) != 1 || st < 0 || en > d || st > en ||
+        dec_ty(c, src)->dims[ax] != en - st) {
+        dec_err(c, "only unit-step scatters whose source fills the slice are supported");
+        return false;
+    }
+    ValId parts[3];
+    int n = 0;
+    if (st > 0)
+        parts[n++] = dec_slice_axis(c, x, ax, 0, 1, st);
+    parts[n++] = dec_cast(c, src, t->dtype);
+    if (en < d)
+        parts[n++] = dec_slice_axis(c, x, ax, en, 1, d - en);
+    c->out[0] = dec_concat(c, parts, n, ax);
+    return true;
+}

@@ -1,0 +1,173 @@
+/* onnx.h: the ONNX operator handlers (passes/decompose/onnx/onnx_*.c), one file per
+ * operator family, registered by (domain, op_type, opset range) in the one ONNX table
+ * of onnx_table.c. Each handler works as dec.h describes: it reads the node's inputs
+ * and attributes, builds core ops and stores one value per output in c->out[].
+ */
+#ifndef SPYREC_ONNX_H
+#define SPYREC_ONNX_H
+
+#include "passes/decompose/dec.h"
+
+/* onnx_elementwise.c: pointwise ops, casts, activations, constant generators */
+bool dec_unary_op(DecCtx *c);             /* op_type -> UNARY fn */
+bool dec_binary_op(DecCtx *c);            /* Add Sub Mul Div Pow comparisons logic */
+bool dec_variadic(DecCtx *c);             /* Sum Mean Max Min */
+bool dec_mod(DecCtx *c);
+bool dec_bitshift(DecCtx *c);
+bool dec_where(DecCtx *c);
+bool dec_cast_op(DecCtx *c);
+bool dec_castlike(DecCtx *c);
+bool dec_identity(DecCtx *c);
+bool dec_dropout(DecCtx *c);
+bool dec_clip(DecCtx *c);
+bool dec_activation(DecCtx *c);           /* LeakyRelu Elu Selu Celu HardSigmoid ... */
+bool dec_prelu(DecCtx *c);
+bool dec_gelu(DecCtx *c);
+bool dec_isinf(DecCtx *c);
+bool dec_constant(DecCtx *c);
+bool dec_constant_of_shape(DecCtx *c);
+bool dec_range(DecCtx *c);
+bool dec_eyelike(DecCtx *c);
+bool dec_trilu(DecCtx *c);
+bool dec_onehot(DecCtx *c);
+
+/* onnx_conv_pool.c */
+bool dec_conv(DecCtx *c);
+bool dec_conv_transpose(DecCtx *c);
+bool dec_pool(DecCtx *c);                 /* MaxPool AveragePool LpPool */
+bool dec_global_pool(DecCtx *c);          /* GlobalAveragePool GlobalMaxPool GlobalLpPool */
+
+/* onnx_kernel_taps.c */
+bool dec_maxpool_indices(DecCtx *c);      /* MaxPool (with its Indices output) */
+bool dec_deform_conv(DecCtx *c);          /* DeformConv */
+
+/* onnx_matmul.c (dec_einsum also serves aten.einsum) */
+bool dec_gemm(DecCtx *c);
+bool dec_matmul(DecCtx *c);
+bool dec_einsum(DecCtx *c);
+
+/* onnx_qlinear.c: integer and quantized contractions */
+bool dec_matmul_integer(DecCtx *c);       /* MatMulInteger */
+bool dec_conv_integer(DecCtx *c);         /* ConvInteger */
+bool dec_qlinear_matmul(DecCtx *c);       /* QLinearMatMul */
+bool dec_qlinear_conv(DecCtx *c);         /* QLinearConv */
+
+/* onnx_quant.c */
+bool dec_quantize(DecCtx *c);             /* QuantizeLinear */
+bool dec_dequantize(DecCtx *c);           /* DequantizeLinear */
+bool dec_dynamic_quantize(DecCtx *c);     /* DynamicQuantizeLinear */
+
+/* onnx_norm.c */
+bool dec_batchnorm(DecCtx *c);
+bool dec_instancenorm(DecCtx *c);
+bool dec_layernorm(DecCtx *c);
+bool dec_groupnorm(DecCtx *c);
+bool dec_rmsnorm(DecCtx *c);
+bool dec_lpnorm(DecCtx *c);
+bool dec_mvn(DecCtx *c);                  /* MeanVarianceNormalization */
+bool dec_lrn(DecCtx *c);
+
+/* onnx_loss.c */
+bool dec_nll_loss(DecCtx *c);             /* NegativeLogLikelihoodLoss */
+bool dec_sce_loss(DecCtx *c);             /* SoftmaxCrossEntropyLoss */
+
+/* onnx_attention.c */
+bool dec_attention(DecCtx *c);
+bool dec_rotary(DecCtx *c);               /* RotaryEmbedding */
+
+/* onnx_flex_attention.c */
+bool dec_flexattention(DecCtx *c);        /* FlexAttention (ai.onnx.preview) */
+
+/* onnx_linear_attention.c */
+bool dec_linear_attention(DecCtx *c);     /* LinearAttention */
+bool dec_causal_conv_state(DecCtx *c);    /* CausalConvWithState */
+
+/* onnx_rnn.c */
+bool dec_rnn(DecCtx *c);                  /* RNN */
+bool dec_gru(DecCtx *c);                  /* GRU */
+bool dec_lstm(DecCtx *c);                 /* LSTM */
+
+/* onnx_linalg.c, onnx_tfidf.c */
+bool dec_det(DecCtx *c);                  /* Det */
+bool dec_tfidf(DecCtx *c);                /* TfIdfVectorizer (integer pools) */
+
+/* onnx_shape.c: shapes and data movement */
+bool dec_reshape_op(DecCtx *c);
+bool dec_shape_op(DecCtx *c);
+bool dec_size_op(DecCtx *c);
+bool dec_transpose_op(DecCtx *c);
+bool dec_squeeze(DecCtx *c);
+bool dec_unsqueeze(DecCtx *c);
+bool dec_flatten(DecCtx *c);
+bool dec_concat_op(DecCtx *c);
+bool dec_split(DecCtx *c);
+bool dec_slice_op(DecCtx *c);
+bool dec_expand_op(DecCtx *c);
+bool dec_tile(DecCtx *c);
+bool dec_pad_op(DecCtx *c);
+bool dec_depth_to_space(DecCtx *c);
+bool dec_space_to_depth(DecCtx *c);
+bool dec_center_crop_pad(DecCtx *c);
+
+/* onnx_bitcast.c */
+bool dec_bitcast(DecCtx *c);
+
+/* onnx_gather.c */
+bool dec_gather_op(DecCtx *c);
+bool dec_gather_elements(DecCtx *c);
+bool dec_gather_nd(DecCtx *c);
+bool dec_reverse_sequence(DecCtx *c);
+
+/* onnx_scatter.c */
+bool dec_scatter_nd(DecCtx *c);           /* ScatterND: every reduction, runtime indices */
+bool dec_scatter_elements(DecCtx *c);     /* ScatterElements and Scatter (opset 9/10) */
+bool dec_tensor_scatter(DecCtx *c);
+bool dec_max_unpool(DecCtx *c);
+bool dec_col2im(DecCtx *c);
+
+/* onnx_resize.c, onnx_grid_sample.c, onnx_roi_align.c: resampling */
+bool dec_resize(DecCtx *c);               /* Resize, Upsample */
+bool dec_grid_sample(DecCtx *c);
+bool dec_affine_grid(DecCtx *c);
+bool dec_roi_align(DecCtx *c);
+
+/* onnx_dynamic.c, onnx_unique.c, onnx_nms.c: data-dependent output shapes
+ * (upper-bound tensors with a device-computed count, ir_dyn_add) */
+bool dec_nonzero(DecCtx *c);              /* NonZero */
+bool dec_compress(DecCtx *c);             /* Compress */
+bool dec_unique(DecCtx *c);               /* Unique */
+bool dec_nms(DecCtx *c);                  /* NonMaxSuppression */
+
+/* onnx_reduce.c: reductions, softmax variants, arg-reductions, scans */
+bool dec_reduce_op(DecCtx *c);            /* ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum... */
+bool dec_softmax(DecCtx *c);              /* Softmax LogSoftmax Hardmax */
+bool dec_argminmax(DecCtx *c);
+bool dec_cumsum(DecCtx *c);
+bool dec_cumprod(DecCtx *c);
+
+/* onnx_topk.c */
+bool dec_topk(DecCtx *c);
+
+/* onnx_signal.c */
+bool dec_dft(DecCtx *c);
+bool dec_stft(DecCtx *c);
+bool dec_window(DecCtx *c);               /* HannWindow HammingWindow BlackmanWindow */
+bool dec_mel_weight_matrix(DecCtx *c);
+
+/* onnx_control.c */
+bool dec_if(DecCtx *c);
+bool dec_loop(DecCtx *c);
+bool dec_scan(DecCtx *c);
+bool dec_sequence_map(DecCtx *c);
+/* Inline subgraph sub (a GRAPH attribute of c's node) once: its first nformal inputs
+ * bound to args, the others to the node inputs that capture them; res receives one
+ * value per output of sub. False when reported. */
+bool dec_call_body(DecCtx *c, IrGraph *sub, int nformal, const ValId *args, ValId *res);
+
+/* onnx_sequence.c */
+bool dec_sequence_op(DecCtx *c);          /* SequenceConstruct/Empty/Insert/Erase/At/Length */
+bool dec_concat_from_sequence(DecCtx *c);
+bool dec_split_to_sequence(DecCtx *c);
+bool dec_optional_op(DecCtx *c);          /* Optional OptionalHasElement OptionalGetElement */
+
+#endif
