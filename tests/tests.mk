@@ -1,11 +1,12 @@
 # tests/tests.mk: test and benchmark targets, included from the top-level Makefile.
 #
-#   make check     everything below; one line per test, then "N passed, N failed"
+#   make check     everything below; one line per test, then "N passed, N failed" (plus
+#                  ", N skipped" when a test could not run here)
 #   make unit      cmocka unit tests (tests/unit/test_*.c)
 #   make golden    golden text tests (tests/golden/**/NAME.{onnx,ir,pt2} + .expect/.err)
 #   make models    numeric golden tests (tests/models.list on ../shared/models, examples/)
-#   make check-PART  one part of check.sh: unit golden models cli tools determinism malformed corpus
-#                  robust conformance
+#   make check-PART  one part of check.sh: unit golden models reference cli tools determinism
+#                  malformed corpus robust conformance
 #   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}
 #   make golden-update   rewrite every .expect file from the current compiler output
 #   make bench     compile time and latency per model against onnxruntime (needs PyPI)
@@ -81,3 +82,10 @@ malformed-gen: $(BUILD)/tests/gen_malformed
 $(BUILD)/tests/jsoncheck: tests/tools/jsoncheck.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(CFLAGS) $(LDFLAGS) -o $@ $< -ljansson $(LDLIBS)
+
+# ---- the reference-evaluator runner (tests/tools/irrun.c): the decomposition's numerics
+# checked without the back end (check.sh's "irrun" part) -------------------------------
+$(BUILD)/tests/irrun: tests/tools/irrun.c $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) -Ipasses $(CFLAGS) $(LDFLAGS) -o $@ $< \
+	    $(LIBSPYREC) $(LIBRT_A) $(COMPILER_LIBS) $(LDLIBS)

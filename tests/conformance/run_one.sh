@@ -1,9 +1,13 @@
 #!/bin/bash
 # run_one.sh BUILD OUTDIR TESTDIR: compile one ONNX backend test case with spyrec, run every
 # test_data_set_N with spyrun --check, and print one tab-separated result line:
-#   folder/name  outcome  ops  detail
-# outcome: pass | wrong | unsupported | compile_error | runtime_error
-# A crash (signal) or a hang (timeout) is reported as such in the detail, never as a pass.
+#   folder/name  outcome  ops  detail  computes
+# outcome: pass | wrong | unsupported | compile_error | runtime_error | no_data
+# A crash (signal) or a hang (timeout) is reported as such in the detail, never as a pass;
+# a case without any test_data_set_N checks nothing and is reported as no_data (a failure).
+# computes (passes only): "no" when the bundle never reads its inputs, so that every
+# output was folded to a constant when compiling and the run checked only the folding;
+# "yes" otherwise.
 build=$1 out=$2 dir=$3
 name="$(basename "$(dirname "$dir")")/$(basename "$dir")"
 safe=${name//\//__}
@@ -16,7 +20,31 @@ if [ -f "$tol_file" ]; then
 fi
 ops=$(timeout 20 "$build/spyrec" --print-ops "$dir/model.onnx" 2>/dev/null | tr '\n' ',' | sed 's/,$//')
 [ -n "$ops" ] || ops="?"
-emit() { printf '%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(echo "$2" | tr '\t\n' '  ' | cut -c1-300)"; }
+# emit OUTCOME DETAIL [COMPUTES]: print the result line.
+emit() {
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(echo "$2" | tr '\t\n' '  ' | cut -c1-300)" "${3:-}"
+}
+no_data() { emit no_data "no test_data_set_N folder: nothing was checked"; }
+
+# computes [SPYREC-ARGS...]: "yes" when the bundle compiled with these arguments reads
+# one of its inputs (an instruction names an input's segment, or an output shares it),
+# "no" when its outputs depend on constants only. Reads the disassembly of the same
+# compile (the bundle is deterministic).
+computes() {
+    timeout 30 "$build/spyrec" "$dir/model.onnx" --emit=asm -o - "$@" 2>/dev/null | gawk '
+        /^tensor [0-9]+ (input|output) / {
+            if (!match($0, / device [^ ]+ seg([0-9]+)/, m)) reads = 1   # unknown: assume so
+            else if ($3 == "input") inp["seg" m[1]] = 1
+            else outseg["seg" m[1]] = 1
+            next
+        }
+        /^ / { while (match($0, /seg[0-9]+\[/)) {
+                   s = substr($0, RSTART, RLENGTH - 1); if (s in inp) reads = 1
+                   $0 = substr($0, RSTART + RLENGTH) } }
+        END { for (s in outseg) if (s in inp) reads = 1
+              if (NR == 0) reads = 1              # no disassembly: do not claim folding
+              print reads ? "yes" : "no" }'
+}
 
 # spec_args DS MSG: spyrec options that specialise the compile on data set DS for every
 # graph input that MSG reports as deciding a shape (--bind NAME=FILE), and for inputs with
@@ -82,9 +110,10 @@ spec_re="unsupported: dynamic .* input '|dynamic dimension|input '.*' has no fix
 if [ $rc -eq 2 ] && grep -qE "$spec_re" <<<"$msg"; then
     # The model has inputs that decide shapes: an AOT compile specialises on them, so
     # every data set is compiled with its own values (reported as "specialised").
-    bound=""
+    bound="" nds=0 comp=no
     for ds in "$dir"/test_data_set_*; do
         [ -d "$ds" ] || continue
+        nds=$((nds + 1))
         # each compile names the next input it needs: accumulate them over rounds
         mall=$msg
         for round in 1 2 3 4 5 6; do
@@ -100,20 +129,25 @@ $m2"
         if res=$(check_ds "$sbin" "$ds"); then :; else
             rm -f "$sbin"; emit "${res%%$'\t'*}" "${res#*$'\t'} (specialised: $bound)"; exit 0
         fi
+        [ "$(computes "${args[@]}")" = no ] || comp=yes
     done
     rm -f "$sbin"
-    emit pass "specialised: $bound"
+    if [ $nds = 0 ]; then no_data; exit 0; fi
+    emit pass "specialised: $bound" $comp
     exit 0
 fi
 if [ $rc -ne 0 ]; then
     compile_fail $rc "$msg"
     exit 0
 fi
+nds=0
 for ds in "$dir"/test_data_set_*; do
     [ -d "$ds" ] || continue
+    nds=$((nds + 1))
     if ! res=$(check_ds "$sbin" "$ds"); then
         rm -f "$sbin"; emit "${res%%$'\t'*}" "${res#*$'\t'}"; exit 0
     fi
 done
 rm -f "$sbin"
-emit pass ""
+if [ $nds = 0 ]; then no_data; exit 0; fi
+emit pass "" "$(computes)"

@@ -1,10 +1,12 @@
 #!/bin/bash
 # check.sh [PART...]: the test suite behind `make check` (run from the repository root).
 #
-# PART is any of unit golden models cli tools determinism malformed corpus robust
-# conformance (default: all).
-# Prints one line per test ("PASS name" / "FAIL name", with the tail of its log) and
-# closes with "N passed, N failed" (plus ", N skipped"); exits 1 if any test failed.
+# PART is any of unit golden models reference cli tools determinism malformed corpus
+# robust conformance (default: all).
+# Prints one line per test ("PASS name" / "FAIL name", with the tail of its log, or
+# "SKIP name (reason)" for a test that could not run here: a missing model zoo, tool or
+# file) and closes with "N passed, N failed" (plus ", N skipped" when any was skipped);
+# exits 1 if any test failed. No test is dropped without a SKIP line.
 #
 # Environment: BUILD (build), SHARED (../shared), MAKE (make), UPDATE_GOLDEN=1 to
 # rewrite the .expect files of the golden text tests instead of comparing, KEEP=1 to
@@ -39,6 +41,12 @@ result() {
     fi
 }
 
+# skipped NAME REASON: count and print a test that could not run here, and why.
+skipped() {
+    nskip=$((nskip + 1))
+    echo "SKIP $1 ($2)"
+}
+
 # logname NAME: the log file of test NAME.
 logname() { echo "$LOGS/$(echo "$1" | tr '/ ' '__').log"; }
 
@@ -56,7 +64,19 @@ part_unit() {
         fi
         timeout 300 "$BUILD/tests/$name" >>"$log" 2>&1
         result "unit/$name" $? "$log"
+        unit_skips "unit/$name" "$log"
     done
+}
+
+# unit_skips NAME LOG: count each cmocka test of program NAME that called skip() as
+# skipped, with the "skipped: REASON" line the test printed before it.
+unit_skips() {
+    local t why
+    while IFS=$'\t' read -r t why; do
+        skipped "$1/$t" "${why:-no reason printed}"
+    done < <(awk '/^skipped: / { why = substr($0, 10) }
+        /^\[  SKIPPED \] [0-9]+ test/ { exit }     # the summary lists them again
+        /^\[  SKIPPED \] [^ ]+$/ { print $4 "\t" why; why = "" }' "$2")
 }
 
 # ---- (b) golden text tests ------------------------------------------------------------
@@ -66,10 +86,15 @@ part_golden() {
         tests/golden/*/*.onnx tests/golden/*/*.ir tests/golden/*/*.pt2; do
         [ -e "$f" ] || continue
         local base=${f%.*}
-        [ -e "$base.expect" ] || [ -e "$base.err" ] || continue
         n=$((n + 1))
         local log
         log=$(logname "golden/${base#tests/golden/}")
+        # an input without its expectation is a broken test, unless this run writes it
+        if [ ! -e "$base.expect" ] && [ ! -e "$base.err" ] && [ "${UPDATE_GOLDEN:-0}" != 1 ]; then
+            echo "$f has neither $base.expect nor $base.err (make golden-update writes the .expect)" >"$log"
+            result "golden/${base#tests/golden/}" 1 "$log"
+            continue
+        fi
         SPYREC=$SPYREC sh tests/golden/run_one.sh "$f" >"$log" 2>&1
         result "golden/${base#tests/golden/}" $? "$log"
     done
@@ -100,17 +125,21 @@ list_models() {
     sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/models.list
 }
 
-# ---- (c) numeric golden tests: the shared models and the shipped examples ---------
-part_models() {
-    local d entry args path
+# each_model PREFIX FUNC: FUNC NAME MODEL DATADIR [ARGS...] for each shipped example
+# (NAME PREFIXexample/DIR) and each entry of tests/models.list (NAME PREFIXmodel/ENTRY);
+# without the model zoo those are counted as skipped.
+each_model() {
+    local pre=$1 fn=$2 d entry args path count
     for d in examples/models/*/; do
-        if [ ! -e "$d/model.onnx" ] || [ ! -d "$d/test_data_set_0" ]; then continue; fi
-        model_test "example/$(basename "$d")" "$d/model.onnx" "$d/test_data_set_0"
+        if [ ! -e "$d/model.onnx" ] || [ ! -d "$d/test_data_set_0" ]; then
+            skipped "${pre}example/$(basename "$d")" "no model.onnx or test_data_set_0 in $d"
+            continue
+        fi
+        "$fn" "${pre}example/$(basename "$d")" "$d/model.onnx" "$d/test_data_set_0"
     done
     if [ ! -d "$MODELS" ]; then
-        local count
         count=$(list_models | wc -l)
-        echo "$SHARED not found: skipping the $count model golden tests (they need $SHARED/models)"
+        echo "$SHARED not found: skipping the $count ${pre}model tests (they need $SHARED/models)"
         nskip=$((nskip + count))
         return
     fi
@@ -120,8 +149,34 @@ part_models() {
         *) path=$MODELS/$entry/model.onnx ;;
         esac
         # shellcheck disable=SC2086
-        model_test "model/$entry" "$path" "$(dirname "$path")/test_data_set_0" $args </dev/null
+        "$fn" "${pre}model/$entry" "$path" "$(dirname "$path")/test_data_set_0" $args </dev/null
     done < <(list_models)
+}
+
+# ---- (c) numeric golden tests: the shared models and the shipped examples ---------
+part_models() { each_model "" model_test; }
+
+# ---- the same models through the front-end passes, on the reference evaluator -------
+# (tests/tools/irrun.c): the decomposition's numerics, independently of the back end
+# ref_test NAME MODEL DATADIR [ARGS...]: run irrun on MODEL and DATADIR (ARGS are
+# tolerances, --rtol R --atol A, as for spyrun).
+ref_test() {
+    local name=$1 log
+    log=$(logname "$name")
+    shift
+    echo "+ irrun $*" >"$log"
+    timeout 300 "$B/tests/irrun" "$@" >>"$log" 2>&1
+    result "$name" $? "$log"
+}
+
+part_reference() {
+    local log
+    log=$(logname reference/build)
+    if ! $MAKE --no-print-directory -s "$BUILD/tests/irrun" >"$log" 2>&1; then
+        result reference/build 1 "$log"
+        return
+    fi
+    each_model reference/ ref_test
 }
 
 # ---- spyrec/spyrun behaviour: usage, exit codes, tolerances -------------------------
@@ -183,16 +238,19 @@ det_test() {
     result "determinism/$name" $? "$log"
 }
 
+# the shipped example and the first two ONNX models of tests/models.list
 part_determinism() {
     det_test tiny_cnn examples/models/tiny_cnn/model.onnx
-    [ -d "$MODELS" ] || return
     local entry n=0
     while read -r entry _; do
         [ $n -lt 2 ] || break
         case $entry in */*) continue ;; esac
-        [ -e "$MODELS/$entry/model.onnx" ] || continue
-        det_test "$entry" "$MODELS/$entry/model.onnx" </dev/null
         n=$((n + 1))
+        if [ ! -e "$MODELS/$entry/model.onnx" ]; then
+            skipped "determinism/$entry" "$MODELS/$entry/model.onnx not found"
+            continue
+        fi
+        det_test "$entry" "$MODELS/$entry/model.onnx" </dev/null
     done < <(list_models)
 }
 
@@ -245,7 +303,7 @@ corpus_case() {
 
 part_corpus() {
     local dir=tests/malformed tsv=tests/malformed/expect.tsv file tool status frag args log
-    [ -e "$tsv" ] || { echo "(no generated corpus: $tsv)"; return; }
+    [ -e "$tsv" ] || { skipped corpus "no generated corpus: $tsv (make malformed-gen)"; return; }
     # tabs become \037 so that empty fields survive read (tab is IFS white space)
     while IFS=$'\037' read -r file tool status frag args; do
         case $file in '#'* | '') continue ;; esac
@@ -281,13 +339,20 @@ part_robust() {
         return
     fi
     # bundles of the shipped example and two shared models, plus the corpus's reference
-    # bundles, for the integrity test
+    # bundles, for the integrity test; a shared model that is absent is a skipped case
     for m in $tiny/model.onnx "$MODELS/mlp/model.onnx" "$MODELS/lenet_bn/model.onnx"; do
-        [ -e "$m" ] || continue
         name=$(basename "$(dirname "$m")")
-        timeout 300 "$SPYREC" "$m" -o "$d/$name.sbin" >>"$log" 2>&1 && bundles+=("$d/$name.sbin")
+        if [ ! -e "$m" ]; then
+            skipped "robust/integrity/$name" "$m not found"
+            continue
+        fi
+        echo "+ spyrec $m -o $d/$name.sbin" >>"$log"
+        timeout 300 "$SPYREC" "$m" -o "$d/$name.sbin" >>"$log" 2>&1 || {
+            result robust/bundles 1 "$log"
+            return
+        }
+        bundles+=("$d/$name.sbin")
     done
-    [ -e "$d/tiny_cnn.sbin" ] || { result robust/bundles 1 "$log"; return; }
     robust_run integrity "$B/tests/robust/integrity" "${bundles[@]}" tests/malformed/sbin/ok/*.sbin
     robust_run concurrency "$B/tests/robust/concurrency" "$d/tiny_cnn.sbin" \
         $tiny/test_data_set_0 16 200
@@ -297,11 +362,14 @@ part_robust() {
     for m in tests/malformed/onnx/valid_base.onnx $tiny/model.onnx "$MODELS/lenet_bn/model.onnx" \
         "$SHARED/onnx-tests/node/test_attention_4d_fp16/model.onnx" \
         "$SHARED/onnx-tests/node/test_nonzero_example/model.onnx"; do
-        [ -e "$m" ] || continue
         case $m in
         */model.onnx) name=$(basename "$(dirname "$m")") ;;
         *) name=$(basename "$m" .onnx) ;;
         esac
+        if [ ! -e "$m" ]; then
+            skipped "robust/allocfail/$name" "$m not found"
+            continue
+        fi
         robust_run "allocfail/$name" "$B/tests/robust/allocfail" "$m"
     done
 }
@@ -311,8 +379,7 @@ part_conformance() {
     local log
     log=$(logname conformance)
     if [ ! -d "$SHARED/onnx-tests" ]; then
-        echo "$SHARED/onnx-tests not found: skipping the ONNX conformance suite (it needs ../shared/onnx-tests)"
-        nskip=$((nskip + 1))
+        skipped conformance "$SHARED/onnx-tests not found: the ONNX conformance suite needs it"
         return
     fi
     bash tests/conformance/run.sh "$BUILD" "$SHARED" 2 >"$log" 2>&1
@@ -325,10 +392,11 @@ part_conformance() {
 # shellcheck source=tests/tools/part_tools.sh
 . tests/tools/part_tools.sh
 
-parts=${*:-unit golden models cli tools determinism malformed corpus robust conformance}
+parts=${*:-unit golden models reference cli tools determinism malformed corpus robust conformance}
 for p in $parts; do
     case $p in
-    unit | golden | models | cli | tools | determinism | malformed | corpus | robust | conformance)
+    unit | golden | models | reference | cli | tools | determinism | malformed | corpus | robust | \
+        conformance)
         "part_$p" ;;
     *) echo "check.sh: unknown part '$p'" >&2; exit 2 ;;
     esac

@@ -1,16 +1,16 @@
-/* irrun.c: run a model through the IR passes and evaluate it with the reference
+/* irrun.c: run a model through the front-end passes and evaluate it with the reference
  * evaluator (ir_eval_node), node by node, without the back end. A check of the
- * decomposition's numerics before (and independently of) code generation.
+ * decomposition's numerics before (and independently of) code generation: the
+ * "reference" part of make check runs it on every model of the numeric model tests.
  *
  *   irrun MODEL [DATASET_DIR] [--no-opt] [--stats] [--rtol R] [--atol A]
  *
- * Runs decompose (then fold, simplify, bnfold, dce unless --no-opt), verifying the
- * graph after each pass. With DATASET_DIR it reads input_K.pb for each graph input,
- * evaluates, and compares every output_K.pb (|got - want| <= atol + rtol*|want|).
- * Exit status: 0 ok, 1 mismatch or error. Build it (after `make`) with
- *   cc -std=c11 -D_GNU_SOURCE -I. -Iir -Ischemas -Iruntime -Ipasses tests/tools/irrun.c \
- *      build/libspyrec.a build/libspyrert.a -lprotobuf-c -lyaml -lzip -ljansson -lm \
- *      -lpthread -o build/irrun
+ * Runs the passes of the pipeline table (passes/pipeline.c) that come before "dynamic"
+ * (the front-end passes: decompose, halfwiden, fold, simplify, bnfold, dce), or only
+ * decompose with --no-opt, verifying the graph after each pass. With DATASET_DIR it
+ * reads input_K.pb for each graph input, evaluates, and compares every
+ * output_K.pb (|got - want| <= atol + rtol*|want|). Exit status: 0 ok, 1 mismatch or
+ * error. Built by `make build/tests/irrun`.
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,17 +30,27 @@ static void print_diag(const IrDiag *d)
         fprintf(stderr, "%s\n", d->msgs[i]);
 }
 
-/* Run one pass and the verifier; false on failure. */
-static bool run_pass(IrGraph *g, const char *name, PassFn fn, const PassOptions *opt)
+/* Run the front-end passes of the pipeline table (all before "dynamic", or decompose
+ * alone when !opt_passes), each followed by the verifier, as the driver does; false on
+ * the first failure. */
+static bool run_front_passes(IrGraph *g, bool opt_passes)
 {
-    if (!fn(g, opt) || !ir_verify(g, name)) {
-        fprintf(stderr, "%s: pass %s failed\n", prog, name);
-        return false;
+    PassOptions po = {.opt_level = 2, .verify = true};
+    for (int i = 0; i < pass_pipeline_len; i++) {
+        const PassInfo *p = &pass_pipeline[i];
+        if (strcmp(p->name, "dynamic") == 0 || (!opt_passes && strcmp(p->name, "decompose") != 0))
+            break;
+        bool ok = p->run(g, &po) && !ir_failed(g);
+        ir_scratch_reset(g);
+        if (!ok || !ir_verify(g, p->name)) {
+            fprintf(stderr, "%s: pass %s failed\n", prog, p->name);
+            return false;
+        }
     }
     return true;
 }
 
-/* Print the number of live nodes of each op (and "fn" for pointwise/reduce ops). */
+/* Print the number of live nodes of each op. */
 static void print_stats(IrGraph *g)
 {
     int count[IR_OP_COUNT] = {0};
@@ -202,11 +212,7 @@ int main(int argc, char **argv)
     ir_diag_init(&diag, model);
     FeOptions fo = {0};
     IrGraph *g = fe_load_model(model, &diag, &fo);
-    PassOptions po = {.opt_level = 2, .verify = true};
-    bool ok = g && run_pass(g, "decompose", pass_decompose, &po);
-    if (ok && opt_passes)
-        ok = run_pass(g, "fold", pass_fold, &po) && run_pass(g, "simplify", pass_simplify, &po) &&
-             run_pass(g, "bnfold", pass_bnfold, &po) && run_pass(g, "dce", pass_dce, &po);
+    bool ok = g && run_front_passes(g, opt_passes);
     print_diag(&diag);
     if (ok && stats)
         print_stats(g);

@@ -1,30 +1,42 @@
 # part_tools.sh: the "tools" part of make check (sourced by tests/tools/check.sh, which
-# provides result, logname, SPYREC, SPYRUN, B, BUILD, W, ROOT, MAKE, SHARED).
+# provides result, skipped, logname, SPYREC, SPYRUN, B, BUILD, W, ROOT, MAKE, SHARED).
 #
 # What a compiler user works with besides spyrec -o: dependency files (-MD -MF), the
 # batch Makefile examples/Makefile (incremental, make -q, failure handling, identical
 # bundles at -j1 and -j4, graphs), the compile report (--report), Graphviz and
 # assembly output (--emit=dot|asm), spydump, spyrun --trace, progress output only on a
 # terminal, and make install with a program built against the installed runtime
-# through pkg-config (examples/embed.c).
+# through pkg-config (examples/embed.c). A check that needs a tool this machine lacks
+# (Graphviz, script(1)) is a test of its own, counted as skipped without the tool.
 
 TOOLS_TINY=examples/models/tiny_cnn
 TOOLS_EXT=tests/tools/extdata              # a model with two external-data files
 TOOLS_BAD=tests/golden/cli/unsupported_ops.onnx
 
-# tools_run NAME FUNC: run FUNC with its output in NAME's log; pass when it returns 0.
+# tools_run NAME FUNC: run FUNC with its output in NAME's log; pass when it returns 0,
+# skipped (with the reason it gave to cannot) when it returns 77.
 tools_run() {
-    local log
+    local log rc
     log=$(logname "tools/$1")
     (set -u; "$2") >"$log" 2>&1 </dev/null
-    result "tools/$1" $? "$log"
+    rc=$?
+    if [ $rc = 77 ]; then
+        skipped "tools/$1" "$(sed -n 's/^SKIP: //p' "$log" | tail -n 1)"
+    else
+        result "tools/$1" $rc "$log"
+    fi
 }
 
-# say MSG: a line in the log; die MSG: a failed check.
+# say MSG: a line in the log; die MSG: a failed check; cannot MSG: the test cannot run
+# here (a tool is missing), so it is counted as skipped with MSG as the reason.
 say() { echo "+ $*"; }
 die() {
     echo "FAIL: $*"
     return 1
+}
+cannot() {
+    echo "SKIP: $*"
+    return 77
 }
 
 # aged DIR: set the times of everything in DIR an hour back, so that a later touch
@@ -110,13 +122,18 @@ t_emit_dot() {
         has "$d/final.dot" 'conv\nf32[2,8,32,32]' && has "$d/final.dot" "input x" || return 1
     "$SPYREC" "$TOOLS_TINY/model.onnx" --emit=dot --dump-after=decompose -o "$d/early.dot" || return 1
     has "$d/early.dot" "after decompose" || return 1
-    ! grep -q cluster "$d/early.dot" || die "kernels before fusion" || return 1
-    if command -v dot >/dev/null 2>&1; then
-        dot -Tsvg "$d/final.dot" -o "$d/final.svg" && has "$d/final.svg" "<svg" &&
-            dot -Tsvg "$d/early.dot" -o "$d/early.svg" || return 1
-    else
-        say "graphviz not installed: dot files not rendered"
-    fi
+    ! grep -q cluster "$d/early.dot" || die "kernels before fusion"
+}
+
+# Graphviz renders both graphs of t_emit_dot.
+t_emit_dot_svg() {
+    local d=$W/tools/dotsvg
+    command -v dot >/dev/null 2>&1 || cannot "Graphviz (dot) is not installed" || return
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" --emit=dot -o "$d/final.dot" &&
+        "$SPYREC" "$TOOLS_TINY/model.onnx" --emit=dot --dump-after=decompose -o "$d/early.dot" || return 1
+    dot -Tsvg "$d/final.dot" -o "$d/final.svg" && has "$d/final.svg" "<svg" &&
+        dot -Tsvg "$d/early.dot" -o "$d/early.svg"
 }
 
 t_emit_asm() {
@@ -165,13 +182,18 @@ t_progress() {
     local d=$W/tools/progress
     rm -rf "$d" && mkdir -p "$d"
     "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" 2>"$d/err" || return 1
-    [ ! -s "$d/err" ] || die "spyrec wrote to a non-terminal stderr: $(cat "$d/err")" || return 1
-    if command -v script >/dev/null 2>&1; then
-        script -q -e -c "'$SPYREC' '$TOOLS_TINY/model.onnx' -o '$d/tty.sbin'" "$d/tty.log" >/dev/null || return 1
-        has "$d/tty.log" "[pass 1/" && cmp "$d/t.sbin" "$d/tty.sbin"
-    else
-        say "script(1) not installed: the terminal case is not tested"
-    fi
+    [ ! -s "$d/err" ] || die "spyrec wrote to a non-terminal stderr: $(cat "$d/err")"
+}
+
+# On a terminal (script(1) provides one) spyrec shows its progress line, and the bundle
+# is the same bytes.
+t_progress_tty() {
+    local d=$W/tools/progresstty
+    command -v script >/dev/null 2>&1 || cannot "script(1) is not installed" || return
+    rm -rf "$d" && mkdir -p "$d"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" || return 1
+    script -q -e -c "'$SPYREC' '$TOOLS_TINY/model.onnx' -o '$d/tty.sbin'" "$d/tty.log" >/dev/null || return 1
+    has "$d/tty.log" "[pass 1/" && cmp "$d/t.sbin" "$d/tty.sbin"
 }
 
 # ---- examples/Makefile -----------------------------------------------------------------------------
@@ -222,23 +244,25 @@ t_examples_jobs() {
     [ $n -gt 0 ] && [ "$(ls "$d"/j4/*.sbin | wc -l)" = $n ]
 }
 
+# Without Graphviz the graphs target writes the .dot files, says so plainly and fails.
 t_examples_graphs() {
     local d=$W/tools/graphs rc
     rm -rf "$d" && mkdir -p "$d"
-    emake graphs BUILD_DIR="$d/build" MODELS="$ROOT/$TOOLS_TINY" >"$d/out" 2>&1
+    emake graphs BUILD_DIR="$d/build" MODELS="$ROOT/$TOOLS_TINY" DOT=no-such-dot-program >"$d/out" 2>&1
     rc=$?
     cat "$d/out"
+    [ $rc != 0 ] && has "$d/out" "Graphviz is not installed" && [ -e "$d/build/tiny_cnn.dot" ]
+}
+
+# With Graphviz the graphs target renders each fused graph as SVG.
+t_examples_graphs_svg() {
+    local d=$W/tools/graphsvg
+    command -v dot >/dev/null 2>&1 || cannot "Graphviz (dot) is not installed" || return
+    rm -rf "$d" && mkdir -p "$d"
+    emake graphs BUILD_DIR="$d/build" MODELS="$ROOT/$TOOLS_TINY" >"$d/out" 2>&1 || { cat "$d/out"; return 1; }
+    cat "$d/out"
     [ -e "$d/build/tiny_cnn.dot" ] || die "no tiny_cnn.dot" || return 1
-    if command -v dot >/dev/null 2>&1; then
-        [ $rc = 0 ] && has "$d/build/tiny_cnn.svg" "<svg" || return 1
-    else
-        [ $rc != 0 ] && has "$d/out" "Graphviz is not installed" || return 1
-    fi
-    # without Graphviz the target says so plainly and fails
-    emake graphs BUILD_DIR="$d/build2" MODELS="$ROOT/$TOOLS_TINY" DOT=no-such-dot-program >"$d/out2" 2>&1
-    rc=$?
-    cat "$d/out2"
-    [ $rc != 0 ] && has "$d/out2" "Graphviz is not installed" && [ -e "$d/build2/tiny_cnn.dot" ]
+    has "$d/build/tiny_cnn.svg" "<svg"
 }
 
 # ---- make install and a program built against the installed runtime ---------------------------------
@@ -285,13 +309,16 @@ part_tools() {
     tools_run report-ok t_report_ok
     tools_run report-error t_report_error
     tools_run emit-dot t_emit_dot
+    tools_run emit-dot-svg t_emit_dot_svg
     tools_run emit-asm t_emit_asm
     tools_run spydump t_spydump
     tools_run spyrun-trace t_trace
     tools_run progress t_progress
+    tools_run progress-tty t_progress_tty
     tools_run examples-make t_examples_make
     tools_run examples-fail t_examples_fail
     tools_run examples-jobs t_examples_jobs
     tools_run examples-graphs t_examples_graphs
+    tools_run examples-graphs-svg t_examples_graphs_svg
     tools_run install-embed t_install_embed
 }
