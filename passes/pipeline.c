@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "kernel.h"
 #include "pass.h"
+#include "plan/plan.h"
 
 const PassInfo pass_pipeline[] = {
     {"decompose", pass_decompose, 0, "lower frontend operators to core ops"},
@@ -42,8 +42,8 @@ static void dump(IrGraph *g, const PassOptions *opt, const PassInfo *p)
     FILE *f = opt->dump_file ? opt->dump_file : stderr;
     fprintf(f, "# ---- after %s ----\n", p->name);
     ir_print(g, f);
-    if (g->kernels && g->sched)
-        pass_print_kernels(g, f);
+    if (g->plan)
+        plan_print(g, f);
     fflush(f);
 }
 

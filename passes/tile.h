@@ -2,7 +2,7 @@
 #ifndef SPYREC_TILE_H
 #define SPYREC_TILE_H
 
-#include "kernel.h"
+#include "plan/plan.h"
 
 /* Map from a kernel iteration space to a reference shape (the shape the tile
  * program's values broadcast to): ref index j = sum_d coef[j][d] * i_d. */

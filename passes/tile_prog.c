@@ -1,7 +1,7 @@
 /* tile_prog.c: tile programs (IrTileProg): the pointwise part of a kernel on one 2-d
  * tile (rows x cols) of its iteration space, and their LX buffers.
  *
- * Each value gets a shape class (kernel.h): a value that does not vary along the tile
+ * Each value gets a shape class (plan.h): a value that does not vary along the tile
  * columns (e.g. a per-channel bias when rows are channels) is kept as one element per
  * row and read with column stride 0, and so on; loads of such values move only the
  * distinct elements. Scalar constants become VEC immediates where the instruction
@@ -33,11 +33,11 @@ void tile_access(IrGraph *g, const TileMap *m, ValId v, bool logical, IrAccess *
 {
     const IrType *t = ir_vtype(g, v);
     IrView lv;
-    const IrView *vw = &((IrSched *)g->sched)->view[v];
+    const IrView *vw = &g->plan->val[v].view;
     if (logical) {
         memset(&lv, 0, sizeof lv);
         lv.root = v;
-        pass_dense_strides(t, lv.stride);
+        plan_dense_strides(t, lv.stride);
         vw = &lv;
     }
     memset(a, 0, sizeof *a);
@@ -100,17 +100,6 @@ static bool const_bits(IrGraph *g, ValId v, const IrNode *n, uint32_t *bits)
     return false;
 }
 
-/* Whether input slot `slot` of node n can be the VEC immediate (see kernel.h). */
-bool pass_imm_slot(IrGraph *g, const IrNode *n, int slot)
-{
-    if (n->op != IR_OP_BINARY)
-        return false;
-    if (slot == 1)
-        return true;
-    ValId b = n->in[1];
-    return !(ir_is_const(g, b) && pass_numel(ir_vtype(g, b)) == 1);
-}
-
 /* Index of value v in tp->vals, -1 if absent. */
 static int find_val(const IrTileProg *tp, ValId v)
 {
@@ -152,7 +141,7 @@ static bool collect_vals(IrGraph *g, const TileSpec *sp, IrTileProg *tp)
             int i = find_val(tp, x);
             if (i < 0) {
                 const IrValue *xv = ir_val(g, x);
-                if (xv->kind == IR_VAL_CONST && pass_numel(&xv->type) == 1) {
+                if (xv->kind == IR_VAL_CONST && plan_numel(&xv->type) == 1) {
                     i = add_val(g, tp, x, IR_TV_CONST);
                     if (!const_bits(g, x, n, &tp->vals[i].imm))
                         return false;
@@ -163,7 +152,7 @@ static bool collect_vals(IrGraph *g, const TileSpec *sp, IrTileProg *tp)
                 }
             }
             IrTileVal *tv = &tp->vals[i];
-            if (tv->src == IR_TV_CONST && !pass_imm_slot(g, n, k))
+            if (tv->src == IR_TV_CONST && !plan_imm_slot(g, n, k))
                 tv->needs_buf = true;
             tv->last = (int32_t)s;
             cls |= tv->cls;
