@@ -83,10 +83,11 @@ bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *out
     e.t = opt->target;
     e.s = g->plan;
     uint64_t np = (uint64_t)g->plan->nkernels * opt->target->cores;
-    SpyProgramDesc *progs = ir_alloc(g, (np + 1) * sizeof *progs);
+    SpyProgramDesc *progs = ir_scratch(g, (np + 1) * sizeof *progs);
     for (uint32_t i = 0; i < g->plan->nkernels; i++)
         emit_kernel(&e, i, progs);
     bool ok = cg_write_bundle(&e, opt, progs, out, outlen);
     free(e.code);
+    ir_scratch_reset(g);                   /* progs: codegen runs after the pipeline */
     return ok;
 }

@@ -85,7 +85,7 @@ static bool check_i64_const(IrGraph *g, ValId v)
 /* Lay out the constants that kernels read in segment 0. */
 static bool place_consts(IrGraph *g, Plan *s, const SpyTarget *t)
 {
-    uint8_t *used = ir_alloc(g, g->nvals + 1);
+    uint8_t *used = ir_scratch(g, g->nvals + 1);
     for (uint32_t i = 0; i < s->nkernels; i++)
         for (uint32_t j = 0; j < s->kernels[i].nreads; j++)
             used[s->kernels[i].reads[j]] = 1;
@@ -110,8 +110,8 @@ static bool place_consts(IrGraph *g, Plan *s, const SpyTarget *t)
  * first writer to its last reader or writer (an in-place concat has several writers). */
 static void place_arena(IrGraph *g, Plan *s, const SpyTarget *t)
 {
-    uint32_t *last = ir_alloc(g, (g->nvals + 1) * sizeof *last);
-    uint32_t *first = ir_alloc(g, (g->nvals + 1) * sizeof *first);
+    uint32_t *last = ir_scratch(g, (g->nvals + 1) * sizeof *last);
+    uint32_t *first = ir_scratch(g, (g->nvals + 1) * sizeof *first);
     for (ValId v = 0; v < g->nvals; v++)
         last[v] = first[v] = UINT32_MAX;
     for (uint32_t i = 0; i < s->nkernels; i++) {
@@ -125,9 +125,9 @@ static void place_arena(IrGraph *g, Plan *s, const SpyTarget *t)
                 first[r] = i;
         }
     }
-    /* each kernel allocates at most one block, so a.b never grows (scratch lives in
-     * the graph's arena: an out of memory leaks nothing) */
-    Arena a = {ir_alloc(g, ((size_t)s->nkernels + 1) * sizeof(Block)), 0, s->nkernels + 1, 0};
+    /* each kernel allocates at most one block, so a.b never grows (in scratch: an out
+     * of memory leaks nothing) */
+    Arena a = {ir_scratch(g, ((size_t)s->nkernels + 1) * sizeof(Block)), 0, s->nkernels + 1, 0};
     for (uint32_t i = 0; i < s->nkernels; i++) {
         const IrKernel *k = &s->kernels[i];
         ValId r = k->kind == IR_KK_COPY ? IR_NONE : s->val[k->out].view.root;

@@ -91,11 +91,11 @@ static void count_uses(Fuse *f)
             if (g->nodes[n].in[i] != IR_NONE)
                 f->nuse[g->nodes[n].in[i]]++;
     }
-    f->ufirst = ir_alloc(g, (g->nvals + 2) * sizeof *f->ufirst);
+    f->ufirst = ir_scratch(g, (g->nvals + 2) * sizeof *f->ufirst);
     for (ValId v = 0; v < g->nvals; v++)
         f->ufirst[v + 1] = f->ufirst[v] + f->nuse[v];
-    f->ulist = ir_alloc(g, (f->ufirst[g->nvals] + 1) * sizeof *f->ulist);
-    uint32_t *fill = ir_alloc(g, (g->nvals + 1) * sizeof *fill);
+    f->ulist = ir_scratch(g, (f->ufirst[g->nvals] + 1) * sizeof *f->ulist);
+    uint32_t *fill = ir_scratch(g, (g->nvals + 1) * sizeof *fill);
     for (NodeId n = 0; n < g->nnodes; n++) {
         if (g->nodes[n].dead)
             continue;
@@ -181,9 +181,9 @@ static bool choose_views(Fuse *f)
 /* Start a new group rooted at node n. */
 static uint32_t new_group(Fuse *f, IrKernelKind kind, NodeId anchor, NodeId root, ValId out)
 {
-    if (f->ngs == f->capgs) {              /* in the arena: an out of memory frees it */
+    if (f->ngs == f->capgs) {              /* in scratch: an out of memory frees it */
         f->capgs = f->capgs ? 2 * f->capgs : 64;
-        Group *ng = ir_alloc(f->g, f->capgs * sizeof *ng);
+        Group *ng = ir_scratch(f->g, f->capgs * sizeof *ng);
         if (f->ngs)
             memcpy(ng, f->gs, f->ngs * sizeof *ng);
         f->gs = ng;
@@ -342,7 +342,7 @@ static bool row_fits(Fuse *f, const IrType *s, int k)
     TileMap m;
     TileSpec sp;
     IrTileProg tp;
-    NodeId *steps = ir_alloc(g, (f->nmem + 1) * sizeof *steps);
+    NodeId *steps = ir_scratch(g, (f->nmem + 1) * sizeof *steps);
     memcpy(steps, f->mem, f->nmem * sizeof *steps);
     qsort(steps, f->nmem, sizeof *steps, cmp_node);
     tile_map_identity(&m, s);
@@ -698,20 +698,20 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
     }
 }
 
-/* Allocate the per-node / per-value work arrays. */
+/* Allocate the per-node / per-value work arrays (scratch) and a new plan. */
 static void fuse_init(Fuse *f, IrGraph *g, const PassOptions *opt)
 {
     f->g = g;
     f->s = plan_new(g);
     f->fuse = opt->opt_level >= 1;
     f->lx_budget = opt->target ? opt->target->lx_budget_bytes : 0;
-    f->nuse = ir_alloc(g, (g->nvals + 1) * sizeof *f->nuse);
-    f->is_out = ir_alloc(g, g->nvals + 1);
-    f->force = ir_alloc(g, g->nnodes + 1);
-    f->grp = ir_alloc(g, (g->nnodes + 1) * sizeof *f->grp);
-    f->role = ir_alloc(g, g->nnodes + 1);
-    f->stack = ir_alloc(g, (g->nnodes + 1) * sizeof *f->stack);
-    f->mem = ir_alloc(g, (g->nnodes + 1) * sizeof *f->mem);
+    f->nuse = ir_scratch(g, (g->nvals + 1) * sizeof *f->nuse);
+    f->is_out = ir_scratch(g, g->nvals + 1);
+    f->force = ir_scratch(g, g->nnodes + 1);
+    f->grp = ir_scratch(g, (g->nnodes + 1) * sizeof *f->grp);
+    f->role = ir_scratch(g, g->nnodes + 1);
+    f->stack = ir_scratch(g, (g->nnodes + 1) * sizeof *f->stack);
+    f->mem = ir_scratch(g, (g->nnodes + 1) * sizeof *f->mem);
     for (NodeId n = 0; n < g->nnodes; n++)
         f->grp[n] = IR_NONE;
 }
@@ -726,7 +726,7 @@ bool pass_fuse(IrGraph *g, const PassOptions *opt)
     if (!group_nodes(&f))
         return false;
     claim_outputs(&f);
-    GroupKey *order = ir_alloc(g, (f.ngs + 1) * sizeof *order);
+    GroupKey *order = ir_scratch(g, (f.ngs + 1) * sizeof *order);
     for (uint32_t i = 0; i < f.ngs; i++) {
         const Group *gr = &f.gs[i];
         order[i].key = gr->root == IR_NONE ? ((uint64_t)1 << 40) + gr->out_index : gr->root;
@@ -736,14 +736,14 @@ bool pass_fuse(IrGraph *g, const PassOptions *opt)
     f.s->kernels = ir_alloc(g, (f.ngs + 1) * sizeof(IrKernel));
     f.s->nkernels = f.ngs;
     /* members of every group in node order (counting sort) */
-    uint32_t *first = ir_alloc(g, (f.ngs + 2) * sizeof *first);
-    NodeId *mem = ir_alloc(g, (g->nnodes + 1) * sizeof *mem);
+    uint32_t *first = ir_scratch(g, (f.ngs + 2) * sizeof *first);
+    NodeId *mem = ir_scratch(g, (g->nnodes + 1) * sizeof *mem);
     for (NodeId n = 0; n < g->nnodes; n++)
         if (f.grp[n] != IR_NONE)
             first[f.grp[n] + 1]++;
     for (uint32_t i = 0; i < f.ngs; i++)
         first[i + 1] += first[i];
-    uint32_t *fill = ir_alloc(g, (f.ngs + 1) * sizeof *fill);
+    uint32_t *fill = ir_scratch(g, (f.ngs + 1) * sizeof *fill);
     for (NodeId n = 0; n < g->nnodes; n++)
         if (f.grp[n] != IR_NONE)
             mem[first[f.grp[n]] + fill[f.grp[n]]++] = n;

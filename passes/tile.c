@@ -596,6 +596,8 @@ static bool tile_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
     if (!ok)
         return false;
     IR_ASSERT(k->lx_bytes <= t->lx_budget_bytes);
+    tile_prog_keep(g, &k->tp[0]);
+    tile_prog_keep(g, &k->tp[1]);
     collect_reads(g, k);
     plan_assign_cores(g, k, t->cores);
     return true;

@@ -192,7 +192,7 @@ static uint64_t class_bytes(const TileSpec *sp, uint8_t cls, unsigned esize)
  * operand's buffer when possible). Returns the end offset (saturated). */
 static uint64_t assign_buffers(IrGraph *g, const TileSpec *sp, IrTileProg *tp, uint64_t cur)
 {
-    uint8_t *owns = ir_alloc(g, tp->nvals + 1);
+    uint8_t *owns = ir_scratch(g, tp->nvals + 1);
     for (uint32_t i = 0; i < tp->nvals; i++) {
         IrTileVal *tv = &tp->vals[i];
         bool need = tv->src == IR_TV_LOAD || (tv->src == IR_TV_CONST && tv->needs_buf);
@@ -241,8 +241,8 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     tp->nrow = sp->nrow;
     memcpy(tp->order, sp->order, sizeof tp->order);
     memcpy(tp->cap, sp->cap, sizeof tp->cap);
-    tp->vals = ir_alloc(g, (4 * (size_t)sp->nsteps + 3) * sizeof *tp->vals);
-    tp->steps = ir_alloc(g, (sp->nsteps + 1) * sizeof *tp->steps);
+    tp->vals = ir_scratch(g, (4 * (size_t)sp->nsteps + 3) * sizeof *tp->vals);
+    tp->steps = ir_scratch(g, (sp->nsteps + 1) * sizeof *tp->steps);
     memcpy(tp->steps, sp->steps, sp->nsteps * sizeof *tp->steps);
     tp->nsteps = sp->nsteps;
     if (!collect_vals(g, sp, tp))
@@ -258,9 +258,22 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     return true;
 }
 
-/* Drop a program that is not kept (its arrays return with the graph's arena). */
+/* Drop a program that is not kept (its arrays return with the pass's scratch). */
 void tile_prog_free(IrTileProg *tp)
 {
     tp->vals = NULL;
     tp->steps = NULL;
+}
+
+/* Keep a built program in the plan: its arrays move from scratch to the graph's arena. */
+void tile_prog_keep(IrGraph *g, IrTileProg *tp)
+{
+    if (!tp->vals)
+        return;
+    IrTileVal *vals = ir_alloc(g, (tp->nvals + 1) * sizeof *vals);
+    NodeId *steps = ir_alloc(g, (tp->nsteps + 1) * sizeof *steps);
+    memcpy(vals, tp->vals, tp->nvals * sizeof *vals);
+    memcpy(steps, tp->steps, tp->nsteps * sizeof *steps);
+    tp->vals = vals;
+    tp->steps = steps;
 }
