@@ -657,6 +657,8 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
     k->out_index = gr->out_index;
     k->ref = gr->ref;
     k->nred = gr->nred;
+    for (int i = 0; i < 3; i++)
+        k->acc[i].root = IR_NONE;              /* set by pass_tile */
     uint32_t nin = 0;
     for (uint32_t m = 0; m < nmem; m++)
         nin += g->nodes[mem[m]].nin;

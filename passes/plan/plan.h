@@ -266,9 +266,19 @@ bool plan_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step
 /* ---- plan_geom.c ---- */
 /* Iteration-space geometry of kernel k (derived from its anchor; see the top). */
 void plan_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
+/* Extents of the space kernel k's DRAM accesses (IrAccess) iterate: the grid, then
+ * the inner loop, then a convolution's taps. Returns the number of dims. */
+int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext);
+
+/* ---- plan_verify.c ---- */
+/* Check the invariants of the plan that the passes up to after_pass ("fuse",
+ * "layout", "divide", "tile", "dram_plan"; another name: all of them) have filled;
+ * true when the graph has no plan yet. Problems go to g->diag as internal errors. */
+bool plan_verify(IrGraph *g, const SpyTarget *t, const char *after_pass);
 
 /* ---- plan_print.c ---- */
-/* Print the kernel plan (views, division, tiles, LX, DRAM) for --dump-after. */
-void plan_print(IrGraph *g, FILE *f);
+/* Print the kernel plan (what each back-end pass decided so far) for --dump-after;
+ * t gives the storage sizes of planned values (may be NULL: sizes left out). */
+void plan_print(IrGraph *g, FILE *f, const SpyTarget *t);
 
 #endif

@@ -140,3 +140,19 @@ void plan_geom(IrGraph *g, const IrKernel *k, IrGeom *geo)
     for (int d = 0; d < t->rank; d++)
         geo->gext[d] = t->dims[d];
 }
+
+int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext)
+{
+    int n = 0;
+    for (int d = 0; d < k->grid.rank; d++)
+        ext[n++] = k->grid.ext[d];
+    for (int d = 0; d < k->inner.rank && n < IR_ITER_MAX; d++)
+        ext[n++] = k->inner.ext[d];
+    if (k->kind != IR_KK_CONTRACT || ir_node(g, k->anchor)->op != IR_OP_CONV)
+        return n;
+    IrGeom geo;
+    plan_geom(g, k, &geo);
+    for (int i = 0; i < geo.nsp && n < IR_ITER_MAX; i++)
+        ext[n++] = geo.taps[i];
+    return n;
+}

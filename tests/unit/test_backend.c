@@ -121,7 +121,8 @@ static void target(int v, SpyTarget *t)
     }
 }
 
-/* Run the back-end passes (verifying after each) and the code generator. */
+/* Run the back-end passes (verifying the IR and the plan after each) and the code
+ * generator. */
 static uint8_t *compile(IrGraph *g, const SpyTarget *t, int opt, size_t *len)
 {
     static const char *const names[] = {"fuse", "layout", "divide", "tile", "dram_plan"};
@@ -129,7 +130,7 @@ static uint8_t *compile(IrGraph *g, const SpyTarget *t, int opt, size_t *len)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const PassInfo *p = pass_find(names[i]);
         assert_non_null(p);
-        bool ok = p->run(g, &po) && ir_verify(g, p->name);
+        bool ok = p->run(g, &po) && ir_verify(g, p->name) && plan_verify(g, t, p->name);
         if (!ok) {
             ir_diag_print(g->diag, stderr);
             fail_msg("pass %s failed", names[i]);
