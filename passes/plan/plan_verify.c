@@ -392,12 +392,15 @@ static void items_box(const IrGrid *gr, uint64_t first, uint64_t end, int64_t *s
         len[d] = hi[d] - start[d];
 }
 
-/* Every strided DRAM access of kernel k over each core's items. The input of a
- * convolution in patch form is read row by row, not through its im2col access. */
+/* Every strided DRAM access of kernel k over each core's items. Not plain strided
+ * accesses over the grid: the input of a convolution in patch form (read row by row)
+ * and the output of a SCATTER (written through its indices; pass_tile checks that it
+ * fits one window). */
 static void check_accesses(PVfy *v, uint32_t ki, const IrKernel *k)
 {
     IrGeom geo;
     plan_geom(v->g, k, &geo);
+    bool scatter = k->kind == IR_KK_MOVE && ir_node(v->g, k->anchor)->op == IR_OP_SCATTER;
     int64_t start[IR_ITER_MAX] = {0}, len[IR_ITER_MAX];
     int nd = plan_access_space(v->g, k, len);
     for (uint32_t c = 0; c < k->ncores; c++) {
@@ -405,7 +408,7 @@ static void check_accesses(PVfy *v, uint32_t ki, const IrKernel *k)
             continue;
         items_box(&k->grid, k->core_first[c], k->core_first[c + 1], start, len);
         for (int i = 0; i < 3; i++)
-            if (!(i == 0 && geo.patch))
+            if (!(i == 0 && geo.patch) && !scatter)
                 check_access(v, ki, c, &k->acc[i], nd, start, len);
         for (int t = 0; t < 2; t++) {
             const IrTileProg *tp = &k->tp[t];
