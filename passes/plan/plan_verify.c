@@ -269,8 +269,9 @@ static void touch(DramRange *rng, uint32_t *slot, ValId r, uint32_t ki)
     x->last = x->last == UINT32_MAX || ki > x->last ? ki : x->last;
 }
 
-/* Ranges of segment seg sorted by offset: inside the segment's size; disjoint when
- * their kernel intervals meet (constants: always). */
+/* The n ranges of one segment of size bytes, sorted by offset here: each inside the
+ * segment; no two overlapping when their kernel intervals meet (always: constants,
+ * live for the whole run). */
 static void check_segment(PVfy *v, DramRange *rng, uint32_t n, uint64_t size, bool always)
 {
     qsort(rng, n, sizeof *rng, cmp_range);
