@@ -42,7 +42,7 @@ GEN_PROTO_H := $(BUILD)/gen/onnx/onnx.pb-c.h
 RT_SRC := $(wildcard runtime/*.c)
 IR_SRC := $(wildcard ir/*.c)
 FE_SRC := $(wildcard frontend/*.c)
-PASS_SRC := $(wildcard passes/*.c passes/decompose/*.c passes/decompose/*/*.c)
+PASS_SRC := $(wildcard passes/*.c passes/plan/*.c passes/decompose/*.c passes/decompose/*/*.c)
 CG_SRC := $(wildcard codegen/*.c)
 COMPILER_SRC := $(IR_SRC) $(FE_SRC) $(PASS_SRC) $(CG_SRC)
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "kernel.h"
+#include "passes/plan/plan.h"
 #include "passes/pass.h"
 
 /* Write s as the body of a dot string (quotes and backslashes escaped). */
@@ -104,14 +104,14 @@ static void put_sources(FILE *f, IrGraph *g, const uint8_t *used)
 /* Kernels as clusters of their member nodes (nodes carry their kernel index). */
 static void put_clusters(FILE *f, IrGraph *g, uint8_t *placed)
 {
-    for (uint32_t k = 0; k < g->nkernels; k++) {
-        const IrKernel *kr = &g->kernels[k];
+    for (uint32_t k = 0; k < g->plan->nkernels; k++) {
+        const IrKernel *kr = &g->plan->kernels[k];
         fprintf(f, "  subgraph cluster_k%u {\n    label=\"", k);
         put_esc(f, kr->name ? kr->name : "kernel");
         fprintf(f, " (%s)\";\n    style=rounded; color=steelblue;\n",
-                pass_kernel_kind_name(kr->kind));
+                plan_kernel_kind_name(kr->kind));
         for (NodeId i = 0; i < g->nnodes; i++)
-            if (!g->nodes[i].dead && g->nodes[i].kernel == k) {
+            if (!g->nodes[i].dead && g->plan->node[i].kernel == k) {
                 put_node(f, g, i, "    ");
                 placed[i] = 1;
             }
@@ -149,7 +149,7 @@ void cli_dot_print(IrGraph *g, FILE *f, const char *title)
           "  edge [color=gray40];\n",
           f);
     put_sources(f, g, used);
-    if (g->kernels)
+    if (g->plan)
         put_clusters(f, g, placed);
     for (NodeId i = 0; i < g->nnodes; i++)
         if (!g->nodes[i].dead && !placed[i])

@@ -203,7 +203,7 @@ static json_t *build(CliReport *r, const CliReportInfo *in)
     char err[256];
     if (in->bundle && spy_model_load_memory(in->bundle, in->bundle_len, &m, err, sizeof err))
         m = NULL;
-    bool fused = in->g && in->g->kernels && pass_done(r, "fuse");
+    bool fused = in->g && in->g->plan && pass_done(r, "fuse");
     CliPlanState ps = {.g = in->g, .target = in->target, .model = m,
                        .divided = pass_done(r, "divide"), .tiled = pass_done(r, "tile")};
     json_object_set_new(root, "kernels", fused ? cli_report_kernels(&ps) : json_null());

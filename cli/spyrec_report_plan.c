@@ -1,13 +1,13 @@
 /* spyrec_report_plan.c: the back end's plan in the compile report: kernels (fusion
  * groups with their nodes, split over cores, tiles, LX buffers, modelled time per
  * kernel and per core from the emitted bundle), the LX and DRAM plans, and the
- * bundle's section sizes. Reads ir/kernel.h data only; changes nothing.
+ * bundle's section sizes. Reads the kernel plan (passes/plan/plan.h) only; changes nothing.
  */
 #include <string.h>
 
 #include "cli/spyrec_report.h"
 #include "isa.h"
-#include "kernel.h"
+#include "passes/plan/plan.h"
 #include "passes/pass.h"
 #include "sbin.h"
 
@@ -44,7 +44,7 @@ static json_t *kernel_nodes(IrGraph *g, uint32_t k)
     json_t *a = json_array();
     for (NodeId i = 0; i < g->nnodes; i++) {
         const IrNode *n = &g->nodes[i];
-        if (n->dead || n->kernel != k)
+        if (n->dead || g->plan->node[i].kernel != k)
             continue;
         char op[64];
         cli_report_op_name(n, op, sizeof op);
@@ -127,12 +127,12 @@ json_t *cli_report_kernels(const CliPlanState *ps)
 {
     IrGraph *g = ps->g;
     json_t *a = json_array();
-    for (uint32_t i = 0; i < g->nkernels; i++) {
-        const IrKernel *k = &g->kernels[i];
+    for (uint32_t i = 0; i < g->plan->nkernels; i++) {
+        const IrKernel *k = &g->plan->kernels[i];
         json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:o,s:I,s:I}", "index", (int)i, "name",
-                              k->name ? k->name : "", "kind", pass_kernel_kind_name(k->kind), "out",
-                              k->out != IR_NONE ? ir_val(g, k->out)->name : "", "nodes",
-                              kernel_nodes(g, i), "flops", (json_int_t)k->flops,
+                              k->name ? k->name : "", "kind", plan_kernel_kind_name(k->kind),
+                              "out", k->out != IR_NONE ? ir_val(g, k->out)->name : "",
+                              "nodes", kernel_nodes(g, i), "flops", (json_int_t)k->flops,
                               "min_dram_bytes", (json_int_t)k->min_dram_bytes);
         bool split = ps->divided && k->core_first;
         json_object_set_new(o, "split", split ? kernel_split(k) : json_null());
@@ -148,10 +148,10 @@ json_t *cli_report_lx(const CliPlanState *ps)
     IrGraph *g = ps->g;
     uint32_t hi = 0;
     const char *who = NULL;
-    for (uint32_t i = 0; i < g->nkernels; i++)
-        if (g->kernels[i].lx_bytes > hi || !who) {
-            hi = g->kernels[i].lx_bytes;
-            who = g->kernels[i].name;
+    for (uint32_t i = 0; i < g->plan->nkernels; i++)
+        if (g->plan->kernels[i].lx_bytes > hi || !who) {
+            hi = g->plan->kernels[i].lx_bytes;
+            who = g->plan->kernels[i].name;
         }
     return json_pack("{s:i,s:i,s:i,s:s?}", "lx_bytes", ps->target ? (int)ps->target->lx_bytes : 0,
                      "budget_bytes", ps->target ? (int)ps->target->lx_budget_bytes : 0,
@@ -174,21 +174,21 @@ static void seg_name(const IrGraph *g, uint32_t seg, char *buf, size_t len)
 json_t *cli_report_dram(const CliPlanState *ps)
 {
     IrGraph *g = ps->g;
-    IrSched *s = g->sched;
-    if (!s || !s->seg || !s->view)
+    Plan *s = g->plan;
+    if (!s)
         return json_null();
     json_t *vals = json_array();
     for (ValId v = 0; v < g->nvals && v < s->nvals; v++) {
-        if (s->seg[v] == UINT32_MAX)
+        if (s->val[v].seg == UINT32_MAX)
             continue;
         char seg[32];
-        seg_name(g, s->seg[v], seg, sizeof seg);
-        ValId r = s->view[v].root;
+        seg_name(g, s->val[v].seg, seg, sizeof seg);
+        ValId r = s->val[v].view.root;
         json_t *o = json_pack("{s:s,s:s,s:I}", "name", g->vals[v].name, "segment", seg, "offset",
-                              (json_int_t)g->vals[v].dram_offset);
+                              (json_int_t)s->val[v].dram_offset);
         if (r == v || r == IR_NONE)
             json_object_set_new(o, "bytes",
-                                json_integer((json_int_t)pass_storage_bytes(g, v, ps->target)));
+                                json_integer((json_int_t)plan_storage_bytes(g, v, ps->target)));
         else
             json_object_set_new(o, "view_of", json_string(g->vals[r].name));
         json_array_append_new(vals, o);

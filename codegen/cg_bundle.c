@@ -131,20 +131,21 @@ uint32_t cg_value_bits(int dt, double v)
 /* Constant segment: every planned constant converted to its device dtype and layout. */
 static void consts_blob(IrGraph *g, const SpyTarget *t, Buf *b)
 {
-    IrSched *s = g->sched;
+    Plan *s = g->plan;
     put(b, NULL, (size_t)s->seg0_bytes);
     for (uint32_t i = 0; i < s->nconsts; i++) {
         const IrValue *v = ir_val(g, s->consts[i]);
-        int64_t n = pass_numel(&v->type);
+        const PlanValue *pv = &s->val[s->consts[i]];
+        int64_t n = plan_numel(&v->type);
         if (n == 0)
             continue;                      /* no bytes; b->p may still be NULL */
         size_t ds = (size_t)pass_dev_esize(v->type.dtype);
         int64_t row = v->type.rank ? v->type.dims[v->type.rank - 1] : 1, prow = row;
-        if (v->layout == IR_LAYOUT_STICKED) {
+        if (pv->layout == IR_LAYOUT_STICKED) {
             int64_t se = (int64_t)(t->stick_bytes / ds);
             prow = (row + se - 1) / se * se;
         }
-        uint8_t *dst = b->p + v->dram_offset;
+        uint8_t *dst = b->p + pv->dram_offset;
         const uint8_t *src = v->data;
         for (int64_t e = 0; e < n; e++) {
             uint8_t *d = dst + ((e / row) * prow + e % row) * (int64_t)ds;
@@ -184,7 +185,7 @@ static void put_tensor(IrGraph *g, Buf *tb, Buf *sb, ValId v, uint8_t role, uint
     d.dev_dtype = (uint8_t)pass_dev_dtype(val->type.dtype);
     d.rank = (uint8_t)val->type.rank;
     d.seg = seg;
-    d.numel = (uint64_t)pass_numel(&val->type);
+    d.numel = (uint64_t)plan_numel(&val->type);
     for (int i = 0; i < val->type.rank; i++)
         d.dims[i] = val->type.dims[i];
     if (role == SPY_ROLE_OUTPUT)                /* data-dependent / hidden (cg_dyn.c) */
@@ -203,8 +204,8 @@ static void tables(CgEmit *e, const SpyProgramDesc *progs, Buf *sec)
         put_tensor(g, tb, sb, g->inputs[i], SPY_ROLE_INPUT, ISA_SEG_IO0 + i);
     for (uint32_t j = 0; j < g->noutputs; j++)
         put_tensor(g, tb, sb, g->outputs[j], SPY_ROLE_OUTPUT, ISA_SEG_IO0 + g->ninputs + j);
-    for (uint32_t i = 0; i < g->nkernels; i++) {
-        const IrKernel *k = &g->kernels[i];
+    for (uint32_t i = 0; i < g->plan->nkernels; i++) {
+        const IrKernel *k = &g->plan->kernels[i];
         SpyKernelDesc d;
         memset(&d, 0, sizeof d);
         d.name = put_str(sb, k->name);
@@ -216,14 +217,14 @@ static void tables(CgEmit *e, const SpyProgramDesc *progs, Buf *sec)
         put(&sec[SPY_SEC_KERNELS], &d, sizeof d);
         put(&sec[SPY_SEC_SCHEDULE], &i, 4);
     }
-    put(&sec[SPY_SEC_PROGRAMS], progs, (size_t)g->nkernels * cores * sizeof *progs);
+    put(&sec[SPY_SEC_PROGRAMS], progs, (size_t)g->plan->nkernels * cores * sizeof *progs);
     SpySegmentDesc sd[2] = {{SPY_SEGK_CONST, 0, e->s->seg0_bytes},
                             {SPY_SEGK_ARENA, 0, e->s->arena_bytes}};
     put(&sec[SPY_SEC_SEGMENTS], sd, sizeof sd);
     for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++) {
         ValId v = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
         SpySegmentDesc s = {SPY_SEGK_IO, i,
-                            (uint64_t)pass_numel(ir_vtype(g, v)) *
+                            (uint64_t)plan_numel(ir_vtype(g, v)) *
                                 (uint64_t)pass_dev_esize(ir_vtype(g, v)->dtype)};
         put(&sec[SPY_SEC_SEGMENTS], &s, sizeof s);
     }

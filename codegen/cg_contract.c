@@ -198,14 +198,14 @@ static void grid_compact(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_
               patch_width(geo), 1, on, o1);
 }
 
-/* Patch form (kernel.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
+/* Patch form (plan.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
  * input rows into the patch (filling the padding), then build the im2col matrix
  * B [cl*k0*k1, rows*O1] with one VEC copy per (channel or output row, tap), or (grid
  * form) multiply straight from the patch. */
 static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
                        const int64_t *len, int64_t c0, int64_t cl, bool grid)
 {
-    const IrView *xv = &e->s->view[geo->x];
+    const IrView *xv = &e->s->val[geo->x].view;
     int64_t on = len[3], r0 = start[3] * geo->s2[0], p0 = geo->pad_lo[0];
     int64_t k0 = geo->k2[0], k1 = geo->k2[1], o1 = geo->out2[1], pix = on * o1;
     int64_t rin = patch_rows(geo, on), wp = patch_width(geo);
@@ -260,7 +260,7 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
 static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
     IrGeom geo;
-    pass_geom(e->g, k, &geo);
+    plan_geom(e->g, k, &geo);
     int ns = geo.nsp, ic = 3 + ns, ik = 4 + ns, nd = 4 + 2 * ns;
     int64_t st[IR_ITER_MAX] = {0};
     memcpy(st, start, (size_t)(3 + ns) * sizeof *st);

@@ -1,4 +1,4 @@
-/* cg_elem.c: tile programs (kernel.h IrTileProg) -> LOAD, VEC, STORE.
+/* cg_elem.c: tile programs (plan.h IrTileProg) -> LOAD, VEC, STORE.
  *
  * For one tile (start/len per iteration dim): every loaded value is brought into its
  * LX buffer with one N-d LOAD through its access (only the dims its shape class
@@ -166,7 +166,7 @@ static void emit_step(CgEmit *e, const IrTileProg *tp, const IrNode *n, int64_t 
     v->dst_rs = (int32_t)c;
     for (int q = 0; q < n->nin; q++) {
         const IrTileVal *x = tval(tp, n->in[q]);
-        if (x->src == IR_TV_CONST && pass_imm_slot(g, n, q) && !(v->flags & ISA_F_IMM)) {
+        if (x->src == IR_TV_CONST && plan_imm_slot(g, n, q) && !(v->flags & ISA_F_IMM)) {
             v->flags |= q == 1 ? ISA_F_IMM : ISA_F_IMM_A;
             v->imm = x->imm;
             continue;

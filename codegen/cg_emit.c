@@ -26,8 +26,8 @@ void cg_push(CgEmit *e, const SpyInsn *in)
 
 void cg_root(CgEmit *e, ValId r, uint32_t *seg, int64_t *off)
 {
-    *seg = e->s->seg[r];
-    *off = ir_val(e->g, r)->dram_offset;
+    *seg = e->s->val[r].seg;
+    *off = e->s->val[r].dram_offset;
     IR_ASSERT(*seg != UINT32_MAX && *off >= 0);
 }
 
@@ -44,7 +44,7 @@ void cg_access_at(CgEmit *e, const IrAccess *a, const int64_t *start, int nd, un
 /* Programs of kernel ki for every core; progs gets one descriptor per core. */
 static void emit_kernel(CgEmit *e, uint32_t ki, SpyProgramDesc *progs)
 {
-    const IrKernel *k = &e->g->kernels[ki];
+    const IrKernel *k = &e->g->plan->kernels[ki];
     uint32_t cores = e->t->cores;
     IR_ASSERT(k->core_first && k->ncores == cores);
     for (uint32_t c = 0; c < cores; c++) {
@@ -56,7 +56,7 @@ static void emit_kernel(CgEmit *e, uint32_t ki, SpyProgramDesc *progs)
         }
         for (uint64_t it = k->core_first[c]; it < k->core_first[c + 1]; it++) {
             int64_t start[IR_ITER_MAX], len[IR_ITER_MAX];
-            pass_grid_item(&k->grid, it, start, len);
+            plan_grid_item(&k->grid, it, start, len);
             switch (k->kind) {
             case IR_KK_ELEM: cg_tp_run(e, &k->tp[0], start, len); break;
             case IR_KK_CONTRACT: cg_contract_item(e, k, start, len); break;
@@ -76,17 +76,18 @@ static void emit_kernel(CgEmit *e, uint32_t ki, SpyProgramDesc *progs)
 
 bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *outlen)
 {
-    IR_ASSERT(g->sched && opt && opt->target && out && outlen);
+    IR_ASSERT(g->plan && opt && opt->target && out && outlen);
     CgEmit e;
     memset(&e, 0, sizeof e);
     e.g = g;
     e.t = opt->target;
-    e.s = g->sched;
-    uint64_t np = (uint64_t)g->nkernels * opt->target->cores;
-    SpyProgramDesc *progs = ir_alloc(g, (np + 1) * sizeof *progs);
-    for (uint32_t i = 0; i < g->nkernels; i++)
+    e.s = g->plan;
+    uint64_t np = (uint64_t)g->plan->nkernels * opt->target->cores;
+    SpyProgramDesc *progs = ir_scratch(g, (np + 1) * sizeof *progs);
+    for (uint32_t i = 0; i < g->plan->nkernels; i++)
         emit_kernel(&e, i, progs);
     bool ok = cg_write_bundle(&e, opt, progs, out, outlen);
     free(e.code);
+    ir_scratch_reset(g);                   /* progs: codegen runs after the pipeline */
     return ok;
 }

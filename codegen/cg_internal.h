@@ -7,7 +7,7 @@
 
 #include "cg.h"
 #include "isa.h"
-#include "kernel.h"
+#include "passes/plan/plan.h"
 #include "sbin.h"
 
 #define CG_DIMS_MAX 16           /* logical DMA dims before coalescing */
@@ -41,7 +41,7 @@ typedef struct {
 typedef struct {
     IrGraph *g;
     const SpyTarget *t;
-    IrSched *s;
+    Plan *s;
     SpyInsn *code;               /* every program, back to back */
     uint64_t n, cap;
     CgCached cache[CG_CACHE_MAX];

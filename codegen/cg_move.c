@@ -58,7 +58,7 @@ static void box_dma(CgEmit *e, const IrKernel *k, uint8_t op, const IrAccess *a,
 static void load_part(CgEmit *e, ValId v, const int64_t *lo, const int64_t *cnt,
                       const int64_t *ls, int64_t lx_elems, uint32_t lx0, int r, unsigned es)
 {
-    const IrView *vw = &e->s->view[v];
+    const IrView *vw = &e->s->val[v].view;
     CgDims d = {0};
     int64_t el = vw->off;
     for (int i = 0; i < r; i++) {
@@ -146,7 +146,7 @@ static void gather_item(CgEmit *e, const IrKernel *k, const IrNode *n, const int
                         const int64_t *len, unsigned es)
 {
     const IrType *dt = ir_vtype(e->g, n->in[0]), *xt = ir_vtype(e->g, n->in[1]);
-    const IrView *dv = &e->s->view[n->in[0]];
+    const IrView *dv = &e->s->val[n->in[0]].view;
     int ax = (int)ir_attr_get_int(n, "axis", 0), ri = xt->rank;
     int64_t jn = 1, cn = 1, c0 = 0, npre = 1;
     for (int i = 0; i < ri; i++)

@@ -80,10 +80,10 @@ void cg_reduce_item(CgEmit *e, const IrKernel *k, const int64_t *start, const in
         ln[d] = len[d];
         rows *= len[d];
     }
-    int64_t nchunks = pass_grid_items(&k->inner);
+    int64_t nchunks = plan_grid_items(&k->inner);
     for (int64_t j = 0; j < nchunks; j++) {
         int64_t len_red = 1;
-        pass_grid_item(&k->inner, (uint64_t)j, st + ng, ln + ng);
+        plan_grid_item(&k->inner, (uint64_t)j, st + ng, ln + ng);
         for (int d = 0; d < ni; d++)
             len_red *= ln[ng + d];
         cg_tp_run(e, &k->tp[0], st, ln);

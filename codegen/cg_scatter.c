@@ -1,7 +1,7 @@
 /* cg_scatter.c: SCATTER work items (the compaction step of data-dependent ops).
  *
  * The kernel's grid is the updates' [N, R] (the output's when N = 0); every item runs
- * on core 0 (pass_assign_cores) in order, so that the first item can zero the whole
+ * on core 0 (plan_assign_cores) in order, so that the first item can zero the whole
  * output before any row is scattered into it. An item:
  *   first item only: VFILL the tile buffer with 0, STORE it over the output
  *   LOAD the item's row indices (int32 on the device) into buf[1]
@@ -17,7 +17,7 @@
 static void zero_output(CgEmit *e, const IrKernel *k, const IrNode *n, unsigned es)
 {
     const IrType *ot = ir_vtype(e->g, n->out[0]);
-    const IrView *ov = &e->s->view[n->out[0]];
+    const IrView *ov = &e->s->val[n->out[0]].view;
     int64_t size = ot->dims[0], r = ot->dims[1], cap = k->buf_bytes[0] / es;
     if (size == 0 || r == 0)
         return;
@@ -48,7 +48,7 @@ static void zero_output(CgEmit *e, const IrKernel *k, const IrNode *n, unsigned 
 static void load_box(CgEmit *e, ValId v, const int64_t *start, const int64_t *len, int nd,
                      uint32_t lx, unsigned es)
 {
-    const IrView *vw = &e->s->view[v];
+    const IrView *vw = &e->s->val[v].view;
     CgDims d = {0};
     int64_t el = vw->off;
     for (int i = 0; i < nd; i++) {
@@ -67,7 +67,7 @@ void cg_scatter_item(CgEmit *e, const IrKernel *k, const IrNode *n, const int64_
                      const int64_t *len)
 {
     const IrType *ot = ir_vtype(e->g, n->out[0]);
-    const IrView *ov = &e->s->view[n->out[0]];
+    const IrView *ov = &e->s->val[n->out[0]].view;
     unsigned es = (unsigned)pass_dev_esize(ot->dtype);
     if (start[0] == 0 && start[1] == 0)
         zero_output(e, k, n, es);

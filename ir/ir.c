@@ -201,10 +201,6 @@ static ValId new_value(IrGraph *g, const char *name, const IrType *t, IrValKind 
     val->type = *t;
     val->kind = kind;
     val->def = IR_NONE;
-    val->alias_of = IR_NONE;
-    val->dram_offset = -1;
-    val->kernel = IR_NONE;
-    val->layout = IR_LAYOUT_ROWMAJOR;
     ir_set_name(g, v, name);
     return v;
 }
@@ -394,7 +390,7 @@ static NodeId new_node(IrGraph *g, IrOp op, const ValId *in, int nin, int nout,
     for (int i = 0; i < nin; i++)
         IR_ASSERT(in[i] == IR_NONE || in[i] < g->nvals);
     IrNode nd = {.op = op, .nin = (uint16_t)nin, .nout = (uint16_t)nout,
-                 .nattrs = (uint16_t)nattrs, .kernel = IR_NONE};
+                 .nattrs = (uint16_t)nattrs};
     nd.in = ir_alloc(g, (size_t)nin * sizeof(ValId));
     if (nin)
         memcpy(nd.in, in, (size_t)nin * sizeof(ValId));

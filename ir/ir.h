@@ -177,12 +177,6 @@ typedef struct {
 /* ---- values ---- */
 typedef enum { IR_VAL_ACT, IR_VAL_INPUT, IR_VAL_CONST } IrValKind;
 
-/* Device layout of a tensor (chosen by the layout pass).
- * ROWMAJOR: dense row-major, no padding.
- * STICKED: row-major but the innermost dimension is padded to a whole number of
- *          128-byte sticks (pad elements are zero). */
-typedef enum { IR_LAYOUT_ROWMAJOR = 0, IR_LAYOUT_STICKED = 1 } IrLayoutKind;
-
 typedef struct {
     IrType type;
     IrValKind kind;
@@ -190,12 +184,6 @@ typedef struct {
     NodeId def;                            /* producing node, IR_NONE for inputs/consts */
     uint32_t def_slot;                     /* output index in the producing node */
     const void *data;                      /* CONST: host row-major data, ir_type_bytes() */
-    /* filled by later passes */
-    IrLayoutKind layout;
-    uint32_t alias_of;                     /* IR_NONE, or value whose storage this reuses */
-    int64_t alias_offset;                  /* byte offset into alias_of's storage */
-    int64_t dram_offset;                   /* planned offset in its DRAM segment, -1 unset */
-    uint32_t kernel;                       /* kernel that produces it, IR_NONE */
 } IrValue;
 
 /* Where a node came from, for diagnostics: "file: node 'name' (op_type)". */
@@ -222,7 +210,6 @@ typedef struct IrNode {
     IrAttr *attrs;
     IrOrigin origin;
     IrForeign foreign;                     /* FOREIGN only */
-    uint32_t kernel;                       /* fusion group (IR_NONE before fusion) */
 } IrNode;
 
 /* ---- diagnostics ---- */
@@ -244,7 +231,7 @@ void ir_diag_warn(IrDiag *d, const char *fmt, ...) __attribute__((format(printf,
 #include <stdio.h>
 void ir_diag_print(const IrDiag *d, FILE *f);
 
-struct IrKernel;                           /* defined in ir/kernel.h (scheduling data) */
+struct Plan;                               /* the kernel plan (passes/plan/plan.h) */
 
 /* ---- graph ---- */
 typedef struct IrArenaBlock IrArenaBlock;
@@ -275,9 +262,7 @@ typedef struct IrGraph {
     const char *model_path;
     int64_t onnx_opset;                    /* default-domain opset (0 if none) */
 
-    struct IrKernel *kernels;              /* filled by the fusion pass */
-    uint32_t nkernels;
-    void *sched;                           /* scheduling/codegen private data */
+    struct Plan *plan;                     /* the back end's product (pass_fuse on) */
     uint32_t name_counter;                 /* for fresh value names */
     bool fold_consts;                      /* ir_add_node folds all-constant core ops */
     size_t fold_budget;                    /* max bytes the results of one fold may have

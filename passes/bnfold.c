@@ -188,7 +188,7 @@ static void emit_chain(IrGraph *g, IrNode *n, const Chain *c, const IrNode *last
         dims[i] = 1;
     dims[n->op == IR_OP_CONV ? 1 : 0] = c->m;
     ValId tc = dec_const(g, IR_DT_F32, dims, r, c->t);
-    IrNode add = {.op = IR_OP_BINARY, .nin = 2, .nout = 1, .nattrs = 1, .kernel = IR_NONE,
+    IrNode add = {.op = IR_OP_BINARY, .nin = 2, .nout = 1, .nattrs = 1,
                   .origin = last->origin};
     add.in = ir_alloc(g, sizeof(ValId) * 2);
     add.in[0] = n->out[0];

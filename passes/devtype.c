@@ -12,7 +12,7 @@
 
 #include "dtconv.h"
 #include "isa.h"
-#include "kernel.h"
+#include "devtype.h"
 
 /* Device element type of an IR dtype (64-bit and wide unsigned types narrowed); 0 if
  * the device cannot hold it. */

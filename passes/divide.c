@@ -1,6 +1,6 @@
 /* divide.c: split every kernel's iteration space over the cores.
  *
- * Each kernel gets a work grid (kernel.h: the grid dims by kind) whose chunks are the
+ * Each kernel gets a work grid (plan.h: the grid dims by kind) whose chunks are the
  * work items; core c runs a contiguous range of items. pass_tile then shrinks chunks
  * until the tiles fit LX.
  *   ELEM, MOVE, COPY, REDUCE: boxes of the grid (fixed outer indices, a range along
@@ -17,8 +17,8 @@
  */
 #include <string.h>
 
-#include "kernel.h"
 #include "pass.h"
+#include "plan/plan.h"
 
 #define MIN_ITEM_ELEMS 32        /* one fp32 stick: smaller work items are not worth a core */
 
@@ -36,7 +36,7 @@ static void box_parallel(IrGrid *gr, int64_t want, uint32_t cores)
 {
     for (int d = 0; d < gr->rank; d++)
         gr->chunk[d] = gr->ext[d] > 0 ? gr->ext[d] : 1;
-    if (want <= 1 || pass_grid_items(gr) == 0)
+    if (want <= 1 || plan_grid_items(gr) == 0)
         return;
     int64_t outer = 1;
     for (int s = 0; s < gr->rank; s++) {
@@ -179,7 +179,7 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
 static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarget *t)
 {
     IrGeom geo;
-    pass_geom(g, k, &geo);
+    plan_geom(g, k, &geo);
     int64_t pix = 1, taps = 1;
     for (int d = 4; d < gr->rank; d++)
         pix *= gr->ext[d];
@@ -222,7 +222,7 @@ static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
 {
     uint32_t cores = t->cores;
     IrGeom geo;
-    pass_geom(g, k, &geo);
+    plan_geom(g, k, &geo);
     IrGrid *gr = &k->grid;
     memset(gr, 0, sizeof *gr);
     gr->rank = geo.ngrid;
@@ -242,7 +242,7 @@ static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
     }
     int64_t want = want_items(work * (inner > 0 ? inner : 1), cores);
     if (k->kind == IR_KK_MOVE && ir_node(g, k->anchor)->op == IR_OP_SCATTER)
-        want = 1;                              /* runs on one core (pass_assign_cores) */
+        want = 1;                              /* runs on one core (plan_assign_cores) */
     if (k->kind == IR_KK_CONTRACT && ir_node(g, k->anchor)->op == IR_OP_CONV)
         conv_divide(g, k, gr, t);
     else if (k->kind == IR_KK_CONTRACT)
@@ -253,13 +253,13 @@ static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
         gr->rank += k->nred;
     } else
         box_parallel(gr, want, cores);
-    pass_assign_cores(g, k, cores);
+    plan_assign_cores(g, k, cores);
 }
 
 bool pass_divide(IrGraph *g, const PassOptions *opt)
 {
     IR_ASSERT(opt->target && opt->target->cores > 0);
-    for (uint32_t i = 0; i < g->nkernels; i++)
-        divide_kernel(g, &g->kernels[i], opt->target);
+    for (uint32_t i = 0; i < g->plan->nkernels; i++)
+        divide_kernel(g, &g->plan->kernels[i], opt->target);
     return true;
 }

@@ -9,16 +9,16 @@
  *                  writes over what it reads
  *   segment 2 + i  graph input i, then graph output j at 2 + ninputs + j (a value
  *                  claimed by an output by pass_fuse lives there directly)
- * Views and aliases share their root's storage (IrValue.dram_offset is set for them
- * too, for reports).
+ * Views share their root's storage (PlanValue.dram_offset is set for them too, for
+ * reports).
  */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "isa.h"
-#include "kernel.h"
 #include "pass.h"
+#include "plan/plan.h"
 
 typedef struct {
     uint64_t off, size;
@@ -68,7 +68,7 @@ static bool check_i64_const(IrGraph *g, ValId v)
     const IrValue *val = ir_val(g, v);
     if (!pass_dev_narrows_int(val->type.dtype))
         return true;
-    int64_t n = pass_numel(&val->type);
+    int64_t n = plan_numel(&val->type);
     for (int64_t i = 0; i < n; i++) {
         int64_t x;
         int32_t y;
@@ -83,25 +83,24 @@ static bool check_i64_const(IrGraph *g, ValId v)
 }
 
 /* Lay out the constants that kernels read in segment 0. */
-static bool plan_consts(IrGraph *g, IrSched *s, const SpyTarget *t)
+static bool place_consts(IrGraph *g, Plan *s, const SpyTarget *t)
 {
-    uint8_t *used = ir_alloc(g, g->nvals + 1);
-    for (uint32_t i = 0; i < g->nkernels; i++)
-        for (uint32_t j = 0; j < g->kernels[i].nreads; j++)
-            used[g->kernels[i].reads[j]] = 1;
+    uint8_t *used = ir_scratch(g, g->nvals + 1);
+    for (uint32_t i = 0; i < s->nkernels; i++)
+        for (uint32_t j = 0; j < s->kernels[i].nreads; j++)
+            used[s->kernels[i].reads[j]] = 1;
     s->consts = ir_alloc(g, (g->nvals + 1) * sizeof *s->consts);
     s->nconsts = 0;
     uint64_t off = 0;
     bool ok = true;
     for (ValId v = 0; v < g->nvals; v++) {
-        IrValue *val = ir_val(g, v);
-        if (!used[v] || val->kind != IR_VAL_CONST)
+        if (!used[v] || ir_val(g, v)->kind != IR_VAL_CONST)
             continue;
         ok &= check_i64_const(g, v);
-        s->seg[v] = ISA_SEG_CONST;
-        val->dram_offset = (int64_t)off;
+        s->val[v].seg = ISA_SEG_CONST;
+        s->val[v].dram_offset = (int64_t)off;
         s->consts[s->nconsts++] = v;
-        off += (pass_storage_bytes(g, v, t) + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
+        off += (plan_storage_bytes(g, v, t) + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
     }
     s->seg0_bytes = off;
     return ok;
@@ -109,71 +108,72 @@ static bool plan_consts(IrGraph *g, IrSched *s, const SpyTarget *t)
 
 /* Allocate activations in the arena by liveness (kernel order): a root lives from its
  * first writer to its last reader or writer (an in-place concat has several writers). */
-static void plan_arena(IrGraph *g, IrSched *s, const SpyTarget *t)
+static void place_arena(IrGraph *g, Plan *s, const SpyTarget *t)
 {
-    uint32_t *last = ir_alloc(g, (g->nvals + 1) * sizeof *last);
-    uint32_t *first = ir_alloc(g, (g->nvals + 1) * sizeof *first);
+    uint32_t *last = ir_scratch(g, (g->nvals + 1) * sizeof *last);
+    uint32_t *first = ir_scratch(g, (g->nvals + 1) * sizeof *first);
     for (ValId v = 0; v < g->nvals; v++)
         last[v] = first[v] = UINT32_MAX;
-    for (uint32_t i = 0; i < g->nkernels; i++) {
-        const IrKernel *k = &g->kernels[i];
+    for (uint32_t i = 0; i < s->nkernels; i++) {
+        const IrKernel *k = &s->kernels[i];
         for (uint32_t j = 0; j < k->nreads; j++)
             last[k->reads[j]] = i;
         if (k->kind != IR_KK_COPY) {
-            ValId r = s->view[k->out].root;
+            ValId r = s->val[k->out].view.root;
             last[r] = i;
             if (first[r] == UINT32_MAX)
                 first[r] = i;
         }
     }
-    /* each kernel allocates at most one block, so a.b never grows (scratch lives in
-     * the graph's arena: an out of memory leaks nothing) */
-    Arena a = {ir_alloc(g, ((size_t)g->nkernels + 1) * sizeof(Block)), 0, g->nkernels + 1, 0};
-    for (uint32_t i = 0; i < g->nkernels; i++) {
-        const IrKernel *k = &g->kernels[i];
-        ValId r = k->kind == IR_KK_COPY ? IR_NONE : s->view[k->out].root;
-        if (r != IR_NONE && first[r] == i && s->seg[r] == UINT32_MAX) {
-            IR_ASSERT(!s->virt[r] && ir_val(g, r)->kind == IR_VAL_ACT);
-            uint64_t sz = pass_storage_bytes(g, r, t);
+    /* each kernel allocates at most one block, so a.b never grows (in scratch: an out
+     * of memory leaks nothing) */
+    Arena a = {ir_scratch(g, ((size_t)s->nkernels + 1) * sizeof(Block)), 0, s->nkernels + 1, 0};
+    for (uint32_t i = 0; i < s->nkernels; i++) {
+        const IrKernel *k = &s->kernels[i];
+        ValId r = k->kind == IR_KK_COPY ? IR_NONE : s->val[k->out].view.root;
+        if (r != IR_NONE && first[r] == i && s->val[r].seg == UINT32_MAX) {
+            IR_ASSERT(!s->val[r].virt && ir_val(g, r)->kind == IR_VAL_ACT);
+            uint64_t sz = plan_storage_bytes(g, r, t);
             sz = (sz + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
-            s->seg[r] = ISA_SEG_ARENA;
-            ir_val(g, r)->dram_offset = (int64_t)arena_alloc(&a, sz ? sz : IR_DRAM_ALIGN);
+            s->val[r].seg = ISA_SEG_ARENA;
+            s->val[r].dram_offset = (int64_t)arena_alloc(&a, sz ? sz : IR_DRAM_ALIGN);
         }
         for (uint32_t j = 0; j < k->nreads; j++) {
             ValId x = k->reads[j];
-            if (last[x] == i && s->seg[x] == ISA_SEG_ARENA)
-                arena_free(&a, (uint64_t)ir_val(g, x)->dram_offset);
+            if (last[x] == i && s->val[x].seg == ISA_SEG_ARENA)
+                arena_free(&a, (uint64_t)s->val[x].dram_offset);
         }
-        if (r != IR_NONE && last[r] == i && s->seg[r] == ISA_SEG_ARENA)
-            arena_free(&a, (uint64_t)ir_val(g, r)->dram_offset);   /* never read */
+        if (r != IR_NONE && last[r] == i && s->val[r].seg == ISA_SEG_ARENA)
+            arena_free(&a, (uint64_t)s->val[r].dram_offset);   /* never read */
     }
     s->arena_bytes = a.peak;
 }
 
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt)
 {
-    IrSched *s = g->sched;
+    Plan *s = g->plan;
     IR_ASSERT(s && opt->target);
     for (ValId v = 0; v < g->nvals; v++) {
-        s->seg[v] = UINT32_MAX;
-        g->vals[v].dram_offset = -1;
+        s->val[v].seg = UINT32_MAX;
+        s->val[v].dram_offset = -1;
     }
     for (uint32_t i = 0; i < g->ninputs; i++) {
-        s->seg[g->inputs[i]] = ISA_SEG_IO0 + i;
-        g->vals[g->inputs[i]].dram_offset = 0;
+        s->val[g->inputs[i]].seg = ISA_SEG_IO0 + i;
+        s->val[g->inputs[i]].dram_offset = 0;
     }
     for (ValId v = 0; v < g->nvals; v++)
-        if (s->claim[v] >= 0) {
-            s->seg[v] = ISA_SEG_IO0 + g->ninputs + (uint32_t)s->claim[v];
-            g->vals[v].dram_offset = 0;
+        if (s->val[v].claim >= 0) {
+            s->val[v].seg = ISA_SEG_IO0 + g->ninputs + (uint32_t)s->val[v].claim;
+            s->val[v].dram_offset = 0;
         }
-    if (!plan_consts(g, s, opt->target))
+    if (!place_consts(g, s, opt->target))
         return false;
-    plan_arena(g, s, opt->target);
+    place_arena(g, s, opt->target);
     uint64_t io = 0, limit = (uint64_t)opt->target->dram_gib << 30;
     for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++) {
         ValId v = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
-        io += (uint64_t)pass_numel(ir_vtype(g, v)) * (uint64_t)pass_dev_esize(ir_vtype(g, v)->dtype);
+        const IrType *t = ir_vtype(g, v);
+        io += (uint64_t)plan_numel(t) * (uint64_t)pass_dev_esize(t->dtype);
     }
     if (s->seg0_bytes + s->arena_bytes + io > limit) {
         ir_diag_error(g->diag, "the model needs %llu bytes of device memory (constants %llu, "
@@ -185,10 +185,12 @@ bool pass_dram_plan(IrGraph *g, const PassOptions *opt)
         return false;
     }
     for (ValId v = 0; v < g->nvals; v++) {
-        ValId r = s->view[v].root;
-        if (r != v && s->seg[r] != UINT32_MAX) {
-            s->seg[v] = s->seg[r];
-            g->vals[v].dram_offset = g->vals[r].dram_offset + g->vals[v].alias_offset;
+        PlanValue *pv = &s->val[v];
+        ValId r = pv->view.root;
+        if (r != v && s->val[r].seg != UINT32_MAX) {
+            pv->seg = s->val[r].seg;
+            pv->dram_offset = s->val[r].dram_offset +
+                              pv->view.off * pass_dev_esize(ir_vtype(g, v)->dtype);
         }
     }
     return true;

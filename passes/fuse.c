@@ -28,8 +28,8 @@
 #include <string.h>
 
 #include "isa.h"
-#include "kernel.h"
 #include "pass.h"
+#include "plan/plan.h"
 #include "tile.h"
 
 enum { ROLE_NONE = 0, ROLE_PRO, ROLE_ANCHOR, ROLE_EPI };
@@ -47,7 +47,7 @@ typedef struct {
 
 typedef struct {
     IrGraph *g;
-    IrSched *s;
+    Plan *s;
     bool fuse;                             /* opt_level >= 1 */
     uint32_t *nuse;                        /* uses by live nodes and graph outputs */
     uint8_t *is_out;
@@ -67,14 +67,14 @@ typedef struct {
 /* Whether n is a live node (not dead, not a virtual view). */
 static bool live(Fuse *f, NodeId n)
 {
-    return n != IR_NONE && !f->g->nodes[n].dead && !f->s->vnode[n];
+    return n != IR_NONE && !f->g->nodes[n].dead && !f->s->node[n].virt;
 }
 
 /* View ops, and gathers with constant arithmetic indices (slices in disguise). */
 static bool is_view_node(IrGraph *g, const IrNode *n)
 {
     int64_t a, b;
-    return (ir_op_info[n->op].flags & IR_OPF_VIEW) || pass_gather_view(g, n, &a, &b);
+    return (ir_op_info[n->op].flags & IR_OPF_VIEW) || plan_gather_view(g, n, &a, &b);
 }
 
 /* Count uses of every value by live nodes and graph outputs. */
@@ -90,11 +90,11 @@ static void count_uses(Fuse *f)
             if (g->nodes[n].in[i] != IR_NONE)
                 f->nuse[g->nodes[n].in[i]]++;
     }
-    f->ufirst = ir_alloc(g, (g->nvals + 2) * sizeof *f->ufirst);
+    f->ufirst = ir_scratch(g, (g->nvals + 2) * sizeof *f->ufirst);
     for (ValId v = 0; v < g->nvals; v++)
         f->ufirst[v + 1] = f->ufirst[v] + f->nuse[v];
-    f->ulist = ir_alloc(g, (f->ufirst[g->nvals] + 1) * sizeof *f->ulist);
-    uint32_t *fill = ir_alloc(g, (g->nvals + 1) * sizeof *fill);
+    f->ulist = ir_scratch(g, (f->ufirst[g->nvals] + 1) * sizeof *f->ulist);
+    uint32_t *fill = ir_scratch(g, (g->nvals + 1) * sizeof *fill);
     for (NodeId n = 0; n < g->nnodes; n++) {
         if (g->nodes[n].dead)
             continue;
@@ -136,53 +136,40 @@ static bool concat_in_place(Fuse *f, NodeId n)
         NodeId p = ir_val(g, v)->def;
         if (p == IR_NONE || g->nodes[p].dead || ir_val(g, v)->kind != IR_VAL_ACT ||
             f->nuse[v] != 1 || f->is_out[v] ||
-            (f->s->vnode[p] && g->nodes[p].op != IR_OP_CONCAT))
+            (f->s->node[p].virt && g->nodes[p].op != IR_OP_CONCAT))
             return false;
     }
     return true;
 }
 
-/* Decide which view nodes are virtual and compute (row-major) views. Returns false
- * when a gather forced another view to be materialised (the caller repeats). */
-static bool plan_views(Fuse *f)
+/* Decide which view nodes are virtual (and which CONCATs are done in place) and
+ * compute the (row-major) views through plan_compute_views. Returns false when a
+ * gather forced another view to be materialised (the caller repeats). */
+static bool choose_views(Fuse *f)
 {
     IrGraph *g = f->g;
-    IrSched *s = f->s;
-    for (ValId v = 0; v < g->nvals; v++) {
-        s->virt[v] = 0;
-        s->view[v].root = v;
-        s->view[v].off = 0;
-        pass_dense_strides(ir_vtype(g, v), s->view[v].stride);
-    }
+    Plan *s = f->s;
     for (NodeId n = 0; n < g->nnodes; n++) {
         IrNode *nd = &g->nodes[n];
-        s->vnode[n] = 0;
-        if (nd->dead || !is_view_node(g, nd))
-            continue;
-        IrView vw;
-        ValId o = nd->out[0];
-        bool ok = pass_view_apply(g, nd, &s->view[nd->in[0]], &vw);
-        if (ok && !f->is_out[o] && !f->force[n] &&
-            (f->fuse || nd->op == IR_OP_RESHAPE || nd->op == IR_OP_BITCAST)) {
-            s->vnode[n] = 1;
-            s->virt[o] = 1;
-            s->view[o] = vw;
-        }
+        s->node[n].virt = !nd->dead && is_view_node(g, nd) && !f->is_out[nd->out[0]] &&
+                          !f->force[n] &&
+                          (f->fuse || nd->op == IR_OP_RESHAPE || nd->op == IR_OP_BITCAST);
     }
+    plan_compute_views(g, NULL);           /* unmarks views not expressible as strides */
     for (NodeId n = 0; n < g->nnodes; n++)
         if (!g->nodes[n].dead && g->nodes[n].op == IR_OP_CONCAT && concat_in_place(f, n))
-            s->vnode[n] = 1;
-    pass_concat_views(g);
+            s->node[n].virt = true;
+    plan_compute_views(g, NULL);           /* with the in-place concats' slices */
     bool stable = true;
     for (NodeId n = 0; n < g->nnodes; n++) {
         IrNode *nd = &g->nodes[n];
-        if (nd->dead || nd->op != IR_OP_GATHER || s->vnode[n])
+        if (nd->dead || nd->op != IR_OP_GATHER || s->node[n].virt)
             continue;
         ValId d = nd->in[0];
         int axis = (int)ir_attr_get_int(nd, "axis", 0);
-        if (!rows_contiguous(ir_vtype(g, d), axis, &s->view[d])) {
+        if (!rows_contiguous(ir_vtype(g, d), axis, &s->val[d].view)) {
             NodeId p = ir_val(g, d)->def;
-            IR_ASSERT(p != IR_NONE && s->vnode[p]);
+            IR_ASSERT(p != IR_NONE && s->node[p].virt);
             f->force[p] = 1;
             stable = false;
         }
@@ -193,9 +180,9 @@ static bool plan_views(Fuse *f)
 /* Start a new group rooted at node n. */
 static uint32_t new_group(Fuse *f, IrKernelKind kind, NodeId anchor, NodeId root, ValId out)
 {
-    if (f->ngs == f->capgs) {              /* in the arena: an out of memory frees it */
+    if (f->ngs == f->capgs) {              /* in scratch: an out of memory frees it */
         f->capgs = f->capgs ? 2 * f->capgs : 64;
-        Group *ng = ir_alloc(f->g, f->capgs * sizeof *ng);
+        Group *ng = ir_scratch(f->g, f->capgs * sizeof *ng);
         if (f->ngs)
             memcpy(ng, f->gs, f->ngs * sizeof *ng);
         f->gs = ng;
@@ -354,7 +341,7 @@ static bool row_fits(Fuse *f, const IrType *s, int k)
     TileMap m;
     TileSpec sp;
     IrTileProg tp;
-    NodeId *steps = ir_alloc(g, (f->nmem + 1) * sizeof *steps);
+    NodeId *steps = ir_scratch(g, (f->nmem + 1) * sizeof *steps);
     memcpy(steps, f->mem, f->nmem * sizeof *steps);
     qsort(steps, f->nmem, sizeof *steps, cmp_node);
     tile_map_identity(&m, s);
@@ -564,17 +551,17 @@ static bool group_nodes(Fuse *f)
 
 /* Graph outputs: the root storage of an output becomes its I/O segment when it can;
  * other outputs get a COPY group. */
-static void plan_outputs(Fuse *f)
+static void claim_outputs(Fuse *f)
 {
     IrGraph *g = f->g;
-    IrSched *s = f->s;
+    Plan *s = f->s;
     for (uint32_t k = 0; k < g->noutputs; k++) {
         ValId v = g->outputs[k];
-        ValId r = s->view[v].root;
+        ValId r = s->val[v].view.root;
         const IrValue *rv = ir_val(g, r);
-        if (rv->kind == IR_VAL_ACT && !s->virt[r] && pass_view_dense(g, v, &s->view[v]) &&
-            s->claim[r] < 0) {
-            s->claim[r] = (int32_t)k;
+        if (rv->kind == IR_VAL_ACT && !s->val[r].virt &&
+            plan_view_dense(g, v, &s->val[v].view) && s->val[r].claim < 0) {
+            s->val[r].claim = (int32_t)k;
             continue;
         }
         uint32_t gi = new_group(f, IR_KK_COPY, IR_NONE, IR_NONE, v);
@@ -614,7 +601,7 @@ static int cmp_key(const void *a, const void *b)
 static uint64_t view_bytes(IrGraph *g, ValId v)
 {
     const IrType *t = ir_vtype(g, v);
-    const IrView *vw = &((IrSched *)g->sched)->view[v];
+    const IrView *vw = &g->plan->val[v].view;
     uint64_t n = 1;
     for (int i = 0; i < t->rank; i++)
         if (vw->stride[i] != 0 || t->dims[i] == 0)
@@ -626,15 +613,15 @@ static uint64_t view_bytes(IrGraph *g, ValId v)
 static uint64_t node_flops(IrGraph *g, const IrNode *n)
 {
     const IrType *o = ir_vtype(g, n->out[0]), *a = ir_vtype(g, n->in[0]);
-    uint64_t no = (uint64_t)pass_numel(o);
+    uint64_t no = (uint64_t)plan_numel(o);
     switch (n->op) {
     case IR_OP_MATMUL: return 2 * no * (uint64_t)a->dims[a->rank - 1];
     case IR_OP_CONV: {
         const IrType *w = ir_vtype(g, n->in[1]);
-        return 2 * no * (uint64_t)(pass_numel(w) / (w->dims[0] ? w->dims[0] : 1));
+        return 2 * no * (uint64_t)(plan_numel(w) / (w->dims[0] ? w->dims[0] : 1));
     }
     case IR_OP_REDUCE: case IR_OP_ARGREDUCE: case IR_OP_CUMSUM:
-        return (uint64_t)pass_numel(a);
+        return (uint64_t)plan_numel(a);
     case IR_OP_WINDOW: {
         const int64_t *k;
         int nk = ir_attr_get_ints(n, "kernel", &k);
@@ -669,6 +656,8 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
     k->out_index = gr->out_index;
     k->ref = gr->ref;
     k->nred = gr->nred;
+    for (int i = 0; i < 3; i++)
+        k->acc[i].root = IR_NONE;              /* set by pass_tile */
     uint32_t nin = 0;
     for (uint32_t m = 0; m < nmem; m++)
         nin += g->nodes[mem[m]].nin;
@@ -680,9 +669,7 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
     for (uint32_t m = 0; m < nmem; m++) {
         NodeId n = mem[m];
         IrNode *nd = &g->nodes[n];
-        nd->kernel = idx;
-        for (int i = 0; i < nd->nout; i++)
-            ir_val(g, nd->out[i])->kernel = idx;
+        f->s->node[n].kernel = idx;
         if (f->role[n] == ROLE_PRO)
             k->pro[k->npro++] = n;
         else if (f->role[n] == ROLE_EPI)
@@ -701,39 +688,33 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
     if (k->kind == IR_KK_COPY) {
         snprintf(name, sizeof name, "k%u_copy_out%u", idx, k->out_index);
         add_in(k, k->out, nin + 1);
-        k->flops = (uint64_t)pass_numel(ir_vtype(g, k->out));
+        k->flops = (uint64_t)plan_numel(ir_vtype(g, k->out));
     }
     k->name = ir_strdup(g, name);
     k->min_dram_bytes = view_bytes(g, k->out);
     for (uint32_t i = 0; i < k->nins; i++) {
         const IrValue *iv = ir_val(g, k->ins[i]);
-        if (!(iv->kind == IR_VAL_CONST && pass_numel(&iv->type) == 1))
+        if (!(iv->kind == IR_VAL_CONST && plan_numel(&iv->type) == 1))
             k->min_dram_bytes += view_bytes(g, k->ins[i]);
     }
 }
 
-/* Allocate the per-node / per-value work arrays. */
+/* Allocate the per-node / per-value work arrays (scratch) and a new plan. */
 static void fuse_init(Fuse *f, IrGraph *g, const PassOptions *opt)
 {
     f->g = g;
-    f->s = pass_sched(g);
+    f->s = plan_new(g);
     f->fuse = opt->opt_level >= 1;
     f->lx_budget = opt->target ? opt->target->lx_budget_bytes : 0;
-    f->nuse = ir_alloc(g, (g->nvals + 1) * sizeof *f->nuse);
-    f->is_out = ir_alloc(g, g->nvals + 1);
-    f->force = ir_alloc(g, g->nnodes + 1);
-    f->grp = ir_alloc(g, (g->nnodes + 1) * sizeof *f->grp);
-    f->role = ir_alloc(g, g->nnodes + 1);
-    f->stack = ir_alloc(g, (g->nnodes + 1) * sizeof *f->stack);
-    f->mem = ir_alloc(g, (g->nnodes + 1) * sizeof *f->mem);
-    for (NodeId n = 0; n < g->nnodes; n++) {
+    f->nuse = ir_scratch(g, (g->nvals + 1) * sizeof *f->nuse);
+    f->is_out = ir_scratch(g, g->nvals + 1);
+    f->force = ir_scratch(g, g->nnodes + 1);
+    f->grp = ir_scratch(g, (g->nnodes + 1) * sizeof *f->grp);
+    f->role = ir_scratch(g, g->nnodes + 1);
+    f->stack = ir_scratch(g, (g->nnodes + 1) * sizeof *f->stack);
+    f->mem = ir_scratch(g, (g->nnodes + 1) * sizeof *f->mem);
+    for (NodeId n = 0; n < g->nnodes; n++)
         f->grp[n] = IR_NONE;
-        g->nodes[n].kernel = IR_NONE;
-    }
-    for (ValId v = 0; v < g->nvals; v++) {
-        g->vals[v].kernel = IR_NONE;
-        f->s->claim[v] = -1;
-    }
 }
 
 bool pass_fuse(IrGraph *g, const PassOptions *opt)
@@ -741,35 +722,35 @@ bool pass_fuse(IrGraph *g, const PassOptions *opt)
     Fuse f = {0};
     fuse_init(&f, g, opt);
     count_uses(&f);
-    for (int round = 0; !plan_views(&f); round++)
+    for (int round = 0; !choose_views(&f); round++)
         IR_ASSERT(round <= (int)g->nnodes);
     if (!group_nodes(&f))
         return false;
-    plan_outputs(&f);
-    GroupKey *order = ir_alloc(g, (f.ngs + 1) * sizeof *order);
+    claim_outputs(&f);
+    GroupKey *order = ir_scratch(g, (f.ngs + 1) * sizeof *order);
     for (uint32_t i = 0; i < f.ngs; i++) {
         const Group *gr = &f.gs[i];
         order[i].key = gr->root == IR_NONE ? ((uint64_t)1 << 40) + gr->out_index : gr->root;
         order[i].idx = i;
     }
     qsort(order, f.ngs, sizeof *order, cmp_key);
-    g->kernels = ir_alloc(g, (f.ngs + 1) * sizeof(IrKernel));
-    g->nkernels = f.ngs;
+    f.s->kernels = ir_alloc(g, (f.ngs + 1) * sizeof(IrKernel));
+    f.s->nkernels = f.ngs;
     /* members of every group in node order (counting sort) */
-    uint32_t *first = ir_alloc(g, (f.ngs + 2) * sizeof *first);
-    NodeId *mem = ir_alloc(g, (g->nnodes + 1) * sizeof *mem);
+    uint32_t *first = ir_scratch(g, (f.ngs + 2) * sizeof *first);
+    NodeId *mem = ir_scratch(g, (g->nnodes + 1) * sizeof *mem);
     for (NodeId n = 0; n < g->nnodes; n++)
         if (f.grp[n] != IR_NONE)
             first[f.grp[n] + 1]++;
     for (uint32_t i = 0; i < f.ngs; i++)
         first[i + 1] += first[i];
-    uint32_t *fill = ir_alloc(g, (f.ngs + 1) * sizeof *fill);
+    uint32_t *fill = ir_scratch(g, (f.ngs + 1) * sizeof *fill);
     for (NodeId n = 0; n < g->nnodes; n++)
         if (f.grp[n] != IR_NONE)
             mem[first[f.grp[n]] + fill[f.grp[n]]++] = n;
     for (uint32_t i = 0; i < f.ngs; i++) {
         uint32_t gi = order[i].idx;
-        build_kernel(&f, gi, mem + first[gi], first[gi + 1] - first[gi], i, &g->kernels[i]);
+        build_kernel(&f, gi, mem + first[gi], first[gi + 1] - first[gi], i, &f.s->kernels[i]);
     }
     return !ir_failed(g);
 }

@@ -4,9 +4,9 @@
  * of a MATMUL is stored STICKED (rows padded to whole 128-byte sticks) when its rows
  * are not already a whole number of sticks, so that each row of B starts on a stick.
  * The layout decides the strides of the value's view; every DMA derives its strides
- * from views, so the choice needs no other change. Values produced by virtual view
- * nodes, and the inputs of CONCATs done in place (pass_fuse), alias their root's
- * storage (IrValue.alias_of/alias_offset).
+ * from views, so the choice needs no other change. The views are then recomputed
+ * (plan_compute_views): values produced by virtual view nodes, and the inputs of
+ * CONCATs done in place (pass_fuse), are views of their root's storage.
  *
  * Also refuses, with a message naming the node, data types the device cannot hold
  * (strings; see devtype.c for the narrowed ones), arithmetic on float16/bfloat16
@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "isa.h"
-#include "kernel.h"
 #include "pass.h"
+#include "plan/plan.h"
 
 /* Report value v of node n (or of the graph's interface) if its dtype cannot live on
  * the device. */
@@ -120,64 +120,28 @@ static bool only_matmul_b(IrGraph *g, ValId v)
 static void choose_layouts(IrGraph *g, const SpyTarget *t)
 {
     for (ValId v = 0; v < g->nvals; v++) {
-        IrValue *val = ir_val(g, v);
-        val->layout = IR_LAYOUT_ROWMAJOR;
+        const IrValue *val = ir_val(g, v);
+        g->plan->val[v].layout = IR_LAYOUT_ROWMAJOR;
         if (val->kind != IR_VAL_CONST || val->type.rank < 2 || !pass_dev_dtype(val->type.dtype))
             continue;
         size_t es = ir_dtype_size(val->type.dtype);
         int64_t se = (int64_t)(t->stick_bytes / (es ? es : 1));
         int64_t n = val->type.dims[val->type.rank - 1];
-        if (se > 1 && n > se && n % se != 0 && pass_numel(&val->type) > 0 &&
+        if (se > 1 && n > se && n % se != 0 && plan_numel(&val->type) > 0 &&
             only_matmul_b(g, v))
-            val->layout = IR_LAYOUT_STICKED;
-    }
-}
-
-/* Views of all values under the chosen layouts (virtual nodes as decided by fuse). */
-static void compute_views(IrGraph *g, const SpyTarget *t)
-{
-    IrSched *s = g->sched;
-    for (ValId v = 0; v < g->nvals; v++) {
-        IrValue *val = ir_val(g, v);
-        IrView *vw = &s->view[v];
-        memset(vw, 0, sizeof *vw);
-        vw->root = v;
-        pass_dense_strides(&val->type, vw->stride);
-        if (val->layout == IR_LAYOUT_STICKED) {
-            int r = val->type.rank;
-            int64_t se = (int64_t)(t->stick_bytes / ir_dtype_size(val->type.dtype));
-            int64_t pad = (val->type.dims[r - 1] + se - 1) / se * se;
-            for (int i = r - 2; i >= 0; i--)
-                vw->stride[i] = (i == r - 2 ? pad : vw->stride[i + 1] * val->type.dims[i + 1]);
-        }
-        val->alias_of = IR_NONE;
-        val->alias_offset = 0;
-    }
-    for (NodeId n = 0; n < g->nnodes; n++) {
-        const IrNode *nd = &g->nodes[n];
-        if (nd->dead || !s->vnode[n] || nd->op == IR_OP_CONCAT)
-            continue;
-        IR_ASSERT(pass_view_apply(g, nd, &s->view[nd->in[0]], &s->view[nd->out[0]]));
-    }
-    pass_concat_views(g);
-    for (ValId v = 0; v < g->nvals; v++) {
-        IrValue *val = ir_val(g, v);
-        if (s->view[v].root == v)
-            continue;
-        val->alias_of = s->view[v].root;
-        val->alias_offset = s->view[v].off * pass_dev_esize(val->type.dtype);
+            g->plan->val[v].layout = IR_LAYOUT_STICKED;
     }
 }
 
 /* Refuse tensors that cannot fit the device's memory at all (reported by name). */
 static bool check_sizes(IrGraph *g, const SpyTarget *t)
 {
-    IrSched *s = g->sched;
+    Plan *s = g->plan;
     uint64_t limit = (uint64_t)t->dram_gib << 30;
     bool ok = true;
     for (ValId v = 0; v < g->nvals && ok; v++) {
         const IrValue *val = ir_val(g, v);
-        if (s->virt[v] || val->kind == IR_VAL_CONST || !pass_dev_esize(val->type.dtype))
+        if (s->val[v].virt || val->kind == IR_VAL_CONST || !pass_dev_esize(val->type.dtype))
             continue;
         if (val->kind == IR_VAL_ACT && (val->def == IR_NONE || g->nodes[val->def].dead))
             continue;
@@ -200,7 +164,7 @@ static bool check_sizes(IrGraph *g, const SpyTarget *t)
 
 bool pass_layout(IrGraph *g, const PassOptions *opt)
 {
-    IR_ASSERT(g->sched && opt->target);
+    IR_ASSERT(g->plan && opt->target);
     bool ok = true;
     for (uint32_t i = 0; i < g->ninputs; i++)
         ok &= check_storable(g, NULL, g->inputs[i]);
@@ -212,6 +176,6 @@ bool pass_layout(IrGraph *g, const PassOptions *opt)
     if (!ok || !check_sizes(g, opt->target))
         return false;
     choose_layouts(g, opt->target);
-    compute_views(g, opt->target);
+    IR_ASSERT(plan_compute_views(g, opt->target));    /* layouts break no view of fuse */
     return true;
 }

@@ -1,9 +1,9 @@
 /* pass.h: the compiler pipeline (passes/pipeline.c holds the table).
  *
  * Each pass is a plain function over the graph; it reports user errors through
- * g->diag and returns false to stop the pipeline. ir_verify() runs after every pass
- * when PassOptions.verify is set (always in debug builds). Passes never print to
- * stdout or exit.
+ * g->diag and returns false to stop the pipeline. ir_verify() and plan_verify() run
+ * after every pass when PassOptions.verify is set (always in debug builds). Passes
+ * never print to stdout or exit.
  */
 #ifndef SPYREC_PASS_H
 #define SPYREC_PASS_H
@@ -18,7 +18,7 @@ typedef struct {
     const SpyTarget *target;
     const char *dump_after;        /* pass name, "all", or NULL */
     FILE *dump_file;               /* where --dump-after prints (stderr by default) */
-    bool verify;                   /* ir_verify after every pass */
+    bool verify;                   /* ir_verify and plan_verify after every pass */
     /* optional observer (progress display, compile reports, --emit=dot): called before
      * (done = false) and after (done = true, the pass succeeded) each pass that runs;
      * index is the pass's position in pass_pipeline[] */

@@ -2,14 +2,15 @@
  *
  * Passes run in table order when opt_level >= min_opt. The observer PassOptions.hook
  * (when set) is called before and after each pass. After each pass the driver stops on
- * a reported error, runs ir_verify() when asked (PassOptions.verify; always in builds
- * with SPY_DEBUG), releases the pass's scratch arena (ir_scratch), and prints the IR (and, from pass "fuse" on, the kernel plan) when
- * the pass is named by --dump-after (or "all").
+ * a reported error, runs ir_verify() and plan_verify() when asked (PassOptions.verify;
+ * always in builds with SPY_DEBUG), releases the pass's scratch arena (ir_scratch), and
+ * prints the IR (and, from pass "fuse" on, the kernel plan) when the pass is named
+ * by --dump-after (or "all").
  */
 #include <string.h>
 
-#include "kernel.h"
 #include "pass.h"
+#include "plan/plan.h"
 
 const PassInfo pass_pipeline[] = {
     {"decompose", pass_decompose, 0, "lower frontend operators to core ops"},
@@ -42,8 +43,8 @@ static void dump(IrGraph *g, const PassOptions *opt, const PassInfo *p)
     FILE *f = opt->dump_file ? opt->dump_file : stderr;
     fprintf(f, "# ---- after %s ----\n", p->name);
     ir_print(g, f);
-    if (g->kernels && g->sched)
-        pass_print_kernels(g, f);
+    if (g->plan)
+        plan_print(g, f, opt->target);
     fflush(f);
 }
 
@@ -62,11 +63,10 @@ bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
             continue;
         if (opt->hook)
             opt->hook(g, i, false, opt->hook_ctx);
-        bool ok = p->run(g, opt);
-        ir_scratch_reset(g);               /* the pass's temporaries end with it */
-        if (!ok || ir_failed(g))
-            return false;
-        if (verify && !ir_verify(g, p->name))
+        bool ok = p->run(g, opt) && !ir_failed(g);
+        ok = ok && (!verify || (ir_verify(g, p->name) && plan_verify(g, opt->target, p->name)));
+        ir_scratch_reset(g);               /* the pass's (and verifier's) temporaries */
+        if (!ok)
             return false;
         if (opt->dump_after &&
             (strcmp(opt->dump_after, "all") == 0 || strcmp(opt->dump_after, p->name) == 0))

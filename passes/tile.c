@@ -30,7 +30,7 @@ typedef struct {
 /* Halve the box tile of grid gr (keeping its box shape); false if it is one element. */
 static bool box_shrink(IrGrid *gr)
 {
-    int s = pass_grid_split(gr);
+    int s = plan_grid_split(gr);
     for (int d = s < 0 ? 0 : s; d < gr->rank; d++)
         if (gr->chunk[d] > 1) {
             gr->chunk[d] = (gr->chunk[d] + 1) / 2;
@@ -65,7 +65,7 @@ static void spec_box(TileSpec *sp, const TileMap *m, const IrGrid *gr)
 {
     memset(sp, 0, sizeof *sp);
     sp->map = m;
-    sp->nrow = pass_grid_split(gr) + 1;
+    sp->nrow = plan_grid_split(gr) + 1;
     for (int d = 0; d < gr->rank; d++) {
         sp->order[d] = d;
         sp->cap[d] = gr->chunk[d];
@@ -379,27 +379,27 @@ static void move_accesses(Tctx *c)
 {
     IrKernel *k = c->k;
     IrGraph *g = c->g;
-    IrSched *s = g->sched;
+    Plan *s = g->plan;
     const IrType *ot = ir_vtype(g, k->out);
-    view_access(ot, &s->view[k->out], &k->acc[1]);
+    view_access(ot, &s->val[k->out].view, &k->acc[1]);
     k->acc[0].root = IR_NONE;
     if (k->kind == IR_KK_COPY) {
-        view_access(ot, &s->view[k->out], &k->acc[0]);
+        view_access(ot, &s->val[k->out].view, &k->acc[0]);
         IrView dense = {.root = IR_NONE};
-        pass_dense_strides(ot, dense.stride);
+        plan_dense_strides(ot, dense.stride);
         view_access(ot, &dense, &k->acc[1]);
         return;
     }
     const IrNode *n = ir_node(g, k->anchor);
     if (n->op == IR_OP_RESHAPE) {              /* iterate the input's dims */
         const IrType *it = ir_vtype(g, n->in[0]);
-        view_access(it, &s->view[n->in[0]], &k->acc[0]);
-        IrView dst = {.root = s->view[k->out].root, .off = s->view[k->out].off};
-        pass_dense_strides(it, dst.stride);
+        view_access(it, &s->val[n->in[0]].view, &k->acc[0]);
+        IrView dst = {.root = s->val[k->out].view.root, .off = s->val[k->out].view.off};
+        plan_dense_strides(it, dst.stride);
         view_access(it, &dst, &k->acc[1]);
     } else if (ir_op_info[n->op].flags & IR_OPF_VIEW) {
         IrView vw;
-        IR_ASSERT(pass_view_apply(g, n, &s->view[n->in[0]], &vw));
+        IR_ASSERT(plan_view_apply(g, n, &s->val[n->in[0]].view, &vw));
         view_access(ot, &vw, &k->acc[0]);
     }
 }
@@ -409,7 +409,7 @@ static void move_accesses(Tctx *c)
 static bool gather_window_ok(Tctx *c, const IrNode *n, uint64_t es)
 {
     const IrType *dt = ir_vtype(c->g, n->in[0]);
-    const IrView *dv = &((IrSched *)c->g->sched)->view[n->in[0]];
+    const IrView *dv = &c->g->plan->val[n->in[0]].view;
     int ax = (int)ir_attr_get_int(n, "axis", 0);
     uint64_t inner = 1, rows = (uint64_t)dt->dims[ax];
     for (int i = ax + 1; i < dt->rank; i++)
@@ -427,7 +427,7 @@ static bool gather_window_ok(Tctx *c, const IrNode *n, uint64_t es)
  * core's DRAM window. */
 static bool scatter_window_ok(Tctx *c, const IrNode *n, uint64_t es)
 {
-    uint64_t span = (uint64_t)pass_numel(ir_vtype(c->g, n->out[0])) * es;
+    uint64_t span = (uint64_t)plan_numel(ir_vtype(c->g, n->out[0])) * es;
     if (span <= ((uint64_t)c->t->core_window_mib << 20))
         return true;
     ir_error(c->g, &n->origin, "scatter result of %llu bytes exceeds the %u MiB of device "
@@ -479,13 +479,13 @@ static bool fit_move(Tctx *c)
 static void matmul_accesses(Tctx *c)
 {
     IrKernel *k = c->k;
-    IrSched *s = c->g->sched;
+    Plan *s = c->g->plan;
     const IrNode *n = ir_node(c->g, k->anchor);
     int r = k->grid.rank;
     for (int op = 0; op < 2; op++) {
         ValId v = n->in[op];
         const IrType *t = ir_vtype(c->g, v);
-        const IrView *vw = &s->view[v];
+        const IrView *vw = &s->val[v].view;
         IrAccess *a = &k->acc[op];
         memset(a, 0, sizeof *a);
         a->root = vw->root;
@@ -503,11 +503,11 @@ static void matmul_accesses(Tctx *c)
 static void conv_accesses(Tctx *c)
 {
     IrKernel *k = c->k;
-    IrSched *s = c->g->sched;
+    Plan *s = c->g->plan;
     const IrGeom *geo = &c->geo;
     const IrNode *n = ir_node(c->g, k->anchor);
     int ns = geo->nsp, ic = 3 + ns, ik = 4 + ns;
-    const IrView *x = &s->view[geo->x], *w = &s->view[n->in[1]];
+    const IrView *x = &s->val[geo->x].view, *w = &s->val[n->in[1]].view;
     IrAccess *ax = &k->acc[0], *aw = &k->acc[1];
     memset(ax, 0, sizeof *ax);
     memset(aw, 0, sizeof *aw);
@@ -546,7 +546,7 @@ static void add_read(ValId *reads, uint32_t *n, ValId r)
 /* Record the root values kernel k reads from DRAM. */
 static void collect_reads(IrGraph *g, IrKernel *k)
 {
-    IrSched *s = g->sched;
+    Plan *s = g->plan;
     uint32_t cap = 4 + k->nins + k->tp[0].nvals + k->tp[1].nvals, n = 0;
     ValId *r = ir_alloc(g, cap * sizeof *r);
     for (int t = 0; t < 2; t++)
@@ -561,7 +561,7 @@ static void collect_reads(IrGraph *g, IrKernel *k)
     if (k->kind == IR_KK_MOVE && k->acc[0].root == IR_NONE) {
         const IrNode *nd = ir_node(g, k->anchor);
         for (int i = 0; i < nd->nin; i++)
-            add_read(r, &n, s->view[nd->in[i]].root);
+            add_read(r, &n, s->val[nd->in[i]].view.root);
     }
     k->reads = r;
     k->nreads = n;
@@ -571,7 +571,7 @@ static void collect_reads(IrGraph *g, IrKernel *k)
 static bool tile_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
 {
     Tctx c = {g, k, t, t->lx_budget_bytes, {0}};
-    pass_geom(g, k, &c.geo);
+    plan_geom(g, k, &c.geo);
     memset(k->tp, 0, sizeof k->tp);
     memset(k->buf, 0, sizeof k->buf);
     memset(k->buf_bytes, 0, sizeof k->buf_bytes);
@@ -595,15 +595,17 @@ static bool tile_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
     if (!ok)
         return false;
     IR_ASSERT(k->lx_bytes <= t->lx_budget_bytes);
+    tile_prog_keep(g, &k->tp[0]);
+    tile_prog_keep(g, &k->tp[1]);
     collect_reads(g, k);
-    pass_assign_cores(g, k, t->cores);
+    plan_assign_cores(g, k, t->cores);
     return true;
 }
 
 bool pass_tile(IrGraph *g, const PassOptions *opt)
 {
     bool ok = true;
-    for (uint32_t i = 0; i < g->nkernels; i++)
-        ok &= tile_kernel(g, &g->kernels[i], opt->target);
+    for (uint32_t i = 0; i < g->plan->nkernels; i++)
+        ok &= tile_kernel(g, &g->plan->kernels[i], opt->target);
     return ok;
 }

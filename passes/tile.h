@@ -2,7 +2,7 @@
 #ifndef SPYREC_TILE_H
 #define SPYREC_TILE_H
 
-#include "kernel.h"
+#include "plan/plan.h"
 
 /* Map from a kernel iteration space to a reference shape (the shape the tile
  * program's values broadcast to): ref index j = sum_d coef[j][d] * i_d. */
@@ -32,12 +32,14 @@ typedef struct {
 void tile_map_identity(TileMap *m, const IrType *t);
 /* Access of value v over m: through its DRAM view, or (logical) its own dense shape. */
 void tile_access(IrGraph *g, const TileMap *m, ValId v, bool logical, IrAccess *a);
-/* Build a tile program with buffers from lx_base on. Its arrays live in the graph's
- * arena (an out of memory longjmps to g->oom and leaks nothing), so a built program is
- * kept simply by leaving it in place; tile_prog_free drops one that is not wanted.
- * False (reported to g->diag) when a constant does not fit the device's int32. */
+/* Build a tile program with buffers from lx_base on. Its arrays live in the pass's
+ * scratch (an out of memory longjmps to g->oom and leaks nothing): tile_prog_keep
+ * moves a program the plan keeps into the graph's arena; tile_prog_free drops one
+ * that is not wanted. False (reported to g->diag) when a constant does not fit the
+ * device's int32. */
 bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTileProg *tp);
 void tile_prog_free(IrTileProg *tp);
+void tile_prog_keep(IrGraph *g, IrTileProg *tp);
 
 static inline uint64_t tile_align(uint64_t x)
 {

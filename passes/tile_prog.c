@@ -1,7 +1,7 @@
 /* tile_prog.c: tile programs (IrTileProg): the pointwise part of a kernel on one 2-d
  * tile (rows x cols) of its iteration space, and their LX buffers.
  *
- * Each value gets a shape class (kernel.h): a value that does not vary along the tile
+ * Each value gets a shape class (plan.h): a value that does not vary along the tile
  * columns (e.g. a per-channel bias when rows are channels) is kept as one element per
  * row and read with column stride 0, and so on; loads of such values move only the
  * distinct elements. Scalar constants become VEC immediates where the instruction
@@ -33,11 +33,11 @@ void tile_access(IrGraph *g, const TileMap *m, ValId v, bool logical, IrAccess *
 {
     const IrType *t = ir_vtype(g, v);
     IrView lv;
-    const IrView *vw = &((IrSched *)g->sched)->view[v];
+    const IrView *vw = &g->plan->val[v].view;
     if (logical) {
         memset(&lv, 0, sizeof lv);
         lv.root = v;
-        pass_dense_strides(t, lv.stride);
+        plan_dense_strides(t, lv.stride);
         vw = &lv;
     }
     memset(a, 0, sizeof *a);
@@ -100,17 +100,6 @@ static bool const_bits(IrGraph *g, ValId v, const IrNode *n, uint32_t *bits)
     return false;
 }
 
-/* Whether input slot `slot` of node n can be the VEC immediate (see kernel.h). */
-bool pass_imm_slot(IrGraph *g, const IrNode *n, int slot)
-{
-    if (n->op != IR_OP_BINARY)
-        return false;
-    if (slot == 1)
-        return true;
-    ValId b = n->in[1];
-    return !(ir_is_const(g, b) && pass_numel(ir_vtype(g, b)) == 1);
-}
-
 /* Index of value v in tp->vals, -1 if absent. */
 static int find_val(const IrTileProg *tp, ValId v)
 {
@@ -152,7 +141,7 @@ static bool collect_vals(IrGraph *g, const TileSpec *sp, IrTileProg *tp)
             int i = find_val(tp, x);
             if (i < 0) {
                 const IrValue *xv = ir_val(g, x);
-                if (xv->kind == IR_VAL_CONST && pass_numel(&xv->type) == 1) {
+                if (xv->kind == IR_VAL_CONST && plan_numel(&xv->type) == 1) {
                     i = add_val(g, tp, x, IR_TV_CONST);
                     if (!const_bits(g, x, n, &tp->vals[i].imm))
                         return false;
@@ -163,7 +152,7 @@ static bool collect_vals(IrGraph *g, const TileSpec *sp, IrTileProg *tp)
                 }
             }
             IrTileVal *tv = &tp->vals[i];
-            if (tv->src == IR_TV_CONST && !pass_imm_slot(g, n, k))
+            if (tv->src == IR_TV_CONST && !plan_imm_slot(g, n, k))
                 tv->needs_buf = true;
             tv->last = (int32_t)s;
             cls |= tv->cls;
@@ -203,7 +192,7 @@ static uint64_t class_bytes(const TileSpec *sp, uint8_t cls, unsigned esize)
  * operand's buffer when possible). Returns the end offset (saturated). */
 static uint64_t assign_buffers(IrGraph *g, const TileSpec *sp, IrTileProg *tp, uint64_t cur)
 {
-    uint8_t *owns = ir_alloc(g, tp->nvals + 1);
+    uint8_t *owns = ir_scratch(g, tp->nvals + 1);
     for (uint32_t i = 0; i < tp->nvals; i++) {
         IrTileVal *tv = &tp->vals[i];
         bool need = tv->src == IR_TV_LOAD || (tv->src == IR_TV_CONST && tv->needs_buf);
@@ -252,8 +241,8 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     tp->nrow = sp->nrow;
     memcpy(tp->order, sp->order, sizeof tp->order);
     memcpy(tp->cap, sp->cap, sizeof tp->cap);
-    tp->vals = ir_alloc(g, (4 * (size_t)sp->nsteps + 3) * sizeof *tp->vals);
-    tp->steps = ir_alloc(g, (sp->nsteps + 1) * sizeof *tp->steps);
+    tp->vals = ir_scratch(g, (4 * (size_t)sp->nsteps + 3) * sizeof *tp->vals);
+    tp->steps = ir_scratch(g, (sp->nsteps + 1) * sizeof *tp->steps);
     memcpy(tp->steps, sp->steps, sp->nsteps * sizeof *tp->steps);
     tp->nsteps = sp->nsteps;
     if (!collect_vals(g, sp, tp))
@@ -269,9 +258,22 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     return true;
 }
 
-/* Drop a program that is not kept (its arrays return with the graph's arena). */
+/* Drop a program that is not kept (its arrays return with the pass's scratch). */
 void tile_prog_free(IrTileProg *tp)
 {
     tp->vals = NULL;
     tp->steps = NULL;
+}
+
+/* Keep a built program in the plan: its arrays move from scratch to the graph's arena. */
+void tile_prog_keep(IrGraph *g, IrTileProg *tp)
+{
+    if (!tp->vals)
+        return;
+    IrTileVal *vals = ir_alloc(g, (tp->nvals + 1) * sizeof *vals);
+    NodeId *steps = ir_alloc(g, (tp->nsteps + 1) * sizeof *steps);
+    memcpy(vals, tp->vals, tp->nvals * sizeof *vals);
+    memcpy(steps, tp->steps, tp->nsteps * sizeof *steps);
+    tp->vals = vals;
+    tp->steps = steps;
 }

@@ -20,7 +20,7 @@
 #include "codegen/cg.h"
 #include "frontend/fe.h"
 #include "ir.h"
-#include "kernel.h"
+#include "passes/plan/plan.h"
 #include "passes/pass.h"
 #include "spyrt.h"
 #include "unit_util.h"
@@ -121,7 +121,8 @@ static void target(int v, SpyTarget *t)
     }
 }
 
-/* Run the back-end passes (verifying after each) and the code generator. */
+/* Run the back-end passes (verifying the IR and the plan after each) and the code
+ * generator. */
 static uint8_t *compile(IrGraph *g, const SpyTarget *t, int opt, size_t *len)
 {
     static const char *const names[] = {"fuse", "layout", "divide", "tile", "dram_plan"};
@@ -129,14 +130,14 @@ static uint8_t *compile(IrGraph *g, const SpyTarget *t, int opt, size_t *len)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const PassInfo *p = pass_find(names[i]);
         assert_non_null(p);
-        bool ok = p->run(g, &po) && ir_verify(g, p->name);
+        bool ok = p->run(g, &po) && ir_verify(g, p->name) && plan_verify(g, t, p->name);
         if (!ok) {
             ir_diag_print(g->diag, stderr);
             fail_msg("pass %s failed", names[i]);
         }
     }
-    for (uint32_t k = 0; k < g->nkernels; k++)
-        assert_true(g->kernels[k].lx_bytes <= t->lx_budget_bytes);
+    for (uint32_t k = 0; k < g->plan->nkernels; k++)
+        assert_true(g->plan->kernels[k].lx_bytes <= t->lx_budget_bytes);
     CgOptions co = {t, "compiler=test\n"};
     uint8_t *buf = NULL;
     assert_true(cg_emit_bundle(g, &co, &buf, len));
@@ -835,8 +836,8 @@ static void test_plan(void **st)
     size_t len;
     uint8_t *b = compile_case(&f, build_matmul, 0, &len);
     IrGraph *g = f.g;
-    assert_int_equal(g->nkernels, 1);
-    IrKernel *k = &g->kernels[0];
+    assert_int_equal(g->plan->nkernels, 1);
+    IrKernel *k = &g->plan->kernels[0];
     assert_int_equal(k->kind, IR_KK_CONTRACT);
     assert_int_equal(k->nepi, 2);
     assert_string_equal(k->name, "k0_matmul_add_relu");
@@ -846,18 +847,18 @@ static void test_plan(void **st)
         assert_true(k->core_first[c + 1] >= k->core_first[c]);
     assert_int_equal(k->flops, 2ull * 2 * 37 * 45 * 300 + 2 * (2 * 37 * 45)); /* + epilogue */
     /* the weight is sticked: 300 rows of 64 floats */
-    assert_int_equal(((IrSched *)g->sched)->seg0_bytes, 300 * 64 * 4 + 192);
+    assert_int_equal(g->plan->seg0_bytes, 300 * 64 * 4 + 192);
     free(b);
     free_case(&f);
     /* the small target splits K and keeps every tile in its budget */
     b = compile_case(&f, build_deep, 1, &len);
-    k = &f.g->kernels[0];
+    k = &f.g->plan->kernels[0];
     assert_true(k->inner.chunk[0] < 1000);
     assert_true(k->lx_bytes <= 8192);
     free(b);
     free_case(&f);
     b = compile_case(&f, build_big_matmul, 0, &len);
-    k = &f.g->kernels[0];
+    k = &f.g->plan->kernels[0];
     int busy = 0;
     for (uint32_t c = 0; c < 32; c++)
         busy += k->core_first[c + 1] > k->core_first[c];
@@ -865,26 +866,26 @@ static void test_plan(void **st)
     free(b);
     free_case(&f);
     b = compile_case(&f, build_big_relu, 0, &len);     /* pointwise work: every core */
-    k = &f.g->kernels[0];
+    k = &f.g->plan->kernels[0];
     for (uint32_t c = 0; c < 32; c++)
         assert_true(k->core_first[c + 1] > k->core_first[c]);
     free(b);
     free_case(&f);
     b = compile_case(&f, build_softmax, 0, &len);
-    assert_int_equal(f.g->nkernels, 1);
-    assert_int_equal(f.g->kernels[0].nred, 1);
+    assert_int_equal(f.g->plan->nkernels, 1);
+    assert_int_equal(f.g->plan->kernels[0].nred, 1);
     free(b);
     free_case(&f);
     b = compile_case(&f, build_concat_in_place, 0, &len);  /* no concat kernel */
-    assert_int_equal(f.g->nkernels, 4);
-    for (uint32_t i = 0; i < f.g->nkernels; i++)
-        assert_int_not_equal(f.g->kernels[i].kind, IR_KK_MOVE);
+    assert_int_equal(f.g->plan->nkernels, 4);
+    for (uint32_t i = 0; i < f.g->plan->nkernels; i++)
+        assert_int_not_equal(f.g->plan->kernels[i].kind, IR_KK_MOVE);
     free(b);
     free_case(&f);
     b = compile_case(&f, build_padconv, 0, &len);  /* PADs fused into the convs */
-    assert_int_equal(f.g->nkernels, 2);
+    assert_int_equal(f.g->plan->nkernels, 2);
     for (int i = 0; i < 2; i++)
-        assert_int_equal(f.g->kernels[i].npro, 1);
+        assert_int_equal(f.g->plan->kernels[i].npro, 1);
     free(b);
     free_case(&f);
 }

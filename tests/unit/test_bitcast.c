@@ -19,7 +19,7 @@
 #include "codegen/cg.h"
 #include "frontend/fe.h"
 #include "ir.h"
-#include "kernel.h"
+#include "passes/plan/plan.h"
 #include "passes/pass.h"
 #include "rt_exec.h"
 #include "spyrt.h"
@@ -198,14 +198,14 @@ static void test_graph_view(void **st)
     for (int i = 0; i < N; i++)
         if (y[i] != fabsf(2.0f * x[i]))
             fail_msg("element %d: got %g, want %g", i, y[i], fabsf(2.0f * x[i]));
-    IrSched *s = f.g->sched;
+    Plan *s = f.g->plan;
     int views = 0;
     for (NodeId n = 0; n < f.g->nnodes; n++) {
         const IrNode *nd = &f.g->nodes[n];
         if (nd->dead || nd->op != IR_OP_BITCAST)
             continue;
-        assert_true(s->vnode[n]);
-        assert_int_not_equal(ir_val(f.g, nd->out[0])->alias_of, IR_NONE);
+        assert_true(s->node[n].virt);
+        assert_int_not_equal(s->val[nd->out[0]].view.root, nd->out[0]);
         views++;
     }
     assert_int_equal(views, 2);

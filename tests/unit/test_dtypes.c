@@ -20,7 +20,7 @@
 #include "dtconv.h"
 #include "frontend/fe.h"
 #include "ir.h"
-#include "kernel.h"
+#include "passes/plan/plan.h"
 #include "passes/pass.h"
 #include "rt_exec.h"
 #include "rt_io.h"

@@ -1,15 +1,19 @@
-/* kernel.h: scheduling data of the back end: kernels (fusion groups), strided views,
- * work division over the cores, LX tile programs and the DRAM plan.
+/* plan.h: the kernel plan, product of the back-end passes and the code generator's
+ * only input: kernels (fusion groups), the strided view and DRAM place of every
+ * value, the work division over the cores, LX tile programs and the DRAM plan. It
+ * hangs on IrGraph.plan and lives in the graph's arena.
  *
  * Who fills what (passes/pipeline.c order):
- *   pass_fuse      IrKernel identity (kind, members, out, ins, name), virtual views
- *                  (IrSched.vnode/virt), output-segment claims (IrSched.claim)
- *   pass_layout    IrValue.layout, IrSched.view of every value, IrValue.alias_of
+ *   pass_fuse      plan_new; IrKernel identity (kind, members, out, ins, name),
+ *                  PlanNode.kernel, virtual views (PlanNode.virt, PlanValue.virt),
+ *                  row-major views, output-segment claims (PlanValue.claim)
+ *   pass_layout    PlanValue.layout and the final PlanValue.view (plan_compute_views)
  *   pass_divide    IrKernel.grid (work items) and core_first (item ranges per core)
  *   pass_tile      IrKernel.grid refined to fit LX, inner loop grid, tile programs,
  *                  anchor LX buffers, accesses, lx_bytes, reads
- *   pass_dram_plan IrSched.seg, IrValue.dram_offset, segment sizes, constant list
- * The code generator (codegen/) only reads this plan.
+ *   pass_dram_plan PlanValue.seg and dram_offset, segment sizes, constant list
+ * plan_verify (plan_verify.c) checks, after each of them, what it has filled so far;
+ * plan_print (plan_print.c) dumps it for --dump-after and the golden tests.
  *
  * Iteration spaces: every kernel computes over an iteration space of at most
  * IR_ITER_MAX dimensions. A work item is one chunk of IrKernel.grid (a box); DRAM
@@ -32,20 +36,27 @@
  *   MOVE/COPY grid = output dims (a RESHAPE copy iterates the input dims; a SCATTER
  *             its updates' dims [N, R], all items on core 0)
  */
-#ifndef SPYREC_KERNEL_H
-#define SPYREC_KERNEL_H
+#ifndef SPYREC_PLAN_H
+#define SPYREC_PLAN_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "ir.h"
+#include "passes/devtype.h"
 #include "target.h"
 
 #define IR_ITER_MAX 12       /* iteration dims of one kernel */
 #define IR_LX_ALIGN 128      /* LX buffers start on stick boundaries */
 #define IR_DRAM_ALIGN 64     /* DRAM tensors start on 64-byte boundaries */
 #define IR_KBUF_MAX 4        /* anchor LX buffers per kernel */
+
+/* Device layout of a value's own storage (chosen by pass_layout).
+ * ROWMAJOR: dense row-major, no padding.
+ * STICKED: row-major but the innermost dimension is padded to a whole number of
+ *          128-byte sticks (pad elements are zero). */
+typedef enum { IR_LAYOUT_ROWMAJOR = 0, IR_LAYOUT_STICKED = 1 } IrLayoutKind;
 
 typedef enum {
     IR_KK_ELEM = 0,          /* pointwise nodes (and row-resident reductions), one output */
@@ -164,20 +175,36 @@ typedef struct IrKernel {
     uint32_t nreads;
 } IrKernel;
 
-/* Back-end state hung on IrGraph.sched (arena memory of the graph). */
-typedef struct IrSched {
+/* The plan of one value. */
+typedef struct {
+    IrView view;             /* where its elements are (fuse: row-major; layout: final) */
+    IrLayoutKind layout;     /* of its own storage (pass_layout) */
+    bool virt;               /* no storage of its own: a view of view.root */
+    int32_t claim;           /* graph output whose segment is its storage, -1 */
+    uint32_t seg;            /* DRAM segment (ISA_SEG_*) of its storage, UINT32_MAX none */
+    int64_t dram_offset;     /* byte offset in seg (a view: its root's plus the view's
+                                offset), -1 unset */
+} PlanValue;
+
+/* The plan of one node. */
+typedef struct {
+    uint32_t kernel;         /* kernel it belongs to, IR_NONE (dead or virt) */
+    bool virt;               /* no kernel: a virtual view, or a CONCAT done in place by
+                                its producers */
+} PlanNode;
+
+/* The kernel plan (IrGraph.plan; graph arena). Sized to the graph at plan_new. */
+typedef struct Plan {
     uint32_t nvals, nnodes;
-    uint8_t *vnode;          /* per node: 1 = virtual view, or CONCAT done in place by
-                                its producers (no kernel) */
-    uint8_t *virt;           /* per value: 1 = no storage of its own (view of root) */
-    int32_t *claim;          /* per value: graph output whose segment is its storage, -1 */
-    IrView *view;            /* per value (pass_layout) */
-    uint32_t *seg;           /* per root value: DRAM segment (pass_dram_plan) */
+    PlanValue *val;          /* per value */
+    PlanNode *node;          /* per node */
+    IrKernel *kernels;       /* in execution order */
+    uint32_t nkernels;
     uint64_t seg0_bytes;     /* constant segment */
     uint64_t arena_bytes;    /* activation arena */
     ValId *consts;           /* constants stored in segment 0, by offset */
     uint32_t nconsts;
-} IrSched;
+} Plan;
 
 /* Iteration-space geometry of a kernel (derived from its anchor; see the top). */
 typedef struct {
@@ -200,45 +227,58 @@ typedef struct {
     double pad_value;
 } IrGeom;
 
-/* ---- shared helpers (passes/sched.c; device dtypes in passes/devtype.c) ---- */
-void pass_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
-IrSched *pass_sched(IrGraph *g);               /* the graph's IrSched (created on demand) */
-int pass_dev_dtype(IrDType t);                 /* ISA_DT_* for an IR dtype, 0 if none */
-int pass_dev_esize(IrDType t);                 /* bytes of its device element, 0 if none */
-bool pass_dtype_computable(IrDType t);         /* the vector unit computes on it */
-const char *pass_dtype_long_name(IrDType t);   /* "float64", for messages */
-/* passes/devtype.c: constants converted to device elements (float64 -> float32,
- * int64/uint16/uint32/uint64 -> int32); false with *val when outside int32. */
-bool pass_dev_elem(IrDType t, const void *data, int64_t i, void *dst, int64_t *val);
-bool pass_dev_narrows_int(IrDType t);          /* int64/uint32/uint64: range can be lost */
-int64_t pass_numel(const IrType *t);
-void pass_dense_strides(const IrType *t, int64_t *stride); /* row-major, elements */
+/* ---- plan.c: the plan, grids, core assignment ---- */
+/* A new empty plan sized to g, hung on g->plan (every view its own row-major
+ * storage, nothing virtual, no kernel). Called by pass_fuse. */
+Plan *plan_new(IrGraph *g);
+int64_t plan_numel(const IrType *t);
+void plan_dense_strides(const IrType *t, int64_t *stride); /* row-major, elements */
 /* Storage size of a root value in its layout (bytes, device dtype). */
-uint64_t pass_storage_bytes(IrGraph *g, ValId v, const SpyTarget *t);
-/* Compose a view node (RESHAPE/TRANSPOSE/SLICE/EXPAND, or a GATHER with constant
- * arithmetic indices) onto its input's view. False when not expressible as strides
- * (a reshape of a non-contiguous view, other gathers). */
-bool pass_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out);
-bool pass_view_dense(IrGraph *g, ValId v, const IrView *vw); /* dense, full, offset 0 */
-/* GATHER n with constant indices first + k*step (in range): a strided view. */
-bool pass_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step);
-/* Views of the inputs of in-place CONCATs: slices of the concat's output. */
-void pass_concat_views(IrGraph *g);
-
-int64_t pass_grid_items(const IrGrid *gr);
+uint64_t plan_storage_bytes(IrGraph *g, ValId v, const SpyTarget *t);
+int64_t plan_grid_items(const IrGrid *gr);
 /* Box of item `item`: start[d], len[d] per grid dim. */
-void pass_grid_item(const IrGrid *gr, uint64_t item, int64_t *start, int64_t *len);
+void plan_grid_item(const IrGrid *gr, uint64_t item, int64_t *start, int64_t *len);
 /* Last grid dim whose chunk is smaller than its extent (-1: one item covers all). */
-int pass_grid_split(const IrGrid *gr);
+int plan_grid_split(const IrGrid *gr);
 /* core_first from grid item count: contiguous balanced ranges. */
-void pass_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores);
-
+void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores);
 /* Whether input slot `slot` of pointwise node n takes a scalar constant as the VEC
  * immediate (BINARY: operand 1, or operand 0 when operand 1 is not a scalar constant). */
-bool pass_imm_slot(IrGraph *g, const IrNode *n, int slot);
+bool plan_imm_slot(IrGraph *g, const IrNode *n, int slot);
+const char *plan_kernel_kind_name(IrKernelKind k);
 
-/* Print the kernel plan (division, tiles, LX, DRAM) for --dump-after and reports. */
-void pass_print_kernels(IrGraph *g, FILE *f);
-const char *pass_kernel_kind_name(IrKernelKind k);
+/* ---- plan_view.c: strided views ---- */
+/* The views of every value (PlanValue.view, .virt): its own storage in its layout
+ * (STICKED: padded rows, t->stick_bytes; t may be NULL while every layout is
+ * ROWMAJOR); the output of every node marked PlanNode.virt composed onto its input's
+ * view; the inputs of in-place CONCATs (marked too) the slices of its output. A marked
+ * view node whose composition is not expressible as strides is unmarked (it needs a
+ * kernel); returns false when that happened. */
+bool plan_compute_views(IrGraph *g, const SpyTarget *t);
+/* Compose a view node (RESHAPE/TRANSPOSE/SLICE/EXPAND/BITCAST, or a GATHER with
+ * constant arithmetic indices) onto its input's view. False when not expressible as
+ * strides (a reshape of a non-contiguous view, other gathers). */
+bool plan_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out);
+bool plan_view_dense(IrGraph *g, ValId v, const IrView *vw); /* dense, full, offset 0 */
+/* GATHER n with constant indices first + k*step (in range): a strided view. */
+bool plan_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step);
+
+/* ---- plan_geom.c ---- */
+/* Iteration-space geometry of kernel k (derived from its anchor; see the top). */
+void plan_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
+/* Extents of the space kernel k's DRAM accesses (IrAccess) iterate: the grid, then
+ * the inner loop, then a convolution's taps. Returns the number of dims. */
+int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext);
+
+/* ---- plan_verify.c ---- */
+/* Check the invariants of the plan that the passes up to after_pass ("fuse",
+ * "layout", "divide", "tile", "dram_plan"; another name: all of them) have filled;
+ * true when the graph has no plan yet. Problems go to g->diag as internal errors. */
+bool plan_verify(IrGraph *g, const SpyTarget *t, const char *after_pass);
+
+/* ---- plan_print.c ---- */
+/* Print the kernel plan (what each back-end pass decided so far) for --dump-after;
+ * t gives the storage sizes of planned values (may be NULL: sizes left out). */
+void plan_print(IrGraph *g, FILE *f, const SpyTarget *t);
 
 #endif
