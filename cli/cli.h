@@ -8,7 +8,7 @@
  *   cli/spyrun_seq.c       sequence / optional inputs and goldens (spyrun)
  *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
  *   cli/spyrec_cache.c     the compile cache (spyrec --cache-dir)
- *   cli/spyrec_hash.c      BLAKE2b, the hash of the cache's keys
+ *   cli/spyrec_hash.c      SHA-256, the hash of the cache's keys
  * The spyrec_* files link into spyrec, spyrun_* into spyrun (see the Makefile).
  */
 #ifndef SPYREC_CLI_H
@@ -117,20 +117,20 @@ struct FeSeq;
 int cli_seq_parse(const char *text, struct FeSeq *s);
 
 /* ---- cli/spyrec_hash.c ---- */
-#define CLI_HASH_BYTES 32          /* digest of the cache's keys: BLAKE2b-256 */
-/* A BLAKE2b hash being computed. */
+#define CLI_HASH_BYTES 32          /* digest of the cache's keys: SHA-256 */
+/* A SHA-256 hash being computed. */
 typedef struct {
-    uint64_t h[8];                 /* chained state */
-    uint64_t t[2];                 /* bytes compressed so far */
-    uint8_t buf[128];              /* the block being filled */
+    uint32_t h[8];                 /* chained state */
+    uint64_t total;                /* bytes hashed so far */
+    uint8_t buf[64];               /* the block being filled */
     size_t n;                      /* bytes in buf */
-    size_t outlen;                 /* digest bytes, 1..64 */
 } CliHash;
-void cli_hash_init(CliHash *h);    /* BLAKE2b with a CLI_HASH_BYTES digest */
-void cli_hash_init_len(CliHash *h, size_t outlen);  /* any digest size 1..64 */
+void cli_hash_init(CliHash *h);
 void cli_hash_update(CliHash *h, const void *data, size_t n);
-/* Write the digest (h->outlen bytes) to out; h is spent. */
+/* Write the CLI_HASH_BYTES digest to out; h is spent. */
 void cli_hash_final(CliHash *h, uint8_t *out);
+/* Tests: compress with the portable code even where the SHA extensions exist. */
+void cli_hash_use_portable(bool on);
 /* Hash one field of a key: its tag (with its NUL), its byte count, its bytes; fields
  * so delimited cannot run into each other. */
 void cli_hash_field(CliHash *h, const char *tag, const void *data, size_t n);

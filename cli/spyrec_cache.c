@@ -1,6 +1,6 @@
 /* spyrec_cache.c: the compile cache (spyrec --cache-dir DIR, or SPYREC_CACHE_DIR).
  *
- * A compile's key is the BLAKE2b-256 (spyrec_hash.c) of everything that can change
+ * A compile's key is the SHA-256 (spyrec_hash.c) of everything that can change
  * its output:
  *   the compiler: the bytes of the running executable (its version when they cannot
  *     be read), which also holds the built-in target;

@@ -1,6 +1,8 @@
-/* test_cli_cache.c: unit tests of the compile cache's building blocks: BLAKE2b
- * (cli/spyrec_hash.c) against the RFC 7693 vector and digests computed independently
- * (Python's hashlib), at every split of the input and across block boundaries; file
+/* test_cli_cache.c: unit tests of the compile cache's building blocks: SHA-256
+ * (cli/spyrec_hash.c), through the SHA extensions where the processor has them and
+ * through the portable code, against the FIPS 180-4 examples and digests computed
+ * independently (Python's hashlib), at every split of the input and around the
+ * padding's block boundaries; file
  * hashing (mapped, and read from a pipe) equal to hashing the bytes and their count;
  * and the --cache-max sizes (cli/spyrec_cache.c). The cache as a whole (hits, misses,
  * damaged entries, eviction, concurrency) is tested through spyrec in make check's
@@ -19,16 +21,16 @@
 
 #include "cli/cli.h"
 
-/* The hex digest (n bytes) of data under BLAKE2b, hashed in pieces of step bytes. */
-static void digest_hex(const uint8_t *data, size_t len, size_t n, size_t step, char *hex)
+/* The hex digest of data, hashed in pieces of step bytes. */
+static void digest_hex(const uint8_t *data, size_t len, size_t step, char *hex)
 {
     CliHash h;
-    uint8_t d[64];
-    cli_hash_init_len(&h, n);
+    uint8_t d[CLI_HASH_BYTES];
+    cli_hash_init(&h);
     for (size_t off = 0; off < len; off += step)
         cli_hash_update(&h, data + off, len - off < step ? len - off : step);
     cli_hash_final(&h, d);
-    cli_hash_hex(d, n, hex);
+    cli_hash_hex(d, sizeof d, hex);
 }
 
 /* The bytes i % 251 for i < 1000. */
@@ -40,37 +42,54 @@ static const uint8_t *pattern(void)
     return b;
 }
 
-/* RFC 7693 appendix A (BLAKE2b-512 of "abc") and the empty message. */
-static void test_vectors(void **state)
+/* FIPS 180-4's examples: "abc", the two-block message, and the empty message. */
+static void vectors(void)
 {
-    char hex[129];
-    digest_hex((const uint8_t *)"abc", 3, 64, 3, hex);
-    assert_string_equal(hex, "ba80a53f981c4d0d6a2797b69f12f6e94c212f14685ac4b74b12bb6fdbffa2d1"
-                             "7d87c5392aab792dc252d5de4533cc9518d38aa8dbf1925ab92386edd4009923");
-    digest_hex(NULL, 0, 32, 1, hex);
-    assert_string_equal(hex, "0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8");
+    static const char two[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    char hex[65];
+    digest_hex((const uint8_t *)"abc", 3, 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    digest_hex((const uint8_t *)two, strlen(two), 5, hex);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    digest_hex(NULL, 0, 1, hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
-/* One block, one block and a byte, two blocks, and a long message: every way of
- * cutting the input gives the same digest. */
-static void test_blocks_and_pieces(void **state)
+/* Around the padding's limits (55, 56 bytes), one block, two, and a long message:
+ * every way of cutting the input gives the same digest. */
+static void blocks_and_pieces(void)
 {
     static const struct {
         size_t len;
         const char *hex;
     } cases[] = {
-        {128, "c3582f71ebb2be66fa5dd750f80baae97554f3b015663c8be377cfcb2488c1d1"},
-        {129, "f7f3c46ba2564ff4c4c162da1f5b605f9f1c4aa6a20652a9f9a337c1a2f5b9c9"},
-        {256, "582f782226018ec33076bd8d1c42413530ac7e1126260ffc0f306ba3befc3f24"},
-        {1000, "b372d0608f720c8c3dd41e9c8eecb10143b41abe520b616607e754bf79c08331"},
+        {55, "463eb28e72f82e0a96c0a4cc53690c571281131f672aa229e0d45ae59b598b59"},
+        {56, "da2ae4d6b36748f2a318f23e7ab1dfdf45acdc9d049bd80e59de82a60895f562"},
+        {64, "fdeab9acf3710362bd2658cdc9a29e8f9c757fcf9811603a8c447cd1d9151108"},
+        {65, "4bfd2c8b6f1eec7a2afeb48b934ee4b2694182027e6d0fc075074f2fabb31781"},
+        {120, "f52b23db1fbb6ded89ef42a23ce0c8922c45f25c50b568a93bf1c075420bbb7c"},
+        {128, "471fb943aa23c511f6f72f8d1652d9c880cfa392ad80503120547703e56a2be5"},
+        {1000, "4e4c294b331f7a2099a379bec34b9f9fc03dc46ab465d998f4d683da53487e6d"},
     };
-    static const size_t steps[] = {1, 7, 77, 127, 128, 129, 1000};
+    static const size_t steps[] = {1, 7, 63, 64, 65, 129, 1000};
     char hex[65];
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
-            digest_hex(pattern(), cases[c].len, 32, steps[s], hex);
+            digest_hex(pattern(), cases[c].len, steps[s], hex);
             assert_string_equal(hex, cases[c].hex);
         }
+}
+
+/* The digests through the processor's SHA extensions (when it has them) and through
+ * the portable code. */
+static void test_digests(void **state)
+{
+    for (int portable = 0; portable < 2; portable++) {
+        cli_hash_use_portable(portable);
+        vectors();
+        blocks_and_pieces();
+    }
+    cli_hash_use_portable(false);
 }
 
 /* The digest after cli_hash_file(tag, path) as hex. */
@@ -146,8 +165,7 @@ static void test_sizes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_vectors),
-        cmocka_unit_test(test_blocks_and_pieces),
+        cmocka_unit_test(test_digests),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_sizes),
     };
