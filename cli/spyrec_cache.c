@@ -261,6 +261,7 @@ static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
 /* A damaged cache file: say so and remove it (the compile then replaces it). */
 static void drop_damaged(const char *path)
 {
+    cli_progress_clear();
     fprintf(stderr, "spyrec: warning: cache file %s is damaged (length or CRC); "
                     "compiling again\n", path);
     unlink(path);
@@ -359,6 +360,7 @@ CliCacheStatus cli_cache_lookup(CliCache *c, const CliCacheSpec *s, IrDiag *diag
     if (!s->dir)
         return c->status;
     if (!make_dirs(s->dir)) {
+        cli_progress_clear();
         fprintf(stderr, "spyrec: warning: cache folder %s: %s; compiling without the cache\n",
                 s->dir, strerror(errno));
         return c->status;
