@@ -7,6 +7,8 @@
  *   cli/spyrun_trace.c     Chrome-trace / Perfetto JSON of a run (spyrun --trace)
  *   cli/spyrun_seq.c       sequence / optional inputs and goldens (spyrun)
  *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
+ *   cli/spyrec_cache.c     the compile cache (spyrec --cache-dir)
+ *   cli/spyrec_hash.c      SHA-256, the hash of the cache's keys
  * The spyrec_* files link into spyrec, spyrun_* into spyrun (see the Makefile).
  */
 #ifndef SPYREC_CLI_H
@@ -22,6 +24,13 @@
 #include "target.h"
 
 /* ---- cli/spyrec_io.c ---- */
+/* One piece of a file written by cli_write_atomic_parts. */
+typedef struct {
+    const void *data;
+    size_t len;
+} CliPart;
+/* Write the parts, one after the other, to path atomically (as cli_write_atomic). */
+bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
 /* Write buf to path atomically (temporary file in the same folder, fsync, rename);
  * "-" is standard output. Prints "spyrec: PATH: ..." and returns false on failure. */
 bool cli_write_atomic(const char *path, const void *buf, size_t len);
@@ -78,6 +87,8 @@ typedef struct {
     IrGraph *g;                    /* NULL when loading failed or on out of memory */
     const uint8_t *bundle;         /* NULL unless a bundle was emitted */
     size_t bundle_len;
+    const char *cache;             /* "off", "miss" or "hit" (--cache-dir) */
+    const char *cache_key;         /* the cache key in hex, NULL when not known */
 } CliReportInfo;
 
 CliReport *cli_report_new(void);   /* NULL when out of memory */
@@ -104,6 +115,81 @@ struct FeSeq;
  * without a value). Returns 1 and fills *s (free with fe_seq_free), 0 when text has
  * neither form (a plain shape), -1 when it is malformed. */
 int cli_seq_parse(const char *text, struct FeSeq *s);
+
+/* ---- cli/spyrec_hash.c ---- */
+#define CLI_HASH_BYTES 32          /* digest of the cache's keys: SHA-256 */
+/* A SHA-256 hash being computed. */
+typedef struct {
+    uint32_t h[8];                 /* chained state */
+    uint64_t total;                /* bytes hashed so far */
+    uint8_t buf[64];               /* the block being filled */
+    size_t n;                      /* bytes in buf */
+} CliHash;
+void cli_hash_init(CliHash *h);
+void cli_hash_update(CliHash *h, const void *data, size_t n);
+/* Write the CLI_HASH_BYTES digest to out; h is spent. */
+void cli_hash_final(CliHash *h, uint8_t *out);
+/* Tests: compress with the portable code even where the SHA extensions exist. */
+void cli_hash_use_portable(bool on);
+/* Hash one field of a key: its tag (with its NUL), its byte count, its bytes; fields
+ * so delimited cannot run into each other. */
+void cli_hash_field(CliHash *h, const char *tag, const void *data, size_t n);
+/* Hash the tag and then the whole content of a file, read in 1 MiB pieces, and its
+ * byte count; false (errno set) when it cannot be read. */
+bool cli_hash_file(CliHash *h, const char *tag, const char *path);
+/* n digest bytes as 2n lower-case hex digits and a NUL into hex. */
+void cli_hash_hex(const uint8_t *digest, size_t n, char *hex);
+
+/* ---- cli/spyrec_cache.c ---- */
+struct FeFileList;
+typedef enum { CLI_CACHE_OFF, CLI_CACHE_MISS, CLI_CACHE_HIT } CliCacheStatus;
+
+/* What the key of a compile covers, and where the cache is. */
+typedef struct {
+    const char *dir;               /* cache folder; NULL: no cache */
+    uint64_t max_bytes;            /* --cache-max: bound of the folder, 0: none */
+    const char *model;             /* the model file as given */
+    const char *model_name;        /* the part of its path the output may show */
+    const char *flags;             /* the flags recorded in the bundle */
+    const char *target_path;       /* --target file, NULL: the built-in target */
+    const char *const *inputs;     /* --bind / --input-seq files, in order */
+    int ninputs;
+    const char *argv0;             /* to find the compiler when /proc is absent */
+    const char *version;           /* the compiler's version string */
+} CliCacheSpec;
+
+/* One compile's use of the cache. */
+typedef struct {
+    CliCacheStatus status;
+    char key[2 * CLI_HASH_BYTES + 1];  /* hex key of the entry; "" when not known */
+    const uint8_t *out;            /* a hit: the output bytes (in entry) */
+    size_t out_len;
+    /* private to spyrec_cache.c */
+    CliCacheSpec spec;
+    CliHash base;                  /* the key so far, without the external data */
+    uint8_t *entry;                /* a hit: the entry file, mapped */
+    size_t entry_size;
+    uint8_t key_bytes[CLI_HASH_BYTES];  /* the key, once key[] is set */
+    bool have_manifest;            /* the list of external data files was found */
+    bool unkeyed;                  /* an input could not be hashed: store nothing */
+} CliCache;
+
+/* Compute the key of the compile and look its entry up (status OFF when s->dir is
+ * NULL or the folder cannot be made). On a hit, c->out holds the output to write,
+ * the warnings of the original compile are added to diag, and files receives the
+ * model's external data files (for -MD). A damaged entry is removed, reported, and
+ * counts as a miss. */
+CliCacheStatus cli_cache_lookup(CliCache *c, const CliCacheSpec *s, IrDiag *diag,
+                                struct FeFileList *files);
+/* After a successful compile that missed: store its output, its warnings and the
+ * external data files the frontend read (files), then evict the least recently used
+ * entries past s->max_bytes. A failure to store is only a warning. */
+void cli_cache_store(CliCache *c, const void *out, size_t len, const IrDiag *diag,
+                     const struct FeFileList *files);
+void cli_cache_free(CliCache *c);
+/* A size "512M", "2G", "64K", "1T" (powers of 1024; a trailing "B" or "iB" is
+ * allowed) or plain bytes into *bytes; false when malformed or zero. */
+bool cli_cache_parse_size(const char *text, uint64_t *bytes);
 
 /* ---- cli/spyrun_seq.c ---- */
 struct FeTensor;

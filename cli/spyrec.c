@@ -3,7 +3,8 @@
  *   spyrec MODEL -o OUT.sbin [--target FILE.yaml] [-O0|-O1|-O2] [--dump-after=PASS|all]
  *          [--emit=sbin|ir|asm|dot] [--verify] [--max-memory=MIB] [-MD [-MF FILE] [-MT T]]
  *          [--report FILE.json] [--bind NAME=FILE] [--input-shape NAME=SHAPE]
- *          [--input-seq NAME=FILE] [--print-ops]
+ *          [--input-seq NAME=FILE] [--print-ops] [--cache-dir DIR] [--cache-max=SIZE]
+ *          [--no-cache]
  *
  * MODEL (.onnx, .pt2, or .ir text for golden tests) -> frontend -> pass pipeline ->
  * codegen -> bundle, written atomically (temporary file in the output's folder, fsync,
@@ -62,6 +63,9 @@ typedef struct {
     const char *deps_target;       /* -MT TARGET (default: the output file) */
     const char *report;            /* --report FILE.json */
     const char *argv0;
+    const char *cache_dir;         /* --cache-dir or SPYREC_CACHE_DIR; NULL: no cache */
+    uint64_t cache_max;            /* --cache-max in bytes, 0 = unbounded */
+    bool no_cache;                 /* --no-cache */
 } Args;
 
 /* The target of the allocator's longjmp on out of memory: file-scope so that setjmp
@@ -113,6 +117,13 @@ static void usage(FILE *f)
             "  --print-ops           list the model's operators (one per line) and exit\n"
             "  --max-memory=MIB      cap the compiler's graph memory; exceeding it is reported\n"
             "                        as 'out of memory'\n"
+            "  --cache-dir DIR       compile cache: reuse the output of an earlier compile\n"
+            "                        of the same model, external data, flags, target and\n"
+            "                        compiler (default: $SPYREC_CACHE_DIR; no cache when\n"
+            "                        neither is set)\n"
+            "  --cache-max=SIZE      bound the cache folder (512M, 2G, ...): the least\n"
+            "                        recently used entries are removed\n"
+            "  --no-cache            do not use the cache, whatever the two above say\n"
             "  --version             print the version and exit\n"
             "  -h, --help            print this help and exit\n"
             "\n"
@@ -386,6 +397,13 @@ static int parse_args(int argc, char **argv, Args *a)
             a->deps_target = v;
         } else if ((v = opt_value(argc, argv, &i, "--report", &missing))) {
             a->report = v;
+        } else if ((v = opt_value(argc, argv, &i, "--cache-dir", &missing))) {
+            a->cache_dir = v;
+        } else if ((v = opt_value(argc, argv, &i, "--cache-max", &missing))) {
+            if (!cli_cache_parse_size(v, &a->cache_max))
+                return usage_error("bad --cache-max value '%s' (bytes, or 512K, 64M, 2G, 1T)", v);
+        } else if (!strcmp(arg, "--no-cache")) {
+            a->no_cache = true;
         } else if (missing) {
             return usage_error("option '%s' needs a value", arg);
         } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' && arg[2] <= '2' && !arg[3]) {
@@ -403,6 +421,8 @@ static int parse_args(int argc, char **argv, Args *a)
         }
     }
     a->argv0 = argv[0];
+    if (!a->cache_dir && getenv("SPYREC_CACHE_DIR") && *getenv("SPYREC_CACHE_DIR"))
+        a->cache_dir = getenv("SPYREC_CACHE_DIR");
     return check_args(a);
 }
 
@@ -510,7 +530,19 @@ static struct {
     size_t dot_len;
     CliReport *report;             /* --report, NULL otherwise */
     FeFileList files;              /* external data files read by the frontend */
+    CliCache cache;                /* --cache-dir: this compile's entry */
+    const void *out;               /* what was written to the output */
+    size_t out_len;
 } live;
+
+/* Write the output (atomically) and remember it for the cache. Returns the exit
+ * status. */
+static int write_output(const Args *a, const void *buf, size_t len)
+{
+    live.out = buf;
+    live.out_len = len;
+    return cli_write_atomic(a->output, buf, len) ? 0 : EXIT_INTERNAL;
+}
 
 /* The pass observer: progress, report, and the graphs of --emit=dot --dump-after. */
 static void on_pass(IrGraph *g, int index, bool done, void *ctx)
@@ -548,7 +580,7 @@ static int emit_dot(IrGraph *g, IrDiag *diag, const Args *a)
                 a->opt_level);
         return EXIT_INPUT;
     }
-    return cli_write_atomic(a->output, live.dot_buf, live.dot_len) ? 0 : EXIT_INTERNAL;
+    return write_output(a, live.dot_buf, live.dot_len);
 }
 
 /* Run the pipeline and codegen on a loaded graph and write the output. Returns the
@@ -581,7 +613,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
             return EXIT_INTERNAL;
         }
         print_diags(diag);
-        return cli_write_atomic(a->output, live.text, len) ? 0 : EXIT_INTERNAL;
+        return write_output(a, live.text, len);
     }
     cli_progress_stage("codegen");
     char *meta = make_meta(a);
@@ -596,9 +628,9 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
             fprintf(stderr, "spyrec: internal error: cannot disassemble the bundle\n");
             return EXIT_INTERNAL;
         }
-        return cli_write_atomic(a->output, live.text, len) ? 0 : EXIT_INTERNAL;
+        return write_output(a, live.text, len);
     }
-    return cli_write_atomic(a->output, live.bundle, live.blen) ? 0 : EXIT_INTERNAL;
+    return write_output(a, live.bundle, live.blen);
 }
 
 /* -MD: write the dependency file of a successful compile (atomically). On failure the
@@ -662,6 +694,8 @@ static void print_ops(IrGraph *g)
 static int write_report(const Args *a, const IrDiag *diag, const SpyTarget *target,
                         IrGraph *g, int rc)
 {
+    static const char *const cache_status_names[] = {"off", "miss", "hit"};
+    bool hit = live.cache.status == CLI_CACHE_HIT;
     CliReportInfo ri = {
         .compiler = "spyrec " SPYREC_VERSION,
         .model = a->input,
@@ -674,8 +708,10 @@ static int write_report(const Args *a, const IrDiag *diag, const SpyTarget *targ
         .exit_status = rc,
         .diag = diag,
         .g = g,
-        .bundle = rc == 0 ? live.bundle : NULL,
-        .bundle_len = live.blen,
+        .bundle = rc != 0 ? NULL : hit && a->emit == EMIT_SBIN ? live.cache.out : live.bundle,
+        .bundle_len = hit ? live.cache.out_len : live.blen,
+        .cache = cache_status_names[live.cache.status],
+        .cache_key = live.cache.key[0] ? live.cache.key : NULL,
     };
     if (!cli_report_write(live.report, a->report, &ri))
         return rc ? rc : EXIT_INTERNAL;
@@ -702,6 +738,41 @@ static int load_target(const Args *a, SpyTarget *target)
     return rc;
 }
 
+/* --cache-dir: the key of this compile, and its output when the cache holds it. No
+ * cache for --print-ops, nor for the standard error dumps of --dump-after, which a
+ * hit would not print. */
+static void cache_lookup(const Args *a, IrDiag *diag)
+{
+    static const char *inputs[SPEC_MAX];
+    int n = 0;
+    for (int i = 0; i < a->nspecs; i++)
+        if (a->bind_path[i])
+            inputs[n++] = a->bind_path[i];
+    bool off = a->no_cache || a->print_ops || (a->dump_after && a->emit != EMIT_DOT);
+    CliCacheSpec spec = {
+        .dir = off ? NULL : a->cache_dir,
+        .max_bytes = a->cache_max,
+        .model = a->input,
+        .model_name = a->emit == EMIT_IR ? a->input : base_name(a->input),
+        .flags = a->flags,
+        .target_path = a->target_path,
+        .inputs = inputs,
+        .ninputs = n,
+        .argv0 = a->argv0,
+        .version = SPYREC_VERSION,
+    };
+    cli_cache_lookup(&live.cache, &spec, diag, a->deps ? &live.files : NULL);
+}
+
+/* A cache hit: the warnings of the original compile, the output, the dependency file.
+ * Returns the exit status. */
+static int write_hit(const Args *a, IrDiag *diag)
+{
+    print_diags(diag);
+    int rc = write_output(a, live.cache.out, live.cache.out_len);
+    return rc == 0 && a->deps ? write_deps(a) : rc;
+}
+
 /* Load, compile, write. Returns the exit status. */
 static int compile(const Args *a)
 {
@@ -711,8 +782,11 @@ static int compile(const Args *a)
     if (rc >= 0)
         return rc;
     ir_diag_init(diag, a->input);
-    bool oom = false;
-    if (setjmp(oom_jmp)) {
+    cache_lookup(a, diag);
+    bool oom = false, cached = live.cache.status == CLI_CACHE_MISS;
+    if (live.cache.status == CLI_CACHE_HIT) {
+        rc = write_hit(a, diag);
+    } else if (setjmp(oom_jmp)) {
         cli_io_abandon();
         cli_progress_clear();
         fprintf(stderr, "spyrec: out of memory\n");
@@ -720,7 +794,8 @@ static int compile(const Args *a)
         oom = true;
     } else {
         cli_progress_stage("load");
-        live.g = load_model(a->input, diag, a->max_memory, a, a->deps ? &live.files : NULL);
+        live.g = load_model(a->input, diag, a->max_memory, a,
+                            a->deps || cached ? &live.files : NULL);
         if (!live.g || ir_failed(live.g) || diag->nerrors) {
             rc = failure_status(diag, "loading the model");
         } else {
@@ -737,6 +812,8 @@ static int compile(const Args *a)
             rc = compile_graph(live.g, diag, a, &target);
             if (rc == 0 && a->deps)
                 rc = write_deps(a);
+            if (rc == 0 && cached)
+                cli_cache_store(&live.cache, live.out, live.out_len, diag, &live.files);
         }
     }
 done:
@@ -756,6 +833,7 @@ done:
         ir_graph_free(live.g);
     }
     fe_file_list_free(&live.files);
+    cli_cache_free(&live.cache);
     ir_diag_free(diag);
     return rc;
 }

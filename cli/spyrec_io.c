@@ -107,13 +107,17 @@ static bool write_all(int fd, const void *buf, size_t len)
     return true;
 }
 
-/* Write buf to path atomically: a temporary file in the same folder, fsync, rename.
- * On failure the temporary file is removed and a message printed. "-" is stdout. */
-bool cli_write_atomic(const char *path, const void *buf, size_t len)
+/* Write the parts of parts[] to path atomically: a temporary file in the same folder,
+ * fsync, rename. On failure the temporary file is removed and a message printed. "-"
+ * is stdout. */
+bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts)
 {
     cli_progress_clear();
     if (!strcmp(path, "-")) {
-        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0) {
+        bool ok = true;
+        for (int i = 0; ok && i < nparts; i++)
+            ok = fwrite(parts[i].data, 1, parts[i].len, stdout) == parts[i].len;
+        if (!ok || fflush(stdout) != 0) {
             fprintf(stderr, "spyrec: cannot write to standard output: %s\n", strerror(errno));
             return false;
         }
@@ -138,7 +142,10 @@ bool cli_write_atomic(const char *path, const void *buf, size_t len)
     have_tmp = 1;
     mode_t mask = umask(0);
     umask(mask);
-    bool ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, buf, len) && fsync(fd) == 0;
+    bool ok = fchmod(fd, 0666 & ~mask) == 0;
+    for (int i = 0; ok && i < nparts; i++)
+        ok = write_all(fd, parts[i].data, parts[i].len);
+    ok = ok && fsync(fd) == 0;
     int saved = errno;
     if (close(fd) != 0 && ok) {
         ok = false;
@@ -156,3 +163,9 @@ bool cli_write_atomic(const char *path, const void *buf, size_t len)
     return ok;
 }
 
+/* Write buf to path atomically (see cli_write_atomic_parts). */
+bool cli_write_atomic(const char *path, const void *buf, size_t len)
+{
+    CliPart part = {buf, len};
+    return cli_write_atomic_parts(path, &part, 1);
+}

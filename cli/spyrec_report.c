@@ -13,6 +13,9 @@
  *   lx, dram           scratchpad budget and use; constant bytes, arena bytes and
  *                      per-value segments and offsets
  *   bundle             bytes, sections [{name, offset, size}], modelled device time
+ *   cache, cache_key   the compile cache: "off", "miss" or "hit", and the entry's key
+ *                      (null when not known); on a hit nothing was compiled, so the
+ *                      parts from the pipeline (passes ... dram) are empty or null
  * Parts the compile did not reach are null. The report is written even when the
  * compile fails, atomically, like the bundle.
  */
@@ -195,6 +198,8 @@ static json_t *build(CliReport *r, const CliReportInfo *in)
     json_object_set_new(root, "target", target_json(in->target, in->target_path));
     json_object_set_new(root, "status", json_string(in->exit_status ? "error" : "ok"));
     json_object_set_new(root, "exit_status", json_integer(in->exit_status));
+    json_object_set_new(root, "cache", json_string(in->cache ? in->cache : "off"));
+    json_object_set_new(root, "cache_key", in->cache_key ? json_string(in->cache_key) : json_null());
     add_diagnostics(root, in->diag);
     json_object_set(root, "passes", r->passes);
     json_object_set(root, "frontend_ops", r->frontend_ops ? r->frontend_ops : json_null());

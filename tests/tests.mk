@@ -36,6 +36,14 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT
 	    $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT_A) \
 	    $(COMPILER_LIBS) -lcmocka $(LDLIBS)
 
+# the compile cache's unit test links the spyrec helpers it uses (cli/)
+UNIT_CLI_OBJ := $(call obj,cli/spyrec_hash.c cli/spyrec_cache.c cli/spyrec_io.c \
+                cli/spyrec_progress.c cli/spyrec_deps.c)
+$(BUILD)/tests/test_cli_cache: tests/unit/test_cli_cache.c $(UNIT_CLI_OBJ) $(LIBSPYREC) $(LIBRT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_CLI_OBJ) $(LIBSPYREC) $(LIBRT_A) \
+	    $(COMPILER_LIBS) -lcmocka $(LDLIBS)
+
 unit-bins: $(UNIT_BIN)
 
 check: all

@@ -28,6 +28,8 @@ mkdir -p "$LOGS"
 W=$(mktemp -d "$T/work.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$W"' EXIT
 npass=0 nfail=0 nskip=0
+# the tests choose where the compile cache is used; a cache of the caller's is not
+unset SPYREC_CACHE_DIR
 
 # result NAME RC LOG: count and print one test's outcome; on failure show its log.
 result() {

@@ -5,9 +5,10 @@
 # batch Makefile examples/Makefile (incremental, make -q, failure handling, identical
 # bundles at -j1 and -j4, graphs), the compile report (--report), Graphviz and
 # assembly output (--emit=dot|asm), spydump, spyrun --trace, progress output only on a
-# terminal, and make install with a program built against the installed runtime
-# through pkg-config (examples/embed.c). A check that needs a tool this machine lacks
-# (Graphviz, script(1)) is a test of its own, counted as skipped without the tool.
+# terminal, make install with a program built against the installed runtime
+# through pkg-config (examples/embed.c), and the compile cache (--cache-dir). A check
+# that needs a tool this machine lacks (Graphviz, script(1)) is a test of its own,
+# counted as skipped without the tool.
 
 TOOLS_TINY=examples/models/tiny_cnn
 TOOLS_EXT=tests/tools/extdata              # a model with two external-data files
@@ -296,7 +297,173 @@ t_install_embed() {
         die "embed and spyrun print different outputs"
 }
 
+# ---- the compile cache (--cache-dir, SPYREC_CACHE_DIR) ------------------------------------------
+# cache_use JSON: the "cache" field of a compile report ("hit", "miss", "off").
+cache_use() { "$JSONCHECK" "$1" --get cache; }
+
+# cache_expect WANT ARGS...: compile ARGS with --report into $d/r.json; fail unless the
+# report says the cache use WANT.
+cache_expect() {
+    local want=$1 got
+    shift
+    say "spyrec $* (want cache $want)"
+    "$SPYREC" "$@" --report "$d/r.json" || die "compile failed" || return 1
+    got=$(cache_use "$d/r.json")
+    [ "$got" = "$want" ] || die "cache: $got, expected $want"
+}
+
+t_cache_hit() {
+    local d=$W/tools/cachehit c
+    c=$d/cache
+    rm -rf "$d" && mkdir -p "$d" && cp -r "$TOOLS_EXT" "$d/ext" || return 1
+    "$SPYREC" "$d/ext/model.onnx" -o "$d/ref.sbin" --no-cache -MD -MF "$d/ref.d" || return 1
+    cache_expect miss "$d/ext/model.onnx" -o "$d/cold.sbin" --cache-dir "$c" -MD -MF "$d/cold.d" || return 1
+    "$JSONCHECK" "$d/r.json" --get cache_key >"$d/key" || return 1
+    cache_expect hit "$d/ext/model.onnx" -o "$d/warm.sbin" --cache-dir "$c" -MD -MF "$d/warm.d" || return 1
+    "$JSONCHECK" "$d/r.json" --get cache_key | cmp - "$d/key" || die "the key changed" || return 1
+    cmp "$d/ref.sbin" "$d/cold.sbin" && cmp "$d/ref.sbin" "$d/warm.sbin" || return 1
+    # the dependency file of a hit names the same files, external data included
+    sed 's/warm/cold/g' "$d/warm.d" | cmp - "$d/cold.d" || die "-MD differs on a hit" || return 1
+    has "$d/warm.d" "$d/ext/weights.bin" || return 1
+    # the same bytes elsewhere, named the same, are the same entry
+    mkdir -p "$d/copy" && cp -r "$d/ext" "$d/copy/" || return 1
+    cache_expect hit "$d/copy/ext/model.onnx" -o "$d/copy.sbin" --cache-dir "$c" || return 1
+    cmp "$d/ref.sbin" "$d/copy.sbin" || return 1
+    # another output kind is another entry, and the same text as without the cache
+    cache_expect miss "$TOOLS_TINY/model.onnx" --emit=asm -o "$d/a1.s" --cache-dir "$c" &&
+        cache_expect hit "$TOOLS_TINY/model.onnx" --emit=asm -o "$d/a2.s" --cache-dir "$c" &&
+        "$SPYREC" "$TOOLS_TINY/model.onnx" --emit=asm -o "$d/a0.s" && cmp "$d/a0.s" "$d/a2.s"
+}
+
+t_cache_miss() {
+    local d=$W/tools/cachemiss c
+    c=$d/cache
+    rm -rf "$d" && mkdir -p "$d/t" && cp -r "$TOOLS_EXT" "$d/ext" && cp schemas/spyre32.yaml "$d/t/" || return 1
+    cache_expect miss "$d/ext/model.onnx" -o "$d/a.sbin" --cache-dir "$c" &&
+        cache_expect hit "$d/ext/model.onnx" -o "$d/a.sbin" --cache-dir "$c" || return 1
+    # a flag that changes the bundle
+    cache_expect miss "$d/ext/model.onnx" -O1 -o "$d/o1.sbin" --cache-dir "$c" || return 1
+    "$SPYREC" "$d/ext/model.onnx" -O1 -o "$d/o1ref.sbin" && cmp "$d/o1.sbin" "$d/o1ref.sbin" || return 1
+    # flags that do not (report, dependency file) hit
+    cache_expect hit "$d/ext/model.onnx" -o "$d/b.sbin" -MD --cache-dir "$c" || return 1
+    # other external data: a weight changes
+    printf '\077' | dd of="$d/ext/weights.bin" bs=1 seek=5 conv=notrunc 2>/dev/null || return 1
+    cache_expect miss "$d/ext/model.onnx" -o "$d/w.sbin" --cache-dir "$c" || return 1
+    "$SPYREC" "$d/ext/model.onnx" -o "$d/wref.sbin" && cmp "$d/w.sbin" "$d/wref.sbin" || return 1
+    cmp -s "$d/a.sbin" "$d/w.sbin" && die "new weights, same bundle" && return 1
+    # another model
+    cache_expect miss "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" --cache-dir "$c" || return 1
+    # a --target file whose content changes under the same name
+    cache_expect miss "$d/ext/model.onnx" -o "$d/y.sbin" --target "$d/t/spyre32.yaml" --cache-dir "$c" &&
+        cache_expect hit "$d/ext/model.onnx" -o "$d/y.sbin" --target "$d/t/spyre32.yaml" --cache-dir "$c" || return 1
+    echo "# another comment" >>"$d/t/spyre32.yaml"
+    cache_expect miss "$d/ext/model.onnx" -o "$d/y.sbin" --target "$d/t/spyre32.yaml" --cache-dir "$c" || return 1
+    # a failed compile is not stored
+    "$SPYREC" "$TOOLS_BAD" -o "$d/bad.sbin" --cache-dir "$c" --report "$d/bad.json"
+    [ "$(cache_use "$d/bad.json")" = miss ] || die "a failed compile: cache $(cache_use "$d/bad.json")" || return 1
+    "$SPYREC" "$TOOLS_BAD" -o "$d/bad.sbin" --cache-dir "$c" --report "$d/bad.json"
+    [ "$(cache_use "$d/bad.json")" = miss ] || die "a failed compile was cached"
+}
+
+# cache_entry DIR: the one .entry file of the cache folder DIR.
+cache_entry() {
+    local e
+    e=$(ls "$1"/*.entry)
+    [ "$(echo "$e" | wc -l)" = 1 ] || die "expected one entry in $1, found: $e" || return 1
+    echo "$e"
+}
+
+t_cache_damage() {
+    local d=$W/tools/cachedamage c e size
+    c=$d/cache
+    rm -rf "$d" && mkdir -p "$d" || return 1
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/ref.sbin" --cache-dir "$c" && e=$(cache_entry "$c") || return 1
+    size=$(stat -c %s "$e")
+    # truncated: detected, compiled again, replaced
+    truncate -s $((size - 100)) "$e" || return 1
+    cache_expect miss "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" --cache-dir "$c" 2>"$d/err" || return 1
+    cat "$d/err"
+    has "$d/err" "is damaged" && cmp "$d/ref.sbin" "$d/t.sbin" || return 1
+    [ "$(stat -c %s "$e")" = "$size" ] || die "the damaged entry was not replaced" || return 1
+    cache_expect hit "$TOOLS_TINY/model.onnx" -o "$d/t2.sbin" --cache-dir "$c" && cmp "$d/ref.sbin" "$d/t2.sbin" || return 1
+    # one flipped bit in the stored bundle, then one in the header
+    for off in $((size / 2)) 20; do
+        printf "$(printf '\\%03o' $(($(od -An -tu1 -j $off -N1 "$e") ^ 4)))" |
+            dd of="$e" bs=1 seek=$off conv=notrunc 2>/dev/null || return 1
+        cache_expect miss "$TOOLS_TINY/model.onnx" -o "$d/f.sbin" --cache-dir "$c" 2>"$d/err" || return 1
+        has "$d/err" "is damaged" && cmp "$d/ref.sbin" "$d/f.sbin" || return 1
+        cache_expect hit "$TOOLS_TINY/model.onnx" -o "$d/f2.sbin" --cache-dir "$c" && cmp "$d/ref.sbin" "$d/f2.sbin" || return 1
+    done
+}
+
+# cache_size DIR: bytes of the cache files in DIR.
+cache_size() { cat "$1"/*.entry "$1"/*.files 2>/dev/null | wc -c; }
+
+t_cache_evict() {
+    local d=$W/tools/cacheevict c sa sd a=$TOOLS_TINY/model.onnx
+    c=$d/cache
+    rm -rf "$d" && mkdir -p "$d" || return 1
+    # the sizes of the entries of A (tiny_cnn) and D (tiny_cnn at -O1)
+    "$SPYREC" "$a" -o "$d/x.sbin" --cache-dir "$d/ca" && "$SPYREC" "$a" -O1 -o "$d/x.sbin" --cache-dir "$d/cd" || return 1
+    sa=$(cache_size "$d/ca") && sd=$(cache_size "$d/cd") || return 1
+    # A, B, C in the cache; B and C last used long ago, A an hour ago
+    "$SPYREC" "$a" -o "$d/x.sbin" --cache-dir "$c" && "$SPYREC" "$TOOLS_EXT/model.onnx" -o "$d/x.sbin" --cache-dir "$c" &&
+        "$SPYREC" "$a" -O0 -o "$d/x.sbin" --cache-dir "$c" || return 1
+    touch -d "@$(($(date +%s) - 3 * 3600))" "$c"/*
+    touch -d "@$(($(date +%s) - 3600))" "$d/ca"/* && for f in "$d/ca"/*; do touch -r "$f" "$c/$(basename "$f")"; done
+    # a new entry D past the bound: the least recently used (B, C) go, A stays
+    cache_expect miss "$a" -O1 -o "$d/x.sbin" --cache-dir "$c" --cache-max=$((sa + sd)) || return 1
+    ls -l "$c"
+    [ "$(cache_size "$c")" -le $((sa + sd)) ] || die "the folder is over its bound" || return 1
+    cache_expect hit "$a" -o "$d/x.sbin" --cache-dir "$c" && cache_expect hit "$a" -O1 -o "$d/x.sbin" --cache-dir "$c" &&
+        cache_expect miss "$TOOLS_EXT/model.onnx" -o "$d/x.sbin" --cache-dir "$c" || return 1
+    # a bound below one entry keeps no entry; a bad size is a usage error
+    cache_expect miss "$a" -O0 -o "$d/x.sbin" --cache-dir "$d/tiny" --cache-max=1K || return 1
+    [ "$(cache_size "$d/tiny")" -le 1024 ] && ! ls "$d/tiny"/*.entry 2>/dev/null ||
+        die "an entry left past a 1K bound" || return 1
+    "$SPYREC" "$a" -o "$d/x.sbin" --cache-dir "$c" --cache-max=12Q
+    [ $? = 2 ] || die "--cache-max=12Q should be a usage error"
+}
+
+t_cache_concurrent() {
+    local d=$W/tools/cacheconc c m=$TOOLS_SHARED/models/mobilenet_v2/model.onnx i pids=()
+    c=$d/cache
+    [ -e "$m" ] || m=$ROOT/$TOOLS_TINY/model.onnx
+    rm -rf "$d" && mkdir -p "$d" || return 1
+    "$SPYREC" "$m" -o "$d/ref.sbin" --no-cache || return 1
+    for i in 1 2 3 4; do
+        "$SPYREC" "$m" -o "$d/$i.sbin" --cache-dir "$c" &
+        pids+=($!)
+    done
+    for i in "${pids[@]}"; do
+        wait "$i" || die "a concurrent compile failed" || return 1
+    done
+    for i in 1 2 3 4; do
+        cmp "$d/ref.sbin" "$d/$i.sbin" || return 1
+    done
+    ls -la "$c"
+    [ "$(ls "$c" | wc -l)" = 2 ] && [ -z "$(ls -A "$c" | grep '^\.')" ] || die "expected one .files, one .entry, no temporary files" || return 1
+    cache_expect hit "$m" -o "$d/5.sbin" --cache-dir "$c" && cmp "$d/ref.sbin" "$d/5.sbin"
+}
+
+t_cache_env() {
+    local d=$W/tools/cacheenv a=$TOOLS_TINY/model.onnx
+    rm -rf "$d" && mkdir -p "$d" || return 1
+    cache_expect off "$a" -o "$d/x.sbin" || return 1
+    SPYREC_CACHE_DIR=$d/env cache_expect miss "$a" -o "$d/x.sbin" &&
+        SPYREC_CACHE_DIR=$d/env cache_expect hit "$a" -o "$d/x.sbin" || return 1
+    # --no-cache wins over the variable and over --cache-dir; --cache-dir over the variable
+    SPYREC_CACHE_DIR=$d/env cache_expect off "$a" -O1 -o "$d/x.sbin" --no-cache &&
+        cache_expect off "$a" -O1 -o "$d/x.sbin" --cache-dir "$d/env" --no-cache || return 1
+    [ "$(ls "$d/env" | wc -l)" = 2 ] || die "--no-cache wrote to the cache" || return 1
+    SPYREC_CACHE_DIR=$d/env cache_expect miss "$a" -o "$d/x.sbin" --cache-dir "$d/flag" &&
+        [ -n "$(ls "$d/flag")" ] || return 1
+    # --dump-after prints to standard error, which a hit could not: no cache
+    SPYREC_CACHE_DIR=$d/env cache_expect off "$a" -o "$d/x.sbin" --dump-after=fuse 2>/dev/null
+}
+
 part_tools() {
+
     $MAKE --no-print-directory -s "$BUILD/tests/jsoncheck" >/dev/null 2>&1 || {
         local log
         log=$(logname tools/jsoncheck)
@@ -321,4 +488,10 @@ part_tools() {
     tools_run examples-graphs t_examples_graphs
     tools_run examples-graphs-svg t_examples_graphs_svg
     tools_run install-embed t_install_embed
+    tools_run cache-hit t_cache_hit
+    tools_run cache-miss t_cache_miss
+    tools_run cache-damage t_cache_damage
+    tools_run cache-evict t_cache_evict
+    tools_run cache-concurrent t_cache_concurrent
+    tools_run cache-env t_cache_env
 }

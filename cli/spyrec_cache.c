@@ -1,0 +1,537 @@
+/* spyrec_cache.c: the compile cache (spyrec --cache-dir DIR, or SPYREC_CACHE_DIR).
+ *
+ * A compile's key is the SHA-256 (spyrec_hash.c) of everything that can change
+ * its output:
+ *   the compiler: the bytes of the running executable (its version when they cannot
+ *     be read), which also holds the built-in target;
+ *   the model file's bytes and the part of its path the output shows;
+ *   the bytes of every external data file the model names;
+ *   the flags recorded in the bundle (-O, --emit, --verify, --input-shape, ...);
+ *   the --target file's bytes and the bytes of every --bind / --input-seq file.
+ * Which external data files an ONNX model names is only known once it is parsed, so
+ * the folder holds two kinds of files:
+ *   MKEY.files   the external data files of a model (paths relative to its folder);
+ *                MKEY covers all of the above but the external data
+ *   KEY.entry    the output of one compile and its warnings; KEY covers everything
+ * A lookup hashes the inputs, reads MKEY.files, hashes the files it lists and reads
+ * KEY.entry: nothing is parsed or compiled.
+ *
+ * File layout (little-endian):
+ *    0  magic "SPYCACHE"               8 bytes
+ *    8  format version (1)             u32
+ *   12  kind (1 .files, 2 .entry)      u32
+ *   16  payload bytes                  u64
+ *   24  key (the file's name)          32 bytes
+ *   56  CRC32C of the payload          u32
+ *   60  CRC32C of bytes 0..59          u32
+ *   64  payload   .files: relative paths, each NUL-terminated
+ *                 .entry: u64 output bytes, the output, warnings (each NUL-terminated)
+ * Files are written atomically (a temporary file in the folder, then rename), so
+ * concurrent compiles of one model each write a whole file and the last rename wins.
+ * Readers check the length, both CRCs and the key: a damaged file is never used, it
+ * is removed and the compile runs. A hit sets the modification time of its files to
+ * now; after a store, the least recently used files go until the folder holds at most
+ * --cache-max bytes. Failed compiles are not stored.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "frontend/fe.h"
+
+#define CACHE_MAGIC "SPYCACHE"
+#define CACHE_VERSION 1u
+#define HEADER_BYTES 64
+#define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
+
+enum { KIND_FILES = 1, KIND_ENTRY = 2 };
+
+/* Store v as 4 or 8 little-endian bytes at p. */
+static void put_le(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The little-endian number of 4 or 8 bytes at p. */
+static uint64_t get_le(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+bool cli_cache_parse_size(const char *text, uint64_t *bytes)
+{
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (errno || end == text || text[0] == '-')
+        return false;
+    int shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    default: break;
+    }
+    if (shift)
+        end++;
+    if (shift && *end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || n == 0 || n > (UINT64_MAX >> shift))
+        return false;
+    *bytes = (uint64_t)n << shift;
+    return true;
+}
+
+/* Make the folder path and its missing parents; false (errno set) on failure. */
+static bool make_dirs(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return false;
+    bool ok = true;
+    for (char *s = p + 1; ok; s++) {
+        if (*s != '/' && *s != '\0')
+            continue;
+        char c = *s;
+        *s = '\0';
+        ok = mkdir(p, 0777) == 0 || errno == EEXIST;
+        *s = c;
+        if (!c)
+            break;
+    }
+    struct stat st;
+    ok = ok && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    free(p);
+    return ok;
+}
+
+/* "DIR/HEX.suffix" for a key, malloc'd. */
+static char *cache_path(const char *dir, const uint8_t *key, const char *suffix)
+{
+    char hex[2 * CLI_HASH_BYTES + 1];
+    cli_hash_hex(key, CLI_HASH_BYTES, hex);
+    size_t n = strlen(dir) + strlen(hex) + strlen(suffix) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s%s", dir, hex, suffix);
+    return p;
+}
+
+/* Length of the folder part of the model path with its slash ("dir/" of "dir/m.onnx",
+ * 0 for "m.onnx"): the frontend names external data files that prefix + location. */
+static size_t model_prefix(const char *model)
+{
+    const char *slash = strrchr(model, '/');
+    return slash ? (size_t)(slash - model) + 1 : 0;
+}
+
+/* Start the key: everything but the external data. False when an input cannot be
+ * read (the compile will say why). */
+static bool key_base(CliHash *h, const CliCacheSpec *s)
+{
+    cli_hash_init(h);
+    cli_hash_field(h, "spyrec compile cache", "1", 1);
+    cli_hash_field(h, "version", s->version, strlen(s->version));
+    if (!cli_hash_file(h, "compiler", "/proc/self/exe")) {
+        char *self = cli_self_path(s->argv0);
+        bool ok = self && cli_hash_file(h, "compiler", self);
+        free(self);
+        if (!ok)
+            cli_hash_field(h, "compiler", "unreadable", 10);
+    }
+    cli_hash_field(h, "name", s->model_name, strlen(s->model_name));
+    cli_hash_field(h, "flags", s->flags ? s->flags : "", s->flags ? strlen(s->flags) : 0);
+    if (!cli_hash_file(h, "model", s->model))
+        return false;
+    if (s->target_path && !cli_hash_file(h, "target", s->target_path))
+        return false;
+    for (int i = 0; i < s->ninputs; i++)
+        if (!cli_hash_file(h, "input", s->inputs[i]))
+            return false;
+    return true;
+}
+
+/* The key of the compile: the base and then each external data file (its path
+ * relative to the model's folder and its bytes) of the list rels (n bytes of
+ * NUL-terminated paths). False when one cannot be read. */
+static bool key_full(const CliCache *c, const char *rels, size_t n, uint8_t *key)
+{
+    CliHash h = c->base;
+    const char *model = c->spec.model;
+    size_t pre = model_prefix(model);
+    bool ok = true;
+    for (size_t off = 0; ok && off < n; off += strlen(rels + off) + 1) {
+        const char *rel = rels + off;
+        size_t len = pre + strlen(rel) + 1;
+        char *path = malloc(len);
+        ok = path != NULL;
+        if (ok) {
+            snprintf(path, len, "%.*s%s", (int)pre, model, rel);
+            cli_hash_field(&h, "external", rel, strlen(rel));
+            ok = cli_hash_file(&h, "data", path);
+        }
+        free(path);
+    }
+    if (ok)
+        cli_hash_final(&h, key);
+    return ok;
+}
+
+/* The key of the .files entry of the model: the base alone. */
+static void key_files(const CliCache *c, uint8_t *key)
+{
+    CliHash h = c->base;
+    cli_hash_field(&h, "external data files", "", 0);
+    cli_hash_final(&h, key);
+}
+
+/* Map the cache file path of the given kind and key (read-only, so that a hit
+ * writes the output straight from the page cache). Returns the mapping (*size
+ * bytes) with *payload and *len set to its payload, or NULL: *damaged tells whether
+ * the file was there but failed a check. */
+static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
+                         const uint8_t **payload, size_t *len, bool *damaged)
+{
+    *damaged = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    uint8_t *buf = MAP_FAILED;
+    *size = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= HEADER_BYTES) {
+        *size = (size_t)st.st_size;
+        buf = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+    }
+    close(fd);
+    bool ok = buf != MAP_FAILED && !memcmp(buf, CACHE_MAGIC, 8) &&
+              get_le(buf + 60, 4) == spy_crc32c(0, buf, 60) &&
+              get_le(buf + 8, 4) == CACHE_VERSION && get_le(buf + 12, 4) == kind &&
+              get_le(buf + 16, 8) == *size - HEADER_BYTES &&
+              !memcmp(buf + 24, key, CLI_HASH_BYTES) &&
+              get_le(buf + 56, 4) == spy_crc32c(0, buf + HEADER_BYTES, *size - HEADER_BYTES);
+    if (!ok) {
+        *damaged = true;
+        if (buf != MAP_FAILED)
+            munmap(buf, *size);
+        return NULL;
+    }
+    *payload = buf + HEADER_BYTES;
+    *len = *size - HEADER_BYTES;
+    return buf;
+}
+
+/* Write a cache file: the header, then the payload given as parts (at most 7). */
+static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
+                       const CliPart *payload, int nparts)
+{
+    uint8_t head[HEADER_BYTES] = {0};
+    CliPart parts[8] = {{head, sizeof head}};
+    uint64_t len = 0;
+    uint32_t crc = 0;
+    for (int i = 0; i < nparts && i < 7; i++) {
+        parts[i + 1] = payload[i];
+        crc = spy_crc32c(crc, payload[i].data, payload[i].len);
+        len += payload[i].len;
+    }
+    memcpy(head, CACHE_MAGIC, 8);
+    put_le(head + 8, CACHE_VERSION, 4);
+    put_le(head + 12, kind, 4);
+    put_le(head + 16, len, 8);
+    memcpy(head + 24, key, CLI_HASH_BYTES);
+    put_le(head + 56, crc, 4);
+    put_le(head + 60, spy_crc32c(0, head, 60), 4);
+    return cli_write_atomic_parts(path, parts, nparts + 1);
+}
+
+/* A damaged cache file: say so and remove it (the compile then replaces it). */
+static void drop_damaged(const char *path)
+{
+    cli_progress_clear();
+    fprintf(stderr, "spyrec: warning: cache file %s is damaged (length or CRC); "
+                    "compiling again\n", path);
+    unlink(path);
+}
+
+/* Add dir-prefix + rel to the file list (what the frontend would have listed). */
+static bool files_add(FeFileList *l, const char *model, const char *rel)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        char **p = realloc(l->paths, (size_t)cap * sizeof *p);
+        if (!p)
+            return false;
+        l->paths = p;
+        l->cap = cap;
+    }
+    size_t pre = model_prefix(model), n = pre + strlen(rel) + 1;
+    char *path = malloc(n);
+    if (!path)
+        return false;
+    snprintf(path, n, "%.*s%s", (int)pre, model, rel);
+    l->paths[l->n++] = path;
+    return true;
+}
+
+/* A hit: take the output and the warnings out of the entry and list the external
+ * data files for -MD. False when out of memory. */
+static bool take_hit(CliCache *c, const uint8_t *p, size_t len, const char *rels, size_t nrels,
+                     IrDiag *diag, FeFileList *files)
+{
+    for (size_t off = 0; files && off < nrels; off += strlen(rels + off) + 1)
+        if (!files_add(files, c->spec.model, rels + off)) {
+            fe_file_list_free(files);
+            return false;
+        }
+    c->out_len = (size_t)get_le(p, 8);
+    c->out = p + 8;
+    for (size_t off = 8 + c->out_len; off < len; off += strlen((const char *)p + off) + 1)
+        ir_diag_warn(diag, "%s", (const char *)p + off);
+    return true;
+}
+
+/* Whether an entry's payload is well formed: its output fits and its warnings end
+ * with a NUL. */
+static bool entry_sane(const uint8_t *p, size_t len)
+{
+    return len >= 8 && get_le(p, 8) <= len - 8 &&
+           (len - 8 == get_le(p, 8) || p[len - 1] == '\0');
+}
+
+/* The lookup after the base key: the .files entry, the key, the entry. */
+static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
+{
+    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES];
+    key_files(c, fkey);
+    char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
+    const uint8_t *rels = NULL, *p;
+    size_t nrels = 0, len, fsize;
+    bool damaged;
+    uint8_t *fbuf = fpath ? file_map(fpath, KIND_FILES, fkey, &fsize, &rels, &nrels, &damaged)
+                          : NULL;
+    if (!fbuf && fpath && damaged)
+        drop_damaged(fpath);
+    c->have_manifest = fbuf && (nrels == 0 || rels[nrels - 1] == '\0');
+    if (c->have_manifest && key_full(c, (const char *)rels, nrels, key)) {
+        memcpy(c->key_bytes, key, CLI_HASH_BYTES);
+        cli_hash_hex(key, CLI_HASH_BYTES, c->key);
+        epath = cache_path(c->spec.dir, key, ".entry");
+        c->entry = epath ? file_map(epath, KIND_ENTRY, key, &c->entry_size, &p, &len, &damaged)
+                         : NULL;
+        if (c->entry && !entry_sane(p, len)) {
+            cli_cache_free(c);
+            damaged = true;
+        }
+        if (!c->entry && damaged)
+            drop_damaged(epath);
+        if (c->entry && take_hit(c, p, len, (const char *)rels, nrels, diag, files)) {
+            utimensat(AT_FDCWD, epath, NULL, 0);
+            utimensat(AT_FDCWD, fpath, NULL, 0);
+            c->status = CLI_CACHE_HIT;
+        }
+    }
+    if (fbuf)
+        munmap(fbuf, fsize);
+    free(fpath);
+    free(epath);
+    return c->status;
+}
+
+CliCacheStatus cli_cache_lookup(CliCache *c, const CliCacheSpec *s, IrDiag *diag,
+                                FeFileList *files)
+{
+    memset(c, 0, sizeof *c);
+    c->spec = *s;
+    c->status = CLI_CACHE_OFF;
+    if (!s->dir)
+        return c->status;
+    if (!make_dirs(s->dir)) {
+        cli_progress_clear();
+        fprintf(stderr, "spyrec: warning: cache folder %s: %s; compiling without the cache\n",
+                s->dir, strerror(errno));
+        return c->status;
+    }
+    c->status = CLI_CACHE_MISS;
+    c->unkeyed = !key_base(&c->base, s);
+    if (c->unkeyed)
+        return c->status;
+    return lookup_entry(c, diag, files);
+}
+
+/* One file of the cache folder, for eviction. */
+typedef struct {
+    char *name;
+    uint64_t size;
+    struct timespec mtime;
+} CacheFile;
+
+/* Order of eviction: least recently used first, then by name. */
+static int cmp_age(const void *pa, const void *pb)
+{
+    const CacheFile *a = pa, *b = pb;
+    if (a->mtime.tv_sec != b->mtime.tv_sec)
+        return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
+    if (a->mtime.tv_nsec != b->mtime.tv_nsec)
+        return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* Whether name is a cache file (KEY.entry or KEY.files). */
+static bool is_cache_file(const char *name)
+{
+    size_t n = strlen(name);
+    return n == 2 * CLI_HASH_BYTES + 6 && (!strcmp(name + n - 6, ".entry") ||
+                                           !strcmp(name + n - 6, ".files"));
+}
+
+/* Remove the least recently used cache files until the folder holds at most max
+ * bytes of them; temporary files left by killed compiles go once they are an hour
+ * old. Files that vanish meanwhile (another compile evicting) are skipped. */
+static void evict(const char *dir, uint64_t max)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    CacheFile *fs = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    time_t now = time(NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp") &&
+            now - st.st_mtim.tv_sec > STALE_TMP_SECONDS) {
+            unlinkat(dirfd(d), e->d_name, 0);
+            continue;
+        }
+        if (!is_cache_file(e->d_name))
+            continue;
+        if (n == cap) {
+            CacheFile *p = realloc(fs, (cap = cap ? 2 * cap : 64) * sizeof *p);
+            if (!p)
+                break;
+            fs = p;
+        }
+        if (!(fs[n].name = strdup(e->d_name)))
+            break;
+        fs[n].size = (uint64_t)st.st_size;
+        fs[n].mtime = st.st_mtim;
+        total += fs[n++].size;
+    }
+    qsort(fs, n, sizeof *fs, cmp_age);
+    for (size_t i = 0; i < n && total > max; i++)
+        if (unlinkat(dirfd(d), fs[i].name, 0) == 0 || errno == ENOENT)
+            total -= fs[i].size;
+    for (size_t i = 0; i < n; i++)
+        free(fs[i].name);
+    free(fs);
+    closedir(d);
+}
+
+/* The relative paths (NUL-terminated, one after the other) of the external data
+ * files in files, malloc'd, with their byte count in *n; NULL when one lies outside
+ * the model's folder or out of memory. */
+static char *relative_files(const char *model, const FeFileList *files, size_t *n)
+{
+    size_t pre = model_prefix(model), len = 0;
+    for (int i = 0; files && i < files->n; i++) {
+        if (strncmp(files->paths[i], model, pre) != 0)
+            return NULL;
+        len += strlen(files->paths[i]) - pre + 1;
+    }
+    char *rels = malloc(len + 1);
+    *n = 0;
+    for (int i = 0; rels && files && i < files->n; i++) {
+        size_t k = strlen(files->paths[i]) - pre + 1;
+        memcpy(rels + *n, files->paths[i] + pre, k);
+        *n += k;
+    }
+    return rels;
+}
+
+/* The compile's warnings without their "MODEL: warning: " prefix (added again when
+ * they are replayed), each NUL-terminated, malloc'd; their byte count in *n. */
+static char *warning_text(const IrDiag *diag, size_t *n)
+{
+    char prefix[1024];
+    snprintf(prefix, sizeof prefix, "%s: warning: ", diag->file ? diag->file : "spyrec");
+    size_t pre = strlen(prefix), len = 0;
+    for (int i = 0; i < diag->nmsgs; i++)
+        if (!strncmp(diag->msgs[i], prefix, pre))
+            len += strlen(diag->msgs[i]) - pre + 1;
+    char *text = malloc(len + 1);
+    *n = 0;
+    for (int i = 0; text && i < diag->nmsgs; i++)
+        if (!strncmp(diag->msgs[i], prefix, pre)) {
+            size_t k = strlen(diag->msgs[i]) - pre + 1;
+            memcpy(text + *n, diag->msgs[i] + pre, k);
+            *n += k;
+        }
+    return text;
+}
+
+/* Write the .files entry (unless the lookup found it) and the .entry of the compile. */
+static bool store_files(CliCache *c, const void *out, size_t len, const char *rels,
+                        size_t nrels, const char *warns, size_t nwarns)
+{
+    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], outlen[8];
+    key_files(c, fkey);
+    char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
+    CliPart flist = {rels, nrels};
+    bool ok = fpath && (c->have_manifest || file_write(fpath, KIND_FILES, fkey, &flist, 1));
+    if (ok && c->key[0])                   /* the lookup hashed the external data */
+        memcpy(key, c->key_bytes, CLI_HASH_BYTES);
+    else
+        ok = ok && key_full(c, rels, nrels, key);
+    if (ok) {
+        cli_hash_hex(key, CLI_HASH_BYTES, c->key);
+        put_le(outlen, len, 8);
+        CliPart parts[3] = {{outlen, 8}, {out, len}, {warns, nwarns}};
+        ok = (epath = cache_path(c->spec.dir, key, ".entry")) &&
+             file_write(epath, KIND_ENTRY, key, parts, 3);
+    }
+    free(fpath);
+    free(epath);
+    return ok;
+}
+
+void cli_cache_store(CliCache *c, const void *out, size_t len, const IrDiag *diag,
+                     const FeFileList *files)
+{
+    if (c->status != CLI_CACHE_MISS || c->unkeyed)
+        return;
+    size_t nrels = 0, nwarns = 0;
+    char *rels = relative_files(c->spec.model, files, &nrels);
+    char *warns = warning_text(diag, &nwarns);
+    if (!rels || !warns || !store_files(c, out, len, rels, nrels, warns, nwarns))
+        fprintf(stderr, "spyrec: warning: the compile was not stored in the cache %s\n",
+                c->spec.dir);
+    else if (c->spec.max_bytes)
+        evict(c->spec.dir, c->spec.max_bytes);
+    free(rels);
+    free(warns);
+}
+
+void cli_cache_free(CliCache *c)
+{
+    if (c->entry)
+        munmap(c->entry, c->entry_size);
+    c->entry = NULL;
+    c->out = NULL;
+}

@@ -1,0 +1,173 @@
+/* test_cli_cache.c: unit tests of the compile cache's building blocks: SHA-256
+ * (cli/spyrec_hash.c), through the SHA extensions where the processor has them and
+ * through the portable code, against the FIPS 180-4 examples and digests computed
+ * independently (Python's hashlib), at every split of the input and around the
+ * padding's block boundaries; file
+ * hashing (mapped, and read from a pipe) equal to hashing the bytes and their count;
+ * and the --cache-max sizes (cli/spyrec_cache.c). The cache as a whole (hits, misses,
+ * damaged entries, eviction, concurrency) is tested through spyrec in make check's
+ * tools part. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli/cli.h"
+
+/* The hex digest of data, hashed in pieces of step bytes. */
+static void digest_hex(const uint8_t *data, size_t len, size_t step, char *hex)
+{
+    CliHash h;
+    uint8_t d[CLI_HASH_BYTES];
+    cli_hash_init(&h);
+    for (size_t off = 0; off < len; off += step)
+        cli_hash_update(&h, data + off, len - off < step ? len - off : step);
+    cli_hash_final(&h, d);
+    cli_hash_hex(d, sizeof d, hex);
+}
+
+/* The bytes i % 251 for i < 1000. */
+static const uint8_t *pattern(void)
+{
+    static uint8_t b[1000];
+    for (int i = 0; i < 1000; i++)
+        b[i] = (uint8_t)(i % 251);
+    return b;
+}
+
+/* FIPS 180-4's examples: "abc", the two-block message, and the empty message. */
+static void vectors(void)
+{
+    static const char two[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    char hex[65];
+    digest_hex((const uint8_t *)"abc", 3, 3, hex);
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    digest_hex((const uint8_t *)two, strlen(two), 5, hex);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    digest_hex(NULL, 0, 1, hex);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+/* Around the padding's limits (55, 56 bytes), one block, two, and a long message:
+ * every way of cutting the input gives the same digest. */
+static void blocks_and_pieces(void)
+{
+    static const struct {
+        size_t len;
+        const char *hex;
+    } cases[] = {
+        {55, "463eb28e72f82e0a96c0a4cc53690c571281131f672aa229e0d45ae59b598b59"},
+        {56, "da2ae4d6b36748f2a318f23e7ab1dfdf45acdc9d049bd80e59de82a60895f562"},
+        {64, "fdeab9acf3710362bd2658cdc9a29e8f9c757fcf9811603a8c447cd1d9151108"},
+        {65, "4bfd2c8b6f1eec7a2afeb48b934ee4b2694182027e6d0fc075074f2fabb31781"},
+        {120, "f52b23db1fbb6ded89ef42a23ce0c8922c45f25c50b568a93bf1c075420bbb7c"},
+        {128, "471fb943aa23c511f6f72f8d1652d9c880cfa392ad80503120547703e56a2be5"},
+        {1000, "4e4c294b331f7a2099a379bec34b9f9fc03dc46ab465d998f4d683da53487e6d"},
+    };
+    static const size_t steps[] = {1, 7, 63, 64, 65, 129, 1000};
+    char hex[65];
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+            digest_hex(pattern(), cases[c].len, steps[s], hex);
+            assert_string_equal(hex, cases[c].hex);
+        }
+}
+
+/* The digests through the processor's SHA extensions (when it has them) and through
+ * the portable code. */
+static void test_digests(void **state)
+{
+    for (int portable = 0; portable < 2; portable++) {
+        cli_hash_use_portable(portable);
+        vectors();
+        blocks_and_pieces();
+    }
+    cli_hash_use_portable(false);
+}
+
+/* The digest after cli_hash_file(tag, path) as hex. */
+static bool file_hex(const char *path, char *hex)
+{
+    CliHash h;
+    uint8_t d[CLI_HASH_BYTES];
+    cli_hash_init(&h);
+    bool ok = cli_hash_file(&h, "t", path);
+    cli_hash_final(&h, d);
+    cli_hash_hex(d, sizeof d, hex);
+    return ok;
+}
+
+/* A file hashes as its tag, its bytes and its byte count, whether it is mapped (a
+ * regular file) or read (a pipe); a missing file fails. */
+static void test_file(void **state)
+{
+    char dir[] = "/tmp/test_cli_cache.XXXXXX", path[64], fifo[64], want[65], got[65];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/f", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(pattern(), 1, 1000, f), 1000);
+    fclose(f);
+    CliHash h;
+    uint8_t d[CLI_HASH_BYTES], len[8] = {1000 & 0xff, 1000 >> 8};
+    cli_hash_init(&h);
+    cli_hash_update(&h, "t", 2);
+    cli_hash_update(&h, pattern(), 1000);
+    cli_hash_update(&h, len, 8);
+    cli_hash_final(&h, d);
+    cli_hash_hex(d, sizeof d, want);
+    assert_true(file_hex(path, got));
+    assert_string_equal(got, want);
+    /* the same bytes through a pipe (not mappable): read in pieces */
+    snprintf(fifo, sizeof fifo, "%s/p", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *w = fopen(fifo, "wb");
+        fwrite(pattern(), 1, 1000, w);
+        fclose(w);
+        _exit(0);
+    }
+    assert_true(file_hex(fifo, got));
+    assert_string_equal(got, want);
+    unlink(fifo);
+    unlink(path);
+    assert_false(file_hex(path, got));
+    rmdir(dir);
+}
+
+/* --cache-max values. */
+static void test_sizes(void **state)
+{
+    uint64_t b;
+    assert_true(cli_cache_parse_size("512M", &b));
+    assert_true(b == 512ull << 20);
+    assert_true(cli_cache_parse_size("2G", &b));
+    assert_true(b == 2ull << 30);
+    assert_true(cli_cache_parse_size("64KiB", &b));
+    assert_true(b == 64ull << 10);
+    assert_true(cli_cache_parse_size("1t", &b));
+    assert_true(b == 1ull << 40);
+    assert_true(cli_cache_parse_size("100000", &b));
+    assert_true(b == 100000);
+    const char *bad[] = {"", "0", "-1", "12Q", "G", "1.5G", "99999999999999999999", "4M "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_false(cli_cache_parse_size(bad[i], &b));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_digests),
+        cmocka_unit_test(test_file),
+        cmocka_unit_test(test_sizes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
