@@ -274,6 +274,13 @@ IrAttr ir_attr_ints(IrGraph *g, const char *name, const int64_t *v, int n)
                     .tensor = IR_NONE};
 }
 
+/* Ints attribute referring to v (no copy: ir_add_node copies it). */
+IrAttr ir_attr_ints_ref(const char *name, const int64_t *v, int n)
+{
+    return (IrAttr){.name = name, .kind = IR_ATTR_INTS, .ints = v, .n = (uint32_t)(n > 0 ? n : 0),
+                    .tensor = IR_NONE};
+}
+
 IrAttr ir_attr_floats(IrGraph *g, const char *name, const double *v, int n)
 {
     double *p = ir_alloc(g, (size_t)(n > 0 ? n : 0) * sizeof *p);
@@ -478,13 +485,13 @@ ValId ir_cast(IrGraph *g, ValId a, IrDType to, const IrOrigin *o)
 
 ValId ir_reshape(IrGraph *g, ValId a, const int64_t *shape, int rank, const IrOrigin *o)
 {
-    IrAttr at = ir_attr_ints(g, "shape", shape, rank);
+    IrAttr at = ir_attr_ints_ref("shape", shape, rank);
     return add1(g, IR_OP_RESHAPE, &a, 1, &at, 1, o);
 }
 
 ValId ir_transpose(IrGraph *g, ValId a, const int64_t *perm, const IrOrigin *o)
 {
-    IrAttr at = ir_attr_ints(g, "perm", perm, ir_vtype(g, a)->rank);
+    IrAttr at = ir_attr_ints_ref("perm", perm, ir_vtype(g, a)->rank);
     return add1(g, IR_OP_TRANSPOSE, &a, 1, &at, 1, o);
 }
 
@@ -505,7 +512,7 @@ ValId ir_reduce(IrGraph *g, int fn, ValId a, const int64_t *axes, int naxes, boo
             ax[j - 1] = t;
         }
     }
-    IrAttr at[3] = {ir_attr_int("fn", fn), ir_attr_ints(g, "axes", ax, n),
+    IrAttr at[3] = {ir_attr_int("fn", fn), ir_attr_ints_ref("axes", ax, n),
                     ir_attr_int("keepdims", keepdims)};
     return add1(g, IR_OP_REDUCE, &a, 1, at, 3, o);
 }
@@ -518,7 +525,7 @@ ValId ir_matmul(IrGraph *g, ValId a, ValId b, const IrOrigin *o)
 
 ValId ir_expand(IrGraph *g, ValId a, const int64_t *shape, int rank, const IrOrigin *o)
 {
-    IrAttr at = ir_attr_ints(g, "shape", shape, rank);
+    IrAttr at = ir_attr_ints_ref("shape", shape, rank);
     return add1(g, IR_OP_EXPAND, &a, 1, &at, 1, o);
 }
 

@@ -336,6 +336,9 @@ IrAttr ir_attr_int(const char *name, int64_t v);
 IrAttr ir_attr_float(const char *name, double v);
 IrAttr ir_attr_str(IrGraph *g, const char *name, const char *s);
 IrAttr ir_attr_ints(IrGraph *g, const char *name, const int64_t *v, int n); /* copies */
+/* Ints attribute that refers to v without copying it: only for attributes handed
+ * straight to ir_add_node / ir_add_foreign, which copy them (v must live until then). */
+IrAttr ir_attr_ints_ref(const char *name, const int64_t *v, int n);
 IrAttr ir_attr_floats(IrGraph *g, const char *name, const double *v, int n);
 const IrAttr *ir_attr_find(const IrNode *n, const char *name);
 int64_t ir_attr_get_int(const IrNode *n, const char *name, int64_t dflt);

@@ -12,7 +12,7 @@ ValId dix_iota(DecCtx *c, IrDType t, int64_t n, int r, int axis)
     int64_t dims[IR_MAX_RANK];
     for (int i = 0; i < r; i++)
         dims[i] = i == axis ? n : 1;
-    double *v = ir_alloc(c->g, sizeof(double) * (size_t)(n + 1));
+    double *v = ir_scratch(c->g, sizeof(double) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++)
         v[i] = (double)i;
     return dec_const(c->g, t, dims, r, v);
@@ -85,7 +85,7 @@ ValId dix_take_along(DecCtx *c, ValId data, ValId idx, int axis)
         int64_t dims[IR_MAX_RANK], n = ti.dims[k];
         for (int i = 0; i < r; i++)
             dims[i] = i == k ? n : 1;
-        int64_t *v = ir_alloc(c->g, sizeof(int64_t) * (size_t)n);
+        int64_t *v = ir_scratch(c->g, sizeof(int64_t) * (size_t)n);
         for (int64_t i = 0; i < n; i++)
             v[i] = i * stride[k];
         flat = dec_bin(c, IR_BIN_ADD, flat, dec_const_i64(c->g, dims, r, v));

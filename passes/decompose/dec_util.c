@@ -382,8 +382,8 @@ ValId dec_slice(DecCtx *c, ValId x, const int64_t *starts, const int64_t *steps,
             ident = false;
     if (ident)
         return x;
-    IrAttr a[3] = {ir_attr_ints(c->g, "starts", starts, r), ir_attr_ints(c->g, "steps", steps, r),
-                   ir_attr_ints(c->g, "sizes", sizes, r)};
+    IrAttr a[3] = {ir_attr_ints_ref("starts", starts, r), ir_attr_ints_ref("steps", steps, r),
+                   ir_attr_ints_ref("sizes", sizes, r)};
     return dec_op(c, IR_OP_SLICE, &x, 1, a, 3);
 }
 
@@ -415,8 +415,8 @@ ValId dec_pad(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior, 
         any |= interior[i] != 0;
     if (!any)
         return x;
-    IrAttr a[3] = {ir_attr_ints(c->g, "pads", pads, 2 * r),
-                   ir_attr_ints(c->g, "interior", interior ? interior : zi, r),
+    IrAttr a[3] = {ir_attr_ints_ref("pads", pads, 2 * r),
+                   ir_attr_ints_ref("interior", interior ? interior : zi, r),
                    ir_attr_float("value", value)};
     return dec_op(c, IR_OP_PAD, &x, 1, a, 3);
 }

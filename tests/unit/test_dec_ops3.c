@@ -2,7 +2,8 @@
  * and of antialiased Resize downsampling (onnx_resize.c). Each test builds one ONNX
  * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
  * compares with goldens of the ONNX reference implementation or a direct C
- * reference of the ONNX semantics; one case also runs on the emulator. */
+ * reference of the ONNX semantics; one case also runs on the emulator. The last test
+ * checks that the decomposition's temporary host arrays go to the scratch arena. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -284,6 +285,45 @@ static void test_resize_antialias_emulator(void **state)
     ut_fx_free(dev);
 }
 
+/* ---- temporaries in the scratch arena ---- */
+
+/* Trilu and EyeLike build their constants from host arrays of doubles, 8 bytes per
+ * element, while the constants hold 1 byte per element: on [1024, 1024] inputs the
+ * temporaries (16 MiB) go to the scratch arena and the graph's arena keeps only the
+ * constants (2 MiB). The constants stay valid once the scratch arena is released and
+ * its memory reused. */
+static void test_temporaries_in_scratch(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    enum { N = 1024 };
+    const size_t mib = (size_t)1 << 20;
+    int64_t d[2] = {N, N};
+    ValId x = ut_input(g, "x", IR_DT_F32, 2, d);
+    onnx_out(g, "Trilu", 14, &x, 1, NULL, 0);
+    IrAttr dt = ir_attr_int("dtype", IR_DT_U8);
+    onnx_out(g, "EyeLike", 9, &x, 1, &dt, 1);
+    size_t before = g->arena.bytes;
+    ut_decompose_ok(f);
+    assert_true(g->scratch.bytes >= 16 * mib);
+    assert_true(g->arena.bytes - before < 4 * mib);
+    ir_scratch_reset(g);
+    memset(ir_scratch(g, 16 * mib), 0xab, 16 * mib);
+    float *xv = malloc(sizeof(float) * N * N);
+    assert_non_null(xv);
+    ut_fill(xv, (int64_t)N * N, 1.0f, 1.0f);
+    const void *inputs[1] = {xv};
+    const float *y = ut_run_graph(g, inputs, 0);
+    const uint8_t *eye = ut_run_graph(g, inputs, 1);
+    for (int64_t i = 0; i < N; i += 97)
+        for (int64_t j = 0; j < N; j += 89) {
+            assert_true(y[i * N + j] == (j >= i ? xv[i * N + j] : 0.0f));
+            assert_int_equal(eye[i * N + j], i == j);
+        }
+    assert_int_equal(eye[5 * N + 5], 1);
+    free(xv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +334,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resize_antialias_goldens, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_resize_antialias_axes, ut_setup, ut_teardown),
         cmocka_unit_test(test_resize_antialias_emulator),
+        cmocka_unit_test_setup_teardown(test_temporaries_in_scratch, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -679,6 +679,27 @@ static void test_pass_temporaries_in_scratch(void **state)
     assert_true(g->arena_bytes == g->arena.bytes);
 }
 
+/* An ints attribute made by ir_attr_ints_ref (as the builders ir_reshape, ir_transpose,
+ * ir_reduce and ir_expand make theirs) refers to the caller's array, which need not
+ * outlive the call: ir_add_node copies it into the graph's arena. */
+static void test_attr_ref_copied(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    ValId x = input(g, T(IR_DT_F32, 2, 3));
+    int64_t shape[2] = {3, 2}, perm[2] = {1, 0};
+    ValId r = ir_reshape(g, x, shape, 2, &O);
+    IrAttr a = ir_attr_ints_ref("perm", perm, 2);
+    assert_true(a.ints == perm);
+    ValId t = ir_node(g, ir_add_node(g, IR_OP_TRANSPOSE, &r, 1, &a, 1, &O))->out[0];
+    shape[0] = perm[0] = 7;
+    const int64_t *got;
+    assert_int_equal(ir_attr_get_ints(ir_node(g, ir_val(g, r)->def), "shape", &got), 2);
+    assert_true(got != shape && got[0] == 3 && got[1] == 2);
+    assert_int_equal(ir_attr_get_ints(ir_node(g, ir_val(g, t)->def), "perm", &got), 2);
+    assert_true(got != perm && got[0] == 1 && got[1] == 0);
+}
+
 /* ---- text form ---- */
 
 static const char *const ROUNDTRIP =
@@ -998,6 +1019,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fold_pass_budget, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_scratch_released, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_pass_temporaries_in_scratch, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_attr_ref_copied, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_print_parse_roundtrip, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_parse_errors, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_rewrite_compact, ut_setup, ut_teardown),

@@ -464,7 +464,7 @@ bool aten_arange(DecCtx *c)
                 "large", start, end, step, (long long)n);
         return false;
     }
-    double *v = ir_alloc(c->g, (size_t)(n + 1) * sizeof *v);
+    double *v = ir_scratch(c->g, (size_t)(n + 1) * sizeof *v);
     for (int64_t i = 0; i < n; i++)
         v[i] = start + (double)i * step;
     c->out[0] = dec_const(c->g, o->dtype, o->dims, 1, v);
@@ -491,7 +491,7 @@ bool aten_eye(DecCtx *c)
         return false;
     }
     int64_t n = o->dims[0], m = o->dims[1];
-    double *v = ir_alloc(c->g, (size_t)(n * m + 1) * sizeof *v);
+    double *v = ir_scratch(c->g, (size_t)(n * m + 1) * sizeof *v);
     for (int64_t i = 0; i < n && i < m; i++)
         v[i * m + i] = 1;
     c->out[0] = dec_const(c->g, o->dtype, o->dims, 2, v);

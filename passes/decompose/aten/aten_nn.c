@@ -221,8 +221,8 @@ static ValId conv_core(DecCtx *c, ValId x, ValId w, ValId b, const ConvGeo *g)
             return IR_NONE;
     }
     x = dec_pad(c, x, pads, inter, 0.0);
-    IrAttr at[3] = {ir_attr_ints(c->g, "strides", g->transposed ? ones : g->s, g->nsp),
-                    ir_attr_ints(c->g, "dilations", g->d, g->nsp),
+    IrAttr at[3] = {ir_attr_ints_ref("strides", g->transposed ? ones : g->s, g->nsp),
+                    ir_attr_ints_ref("dilations", g->d, g->nsp),
                     ir_attr_int("group", g->groups)};
     ValId in[2] = {x, w};
     ValId y = dec_op(c, IR_OP_CONV, in, 2, at, 3);
@@ -357,7 +357,7 @@ static ValId sdpa_mask(DecCtx *c, ValId scores)
             dec_err(c, "causal mask of %lld x %lld is too large", (long long)L, (long long)S);
             return IR_NONE;
         }
-        double *v = ir_alloc(c->g, (size_t)(L * S + 1) * sizeof *v);
+        double *v = ir_scratch(c->g, (size_t)(L * S + 1) * sizeof *v);
         for (int64_t i = 0; i < L; i++)
             for (int64_t j = 0; j < S; j++)
                 v[i * S + j] = j <= i ? 0 : -INFINITY;

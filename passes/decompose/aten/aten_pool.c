@@ -69,9 +69,9 @@ static ValId pool_window(DecCtx *c, ValId x, const PoolGeo *g, int fn, double v)
         pads[2 * g->rank - g->nsp + i] = g->hi[i];
     }
     x = dec_pad(c, x, pads, NULL, v);
-    IrAttr at[4] = {ir_attr_int("fn", fn), ir_attr_ints(c->g, "kernel", g->k, g->nsp),
-                    ir_attr_ints(c->g, "strides", g->s, g->nsp),
-                    ir_attr_ints(c->g, "dilations", g->d, g->nsp)};
+    IrAttr at[4] = {ir_attr_int("fn", fn), ir_attr_ints_ref("kernel", g->k, g->nsp),
+                    ir_attr_ints_ref("strides", g->s, g->nsp),
+                    ir_attr_ints_ref("dilations", g->d, g->nsp)};
     return dec_op(c, IR_OP_WINDOW, &x, 1, at, 4);
 }
 
@@ -124,7 +124,7 @@ static ValId avg_scale(DecCtx *c, const PoolGeo *g, IrDType t, bool include_pad)
     int64_t n = 1;
     for (int i = 0; i < g->nsp; i++)
         n *= g->out[i];
-    double *v = ir_alloc(c->g, (size_t)(n + 1) * sizeof *v);
+    double *v = ir_scratch(c->g, (size_t)(n + 1) * sizeof *v);
     bool uniform = true;
     if (n > ATEN_MAX_CONST) {
         dec_err(c, "average pool with %lld output positions is too large", (long long)n);
@@ -169,7 +169,7 @@ static ValId adaptive_axis(DecCtx *c, ValId x, int ax, int64_t out)
                 (long long)out);
         return IR_NONE;
     }
-    double *m = ir_alloc(c->g, (size_t)(in * out + 1) * sizeof *m);
+    double *m = ir_scratch(c->g, (size_t)(in * out + 1) * sizeof *m);
     for (int64_t o = 0; o < out; o++) {
         int64_t st = (o * in) / out, en = ((o + 1) * in + out - 1) / out;
         for (int64_t i = st; i < en; i++)
@@ -263,7 +263,7 @@ static ValId nearest_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, bo
         return dec_reshape(c, y, o, r);
     }
     double scale = sf > 0 ? 1.0 / sf : (double)in / (double)out;
-    int64_t *idx = ir_alloc(c->g, (size_t)(out + 1) * sizeof *idx);
+    int64_t *idx = ir_scratch(c->g, (size_t)(out + 1) * sizeof *idx);
     for (int64_t o = 0; o < out; o++) {
         int64_t s = (int64_t)floor(((double)o + (exact ? 0.5 : 0.0)) * scale);
         idx[o] = s < in - 1 ? s : in - 1;
@@ -278,9 +278,9 @@ static ValId linear_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, boo
     int64_t in = t->dims[ax];
     if (in == out)
         return x;
-    int64_t *i0 = ir_alloc(c->g, (size_t)(out + 1) * sizeof *i0);
-    int64_t *i1 = ir_alloc(c->g, (size_t)(out + 1) * sizeof *i1);
-    double *lam = ir_alloc(c->g, (size_t)(out + 1) * sizeof *lam);
+    int64_t *i0 = ir_scratch(c->g, (size_t)(out + 1) * sizeof *i0);
+    int64_t *i1 = ir_scratch(c->g, (size_t)(out + 1) * sizeof *i1);
+    double *lam = ir_scratch(c->g, (size_t)(out + 1) * sizeof *lam);
     double scale = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0)
                          : (sf > 0 ? 1.0 / sf : (double)in / (double)out);
     for (int64_t o = 0; o < out; o++) {

@@ -493,7 +493,7 @@ bool aten_tri(DecCtx *c)
         dec_err(c, "tril/triu mask of %lld x %lld is too large", (long long)R, (long long)C);
         return false;
     }
-    double *m = ir_alloc(c->g, (size_t)(R * C + 1) * sizeof *m);
+    double *m = ir_scratch(c->g, (size_t)(R * C + 1) * sizeof *m);
     for (int64_t i = 0; i < R; i++)
         for (int64_t j = 0; j < C; j++)
             m[i * C + j] = lower ? (j - i <= k) : (j - i >= k);

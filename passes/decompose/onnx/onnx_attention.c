@@ -50,8 +50,8 @@ static ValId add_bias(DecCtx *c, ValId a, ValId b)
  * per-batch values nonpad_kv_seqlen - q_len (shape [B, 1, 1, 1]). */
 static ValId diff_grid(DecCtx *c, int64_t q, int64_t kv, int64_t off, ValId off_v)
 {
-    int64_t *iv = ir_alloc(c->g, sizeof(int64_t) * (size_t)(q + 1));
-    int64_t *jv = ir_alloc(c->g, sizeof(int64_t) * (size_t)(kv + 1));
+    int64_t *iv = ir_scratch(c->g, sizeof(int64_t) * (size_t)(q + 1));
+    int64_t *jv = ir_scratch(c->g, sizeof(int64_t) * (size_t)(kv + 1));
     for (int64_t i = 0; i < q; i++)
         iv[i] = i + off;
     for (int64_t j = 0; j < kv; j++)
@@ -96,7 +96,7 @@ static ValId attn_bias(DecCtx *c, ValId mask, int64_t q, int64_t kv, int64_t pas
         bias = add_bias(c, bias, to_bias(c, ok, dt));
     }
     if (nonpad != IR_NONE) { /* keys past nonpad_kv_seqlen[b] are padding */
-        int64_t *jv = ir_alloc(c->g, sizeof(int64_t) * (size_t)(kv + 1));
+        int64_t *jv = ir_scratch(c->g, sizeof(int64_t) * (size_t)(kv + 1));
         for (int64_t j = 0; j < kv; j++)
             jv[j] = j;
         int64_t dj[4] = {1, 1, 1, kv}, b4[4] = {dec_numel(dec_ty(c, nonpad)), 1, 1, 1};

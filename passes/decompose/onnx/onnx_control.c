@@ -304,7 +304,7 @@ static ValId merge(DecCtx *c, ValId pred, ValId a, ValId b, const char *what)
             dec_err(c, "unsupported: %s: sequences or optionals that differ in length", what);
             return IR_NONE;
         }
-        ValId *items = ir_alloc(c->g, ((size_t)na + 1) * sizeof *items);
+        ValId *items = ir_scratch(c->g, ((size_t)na + 1) * sizeof *items);
         for (uint32_t i = 0; i < na; i++)
             if ((items[i] = merge(c, pred, ia[i], ib[i], what)) == IR_NONE)
                 return IR_NONE;
@@ -329,7 +329,7 @@ static ValId stack(DecCtx *c, const ValId *xs, int64_t n, int64_t axis_attr)
     }
     if (!dec_axis(c, axis_attr, r + 1, &axis))
         return IR_NONE;
-    ValId *ys = ir_alloc(c->g, ((size_t)n + 1) * sizeof *ys);
+    ValId *ys = ir_scratch(c->g, ((size_t)n + 1) * sizeof *ys);
     for (int64_t i = 0; i < n; i++) {
         const IrType *ti = dec_ty(c, xs[i]);
         int64_t dims[IR_MAX_RANK];
@@ -373,8 +373,8 @@ bool dec_if(DecCtx *c)
                 eb->noutputs, c->n->nout);
         return false;
     }
-    ValId *rt = ir_alloc(c->g, ((size_t)c->n->nout + 1) * sizeof *rt);
-    ValId *re = ir_alloc(c->g, ((size_t)c->n->nout + 1) * sizeof *re);
+    ValId *rt = ir_scratch(c->g, ((size_t)c->n->nout + 1) * sizeof *rt);
+    ValId *re = ir_scratch(c->g, ((size_t)c->n->nout + 1) * sizeof *re);
     Body b;
     if (ir_is_const(c->g, cond)) {
         bool take_then = dec_load(dec_ty(c, cond)->dtype, ir_val(c->g, cond)->data, 0) != 0;
@@ -452,7 +452,7 @@ static void loop_record(DecCtx *c, ValId **hist, int64_t *cap, int64_t it, int K
         return;
     if (it == *cap) {
         int64_t ncap = *cap ? 2 * *cap : 16;
-        ValId *h = ir_alloc(c->g, (size_t)(ncap * K) * sizeof *h);
+        ValId *h = ir_scratch(c->g, (size_t)(ncap * K) * sizeof *h);
         if (it)
             memcpy(h, *hist, (size_t)(it * K) * sizeof *h);
         *hist = h;
@@ -470,8 +470,8 @@ static bool loop_unroll(DecCtx *c, Body *b, int N, int K, ValId *v, ValId **hist
     LoopFlag f = {.known = true, .on = true, .pred = IR_NONE};
     if (!loop_trip(c, &trip) || (cin != IR_NONE && !loop_flag_update(c, &f, cin)))
         return false;
-    ValId *args = ir_alloc(c->g, ((size_t)N + 2) * sizeof *args);
-    ValId *res = ir_alloc(c->g, ((size_t)b->sub->noutputs + 1) * sizeof *res);
+    ValId *args = ir_scratch(c->g, ((size_t)N + 2) * sizeof *args);
+    ValId *res = ir_scratch(c->g, ((size_t)b->sub->noutputs + 1) * sizeof *res);
     bool use_i = b->uses[b->sub->inputs[0]] > 0;
     ValId on = dec_scalar(c->g, IR_DT_BOOL, 1);
     int64_t i = 0;
@@ -534,7 +534,7 @@ bool dec_loop(DecCtx *c)
         return false;
     }
     Body b;
-    ValId *v = ir_alloc(c->g, ((size_t)N + 1) * sizeof *v), *hist = NULL;
+    ValId *v = ir_scratch(c->g, ((size_t)N + 1) * sizeof *v), *hist = NULL;
     int64_t nit = 0;
     for (int j = 0; j < N; j++)
         v[j] = dec_in(c, 2 + j);
@@ -545,7 +545,7 @@ bool dec_loop(DecCtx *c)
         dec_err(c, "unsupported: Loop with scan outputs that runs no iteration");
         return false;
     }
-    ValId *col = ir_alloc(c->g, ((size_t)nit + 1) * sizeof *col);
+    ValId *col = ir_scratch(c->g, ((size_t)nit + 1) * sizeof *col);
     for (int k = 0; k < K; k++) {
         for (int64_t i = 0; i < nit; i++)
             col[i] = hist[i * K + k];
@@ -571,9 +571,9 @@ static bool scan_unroll(DecCtx *c, Body *b, const ScanSpec *sp, ValId *states,
 {
     int N = sp->N, M = sp->M, K = sp->K;
     int64_t L = sp->L;
-    ValId *args = ir_alloc(c->g, ((size_t)(N + M) + 1) * sizeof *args);
-    ValId *res = ir_alloc(c->g, ((size_t)(N + K) + 1) * sizeof *res);
-    ValId *hist = ir_alloc(c->g, ((size_t)(K * L) + 1) * sizeof *hist);
+    ValId *args = ir_scratch(c->g, ((size_t)(N + M) + 1) * sizeof *args);
+    ValId *res = ir_scratch(c->g, ((size_t)(N + K) + 1) * sizeof *res);
+    ValId *hist = ir_scratch(c->g, ((size_t)(K * L) + 1) * sizeof *hist);
     for (int64_t t = 0; t < L; t++) {
         memcpy(args, states, (size_t)N * sizeof *args);
         for (int j = 0; j < M; j++)
@@ -595,7 +595,7 @@ static bool scan_ints(DecCtx *c, const char *name, int n, int64_t **v)
 {
     const int64_t *a;
     int cnt = dec_aints(c, name, &a);
-    *v = ir_alloc(c->g, ((size_t)n + 1) * sizeof **v);
+    *v = ir_scratch(c->g, ((size_t)n + 1) * sizeof **v);
     if (cnt < 0)
         return true;
     if (cnt != n) {
@@ -675,9 +675,9 @@ static bool scan_v8(DecCtx *c, Body *b, ScanSpec *sp, const ValId *ins)
     }
     for (int j = 0; j < M; j++)
         sp->in_axes[j] = 0;
-    ValId *xs = ir_alloc(c->g, ((size_t)M + 1) * sizeof *xs);
-    ValId *st = ir_alloc(c->g, ((size_t)N + 1) * sizeof *st);
-    ValId *all = ir_alloc(c->g, ((size_t)((N + K) * B) + 1) * sizeof *all);
+    ValId *xs = ir_scratch(c->g, ((size_t)M + 1) * sizeof *xs);
+    ValId *st = ir_scratch(c->g, ((size_t)N + 1) * sizeof *st);
+    ValId *all = ir_scratch(c->g, ((size_t)((N + K) * B) + 1) * sizeof *all);
     for (int64_t bi = 0; bi < B; bi++) {
         for (int j = 0; j < M; j++)
             xs[j] = take(c, xs0[j], 0, bi);
@@ -690,7 +690,7 @@ static bool scan_v8(DecCtx *c, Body *b, ScanSpec *sp, const ValId *ins)
             return false;
         memcpy(all + (N + K) * bi, st, (size_t)N * sizeof *st);
     }
-    ValId *col = ir_alloc(c->g, ((size_t)B + 1) * sizeof *col);
+    ValId *col = ir_scratch(c->g, ((size_t)B + 1) * sizeof *col);
     for (int k = 0; k < N + K; k++) {
         for (int64_t bi = 0; bi < B; bi++)
             col[bi] = all[(N + K) * bi + k];
@@ -736,7 +736,7 @@ bool dec_scan(DecCtx *c)
         return false;
     if (v8)
         return scan_v8(c, &b, &sp, ins);
-    ValId *st = ir_alloc(c->g, ((size_t)sp.N + 1) * sizeof *st);
+    ValId *st = ir_scratch(c->g, ((size_t)sp.N + 1) * sizeof *st);
     memcpy(st, ins, (size_t)sp.N * sizeof *st);
     if (!scan_length(c, &sp, ins + sp.N) || !scan_unroll(c, &b, &sp, st, ins + sp.N,
                                                          c->out + sp.N))
@@ -757,7 +757,7 @@ bool dec_sequence_map(DecCtx *c)
         return false;
     int ncap = count_captured(c, sub), nf = (int)sub->ninputs - ncap;
     int K = (int)sub->noutputs;
-    const ValId **items = ir_alloc(c->g, ((size_t)nf + 1) * sizeof *items);
+    const ValId **items = ir_scratch(c->g, ((size_t)nf + 1) * sizeof *items);
     uint32_t L = 0, n;
     if (nf < 1 || c->n->nin - ncap != nf || c->n->nout != K) {
         dec_err(c, "the body (%d inputs, %d outputs) does not match the node", nf, K);
@@ -774,8 +774,8 @@ bool dec_sequence_map(DecCtx *c)
         }
     }
     Body b;
-    ValId *args = ir_alloc(c->g, ((size_t)nf + 1) * sizeof *args);
-    ValId *hist = ir_alloc(c->g, ((size_t)K * L + 1) * sizeof *hist);
+    ValId *args = ir_scratch(c->g, ((size_t)nf + 1) * sizeof *args);
+    ValId *hist = ir_scratch(c->g, ((size_t)K * L + 1) * sizeof *hist);
     if (L > CTL_MAX_ITERS) {
         dec_err(c, "unsupported: SequenceMap over more than %d elements", CTL_MAX_ITERS);
         return false;
@@ -788,7 +788,7 @@ bool dec_sequence_map(DecCtx *c)
         if (!body_call(&b, args, hist + (size_t)K * i))
             return false;
     }
-    ValId *col = ir_alloc(c->g, ((size_t)L + 1) * sizeof *col);
+    ValId *col = ir_scratch(c->g, ((size_t)L + 1) * sizeof *col);
     for (int k = 0; k < K; k++) {
         for (uint32_t i = 0; i < L; i++)
             col[i] = hist[(size_t)K * i + k];

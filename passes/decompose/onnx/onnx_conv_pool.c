@@ -129,7 +129,7 @@ bool dec_conv(DecCtx *c)
         }
     }
     ValId xp = dec_pad(c, x, pads, NULL, 0.0);
-    IrAttr a[3] = {ir_attr_ints(c->g, "strides", s, nsp), ir_attr_ints(c->g, "dilations", d, nsp),
+    IrAttr a[3] = {ir_attr_ints_ref("strides", s, nsp), ir_attr_ints_ref("dilations", d, nsp),
                    ir_attr_int("group", group)};
     ValId in[2] = {xp, w};
     ValId y = dec_op(c, IR_OP_CONV, in, 2, a, 3);
@@ -259,7 +259,7 @@ bool dec_conv_transpose(DecCtx *c)
     int64_t ones[IR_MAX_RANK];
     for (int i = 0; i < nsp; i++)
         ones[i] = 1;
-    IrAttr a[3] = {ir_attr_ints(c->g, "strides", ones, nsp), ir_attr_ints(c->g, "dilations", d, nsp),
+    IrAttr a[3] = {ir_attr_ints_ref("strides", ones, nsp), ir_attr_ints_ref("dilations", d, nsp),
                    ir_attr_int("group", group)};
     ValId in[2] = {xp, flip_weights(c, w, group)};
     ValId y = dec_op(c, IR_OP_CONV, in, 2, a, 3);
@@ -292,7 +292,7 @@ static ValId avg_scale(DecCtx *c, IrDType dt, int nsp, const int64_t *out, const
         dims[2 + i] = out[i];
         n *= out[i];
     }
-    double *v = ir_alloc(c->g, sizeof(double) * (size_t)(n + 1));
+    double *v = ir_scratch(c->g, sizeof(double) * (size_t)(n + 1));
     bool uniform = true;
     for (int64_t e = 0; e < n; e++) {
         int64_t rem = e, cnt = 1;
@@ -384,8 +384,8 @@ bool dec_pool(DecCtx *c)
                    : dec_bin_s(c, IR_BIN_POW, dec_un(c, IR_UN_ABS, x), p);
     v = dec_pad(c, v, pads, NULL, is_max ? lowest(tx->dtype) : 0.0);
     IrAttr a[4] = {ir_attr_int("fn", is_max ? IR_RED_MAX : IR_RED_SUM),
-                   ir_attr_ints(c->g, "kernel", k, nsp), ir_attr_ints(c->g, "strides", s, nsp),
-                   ir_attr_ints(c->g, "dilations", d, nsp)};
+                   ir_attr_ints_ref("kernel", k, nsp), ir_attr_ints_ref("strides", s, nsp),
+                   ir_attr_ints_ref("dilations", d, nsp)};
     ValId y = dec_op(c, IR_OP_WINDOW, &v, 1, a, 4);
     if (strcmp(op, "AveragePool") == 0) {
         bool incl = dec_ai(c, "count_include_pad", 0) != 0;

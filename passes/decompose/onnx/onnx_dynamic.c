@@ -110,7 +110,7 @@ static ValId coordinates(DecCtx *c, const IrType *t, int64_t n)
         dims[i] = t->rank ? t->dims[i] : 1;
     ValId cols[IR_MAX_RANK];
     for (int i = 0; i < r; i++) {
-        int64_t *v = ir_alloc(c->g, (size_t)(dims[i] + 1) * sizeof *v), shape[IR_MAX_RANK];
+        int64_t *v = ir_scratch(c->g, (size_t)(dims[i] + 1) * sizeof *v), shape[IR_MAX_RANK];
         for (int64_t k = 0; k < dims[i]; k++)
             v[k] = k;
         for (int j = 0; j < r; j++)
@@ -150,7 +150,7 @@ bool dec_nonzero(DecCtx *c)
 static bool compress_static(DecCtx *c, ValId x, ValId cond, int ax, int64_t m)
 {
     const IrValue *cv = ir_val(c->g, cond);
-    int64_t *idx = ir_alloc(c->g, (size_t)(m + 1) * sizeof *idx), k = 0;
+    int64_t *idx = ir_scratch(c->g, (size_t)(m + 1) * sizeof *idx), k = 0;
     for (int64_t i = 0; i < m; i++)
         if (dec_load(cv->type.dtype, cv->data, i) != 0)
             idx[k++] = i;

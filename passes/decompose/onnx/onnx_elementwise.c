@@ -491,7 +491,7 @@ bool dec_range(DecCtx *c)
         return false;
     }
     int64_t n = (int64_t)cnt;
-    double *v = ir_alloc(c->g, sizeof(double) * (size_t)(n + 1));
+    double *v = ir_scratch(c->g, sizeof(double) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++)
         v[i] = st + (double)i * d;
     c->out[0] = dec_const(c->g, t, &n, 1, v);
@@ -512,7 +512,7 @@ bool dec_eyelike(DecCtx *c)
     int64_t k = dec_ai(c, "k", 0), n = dec_numel(t);
     if (!dec_fits(c, n, sizeof(double), "EyeLike output"))
         return false;
-    double *v = ir_alloc(c->g, sizeof(double) * (size_t)(n + 1));
+    double *v = ir_scratch(c->g, sizeof(double) * (size_t)(n + 1));
     for (int64_t i = 0; i < t->dims[0]; i++)
         for (int64_t j = 0; j < t->dims[1]; j++)
             v[i * t->dims[1] + j] = (j - i == k) ? 1.0 : 0.0;
@@ -538,7 +538,7 @@ bool dec_trilu(DecCtx *c)
     int64_t d[2] = {t->dims[t->rank - 2], t->dims[t->rank - 1]};
     if (!dec_fits(c, d[0] * d[1], sizeof(double), "Trilu mask"))
         return false;
-    double *m = ir_alloc(c->g, sizeof(double) * (size_t)(d[0] * d[1] + 1));
+    double *m = ir_scratch(c->g, sizeof(double) * (size_t)(d[0] * d[1] + 1));
     for (int64_t i = 0; i < d[0]; i++)
         for (int64_t j = 0; j < d[1]; j++)
             m[i * d[1] + j] = upper ? (j - i >= k) : (j - i <= k);
@@ -579,7 +579,7 @@ bool dec_onehot(DecCtx *c)
         iod[i] = i == axis ? dep : 1;
     }
     ValId u = dec_reshape(c, wrapped, ud, r);
-    int64_t *io = ir_alloc(c->g, sizeof(int64_t) * (size_t)dep);
+    int64_t *io = ir_scratch(c->g, sizeof(int64_t) * (size_t)dep);
     for (int64_t i = 0; i < dep; i++)
         io[i] = i;
     ValId iota = dec_const_i64(c->g, iod, r, io);

@@ -119,7 +119,7 @@ bool dec_gather_nd(DecCtx *c)
         int64_t dims[IR_MAX_RANK];
         for (int i = 0; i < q - 1; i++)
             dims[i] = i < b ? ti.dims[i] : 1;
-        int64_t *v = ir_alloc(c->g, sizeof(int64_t) * (size_t)nb);
+        int64_t *v = ir_scratch(c->g, sizeof(int64_t) * (size_t)nb);
         for (int64_t i = 0; i < nb; i++)
             v[i] = i * s;
         flat = dec_bin(c, IR_BIN_ADD, flat, dec_const_i64(c->g, dims, q - 1, v));

@@ -148,7 +148,7 @@ bool dec_affine_grid(DecCtx *c)
     if (!dec_fits(c, S * (k + 1), sizeof(double), "base grid"))
         return false;
     bool align = dec_ai(c, "align_corners", 0) != 0;
-    double *base = ir_alloc(c->g, sizeof(double) * (size_t)(S * (k + 1)));
+    double *base = ir_scratch(c->g, sizeof(double) * (size_t)(S * (k + 1)));
     for (int64_t p = 0; p < S; p++) {
         int64_t rem = p;
         for (int i = k - 1; i >= 0; i--) { /* spatial axis i feeds column k-1-i */

@@ -133,8 +133,8 @@ bool dec_maxpool_indices(DecCtx *c)
     }
     if (!dec_fits(c, O * K, 2 * sizeof(int64_t), "MaxPool tap table"))
         return false;
-    int64_t *pos = ir_alloc(c->g, sizeof(int64_t) * (size_t)(O * K));
-    int64_t *rep = ir_alloc(c->g, sizeof(int64_t) * (size_t)(O * K));
+    int64_t *pos = ir_scratch(c->g, sizeof(int64_t) * (size_t)(O * K));
+    int64_t *rep = ir_scratch(c->g, sizeof(int64_t) * (size_t)(O * K));
     pool_taps(&p, tx.dims + 2, dec_ai(c, "storage_order", 0) != 0, O, K, S, pos, rep);
     int64_t x2[2] = {NC, S}, l2[2] = {NC, 1}, one[2] = {1, 1}, ok2[2] = {O, K}, ok1 = O * K;
     ValId low = dec_expand(c, dec_reshape(c, dec_scalar(c->g, tx.dtype, lowest_of(tx.dtype)), one, 2), l2, 2);
@@ -165,7 +165,7 @@ static ValId deform_coord(DecCtx *c, ValId off, int i, const PoolGeo *p, int64_t
                           int64_t K, int64_t O)
 {
     int64_t kd[2] = {K, O}, d2[2] = {N * og, K * O};
-    double *base = ir_alloc(c->g, sizeof(double) * (size_t)(K * O));
+    double *base = ir_scratch(c->g, sizeof(double) * (size_t)(K * O));
     for (int64_t t = 0; t < K; t++)
         for (int64_t o = 0; o < O; o++) {
             int64_t ti = t, oi = o;

@@ -16,7 +16,7 @@
 /* [1, n, 1] constant i64 row numbers 0..n-1. */
 static ValId row_iota(DecCtx *c, int64_t n)
 {
-    int64_t *v = ir_alloc(c->g, sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *v = ir_scratch(c->g, sizeof(int64_t) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++)
         v[i] = i;
     int64_t d[3] = {1, n, 1};

@@ -156,7 +156,7 @@ bool dec_linear_attention(DecCtx *c)
     int64_t sd[4] = {a.B, a.hkv, a.dk, a.dv};
     ValId state = in[3] != IR_NONE ? in[3] : dec_expand(c, dec_scalar(c->g, dt, 0), sd, 4);
     IrDType state_dt = in[3] != IR_NONE ? dec_ty(c, dec_in(c, 3))->dtype : dt;
-    ValId *outs = ir_alloc(c->g, sizeof(ValId) * (size_t)(a.T + 1));
+    ValId *outs = ir_scratch(c->g, sizeof(ValId) * (size_t)(a.T + 1));
     for (int64_t t = 0; t < a.T; t++)
         outs[t] = la_update(c, &a, in, eg, &state, t);
     c->out[0] = dec_concat(c, outs, (int)a.T, 1);
@@ -206,7 +206,7 @@ bool dec_causal_conv_state(DecCtx *c)
         padded = dec_pad(c, x, pads, NULL, 0.0);
     }
     static const int64_t one[1] = {1};
-    IrAttr at[3] = {ir_attr_ints(c->g, "strides", one, 1), ir_attr_ints(c->g, "dilations", one, 1),
+    IrAttr at[3] = {ir_attr_ints_ref("strides", one, 1), ir_attr_ints_ref("dilations", one, 1),
                     ir_attr_int("group", ch)};
     ValId cin[2] = {padded, dec_cast(c, w, tx->dtype)};
     ValId y = dec_op(c, IR_OP_CONV, cin, 2, at, 3);

@@ -328,7 +328,7 @@ static bool take_diagonal(DecCtx *c, Term *t, int l)
     ValId v = dec_transpose(c, t->v, perm);
     dims[m] = merged;
     v = dec_reshape(c, v, dims, m + 1);
-    int64_t *idx = ir_alloc(c->g, sizeof(int64_t) * (size_t)(d + 1));
+    int64_t *idx = ir_scratch(c->g, sizeof(int64_t) * (size_t)(d + 1));
     for (int64_t i = 0; i < d; i++)
         idx[i] = i * stride;
     t->v = dec_gather(c, v, dec_const_i64(c->g, &d, 1, idx), m);

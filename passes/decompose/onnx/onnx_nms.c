@@ -98,7 +98,7 @@ static ValId score_rank(DecCtx *c, const Nms *n, ValId scores, int64_t chunk)
         int64_t nj = n->s - j0 < chunk ? n->s - j0 : chunk;
         int64_t dj[4] = {n->b, n->cl, 1, nj}, sq[2] = {n->s, nj};
         ValId sj = dec_reshape(c, dec_slice_axis(c, scores, 2, j0, 1, nj), dj, 4);
-        double *low = ir_alloc(c->g, (size_t)(n->s * nj + 1) * sizeof *low);
+        double *low = ir_scratch(c->g, (size_t)(n->s * nj + 1) * sizeof *low);
         for (int64_t i = 0; i < n->s; i++)
             for (int64_t j = 0; j < nj; j++)
                 low[i * nj + j] = j0 + j < i;
@@ -115,7 +115,7 @@ static ValId score_rank(DecCtx *c, const Nms *n, ValId scores, int64_t chunk)
  * or b*S (3). */
 static ValId index_const(DecCtx *c, const Nms *n, int which)
 {
-    double *v = ir_alloc(c->g, (size_t)(n->bc * n->s + 1) * sizeof *v);
+    double *v = ir_scratch(c->g, (size_t)(n->bc * n->s + 1) * sizeof *v);
     for (int64_t b = 0; b < n->b; b++)
         for (int64_t k = 0; k < n->cl; k++)
             for (int64_t i = 0; i < n->s; i++) {
@@ -158,7 +158,7 @@ static ValId greedy(DecCtx *c, const Nms *n)
     ValId sup = dec_expand(c, zero, bs, 2);          /* selected boxes overlapping j */
     ValId base_b = column(c, n, dec_reshape(c, index_const(c, n, 3), bs, 2), 0);
     ValId base_bc = column(c, n, dec_reshape(c, index_const(c, n, 2), bs, 2), 0);
-    ValId *cols = ir_alloc(c->g, (size_t)(n->s + 1) * sizeof *cols);
+    ValId *cols = ir_scratch(c->g, (size_t)(n->s + 1) * sizeof *cols);
     for (int64_t t = 0; t < n->s && !ir_failed(c->g); t++) {
         ValId box = column(c, n, n->order, t);        /* [BC]: the box at position t */
         ValId hit = dec_gather(c, dec_reshape(c, sup, &n1, 1),

@@ -250,8 +250,8 @@ bool dec_lrn(DecCtx *c)
         ones[i] = 1;
     }
     ValId sq = dec_pad(c, dec_bin(c, IR_BIN_MUL, x, x), pads, NULL, 0.0);
-    IrAttr a[4] = {ir_attr_int("fn", IR_RED_SUM), ir_attr_ints(c->g, "kernel", k, r - 1),
-                   ir_attr_ints(c->g, "strides", ones, r - 1), ir_attr_ints(c->g, "dilations", ones, r - 1)};
+    IrAttr a[4] = {ir_attr_int("fn", IR_RED_SUM), ir_attr_ints_ref("kernel", k, r - 1),
+                   ir_attr_ints_ref("strides", ones, r - 1), ir_attr_ints_ref("dilations", ones, r - 1)};
     ValId s = dec_op(c, IR_OP_WINDOW, &sq, 1, a, 4);
     ValId den = dec_bin_s(c, IR_BIN_ADD, dec_bin_s(c, IR_BIN_MUL, s, alpha / (double)size), bias);
     den = dec_bin_s(c, IR_BIN_POW, den, beta);

@@ -130,7 +130,7 @@ static ValId hardmax2(DecCtx *c, ValId x, int axis)
     int64_t n = t->dims[axis], dims[IR_MAX_RANK];
     for (int i = 0; i < t->rank; i++)
         dims[i] = i == axis ? n : 1;
-    int64_t *v = ir_alloc(c->g, sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *v = ir_scratch(c->g, sizeof(int64_t) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; i++)
         v[i] = i;
     ValId eq = dec_bin(c, IR_BIN_EQ, am, dec_const_i64(c->g, dims, t->rank, v));

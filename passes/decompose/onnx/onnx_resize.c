@@ -100,9 +100,9 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
     IrDType dt = t->dtype;
     int64_t in = t->dims[axis];
     int ntap = p->mode == RZ_NEAREST ? 1 : p->mode == RZ_LINEAR ? 2 : 4;
-    int64_t *idx = ir_alloc(c->g, sizeof(int64_t) * (size_t)(out * ntap + 1));
-    double *w = ir_alloc(c->g, sizeof(double) * (size_t)(out * ntap + 1));
-    double *extra = ir_alloc(c->g, sizeof(double) * (size_t)(out + 1));
+    int64_t *idx = ir_scratch(c->g, sizeof(int64_t) * (size_t)(out * ntap + 1));
+    double *w = ir_scratch(c->g, sizeof(double) * (size_t)(out * ntap + 1));
+    double *extra = ir_scratch(c->g, sizeof(double) * (size_t)(out + 1));
     bool tfcrop = strcmp(p->ctm, "tf_crop_and_resize") == 0, any_extra = false;
     for (int64_t o = 0; o < out; o++) {
         float x0 = rz_coord(p, (float)o, scale, out, in, roi_s, roi_e);
@@ -136,8 +136,8 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
         }
     }
     ValId y = IR_NONE;
-    double *wk = ir_alloc(c->g, sizeof(double) * (size_t)(out + 1));
-    int64_t *ik = ir_alloc(c->g, sizeof(int64_t) * (size_t)(out + 1));
+    double *wk = ir_scratch(c->g, sizeof(double) * (size_t)(out + 1));
+    int64_t *ik = ir_scratch(c->g, sizeof(int64_t) * (size_t)(out + 1));
     for (int k = 0; k < ntap; k++) {
         bool zero = true;
         for (int64_t o = 0; o < out; o++) {
@@ -231,9 +231,9 @@ static ValId rz_axis_aa(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t
     }
     if (!dec_fits(c, out * in, sizeof(double), "antialias weights"))
         return IR_NONE;
-    double *w = ir_alloc(c->g, sizeof(double) * (size_t)(out * in + 1));
-    double *wt = ir_alloc(c->g, sizeof(double) * (size_t)(out * in + 1));
-    double *extra = ir_alloc(c->g, sizeof(double) * (size_t)(out + 1));
+    double *w = ir_scratch(c->g, sizeof(double) * (size_t)(out * in + 1));
+    double *wt = ir_scratch(c->g, sizeof(double) * (size_t)(out * in + 1));
+    double *extra = ir_scratch(c->g, sizeof(double) * (size_t)(out + 1));
     bool tfcrop = strcmp(p->ctm, "tf_crop_and_resize") == 0, any_extra = false;
     for (int64_t o = 0; o < out; o++) {
         float x0 = rz_coord(p, (float)o, scale, out, in, roi_s, roi_e);

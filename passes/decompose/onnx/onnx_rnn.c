@@ -369,7 +369,7 @@ static void rnn_outputs(DecCtx *c, const Rnn *s, RnnDirOut *dirs, bool lstm)
     if (dec_out_used(c, 0)) {
         ValId perdir[2];
         for (int d = 0; d < s->D; d++) {
-            ValId *rows = ir_alloc(c->g, sizeof(ValId) * (size_t)(s->T + 1));
+            ValId *rows = ir_scratch(c->g, sizeof(ValId) * (size_t)(s->T + 1));
             for (int64_t t = 0; t < s->T; t++)
                 rows[t] = dec_reshape(c, dirs[d].ys[t], one4, 4);
             perdir[d] = dec_concat(c, rows, (int)s->T, 0);
@@ -514,7 +514,7 @@ static void lstm_dir(DecCtx *c, const Rnn *s, int d, bool rev, ValId p, RnnDirOu
 static void alloc_dirs(DecCtx *c, const Rnn *s, RnnDirOut *dirs)
 {
     for (int d = 0; d < s->D; d++) {
-        dirs[d].ys = ir_alloc(c->g, sizeof(ValId) * (size_t)(s->T + 1));
+        dirs[d].ys = ir_scratch(c->g, sizeof(ValId) * (size_t)(s->T + 1));
         dirs[d].h = dirs[d].cst = IR_NONE;
     }
 }

@@ -66,7 +66,7 @@ static bool scatter_nd_const(DecCtx *c, ValId data, ValId idx)
     }
     if (!dec_fits(c, nd, 2 * sizeof(int64_t), "scatter source map"))
         return false;
-    int64_t *map = ir_alloc(c->g, sizeof(int64_t) * (size_t)(nd + 1));
+    int64_t *map = ir_scratch(c->g, sizeof(int64_t) * (size_t)(nd + 1));
     for (int64_t i = 0; i < nd; i++)
         map[i] = i;
     const void *ip = ir_val(c->g, idx)->data;
@@ -103,7 +103,7 @@ static bool scatter_elements_const(DecCtx *c, ValId data, ValId idx)
     int64_t nd = dec_numel(td), ni = dec_numel(ti);
     if (!dec_fits(c, nd, 2 * sizeof(int64_t), "scatter source map"))
         return false;
-    int64_t *map = ir_alloc(c->g, sizeof(int64_t) * (size_t)(nd + 1));
+    int64_t *map = ir_scratch(c->g, sizeof(int64_t) * (size_t)(nd + 1));
     for (int64_t i = 0; i < nd; i++)
         map[i] = i;
     const void *ip = ir_val(c->g, idx)->data;
@@ -446,7 +446,7 @@ bool dec_col2im(DecCtx *c)
         ValId nb = dec_bin_s(c, IR_BIN_ADD, dec_bin_s(c, IR_BIN_DIV, dec_bin_s(c, IR_BIN_SUB,
                    dec_un(c, IR_UN_NEG, span), (double)(1 - img[i] - pad[i] - pad[nd + i])),
                    (double)str[i]), 1.0);
-        double *pv = ir_alloc(c->g, sizeof(double) * (size_t)(P + 1));
+        double *pv = ir_scratch(c->g, sizeof(double) * (size_t)(P + 1));
         int64_t pd[2] = {1, P}, below = 1;
         for (int j = i + 1; j < nd; j++)
             below *= img[j];

@@ -113,7 +113,7 @@ ValId dec_seq_make(DecCtx *c, const ValId *items, uint32_t n, IrDType elem)
             return IR_NONE;
         }
     }
-    ValId *copy = ir_alloc(c->g, ((size_t)n + 1) * sizeof *copy);
+    ValId *copy = ir_scratch(c->g, ((size_t)n + 1) * sizeof *copy);
     if (n)
         memcpy(copy, items, n * sizeof *copy);
     SeqEnt e = {.none = false, .elem = elem, .n = n, .items = copy};
@@ -174,7 +174,7 @@ static bool elem_needs_copy(IrGraph *g, ValId x, const ValId *old, uint32_t nold
  * that cannot take that name is copied (a reshape to its own shape) first. */
 static void expand_output(IrGraph *g, ValId v, const SeqEnt *e, const ValId *old, uint32_t nold)
 {
-    const char *name = ir_strdup(g, g->vals[v].name);
+    const char *name = g->vals[v].name;   /* names live in the arena, never moved */
     IrOrigin o = {name, "Identity", NULL};
     for (uint32_t k = 0; !e->none && k < e->n; k++) {
         ValId x = e->items[k];
@@ -197,7 +197,7 @@ bool dec_seq_expand_outputs(IrGraph *g, const DecSeqTab *t)
         any |= dec_seq_known(t, g->outputs[i]);
     if (!any)
         return true;
-    ValId *old = ir_alloc(g, (size_t)nout * sizeof *old);
+    ValId *old = ir_scratch(g, (size_t)nout * sizeof *old);
     memcpy(old, g->outputs, (size_t)nout * sizeof *old);
     g->noutputs = g->nhidden = 0;
     for (uint32_t i = 0; i < nvis; i++) {
@@ -280,7 +280,7 @@ static bool seq_insert(DecCtx *c)
         dec_err(c, "SequenceInsert needs a tensor to insert");
         return false;
     }
-    ValId *items = ir_alloc(c->g, ((size_t)s->n + 1) * sizeof *items);
+    ValId *items = ir_scratch(c->g, ((size_t)s->n + 1) * sizeof *items);
     memcpy(items, s->items, (size_t)pos * sizeof *items);
     items[pos] = x;
     memcpy(items + pos + 1, s->items + pos, (s->n - (size_t)pos) * sizeof *items);
@@ -301,7 +301,7 @@ static bool seq_erase(DecCtx *c)
     }
     if (!seq_pos(c, 1, s->n, false, (int64_t)s->n - 1, &pos))
         return false;
-    ValId *items = ir_alloc(c->g, (size_t)s->n * sizeof *items);
+    ValId *items = ir_scratch(c->g, (size_t)s->n * sizeof *items);
     memcpy(items, s->items, (size_t)pos * sizeof *items);
     memcpy(items + pos, s->items + pos + 1, (s->n - (size_t)pos - 1) * sizeof *items);
     c->out[0] = dec_seq_make(c, items, s->n - 1, s->elem);
@@ -368,7 +368,7 @@ bool dec_concat_from_sequence(DecCtx *c)
     int r = dec_ty(c, s->items[0])->rank, axis;
     if (!dec_axis(c, dec_ai(c, "axis", 0), r + (stack ? 1 : 0), &axis))
         return false;
-    ValId *xs = ir_alloc(c->g, (size_t)s->n * sizeof *xs);
+    ValId *xs = ir_scratch(c->g, (size_t)s->n * sizeof *xs);
     for (uint32_t i = 0; i < s->n; i++) {
         const IrType *t = dec_ty(c, s->items[i]);
         if (t->rank != r) {
@@ -399,7 +399,7 @@ static int64_t split_sizes(DecCtx *c, int64_t d, int64_t **sizes)
     ValId sp = dec_in(c, 1);
     int64_t n = d;
     if (sp == IR_NONE) {
-        *sizes = ir_alloc(c->g, ((size_t)d + 1) * sizeof **sizes);
+        *sizes = ir_scratch(c->g, ((size_t)d + 1) * sizeof **sizes);
         for (int64_t i = 0; i < d; i++)
             (*sizes)[i] = 1;
         return d;
@@ -421,13 +421,13 @@ static int64_t split_sizes(DecCtx *c, int64_t d, int64_t **sizes)
             return -1;
         }
         n = (d + k - 1) / k;
-        *sizes = ir_alloc(c->g, ((size_t)n + 1) * sizeof **sizes);
+        *sizes = ir_scratch(c->g, ((size_t)n + 1) * sizeof **sizes);
         for (int64_t i = 0; i < n; i++)
             (*sizes)[i] = i < n - 1 ? k : d - k * (n - 1);
         return n;
     }
     n = t->dims[0];
-    *sizes = ir_alloc(c->g, ((size_t)n + 1) * sizeof **sizes);
+    *sizes = ir_scratch(c->g, ((size_t)n + 1) * sizeof **sizes);
     int64_t sum = 0;
     for (int64_t i = 0; i < n; i++) {
         (*sizes)[i] = dec_load_int(t->dtype, data, i);
@@ -467,7 +467,7 @@ bool dec_split_to_sequence(DecCtx *c)
     if (n < 0)
         return false;
     bool squeeze = dec_in(c, 1) == IR_NONE && dec_ai(c, "keepdims", 1) == 0;
-    ValId *items = ir_alloc(c->g, ((size_t)n + 1) * sizeof *items);
+    ValId *items = ir_scratch(c->g, ((size_t)n + 1) * sizeof *items);
     int64_t start = 0;
     for (int64_t i = 0; i < n; i++) {
         items[i] = dec_slice_axis(c, x, axis, start, 1, sizes[i]);

@@ -261,7 +261,7 @@ bool dec_concat_op(DecCtx *c)
     }
     if (!dec_axis(c, dec_ai(c, "axis", 1), t0->rank, &axis))
         return false;
-    ValId *xs = ir_alloc(c->g, sizeof(ValId) * (size_t)n);
+    ValId *xs = ir_scratch(c->g, sizeof(ValId) * (size_t)n);
     for (int i = 0; i < n; i++) {
         ValId v = dec_in(c, i);
         if (v == IR_NONE)
@@ -537,7 +537,7 @@ bool dec_pad_op(DecCtx *c)
             dec_err(c, "cannot %s-pad an empty axis", mode);
             return false;
         }
-        int64_t *v = ir_alloc(c->g, sizeof(int64_t) * (size_t)(n + 1));
+        int64_t *v = ir_scratch(c->g, sizeof(int64_t) * (size_t)(n + 1));
         for (int64_t i = 0; i < n; i++)
             v[i] = pad_src(mode, i - lo, d);
         x = dec_gather(c, x, dec_const_i64(c->g, &n, 1, v), a);

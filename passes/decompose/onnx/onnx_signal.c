@@ -26,7 +26,7 @@ typedef enum { DFT_FWD, DFT_INV, DFT_IRFFT } DftKind;
 static ValId dft_matrix(DecCtx *c, DftKind kind, int64_t m, int64_t n, int64_t K, int cin, int cout)
 {
     int64_t rows = cin * m, cols = cout * K, dims[2] = {rows, cols};
-    double *w = ir_alloc(c->g, sizeof(double) * (size_t)(rows * cols + 1));
+    double *w = ir_scratch(c->g, sizeof(double) * (size_t)(rows * cols + 1));
     int64_t tmax = kind == DFT_IRFFT ? (m < n / 2 + 1 ? m : n / 2 + 1) : (m < n ? m : n);
     for (int64_t t = 0; t < tmax; t++)
         for (int64_t k = 0; k < K; k++) {
@@ -235,7 +235,7 @@ static bool stft_sizes(DecCtx *c, const IrType *ts, bool onesided, StftSizes *z)
 static void runtime_trig(DecCtx *c, const StftSizes *z, ValId *cs, ValId *sn)
 {
     int64_t dims[2] = {z->T, z->K};
-    double *tk = ir_alloc(c->g, sizeof(double) * (size_t)(z->T * z->K + 1));
+    double *tk = ir_scratch(c->g, sizeof(double) * (size_t)(z->T * z->K + 1));
     for (int64_t t = 0; t < z->T; t++)
         for (int64_t k = 0; k < z->K; k++)
             tk[t * z->K + k] = (double)(t * k);
@@ -322,7 +322,7 @@ bool dec_window(DecCtx *c)
         return false;
     }
     double N = dec_ai(c, "periodic", 1) ? (double)size : (double)size - 1;
-    double *v = ir_alloc(c->g, sizeof(double) * (size_t)(size + 1));
+    double *v = ir_scratch(c->g, sizeof(double) * (size_t)(size + 1));
     for (int64_t i = 0; i < size; i++) {
         double a = TWO_PI * (double)i / N;
         if (strcmp(op, "HannWindow") == 0)
@@ -408,8 +408,8 @@ bool dec_mel_weight_matrix(DecCtx *c)
     if (all && dec_const_scalar(c, dec_in(c, 2), "sample_rate", &sr) &&
         dec_const_scalar(c, dec_in(c, 3), "lower_edge_hertz", &lo) &&
         dec_const_scalar(c, dec_in(c, 4), "upper_edge_hertz", &hi)) {
-        int64_t *fb = ir_alloc(c->g, sizeof(int64_t) * (size_t)(M + 2));
-        double *v = ir_alloc(c->g, sizeof(double) * (size_t)(M * S));
+        int64_t *fb = ir_scratch(c->g, sizeof(int64_t) * (size_t)(M + 2));
+        double *v = ir_scratch(c->g, sizeof(double) * (size_t)(M * S));
         mel_bins_host(M, (double)dl, sr, lo, hi, fb);
         for (int64_t j = 0; j < S; j++)
             for (int64_t i = 0; i < M; i++)

@@ -55,7 +55,7 @@ static ValId ngram_counts(DecCtx *c, const TfIdf *t, ValId x, int64_t n, int64_t
             break;
         ValId all = IR_NONE;
         for (int64_t k = 0; k < n; k++) {
-            int64_t *tok = ir_alloc(c->g, sizeof(int64_t) * (size_t)g);
+            int64_t *tok = ir_scratch(c->g, sizeof(int64_t) * (size_t)g);
             for (int64_t j = 0; j < g; j++)
                 tok[j] = t->pool[start + j * n + k];
             int64_t td[3] = {1, 1, g}, xd[3] = {b, pos, 1};
@@ -75,7 +75,7 @@ static ValId ngram_counts(DecCtx *c, const TfIdf *t, ValId x, int64_t n, int64_t
  * that repeats later in the pool maps nowhere (the later one counts). */
 static ValId column_map(DecCtx *c, const TfIdf *t, int64_t n, int64_t start, int64_t g, int64_t id0)
 {
-    float *m = ir_alloc(c->g, sizeof(float) * (size_t)(g * t->nout));
+    float *m = ir_scratch(c->g, sizeof(float) * (size_t)(g * t->nout));
     for (int64_t j = 0; j < g; j++) {
         bool later = false;
         for (int64_t q = j + 1; q < g && !later; q++)
@@ -141,7 +141,7 @@ static bool tfidf_weight(DecCtx *c, const TfIdf *t, ValId *y)
     const char *mode = dec_as(c, "mode", "TF");
     ValId w = IR_NONE;
     if (t->nweights) {
-        float *wv = ir_alloc(c->g, sizeof(float) * (size_t)t->nout);
+        float *wv = ir_scratch(c->g, sizeof(float) * (size_t)t->nout);
         for (int64_t i = 0; i < t->nout; i++) /* weight of output column i */
             wv[i] = (float)t->weights[i];
         int64_t d[2] = {1, t->nout};

@@ -35,7 +35,7 @@ static ValId pairwise(DecCtx *c, const Uq *u, int fn)
 /* Constant [A, A] i32: 1 where j < i. */
 static ValId below_diagonal(DecCtx *c, int64_t a)
 {
-    double *v = ir_alloc(c->g, (size_t)(a * a + 1) * sizeof *v);
+    double *v = ir_scratch(c->g, (size_t)(a * a + 1) * sizeof *v);
     for (int64_t i = 0; i < a; i++)
         for (int64_t j = 0; j < a; j++)
             v[i * a + j] = j < i;
