@@ -112,9 +112,9 @@ static void make_static(IrGraph *g, uint32_t j, int ax, ValId count)
         steps[i] = 1;
         sizes[i] = i == ax ? (c < 0 ? 0 : c > t->dims[i] ? t->dims[i] : c) : t->dims[i];
     }
-    IrAttr a[3] = {ir_attr_ints(g, "starts", starts, t->rank),
-                   ir_attr_ints(g, "steps", steps, t->rank),
-                   ir_attr_ints(g, "sizes", sizes, t->rank)};
+    IrAttr a[3] = {ir_attr_ints_ref("starts", starts, t->rank),
+                   ir_attr_ints_ref("steps", steps, t->rank),
+                   ir_attr_ints_ref("sizes", sizes, t->rank)};
     NodeId def = ir_val(g, v)->def;
     IrOrigin o = def != IR_NONE ? ir_node(g, def)->origin : (IrOrigin){"", "", NULL};
     NodeId id = ir_add_node(g, IR_OP_SLICE, &v, 1, a, 3, &o);
