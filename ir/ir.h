@@ -80,7 +80,7 @@ bool ir_type_eq(const IrType *a, const IrType *b);
 
 /* ---- ops ---- */
 typedef enum {
-#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident) e,
+#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident, label, work) e,
 #include "ops.def"
 #undef X
     IR_OP_COUNT
@@ -140,6 +140,8 @@ typedef struct {
     bool (*eval)(const struct IrEval *e);  /* reference evaluation on host buffers */
     bool (*verify)(struct IrGraph *g, const struct IrNode *n, char *err, size_t errlen);
     ValId (*ident)(struct IrGraph *g, const struct IrNode *n);  /* passed-through input */
+    const char *label;                     /* kernel-name pattern (%s: the fn's name) */
+    uint64_t (*work)(struct IrGraph *g, const struct IrNode *n); /* useful operations */
 } IrOpInfo;
 
 extern const IrOpInfo ir_op_info[IR_OP_COUNT];
@@ -150,6 +152,8 @@ int ir_unfn_from_name(const char *s);      /* -1 if unknown */
 int ir_binfn_from_name(const char *s);
 int ir_redfn_from_name(const char *s);
 IrOp ir_op_from_name(const char *s);       /* IR_OP_COUNT if unknown */
+/* Node n's part of a kernel name: its op's label with the name of its fn (ir_work.c). */
+const char *ir_op_label(const struct IrNode *n, char *buf, size_t len);
 
 /* ---- attributes (generic name/value list on every node) ---- */
 typedef enum {

@@ -7,8 +7,8 @@
 #include "ir_priv.h"
 
 const IrOpInfo ir_op_info[IR_OP_COUNT] = {
-#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident)              \
-    {name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident},
+#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident, label, work) \
+    {name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident, label, work},
 #include "ops.def"
 #undef X
 };

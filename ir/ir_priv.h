@@ -57,11 +57,12 @@ void ir_split3(const IrType *t, int axis, int64_t *outer, int64_t *d, int64_t *i
 
 /* ---- the hooks named by ops.def (one declaration per row and column) ---- */
 typedef struct IrInferCtx IrInferCtx;     /* ir_shape.c */
-#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident)              \
+#define X(e, name, mi, ma, no, cls, flags, fn, vec, infer, eval, verify, ident, label, work) \
     bool infer(IrInferCtx *c);                                                               \
     bool eval(const IrEval *ev);                                                             \
     bool verify(IrGraph *g, const IrNode *n, char *err, size_t errlen);                      \
-    ValId ident(IrGraph *g, const IrNode *n);
+    ValId ident(IrGraph *g, const IrNode *n);                                                \
+    uint64_t work(IrGraph *g, const IrNode *n);
 #include "ops.def"
 #undef X
 

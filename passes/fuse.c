@@ -569,22 +569,6 @@ static void claim_outputs(Fuse *f)
     }
 }
 
-/* Short name of a node's operation for kernel names. */
-static const char *op_short(const IrNode *n)
-{
-    int fn = (int)ir_attr_get_int(n, "fn", 0);
-    switch (n->op) {
-    case IR_OP_UNARY: return ir_unfn_name(fn);
-    case IR_OP_BINARY: return ir_binfn_name(fn);
-    case IR_OP_REDUCE: return fn == IR_RED_SUM ? "rsum" : fn == IR_RED_PROD ? "rprod"
-                              : fn == IR_RED_MAX ? "rmax" : "rmin";
-    case IR_OP_ARGREDUCE: return fn == IR_RED_MAX ? "argmax" : "argmin";
-    case IR_OP_WINDOW: return fn == IR_RED_MAX ? "maxpool" : fn == IR_RED_SUM ? "sumpool"
-                                                                               : "pool";
-    default: return ir_op_info[n->op].name;
-    }
-}
-
 typedef struct {
     uint64_t key;
     uint32_t idx;
@@ -607,30 +591,6 @@ static uint64_t view_bytes(IrGraph *g, ValId v)
         if (vw->stride[i] != 0 || t->dims[i] == 0)
             n *= (uint64_t)t->dims[i];
     return n * (uint64_t)pass_dev_esize(t->dtype);
-}
-
-/* Useful operations of node n (2*M*N*K for contractions, elements otherwise). */
-static uint64_t node_flops(IrGraph *g, const IrNode *n)
-{
-    const IrType *o = ir_vtype(g, n->out[0]), *a = ir_vtype(g, n->in[0]);
-    uint64_t no = (uint64_t)plan_numel(o);
-    switch (n->op) {
-    case IR_OP_MATMUL: return 2 * no * (uint64_t)a->dims[a->rank - 1];
-    case IR_OP_CONV: {
-        const IrType *w = ir_vtype(g, n->in[1]);
-        return 2 * no * (uint64_t)(plan_numel(w) / (w->dims[0] ? w->dims[0] : 1));
-    }
-    case IR_OP_REDUCE: case IR_OP_ARGREDUCE: case IR_OP_CUMSUM:
-        return (uint64_t)plan_numel(a);
-    case IR_OP_WINDOW: {
-        const int64_t *k;
-        int nk = ir_attr_get_ints(n, "kernel", &k);
-        for (int i = 0; i < nk; i++)
-            no *= (uint64_t)k[i];
-        return no;
-    }
-    default: return no;
-    }
 }
 
 /* Add v to the kernel's input list unless present. */
@@ -664,7 +624,7 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
     k->pro = ir_alloc(g, (nmem + 1) * sizeof(NodeId));
     k->epi = ir_alloc(g, (nmem + 1) * sizeof(NodeId));
     k->ins = ir_alloc(g, (nin + 1) * sizeof(ValId));
-    char name[160];
+    char name[160], label[32];
     int len = snprintf(name, sizeof name, "k%u", idx), shown = 0;
     for (uint32_t m = 0; m < nmem; m++) {
         NodeId n = mem[m];
@@ -674,14 +634,15 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
             k->pro[k->npro++] = n;
         else if (f->role[n] == ROLE_EPI)
             k->epi[k->nepi++] = n;
-        k->flops += node_flops(g, nd);
+        k->flops += ir_op_info[nd->op].work(g, nd);
         for (int i = 0; i < nd->nin; i++) {
             NodeId p = ir_val(g, nd->in[i])->def;
             if (p == IR_NONE || f->grp[p] != gi || !live(f, p))
                 add_in(k, nd->in[i], nin + 1);
         }
         if (shown++ < 5 && len < (int)sizeof name - 24)
-            len += snprintf(name + len, sizeof name - (size_t)len, "_%s", op_short(nd));
+            len += snprintf(name + len, sizeof name - (size_t)len, "_%s",
+                            ir_op_label(nd, label, sizeof label));
     }
     if (shown > 5)
         snprintf(name + len, sizeof name - (size_t)len, "_x%d", shown);

@@ -985,6 +985,12 @@ static void test_op_table(void **state)
         assert_non_null(o->eval);
         assert_non_null(o->verify);
         assert_non_null(o->ident);
+        assert_non_null(o->work);
+        assert_non_null(o->label);
+        /* a label names the fn (%s) exactly when the op has one, and nothing else */
+        const char *pct = strchr(o->label, '%');
+        assert_true((pct != NULL) == (o->fn != IR_FNK_NONE));
+        assert_true(!pct || (pct[1] == 's' && !strchr(pct + 1, '%')));
         assert_int_equal(ir_op_from_name(o->name), i);
         assert_true((o->cls == IR_CLS_FOREIGN) == (i == IR_OP_FOREIGN));
         assert_true((o->vec != IR_VEC_NONE) == (o->cls == IR_CLS_ELEM));
