@@ -9,8 +9,16 @@
 #define NAME_EMPTY IR_NONE
 #define NAME_TOMB (IR_NONE - 1)
 
+/* A slot of the name set: a value id (or NAME_EMPTY, NAME_TOMB) and its name's hash,
+ * compared before the names themselves so that probing past other names stays in the
+ * table. */
+typedef struct {
+    ValId v;
+    uint32_t hash;
+} NameSlot;
+
 struct IrGraphPriv {
-    ValId *names;                          /* open-addressing set of value ids by name */
+    NameSlot *names;                       /* open-addressing set of value ids by name */
     uint32_t capnames, nnames, ntombs;
     IrGraph **subs;                        /* subgraphs owned through GRAPH attributes */
     uint32_t nsubs, capsubs;
@@ -104,16 +112,17 @@ static uint32_t hash_str(const char *s)
     return h;
 }
 
-/* Slot of name in the set: the matching entry, or the empty slot where it would go. */
-static uint32_t name_slot(IrGraph *g, const char *name)
+/* Slot of name (of hash h) in the set: the matching entry, or the empty slot where it
+ * would go. */
+static uint32_t name_slot(IrGraph *g, const char *name, uint32_t h)
 {
     struct IrGraphPriv *p = g->priv;
-    uint32_t mask = p->capnames - 1, i = hash_str(name) & mask;
+    uint32_t mask = p->capnames - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
-        ValId v = p->names[i];
+        ValId v = p->names[i].v;
         if (v == NAME_EMPTY)
             return i;
-        if (v != NAME_TOMB && strcmp(g->vals[v].name, name) == 0)
+        if (v != NAME_TOMB && p->names[i].hash == h && strcmp(g->vals[v].name, name) == 0)
             return i;
     }
 }
@@ -126,18 +135,18 @@ static void name_rehash(IrGraph *g)
     while (cap < (g->nvals + 1) * 3)
         cap *= 2;
     free(p->names);
-    p->names = malloc((size_t)cap * sizeof(ValId));
+    p->names = malloc((size_t)cap * sizeof *p->names);
     if (!p->names)
         ir_oom(g);
-    memset(p->names, 0xff, (size_t)cap * sizeof(ValId));
+    memset(p->names, 0xff, (size_t)cap * sizeof *p->names);
     p->capnames = cap;
     p->nnames = p->ntombs = 0;
     for (ValId v = 0; v < g->nvals; v++) {
         if (!g->vals[v].name)
             continue;
-        uint32_t s = name_slot(g, g->vals[v].name);
-        if (p->names[s] == NAME_EMPTY) {
-            p->names[s] = v;
+        uint32_t h = hash_str(g->vals[v].name), s = name_slot(g, g->vals[v].name, h);
+        if (p->names[s].v == NAME_EMPTY) {
+            p->names[s] = (NameSlot){v, h};
             p->nnames++;
         }
     }
@@ -147,7 +156,7 @@ ValId ir_find_value(IrGraph *g, const char *name)
 {
     if (!g->priv->capnames || !name)
         return IR_NONE;
-    ValId v = g->priv->names[name_slot(g, name)];
+    ValId v = g->priv->names[name_slot(g, name, hash_str(name))].v;
     return v == NAME_EMPTY ? IR_NONE : v;
 }
 
@@ -171,9 +180,9 @@ const char *ir_set_name(IrGraph *g, ValId v, const char *name)
     if ((p->nnames + p->ntombs + 1) * 2 >= p->capnames)
         name_rehash(g);
     if (val->name) {                       /* forget the old name */
-        uint32_t s = name_slot(g, val->name);
-        if (p->names[s] == v) {
-            p->names[s] = NAME_TOMB;
+        uint32_t s = name_slot(g, val->name, hash_str(val->name));
+        if (p->names[s].v == v) {
+            p->names[s].v = NAME_TOMB;
             p->nnames--;
             p->ntombs++;
         }
@@ -183,7 +192,8 @@ const char *ir_set_name(IrGraph *g, ValId v, const char *name)
     else
         name = ir_strdup(g, name);
     val->name = name;
-    p->names[name_slot(g, name)] = v;
+    uint32_t h = hash_str(name);
+    p->names[name_slot(g, name, h)] = (NameSlot){v, h};
     p->nnames++;
     return name;
 }
