@@ -568,57 +568,11 @@ NodeId ir_readd_node(IrGraph *g, const IrNode *old)
     return id;
 }
 
-/* True if v is one of the graph's inputs / outputs. */
-static bool is_graph_output(IrGraph *g, ValId v)
+/* The node list detached by the last ir_rewrite_begin (count in *n; NULL if none). */
+IrNode *ir_detached(IrGraph *g, uint32_t *n)
 {
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == v)
-            return true;
-    return false;
-}
-
-/* Replace from by to in the inputs of the live nodes of list[0..n). */
-static void replace_in(IrNode *list, uint32_t n, ValId from, ValId to)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        IrNode *nd = &list[i];
-        if (nd->dead)
-            continue;
-        for (int k = 0; k < nd->nin; k++)
-            if (nd->in[k] == from)
-                nd->in[k] = to;
-    }
-}
-
-/* Replace every use of from by to, in the node list and in the list detached by the
- * last ir_rewrite_begin (so nodes not yet re-added see it too). When from is a graph
- * output and to is an internal value (not an input, not already an output), the two
- * swap names so that the user-visible output name is kept. */
-void ir_replace_uses(IrGraph *g, ValId from, ValId to)
-{
-    IR_ASSERT(from < g->nvals && to < g->nvals);
-    if (from == to)
-        return;
-    for (uint32_t i = 0; i < g->ndyn; i++) {  /* data-dependent extents (ir_dyn.c) */
-        if (g->dyn[i].value == from)
-            g->dyn[i].value = to;
-        if (g->dyn[i].count == from)
-            g->dyn[i].count = to;
-    }
-    replace_in(g->nodes, g->nnodes, from, to);
-    if (g->priv->detached)
-        replace_in(g->priv->detached, g->priv->ndetached, from, to);
-    if (!is_graph_output(g, from))
-        return;
-    if (g->vals[to].kind != IR_VAL_INPUT && !is_graph_output(g, to)) {
-        const char *fname = g->vals[from].name, *tname = g->vals[to].name;
-        ir_set_name(g, from, "");          /* frees from's name */
-        ir_set_name(g, to, fname);
-        ir_set_name(g, from, tname);
-    }
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == from)
-            g->outputs[i] = to;
+    *n = g->priv->ndetached;
+    return g->priv->detached;
 }
 
 void ir_compact(IrGraph *g)
