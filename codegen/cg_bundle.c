@@ -160,26 +160,22 @@ static void consts_blob(IrGraph *g, const SpyTarget *t, Buf *b)
 
 /* One tensor descriptor (graph input i or output j). Tensor names must be unique: an
  * output that is also an input or an earlier output is named "NAME:j" (j = its output
- * index). */
-static void put_tensor(IrGraph *g, Buf *tb, Buf *sb, ValId v, uint8_t role, uint32_t seg)
+ * index). Values have unique names, so that is a value seen before: seen[v] is set
+ * once value v has a descriptor. */
+static void put_tensor(IrGraph *g, Buf *tb, Buf *sb, ValId v, uint8_t role, uint32_t seg,
+                       uint8_t *seen)
 {
     const IrValue *val = ir_val(g, v);
     SpyTensorDesc d;
     memset(&d, 0, sizeof d);
-    bool dup = false;
-    for (uint32_t i = 0; i < g->ninputs + g->noutputs; i++) {
-        uint32_t s2 = ISA_SEG_IO0 + i;
-        ValId u = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
-        if (s2 < seg && strcmp(ir_val(g, u)->name, val->name) == 0)
-            dup = true;
-    }
-    if (dup) {
+    if (seen[v]) {
         char nm[512];
         snprintf(nm, sizeof nm, "%.480s:%u", val->name, seg - ISA_SEG_IO0 - g->ninputs);
         d.name = put_str(sb, nm);
     } else {
         d.name = put_str(sb, val->name);
     }
+    seen[v] = 1;
     d.role = role;
     d.host_dtype = (uint8_t)val->type.dtype;
     d.dev_dtype = (uint8_t)pass_dev_dtype(val->type.dtype);
@@ -199,11 +195,13 @@ static void tables(CgEmit *e, const SpyProgramDesc *progs, Buf *sec)
     IrGraph *g = e->g;
     uint32_t cores = e->t->cores;
     Buf *sb = &sec[SPY_SEC_STRINGS], *tb = &sec[SPY_SEC_TENSORS];
+    uint8_t *seen = ir_scratch(g, (size_t)g->nvals + 1);
     put(sb, "", 1);
     for (uint32_t i = 0; i < g->ninputs; i++)
-        put_tensor(g, tb, sb, g->inputs[i], SPY_ROLE_INPUT, ISA_SEG_IO0 + i);
+        put_tensor(g, tb, sb, g->inputs[i], SPY_ROLE_INPUT, ISA_SEG_IO0 + i, seen);
     for (uint32_t j = 0; j < g->noutputs; j++)
-        put_tensor(g, tb, sb, g->outputs[j], SPY_ROLE_OUTPUT, ISA_SEG_IO0 + g->ninputs + j);
+        put_tensor(g, tb, sb, g->outputs[j], SPY_ROLE_OUTPUT, ISA_SEG_IO0 + g->ninputs + j,
+                   seen);
     for (uint32_t i = 0; i < g->plan->nkernels; i++) {
         const IrKernel *k = &g->plan->kernels[i];
         SpyKernelDesc d;

@@ -36,14 +36,12 @@ static const uint16_t bin_fn[IR_BIN_COUNT] = {
     [IR_BIN_SHL] = ISA_VF_SHL, [IR_BIN_SHR] = ISA_VF_SHR, [IR_BIN_ATAN2] = ISA_VF_ATAN2,
 };
 
-/* Index of value v in tp->vals (it must be there). */
+/* Entry of value v in tp->vals (it must be there). */
 static const IrTileVal *tval(const IrTileProg *tp, ValId v)
 {
-    for (uint32_t i = 0; i < tp->nvals; i++)
-        if (tp->vals[i].v == v)
-            return &tp->vals[i];
-    IR_ASSERT(!"value missing from tile program");
-    return NULL;
+    int i = plan_tp_find(tp, v);
+    IR_ASSERT(i >= 0 && "value missing from tile program");
+    return &tp->vals[i];
 }
 
 /* Whether the LX-order dim i of tp belongs to class cls. */

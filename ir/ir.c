@@ -9,8 +9,16 @@
 #define NAME_EMPTY IR_NONE
 #define NAME_TOMB (IR_NONE - 1)
 
+/* A slot of the name set: a value id (or NAME_EMPTY, NAME_TOMB) and its name's hash,
+ * compared before the names themselves so that probing past other names stays in the
+ * table. */
+typedef struct {
+    ValId v;
+    uint32_t hash;
+} NameSlot;
+
 struct IrGraphPriv {
-    ValId *names;                          /* open-addressing set of value ids by name */
+    NameSlot *names;                       /* open-addressing set of value ids by name */
     uint32_t capnames, nnames, ntombs;
     IrGraph **subs;                        /* subgraphs owned through GRAPH attributes */
     uint32_t nsubs, capsubs;
@@ -104,16 +112,17 @@ static uint32_t hash_str(const char *s)
     return h;
 }
 
-/* Slot of name in the set: the matching entry, or the empty slot where it would go. */
-static uint32_t name_slot(IrGraph *g, const char *name)
+/* Slot of name (of hash h) in the set: the matching entry, or the empty slot where it
+ * would go. */
+static uint32_t name_slot(IrGraph *g, const char *name, uint32_t h)
 {
     struct IrGraphPriv *p = g->priv;
-    uint32_t mask = p->capnames - 1, i = hash_str(name) & mask;
+    uint32_t mask = p->capnames - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
-        ValId v = p->names[i];
+        ValId v = p->names[i].v;
         if (v == NAME_EMPTY)
             return i;
-        if (v != NAME_TOMB && strcmp(g->vals[v].name, name) == 0)
+        if (v != NAME_TOMB && p->names[i].hash == h && strcmp(g->vals[v].name, name) == 0)
             return i;
     }
 }
@@ -126,18 +135,18 @@ static void name_rehash(IrGraph *g)
     while (cap < (g->nvals + 1) * 3)
         cap *= 2;
     free(p->names);
-    p->names = malloc((size_t)cap * sizeof(ValId));
+    p->names = malloc((size_t)cap * sizeof *p->names);
     if (!p->names)
         ir_oom(g);
-    memset(p->names, 0xff, (size_t)cap * sizeof(ValId));
+    memset(p->names, 0xff, (size_t)cap * sizeof *p->names);
     p->capnames = cap;
     p->nnames = p->ntombs = 0;
     for (ValId v = 0; v < g->nvals; v++) {
         if (!g->vals[v].name)
             continue;
-        uint32_t s = name_slot(g, g->vals[v].name);
-        if (p->names[s] == NAME_EMPTY) {
-            p->names[s] = v;
+        uint32_t h = hash_str(g->vals[v].name), s = name_slot(g, g->vals[v].name, h);
+        if (p->names[s].v == NAME_EMPTY) {
+            p->names[s] = (NameSlot){v, h};
             p->nnames++;
         }
     }
@@ -147,7 +156,7 @@ ValId ir_find_value(IrGraph *g, const char *name)
 {
     if (!g->priv->capnames || !name)
         return IR_NONE;
-    ValId v = g->priv->names[name_slot(g, name)];
+    ValId v = g->priv->names[name_slot(g, name, hash_str(name))].v;
     return v == NAME_EMPTY ? IR_NONE : v;
 }
 
@@ -171,9 +180,9 @@ const char *ir_set_name(IrGraph *g, ValId v, const char *name)
     if ((p->nnames + p->ntombs + 1) * 2 >= p->capnames)
         name_rehash(g);
     if (val->name) {                       /* forget the old name */
-        uint32_t s = name_slot(g, val->name);
-        if (p->names[s] == v) {
-            p->names[s] = NAME_TOMB;
+        uint32_t s = name_slot(g, val->name, hash_str(val->name));
+        if (p->names[s].v == v) {
+            p->names[s].v = NAME_TOMB;
             p->nnames--;
             p->ntombs++;
         }
@@ -183,7 +192,8 @@ const char *ir_set_name(IrGraph *g, ValId v, const char *name)
     else
         name = ir_strdup(g, name);
     val->name = name;
-    p->names[name_slot(g, name)] = v;
+    uint32_t h = hash_str(name);
+    p->names[name_slot(g, name, h)] = (NameSlot){v, h};
     p->nnames++;
     return name;
 }
@@ -565,57 +575,11 @@ NodeId ir_readd_node(IrGraph *g, const IrNode *old)
     return id;
 }
 
-/* True if v is one of the graph's inputs / outputs. */
-static bool is_graph_output(IrGraph *g, ValId v)
+/* The node list detached by the last ir_rewrite_begin (count in *n; NULL if none). */
+IrNode *ir_detached(IrGraph *g, uint32_t *n)
 {
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == v)
-            return true;
-    return false;
-}
-
-/* Replace from by to in the inputs of the live nodes of list[0..n). */
-static void replace_in(IrNode *list, uint32_t n, ValId from, ValId to)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        IrNode *nd = &list[i];
-        if (nd->dead)
-            continue;
-        for (int k = 0; k < nd->nin; k++)
-            if (nd->in[k] == from)
-                nd->in[k] = to;
-    }
-}
-
-/* Replace every use of from by to, in the node list and in the list detached by the
- * last ir_rewrite_begin (so nodes not yet re-added see it too). When from is a graph
- * output and to is an internal value (not an input, not already an output), the two
- * swap names so that the user-visible output name is kept. */
-void ir_replace_uses(IrGraph *g, ValId from, ValId to)
-{
-    IR_ASSERT(from < g->nvals && to < g->nvals);
-    if (from == to)
-        return;
-    for (uint32_t i = 0; i < g->ndyn; i++) {  /* data-dependent extents (ir_dyn.c) */
-        if (g->dyn[i].value == from)
-            g->dyn[i].value = to;
-        if (g->dyn[i].count == from)
-            g->dyn[i].count = to;
-    }
-    replace_in(g->nodes, g->nnodes, from, to);
-    if (g->priv->detached)
-        replace_in(g->priv->detached, g->priv->ndetached, from, to);
-    if (!is_graph_output(g, from))
-        return;
-    if (g->vals[to].kind != IR_VAL_INPUT && !is_graph_output(g, to)) {
-        const char *fname = g->vals[from].name, *tname = g->vals[to].name;
-        ir_set_name(g, from, "");          /* frees from's name */
-        ir_set_name(g, to, fname);
-        ir_set_name(g, from, tname);
-    }
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == from)
-            g->outputs[i] = to;
+    *n = g->priv->ndetached;
+    return g->priv->detached;
 }
 
 void ir_compact(IrGraph *g)

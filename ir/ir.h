@@ -357,6 +357,11 @@ NodeId ir_readd_node(IrGraph *g, const IrNode *old); /* keeps old outputs, sets 
 /* Replace uses in nodes (also in the list detached by ir_rewrite_begin) and graph
  * outputs; a replaced graph output hands its name to `to` when `to` is internal. */
 void ir_replace_uses(IrGraph *g, ValId from, ValId to);
+/* For each graph output i in order: its value v, as the earlier replacements left it,
+ * is replaced by map(ctx, v) when that differs, exactly as ir_replace_uses(g, v,
+ * map(ctx, v)) would; the nodes are rewritten once at the end, not once per output.
+ * Its tables live in the scratch arena. */
+void ir_replace_outputs(IrGraph *g, ValId (*map)(void *ctx, ValId v), void *ctx);
 void ir_compact(IrGraph *g);               /* drop dead nodes, renumber defs */
 /* Uses of every value (graph outputs count 1), in the scratch arena: valid until the
  * running pass ends. */

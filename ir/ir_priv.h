@@ -33,6 +33,8 @@ bool ir_infer_types(IrGraph *g, const IrNode *n, IrType *outs, char *err, size_t
 
 /* ---- ir.c ---- */
 /* ir_oom(g) (longjmp to g->oom or die) is public: ir.h */
+/* The node list detached by the last ir_rewrite_begin (count in *n; NULL if none). */
+IrNode *ir_detached(IrGraph *g, uint32_t *n);
 
 /* ---- ir_eval.c / ir_eval_move.c internals ---- */
 #define IR_EV_MAXOPS 3

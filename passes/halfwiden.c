@@ -104,6 +104,12 @@ static ValId mapped(HwMap *m, ValId v)
     return r == IR_NONE ? v : r;
 }
 
+/* Replacement of graph output value v (ctx: the HwMap). */
+static ValId mapped_out(void *ctx, ValId v)
+{
+    return mapped(ctx, v);
+}
+
 /* The float32 copy of half value v (a CAST created on first use). */
 static ValId widened(IrGraph *g, HwMap *m, ValId v, const IrOrigin *o)
 {
@@ -222,10 +228,7 @@ bool pass_halfwiden(IrGraph *g, const PassOptions *opt)
     for (uint32_t i = 0; i < n && ok; i++)
         if (!old[i].dead)
             ok = emit(g, &m, &old[i], true);
-    for (uint32_t i = 0; i < g->noutputs && ok; i++) {
-        ValId r = mapped(&m, g->outputs[i]);
-        if (r != g->outputs[i])
-            ir_replace_uses(g, g->outputs[i], r);
-    }
+    if (ok)
+        ir_replace_outputs(g, mapped_out, &m);
     return ok && !ir_failed(g);
 }

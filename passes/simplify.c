@@ -110,6 +110,19 @@ static bool node_eq(const IrNode *a, const IrNode *b)
     return true;
 }
 
+/* Enter node id into the CSE table t of cap slots, unless an equal node is there: that
+ * earlier node is the one lookups find, so a pinned duplicate (a graph output equal to
+ * an earlier node) adds nothing, and many of them would make one long probe chain. */
+static void cse_put(IrGraph *g, NodeId *t, uint32_t cap, NodeId id)
+{
+    const IrNode *n = &g->nodes[id];
+    uint32_t h = node_hash(n) & (cap - 1);
+    for (; t[h] != IR_NONE; h = (h + 1) & (cap - 1))
+        if (node_eq(&g->nodes[t[h]], n))
+            return;
+    t[h] = id;
+}
+
 /* Grow the CSE table when it is half full (rehashing the live new nodes). */
 static void cse_reserve(IrGraph *g, Simp *s)
 {
@@ -124,10 +137,7 @@ static void cse_reserve(IrGraph *g, Simp *s)
     for (NodeId id = 0; id < g->nnodes; id++) {
         if (g->nodes[id].dead || g->nodes[id].op == IR_OP_FOREIGN)
             continue;
-        uint32_t h = node_hash(&g->nodes[id]) & (cap - 1);
-        while (t[h] != IR_NONE)
-            h = (h + 1) & (cap - 1);
-        t[h] = id;
+        cse_put(g, t, cap, id);
     }
     s->tab = t;
     s->cap = cap;
@@ -142,13 +152,6 @@ static NodeId cse_find(IrGraph *g, Simp *s, const IrNode *n)
     return IR_NONE;
 }
 
-static void cse_insert(IrGraph *g, Simp *s, NodeId id)
-{
-    uint32_t h = node_hash(&g->nodes[id]) & (s->cap - 1);
-    while (s->tab[h] != IR_NONE)
-        h = (h + 1) & (s->cap - 1);
-    s->tab[h] = id;
-}
 
 /* Whether any output of n is a graph output. */
 static bool has_graph_output(const Simp *s, const IrNode *n)
@@ -183,7 +186,7 @@ static void simplify_node(IrGraph *g, Simp *s, IrNode *n)
             s->remap[n->out[i]] = g->nodes[m].out[i];
         return;
     }
-    cse_insert(g, s, ir_readd_node(g, n));
+    cse_put(g, s->tab, s->cap, ir_readd_node(g, n));
 }
 
 /* The pass. Its tables live in the scratch arena (released after the pass; an out of

@@ -100,15 +100,6 @@ static bool const_bits(IrGraph *g, ValId v, const IrNode *n, uint32_t *bits)
     return false;
 }
 
-/* Index of value v in tp->vals, -1 if absent. */
-static int find_val(const IrTileProg *tp, ValId v)
-{
-    for (uint32_t i = 0; i < tp->nvals; i++)
-        if (tp->vals[i].v == v)
-            return (int)i;
-    return -1;
-}
-
 /* Append a value entry of the given source; returns its index. */
 static int add_val(IrGraph *g, IrTileProg *tp, ValId v, uint8_t src)
 {
@@ -120,6 +111,7 @@ static int add_val(IrGraph *g, IrTileProg *tp, ValId v, uint8_t src)
     tv->esize = (uint8_t)pass_dev_esize(ir_vtype(g, v)->dtype);
     tv->lx = UINT32_MAX;
     tv->last = -1;
+    plan_tp_index_add(tp, tp->nvals);
     return (int)tp->nvals++;
 }
 
@@ -138,7 +130,7 @@ static bool collect_vals(IrGraph *g, const TileSpec *sp, IrTileProg *tp)
         uint8_t cls = 0;
         for (int k = 0; k < n->nin; k++) {
             ValId x = n->in[k];
-            int i = find_val(tp, x);
+            int i = plan_tp_find(tp, x);
             if (i < 0) {
                 const IrValue *xv = ir_val(g, x);
                 if (xv->kind == IR_VAL_CONST && plan_numel(&xv->type) == 1) {
@@ -162,7 +154,7 @@ static bool collect_vals(IrGraph *g, const TileSpec *sp, IrTileProg *tp)
         int o = add_val(g, tp, n->out[0], IR_TV_NODE);
         tp->vals[o].cls = n->out[0] == sp->result && sp->force_full ? IR_TC_FULL : cls;
     }
-    int r = find_val(tp, sp->result);
+    int r = plan_tp_find(tp, sp->result);
     if (r < 0) {                           /* no step made it: load it */
         r = add_val(g, tp, sp->result, IR_TV_LOAD);
         tile_access(g, sp->map, sp->result, false, &tp->vals[r].acc);
@@ -209,10 +201,10 @@ static uint64_t assign_buffers(IrGraph *g, const TileSpec *sp, IrTileProg *tp, u
     }
     for (uint32_t s = 0; s < sp->nsteps; s++) {
         const IrNode *n = ir_node(g, sp->steps[s]);
-        int o = find_val(tp, n->out[0]);
+        int o = plan_tp_find(tp, n->out[0]);
         IrTileVal *ov = &tp->vals[o];
         for (int k = 0; k < n->nin && ov->lx == UINT32_MAX; k++) {
-            int i = find_val(tp, n->in[k]);
+            int i = plan_tp_find(tp, n->in[k]);
             IrTileVal *iv = &tp->vals[i];
             if (owns[i] && iv->last == (int32_t)s && iv->cls == ov->cls &&
                 iv->esize >= ov->esize) {
@@ -241,7 +233,10 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     tp->nrow = sp->nrow;
     memcpy(tp->order, sp->order, sizeof tp->order);
     memcpy(tp->cap, sp->cap, sizeof tp->cap);
-    tp->vals = ir_scratch(g, (4 * (size_t)sp->nsteps + 3) * sizeof *tp->vals);
+    uint32_t cap = 4 * sp->nsteps + 3;
+    tp->vals = ir_scratch(g, cap * sizeof *tp->vals);
+    tp->index_mask = plan_tp_index_slots(cap) - 1;
+    tp->index = ir_scratch(g, ((size_t)tp->index_mask + 1) * sizeof *tp->index);
     tp->steps = ir_scratch(g, (sp->nsteps + 1) * sizeof *tp->steps);
     memcpy(tp->steps, sp->steps, sp->nsteps * sizeof *tp->steps);
     tp->nsteps = sp->nsteps;
@@ -262,10 +257,12 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
 void tile_prog_free(IrTileProg *tp)
 {
     tp->vals = NULL;
+    tp->index = NULL;
     tp->steps = NULL;
 }
 
-/* Keep a built program in the plan: its arrays move from scratch to the graph's arena. */
+/* Keep a built program in the plan: its arrays move from scratch to the graph's arena
+ * (the index rebuilt at the size of its values). */
 void tile_prog_keep(IrGraph *g, IrTileProg *tp)
 {
     if (!tp->vals)
@@ -276,4 +273,8 @@ void tile_prog_keep(IrGraph *g, IrTileProg *tp)
     memcpy(steps, tp->steps, tp->nsteps * sizeof *steps);
     tp->vals = vals;
     tp->steps = steps;
+    tp->index_mask = plan_tp_index_slots(tp->nvals) - 1;
+    tp->index = ir_alloc(g, ((size_t)tp->index_mask + 1) * sizeof *tp->index);
+    for (uint32_t i = 0; i < tp->nvals; i++)
+        plan_tp_index_add(tp, i);
 }

@@ -117,16 +117,9 @@ typedef struct {
     uint32_t nuses;
     DecSeqTab *seqs;                       /* sequences and optionals (onnx_sequence.c) */
     const char **names0;                   /* value names before the pass (nremap) */
+    bool *is_out;                          /* old value is a graph output (nremap); the
+                                              outputs change only after the nodes */
 } DecState;
-
-/* Whether v is a graph output. */
-static bool is_output(const IrGraph *g, ValId v)
-{
-    for (uint32_t i = 0; i < g->noutputs; i++)
-        if (g->outputs[i] == v)
-            return true;
-    return false;
-}
 
 /* Bind the old output value `old` to the new value `nv` made for it. A value made
  * by this handler takes over the old value's name, so dumps keep the model's names
@@ -134,7 +127,7 @@ static bool is_output(const IrGraph *g, ValId v)
 static void bind_output(IrGraph *g, DecState *s, ValId old, ValId nv, uint32_t first_new)
 {
     s->remap[old] = nv;
-    if (nv >= first_new && nv != old && !is_output(g, old)) {
+    if (nv >= first_new && nv != old && !s->is_out[old]) {
         const char *oname = g->vals[old].name, *nname = g->vals[nv].name;
         ir_set_name(g, old, "");
         ir_set_name(g, nv, oname);
@@ -237,15 +230,18 @@ static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
     return true;
 }
 
-/* Point graph outputs at their replacements; ir_replace_uses gives the
- * replacement the output's name when it is an internal value. */
+/* Replacement of value v (ctx: the DecState): itself unless an old value replaced. */
+static ValId remapped(void *ctx, ValId v)
+{
+    const DecState *s = ctx;
+    return v < s->nremap ? s->remap[v] : v;
+}
+
+/* Point graph outputs at their replacements; ir_replace_outputs gives a replacement
+ * the output's name when it is an internal value. */
 static void fix_outputs(IrGraph *g, DecState *s)
 {
-    for (uint32_t i = 0; i < g->noutputs; i++) {
-        ValId v = g->outputs[i];
-        if (v < s->nremap && s->remap[v] != v)
-            ir_replace_uses(g, v, s->remap[v]);
-    }
+    ir_replace_outputs(g, remapped, s);
 }
 
 /* The names the inputs of n had before the pass, when n holds a subgraph (whose
@@ -306,10 +302,13 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
     s.remap = ir_scratch(g, sizeof(ValId) * (s.nremap ? s.nremap : 1));
     s.seqs = dec_seq_new(g);
     s.names0 = ir_scratch(g, sizeof(char *) * (s.nremap ? s.nremap : 1));
+    s.is_out = ir_scratch(g, s.nremap + 1);
     for (uint32_t v = 0; v < s.nremap; v++) {
         s.remap[v] = v;
         s.names0[v] = g->vals[v].name;
     }
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        s.is_out[g->outputs[i]] = true;
 
     uint32_t nold = 0;
     IrNode *old = ir_rewrite_begin(g, &nold);

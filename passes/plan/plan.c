@@ -127,3 +127,39 @@ const char *plan_kernel_kind_name(IrKernelKind k)
     static const char *const names[] = {"elem", "contract", "reduce", "move", "copy"};
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
+
+/* Slots of the index of a tile program of at most n values: twice n, rounded up to a
+ * power of two, so probes stay short. */
+uint32_t plan_tp_index_slots(uint32_t n)
+{
+    uint32_t s = 16;
+    while (s < 2 * (uint64_t)n)
+        s *= 2;
+    return s;
+}
+
+/* First slot to probe for value v. */
+static uint32_t tp_hash(const IrTileProg *tp, ValId v)
+{
+    return (uint32_t)(v * 2654435761u) & tp->index_mask;
+}
+
+/* Enter tp->vals[i] into tp's index (linear probing). */
+void plan_tp_index_add(IrTileProg *tp, uint32_t i)
+{
+    uint32_t h = tp_hash(tp, tp->vals[i].v);
+    while (tp->index[h])
+        h = (h + 1) & tp->index_mask;
+    tp->index[h] = i + 1;
+}
+
+/* Position of value v in tp->vals, -1 if absent. */
+int plan_tp_find(const IrTileProg *tp, ValId v)
+{
+    if (!tp->index)
+        return -1;
+    for (uint32_t h = tp_hash(tp, v); tp->index[h]; h = (h + 1) & tp->index_mask)
+        if (tp->vals[tp->index[h] - 1].v == v)
+            return (int)tp->index[h] - 1;
+    return -1;
+}

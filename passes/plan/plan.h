@@ -127,6 +127,8 @@ typedef struct {
     int64_t cap[IR_ITER_MAX];/* largest tile extent per iteration dim */
     IrTileVal *vals;
     uint32_t nvals;
+    uint32_t *index;         /* vals by value: open addressing, position + 1 (0: empty) */
+    uint32_t index_mask;     /* slots - 1 (a power of two, at least twice nvals) */
     NodeId *steps;           /* pointwise nodes in order, one VEC each */
     uint32_t nsteps;
     int32_t result;          /* index in vals of the value the program produces */
@@ -246,6 +248,12 @@ void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores);
  * immediate (BINARY: operand 1, or operand 0 when operand 1 is not a scalar constant). */
 bool plan_imm_slot(IrGraph *g, const IrNode *n, int slot);
 const char *plan_kernel_kind_name(IrKernelKind k);
+/* Slots of the index of a tile program of at most n values (a power of two). */
+uint32_t plan_tp_index_slots(uint32_t n);
+/* Enter tp->vals[i] into tp's index (its value must not be there yet). */
+void plan_tp_index_add(IrTileProg *tp, uint32_t i);
+/* Position of value v in tp->vals, -1 if absent. */
+int plan_tp_find(const IrTileProg *tp, ValId v);
 
 /* ---- plan_view.c: strided views ---- */
 /* The views of every value (PlanValue.view, .virt): its own storage in its layout

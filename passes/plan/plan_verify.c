@@ -156,15 +156,19 @@ typedef struct {
     const char *what;
 } LxBuf;
 
-/* Step of tp that computes tile value tv (-1: it is there from the program's start). */
-static int32_t def_step(IrGraph *g, const IrTileProg *tp, const IrTileVal *tv)
+/* Step of tp computing each of its values (-1: there from the program's start), one
+ * pass over the steps through the program's index. */
+static int32_t *def_steps(IrGraph *g, const IrTileProg *tp)
 {
-    if (tv->src != IR_TV_NODE)
-        return -1;
-    for (uint32_t s = 0; s < tp->nsteps; s++)
-        if (ir_node(g, tp->steps[s])->out[0] == tv->v)
-            return (int32_t)s;
-    return -1;
+    int32_t *def = ir_scratch(g, ((size_t)tp->nvals + 1) * sizeof *def);
+    for (uint32_t i = 0; i < tp->nvals; i++)
+        def[i] = -1;
+    for (uint32_t s = 0; s < tp->nsteps; s++) {
+        int i = plan_tp_find(tp, ir_node(g, tp->steps[s])->out[0]);
+        if (i >= 0 && tp->vals[i].src == IR_TV_NODE && def[i] < 0)
+            def[i] = (int32_t)s;
+    }
+    return def;
 }
 
 /* Whether LX ranges a and b overlap while both are live. A program's values lie in its
@@ -181,10 +185,13 @@ static bool lx_conflict(const LxBuf *a, const LxBuf *b)
     return a->def < b->last && b->def < a->last;
 }
 
-/* Collect the LX ranges of kernel k into bufs (returns how many). A value's buffer
- * lies in its program's range, except a seed and what takes over its buffer: those
- * lie in the anchor buffer holding the seed (not collected again). */
-static uint32_t lx_buffers(PVfy *v, uint32_t ki, const IrKernel *k, LxBuf *bufs)
+/* Collect the LX ranges of kernel k into bufs (returns how many): first the anchor
+ * buffers and program ranges (*nfixed of them), then the values of program 0, then
+ * those of program 1. A value's buffer lies in its program's range, except a seed and
+ * what takes over its buffer: those lie in the anchor buffer holding the seed (not
+ * collected again). */
+static uint32_t lx_buffers(PVfy *v, uint32_t ki, const IrKernel *k, LxBuf *bufs,
+                           uint32_t *nfixed)
 {
     uint32_t n = 0;
     for (int b = 0; b < IR_KBUF_MAX; b++)
@@ -192,16 +199,19 @@ static uint32_t lx_buffers(PVfy *v, uint32_t ki, const IrKernel *k, LxBuf *bufs)
             bufs[n++] = (LxBuf){k->buf[b], (uint64_t)k->buf[b] + k->buf_bytes[b], LX_ANCHOR,
                                 -1, -1, 0, "anchor"};
     uint32_t nanchor = n;
+    for (int t = 0; t < 2; t++)
+        if (k->tp[t].lx_hi > k->tp[t].lx_lo)
+            bufs[n++] = (LxBuf){k->tp[t].lx_lo, k->tp[t].lx_hi, LX_PROG, t, -1, 0, "program"};
+    *nfixed = n;
     for (int t = 0; t < 2; t++) {
         const IrTileProg *tp = &k->tp[t];
-        if (tp->lx_hi > tp->lx_lo)
-            bufs[n++] = (LxBuf){tp->lx_lo, tp->lx_hi, LX_PROG, t, -1, 0, "program"};
+        int32_t *def = def_steps(v->g, tp);
         for (uint32_t i = 0; i < tp->nvals; i++) {
             const IrTileVal *tv = &tp->vals[i];
             if (tv->lx == UINT32_MAX)
                 continue;                    /* an immediate */
-            LxBuf b = {tv->lx, (uint64_t)tv->lx + tv->bytes, LX_VALUE, t,
-                       def_step(v->g, tp, tv), tv->last, ir_val(v->g, tv->v)->name};
+            LxBuf b = {tv->lx, (uint64_t)tv->lx + tv->bytes, LX_VALUE, t, def[i], tv->last,
+                       ir_val(v->g, tv->v)->name};
             b.last = b.last < b.def ? b.def : b.last;
             bool in_anchor = false;
             for (uint32_t a = 0; a < nanchor; a++)
@@ -217,6 +227,55 @@ static uint32_t lx_buffers(PVfy *v, uint32_t ki, const IrKernel *k, LxBuf *bufs)
     return n;
 }
 
+/* Report LX ranges a and b of kernel ki overlapping while both are live. */
+static void lx_report(PVfy *v, uint32_t ki, const LxBuf *a, const LxBuf *b)
+{
+    fail(v, "kernel %u: LX ranges of %s [0x%llx, 0x%llx) and %s [0x%llx, 0x%llx) overlap "
+         "while both are live", ki, a->what, (unsigned long long)a->lo,
+         (unsigned long long)a->hi, b->what, (unsigned long long)b->lo,
+         (unsigned long long)b->hi);
+}
+
+/* Order of value buffers by program, then first live step, then position. */
+static int cmp_life(const void *x, const void *y)
+{
+    const LxBuf *a = *(const LxBuf *const *)x, *b = *(const LxBuf *const *)y;
+    if (a->prog != b->prog)
+        return a->prog - b->prog;
+    if (a->def != b->def)
+        return a->def < b->def ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+/* Value buffers vals[0..n) of one kernel that share bytes while both are live. Values
+ * of different programs lie in their programs' ranges, whose overlap is a conflict of
+ * its own; within a program a sweep over steps keeps the values live at the current
+ * one, so the work grows with values times the largest live set, not values squared. */
+static void lx_value_conflicts(PVfy *v, uint32_t ki, LxBuf *vals, uint32_t n)
+{
+    const LxBuf **ord = ir_scratch(v->g, ((size_t)n + 1) * sizeof *ord);
+    const LxBuf **live = ir_scratch(v->g, ((size_t)n + 1) * sizeof *live);
+    for (uint32_t i = 0; i < n; i++)
+        ord[i] = &vals[i];
+    qsort(ord, n, sizeof *ord, cmp_life);
+    uint32_t nlive = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const LxBuf *b = ord[i];
+        if (i > 0 && b->prog != ord[i - 1]->prog)
+            nlive = 0;
+        for (uint32_t j = 0; j < nlive;) {
+            if (live[j]->last <= b->def) {  /* dead before b is made: drop it */
+                live[j] = live[--nlive];
+                continue;
+            }
+            if (lx_conflict(live[j], b))
+                lx_report(v, ki, live[j] < b ? live[j] : b, live[j] < b ? b : live[j]);
+            j++;
+        }
+        live[nlive++] = b;
+    }
+}
+
 /* LX of kernel k: within lx_bytes and the budget, no two live buffers overlapping. */
 static void check_lx(PVfy *v, uint32_t ki, const IrKernel *k)
 {
@@ -225,19 +284,16 @@ static void check_lx(PVfy *v, uint32_t ki, const IrKernel *k)
              v->t->lx_budget_bytes);
     LxBuf *bufs = ir_scratch(v->g, (IR_KBUF_MAX + 2 + k->tp[0].nvals + k->tp[1].nvals) *
                                        sizeof *bufs);
-    uint32_t n = lx_buffers(v, ki, k, bufs);
+    uint32_t nfixed, n = lx_buffers(v, ki, k, bufs, &nfixed);
     for (uint32_t i = 0; i < n; i++) {
         if (bufs[i].hi > k->lx_bytes)
             fail(v, "kernel %u: LX range of %s ends at 0x%llx, after its %u bytes", ki,
                  bufs[i].what, (unsigned long long)bufs[i].hi, k->lx_bytes);
-        for (uint32_t j = i + 1; j < n; j++)
+        for (uint32_t j = i + 1; i < nfixed && j < n; j++)
             if (lx_conflict(&bufs[i], &bufs[j]))
-                fail(v, "kernel %u: LX ranges of %s [0x%llx, 0x%llx) and %s [0x%llx, "
-                     "0x%llx) overlap while both are live", ki, bufs[i].what,
-                     (unsigned long long)bufs[i].lo, (unsigned long long)bufs[i].hi,
-                     bufs[j].what, (unsigned long long)bufs[j].lo,
-                     (unsigned long long)bufs[j].hi);
+                lx_report(v, ki, &bufs[i], &bufs[j]);
     }
+    lx_value_conflicts(v, ki, bufs + nfixed, n - nfixed);
 }
 
 /* ---- dram_plan ---- */

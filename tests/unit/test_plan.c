@@ -2,7 +2,7 @@
  * Each test compiles a small text-IR graph through the pipeline, checks that
  * plan_verify accepts the plan, breaks one invariant by hand and checks that the
  * verifier reports it: a node in two kernels, a gap in the cores' item ranges,
- * overlapping LX buffers, overlapping DRAM ranges of live values, an access wider
+ * overlapping LX buffers (anchors, or two values of one program), overlapping DRAM ranges of live values, an access wider
  * than a (tiny) core window. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -102,6 +102,23 @@ static void lx_overlap(Plan *p, SpyTarget *t)
     k->buf[1] = k->buf[0];
 }
 
+/* Tile: the reduction prologue's two loads (both live until its add) in one buffer. */
+static void lx_values_overlap(Plan *p, SpyTarget *t)
+{
+    IrTileProg *tp = &p->kernels[2].tp[0];
+    IrTileVal *first = NULL;
+    for (uint32_t i = 0; i < tp->nvals; i++) {
+        if (tp->vals[i].src != IR_TV_LOAD)
+            continue;
+        if (first) {
+            tp->vals[i].lx = first->lx;
+            return;
+        }
+        first = &tp->vals[i];
+    }
+    fail_msg("the prologue loads fewer than two values");
+}
+
 /* Tile: a kernel using more LX than the budget. */
 static void lx_budget(Plan *p, SpyTarget *t)
 {
@@ -167,6 +184,8 @@ static const Case NODE_TWICE = {GRAPH, node_in_two_kernels, "fuse", "is in 2 ker
 static const Case CORE_GAP = {GRAPH, core_range_gap, "divide", "cores run items"};
 static const Case CORE_OVERLAP = {GRAPH, core_range_overlap, "divide", "starts at item"};
 static const Case LX_OVERLAP = {GRAPH, lx_overlap, "tile", "overlap while both are live"};
+static const Case LX_VALUES = {GRAPH, lx_values_overlap, "tile",
+                               "overlap while both are live"};
 static const Case LX_BUDGET = {GRAPH, lx_budget, "tile", "more than the budget"};
 static const Case DRAM_OVERLAP = {GRAPH, dram_overlap, "dram_plan",
                                   "overlap in DRAM while both are live"};
@@ -183,6 +202,7 @@ int main(void)
         CASE(CORE_GAP),
         CASE(CORE_OVERLAP),
         CASE(LX_OVERLAP),
+        CASE(LX_VALUES),
         CASE(LX_BUDGET),
         CASE(DRAM_OVERLAP),
         CASE(WINDOW),
