@@ -85,7 +85,12 @@ $(ZOO_LARGE)/%/.ok: $(ZOO_LARGE_SRC)/%/skeleton.json $(ZOO_LARGE_SRC)/%/model.sk
 	flock $(ZOO_LARGE)/.lock $(VENV)/bin/python $(SHARED)/tools/zoo_regen.py $(ZOO_LARGE_SRC)/$* $(ZOO_LARGE)/$*
 	@touch $@
 
-bench-large: all $(VENV)/.ok zoo-large
+# the fp32 peak probe of bench-large: FMA loops on this host's widest vectors
+$(BUILD)/tests/fma_peak: tests/bench/fma_peak.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -std=c11 -O2 -march=native -ffp-contract=fast $(WARN) -o $@ $< -lpthread
+
+bench-large: all $(VENV)/.ok zoo-large $(BUILD)/tests/fma_peak
 	$(VENV)/bin/python tests/bench/bench_large.py --build $(BUILD) --zoo $(ZOO_LARGE)
 
 example: $(VENV)/.ok

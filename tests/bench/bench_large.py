@@ -26,8 +26,9 @@ Three tables, after a header naming the host and the onnxruntime version:
    tensor, at --chains node counts, each stopped after --chain-timeout seconds.
 
 3. GFLOP/s of a single MatMul (input [M,K] times a constant [K,N]) on the emulator
-   (2*M*N*K / median spyrun latency) and on onnxruntime, next to an estimate of this
-   host's fp32 peak for T threads (the assumption is printed).
+   (2*M*N*K / median spyrun latency) and on onnxruntime, as a share of this host's fp32
+   peak for T threads: T times one core's peak, measured by BUILD/tests/fma_peak
+   (tests/bench/fma_peak.c).
 
 Bundles and generated models stay in --work (default BUILD/bench-large). Not a test:
 nothing here asserts on time. Needs numpy, onnx and onnxruntime (make bench-large runs it
@@ -220,42 +221,35 @@ def ort_child(args):
 
 # ---- the host ------------------------------------------------------------------------
 
-def cpuinfo():
-    """(model name, vendor, family, flags set, MHz) of the first CPU in /proc/cpuinfo."""
-    info = {}
+def cpu_model():
+    """The model name of the first CPU in /proc/cpuinfo."""
     with open("/proc/cpuinfo") as f:
         for line in f:
-            if not line.strip():
-                break
-            k, _, v = line.partition(":")
-            info[k.strip()] = v.strip()
-    return (info.get("model name", "?"), info.get("vendor_id", "?"),
-            int(info.get("cpu family", "0") or 0), set(info.get("flags", "").split()),
-            float(info.get("cpu MHz", "0") or 0))
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    return "?"
 
 
-def fp32_peak(threads):
-    """(GFLOP/s, assumption text): fp32 peak of `threads` cores of this host."""
-    _, vendor, family, flags, mhz = cpuinfo()
-    if "avx512f" in flags and not (vendor == "AuthenticAMD" and family < 26):
-        lanes, why = 64, "avx512f: 2 FMA units x 16 fp32 lanes x 2 flops"
-    elif "avx512f" in flags:
-        lanes, why = 32, "avx512f on AMD Zen 4 (family 25): 512-bit FMAs on 2 x 256-bit units"
-    elif "avx2" in flags and "fma" in flags:
-        lanes, why = 32, "avx2+fma: 2 FMA units x 8 fp32 lanes x 2 flops"
-    else:
-        lanes, why = 8, "sse: 4 fp32 lanes x (1 mul + 1 add)"
-    ghz = mhz / 1000.0
-    peak = threads * lanes * ghz
-    return peak, (f"{threads} cores x {lanes} flop/cycle ({why}) x {ghz:.2f} GHz "
-                  f"(cpu MHz of /proc/cpuinfo; turbo not counted) = {peak:.0f} GFLOP/s")
+def fp32_peak(args):
+    """(GFLOP/s or None, how it was obtained): the fp32 peak of args.threads cores, from
+    one core's FMA loop (BUILD/tests/fma_peak, tests/bench/fma_peak.c) times the threads.
+    One core is measured because the others may be busy on a shared machine; the product
+    assumes that each of the threads has a core of its own at that speed."""
+    probe = os.path.join(args.build, "tests", "fma_peak")
+    r = run_measured([probe, "1"]) if os.path.exists(probe) else {"out": ""}
+    m = re.search(r"peak_gflops ([0-9.]+) vector_bits (\d+)", r["out"])
+    if not m:
+        return None, f"unknown ({probe} did not run: make {probe})"
+    one = float(m.group(1))
+    return args.threads * one, (f"{args.threads} threads x {one:.1f} GFLOP/s (one core's loop "
+                                f"of independent {m.group(2)}-bit FMAs, best of 5) = "
+                                f"{args.threads * one:.0f} GFLOP/s")
 
 
 def print_host(args):
     """The header: machine, threads, runs, onnxruntime version."""
     import onnxruntime
-    name = cpuinfo()[0]
-    print(f"host: {os.cpu_count()} CPUs ({name}); spyrun and onnxruntime with {args.threads} "
+    print(f"host: {os.cpu_count()} CPUs ({cpu_model()}); spyrun and onnxruntime with {args.threads} "
           f"threads; median of {args.repeat} runs after {args.warmup} warm-up runs; "
           f"onnxruntime {onnxruntime.__version__}")
 
@@ -398,8 +392,8 @@ def matmul_model(m, k, n, folder):
 
 def bench_gemm(args):
     """Table 3; returns its rows."""
-    peak, assumption = fp32_peak(args.threads)
-    print(f"\nfp32 peak estimate: {assumption}")
+    peak, how = fp32_peak(args)
+    print(f"\nfp32 peak of this host: {how}")
     head = (f"{'MatMul MxKxN':<16} {'spyrun ms':>10} {'GFLOP/s':>8} {'% peak':>6} "
             f"{'ort ms':>8} {'GFLOP/s':>8} {'% peak':>6}  check")
     print(head)
