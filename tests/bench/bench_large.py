@@ -252,6 +252,8 @@ def print_host(args):
     print(f"host: {os.cpu_count()} CPUs ({cpu_model()}); spyrun and onnxruntime with {args.threads} "
           f"threads; median of {args.repeat} runs after {args.warmup} warm-up runs; "
           f"onnxruntime {onnxruntime.__version__}")
+    print(f"load average at the start: {os.getloadavg()[0]:.2f} (other work on the machine "
+          f"skews every time below)")
 
 
 # ---- table 1: the large models ---------------------------------------------------------
@@ -442,6 +444,7 @@ def main():
         out["chains"] = bench_chains(args)
     if "gemm" not in args.skip:
         out["gemm"] = bench_gemm(args)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     bench.write_json(args.json, out)
     return 0
 
