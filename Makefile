@@ -4,6 +4,8 @@
 #   make demo       compile the shipped example model, run it, check it against its golden
 #   make check      every test (unit, golden text, golden numeric, determinism, malformed)
 #   make bench      compile time, host latency and onnxruntime ratio per model (needs PyPI)
+#   make zoo-large  materialise the large models (../shared/models-large) in build/zoo-large
+#   make bench-large  compile, memory, load and latency of the large models, long chains, GFLOP/s
 #   make asan|ubsan make check under sanitizers;  SANITIZER=address|undefined
 #   make format     clang-format the sources
 #   make install    tools, libspyrert, spyrt.h, spyrert.pc and man pages under PREFIX

@@ -10,6 +10,11 @@
 #   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}
 #   make golden-update   rewrite every .expect file from the current compiler output
 #   make bench     compile time and latency per model against onnxruntime (needs PyPI)
+#   make zoo-large materialise the models of SHARED/models-large into BUILD/zoo-large/NAME
+#                  (weights refilled by zoo_regen.py; gigabytes; skips models already there)
+#   make bench-large  per large model: compile time and peak RSS, bundle size, load time,
+#                  spyrun against onnxruntime, modelled time, --check; then compile time
+#                  of generated long chains and the GFLOP/s of large matrix products
 #   make example   regenerate examples/models/tiny_cnn with onnx/onnxruntime (needs PyPI)
 #
 # Uses the Makefile's BUILD, SHARED, LIBSPYREC, LIBRT_A, COMPILER_LIBS, LDLIBS,
@@ -67,6 +72,34 @@ $(VENV)/.ok:
 
 bench: all $(VENV)/.ok
 	$(VENV)/bin/python tests/bench/bench.py --build $(BUILD) --shared $(SHARED)
+
+# ---- the large models (neither is part of make check; never commit build/zoo-large) ------
+# zoo_regen.py refills each skeleton's emptied weights (same bytes on every machine) and
+# writes ZOO_LARGE/NAME/model.onnx (+ model.onnx.data) and test_data_set_0. The stamp .ok is
+# written only after a successful regen, so an interrupted one is redone; flock keeps to
+# one regen at a time under -j (a 1B model holds several GiB while it is written).
+ZOO_LARGE_SRC := $(SHARED)/models-large
+ZOO_LARGE := $(BUILD)/zoo-large
+ZOO_LARGE_NAMES := $(notdir $(patsubst %/skeleton.json,%,$(wildcard $(ZOO_LARGE_SRC)/*/skeleton.json)))
+ZOO_LARGE_STAMPS := $(patsubst %,$(ZOO_LARGE)/%/.ok,$(ZOO_LARGE_NAMES))
+
+.PHONY: zoo-large bench-large
+zoo-large: $(ZOO_LARGE_STAMPS)
+	@test -n "$(ZOO_LARGE_NAMES)" || { echo "no skeletons in $(ZOO_LARGE_SRC)" >&2; exit 1; }
+
+$(ZOO_LARGE)/%/.ok: $(ZOO_LARGE_SRC)/%/skeleton.json $(ZOO_LARGE_SRC)/%/model.skel.onnx | $(VENV)/.ok
+	@mkdir -p $(ZOO_LARGE)
+	@rm -f $@
+	flock $(ZOO_LARGE)/.lock $(VENV)/bin/python $(SHARED)/tools/zoo_regen.py $(ZOO_LARGE_SRC)/$* $(ZOO_LARGE)/$*
+	@touch $@
+
+# the fp32 peak probe of bench-large: FMA loops on this host's widest vectors
+$(BUILD)/tests/fma_peak: tests/bench/fma_peak.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -std=c11 -O2 -march=native -ffp-contract=fast $(WARN) -o $@ $< -lpthread
+
+bench-large: all $(VENV)/.ok zoo-large $(BUILD)/tests/fma_peak
+	$(VENV)/bin/python tests/bench/bench_large.py --build $(BUILD) --zoo $(ZOO_LARGE)
 
 example: $(VENV)/.ok
 	$(VENV)/bin/python examples/gen_tiny_cnn.py

@@ -94,14 +94,15 @@ def run_spyrun(args, sbin, data):
 
 
 def run_ort(args, model, data):
-    """Median onnxruntime latency in ms on the inputs of data/input_K.pb."""
+    """Median onnxruntime latency in ms on the inputs of data/input_K.pb (intra-op threads:
+    args.threads when the caller has one, else the host CPUs)."""
     import numpy as np  # noqa: F401  (onnxruntime needs it)
     import onnx
     import onnxruntime as ort
     from onnx import numpy_helper
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = os.cpu_count() or 1
+    opts.intra_op_num_threads = getattr(args, "threads", None) or os.cpu_count() or 1
     sess = ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
     feeds = {}
     for k, inp in enumerate(sess.get_inputs()):
@@ -117,6 +118,13 @@ def run_ort(args, model, data):
         sess.run(None, feeds)
         times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+def write_json(path, data):
+    """Write data as indented JSON to path (nothing when path is None)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
 
 
 def fmt(v, spec):
@@ -154,9 +162,7 @@ def main():
             if row["error"]:
                 line += f"  ({row['error']})"
             print(line, flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_json(args.json, rows)
     return 0
 
 
