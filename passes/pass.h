@@ -50,6 +50,7 @@ bool pass_dce(IrGraph *g, const PassOptions *opt);         /* dead-code eliminat
 bool pass_dynamic(IrGraph *g, const PassOptions *opt);     /* data-dependent extents */
 bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement cleanups */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
+bool pass_window(IrGraph *g, const PassOptions *opt);      /* reads within core windows */
 bool pass_fuse(IrGraph *g, const PassOptions *opt);        /* group nodes into kernels */
 bool pass_layout(IrGraph *g, const PassOptions *opt);      /* stick layouts */
 bool pass_divide(IrGraph *g, const PassOptions *opt);      /* split kernels over cores */

@@ -20,6 +20,7 @@ const PassInfo pass_pipeline[] = {
     {"bnfold", pass_bnfold, 1, "fold per-channel affine ops into convolutions/matmuls"},
     {"dce", pass_dce, 0, "remove nodes whose results are never used"},
     {"dynamic", pass_dynamic, 0, "carry data-dependent extents to the graph outputs"},
+    {"window", pass_window, 0, "split reads of tensors larger than a core's DRAM window"},
     {"fuse", pass_fuse, 0, "group nodes into kernels (epilogues, prologues, chains)"},
     {"layout", pass_layout, 0, "device dtypes, tensor layouts, strided views"},
     {"divide", pass_divide, 0, "split each kernel's work over the cores"},

@@ -405,7 +405,8 @@ static void move_accesses(Tctx *c)
 }
 
 /* GATHER reads its table with single instructions: the rows of one outer index must
- * lie inside one core's DRAM window. */
+ * lie inside one core's DRAM window. pass_window has cut larger tables into parts
+ * where it can (isa.md, "DRAM windows"); what is left here cannot be cut. */
 static bool gather_window_ok(Tctx *c, const IrNode *n, uint64_t es)
 {
     const IrType *dt = ir_vtype(c->g, n->in[0]);
@@ -419,7 +420,8 @@ static bool gather_window_ok(Tctx *c, const IrNode *n, uint64_t es)
     if (span <= ((uint64_t)c->t->core_window_mib << 20))
         return true;
     ir_error(c->g, &n->origin, "gather table of %llu bytes exceeds the %u MiB of device memory "
-             "one core can address", (unsigned long long)span, c->t->core_window_mib);
+             "one core can address and cannot be read in window-sized parts",
+             (unsigned long long)span, c->t->core_window_mib);
     return false;
 }
 

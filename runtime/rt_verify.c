@@ -40,6 +40,8 @@ static spy_status verify_target(spy_model *m, RtErr *e) {
         bad = "DRAM bandwidths must be positive";
     else if (t->overlap_permille > 1000)
         bad = "overlap_permille above 1000";
+    else if (t->core_window_mib == 0)
+        bad = "core_window_mib must be positive";
     if (bad)
         rt_err_set(e, SPY_E_TARGET, "header offset 40: target parameters unusable: %s", bad);
     return e->status;

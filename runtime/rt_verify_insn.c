@@ -1,6 +1,7 @@
 /* rt_verify_insn.c: static verification of one instruction against the bundle's
  * target and segment table: opcode, dtypes, flags, and that every LX and DRAM byte
- * range it can touch lies inside the scratchpad budget or its segment. Ranges are
+ * range it can touch lies inside the scratchpad budget or its segment, the DRAM range
+ * within one core window (target.core_window_mib; isa.md, "DRAM windows"). Ranges are
  * computed in 128-bit arithmetic from extents and strides (any sign, stride 0).
  */
 #include <stdio.h>
@@ -104,6 +105,11 @@ static bool dram(Vctx *v, const char *what, uint32_t seg, int64_t base, int n,
         return fail(v, "%s DRAM range [%lld, %lld) outside segment %u (%llu bytes)", what,
                     (long long)((i128)base + lo), (long long)((i128)base + hi), seg,
                     (unsigned long long)s->size);
+    i128 window = (i128)m->target.core_window_mib << 20;
+    if (hi - lo > window)
+        return fail(v, "%s DRAM range [%lld, %lld) of segment %u spans more than the core's "
+                    "%u MiB window", what, (long long)((i128)base + lo),
+                    (long long)((i128)base + hi), seg, m->target.core_window_mib);
     return true;
 }
 

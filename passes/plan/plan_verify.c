@@ -13,7 +13,8 @@
  *              at the same time (kernel-index liveness) have disjoint DRAM ranges
  *              inside their segment; every strided DRAM access of every kernel, over
  *              the box of each core's items, stays inside its root's storage and
- *              spans at most the core's address window
+ *              spans at most the core's address window (isa.md, "DRAM windows": the
+ *              compiler's rule, per core, kernel and tensor)
  *
  * Problems are reported like ir_verify's: "internal error after pass X: ..." (they
  * are our bugs), at most 20 per verification.

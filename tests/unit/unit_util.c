@@ -273,6 +273,14 @@ uint8_t *ut_compile(IrGraph *g, size_t *len)
 {
     SpyTarget t;
     fe_default_target(&t);
+    return ut_compile_for(g, &t, len);
+}
+
+/* Compile g for target t (-O2, verifiers on) into a bundle (malloc'ed; its size in
+ * *len); NULL, with the diagnostics printed, when the pipeline fails. */
+uint8_t *ut_compile_for(IrGraph *g, const SpyTarget *tp, size_t *len)
+{
+    SpyTarget t = *tp;
     PassOptions po = {.opt_level = 2, .target = &t, .verify = true};
     if (!pass_run_pipeline(g, &po)) {
         ir_diag_print(g->diag, stderr);

@@ -16,6 +16,7 @@
 #include "ir.h"
 #include "passes/pass.h"
 #include "spyrt.h"
+#include "target.h"
 
 /* ---- fixture ---- */
 
@@ -70,6 +71,7 @@ char *ut_print_str(IrGraph *g);
 /* ---- the whole pipeline and the emulator ---- */
 
 uint8_t *ut_compile(IrGraph *g, size_t *len);
+uint8_t *ut_compile_for(IrGraph *g, const SpyTarget *t, size_t *len);
 spy_status ut_compile_run(IrGraph *g, const void *const *inputs, void *const *outs, char *err,
                           size_t errlen);
 

@@ -303,6 +303,13 @@ static void insns(void)
     emit("insn_load_2e40_elems", "LOAD moves more than 2^32 elements");
     INSN(0).dma.flags = 0x80;
     emit("insn_load_flags", "LOAD unknown flags 0x80");
+    /* a LOAD inside a 4 MiB arena whose rows span more than a 1 MiB core window */
+    base("relu")->target.core_window_mib = 1;
+    B.segs[1].size = 4u << 20;
+    B.code[0].dma.seg = 1;
+    B.code[0].dma.dram_stride[0] = 1 << 18;
+    emit("insn_load_window", "LOAD DRAM range [0, 3145760) of segment 1 spans more than the "
+                             "core's 1 MiB window");
 }
 
 /* Compute instructions of core 0 of the relu bundle (checksums right). */
@@ -395,6 +402,8 @@ static void targets(void)
     emit("target_clock_0", "target parameters unusable");
     base("relu")->target.overlap_permille = 2000;
     emit("target_overlap", "overlap_permille above 1000");
+    base("relu")->target.core_window_mib = 0;
+    emit("target_window_0", "core_window_mib must be positive");
     base("relu");
     memset(B.target.name, 'A', sizeof B.target.name);
     emit("target_name_unterminated", "name is not NUL-terminated");
