@@ -10,7 +10,8 @@
  * file must not be truncated or rewritten in place while the model is loaded (as for
  * a shared library): a page cut off would raise SIGBUS, a rewritten one would change
  * the constants. spyrec replaces bundles by rename, which leaves a loaded one intact.
- * Files that cannot be mapped (pipes, character devices) are read into memory.
+ * Files that cannot be mapped (pipes, character devices, some pseudo file systems)
+ * are read into memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -352,23 +353,16 @@ static int read_all(int fd, uint8_t **data, size_t *size) {
     return 0;
 }
 
-/* Maps the regular file fd of size bytes read-only, advised as read sequentially
- * (large read-ahead while the CRC pass pages it in; load_owned sets it back to normal
- * afterwards). Returns 0 or an errno value. An empty file gets a 1-byte malloc'd
- * buffer (*mapped false). */
-static int map_file(int fd, size_t size, uint8_t **data, bool *mapped) {
-    *mapped = false;
-    if (size == 0) {
-        *data = calloc(1, 1);
-        return *data ? 0 : ENOMEM;
-    }
+/* Maps the regular file fd of size (> 0) bytes read-only, advised as read
+ * sequentially (large read-ahead while the CRC pass pages it in; load_owned sets it
+ * back to normal afterwards). Returns false when it cannot be mapped. */
+static bool map_file(int fd, size_t size, uint8_t **data) {
     void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED)
-        return errno;
+        return false;
     madvise(p, size, MADV_SEQUENTIAL);
     *data = p;
-    *mapped = true;
-    return 0;
+    return true;
 }
 
 /* Loads and verifies a bundle file: mapped when it is a regular file, else read. */
@@ -397,9 +391,10 @@ spy_status spy_model_load_file(const char *path, spy_model **out, char *err, siz
         rc = EISDIR;
     else if (!rc && S_ISREG(st.st_mode) && (uint64_t)st.st_size > SIZE_MAX)
         rc = EFBIG;
-    else if (!rc && S_ISREG(st.st_mode))
-        rc = map_file(fd, size = (size_t)st.st_size, &buf, &mapped);
-    else if (!rc)
+    else if (!rc && S_ISREG(st.st_mode) && st.st_size > 0 &&
+             (mapped = map_file(fd, (size_t)st.st_size, &buf)))
+        size = (size_t)st.st_size;
+    else if (!rc)       /* pipes, devices, files that cannot be mapped or claim 0 bytes */
         rc = read_all(fd, &buf, &size);
     close(fd);
     if (rc) {
