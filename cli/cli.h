@@ -108,6 +108,12 @@ bool cli_report_write(CliReport *r, const char *path, const CliReportInfo *info)
 bool cli_trace_write(const char *path, const spy_model *m, const spy_session *s,
                      const char *bundle_name, char *err, size_t errlen);
 
+/* ---- cli/spyrun_load.c ---- */
+/* spy_model_load_file, timed: with stats, prints `load_ms=... rss_mib=... bundle_mib=...`
+ * (load wall time, resident memory after the load, bundle size) on success. */
+spy_status cli_load_model(const char *path, bool stats, spy_model **m, char *err,
+                          size_t errlen);
+
 /* ---- cli/spyrec_seq.c ---- */
 struct FeSeq;
 /* The structure of a sequence or optional input given as text: "N:D0xD1,D0xD1,..."

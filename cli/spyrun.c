@@ -75,7 +75,9 @@ static void usage(FILE *f)
             "  --repeat N          run N timed inferences and print the median host latency\n"
             "  --warmup N          untimed runs before them (default 2 with --repeat)\n"
             "  --profile           per-kernel table: modelled device time, host time,\n"
-            "                      roofline bound, efficiency; with totals\n"
+            "                      roofline bound, efficiency; with totals; and the lines\n"
+            "                      load_ms=T rss_mib=R bundle_mib=B (load time, resident\n"
+            "                      memory after it) and first_run_ms=T (first inference)\n"
             "  --trace FILE.json   write a Chrome-trace / Perfetto timeline of the (last) run:\n"
             "                      host time per kernel and host thread, and the modelled\n"
             "                      device time per core (open in ui.perfetto.dev or\n"
@@ -447,10 +449,13 @@ static int run_once(spy_session *s, const void *const *in, void *const *out, con
 /* Run warm-up and timed inferences; print host latency. Returns 0 or exit status. */
 static int run_timed(const Args *a, spy_session *s, const void *const *in, void *const *out)
 {
+    double first = now_s();
     for (int r = 0; r < a->warmup; r++) {
         int rc = run_once(s, in, out, a->model);
         if (rc)
             return rc;
+        if (r == 0 && a->profile)          /* the first inference after the load */
+            printf("first_run_ms=%.3f\n", (now_s() - first) * 1e3);
     }
     int n = a->repeat > 0 ? a->repeat : 1;
     double *t = malloc((size_t)n * sizeof *t);
@@ -467,6 +472,8 @@ static int run_timed(const Args *a, spy_session *s, const void *const *in, void 
             return rc;
         }
     }
+    if (a->profile && a->warmup == 0)
+        printf("first_run_ms=%.3f\n", t[0]);
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     double med = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
     if (a->repeat > 0)
@@ -787,7 +794,7 @@ int main(int argc, char **argv)
     if (rc < 0) {
         spy_model *m = NULL;
         char err[1024] = "";
-        spy_status st = spy_model_load_file(a.model, &m, err, sizeof err);
+        spy_status st = cli_load_model(a.model, a.profile, &m, err, sizeof err);
         if (st != SPY_OK) {
             if (strstr(err, a.model))
                 fprintf(stderr, "spyrun: %s\n", err);

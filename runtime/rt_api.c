@@ -42,7 +42,7 @@ void spy_model_free(spy_model *m) {
     free(m->active_first);
     free(m->io);
     free(m->meta_text);
-    free(m->file);
+    rt_model_release(m);
     free(m);
 }
 

@@ -1,11 +1,26 @@
 /* rt_load.c: reading a bundle from a file or memory and checking its container:
  * header, version, section table, section layout and CRCs. Table contents are
  * verified by rt_verify.c; nothing in a section is dereferenced before that.
+ *
+ * A bundle file is mapped read-only (MAP_PRIVATE), not copied: the CRC pass over the
+ * sections is what pages it in, and sessions read the constants straight from the
+ * mapping (segment 0, which the verifier keeps free of stores), so a loaded model
+ * costs the bundle's size in memory once, shared with the page cache. Nothing is read
+ * past the size fstat reported at load (the header's file_size must equal it). The
+ * file must not be truncated or rewritten in place while the model is loaded (as for
+ * a shared library): a page cut off would raise SIGBUS, a rewritten one would change
+ * the constants. spyrec replaces bundles by rename, which leaves a loaded one intact.
+ * Files that cannot be mapped (pipes, character devices, some pseudo file systems)
+ * are read into memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rt_model.h"
 
@@ -240,21 +255,37 @@ static void report(const RtErr *e, const char *where, char *err, size_t errlen) 
         snprintf(err, errlen, "%s: %s", where, e->msg);
 }
 
-/* Takes ownership of buf[0..size) and builds a verified model from it. */
-static spy_status load_owned(uint8_t *buf, size_t size, const char *where, spy_model **out,
-                             char *err, size_t errlen) {
+/* Releases the bundle bytes of m (mapped or malloc'd). */
+void rt_model_release(spy_model *m) {
+    if (m->mapped)
+        munmap(m->file, m->size);
+    else
+        free(m->file);
+    m->file = NULL;
+}
+
+/* Takes ownership of buf[0..size) (mapped: from mmap, else from malloc) and builds a
+ * verified model from it. */
+static spy_status load_owned(uint8_t *buf, size_t size, bool mapped, const char *where,
+                             spy_model **out, char *err, size_t errlen) {
     RtErr e = {SPY_OK, ""};
     spy_model *m = calloc(1, sizeof *m);
     if (!m) {
-        free(buf);
+        if (mapped)
+            munmap(buf, size);
+        else
+            free(buf);
         rt_err_set(&e, SPY_E_NOMEM, "out of memory");
         report(&e, where, err, errlen);
         return e.status;
     }
     m->file = buf;
     m->size = size;
+    m->mapped = mapped;
     if (rt_model_parse(m, &e) == SPY_OK && rt_verify_tables(m, &e) == SPY_OK)
         rt_timing_compute(m, &e);
+    if (mapped)       /* sessions read constants in any order: default read-ahead */
+        madvise(buf, size, MADV_NORMAL);
     if (e.status != SPY_OK) {
         report(&e, where, err, errlen);
         spy_model_free(m);
@@ -264,7 +295,8 @@ static spy_status load_owned(uint8_t *buf, size_t size, const char *where, spy_m
     return SPY_OK;
 }
 
-/* Loads and verifies a bundle held in memory (the data is copied). */
+/* Loads and verifies a bundle held in memory. The data is copied once (the caller
+ * may free it on return); spy_model_load_file maps a file instead. */
 spy_status spy_model_load_memory(const void *data, size_t size, spy_model **out, char *err,
                                  size_t errlen) {
     if (err && errlen)
@@ -284,45 +316,56 @@ spy_status spy_model_load_memory(const void *data, size_t size, spy_model **out,
     }
     if (size)
         memcpy(buf, data, size);
-    return load_owned(buf, size, "bundle", out, err, errlen);
+    return load_owned(buf, size, false, "bundle", out, err, errlen);
 }
 
-/* Reads all of f into a malloc'd buffer. Returns 0 or an errno value. */
-static int read_all(FILE *f, uint8_t **data, size_t *size) {
+/* Reads all of fd (a pipe or device: no size known up front) into a malloc'd buffer.
+ * Returns 0 or an errno value. */
+static int read_all(int fd, uint8_t **data, size_t *size) {
     size_t cap = 1 << 16, n = 0;
     uint8_t *buf = malloc(cap);
     if (!buf)
         return ENOMEM;
     for (;;) {
         if (n == cap) {
-            if (cap > SIZE_MAX / 2) {
-                free(buf);
-                return EFBIG;
-            }
-            uint8_t *nb = realloc(buf, cap * 2);
+            uint8_t *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
             if (!nb) {
                 free(buf);
-                return ENOMEM;
+                return cap > SIZE_MAX / 2 ? EFBIG : ENOMEM;
             }
             buf = nb;
             cap *= 2;
         }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                free(buf);
-                return EIO;
-            }
-            break;
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int rc = errno;
+            free(buf);
+            return rc;
         }
+        if (got == 0)
+            break;
+        n += (size_t)got;
     }
     *data = buf;
     *size = n;
     return 0;
 }
 
-/* Loads and verifies a bundle file. */
+/* Maps the regular file fd of size (> 0) bytes read-only, advised as read
+ * sequentially (large read-ahead while the CRC pass pages it in; load_owned sets it
+ * back to normal afterwards). Returns false when it cannot be mapped. */
+static bool map_file(int fd, size_t size, uint8_t **data) {
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return false;
+    madvise(p, size, MADV_SEQUENTIAL);
+    *data = p;
+    return true;
+}
+
+/* Loads and verifies a bundle file: mapped when it is a regular file, else read. */
 spy_status spy_model_load_file(const char *path, spy_model **out, char *err, size_t errlen) {
     if (err && errlen)
         err[0] = 0;
@@ -333,20 +376,31 @@ spy_status spy_model_load_file(const char *path, spy_model **out, char *err, siz
             snprintf(err, errlen, "spy_model_load_file: NULL argument");
         return SPY_E_INVALID_ARG;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
         if (err && errlen)
             snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return SPY_E_IO;
     }
+    struct stat st;
     uint8_t *buf = NULL;
     size_t size = 0;
-    int rc = read_all(f, &buf, &size);
-    fclose(f);
+    bool mapped = false;
+    int rc = fstat(fd, &st) ? errno : 0;
+    if (!rc && S_ISDIR(st.st_mode))
+        rc = EISDIR;
+    else if (!rc && S_ISREG(st.st_mode) && (uint64_t)st.st_size > SIZE_MAX)
+        rc = EFBIG;
+    else if (!rc && S_ISREG(st.st_mode) && st.st_size > 0 &&
+             (mapped = map_file(fd, (size_t)st.st_size, &buf)))
+        size = (size_t)st.st_size;
+    else if (!rc)       /* pipes, devices, files that cannot be mapped or claim 0 bytes */
+        rc = read_all(fd, &buf, &size);
+    close(fd);
     if (rc) {
         if (err && errlen)
             snprintf(err, errlen, "%s: cannot read: %s", path, strerror(rc));
         return rc == ENOMEM ? SPY_E_NOMEM : SPY_E_IO;
     }
-    return load_owned(buf, size, path, out, err, errlen);
+    return load_owned(buf, size, mapped, path, out, err, errlen);
 }

@@ -42,8 +42,10 @@ typedef struct {
 } RtIo;
 
 struct spy_model {
-    uint8_t *file;           /* owned copy of the whole bundle, malloc'd */
+    uint8_t *file;           /* the whole bundle: a read-only mapping of the file, or an
+                                owned malloc'd copy (rt_load.c) */
     size_t size;
+    bool mapped;             /* file is mapped (munmap), else malloc'd (free) */
     const SpyHeader *hdr;
     SpyTarget target;
     /* sections (pointers into file; NULL/0 when absent) */
@@ -87,6 +89,7 @@ struct spy_model {
 void rt_err_set(RtErr *e, spy_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 spy_status rt_model_parse(spy_model *m, RtErr *e);
+void rt_model_release(spy_model *m);
 
 /* rt_verify.c: verifies every table after the section layout was checked. */
 spy_status rt_verify_tables(spy_model *m, RtErr *e);

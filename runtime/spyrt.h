@@ -53,7 +53,14 @@ const char *spy_status_str(spy_status s);
 const char *spy_dtype_name(spy_dtype dt);
 const char *spy_version(void);
 
-/* Load and verify all of a bundle before anything runs. */
+/* Load and verify all of a bundle before anything runs.
+ * spy_model_load_file maps a regular file read-only rather than copying it: the model
+ * costs the bundle's size in memory once (shared with the page cache) and sessions
+ * read its constants in place. The file must then stay as it is until spy_model_free:
+ * truncating it or rewriting it in place under a loaded model is undefined (SIGBUS or
+ * changed constants); replacing it by rename, as spyrec writes bundles, or removing
+ * it is safe. Other files (pipes, devices) are read into memory.
+ * spy_model_load_memory copies data once; the caller may free it on return. */
 spy_status spy_model_load_file(const char *path, spy_model **out, char *err, size_t errlen);
 spy_status spy_model_load_memory(const void *data, size_t size, spy_model **out, char *err,
                                  size_t errlen);

@@ -211,6 +211,9 @@ part_cli() {
     expect_rc cli/spyrun-not-a-bundle 2 "$SPYRUN" $ex/model.onnx
     expect_rc cli/spyrun-outputs 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
         --output-dir "$W/cli/out" --profile
+    grep -Eq '^load_ms=[0-9.]+ rss_mib=[0-9.]+ bundle_mib=[0-9.]+$' "$(logname cli/spyrun-outputs)" &&
+        grep -Eq '^first_run_ms=[0-9.]+$' "$(logname cli/spyrun-outputs)"
+    result cli/spyrun-profile-load-line $? "$(logname cli/spyrun-outputs)"
     expect_rc cli/spyrun-npy 0 "$SPYRUN" "$sbin" --input x=$ex/test_data_set_0/input_0.pb \
         --output-dir "$W/cli/npy" --format npy --repeat 3 --warmup 1
     expect_rc cli/spyrun-check-own-output 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
