@@ -22,6 +22,10 @@
 /* Largest constant (bytes, all results of one node) that constant folding creates:
  * g->fold_budget of every new graph. Bigger results stay computations for the device. */
 #define IR_FOLD_BUDGET_DEFAULT ((size_t)256 << 20)
+/* A TRANSPOSE of a constant whose result is larger than this is not folded: the back
+ * end reads the constant in place through a strided view, so the bytes are stored
+ * once (a tied embedding and its transposed LM head) and the compile copies nothing. */
+#define IR_FOLD_TRANSPOSE_MAX ((size_t)1 << 20)
 #define IR_NONE UINT32_MAX
 
 typedef uint32_t ValId;
@@ -406,7 +410,8 @@ bool ir_output_hidden(const IrGraph *g, uint32_t i);
  * (the node is then left for the device). out[i] receives arena data. */
 bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out);
 /* Constant folding of one node (ir_fold.c): when n is a core op whose inputs are all
- * constants, whose results fit g->fold_budget and which ir_eval_node evaluates, its
+ * constants, whose results fit g->fold_budget (and IR_FOLD_TRANSPOSE_MAX for a
+ * TRANSPOSE) and which ir_eval_node evaluates, its
  * outputs become constants, n is marked dead and true is returned. n may be a node of
  * g->nodes or of the list detached by ir_rewrite_begin. */
 bool ir_fold_node(IrGraph *g, IrNode *n);
