@@ -307,6 +307,12 @@ ValId ir_find_value(IrGraph *g, const char *name);
 ValId ir_add_input(IrGraph *g, const char *name, const IrType *t);
 /* Constant: data (ir_type_bytes(t) bytes) is copied into the arena. */
 ValId ir_add_const(IrGraph *g, const char *name, const IrType *t, const void *data);
+/* Constant whose data (16-aligned) is not copied: it must stay unchanged as long as g
+ * lives, e.g. inside a mapped file that g keeps (ir_graph_keep). */
+ValId ir_add_const_ref(IrGraph *g, const char *name, const IrType *t, const void *data);
+/* Hand g a block (a mapped file) to release with release(p, n) when g is freed. On
+ * out of memory it is released at once before ir_oom. */
+void ir_graph_keep(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n));
 ValId ir_const_scalar_f32(IrGraph *g, float v);
 ValId ir_const_i64s(IrGraph *g, const int64_t *v, int n); /* 1-D i64 constant */
 void ir_add_output(IrGraph *g, ValId v);
