@@ -6,6 +6,7 @@
  * same bytes. SpyKernelDesc.flags holds the IrKernelKind.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ struct Writer {
     CgOut *out;                            /* where the bundle goes */
     Buf sec[SPY_SEC_MAX];                  /* sections by id (all but CONSTS) */
     Buf file;                              /* the bundle, when written to memory */
+    uint64_t pos, synced;                  /* bytes written to the file; handed to
+                                              writeback (out_put) */
     uint8_t *chunk;                        /* constants being converted (put_consts) */
     size_t nchunk;
     uint32_t crc;                          /* CRC32C of the constants so far */
@@ -138,8 +141,13 @@ uint32_t cg_value_bits(int dt, double v)
 /* Output buffer of the constant segment: converted in pieces of this many bytes. */
 #define CONST_CHUNK ((size_t)1 << 20)
 
+/* Written bytes handed to the disk while the bundle is being written (out_put), so
+ * that the final fsync has little left to wait for. */
+#define WRITEBACK_STEP ((uint64_t)64 << 20)
+
 /* Send n bytes (zeros when d is NULL) to the output: appended to the memory bundle,
- * or written to the file (after a failed write, nothing more is written). */
+ * or written to the file (after a failed write, nothing more is written); every
+ * WRITEBACK_STEP bytes start their writeback. */
 static void out_put(Writer *w, const void *d, size_t n)
 {
     if (w->out->fd < 0) {
@@ -159,6 +167,12 @@ static void out_put(Writer *w, const void *d, size_t n)
         if (d)
             d = (const uint8_t *)d + r;
         n -= (size_t)r;
+        w->pos += (uint64_t)r;
+    }
+    if (w->pos - w->synced >= WRITEBACK_STEP) {  /* a hint: fsync reports errors */
+        sync_file_range(w->out->fd, (off_t)w->synced, (off_t)(w->pos - w->synced),
+                        SYNC_FILE_RANGE_WRITE);
+        w->synced = w->pos;
     }
 }
 
@@ -194,14 +208,23 @@ static void chunk_zeros(Writer *w, uint64_t n)
 }
 
 /* Elements [e, e + count) of constant v in their device dtype: the same bytes when
- * the device holds the dtype as itself, else converted one by one (pass_dev_elem;
- * dram_plan has checked that every integer fits). */
+ * the device holds the dtype as itself (whole chunks of them written straight from
+ * the constant), else converted one by one (pass_dev_elem; dram_plan has checked
+ * that every integer fits). */
 static void chunk_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
 {
     IrDType dt = v->type.dtype;
     size_t ds = (size_t)pass_dev_esize(dt);
     bool same = ds == ir_dtype_size(dt) && !pass_dev_narrows_int(dt);
     while (count > 0) {
+        if (same && w->nchunk == 0 && (uint64_t)count * ds >= CONST_CHUNK) {
+            const uint8_t *q = (const uint8_t *)v->data + (size_t)e * ds;
+            w->crc = spy_crc32c(w->crc, q, CONST_CHUNK);   /* whole chunks: no copy */
+            out_put(w, q, CONST_CHUNK);
+            e += (int64_t)(CONST_CHUNK / ds);
+            count -= (int64_t)(CONST_CHUNK / ds);
+            continue;
+        }
         size_t room;
         uint8_t *p = chunk_room(w, ds, &room);
         int64_t k = (int64_t)(room / ds) < count ? (int64_t)(room / ds) : count;
