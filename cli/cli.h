@@ -34,6 +34,13 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
 /* Write buf to path atomically (temporary file in the same folder, fsync, rename);
  * "-" is standard output. Prints "spyrec: PATH: ..." and returns false on failure. */
 bool cli_write_atomic(const char *path, const void *buf, size_t len);
+/* Start writing path atomically: a temporary file next to it, whose descriptor is
+ * returned (-1, message printed, on failure). Not for "-". */
+int cli_atomic_open(const char *path);
+/* Finish it: with err == 0 fsync, close and rename over path; otherwise (err: the
+ * errno of a failed write) or on failure remove it. Prints "spyrec: PATH: cannot
+ * write: ..." and returns false on failure. */
+bool cli_atomic_close(const char *path, int fd, int err);
 /* Remove the temporary file of a write cut short (out of memory). */
 void cli_io_abandon(void);
 /* Remove it on SIGINT, SIGTERM and SIGHUP too. */

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -524,6 +525,7 @@ static struct {
     IrGraph *g;
     uint8_t *bundle;
     size_t blen;
+    bool bundle_mapped;            /* bundle maps the written output (stream_bundle) */
     char *text;
     FILE *dot;                     /* --emit=dot: memstream of the graphs */
     char *dot_buf;
@@ -583,6 +585,45 @@ static int emit_dot(IrGraph *g, IrDiag *diag, const Args *a)
     return write_output(a, live.dot_buf, live.dot_len);
 }
 
+/* --emit=sbin to a file: the bundle is streamed into the output, so that its constants
+ * are never held whole in memory. When the cache or the report needs its bytes, the
+ * written file is mapped (live.bundle). Returns the exit status. */
+static int stream_bundle(IrGraph *g, IrDiag *diag, const Args *a, const CgOptions *co)
+{
+    int fd = cli_atomic_open(a->output);
+    if (fd < 0)
+        return EXIT_INTERNAL;
+    size_t len = 0;
+    int err = 0;
+    bool ok = cg_emit_bundle_fd(g, co, fd, &len, &err);
+    if ((!ok && !err) || ir_failed(g)) {
+        close(fd);
+        cli_io_abandon();
+        return failure_status(diag, "code generation");
+    }
+    print_diags(diag);                     /* warnings */
+    bool keep = live.cache.status == CLI_CACHE_MISS || a->report;
+    void *map = keep && !err && len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
+    if (map == MAP_FAILED)
+        map = NULL;
+    if (!cli_atomic_close(a->output, fd, err)) {
+        if (map)
+            munmap(map, len);
+        return EXIT_INTERNAL;
+    }
+    if (keep && !map) {
+        fprintf(stderr, "spyrec: %s: cannot map the written bundle: %s\n", a->output,
+                strerror(errno));
+        return EXIT_INTERNAL;
+    }
+    live.bundle = map;
+    live.blen = len;
+    live.bundle_mapped = true;
+    live.out = map;
+    live.out_len = len;
+    return 0;
+}
+
 /* Run the pipeline and codegen on a loaded graph and write the output. Returns the
  * exit status. The caller holds the out-of-memory jump. */
 static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarget *target)
@@ -618,6 +659,11 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     cli_progress_stage("codegen");
     char *meta = make_meta(a);
     CgOptions co = {.target = target, .meta = meta ? meta : ""};
+    if (a->emit == EMIT_SBIN && strcmp(a->output, "-") != 0) {
+        int rc = stream_bundle(g, diag, a, &co);
+        free(meta);
+        return rc;
+    }
     bool ok = cg_emit_bundle(g, &co, &live.bundle, &live.blen);
     free(meta);
     if (!ok || ir_failed(g))
@@ -826,7 +872,10 @@ done:
     if (live.dot)
         fclose(live.dot);
     free(live.dot_buf);
-    free(live.bundle);
+    if (live.bundle_mapped && live.bundle)
+        munmap(live.bundle, live.blen);
+    else
+        free(live.bundle);
     free(live.text);
     if (live.g) {
         live.g->oom = NULL;

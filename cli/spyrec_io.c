@@ -107,6 +107,55 @@ static bool write_all(int fd, const void *buf, size_t len)
     return true;
 }
 
+int cli_atomic_open(const char *path)
+{
+    cli_progress_clear();
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) : 1;
+    const char *dir = slash ? path : ".";
+    if (slash == path)
+        dirlen = 1;                        /* "/x.sbin": the root folder */
+    if (snprintf(tmp_path, sizeof tmp_path, "%.*s/.%s.tmpXXXXXX", dirlen, dir,
+                 base_name(path)) >= (int)sizeof tmp_path) {
+        fprintf(stderr, "spyrec: %s: path too long\n", path);
+        return -1;
+    }
+    int fd = mkstemp(tmp_path);
+    if (fd < 0) {
+        fprintf(stderr, "spyrec: %s: cannot create a temporary file next to it: %s\n", path,
+                strerror(errno));
+        return -1;
+    }
+    have_tmp = 1;
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        cli_atomic_close(path, fd, errno);
+        return -1;
+    }
+    return fd;
+}
+
+bool cli_atomic_close(const char *path, int fd, int err)
+{
+    bool ok = err == 0 && fsync(fd) == 0;
+    int saved = err ? err : errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        saved = errno;
+    }
+    if (ok && rename(tmp_path, path) != 0) {
+        ok = false;
+        saved = errno;
+    }
+    if (!ok) {
+        unlink(tmp_path);
+        fprintf(stderr, "spyrec: %s: cannot write: %s\n", path, strerror(saved));
+    }
+    have_tmp = 0;
+    return ok;
+}
+
 /* Write the parts of parts[] to path atomically: a temporary file in the same folder,
  * fsync, rename. On failure the temporary file is removed and a message printed. "-"
  * is stdout. */
@@ -123,44 +172,13 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts)
         }
         return true;
     }
-    const char *slash = strrchr(path, '/');
-    int dirlen = slash ? (int)(slash - path) : 1;
-    const char *dir = slash ? path : ".";
-    if (slash == path)
-        dirlen = 1;                        /* "/x.sbin": the root folder */
-    if (snprintf(tmp_path, sizeof tmp_path, "%.*s/.%s.tmpXXXXXX", dirlen, dir,
-                 base_name(path)) >= (int)sizeof tmp_path) {
-        fprintf(stderr, "spyrec: %s: path too long\n", path);
+    int fd = cli_atomic_open(path);
+    if (fd < 0)
         return false;
-    }
-    int fd = mkstemp(tmp_path);
-    if (fd < 0) {
-        fprintf(stderr, "spyrec: %s: cannot create a temporary file next to it: %s\n", path,
-                strerror(errno));
-        return false;
-    }
-    have_tmp = 1;
-    mode_t mask = umask(0);
-    umask(mask);
-    bool ok = fchmod(fd, 0666 & ~mask) == 0;
+    bool ok = true;
     for (int i = 0; ok && i < nparts; i++)
         ok = write_all(fd, parts[i].data, parts[i].len);
-    ok = ok && fsync(fd) == 0;
-    int saved = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
-    if (ok && rename(tmp_path, path) != 0) {
-        ok = false;
-        saved = errno;
-    }
-    if (!ok) {
-        unlink(tmp_path);
-        fprintf(stderr, "spyrec: %s: cannot write: %s\n", path, strerror(saved));
-    }
-    have_tmp = 0;
-    return ok;
+    return cli_atomic_close(path, fd, ok ? 0 : errno ? errno : EIO);
 }
 
 /* Write buf to path atomically (see cli_write_atomic_parts). */

@@ -19,6 +19,12 @@ typedef struct {
  * Returns false (with errors in g->diag) on failure. Deterministic: the same graph
  * and options give the same bytes. */
 bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *outlen);
+/* The same bytes written to fd, an empty regular file open for writing (the header
+ * is written last, at offset 0). The constants are converted into their device
+ * layout piece by piece as they are written, so the bundle is never held in memory.
+ * *outlen gets the bundle's size. Returns false with errors in g->diag, or with
+ * *err = the errno of a failed write (0 otherwise). */
+bool cg_emit_bundle_fd(IrGraph *g, const CgOptions *opt, int fd, size_t *outlen, int *err);
 
 /* Human-readable disassembly of a bundle in memory (for --emit=asm and golden tests). */
 bool cg_disassemble(const uint8_t *bundle, size_t len, FILE *f);

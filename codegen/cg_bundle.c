@@ -5,11 +5,14 @@
  * Nothing depends on pointers, time or hash order, so the same plan always gives the
  * same bytes. SpyKernelDesc.flags holds the IrKernelKind.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cg_internal.h"
 #include "dtconv.h"
@@ -26,8 +29,14 @@ typedef struct {
 /* Every heap block of the bundle being written (and of the code generator). */
 struct Writer {
     CgEmit *e;
-    Buf sec[SPY_SEC_MAX];                  /* sections by id */
-    Buf file;                              /* the bundle */
+    CgOut *out;                            /* where the bundle goes */
+    Buf sec[SPY_SEC_MAX];                  /* sections by id (all but CONSTS) */
+    Buf file;                              /* the bundle, when written to memory */
+    uint64_t pos, synced;                  /* bytes written to the file; handed to
+                                              writeback (out_put) */
+    uint8_t *chunk;                        /* constants being converted (put_consts) */
+    size_t nchunk;
+    uint32_t crc;                          /* CRC32C of the constants so far */
 };
 
 /* Out of memory while writing: free every heap block of w, then take the graph's
@@ -37,6 +46,7 @@ static _Noreturn void writer_oom(Writer *w)
     for (int i = 0; i < SPY_SEC_MAX; i++)
         free(w->sec[i].p);
     free(w->file.p);
+    free(w->chunk);
     free(w->e->code);
     w->e->code = NULL;
     ir_oom(w->e->g);
@@ -128,34 +138,156 @@ uint32_t cg_value_bits(int dt, double v)
     return (uint32_t)(int32_t)c;
 }
 
-/* Constant segment: every planned constant converted to its device dtype and layout. */
-static void consts_blob(IrGraph *g, const SpyTarget *t, Buf *b)
+/* Output buffer of the constant segment: converted in pieces of this many bytes. */
+#define CONST_CHUNK ((size_t)1 << 20)
+
+/* Written bytes handed to the disk while the bundle is being written (out_put), so
+ * that the final fsync has little left to wait for. */
+#define WRITEBACK_STEP ((uint64_t)64 << 20)
+
+/* Send n bytes (zeros when d is NULL) to the output: appended to the memory bundle,
+ * or written to the file (after a failed write, nothing more is written); every
+ * WRITEBACK_STEP bytes start their writeback. */
+static void out_put(Writer *w, const void *d, size_t n)
 {
+    if (w->out->fd < 0) {
+        put(&w->file, d, n);
+        return;
+    }
+    static const uint8_t zeros[4096];
+    while (n > 0 && !w->out->err) {
+        size_t k = d ? n : n < sizeof zeros ? n : sizeof zeros;
+        ssize_t r = write(w->out->fd, d ? d : zeros, k > ((size_t)1 << 30) ? (size_t)1 << 30 : k);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            w->out->err = r < 0 ? errno : EIO;
+            return;
+        }
+        if (d)
+            d = (const uint8_t *)d + r;
+        n -= (size_t)r;
+        w->pos += (uint64_t)r;
+    }
+    if (w->pos - w->synced >= WRITEBACK_STEP) {  /* a hint: fsync reports errors */
+        sync_file_range(w->out->fd, (off_t)w->synced, (off_t)(w->pos - w->synced),
+                        SYNC_FILE_RANGE_WRITE);
+        w->synced = w->pos;
+    }
+}
+
+/* Write the converted constants held in w->chunk; they extend the segment's CRC. */
+static void chunk_flush(Writer *w)
+{
+    w->crc = spy_crc32c(w->crc, w->chunk, w->nchunk);
+    out_put(w, w->chunk, w->nchunk);
+    w->nchunk = 0;
+}
+
+/* Room for at least one element of es bytes at the end of w->chunk (flushing it when
+ * full); *room gets the free bytes. */
+static uint8_t *chunk_room(Writer *w, size_t es, size_t *room)
+{
+    if (CONST_CHUNK - w->nchunk < es)
+        chunk_flush(w);
+    *room = CONST_CHUNK - w->nchunk;
+    return w->chunk + w->nchunk;
+}
+
+/* n zero bytes of the constant segment. */
+static void chunk_zeros(Writer *w, uint64_t n)
+{
+    while (n > 0) {
+        size_t room;
+        uint8_t *p = chunk_room(w, 1, &room);
+        size_t k = n < room ? (size_t)n : room;
+        memset(p, 0, k);
+        w->nchunk += k;
+        n -= k;
+    }
+}
+
+/* Elements [e, e + count) of constant v in their device dtype: the same bytes when
+ * the device holds the dtype as itself (whole chunks of them written straight from
+ * the constant), else converted one by one (pass_dev_elem; dram_plan has checked
+ * that every integer fits). */
+static void chunk_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
+{
+    IrDType dt = v->type.dtype;
+    size_t ds = (size_t)pass_dev_esize(dt);
+    bool same = ds == ir_dtype_size(dt) && !pass_dev_narrows_int(dt);
+    while (count > 0) {
+        if (same && w->nchunk == 0 && (uint64_t)count * ds >= CONST_CHUNK) {
+            const uint8_t *q = (const uint8_t *)v->data + (size_t)e * ds;
+            w->crc = spy_crc32c(w->crc, q, CONST_CHUNK);   /* whole chunks: no copy */
+            out_put(w, q, CONST_CHUNK);
+            e += (int64_t)(CONST_CHUNK / ds);
+            count -= (int64_t)(CONST_CHUNK / ds);
+            continue;
+        }
+        size_t room;
+        uint8_t *p = chunk_room(w, ds, &room);
+        int64_t k = (int64_t)(room / ds) < count ? (int64_t)(room / ds) : count;
+        if (same) {
+            memcpy(p, (const uint8_t *)v->data + (size_t)e * ds, (size_t)k * ds);
+        } else {
+            for (int64_t i = 0; i < k; i++) {
+                int64_t x;
+                bool fits = pass_dev_elem(dt, v->data, e + i, p + (size_t)i * ds, &x);
+                IR_ASSERT(fits);
+            }
+        }
+        w->nchunk += (size_t)k * ds;
+        e += k;
+        count -= k;
+    }
+}
+
+/* Constant segment, streamed to the output: every planned constant converted to its
+ * device dtype and layout (sticked rows padded with zeros) at its DRAM offset, zeros
+ * between. Each constant is converted once, into a chunk that is written and reused,
+ * so the segment is never held whole in memory. Returns its CRC32C. */
+static uint32_t put_consts(Writer *w)
+{
+    IrGraph *g = w->e->g;
+    const SpyTarget *t = w->e->t;
     Plan *s = g->plan;
-    put(b, NULL, (size_t)s->seg0_bytes);
+    w->chunk = malloc(CONST_CHUNK);
+    if (!w->chunk)
+        writer_oom(w);
+    w->nchunk = 0;
+    w->crc = 0;
+    uint64_t at = 0;                       /* bytes of the segment produced so far */
     for (uint32_t i = 0; i < s->nconsts; i++) {
         const IrValue *v = ir_val(g, s->consts[i]);
         const PlanValue *pv = &s->val[s->consts[i]];
         int64_t n = plan_numel(&v->type);
         if (n == 0)
-            continue;                      /* no bytes; b->p may still be NULL */
+            continue;
+        IR_ASSERT((uint64_t)pv->dram_offset >= at);   /* placed in increasing order */
+        chunk_zeros(w, (uint64_t)pv->dram_offset - at);
         size_t ds = (size_t)pass_dev_esize(v->type.dtype);
         int64_t row = v->type.rank ? v->type.dims[v->type.rank - 1] : 1, prow = row;
         if (pv->layout == IR_LAYOUT_STICKED) {
             int64_t se = (int64_t)(t->stick_bytes / ds);
             prow = (row + se - 1) / se * se;
         }
-        uint8_t *dst = b->p + pv->dram_offset;
-        const uint8_t *src = v->data;
-        for (int64_t e = 0; e < n; e++) {
-            uint8_t *d = dst + ((e / row) * prow + e % row) * (int64_t)ds;
-            int64_t x;
-            if (!pass_dev_elem(v->type.dtype, src, e, d, &x)) { /* checked by dram_plan */
-                int32_t y = (int32_t)x;
-                memcpy(d, &y, 4);
+        if (prow == row) {
+            chunk_elems(w, v, 0, n);
+        } else {
+            for (int64_t e = 0; e < n; e += row) {
+                chunk_elems(w, v, e, row);
+                chunk_zeros(w, (uint64_t)(prow - row) * ds);
             }
         }
+        at = (uint64_t)pv->dram_offset + (uint64_t)(n / row * prow) * ds;
     }
+    IR_ASSERT(at <= s->seg0_bytes);
+    chunk_zeros(w, s->seg0_bytes - at);
+    chunk_flush(w);
+    free(w->chunk);
+    w->chunk = NULL;
+    return w->crc;
 }
 
 /* One tensor descriptor (graph input i or output j). Tensor names must be unique: an
@@ -228,8 +360,42 @@ static void tables(CgEmit *e, const SpyProgramDesc *progs, Buf *sec)
     }
 }
 
-bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs,
-                     uint8_t **out, size_t *outlen)
+/* Write the header and section table (hdr, hlen bytes) at offset 0 of the output,
+ * over the zeros that held their place. */
+static void patch_header(Writer *w, const uint8_t *hdr, size_t hlen)
+{
+    if (w->out->fd < 0) {
+        memcpy(w->file.p, hdr, hlen);
+        return;
+    }
+    for (size_t k = 0; k < hlen && !w->out->err;) {
+        ssize_t r = pwrite(w->out->fd, hdr + k, hlen - k, (off_t)k);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            w->out->err = r < 0 ? errno : EIO;
+        else
+            k += (size_t)r;
+    }
+}
+
+/* The header of a bundle with sections st[0..nsec). */
+static SpyHeader make_header(const CgEmit *e, const SpySection *st, int nsec)
+{
+    SpyHeader h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, SPY_SBIN_MAGIC, 8);
+    h.major = SPY_SBIN_MAJOR;
+    h.minor = SPY_SBIN_MINOR;
+    h.features = cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0;
+    h.header_bytes = sizeof h;
+    h.nsections = (uint32_t)nsec;
+    h.target = *e->t;
+    h.file_size = st[nsec - 1].offset + st[nsec - 1].size;
+    return h;
+}
+
+bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs, CgOut *o)
 {
     static const uint32_t order[] = {SPY_SEC_STRINGS, SPY_SEC_TENSORS, SPY_SEC_CONSTS,
                                      SPY_SEC_KERNELS, SPY_SEC_PROGRAMS, SPY_SEC_CODE,
@@ -238,51 +404,57 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
     Writer w;
     memset(&w, 0, sizeof w);
     w.e = e;
+    w.out = o;
     w.file.w = &w;
     for (int i = 0; i < SPY_SEC_MAX; i++)
         w.sec[i].w = &w;
     Buf *sec = w.sec;
     tables(e, progs, sec);
-    consts_blob(e->g, e->t, &sec[SPY_SEC_CONSTS]);
     put(&sec[SPY_SEC_CODE], e->code, (size_t)e->n * sizeof(SpyInsn));
     const char *meta = opt->meta ? opt->meta : "";
     put(&sec[SPY_SEC_META], meta, strlen(meta));
 
-    Buf *f = &w.file;
-    SpyHeader h;
-    memset(&h, 0, sizeof h);
-    memcpy(h.magic, SPY_SBIN_MAGIC, 8);
-    h.major = SPY_SBIN_MAJOR;
-    h.minor = SPY_SBIN_MINOR;
-    h.features = cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0;
-    h.header_bytes = sizeof h;
-    h.nsections = NSEC;
-    h.target = *e->t;
-    SpySection st[NSEC];
-    memset(st, 0, sizeof st);
-    uint64_t off = (sizeof h + sizeof st + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
+    struct {
+        SpyHeader h;
+        SpySection st[NSEC];
+    } hdr;
+    memset(&hdr, 0, sizeof hdr);
+    uint64_t off = (sizeof hdr + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     for (int i = 0; i < NSEC; i++) {
-        const Buf *b = &sec[order[i]];
-        st[i].id = order[i];
-        st[i].align = SPY_SBIN_ALIGN;
-        st[i].offset = off;
-        st[i].size = b->n;
-        st[i].crc32c = spy_crc32c(0, b->p, b->n);
-        off = (off + b->n + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
+        SpySection *st = &hdr.st[i];
+        st->id = order[i];
+        st->align = SPY_SBIN_ALIGN;
+        st->offset = off;
+        st->size = order[i] == SPY_SEC_CONSTS ? e->s->seg0_bytes : sec[order[i]].n;
+        if (order[i] != SPY_SEC_CONSTS)
+            st->crc32c = spy_crc32c(0, sec[order[i]].p, sec[order[i]].n);
+        off = (off + st->size + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     }
-    h.file_size = st[NSEC - 1].offset + st[NSEC - 1].size;
-    put(f, &h, sizeof h);
-    put(f, st, sizeof st);
-    uint32_t crc = spy_crc32c(0, f->p, f->n);
-    memcpy(f->p + offsetof(SpyHeader, table_crc), &crc, 4);
+    hdr.h = make_header(e, hdr.st, NSEC);
+    if (o->fd < 0) {                       /* one block of the final size */
+        put(&w.file, NULL, hdr.h.file_size);
+        w.file.n = 0;
+    }
+    out_put(&w, NULL, sizeof hdr);         /* its place; written last */
+    uint64_t at = sizeof hdr;
     for (int i = 0; i < NSEC; i++) {
-        put(f, NULL, (size_t)(st[i].offset - f->n));      /* zero padding (sbin.md) */
-        put(f, sec[order[i]].p, sec[order[i]].n);
+        out_put(&w, NULL, (size_t)(hdr.st[i].offset - at));      /* zero padding (sbin.md) */
+        if (order[i] == SPY_SEC_CONSTS)
+            hdr.st[i].crc32c = put_consts(&w);
+        else
+            out_put(&w, sec[order[i]].p, sec[order[i]].n);
+        at = hdr.st[i].offset + hdr.st[i].size;
     }
+    uint32_t crc = spy_crc32c(0, &hdr, sizeof hdr);
+    memcpy((uint8_t *)&hdr + offsetof(SpyHeader, table_crc), &crc, 4);
+    patch_header(&w, (const uint8_t *)&hdr, sizeof hdr);
     for (int i = 0; i < SPY_SEC_MAX; i++)
         free(sec[i].p);
-    IR_ASSERT(f->n == h.file_size);
-    *out = f->p;
-    *outlen = f->n;
-    return true;
+    IR_ASSERT(o->err || at == hdr.h.file_size);
+    if (o->fd < 0) {
+        IR_ASSERT(w.file.n == hdr.h.file_size);
+        o->mem = w.file.p;
+    }
+    o->len = hdr.h.file_size;
+    return !o->err;
 }

@@ -74,9 +74,10 @@ static void emit_kernel(CgEmit *e, uint32_t ki, SpyProgramDesc *progs)
     }
 }
 
-bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *outlen)
+/* Lower every kernel and write the bundle to o. */
+static bool emit_bundle(IrGraph *g, const CgOptions *opt, CgOut *o)
 {
-    IR_ASSERT(g->plan && opt && opt->target && out && outlen);
+    IR_ASSERT(g->plan && opt && opt->target);
     CgEmit e;
     memset(&e, 0, sizeof e);
     e.g = g;
@@ -86,8 +87,28 @@ bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *out
     SpyProgramDesc *progs = ir_scratch(g, (np + 1) * sizeof *progs);
     for (uint32_t i = 0; i < g->plan->nkernels; i++)
         emit_kernel(&e, i, progs);
-    bool ok = cg_write_bundle(&e, opt, progs, out, outlen);
+    bool ok = cg_write_bundle(&e, opt, progs, o);
     free(e.code);
     ir_scratch_reset(g);                   /* progs: codegen runs after the pipeline */
+    return ok;
+}
+
+bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *outlen)
+{
+    IR_ASSERT(out && outlen);
+    CgOut o = {.fd = -1};
+    bool ok = emit_bundle(g, opt, &o);
+    *out = o.mem;
+    *outlen = o.len;
+    return ok;
+}
+
+bool cg_emit_bundle_fd(IrGraph *g, const CgOptions *opt, int fd, size_t *outlen, int *err)
+{
+    IR_ASSERT(fd >= 0 && outlen && err);
+    CgOut o = {.fd = fd};
+    bool ok = emit_bundle(g, opt, &o);
+    *outlen = o.len;
+    *err = o.err;
     return ok;
 }

@@ -90,8 +90,16 @@ void cg_dyn_desc(IrGraph *g, uint32_t j, SpyTensorDesc *d);
 bool cg_uses_scatter(const CgEmit *e);     /* the code needs SPY_FEAT_SCATTER */
 
 /* ---- cg_bundle.c ---- */
-bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs,
-                     uint8_t **out, size_t *outlen);
+/* Where the bundle goes: fd >= 0, a file written front to back from offset 0 (the
+ * header last, with pwrite at 0); otherwise a malloc'd buffer returned in mem. */
+typedef struct {
+    int fd;
+    uint8_t *mem;
+    size_t len;                            /* bytes of the bundle */
+    int err;                               /* errno of a failed write, else 0 */
+} CgOut;
+/* Serialise the plan and the programs to o; false when a write failed (o->err). */
+bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs, CgOut *o);
 /* Device bits of a float constant in dtype dt (for VFILL). */
 uint32_t cg_value_bits(int dt, double v);
 

@@ -75,6 +75,8 @@ typedef struct FeTensor {
     int64_t dims[IR_MAX_RANK];
     void *data;                    /* malloc'd, row-major, little-endian */
     size_t nbytes;
+    bool borrowed;                 /* data points into a mapped file kept elsewhere (an
+                                      ONNX import's FeData): not freed with the tensor */
 } FeTensor;
 
 /* Read a tensor file; format from content (.npy magic) or extension. On error returns

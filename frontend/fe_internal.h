@@ -27,6 +27,18 @@
  * and writes the reason (without the path) into err. */
 uint8_t *fe_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
                       size_t errlen);
+/* A whole file's bytes: mapped read-only (a regular file), else read into memory. */
+typedef struct {
+    uint8_t *p;
+    size_t len;
+    bool mapped;                    /* p is a mapping of len bytes, else malloc'd */
+} FeBytes;
+/* Load path (at most max_bytes) into b; on error false with the reason (without the
+ * path) in err. */
+bool fe_bytes_load(const char *path, size_t max_bytes, FeBytes *b, char *err, size_t errlen);
+void fe_bytes_free(FeBytes *b);
+/* munmap, with the signature ir_graph_keep takes. */
+void fe_unmap(void *p, size_t len);
 /* Write len bytes to path through a temporary file in the same folder + rename, so a
  * failed write never leaves a partial file. "path: message" in err on failure. */
 bool fe_write_file_atomic(const char *path, const void *data, size_t len, char *err,
@@ -43,6 +55,9 @@ typedef struct {
     size_t max_unpacked_bytes;      /* refuse when protobuf-c would allocate more */
 } FePbLimits;
 
+/* Decode the varint at *off (< end) into *v, moving *off past it; false on a
+ * truncated or overlong one (for walks over data that needs no messages). */
+bool fe_pb_varint(const uint8_t *b, size_t *off, size_t end, uint64_t *v);
 /* Walk buf as an encoded message of type desc before protobuf-c sees it: valid
  * varints, known wire types matching the schema, lengths inside their parent,
  * packed arrays of whole elements, GraphProto/TypeProto nesting at most
@@ -61,11 +76,40 @@ const char *fe_onnx_dtype_name(int64_t code, char *buf, size_t len);
  * numel x element size. Message "... " into err on failure. */
 bool fe_check_dims(const int64_t *dims, size_t ndims, IrDType dt, int64_t *out_dims,
                    int *rank, size_t *nbytes, char *err, size_t errlen);
-/* Decode tp into t (data malloc'd, row-major little-endian). base_dir is the folder
- * external data is resolved against (NULL: external data refused). On error writes
- * "tensor 'name': message" into err. */
-bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeTensor *t,
-                          char *err, size_t errlen);
+/* An external data file mapped read-only for the tensors of one decode or import. */
+typedef struct {
+    char *path;                     /* its real path (malloc'd) */
+    uint8_t *base;                  /* the mapping; NULL for an empty file */
+    size_t len;
+    uint32_t refs;                  /* tensors that point into it */
+} FeMapped;
+
+/* Where the bytes of TensorProtos come from, and whether tensors may point into them
+ * rather than copy them. External data files are mapped (never read into a buffer),
+ * each once. With borrow set (an ONNX import), a tensor whose bytes need no change
+ * and are 16-aligned points into its mapping (FeTensor.borrowed); fe_data_finish
+ * then hands the mappings in use to the graph. */
+typedef struct {
+    const char *dir;                /* folder external data is resolved against; NULL:
+                                       external data refused */
+    bool borrow;
+    FeBytes file;                   /* the model file, when raw_data points into it
+                                       (fe_onnx_strip); owned here */
+    uint32_t file_refs;             /* tensors that point into it */
+    FeMapped *maps;                 /* external data files mapped so far */
+    uint32_t nmaps, capmaps;
+} FeData;
+
+/* Decode tp into t (row-major little-endian; data malloc'd, or borrowed as FeData
+ * says). On error writes "tensor 'name': message" into err. */
+bool fe_tensor_from_proto(const Onnx__TensorProto *tp, FeData *src, FeTensor *t, char *err,
+                          size_t errlen);
+/* t as a constant of g named name (pointing at t's bytes when borrowed, else a copy);
+ * frees t. */
+ValId fe_tensor_const(IrGraph *g, const char *name, FeTensor *t);
+/* Release d's mappings: with g, those tensors point into are kept by g (ir_graph_keep)
+ * and the others unmapped; without, all are unmapped. */
+void fe_data_finish(FeData *d, IrGraph *g);
 /* Encode t as a packed TensorProto (raw_data); malloc'd bytes in *out. */
 bool fe_tensor_to_proto(const FeTensor *t, uint8_t **out, size_t *outlen, char *err,
                         size_t errlen);

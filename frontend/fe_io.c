@@ -1,9 +1,11 @@
-/* fe_io.c: whole-file reads with a size limit, atomic writes, path helpers. */
+/* fe_io.c: whole-file reads with a size limit, read-only file mappings, atomic
+ * writes, path helpers. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,35 +64,80 @@ static uint8_t *read_fd(int fd, size_t max, size_t hint, size_t *len,
     return buf;
 }
 
+/* Open path for reading: not a folder, and (a regular file) at most max_bytes; *st
+ * gets its status. -1 with a message (without the path) in err on failure. */
+static int open_checked(const char *path, size_t max_bytes, struct stat *st, char *err,
+                        size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fe_fmt(err, errlen, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, st) != 0 || S_ISDIR(st->st_mode)) {
+        fe_fmt(err, errlen, "not a readable file");
+        close(fd);
+        return -1;
+    }
+    if (S_ISREG(st->st_mode) && (uint64_t)st->st_size > (uint64_t)max_bytes) {
+        fe_fmt(err, errlen, "the file is %lld bytes, larger than the limit of %zu bytes",
+               (long long)st->st_size, max_bytes);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Read a whole file of at most max_bytes; a message (without the path) in err on
  * failure. */
 uint8_t *fe_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
                       size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        fe_fmt(err, errlen, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
     struct stat st;
-    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-        fe_fmt(err, errlen, "not a readable file");
-        close(fd);
+    int fd = open_checked(path, max_bytes, &st, err, errlen);
+    if (fd < 0)
         return NULL;
-    }
-    size_t hint = 0;
-    if (S_ISREG(st.st_mode)) {
-        if ((uint64_t)st.st_size > (uint64_t)max_bytes) {
-            fe_fmt(err, errlen, "the file is %lld bytes, larger than the limit of %zu bytes",
-                   (long long)st.st_size, max_bytes);
-            close(fd);
-            return NULL;
-        }
-        hint = (size_t)st.st_size;
-    }
+    size_t hint = S_ISREG(st.st_mode) ? (size_t)st.st_size : 0;
     uint8_t *buf = read_fd(fd, max_bytes, hint, len, err, errlen);
     close(fd);
     return buf;
+}
+
+bool fe_bytes_load(const char *path, size_t max_bytes, FeBytes *b, char *err, size_t errlen)
+{
+    memset(b, 0, sizeof b[0]);
+    struct stat st;
+    int fd = open_checked(path, max_bytes, &st, err, errlen);
+    if (fd < 0)
+        return false;
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p != MAP_FAILED) {
+            close(fd);
+            b->p = p;
+            b->len = (size_t)st.st_size;
+            b->mapped = true;
+            return true;
+        }
+    }
+    b->p = read_fd(fd, max_bytes, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, &b->len, err,
+                   errlen);
+    close(fd);
+    return b->p != NULL;
+}
+
+void fe_unmap(void *p, size_t len)
+{
+    munmap(p, len);
+}
+
+void fe_bytes_free(FeBytes *b)
+{
+    if (b->mapped)
+        fe_unmap(b->p, b->len);
+    else
+        free(b->p);
+    memset(b, 0, sizeof b[0]);
 }
 
 /* Write all of data to fd; false on error (errno set). */

@@ -157,31 +157,43 @@ ProtobufCAllocator fe_onnx_pb_allocator(bool *oom)
     return (ProtobufCAllocator){pb_alloc, pb_free, oom};
 }
 
-/* Read, pre-scan and unpack the model file; NULL with an error reported. */
-static Onnx__ModelProto *unpack_model(const char *path, IrDiag *diag, const FeOptions *opt)
+/* Load (map), pre-scan and unpack the model file; NULL with an error reported. A
+ * mapped file stays in cx->data.file, and the main graph's initializers point into it
+ * rather than into copies made by protobuf-c (fe_onnx_strip). */
+static Onnx__ModelProto *unpack_model(FeOnnx *cx, const FeOptions *opt)
 {
     char err[512];
-    size_t len;
-    uint8_t *buf = fe_read_file(path, opt->max_file_bytes, &len, err, sizeof err);
-    if (!buf) {
-        ir_diag_error(diag, "%s", err);
+    FeBytes *file = &cx->data.file;
+    if (!fe_bytes_load(cx->path, opt->max_file_bytes, file, err, sizeof err)) {
+        ir_diag_error(cx->diag, "%s", err);
         return NULL;
     }
+    size_t len = file->len;
     FePbLimits lim = {opt->max_nesting, ((size_t)64 << 20) + 16 * len};
     Onnx__ModelProto *m = NULL;
     if (len == 0)
-        ir_diag_error(diag, "the file is empty");
-    else if (!fe_pb_check(buf, len, &onnx__model_proto__descriptor, &lim, err, sizeof err))
-        ir_diag_error(diag, "%s", err);
+        ir_diag_error(cx->diag, "the file is empty");
+    else if (!fe_pb_check(file->p, len, &onnx__model_proto__descriptor, &lim, err, sizeof err))
+        ir_diag_error(cx->diag, "%s", err);
     else {
+        uint8_t *copy = NULL;
+        size_t clen = len;
+        bool stripped = file->mapped && fe_onnx_strip(file->p, len, &copy, &clen, &cx->strip);
         bool oom = false;
         ProtobufCAllocator pa = fe_onnx_pb_allocator(&oom);
-        if (!(m = onnx__model_proto__unpack(&pa, len, buf)) && oom)
-            ir_diag_error(diag, "out of memory while decoding the model (%zu bytes)", len);
+        m = onnx__model_proto__unpack(&pa, clen, stripped ? copy : file->p);
+        free(copy);
+        if (!m)
+            fe_onnx_strip_free(&cx->strip);
+        if (!m && oom)
+            ir_diag_error(cx->diag, "out of memory while decoding the model (%zu bytes)", len);
         else if (!m)
-            ir_diag_error(diag, "not a valid ONNX model (protobuf decoding failed)");
+            ir_diag_error(cx->diag, "not a valid ONNX model (protobuf decoding failed)");
+        else
+            fe_onnx_strip_attach(&cx->strip, m, file->p);
     }
-    free(buf);
+    if (!file->mapped)
+        fe_bytes_free(file);               /* a buffer read from a pipe: all copied */
     return m;
 }
 
@@ -193,8 +205,12 @@ static void import_cleanup(FeOnnx *cx)
     free(cx->pending);
     fe_tensor_free(&cx->tmp);
     fe_free_fn_defaults(cx);
-    if (cx->model)
+    if (cx->model) {
+        fe_onnx_strip_detach(&cx->strip, cx->model);
         onnx__model_proto__free_unpacked(cx->model, NULL);
+    }
+    fe_onnx_strip_free(&cx->strip);
+    fe_data_finish(&cx->data, NULL);
     free(cx->dir);
     free(cx);
 }
@@ -245,7 +261,9 @@ IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
     cx->specs = opt ? opt->specs : NULL;
     cx->lenient = opt && opt->lenient_types;
     cx->nspecs = opt ? opt->nspecs : 0;
-    cx->model = unpack_model(path, diag, &o);
+    cx->data.dir = cx->dir;
+    cx->data.borrow = true;
+    cx->model = unpack_model(cx, &o);
     if (!cx->model) {
         import_cleanup(cx);
         ir_graph_free(g);
@@ -261,6 +279,7 @@ IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
     g->arena_limit = cx->arena_limit;
     g->model_path = ir_strdup(g, path);
     import_model(cx, g);
+    fe_data_finish(&cx->data, g);          /* the mappings constants point into */
     clear_limits(g);
     if (opt && opt->files && diag->nerrors == errors_before &&
         !fe_onnx_collect_files(cx->model, cx->dir, opt->files))

@@ -32,6 +32,27 @@ typedef struct {
     uint32_t n;
 } FeFnDefaults;
 
+/* ---- fe_onnx_strip.c: initializer payloads kept out of protobuf-c ---- */
+/* The raw_data of initializer `index` of the main graph: bytes [off, off + len) of the
+ * model file. */
+typedef struct {
+    uint32_t index;
+    size_t off, len;
+} FeRawSpan;
+typedef struct {
+    FeRawSpan *spans;               /* malloc'd */
+    uint32_t n, cap;
+} FeStrip;
+/* A malloc'd copy (*out, *outlen) of the checked ModelProto b without the large
+ * raw_data payloads of the main graph's initializers, which st records. false (no
+ * copy) when the file does not lend itself to it or memory is short. */
+bool fe_onnx_strip(const uint8_t *b, size_t len, uint8_t **out, size_t *outlen, FeStrip *st);
+/* Point the recorded initializers of m (unpacked from the copy) at their bytes in
+ * file; fe_onnx_strip_detach undoes it before m is freed. */
+void fe_onnx_strip_attach(const FeStrip *st, Onnx__ModelProto *m, const uint8_t *file);
+void fe_onnx_strip_detach(const FeStrip *st, Onnx__ModelProto *m);
+void fe_onnx_strip_free(FeStrip *st);
+
 /* One import of one model file. */
 typedef struct {
     const char *path;               /* the model file, as given */
@@ -44,6 +65,8 @@ typedef struct {
     int nspecs;
     jmp_buf oom;                    /* IR allocation failure lands here */
     Onnx__ModelProto *model;
+    FeStrip strip;                  /* initializers whose raw_data points into the file */
+    FeData data;                    /* the mapped model and external data files */
     int64_t default_opset;          /* ai.onnx version imported by the model, 0 if none */
     bool warned_no_opset;           /* "no opset for ai.onnx" reported once */
     IrGraph **pending;              /* subgraphs not yet owned by a node (freed on error) */

@@ -97,15 +97,11 @@ static ValId tensor_const(FeScope *s, const Onnx__TensorProto *tp, const char *w
     FeOnnx *cx = s->cx;
     FeTensor *t = &cx->tmp;
     char err[768];
-    if (!fe_tensor_from_proto(tp, cx->dir, t, err, sizeof err)) {
+    if (!fe_tensor_from_proto(tp, &cx->data, t, err, sizeof err)) {
         ir_error(s->g, o, "%s: %s", what, err);
         return IR_NONE;
     }
-    IrType ty = {.dtype = t->dtype, .rank = t->rank};
-    memcpy(ty.dims, t->dims, sizeof ty.dims);
-    ValId v = ir_add_const(s->g, base, &ty, t->data);
-    fe_tensor_free(t);
-    return v;
+    return fe_tensor_const(s->g, base, t);
 }
 
 /* Text of a TYPE_PROTO value ("optional(sequence(tensor(f32)))") at buf + k; returns

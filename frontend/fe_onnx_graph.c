@@ -324,16 +324,12 @@ static void add_initializers(FeScope *s, const Onnx__GraphProto *gp)
         if (!fe_check_new(s, nm, NULL))
             continue;
         FeTensor *t = &cx->tmp;
-        if (!fe_tensor_from_proto(tp, cx->dir, t, err, sizeof err)) {
+        if (!fe_tensor_from_proto(tp, &cx->data, t, err, sizeof err)) {
             ir_diag_error(cx->diag, "initializer %s", err);
             fe_define(s, nm, IR_NONE);
             continue;
         }
-        IrType ty = {.dtype = t->dtype, .rank = t->rank};
-        memcpy(ty.dims, t->dims, sizeof ty.dims);
-        ValId v = ir_add_const(s->g, nm, &ty, t->data);
-        fe_tensor_free(t);
-        fe_define(s, nm, v);
+        fe_define(s, nm, fe_tensor_const(s->g, nm, t));
     }
     for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
         const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i];

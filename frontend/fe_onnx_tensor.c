@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -233,20 +234,6 @@ static char *resolve_location(const char *base_dir, const char *loc, char *err, 
     return rfile;
 }
 
-/* Read exactly n bytes at off from fd. */
-static bool pread_all(int fd, uint8_t *p, size_t n, uint64_t off)
-{
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        p += r, n -= (size_t)r, off += (uint64_t)r;
-    }
-    return true;
-}
-
 /* The location, offset and length entries of tp's external_data. */
 static bool external_keys(const Onnx__TensorProto *tp, const char **loc, uint64_t *off,
                           uint64_t *len, bool *has_len, char *err, size_t errlen)
@@ -274,52 +261,142 @@ static bool external_keys(const Onnx__TensorProto *tp, const char **loc, uint64_
     return true;
 }
 
-/* Load the external bytes of tp (nbytes expected) into *out, malloc'd only once the
- * file is known to hold them. */
-static bool read_external(const Onnx__TensorProto *tp, const char *base_dir, size_t nbytes,
-                          void **out, char *err, size_t errlen)
+/* The mapping in d of the external data file path (a real path, taken over), mapped
+ * at its first use; NULL with err set. */
+static FeMapped *map_external(FeData *d, char *path, const char *loc, char *err,
+                              size_t errlen)
+{
+    for (uint32_t i = 0; i < d->nmaps; i++)
+        if (!strcmp(d->maps[i].path, path)) {
+            free(path);
+            return &d->maps[i];
+        }
+    if (d->nmaps == d->capmaps) {
+        uint32_t cap = d->capmaps ? 2 * d->capmaps : 4;
+        FeMapped *m = realloc(d->maps, cap * sizeof *m);
+        if (!m) {
+            free(path);
+            fe_fmt(err, errlen, "out of memory");
+            return NULL;
+        }
+        d->maps = m;
+        d->capmaps = cap;
+    }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        fe_fmt(err, errlen, "external data file '%s' is not a readable regular file", loc);
+        if (fd >= 0)
+            close(fd);
+        free(path);
+        return NULL;
+    }
+    FeMapped m = {path, NULL, (size_t)st.st_size, 0};
+    void *p = m.len ? mmap(NULL, m.len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (p == MAP_FAILED) {
+        fe_fmt(err, errlen, "read error in external data file '%s'", loc);
+        free(path);
+        return NULL;
+    }
+    m.base = p;
+    d->maps[d->nmaps] = m;
+    return &d->maps[d->nmaps++];
+}
+
+/* Point t at bytes p (n of them) of a mapping when d allows borrowing and they are
+ * 16-aligned; returns whether it did. */
+static bool borrow_bytes(const FeData *d, const uint8_t *p, size_t n, FeTensor *t)
+{
+    if (!d->borrow || n == 0 || ((uintptr_t)p & 15) != 0)
+        return false;
+    t->data = (void *)p;
+    t->borrowed = true;
+    return true;
+}
+
+/* The external bytes of tp (nbytes expected) into t->data: borrowed from the file's
+ * mapping when may_borrow and d allow it, else a malloc'd copy made once the file is
+ * known to hold them. */
+static bool read_external(const Onnx__TensorProto *tp, FeData *d, size_t nbytes,
+                          bool may_borrow, FeTensor *t, char *err, size_t errlen)
 {
     const char *loc = NULL;
     uint64_t off = 0, len = 0;
     bool has_len = false;
     if (!external_keys(tp, &loc, &off, &len, &has_len, err, errlen))
         return false;
-    if (!base_dir) {
+    if (!d->dir) {
         fe_fmt(err, errlen, "external data is not allowed here (no model folder)");
         return false;
     }
-    char *path = resolve_location(base_dir, loc, err, errlen);
-    if (!path)
+    char *path = resolve_location(d->dir, loc, err, errlen);
+    FeMapped *m = path ? map_external(d, path, loc, err, errlen) : NULL;
+    if (!m)
         return false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fe_fmt(err, errlen, "external data file '%s' is not a readable regular file", loc);
-        if (fd >= 0)
-            close(fd);
-        return false;
-    }
-    uint64_t fsize = (uint64_t)st.st_size;
+    uint64_t fsize = (uint64_t)m->len;
     if (!has_len)
         len = off <= fsize ? fsize - off : 0;
-    bool ok = false;
-    if (off > UINT64_MAX - len)
+    if (off > UINT64_MAX - len) {
         fe_fmt(err, errlen, "external data offset %llu + length %llu overflows",
                (unsigned long long)off, (unsigned long long)len);
-    else if (off + len > fsize)
+        return false;
+    }
+    if (off + len > fsize) {
         fe_fmt(err, errlen, "external data [%llu, +%llu) runs past the end of '%s' (%llu "
                "bytes)", (unsigned long long)off, (unsigned long long)len, loc,
                (unsigned long long)fsize);
-    else if (len != nbytes)
+        return false;
+    }
+    if (len != nbytes) {
         fe_fmt(err, errlen, "external data has %llu bytes, expected %zu from shape and dtype",
                (unsigned long long)len, nbytes);
-    else if (!(*out = malloc(nbytes ? nbytes : 1)))
+        return false;
+    }
+    const uint8_t *p = m->base ? m->base + off : NULL;
+    if (may_borrow && borrow_bytes(d, p, nbytes, t)) {
+        m->refs++;
+        return true;
+    }
+    if (!(t->data = malloc(nbytes ? nbytes : 1))) {
         fe_fmt(err, errlen, "out of memory");
-    else if (!(ok = pread_all(fd, *out, nbytes, off)))
-        fe_fmt(err, errlen, "read error in external data file '%s'", loc);
-    close(fd);
-    return ok;
+        return false;
+    }
+    if (nbytes)
+        memcpy(t->data, p, nbytes);
+    return true;
+}
+
+ValId fe_tensor_const(IrGraph *g, const char *name, FeTensor *t)
+{
+    IrType ty = {.dtype = t->dtype, .rank = t->rank};
+    memcpy(ty.dims, t->dims, sizeof ty.dims);
+    ValId v = t->borrowed ? ir_add_const_ref(g, name, &ty, t->data)
+                          : ir_add_const(g, name, &ty, t->data);
+    fe_tensor_free(t);
+    return v;
+}
+
+void fe_data_finish(FeData *d, IrGraph *g)
+{
+    while (d->nmaps > 0) {                 /* one by one: ir_graph_keep may longjmp */
+        FeMapped m = d->maps[--d->nmaps];
+        free(m.path);
+        if (m.base && g && m.refs)
+            ir_graph_keep(g, m.base, m.len, fe_unmap);
+        else if (m.base)
+            fe_unmap(m.base, m.len);
+    }
+    free(d->maps);
+    d->maps = NULL;
+    d->capmaps = 0;
+    FeBytes f = d->file;
+    memset(&d->file, 0, sizeof d->file);
+    if (f.mapped && g && d->file_refs)
+        ir_graph_keep(g, f.p, f.len, fe_unmap);
+    else if (f.p)
+        fe_bytes_free(&f);
+    d->file_refs = 0;
 }
 
 /* Which data field a tensor uses; names for messages. */
@@ -436,8 +513,8 @@ static bool unpack_tensor(FeTensor *t, size_t numel)
 }
 
 /* Decode tp into t; errors as "tensor 'name': message". */
-bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeTensor *t,
-                          char *err, size_t errlen)
+bool fe_tensor_from_proto(const Onnx__TensorProto *tp, FeData *src, FeTensor *t, char *err,
+                          size_t errlen)
 {
     memset(t, 0, sizeof *t);
     const char *name = tp->name ? tp->name : "";
@@ -469,11 +546,20 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, const char *base_dir, FeT
     int f = pick_field(tp, dt, numel, stored, packed ? stored : numel, msg, sizeof msg);
     if (f == -2)
         goto fail;
+    bool same = !packed && dt != IR_DT_BOOL;   /* bytes used as they are */
     if (f == F_EXT) {                      /* sizes are checked before allocating */
-        if (!read_external(tp, base_dir, stored, &t->data, msg, sizeof msg))
+        if (!read_external(tp, src, stored, same, t, msg, sizeof msg))
             goto fail;
         normalise_bool(t);
         return !packed || unpack_tensor(t, numel);
+    }
+    const FeBytes *file = &src->file;
+    const uint8_t *raw = tp->raw_data.data;
+    uintptr_t r = (uintptr_t)raw, base = (uintptr_t)file->p;
+    if (f == F_RAW && same && file->mapped && r >= base && t->nbytes <= file->len - (r - base) &&
+        borrow_bytes(src, raw, t->nbytes, t)) {
+        src->file_refs++;                  /* raw_data in the mapped model (fe_onnx_strip) */
+        return true;
     }
     t->data = malloc(t->nbytes ? t->nbytes : 1);
     if (!t->data)

@@ -27,6 +27,20 @@ typedef struct {
 
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
 
+bool fe_pb_varint(const uint8_t *b, size_t *off, size_t end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int i = 0; i < 10 && *off < end; i++) {
+        uint8_t c = b[(*off)++];
+        r |= (uint64_t)(c & 0x7f) << (7 * i);
+        if (!(c & 0x80)) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Decode a varint at *off (< end). false with *off left at the start on error. */
 static bool pb_varint(PbScan *s, size_t *off, size_t end, uint64_t *v)
 {

@@ -13,7 +13,9 @@ void fe_tensor_free(FeTensor *t)
     if (!t)
         return;
     free(t->name);
-    free(t->data);
+    if (!t->borrowed)
+        free(t->data);
+    t->borrowed = false;
     t->name = NULL;
     t->data = NULL;
     t->nbytes = 0;
@@ -34,9 +36,11 @@ static bool read_pb(const char *label, const uint8_t *buf, size_t len, const cha
         fe_fmt(err, errlen, "%s: not a valid TensorProto (protobuf decoding failed)", label);
         return false;
     }
-    bool ok = fe_tensor_from_proto(tp, base_dir, t, msg, sizeof msg);
+    FeData src = {.dir = base_dir};
+    bool ok = fe_tensor_from_proto(tp, &src, t, msg, sizeof msg);
     if (!ok)
         fe_fmt(err, errlen, "%s: %s", label, msg);
+    fe_data_finish(&src, NULL);
     onnx__tensor_proto__free_unpacked(tp, NULL);
     return ok;
 }
@@ -123,21 +127,6 @@ typedef struct {
     size_t errlen;
 } SeqRead;
 
-/* Varint at *off (< end); false on a truncated or overlong one. */
-static bool seq_varint(const uint8_t *b, size_t *off, size_t end, uint64_t *v)
-{
-    uint64_t r = 0;
-    for (int i = 0; i < 10 && *off < end; i++) {
-        uint8_t c = b[(*off)++];
-        r |= (uint64_t)(c & 0x7f) << (7 * i);
-        if (!(c & 0x80)) {
-            *v = r;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* The spans of one container message: its name, elem_type and the payloads of its
  * element fields (3 tensors, 5 sequences). */
 typedef struct {
@@ -155,7 +144,7 @@ static bool seq_scan(SeqRead *r, size_t off, size_t end, SeqMsg *m)
     while (off < end) {
         size_t at = off;
         uint64_t tag, v;
-        if (!seq_varint(r->buf, &off, end, &tag)) {
+        if (!fe_pb_varint(r->buf, &off, end, &tag)) {
             fe_fmt(r->err, r->errlen, "%s: offset %zu: invalid tag", r->label, at);
             return false;
         }
@@ -166,7 +155,7 @@ static bool seq_scan(SeqRead *r, size_t off, size_t end, SeqMsg *m)
                    wire);
             return false;
         }
-        if (!seq_varint(r->buf, &off, end, &v) || (wire == 2 && v > end - off)) {
+        if (!fe_pb_varint(r->buf, &off, end, &v) || (wire == 2 && v > end - off)) {
             fe_fmt(r->err, r->errlen, "%s: offset %zu: field %u: %s", r->label, at, field,
                    wire == 2 ? "truncated, or a length past the end" : "invalid varint");
             return false;
@@ -203,7 +192,7 @@ static void seq_next_field(const SeqRead *r, size_t *off, size_t end, unsigned w
 {
     for (;;) {
         uint64_t tag = 0, v = 0;
-        bool ok = seq_varint(r->buf, off, end, &tag) && seq_varint(r->buf, off, end, &v);
+        bool ok = fe_pb_varint(r->buf, off, end, &tag) && fe_pb_varint(r->buf, off, end, &v);
         IR_ASSERT(ok);
         if ((tag & 7) == 0)
             continue;                      /* elem_type */

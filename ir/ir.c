@@ -24,6 +24,16 @@ struct IrGraphPriv {
     uint32_t nsubs, capsubs;
     IrNode *detached;                      /* node list of the last ir_rewrite_begin */
     uint32_t ndetached;
+    struct IrKept *kept;                   /* released by ir_graph_free (ir_graph_keep) */
+    uint32_t nkept, capkept;
+};
+
+/* A block of memory the graph releases when freed (a mapped file constants point
+ * into). */
+struct IrKept {
+    void *p;
+    size_t n;
+    void (*release)(void *p, size_t n);
 };
 
 _Noreturn void ir_die(const char *file, int line, const char *what)
@@ -95,6 +105,9 @@ void ir_graph_free(IrGraph *g)
         ir_graph_free(g->priv->subs[i]);
     free(g->priv->subs);
     free(g->priv->names);
+    for (uint32_t i = 0; i < g->priv->nkept; i++)
+        g->priv->kept[i].release(g->priv->kept[i].p, g->priv->kept[i].n);
+    free(g->priv->kept);
     free(g->priv);
     ir_arena_release(g, &g->arena);
     ir_arena_release(g, &g->scratch);
@@ -233,6 +246,30 @@ ValId ir_add_const(IrGraph *g, const char *name, const IrType *t, const void *da
     ValId v = new_value(g, name && name[0] ? name : "c", t, IR_VAL_CONST);
     g->vals[v].data = p;
     return v;
+}
+
+ValId ir_add_const_ref(IrGraph *g, const char *name, const IrType *t, const void *data)
+{
+    IR_ASSERT(ir_type_bytes(t) != SIZE_MAX && ((uintptr_t)data & 15) == 0);
+    ValId v = new_value(g, name && name[0] ? name : "c", t, IR_VAL_CONST);
+    g->vals[v].data = data;
+    return v;
+}
+
+void ir_graph_keep(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n))
+{
+    struct IrGraphPriv *q = g->priv;
+    if (q->nkept == q->capkept) {
+        uint32_t cap = q->capkept ? 2 * q->capkept : 4;
+        struct IrKept *k = realloc(q->kept, cap * sizeof *k);
+        if (!k) {
+            release(p, n);
+            ir_oom(g);
+        }
+        q->kept = k;
+        q->capkept = cap;
+    }
+    q->kept[q->nkept++] = (struct IrKept){p, n, release};
 }
 
 ValId ir_const_scalar_f32(IrGraph *g, float v)

@@ -22,6 +22,10 @@
 /* Largest constant (bytes, all results of one node) that constant folding creates:
  * g->fold_budget of every new graph. Bigger results stay computations for the device. */
 #define IR_FOLD_BUDGET_DEFAULT ((size_t)256 << 20)
+/* A TRANSPOSE of a constant whose result is larger than this is not folded: the back
+ * end reads the constant in place through a strided view, so the bytes are stored
+ * once (a tied embedding and its transposed LM head) and the compile copies nothing. */
+#define IR_FOLD_TRANSPOSE_MAX ((size_t)1 << 20)
 #define IR_NONE UINT32_MAX
 
 typedef uint32_t ValId;
@@ -303,6 +307,12 @@ ValId ir_find_value(IrGraph *g, const char *name);
 ValId ir_add_input(IrGraph *g, const char *name, const IrType *t);
 /* Constant: data (ir_type_bytes(t) bytes) is copied into the arena. */
 ValId ir_add_const(IrGraph *g, const char *name, const IrType *t, const void *data);
+/* Constant whose data (16-aligned) is not copied: it must stay unchanged as long as g
+ * lives, e.g. inside a mapped file that g keeps (ir_graph_keep). */
+ValId ir_add_const_ref(IrGraph *g, const char *name, const IrType *t, const void *data);
+/* Hand g a block (a mapped file) to release with release(p, n) when g is freed. On
+ * out of memory it is released at once before ir_oom. */
+void ir_graph_keep(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n));
 ValId ir_const_scalar_f32(IrGraph *g, float v);
 ValId ir_const_i64s(IrGraph *g, const int64_t *v, int n); /* 1-D i64 constant */
 void ir_add_output(IrGraph *g, ValId v);
@@ -411,7 +421,8 @@ bool ir_output_hidden(const IrGraph *g, uint32_t i);
  * (the node is then left for the device). out[i] receives arena data. */
 bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out);
 /* Constant folding of one node (ir_fold.c): when n is a core op whose inputs are all
- * constants, whose results fit g->fold_budget and which ir_eval_node evaluates, its
+ * constants, whose results fit g->fold_budget (and IR_FOLD_TRANSPOSE_MAX for a
+ * TRANSPOSE) and which ir_eval_node evaluates, its
  * outputs become constants, n is marked dead and true is returned. n may be a node of
  * g->nodes or of the list detached by ir_rewrite_begin. */
 bool ir_fold_node(IrGraph *g, IrNode *n);

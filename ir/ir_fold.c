@@ -3,7 +3,8 @@
  * Used by ir_add_node while g->fold_consts is set (the decomposition folds shape
  * subgraphs as it builds them) and by pass_fold (passes/fold.c) over the whole graph.
  * A node folds when it is a core op, every input is a constant, its results together
- * fit g->fold_budget and the reference evaluator (ir_eval_node) handles it.
+ * fit g->fold_budget and the reference evaluator (ir_eval_node) handles it. A large
+ * TRANSPOSE stays a view (IR_FOLD_TRANSPOSE_MAX).
  */
 #include "ir.h"
 
@@ -28,6 +29,8 @@ bool ir_fold_node(IrGraph *g, IrNode *n)
             return false;
         total += b;
     }
+    if (n->op == IR_OP_TRANSPOSE && total > IR_FOLD_TRANSPOSE_MAX)
+        return false;
     if (!ir_eval_node(g, n, in, out))
         return false;
     for (int i = 0; i < n->nout; i++) {

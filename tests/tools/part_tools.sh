@@ -73,7 +73,11 @@ t_deps_file() {
     "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/tiny.sbin" -MD || return 1
     has "$d/tiny.d" "$d/tiny.sbin:" || return 1
     # the bundle does not depend on -MD: same bytes without it
-    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/tiny2.sbin" && cmp "$d/tiny.sbin" "$d/tiny2.sbin"
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/tiny2.sbin" && cmp "$d/tiny.sbin" "$d/tiny2.sbin" || return 1
+    # a bundle streamed into its file and one written from memory (standard output)
+    # are the same bytes, with external data too
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o - >"$d/tiny3.sbin" && cmp "$d/tiny.sbin" "$d/tiny3.sbin" || return 1
+    "$SPYREC" "$d/ext/model.onnx" -o - --target schemas/spyre32.yaml | cmp - "$d/m.sbin"
 }
 
 t_deps_failure() {

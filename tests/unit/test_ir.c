@@ -591,6 +591,24 @@ static void test_fold_budget(void **state)
     assert_int_equal(ir_val(g, m)->kind, IR_VAL_ACT);
 }
 
+/* A TRANSPOSE of a constant folds only up to IR_FOLD_TRANSPOSE_MAX bytes: a larger
+ * one stays a view of the constant, which is then stored once. */
+static void test_fold_large_transpose(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    g->fold_consts = true;
+    int64_t perm[2] = {1, 0};
+    IrAttr a = ir_attr_ints(g, "perm", perm, 2);
+    int64_t rows = (int64_t)(IR_FOLD_TRANSPOSE_MAX / 4 / 64);
+    for (int big = 0; big < 2; big++) {
+        IrType t = T(IR_DT_F32, rows + big, 64);      /* at the limit, then past it */
+        ValId c = ir_add_const(g, "w", &t, NULL);
+        ValId r = ir_node(g, ir_add_node(g, IR_OP_TRANSPOSE, &c, 1, &a, 1, &O))->out[0];
+        assert_int_equal(ir_val(g, r)->kind, big ? IR_VAL_ACT : IR_VAL_CONST);
+    }
+}
+
 /* pass_fold folds with the same function and budget as ir_add_node: a new graph has
  * the default budget, and the pass keeps what does not fit g->fold_budget. */
 static void test_fold_pass_budget(void **state)
@@ -1023,6 +1041,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_eval_movement, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_fold_budget, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_fold_pass_budget, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_fold_large_transpose, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_scratch_released, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_pass_temporaries_in_scratch, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attr_ref_copied, ut_setup, ut_teardown),
