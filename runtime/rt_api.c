@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rt_exec.h"
 #include "rt_model.h"
 
 #define SPYRT_VERSION "0.1.0"
@@ -89,7 +90,7 @@ size_t spy_model_session_bytes(const spy_model *m) {
     if (!m)
         return 0;
     return (size_t)m->segs[1].size + m->staging_bytes +
-           (size_t)rt_default_threads(m) * m->target.lx_budget_bytes +
+           (size_t)rt_default_threads(m) * (m->target.lx_budget_bytes + RT_PACK_BYTES) +
            (size_t)m->nsegs * sizeof(void *);
 }
 

@@ -31,11 +31,15 @@ typedef int64_t rt_i64 __attribute__((aligned(1), may_alias));
  * read whole vectors past the end of a verified row (the extra lanes are dropped). */
 #define RT_LX_SLACK 64
 
+/* Bytes of a host thread's MATMUL packing buffer (RtCore.pack). */
+#define RT_PACK_BYTES (512u << 10)
+
 enum { RT_XOK = 0, RT_XERR_INDEX = 1, RT_XERR_DIVZERO = 2 };
 
 typedef struct {
     uint8_t *lx;             /* scratchpad of lx_budget_bytes */
     uint8_t *const *seg;     /* DRAM segment base pointers */
+    float *pack;             /* RT_PACK_BYTES for the MATMUL kernel, 64-aligned; or NULL */
     int err;                 /* RT_X* of the first failing instruction */
     int64_t err_value;       /* offending index value */
     uint32_t err_insn;       /* instruction index within the program */
@@ -54,8 +58,22 @@ void rt_scatter(RtCore *c, const SpyScatter *s);
 /* rt_kern_matmul.c */
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 
-/* rt_kern_mm512.c: F32 MATMUL with AVX-512F; false (nothing done) on other hosts. */
+/* rt_kern_matmul.c: host instruction-set features (RT_HOST_*), and the portable
+ * MATMUL (for F32 the same bits as the vector kernels). */
+enum { RT_HOST_KNOWN = 1, RT_HOST_AVX512 = 2, RT_HOST_AVX2_FMA = 4 };
+bool rt_host_has(unsigned f);
+void rt_mm_portable(RtCore *c, const SpyMatmul *mm);
+
+/* rt_kern_mm512.c / rt_kern_mm256.c (built for x86-64 with GCC-style intrinsics only):
+ * F32 MATMUL with AVX-512F / with AVX2 and FMA; false (nothing done) on hosts without
+ * them. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define RT_HAVE_X86_KERNELS 1
 bool rt_mm_f32_512(RtCore *c, const SpyMatmul *mm);
+bool rt_mm_f32_256(RtCore *c, const SpyMatmul *mm);
+#else
+#define RT_HAVE_X86_KERNELS 0
+#endif
 
 /* rt_kern_vfast.c: the common F32 VEC steps computed in place; false (nothing done)
  * when v does not qualify. */

@@ -31,7 +31,7 @@ struct spy_session {
     int nthreads;
     bool profile, poison;
     uint8_t *arena;
-    uint8_t **lx;            /* [nthreads] scratchpads */
+    uint8_t **lx;            /* [nthreads] scratchpads, each followed by a packing buffer */
     uint8_t **seg;           /* [nsegs] bound segment base pointers */
     uint8_t *staging;        /* one block for all converted tensors */
     uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
@@ -64,10 +64,22 @@ static double now_us(void) {
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* Bytes allocated per host thread: the scratchpad with its slack, then the MATMUL
+ * packing buffer, 64-aligned within the block (pack_buffer). */
+static size_t lx_alloc_bytes(const spy_model *m) {
+    return (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64 + RT_PACK_BYTES;
+}
+
+/* The packing buffer within a thread's block lx (see lx_alloc_bytes). */
+static float *pack_buffer(const spy_model *m, uint8_t *lx) {
+    uintptr_t p = (uintptr_t)(lx + m->target.lx_budget_bytes + RT_LX_SLACK);
+    return (float *)((p + 63) & ~(uintptr_t)63);
+}
+
 /* Allocates everything a session of m with nthreads threads needs. */
 static spy_status session_alloc(spy_session *s) {
     const spy_model *m = s->m;
-    size_t lxb = (size_t)m->target.lx_budget_bytes + RT_LX_SLACK;
+    size_t lxb = lx_alloc_bytes(m);
     s->arena = calloc(m->segs[1].size ? m->segs[1].size : 1, 1);
     s->lx = calloc((size_t)s->nthreads, sizeof *s->lx);
     s->seg = calloc(m->nsegs, sizeof *s->seg);
@@ -226,7 +238,8 @@ static void run_entry(spy_session *s, RtCore *core, uint32_t pos, int tid, bool 
 static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
-    RtCore core = {.lx = s->lx[tid], .seg = s->seg};
+    RtCore core = {.lx = s->lx[tid], .seg = s->seg,
+                   .pack = pack_buffer(m, s->lx[tid])};
     bool one = s->nthreads == 1 || s->solo;
     for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];

@@ -42,36 +42,57 @@ static uint32_t bits(float f) {
 static int setup(void **state) {
     (void)state;
     lx = calloc(LX_BYTES + 256, 1);
-    core = (RtCore){.lx = lx};
-    return lx ? 0 : -1;
+    core = (RtCore){.lx = lx, .pack = aligned_alloc(64, RT_PACK_BYTES)};
+    return lx && core.pack ? 0 : -1;
 }
 
 static int teardown(void **state) {
     (void)state;
     free(lx);
+    free(core.pack);
     return 0;
 }
 
 /* ---- MATMUL ------------------------------------------------------------------------ */
 
-/* Reference: increasing k from 0 (or old C), separate multiply and add. */
+/* Reference: increasing k from 0 (or old C), one fused multiply-add per step. */
 static void mm_ref(float *c, const float *a, const float *b, uint32_t m, uint32_t n, uint32_t k,
                    uint32_t lda, uint32_t ldb, uint32_t ldc, bool acc) {
     for (uint32_t i = 0; i < m; i++)
         for (uint32_t j = 0; j < n; j++) {
             volatile float s = acc ? c[i * ldc + j] : 0.0f;
-            for (uint32_t q = 0; q < k; q++) {
-                volatile float p = a[i * lda + q] * b[q * ldb + j];
-                s = s + p;
-            }
+            for (uint32_t q = 0; q < k; q++)
+                s = fmaf(a[i * lda + q], b[q * ldb + j], s);
             c[i * ldc + j] = s;
         }
 }
 
-/* One MATMUL shape: the kernel's C equals the reference bit for bit, padding intact. */
-static void check_mm(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc, uint32_t seed) {
+/* The F32 MATMUL kernels: the one rt_matmul picks, each vector kernel this host runs
+ * (with and without a packing buffer) and the portable loop. */
+enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_256, MM_256_INPLACE, MM_PORTABLE, MM_KINDS };
+
+/* Runs mm with kernel kind; false when this host cannot run it. */
+static bool run_mm(int kind, const SpyMatmul *mm) {
+    RtCore c = core;
+    if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
+        c.pack = NULL;
+    switch (kind) {
+#if RT_HAVE_X86_KERNELS
+    case MM_512: case MM_512_INPLACE: return rt_mm_f32_512(&c, mm);
+    case MM_256: case MM_256_INPLACE: return rt_mm_f32_256(&c, mm);
+#endif
+    case MM_PORTABLE: rt_mm_portable(&c, mm); return true;
+    case MM_PICKED: rt_matmul(&c, mm); return true;
+    default: return false;
+    }
+}
+
+/* One MATMUL shape with kernel kind: C equals the reference bit for bit, padding
+ * intact. */
+static void check_mm_kind(int kind, uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc,
+                          uint32_t seed) {
     uint32_t lda = k + 3, ldc = n + 5;
-    uint32_t a = 64 + 4, b = a + 4 * m * lda + 12, c = b + 4 * k * ldb + 8;
+    uint32_t a = 64 + 4, b = a + 4 * m * lda + 12, c = b + 4 * (k * ldb + n) + 8; /* past all of B */
     uint32_t end = c + 4 * m * ldc;
     assert_true(end < LX_BYTES);
     for (uint32_t i = 0; i < (end - a) / 4; i++)
@@ -87,19 +108,27 @@ static void check_mm(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc,
     SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
                     .flags = acc ? ISA_F_ACCUM : 0, .a = a, .b = b, .c = c, .m = m, .n = n,
                     .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
-    rt_matmul(&core, &mm);
-    for (uint32_t i = 0; i < m * ldc; i++)
-        if (bits(ref[i]) != bits(fp(c)[i]) && !(isnan(ref[i]) && isnan(fp(c)[i])))
-            fail_msg("matmul m%u n%u k%u acc%d: element %u: %a != %a", m, n, k, acc, i,
-                     fp(c)[i], ref[i]);
+    if (run_mm(kind, &mm))
+        for (uint32_t i = 0; i < m * ldc; i++)
+            if (bits(ref[i]) != bits(fp(c)[i]) && !(isnan(ref[i]) && isnan(fp(c)[i])))
+                fail_msg("matmul kernel %d m%u n%u k%u acc%d: element %u: %a != %a", kind, m,
+                         n, k, acc, i, fp(c)[i], ref[i]);
     free(ref);
+}
+
+/* One MATMUL shape with every kernel. */
+static void check_mm(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc, uint32_t seed) {
+    for (int kind = 0; kind < MM_KINDS; kind++)
+        check_mm_kind(kind, m, n, k, ldb, acc, seed);
 }
 
 static void test_matmul_shapes(void **state) {
     (void)state;
     static const uint32_t shapes[][3] = {{1, 1, 1},   {1, 3136, 9}, {3, 70, 5},  {4, 128, 33},
                                          {5, 17, 3},  {7, 49, 9},   {8, 48, 16}, {9, 100, 27},
-                                         {16, 385, 64}, {23, 33, 1}, {13, 129, 40}, {2, 15, 0}};
+                                         {16, 385, 64}, {23, 33, 1}, {13, 129, 40}, {2, 15, 0},
+                                         {29, 70, 300}, {9, 1100, 20}, {12, 32, 129},
+                                         {100, 40, 140}, {97, 1030, 3}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
