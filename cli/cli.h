@@ -6,6 +6,7 @@
  *   cli/spyrec_progress.c  pass progress on a terminal
  *   cli/spyrun_trace.c     Chrome-trace / Perfetto JSON of a run (spyrun --trace)
  *   cli/spyrun_seq.c       sequence / optional inputs and goldens (spyrun)
+ *   cli/spyrun_metrics.c   accuracy metrics and --metric thresholds (spyrun --check)
  *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
  *   cli/spyrec_cache.c     the compile cache (spyrec --cache-dir)
  *   cli/spyrec_hash.c      SHA-256, the hash of the cache's keys
@@ -247,5 +248,32 @@ typedef struct {
  * by position). Returns 0 or an exit status (message printed). */
 int cli_seq_goldens(const char *dir, const spy_model *m, CliGoldens **out);
 void cli_seq_goldens_free(CliGoldens *g);
+
+/* ---- cli/spyrun_metrics.c ---- */
+/* Element i of a host buffer of dtype dt (IrDType) as a double. */
+double cli_elem_f(int dt, const void *p, size_t i);
+
+/* Accuracy metrics of one output against its golden (cli_metrics). */
+typedef struct {
+    double rel_l2;                 /* ||got - exp|| / ||exp|| */
+    double cosine;                 /* got . exp / (||got|| ||exp||) */
+    bool has_top1;                 /* the last axis has at least 2 elements */
+    size_t top1_agree;             /* counted rows whose top-1 index agrees */
+    size_t top1_rows;              /* rows counted: golden top-1 and top-2 >= 1% apart */
+    size_t top1_ambiguous;         /* rows left out */
+} CliMetrics;
+void cli_metrics(int dt, const void *got, const void *exp, size_t n, int64_t row_len,
+                 CliMetrics *m);
+
+/* Pass thresholds of --metric NAME=VALUE (repeatable). */
+enum { CLI_MET_REL_L2, CLI_MET_COSINE, CLI_MET_TOP1, CLI_MET_COUNT };
+typedef struct {
+    bool set[CLI_MET_COUNT];
+    double thr[CLI_MET_COUNT];     /* rel-l2 at most, cosine at least, top1 fraction at least */
+} CliMetricSpec;
+bool cli_metric_parse(const char *s, CliMetricSpec *spec);
+bool cli_metric_any(const CliMetricSpec *spec);
+bool cli_metrics_pass(const CliMetrics *m, const CliMetricSpec *spec, char *why, size_t n);
+void cli_metrics_print(FILE *f, const CliMetrics *m);
 
 #endif

@@ -1,12 +1,14 @@
 /* spyrun.c: run a compiled bundle on the emulator.
  *
  *   spyrun MODEL.sbin [--input NAME=FILE ...] [--input-dir DIR] [--output-dir DIR]
- *          [--format pb|npy] [--check DIR] [--rtol R] [--atol A] [--profile]
+ *          [--format pb|npy] [--check DIR] [--rtol R] [--atol A] [--metric NAME=X]
+ *          [--profile]
  *          [--threads N] [--repeat N] [--warmup N] [--quiet] [--trace FILE.json]
  *   spyrun --describe FILE
  *
  * Inputs come from tensor files (ONNX TensorProto .pb or .npy); outputs are printed,
- * written to a folder, and/or compared with goldens (|a-b| <= atol + rtol*|b|).
+ * written to a folder, and/or compared with goldens (|a-b| <= atol + rtol*|b|, or the
+ * accuracy metrics of --metric: cli/spyrun_metrics.c).
  *
  * Exit status: 0 success (and every output matched); 1 an output did not match, or an
  * internal error; 2 bad input (bad bundle, unreadable file, wrong dtype or shape, a
@@ -46,6 +48,7 @@ typedef struct {
     int threads;                   /* 0 = one per host CPU */
     int repeat;                    /* 0 = one untimed-statistics run */
     int warmup;                    /* -1 = default */
+    CliMetricSpec metrics;         /* --metric NAME=VALUE thresholds */
 } Args;
 
 /* Print the usage text. */
@@ -66,6 +69,11 @@ static void usage(FILE *f)
             "  --rtol R, --atol A  tolerances of --check: |got - expected| <= A + R*|expected|\n"
             "                      per element (default R = 1e-3, A = 1e-4; NaN equals NaN;\n"
             "                      integer and bool outputs must match exactly)\n"
+            "  --metric NAME=X     pass float outputs by accuracy metrics instead: rel-l2=X\n"
+            "                      (||got - expected|| / ||expected|| at most X), cosine=X\n"
+            "                      (cosine similarity at least X), top1=X (fraction of rows of\n"
+            "                      the last axis, golden top-1 and top-2 >= 1%% apart, whose\n"
+            "                      top-1 agrees, at least X); repeatable, all must hold\n"
             "outputs:\n"
             "  --output-dir DIR    write DIR/output_K.pb (TensorProto named after the output)\n"
             "  --format pb|npy     file format of --output-dir (default pb)\n"
@@ -196,6 +204,10 @@ static int parse_valued(int argc, char **argv, int *i, Args *a, bool *missing)
     } else if ((v = opt_value(argc, argv, i, "--atol", missing))) {
         if (!parse_tol(v, &a->atol))
             return 2 + usage_error("bad --atol value", v);
+    } else if ((v = opt_value(argc, argv, i, "--metric", missing))) {
+        if (!cli_metric_parse(v, &a->metrics))
+            return 2 + usage_error("--metric wants rel-l2=X (X >= 0), cosine=X (-1..1) or "
+                                   "top1=X (0..1), got", v);
     } else if ((v = opt_value(argc, argv, i, "--threads", missing))) {
         if (!parse_count(v, &a->threads))
             return 2 + usage_error("bad --threads value", v);
@@ -486,42 +498,6 @@ static int run_timed(const Args *a, spy_session *s, const void *const *in, void 
     return 0;
 }
 
-/* Convert an IEEE half to float. */
-static double half_to_double(uint16_t h)
-{
-    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
-    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25);
-    return h & 0x8000 ? -v : v;
-}
-
-/* Element i of a host buffer of dtype dt as a double (integers exactly up to 2^53). */
-static double elem_f(int dt, const void *p, size_t i)
-{
-    switch (dt) {
-    case IR_DT_F32: return ((const float *)p)[i];
-    case IR_DT_F64: return ((const double *)p)[i];
-    case IR_DT_F16: return half_to_double(((const uint16_t *)p)[i]);
-    case IR_DT_BF16: {
-        uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-        float f;
-        memcpy(&f, &u, 4);
-        return f;
-    }
-    case IR_DT_I8: case IR_DT_I4: case IR_DT_I2: return ((const int8_t *)p)[i];
-    case IR_DT_U8: case IR_DT_BOOL: case IR_DT_U4: case IR_DT_U2: return ((const uint8_t *)p)[i];
-    case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
-    case IR_DT_F4E2M1: case IR_DT_F8E8M0:
-        return spy_narrow_to_f32(((const uint8_t *)p)[i], dt);
-    case IR_DT_I16: return ((const int16_t *)p)[i];
-    case IR_DT_U16: return ((const uint16_t *)p)[i];
-    case IR_DT_I32: return ((const int32_t *)p)[i];
-    case IR_DT_U32: return ((const uint32_t *)p)[i];
-    case IR_DT_I64: return (double)((const int64_t *)p)[i];
-    case IR_DT_U64: return (double)((const uint64_t *)p)[i];
-    default: return NAN;
-    }
-}
-
 typedef struct {
     double max_abs, max_rel;
     size_t bad, n;
@@ -538,7 +514,7 @@ static void compare(int dt, const void *got, const void *exp, size_t n, double r
     bool is_float = ir_dtype_is_float((IrDType)dt);
     size_t es = ir_dtype_size((IrDType)dt);
     for (size_t i = 0; i < n; i++) {
-        double a = elem_f(dt, got, i), b = elem_f(dt, exp, i), d;
+        double a = cli_elem_f(dt, got, i), b = cli_elem_f(dt, exp, i), d;
         bool ok;
         if (is_float) {
             ok = (isnan(a) && isnan(b)) || a == b;
@@ -574,6 +550,41 @@ static void print_index(FILE *f, size_t i, int rank, const int64_t *dims)
     fputc(']', f);
 }
 
+/* Compare output k (n elements) with its golden exp and print the verdict line, the
+ * metrics line of a float output, and where the first mismatch is. Float outputs pass
+ * by the elementwise rule, or by the --metric thresholds when any is given. Returns 0
+ * or EXIT_FAIL. */
+static int print_check(const Args *a, int k, const spy_tensor_info *info, const void *got,
+                       const void *exp, size_t n)
+{
+    CmpResult r;
+    CliMetrics mt;
+    char why[160] = "";
+    bool fl = ir_dtype_is_float((IrDType)info->dtype);
+    bool by_metrics = fl && cli_metric_any(&a->metrics);
+    compare(info->dtype, got, exp, n, a->rtol, a->atol, &r);
+    if (fl)
+        cli_metrics(info->dtype, got, exp, n, info->rank ? info->dims[info->rank - 1] : 0, &mt);
+    bool ok = by_metrics ? cli_metrics_pass(&mt, &a->metrics, why, sizeof why) : r.bad == 0;
+    printf("output %d '%s': max abs err %.3g, max rel err %.3g: ", k, info->name, r.max_abs,
+           r.max_rel);
+    if (ok)
+        printf("OK\n");
+    else if (by_metrics)
+        printf("MISMATCH (%s)\n", why);
+    else
+        printf("MISMATCH (%zu of %zu elements)\n", r.bad, r.n);
+    if (fl)
+        cli_metrics_print(stdout, &mt);
+    if (!ok && !by_metrics) {
+        printf("  first mismatch at ");
+        print_index(stdout, r.first_bad, info->rank, info->dims);
+        printf(": got %.9g, expected %.9g\n", cli_elem_f(info->dtype, got, r.first_bad),
+               cli_elem_f(info->dtype, exp, r.first_bad));
+    }
+    return ok ? 0 : EXIT_FAIL;
+}
+
 /* Compare output k with DIR/output_k.pb (or with the golden gold gives it) and print
  * one line. Returns 0 if it matches, EXIT_FAIL on mismatch, EXIT_INPUT if the golden is
  * unreadable or of another type. */
@@ -599,21 +610,8 @@ static int check_output(const Args *a, int k, const spy_tensor_info *info, const
                 info->dtype);
         rc = EXIT_INPUT;
     } else {
-        CmpResult r;
         size_t n = info->nbytes / ir_dtype_size((IrDType)info->dtype);
-        compare(info->dtype, got, exp.data, n, a->rtol, a->atol, &r);
-        printf("output %d '%s': max abs err %.3g, max rel err %.3g: ", k, info->name, r.max_abs,
-               r.max_rel);
-        if (r.bad == 0) {
-            printf("OK\n");
-        } else {
-            printf("MISMATCH (%zu of %zu elements)\n", r.bad, r.n);
-            printf("  first mismatch at ");
-            print_index(stdout, r.first_bad, info->rank, info->dims);
-            printf(": got %.9g, expected %.9g\n", elem_f(info->dtype, got, r.first_bad),
-                   elem_f(info->dtype, exp.data, r.first_bad));
-            rc = EXIT_FAIL;
-        }
+        rc = print_check(a, k, info, got, exp.data, n);
     }
     fe_tensor_free(&exp);
     free(path);
@@ -629,7 +627,7 @@ static void print_output(int k, const spy_tensor_info *info, const void *data)
     printf("output %d '%s' %s:", k, info->name,
            type_str(info->dtype, info->rank, info->dims, ts, sizeof ts));
     for (size_t i = 0; i < n && i < 8; i++)
-        printf(" %.6g", elem_f(info->dtype, data, i));
+        printf(" %.6g", cli_elem_f(info->dtype, data, i));
     printf(n > 8 ? " ... (%zu values)\n" : "\n", n);
 }
 

@@ -30,6 +30,7 @@ static const char *dt(int d)
     case ISA_DT_BOOL: return "bool";
     case ISA_DT_F16: return "f16";
     case ISA_DT_BF16: return "bf16";
+    case ISA_DT_DLF16: return "dlf16";
     case 7: return "i64";
     default: return "?";
     }

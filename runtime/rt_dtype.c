@@ -20,6 +20,7 @@ unsigned rt_dtype_size(int dt) {
     case 12: return 4; /* uint32 */
     case 13: return 8; /* uint64 */
     case 16: return 2; /* bfloat16 */
+    case 64: return 2; /* DLFloat16 (device only) */
     case 17: case 18: case 19: case 20: /* float8 variants */
     case 21: case 22: case 23: case 24: case 25: case 26: /* 4-/2-bit ints, float4,
                                                         * float8e8m0: a byte each */
@@ -54,6 +55,7 @@ const char *rt_dtype_name(int dt) {
     case 24: return "f8e8m0";
     case 25: return "u2";
     case 26: return "i2";
+    case 64: return "dlf16";
     default: return "?";
     }
 }
@@ -65,17 +67,19 @@ bool rt_dtype_computable(int dt) {
 }
 
 /* Device dtypes that may live in DRAM/LX and be moved or filled (the storage types
- * F16/BF16, float8/float4 and 4-/2-bit ints are only converted, by VEC CAST). */
+ * F16/BF16, float8/float4 and 4-/2-bit ints are only converted, by VEC CAST; DLF16 is
+ * also an operand of VEC's float functions, computed in F32: see isa.md). */
 bool rt_dtype_movable(int dt) {
     return rt_dtype_computable(dt) || dt == ISA_DT_F16 || dt == ISA_DT_BF16 ||
-           spy_dt_narrow_float(dt) || spy_dt_subbyte_int(dt);
+           dt == ISA_DT_DLF16 || spy_dt_narrow_float(dt) || spy_dt_subbyte_int(dt);
 }
 
 /* Host/device dtype pairs the bundle edge converts (see sbin.md). Inputs narrow,
  * outputs widen; equal movable types bind the caller's buffer directly. */
 bool rt_io_pair_ok(int role, int host, int dev) {
-    if (!rt_dtype_movable(dev))
-        return false;
+    if (!rt_dtype_movable(dev) || dev == ISA_DT_DLF16)
+        return false;                       /* DLFloat16 never crosses the edge: the
+                                             * kernels convert it on the card */
     if (host == dev)
         return true;
     if (host == 9 && dev == ISA_DT_U8)

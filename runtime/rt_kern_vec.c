@@ -1,8 +1,8 @@
 /* rt_kern_vec.c: the ISA_VEC and ISA_VFILL tile kernels.
  *
  * A VEC runs row by row in chunks of RT_CH columns: each operand is converted into a
- * local buffer of its compute domain (float for F32 and the storage floats F16, BF16,
- * float8, float4; int32 for the integer, 4-/2-bit integer and BOOL types), the
+ * local buffer of its compute domain (float for F32, DLF16 and the storage floats F16,
+ * BF16, float8, float4; int32 for the integer, 4-/2-bit integer and BOOL types), the
  * function runs over the buffers with the switch outside the loop and fixed-width
  * inner loops the compiler vectorises, and the result is converted into the
  * destination (storage types only as CAST operands: see isa.md). Rows that are contiguous for every operand are merged first.
@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "dtconv.h"
+#include "rt_dlf16.h"
 #include "rt_exec.h"
+#include "rt_model.h"
 #include "rt_vmath.h"
 
 #define RT_CH 256
@@ -41,12 +43,21 @@ static int32_t imm_int(uint32_t bits, int dt) {
 
 typedef float v8f __attribute__((vector_size(32)));
 
-/* Loads n F16/BF16/float8/float4 elements (exactly widened to float), zero-padded
- * to 16. */
+/* Loads n F16/BF16/DLF16/float8/float4 elements (exactly widened to float),
+ * zero-padded to 16. */
 static void load_half(float *buf, const Opnd *o, const uint8_t *p, int n) {
     const int64_t cs = o->cs;
     uint16_t h;
-    if (o->dt != ISA_DT_F16 && o->dt != ISA_DT_BF16) {
+    if (o->dt == ISA_DT_DLF16) {
+        if (cs == 2) {
+            rt_dlf16_to_f32_n(buf, p, (size_t)n);
+        } else {
+            for (int i = 0; i < n; i++) {
+                memcpy(&h, p + i * cs, 2);
+                buf[i] = spy_dlf16_to_f32(h);
+            }
+        }
+    } else if (o->dt != ISA_DT_F16 && o->dt != ISA_DT_BF16) {
         for (int i = 0; i < n; i++)
             buf[i] = spy_narrow_to_f32(p[i * cs], o->dt);
     } else {
@@ -91,9 +102,13 @@ static inline void load_f(float *buf, const Opnd *o, const uint8_t *p, int n) {
 }
 
 /* Stores n floats from buf to p as dtype dt (F32, or F16/BF16/float8/float4 rounded
- * to nearest even; float8 overflow saturates when sat); exactly n: the destination is
- * not padded. */
+ * to nearest even, DLF16 to nearest with ties away from zero; float8 overflow
+ * saturates when sat); exactly n: the destination is not padded. */
 static inline void store_f(uint8_t *p, const float *buf, int n, int dt, bool sat) {
+    if (dt == ISA_DT_DLF16) {
+        rt_f32_to_dlf16_n(p, buf, (size_t)n);
+        return;
+    }
     if (spy_dt_narrow_float(dt)) {
         for (int i = 0; i < n; i++)
             p[i] = spy_f32_to_narrow(buf[i], dt, sat);
@@ -456,14 +471,13 @@ static void vec_copy(RtCore *c, const SpyVec *v, unsigned es) {
 
 /* Whether device dtype dt is computed in the float domain. */
 static bool float_dt(int dt) {
-    return dt == ISA_DT_F32 || dt == ISA_DT_F16 || dt == ISA_DT_BF16 || spy_dt_narrow_float(dt);
+    return dt == ISA_DT_F32 || dt == ISA_DT_F16 || dt == ISA_DT_BF16 || dt == ISA_DT_DLF16 ||
+           spy_dt_narrow_float(dt);
 }
 
 /* Element size of a device dtype the VEC kernels handle. */
 static unsigned vec_esize(int dt) {
-    return dt == ISA_DT_F32 || dt == ISA_DT_I32                           ? 4
-           : dt == ISA_DT_I16 || dt == ISA_DT_F16 || dt == ISA_DT_BF16 ? 2
-                                                                          : 1;
+    return rt_dtype_size(dt);
 }
 
 /* Fills the operand table of a VEC from its fields (strides turned into bytes). */
@@ -486,6 +500,8 @@ static void vec_setup(VecRun *s, RtCore *c, const SpyVec *v) {
             if (o->dt == ISA_DT_F16 || o->dt == ISA_DT_BF16)
                 o->fimm = o->dt == ISA_DT_F16 ? rt_f16_to_f32((uint16_t)v->imm)
                                               : rt_bf16_to_f32((uint16_t)v->imm);
+            else if (o->dt == ISA_DT_DLF16)
+                o->fimm = spy_dlf16_to_f32((uint16_t)v->imm);
             o->iimm = imm_int(v->imm, o->dt);
         } else {
             o->p = c->lx + v->src[q];
@@ -531,11 +547,7 @@ int rt_vec(RtCore *c, const SpyVec *v) {
 
 /* Executes a verified VFILL: n elements := the low esize bytes of value. */
 void rt_vfill(RtCore *c, const SpyVFill *f) {
-    unsigned es = f->dtype == ISA_DT_F32 || f->dtype == ISA_DT_I32 ? 4
-                  : f->dtype == ISA_DT_I16 || f->dtype == ISA_DT_F16 ||
-                          f->dtype == ISA_DT_BF16
-                      ? 2
-                      : 1;
+    unsigned es = vec_esize(f->dtype);
     uint8_t *d = c->lx + f->dst;
     if (es == 1) {
         memset(d, (int)(f->value & 0xff), f->n);

@@ -117,7 +117,7 @@ int rt_default_threads(const spy_model *m);
 unsigned rt_dtype_size(int dt);          /* device or host element size, 0 if unknown */
 const char *rt_dtype_name(int dt);
 bool rt_dtype_computable(int dt);        /* F32 I32 I16 I8 U8 BOOL */
-bool rt_dtype_movable(int dt);           /* computable + F16 BF16 */
+bool rt_dtype_movable(int dt);           /* computable + storage types, DLF16 */
 bool rt_io_pair_ok(int role, int host, int dev);
 const char *rt_opcode_name(int op);
 const char *rt_section_name(uint32_t id);

@@ -4,7 +4,7 @@
 #include "dtconv.h"
 #include "rt_exec.h"
 
-#define VF_F 1u   /* defined on F32 operands */
+#define VF_F 1u   /* defined on F32 operands (and DLF16, computed in F32) */
 #define VF_I 2u   /* on integer operands (I32 I16 I8 U8) */
 #define VF_B 4u   /* on BOOL operands */
 #define VF_CMP 8u /* result is BOOL */
@@ -94,7 +94,7 @@ const char *rt_vecfn_name(int fn) {
 /* Operand class bit of a device dtype (0 when not computable). */
 static unsigned dt_class(int dt) {
     switch (dt) {
-    case ISA_DT_F32: return VF_F;
+    case ISA_DT_F32: case ISA_DT_DLF16: return VF_F;
     case ISA_DT_I32: case ISA_DT_I16: case ISA_DT_I8: case ISA_DT_U8: return VF_I;
     case ISA_DT_BOOL: return VF_B;
     default: return 0;
@@ -124,6 +124,7 @@ bool rt_vecfn_types_ok(int fn, int dt, int src_dt, const char **why) {
         *why = "comparison needs dtype BOOL and a src_dtype the function is defined for";
         return dt == ISA_DT_BOOL && (vf_tab[fn].flags & cls);
     }
-    *why = "function not defined for this dtype (or src_dtype != dtype)";
-    return src_dt == dt && (vf_tab[fn].flags & cls);
+    *why = "function not defined for this dtype (or src_dtype != dtype, other than "
+           "F32 <-> DLF16)";
+    return (src_dt == dt || (cls == VF_F && dt_class(dt) == VF_F)) && (vf_tab[fn].flags & cls);
 }

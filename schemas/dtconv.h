@@ -19,6 +19,26 @@
  * zero (ONNX round_mode "up"); the increment past 2^127 is dropped when saturating,
  * else gives NaN; inf and NaN give NaN.
  * float -> sub-byte integer truncates toward zero, then wraps to the width (ONNX).
+ *
+ * DLFloat16 (the card's 16-bit format, device-only code ISA_DT_DLF16 = 64, no ONNX
+ * code): sign, 6 exponent bits (bias 31), 9 fraction bits, two bytes per element.
+ *   bits  15 | 14 ... 9 | 8 ... 0
+ *         s  |    e     |    m        value (-1)^s * 2^(e-31) * (1 + m/512)
+ * Every exponent 0..63 is a normal exponent: there are no subnormals. Two patterns are
+ * special: s.000000.000000000 is zero (+0 / -0; the pattern that would be 2^-31 itself,
+ * so the smallest magnitude is 2^-31 * (1 + 1/512), 0x0001), and s.111111.111111111
+ * (0x7FFF / 0xFFFF) is NINF, which stands for NaN and both infinities. The largest
+ * finite value is 2^32 * (1 + 510/512) (0x7FFE), about 8.57e9.
+ * float32 -> DLFloat16 rounds the magnitude to nearest with ties away from zero
+ * (add half a unit of the 9-bit fraction, then truncate), and only then checks the
+ * range: a rounded magnitude above the largest finite value (from 2^32*(1+510.5/512)
+ * up; below it rounds down to 0x7FFE), infinity or NaN gives NINF with the input's
+ * sign; a rounded magnitude below 2^-31 * (1 + 1/512) gives zero with the input's sign
+ * (so 2^-31*(1+0.5/512) rounds up to 0x0001, anything smaller, float32 subnormals
+ * included, is zero). This is bit for bit IBM's published conversion (zDNN,
+ * onnx-mlir's NNP1 class). DLFloat16 -> float32 is exact; NINF gives a quiet NaN
+ * with NINF's sign (float32 cannot say which of NaN, +inf, -inf it stood for).
+ * The runtime converts arrays with the vectorised rt_dlf16.c, equal to these bit for bit.
  */
 #ifndef SPYREC_DTCONV_H
 #define SPYREC_DTCONV_H
@@ -167,6 +187,33 @@ static inline int32_t spy_wrap_subbyte(int32_t v, int dt)
     if ((dt == SPY_DT_I4 || dt == SPY_DT_I2) && (u >> (bits - 1)))
         return (int32_t)u - (1 << bits);
     return (int32_t)u;
+}
+
+/* The DLFloat16 pattern NINF without its sign (NaN, +inf, -inf; see the header). */
+#define SPY_DLF16_NINF 0x7fffu
+
+/* float32 -> DLFloat16 (round half away from zero, then NINF / signed zero beyond the
+ * range; see the header comment). The magnitude's bits plus half a unit, shifted to
+ * the 9-bit fraction, minus the exponent bias difference (127 - 31) << 9, is the
+ * code when it lies in [0, 0x7FFF); below 0 is zero, from 0x7FFF on (infinity and NaN
+ * included: their exponent is 255) NINF. */
+static inline uint16_t spy_f32_to_dlf16(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    int32_t t = (int32_t)(((b & 0x7fffffffu) + 0x2000u) >> 14) - (96 << 9);
+    t = t < 0 ? 0 : t > 0x7fff ? 0x7fff : t;
+    return (uint16_t)(((b >> 16) & 0x8000u) | (uint32_t)t);
+}
+
+/* Exact DLFloat16 -> float32 (NINF gives a quiet NaN with its sign). */
+static inline float spy_dlf16_to_f32(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000u) << 16, v = h & 0x7fffu;
+    uint32_t b = s | (v == 0 ? 0 : v == SPY_DLF16_NINF ? 0x7fc00000u : (v + (96u << 9)) << 14);
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
 }
 
 #endif

@@ -39,12 +39,13 @@ typedef enum {
 
 /* Device element types: codes equal ONNX TensorProto.DataType. No 64-bit ints.
  * The float8 / float4 / 4- and 2-bit integer types take one byte per element (formats
- * and conversions in dtconv.h). */
+ * and conversions in dtconv.h). DLF16 (64, no ONNX code: device only) is the card's
+ * 16-bit float, DLFloat16 (dtconv.h), its fp16 storage and compute format. */
 enum { ISA_DT_F32 = 1, ISA_DT_U8 = 2, ISA_DT_I8 = 3, ISA_DT_I16 = 5, ISA_DT_I32 = 6,
        ISA_DT_BOOL = 9, ISA_DT_F16 = 10, ISA_DT_BF16 = 16,
        ISA_DT_F8E4M3FN = 17, ISA_DT_F8E4M3FNUZ = 18, ISA_DT_F8E5M2 = 19,
        ISA_DT_F8E5M2FNUZ = 20, ISA_DT_U4 = 21, ISA_DT_I4 = 22, ISA_DT_F4E2M1 = 23,
-       ISA_DT_F8E8M0 = 24, ISA_DT_U2 = 25, ISA_DT_I2 = 26 };
+       ISA_DT_F8E8M0 = 24, ISA_DT_U2 = 25, ISA_DT_I2 = 26, ISA_DT_DLF16 = 64 };
 
 /* ISA_VEC functions. Unary: src[0]. Binary: src[0], src[1] (or imm, flag ISA_F_IMM).
  * SELECT: src[0] bool cond, src[1], src[2]. CAST: src_dtype -> dtype. */

@@ -41,12 +41,15 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT
 	    $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT_A) \
 	    $(COMPILER_LIBS) -lcmocka $(LDLIBS)
 
-# the compile cache's unit test links the spyrec helpers it uses (cli/)
-UNIT_CLI_OBJ := $(call obj,cli/spyrec_hash.c cli/spyrec_cache.c cli/spyrec_io.c \
-                cli/spyrec_progress.c cli/spyrec_deps.c)
-$(BUILD)/tests/test_cli_cache: tests/unit/test_cli_cache.c $(UNIT_CLI_OBJ) $(LIBSPYREC) $(LIBRT_A)
+# the unit tests of cli/ code link the tools' objects they use: the compile cache's
+# the spyrec helpers, the accuracy metrics' spyrun's metrics
+UNIT_CLI_TESTS := $(BUILD)/tests/test_cli_cache $(BUILD)/tests/test_cli_metrics
+$(BUILD)/tests/test_cli_cache: $(call obj,cli/spyrec_hash.c cli/spyrec_cache.c cli/spyrec_io.c \
+                                cli/spyrec_progress.c cli/spyrec_deps.c)
+$(BUILD)/tests/test_cli_metrics: $(call obj,cli/spyrun_metrics.c)
+$(UNIT_CLI_TESTS): $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIBSPYREC) $(LIBRT_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(UNIT_CLI_OBJ) $(LIBSPYREC) $(LIBRT_A) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(filter %.o,$^) $(LIBSPYREC) $(LIBRT_A) \
 	    $(COMPILER_LIBS) -lcmocka $(LDLIBS)
 
 unit-bins: $(UNIT_BIN)

@@ -5,6 +5,9 @@ cli) from the shipped example's test data:
     wrong_shape/input_0.pb   x f32[2,3,16,16]  (the model wants f32[2,3,32,32]) -> exit 2
     wrong_dtype/input_0.pb   x f16[2,3,32,32]                                   -> exit 2
     mismatch/output_0.pb     the golden with one element off by 0.005           -> exit 1
+                             (exit 0 with --atol 0.01, or --metric rel-l2=0.02 ...)
+    top1_swap/output_0.pb    the golden with the top two classes of row 1 swapped
+                                                           -> exit 1 with --metric top1=1
 
 and the spyrec cases of the other corpora:
 
@@ -68,6 +71,9 @@ def main():
     yname, y = load(os.path.join(DATA, "output_0.pb"))
     save(np.ascontiguousarray(x[:, :, :16, :16]), xname, "wrong_shape", "input_0.pb")
     save(x.astype(np.float16), xname, "wrong_dtype", "input_0.pb")
+    swapped = y.copy()
+    swapped[1, [0, 7]] = swapped[1, [7, 0]]
+    save(swapped, yname, "top1_swap", "output_0.pb")
     y = y.copy()
     y[1, 3] += 0.005
     save(y, yname, "mismatch", "output_0.pb")

@@ -224,6 +224,13 @@ part_cli() {
         --check tests/cli/mismatch
     expect_rc cli/spyrun-mismatch-tolerated 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
         --check tests/cli/mismatch --atol 0.01
+    expect_rc cli/spyrun-metric-pass 0 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
+        --check tests/cli/mismatch --metric rel-l2=0.02 --metric cosine=0.999 --metric top1=1
+    expect_rc cli/spyrun-metric-rel-l2-fail 1 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
+        --check tests/cli/mismatch --metric rel-l2=1e-3
+    expect_rc cli/spyrun-metric-top1-fail 1 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
+        --check tests/cli/top1_swap --metric top1=1
+    expect_rc cli/spyrun-metric-bad 2 "$SPYRUN" "$sbin" --metric cosine=2
     expect_rc cli/spyrun-unknown-input 2 "$SPYRUN" "$sbin" --input nope=$ex/test_data_set_0/input_0.pb
     expect_rc cli/spyrun-no-input 2 "$SPYRUN" "$sbin"
 }
