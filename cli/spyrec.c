@@ -51,6 +51,7 @@ typedef struct {
     const char *dump_after;        /* --dump-after, NULL if not given */
     EmitKind emit;
     bool verify;
+    int precision;                 /* --precision: PASS_PREC_MODEL (default) or _FP16 */
     size_t max_memory;             /* --max-memory in bytes, 0 = unlimited */
     char *flags;                   /* argv without input/output, for the bundle's meta */
     bool print_ops;                /* --print-ops: list the model's operators and exit */
@@ -104,6 +105,9 @@ static void usage(FILE *f)
             "                        (written also when the compile fails)\n"
             "  --verify              verify the IR and the kernel plan after every pass (always\n"
             "                        on in debug builds)\n"
+            "  --precision=fp32|fp16 fp16: every float32 tensor on the card is DLFloat16,\n"
+            "                        matrix products accumulate in float32 (default: the\n"
+            "                        model's own types; fp32 is the same)\n"
             "  --bind NAME=FILE      specialise: input NAME becomes a constant read from FILE\n"
             "                        (.pb or .npy); for inputs that decide shapes (axes,\n"
             "                        target shapes, pads) which a static compile needs\n"
@@ -359,6 +363,12 @@ static int parse_args(int argc, char **argv, Args *a)
             if (a->output)
                 return usage_error("more than one output file given ('%s')", v);
             a->output = v;
+        } else if ((v = opt_value(argc, argv, &i, "--precision", &missing))) {
+            if (strcmp(v, "fp32") && strcmp(v, "fp16"))
+                return usage_error("bad --precision value '%s' (fp32 or fp16)", v);
+            a->precision = strcmp(v, "fp16") ? PASS_PREC_MODEL : PASS_PREC_FP16;
+            flags_add(&a->flags, "--precision");
+            flags_add(&a->flags, v);
         } else if ((v = opt_value(argc, argv, &i, "--target", &missing))) {
             a->target_path = v;
             flags_add(&a->flags, "--target");
@@ -639,6 +649,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .dump_after = dot ? NULL : a->dump_after,
         .dump_file = stderr,
         .verify = a->verify,
+        .precision = a->precision,
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };

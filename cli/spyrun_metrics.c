@@ -156,6 +156,27 @@ bool cli_metric_any(const CliMetricSpec *spec)
     return false;
 }
 
+/* The pass thresholds of a reduced-precision bundle: when spec has none and the
+ * bundle's META flags line (spy_model_meta) records "--precision fp16", spec gets
+ * rel-l2 2e-2, cosine 0.999 and top1 1 (the README's fp16 defaults); returns whether
+ * it did. */
+bool cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
+{
+    const char *f = meta ? strstr(meta, "flags=") : NULL;
+    if (!f || cli_metric_any(spec))
+        return false;
+    size_t len = strcspn(f, "\n");
+    const char *p = f;
+    for (; (p = strstr(p, "--precision fp16")) && p < f + len; p++) {
+        char next = p[16];
+        if ((p[-1] == '=' || p[-1] == ' ') && (next == ' ' || next == '\n' || next == '\0')) {
+            *spec = (CliMetricSpec){{true, true, true}, {2e-2, 0.999, 1.0}};
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Whether m meets every threshold of spec (top1 holds when there are no counted rows);
  * when not, why names the first failing one ("rel-l2 0.05 > 0.02"). */
 bool cli_metrics_pass(const CliMetrics *m, const CliMetricSpec *spec, char *why, size_t n)

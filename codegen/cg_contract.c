@@ -26,6 +26,19 @@
 
 #include "cg_internal.h"
 
+/* Device dtype of kernel k's contraction operands: F32, or DLF16 in fp16 mode (the
+ * operand tiles then take 2 bytes an element; C accumulates in F32 either way). */
+static int op_dtype(CgEmit *e, const IrKernel *k)
+{
+    return pass_dev_dtype(ir_vtype(e->g, ir_node(e->g, k->anchor)->in[0])->dtype);
+}
+
+/* Bytes of an operand element of kernel k. */
+static uint32_t op_es(CgEmit *e, const IrKernel *k)
+{
+    return op_dtype(e, k) == ISA_DT_DLF16 ? 2 : 4;
+}
+
 /* One MATMUL instruction on the kernel's A, B, C buffers. */
 static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, bool acc)
 {
@@ -33,7 +46,7 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     memset(&in, 0, sizeof in);
     SpyMatmul *mm = &in.mm;
     mm->opcode = ISA_MATMUL;
-    mm->dtype = ISA_DT_F32;
+    mm->dtype = (uint8_t)op_dtype(e, k);
     mm->out_dtype = ISA_DT_F32;
     mm->flags = acc ? ISA_F_ACCUM : 0;
     mm->a = k->buf[0];
@@ -48,9 +61,10 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     cg_push(e, &in);
 }
 
-/* Load a tile of access a at point st over dims (len, iteration dim) pairs. */
-static void load_tile(CgEmit *e, const IrAccess *a, const int64_t *st, int nd, uint32_t lx,
-                      const int64_t *len, const int *dim, int n)
+/* Load a tile of access a (elements of es bytes) at point st over dims (len,
+ * iteration dim) pairs. */
+static void load_tile(CgEmit *e, const IrAccess *a, unsigned es, const int64_t *st, int nd,
+                      uint32_t lx, const int64_t *len, const int *dim, int n)
 {
     CgDims d = {0};
     for (int i = 0; i < n; i++)
@@ -58,8 +72,8 @@ static void load_tile(CgEmit *e, const IrAccess *a, const int64_t *st, int nd, u
     cg_dims_dense_lx(&d);
     uint32_t seg;
     int64_t off;
-    cg_access_at(e, a, st, nd, 4, &seg, &off);
-    cg_load_cached(e, seg, off, lx, 4, &d);
+    cg_access_at(e, a, st, nd, es, &seg, &off);
+    cg_load_cached(e, seg, off, lx, es, &d);
 }
 
 /* MATMUL work item; grid dims [batch..., M, N], inner [K]. */
@@ -76,23 +90,24 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
         st[K] = k0;
         int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
         int da[2] = {M, K}, db[2] = {K, N};
-        load_tile(e, &k->acc[0], st, r + 1, k->buf[0], la, da, 2);
-        load_tile(e, &k->acc[1], st, r + 1, k->buf[1], lb, db, 2);
+        load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2);
+        load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2);
         matmul(e, k, len[M], len[N], kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);
 }
 
-/* One VEC copy of a rows x cols block (column strides: 1 in dst, src_cs in src). */
-static void vcopy(CgEmit *e, uint32_t dst, int64_t drs, uint32_t src, int64_t srs, int64_t scs,
-                  int64_t rows, int64_t cols)
+/* One VEC copy of a rows x cols block of dtype dt (column strides: 1 in dst, src_cs
+ * in src). */
+static void vcopy(CgEmit *e, int dt, uint32_t dst, int64_t drs, uint32_t src, int64_t srs,
+                  int64_t scs, int64_t rows, int64_t cols)
 {
     SpyInsn in;
     memset(&in, 0, sizeof in);
     SpyVec *v = &in.vec;
     v->opcode = ISA_VEC;
     v->fn = ISA_VF_COPY;
-    v->dtype = v->src_dtype = ISA_DT_F32;
+    v->dtype = v->src_dtype = (uint8_t)dt;
     v->nsrc = 1;
     v->dst = dst;
     v->dst_rs = (int32_t)drs;
@@ -119,10 +134,10 @@ static int64_t patch_width(const IrGeom *geo)
 /* Fill the patch [cl, rin, wp] with the pad value unless its border already holds it:
  * the last patch of this program had the same geometry and its loaded rows
  * [rlo, rhi) lie inside this item's (which the load overwrites). */
-static void patch_fill(CgEmit *e, uint32_t patch, const IrGeom *geo, int64_t cl, int64_t rin,
-                       int64_t wp, int64_t rlo, int64_t rhi)
+static void patch_fill(CgEmit *e, int dt, uint32_t patch, const IrGeom *geo, int64_t cl,
+                       int64_t rin, int64_t wp, int64_t rlo, int64_t rhi)
 {
-    uint32_t value = cg_value_bits(ISA_DT_F32, geo->pad_value);
+    uint32_t value = cg_value_bits(dt, geo->pad_value);
     const CgPatch *p = &e->patch;
     bool inside = p->rlo >= p->rhi || (rlo <= p->rlo && p->rhi <= rhi);
     if (p->valid && p->lx == patch && p->value == value && p->cl == cl && p->rin == rin &&
@@ -131,7 +146,7 @@ static void patch_fill(CgEmit *e, uint32_t patch, const IrGeom *geo, int64_t cl,
     SpyInsn in;
     memset(&in, 0, sizeof in);
     in.fill.opcode = ISA_VFILL;
-    in.fill.dtype = ISA_DT_F32;
+    in.fill.dtype = (uint8_t)dt;
     in.fill.dst = patch;
     in.fill.n = (uint32_t)(cl * rin * wp);
     in.fill.value = value;
@@ -139,14 +154,14 @@ static void patch_fill(CgEmit *e, uint32_t patch, const IrGeom *geo, int64_t cl,
 }
 
 /* One MATMUL with explicit operands and strides (elements). */
-static void matmul_at(CgEmit *e, uint32_t a, uint32_t b, uint32_t c, int64_t m, int64_t n,
-                      int64_t kk, int64_t lda, int64_t ldb, int64_t ldc, bool acc)
+static void matmul_at(CgEmit *e, int dt, uint32_t a, uint32_t b, uint32_t c, int64_t m,
+                      int64_t n, int64_t kk, int64_t lda, int64_t ldb, int64_t ldc, bool acc)
 {
     SpyInsn in;
     memset(&in, 0, sizeof in);
     SpyMatmul *mm = &in.mm;
     mm->opcode = ISA_MATMUL;
-    mm->dtype = ISA_DT_F32;
+    mm->dtype = (uint8_t)dt;
     mm->out_dtype = ISA_DT_F32;
     mm->flags = acc ? ISA_F_ACCUM : 0;
     mm->a = a, mm->b = b, mm->c = c;
@@ -179,12 +194,12 @@ static void conv_grid(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m
                       int64_t c0, int64_t cl)
 {
     int64_t k0 = geo->k2[0], k1 = geo->k2[1], rin = patch_rows(geo, on), wp = patch_width(geo);
-    int64_t n = grid_pixels(geo, on), kk = cl * k0 * k1;
+    int64_t n = grid_pixels(geo, on), kk = cl * k0 * k1, es = op_es(e, k);
     for (int64_t a = 0; a < cl; a++)
         for (int64_t i = 0; i < k0; i++) {
-            uint32_t wa = k->buf[0] + (uint32_t)(4 * (a * k0 + i) * k1);
-            uint32_t xb = k->buf[3] + (uint32_t)(4 * (a * rin + i * geo->d2[0]) * wp);
-            matmul_at(e, wa, xb, k->buf[1], m, n, k1, kk, geo->d2[1], n,
+            uint32_t wa = k->buf[0] + (uint32_t)(es * (a * k0 + i) * k1);
+            uint32_t xb = k->buf[3] + (uint32_t)(es * (a * rin + i * geo->d2[0]) * wp);
+            matmul_at(e, op_dtype(e, k), wa, xb, k->buf[1], m, n, k1, kk, geo->d2[1], n,
                       c0 > 0 || a > 0 || i > 0);
         }
 }
@@ -194,7 +209,7 @@ static void grid_compact(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_
 {
     int64_t o1 = geo->out2[1], n = grid_pixels(geo, on);
     for (int64_t r = 0; r < m; r++)
-        vcopy(e, k->buf[2] + (uint32_t)(4 * r * on * o1), o1, k->buf[1] + (uint32_t)(4 * r * n),
+        vcopy(e, ISA_DT_F32, k->buf[2] + (uint32_t)(4 * r * on * o1), o1, k->buf[1] + (uint32_t)(4 * r * n),
               patch_width(geo), 1, on, o1);
 }
 
@@ -211,11 +226,12 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
     int64_t rin = patch_rows(geo, on), wp = patch_width(geo);
     int64_t lo = r0 - p0 > 0 ? r0 - p0 : 0;
     int64_t hi = r0 + rin - p0 < geo->in_ext[0] ? r0 + rin - p0 : geo->in_ext[0];
-    uint32_t patch = k->buf[3], bm = k->buf[1];
+    uint32_t patch = k->buf[3], bm = k->buf[1], es = op_es(e, k);
+    int dt = op_dtype(e, k);
     int64_t rlo = hi > lo ? lo + p0 - r0 : 0, rhi = hi > lo ? hi + p0 - r0 : 0;
     if (lo != r0 - p0 || hi != r0 + rin - p0 || wp != geo->in_ext[1])
-        patch_fill(e, patch, geo, cl, rin, wp, rlo, rhi);
-    e->patch = (CgPatch){true, patch, cg_value_bits(ISA_DT_F32, geo->pad_value), cl, rin, wp,
+        patch_fill(e, dt, patch, geo, cl, rin, wp, rlo, rhi);
+    e->patch = (CgPatch){true, patch, cg_value_bits(dt, geo->pad_value), cl, rin, wp,
                          rlo, rhi};
     if (hi > lo) {
         int dx = 2, dy = geo->nsp == 2 ? 3 : 2;     /* input dims of canonical 0, 1 */
@@ -228,8 +244,8 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
         cg_root(e, xv->root, &seg, &off);
         int64_t el = xv->off + start[0] * xv->stride[0] +
                      (start[1] * geo->cg + c0) * xv->stride[1] + lo * xv->stride[dx];
-        uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * 4);
-        cg_dma(e, ISA_LOAD, seg, off + el * 4, lx, 4, &d);
+        uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * es);
+        cg_dma(e, ISA_LOAD, seg, off + el * es, lx, es, &d);
     }
     if (grid) {
         conv_grid(e, k, geo, len[2], on, c0, cl);
@@ -241,16 +257,16 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
             for (int64_t j = 0; j < k1; j++) {
                 int64_t sj = j * geo->d2[1];
                 if (by_channel) {
-                    uint32_t dst = bm + (uint32_t)((((a * k0 + i) * k1 + j) * pix) * 4);
-                    uint32_t src = patch + (uint32_t)(((a * rin + i * geo->d2[0]) * wp + sj) * 4);
+                    uint32_t dst = bm + (uint32_t)((((a * k0 + i) * k1 + j) * pix) * es);
+                    uint32_t src = patch + (uint32_t)(((a * rin + i * geo->d2[0]) * wp + sj) * es);
                     if (o1 == 1)
-                        vcopy(e, dst, on, src, 0, geo->s2[0] * wp, 1, on);
+                        vcopy(e, dt, dst, on, src, 0, geo->s2[0] * wp, 1, on);
                     else
-                        vcopy(e, dst, o1, src, geo->s2[0] * wp, geo->s2[1], on, o1);
+                        vcopy(e, dt, dst, o1, src, geo->s2[0] * wp, geo->s2[1], on, o1);
                 } else {
-                    uint32_t dst = bm + (uint32_t)((((i * k1 + j) * pix) + a * o1) * 4);
-                    uint32_t src = patch + (uint32_t)((((a * geo->s2[0] + i * geo->d2[0]) * wp) + sj) * 4);
-                    vcopy(e, dst, k0 * k1 * pix, src, rin * wp, geo->s2[1], cl, o1);
+                    uint32_t dst = bm + (uint32_t)((((i * k1 + j) * pix) + a * o1) * es);
+                    uint32_t src = patch + (uint32_t)((((a * geo->s2[0] + i * geo->d2[0]) * wp) + sj) * es);
+                    vcopy(e, dt, dst, k0 * k1 * pix, src, rin * wp, geo->s2[1], cl, o1);
                 }
             }
 }
@@ -285,11 +301,11 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         }
         for (int i = 0; i < ns; i++)
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
-        load_tile(e, &k->acc[1], st, nd, k->buf[0], la, da, na);
+        load_tile(e, &k->acc[1], op_es(e, k), st, nd, k->buf[0], la, da, na);
         if (geo.patch)
             conv_patch(e, k, &geo, start, len, c0, cl, grid);
         else
-            load_tile(e, &k->acc[0], st, nd, k->buf[1], lb, db, nb);
+            load_tile(e, &k->acc[0], op_es(e, k), st, nd, k->buf[1], lb, db, nb);
         if (!grid)
             matmul(e, k, len[2], pix, cl * taps, c0 > 0);
     }

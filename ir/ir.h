@@ -64,6 +64,9 @@ typedef enum {
     IR_DT_F8E8M0 = 24,
     IR_DT_U2 = 25,
     IR_DT_I2 = 26,
+    /* the card's 16-bit float, DLFloat16 (schemas/dtconv.h): no ONNX code; the fp16
+     * precision mode (passes/fp16.c) gives it to float values that live on the card */
+    IR_DT_DLF16 = 64,
 } IrDType;
 
 size_t ir_dtype_size(IrDType t);          /* bytes per element; 0 if unknown/string */

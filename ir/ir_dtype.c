@@ -73,6 +73,7 @@ static const struct { IrDType t; const char *name; size_t size; } dtypes[] = {
     {IR_DT_F8E5M2, "f8e5m2", 1},     {IR_DT_F8E5M2FNUZ, "f8e5m2fnuz", 1},
     {IR_DT_U4, "u4", 1},       {IR_DT_I4, "i4", 1},     {IR_DT_F4E2M1, "f4e2m1", 1},
     {IR_DT_U2, "u2", 1},       {IR_DT_I2, "i2", 1},     {IR_DT_F8E8M0, "f8e8m0", 1},
+    {IR_DT_DLF16, "dlf16", 2},
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
 
@@ -103,7 +104,7 @@ IrDType ir_dtype_from_name(const char *s)
 bool ir_dtype_is_float(IrDType t)
 {
     return t == IR_DT_F32 || t == IR_DT_F64 || t == IR_DT_F16 || t == IR_DT_BF16 ||
-           spy_dt_narrow_float(t);
+           t == IR_DT_DLF16 || spy_dt_narrow_float(t);
 }
 
 bool ir_dtype_is_int(IrDType t)
@@ -235,6 +236,7 @@ double ir_load_f(IrDType t, const void *p, size_t i)
     case IR_DT_F64: return ((const double *)p)[i];
     case IR_DT_F16: return ir_f16_to_f32(((const uint16_t *)p)[i]);
     case IR_DT_BF16: return ir_bf16_to_f32(((const uint16_t *)p)[i]);
+    case IR_DT_DLF16: return spy_dlf16_to_f32(((const uint16_t *)p)[i]);
     case IR_DT_U64: return (double)((const uint64_t *)p)[i];
     default:
         if (spy_dt_narrow_float(t))
@@ -275,6 +277,7 @@ void ir_store_f(IrDType t, void *p, size_t i, double v)
     case IR_DT_F64: ((double *)p)[i] = v; return;
     case IR_DT_F16: ((uint16_t *)p)[i] = ir_f32_to_f16((float)v); return;
     case IR_DT_BF16: ((uint16_t *)p)[i] = ir_f32_to_bf16((float)v); return;
+    case IR_DT_DLF16: ((uint16_t *)p)[i] = spy_f32_to_dlf16((float)v); return;
     case IR_DT_BOOL: ((uint8_t *)p)[i] = v != 0; return;
     case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
     case IR_DT_F4E2M1: case IR_DT_F8E8M0:

@@ -341,6 +341,13 @@ bool ir_infer_cumsum(IrInferCtx *c)
 
 /* ---- contractions ---- */
 
+/* Result dtype of a contraction on operands of dtype t: DLFloat16 products are
+ * accumulated, and returned, in float32 (the card's matrix unit); others keep t. */
+static IrDType contract_dtype(IrDType t)
+{
+    return t == IR_DT_DLF16 ? IR_DT_F32 : t;
+}
+
 /* MATMUL a[...,M,K], b[...,K,N] -> [...,M,N] with broadcast batch dims. */
 bool ir_infer_matmul(IrInferCtx *c)
 {
@@ -362,7 +369,7 @@ bool ir_infer_matmul(IrInferCtx *c)
     bb.rank -= 2;
     if (!bcast(c, &ba, &bb, o))
         return false;
-    o->dtype = a->dtype;
+    o->dtype = contract_dtype(a->dtype);
     o->dims[o->rank++] = a->dims[a->rank - 2];
     o->dims[o->rank++] = b->dims[b->rank - 1];
     return true;
@@ -394,6 +401,7 @@ bool ir_infer_conv(IrInferCtx *c)
                     (long long)w->dims[0], (long long)group);
     IrType *o = &c->out[0];
     *o = *x;
+    o->dtype = contract_dtype(x->dtype);
     o->dims[1] = w->dims[0];
     for (int i = 0; i < ns; i++)
         if (!window_dim(c, i + 2, x->dims[i + 2], w->dims[i + 2], s[i], d[i], &o->dims[i + 2]))

@@ -28,6 +28,7 @@ int pass_dev_dtype(IrDType t)
     case IR_DT_BOOL: return ISA_DT_BOOL;
     case IR_DT_F16: return ISA_DT_F16;
     case IR_DT_BF16: return ISA_DT_BF16;
+    case IR_DT_DLF16: return ISA_DT_DLF16;
     case IR_DT_F8E4M3FN: case IR_DT_F8E4M3FNUZ: case IR_DT_F8E5M2: case IR_DT_F8E5M2FNUZ:
     case IR_DT_U4: case IR_DT_I4: case IR_DT_F4E2M1: case IR_DT_U2: case IR_DT_I2:
     case IR_DT_F8E8M0:
@@ -41,7 +42,7 @@ int pass_dev_esize(IrDType t)
 {
     switch (pass_dev_dtype(t)) {
     case ISA_DT_F32: case ISA_DT_I32: return 4;
-    case ISA_DT_I16: case ISA_DT_F16: case ISA_DT_BF16: return 2;
+    case ISA_DT_I16: case ISA_DT_F16: case ISA_DT_BF16: case ISA_DT_DLF16: return 2;
     case 0: return 0;
     default: return 1;
     }
@@ -83,6 +84,7 @@ const char *pass_dtype_long_name(IrDType t)
     case IR_DT_F8E8M0: return "float8e8m0";
     case IR_DT_U2: return "uint2";
     case IR_DT_I2: return "int2";
+    case IR_DT_DLF16: return "dlfloat16";
     default: return "undefined";
     }
 }

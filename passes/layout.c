@@ -84,7 +84,8 @@ static bool check_node(IrGraph *g, const IrNode *n)
             return false;
         }
     }
-    if (c == IR_CLS_CONTRACT && pass_dev_dtype(ir_vtype(g, n->in[0])->dtype) != ISA_DT_F32) {
+    int cdt = c == IR_CLS_CONTRACT ? pass_dev_dtype(ir_vtype(g, n->in[0])->dtype) : 0;
+    if (c == IR_CLS_CONTRACT && cdt != ISA_DT_F32 && cdt != ISA_DT_DLF16) {
         ir_error(g, &n->origin, "%s on %s is not supported on the device (unsupported: "
                  "float32 only)",
                  n->op == IR_OP_CONV ? "convolution" : "matrix multiplication",

@@ -13,12 +13,16 @@
 #include "ir.h"
 #include "target.h"
 
+/* --precision: the model's own types (default), or fp16 (passes/fp16.c) */
+typedef enum { PASS_PREC_MODEL = 0, PASS_PREC_FP16 = 1 } PassPrecision;
+
 typedef struct {
     int opt_level;                 /* 0, 1, 2 */
     const SpyTarget *target;
     const char *dump_after;        /* pass name, "all", or NULL */
     FILE *dump_file;               /* where --dump-after prints (stderr by default) */
     bool verify;                   /* ir_verify and plan_verify after every pass */
+    int precision;                 /* PassPrecision: how float32 tensors live on the card */
     /* optional observer (progress display, compile reports, --emit=dot): called before
      * (done = false) and after (done = true, the pass succeeded) each pass that runs;
      * index is the pass's position in pass_pipeline[] */
@@ -57,5 +61,6 @@ bool pass_divide(IrGraph *g, const PassOptions *opt);      /* split kernels over
 bool pass_tile(IrGraph *g, const PassOptions *opt);        /* LX tiling */
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt);   /* DRAM planning */
 bool pass_halfwiden(IrGraph *g, const PassOptions *opt);   /* f16/bf16 arithmetic in f32 */
+bool pass_fp16(IrGraph *g, const PassOptions *opt);        /* --precision=fp16 */
 
 #endif

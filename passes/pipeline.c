@@ -20,6 +20,7 @@ const PassInfo pass_pipeline[] = {
     {"bnfold", pass_bnfold, 1, "fold per-channel affine ops into convolutions/matmuls"},
     {"dce", pass_dce, 0, "remove nodes whose results are never used"},
     {"dynamic", pass_dynamic, 0, "carry data-dependent extents to the graph outputs"},
+    {"fp16", pass_fp16, 0, "store float32 tensors as DLFloat16 (--precision=fp16)"},
     {"window", pass_window, 0, "split reads of tensors larger than a core's DRAM window"},
     {"fuse", pass_fuse, 0, "group nodes into kernels (epilogues, prologues, chains)"},
     {"layout", pass_layout, 0, "device dtypes, tensor layouts, strided views"},

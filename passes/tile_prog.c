@@ -84,7 +84,7 @@ static bool const_bits(IrGraph *g, ValId v, const IrNode *n, uint32_t *bits)
         *bits = *(const uint8_t *)p;
         return true;
     case IR_DT_I4: case IR_DT_I2: *bits = (uint32_t)(int32_t)*(const int8_t *)p; return true;
-    case IR_DT_F16: case IR_DT_BF16: *bits = *(const uint16_t *)p; return true;
+    case IR_DT_F16: case IR_DT_BF16: case IR_DT_DLF16: *bits = *(const uint16_t *)p; return true;
     case IR_DT_F64: case IR_DT_U16: return pass_dev_elem(val->type.dtype, p, 0, bits, &x);
     case IR_DT_I64: case IR_DT_U32: case IR_DT_U64:
         if (!pass_dev_elem(val->type.dtype, p, 0, bits, &x)) {

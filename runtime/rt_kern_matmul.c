@@ -1,5 +1,5 @@
-/* rt_kern_matmul.c: the ISA_MATMUL tile kernel (PT array), F32 and I8 -> I32, and the
- * choice of the F32 kernel for this host.
+/* rt_kern_matmul.c: the ISA_MATMUL tile kernel (PT array), F32, DLF16 -> F32 and
+ * I8 -> I32, and the choice of the F32 kernel for this host.
  *
  * F32 (isa.md): every C element accumulates its products in increasing k from 0 (or
  * from the old C with ACCUM), each step one fused multiply-add. The blocked vector
@@ -11,8 +11,10 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "rt_dlf16.h"
 #include "rt_exec.h"
 
 /* Bits of rt_host_has, computed once (threads that race here store the same value). */
@@ -70,13 +72,54 @@ void rt_mm_portable(RtCore *c, const SpyMatmul *mm) {
     }
 }
 
+/* Runs a verified F32 MATMUL with the fastest kernel of this host. */
+static void mm_f32(RtCore *c, const SpyMatmul *mm) {
+#if RT_HAVE_X86_KERNELS
+    if (rt_mm_f32_512(c, mm) || rt_mm_f32_256(c, mm))
+        return;
+#endif
+    rt_mm_portable(c, mm);
+}
+
+/* DLF16 operands, F32 accumulation (isa.md): the operands are widened exactly to F32
+ * into a host buffer laid out as a scratchpad ([A m x k][B k x n][C m x n], dense),
+ * C is copied in (ACCUM) and out, and the F32 kernel runs on it: the same sums, in
+ * the same order, as an F32 MATMUL on the widened operands. */
+static void mm_dlf16(RtCore *c, const SpyMatmul *mm) {
+    size_t m = mm->m, n = mm->n, k = mm->k;
+    size_t na = m * k, nb = k * n, bytes = (na + nb + m * n) * 4 + RT_LX_SLACK;
+    uint8_t *buf = malloc(bytes);
+    if (!buf)
+        abort();                         /* the emulator has no error path for host OOM */
+    float *A = (float *)buf, *B = A + na, *C = B + nb;
+    for (size_t i = 0; i < m; i++)
+        rt_dlf16_to_f32_n(A + i * k, c->lx + mm->a + i * mm->lda * 2, k);
+    for (size_t i = 0; i < k; i++)
+        rt_dlf16_to_f32_n(B + i * n, c->lx + mm->b + i * mm->ldb * 2, n);
+    uint8_t *rc = c->lx + mm->c;
+    if (mm->flags & ISA_F_ACCUM)
+        for (size_t i = 0; i < m; i++)
+            memcpy(C + i * n, rc + i * mm->ldc * 4, n * 4);
+    SpyMatmul w = *mm;
+    w.dtype = ISA_DT_F32;
+    w.a = 0, w.b = (uint32_t)(na * 4), w.c = (uint32_t)((na + nb) * 4);
+    w.lda = (uint32_t)k, w.ldb = (uint32_t)n, w.ldc = (uint32_t)n;
+    RtCore t = *c;
+    t.lx = buf;
+    mm_f32(&t, &w);
+    for (size_t i = 0; i < m; i++)
+        memcpy(rc + i * mm->ldc * 4, C + i * n, n * 4);
+    free(buf);
+}
+
 /* Executes a verified MATMUL. */
 void rt_matmul(RtCore *c, const SpyMatmul *mm) {
     if (mm->m == 0 || mm->n == 0)
         return;
-#if RT_HAVE_X86_KERNELS
-    if (mm->dtype == ISA_DT_F32 && (rt_mm_f32_512(c, mm) || rt_mm_f32_256(c, mm)))
-        return;
-#endif
-    rt_mm_portable(c, mm);
+    if (mm->dtype == ISA_DT_DLF16)
+        mm_dlf16(c, mm);
+    else if (mm->dtype == ISA_DT_F32)
+        mm_f32(c, mm);
+    else
+        rt_mm_portable(c, mm);
 }

@@ -71,9 +71,9 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, double *cyc, uint64
         break;
     case ISA_MATMUL: {
         const SpyMatmul *mm = &in->mm;
-        double rate = mm->dtype == ISA_DT_F32
-                          ? (double)t->macs_fp16_per_cycle / t->fp32_mac_divisor
-                          : (double)t->macs_fp16_per_cycle * t->int8_mac_multiplier;
+        double rate = mm->dtype == ISA_DT_F32     ? (double)t->macs_fp16_per_cycle / t->fp32_mac_divisor
+                      : mm->dtype == ISA_DT_DLF16 ? (double)t->macs_fp16_per_cycle
+                                                  : (double)t->macs_fp16_per_cycle * t->int8_mac_multiplier;
         double macs = (double)mm->m * mm->n * mm->k;
         double passes = (double)((mm->m + 7u) / 8u);
         *cyc = macs > 0 ? fmax(macs / rate, passes) : 0;

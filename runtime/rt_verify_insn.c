@@ -192,10 +192,12 @@ static bool v_matmul(Vctx *v, const SpyMatmul *mm) {
     unsigned ea, ec;
     if (mm->dtype == ISA_DT_F32 && mm->out_dtype == ISA_DT_F32)
         ea = 4, ec = 4;
+    else if (mm->dtype == ISA_DT_DLF16 && mm->out_dtype == ISA_DT_F32)
+        ea = 2, ec = 4;
     else if (mm->dtype == ISA_DT_I8 && mm->out_dtype == ISA_DT_I32)
         ea = 1, ec = 4;
     else
-        return fail(v, "MATMUL dtype %s -> %s not supported (f32->f32, i8->i32)",
+        return fail(v, "MATMUL dtype %s -> %s not supported (f32->f32, dlf16->f32, i8->i32)",
                     rt_dtype_name(mm->dtype), rt_dtype_name(mm->out_dtype));
     if (mm->flags & ~ISA_F_ACCUM)
         return fail(v, "MATMUL unknown flags 0x%x", mm->flags);

@@ -231,8 +231,32 @@ part_cli() {
     expect_rc cli/spyrun-metric-top1-fail 1 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
         --check tests/cli/top1_swap --metric top1=1
     expect_rc cli/spyrun-metric-bad 2 "$SPYRUN" "$sbin" --metric cosine=2
+    part_cli_fp16
     expect_rc cli/spyrun-unknown-input 2 "$SPYRUN" "$sbin" --input nope=$ex/test_data_set_0/input_0.pb
     expect_rc cli/spyrun-no-input 2 "$SPYRUN" "$sbin"
+}
+
+# --precision: fp16 bundles pass the golden outputs by the fp16 metric defaults (read
+# from the bundle), fail a tighter metric; the default bundle is what --precision=fp32
+# gives (listings equal) and an fp16 bundle differs from it.
+part_cli_fp16() {
+    local ex=examples/models/tiny_cnn h=$W/cli/tiny_cnn_fp16.sbin log
+    expect_rc cli/spyrec-precision-bad 2 "$SPYREC" $ex/model.onnx --precision=fp8 -o "$h"
+    expect_rc cli/spyrec-precision-fp16 0 "$SPYREC" $ex/model.onnx --precision=fp16 -o "$h"
+    expect_rc cli/spyrun-fp16-default-metrics 0 "$SPYRUN" "$h" --input-dir $ex/test_data_set_0 \
+        --check $ex/test_data_set_0
+    grep -q '^fp16 bundle: float outputs pass by rel-l2' "$(logname cli/spyrun-fp16-default-metrics)"
+    result cli/spyrun-fp16-default-metrics-line $? "$(logname cli/spyrun-fp16-default-metrics)"
+    expect_rc cli/spyrun-fp16-tight-metric-fails 1 "$SPYRUN" "$h" --input-dir $ex/test_data_set_0 \
+        --check $ex/test_data_set_0 --metric rel-l2=1e-7
+    log=$(logname cli/spyrec-precision-default-unchanged)
+    {
+        "$SPYREC" $ex/model.onnx --emit=asm -o "$W/cli/p_default.s" &&
+            "$SPYREC" $ex/model.onnx --precision=fp32 --emit=asm -o "$W/cli/p_fp32.s" &&
+            "$SPYREC" $ex/model.onnx --precision=fp16 --emit=asm -o "$W/cli/p_fp16.s" &&
+            cmp "$W/cli/p_default.s" "$W/cli/p_fp32.s" && ! cmp -s "$W/cli/p_default.s" "$W/cli/p_fp16.s"
+    } >"$log" 2>&1
+    result cli/spyrec-precision-default-unchanged $? "$log"
 }
 
 # ---- (d) determinism: the same model compiled twice gives the same bytes ------------

@@ -1,6 +1,6 @@
 /* test_rt_kernels.c: unit tests of the emulator's fast tile kernels, called directly on
  * a scratchpad: each result is compared bit for bit with a plain scalar reference of the
- * isa.md semantics (MATMUL blocking and AVX-512 path, short-row VREDUCE, the in-place
+ * isa.md semantics (MATMUL blocking and AVX-512 path, DLF16 operands, short-row VREDUCE, the in-place
  * VEC path, strided VEC COPY, short DMA rows), and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
  */
@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "dtconv.h"
 #include "rt_exec.h"
 #include "rt_vmath.h"
 
@@ -136,6 +137,49 @@ static void test_matmul_shapes(void **state) {
             check_mm(shapes[i][0], n, shapes[i][2], n + (i & 1), acc, seed++);
         }
     check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1: conv grid form) */
+}
+
+/* DLF16 MATMUL (operands widened exactly, F32 fused multiply-adds in increasing k)
+ * equals the F32 reference on the widened operands bit for bit, with strided
+ * operands and C, with and without ACCUM; NINF operands read as NaN. */
+static void test_matmul_dlf16(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{1, 1, 1}, {3, 70, 5}, {9, 100, 27}, {29, 70, 300},
+                                         {100, 40, 140}, {2, 15, 0}};
+    uint32_t seed = 7;
+    for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int acc = 0; acc < 2; acc++) {
+            uint32_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            uint32_t lda = k + 3, ldb = n + 1, ldc = n + 5;
+            uint32_t a = 64, b = a + 2 * m * lda + 16, c = b + 2 * k * ldb + 16;
+            assert_true(c + 4 * m * ldc < LX_BYTES);
+            float *wa = malloc(4 * (size_t)m * lda + 4), *wb = malloc(4 * (size_t)k * ldb + 4);
+            float *ref = malloc(4 * (size_t)m * ldc);
+            uint16_t *ha = (uint16_t *)(lx + a), *hb = (uint16_t *)(lx + b);
+            for (uint32_t i = 0; i < m * lda; i++)
+                wa[i] = spy_dlf16_to_f32(ha[i] = spy_f32_to_dlf16(rnd(&seed) * 1.37f));
+            for (uint32_t i = 0; i < k * ldb; i++)
+                wb[i] = spy_dlf16_to_f32(hb[i] = spy_f32_to_dlf16(rnd(&seed)));
+            if (m > 1 && k > 1)
+                wa[lda + 1] = spy_dlf16_to_f32(ha[lda + 1] = SPY_DLF16_NINF);
+            for (uint32_t i = 0; i < m * ldc; i++)
+                fp(c)[i] = rnd(&seed);
+            memcpy(ref, fp(c), 4 * (size_t)m * ldc);
+            mm_ref(ref, wa, wb, m, n, k, lda, ldb, ldc, acc);
+            SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_DLF16,
+                            .out_dtype = ISA_DT_F32, .flags = acc ? ISA_F_ACCUM : 0, .a = a,
+                            .b = b, .c = c, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
+                            .ldc = ldc};
+            RtCore cc = core;
+            rt_matmul(&cc, &mm);
+            for (uint32_t i = 0; i < m * ldc; i++)
+                if (bits(ref[i]) != bits(fp(c)[i]) && !(isnan(ref[i]) && isnan(fp(c)[i])))
+                    fail_msg("dlf16 matmul m%u n%u k%u acc%d: element %u: %a != %a", m, n, k,
+                             acc, i, fp(c)[i], ref[i]);
+            free(wa);
+            free(wb);
+            free(ref);
+        }
 }
 
 /* ---- VREDUCE ----------------------------------------------------------------------- */
@@ -435,6 +479,7 @@ static void test_vmath(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
+        cmocka_unit_test(test_matmul_dlf16),
         cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_copy_strided),
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
         cmocka_unit_test(test_strip_mined_runs),
