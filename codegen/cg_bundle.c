@@ -119,7 +119,7 @@ uint32_t cg_value_bits(int dt, double v)
     switch (dt) {
     case ISA_DT_F32: memcpy(&u, &f, 4); return u;
     case ISA_DT_F16: return f32_to_f16(f);
-    case ISA_DT_DLF16: return spy_f32_to_dlf16(f);
+    case ISA_DT_DLF16: return spy_f32_to_dlf16_sat(f);
     case ISA_DT_BF16:
         memcpy(&u, &f, 4);
         return isnan(f) ? (u >> 16) | 0x40 : (u + 0x7fff + ((u >> 16) & 1)) >> 16;

@@ -7,7 +7,8 @@
  * generator see the device types directly:
  *
  *  - float32 constants become DLFloat16 constants (rounded here, at compile time;
- *    values beyond the range saturate, const_elem);
+ *    values beyond the range saturate, spy_f32_to_dlf16_sat: the fill and pad values of
+ *    the code generator too);
  *  - each float32 graph input is converted by one CAST to DLFloat16 and each float32
  *    graph output by one CAST from it, so the bundle's edge keeps the model's dtype
  *    (the casts are ordinary elementwise nodes: fusion puts them into the first and
@@ -24,7 +25,6 @@
  * Values of other dtypes (integers, bool, float64, the storage floats) are unchanged.
  * With the default precision the pass does nothing, so bundles stay as they were.
  */
-#include <math.h>
 #include <string.h>
 
 #include "dtconv.h"
@@ -42,28 +42,20 @@ static ValId mapped(const F16Map *m, ValId v)
     return v != IR_NONE && v < m->n && m->rep[v] != IR_NONE ? m->rep[v] : v;
 }
 
-/* x as a DLFloat16 constant: rounded, and outside the range (infinities included)
- * saturated to the largest finite value with its sign. NINF would read as NaN, and
- * the -inf or float32-lowest fill of an attention mask must stay a huge negative
- * number that exp turns into 0. NaN stays NINF. */
-static uint16_t const_elem(float x)
-{
-    uint16_t h = spy_f32_to_dlf16(x);
-    return (h & SPY_DLF16_NINF) == SPY_DLF16_NINF && !isnan(x) ? (uint16_t)(h - 1) : h;
-}
-
-/* A DLFloat16 copy of float32 constant v (rounded element by element). */
+/* A DLFloat16 copy of float32 constant v (rounded element by element), which takes
+ * over v's name. */
 static ValId const_to_dlf16(IrGraph *g, ValId v)
 {
-    const IrValue *val = ir_val(g, v);
-    IrType t = val->type;
+    IrType t = ir_val(g, v)->type;
     t.dtype = IR_DT_DLF16;
-    ValId c = ir_add_const(g, val->name, &t, NULL);
+    const char *name = ir_val(g, v)->name;
+    ir_set_name(g, v, ir_fresh_name(g, "f32"));
+    ValId c = ir_add_const(g, name, &t, NULL);
     size_t n = ir_type_bytes(&t) / 2;
     const float *src = (const float *)ir_val(g, v)->data;
     uint16_t *dst = (uint16_t *)(uintptr_t)g->vals[c].data;
     for (size_t i = 0; i < n; i++)
-        dst[i] = const_elem(src[i]);
+        dst[i] = spy_f32_to_dlf16_sat(src[i]);
     return c;
 }
 

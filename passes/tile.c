@@ -152,6 +152,13 @@ static bool contract_try(Tctx *c, const TileMap *m, int nrow, uint64_t a, uint64
     return false;
 }
 
+/* Bytes of an operand element of the kernel's contraction (2 for DLFloat16, 4 for
+ * float32); C accumulates in float32 either way. */
+static uint64_t operand_es(Tctx *c)
+{
+    return (uint64_t)pass_dev_esize(ir_vtype(c->g, ir_node(c->g, c->k->anchor)->in[0])->dtype);
+}
+
 /* MATMUL: A [mt,kt], B [kt,nt], C [mt,nt] + epilogue. */
 static bool fit_matmul(Tctx *c)
 {
@@ -164,7 +171,8 @@ static bool fit_matmul(Tctx *c)
         int64_t mt = gr->chunk[r - 2], nt = gr->chunk[r - 1], kt = k->inner.chunk[0];
         bool err = false;
         uint64_t need = 0;
-        if (contract_try(c, &m, r - 1, 4 * (uint64_t)(mt * kt), 4 * (uint64_t)(kt * nt),
+        uint64_t es = operand_es(c);
+        if (contract_try(c, &m, r - 1, es * (uint64_t)(mt * kt), es * (uint64_t)(kt * nt),
                          4 * (uint64_t)(mt * nt), 0, &err, &need))
             return true;
         if (err)
@@ -216,8 +224,9 @@ static bool fit_conv(Tctx *c)
                     (geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1]);
         bool err = false;
         uint64_t need = 0;
-        if (contract_try(c, &m, 3, 4 * (uint64_t)(mt * kk), 4 * (uint64_t)(kk * p),
-                         4 * (uint64_t)(mt * p), 4 * (uint64_t)patch, &err, &need))
+        uint64_t es = operand_es(c);
+        if (contract_try(c, &m, 3, es * (uint64_t)(mt * kk), es * (uint64_t)(kk * p),
+                         4 * (uint64_t)(mt * p), es * (uint64_t)patch, &err, &need))
             return true;
         if (err)
             return false;

@@ -206,6 +206,17 @@ static inline uint16_t spy_f32_to_dlf16(float x)
     return (uint16_t)(((b >> 16) & 0x8000u) | (uint32_t)t);
 }
 
+/* float32 -> DLFloat16 for a compile-time value (a constant, a fill or pad value):
+ * as spy_f32_to_dlf16, but a value beyond the range, infinities included, saturates
+ * to the largest finite value with its sign instead of NINF, which reads as NaN: the
+ * -inf pad of a max pool or the float32-lowest fill of an attention mask must stay a
+ * huge number of its sign. NaN stays NINF. */
+static inline uint16_t spy_f32_to_dlf16_sat(float x)
+{
+    uint16_t h = spy_f32_to_dlf16(x);
+    return (h & SPY_DLF16_NINF) == SPY_DLF16_NINF && x == x ? (uint16_t)(h - 1) : h;
+}
+
 /* Exact DLFloat16 -> float32 (NINF gives a quiet NaN with its sign). */
 static inline float spy_dlf16_to_f32(uint16_t h)
 {
