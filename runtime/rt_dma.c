@@ -4,6 +4,10 @@
  */
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "rt_exec.h"
 
 typedef struct {
@@ -100,6 +104,70 @@ static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int6
     }
 }
 
+/* Tile of the blocked copy below: TB x TB elements keep both the rows read and the rows
+ * written within L1. */
+#define TRANSPOSE_TILE 16
+
+/* Copies one tile of nr x len elements of esize bytes (r outer at byte strides rd / rs,
+ * i inner at ds / ss), walking r innermost: the side whose rows are contiguous. */
+#define COPY_TILE(N)                                                                     \
+    for (int64_t i = 0; i < len; i++)                                                    \
+        for (uint64_t r = 0; r < nr; r++)                                                \
+            memcpy(d + (int64_t)r * rd + i * ds, s + (int64_t)r * rs + i * ss, N)
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* A full 16 x 16 tile of 4-byte elements whose destination rows are contiguous: each
+ * destination row is one 16-lane gather (byte offsets i * ss) and one store. */
+__attribute__((target("avx512f"))) static void tile16_gather(uint8_t *d, const uint8_t *s,
+                                                             int64_t rd, int64_t ss) {
+    const __m512i idx = _mm512_mullo_epi32(
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+        _mm512_set1_epi32((int)ss));
+    for (int r = 0; r < TRANSPOSE_TILE; r++)
+        _mm512_storeu_si512((void *)(d + r * rd),
+                            _mm512_i32gather_epi32(idx, (const void *)(s + r * 4), 1));
+}
+
+/* Whether tile16_gather applies: AVX-512 host, 4-byte elements, contiguous destination
+ * rows and source offsets that fit the gather's 32-bit indices. */
+static bool tile16_ok(int64_t ds, int64_t ss, unsigned esize) {
+    return esize == 4 && ds == 4 && ss > 0 && ss <= INT32_MAX / TRANSPOSE_TILE &&
+           rt_host_has(RT_HOST_AVX512);
+}
+#endif
+
+/* One tile of a transposing copy (see copy_transposed). */
+static void copy_tile(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
+                      int64_t len, int64_t ds, int64_t ss, unsigned esize) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (nr == TRANSPOSE_TILE && len == TRANSPOSE_TILE && tile16_ok(ds, ss, esize)) {
+        tile16_gather(d, s, rd, ss);
+        return;
+    }
+#endif
+    switch (esize) {
+    case 1: COPY_TILE(1); break;
+    case 2: COPY_TILE(2); break;
+    case 4: COPY_TILE(4); break;
+    default: COPY_TILE(8); break;
+    }
+}
+
+/* A block whose inner source stride is long while its row stride is one element (a
+ * transposed read, such as a weight read through a transposed view): copied tile by
+ * tile, so that each cache line read is used for a whole tile instead of once per row. */
+static void copy_transposed(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
+                            int64_t len, int64_t ds, int64_t ss, unsigned esize) {
+    for (uint64_t r0 = 0; r0 < nr; r0 += TRANSPOSE_TILE) {
+        uint64_t tr = nr - r0 < TRANSPOSE_TILE ? nr - r0 : TRANSPOSE_TILE;
+        for (int64_t i0 = 0; i0 < len; i0 += TRANSPOSE_TILE) {
+            int64_t ti = len - i0 < TRANSPOSE_TILE ? len - i0 : TRANSPOSE_TILE;
+            copy_tile(d + (int64_t)r0 * rd + i0 * ds, s + (int64_t)r0 * rs + i0 * ss, tr, rd,
+                      rs, ti, ds, ss, esize);
+        }
+    }
+}
+
 /* Copies rows of exactly N bytes (a constant after inlining): rows r < nr at byte
  * strides rd / rs. */
 #define COPY_ROWS_N(N)                                                                   \
@@ -124,6 +192,11 @@ static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, in
         case 32: COPY_ROWS_N(32); return;
         default: break;
         }
+    }
+    if (rs == (int64_t)esize && ss != (int64_t)esize && nr >= TRANSPOSE_TILE &&
+        len >= TRANSPOSE_TILE) {
+        copy_transposed(d, s, nr, rd, rs, len, ds, ss, esize);
+        return;
     }
     for (uint64_t r = 0; r < nr; r++)
         copy_row(d + (int64_t)r * rd, s + (int64_t)r * rs, len, ds, ss, esize);
