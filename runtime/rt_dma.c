@@ -4,6 +4,7 @@
  */
 #include <string.h>
 
+#include "rt_copy.h"
 #include "rt_exec.h"
 
 typedef struct {
@@ -45,39 +46,11 @@ static bool plan_copy(CopyPlan *p, const uint32_t *dims, const int32_t *sst,
     return true;
 }
 
-/* Copies n bytes between non-overlapping buffers; short runs (the common case: rows
- * of a few sticks) use inline 32/16/8/4-byte moves with an overlapping last move
- * instead of a library call. */
-static inline void copy_bytes(uint8_t *d, const uint8_t *s, size_t n) {
-    uint8_t t[32];
-    if (n > 256) {
-        memcpy(d, s, n);
-    } else if (n >= 32) {
-        size_t i = 0;
-        for (; i + 32 <= n; i += 32)
-            memcpy(t, s + i, 32), memcpy(d + i, t, 32);
-        if (i < n)
-            memcpy(t, s + n - 32, 32), memcpy(d + n - 32, t, 32);
-    } else if (n >= 16) {
-        memcpy(t, s, 16), memcpy(t + 16, s + n - 16, 16);
-        memcpy(d, t, 16), memcpy(d + n - 16, t + 16, 16);
-    } else if (n >= 8) {
-        memcpy(t, s, 8), memcpy(t + 8, s + n - 8, 8);
-        memcpy(d, t, 8), memcpy(d + n - 8, t + 8, 8);
-    } else if (n >= 4) {
-        memcpy(t, s, 4), memcpy(t + 4, s + n - 4, 4);
-        memcpy(d, t, 4), memcpy(d + n - 4, t + 4, 4);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            d[i] = s[i];
-    }
-}
-
 /* Copies one innermost row of len elements with byte strides ss / ds. */
 static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int64_t ss,
                      unsigned esize) {
     if (ss == (int64_t)esize && ds == (int64_t)esize) {
-        copy_bytes(d, s, (size_t)len * esize);
+        rt_copy_bytes(d, s, (size_t)len * esize);
         return;
     }
     switch (esize) {
@@ -129,19 +102,56 @@ static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, in
         copy_row(d + (int64_t)r * rd, s + (int64_t)r * rs, len, ds, ss, esize);
 }
 
-/* Runs a copy plan from s to d (odometer over the dims outside the innermost two). */
+/* Copies na blocks (byte strides ad / as) of nr rows (byte strides rd / rs) of nb
+ * contiguous bytes, nb <= 32: a window load of a pooling or a convolution, whose
+ * rows are too short for a call per block. */
+#define COPY_BLOCKS_N(N)                                                                 \
+    for (uint64_t a = 0; a < na; a++)                                                    \
+        for (uint64_t r = 0; r < nr; r++)                                                \
+            memcpy(d + (int64_t)a * ad + (int64_t)r * rd, s + (int64_t)a * as + (int64_t)r * rs, \
+                   N)
+
+/* Copies na blocks of copy_block's shape (short contiguous rows of nb bytes). */
+static void copy_blocks(uint8_t *d, const uint8_t *s, uint64_t na, int64_t ad, int64_t as,
+                        uint64_t nr, int64_t rd, int64_t rs, size_t nb, unsigned esize) {
+    switch (nb) {
+    case 4: COPY_BLOCKS_N(4); return;
+    case 8: COPY_BLOCKS_N(8); return;
+    case 12: COPY_BLOCKS_N(12); return;
+    case 16: COPY_BLOCKS_N(16); return;
+    case 20: COPY_BLOCKS_N(20); return;
+    case 24: COPY_BLOCKS_N(24); return;
+    case 28: COPY_BLOCKS_N(28); return;
+    case 32: COPY_BLOCKS_N(32); return;
+    default:
+        for (uint64_t a = 0; a < na; a++)
+            copy_block(d + (int64_t)a * ad, s + (int64_t)a * as, nr, rd, rs,
+                       (int64_t)(nb / esize), esize, esize, esize);
+        return;
+    }
+}
+
+/* Runs a copy plan from s to d (odometer over the dims outside the innermost two, or
+ * three when the innermost rows are short and contiguous: see copy_blocks). */
 static void run_copy(const CopyPlan *p, uint8_t *d, const uint8_t *s, unsigned esize) {
     int in = p->n - 1;
     if (in == 0) {
         copy_row(d, s, (int64_t)p->dim[0], p->ds[0], p->ss[0], esize);
         return;
     }
-    int mid = in - 1;
+    size_t nb = (size_t)p->dim[in] * esize;
+    bool blocks = in >= 2 && p->ss[in] == (int64_t)esize && p->ds[in] == (int64_t)esize &&
+                  nb <= 32;
+    int mid = in - 1, base = blocks ? in - 2 : mid;
     uint64_t idx[ISA_MAX_DIMS] = {0};
     for (;;) {
-        copy_block(d, s, p->dim[mid], p->ds[mid], p->ss[mid], (int64_t)p->dim[in], p->ds[in],
-                   p->ss[in], esize);
-        int k = mid - 1;
+        if (blocks)
+            copy_blocks(d, s, p->dim[base], p->ds[base], p->ss[base], p->dim[mid], p->ds[mid],
+                        p->ss[mid], nb, esize);
+        else
+            copy_block(d, s, p->dim[mid], p->ds[mid], p->ss[mid], (int64_t)p->dim[in],
+                       p->ds[in], p->ss[in], esize);
+        int k = base - 1;
         for (; k >= 0; k--) {
             d += p->ds[k];
             s += p->ss[k];
