@@ -73,11 +73,31 @@ static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int6
     }
 }
 
-/* Copies rows of exactly N bytes (a constant after inlining): rows r < nr at byte
- * strides rd / rs. */
-#define COPY_ROWS_N(N)                                                                   \
-    for (uint64_t r = 0; r < nr; r++)                                                    \
-        memcpy(d + (int64_t)r * rd, s + (int64_t)r * rs, N)
+/* Copies na blocks (byte strides ad / as) of nr rows (byte strides rd / rs) of nb
+ * contiguous bytes, nb <= 32: a window load of a pooling or a convolution, whose
+ * rows are too short for a call per block. */
+#define COPY_BLOCKS_N(N)                                                                 \
+    for (uint64_t a = 0; a < na; a++)                                                    \
+        for (uint64_t r = 0; r < nr; r++)                                                \
+            memcpy(d + (int64_t)a * ad + (int64_t)r * rd,                               \
+                   s + (int64_t)a * as + (int64_t)r * rs, N)
+
+/* Copies na blocks of nr short contiguous rows of nb bytes (see COPY_BLOCKS_N) with
+ * fixed-size moves; false (nothing done) when nb is not a multiple of 4. */
+static bool copy_blocks(uint8_t *d, const uint8_t *s, uint64_t na, int64_t ad, int64_t as,
+                        uint64_t nr, int64_t rd, int64_t rs, size_t nb) {
+    switch (nb) {
+    case 4: COPY_BLOCKS_N(4); return true;
+    case 8: COPY_BLOCKS_N(8); return true;
+    case 12: COPY_BLOCKS_N(12); return true;
+    case 16: COPY_BLOCKS_N(16); return true;
+    case 20: COPY_BLOCKS_N(20); return true;
+    case 24: COPY_BLOCKS_N(24); return true;
+    case 28: COPY_BLOCKS_N(28); return true;
+    case 32: COPY_BLOCKS_N(32); return true;
+    default: return false;
+    }
+}
 
 /* The two innermost dims of a plan: nr rows (byte strides rd / rs) of len elements
  * (byte strides ds / ss). Short contiguous rows (a window of a few elements) are
@@ -85,50 +105,11 @@ static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int6
 static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
                        int64_t len, int64_t ds, int64_t ss, unsigned esize) {
     size_t nb = (size_t)len * esize;
-    if (ss == (int64_t)esize && ds == (int64_t)esize && nb <= 32) {
-        switch (nb) {
-        case 4: COPY_ROWS_N(4); return;
-        case 8: COPY_ROWS_N(8); return;
-        case 12: COPY_ROWS_N(12); return;
-        case 16: COPY_ROWS_N(16); return;
-        case 20: COPY_ROWS_N(20); return;
-        case 24: COPY_ROWS_N(24); return;
-        case 28: COPY_ROWS_N(28); return;
-        case 32: COPY_ROWS_N(32); return;
-        default: break;
-        }
-    }
+    if (ss == (int64_t)esize && ds == (int64_t)esize && nb <= 32 &&
+        copy_blocks(d, s, 1, 0, 0, nr, rd, rs, nb))
+        return;
     for (uint64_t r = 0; r < nr; r++)
         copy_row(d + (int64_t)r * rd, s + (int64_t)r * rs, len, ds, ss, esize);
-}
-
-/* Copies na blocks (byte strides ad / as) of nr rows (byte strides rd / rs) of nb
- * contiguous bytes, nb <= 32: a window load of a pooling or a convolution, whose
- * rows are too short for a call per block. */
-#define COPY_BLOCKS_N(N)                                                                 \
-    for (uint64_t a = 0; a < na; a++)                                                    \
-        for (uint64_t r = 0; r < nr; r++)                                                \
-            memcpy(d + (int64_t)a * ad + (int64_t)r * rd, s + (int64_t)a * as + (int64_t)r * rs, \
-                   N)
-
-/* Copies na blocks of copy_block's shape (short contiguous rows of nb bytes). */
-static void copy_blocks(uint8_t *d, const uint8_t *s, uint64_t na, int64_t ad, int64_t as,
-                        uint64_t nr, int64_t rd, int64_t rs, size_t nb, unsigned esize) {
-    switch (nb) {
-    case 4: COPY_BLOCKS_N(4); return;
-    case 8: COPY_BLOCKS_N(8); return;
-    case 12: COPY_BLOCKS_N(12); return;
-    case 16: COPY_BLOCKS_N(16); return;
-    case 20: COPY_BLOCKS_N(20); return;
-    case 24: COPY_BLOCKS_N(24); return;
-    case 28: COPY_BLOCKS_N(28); return;
-    case 32: COPY_BLOCKS_N(32); return;
-    default:
-        for (uint64_t a = 0; a < na; a++)
-            copy_block(d + (int64_t)a * ad, s + (int64_t)a * as, nr, rd, rs,
-                       (int64_t)(nb / esize), esize, esize, esize);
-        return;
-    }
 }
 
 /* Runs a copy plan from s to d (odometer over the dims outside the innermost two, or
@@ -145,12 +126,12 @@ static void run_copy(const CopyPlan *p, uint8_t *d, const uint8_t *s, unsigned e
     int mid = in - 1, base = blocks ? in - 2 : mid;
     uint64_t idx[ISA_MAX_DIMS] = {0};
     for (;;) {
-        if (blocks)
-            copy_blocks(d, s, p->dim[base], p->ds[base], p->ss[base], p->dim[mid], p->ds[mid],
-                        p->ss[mid], nb, esize);
-        else
-            copy_block(d, s, p->dim[mid], p->ds[mid], p->ss[mid], (int64_t)p->dim[in],
-                       p->ds[in], p->ss[in], esize);
+        if (!blocks || !copy_blocks(d, s, p->dim[base], p->ds[base], p->ss[base], p->dim[mid],
+                                    p->ds[mid], p->ss[mid], nb))
+            for (uint64_t a = 0; a < (blocks ? p->dim[base] : 1); a++)
+                copy_block(d + (int64_t)a * p->ds[base], s + (int64_t)a * p->ss[base],
+                           p->dim[mid], p->ds[mid], p->ss[mid], (int64_t)p->dim[in], p->ds[in],
+                           p->ss[in], esize);
         int k = base - 1;
         for (; k >= 0; k--) {
             d += p->ds[k];
