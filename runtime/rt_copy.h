@@ -7,27 +7,26 @@
 #include <string.h>
 
 /* Copies n bytes between non-overlapping buffers; short runs (the common case: rows
- * of a few sticks) use inline 32/16/8/4-byte moves with an overlapping last move
- * instead of a library call. */
+ * of a few sticks) use inline 32/16/8/4-byte moves, the last one overlapping the one
+ * before it, instead of a library call. */
 static inline void rt_copy_bytes(uint8_t *d, const uint8_t *s, size_t n) {
-    uint8_t t[32];
     if (n > 256) {
         memcpy(d, s, n);
     } else if (n >= 32) {
         size_t i = 0;
         for (; i + 32 <= n; i += 32)
-            memcpy(t, s + i, 32), memcpy(d + i, t, 32);
+            memcpy(d + i, s + i, 32);
         if (i < n)
-            memcpy(t, s + n - 32, 32), memcpy(d + n - 32, t, 32);
+            memcpy(d + n - 32, s + n - 32, 32);
     } else if (n >= 16) {
-        memcpy(t, s, 16), memcpy(t + 16, s + n - 16, 16);
-        memcpy(d, t, 16), memcpy(d + n - 16, t + 16, 16);
+        memcpy(d, s, 16);
+        memcpy(d + n - 16, s + n - 16, 16);
     } else if (n >= 8) {
-        memcpy(t, s, 8), memcpy(t + 8, s + n - 8, 8);
-        memcpy(d, t, 8), memcpy(d + n - 8, t + 8, 8);
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
     } else if (n >= 4) {
-        memcpy(t, s, 4), memcpy(t + 4, s + n - 4, 4);
-        memcpy(d, t, 4), memcpy(d + n - 4, t + 4, 4);
+        memcpy(d, s, 4);
+        memcpy(d + n - 4, s + n - 4, 4);
     } else {
         for (size_t i = 0; i < n; i++)
             d[i] = s[i];
