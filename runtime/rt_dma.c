@@ -3,6 +3,9 @@
  * innermost stride of 1 on both sides becomes memcpy runs.
  */
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "rt_copy.h"
 #include "rt_exec.h"
@@ -99,15 +102,62 @@ static bool copy_blocks(uint8_t *d, const uint8_t *s, uint64_t na, int64_t ad, i
     }
 }
 
+/* Scalar part of copy_transpose4: d[r * rd + 4 * i] = s[4 * r + i * ss] for
+ * r0 <= r < r1, i0 <= i < i1. */
+static void transpose4_rect(uint8_t *d, const uint8_t *s, int64_t rd, int64_t ss,
+                            uint64_t r0, uint64_t r1, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++)
+        for (uint64_t r = r0; r < r1; r++)
+            memcpy(d + (int64_t)r * rd + 4 * i, s + 4 * (int64_t)r + i * ss, 4);
+}
+
+/* Copies a transpose of 4-byte elements: d[r * rd + 4 * i] = s[4 * r + i * ss] for
+ * r < nr, i < len (source rows contiguous along r, destination along i), as 4 x 4
+ * blocks moved through vector registers (bits unchanged), in bands of 16 r so each
+ * source cache line is read once. */
+static void copy_transpose4(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd,
+                            int64_t len, int64_t ss) {
+    uint64_t nr4 = 0;
+    int64_t len4 = 0;
+#if defined(__SSE2__)
+    nr4 = nr & ~(uint64_t)3;
+    len4 = len & ~(int64_t)3;
+    for (uint64_t r0 = 0; r0 < nr4; r0 += 16) {
+        uint64_t r1 = nr4 - r0 < 16 ? nr4 : r0 + 16;
+        for (int64_t i = 0; i < len4; i += 4)
+            for (uint64_t r = r0; r < r1; r += 4) {
+                const uint8_t *sp = s + 4 * (int64_t)r + i * ss;
+                __m128i a0 = _mm_loadu_si128((const __m128i *)sp);
+                __m128i a1 = _mm_loadu_si128((const __m128i *)(sp + ss));
+                __m128i a2 = _mm_loadu_si128((const __m128i *)(sp + 2 * ss));
+                __m128i a3 = _mm_loadu_si128((const __m128i *)(sp + 3 * ss));
+                __m128i t0 = _mm_unpacklo_epi32(a0, a1), t1 = _mm_unpacklo_epi32(a2, a3);
+                __m128i t2 = _mm_unpackhi_epi32(a0, a1), t3 = _mm_unpackhi_epi32(a2, a3);
+                uint8_t *dp = d + (int64_t)r * rd + 4 * i;
+                _mm_storeu_si128((__m128i *)dp, _mm_unpacklo_epi64(t0, t1));
+                _mm_storeu_si128((__m128i *)(dp + rd), _mm_unpackhi_epi64(t0, t1));
+                _mm_storeu_si128((__m128i *)(dp + 2 * rd), _mm_unpacklo_epi64(t2, t3));
+                _mm_storeu_si128((__m128i *)(dp + 3 * rd), _mm_unpackhi_epi64(t2, t3));
+            }
+    }
+#endif
+    transpose4_rect(d, s, rd, ss, 0, nr4, len4, len);  /* right strip */
+    transpose4_rect(d, s, rd, ss, nr4, nr, 0, len);    /* bottom rows */
+}
+
 /* The two innermost dims of a plan: nr rows (byte strides rd / rs) of len elements
  * (byte strides ds / ss). Short contiguous rows (a window of a few elements) are
- * copied with fixed-size moves. */
+ * copied with fixed-size moves, transposes in bands. */
 static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
                        int64_t len, int64_t ds, int64_t ss, unsigned esize) {
     size_t nb = (size_t)len * esize;
     if (ss == (int64_t)esize && ds == (int64_t)esize && nb <= 32 &&
         copy_blocks(d, s, 1, 0, 0, nr, rd, rs, nb))
         return;
+    if (esize == 4 && rs == 4 && ds == 4 && ss != 4 && nr >= 4) {
+        copy_transpose4(d, s, nr, rd, len, ss);
+        return;
+    }
     for (uint64_t r = 0; r < nr; r++)
         copy_row(d + (int64_t)r * rd, s + (int64_t)r * rs, len, ds, ss, esize);
 }
