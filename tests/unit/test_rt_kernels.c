@@ -386,6 +386,81 @@ static void test_dma_short_rows(void **state) {
     core.seg = NULL;
 }
 
+/* A LOAD of dims (outermost first, the rest 1) with DRAM / LX strides in elements. */
+static SpyDma dma_load(int n, const uint32_t *dims, const int32_t *ds, const int32_t *ls) {
+    SpyDma d = {.opcode = ISA_LOAD, .esize = 4, .ndim = (uint8_t)n, .seg = 0, .dram_off = 8,
+                .lx = 128};
+    for (int i = 0; i < ISA_MAX_DIMS; i++)
+        d.dims[i] = 1, d.dram_stride[i] = d.lx_stride[i] = 1;
+    for (int i = 0; i < n; i++)
+        d.dims[i] = dims[i], d.dram_stride[i] = ds[i], d.lx_stride[i] = ls[i];
+    return d;
+}
+
+static void test_dma_transpose_blocks(void **state) {
+    (void)state;
+    static uint8_t dram[1 << 18];
+    uint8_t *segs[1] = {dram};
+    core.seg = segs;
+    for (unsigned i = 0; i < sizeof dram; i++)
+        dram[i] = (uint8_t)(i * 13 + 5);
+    static const uint32_t sizes[][2] = {{4, 4}, {37, 9}, {16, 33}, {3, 7}, {50, 2}, {5, 5}};
+    for (unsigned t = 0; t < sizeof sizes / sizeof *sizes; t++) { /* LX[r][i] = DRAM[i][r] */
+        uint32_t nr = sizes[t][0], len = sizes[t][1], dims[2] = {nr, len};
+        int32_t ds[2] = {1, 301}, ls[2] = {(int32_t)len + 3, 1};
+        SpyDma d = dma_load(2, dims, ds, ls);
+        memset(lx, 0, 65536);
+        rt_dma(&core, &d, false);
+        for (uint32_t r = 0; r < nr; r++)
+            for (uint32_t i = 0; i < len; i++)
+                assert_memory_equal(lx + 128 + 4 * (r * (len + 3) + i),
+                                    dram + 8 + 4 * (i * 301 + r), 4);
+    }
+    /* pooling windows: [channels, out cols, window rows, window cols] */
+    uint32_t dims[4] = {3, 7, 3, 3};
+    int32_t ds[4] = {900, 2, 30, 1}, ls[4] = {63, 9, 3, 1};
+    SpyDma d = dma_load(4, dims, ds, ls);
+    rt_dma(&core, &d, false);
+    for (uint32_t a = 0; a < 3; a++)
+        for (uint32_t b = 0; b < 7; b++)
+            for (uint32_t r = 0; r < 3; r++)
+                for (uint32_t c = 0; c < 3; c++)
+                    assert_memory_equal(lx + 128 + 4 * (a * 63 + b * 9 + r * 3 + c),
+                                        dram + 8 + 4 * (a * 900 + b * 2 + r * 30 + c), 4);
+    core.seg = NULL;
+}
+
+static void test_vec_copy_rows(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{6, 13, 13}, {5, 10, 14}, {3, 70, 80}, {2, 1, 3}};
+    for (unsigned t = 0; t < sizeof shapes / sizeof *shapes; t++) {
+        uint32_t rows = shapes[t][0], cols = shapes[t][1], rs = shapes[t][2];
+        for (uint32_t i = 0; i < 4000; i++)
+            fp(20000)[i] = (float)i, fp(100)[i] = -1.0f;
+        SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                    .fn = ISA_VF_COPY, .nsrc = 1, .dst = 400, .rows = rows, .cols = cols,
+                    .dst_rs = (int32_t)cols};
+        v.src[0] = 20000, v.src_rs[0] = (int32_t)rs, v.src_cs[0] = 1;
+        assert_int_equal(rt_vec(&core, &v), RT_XOK);
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t c = 0; c < cols; c++)
+                assert_true(fp(400)[r * cols + c] == (float)(r * rs + c));
+        assert_true(fp(400)[rows * cols] == -1.0f);
+    }
+    /* rows overlapping their source (a shift down by one row): row by row, in order */
+    float sim[64];
+    for (uint32_t i = 0; i < 64; i++)
+        fp(1024)[i] = sim[i] = (float)i;
+    for (uint32_t r = 0; r < 3; r++)
+        memmove(sim + 8 * r + 4, sim + 8 * r, 6 * sizeof *sim);
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                .fn = ISA_VF_COPY, .nsrc = 1, .dst = 1024 + 16, .rows = 3, .cols = 6,
+                .dst_rs = 8};
+    v.src[0] = 1024, v.src_rs[0] = 8, v.src_cs[0] = 1;
+    assert_int_equal(rt_vec(&core, &v), RT_XOK);
+    assert_memory_equal(fp(1024), sim, sizeof sim);
+}
+
 /* ---- vectorised transcendental functions -------------------------------------------- */
 
 /* Error of got against the exact value ref, in units of the float ulp at ref. */
@@ -437,7 +512,8 @@ int main(void) {
         cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
         cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_copy_strided),
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
-        cmocka_unit_test(test_strip_mined_runs),
+        cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
+        cmocka_unit_test(test_vec_copy_rows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
