@@ -360,13 +360,19 @@ static void test_strip_mined_runs(void **state) {
 
 /* ---- DMA: short rows ---------------------------------------------------------------- */
 
+static uint8_t dram[1 << 18];    /* DRAM segment 0 of the DMA tests */
+static uint8_t *dram_segs[1] = {dram};
+
+/* Binds dram as segment 0 and fills it with the bytes i * mul + add. */
+static void dram_fill(unsigned mul, unsigned add) {
+    core.seg = dram_segs;
+    for (unsigned i = 0; i < sizeof dram; i++)
+        dram[i] = (uint8_t)(i * mul + add);
+}
+
 static void test_dma_short_rows(void **state) {
     (void)state;
-    static uint8_t dram[1 << 16];
-    uint8_t *segs[1] = {dram};
-    core.seg = segs;
-    for (unsigned i = 0; i < sizeof dram; i++)
-        dram[i] = (uint8_t)(i * 7 + 1);
+    dram_fill(7, 1);
     for (uint32_t w = 1; w <= 9; w++) { /* window loads: dims [3, 5, w] */
         SpyDma d = {.opcode = ISA_LOAD, .esize = 4, .ndim = 3, .seg = 0, .dram_off = 12, .lx = 64};
         for (int i = 0; i < ISA_MAX_DIMS; i++)
@@ -399,11 +405,7 @@ static SpyDma dma_load(int n, const uint32_t *dims, const int32_t *ds, const int
 
 static void test_dma_transpose_blocks(void **state) {
     (void)state;
-    static uint8_t dram[1 << 18];
-    uint8_t *segs[1] = {dram};
-    core.seg = segs;
-    for (unsigned i = 0; i < sizeof dram; i++)
-        dram[i] = (uint8_t)(i * 13 + 5);
+    dram_fill(13, 5);
     static const uint32_t sizes[][2] = {{4, 4}, {37, 9}, {16, 33}, {3, 7}, {50, 2}, {5, 5}};
     for (unsigned t = 0; t < sizeof sizes / sizeof *sizes; t++) { /* LX[r][i] = DRAM[i][r] */
         uint32_t nr = sizes[t][0], len = sizes[t][1], dims[2] = {nr, len};
