@@ -3,11 +3,11 @@
  * innermost stride of 1 on both sides becomes memcpy runs.
  */
 #include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 
+#include "rt_copy.h"
 #include "rt_exec.h"
 
 typedef struct {
@@ -49,39 +49,11 @@ static bool plan_copy(CopyPlan *p, const uint32_t *dims, const int32_t *sst,
     return true;
 }
 
-/* Copies n bytes between non-overlapping buffers; short runs (the common case: rows
- * of a few sticks) use inline 32/16/8/4-byte moves with an overlapping last move
- * instead of a library call. */
-static inline void copy_bytes(uint8_t *d, const uint8_t *s, size_t n) {
-    uint8_t t[32];
-    if (n > 256) {
-        memcpy(d, s, n);
-    } else if (n >= 32) {
-        size_t i = 0;
-        for (; i + 32 <= n; i += 32)
-            memcpy(t, s + i, 32), memcpy(d + i, t, 32);
-        if (i < n)
-            memcpy(t, s + n - 32, 32), memcpy(d + n - 32, t, 32);
-    } else if (n >= 16) {
-        memcpy(t, s, 16), memcpy(t + 16, s + n - 16, 16);
-        memcpy(d, t, 16), memcpy(d + n - 16, t + 16, 16);
-    } else if (n >= 8) {
-        memcpy(t, s, 8), memcpy(t + 8, s + n - 8, 8);
-        memcpy(d, t, 8), memcpy(d + n - 8, t + 8, 8);
-    } else if (n >= 4) {
-        memcpy(t, s, 4), memcpy(t + 4, s + n - 4, 4);
-        memcpy(d, t, 4), memcpy(d + n - 4, t + 4, 4);
-    } else {
-        for (size_t i = 0; i < n; i++)
-            d[i] = s[i];
-    }
-}
-
 /* Copies one innermost row of len elements with byte strides ss / ds. */
 static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int64_t ss,
                      unsigned esize) {
     if (ss == (int64_t)esize && ds == (int64_t)esize) {
-        copy_bytes(d, s, (size_t)len * esize);
+        rt_copy_bytes(d, s, (size_t)len * esize);
         return;
     }
     switch (esize) {
@@ -104,117 +76,113 @@ static void copy_row(uint8_t *d, const uint8_t *s, int64_t len, int64_t ds, int6
     }
 }
 
-/* Tile of the blocked copy below: TB x TB elements keep both the rows read and the rows
- * written within L1. */
-#define TRANSPOSE_TILE 16
-
-/* Copies one tile of nr x len elements of esize bytes (r outer at byte strides rd / rs,
- * i inner at ds / ss), walking r innermost: the side whose rows are contiguous. */
-#define COPY_TILE(N)                                                                     \
-    for (int64_t i = 0; i < len; i++)                                                    \
+/* Copies na blocks (byte strides ad / as) of nr rows (byte strides rd / rs) of nb
+ * contiguous bytes, nb <= 32: a window load of a pooling or a convolution, whose
+ * rows are too short for a call per block. */
+#define COPY_BLOCKS_N(N)                                                                 \
+    for (uint64_t a = 0; a < na; a++)                                                    \
         for (uint64_t r = 0; r < nr; r++)                                                \
-            memcpy(d + (int64_t)r * rd + i * ds, s + (int64_t)r * rs + i * ss, N)
+            memcpy(d + (int64_t)a * ad + (int64_t)r * rd,                               \
+                   s + (int64_t)a * as + (int64_t)r * rs, N)
 
-#if defined(__x86_64__) && defined(__GNUC__)
-/* A full 16 x 16 tile of 4-byte elements whose destination rows are contiguous: each
- * destination row is one 16-lane gather (byte offsets i * ss) and one store. */
-__attribute__((target("avx512f"))) static void tile16_gather(uint8_t *d, const uint8_t *s,
-                                                             int64_t rd, int64_t ss) {
-    const __m512i idx = _mm512_mullo_epi32(
-        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-        _mm512_set1_epi32((int)ss));
-    for (int r = 0; r < TRANSPOSE_TILE; r++)
-        _mm512_storeu_si512((void *)(d + r * rd),
-                            _mm512_i32gather_epi32(idx, (const void *)(s + r * 4), 1));
+/* Copies na blocks of nr short contiguous rows of nb bytes (see COPY_BLOCKS_N) with
+ * fixed-size moves; false (nothing done) when nb is not a multiple of 4. */
+static bool copy_blocks(uint8_t *d, const uint8_t *s, uint64_t na, int64_t ad, int64_t as,
+                        uint64_t nr, int64_t rd, int64_t rs, size_t nb) {
+    switch (nb) {
+    case 4: COPY_BLOCKS_N(4); return true;
+    case 8: COPY_BLOCKS_N(8); return true;
+    case 12: COPY_BLOCKS_N(12); return true;
+    case 16: COPY_BLOCKS_N(16); return true;
+    case 20: COPY_BLOCKS_N(20); return true;
+    case 24: COPY_BLOCKS_N(24); return true;
+    case 28: COPY_BLOCKS_N(28); return true;
+    case 32: COPY_BLOCKS_N(32); return true;
+    default: return false;
+    }
 }
 
-/* Whether tile16_gather applies: AVX-512 host, 4-byte elements, contiguous destination
- * rows and source offsets that fit the gather's 32-bit indices. */
-static bool tile16_ok(int64_t ds, int64_t ss, unsigned esize) {
-    return esize == 4 && ds == 4 && ss > 0 && ss <= INT32_MAX / TRANSPOSE_TILE &&
-           rt_host_has(RT_HOST_AVX512);
+/* Scalar part of copy_transpose4: d[r * rd + 4 * i] = s[4 * r + i * ss] for
+ * r0 <= r < r1, i0 <= i < i1. */
+static void transpose4_rect(uint8_t *d, const uint8_t *s, int64_t rd, int64_t ss,
+                            uint64_t r0, uint64_t r1, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++)
+        for (uint64_t r = r0; r < r1; r++)
+            memcpy(d + (int64_t)r * rd + 4 * i, s + 4 * (int64_t)r + i * ss, 4);
 }
-#endif
 
-/* One tile of a transposing copy (see copy_transposed). */
-static void copy_tile(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
-                      int64_t len, int64_t ds, int64_t ss, unsigned esize) {
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (nr == TRANSPOSE_TILE && len == TRANSPOSE_TILE && tile16_ok(ds, ss, esize)) {
-        tile16_gather(d, s, rd, ss);
-        return;
+/* Copies a transpose of 4-byte elements: d[r * rd + 4 * i] = s[4 * r + i * ss] for
+ * r < nr, i < len (source rows contiguous along r, destination along i), as 4 x 4
+ * blocks moved through vector registers (bits unchanged), in bands of 16 r so each
+ * source cache line is read once. */
+static void copy_transpose4(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd,
+                            int64_t len, int64_t ss) {
+    uint64_t nr4 = 0;
+    int64_t len4 = 0;
+#if defined(__SSE2__)
+    nr4 = nr & ~(uint64_t)3;
+    len4 = len & ~(int64_t)3;
+    for (uint64_t r0 = 0; r0 < nr4; r0 += 16) {
+        uint64_t r1 = nr4 - r0 < 16 ? nr4 : r0 + 16;
+        for (int64_t i = 0; i < len4; i += 4)
+            for (uint64_t r = r0; r < r1; r += 4) {
+                const uint8_t *sp = s + 4 * (int64_t)r + i * ss;
+                __m128i a0 = _mm_loadu_si128((const __m128i *)sp);
+                __m128i a1 = _mm_loadu_si128((const __m128i *)(sp + ss));
+                __m128i a2 = _mm_loadu_si128((const __m128i *)(sp + 2 * ss));
+                __m128i a3 = _mm_loadu_si128((const __m128i *)(sp + 3 * ss));
+                __m128i t0 = _mm_unpacklo_epi32(a0, a1), t1 = _mm_unpacklo_epi32(a2, a3);
+                __m128i t2 = _mm_unpackhi_epi32(a0, a1), t3 = _mm_unpackhi_epi32(a2, a3);
+                uint8_t *dp = d + (int64_t)r * rd + 4 * i;
+                _mm_storeu_si128((__m128i *)dp, _mm_unpacklo_epi64(t0, t1));
+                _mm_storeu_si128((__m128i *)(dp + rd), _mm_unpackhi_epi64(t0, t1));
+                _mm_storeu_si128((__m128i *)(dp + 2 * rd), _mm_unpacklo_epi64(t2, t3));
+                _mm_storeu_si128((__m128i *)(dp + 3 * rd), _mm_unpackhi_epi64(t2, t3));
+            }
     }
 #endif
-    switch (esize) {
-    case 1: COPY_TILE(1); break;
-    case 2: COPY_TILE(2); break;
-    case 4: COPY_TILE(4); break;
-    default: COPY_TILE(8); break;
-    }
+    transpose4_rect(d, s, rd, ss, 0, nr4, len4, len);  /* right strip */
+    transpose4_rect(d, s, rd, ss, nr4, nr, 0, len);    /* bottom rows */
 }
-
-/* A block whose inner source stride is long while its row stride is one element (a
- * transposed read, such as a weight read through a transposed view): copied tile by
- * tile, so that each cache line read is used for a whole tile instead of once per row. */
-static void copy_transposed(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
-                            int64_t len, int64_t ds, int64_t ss, unsigned esize) {
-    for (uint64_t r0 = 0; r0 < nr; r0 += TRANSPOSE_TILE) {
-        uint64_t tr = nr - r0 < TRANSPOSE_TILE ? nr - r0 : TRANSPOSE_TILE;
-        for (int64_t i0 = 0; i0 < len; i0 += TRANSPOSE_TILE) {
-            int64_t ti = len - i0 < TRANSPOSE_TILE ? len - i0 : TRANSPOSE_TILE;
-            copy_tile(d + (int64_t)r0 * rd + i0 * ds, s + (int64_t)r0 * rs + i0 * ss, tr, rd,
-                      rs, ti, ds, ss, esize);
-        }
-    }
-}
-
-/* Copies rows of exactly N bytes (a constant after inlining): rows r < nr at byte
- * strides rd / rs. */
-#define COPY_ROWS_N(N)                                                                   \
-    for (uint64_t r = 0; r < nr; r++)                                                    \
-        memcpy(d + (int64_t)r * rd, s + (int64_t)r * rs, N)
 
 /* The two innermost dims of a plan: nr rows (byte strides rd / rs) of len elements
  * (byte strides ds / ss). Short contiguous rows (a window of a few elements) are
- * copied with fixed-size moves. */
+ * copied with fixed-size moves, transposes in bands. */
 static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
                        int64_t len, int64_t ds, int64_t ss, unsigned esize) {
     size_t nb = (size_t)len * esize;
-    if (ss == (int64_t)esize && ds == (int64_t)esize && nb <= 32) {
-        switch (nb) {
-        case 4: COPY_ROWS_N(4); return;
-        case 8: COPY_ROWS_N(8); return;
-        case 12: COPY_ROWS_N(12); return;
-        case 16: COPY_ROWS_N(16); return;
-        case 20: COPY_ROWS_N(20); return;
-        case 24: COPY_ROWS_N(24); return;
-        case 28: COPY_ROWS_N(28); return;
-        case 32: COPY_ROWS_N(32); return;
-        default: break;
-        }
-    }
-    if (rs == (int64_t)esize && ss != (int64_t)esize && nr >= TRANSPOSE_TILE &&
-        len >= TRANSPOSE_TILE) {
-        copy_transposed(d, s, nr, rd, rs, len, ds, ss, esize);
+    if (ss == (int64_t)esize && ds == (int64_t)esize && nb <= 32 &&
+        copy_blocks(d, s, 1, 0, 0, nr, rd, rs, nb))
+        return;
+    if (esize == 4 && rs == 4 && ds == 4 && ss != 4 && nr >= 4) {
+        copy_transpose4(d, s, nr, rd, len, ss);
         return;
     }
     for (uint64_t r = 0; r < nr; r++)
         copy_row(d + (int64_t)r * rd, s + (int64_t)r * rs, len, ds, ss, esize);
 }
 
-/* Runs a copy plan from s to d (odometer over the dims outside the innermost two). */
+/* Runs a copy plan from s to d (odometer over the dims outside the innermost two, or
+ * three when the innermost rows are short and contiguous: see copy_blocks). */
 static void run_copy(const CopyPlan *p, uint8_t *d, const uint8_t *s, unsigned esize) {
     int in = p->n - 1;
     if (in == 0) {
         copy_row(d, s, (int64_t)p->dim[0], p->ds[0], p->ss[0], esize);
         return;
     }
-    int mid = in - 1;
+    size_t nb = (size_t)p->dim[in] * esize;
+    bool blocks = in >= 2 && p->ss[in] == (int64_t)esize && p->ds[in] == (int64_t)esize &&
+                  nb <= 32;
+    int mid = in - 1, base = blocks ? in - 2 : mid;
     uint64_t idx[ISA_MAX_DIMS] = {0};
     for (;;) {
-        copy_block(d, s, p->dim[mid], p->ds[mid], p->ss[mid], (int64_t)p->dim[in], p->ds[in],
-                   p->ss[in], esize);
-        int k = mid - 1;
+        if (!blocks || !copy_blocks(d, s, p->dim[base], p->ds[base], p->ss[base], p->dim[mid],
+                                    p->ds[mid], p->ss[mid], nb))
+            for (uint64_t a = 0; a < (blocks ? p->dim[base] : 1); a++)
+                copy_block(d + (int64_t)a * p->ds[base], s + (int64_t)a * p->ss[base],
+                           p->dim[mid], p->ds[mid], p->ss[mid], (int64_t)p->dim[in], p->ds[in],
+                           p->ss[in], esize);
+        int k = base - 1;
         for (; k >= 0; k--) {
             d += p->ds[k];
             s += p->ss[k];

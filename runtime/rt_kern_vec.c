@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dtconv.h"
+#include "rt_copy.h"
 #include "rt_dlf16.h"
 #include "rt_exec.h"
 #include "rt_model.h"
@@ -442,9 +443,43 @@ RT_HOT static void copy_strided4(uint8_t *d, const uint8_t *s, int64_t cs, uint3
     }
 }
 
+/* Byte range [*lo, *hi) of rows rows of cols elements of es bytes at p, row stride
+ * rs elements (may be negative). */
+static void rows_range(const uint8_t *p, int64_t rs, uint32_t rows, uint32_t cols,
+                       unsigned es, const uint8_t **lo, const uint8_t **hi) {
+    int64_t last = rs * (int64_t)(rows - 1) * es;
+    *lo = p + (last < 0 ? last : 0);
+    *hi = p + (last > 0 ? last : 0) + (size_t)cols * es;
+}
+
+/* A COPY of contiguous rows (src_cs 1) whose source and destination do not overlap:
+ * one copy when both sides are dense, else inline copies per row (rows are often a
+ * few sticks: im2col windows, concatenations). False (nothing done) when they overlap. */
+static bool copy_rows_apart(RtCore *c, const SpyVec *v, unsigned es) {
+    uint8_t *d = c->lx + v->dst;
+    const uint8_t *s = c->lx + v->src[0];
+    const uint8_t *slo, *shi, *dlo, *dhi;
+    rows_range(s, v->src_rs[0], v->rows, v->cols, es, &slo, &shi);
+    rows_range(d, v->dst_rs, v->rows, v->cols, es, &dlo, &dhi);
+    if (shi > dlo && slo < dhi)
+        return false;
+    size_t nb = (size_t)v->cols * es;
+    if (v->src_rs[0] == (int32_t)v->cols && v->dst_rs == (int32_t)v->cols) {
+        rt_copy_bytes(d, s, nb * v->rows);
+        return true;
+    }
+    int64_t srs = (int64_t)v->src_rs[0] * es, drs = (int64_t)v->dst_rs * es;
+    for (uint32_t r = 0; r < v->rows; r++)
+        rt_copy_bytes(d + r * drs, s + r * srs, nb);
+    return true;
+}
+
 /* Raw COPY of any dtype (also F16/BF16): row by row, strided or broadcast. A strided
  * row that overlaps its destination is copied element by element in increasing order. */
 static void vec_copy(RtCore *c, const SpyVec *v, unsigned es) {
+    if (!(v->flags & ISA_F_IMM_A) && v->src_cs[0] == 1 && v->rows && v->cols &&
+        copy_rows_apart(c, v, es))
+        return;
     for (uint32_t r = 0; r < v->rows; r++) {
         uint8_t *d = c->lx + v->dst + (int64_t)r * v->dst_rs * es;
         if (v->flags & ISA_F_IMM_A) {

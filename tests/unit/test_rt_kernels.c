@@ -1,6 +1,6 @@
 /* test_rt_kernels.c: unit tests of the emulator's fast tile kernels, called directly on
  * a scratchpad: each result is compared bit for bit with a plain scalar reference of the
- * isa.md semantics (MATMUL blocking and AVX-512 path, DLF16 operands, short-row VREDUCE, the in-place
+ * isa.md semantics (MATMUL blocking and AVX-512 path, short-row VREDUCE, the in-place
  * VEC path, strided VEC COPY, short DMA rows), and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
  */
@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include "dtconv.h"
 #include "rt_exec.h"
 #include "rt_vmath.h"
 
@@ -137,49 +136,6 @@ static void test_matmul_shapes(void **state) {
             check_mm(shapes[i][0], n, shapes[i][2], n + (i & 1), acc, seed++);
         }
     check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1: conv grid form) */
-}
-
-/* DLF16 MATMUL (operands widened exactly, F32 fused multiply-adds in increasing k)
- * equals the F32 reference on the widened operands bit for bit, with strided
- * operands and C, with and without ACCUM; NINF operands read as NaN. */
-static void test_matmul_dlf16(void **state) {
-    (void)state;
-    static const uint32_t shapes[][3] = {{1, 1, 1}, {3, 70, 5}, {9, 100, 27}, {29, 70, 300},
-                                         {100, 40, 140}, {2, 15, 0}};
-    uint32_t seed = 7;
-    for (unsigned s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int acc = 0; acc < 2; acc++) {
-            uint32_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-            uint32_t lda = k + 3, ldb = n + 1, ldc = n + 5;
-            uint32_t a = 64, b = a + 2 * m * lda + 16, c = b + 2 * k * ldb + 16;
-            assert_true(c + 4 * m * ldc < LX_BYTES);
-            float *wa = malloc(4 * (size_t)m * lda + 4), *wb = malloc(4 * (size_t)k * ldb + 4);
-            float *ref = malloc(4 * (size_t)m * ldc);
-            uint16_t *ha = (uint16_t *)(lx + a), *hb = (uint16_t *)(lx + b);
-            for (uint32_t i = 0; i < m * lda; i++)
-                wa[i] = spy_dlf16_to_f32(ha[i] = spy_f32_to_dlf16(rnd(&seed) * 1.37f));
-            for (uint32_t i = 0; i < k * ldb; i++)
-                wb[i] = spy_dlf16_to_f32(hb[i] = spy_f32_to_dlf16(rnd(&seed)));
-            if (m > 1 && k > 1)
-                wa[lda + 1] = spy_dlf16_to_f32(ha[lda + 1] = SPY_DLF16_NINF);
-            for (uint32_t i = 0; i < m * ldc; i++)
-                fp(c)[i] = rnd(&seed);
-            memcpy(ref, fp(c), 4 * (size_t)m * ldc);
-            mm_ref(ref, wa, wb, m, n, k, lda, ldb, ldc, acc);
-            SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_DLF16,
-                            .out_dtype = ISA_DT_F32, .flags = acc ? ISA_F_ACCUM : 0, .a = a,
-                            .b = b, .c = c, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb,
-                            .ldc = ldc};
-            RtCore cc = core;
-            rt_matmul(&cc, &mm);
-            for (uint32_t i = 0; i < m * ldc; i++)
-                if (bits(ref[i]) != bits(fp(c)[i]) && !(isnan(ref[i]) && isnan(fp(c)[i])))
-                    fail_msg("dlf16 matmul m%u n%u k%u acc%d: element %u: %a != %a", m, n, k,
-                             acc, i, fp(c)[i], ref[i]);
-            free(wa);
-            free(wb);
-            free(ref);
-        }
 }
 
 /* ---- VREDUCE ----------------------------------------------------------------------- */
@@ -404,13 +360,19 @@ static void test_strip_mined_runs(void **state) {
 
 /* ---- DMA: short rows ---------------------------------------------------------------- */
 
+static uint8_t dram[1 << 18];    /* DRAM segment 0 of the DMA tests */
+static uint8_t *dram_segs[1] = {dram};
+
+/* Binds dram as segment 0 and fills it with the bytes i * mul + add. */
+static void dram_fill(unsigned mul, unsigned add) {
+    core.seg = dram_segs;
+    for (unsigned i = 0; i < sizeof dram; i++)
+        dram[i] = (uint8_t)(i * mul + add);
+}
+
 static void test_dma_short_rows(void **state) {
     (void)state;
-    static uint8_t dram[1 << 16];
-    uint8_t *segs[1] = {dram};
-    core.seg = segs;
-    for (unsigned i = 0; i < sizeof dram; i++)
-        dram[i] = (uint8_t)(i * 7 + 1);
+    dram_fill(7, 1);
     for (uint32_t w = 1; w <= 9; w++) { /* window loads: dims [3, 5, w] */
         SpyDma d = {.opcode = ISA_LOAD, .esize = 4, .ndim = 3, .seg = 0, .dram_off = 12, .lx = 64};
         for (int i = 0; i < ISA_MAX_DIMS; i++)
@@ -430,37 +392,75 @@ static void test_dma_short_rows(void **state) {
     core.seg = NULL;
 }
 
-/* ---- DMA: transposed reads ---------------------------------------------------------- */
+/* A LOAD of dims (outermost first, the rest 1) with DRAM / LX strides in elements. */
+static SpyDma dma_load(int n, const uint32_t *dims, const int32_t *ds, const int32_t *ls) {
+    SpyDma d = {.opcode = ISA_LOAD, .esize = 4, .ndim = (uint8_t)n, .seg = 0, .dram_off = 8,
+                .lx = 128};
+    for (int i = 0; i < ISA_MAX_DIMS; i++)
+        d.dims[i] = 1, d.dram_stride[i] = d.lx_stride[i] = 1;
+    for (int i = 0; i < n; i++)
+        d.dims[i] = dims[i], d.dram_stride[i] = ds[i], d.lx_stride[i] = ls[i];
+    return d;
+}
 
-/* LOAD of a [K, N] tile from a row-major [N, K] table read through its transpose (the
- * inner source stride is a row of the table): the tiled path (full 16 x 16 tiles and
- * ragged edges) gives the same bytes as the element-by-element definition, for 4- and
- * 2-byte elements. */
-static void test_dma_transposed(void **state) {
+static void test_dma_transpose_blocks(void **state) {
     (void)state;
-    enum { N = 53, K = 37, ROW = 40 };
-    static uint8_t dram[N * ROW * 4];
-    uint8_t *segs[1] = {dram};
-    core.seg = segs;
-    for (unsigned i = 0; i < sizeof dram; i++)
-        dram[i] = (uint8_t)(i * 13 + 5);
-    for (unsigned esize = 2; esize <= 4; esize += 2) {
-        SpyDma d = {.opcode = ISA_LOAD, .esize = (uint8_t)esize, .ndim = 2, .seg = 0,
-                    .dram_off = 8, .lx = 128};
-        for (int i = 0; i < ISA_MAX_DIMS; i++)
-            d.dims[i] = 1;
-        d.dims[0] = K, d.dims[1] = N;           /* LX [K, N] row-major */
-        d.dram_stride[0] = 1, d.dram_stride[1] = ROW;
-        d.lx_stride[0] = N, d.lx_stride[1] = 1;
-        memset(lx, 0, 16384);
+    dram_fill(13, 5);
+    static const uint32_t sizes[][2] = {{4, 4}, {37, 9}, {16, 33}, {3, 7}, {50, 2}, {5, 5}};
+    for (unsigned t = 0; t < sizeof sizes / sizeof *sizes; t++) { /* LX[r][i] = DRAM[i][r] */
+        uint32_t nr = sizes[t][0], len = sizes[t][1], dims[2] = {nr, len};
+        int32_t ds[2] = {1, 301}, ls[2] = {(int32_t)len + 3, 1};
+        SpyDma d = dma_load(2, dims, ds, ls);
+        memset(lx, 0, 65536);
         rt_dma(&core, &d, false);
-        for (unsigned k = 0; k < K; k++)
-            for (unsigned n = 0; n < N; n++)
-                assert_memory_equal(lx + 128 + esize * (k * N + n),
-                                    dram + 8 + esize * (n * ROW + k), esize);
-        assert_int_equal(lx[128 + esize * K * N], 0);
+        for (uint32_t r = 0; r < nr; r++)
+            for (uint32_t i = 0; i < len; i++)
+                assert_memory_equal(lx + 128 + 4 * (r * (len + 3) + i),
+                                    dram + 8 + 4 * (i * 301 + r), 4);
     }
+    /* pooling windows: [channels, out cols, window rows, window cols] */
+    uint32_t dims[4] = {3, 7, 3, 3};
+    int32_t ds[4] = {900, 2, 30, 1}, ls[4] = {63, 9, 3, 1};
+    SpyDma d = dma_load(4, dims, ds, ls);
+    rt_dma(&core, &d, false);
+    for (uint32_t a = 0; a < 3; a++)
+        for (uint32_t b = 0; b < 7; b++)
+            for (uint32_t r = 0; r < 3; r++)
+                for (uint32_t c = 0; c < 3; c++)
+                    assert_memory_equal(lx + 128 + 4 * (a * 63 + b * 9 + r * 3 + c),
+                                        dram + 8 + 4 * (a * 900 + b * 2 + r * 30 + c), 4);
     core.seg = NULL;
+}
+
+static void test_vec_copy_rows(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{6, 13, 13}, {5, 10, 14}, {3, 70, 80}, {2, 1, 3}};
+    for (unsigned t = 0; t < sizeof shapes / sizeof *shapes; t++) {
+        uint32_t rows = shapes[t][0], cols = shapes[t][1], rs = shapes[t][2];
+        for (uint32_t i = 0; i < 4000; i++)
+            fp(20000)[i] = (float)i, fp(100)[i] = -1.0f;
+        SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                    .fn = ISA_VF_COPY, .nsrc = 1, .dst = 400, .rows = rows, .cols = cols,
+                    .dst_rs = (int32_t)cols};
+        v.src[0] = 20000, v.src_rs[0] = (int32_t)rs, v.src_cs[0] = 1;
+        assert_int_equal(rt_vec(&core, &v), RT_XOK);
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t c = 0; c < cols; c++)
+                assert_true(fp(400)[r * cols + c] == (float)(r * rs + c));
+        assert_true(fp(400)[rows * cols] == -1.0f);
+    }
+    /* rows overlapping their source (a shift down by one row): row by row, in order */
+    float sim[64];
+    for (uint32_t i = 0; i < 64; i++)
+        fp(1024)[i] = sim[i] = (float)i;
+    for (uint32_t r = 0; r < 3; r++)
+        memmove(sim + 8 * r + 4, sim + 8 * r, 6 * sizeof *sim);
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                .fn = ISA_VF_COPY, .nsrc = 1, .dst = 1024 + 16, .rows = 3, .cols = 6,
+                .dst_rs = 8};
+    v.src[0] = 1024, v.src_rs[0] = 8, v.src_cs[0] = 1;
+    assert_int_equal(rt_vec(&core, &v), RT_XOK);
+    assert_memory_equal(fp(1024), sim, sizeof sim);
 }
 
 /* ---- vectorised transcendental functions -------------------------------------------- */
@@ -512,10 +512,10 @@ static void test_vmath(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
-        cmocka_unit_test(test_matmul_dlf16),
         cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_copy_strided),
-        cmocka_unit_test(test_dma_short_rows), cmocka_unit_test(test_dma_transposed),  cmocka_unit_test(test_vmath),
-        cmocka_unit_test(test_strip_mined_runs),
+        cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
+        cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
+        cmocka_unit_test(test_vec_copy_rows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
