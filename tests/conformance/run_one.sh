@@ -1,17 +1,22 @@
 #!/bin/bash
 # run_one.sh BUILD OUTDIR TESTDIR: compile one ONNX backend test case with spyrec, run every
 # test_data_set_N with spyrun --check, and print one tab-separated result line:
-#   folder/name  outcome  ops  detail  computes
+#   folder/name  outcome  ops  detail  computes  fp16_outcome  fp16_detail
 # outcome: pass | wrong | unsupported | compile_error | runtime_error | no_data
 # A crash (signal) or a hang (timeout) is reported as such in the detail, never as a pass;
 # a case without any test_data_set_N checks nothing and is reported as no_data (a failure).
 # computes (passes only): "no" when the bundle never reads its inputs, so that every
 # output was folded to a constant when compiling and the run checked only the folding;
 # "yes" otherwise.
+# fp16_outcome, fp16_detail (cases that use float16 only, else empty): the same case
+# compiled again with --precision=fp16 (and the same specialisation) and checked with the
+# bundle's fp16 metric defaults; the outcome is one of the above.
 build=$1 out=$2 dir=$3
 name="$(basename "$(dirname "$dir")")/$(basename "$dir")"
 safe=${name//\//__}
 sbin="$out/$safe.sbin"
+sbin16="$out/$safe.fp16.sbin"
+declare -A dsargs   # data set -> its specialisation arguments (newline-separated)
 tol_file="$(dirname "$0")/tolerances.txt"
 rtol=1e-3 atol=1e-4
 if [ -f "$tol_file" ]; then
@@ -20,9 +25,17 @@ if [ -f "$tol_file" ]; then
 fi
 ops=$(timeout 20 "$build/spyrec" --print-ops "$dir/model.onnx" 2>/dev/null | tr '\n' ',' | sed 's/,$//')
 [ -n "$ops" ] || ops="?"
-# emit OUTCOME DETAIL [COMPUTES]: print the result line.
+# one_line TEXT: TEXT on one line without tabs, at most 300 characters.
+one_line() { echo "$1" | tr '\t\n' '  ' | cut -c1-300; }
+
+# emit OUTCOME DETAIL [COMPUTES]: print the result line, with the fp16 run's outcome and
+# detail when the case uses float16.
 emit() {
-    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(echo "$2" | tr '\t\n' '  ' | cut -c1-300)" "${3:-}"
+    local f16="" f16d=""
+    if uses_fp16; then
+        f16=$(fp16_run); f16d=$(one_line "${f16#*$'\t'}"); f16=${f16%%$'\t'*}
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(one_line "$2")" "${3:-}" "$f16" "$f16d"
 }
 no_data() { emit no_data "no test_data_set_N folder: nothing was checked"; }
 
@@ -91,16 +104,56 @@ check_ds() {
     return 1
 }
 
-# compile_fail RC MSG: classify a failed compile.
-compile_fail() {
+# compile_class RC MSG: the outcome and detail (tab-separated) of a failed compile.
+compile_class() {
     local rc=$1 m=$2 first
     # exit 2 with "unsupported", "not supported" or an unknown domain: a known gap
     first=$(echo "$m" | grep -m1 -i -E "unsupported|not supported|unknown domain" || true)
-    if [ $rc -eq 124 ]; then emit compile_error "hang: spyrec timed out"
-    elif [ $rc -gt 128 ]; then emit compile_error "crash: spyrec killed by signal $((rc-128)): $m"
-    elif [ $rc -eq 2 ] && [ -n "$first" ]; then emit unsupported "$first"
-    else emit compile_error "exit $rc: $(echo "$m" | head -2)"
+    if [ $rc -eq 124 ]; then printf 'compile_error\thang: spyrec timed out'
+    elif [ $rc -gt 128 ]; then printf 'compile_error\tcrash: spyrec killed by signal %d: %s' $((rc-128)) "$m"
+    elif [ $rc -eq 2 ] && [ -n "$first" ]; then printf 'unsupported\t%s' "$first"
+    else printf 'compile_error\texit %d: %s' $rc "$(echo "$m" | head -2)"
     fi
+}
+
+# compile_fail RC MSG: report a failed compile.
+compile_fail() {
+    local res
+    res=$(compile_class "$1" "$2")
+    emit "${res%%$'\t'*}" "${res#*$'\t'}"
+}
+
+# uses_fp16: true when a tensor of the first data set (an input or an output) is float16.
+# A byte pre-filter (a TensorProto's data_type field set to FLOAT16 is the bytes 0x10 0x0a)
+# keeps spyrun --describe, which decides, to the few candidate files.
+uses_fp16() {
+    local f
+    for f in $(LC_ALL=C grep -lP '\x10$' "$dir"/test_data_set_0/*.pb 2>/dev/null); do
+        [ "$("$build/spyrun" --describe "$f" 2>/dev/null | cut -f2)" = f16 ] && return 0
+    done
+    return 1
+}
+
+# fp16_run: compile the case with --precision=fp16 (with each data set's specialisation
+# of the fp32 run, if any: a specialised case is compiled once per data set) and check
+# every data set with the bundle's fp16 metric defaults; prints the outcome and detail
+# (tab-separated).
+fp16_run() {
+    local ds m rc nds=0 res args
+    for ds in "$dir"/test_data_set_*; do
+        [ -d "$ds" ] || continue
+        nds=$((nds + 1))
+        if [ "$nds" = 1 ] || [ ${#dsargs[@]} -gt 0 ]; then
+            mapfile -t args < <(printf '%s' "${dsargs[$ds]:-}")
+            m=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin16" --precision=fp16 "${args[@]}" 2>&1 >/dev/null)
+            rc=$?
+            if [ $rc -ne 0 ]; then compile_class $rc "$m"; return; fi
+        fi
+        if ! res=$(check_ds "$sbin16" "$ds"); then rm -f "$sbin16"; printf '%s' "$res"; return; fi
+    done
+    rm -f "$sbin16"
+    if [ $nds = 0 ]; then printf 'no_data\tno test_data_set_N folder'; return; fi
+    printf 'pass\t'
 }
 
 msg=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" 2>&1 >/dev/null)
@@ -124,6 +177,7 @@ if [ $rc -eq 2 ] && grep -qE "$spec_re" <<<"$msg"; then
             mall="$mall
 $m2"
         done
+        dsargs[$ds]=$(printf '%s\n' "${args[@]}")
         if [ $rc -ne 0 ]; then compile_fail $rc "$m2"; exit 0; fi
         bound=$(printf '%s ' "${args[@]}" | sed -E 's/=[^ ]*//g; s/--bind /bound:/g; s/--input-shape /shape:/g; s/--input-seq /seq:/g')
         if res=$(check_ds "$sbin" "$ds"); then :; else
