@@ -5,8 +5,9 @@
 # outcome per test, totals per folder (with the passes whose bundle does no computation)
 # and per ONNX operator, and the out-of-scope list. Cases that use float16 also run in
 # fp16 mode (--precision=fp16), counted in a column of their own.
-# Exits 1 if a pass count (node, total, fp16 mode) falls below the ratchet in tests/conformance/ratchet.txt, and
-# says so when it rises above it (the ratchet is then to be raised).
+# Exits 1 if a pass count (node, total, fp16 mode) falls below the ratchet in
+# tests/conformance/ratchet.txt, and says so when it rises above it (the ratchet is then
+# to be raised).
 set -u
 build=${1:-build} shared=${2:-../shared} jobs=${3:-2}
 here=$(cd "$(dirname "$0")" && pwd)
