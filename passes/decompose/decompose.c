@@ -119,6 +119,7 @@ typedef struct {
     const char **names0;                   /* value names before the pass (nremap) */
     bool *is_out;                          /* old value is a graph output (nremap); the
                                               outputs change only after the nodes */
+    bool native_f16;                       /* --precision=fp16: float16 is not widened */
 } DecState;
 
 /* Bind the old output value `old` to the new value `nv` made for it. A value made
@@ -196,7 +197,7 @@ bool dec_run(DecCtx *c)
     ValId first_val = g->nvals;
     bool ok = fn(c) && !(g->diag && g->diag->nerrors > nerr);
     if (ok)
-        pass_halfwiden_group(g, first, first_val, c->out, n->nout);
+        pass_halfwiden_group(g, first, first_val, c->out, n->nout, c->native_f16);
     return ok && !(g->diag && g->diag->nerrors > nerr);
 }
 
@@ -207,7 +208,7 @@ static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
 {
     DecCtx c = {.g = g, .n = n, .o = &n->origin, .opset = n->foreign.opset,
                 .uses = s->uses, .nuses = s->nuses, .seqs = s->seqs, .outg = g,
-                .in_names = in_names};
+                .in_names = in_names, .native_f16 = s->native_f16};
     uint32_t first_new = g->nvals;
     if (!dec_run(&c))
         return false;
@@ -293,9 +294,7 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
         return false;
     bool fold = g->fold_consts;
     g->fold_consts = true;
-    (void)opt;
-
-    DecState s = {0};
+    DecState s = {.native_f16 = opt->precision == PASS_PREC_FP16};
     s.uses = ir_use_counts(g);
     s.nuses = g->nvals;
     s.nremap = g->nvals;
