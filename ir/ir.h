@@ -72,7 +72,6 @@ typedef enum {
 size_t ir_dtype_size(IrDType t);          /* bytes per element; 0 if unknown/string */
 const char *ir_dtype_name(IrDType t);     /* "f32", "i64", ... */
 IrDType ir_dtype_from_name(const char *s);/* inverse of ir_dtype_name; UNDEF if none */
-float ir_f16_to_f32(uint16_t h);          /* float16 bits -> float32 (exact) */
 bool ir_dtype_is_float(IrDType t);
 bool ir_dtype_is_int(IrDType t);          /* signed or unsigned integer (not bool) */
 

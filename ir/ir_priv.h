@@ -11,6 +11,7 @@
 /* ---- ir_dtype.c: element access ---- */
 bool ir_dtype_is_unsigned(IrDType t);      /* u8..u64 (not bool) */
 int ir_dtype_bits(IrDType t);              /* bits per element */
+float ir_f16_to_f32(uint16_t h);
 uint16_t ir_f32_to_f16(float f);           /* round to nearest even */
 float ir_bf16_to_f32(uint16_t h);
 uint16_t ir_f32_to_bf16(float f);          /* round to nearest even */

@@ -26,10 +26,8 @@
  *    (rounding every result) to the arithmetic still on half values: graphs built from
  *    core ops directly (.ir files) and operators whose lowering kept a foreign node.
  *
- * In fp16 mode (--precision=fp16) float16 is not half here: the card computes it
- * natively as DLFloat16 (fp16.c converts it), so float16 arithmetic stays as the
- * operators wrote it, with no rounding steps to float16; bfloat16 and the float8
- * types are still widened. Both entry points follow is_half.
+ * A precision mode that computes float16 natively changes the rule here (is_half and
+ * computes_half), and both entry points follow it.
  *
  * "Arithmetic" means elementwise, reduction and contraction nodes other than CAST;
  * data movement stays in the stored dtype. A value widened for several users is
@@ -50,28 +48,27 @@ typedef struct {
     ValId *outer;                          /* pairs (v, float32 copy) for v < base */
     uint32_t nouter, capouter;
     IrGraph *g;                            /* arrays live in its scratch arena */
-    bool native_f16;                       /* fp16 mode: float16 is not widened */
 } HwMap;
 
-/* Whether dtype t is a float type the device only stores (float16 unless native_f16,
- * bfloat16, the float8 variants, float4e2m1). */
-static bool is_half(IrDType t, bool native_f16)
+/* Whether dtype t is a float type the device only stores (float16, bfloat16, the
+ * float8 variants, float4e2m1). */
+static bool is_half(IrDType t)
 {
-    return (t == IR_DT_F16 && !native_f16) || t == IR_DT_BF16 || spy_dt_narrow_float(t);
+    return t == IR_DT_F16 || t == IR_DT_BF16 || spy_dt_narrow_float(t);
 }
 
-/* Whether node n computes on (reads or writes) a half value (is_half). */
-static bool computes_half(IrGraph *g, const IrNode *n, bool native_f16)
+/* Whether node n computes on (reads or writes) a float16/bfloat16 value. */
+static bool computes_half(IrGraph *g, const IrNode *n)
 {
     IrOpClass c = ir_op_info[n->op].cls;
     if (n->dead || n->op == IR_OP_CAST ||
         (c != IR_CLS_ELEM && c != IR_CLS_REDUCE && c != IR_CLS_CONTRACT))
         return false;
     for (int i = 0; i < n->nin; i++)
-        if (n->in[i] != IR_NONE && is_half(ir_vtype(g, n->in[i])->dtype, native_f16))
+        if (n->in[i] != IR_NONE && is_half(ir_vtype(g, n->in[i])->dtype))
             return true;
     for (int i = 0; i < n->nout; i++)
-        if (is_half(ir_vtype(g, n->out[i])->dtype, native_f16))
+        if (is_half(ir_vtype(g, n->out[i])->dtype))
             return true;
     return false;
 }
@@ -150,7 +147,7 @@ static bool emit(IrGraph *g, HwMap *m, const IrNode *n, bool round)
 {
     ValId in[64], outs[16];
     IR_ASSERT(n->nin <= 64 && n->nout <= 16);
-    bool half = computes_half(g, n, m->native_f16), changed = false;
+    bool half = computes_half(g, n), changed = false;
     for (int i = 0; i < n->nin; i++) {
         in[i] = mapped(m, n->in[i]);
         /* a BITCAST reinterprets the stored (rounded) half bits, never a float32 copy */
@@ -161,7 +158,7 @@ static bool emit(IrGraph *g, HwMap *m, const IrNode *n, bool round)
                 ir_vtype(g, in[i])->dtype != ir_vtype(g, n->in[i])->dtype;
     }
     for (int i = 0; i < n->nin; i++) {
-        if (half && in[i] != IR_NONE && is_half(ir_vtype(g, in[i])->dtype, m->native_f16))
+        if (half && in[i] != IR_NONE && is_half(ir_vtype(g, in[i])->dtype))
             in[i] = widened(g, m, in[i], &n->origin);
         changed |= in[i] != n->in[i];
     }
@@ -178,7 +175,7 @@ static bool emit(IrGraph *g, HwMap *m, const IrNode *n, bool round)
     for (int k = 0; k < n->nout; k++) {
         ValId res = outs[k];
         IrDType t = ir_vtype(g, n->out[k])->dtype;
-        if (round && is_half(t, m->native_f16) && ir_vtype(g, res)->dtype != t)
+        if (round && is_half(t) && ir_vtype(g, res)->dtype != t)
             res = ir_cast(g, res, t, &n->origin);
         if (n->out[k] >= m->base)
             *slot(m, REP, n->out[k]) = res;
@@ -188,14 +185,13 @@ static bool emit(IrGraph *g, HwMap *m, const IrNode *n, bool round)
     return true;
 }
 
-void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *out, int nout,
-                          bool native_f16)
+void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *out, int nout)
 {
     bool any = false;
     for (uint32_t i = first; i < g->nnodes; i++) {
         if (g->nodes[i].op == IR_OP_FOREIGN)
             return;                        /* left to pass_halfwiden */
-        any |= computes_half(g, &g->nodes[i], native_f16);
+        any |= computes_half(g, &g->nodes[i]);
     }
     if (!any)
         return;
@@ -203,7 +199,7 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
     IrNode *tail = ir_scratch(g, n * sizeof *tail);
     memcpy(tail, g->nodes + first, n * sizeof *tail);
     g->nnodes = first;
-    HwMap m = {.base = first_val, .g = g, .native_f16 = native_f16};
+    HwMap m = {.base = first_val, .g = g};
     bool ok = true;
     for (uint32_t i = 0; i < n && ok; i++)
         if (!tail[i].dead)
@@ -213,18 +209,19 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
         if (v == IR_NONE || r == v)
             continue;
         IrDType t = ir_vtype(g, v)->dtype;
-        out[k] = is_half(t, native_f16) && ir_vtype(g, r)->dtype != t ? ir_cast(g, r, t, &tail[0].origin) : r;
+        out[k] = is_half(t) && ir_vtype(g, r)->dtype != t ? ir_cast(g, r, t, &tail[0].origin) : r;
     }
 }
 
 bool pass_halfwiden(IrGraph *g, const PassOptions *opt)
 {
-    bool native = opt->precision == PASS_PREC_FP16, any = false;
+    (void)opt;
+    bool any = false;
     for (NodeId i = 0; i < g->nnodes && !any; i++)
-        any = computes_half(g, &g->nodes[i], native);
+        any = computes_half(g, &g->nodes[i]);
     if (!any)
         return true;
-    HwMap m = {.base = 0, .g = g, .native_f16 = native};
+    HwMap m = {.base = 0, .g = g};
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
     bool ok = true;

@@ -34,8 +34,6 @@ typedef struct {
                                              while its body is being inlined */
     const char *const *in_names;          /* names n->in had at import (NULL: current names);
                                              binds the values subgraphs capture */
-    bool native_f16;                      /* --precision=fp16: float16 arithmetic is not
-                                             widened (halfwiden.c) */
 } DecCtx;
 
 typedef bool (*DecFn)(DecCtx *c);
@@ -43,9 +41,8 @@ typedef bool (*DecFn)(DecCtx *c);
 /* halfwiden.c: after a handler built nodes [first, g->nnodes) (values from
  * first_val on), make them compute in float32 when they work on float16/bfloat16
  * values; out[nout] (the handler's results) are replaced by their values rounded
- * back to the declared half dtypes. native_f16 (fp16 mode): float16 is left alone. */
-void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *out, int nout,
-                          bool native_f16);
+ * back to the declared half dtypes. */
+void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *out, int nout);
 
 /* ---- dec_util.c: helpers shared by the handlers ---- */
 void dec_err(DecCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -119,7 +119,6 @@ typedef struct {
     const char **names0;                   /* value names before the pass (nremap) */
     bool *is_out;                          /* old value is a graph output (nremap); the
                                               outputs change only after the nodes */
-    bool native_f16;                       /* --precision=fp16: float16 is not widened */
 } DecState;
 
 /* Bind the old output value `old` to the new value `nv` made for it. A value made
@@ -197,7 +196,7 @@ bool dec_run(DecCtx *c)
     ValId first_val = g->nvals;
     bool ok = fn(c) && !(g->diag && g->diag->nerrors > nerr);
     if (ok)
-        pass_halfwiden_group(g, first, first_val, c->out, n->nout, c->native_f16);
+        pass_halfwiden_group(g, first, first_val, c->out, n->nout);
     return ok && !(g->diag && g->diag->nerrors > nerr);
 }
 
@@ -208,7 +207,7 @@ static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
 {
     DecCtx c = {.g = g, .n = n, .o = &n->origin, .opset = n->foreign.opset,
                 .uses = s->uses, .nuses = s->nuses, .seqs = s->seqs, .outg = g,
-                .in_names = in_names, .native_f16 = s->native_f16};
+                .in_names = in_names};
     uint32_t first_new = g->nvals;
     if (!dec_run(&c))
         return false;
@@ -294,7 +293,9 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
         return false;
     bool fold = g->fold_consts;
     g->fold_consts = true;
-    DecState s = {.native_f16 = opt->precision == PASS_PREC_FP16};
+    (void)opt;
+
+    DecState s = {0};
     s.uses = ir_use_counts(g);
     s.nuses = g->nvals;
     s.nremap = g->nvals;

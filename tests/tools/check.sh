@@ -264,20 +264,6 @@ part_cli_fp16() {
     result cli/spyrec-keep-fp32-warns $? "$(logname cli/spyrec-keep-fp32)"
     expect_rc cli/spyrun-keep-fp32-check 0 "$SPYRUN" "$W/cli/tiny_cnn_keep.sbin" \
         --input-dir $ex/test_data_set_0 --check $ex/test_data_set_0
-    part_cli_fp16_native
-}
-
-# --precision=fp16 on a float16 model: computed natively in DLFloat16, float16 at the
-# bundle's edge, within the fp16 metric defaults of the float16 goldens.
-part_cli_fp16_native() {
-    local t=$SHARED/onnx-tests/node/test_attention_4d_fp16 h=$W/cli/attention_fp16.sbin
-    if [ ! -e "$t/model.onnx" ]; then
-        skipped cli/spyrun-fp16-native-float16 "$t not found"
-        return
-    fi
-    expect_rc cli/spyrec-fp16-native-float16 0 "$SPYREC" "$t/model.onnx" --precision=fp16 -o "$h"
-    expect_rc cli/spyrun-fp16-native-float16 0 "$SPYRUN" "$h" --input-dir "$t/test_data_set_0" \
-        --check "$t/test_data_set_0"
 }
 
 # ---- (d) determinism: the same model compiled twice gives the same bytes ------------

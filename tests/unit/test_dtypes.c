@@ -407,7 +407,7 @@ static void test_group_concat(void **st)
     ValId cin[2] = {e, vb};
     NodeId cn = ir_add_node(f.g, IR_OP_CONCAT, cin, 2, &ax, 1, &O);
     ValId out = ir_node(f.g, cn)->out[0];
-    pass_halfwiden_group(f.g, first, first_val, &out, 1, false);
+    pass_halfwiden_group(f.g, first, first_val, &out, 1);
     assert_false(ir_failed(f.g));
     assert_int_equal(ir_vtype(f.g, out)->dtype, IR_DT_F16);
     ir_add_output(f.g, out);

@@ -210,7 +210,7 @@ static bool body_node(Body *b, const IrNode *n)
     }
     DecCtx cc = {.g = g, .n = &nd, .o = &nd.origin, .opset = nd.foreign.opset,
                  .uses = b->uses, .nuses = b->sub->nvals, .seqs = b->c->seqs,
-                 .outg = b->sub, .in_names = b->name_buf, .native_f16 = b->c->native_f16};
+                 .outg = b->sub, .in_names = b->name_buf};
     if (!dec_run(&cc))
         return false;
     for (int i = 0; i < n->nout; i++) {
