@@ -250,6 +250,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .dump_file = stderr,
         .verify = a->verify,
         .precision = a->precision,
+        .keep_fp32 = a->keep_fp32,
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };

@@ -46,7 +46,12 @@ static void usage(FILE *f)
             "                        on in debug builds)\n"
             "  --precision=fp32|fp16 fp16: every float32 tensor on the card is DLFloat16,\n"
             "                        matrix products accumulate in float32 (default: the\n"
-            "                        model's own types; fp32 is the same)\n"
+            "                        model's own types; fp32 is the same); float16 models\n"
+            "                        compute natively in DLFloat16 (rounded from float16)\n"
+            "  --keep-fp32=LIST      with --precision=fp16: keep the nodes of these ONNX node\n"
+            "                        names or operator types (comma-separated, such as\n"
+            "                        Softmax,LayerNormalization) in float32, with casts at\n"
+            "                        their edges\n"
             "  --bind NAME=FILE      specialise: input NAME becomes a constant read from FILE\n"
             "                        (.pb or .npy); for inputs that decide shapes (axes,\n"
             "                        target shapes, pads) which a static compile needs\n"
@@ -307,6 +312,10 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
                 return usage_error("bad --precision value '%s' (fp32 or fp16)", v);
             a->precision = strcmp(v, "fp16") ? PASS_PREC_MODEL : PASS_PREC_FP16;
             flags_add(&a->flags, "--precision");
+            flags_add(&a->flags, v);
+        } else if ((v = opt_value(argc, argv, &i, "--keep-fp32", &missing))) {
+            a->keep_fp32 = v;
+            flags_add(&a->flags, "--keep-fp32");
             flags_add(&a->flags, v);
         } else if ((v = opt_value(argc, argv, &i, "--target", &missing))) {
             a->target_path = v;

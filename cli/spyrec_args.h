@@ -29,6 +29,7 @@ typedef struct {
     EmitKind emit;
     bool verify;
     int precision;                 /* --precision: PASS_PREC_MODEL (default) or _FP16 */
+    const char *keep_fp32;         /* --keep-fp32 LIST, NULL if not given */
     size_t max_memory;             /* --max-memory in bytes, 0 = unlimited */
     char *flags;                   /* argv without input/output, for the bundle's meta */
     bool print_ops;                /* --print-ops: list the model's operators and exit */

@@ -23,6 +23,8 @@ typedef struct {
     FILE *dump_file;               /* where --dump-after prints (stderr by default) */
     bool verify;                   /* ir_verify and plan_verify after every pass */
     int precision;                 /* PassPrecision: how float32 tensors live on the card */
+    const char *keep_fp32;         /* --keep-fp32: comma-separated node names / op types
+                                      kept in float32 in fp16 mode (NULL: none) */
     /* optional observer (progress display, compile reports, --emit=dot): called before
      * (done = false) and after (done = true, the pass succeeded) each pass that runs;
      * index is the pass's position in pass_pipeline[] */

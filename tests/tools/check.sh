@@ -257,6 +257,13 @@ part_cli_fp16() {
             cmp "$W/cli/p_default.s" "$W/cli/p_fp32.s" && ! cmp -s "$W/cli/p_default.s" "$W/cli/p_fp16.s"
     } >"$log" 2>&1
     result cli/spyrec-precision-default-unchanged $? "$log"
+    expect_rc cli/spyrec-keep-fp32 0 "$SPYREC" $ex/model.onnx --precision=fp16 \
+        --keep-fp32=Relu,NoSuchOp -o "$W/cli/tiny_cnn_keep.sbin"
+    grep -q "keep-fp32: no node has the name or operator type 'NoSuchOp'" \
+        "$(logname cli/spyrec-keep-fp32)"
+    result cli/spyrec-keep-fp32-warns $? "$(logname cli/spyrec-keep-fp32)"
+    expect_rc cli/spyrun-keep-fp32-check 0 "$SPYRUN" "$W/cli/tiny_cnn_keep.sbin" \
+        --input-dir $ex/test_data_set_0 --check $ex/test_data_set_0
 }
 
 # ---- (d) determinism: the same model compiled twice gives the same bytes ------------
