@@ -155,6 +155,7 @@ extern const IrOpInfo ir_op_info[IR_OP_COUNT];
 const char *ir_unfn_name(int fn);
 const char *ir_binfn_name(int fn);
 const char *ir_redfn_name(int fn);
+const char *ir_op_fn_name(IrOp op, int fn); /* by the op's fn table; NULL: none */
 int ir_unfn_from_name(const char *s);      /* -1 if unknown */
 int ir_binfn_from_name(const char *s);
 int ir_redfn_from_name(const char *s);

@@ -49,6 +49,17 @@ static int table_find(const char *const *t, int n, const char *s)
 const char *ir_unfn_name(int fn) { return table_name(unfn_names, IR_UN_COUNT, fn); }
 const char *ir_binfn_name(int fn) { return table_name(binfn_names, IR_BIN_COUNT, fn); }
 const char *ir_redfn_name(int fn) { return table_name(redfn_names, IR_RED_COUNT, fn); }
+
+/* Name of function fn in the fn table of op (ops.def column fn); NULL when the op has
+ * none, "?" when fn is outside the table. */
+const char *ir_op_fn_name(IrOp op, int fn) {
+    switch (ir_op_info[op].fn) {
+    case IR_FNK_UN: return ir_unfn_name(fn);
+    case IR_FNK_BIN: return ir_binfn_name(fn);
+    case IR_FNK_RED: return ir_redfn_name(fn);
+    default: return NULL;
+    }
+}
 int ir_unfn_from_name(const char *s) { return table_find(unfn_names, IR_UN_COUNT, s); }
 int ir_binfn_from_name(const char *s) { return table_find(binfn_names, IR_BIN_COUNT, s); }
 int ir_redfn_from_name(const char *s) { return table_find(redfn_names, IR_RED_COUNT, s); }

@@ -104,11 +104,8 @@ static void print_attr_value(FILE *f, IrGraph *g, const IrNode *n, const IrAttr 
 {
     switch (a->kind) {
     case IR_ATTR_INT:
-        IrFnKind fk = ir_op_info[n->op].fn;
-        if (fk != IR_FNK_NONE && strcmp(a->name, "fn") == 0) {
-            const char *s = fk == IR_FNK_UN ? ir_unfn_name((int)a->i)
-                          : fk == IR_FNK_BIN ? ir_binfn_name((int)a->i)
-                                             : ir_redfn_name((int)a->i);
+        const char *s = ir_op_fn_name(n->op, (int)a->i);
+        if (s && strcmp(a->name, "fn") == 0) {
             if (strcmp(s, "?") != 0) {
                 fputs(s, f);
                 return;

@@ -58,23 +58,12 @@ uint64_t ir_work_window(IrGraph *g, const IrNode *n)
     return w;
 }
 
-/* Name of the fn attribute of n in its op's fn table ("" when the op has none). */
-static const char *fn_name(const IrNode *n)
-{
-    int fn = (int)ir_attr_get_int(n, "fn", 0);
-    switch (ir_op_info[n->op].fn) {
-    case IR_FNK_UN: return ir_unfn_name(fn);
-    case IR_FNK_BIN: return ir_binfn_name(fn);
-    case IR_FNK_RED: return ir_redfn_name(fn);
-    default: return "";
-    }
-}
-
 const char *ir_op_label(const IrNode *n, char *buf, size_t len)
 {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-    snprintf(buf, len, ir_op_info[n->op].label, fn_name(n));
+    const char *fn = ir_op_fn_name(n->op, (int)ir_attr_get_int(n, "fn", 0));
+    snprintf(buf, len, ir_op_info[n->op].label, fn ? fn : "");
 #pragma GCC diagnostic pop
     return buf;
 }
