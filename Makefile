@@ -104,8 +104,8 @@ $(BUILD)/spyrec: $(BUILD)/obj/cli/spyrec.o $(call obj,$(wildcard cli/spyrec_*.c)
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMPILER_LIBS) $(LDLIBS)
 $(BUILD)/spyrun: $(BUILD)/obj/cli/spyrun.o $(call obj,$(wildcard cli/spyrun_*.c)) $(LIBSPYREC) $(LIBRT_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(COMPILER_LIBS) $(LDLIBS)
-$(BUILD)/spydump: $(BUILD)/obj/cli/spydump.o $(LIBRT_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/spydump: $(BUILD)/obj/cli/spydump.o $(LIBSPYREC) $(LIBRT_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(COMPILER_LIBS) $(LDLIBS)
 
 # ---- install: tools, runtime library and header, pkg-config file, man pages -----------
 #   make install PREFIX=/opt/spyrec [DESTDIR=/staging]

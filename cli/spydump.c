@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/cg.h"
 #include "isa.h"
 #include "sbin.h"
 #include "spyrt.h"
@@ -214,17 +215,34 @@ static void dump_kernels(const uint8_t *buf, const spy_model *m) {
     printf("\n");
 }
 
+/* spydump --asm: the disassembly of a bundle that verifies (the same text as spyrec
+ * --emit=asm), so that a compiled bundle need not be compiled again to be read. */
+static int dump_asm(const char *path, const uint8_t *buf, size_t len) {
+    spy_model *m = NULL;
+    char err[512];
+    if (spy_model_load_memory(buf, len, &m, err, sizeof err) != SPY_OK) {
+        fprintf(stderr, "spydump: %s: %s\n", path, err);
+        return 1;
+    }
+    spy_model_free(m);
+    return cg_disassemble(buf, len, stdout) ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-        printf("usage: spydump FILE.sbin\n\nPrint a bundle: header, format version, target, "
+        printf("usage: spydump [--asm] FILE.sbin\n\nPrint a bundle: header, format version, target, "
                "sections with sizes and CRCs,\nthen (if it verifies) compiler version and flags, "
                "tensors, segments, kernels\nwith per-core instruction counts and modelled "
-               "times, the schedule and META.\n\nexit status: 0 valid bundle; 1 invalid or "
+               "times, the schedule and META.\nWith --asm: its disassembly instead (as spyrec "
+               "--emit=asm).\n\nexit status: 0 valid bundle; 1 invalid or "
                "unreadable; 2 bad usage.\n");
         return 0;
     }
+    bool as_asm = argc == 3 && !strcmp(argv[1], "--asm");
+    if (as_asm)
+        argv++, argc--;
     if (argc != 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: spydump FILE.sbin\n");
+        fprintf(stderr, "usage: spydump [--asm] FILE.sbin\n");
         return 2;
     }
     size_t len = 0;
@@ -232,6 +250,11 @@ int main(int argc, char **argv) {
     if (!buf) {
         fprintf(stderr, "spydump: %s: cannot read: %s\n", argv[1], strerror(errno));
         return 1;
+    }
+    if (as_asm) {
+        int arc = dump_asm(argv[1], buf, len);
+        free(buf);
+        return arc;
     }
     printf("%s\n", argv[1]);
     int rc = 1;

@@ -39,12 +39,11 @@ emit() {
 }
 no_data() { emit no_data "no test_data_set_N folder: nothing was checked"; }
 
-# computes [SPYREC-ARGS...]: "yes" when the bundle compiled with these arguments reads
-# one of its inputs (an instruction names an input's segment, or an output shares it),
-# "no" when its outputs depend on constants only. Reads the disassembly of the same
-# compile (the bundle is deterministic).
+# computes SBIN: "yes" when the compiled bundle SBIN reads one of its inputs (an
+# instruction names an input's segment, or an output shares it), "no" when its outputs
+# depend on constants only. Reads the bundle's disassembly (spydump --asm).
 computes() {
-    timeout 30 "$build/spyrec" "$dir/model.onnx" --emit=asm -o - "$@" 2>/dev/null | gawk '
+    timeout 30 "$build/spydump" --asm "$1" 2>/dev/null | gawk '
         /^tensor [0-9]+ (input|output) / {
             if (!match($0, / device [^ ]+ seg([0-9]+)/, m)) reads = 1   # unknown: assume so
             else if ($3 == "input") inp["seg" m[1]] = 1
@@ -183,7 +182,7 @@ $m2"
         if res=$(check_ds "$sbin" "$ds"); then :; else
             rm -f "$sbin"; emit "${res%%$'\t'*}" "${res#*$'\t'} (specialised: $bound)"; exit 0
         fi
-        [ "$(computes "${args[@]}")" = no ] || comp=yes
+        [ "$(computes "$sbin")" = no ] || comp=yes
     done
     rm -f "$sbin"
     if [ $nds = 0 ]; then no_data; exit 0; fi
@@ -202,6 +201,7 @@ for ds in "$dir"/test_data_set_*; do
         rm -f "$sbin"; emit "${res%%$'\t'*}" "${res#*$'\t'}"; exit 0
     fi
 done
+comp=$(computes "$sbin")
 rm -f "$sbin"
 if [ $nds = 0 ]; then no_data; exit 0; fi
-emit pass "" "$(computes)"
+emit pass "" "$comp"

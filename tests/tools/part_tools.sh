@@ -166,9 +166,15 @@ t_spydump() {
         has "$d/out" "CODE" && has "$d/out" "CONSTS" && has "$d/out" "verify: ok" &&
         has "$d/out" "compiler:  spyrec" && has "$d/out" "flags:     -O1" &&
         has "$d/out" "tensors (2):" && has "$d/out" "input  x" && has "$d/out" "kernels (" || return 1
+    # --asm: the disassembly of the bundle, the same bytes as spyrec --emit=asm
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -O1 --emit=asm -o "$d/t.asm" &&
+        "$B/spydump" --asm "$d/t.sbin" >"$d/t2.asm" || return 1
+    cmp "$d/t.asm" "$d/t2.asm" || die "spydump --asm differs from spyrec --emit=asm" || return 1
     printf 'not a bundle' >"$d/bad.sbin"
     "$B/spydump" "$d/bad.sbin"
     [ $? = 1 ] || die "spydump of a bad file should exit 1"
+    "$B/spydump" --asm "$d/bad.sbin"
+    [ $? = 1 ] || die "spydump --asm of a bad file should exit 1"
 }
 
 # ---- spyrun --trace ------------------------------------------------------------------------
