@@ -17,6 +17,7 @@
  */
 #include <string.h>
 
+#include "devtype.h"
 #include "pass.h"
 #include "plan/plan.h"
 
@@ -97,6 +98,7 @@ typedef struct {
     double a, b, c, macs, m;
     bool one_chunk, shared;
     double vec;                  /* extra vector-unit bytes per item */
+    double rate;                 /* multiply-accumulates per cycle (operand dtype) */
 } CEst;
 
 /* Modelled time of the busiest core for tiling e on target t. */
@@ -110,8 +112,7 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     double nb = e->one_chunk && e->nb == 1 ? (e->shared ? 1.0 : (double)(q < q / e->na + 1
                                                                       ? q : q / e->na + 1))
                                            : (double)q;
-    double rate = (double)t->macs_fp16_per_cycle / t->fp32_mac_divisor;
-    double per = e->macs / rate, passes = (e->m + 7) / 8;
+    double per = e->macs / e->rate, passes = (e->m + 7) / 8;
     double vec = (e->c + e->vec) / t->stick_bytes / t->corelets;
     double cycles = (double)q * ((per > passes ? per : passes) + vec);
     return model_time(t, cycles, na * e->a + nb * e->b + (double)q * e->c, active);
@@ -130,10 +131,39 @@ static int candidates(int64_t ext, int64_t gran, int64_t *out)
     }
 }
 
-/* Bytes per output element of a contraction's epilogue traffic (output + loads). */
-static double epi_bytes(const IrKernel *k)
+/* Element sizes of a contraction (the split estimate charges what the kernel really
+ * moves): operands and the kernel's output and epilogue inputs, 2 bytes each for a
+ * DLFloat16 contraction (fp16 mode) and the matrix unit's fp16 rate; otherwise 4 bytes
+ * and the float32 rate, as for every float32 kernel. */
+typedef struct {
+    double es, eo, rate;
+} CSizes;
+
+/* The element sizes and matrix rate of contraction kernel k on target t. */
+static CSizes contract_sizes(IrGraph *g, const IrKernel *k, const SpyTarget *t)
 {
-    return 4.0 * (1 + (k->nins > 2 ? k->nins - 2 : 0));
+    CSizes s = {4.0, 4.0, (double)t->macs_fp16_per_cycle / t->fp32_mac_divisor};
+    if (ir_vtype(g, ir_node(g, k->anchor)->in[0])->dtype == IR_DT_DLF16) {
+        int eo = pass_dev_esize(ir_vtype(g, k->out)->dtype);
+        s.es = 2.0;
+        s.eo = eo > 0 ? (double)eo : 4.0;
+        s.rate = (double)t->macs_fp16_per_cycle;
+    }
+    return s;
+}
+
+/* Bytes per output element of a contraction's epilogue DRAM traffic (output +
+ * loads). */
+static double epi_bytes(const IrKernel *k, const CSizes *s)
+{
+    return s->eo * (1 + (k->nins > 2 ? k->nins - 2 : 0));
+}
+
+/* Scratchpad bytes per output element of a contraction's epilogue: the float32
+ * accumulator and one buffer per epilogue load. */
+static double epi_lx_bytes(const IrKernel *k, const CSizes *s)
+{
+    return 4.0 + s->eo * (k->nins > 2 ? k->nins - 2 : 0);
 }
 
 /* MATMUL: the M and N tiles (multiples of 8 rows / one stick) with the least
@@ -155,17 +185,19 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
     if (k->nred > 0)                           /* epilogue reduces whole rows: nc[0] = n */
         nn = 1;
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
+    CSizes sz = contract_sizes(g, k, t);
     gr->chunk[r - 2] = mc[nm - 1];
     gr->chunk[r - 1] = nc[nn - 1];
     for (int i = 0; i < nm; i++)
         for (int j = 0; j < nn; j++) {
             int64_t mt = mc[i], nt = nc[j];
-            if (4.0 * (mt * kt + kt * nt) + epi_bytes(k) * mt * nt > budget && (i + 1 < nm || j + 1 < nn))
+            if (sz.es * (mt * kt + kt * nt) + epi_lx_bytes(k, &sz) * mt * nt > budget &&
+                (i + 1 < nm || j + 1 < nn))
                 continue;
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
-                      (uint64_t)((n + nt - 1) / nt), 4.0 * mt * kk, 4.0 * kk * nt,
-                      epi_bytes(k) * mt * nt, (double)mt * nt * kk, (double)mt, kk <= 256,
-                      bt->rank == 2, 0};
+                      (uint64_t)((n + nt - 1) / nt), sz.es * mt * kk, sz.es * kk * nt,
+                      epi_bytes(k, &sz) * mt * nt, (double)mt * nt * kk, (double)mt, kk <= 256,
+                      bt->rank == 2, 0, sz.rate};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -191,6 +223,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
     int64_t mc[40], rc[40], kk = geo.cg * taps, kt = kk < 512 ? kk : 512;
     int nm = candidates(gr->ext[2], 8, mc), nr = candidates(gr->ext[3], 1, rc);
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
+    CSizes sz = contract_sizes(g, k, t);
     double wp = (double)(geo.in_ext[1] + geo.pad_lo[1] + geo.pad_hi[1]);
     for (int i = 0; i < nm; i++)
         for (int j = 0; j < nr; j++) {
@@ -198,16 +231,16 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
             /* B traffic: the im2col matrix, or in patch form the input rows (the
              * im2col copies then cost vector time, counted as output-like bytes) */
             double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
-            double bb = geo.patch ? 4.0 * geo.cg * rows_in * wp : 4.0 * kk * p;
-            double patch = geo.patch ? 4.0 * (kt / taps + 1) * rows_in * wp : 0;
-            if (4.0 * (mt * kt + kt * p) + patch + epi_bytes(k) * mt * p > budget &&
+            double bb = geo.patch ? sz.es * geo.cg * rows_in * wp : sz.es * kk * p;
+            double patch = geo.patch ? sz.es * (kt / taps + 1) * rows_in * wp : 0;
+            if (sz.es * (mt * kt + kt * p) + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
                 (i + 1 < nm || j + 1 < nr))
                 continue;
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),
-                      (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]), 4.0 * mt * kk, bb,
-                      epi_bytes(k) * mt * p, (double)mt * p * kk, (double)mt, kk <= 512, false,
-                      geo.patch ? 4.0 * kk * p : 0};
+                      (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]), sz.es * mt * kk, bb,
+                      epi_bytes(k, &sz) * mt * p, (double)mt * p * kk, (double)mt, kk <= 512, false,
+                      geo.patch ? sz.es * kk * p : 0, sz.rate};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;

@@ -246,6 +246,28 @@ static NodeId find_anchor(Fuse *f, ValId rv)
     return best;
 }
 
+/* fp16 mode: a member of group gi that rounds the float32 result of another
+ * contraction than the group's anchor to DLFloat16 (a CAST of a single-use contraction
+ * output) leaves the group, so that it becomes that contraction's epilogue and the
+ * contraction stores 2-byte values, not its float32 accumulator. */
+static void release_roundings(Fuse *f, uint32_t gi, NodeId anchor)
+{
+    IrGraph *g = f->g;
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        NodeId n = f->mem[m];
+        const IrNode *nd = &g->nodes[n];
+        if (n == anchor || f->grp[n] != gi || nd->op != IR_OP_CAST || nd->nin != 1 ||
+            ir_vtype(g, nd->out[0])->dtype != IR_DT_DLF16)
+            continue;
+        NodeId p = ir_val(g, nd->in[0])->def;
+        if (p != anchor && absorbable(f, nd->in[0]) &&
+            ir_op_info[g->nodes[p].op].cls == IR_CLS_CONTRACT) {
+            f->grp[n] = IR_NONE;
+            f->role[n] = ROLE_NONE;
+        }
+    }
+}
+
 /* Prologue of a reduction anchor: the pointwise tree producing its input. */
 static void collect_prologue(Fuse *f, NodeId anchor, uint32_t gi)
 {
@@ -514,6 +536,7 @@ static bool group_nodes(Fuse *f)
             f->nmem = 0;
             collect_tree(f, n, gi, ROLE_EPI);
             NodeId a = find_anchor(f, nd->out[0]);
+            release_roundings(f, gi, a);
             if (a != IR_NONE) {
                 bool red = ir_op_info[g->nodes[a].op].cls == IR_CLS_REDUCE;
                 f->gs[gi].kind = red ? IR_KK_REDUCE : IR_KK_CONTRACT;
