@@ -65,7 +65,8 @@ void fe_default_target(SpyTarget *out)
 typedef struct {
     IrDiag *diag;
     SpyTarget *t;
-    int line[NFIELDS + 1];          /* 0 = not seen; [NFIELDS] is "name" */
+    int line[NFIELDS + 2];          /* 0 = not seen; [NFIELDS] is "name",
+                                       [NFIELDS + 1] "accumulate" */
     int errors;
 } TgtParse;
 
@@ -82,13 +83,25 @@ __attribute__((format(printf, 3, 4))) static void tgt_err(TgtParse *p, int line,
     p->errors++;
 }
 
-/* Index of a field by name (NFIELDS for "name", -1 if unknown). */
+/* Index of a field by name (NFIELDS for "name", NFIELDS + 1 for "accumulate", -1 if
+ * unknown). */
 static int field_index(const char *key)
 {
     for (int i = 0; i < NFIELDS; i++)
         if (!strcmp(fields[i].name, key))
             return i;
-    return strcmp(key, "name") ? -1 : NFIELDS;
+    return !strcmp(key, "name") ? NFIELDS : !strcmp(key, "accumulate") ? NFIELDS + 1 : -1;
+}
+
+/* The accumulator of matrix products (key "accumulate"): the card's width is not
+ * public, so the one accepted value is fp32, which the code generator and the emulator
+ * assume (DLFloat16 operands accumulate in float32). Nothing is stored: a second value
+ * would need a field of SpyTarget. */
+static void tgt_accumulate(TgtParse *p, const char *s, int line)
+{
+    if (strcmp(s, "fp32") != 0)
+        tgt_err(p, line, "accumulate = '%.40s' is not supported (the one accepted value is fp32)",
+                s);
 }
 
 /* A plain decimal (or 0x hex) unsigned integer filling the whole scalar. */
@@ -117,10 +130,14 @@ static void tgt_set(TgtParse *p, const char *key, const yaml_event_t *val, int l
     p->line[i] = line;
     if (val->type != YAML_SCALAR_EVENT) {
         tgt_err(p, line, "the value of '%s' must be %s", key,
-                i == NFIELDS ? "a string" : "a plain integer");
+                i >= NFIELDS ? "a string" : "a plain integer");
         return;
     }
     const char *s = (const char *)val->data.scalar.value;
+    if (i == NFIELDS + 1) {
+        tgt_accumulate(p, s, line);
+        return;
+    }
     if (i == NFIELDS) {
         if (!s[0] || val->data.scalar.length >= sizeof p->t->name)
             tgt_err(p, line, "name '%.40s' must have 1 to %zu characters", s,
@@ -146,9 +163,10 @@ static void tgt_set(TgtParse *p, const char *key, const yaml_event_t *val, int l
 static void tgt_finish(TgtParse *p, int end_line)
 {
     SpyTarget *t = p->t;
-    for (int i = 0; i <= NFIELDS; i++)
+    for (int i = 0; i <= NFIELDS + 1; i++)
         if (!p->line[i])
-            tgt_err(p, end_line, "missing key '%s'", i < NFIELDS ? fields[i].name : "name");
+            tgt_err(p, end_line, "missing key '%s'",
+                    i < NFIELDS ? fields[i].name : i == NFIELDS ? "name" : "accumulate");
     if (p->errors)
         return;
     int lb = p->line[field_index("lx_budget_bytes")];

@@ -22,6 +22,10 @@
  *    and RMS norms, means) and BITCAST read float32: their DLFloat16 operands are
  *    widened (exact) by a CAST, they accumulate in float32 and a CAST rounds their
  *    float results back to DLFloat16.
+ *  - additive attention masks (selects between 0 and -inf, saturated to the most
+ *    negative finite value) are added in select form (mask_node): the DLFloat16 sum of
+ *    two saturated -inf would overflow to NINF, which reads as NaN, where float32
+ *    keeps -inf.
  * Values of other dtypes are unchanged. Float16 models are still widened per operator
  * by halfwiden.c (their float16 results rounded as IEEE float16): converting them to
  * DLFloat16 natively loses float16's infinities and NaN in Cast/IsInf/IsNaN (one NINF
@@ -146,6 +150,119 @@ static bool reads_f32(const IrNode *n)
     return ir_op_info[n->op].cls == IR_CLS_REDUCE || n->op == IR_OP_BITCAST;
 }
 
+/* Whether every element of constant c (DLFloat16) has the bits of pattern h
+ * (0x8000 ignored when zero is wanted: -0 is a zero). */
+static bool const_all(IrGraph *g, ValId c, uint16_t h)
+{
+    const IrValue *cv = ir_val(g, c);
+    if (cv->kind != IR_VAL_CONST || cv->type.dtype != IR_DT_DLF16 || !cv->data)
+        return false;
+    size_t n = ir_type_bytes(&cv->type) / 2;
+    const uint16_t *d = (const uint16_t *)cv->data;
+    for (size_t i = 0; i < n; i++)
+        if ((h == 0 ? (uint16_t)(d[i] & 0x7fffu) : d[i]) != h)
+            return false;
+    return true;
+}
+
+/* Whether DLFloat16 value v is an additive attention mask, whose elements are 0 or
+ * the saturated -inf (the most negative finite DLFloat16, 0xFFFE): a SELECT between
+ * that constant and zero or another mask, or a RESHAPE / EXPAND / TRANSPOSE of a mask
+ * (depth levels at most). */
+static bool is_mask(IrGraph *g, ValId v, int depth)
+{
+    NodeId d = ir_val(g, v)->def;
+    if (depth == 0 || d == IR_NONE || ir_vtype(g, v)->dtype != IR_DT_DLF16)
+        return false;
+    const IrNode *sn = &g->nodes[d];
+    if (sn->op == IR_OP_RESHAPE || sn->op == IR_OP_EXPAND || sn->op == IR_OP_TRANSPOSE)
+        return is_mask(g, sn->in[0], depth - 1);
+    if (sn->op == IR_OP_CAST) {                /* rounding of a float32 max / min of a mask */
+        NodeId r = ir_val(g, sn->in[0])->def;
+        int64_t fn = r == IR_NONE ? -1 : ir_attr_get_int(&g->nodes[r], "fn", -1);
+        if (r == IR_NONE || g->nodes[r].op != IR_OP_REDUCE || (fn != IR_RED_MAX && fn != IR_RED_MIN))
+            return false;
+        NodeId w = ir_val(g, g->nodes[r].in[0])->def;
+        return w != IR_NONE && g->nodes[w].op == IR_OP_CAST && is_mask(g, g->nodes[w].in[0], depth - 1);
+    }
+    for (int i = 1; i <= 2 && sn->op == IR_OP_SELECT; i++) {
+        ValId o = sn->in[3 - i];
+        if (const_all(g, sn->in[i], 0xfffeu) &&
+            (const_all(g, o, 0) || is_mask(g, o, depth - 1)))
+            return true;
+    }
+    return false;
+}
+
+/* x + mask in select form, equal to the float32 sum for finite x (x + -inf = -inf)
+ * and without the overflow of a DLFloat16 sum: a mask's SELECT with its other branch
+ * b replaced by x + b (x itself where b is zero); any other mask M becomes
+ * select(M == lowest, lowest, x). */
+static ValId add_mask(IrGraph *g, ValId x, ValId mask, const IrOrigin *o)
+{
+    const IrNode *sn = &g->nodes[ir_val(g, mask)->def];
+    if (sn->op != IR_OP_SELECT) {
+        IrType t = {.dtype = IR_DT_DLF16, .rank = 0};
+        uint16_t low = 0xfffeu;
+        ValId c = ir_add_const(g, ir_fresh_name(g, "lowest"), &t, &low);
+        return ir_select(g, ir_binary(g, IR_BIN_EQ, mask, c, o), c, x, o);
+    }
+    ValId in[3] = {sn->in[0], sn->in[1], sn->in[2]};
+    int k = const_all(g, in[1], 0xfffeu) ? 2 : 1;
+    in[k] = const_all(g, in[k], 0) ? x : add_mask(g, x, in[k], o);
+    return ir_select(g, in[0], in[1], in[2], o);
+}
+
+/* x rounded to float16 and back to DLFloat16 (a float16 model's per-operator
+ * rounding), where x may hold the saturated -inf: SELECT branches that are that
+ * constant stay it (float16 would make it -inf and then NINF; float32 keeps -inf), the
+ * others are rounded. */
+static ValId round_trip(IrGraph *g, ValId x, const IrOrigin *o, int depth)
+{
+    NodeId d = ir_val(g, x)->def;
+    if (depth > 0 && d != IR_NONE && g->nodes[d].op == IR_OP_SELECT &&
+        (const_all(g, g->nodes[d].in[1], 0xfffeu) || const_all(g, g->nodes[d].in[2], 0xfffeu))) {
+        ValId in[3] = {g->nodes[d].in[0], g->nodes[d].in[1], g->nodes[d].in[2]};
+        int k = const_all(g, in[1], 0xfffeu) ? 2 : 1;
+        in[k] = is_mask(g, in[k], 8) ? in[k] : round_trip(g, in[k], o, depth - 1);
+        return ir_select(g, in[0], in[1], in[2], o);
+    }
+    return ir_cast(g, ir_cast(g, x, IR_DT_F16, o), IR_DT_DLF16, o);
+}
+
+/* An attention mask in DLFloat16: x + select(c, 0, -inf) with -inf saturated to the
+ * most negative finite value overflows to NINF (NaN) when two masks are added (or a
+ * mask to a large negative score), where float32 gives -inf. Node n is added in the
+ * select form instead (add_mask), and its output mapped, when it adds a mask (BINARY
+ * add of operands a, b, already mapped), or when it is a CAST back to DLFloat16 of a
+ * mask's float16 rounding (a float16 model: the round trip would turn the saturated
+ * -inf into float16 -inf and then NINF; float32 keeps -inf). False otherwise. */
+static bool mask_node(IrGraph *g, F16Map *m, const IrNode *n, ValId a, ValId b, IrDType to)
+{
+    ValId r = IR_NONE;
+    if (n->op == IR_OP_CAST && to == IR_DT_DLF16 && ir_vtype(g, a)->dtype == IR_DT_F16) {
+        NodeId d = ir_val(g, a)->def;
+        ValId x = d != IR_NONE && g->nodes[d].op == IR_OP_CAST ? g->nodes[d].in[0] : IR_NONE;
+        NodeId xd = x == IR_NONE ? IR_NONE : ir_val(g, x)->def;
+        if (x != IR_NONE && is_mask(g, x, 8))
+            r = x;
+        else if (xd != IR_NONE && ir_vtype(g, x)->dtype == IR_DT_DLF16 &&
+                 g->nodes[xd].op == IR_OP_SELECT)
+            r = round_trip(g, x, &n->origin, 8);
+    } else if (n->op == IR_OP_BINARY && n->nin == 2 &&
+               ir_attr_get_int(n, "fn", -1) == IR_BIN_ADD &&
+               ir_vtype(g, a)->dtype == IR_DT_DLF16 && ir_vtype(g, b)->dtype == IR_DT_DLF16) {
+        if (is_mask(g, b, 8))
+            r = add_mask(g, a, b, &n->origin);
+        else if (is_mask(g, a, 8))
+            r = add_mask(g, b, a, &n->origin);
+    }
+    if (r == IR_NONE || ir_failed(g))
+        return false;
+    m->rep[n->out[0]] = r;
+    return true;
+}
+
 /* Re-add node n with its operands mapped, in the precision of the mode (float32 when
  * --keep-fp32 names it); maps its outputs. False on an inference failure (reported). */
 static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
@@ -167,11 +284,15 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
     IrAttr attrs[32];
     IR_ASSERT(n->nattrs <= 32);
     memcpy(attrs, n->attrs, (size_t)n->nattrs * sizeof *attrs);
+    IrDType to = IR_DT_UNDEF;
     for (int i = 0; i < n->nattrs && n->op == IR_OP_CAST && !keep; i++)
         if (strcmp(attrs[i].name, "to") == 0 && card_float((IrDType)attrs[i].i)) {
             attrs[i].i = IR_DT_DLF16;      /* a cast to float32 now casts to DLFloat16 */
+            to = IR_DT_DLF16;
             changed = true;
         }
+    if (!keep && n->nout == 1 && mask_node(g, m, n, in[0], n->nin > 1 ? in[1] : IR_NONE, to))
+        return true;
     bool f32_out = false;
     for (int k = 0; k < n->nout; k++)
         f32_out |= card_float(ir_vtype(g, n->out[k])->dtype);

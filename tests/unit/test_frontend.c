@@ -1296,6 +1296,9 @@ static void test_target_yaml(void **state)
         {"name: spyre32", "name: 'spyre32", "YAML syntax error"},
         {"name: spyre32", "name: [a]", "line 12: the value of 'name' must be a string"},
         {"name: spyre32", "name: a_name_that_is_far_too_long_for_it", "1 to 31 characters"},
+        {"accumulate: fp32", "accumulate: fp16", "accumulate = 'fp16' is not supported"},
+        {"accumulate: fp32", "#ccumulate: fp32", "missing key 'accumulate'"},
+        {"accumulate: fp32", "accumulate: [1]", "the value of 'accumulate' must be a string"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
         char *e = calloc(1, len + 128);
