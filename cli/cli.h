@@ -97,6 +97,8 @@ typedef struct {
     size_t bundle_len;
     const char *cache;             /* "off", "miss" or "hit" (--cache-dir) */
     const char *cache_key;         /* the cache key in hex, NULL when not known */
+    double fp16_whatif_us;         /* modelled time compiled with --precision=fp16, < 0:
+                                      not computed (fp16 compile, no bundle, failure) */
 } CliReportInfo;
 
 CliReport *cli_report_new(void);   /* NULL when out of memory */

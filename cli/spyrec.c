@@ -145,7 +145,8 @@ static struct {
     CliCache cache;                /* --cache-dir: this compile's entry */
     const void *out;               /* what was written to the output */
     size_t out_len;
-} live;
+    double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
+} live = {.whatif_us = -1};
 
 /* Write the output (atomically) and remember it for the cache. Returns the exit
  * status. */
@@ -291,6 +292,42 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     return write_output(a, live.bundle, live.blen);
 }
 
+/* The what-if figure of the compile report: the modelled device time (us) of the same
+ * model compiled with --precision=fp16 (a second, quiet compile whose bundle goes to a
+ * temporary file and is timed by the runtime's timing model), or -1 when it cannot be
+ * had. Only for a default-precision compile with --report. */
+static double whatif_fp16_us(const Args *a, const SpyTarget *target)
+{
+    IrDiag diag;
+    ir_diag_init(&diag, a->input);
+    double us = -1;
+    IrGraph *g = load_model(a->input, &diag, a->max_memory, a, NULL);
+    PassOptions po = {.opt_level = a->opt_level, .target = target, .dump_file = stderr,
+                      .precision = PASS_PREC_FP16, .keep_fp32 = a->keep_fp32};
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/spyrec-whatif-XXXXXX", dir && dir[0] ? dir : "/tmp");
+    int fd = -1;
+    if (g && !ir_failed(g) && !diag.nerrors && pass_run_pipeline(g, &po) && !ir_failed(g) &&
+        (fd = mkstemp(path)) >= 0) {
+        CgOptions co = {.target = target, .meta = ""};
+        size_t len = 0;
+        int err = 0;
+        spy_model *m = NULL;
+        char msg[256];
+        if (cg_emit_bundle_fd(g, &co, fd, &len, &err) && !err && !ir_failed(g) &&
+            spy_model_load_file(path, &m, msg, sizeof msg) == SPY_OK)
+            us = spy_model_device_us(m);
+        spy_model_free(m);
+        close(fd);
+        unlink(path);
+    }
+    if (g)
+        ir_graph_free(g);
+    ir_diag_free(&diag);
+    return us;
+}
+
 /* -MD: write the dependency file of a successful compile (atomically). On failure the
  * output is removed too, so that make does not take it for up to date. */
 static int write_deps(const Args *a)
@@ -370,6 +407,7 @@ static int write_report(const Args *a, const IrDiag *diag, const SpyTarget *targ
         .bundle_len = hit ? live.cache.out_len : live.blen,
         .cache = cache_status_names[live.cache.status],
         .cache_key = live.cache.key[0] ? live.cache.key : NULL,
+        .fp16_whatif_us = live.whatif_us,
     };
     if (!cli_report_write(live.report, a->report, &ri))
         return rc ? rc : EXIT_INTERNAL;
@@ -468,6 +506,8 @@ static int compile(const Args *a)
             if (a->max_memory)
                 live.g->arena_limit = a->max_memory;
             rc = compile_graph(live.g, diag, a, &target);
+            if (rc == 0 && a->report && a->emit == EMIT_SBIN && a->precision != PASS_PREC_FP16)
+                live.whatif_us = whatif_fp16_us(a, &target);
             if (rc == 0 && a->deps)
                 rc = write_deps(a);
             if (rc == 0 && cached)

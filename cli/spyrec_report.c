@@ -183,6 +183,18 @@ static json_t *target_json(const SpyTarget *t, const char *path)
                      "stick_bytes", (int)t->stick_bytes, "clock_mhz", (int)t->clock_mhz);
 }
 
+/* What --precision=fp16 would change: the modelled time of the fp16 compile, this
+ * bundle's, and their ratio; null when there is no figure. */
+static json_t *whatif_json(const CliReportInfo *in, const spy_model *m)
+{
+    if (in->fp16_whatif_us < 0 || !m)
+        return json_null();
+    double us = spy_model_device_us(m);
+    return json_pack("{s:s,s:f,s:f,s:f}", "precision", "fp16", "device_us", in->fp16_whatif_us,
+                     "this_device_us", us, "speedup",
+                     in->fp16_whatif_us > 0 ? us / in->fp16_whatif_us : 0.0);
+}
+
 /* The whole report object. */
 static json_t *build(CliReport *r, const CliReportInfo *in)
 {
@@ -218,6 +230,7 @@ static json_t *build(CliReport *r, const CliReportInfo *in)
                                           : json_null());
     json_object_set_new(root, "bundle", in->bundle ? cli_report_bundle(in->bundle, in->bundle_len, m)
                                                    : json_null());
+    json_object_set_new(root, "fp16_what_if", whatif_json(in, m));
     spy_model_free(m);
     return root;
 }

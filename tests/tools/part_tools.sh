@@ -102,7 +102,15 @@ t_report_ok() {
     [ "$n" -gt 0 ] && [ "$n" = "$("$JSONCHECK" "$d/t.json" --get bundle.kernels)" ] ||
         die "kernel count of the plan and of the bundle differ" || return 1
     n=$("$JSONCHECK" "$d/t.json" --get kernels.0.split.items_per_core.#)
-    [ "$n" = 32 ] || die "items_per_core has $n entries, expected 32 cores"
+    [ "$n" = 32 ] || die "items_per_core has $n entries, expected 32 cores" || return 1
+    # the fp16 what-if figure is the modelled time of the fp16 compile of the model
+    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/h.sbin" --precision=fp16 --report "$d/h.json" || return 1
+    n=$("$JSONCHECK" "$d/t.json" --get fp16_what_if.device_us) &&
+        [ "$n" = "$("$JSONCHECK" "$d/h.json" --get bundle.device_us)" ] ||
+        die "fp16_what_if.device_us '$n' is not the fp16 bundle's modelled time" || return 1
+    n=$("$JSONCHECK" "$d/t.json" --get fp16_what_if.this_device_us) &&
+        [ "$n" = "$("$JSONCHECK" "$d/t.json" --get bundle.device_us)" ] ||
+        die "fp16_what_if.this_device_us '$n' is not this bundle's modelled time"
 }
 
 t_report_error() {
