@@ -67,11 +67,21 @@ static bool fits_one(const CgEmit *e, const CgDims *d, int k, unsigned esize)
     return span <= ((uint64_t)e->t->core_window_mib << 20);
 }
 
+/* Whether segment seg is a float32 graph input that every LOAD converts to DLFloat16
+ * (CgEmit.in_f32). Its accesses are computed like those of the DLFloat16 view read
+ * (offsets in 2-byte elements); the DRAM offset doubles when the LOAD is emitted. */
+static bool seg_f32(const CgEmit *e, uint32_t seg)
+{
+    return e->in_f32 && seg >= ISA_SEG_IO0 && seg - ISA_SEG_IO0 < e->g->ninputs &&
+           e->in_f32[seg - ISA_SEG_IO0];
+}
+
 /* Emit dims [k, n) of d at (off, lx), looping over dim k when they do not fit. */
 static void emit_from(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, int64_t lx,
                       unsigned esize, const CgDims *d, int k)
 {
-    if (fits_one(e, d, k, esize)) {
+    bool cvt = seg_f32(e, seg);
+    if (fits_one(e, d, k, cvt ? 4 : esize)) {
         SpyInsn in;
         memset(&in, 0, sizeof in);
         SpyDma *m = &in.dma;
@@ -79,6 +89,11 @@ static void emit_from(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, int64_t 
         m->esize = (uint8_t)esize;
         m->seg = seg;
         m->dram_off = off;
+        if (cvt) {
+            IR_ASSERT(op == ISA_LOAD && esize == 2);
+            m->flags = ISA_F_F32;
+            m->dram_off = 2 * off;
+        }
         IR_ASSERT(lx >= 0 && lx <= UINT32_MAX);
         m->lx = (uint32_t)lx;
         m->ndim = (uint8_t)(d->n - k);

@@ -83,6 +83,12 @@ static bool emit_bundle(IrGraph *g, const CgOptions *opt, CgOut *o)
     e.g = g;
     e.t = opt->target;
     e.s = g->plan;
+    for (uint32_t i = 0; i < g->ninputs; i++)
+        if (plan_edge_f32(g, g->inputs[i])) {
+            if (!e.in_f32)
+                e.in_f32 = ir_scratch(g, g->ninputs);
+            e.in_f32[i] = 1;
+        }
     uint64_t np = (uint64_t)g->plan->nkernels * opt->target->cores;
     SpyProgramDesc *progs = ir_scratch(g, (np + 1) * sizeof *progs);
     for (uint32_t i = 0; i < g->plan->nkernels; i++)

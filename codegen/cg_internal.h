@@ -47,6 +47,8 @@ typedef struct {
     CgCached cache[CG_CACHE_MAX];
     uint32_t next_cache;
     CgPatch patch;               /* conv input patch left by the last work item */
+    uint8_t *in_f32;             /* per graph input: 1 when its LOADs convert float32 to
+                                    DLFloat16 (plan_edge_f32), NULL when none does */
 } CgEmit;
 
 /* ---- cg_emit.c ---- */

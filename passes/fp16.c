@@ -11,8 +11,10 @@
  *    the code generator too);
  *  - each float32 graph input is converted by one CAST to DLFloat16 and each float32
  *    graph output by one CAST from it, so the bundle's edge keeps the model's dtype
- *    (the casts are ordinary elementwise nodes: fusion puts them into the first and
- *    last kernels when it can, otherwise they are kernels of their own);
+ *    (an input's CAST becomes a view when the input is read through it alone: the
+ *    kernels that read it load the float32 data converting, isa.md LOAD / STORE flag
+ *    F32, plan_edge_cast; an output's CAST is an elementwise node that fusion puts
+ *    into the last kernel when it can, otherwise a kernel of its own);
  *  - elementwise and data-movement nodes compute on DLFloat16 (the vector unit widens
  *    the operands to float32 and rounds each result once);
  *  - contractions take DLFloat16 operands and accumulate in float32 (their inferred

@@ -142,6 +142,23 @@ static bool concat_in_place(Fuse *f, NodeId n)
     return true;
 }
 
+/* Whether node n is an edge conversion that can be a view (plan_edge_cast): the
+ * float32 graph input is read by it alone, and its readers load through cg_dma (no
+ * GATHER or SCATTER, no further view), so that their LOADs convert. */
+static bool edge_view(Fuse *f, const IrNode *n)
+{
+    IrGraph *g = f->g;
+    if (!f->fuse || !plan_edge_cast(g, n) || f->nuse[n->in[0]] != 1 || f->is_out[n->in[0]])
+        return false;
+    ValId v = n->out[0];
+    for (uint32_t u = f->ufirst[v]; u < f->ufirst[v + 1]; u++) {
+        const IrNode *c = &g->nodes[f->ulist[u]];
+        if (c->op == IR_OP_GATHER || c->op == IR_OP_SCATTER || is_view_node(g, c))
+            return false;
+    }
+    return true;
+}
+
 /* Decide which view nodes are virtual (and which CONCATs are done in place) and
  * compute the (row-major) views through plan_compute_views. Returns false when a
  * gather forced another view to be materialised (the caller repeats). */
@@ -151,7 +168,8 @@ static bool choose_views(Fuse *f)
     Plan *s = f->s;
     for (NodeId n = 0; n < g->nnodes; n++) {
         IrNode *nd = &g->nodes[n];
-        s->node[n].virt = !nd->dead && is_view_node(g, nd) && !f->is_out[nd->out[0]] &&
+        s->node[n].virt = !nd->dead && (is_view_node(g, nd) || edge_view(f, nd)) &&
+                          !f->is_out[nd->out[0]] &&
                           !f->force[n] &&
                           (f->fuse || nd->op == IR_OP_RESHAPE || nd->op == IR_OP_BITCAST);
     }

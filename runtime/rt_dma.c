@@ -201,6 +201,10 @@ static void run_copy(const CopyPlan *p, uint8_t *d, const uint8_t *s, unsigned e
 void rt_dma(RtCore *c, const SpyDma *x, bool store) {
     uint8_t *lx = c->lx + x->lx;
     uint8_t *dr = c->seg[x->seg] + x->dram_off;
+    if (x->flags & ISA_F_F32) {          /* float32 in DRAM, DLFloat16 in LX */
+        rt_dma_f32(lx, dr, x, store);
+        return;
+    }
     CopyPlan p;
     if (store) {
         if (plan_copy(&p, x->dims, x->lx_stride, x->dram_stride, x->esize))

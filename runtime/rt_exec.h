@@ -50,6 +50,9 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
 
 /* rt_dma.c */
 void rt_dma(RtCore *c, const SpyDma *d, bool store);
+/* A verified LOAD / STORE with ISA_F_F32 (rt_dma_f32.c): float32 elements at dram,
+ * DLFloat16 at lx; LOAD rounds, STORE widens (exact). */
+void rt_dma_f32(uint8_t *lx, uint8_t *dram, const SpyDma *d, bool store);
 int rt_gather(RtCore *c, const SpyGather *g);
 
 /* rt_scatter.c */

@@ -56,8 +56,8 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, double *cyc, uint64
     *ld = *st = 0;
     switch (in->opcode) {
     case ISA_LOAD:
-    case ISA_STORE: {
-        uint64_t n = in->dma.esize;
+    case ISA_STORE: {                    /* the DRAM side's bytes (float32 when converting) */
+        uint64_t n = (in->dma.flags & ISA_F_F32) ? 4 : in->dma.esize;
         for (int d = 0; d < ISA_MAX_DIMS; d++)
             n *= in->dma.dims[d];
         *(in->opcode == ISA_LOAD ? ld : st) = n;

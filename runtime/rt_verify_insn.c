@@ -124,8 +124,11 @@ static bool v_dma(Vctx *v, const SpyDma *d) {
     const char *nm = store ? "STORE" : "LOAD";
     if (!esize_ok(d->esize))
         return fail(v, "%s esize %u not 1, 2, 4 or 8", nm, d->esize);
-    if (d->flags)
+    if (d->flags & ~ISA_F_F32)
         return fail(v, "%s unknown flags 0x%x", nm, d->flags);
+    if ((d->flags & ISA_F_F32) && d->esize != 2)
+        return fail(v, "%s float32 <-> DLFloat16 conversion with esize %u (must be 2)", nm,
+                    d->esize);
     if (d->ndim > ISA_MAX_DIMS)
         return fail(v, "%s ndim %u > %d", nm, d->ndim, ISA_MAX_DIMS);
     uint64_t dims[ISA_MAX_DIMS];
@@ -141,7 +144,8 @@ static bool v_dma(Vctx *v, const SpyDma *d) {
     if (elems(ISA_MAX_DIMS, dims) > RT_MAX_INSN_ELEMS)
         return fail(v, "%s moves more than 2^32 elements", nm);
     return lxn(v, nm, d->lx, ISA_MAX_DIMS, dims, ls, d->esize) &&
-           dram(v, nm, d->seg, d->dram_off, ISA_MAX_DIMS, dims, ds, d->esize, store);
+           dram(v, nm, d->seg, d->dram_off, ISA_MAX_DIMS, dims, ds,
+                (d->flags & ISA_F_F32) ? 4u : d->esize, store);
 }
 
 /* GATHER. */

@@ -79,6 +79,8 @@ typedef enum { ISA_RF_SUM = 0, ISA_RF_PROD, ISA_RF_MAX, ISA_RF_MIN, ISA_RF_ARGMA
 #define ISA_F_REV 0x10       /* VSCAN: reverse */
 #define ISA_F_LAST 0x20      /* VREDUCE arg: select last occurrence */
 #define ISA_F_NOSAT 0x40     /* VEC CAST to float8: overflow gives NaN/inf, not +-max */
+#define ISA_F_F32 0x80       /* LOAD/STORE, esize 2: DRAM holds float32, LX DLFloat16 (LOAD
+                                rounds, STORE widens; isa.md "LOAD / STORE") */
 
 typedef struct {             /* ISA_LOAD / ISA_STORE */
     uint8_t opcode, esize, ndim, flags;

@@ -263,6 +263,11 @@ int plan_tp_find(const IrTileProg *tp, ValId v);
  * view node whose composition is not expressible as strides is unmarked (it needs a
  * kernel); returns false when that happened. */
 bool plan_compute_views(IrGraph *g, const SpyTarget *t);
+/* Edge conversions of fp16 mode (plan_view.c): whether node n is the CAST of a float32
+ * graph input to DLFloat16 (a view candidate), and whether every load of graph input v
+ * converts float32 to DLFloat16 (its one consumer is such a virtual CAST). */
+bool plan_edge_cast(IrGraph *g, const IrNode *n);
+bool plan_edge_f32(IrGraph *g, ValId v);
 /* Compose a view node (RESHAPE/TRANSPOSE/SLICE/EXPAND/BITCAST, or a GATHER with
  * constant arithmetic indices) onto its input's view. False when not expressible as
  * strides (a reshape of a non-contiguous view, other gathers). */

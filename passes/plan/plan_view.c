@@ -74,6 +74,39 @@ bool plan_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step
     return true;
 }
 
+/* Whether n is the CAST of a float32 graph input to DLFloat16 (fp16 mode: the
+ * conversion at the bundle's edge), which fusion may make a view: the kernels that
+ * read it then load the float32 input converting (ISA_F_F32). */
+bool plan_edge_cast(IrGraph *g, const IrNode *n)
+{
+    if (n->op != IR_OP_CAST || n->nin != 1 || ir_vtype(g, n->out[0])->dtype != IR_DT_DLF16)
+        return false;
+    const IrValue *iv = ir_val(g, n->in[0]);
+    return iv->kind == IR_VAL_INPUT && iv->type.dtype == IR_DT_F32;
+}
+
+/* Whether every load of graph input v converts float32 to DLFloat16: its one
+ * consumer is a virtual edge CAST (plan_edge_cast) and it is no graph output. */
+bool plan_edge_f32(IrGraph *g, ValId v)
+{
+    if (ir_val(g, v)->kind != IR_VAL_INPUT || ir_vtype(g, v)->dtype != IR_DT_F32)
+        return false;
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        if (g->outputs[i] == v)
+            return false;
+    int uses = 0;
+    bool cast = false;
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        const IrNode *nd = &g->nodes[n];
+        for (int i = 0; i < nd->nin && !nd->dead; i++)
+            if (nd->in[i] == v) {
+                uses++;
+                cast = g->plan->node[n].virt && plan_edge_cast(g, nd);
+            }
+    }
+    return uses == 1 && cast;
+}
+
 /* Compose view node n onto the view of its input. */
 bool plan_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
 {
@@ -106,6 +139,9 @@ bool plan_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
             return false;
         break;
     case IR_OP_BITCAST:                        /* same shape, same device element size */
+    case IR_OP_CAST:                           /* a float32 graph input read as DLFloat16
+                                                  (plan_edge_f32): the LOADs convert */
+        IR_ASSERT(n->op == IR_OP_BITCAST || plan_edge_cast(g, n));
         memcpy(r.stride, in->stride, sizeof r.stride);
         break;
     case IR_OP_GATHER: {                       /* constant arithmetic indices */

@@ -3,7 +3,8 @@
  * every tie between neighbours, the edges of the range, NaN, infinities, signed
  * zeros), the vectorised array conversions of runtime/rt_dlf16.c against the scalar
  * ones bit for bit on every fp32 bit pattern and every DLFloat16 code at each SIMD
- * level the host has, and VEC instructions on DLF16 operands.
+ * level the host has, VEC instructions on DLF16 operands, and LOAD / STORE with the
+ * float32 <-> DLFloat16 conversion (ISA_F_F32).
  */
 #include <float.h>
 #include <math.h>
@@ -289,12 +290,69 @@ static void test_vec_dlf16(void **st) {
     free(lx);
 }
 
+/* LOAD / STORE with ISA_F_F32: float32 in DRAM, DLFloat16 in LX, converted bit for bit
+ * like the scalar reference; contiguous rows (the vectorised path, with a tail), a
+ * strided (transposed) DRAM side, one element; specials (NaN, infinities, beyond the
+ * range, below the smallest normal) included. */
+static void test_dma_f32(void **st) {
+    (void)st;
+    enum { R = 5, C = 37 };
+    float src[R * C], back[R * C];
+    uint8_t *lx = calloc(1 << 16, 1);
+    assert_non_null(lx);
+    for (int i = 0; i < R * C; i++)
+        src[i] = (float)(i - 90) * 1.37e-2f * (i % 7 == 0 ? 1e9f : 1.0f);
+    src[3] = NAN, src[4] = INFINITY, src[5] = -INFINITY, src[6] = 1e-12f, src[7] = -0.0f;
+    uint8_t *segs[1] = {(uint8_t *)src};
+    RtCore c = {.lx = lx, .seg = segs};
+    SpyDma d = {.opcode = ISA_LOAD, .esize = 2, .ndim = 2, .flags = ISA_F_F32, .seg = 0,
+                .dram_off = 0, .lx = 256};
+    for (int i = 0; i < ISA_MAX_DIMS; i++)
+        d.dims[i] = 1, d.dram_stride[i] = d.lx_stride[i] = 1;
+    d.dims[0] = R, d.dims[1] = C, d.dram_stride[0] = C, d.lx_stride[0] = C + 3;
+    rt_dma(&c, &d, false);
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < C; j++) {
+            uint16_t h;
+            memcpy(&h, lx + 256 + 2 * (r * (C + 3) + j), 2);
+            assert_int_equal(h, spy_f32_to_dlf16(src[r * C + j]));
+        }
+    /* transposed: LX[j][r] = DRAM[r][j] */
+    d.dims[0] = C, d.dims[1] = R, d.dram_stride[0] = 1, d.dram_stride[1] = C;
+    d.lx_stride[0] = R, d.lx_stride[1] = 1;
+    rt_dma(&c, &d, false);
+    for (int j = 0; j < C; j++)
+        for (int r = 0; r < R; r++) {
+            uint16_t h;
+            memcpy(&h, lx + 256 + 2 * (j * R + r), 2);
+            assert_int_equal(h, spy_f32_to_dlf16(src[r * C + j]));
+        }
+    /* STORE back (exact widening) into another segment, then one element */
+    segs[0] = (uint8_t *)back;
+    memset(back, 0, sizeof back);
+    d.opcode = ISA_STORE;
+    rt_dma(&c, &d, true);
+    for (int j = 0; j < C; j++)
+        for (int r = 0; r < R; r++) {
+            uint16_t h;
+            memcpy(&h, lx + 256 + 2 * (j * R + r), 2);
+            float w = spy_dlf16_to_f32(h);
+            assert_memory_equal(&back[r * C + j], &w, 4);
+        }
+    SpyDma one = d;
+    one.ndim = 0, one.dims[0] = one.dims[1] = 1, one.dram_off = 4 * 11, one.lx = 4000;
+    memcpy(lx + 4000, &(uint16_t){0x7fff}, 2);
+    rt_dma(&c, &one, true);
+    assert_true(isnan(back[11]));
+    free(lx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_all),   cmocka_unit_test(test_ties_all),
         cmocka_unit_test(test_range_top),    cmocka_unit_test(test_range_bottom),
         cmocka_unit_test(test_bulk_decode),  cmocka_unit_test(test_bulk_encode),
-        cmocka_unit_test(test_vec_dlf16),
+        cmocka_unit_test(test_vec_dlf16),    cmocka_unit_test(test_dma_f32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
