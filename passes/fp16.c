@@ -61,6 +61,7 @@ typedef struct {
     size_t keeplen[KEEP_MAX];
     bool matched[KEEP_MAX];
     int nkeep;
+    uint32_t masks;                        /* mask additions rewritten (mask_node) */
 } F16Map;
 
 /* Whether floats of dtype t live on the card as DLFloat16 in fp16 mode. */
@@ -262,6 +263,7 @@ static bool mask_node(IrGraph *g, F16Map *m, const IrNode *n, ValId a, ValId b, 
     if (r == IR_NONE || ir_failed(g))
         return false;
     m->rep[n->out[0]] = r;
+    m->masks++;
     return true;
 }
 
@@ -357,5 +359,6 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
     }
     ir_replace_outputs(g, edge_out, &m);
     keep_report(g, &m);
-    return !ir_failed(g);
+    /* the masks that were added in select form are no longer read */
+    return !ir_failed(g) && (m.masks == 0 || pass_dce(g, opt));
 }
