@@ -40,6 +40,9 @@ typedef struct {
     uint8_t *lx;             /* scratchpad of lx_budget_bytes */
     uint8_t *const *seg;     /* DRAM segment base pointers */
     float *pack;             /* RT_PACK_BYTES for the MATMUL kernel, 64-aligned; or NULL */
+    uint32_t wide;           /* byte offset from lx of 2 * lx_budget_bytes + RT_LX_SLACK
+                                bytes where a DLF16 MATMUL widens its operands (C stays
+                                in place); 0: none (a temporary buffer is used) */
     int err;                 /* RT_X* of the first failing instruction */
     int64_t err_value;       /* offending index value */
     uint32_t err_insn;       /* instruction index within the program */

@@ -81,21 +81,25 @@ static void mm_f32(RtCore *c, const SpyMatmul *mm) {
     rt_mm_portable(c, mm);
 }
 
-/* DLF16 operands, F32 accumulation (isa.md): the operands are widened exactly to F32
- * into a host buffer laid out as a scratchpad ([A m x k][B k x n][C m x n], dense),
- * C is copied in (ACCUM) and out, and the F32 kernel runs on it: the same sums, in
- * the same order, as an F32 MATMUL on the widened operands. */
-static void mm_dlf16(RtCore *c, const SpyMatmul *mm) {
+/* The DLF16 operands of mm widened exactly into dense F32 A (m x k) and B (k x n). */
+static void widen_ab(const RtCore *c, const SpyMatmul *mm, float *A, float *B) {
+    size_t m = mm->m, n = mm->n, k = mm->k;
+    for (size_t i = 0; i < m; i++)
+        rt_dlf16_to_f32_n(A + i * k, c->lx + mm->a + i * mm->lda * 2, k);
+    for (size_t i = 0; i < k; i++)
+        rt_dlf16_to_f32_n(B + i * n, c->lx + mm->b + i * mm->ldb * 2, n);
+}
+
+/* mm_dlf16 without a widening area: A, B and C in a temporary buffer laid out as a
+ * scratchpad ([A m x k][B k x n][C m x n], dense), C copied in (ACCUM) and out. */
+static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm) {
     size_t m = mm->m, n = mm->n, k = mm->k;
     size_t na = m * k, nb = k * n, bytes = (na + nb + m * n) * 4 + RT_LX_SLACK;
     uint8_t *buf = malloc(bytes);
     if (!buf)
         abort();                         /* the emulator has no error path for host OOM */
     float *A = (float *)buf, *B = A + na, *C = B + nb;
-    for (size_t i = 0; i < m; i++)
-        rt_dlf16_to_f32_n(A + i * k, c->lx + mm->a + i * mm->lda * 2, k);
-    for (size_t i = 0; i < k; i++)
-        rt_dlf16_to_f32_n(B + i * n, c->lx + mm->b + i * mm->ldb * 2, n);
+    widen_ab(c, mm, A, B);
     uint8_t *rc = c->lx + mm->c;
     if (mm->flags & ISA_F_ACCUM)
         for (size_t i = 0; i < m; i++)
@@ -112,6 +116,24 @@ static void mm_dlf16(RtCore *c, const SpyMatmul *mm) {
     free(buf);
 }
 
+/* DLF16 operands, F32 accumulation (isa.md): the operands are widened exactly to F32
+ * and the F32 kernel runs on them: the same sums, in the same order, as an F32 MATMUL
+ * on the widened operands. With the core's widening area (RtCore.wide) A and B go
+ * there, dense, and C is read and written in place. */
+static void mm_dlf16(RtCore *c, const SpyMatmul *mm) {
+    size_t m = mm->m, n = mm->n, k = mm->k;
+    if (c->wide) {                       /* A and B of LX fit: at most 2x their bytes */
+        float *A = (float *)(c->lx + c->wide), *B = A + m * k;
+        widen_ab(c, mm, A, B);
+        SpyMatmul w = *mm;
+        w.dtype = ISA_DT_F32;
+        w.a = c->wide, w.b = c->wide + (uint32_t)(m * k * 4);
+        w.lda = (uint32_t)k, w.ldb = (uint32_t)n;
+        mm_f32(c, &w);
+        return;
+    }
+    mm_dlf16_buffer(c, mm);
+}
 /* Executes a verified MATMUL. */
 void rt_matmul(RtCore *c, const SpyMatmul *mm) {
     if (mm->m == 0 || mm->n == 0)

@@ -52,10 +52,18 @@ static void load_half(float *buf, const Opnd *o, const uint8_t *p, int n) {
     if (o->dt == ISA_DT_DLF16) {
         if (cs == 2) {
             rt_dlf16_to_f32_n(buf, p, (size_t)n);
-        } else {
-            for (int i = 0; i < n; i++) {
-                memcpy(&h, p + i * cs, 2);
-                buf[i] = spy_dlf16_to_f32(h);
+        } else if (cs == 0) {                /* broadcast: decoded once */
+            memcpy(&h, p, 2);
+            float x = spy_dlf16_to_f32(h);
+            for (int i = 0; i < n; i++)
+                buf[i] = x;
+        } else {                             /* strided: gathered, then decoded as a row */
+            uint16_t g[256];
+            for (int i0 = 0; i0 < n; i0 += 256) {
+                int m = n - i0 < 256 ? n - i0 : 256;
+                for (int i = 0; i < m; i++)
+                    memcpy(&g[i], p + (int64_t)(i0 + i) * cs, 2);
+                rt_dlf16_to_f32_n(buf + i0, g, (size_t)m);
             }
         }
     } else if (o->dt != ISA_DT_F16 && o->dt != ISA_DT_BF16) {
@@ -443,6 +451,18 @@ RT_HOT static void copy_strided4(uint8_t *d, const uint8_t *s, int64_t cs, uint3
     }
 }
 
+/* Copies n 2-byte elements d[j] = s[j * cs] (cs in elements, rows that do not
+ * overlap), in loops the compiler vectorises for the common strides. */
+RT_HOT static void copy_strided2(uint8_t *d, const uint8_t *s, int64_t cs, uint32_t n) {
+    rt_i16 *restrict dd = (rt_i16 *)d;
+    const rt_i16 *restrict ss = (const rt_i16 *)s;
+    switch (cs) {
+    case 0: for (uint32_t j = 0; j < n; j++) dd[j] = ss[0]; break;
+    case 2: for (uint32_t j = 0; j < n; j++) dd[j] = ss[2 * j]; break;
+    default: for (uint32_t j = 0; j < n; j++) dd[j] = ss[j * cs]; break;
+    }
+}
+
 /* Byte range [*lo, *hi) of rows rows of cols elements of es bytes at p, row stride
  * rs elements (may be negative). */
 static void rows_range(const uint8_t *p, int64_t rs, uint32_t rows, uint32_t cols,
@@ -498,6 +518,8 @@ static void vec_copy(RtCore *c, const SpyVec *v, unsigned es) {
         bool apart = hi <= d || lo >= d + (size_t)v->cols * es;
         if (es == 4 && apart)
             copy_strided4(d, s, v->src_cs[0], v->cols);
+        else if (es == 2 && apart)           /* DLF16 (fp16 mode), F16, BF16 */
+            copy_strided2(d, s, v->src_cs[0], v->cols);
         else
             for (uint32_t j = 0; j < v->cols; j++)
                 memcpy(d + (size_t)j * es, s + j * cs, es);

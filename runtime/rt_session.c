@@ -65,15 +65,24 @@ static double now_us(void) {
 }
 
 /* Bytes allocated per host thread: the scratchpad with its slack, then the MATMUL
- * packing buffer, 64-aligned within the block (pack_buffer). */
+ * packing buffer, 64-aligned within the block (pack_buffer), then the widening area of
+ * DLF16 MATMULs (wide_offset). */
 static size_t lx_alloc_bytes(const spy_model *m) {
-    return (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64 + RT_PACK_BYTES;
+    return (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64 + RT_PACK_BYTES +
+           2 * (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64;
 }
 
 /* The packing buffer within a thread's block lx (see lx_alloc_bytes). */
 static float *pack_buffer(const spy_model *m, uint8_t *lx) {
     uintptr_t p = (uintptr_t)(lx + m->target.lx_budget_bytes + RT_LX_SLACK);
     return (float *)((p + 63) & ~(uintptr_t)63);
+}
+
+/* Byte offset of the widening area (RtCore.wide) within a thread's block lx, 64-aligned
+ * in memory. */
+static uint32_t wide_offset(const spy_model *m, const uint8_t *lx) {
+    uintptr_t p = (uintptr_t)pack_buffer(m, (uint8_t *)(uintptr_t)lx) + RT_PACK_BYTES;
+    return (uint32_t)(((p + 63) & ~(uintptr_t)63) - (uintptr_t)lx);
 }
 
 /* Allocates everything a session of m with nthreads threads needs. */
@@ -239,7 +248,7 @@ static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
-                   .pack = pack_buffer(m, s->lx[tid])};
+                   .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid])};
     bool one = s->nthreads == 1 || s->solo;
     for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];
