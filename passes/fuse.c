@@ -622,7 +622,8 @@ static int cmp_key(const void *a, const void *b)
     return (x->key > y->key) - (x->key < y->key);
 }
 
-/* Distinct bytes a view of v reads (broadcast dims count once). */
+/* Distinct bytes a view of v reads (broadcast dims count once), in elements of its
+ * root's storage (a float32 input read as DLFloat16 moves 4 bytes an element). */
 static uint64_t view_bytes(IrGraph *g, ValId v)
 {
     const IrType *t = ir_vtype(g, v);
@@ -631,7 +632,7 @@ static uint64_t view_bytes(IrGraph *g, ValId v)
     for (int i = 0; i < t->rank; i++)
         if (vw->stride[i] != 0 || t->dims[i] == 0)
             n *= (uint64_t)t->dims[i];
-    return n * (uint64_t)pass_dev_esize(t->dtype);
+    return n * (uint64_t)pass_dev_esize(ir_vtype(g, vw->root)->dtype);
 }
 
 /* Add v to the kernel's input list unless present. */
