@@ -67,11 +67,15 @@ static bool fits_one(const CgEmit *e, const CgDims *d, int k, unsigned esize)
     return span <= ((uint64_t)e->t->core_window_mib << 20);
 }
 
-/* Whether segment seg is a float32 graph input that every LOAD converts to DLFloat16
- * (CgEmit.in_f32). Its accesses are computed like those of the DLFloat16 view read
- * (offsets in 2-byte elements); the DRAM offset doubles when the LOAD is emitted. */
-static bool seg_f32(const CgEmit *e, uint32_t seg)
+/* Whether a LOAD from or STORE to segment seg converts (ISA_F_F32): seg is a float32
+ * graph input that every LOAD converts to DLFloat16 (CgEmit.in_f32), or the STORE
+ * widens a DLFloat16 tile into a float32 output (CgEmit.store_f32). Such accesses are
+ * computed like those of the DLFloat16 data (offsets in 2-byte elements from the
+ * segment's start); the DRAM offset doubles when the instruction is emitted. */
+static bool seg_f32(const CgEmit *e, uint8_t op, uint32_t seg)
 {
+    if (op == ISA_STORE)
+        return e->store_f32;
     return e->in_f32 && seg >= ISA_SEG_IO0 && seg - ISA_SEG_IO0 < e->g->ninputs &&
            e->in_f32[seg - ISA_SEG_IO0];
 }
@@ -80,7 +84,7 @@ static bool seg_f32(const CgEmit *e, uint32_t seg)
 static void emit_from(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, int64_t lx,
                       unsigned esize, const CgDims *d, int k)
 {
-    bool cvt = seg_f32(e, seg);
+    bool cvt = seg_f32(e, op, seg);
     if (fits_one(e, d, k, cvt ? 4 : esize)) {
         SpyInsn in;
         memset(&in, 0, sizeof in);
@@ -90,7 +94,7 @@ static void emit_from(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, int64_t 
         m->seg = seg;
         m->dram_off = off;
         if (cvt) {
-            IR_ASSERT(op == ISA_LOAD && esize == 2);
+            IR_ASSERT(esize == 2);
             m->flags = ISA_F_F32;
             m->dram_off = 2 * off;
         }

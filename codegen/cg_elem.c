@@ -179,6 +179,26 @@ static void emit_step(CgEmit *e, const IrTileProg *tp, const IrNode *n, int64_t 
     cg_cache_invalidate(e, o->lx);
 }
 
+/* fp16 mode: when tile program tp stores a graph output whose last step is the CAST
+ * that widens a DLFloat16 tile to float32 (the conversion at the bundle's edge), that
+ * tile, to be stored with the conversion (STORE flag F32) instead of the CAST; NULL
+ * otherwise. */
+static const IrTileVal *store_widening(const CgEmit *e, const IrTileProg *tp)
+{
+    IrGraph *g = e->g;
+    if (!tp->store || tp->nsteps == 0 || tp->out.root == IR_NONE)
+        return NULL;
+    const IrNode *n = ir_node(g, tp->steps[tp->nsteps - 1]);
+    const IrTileVal *res = &tp->vals[tp->result];
+    if (n->op != IR_OP_CAST || n->out[0] != res->v || res->dtype != ISA_DT_F32 ||
+        ir_val(g, tp->out.root)->kind == IR_VAL_INPUT ||
+        e->s->val[tp->out.root].seg < ISA_SEG_IO0 + g->ninputs ||
+        e->s->val[tp->out.root].dram_offset != 0)
+        return NULL;
+    const IrTileVal *x = tval(tp, n->in[0]);
+    return x->dtype == ISA_DT_DLF16 && x->cls == res->cls && x->lx != UINT32_MAX ? x : NULL;
+}
+
 /* Run tile program tp on the tile (start, len) of its iteration space. */
 void cg_tp_run(CgEmit *e, const IrTileProg *tp, const int64_t *start, const int64_t *len)
 {
@@ -192,11 +212,11 @@ void cg_tp_run(CgEmit *e, const IrTileProg *tp, const int64_t *start, const int6
     for (uint32_t i = 0; i < tp->nvals; i++)
         if (tp->vals[i].src == IR_TV_LOAD)
             load_val(e, tp, &tp->vals[i], start, len);
-    for (uint32_t s = 0; s < tp->nsteps; s++)
+    const IrTileVal *res = &tp->vals[tp->result], *wide = store_widening(e, tp);
+    for (uint32_t s = 0; s < tp->nsteps - (wide != NULL); s++)
         emit_step(e, tp, ir_node(e->g, tp->steps[s]), rows, cols);
     if (!tp->store)
         return;
-    const IrTileVal *res = &tp->vals[tp->result];
     CgDims d = {0};                         /* dims the output does not vary along: once */
     for (int i = 0; i < tp->nd; i++) {
         int dd = tp->order[i];
@@ -212,6 +232,9 @@ void cg_tp_run(CgEmit *e, const IrTileProg *tp, const int64_t *start, const int6
     }
     uint32_t seg;
     int64_t off;
-    cg_access_at(e, &tp->out, start, tp->nd, res->esize, &seg, &off);
-    cg_dma(e, ISA_STORE, seg, off, res->lx, res->esize, &d);
+    const IrTileVal *src = wide ? wide : res;
+    cg_access_at(e, &tp->out, start, tp->nd, src->esize, &seg, &off);
+    e->store_f32 = wide != NULL;           /* offsets in 2-byte units: see cg_dma.c */
+    cg_dma(e, ISA_STORE, seg, off, src->lx, src->esize, &d);
+    e->store_f32 = false;
 }

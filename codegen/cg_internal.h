@@ -49,6 +49,7 @@ typedef struct {
     CgPatch patch;               /* conv input patch left by the last work item */
     uint8_t *in_f32;             /* per graph input: 1 when its LOADs convert float32 to
                                     DLFloat16 (plan_edge_f32), NULL when none does */
+    bool store_f32;              /* the next STOREs widen DLFloat16 to a float32 output */
 } CgEmit;
 
 /* ---- cg_emit.c ---- */

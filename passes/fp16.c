@@ -14,7 +14,8 @@
  *    (an input's CAST becomes a view when the input is read through it alone: the
  *    kernels that read it load the float32 data converting, isa.md LOAD / STORE flag
  *    F32, plan_edge_cast; an output's CAST is an elementwise node that fusion puts
- *    into the last kernel when it can, otherwise a kernel of its own);
+ *    into the last kernel when it can, where the code generator turns it into the
+ *    STORE's conversion, otherwise a kernel of its own);
  *  - elementwise and data-movement nodes compute on DLFloat16 (the vector unit widens
  *    the operands to float32 and rounds each result once);
  *  - contractions take DLFloat16 operands and accumulate in float32 (their inferred
