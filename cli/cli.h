@@ -249,6 +249,13 @@ typedef struct {
 int cli_seq_goldens(const char *dir, const spy_model *m, CliGoldens **out);
 void cli_seq_goldens_free(CliGoldens *g);
 
+/* ---- cli/spyrun_compare.c ---- */
+/* spyrun A --compare B: run both bundles on inputs `in` (A's input order; the caller
+ * checked that B has the same inputs) and print the errors of A against B per tensor
+ * named in both, worst first. Returns the exit status. */
+int cli_compare(const char *path_a, const spy_model *ma, const char *path_b,
+                const spy_model *mb, const void *const *in, int threads);
+
 /* ---- cli/spyrun_metrics.c ---- */
 /* Element i of a host buffer of dtype dt (IrDType) as a double. */
 double cli_elem_f(int dt, const void *p, size_t i);

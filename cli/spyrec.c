@@ -234,6 +234,25 @@ static int stream_bundle(IrGraph *g, IrDiag *diag, const Args *a, const CgOption
     return 0;
 }
 
+/* Orders two name pointers by strcmp. */
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of the loaded model's inputs and computed values, sorted, in g's arena: the
+ * tensors the DEBUG section may name (cg_debug.c), taken before the passes add theirs. */
+static const char **model_names(IrGraph *g, uint32_t *n)
+{
+    const char **names = ir_alloc(g, ((size_t)g->nvals + 1) * sizeof *names);
+    *n = 0;
+    for (ValId v = 0; v < g->nvals; v++)
+        if (g->vals[v].kind != IR_VAL_CONST)
+            names[(*n)++] = g->vals[v].name;
+    qsort(names, *n, sizeof *names, cmp_name);
+    return names;
+}
+
 /* Run the pipeline and codegen on a loaded graph and write the output. Returns the
  * exit status. The caller holds the out-of-memory jump. */
 static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarget *target)
@@ -254,6 +273,8 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };
+    uint32_t nnames = 0;
+    const char **names = a->strip || a->emit == EMIT_IR ? NULL : model_names(g, &nnames);
     if (!pass_run_pipeline(g, &po) || ir_failed(g))
         return failure_status(diag, "the pass pipeline");
     if (dot)
@@ -270,7 +291,8 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     }
     cli_progress_stage("codegen");
     char *meta = make_meta(a);
-    CgOptions co = {.target = target, .meta = meta ? meta : ""};
+    CgOptions co = {.target = target, .meta = meta ? meta : "", .debug = !a->strip,
+                    .model_names = names, .nmodel_names = nnames};
     if (a->emit == EMIT_SBIN && strcmp(a->output, "-") != 0) {
         int rc = stream_bundle(g, diag, a, &co);
         free(meta);

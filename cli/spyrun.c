@@ -49,6 +49,7 @@ typedef struct {
     int repeat;                    /* 0 = one untimed-statistics run */
     int warmup;                    /* -1 = default */
     CliMetricSpec metrics;         /* --metric NAME=VALUE thresholds */
+    const char *compare;           /* --compare B.sbin */
 } Args;
 
 /* Print the usage text. */
@@ -69,6 +70,12 @@ static void usage(FILE *f)
             "  --rtol R, --atol A  tolerances of --check: |got - expected| <= A + R*|expected|\n"
             "                      per element (default R = 1e-3, A = 1e-4; NaN equals NaN;\n"
             "                      integer and bool outputs must match exactly)\n"
+            "  --compare B.sbin    run this bundle (A) and B, the same model compiled\n"
+            "                      another way, on the same inputs and print, for every\n"
+            "                      tensor both name (kernel outputs, graph outputs), the\n"
+            "                      max abs error, rel-l2 and cosine of A against B, worst\n"
+            "                      first (needs the debug info: bundles made without\n"
+            "                      spyrec --strip)\n"
             "  --metric NAME=X     pass float outputs by accuracy metrics instead: rel-l2=X\n"
             "                      (||got - expected|| / ||expected|| at most X), cosine=X\n"
             "                      (cosine similarity at least X), top1=X (fraction of rows of\n"
@@ -194,6 +201,8 @@ static int parse_valued(int argc, char **argv, int *i, Args *a, bool *missing)
         a->output_dir = v;
     } else if ((v = opt_value(argc, argv, i, "--check", missing))) {
         a->check_dir = v;
+    } else if ((v = opt_value(argc, argv, i, "--compare", missing))) {
+        a->compare = v;
     } else if ((v = opt_value(argc, argv, i, "--format", missing))) {
         if (strcmp(v, "pb") && strcmp(v, "npy"))
             return 2 + usage_error("--format wants pb or npy, got", v);
@@ -703,6 +712,44 @@ static bool make_dir(const char *dir)
     return false;
 }
 
+/* spyrun A --compare B: B loaded, both bundles given A's inputs (which B must have,
+ * with the same names, dtypes and shapes), then cli_compare. */
+static int compare_models(const Args *a, const spy_model *m)
+{
+    spy_model *mb = NULL;
+    char err[1024] = "";
+    if (cli_load_model(a->compare, false, &mb, err, sizeof err) != SPY_OK) {
+        fprintf(stderr, "spyrun: %s: %s\n", a->compare, err);
+        return EXIT_INPUT;
+    }
+    int nin = spy_model_num_inputs(m), rc = 0;
+    FeTensor *ins = calloc((size_t)nin + 1, sizeof *ins);
+    const void **in = calloc((size_t)nin + 1, sizeof *in);
+    rc = !ins || !in ? EXIT_FAIL : nin != spy_model_num_inputs(mb) ? EXIT_INPUT : 0;
+    for (int i = 0; i < nin && !rc; i++) {
+        spy_tensor_info x, y;
+        spy_model_input_info(m, i, &x);
+        spy_model_input_info(mb, i, &y);
+        if (strcmp(x.name, y.name) || x.dtype != y.dtype || x.nbytes != y.nbytes)
+            rc = EXIT_INPUT;
+    }
+    if (rc == EXIT_INPUT)
+        fprintf(stderr, "spyrun: --compare: %s and %s do not have the same inputs\n", a->model,
+                a->compare);
+    if (!rc && !(rc = load_inputs(a, m, ins))) {
+        for (int i = 0; i < nin; i++)
+            in[i] = ins[i].data;
+        rc = cli_compare(a->model, m, a->compare, mb, in, a->threads);
+    }
+    for (int i = 0; ins && i < nin; i++)
+        fe_tensor_free(&ins[i]);
+    cli_seq_cache_free();
+    free(ins);
+    free(in);
+    spy_model_free(mb);
+    return rc;
+}
+
 /* Everything after loading: inputs, session, runs, outputs, checks. */
 static int run_model(const Args *a, const spy_model *m)
 {
@@ -804,7 +851,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "spyrun: %s: %s\n", a.model, err[0] ? err : spy_status_str(st));
             rc = st == SPY_E_NOMEM ? EXIT_FAIL : EXIT_INPUT;
         } else {
-            rc = run_model(&a, m);
+            rc = a.compare ? compare_models(&a, m) : run_model(&a, m);
             spy_model_free(m);
         }
     }

@@ -85,7 +85,7 @@ static bool compile_model(Model *md, int v, uint8_t **buf, size_t *len)
     PassOptions po = {.opt_level = 2, .target = &t, .verify = true};
     if (!pass_run_pipeline(md->g, &po))
         return false;
-    CgOptions co = {&t, "compiler=test\n"};
+    CgOptions co = {.target = &t, .meta = "compiler=test\n"};
     return cg_emit_bundle(md->g, &co, buf, len);
 }
 

@@ -286,7 +286,7 @@ uint8_t *ut_compile_for(IrGraph *g, const SpyTarget *tp, size_t *len)
         ir_diag_print(g->diag, stderr);
         return NULL;
     }
-    CgOptions co = {&t, "compiler=test\n"};
+    CgOptions co = {.target = &t, .meta = "compiler=test\n"};
     uint8_t *buf = NULL;
     assert_true(cg_emit_bundle(g, &co, &buf, len));
     return buf;
