@@ -13,10 +13,10 @@
 #include "rt_exec.h"
 #include "rt_model.h"
 
-/* Byte range [*lo, *hi) that the elements of entry d cover; false when a dimension or
- * stride is beyond 2^40 (no real tensor) or the range leaves the 64-bit space. Computed
- * in 128 bits, so no product overflows. */
-static bool debug_range(const SpyDebugDesc *d, uint64_t *lo, uint64_t *hi) {
+/* Byte range [*lo, *hi) that the elements of entry d cover (an empty tensor: none, at
+ * its offset); false when a dimension or stride is beyond 2^40 (no real tensor).
+ * Computed in 128 bits, so no product overflows. */
+static bool debug_range(const SpyDebugDesc *d, __int128 *lo, __int128 *hi) {
     const int64_t lim = (int64_t)1 << 40;
     __int128 min = 0, max = 0, es = rt_dtype_size(d->dtype);
     bool empty = false;
@@ -30,13 +30,10 @@ static bool debug_range(const SpyDebugDesc *d, uint64_t *lo, uint64_t *hi) {
         else
             max += span;
     }
-    __int128 l = (__int128)d->offset + min * es, h = (__int128)d->offset + max * es + es;
+    *lo = (__int128)d->offset + min * es;
+    *hi = (__int128)d->offset + max * es + es;
     if (empty)
-        l = h = d->offset;
-    if (l < 0 || h > (__int128)UINT64_MAX)
-        return false;
-    *lo = (uint64_t)l;
-    *hi = (uint64_t)h;
+        *lo = *hi = d->offset;
     return true;
 }
 
@@ -44,7 +41,7 @@ static bool debug_range(const SpyDebugDesc *d, uint64_t *lo, uint64_t *hi) {
 static const char *debug_entry_error(const spy_model *m, const SpyDebugDesc *d, char *buf,
                                      size_t n) {
     static const uint8_t zero[8];
-    uint64_t lo, hi;
+    __int128 lo, hi;
     if (d->name >= m->strings_size || m->strings[d->name] == 0)
         snprintf(buf, n, "name offset %u is not a string of STRINGS", d->name);
     else if (d->kernel >= m->nkernels)
@@ -61,9 +58,9 @@ static const char *debug_entry_error(const spy_model *m, const SpyDebugDesc *d, 
         snprintf(buf, n, "reserved bytes are not zero");
     else if (!debug_range(d, &lo, &hi))
         snprintf(buf, n, "dims or strides out of range");
-    else if (hi > m->segs[d->seg].size || lo > hi)
-        snprintf(buf, n, "byte range [%llu, %llu) outside segment %u (%llu bytes)",
-                 (unsigned long long)lo, (unsigned long long)hi, d->seg,
+    else if (lo < 0 || hi > m->segs[d->seg].size)
+        snprintf(buf, n, "byte range [%lld, %lld) outside segment %u (%llu bytes)",
+                 (long long)lo, (long long)hi, d->seg,
                  (unsigned long long)m->segs[d->seg].size);
     else
         return NULL;
