@@ -35,6 +35,11 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
 /* Write buf to path atomically (temporary file in the same folder, fsync, rename);
  * "-" is standard output. Prints "spyrec: PATH: ..." and returns false on failure. */
 bool cli_write_atomic(const char *path, const void *buf, size_t len);
+/* The same for a page-aligned buf that already lies in the page cache (a mapped file,
+ * as a compile-cache hit has): its whole pages go to the file with direct I/O, so
+ * they are neither copied into the page cache a second time nor written back by the
+ * fsync; where the file system has no direct I/O, as cli_write_atomic. */
+bool cli_write_atomic_direct(const char *path, const void *buf, size_t len);
 /* Start writing path atomically: a temporary file next to it, whose descriptor is
  * returned (-1, message printed, on failure). Not for "-". */
 int cli_atomic_open(const char *path);
@@ -148,11 +153,13 @@ void cli_hash_use_portable(bool on);
 /* Hash one field of a key: its tag (with its NUL), its byte count, its bytes; fields
  * so delimited cannot run into each other. */
 void cli_hash_field(CliHash *h, const char *tag, const void *data, size_t n);
-/* Hash the tag and then the whole content of a file, read in 1 MiB pieces, and its
- * byte count; false (errno set) when it cannot be read. */
-bool cli_hash_file(CliHash *h, const char *tag, const char *path);
 /* n digest bytes as 2n lower-case hex digits and a NUL into hex. */
 void cli_hash_hex(const uint8_t *digest, size_t n, char *hex);
+/* cli/spyrec_hashfiles.c: digest[i] := the digest of file paths[i] (SHA-256 of its
+ * size and of the SHA-256 of each 4 MiB piece, the pieces hashed by two threads), and
+ * ok[i] whether it could be read. False when out of memory. */
+bool cli_hash_files(const char *const *paths, int n, uint8_t (*digest)[CLI_HASH_BYTES],
+                    bool *ok);
 
 /* ---- cli/spyrec_cache.c ---- */
 struct FeFileList;

@@ -449,7 +449,10 @@ static void cache_lookup(const Args *a, IrDiag *diag)
 static int write_hit(const Args *a, IrDiag *diag)
 {
     print_diags(diag);
-    int rc = write_output(a, live.cache.out, live.cache.out_len);
+    live.out = live.cache.out;
+    live.out_len = live.cache.out_len;
+    int rc = cli_write_atomic_direct(a->output, live.cache.out, live.cache.out_len) ? 0
+                                                                                 : EXIT_INTERNAL;
     return rc == 0 && a->deps ? write_deps(a) : rc;
 }
 

@@ -1,7 +1,8 @@
 /* spyrec_cache.c: the compile cache (spyrec --cache-dir DIR, or SPYREC_CACHE_DIR).
  *
  * A compile's key is the SHA-256 (spyrec_hash.c) of everything that can change
- * its output:
+ * its output, files entering by their digests (spyrec_hashfiles.c: SHA-256 over the
+ * SHA-256 of their 4 MiB pieces, hashed by two threads):
  *   the compiler: the bytes of the running executable (its version when they cannot
  *     be read), which also holds the built-in target;
  *   the model file's bytes and the part of its path the output shows;
@@ -25,7 +26,13 @@
  *   56  CRC32C of the payload          u32
  *   60  CRC32C of bytes 0..59          u32
  *   64  payload   .files: relative paths, each NUL-terminated
- *                 .entry: u64 output bytes, the output, warnings (each NUL-terminated)
+ *                 .entry: u64 output bytes, u64 warning bytes, the warnings (each
+ *                 NUL-terminated), zeros up to the next multiple of OUT_ALIGN (4096)
+ *                 of the file offset, the output
+ * The output starts on a page boundary of the file, so that its mapping is page
+ * aligned too and a hit writes it to the output file with direct I/O straight from
+ * the cache's page cache (cli_write_atomic_direct): no second copy of the bytes in
+ * the page cache, nothing left for the final fsync to write back.
  * Files are written atomically (a temporary file in the folder, then rename), so
  * concurrent compiles of one model each write a whole file and the last rename wins.
  * Readers check the length, both CRCs and the key: a damaged file is never used, it
@@ -47,8 +54,9 @@
 #include "frontend/fe.h"
 
 #define CACHE_MAGIC "SPYCACHE"
-#define CACHE_VERSION 1u
+#define CACHE_VERSION 2u                  /* 2: the output page-aligned in .entry */
 #define HEADER_BYTES 64
+#define OUT_ALIGN 4096                    /* file offset of the output in .entry */
 #define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
 
 enum { KIND_FILES = 1, KIND_ENTRY = 2 };
@@ -139,56 +147,106 @@ static size_t model_prefix(const char *model)
     return slash ? (size_t)(slash - model) + 1 : 0;
 }
 
-/* Start the key: everything but the external data. False when an input cannot be
- * read (the compile will say why). */
+/* Add the digests (cli_hash_files) of the files paths[0..n) to h, each as a field
+ * tag; false when one cannot be read or out of memory. */
+static bool hash_files(CliHash *h, const char *const *paths, const char *const *tags, int n)
+{
+    uint8_t (*d)[CLI_HASH_BYTES] = calloc((size_t)n + 1, sizeof *d);
+    bool *ok = calloc((size_t)n + 1, sizeof *ok), all = d && ok && cli_hash_files(paths, n, d, ok);
+    for (int i = 0; all && i < n; i++) {
+        all = ok[i];
+        if (all)
+            cli_hash_field(h, tags[i], d[i], CLI_HASH_BYTES);
+    }
+    free(d);
+    free(ok);
+    return all;
+}
+
+/* The compiler's digest into h: the running executable's bytes (found through /proc
+ * or argv[0]), or "unreadable" when neither can be read. */
+static void key_compiler(CliHash *h, const CliCacheSpec *s)
+{
+    uint8_t d[1][CLI_HASH_BYTES];
+    bool ok = false;
+    const char *self = "/proc/self/exe";
+    char *found = NULL;
+    if (!cli_hash_files(&self, 1, d, &ok) || !ok) {
+        found = cli_self_path(s->argv0);
+        self = found;
+        ok = found && cli_hash_files(&self, 1, d, &ok) && ok;
+    }
+    if (ok)
+        cli_hash_field(h, "compiler", d[0], CLI_HASH_BYTES);
+    else
+        cli_hash_field(h, "compiler", "unreadable", 10);
+    free(found);
+}
+
+/* Start the key: everything but the external data. The model, --target, --bind and
+ * --input-seq files are hashed together (two threads over their pieces). False when
+ * one cannot be read (the compile will say why). */
 static bool key_base(CliHash *h, const CliCacheSpec *s)
 {
     cli_hash_init(h);
-    cli_hash_field(h, "spyrec compile cache", "1", 1);
+    cli_hash_field(h, "spyrec compile cache", "2", 1);
     cli_hash_field(h, "version", s->version, strlen(s->version));
-    if (!cli_hash_file(h, "compiler", "/proc/self/exe")) {
-        char *self = cli_self_path(s->argv0);
-        bool ok = self && cli_hash_file(h, "compiler", self);
-        free(self);
-        if (!ok)
-            cli_hash_field(h, "compiler", "unreadable", 10);
-    }
+    key_compiler(h, s);
     cli_hash_field(h, "name", s->model_name, strlen(s->model_name));
     cli_hash_field(h, "flags", s->flags ? s->flags : "", s->flags ? strlen(s->flags) : 0);
-    if (!cli_hash_file(h, "model", s->model))
-        return false;
-    if (s->target_path && !cli_hash_file(h, "target", s->target_path))
-        return false;
-    for (int i = 0; i < s->ninputs; i++)
-        if (!cli_hash_file(h, "input", s->inputs[i]))
-            return false;
-    return true;
+    const char **paths = calloc((size_t)s->ninputs + 2, sizeof *paths);
+    const char **tags = calloc((size_t)s->ninputs + 2, sizeof *tags);
+    int n = 0;
+    bool ok = paths && tags;
+    if (ok) {
+        tags[n] = "model", paths[n++] = s->model;
+        if (s->target_path)
+            tags[n] = "target", paths[n++] = s->target_path;
+        for (int i = 0; i < s->ninputs; i++)
+            tags[n] = "input", paths[n++] = s->inputs[i];
+        ok = hash_files(h, paths, tags, n);
+    }
+    free(paths);
+    free(tags);
+    return ok;
 }
 
 /* The key of the compile: the base and then each external data file (its path
- * relative to the model's folder and its bytes) of the list rels (n bytes of
+ * relative to the model's folder and its digest) of the list rels (n bytes of
  * NUL-terminated paths). False when one cannot be read. */
 static bool key_full(const CliCache *c, const char *rels, size_t n, uint8_t *key)
 {
     CliHash h = c->base;
     const char *model = c->spec.model;
     size_t pre = model_prefix(model);
-    bool ok = true;
-    for (size_t off = 0; ok && off < n; off += strlen(rels + off) + 1) {
-        const char *rel = rels + off;
-        size_t len = pre + strlen(rel) + 1;
-        char *path = malloc(len);
-        ok = path != NULL;
-        if (ok) {
-            snprintf(path, len, "%.*s%s", (int)pre, model, rel);
-            cli_hash_field(&h, "external", rel, strlen(rel));
-            ok = cli_hash_file(&h, "data", path);
-        }
-        free(path);
+    int count = 0;
+    for (size_t off = 0; off < n; off += strlen(rels + off) + 1)
+        count++;
+    char **paths = calloc((size_t)count + 1, sizeof *paths);
+    uint8_t (*d)[CLI_HASH_BYTES] = calloc((size_t)count + 1, sizeof *d);
+    bool *ok = calloc((size_t)count + 1, sizeof *ok), all = paths && d && ok;
+    int i = 0;
+    for (size_t off = 0; all && off < n; off += strlen(rels + off) + 1, i++) {
+        size_t len = pre + strlen(rels + off) + 1;
+        all = (paths[i] = malloc(len)) != NULL;
+        if (all)
+            snprintf(paths[i], len, "%.*s%s", (int)pre, model, rels + off);
     }
-    if (ok)
+    all = all && cli_hash_files((const char *const *)paths, count, d, ok);
+    i = 0;
+    for (size_t off = 0; all && off < n; off += strlen(rels + off) + 1, i++) {
+        cli_hash_field(&h, "external", rels + off, strlen(rels + off));
+        all = ok[i];
+        cli_hash_field(&h, "data", d[i], CLI_HASH_BYTES);
+    }
+    for (int k = 0; paths && k < count; k++)
+        free(paths[k]);
+    free(paths);
+    free(d);
+    free(ok);
+    if (all)
         cli_hash_final(&h, key);
-    return ok;
+    return all;
 }
 
 /* The key of the .files entry of the model: the base alone. */
@@ -287,9 +345,16 @@ static bool files_add(FeFileList *l, const char *model, const char *rel)
     return true;
 }
 
+/* Offset in an entry's payload of the output that follows nwarns bytes of warnings. */
+static uint64_t entry_out_offset(uint64_t nwarns)
+{
+    uint64_t at = HEADER_BYTES + 16 + nwarns;                  /* file offset */
+    return (at + OUT_ALIGN - 1) / OUT_ALIGN * OUT_ALIGN - HEADER_BYTES;
+}
+
 /* A hit: take the output and the warnings out of the entry and list the external
  * data files for -MD. False when out of memory. */
-static bool take_hit(CliCache *c, const uint8_t *p, size_t len, const char *rels, size_t nrels,
+static bool take_hit(CliCache *c, const uint8_t *p, const char *rels, size_t nrels,
                      IrDiag *diag, FeFileList *files)
 {
     for (size_t off = 0; files && off < nrels; off += strlen(rels + off) + 1)
@@ -297,19 +362,23 @@ static bool take_hit(CliCache *c, const uint8_t *p, size_t len, const char *rels
             fe_file_list_free(files);
             return false;
         }
+    uint64_t nwarns = get_le(p + 8, 8);
     c->out_len = (size_t)get_le(p, 8);
-    c->out = p + 8;
-    for (size_t off = 8 + c->out_len; off < len; off += strlen((const char *)p + off) + 1)
+    c->out = p + entry_out_offset(nwarns);
+    for (size_t off = 16; off < 16 + nwarns; off += strlen((const char *)p + off) + 1)
         ir_diag_warn(diag, "%s", (const char *)p + off);
     return true;
 }
 
-/* Whether an entry's payload is well formed: its output fits and its warnings end
- * with a NUL. */
+/* Whether an entry's payload is well formed: its warnings end with a NUL and the
+ * output fills the rest after the padding. */
 static bool entry_sane(const uint8_t *p, size_t len)
 {
-    return len >= 8 && get_le(p, 8) <= len - 8 &&
-           (len - 8 == get_le(p, 8) || p[len - 1] == '\0');
+    if (len < 16)
+        return false;
+    uint64_t nout = get_le(p, 8), nwarns = get_le(p + 8, 8);
+    return nwarns <= len - 16 && (nwarns == 0 || p[16 + nwarns - 1] == '\0') &&
+           entry_out_offset(nwarns) <= len && len - entry_out_offset(nwarns) == nout;
 }
 
 /* The lookup after the base key: the .files entry, the key, the entry. */
@@ -338,7 +407,7 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
         }
         if (!c->entry && damaged)
             drop_damaged(epath);
-        if (c->entry && take_hit(c, p, len, (const char *)rels, nrels, diag, files)) {
+        if (c->entry && take_hit(c, p, (const char *)rels, nrels, diag, files)) {
             utimensat(AT_FDCWD, epath, NULL, 0);
             utimensat(AT_FDCWD, fpath, NULL, 0);
             c->status = CLI_CACHE_HIT;
@@ -490,7 +559,7 @@ static char *warning_text(const IrDiag *diag, size_t *n)
 static bool store_files(CliCache *c, const void *out, size_t len, const char *rels,
                         size_t nrels, const char *warns, size_t nwarns)
 {
-    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], outlen[8];
+    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], lens[16];
     key_files(c, fkey);
     char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
     CliPart flist = {rels, nrels};
@@ -501,10 +570,13 @@ static bool store_files(CliCache *c, const void *out, size_t len, const char *re
         ok = ok && key_full(c, rels, nrels, key);
     if (ok) {
         cli_hash_hex(key, CLI_HASH_BYTES, c->key);
-        put_le(outlen, len, 8);
-        CliPart parts[3] = {{outlen, 8}, {out, len}, {warns, nwarns}};
+        static const uint8_t zeros[OUT_ALIGN];
+        put_le(lens, len, 8);
+        put_le(lens + 8, nwarns, 8);
+        CliPart parts[4] = {{lens, 16}, {warns, nwarns},
+                            {zeros, entry_out_offset(nwarns) - 16 - nwarns}, {out, len}};
         ok = (epath = cache_path(c->spec.dir, key, ".entry")) &&
-             file_write(epath, KIND_ENTRY, key, parts, 3);
+             file_write(epath, KIND_ENTRY, key, parts, 4);
     }
     free(fpath);
     free(epath);
