@@ -2,7 +2,7 @@
  *
  * A compile's key is the SHA-256 (spyrec_hash.c) of everything that can change
  * its output, files entering by their digests (spyrec_hashfiles.c: SHA-256 over the
- * SHA-256 of their 4 MiB pieces, hashed by two threads):
+ * SHA-256 of their 4 MiB pieces, hashed by several threads):
  *   the compiler: the bytes of the running executable (its version when they cannot
  *     be read), which also holds the built-in target;
  *   the model file's bytes and the part of its path the output shows;
@@ -184,7 +184,7 @@ static void key_compiler(CliHash *h, const CliCacheSpec *s)
 }
 
 /* Start the key: everything but the external data. The model, --target, --bind and
- * --input-seq files are hashed together (two threads over their pieces). False when
+ * --input-seq files are hashed together (threads share their pieces). False when
  * one cannot be read (the compile will say why). */
 static bool key_base(CliHash *h, const CliCacheSpec *s)
 {
@@ -273,7 +273,7 @@ static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, si
     *size = 0;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= HEADER_BYTES) {
         *size = (size_t)st.st_size;
-        buf = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+        buf = mmap(NULL, *size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     }
     close(fd);
     bool ok = buf != MAP_FAILED && !memcmp(buf, CACHE_MAGIC, 8) &&

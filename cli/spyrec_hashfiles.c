@@ -1,6 +1,6 @@
 /* spyrec_hashfiles.c: the digests of the files a compile-cache key covers (the
  * compiler, the model, its external data, --target, --bind and --input-seq files),
- * hashed by two threads.
+ * hashed by several threads (up to one per processor, at most four).
  *
  * A file's digest is the SHA-256 of the tag "spyrec file digest 1", its byte count
  * (u64, little-endian) and then the SHA-256 of each CLI_HASH_PIECE-byte piece of it in
@@ -9,7 +9,7 @@
  * so the digest does not depend on the number of threads or on timing. Two files with
  * the same digest would need a collision of SHA-256, so the key is as strong as
  * hashing the bytes straight through, and a cache hit (which is mostly this hashing)
- * takes about half the time where a second core is free. Files are mapped; one that
+ * takes about half the time where a second core is free (a quarter with four). Files are mapped; one that
  * cannot be mapped (a pipe) is read into memory.
  */
 #include <errno.h>
@@ -26,6 +26,7 @@
 
 #define CLI_HASH_PIECE ((size_t)4 << 20)  /* bytes per independently hashed piece */
 #define READ_STEP ((size_t)1 << 20)
+#define HASH_THREADS 4                    /* at most, and at most one per processor */
 
 typedef struct {
     const uint8_t *p;
@@ -90,7 +91,7 @@ static bool open_bytes(const char *path, Bytes *b)
     struct stat st;
     bool ok = fstat(fd, &st) == 0;
     if (ok && S_ISREG(st.st_mode) && st.st_size > 0) {
-        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
         if (m != MAP_FAILED) {
             b->p = m;
             b->len = (size_t)st.st_size;
@@ -119,7 +120,7 @@ static void file_digest(const Bytes *b, const Piece *pc, uint8_t *out)
     cli_hash_final(&h, out);
 }
 
-/* Hash the pieces of every file in b[0..n) (two threads when there are several). */
+/* Hash the pieces of every file in b[0..n) (several threads when there are several). */
 static bool hash_all(Bytes *b, int n, Piece **out)
 {
     size_t np = 0;
@@ -136,12 +137,15 @@ static bool hash_all(Bytes *b, int n, Piece **out)
                               b[i].len - off < CLI_HASH_PIECE ? b[i].len - off : CLI_HASH_PIECE,
                               {0}};
     atomic_init(&w.next, 0);
-    pthread_t th;
-    bool two = np > 1 && sysconf(_SC_NPROCESSORS_ONLN) > 1 &&
-               pthread_create(&th, NULL, hash_pieces, &w) == 0;
+    pthread_t th[HASH_THREADS - 1];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int nth = 0;                           /* helpers besides this thread */
+    while (nth < HASH_THREADS - 1 && (size_t)nth + 1 < np && nth + 1 < cpus &&
+           pthread_create(&th[nth], NULL, hash_pieces, &w) == 0)
+        nth++;
     hash_pieces(&w);
-    if (two)
-        pthread_join(th, NULL);
+    for (int t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
     *out = w.pc;
     return true;
 }
