@@ -37,6 +37,19 @@ static bool debug_range(const SpyDebugDesc *d, __int128 *lo, __int128 *hi) {
     return true;
 }
 
+/* Bytes of entry d's elements (dims already checked to be at most 2^40 each), capped
+ * at 2^100 so that the product cannot overflow: more than any segment holds. A kernel
+ * output's elements are distinct, so they never need more bytes than the segment has. */
+static __int128 numel_bytes(const SpyDebugDesc *d) {
+    __int128 n = rt_dtype_size(d->dtype);
+    for (int k = 0; k < d->rank; k++) {
+        n *= d->dims[k];
+        if (n > ((__int128)1 << 100))
+            return (__int128)1 << 100;
+    }
+    return n;
+}
+
 /* Why entry d is wrong (NULL when it is fine), written into buf. */
 static const char *debug_entry_error(const spy_model *m, const SpyDebugDesc *d, char *buf,
                                      size_t n) {
@@ -58,6 +71,9 @@ static const char *debug_entry_error(const spy_model *m, const SpyDebugDesc *d, 
         snprintf(buf, n, "reserved bytes are not zero");
     else if (!debug_range(d, &lo, &hi))
         snprintf(buf, n, "dims or strides out of range");
+    else if (numel_bytes(d) > m->segs[d->seg].size)
+        snprintf(buf, n, "its elements need more bytes than segment %u has (%llu)", d->seg,
+                 (unsigned long long)m->segs[d->seg].size);
     else if (lo < 0 || hi > m->segs[d->seg].size)
         snprintf(buf, n, "byte range [%lld, %lld) outside segment %u (%llu bytes)",
                  (long long)lo, (long long)hi, d->seg,

@@ -310,6 +310,10 @@ static void debug_section(void)
     emit("debug_stride_huge", "dims or strides out of range");
     relu_debug()->dims[1] = -1;
     emit("debug_dim_negative", "dims or strides out of range");
+    SpyDebugDesc *bc = relu_debug();       /* a broadcast: the range fits, the count not */
+    bc->dims[0] = 1 << 20;
+    bc->strides[0] = 0;
+    emit("debug_numel", "its elements need more bytes than segment 3 has (128)");
     relu_debug()->strides[1] = -1;
     emit("debug_stride_before", "byte range [-28, 100) outside segment 3");
     relu_debug()->reserved[3] = 1;
