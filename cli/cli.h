@@ -257,11 +257,12 @@ int cli_seq_goldens(const char *dir, const spy_model *m, CliGoldens **out);
 void cli_seq_goldens_free(CliGoldens *g);
 
 /* ---- cli/spyrun_compare.c ---- */
-/* spyrun A --compare B: run both bundles on inputs `in` (A's input order; the caller
- * checked that B has the same inputs) and print the errors of A against B per tensor
+/* spyrun A --compare B: load B (path_b), check it has A's inputs, read them with
+ * load(ctx, ma, ins), run both bundles and print the errors of A against B per tensor
  * named in both, worst first. Returns the exit status. */
-int cli_compare(const char *path_a, const spy_model *ma, const char *path_b,
-                const spy_model *mb, const void *const *in, int threads);
+int cli_compare_files(const char *path_a, const spy_model *ma, const char *path_b, int threads,
+                      int (*load)(const void *ctx, const spy_model *m, struct FeTensor *ins),
+                      const void *ctx);
 
 /* ---- cli/spyrun_metrics.c ---- */
 /* Element i of a host buffer of dtype dt (IrDType) as a double. */

@@ -4,11 +4,13 @@
  *          [--format pb|npy] [--check DIR] [--rtol R] [--atol A] [--metric NAME=X]
  *          [--profile]
  *          [--threads N] [--repeat N] [--warmup N] [--quiet] [--trace FILE.json]
+ *   spyrun A.sbin --compare B.sbin [--input NAME=FILE ...] [--input-dir DIR] [--threads N]
  *   spyrun --describe FILE
  *
  * Inputs come from tensor files (ONNX TensorProto .pb or .npy); outputs are printed,
  * written to a folder, and/or compared with goldens (|a-b| <= atol + rtol*|b|, or the
- * accuracy metrics of --metric: cli/spyrun_metrics.c).
+ * accuracy metrics of --metric: cli/spyrun_metrics.c); --compare runs two compiles of one
+ * model and compares their tensors layer by layer (cli/spyrun_compare.c).
  *
  * Exit status: 0 success (and every output matched); 1 an output did not match, or an
  * internal error; 2 bad input (bad bundle, unreadable file, wrong dtype or shape, a
@@ -712,42 +714,10 @@ static bool make_dir(const char *dir)
     return false;
 }
 
-/* spyrun A --compare B: B loaded, both bundles given A's inputs (which B must have,
- * with the same names, dtypes and shapes), then cli_compare. */
-static int compare_models(const Args *a, const spy_model *m)
+/* --compare's inputs (cli_compare_files): the command line's, as for a run. */
+static int compare_inputs(const void *args, const spy_model *m, FeTensor *ins)
 {
-    spy_model *mb = NULL;
-    char err[1024] = "";
-    if (cli_load_model(a->compare, false, &mb, err, sizeof err) != SPY_OK) {
-        fprintf(stderr, "spyrun: %s: %s\n", a->compare, err);
-        return EXIT_INPUT;
-    }
-    int nin = spy_model_num_inputs(m), rc = 0;
-    FeTensor *ins = calloc((size_t)nin + 1, sizeof *ins);
-    const void **in = calloc((size_t)nin + 1, sizeof *in);
-    rc = !ins || !in ? EXIT_FAIL : nin != spy_model_num_inputs(mb) ? EXIT_INPUT : 0;
-    for (int i = 0; i < nin && !rc; i++) {
-        spy_tensor_info x, y;
-        spy_model_input_info(m, i, &x);
-        spy_model_input_info(mb, i, &y);
-        if (strcmp(x.name, y.name) || x.dtype != y.dtype || x.nbytes != y.nbytes)
-            rc = EXIT_INPUT;
-    }
-    if (rc == EXIT_INPUT)
-        fprintf(stderr, "spyrun: --compare: %s and %s do not have the same inputs\n", a->model,
-                a->compare);
-    if (!rc && !(rc = load_inputs(a, m, ins))) {
-        for (int i = 0; i < nin; i++)
-            in[i] = ins[i].data;
-        rc = cli_compare(a->model, m, a->compare, mb, in, a->threads);
-    }
-    for (int i = 0; ins && i < nin; i++)
-        fe_tensor_free(&ins[i]);
-    cli_seq_cache_free();
-    free(ins);
-    free(in);
-    spy_model_free(mb);
-    return rc;
+    return load_inputs(args, m, ins);
 }
 
 /* Everything after loading: inputs, session, runs, outputs, checks. */
@@ -851,7 +821,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "spyrun: %s: %s\n", a.model, err[0] ? err : spy_status_str(st));
             rc = st == SPY_E_NOMEM ? EXIT_FAIL : EXIT_INPUT;
         } else {
-            rc = a.compare ? compare_models(&a, m) : run_model(&a, m);
+            rc = a.compare ? cli_compare_files(a.model, m, a.compare, a.threads, compare_inputs, &a)
+                           : run_model(&a, m);
             spy_model_free(m);
         }
     }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "frontend/fe.h"
 
 /* One tensor both bundles produce. */
 typedef struct {
@@ -261,8 +262,9 @@ static void print_table(Cmp *c)
     }
 }
 
-int cli_compare(const char *path_a, const spy_model *ma, const char *path_b,
-                const spy_model *mb, const void *const *in, int threads)
+/* Run ma and mb on inputs `in` and print the table (see the top); the exit status. */
+static int compare(const char *path_a, const spy_model *ma, const char *path_b,
+                   const spy_model *mb, const void *const *in, int threads)
 {
     const char *stripped = spy_model_num_debug_tensors(ma) < 0   ? path_a
                            : spy_model_num_debug_tensors(mb) < 0 ? path_b
@@ -301,5 +303,52 @@ int cli_compare(const char *path_a, const spy_model *ma, const char *path_b,
         free(c.p[i].tmp);
     }
     free(c.p);
+    return rc;
+}
+
+/* Whether ma and mb have the same inputs: names, dtypes and sizes, in order. */
+static bool same_inputs(const spy_model *ma, const spy_model *mb)
+{
+    int nin = spy_model_num_inputs(ma);
+    if (nin != spy_model_num_inputs(mb))
+        return false;
+    for (int i = 0; i < nin; i++) {
+        spy_tensor_info x, y;
+        spy_model_input_info(ma, i, &x);
+        spy_model_input_info(mb, i, &y);
+        if (strcmp(x.name, y.name) || x.dtype != y.dtype || x.nbytes != y.nbytes)
+            return false;
+    }
+    return true;
+}
+
+int cli_compare_files(const char *path_a, const spy_model *ma, const char *path_b, int threads,
+                      int (*load)(const void *ctx, const spy_model *m, FeTensor *ins),
+                      const void *ctx)
+{
+    spy_model *mb = NULL;
+    char err[1024] = "";
+    if (cli_load_model(path_b, false, &mb, err, sizeof err) != SPY_OK) {
+        fprintf(stderr, "spyrun: %s: %s\n", path_b, err);
+        return 2;
+    }
+    int nin = spy_model_num_inputs(ma), rc = 0;
+    FeTensor *ins = calloc((size_t)nin + 1, sizeof *ins);
+    const void **in = calloc((size_t)nin + 1, sizeof *in);
+    rc = !ins || !in ? 1 : same_inputs(ma, mb) ? 0 : 2;
+    if (rc == 2)
+        fprintf(stderr, "spyrun: --compare: %s and %s do not have the same inputs\n", path_a,
+                path_b);
+    if (!rc && !(rc = load(ctx, ma, ins))) {
+        for (int i = 0; i < nin; i++)
+            in[i] = ins[i].data;
+        rc = compare(path_a, ma, path_b, mb, in, threads);
+    }
+    for (int i = 0; ins && i < nin; i++)
+        fe_tensor_free(&ins[i]);
+    cli_seq_cache_free();
+    free(ins);
+    free(in);
+    spy_model_free(mb);
     return rc;
 }

@@ -269,7 +269,8 @@ part_cli_fp16() {
 
 # spyrun --compare: fp16 against fp32 of one model lists the dlf16 kernel outputs and the
 # graph output with small, finite errors, worst first; an -O0 compile against -O2 gives
-# zero error; a bundle compiled with --strip has no DEBUG section and is refused.
+# zero error; a bundle compiled with --strip has no DEBUG section and is refused, as is
+# a bundle of another model (other inputs).
 part_cli_compare() {
     local ex=examples/models/tiny_cnn d=$W/cli log
     "$SPYREC" $ex/model.onnx -o $d/cmp32.sbin && "$SPYREC" $ex/model.onnx --precision=fp16 \
@@ -296,6 +297,11 @@ part_cli_compare() {
         "$B/spydump" $d/cmps.sbin | grep -q "^debug info: none" &&
         "$B/spydump" $d/cmp32.sbin | grep -q "^debug tensors (" >>"$log" 2>&1
     result cli/spyrun-compare-stripped-message $? "$log"
+    "$SPYREC" tests/tools/extdata/model.onnx -o $d/cmpx.sbin
+    expect_rc cli/spyrun-compare-other-inputs 2 "$SPYRUN" $d/cmp32.sbin --compare $d/cmpx.sbin \
+        --input-dir $ex/test_data_set_0
+    grep -q "do not have the same inputs" "$(logname cli/spyrun-compare-other-inputs)"
+    result cli/spyrun-compare-other-inputs-message $? "$(logname cli/spyrun-compare-other-inputs)"
 }
 
 # ---- (d) determinism: the same model compiled twice gives the same bytes ------------
