@@ -11,7 +11,7 @@
  * A is run first and its tensors are kept as float32; B is run next and each of its
  * tensors is compared as soon as its kernel is done, so only A's are held.
  * Names found in only one bundle (the compiles fused differently, or kept a different
- * tensor in DRAM) and names whose shapes differ are counted, listed and not compared. A
+ * tensor in DRAM) and names whose shapes differ are listed, counted and not compared. A
  * bundle without a DEBUG section (spyrec --strip) is refused.
  */
 #include <math.h>
@@ -106,41 +106,58 @@ static bool add_pair(Cmp *c, const spy_model *ma, int ia, const spy_model *mb, i
     return true;
 }
 
-/* Pair A's tensor ia (named name) with B's tensor of that name, a debug tensor or an
- * output; counts it in *only_a or *differ when that fails. */
-static void match_one(Cmp *c, const spy_model *ma, int ia, const char *name,
-                      const spy_model *mb, int *only_a, int *differ)
+#define LIST_NAMES 8                      /* names listed of those in one bundle only */
+
+/* Name of tensor id of m (debug index, or -(output) - 1). */
+static const char *tensor_name(const spy_model *m, int id)
 {
-    int j = find_debug(mb, name), o = j < 0 ? find_output(mb, name) : -1;
-    if (j < 0 && o < 0)
-        (*only_a)++;
-    else if (!add_pair(c, ma, ia, mb, j >= 0 ? j : -o - 1))
-        (*differ)++;
+    const char *name;
+    int kernel, dt, rank;
+    int64_t dims[SPY_MAX_RANK];
+    tensor_desc(m, id, &name, &kernel, &dt, &rank, dims);
+    return name;
 }
 
-/* The tensors to compare: A's debug tensors and outputs that B has under the same
- * name. Prints how many were found in one bundle only. */
+/* The tensors of m (debug ones, then outputs) that other does not name; the first
+ * LIST_NAMES of them are printed after label. Returns their count. */
+static int only_in(const spy_model *m, const spy_model *other, const char *label)
+{
+    int nd = spy_model_num_debug_tensors(m), no = spy_model_num_outputs(m), count = 0;
+    for (int i = 0; i < nd + no; i++) {
+        const char *name = tensor_name(m, i < nd ? i : -(i - nd) - 1);
+        if (find_debug(other, name) >= 0 || find_output(other, name) >= 0)
+            continue;
+        if (count < LIST_NAMES)
+            printf("%s%s", count ? ", " : label, name);
+        count++;
+    }
+    if (count > LIST_NAMES)
+        printf(", ... (%d more)", count - LIST_NAMES);
+    if (count)
+        printf("\n");
+    return count;
+}
+
+/* The tensors to compare: A's debug tensors and outputs that B has under the same name
+ * and shape. Lists the names that only one bundle has (not compared) and prints the
+ * counts. */
 static bool match(Cmp *c, const spy_model *ma, const spy_model *mb)
 {
-    int nda = spy_model_num_debug_tensors(ma), ndb = spy_model_num_debug_tensors(mb);
-    int noa = spy_model_num_outputs(ma), nob = spy_model_num_outputs(mb);
+    int nda = spy_model_num_debug_tensors(ma), noa = spy_model_num_outputs(ma), differ = 0;
     c->p = calloc((size_t)(nda + noa) + 1, sizeof *c->p);
     if (!c->p)
         return false;
-    int only_a = 0, differ = 0;
-    for (int i = 0; i < nda; i++) {
-        spy_debug_tensor_info d;
-        spy_model_debug_tensor_info(ma, i, &d);
-        match_one(c, ma, i, d.name, mb, &only_a, &differ);
+    for (int i = 0; i < nda + noa; i++) {
+        int ia = i < nda ? i : -(i - nda) - 1;
+        const char *name = tensor_name(ma, ia);
+        int j = find_debug(mb, name), o = j < 0 ? find_output(mb, name) : -1;
+        if ((j >= 0 || o >= 0) && !add_pair(c, ma, ia, mb, j >= 0 ? j : -o - 1))
+            differ++;
     }
-    for (int k = 0; k < noa; k++) {
-        spy_tensor_info t;
-        spy_model_output_info(ma, k, &t);
-        match_one(c, ma, -k - 1, t.name, mb, &only_a, &differ);
-    }
-    int only_b = ndb + nob - (c->n + differ);
+    int only_a = only_in(ma, mb, "  named in A only (not compared): ");
+    int only_b = only_in(mb, ma, "  named in B only (not compared): ");
     printf("compared: %d tensors; named in A only: %d, in B only: %d, shapes differ: %d\n",
-           c->n, only_a, only_b < 0 ? 0 : only_b, differ);
+           c->n, only_a, only_b, differ);
     return true;
 }
 
