@@ -36,10 +36,13 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
  * "-" is standard output. Prints "spyrec: PATH: ..." and returns false on failure. */
 bool cli_write_atomic(const char *path, const void *buf, size_t len);
 /* The same for a page-aligned buf that already lies in the page cache (a mapped file,
- * as a compile-cache hit has): its whole pages go to the file with direct I/O, so
- * they are neither copied into the page cache a second time nor written back by the
- * fsync; where the file system has no direct I/O, as cli_write_atomic. */
-bool cli_write_atomic_direct(const char *path, const void *buf, size_t len);
+ * as a compile-cache hit has) and must have CRC32C crc: its whole pages go to the file
+ * with direct I/O, so they are neither copied into the page cache a second time nor
+ * written back by the fsync (where the file system has no direct I/O: as
+ * cli_write_atomic), while a second thread checks the CRC. When the CRC differs,
+ * *damaged is set, the temporary file is removed and path is left as it was. */
+bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
+                              bool *damaged);
 /* Start writing path atomically: a temporary file next to it, whose descriptor is
  * returned (-1, message printed, on failure). Not for "-". */
 int cli_atomic_open(const char *path);
@@ -188,7 +191,9 @@ typedef struct {
     /* private to spyrec_cache.c */
     CliCacheSpec spec;
     CliHash base;                  /* the key so far, without the external data */
+    uint32_t out_crc;              /* a hit: the CRC32C the output must have */
     uint8_t *entry;                /* a hit: the entry file, mapped */
+    char *entry_path;              /* a hit: its path */
     size_t entry_size;
     uint8_t key_bytes[CLI_HASH_BYTES];  /* the key, once key[] is set */
     bool have_manifest;            /* the list of external data files was found */
@@ -208,6 +213,10 @@ CliCacheStatus cli_cache_lookup(CliCache *c, const CliCacheSpec *s, IrDiag *diag
 void cli_cache_store(CliCache *c, const void *out, size_t len, const IrDiag *diag,
                      const struct FeFileList *files);
 void cli_cache_free(CliCache *c);
+/* A hit whose output failed its CRC while it was written (cli_write_atomic_checked):
+ * report it, remove the entry and make the status a miss (the compile then runs and
+ * stores a new one). */
+void cli_cache_damaged(CliCache *c);
 /* A size "512M", "2G", "64K", "1T" (powers of 1024; a trailing "B" or "iB" is
  * allowed) or plain bytes into *bytes; false when malformed or zero. */
 bool cli_cache_parse_size(const char *text, uint64_t *bytes);

@@ -444,16 +444,28 @@ static void cache_lookup(const Args *a, IrDiag *diag)
     cli_cache_lookup(&live.cache, &spec, diag, a->deps ? &live.files : NULL);
 }
 
-/* A cache hit: the warnings of the original compile, the output, the dependency file.
- * Returns the exit status. */
+/* A cache hit: the output (its CRC checked as it is written), the warnings of the
+ * original compile, the dependency file. Returns the exit status, or -1 when the output
+ * failed its CRC: the entry is gone, the status is a miss and the compile must run. */
 static int write_hit(const Args *a, IrDiag *diag)
 {
-    print_diags(diag);
+    bool damaged;
     live.out = live.cache.out;
     live.out_len = live.cache.out_len;
-    int rc = cli_write_atomic_direct(a->output, live.cache.out, live.cache.out_len) ? 0
-                                                                                 : EXIT_INTERNAL;
-    return rc == 0 && a->deps ? write_deps(a) : rc;
+    if (!cli_write_atomic_checked(a->output, live.cache.out, live.cache.out_len,
+                                  live.cache.out_crc, &damaged))
+        return EXIT_INTERNAL;
+    if (damaged) {                         /* a miss after all: compile (the caller) */
+        cli_cache_damaged(&live.cache);
+        live.out = NULL;
+        live.out_len = 0;
+        ir_diag_free(diag);                /* the entry's warnings come again */
+        ir_diag_init(diag, a->input);
+        fe_file_list_free(&live.files);
+        return -1;
+    }
+    print_diags(diag);
+    return a->deps ? write_deps(a) : 0;
 }
 
 /* Load, compile, write. Returns the exit status. */
@@ -466,10 +478,12 @@ static int compile(const Args *a)
         return rc;
     ir_diag_init(diag, a->input);
     cache_lookup(a, diag);
+    if (live.cache.status == CLI_CACHE_HIT)
+        rc = write_hit(a, diag);           /* -1: its output was damaged, compile */
     bool oom = false, cached = live.cache.status == CLI_CACHE_MISS;
-    if (live.cache.status == CLI_CACHE_HIT) {
-        rc = write_hit(a, diag);
-    } else if (setjmp(oom_jmp)) {
+    if (live.cache.status == CLI_CACHE_HIT)
+        goto done;
+    if (setjmp(oom_jmp)) {
         cli_io_abandon();
         cli_progress_clear();
         fprintf(stderr, "spyrec: out of memory\n");

@@ -23,16 +23,18 @@
  *   12  kind (1 .files, 2 .entry)      u32
  *   16  payload bytes                  u64
  *   24  key (the file's name)          32 bytes
- *   56  CRC32C of the payload          u32
+ *   56  CRC32C of the payload          u32   (.entry: of the payload before the output)
  *   60  CRC32C of bytes 0..59          u32
  *   64  payload   .files: relative paths, each NUL-terminated
- *                 .entry: u64 output bytes, u64 warning bytes, the warnings (each
- *                 NUL-terminated), zeros up to the next multiple of OUT_ALIGN (4096)
- *                 of the file offset, the output
+ *                 .entry: u64 output bytes, u64 warning bytes, u32 CRC32C of the
+ *                 output, u32 zero, the warnings (each NUL-terminated), zeros up to the
+ *                 next multiple of OUT_ALIGN (4096) of the file offset, the output
  * The output starts on a page boundary of the file, so that its mapping is page
  * aligned too and a hit writes it to the output file with direct I/O straight from
- * the cache's page cache (cli_write_atomic_direct): no second copy of the bytes in
- * the page cache, nothing left for the final fsync to write back.
+ * the cache's page cache (cli_write_atomic_checked): no second copy of the bytes in
+ * the page cache, nothing left for the final fsync to write back. Its CRC is checked
+ * by a second thread while it is written; when it fails, the written file is removed
+ * before it ever takes the output's name, and the compile runs (spyrec.c).
  * Files are written atomically (a temporary file in the folder, then rename), so
  * concurrent compiles of one model each write a whole file and the last rename wins.
  * Readers check the length, both CRCs and the key: a damaged file is never used, it
@@ -257,6 +259,22 @@ static void key_files(const CliCache *c, uint8_t *key)
     cli_hash_final(&h, key);
 }
 
+/* Offset in an entry's payload of the output that follows nwarns bytes of warnings. */
+static uint64_t entry_out_offset(uint64_t nwarns)
+{
+    uint64_t at = HEADER_BYTES + 24 + nwarns;                  /* file offset */
+    return (at + OUT_ALIGN - 1) / OUT_ALIGN * OUT_ALIGN - HEADER_BYTES;
+}
+
+/* Bytes of a payload of kind `kind` that the header's CRC covers: all of a .files, the
+ * part before the output of an .entry (its output has its own CRC, entry_out_offset). */
+static uint64_t checked_bytes(uint32_t kind, const uint8_t *p, uint64_t len)
+{
+    if (kind != KIND_ENTRY)
+        return len;
+    return len < 24 || get_le(p + 8, 8) > len ? UINT64_MAX : entry_out_offset(get_le(p + 8, 8));
+}
+
 /* Map the cache file path of the given kind and key (read-only, so that a hit
  * writes the output straight from the page cache). Returns the mapping (*size
  * bytes) with *payload and *len set to its payload, or NULL: *damaged tells whether
@@ -281,7 +299,10 @@ static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, si
               get_le(buf + 8, 4) == CACHE_VERSION && get_le(buf + 12, 4) == kind &&
               get_le(buf + 16, 8) == *size - HEADER_BYTES &&
               !memcmp(buf + 24, key, CLI_HASH_BYTES) &&
-              get_le(buf + 56, 4) == spy_crc32c(0, buf + HEADER_BYTES, *size - HEADER_BYTES);
+              checked_bytes(kind, buf + HEADER_BYTES, *size - HEADER_BYTES) <= *size - HEADER_BYTES &&
+              get_le(buf + 56, 4) == spy_crc32c(0, buf + HEADER_BYTES,
+                                                checked_bytes(kind, buf + HEADER_BYTES,
+                                                              *size - HEADER_BYTES));
     if (!ok) {
         *damaged = true;
         if (buf != MAP_FAILED)
@@ -293,9 +314,10 @@ static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, si
     return buf;
 }
 
-/* Write a cache file: the header, then the payload given as parts (at most 7). */
+/* Write a cache file: the header, then the payload given as parts (at most 7), of
+ * which the first ncrc are covered by the header's CRC. */
 static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
-                       const CliPart *payload, int nparts)
+                       const CliPart *payload, int nparts, int ncrc)
 {
     uint8_t head[HEADER_BYTES] = {0};
     CliPart parts[8] = {{head, sizeof head}};
@@ -303,7 +325,8 @@ static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
     uint32_t crc = 0;
     for (int i = 0; i < nparts && i < 7; i++) {
         parts[i + 1] = payload[i];
-        crc = spy_crc32c(crc, payload[i].data, payload[i].len);
+        if (i < ncrc)
+            crc = spy_crc32c(crc, payload[i].data, payload[i].len);
         len += payload[i].len;
     }
     memcpy(head, CACHE_MAGIC, 8);
@@ -345,13 +368,6 @@ static bool files_add(FeFileList *l, const char *model, const char *rel)
     return true;
 }
 
-/* Offset in an entry's payload of the output that follows nwarns bytes of warnings. */
-static uint64_t entry_out_offset(uint64_t nwarns)
-{
-    uint64_t at = HEADER_BYTES + 16 + nwarns;                  /* file offset */
-    return (at + OUT_ALIGN - 1) / OUT_ALIGN * OUT_ALIGN - HEADER_BYTES;
-}
-
 /* A hit: take the output and the warnings out of the entry and list the external
  * data files for -MD. False when out of memory. */
 static bool take_hit(CliCache *c, const uint8_t *p, const char *rels, size_t nrels,
@@ -365,19 +381,20 @@ static bool take_hit(CliCache *c, const uint8_t *p, const char *rels, size_t nre
     uint64_t nwarns = get_le(p + 8, 8);
     c->out_len = (size_t)get_le(p, 8);
     c->out = p + entry_out_offset(nwarns);
-    for (size_t off = 16; off < 16 + nwarns; off += strlen((const char *)p + off) + 1)
+    c->out_crc = (uint32_t)get_le(p + 16, 4);
+    for (size_t off = 24; off < 24 + nwarns; off += strlen((const char *)p + off) + 1)
         ir_diag_warn(diag, "%s", (const char *)p + off);
     return true;
 }
 
 /* Whether an entry's payload is well formed: its warnings end with a NUL and the
- * output fills the rest after the padding. */
+ * output fills the rest after the padding (its CRC is checked as it is written). */
 static bool entry_sane(const uint8_t *p, size_t len)
 {
-    if (len < 16)
+    if (len < 24)
         return false;
     uint64_t nout = get_le(p, 8), nwarns = get_le(p + 8, 8);
-    return nwarns <= len - 16 && (nwarns == 0 || p[16 + nwarns - 1] == '\0') &&
+    return nwarns <= len - 24 && (nwarns == 0 || p[24 + nwarns - 1] == '\0') &&
            entry_out_offset(nwarns) <= len && len - entry_out_offset(nwarns) == nout;
 }
 
@@ -411,6 +428,8 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
             utimensat(AT_FDCWD, epath, NULL, 0);
             utimensat(AT_FDCWD, fpath, NULL, 0);
             c->status = CLI_CACHE_HIT;
+            c->entry_path = epath;         /* for cli_cache_damaged */
+            epath = NULL;
         }
     }
     if (fbuf)
@@ -559,11 +578,11 @@ static char *warning_text(const IrDiag *diag, size_t *n)
 static bool store_files(CliCache *c, const void *out, size_t len, const char *rels,
                         size_t nrels, const char *warns, size_t nwarns)
 {
-    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], lens[16];
+    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], meta[24] = {0};
     key_files(c, fkey);
     char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
     CliPart flist = {rels, nrels};
-    bool ok = fpath && (c->have_manifest || file_write(fpath, KIND_FILES, fkey, &flist, 1));
+    bool ok = fpath && (c->have_manifest || file_write(fpath, KIND_FILES, fkey, &flist, 1, 1));
     if (ok && c->key[0])                   /* the lookup hashed the external data */
         memcpy(key, c->key_bytes, CLI_HASH_BYTES);
     else
@@ -571,12 +590,13 @@ static bool store_files(CliCache *c, const void *out, size_t len, const char *re
     if (ok) {
         cli_hash_hex(key, CLI_HASH_BYTES, c->key);
         static const uint8_t zeros[OUT_ALIGN];
-        put_le(lens, len, 8);
-        put_le(lens + 8, nwarns, 8);
-        CliPart parts[4] = {{lens, 16}, {warns, nwarns},
-                            {zeros, entry_out_offset(nwarns) - 16 - nwarns}, {out, len}};
+        put_le(meta, len, 8);
+        put_le(meta + 8, nwarns, 8);
+        put_le(meta + 16, spy_crc32c(0, out, len), 4);
+        CliPart parts[4] = {{meta, 24}, {warns, nwarns},
+                            {zeros, entry_out_offset(nwarns) - 24 - nwarns}, {out, len}};
         ok = (epath = cache_path(c->spec.dir, key, ".entry")) &&
-             file_write(epath, KIND_ENTRY, key, parts, 4);
+             file_write(epath, KIND_ENTRY, key, parts, 4, 3);
     }
     free(fpath);
     free(epath);
@@ -606,4 +626,15 @@ void cli_cache_free(CliCache *c)
         munmap(c->entry, c->entry_size);
     c->entry = NULL;
     c->out = NULL;
+    free(c->entry_path);
+    c->entry_path = NULL;
+}
+
+void cli_cache_damaged(CliCache *c)
+{
+    if (c->status != CLI_CACHE_HIT)
+        return;
+    drop_damaged(c->entry_path);
+    cli_cache_free(c);
+    c->status = CLI_CACHE_MISS;
 }

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "spyrt.h"
 
 #define MAX_IR_TEXT ((size_t)256 << 20)   /* largest .ir text file accepted */
 
@@ -213,16 +215,50 @@ static size_t write_direct(int fd, const uint8_t *buf, size_t len)
     return done;
 }
 
-bool cli_write_atomic_direct(const char *path, const void *buf, size_t len)
+/* A CRC computed by a second thread. */
+typedef struct {
+    const void *buf;
+    size_t len;
+    uint32_t crc;
+} CrcJob;
+
+/* Thread body: the CRC32C of job->buf. */
+static void *crc_job(void *arg)
 {
-    if (!strcmp(path, "-"))
-        return cli_write_atomic(path, buf, len);
+    CrcJob *j = arg;
+    j->crc = spy_crc32c(0, j->buf, j->len);
+    return NULL;
+}
+
+bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
+                              bool *damaged)
+{
+    CrcJob job = {buf, len, 0};
+    *damaged = false;
+    if (!strcmp(path, "-")) {              /* nothing can be taken back: check first */
+        crc_job(&job);
+        *damaged = job.crc != crc;
+        return *damaged || cli_write_atomic(path, buf, len);
+    }
     int fd = cli_atomic_open(path);
     if (fd < 0)
         return false;
+    pthread_t th;
+    bool threaded = pthread_create(&th, NULL, crc_job, &job) == 0;
     size_t done = write_direct(fd, buf, len);
     bool ok = write_all(fd, (const uint8_t *)buf + done, len - done);
-    return cli_atomic_close(path, fd, ok ? 0 : errno ? errno : EIO);
+    int err = ok ? 0 : errno ? errno : EIO;
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        crc_job(&job);
+    if (job.crc != crc) {                  /* never renamed: path is as it was */
+        *damaged = true;
+        close(fd);
+        cli_io_abandon();
+        return true;
+    }
+    return cli_atomic_close(path, fd, err);
 }
 
 /* Write buf to path atomically (see cli_write_atomic_parts). */
