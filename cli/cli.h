@@ -35,6 +35,14 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
 /* Write buf to path atomically (temporary file in the same folder, fsync, rename);
  * "-" is standard output. Prints "spyrec: PATH: ..." and returns false on failure. */
 bool cli_write_atomic(const char *path, const void *buf, size_t len);
+/* The same for a page-aligned buf that already lies in the page cache (a mapped file,
+ * as a compile-cache hit has) and must have CRC32C crc: its whole pages go to the file
+ * with direct I/O, so they are neither copied into the page cache a second time nor
+ * written back by the fsync (where the file system has no direct I/O: as
+ * cli_write_atomic), while a second thread checks the CRC. When the CRC differs,
+ * *damaged is set, the temporary file is removed and path is left as it was. */
+bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
+                              bool *damaged);
 /* Start writing path atomically: a temporary file next to it, whose descriptor is
  * returned (-1, message printed, on failure). Not for "-". */
 int cli_atomic_open(const char *path);
@@ -150,11 +158,13 @@ void cli_hash_use_portable(bool on);
 /* Hash one field of a key: its tag (with its NUL), its byte count, its bytes; fields
  * so delimited cannot run into each other. */
 void cli_hash_field(CliHash *h, const char *tag, const void *data, size_t n);
-/* Hash the tag and then the whole content of a file, read in 1 MiB pieces, and its
- * byte count; false (errno set) when it cannot be read. */
-bool cli_hash_file(CliHash *h, const char *tag, const char *path);
 /* n digest bytes as 2n lower-case hex digits and a NUL into hex. */
 void cli_hash_hex(const uint8_t *digest, size_t n, char *hex);
+/* cli/spyrec_hashfiles.c: digest[i] := the digest of file paths[i] (SHA-256 of its
+ * size and of the SHA-256 of each 4 MiB piece, the pieces hashed by up to four threads), and
+ * ok[i] whether it could be read. False when out of memory. */
+bool cli_hash_files(const char *const *paths, int n, uint8_t (*digest)[CLI_HASH_BYTES],
+                    bool *ok);
 
 /* ---- cli/spyrec_cache.c ---- */
 struct FeFileList;
@@ -183,7 +193,9 @@ typedef struct {
     /* private to spyrec_cache.c */
     CliCacheSpec spec;
     CliHash base;                  /* the key so far, without the external data */
+    uint32_t out_crc;              /* a hit: the CRC32C the output must have */
     uint8_t *entry;                /* a hit: the entry file, mapped */
+    char *entry_path;              /* a hit: its path */
     size_t entry_size;
     uint8_t key_bytes[CLI_HASH_BYTES];  /* the key, once key[] is set */
     bool have_manifest;            /* the list of external data files was found */
@@ -203,6 +215,10 @@ CliCacheStatus cli_cache_lookup(CliCache *c, const CliCacheSpec *s, IrDiag *diag
 void cli_cache_store(CliCache *c, const void *out, size_t len, const IrDiag *diag,
                      const struct FeFileList *files);
 void cli_cache_free(CliCache *c);
+/* A hit whose output failed its CRC while it was written (cli_write_atomic_checked):
+ * report it, remove the entry and make the status a miss (the compile then runs and
+ * stores a new one). */
+void cli_cache_damaged(CliCache *c);
 /* A size "512M", "2G", "64K", "1T" (powers of 1024; a trailing "B" or "iB" is
  * allowed) or plain bytes into *bytes; false when malformed or zero. */
 bool cli_cache_parse_size(const char *text, uint64_t *bytes);
@@ -250,6 +266,14 @@ typedef struct {
  * by position). Returns 0 or an exit status (message printed). */
 int cli_seq_goldens(const char *dir, const spy_model *m, CliGoldens **out);
 void cli_seq_goldens_free(CliGoldens *g);
+
+/* ---- cli/spyrun_compare.c ---- */
+/* spyrun A --compare B: load B (path_b), check it has A's inputs, read them with
+ * load(ctx, ma, ins), run both bundles and print the errors of A against B per tensor
+ * named in both, worst first. Returns the exit status. */
+int cli_compare_files(const char *path_a, const spy_model *ma, const char *path_b, int threads,
+                      int (*load)(const void *ctx, const spy_model *m, struct FeTensor *ins),
+                      const void *ctx);
 
 /* ---- cli/spyrun_metrics.c ---- */
 /* Element i of a host buffer of dtype dt (IrDType) as a double. */

@@ -52,7 +52,8 @@ static uint8_t *read_file(const char *path, size_t *len) {
 static const char *sec_name(uint32_t id) {
     static const char *const n[SPY_SEC_MAX] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
                                                "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
-                                               "SEGMENTS", "META",     "SELFTEST"};
+                                               "SEGMENTS", "META",     "SELFTEST",
+                                               "DEBUG"};
     return id < SPY_SEC_MAX ? n[id] : "?";
 }
 
@@ -215,6 +216,31 @@ static void dump_kernels(const uint8_t *buf, const spy_model *m) {
     printf("\n");
 }
 
+/* Prints the DEBUG section: the model's names of the tensors kernels store, with the
+ * writing kernel, device dtype, shape and DRAM place (or that the bundle was stripped). */
+static void dump_debug(const uint8_t *buf, const spy_model *m) {
+    int n = spy_model_num_debug_tensors(m);
+    if (n < 0) {
+        printf("\ndebug info: none (compiled with --strip)\n");
+        return;
+    }
+    uint64_t nd;
+    const SpyDebugDesc *d = (const SpyDebugDesc *)payload(buf, SPY_SEC_DEBUG, &nd);
+    printf("\ndebug tensors (%d):\n", n);
+    for (int i = 0; i < n; i++) {
+        spy_debug_tensor_info info;
+        spy_model_debug_tensor_info(m, i, &info);
+        printf("  %4d  %-32s kernel %-4d %-6s [", i, info.name, info.kernel,
+               spy_dtype_name(info.dtype));
+        for (int k = 0; k < info.rank; k++)
+            printf("%s%lld", k ? ", " : "", (long long)info.dims[k]);
+        printf("]  segment %u +%llu  strides [", d[i].seg, (unsigned long long)d[i].offset);
+        for (int k = 0; k < info.rank; k++)
+            printf("%s%lld", k ? ", " : "", (long long)d[i].strides[k]);
+        printf("]\n");
+    }
+}
+
 /* spydump --asm: the disassembly of a bundle that verifies (the same text as spyrec
  * --emit=asm), so that a compiled bundle need not be compiled again to be read. */
 static int dump_asm(const char *path, const uint8_t *buf, size_t len) {
@@ -233,7 +259,7 @@ int main(int argc, char **argv) {
         printf("usage: spydump [--asm] FILE.sbin\n\nPrint a bundle: header, format version, target, "
                "sections with sizes and CRCs,\nthen (if it verifies) compiler version and flags, "
                "tensors, segments, kernels\nwith per-core instruction counts and modelled "
-               "times, the schedule and META.\nWith --asm: its disassembly instead (as spyrec "
+               "times, the schedule, META and the debug tensors.\nWith --asm: its disassembly instead (as spyrec "
                "--emit=asm).\n\nexit status: 0 valid bundle; 1 invalid or "
                "unreadable; 2 bad usage.\n");
         return 0;
@@ -271,6 +297,7 @@ int main(int argc, char **argv) {
             meta_field(spy_model_meta(m), "flags", "flags:");
             dump_tensors(buf);
             dump_kernels(buf, m);
+            dump_debug(buf, m);
             spy_model_free(m);
             rc = 0;
         }

@@ -235,6 +235,25 @@ static int stream_bundle(IrGraph *g, IrDiag *diag, const Args *a, const CgOption
     return 0;
 }
 
+/* Orders two name pointers by strcmp. */
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names of the loaded model's inputs and computed values, sorted, in g's arena: the
+ * tensors the DEBUG section may name (cg_debug.c), taken before the passes add theirs. */
+static const char **model_names(IrGraph *g, uint32_t *n)
+{
+    const char **names = ir_alloc(g, ((size_t)g->nvals + 1) * sizeof *names);
+    *n = 0;
+    for (ValId v = 0; v < g->nvals; v++)
+        if (g->vals[v].kind != IR_VAL_CONST)
+            names[(*n)++] = g->vals[v].name;
+    qsort(names, *n, sizeof *names, cmp_name);
+    return names;
+}
+
 /* Run the pipeline and codegen on a loaded graph and write the output. Returns the
  * exit status. The caller holds the out-of-memory jump. */
 static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarget *target)
@@ -255,6 +274,8 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };
+    uint32_t nnames = 0;
+    const char **names = a->strip || a->emit == EMIT_IR ? NULL : model_names(g, &nnames);
     if (!pass_run_pipeline(g, &po) || ir_failed(g))
         return failure_status(diag, "the pass pipeline");
     if (dot)
@@ -271,7 +292,8 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     }
     cli_progress_stage("codegen");
     char *meta = make_meta(a);
-    CgOptions co = {.target = target, .meta = meta ? meta : ""};
+    CgOptions co = {.target = target, .meta = meta ? meta : "", .debug = !a->strip,
+                    .model_names = names, .nmodel_names = nnames};
     if (a->emit == EMIT_SBIN && strcmp(a->output, "-") != 0) {
         int rc = stream_bundle(g, diag, a, &co);
         free(meta);
@@ -460,13 +482,28 @@ static void cache_lookup(const Args *a, IrDiag *diag)
     cli_cache_lookup(&live.cache, &spec, diag, a->deps ? &live.files : NULL);
 }
 
-/* A cache hit: the warnings of the original compile, the output, the dependency file.
- * Returns the exit status. */
+/* A cache hit: the output (its CRC checked as it is written), the warnings of the
+ * original compile, the dependency file. Returns the exit status, or -1 when the output
+ * failed its CRC: the entry is gone, the status is a miss and the compile must run. */
 static int write_hit(const Args *a, IrDiag *diag)
 {
+    bool damaged;
+    live.out = live.cache.out;
+    live.out_len = live.cache.out_len;
+    if (!cli_write_atomic_checked(a->output, live.cache.out, live.cache.out_len,
+                                  live.cache.out_crc, &damaged))
+        return EXIT_INTERNAL;
+    if (damaged) {                         /* a miss after all: compile (the caller) */
+        cli_cache_damaged(&live.cache);
+        live.out = NULL;
+        live.out_len = 0;
+        ir_diag_free(diag);                /* the entry's warnings come again */
+        ir_diag_init(diag, a->input);
+        fe_file_list_free(&live.files);
+        return -1;
+    }
     print_diags(diag);
-    int rc = write_output(a, live.cache.out, live.cache.out_len);
-    return rc == 0 && a->deps ? write_deps(a) : rc;
+    return a->deps ? write_deps(a) : 0;
 }
 
 /* Load, compile, write. Returns the exit status. */
@@ -479,10 +516,12 @@ static int compile(const Args *a)
         return rc;
     ir_diag_init(diag, a->input);
     cache_lookup(a, diag);
+    if (live.cache.status == CLI_CACHE_HIT)
+        rc = write_hit(a, diag);           /* -1: its output was damaged, compile */
     bool oom = false, cached = live.cache.status == CLI_CACHE_MISS;
-    if (live.cache.status == CLI_CACHE_HIT) {
-        rc = write_hit(a, diag);
-    } else if (setjmp(oom_jmp)) {
+    if (live.cache.status == CLI_CACHE_HIT)
+        goto done;
+    if (setjmp(oom_jmp)) {
         cli_io_abandon();
         cli_progress_clear();
         fprintf(stderr, "spyrec: out of memory\n");

@@ -52,6 +52,8 @@ static void usage(FILE *f)
             "                        names or operator types (comma-separated, such as\n"
             "                        Softmax,LayerNormalization) in float32, with casts at\n"
             "                        their edges\n"
+            "  --strip               leave out the bundle's DEBUG section (the model's names\n"
+            "                        of the tensors kernels store, for spyrun --compare)\n"
             "  --bind NAME=FILE      specialise: input NAME becomes a constant read from FILE\n"
             "                        (.pb or .npy); for inputs that decide shapes (axes,\n"
             "                        target shapes, pads) which a static compile needs\n"
@@ -370,6 +372,9 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
             flags_add(&a->flags, arg);
         } else if (!strcmp(arg, "--verify")) {
             a->verify = true;
+            flags_add(&a->flags, arg);
+        } else if (!strcmp(arg, "--strip")) {
+            a->strip = true;
             flags_add(&a->flags, arg);
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return usage_error("unknown option '%s'", arg);

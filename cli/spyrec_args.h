@@ -28,6 +28,7 @@ typedef struct {
     const char *dump_after;        /* --dump-after, NULL if not given */
     EmitKind emit;
     bool verify;
+    bool strip;                    /* --strip: no DEBUG section */
     int precision;                 /* --precision: PASS_PREC_MODEL (default) or _FP16 */
     const char *keep_fp32;         /* --keep-fp32 LIST, NULL if not given */
     size_t max_memory;             /* --max-memory in bytes, 0 = unlimited */

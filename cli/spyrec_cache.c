@@ -1,7 +1,8 @@
 /* spyrec_cache.c: the compile cache (spyrec --cache-dir DIR, or SPYREC_CACHE_DIR).
  *
  * A compile's key is the SHA-256 (spyrec_hash.c) of everything that can change
- * its output:
+ * its output, files entering by their digests (spyrec_hashfiles.c: SHA-256 over the
+ * SHA-256 of their 4 MiB pieces, hashed by several threads):
  *   the compiler: the bytes of the running executable (its version when they cannot
  *     be read), which also holds the built-in target;
  *   the model file's bytes and the part of its path the output shows;
@@ -22,10 +23,18 @@
  *   12  kind (1 .files, 2 .entry)      u32
  *   16  payload bytes                  u64
  *   24  key (the file's name)          32 bytes
- *   56  CRC32C of the payload          u32
+ *   56  CRC32C of the payload          u32   (.entry: of the payload before the output)
  *   60  CRC32C of bytes 0..59          u32
  *   64  payload   .files: relative paths, each NUL-terminated
- *                 .entry: u64 output bytes, the output, warnings (each NUL-terminated)
+ *                 .entry: u64 output bytes, u64 warning bytes, u32 CRC32C of the
+ *                 output, u32 zero, the warnings (each NUL-terminated), zeros up to the
+ *                 next multiple of OUT_ALIGN (4096) of the file offset, the output
+ * The output starts on a page boundary of the file, so that its mapping is page
+ * aligned too and a hit writes it to the output file with direct I/O straight from
+ * the cache's page cache (cli_write_atomic_checked): no second copy of the bytes in
+ * the page cache, nothing left for the final fsync to write back. Its CRC is checked
+ * by a second thread while it is written; when it fails, the written file is removed
+ * before it ever takes the output's name, and the compile runs (spyrec.c).
  * Files are written atomically (a temporary file in the folder, then rename), so
  * concurrent compiles of one model each write a whole file and the last rename wins.
  * Readers check the length, both CRCs and the key: a damaged file is never used, it
@@ -47,8 +56,9 @@
 #include "frontend/fe.h"
 
 #define CACHE_MAGIC "SPYCACHE"
-#define CACHE_VERSION 1u
+#define CACHE_VERSION 2u                  /* 2: the output page-aligned in .entry */
 #define HEADER_BYTES 64
+#define OUT_ALIGN 4096                    /* file offset of the output in .entry */
 #define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
 
 enum { KIND_FILES = 1, KIND_ENTRY = 2 };
@@ -139,56 +149,106 @@ static size_t model_prefix(const char *model)
     return slash ? (size_t)(slash - model) + 1 : 0;
 }
 
-/* Start the key: everything but the external data. False when an input cannot be
- * read (the compile will say why). */
+/* Add the digests (cli_hash_files) of the files paths[0..n) to h, each as a field
+ * tag; false when one cannot be read or out of memory. */
+static bool hash_files(CliHash *h, const char *const *paths, const char *const *tags, int n)
+{
+    uint8_t (*d)[CLI_HASH_BYTES] = calloc((size_t)n + 1, sizeof *d);
+    bool *ok = calloc((size_t)n + 1, sizeof *ok), all = d && ok && cli_hash_files(paths, n, d, ok);
+    for (int i = 0; all && i < n; i++) {
+        all = ok[i];
+        if (all)
+            cli_hash_field(h, tags[i], d[i], CLI_HASH_BYTES);
+    }
+    free(d);
+    free(ok);
+    return all;
+}
+
+/* The compiler's digest into h: the running executable's bytes (found through /proc
+ * or argv[0]), or "unreadable" when neither can be read. */
+static void key_compiler(CliHash *h, const CliCacheSpec *s)
+{
+    uint8_t d[1][CLI_HASH_BYTES];
+    bool ok = false;
+    const char *self = "/proc/self/exe";
+    char *found = NULL;
+    if (!cli_hash_files(&self, 1, d, &ok) || !ok) {
+        found = cli_self_path(s->argv0);
+        self = found;
+        ok = found && cli_hash_files(&self, 1, d, &ok) && ok;
+    }
+    if (ok)
+        cli_hash_field(h, "compiler", d[0], CLI_HASH_BYTES);
+    else
+        cli_hash_field(h, "compiler", "unreadable", 10);
+    free(found);
+}
+
+/* Start the key: everything but the external data. The model, --target, --bind and
+ * --input-seq files are hashed together (threads share their pieces). False when
+ * one cannot be read (the compile will say why). */
 static bool key_base(CliHash *h, const CliCacheSpec *s)
 {
     cli_hash_init(h);
-    cli_hash_field(h, "spyrec compile cache", "1", 1);
+    cli_hash_field(h, "spyrec compile cache", "2", 1);
     cli_hash_field(h, "version", s->version, strlen(s->version));
-    if (!cli_hash_file(h, "compiler", "/proc/self/exe")) {
-        char *self = cli_self_path(s->argv0);
-        bool ok = self && cli_hash_file(h, "compiler", self);
-        free(self);
-        if (!ok)
-            cli_hash_field(h, "compiler", "unreadable", 10);
-    }
+    key_compiler(h, s);
     cli_hash_field(h, "name", s->model_name, strlen(s->model_name));
     cli_hash_field(h, "flags", s->flags ? s->flags : "", s->flags ? strlen(s->flags) : 0);
-    if (!cli_hash_file(h, "model", s->model))
-        return false;
-    if (s->target_path && !cli_hash_file(h, "target", s->target_path))
-        return false;
-    for (int i = 0; i < s->ninputs; i++)
-        if (!cli_hash_file(h, "input", s->inputs[i]))
-            return false;
-    return true;
+    const char **paths = calloc((size_t)s->ninputs + 2, sizeof *paths);
+    const char **tags = calloc((size_t)s->ninputs + 2, sizeof *tags);
+    int n = 0;
+    bool ok = paths && tags;
+    if (ok) {
+        tags[n] = "model", paths[n++] = s->model;
+        if (s->target_path)
+            tags[n] = "target", paths[n++] = s->target_path;
+        for (int i = 0; i < s->ninputs; i++)
+            tags[n] = "input", paths[n++] = s->inputs[i];
+        ok = hash_files(h, paths, tags, n);
+    }
+    free(paths);
+    free(tags);
+    return ok;
 }
 
 /* The key of the compile: the base and then each external data file (its path
- * relative to the model's folder and its bytes) of the list rels (n bytes of
+ * relative to the model's folder and its digest) of the list rels (n bytes of
  * NUL-terminated paths). False when one cannot be read. */
 static bool key_full(const CliCache *c, const char *rels, size_t n, uint8_t *key)
 {
     CliHash h = c->base;
     const char *model = c->spec.model;
     size_t pre = model_prefix(model);
-    bool ok = true;
-    for (size_t off = 0; ok && off < n; off += strlen(rels + off) + 1) {
-        const char *rel = rels + off;
-        size_t len = pre + strlen(rel) + 1;
-        char *path = malloc(len);
-        ok = path != NULL;
-        if (ok) {
-            snprintf(path, len, "%.*s%s", (int)pre, model, rel);
-            cli_hash_field(&h, "external", rel, strlen(rel));
-            ok = cli_hash_file(&h, "data", path);
-        }
-        free(path);
+    int count = 0;
+    for (size_t off = 0; off < n; off += strlen(rels + off) + 1)
+        count++;
+    char **paths = calloc((size_t)count + 1, sizeof *paths);
+    uint8_t (*d)[CLI_HASH_BYTES] = calloc((size_t)count + 1, sizeof *d);
+    bool *ok = calloc((size_t)count + 1, sizeof *ok), all = paths && d && ok;
+    int i = 0;
+    for (size_t off = 0; all && off < n; off += strlen(rels + off) + 1, i++) {
+        size_t len = pre + strlen(rels + off) + 1;
+        all = (paths[i] = malloc(len)) != NULL;
+        if (all)
+            snprintf(paths[i], len, "%.*s%s", (int)pre, model, rels + off);
     }
-    if (ok)
+    all = all && cli_hash_files((const char *const *)paths, count, d, ok);
+    i = 0;
+    for (size_t off = 0; all && off < n; off += strlen(rels + off) + 1, i++) {
+        cli_hash_field(&h, "external", rels + off, strlen(rels + off));
+        all = ok[i];
+        cli_hash_field(&h, "data", d[i], CLI_HASH_BYTES);
+    }
+    for (int k = 0; paths && k < count; k++)
+        free(paths[k]);
+    free(paths);
+    free(d);
+    free(ok);
+    if (all)
         cli_hash_final(&h, key);
-    return ok;
+    return all;
 }
 
 /* The key of the .files entry of the model: the base alone. */
@@ -197,6 +257,22 @@ static void key_files(const CliCache *c, uint8_t *key)
     CliHash h = c->base;
     cli_hash_field(&h, "external data files", "", 0);
     cli_hash_final(&h, key);
+}
+
+/* Offset in an entry's payload of the output that follows nwarns bytes of warnings. */
+static uint64_t entry_out_offset(uint64_t nwarns)
+{
+    uint64_t at = HEADER_BYTES + 24 + nwarns;                  /* file offset */
+    return (at + OUT_ALIGN - 1) / OUT_ALIGN * OUT_ALIGN - HEADER_BYTES;
+}
+
+/* Bytes of a payload of kind `kind` that the header's CRC covers: all of a .files, the
+ * part before the output of an .entry (its output has its own CRC, entry_out_offset). */
+static uint64_t checked_bytes(uint32_t kind, const uint8_t *p, uint64_t len)
+{
+    if (kind != KIND_ENTRY)
+        return len;
+    return len < 24 || get_le(p + 8, 8) > len ? UINT64_MAX : entry_out_offset(get_le(p + 8, 8));
 }
 
 /* Map the cache file path of the given kind and key (read-only, so that a hit
@@ -215,7 +291,7 @@ static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, si
     *size = 0;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= HEADER_BYTES) {
         *size = (size_t)st.st_size;
-        buf = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+        buf = mmap(NULL, *size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     }
     close(fd);
     bool ok = buf != MAP_FAILED && !memcmp(buf, CACHE_MAGIC, 8) &&
@@ -223,7 +299,10 @@ static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, si
               get_le(buf + 8, 4) == CACHE_VERSION && get_le(buf + 12, 4) == kind &&
               get_le(buf + 16, 8) == *size - HEADER_BYTES &&
               !memcmp(buf + 24, key, CLI_HASH_BYTES) &&
-              get_le(buf + 56, 4) == spy_crc32c(0, buf + HEADER_BYTES, *size - HEADER_BYTES);
+              checked_bytes(kind, buf + HEADER_BYTES, *size - HEADER_BYTES) <= *size - HEADER_BYTES &&
+              get_le(buf + 56, 4) == spy_crc32c(0, buf + HEADER_BYTES,
+                                                checked_bytes(kind, buf + HEADER_BYTES,
+                                                              *size - HEADER_BYTES));
     if (!ok) {
         *damaged = true;
         if (buf != MAP_FAILED)
@@ -235,9 +314,10 @@ static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, si
     return buf;
 }
 
-/* Write a cache file: the header, then the payload given as parts (at most 7). */
+/* Write a cache file: the header, then the payload given as parts (at most 7), of
+ * which the first ncrc are covered by the header's CRC. */
 static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
-                       const CliPart *payload, int nparts)
+                       const CliPart *payload, int nparts, int ncrc)
 {
     uint8_t head[HEADER_BYTES] = {0};
     CliPart parts[8] = {{head, sizeof head}};
@@ -245,7 +325,8 @@ static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
     uint32_t crc = 0;
     for (int i = 0; i < nparts && i < 7; i++) {
         parts[i + 1] = payload[i];
-        crc = spy_crc32c(crc, payload[i].data, payload[i].len);
+        if (i < ncrc)
+            crc = spy_crc32c(crc, payload[i].data, payload[i].len);
         len += payload[i].len;
     }
     memcpy(head, CACHE_MAGIC, 8);
@@ -289,7 +370,7 @@ static bool files_add(FeFileList *l, const char *model, const char *rel)
 
 /* A hit: take the output and the warnings out of the entry and list the external
  * data files for -MD. False when out of memory. */
-static bool take_hit(CliCache *c, const uint8_t *p, size_t len, const char *rels, size_t nrels,
+static bool take_hit(CliCache *c, const uint8_t *p, const char *rels, size_t nrels,
                      IrDiag *diag, FeFileList *files)
 {
     for (size_t off = 0; files && off < nrels; off += strlen(rels + off) + 1)
@@ -297,19 +378,24 @@ static bool take_hit(CliCache *c, const uint8_t *p, size_t len, const char *rels
             fe_file_list_free(files);
             return false;
         }
+    uint64_t nwarns = get_le(p + 8, 8);
     c->out_len = (size_t)get_le(p, 8);
-    c->out = p + 8;
-    for (size_t off = 8 + c->out_len; off < len; off += strlen((const char *)p + off) + 1)
+    c->out = p + entry_out_offset(nwarns);
+    c->out_crc = (uint32_t)get_le(p + 16, 4);
+    for (size_t off = 24; off < 24 + nwarns; off += strlen((const char *)p + off) + 1)
         ir_diag_warn(diag, "%s", (const char *)p + off);
     return true;
 }
 
-/* Whether an entry's payload is well formed: its output fits and its warnings end
- * with a NUL. */
+/* Whether an entry's payload is well formed: its warnings end with a NUL and the
+ * output fills the rest after the padding (its CRC is checked as it is written). */
 static bool entry_sane(const uint8_t *p, size_t len)
 {
-    return len >= 8 && get_le(p, 8) <= len - 8 &&
-           (len - 8 == get_le(p, 8) || p[len - 1] == '\0');
+    if (len < 24)
+        return false;
+    uint64_t nout = get_le(p, 8), nwarns = get_le(p + 8, 8);
+    return nwarns <= len - 24 && (nwarns == 0 || p[24 + nwarns - 1] == '\0') &&
+           entry_out_offset(nwarns) <= len && len - entry_out_offset(nwarns) == nout;
 }
 
 /* The lookup after the base key: the .files entry, the key, the entry. */
@@ -338,10 +424,12 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
         }
         if (!c->entry && damaged)
             drop_damaged(epath);
-        if (c->entry && take_hit(c, p, len, (const char *)rels, nrels, diag, files)) {
+        if (c->entry && take_hit(c, p, (const char *)rels, nrels, diag, files)) {
             utimensat(AT_FDCWD, epath, NULL, 0);
             utimensat(AT_FDCWD, fpath, NULL, 0);
             c->status = CLI_CACHE_HIT;
+            c->entry_path = epath;         /* for cli_cache_damaged */
+            epath = NULL;
         }
     }
     if (fbuf)
@@ -490,21 +578,25 @@ static char *warning_text(const IrDiag *diag, size_t *n)
 static bool store_files(CliCache *c, const void *out, size_t len, const char *rels,
                         size_t nrels, const char *warns, size_t nwarns)
 {
-    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], outlen[8];
+    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], meta[24] = {0};
     key_files(c, fkey);
     char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
     CliPart flist = {rels, nrels};
-    bool ok = fpath && (c->have_manifest || file_write(fpath, KIND_FILES, fkey, &flist, 1));
+    bool ok = fpath && (c->have_manifest || file_write(fpath, KIND_FILES, fkey, &flist, 1, 1));
     if (ok && c->key[0])                   /* the lookup hashed the external data */
         memcpy(key, c->key_bytes, CLI_HASH_BYTES);
     else
         ok = ok && key_full(c, rels, nrels, key);
     if (ok) {
         cli_hash_hex(key, CLI_HASH_BYTES, c->key);
-        put_le(outlen, len, 8);
-        CliPart parts[3] = {{outlen, 8}, {out, len}, {warns, nwarns}};
+        static const uint8_t zeros[OUT_ALIGN];
+        put_le(meta, len, 8);
+        put_le(meta + 8, nwarns, 8);
+        put_le(meta + 16, spy_crc32c(0, out, len), 4);
+        CliPart parts[4] = {{meta, 24}, {warns, nwarns},
+                            {zeros, entry_out_offset(nwarns) - 24 - nwarns}, {out, len}};
         ok = (epath = cache_path(c->spec.dir, key, ".entry")) &&
-             file_write(epath, KIND_ENTRY, key, parts, 3);
+             file_write(epath, KIND_ENTRY, key, parts, 4, 3);
     }
     free(fpath);
     free(epath);
@@ -534,4 +626,15 @@ void cli_cache_free(CliCache *c)
         munmap(c->entry, c->entry_size);
     c->entry = NULL;
     c->out = NULL;
+    free(c->entry_path);
+    c->entry_path = NULL;
+}
+
+void cli_cache_damaged(CliCache *c)
+{
+    if (c->status != CLI_CACHE_HIT)
+        return;
+    drop_damaged(c->entry_path);
+    cli_cache_free(c);
+    c->status = CLI_CACHE_MISS;
 }

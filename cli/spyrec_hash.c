@@ -6,16 +6,9 @@
  * little more than hashing the inputs, so the speed of the hash is the speed of a hit:
  * on x86-64 processors with the SHA extensions (AMD Zen, Intel Ice Lake and later)
  * the blocks go through them (about 2 GB/s), elsewhere through portable C (the same
- * digest, several times slower). Files are mapped, or read in 1 MiB pieces when they
- * cannot be, so multi-gigabyte external data never sits in memory whole.
+ * digest, several times slower). Files are hashed by spyrec_hashfiles.c.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -24,7 +17,6 @@
 #define HAVE_SHA_NI 1
 #endif
 
-#define FILE_CHUNK ((size_t)1 << 20)      /* bytes per piece when hashing a file */
 
 static const uint32_t sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -190,62 +182,6 @@ void cli_hash_field(CliHash *h, const char *tag, const void *data, size_t n)
     cli_hash_update(h, tag, strlen(tag) + 1);
     cli_hash_update(h, len, sizeof len);
     cli_hash_update(h, data, n);
-}
-
-/* Hash the rest of the open file fd with read(), adding the bytes read to *size;
- * false on a read error. */
-static bool hash_reads(CliHash *h, int fd, uint64_t *size)
-{
-    uint8_t *buf = malloc(FILE_CHUNK);
-    if (!buf)
-        return false;
-    bool ok = true;
-    for (;;) {
-        ssize_t r = read(fd, buf, FILE_CHUNK);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            ok = r == 0;
-            break;
-        }
-        cli_hash_update(h, buf, (size_t)r);
-        *size += (uint64_t)r;
-    }
-    free(buf);
-    return ok;
-}
-
-bool cli_hash_file(CliHash *h, const char *tag, const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    cli_hash_update(h, tag, strlen(tag) + 1);
-    struct stat st;
-    bool ok = fstat(fd, &st) == 0;
-    uint8_t *map = ok && S_ISREG(st.st_mode) && st.st_size > 0
-                       ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
-                       : MAP_FAILED;
-    uint64_t size = 0;
-    if (map != MAP_FAILED) {               /* mapped: no copy; read ahead in order */
-        madvise(map, (size_t)st.st_size, MADV_SEQUENTIAL);
-        for (size_t off = 0; off < (size_t)st.st_size; off += FILE_CHUNK) {
-            size_t n = (size_t)st.st_size - off < FILE_CHUNK ? (size_t)st.st_size - off : FILE_CHUNK;
-            cli_hash_update(h, map + off, n);
-        }
-        munmap(map, (size_t)st.st_size);
-        size = (uint64_t)st.st_size;
-    } else if (ok) {
-        ok = hash_reads(h, fd, &size);
-    }
-    close(fd);
-    /* the end of the file is marked by its byte count, so that two files "AB" + "C"
-     * and "A" + "BC" hash differently */
-    uint8_t len[8];
-    for (int i = 0; i < 8; i++)
-        len[i] = (uint8_t)(size >> (8 * i));
-    cli_hash_update(h, len, sizeof len);
-    return ok;
 }
 
 void cli_hash_hex(const uint8_t *digest, size_t n, char *hex)

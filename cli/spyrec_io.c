@@ -6,13 +6,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "spyrt.h"
 
 #define MAX_IR_TEXT ((size_t)256 << 20)   /* largest .ir text file accepted */
 
@@ -179,6 +182,83 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts)
     for (int i = 0; ok && i < nparts; i++)
         ok = write_all(fd, parts[i].data, parts[i].len);
     return cli_atomic_close(path, fd, ok ? 0 : errno ? errno : EIO);
+}
+
+/* Direct I/O (O_DIRECT) needs buffers, offsets and lengths aligned to the device's
+ * logical block; a page is a multiple of every common one. */
+#define DIRECT_ALIGN 4096
+
+/* Write the whole pages at the start of buf (page aligned) to fd, at its offset 0,
+ * with direct I/O: from the caller's pages (a mapped file's page cache) to the device,
+ * without a copy into fd's page cache. Returns the bytes written, 0 when the file
+ * system refuses direct I/O; the caller writes the rest in the usual way (and any
+ * error shows there). */
+static size_t write_direct(int fd, const uint8_t *buf, size_t len)
+{
+    size_t whole = len / DIRECT_ALIGN * DIRECT_ALIGN, done = 0;
+    int fl = fcntl(fd, F_GETFL);
+    if ((uintptr_t)buf % DIRECT_ALIGN || whole == 0 || fl < 0 ||
+        fcntl(fd, F_SETFL, fl | O_DIRECT) != 0)
+        return 0;
+    while (done < whole) {
+        size_t k = whole - done > ((size_t)1 << 30) ? (size_t)1 << 30 : whole - done;
+        ssize_t w = write(fd, buf + done, k);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0 || (size_t)w % DIRECT_ALIGN)   /* refused (EINVAL) or odd: go on buffered */
+            break;
+        done += (size_t)w;
+    }
+    fcntl(fd, F_SETFL, fl);
+    if (lseek(fd, (off_t)done, SEEK_SET) != (off_t)done)
+        return 0;
+    return done;
+}
+
+/* A CRC computed by a second thread. */
+typedef struct {
+    const void *buf;
+    size_t len;
+    uint32_t crc;
+} CrcJob;
+
+/* Thread body: the CRC32C of job->buf. */
+static void *crc_job(void *arg)
+{
+    CrcJob *j = arg;
+    j->crc = spy_crc32c(0, j->buf, j->len);
+    return NULL;
+}
+
+bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
+                              bool *damaged)
+{
+    CrcJob job = {buf, len, 0};
+    *damaged = false;
+    if (!strcmp(path, "-")) {              /* nothing can be taken back: check first */
+        crc_job(&job);
+        *damaged = job.crc != crc;
+        return *damaged || cli_write_atomic(path, buf, len);
+    }
+    int fd = cli_atomic_open(path);
+    if (fd < 0)
+        return false;
+    pthread_t th;
+    bool threaded = pthread_create(&th, NULL, crc_job, &job) == 0;
+    size_t done = write_direct(fd, buf, len);
+    bool ok = write_all(fd, (const uint8_t *)buf + done, len - done);
+    int err = ok ? 0 : errno ? errno : EIO;
+    if (threaded)
+        pthread_join(th, NULL);
+    else
+        crc_job(&job);
+    if (job.crc != crc) {                  /* never renamed: path is as it was */
+        *damaged = true;
+        close(fd);
+        cli_io_abandon();
+        return true;
+    }
+    return cli_atomic_close(path, fd, err);
 }
 
 /* Write buf to path atomically (see cli_write_atomic_parts). */

@@ -4,11 +4,13 @@
  *          [--format pb|npy] [--check DIR] [--rtol R] [--atol A] [--metric NAME=X]
  *          [--profile]
  *          [--threads N] [--repeat N] [--warmup N] [--quiet] [--trace FILE.json]
+ *   spyrun A.sbin --compare B.sbin [--input NAME=FILE ...] [--input-dir DIR] [--threads N]
  *   spyrun --describe FILE
  *
  * Inputs come from tensor files (ONNX TensorProto .pb or .npy); outputs are printed,
  * written to a folder, and/or compared with goldens (|a-b| <= atol + rtol*|b|, or the
- * accuracy metrics of --metric: cli/spyrun_metrics.c).
+ * accuracy metrics of --metric: cli/spyrun_metrics.c); --compare runs two compiles of one
+ * model and compares their tensors layer by layer (cli/spyrun_compare.c).
  *
  * Exit status: 0 success (and every output matched); 1 an output did not match, or an
  * internal error; 2 bad input (bad bundle, unreadable file, wrong dtype or shape, a
@@ -49,6 +51,7 @@ typedef struct {
     int repeat;                    /* 0 = one untimed-statistics run */
     int warmup;                    /* -1 = default */
     CliMetricSpec metrics;         /* --metric NAME=VALUE thresholds */
+    const char *compare;           /* --compare B.sbin */
 } Args;
 
 /* Print the usage text. */
@@ -69,6 +72,12 @@ static void usage(FILE *f)
             "  --rtol R, --atol A  tolerances of --check: |got - expected| <= A + R*|expected|\n"
             "                      per element (default R = 1e-3, A = 1e-4; NaN equals NaN;\n"
             "                      integer and bool outputs must match exactly)\n"
+            "  --compare B.sbin    run this bundle (A) and B, the same model compiled\n"
+            "                      another way, on the same inputs and print, for every\n"
+            "                      tensor both name (kernel outputs, graph outputs), the\n"
+            "                      max abs error, rel-l2 and cosine of A against B, worst\n"
+            "                      first (needs the debug info: bundles made without\n"
+            "                      spyrec --strip)\n"
             "  --metric NAME=X     pass float outputs by accuracy metrics instead: rel-l2=X\n"
             "                      (||got - expected|| / ||expected|| at most X), cosine=X\n"
             "                      (cosine similarity at least X), top1=X (fraction of rows of\n"
@@ -194,6 +203,8 @@ static int parse_valued(int argc, char **argv, int *i, Args *a, bool *missing)
         a->output_dir = v;
     } else if ((v = opt_value(argc, argv, i, "--check", missing))) {
         a->check_dir = v;
+    } else if ((v = opt_value(argc, argv, i, "--compare", missing))) {
+        a->compare = v;
     } else if ((v = opt_value(argc, argv, i, "--format", missing))) {
         if (strcmp(v, "pb") && strcmp(v, "npy"))
             return 2 + usage_error("--format wants pb or npy, got", v);
@@ -703,6 +714,12 @@ static bool make_dir(const char *dir)
     return false;
 }
 
+/* --compare's inputs (cli_compare_files): the command line's, as for a run. */
+static int compare_inputs(const void *args, const spy_model *m, FeTensor *ins)
+{
+    return load_inputs(args, m, ins);
+}
+
 /* Everything after loading: inputs, session, runs, outputs, checks. */
 static int run_model(const Args *a, const spy_model *m)
 {
@@ -804,7 +821,8 @@ int main(int argc, char **argv)
                 fprintf(stderr, "spyrun: %s: %s\n", a.model, err[0] ? err : spy_status_str(st));
             rc = st == SPY_E_NOMEM ? EXIT_FAIL : EXIT_INPUT;
         } else {
-            rc = run_model(&a, m);
+            rc = a.compare ? cli_compare_files(a.model, m, a.compare, a.threads, compare_inputs, &a)
+                           : run_model(&a, m);
             spy_model_free(m);
         }
     }

@@ -13,6 +13,10 @@
 typedef struct {
     const SpyTarget *target;
     const char *meta;              /* compiler version and flags, stored in SEC_META */
+    bool debug;                    /* write the DEBUG section (spyrec without --strip) */
+    const char *const *model_names;/* debug: the value names the model itself has, sorted
+                                      by strcmp (cg_debug.c keeps kernel outputs of these) */
+    uint32_t nmodel_names;
 } CgOptions;
 
 /* Lower every kernel and serialize the bundle into a malloc'd buffer.

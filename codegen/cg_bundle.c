@@ -322,8 +322,8 @@ static void put_tensor(IrGraph *g, Buf *tb, Buf *sb, ValId v, uint8_t role, uint
     put(tb, &d, sizeof d);
 }
 
-/* Tables: strings, tensors, kernels, programs, schedule, segments. */
-static void tables(CgEmit *e, const SpyProgramDesc *progs, Buf *sec)
+/* Tables: strings, tensors, kernels, programs, schedule, segments; DEBUG when asked. */
+static void tables(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs, Buf *sec)
 {
     IrGraph *g = e->g;
     uint32_t cores = e->t->cores;
@@ -359,6 +359,15 @@ static void tables(CgEmit *e, const SpyProgramDesc *progs, Buf *sec)
                                 (uint64_t)pass_dev_esize(ir_vtype(g, v)->dtype)};
         put(&sec[SPY_SEC_SEGMENTS], &s, sizeof s);
     }
+    if (!opt->debug)
+        return;
+    SpyDebugDesc *dd;
+    const char **names;
+    uint32_t nd = cg_debug_entries(e, opt, &dd, &names);
+    for (uint32_t i = 0; i < nd; i++) {
+        dd[i].name = put_str(sb, names[i]);
+        put(&sec[SPY_SEC_DEBUG], &dd[i], sizeof dd[i]);
+    }
 }
 
 /* Write the header and section table (hdr, hlen bytes) at offset 0 of the output,
@@ -381,14 +390,15 @@ static void patch_header(Writer *w, const uint8_t *hdr, size_t hlen)
 }
 
 /* The header of a bundle with sections st[0..nsec). */
-static SpyHeader make_header(const CgEmit *e, const SpySection *st, int nsec)
+static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySection *st,
+                             int nsec)
 {
     SpyHeader h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, SPY_SBIN_MAGIC, 8);
     h.major = SPY_SBIN_MAJOR;
     h.minor = SPY_SBIN_MINOR;
-    h.features = cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0;
+    h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | (opt->debug ? SPY_FEAT_DEBUG : 0);
     h.header_bytes = sizeof h;
     h.nsections = (uint32_t)nsec;
     h.target = *e->t;
@@ -400,8 +410,10 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
 {
     static const uint32_t order[] = {SPY_SEC_STRINGS, SPY_SEC_TENSORS, SPY_SEC_CONSTS,
                                      SPY_SEC_KERNELS, SPY_SEC_PROGRAMS, SPY_SEC_CODE,
-                                     SPY_SEC_SCHEDULE, SPY_SEC_SEGMENTS, SPY_SEC_META};
+                                     SPY_SEC_SCHEDULE, SPY_SEC_SEGMENTS, SPY_SEC_META,
+                                     SPY_SEC_DEBUG};
     enum { NSEC = sizeof order / sizeof order[0] };
+    int nsec = opt->debug ? NSEC : NSEC - 1;     /* DEBUG last, when written */
     Writer w;
     memset(&w, 0, sizeof w);
     w.e = e;
@@ -410,7 +422,7 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
     for (int i = 0; i < SPY_SEC_MAX; i++)
         w.sec[i].w = &w;
     Buf *sec = w.sec;
-    tables(e, progs, sec);
+    tables(e, opt, progs, sec);
     put(&sec[SPY_SEC_CODE], e->code, (size_t)e->n * sizeof(SpyInsn));
     const char *meta = opt->meta ? opt->meta : "";
     put(&sec[SPY_SEC_META], meta, strlen(meta));
@@ -420,8 +432,9 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
         SpySection st[NSEC];
     } hdr;
     memset(&hdr, 0, sizeof hdr);
-    uint64_t off = (sizeof hdr + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
-    for (int i = 0; i < NSEC; i++) {
+    size_t hlen = sizeof hdr.h + (size_t)nsec * sizeof hdr.st[0];   /* header and table */
+    uint64_t off = (hlen + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
+    for (int i = 0; i < nsec; i++) {
         SpySection *st = &hdr.st[i];
         st->id = order[i];
         st->align = SPY_SBIN_ALIGN;
@@ -431,14 +444,14 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
             st->crc32c = spy_crc32c(0, sec[order[i]].p, sec[order[i]].n);
         off = (off + st->size + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     }
-    hdr.h = make_header(e, hdr.st, NSEC);
+    hdr.h = make_header(e, opt, hdr.st, nsec);
     if (o->fd < 0) {                       /* one block of the final size */
         put(&w.file, NULL, hdr.h.file_size);
         w.file.n = 0;
     }
-    out_put(&w, NULL, sizeof hdr);         /* its place; written last */
-    uint64_t at = sizeof hdr;
-    for (int i = 0; i < NSEC; i++) {
+    out_put(&w, NULL, hlen);               /* its place; written last */
+    uint64_t at = hlen;
+    for (int i = 0; i < nsec; i++) {
         out_put(&w, NULL, (size_t)(hdr.st[i].offset - at));      /* zero padding (sbin.md) */
         if (order[i] == SPY_SEC_CONSTS)
             hdr.st[i].crc32c = put_consts(&w);
@@ -446,9 +459,9 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
             out_put(&w, sec[order[i]].p, sec[order[i]].n);
         at = hdr.st[i].offset + hdr.st[i].size;
     }
-    uint32_t crc = spy_crc32c(0, &hdr, sizeof hdr);
+    uint32_t crc = spy_crc32c(0, &hdr, hlen);
     memcpy((uint8_t *)&hdr + offsetof(SpyHeader, table_crc), &crc, 4);
-    patch_header(&w, (const uint8_t *)&hdr, sizeof hdr);
+    patch_header(&w, (const uint8_t *)&hdr, hlen);
     for (int i = 0; i < SPY_SEC_MAX; i++)
         free(sec[i].p);
     IR_ASSERT(o->err || at == hdr.h.file_size);

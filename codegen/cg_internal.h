@@ -91,6 +91,9 @@ void cg_scatter_item(CgEmit *e, const IrKernel *k, const IrNode *n, const int64_
 /* SPY_TF_* fields of the descriptor of graph output j. */
 void cg_dyn_desc(IrGraph *g, uint32_t j, SpyTensorDesc *d);
 bool cg_uses_scatter(const CgEmit *e);     /* the code needs SPY_FEAT_SCATTER */
+/* cg_debug.c: the DEBUG section's entries (names to be put into STRINGS by the caller). */
+uint32_t cg_debug_entries(CgEmit *e, const CgOptions *opt, SpyDebugDesc **out,
+                          const char ***names);
 
 /* ---- cg_bundle.c ---- */
 /* Where the bundle goes: fd >= 0, a file written front to back from offset 0 (the

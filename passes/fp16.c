@@ -57,6 +57,7 @@ typedef struct {
     ValId *rep;
     ValId *f32;                            /* old value -> float32 result of a kept node
                                               before its rounding (IR_NONE: none) */
+    const uint8_t *is_out;                 /* old value -> 1 when a graph output */
     uint32_t n;
     const char *keep[KEEP_MAX];
     size_t keeplen[KEEP_MAX];
@@ -315,6 +316,13 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
         if (card_float(ir_vtype(g, r)->dtype))
             r = ir_cast(g, r, IR_DT_DLF16, &n->origin);
         m->rep[n->out[k]] = r;
+        if (!m->is_out[n->out[k]]) {       /* the replacement keeps the model's name (for
+                                              the bundle's DEBUG section); a graph output's
+                                              name goes to its edge cast below */
+            const char *name = ir_val(g, n->out[k])->name;
+            ir_set_name(g, n->out[k], ir_fresh_name(g, "f32"));
+            ir_set_name(g, r, name);
+        }
     }
     return !ir_failed(g);
 }
@@ -334,6 +342,10 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
     if (!keep_parse(g, &m, opt->keep_fp32))
         return false;
     uint32_t *uses = ir_use_counts(g);
+    uint8_t *is_out = ir_scratch(g, (size_t)g->nvals + 1);
+    for (uint32_t i = 0; i < g->noutputs; i++)
+        is_out[g->outputs[i]] = 1;
+    m.is_out = is_out;
     for (uint32_t v = 0; v < m.n; v++)
         m.rep[v] = m.f32[v] = IR_NONE;
     uint32_t n = 0;

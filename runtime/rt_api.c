@@ -27,7 +27,7 @@ const char *spy_status_str(spy_status s) {
 
 /* Version of the runtime and the bundle format it reads. */
 const char *spy_version(void) {
-    return "spyrt " SPYRT_VERSION " (bundle format v1.1)";
+    return "spyrt " SPYRT_VERSION " (bundle format v1.2)";
 }
 
 /* Frees a model (NULL is ignored). Sessions of it must be freed first. */

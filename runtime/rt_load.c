@@ -228,6 +228,10 @@ static spy_status map_sections(spy_model *m, RtErr *e) {
         m->selftest = SEC_PTR(SPY_SEC_SELFTEST);
         m->selftest_size = m->sec[SPY_SEC_SELFTEST]->size;
     }
+    if (m->sec[SPY_SEC_DEBUG]) {           /* entries checked by rt_debug_verify */
+        m->debug = (const SpyDebugDesc *)SEC_PTR(SPY_SEC_DEBUG);
+        m->debug_bytes = m->sec[SPY_SEC_DEBUG]->size;
+    }
 #undef SEC_PTR
     return SPY_OK;
 }

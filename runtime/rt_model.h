@@ -71,6 +71,9 @@ struct spy_model {
     uint64_t meta_size;
     const uint8_t *selftest;
     uint64_t selftest_size;
+    const SpyDebugDesc *debug;  /* DEBUG section (NULL when absent: stripped) */
+    uint64_t debug_bytes;
+    uint32_t ndebug;         /* its entries (set once verified) */
     /* derived at load */
     RtIo *io;                /* [ntensors]: inputs then outputs */
     char *meta_text;         /* NUL-terminated copy of META */
@@ -94,6 +97,13 @@ void rt_model_release(spy_model *m);
 /* rt_verify.c: verifies every table after the section layout was checked. */
 spy_status rt_verify_tables(spy_model *m, RtErr *e);
 const char *rt_str(const spy_model *m, uint32_t off);
+/* A name and its table entry; rt_cmp_name_idx orders them by name, then entry (qsort,
+ * to find duplicate names). */
+typedef struct {
+    const char *name;
+    uint32_t idx;
+} RtNameIdx;
+int rt_cmp_name_idx(const void *a, const void *b);
 
 /* rt_verify_insn.c: verifies one instruction; on failure writes why into msg. */
 bool rt_verify_insn(const spy_model *m, const SpyInsn *in, char *msg, size_t msglen);
@@ -106,6 +116,19 @@ spy_status rt_dyn_verify(spy_model *m, RtErr *e);
  * the valid box of the caller's buffer to its row-major prefix (tail zeroed). */
 spy_status rt_dyn_outputs(const spy_model *m, uint8_t *const *seg, void *const *outputs,
                           int64_t *count, char *err, size_t errlen);
+
+/* rt_debug.c: the DEBUG section (sbin.h SpyDebugDesc). */
+/* Checks every entry (name, kernel, segment, dtype, shape, byte range inside the
+ * segment, unique names, the feature bit) after the kernels and segments were
+ * verified; sets m->ndebug. */
+spy_status rt_debug_verify(spy_model *m, RtErr *e);
+
+/* rt_session.c: the model of session s, and the base of DRAM segment seg as bound in
+ * it (for rt_debug.c). */
+const spy_model *rt_session_model(const spy_session *s);
+const uint8_t *rt_session_seg(const spy_session *s, uint32_t seg);
+/* The kernel whose hook (spy_session_set_kernel_hook) session s is in now; -1 none. */
+int rt_session_hook_kernel(const spy_session *s);
 
 /* rt_timing.c: per-kernel modelled times (after verification). */
 spy_status rt_timing_compute(spy_model *m, RtErr *e);

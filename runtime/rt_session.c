@@ -53,6 +53,11 @@ struct spy_session {
     /* host timeline when profiling: span of each thread on each schedule entry */
     RtHostSpan *span;        /* [nsched * nthreads], NULL when not profiling */
     double run_t0;           /* start of the last run, microseconds */
+    /* kernel hook (rt_debug.c): the other threads start entry pos once hooked >= pos */
+    spy_kernel_hook hook;
+    void *hook_user;
+    int hook_kernel;         /* kernel whose hook runs now, -1 */
+    atomic_uint hooked;
 };
 
 static uint8_t rt_empty_buffer[8]; /* bound to zero-size tensors passed as NULL */
@@ -144,6 +149,7 @@ spy_status spy_session_create(const spy_model *m, const spy_session_options *opt
         s->nthreads = (int)m->target.cores;
     s->profile = o.profile != 0;
     s->poison = o.debug_lx_poison != 0;
+    s->hook_kernel = -1;
     pthread_mutex_init(&s->err_mu, NULL);
     spy_status st = session_alloc(s);
     if (st) {
@@ -239,6 +245,18 @@ static void run_entry(spy_session *s, RtCore *core, uint32_t pos, int tid, bool 
         rt_pool_notify(s->pool);
 }
 
+/* Calls the kernel hook after schedule entry pos (kernel k) unless it failed, then lets
+ * the other threads go on to the next entry. */
+static void call_hook(spy_session *s, uint32_t pos, uint32_t k) {
+    if (atomic_load(&s->fail_pos) > pos) {
+        s->hook_kernel = (int)k;
+        s->hook(s, (int)pos, (int)k, s->hook_user);
+        s->hook_kernel = -1;
+    }
+    atomic_store(&s->hooked, pos + 1);
+    rt_pool_notify(s->pool);
+}
+
 /* Thread body of a run (any subset of the threads, thread 0 always among them). A
  * kernel marked serial runs all its programs on thread 0; the others share their
  * programs through a counter. Before taking programs of an entry a thread waits for
@@ -257,6 +275,8 @@ static void run_thread(void *arg, int tid) {
             continue;
         if (pos > 0)
             rt_pool_wait(s->pool, &s->done[pos - 1], entry_programs(m, pos - 1));
+        if (pos > 0 && s->hook)
+            rt_pool_wait(s->pool, &s->hooked, pos);
         double t0 = tid == 0 && s->profile ? now_us() : 0;
         run_entry(s, &core, pos, tid, serial);
         if (tid != 0)
@@ -264,6 +284,8 @@ static void run_thread(void *arg, int tid) {
         rt_pool_wait(s->pool, &s->done[pos], entry_programs(m, pos));
         if (s->profile)
             s->host_us[k] += now_us() - t0;
+        if (s->hook)
+            call_hook(s, pos, k);
     }
 }
 
@@ -353,6 +375,7 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
             atomic_store(&s->done[i], 0u);
         }
         atomic_store(&s->fail_pos, UINT32_MAX);
+        atomic_store(&s->hooked, 0u);
         memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
         if (s->span)
             memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
@@ -420,4 +443,28 @@ spy_status spy_session_output_shape(const spy_session *s, int i, int *rank, int6
     for (int d = 0; d < io->info.rank; d++)
         dims[d] = d == io->dyn_axis ? s->dyn_count[s->m->ninputs + (uint32_t)i] : io->info.dims[d];
     return SPY_OK;
+}
+
+/* Installs or removes the kernel hook (not while the session runs). */
+spy_status spy_session_set_kernel_hook(spy_session *s, spy_kernel_hook fn, void *user) {
+    if (!s || atomic_load(&s->busy))
+        return SPY_E_INVALID_ARG;
+    s->hook = fn;
+    s->hook_user = user;
+    return SPY_OK;
+}
+
+/* The model session s runs (rt_debug.c). */
+const spy_model *rt_session_model(const spy_session *s) {
+    return s->m;
+}
+
+/* Base of DRAM segment seg as bound in s during the current run (rt_debug.c). */
+const uint8_t *rt_session_seg(const spy_session *s, uint32_t seg) {
+    return s->seg[seg];
+}
+
+/* The kernel whose hook s is calling now, -1 outside hooks (rt_debug.c). */
+int rt_session_hook_kernel(const spy_session *s) {
+    return s->hook_kernel;
 }

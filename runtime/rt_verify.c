@@ -52,14 +52,9 @@ static bool str_ok(const spy_model *m, uint32_t off) {
     return off < m->strings_size;
 }
 
-typedef struct {
-    const char *name;
-    uint32_t idx;
-} NameIdx;
-
 /* Orders (name, index) pairs by name, then index (for duplicate detection). */
-static int cmp_names(const void *a, const void *b) {
-    const NameIdx *x = a, *y = b;
+int rt_cmp_name_idx(const void *a, const void *b) {
+    const RtNameIdx *x = a, *y = b;
     int c = strcmp(x->name, y->name);
     return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
 }
@@ -136,12 +131,12 @@ static spy_status verify_tensors(spy_model *m, RtErr *e) {
     for (uint32_t i = 0; i < m->ntensors; i++)
         if (verify_tensor(m, i, e))
             return e->status;
-    NameIdx *idx = malloc((m->ntensors + 1) * sizeof *idx);
+    RtNameIdx *idx = malloc((m->ntensors + 1) * sizeof *idx);
     if (!idx)
         return rt_err_set(e, SPY_E_NOMEM, "out of memory"), e->status;
     for (uint32_t i = 0; i < m->ntensors; i++)
-        idx[i] = (NameIdx){rt_str(m, m->tensors[i].name), i};
-    qsort(idx, m->ntensors, sizeof *idx, cmp_names);
+        idx[i] = (RtNameIdx){rt_str(m, m->tensors[i].name), i};
+    qsort(idx, m->ntensors, sizeof *idx, rt_cmp_name_idx);
     for (uint32_t i = 1; i < m->ntensors && !e->status; i++)
         if (strcmp(idx[i - 1].name, idx[i].name) == 0)
             rt_err_set(e, SPY_E_BAD_BUNDLE, "TENSORS entries %u and %u share the name '%s'",
@@ -337,7 +332,7 @@ spy_status rt_verify_tables(spy_model *m, RtErr *e) {
     if (verify_target(m, e) || verify_tensors(m, e) || verify_segments(m, e) ||
         rt_dyn_verify(m, e) ||
         verify_programs(m, e) || verify_kernels(m, e) || verify_code(m, e) ||
-        verify_schedule(m, e))
+        verify_schedule(m, e) || rt_debug_verify(m, e))
         return e->status;
     m->meta_text = malloc(m->meta_size + 1);
     if (!m->meta_text)

@@ -148,6 +148,35 @@ int spy_session_host_events(const spy_session *s, spy_host_event *ev, int n);
  * returns the number of entries (-1 on a bad argument). */
 int spy_model_schedule(const spy_model *m, int *kernels, int n);
 
+/* Debug info: the model's names of the tensors that kernels store in DRAM (the
+ * bundle's DEBUG section; absent from bundles compiled with spyrec --strip), e.g. to
+ * compare two compiles of one model layer by layer (spyrun --compare). */
+typedef struct {
+    const char *name;        /* the model's tensor name (owned by the model) */
+    int kernel;              /* index of the kernel that writes it */
+    spy_dtype dtype;         /* dtype on the device (ONNX code; 64 = DLFloat16) */
+    int rank;
+    int64_t dims[SPY_MAX_RANK];
+    size_t numel;            /* elements (floats spy_session_read_debug_tensor writes) */
+} spy_debug_tensor_info;
+
+/* Number of debug tensors; -1 when the bundle has no DEBUG section. */
+int spy_model_num_debug_tensors(const spy_model *m);
+spy_status spy_model_debug_tensor_info(const spy_model *m, int i, spy_debug_tensor_info *info);
+
+/* A kernel hook: called during spy_session_run on the calling thread after schedule
+ * entry pos (kernel `kernel`) has completed on every core and before any later kernel
+ * starts; not called after a failed kernel. */
+typedef void (*spy_kernel_hook)(spy_session *s, int pos, int kernel, void *user);
+/* Install (fn != NULL) or remove (NULL) the session's kernel hook. While one is
+ * installed, the session's threads wait for it after every kernel. */
+spy_status spy_session_set_kernel_hook(spy_session *s, spy_kernel_hook fn, void *user);
+/* Inside the hook of the kernel that writes debug tensor i (spy_debug_tensor_info
+ * .kernel): copy it, widened to float32, row-major, into dst (n >= numel floats).
+ * Device memory is reused by later kernels, so this is the one moment it is there:
+ * elsewhere SPY_E_INVALID_ARG. */
+spy_status spy_session_read_debug_tensor(const spy_session *s, int i, float *dst, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

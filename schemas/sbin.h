@@ -23,13 +23,15 @@
 #ifndef SPYREC_SBIN_H
 #define SPYREC_SBIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "isa.h"
 #include "target.h"
 
 #define SPY_SBIN_MAGIC "SPYRSBIN"
 #define SPY_SBIN_MAJOR 1
-#define SPY_SBIN_MINOR 1
+#define SPY_SBIN_MINOR 2
 #define SPY_SBIN_ALIGN 64
 #define SPY_SBIN_MAX_RANK 8
 
@@ -48,7 +50,8 @@ typedef struct {
 
 /* Required-feature bits: a reader refuses a bundle with a bit it does not know. */
 #define SPY_FEAT_SCATTER 0x1u    /* CODE uses ISA_SCATTER (format 1.1) */
-#define SPY_FEATURES_KNOWN SPY_FEAT_SCATTER
+#define SPY_FEAT_DEBUG 0x2u      /* the bundle has a DEBUG section (format 1.2) */
+#define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
@@ -61,6 +64,8 @@ typedef enum {
     SPY_SEC_SEGMENTS = 8,    /* SpySegmentDesc[]: relocation / binding of DRAM segments */
     SPY_SEC_META = 9,        /* compiler version and flags, UTF-8 text "key=value\n" */
     SPY_SEC_SELFTEST = 10,   /* optional: sample inputs then expected outputs, raw */
+    SPY_SEC_DEBUG = 11,      /* optional: SpyDebugDesc[], the model's names of tensors that
+                                kernels store in DRAM (left out by spyrec --strip) */
     SPY_SEC_MAX
 } SpySectionId;
 
@@ -124,11 +129,41 @@ typedef struct {             /* DRAM segment id == index in this table */
     uint64_t size;           /* bytes the segment must provide */
 } SpySegmentDesc;
 
+/* One tensor a kernel stores in DRAM, under its name in the model (DEBUG section, format
+ * 1.2): after kernel `kernel` has run, element (i0, i1, ...) is at byte
+ * offset + (i0 * strides[0] + i1 * strides[1] + ...) * size(dtype) of segment seg. */
+typedef struct {             /* 160 bytes */
+    uint32_t name;           /* offset in STRINGS: the model's tensor name */
+    uint32_t kernel;         /* index in KERNELS of the kernel that writes it */
+    uint32_t seg;            /* DRAM segment: the arena (1) or an output's IO segment */
+    uint8_t dtype;           /* device dtype (ISA_DT_*) */
+    uint8_t rank;
+    uint8_t reserved0[2];
+    uint64_t offset;         /* byte offset of element (0, ..., 0) in seg */
+    int64_t dims[SPY_SBIN_MAX_RANK];
+    int64_t strides[SPY_SBIN_MAX_RANK];    /* in elements; rows of sticked tensors are
+                                              padded, slices of concatenations strided */
+    uint8_t reserved[8];
+} SpyDebugDesc;
+
+/* Whether a DEBUG entry may have device dtype dt: one a reader widens to float32. */
+static inline bool spy_debug_dtype_ok(int dt)
+{
+    switch (dt) {
+    case ISA_DT_F32: case ISA_DT_DLF16: case ISA_DT_F16: case ISA_DT_BF16: case ISA_DT_I32:
+    case ISA_DT_I16: case ISA_DT_I8: case ISA_DT_U8: case ISA_DT_BOOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
 _Static_assert(sizeof(SpyHeader) == 256, "SpyHeader size");
 _Static_assert(sizeof(SpySection) == 32, "SpySection size");
 _Static_assert(sizeof(SpyTensorDesc) == 128, "SpyTensorDesc size");
 _Static_assert(sizeof(SpyKernelDesc) == 64, "SpyKernelDesc size");
 _Static_assert(sizeof(SpyProgramDesc) == 16, "SpyProgramDesc size");
 _Static_assert(sizeof(SpySegmentDesc) == 16, "SpySegmentDesc size");
+_Static_assert(sizeof(SpyDebugDesc) == 160, "SpyDebugDesc size");
 
 #endif

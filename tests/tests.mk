@@ -15,6 +15,8 @@
 #   make bench-large  per large model: compile time and peak RSS, bundle size, load time,
 #                  spyrun against onnxruntime, modelled time, --check; then compile time
 #                  of generated long chains and the GFLOP/s of large matrix products
+#   make fp16-check  accuracy of fp16 bundles against the goldens of every model of
+#                  SHARED/models and BUILD/zoo-large, measured with numpy (fp16_check.py)
 #   make example   regenerate examples/models/tiny_cnn with onnx/onnxruntime (needs PyPI)
 #
 # Uses the Makefile's BUILD, SHARED, LIBSPYREC, LIBRT_A, COMPILER_LIBS, LDLIBS,
@@ -26,7 +28,7 @@ UNIT_UTIL_OBJ := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,$(wildcard te
 VENV := $(BUILD)/venv
 CHECK_ENV = BUILD=$(BUILD) SHARED=$(SHARED) MAKE="$(MAKE)"
 
-.PHONY: unit-bins models golden-update example malformed-gen conformance
+.PHONY: unit-bins models golden-update example malformed-gen conformance fp16-check
 
 # one cmocka program per tests/unit/test_*.c, linked with the shared harness
 # (tests/unit/unit_*.c) and both libraries; tests may include any module's header by
@@ -44,7 +46,7 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT
 # the unit tests of cli/ code link the tools' objects they use: the compile cache's
 # the spyrec helpers, the accuracy metrics' spyrun's metrics
 UNIT_CLI_TESTS := $(BUILD)/tests/test_cli_cache $(BUILD)/tests/test_cli_metrics
-$(BUILD)/tests/test_cli_cache: $(call obj,cli/spyrec_hash.c cli/spyrec_cache.c cli/spyrec_io.c \
+$(BUILD)/tests/test_cli_cache: $(call obj,cli/spyrec_hash.c cli/spyrec_hashfiles.c cli/spyrec_cache.c cli/spyrec_io.c \
                                 cli/spyrec_progress.c cli/spyrec_deps.c)
 $(BUILD)/tests/test_cli_metrics: $(call obj,cli/spyrun_metrics.c)
 $(UNIT_CLI_TESTS): $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIBSPYREC) $(LIBRT_A)
@@ -103,6 +105,9 @@ $(BUILD)/tests/fma_peak: tests/bench/fma_peak.c
 
 bench-large: all $(VENV)/.ok zoo-large $(BUILD)/tests/fma_peak
 	$(VENV)/bin/python tests/bench/bench_large.py --build $(BUILD) --zoo $(ZOO_LARGE)
+
+fp16-check: all $(VENV)/.ok
+	$(VENV)/bin/python tests/bench/fp16_check.py --build $(BUILD) --shared $(SHARED) --zoo $(ZOO_LARGE)
 
 example: $(VENV)/.ok
 	$(VENV)/bin/python examples/gen_tiny_cnn.py

@@ -232,6 +232,7 @@ part_cli() {
         --check tests/cli/top1_swap --metric top1=1
     expect_rc cli/spyrun-metric-bad 2 "$SPYRUN" "$sbin" --metric cosine=2
     part_cli_fp16
+    part_cli_compare
     expect_rc cli/spyrun-unknown-input 2 "$SPYRUN" "$sbin" --input nope=$ex/test_data_set_0/input_0.pb
     expect_rc cli/spyrun-no-input 2 "$SPYRUN" "$sbin"
 }
@@ -264,6 +265,43 @@ part_cli_fp16() {
     result cli/spyrec-keep-fp32-warns $? "$(logname cli/spyrec-keep-fp32)"
     expect_rc cli/spyrun-keep-fp32-check 0 "$SPYRUN" "$W/cli/tiny_cnn_keep.sbin" \
         --input-dir $ex/test_data_set_0 --check $ex/test_data_set_0
+}
+
+# spyrun --compare: fp16 against fp32 of one model lists the dlf16 kernel outputs and the
+# graph output with small, finite errors, worst first; an -O0 compile against -O2 gives
+# zero error; a bundle compiled with --strip has no DEBUG section and is refused, as is
+# a bundle of another model (other inputs).
+part_cli_compare() {
+    local ex=examples/models/tiny_cnn d=$W/cli log
+    "$SPYREC" $ex/model.onnx -o $d/cmp32.sbin && "$SPYREC" $ex/model.onnx --precision=fp16 \
+        -o $d/cmp16.sbin && "$SPYREC" $ex/model.onnx -O0 -o $d/cmp0.sbin &&
+        "$SPYREC" $ex/model.onnx --strip -o $d/cmps.sbin
+    expect_rc cli/spyrun-compare-fp16-fp32 0 "$SPYRUN" $d/cmp16.sbin --compare $d/cmp32.sbin \
+        --input-dir $ex/test_data_set_0
+    log=$(logname cli/spyrun-compare-fp16-fp32)
+    awk '/^compared: / { n = $2 } /^[0-9]+ / { rows++; if ($4 ~ /^dlf16\//) dl++
+            if ($3 == "output" && $2 == "probs") out++
+            if (!($7 >= 0 && $7 < 0.02 && $8 > 0.999) || (rows > 1 && $7 > last)) bad++
+            last = $7 }
+         END { exit !(n >= 2 && rows == n && dl >= 1 && out == 1 && !bad) }' "$log"
+    result cli/spyrun-compare-fp16-fp32-table $? "$log"
+    expect_rc cli/spyrun-compare-O0-O2 0 "$SPYRUN" $d/cmp0.sbin --compare $d/cmp32.sbin \
+        --input-dir $ex/test_data_set_0
+    log=$(logname cli/spyrun-compare-O0-O2)
+    awk '/^[0-9]+ / { rows++; if ($6 != 0 || $7 != 0) bad++ } END { exit !(rows >= 1 && !bad) }' "$log"
+    result cli/spyrun-compare-O0-O2-exact $? "$log"
+    expect_rc cli/spyrun-compare-stripped 2 "$SPYRUN" $d/cmp16.sbin --compare $d/cmps.sbin \
+        --input-dir $ex/test_data_set_0
+    log=$(logname cli/spyrun-compare-stripped)
+    grep -q "cmps.sbin has no debug info (compiled with spyrec --strip)" "$log" &&
+        "$B/spydump" $d/cmps.sbin | grep -q "^debug info: none" &&
+        "$B/spydump" $d/cmp32.sbin | grep -q "^debug tensors (" >>"$log" 2>&1
+    result cli/spyrun-compare-stripped-message $? "$log"
+    "$SPYREC" tests/tools/extdata/model.onnx -o $d/cmpx.sbin
+    expect_rc cli/spyrun-compare-other-inputs 2 "$SPYRUN" $d/cmp32.sbin --compare $d/cmpx.sbin \
+        --input-dir $ex/test_data_set_0
+    grep -q "do not have the same inputs" "$(logname cli/spyrun-compare-other-inputs)"
+    result cli/spyrun-compare-other-inputs-message $? "$(logname cli/spyrun-compare-other-inputs)"
 }
 
 # ---- (d) determinism: the same model compiled twice gives the same bytes ------------

@@ -138,7 +138,7 @@ static uint8_t *compile(IrGraph *g, const SpyTarget *t, int opt, size_t *len)
     }
     for (uint32_t k = 0; k < g->plan->nkernels; k++)
         assert_true(g->plan->kernels[k].lx_bytes <= t->lx_budget_bytes);
-    CgOptions co = {t, "compiler=test\n"};
+    CgOptions co = {.target = t, .meta = "compiler=test\n"};
     uint8_t *buf = NULL;
     assert_true(cg_emit_bundle(g, &co, &buf, len));
     return buf;

@@ -3,7 +3,8 @@
  * through the portable code, against the FIPS 180-4 examples and digests computed
  * independently (Python's hashlib), at every split of the input and around the
  * padding's block boundaries; file
- * hashing (mapped, and read from a pipe) equal to hashing the bytes and their count;
+ * digests (mapped, and read from a pipe; pieces hashed by two threads) equal to their
+ * definition computed here;
  * and the --cache-max sizes (cli/spyrec_cache.c). The cache as a whole (hits, misses,
  * damaged entries, eviction, concurrency) is tested through spyrec in make check's
  * tools part. */
@@ -92,55 +93,92 @@ static void test_digests(void **state)
     cli_hash_use_portable(false);
 }
 
-/* The digest after cli_hash_file(tag, path) as hex. */
+/* The digest cli_hash_files gives the file at path, as hex. */
 static bool file_hex(const char *path, char *hex)
 {
-    CliHash h;
-    uint8_t d[CLI_HASH_BYTES];
-    cli_hash_init(&h);
-    bool ok = cli_hash_file(&h, "t", path);
-    cli_hash_final(&h, d);
-    cli_hash_hex(d, sizeof d, hex);
+    uint8_t d[1][CLI_HASH_BYTES] = {{0}};
+    bool ok = false;
+    assert_true(cli_hash_files(&path, 1, d, &ok));
+    cli_hash_hex(d[0], CLI_HASH_BYTES, hex);
     return ok;
 }
 
-/* A file hashes as its tag, its bytes and its byte count, whether it is mapped (a
- * regular file) or read (a pipe); a missing file fails. */
+/* The definition of a file's digest, computed here piece by piece: SHA-256 of the tag,
+ * the byte count and the SHA-256 of each 4 MiB piece of the n bytes p. */
+static void want_hex(const uint8_t *p, size_t n, char *hex)
+{
+    static const char tag[] = "spyrec file digest 1";
+    const size_t piece = (size_t)4 << 20;
+    uint8_t len[8], d[CLI_HASH_BYTES];
+    for (int i = 0; i < 8; i++)
+        len[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    CliHash h, ph;
+    cli_hash_init(&h);
+    cli_hash_update(&h, tag, sizeof tag);
+    cli_hash_update(&h, len, 8);
+    for (size_t off = 0; off < n; off += piece) {
+        cli_hash_init(&ph);
+        cli_hash_update(&ph, p + off, n - off < piece ? n - off : piece);
+        cli_hash_final(&ph, d);
+        cli_hash_update(&h, d, sizeof d);
+    }
+    cli_hash_final(&h, d);
+    cli_hash_hex(d, sizeof d, hex);
+}
+
+/* Write n bytes to path (a file or a fifo). */
+static void put_file(const char *path, const uint8_t *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+/* A file's digest (cli_hash_files) is its definition, for an empty file, one piece and
+ * three pieces (the last one short, hashed by two threads), whether it is mapped (a
+ * regular file) or read (a pipe); several files at once give each its own digest; a
+ * missing file is reported. */
 static void test_file(void **state)
 {
     char dir[] = "/tmp/test_cli_cache.XXXXXX", path[64], fifo[64], want[65], got[65];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/f", dir);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(pattern(), 1, 1000, f), 1000);
-    fclose(f);
-    CliHash h;
-    uint8_t d[CLI_HASH_BYTES], len[8] = {1000 & 0xff, 1000 >> 8};
-    cli_hash_init(&h);
-    cli_hash_update(&h, "t", 2);
-    cli_hash_update(&h, pattern(), 1000);
-    cli_hash_update(&h, len, 8);
-    cli_hash_final(&h, d);
-    cli_hash_hex(d, sizeof d, want);
-    assert_true(file_hex(path, got));
-    assert_string_equal(got, want);
-    /* the same bytes through a pipe (not mappable): read in pieces */
+    size_t big = ((size_t)9 << 20) + 5, sizes[3] = {0, 1000, big};
+    uint8_t *data = malloc(big);
+    assert_non_null(data);
+    for (size_t i = 0; i < big; i++)
+        data[i] = (uint8_t)(i % 251 + i / 4093);
+    for (int k = 0; k < 3; k++) {
+        put_file(path, data, sizes[k]);
+        want_hex(data, sizes[k], want);
+        assert_true(file_hex(path, got));
+        assert_string_equal(got, want);
+    }
+    /* the same bytes through a pipe (not mappable): read into memory */
     snprintf(fifo, sizeof fifo, "%s/p", dir);
     assert_int_equal(mkfifo(fifo, 0600), 0);
     pid_t pid = fork();
     if (pid == 0) {
-        FILE *w = fopen(fifo, "wb");
-        fwrite(pattern(), 1, 1000, w);
-        fclose(w);
+        put_file(fifo, data, big);
         _exit(0);
     }
     assert_true(file_hex(fifo, got));
     assert_string_equal(got, want);
     unlink(fifo);
+    /* two files at once, one missing */
+    const char *two[2] = {path, fifo};
+    uint8_t d[2][CLI_HASH_BYTES];
+    bool ok[2];
+    assert_true(cli_hash_files(two, 2, d, ok));
+    assert_true(ok[0]);
+    assert_false(ok[1]);
+    cli_hash_hex(d[0], CLI_HASH_BYTES, got);
+    assert_string_equal(got, want);
     unlink(path);
     assert_false(file_hex(path, got));
     rmdir(dir);
+    free(data);
 }
 
 /* --cache-max values. */

@@ -85,7 +85,7 @@ static bool compile_model(Model *md, int v, uint8_t **buf, size_t *len)
     PassOptions po = {.opt_level = 2, .target = &t, .verify = true};
     if (!pass_run_pipeline(md->g, &po))
         return false;
-    CgOptions co = {&t, "compiler=test\n"};
+    CgOptions co = {.target = &t, .meta = "compiler=test\n"};
     return cg_emit_bundle(md->g, &co, buf, len);
 }
 
@@ -707,18 +707,6 @@ static void test_refused_consumer(void **state)
 
 /* ---- the SCATTER instruction in the bundle verifier -------------------------------- */
 
-/* Recompute the section CRCs and the table CRC after an edit. */
-static void fix_crcs(uint8_t *buf)
-{
-    SpyHeader *h = (SpyHeader *)buf;
-    SpySection *s = (SpySection *)(buf + sizeof *h);
-    for (uint32_t i = 0; i < h->nsections; i++)
-        s[i].crc32c = spy_crc32c(0, buf + s[i].offset, s[i].size);
-    h->table_crc = 0;
-    uint32_t crc = spy_crc32c(0, h, sizeof *h);
-    h->table_crc = spy_crc32c(crc, s, h->nsections * sizeof *s);
-}
-
 /* The first SCATTER instruction of a bundle. */
 static SpyScatter *find_scatter(uint8_t *buf)
 {
@@ -760,18 +748,18 @@ static void test_scatter_verifier(void **state)
     uint8_t *c = malloc(len);
     memcpy(c, buf, len);                    /* no feature bit: SCATTER refused */
     ((SpyHeader *)c)->features = 0;
-    fix_crcs(c);
+    ut_fix_crcs(c);
     expect_refused(c, len, "feature bit");
     memcpy(c, buf, len);                    /* table rows past the segment */
     SpyScatter *sc = find_scatter(c);
     assert_non_null(sc);
     sc->bound += 1000;
-    fix_crcs(c);
+    ut_fix_crcs(c);
     expect_refused(c, len, "SCATTER table");
     memcpy(c, buf, len);                    /* source rows past the scratchpad */
     sc = find_scatter(c);
     sc->lx_src = 0xFFFFFF00u;
-    fix_crcs(c);
+    ut_fix_crcs(c);
     expect_refused(c, len, "SCATTER source");
     memcpy(c, buf, len);                    /* a count location past its segment */
     SpyHeader *h = (SpyHeader *)c;
@@ -779,7 +767,7 @@ static void test_scatter_verifier(void **state)
     for (uint32_t i = 0; i < h->nsections; i++)
         if (s[i].id == SPY_SEC_TENSORS)
             ((SpyTensorDesc *)(c + s[i].offset))[1].count_off = 1u << 20;
-    fix_crcs(c);
+    ut_fix_crcs(c);
     expect_refused(c, len, "count at offset");
     free(c);
     free(buf);

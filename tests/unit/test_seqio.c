@@ -399,7 +399,7 @@ static uint8_t *compile(IrGraph *g, size_t *len)
         ir_diag_print(g->diag, stderr);
         fail_msg("pipeline failed");
     }
-    CgOptions co = {&t, "compiler=test\n"};
+    CgOptions co = {.target = &t, .meta = "compiler=test\n"};
     uint8_t *buf = NULL;
     assert_true(cg_emit_bundle(g, &co, &buf, len));
     return buf;

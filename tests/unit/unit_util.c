@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "codegen/cg.h"
+#include "sbin.h"
 #include "frontend/fe.h"
 #include "unit_util.h"
 
@@ -286,10 +287,23 @@ uint8_t *ut_compile_for(IrGraph *g, const SpyTarget *tp, size_t *len)
         ir_diag_print(g->diag, stderr);
         return NULL;
     }
-    CgOptions co = {&t, "compiler=test\n"};
+    CgOptions co = {.target = &t, .meta = "compiler=test\n"};
     uint8_t *buf = NULL;
     assert_true(cg_emit_bundle(g, &co, &buf, len));
     return buf;
+}
+
+/* Recompute the section CRCs and the table CRC of a bundle edited in place (tests of
+ * the loader: the edit, not a CRC, must be what it refuses). */
+void ut_fix_crcs(uint8_t *buf)
+{
+    SpyHeader *h = (SpyHeader *)buf;
+    SpySection *s = (SpySection *)(buf + sizeof *h);
+    for (uint32_t i = 0; i < h->nsections; i++)
+        s[i].crc32c = spy_crc32c(0, buf + s[i].offset, s[i].size);
+    h->table_crc = 0;
+    uint32_t crc = spy_crc32c(0, h, sizeof *h);
+    h->table_crc = spy_crc32c(crc, s, h->nsections * sizeof *s);
 }
 
 /* Compile g (which must compile) and run it on the emulator (2 threads, LX poisoned)

@@ -72,6 +72,8 @@ char *ut_print_str(IrGraph *g);
 
 uint8_t *ut_compile(IrGraph *g, size_t *len);
 uint8_t *ut_compile_for(IrGraph *g, const SpyTarget *t, size_t *len);
+/* Recompute every section CRC and the table CRC of a bundle edited in place. */
+void ut_fix_crcs(uint8_t *buf);
 spy_status ut_compile_run(IrGraph *g, const void *const *inputs, void *const *outs, char *err,
                           size_t errlen);
 

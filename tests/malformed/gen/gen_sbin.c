@@ -269,6 +269,68 @@ static void tables(void)
     emit("selftest_size", "section SELFTEST: 10 bytes, the inputs and outputs need 256");
 }
 
+/* The relu bundle with a DEBUG section of one valid entry, 't': the output y as kernel
+ * 0 leaves it in segment 3; returns that entry (in B.debug) to be damaged. */
+static SpyDebugDesc *relu_debug(void)
+{
+    base("relu");
+    SpyDebugDesc d;
+    memset(&d, 0, sizeof d);
+    d.name = bun_str(&B, "t");
+    d.seg = 3;
+    d.dtype = ISA_DT_F32;
+    d.rank = 2;
+    d.dims[0] = 4, d.dims[1] = 8;
+    d.strides[0] = 8, d.strides[1] = 1;
+    buf_put(&B.debug, &d, sizeof d);
+    B.debug_sec = true;
+    B.features |= SPY_FEAT_DEBUG;
+    return (SpyDebugDesc *)B.debug.p;
+}
+
+/* The DEBUG section (spyrun --compare's tensor names): every field of an entry, the
+ * feature bit, the section size (checksums right). */
+static void debug_section(void)
+{
+    relu_debug()->offset = 8;
+    emit("debug_range", "DEBUG entry 0 't' (offset 6144): byte range [8, 136) outside segment 3");
+    relu_debug()->seg = 2;
+    emit("debug_seg_input", "segment 2 is not the arena or an output segment");
+    relu_debug()->seg = 0;
+    emit("debug_seg_const", "segment 0 is not the arena or an output segment");
+    relu_debug()->kernel = 7;
+    emit("debug_kernel", "DEBUG entry 0 't' (offset 6144): kernel 7 out of range");
+    relu_debug()->name = 5000;
+    emit("debug_name", "name offset 5000 is not a string of STRINGS");
+    relu_debug()->dtype = ISA_DT_U4;
+    emit("debug_dtype", "dtype 21 is not one a debug tensor may have");
+    relu_debug()->rank = 9;
+    emit("debug_rank", "rank 9 above 8");
+    relu_debug()->strides[0] = -((int64_t)1 << 62);
+    emit("debug_stride_huge", "dims or strides out of range");
+    relu_debug()->dims[1] = -1;
+    emit("debug_dim_negative", "dims or strides out of range");
+    SpyDebugDesc *bc = relu_debug();       /* a broadcast: the range fits, the count not */
+    bc->dims[0] = 1 << 20;
+    bc->strides[0] = 0;
+    emit("debug_numel", "its elements need more bytes than segment 3 has (128)");
+    relu_debug()->strides[1] = -1;
+    emit("debug_stride_before", "byte range [-28, 100) outside segment 3");
+    relu_debug()->reserved[3] = 1;
+    emit("debug_reserved", "reserved bytes are not zero");
+    SpyDebugDesc copy = *relu_debug();
+    buf_put(&B.debug, &copy, sizeof copy);
+    emit("debug_dup_name", "DEBUG entries 0 and 1 share the name 't'");
+    relu_debug();
+    buf_put(&B.debug, "0123456789", 10);
+    emit("debug_size", "not a multiple of its 160-byte entries");
+    relu_debug();
+    B.features = 0;
+    emit("debug_no_feature", "feature bit DEBUG is clear but the DEBUG section is there");
+    base("relu")->features = SPY_FEAT_DEBUG;
+    emit("debug_feature_no_section", "feature bit DEBUG is set but the DEBUG section is missing");
+}
+
 /* Instructions of core 0 of the relu bundle (checksums right). */
 static void insns(void)
 {
@@ -427,6 +489,7 @@ void gen_sbin(void)
     bit_flips();
     sections();
     tables();
+    debug_section();
     insns();
     insns_compute();
     targets();

@@ -10,6 +10,9 @@
 typedef struct {
     SpyTarget target;
     Buf strings, consts, selftest;
+    Buf debug;                 /* DEBUG section bytes (SpyDebugDesc entries) when debug_sec */
+    bool debug_sec;
+    uint32_t features;         /* the header's feature bits */
     SpyTensorDesc tensors[8];
     int ntensors;
     SpyKernelDesc kernels[4];

@@ -254,8 +254,13 @@ Buf bun_write(const Bun *b)
         {SPY_SEC_SEGMENTS, b->segs, (size_t)b->nsegs * sizeof(SpySegmentDesc)},
         {SPY_SEC_META, b->meta, strlen(b->meta)},
         {SPY_SEC_SELFTEST, b->selftest.p, b->selftest.n},
+        {SPY_SEC_DEBUG, b->debug.p, b->debug.n},
     };
-    uint32_t ns = b->selftest.p ? 10 : 9;
+    uint32_t ns = 9;
+    if (b->selftest.p)
+        ns++;
+    if (b->debug_sec)                      /* DEBUG follows the others */
+        sec[ns++] = sec[10];
     SpyHeader h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, SPY_SBIN_MAGIC, 8);
@@ -263,8 +268,9 @@ Buf bun_write(const Bun *b)
     h.minor = SPY_SBIN_MINOR;
     h.header_bytes = sizeof h;
     h.nsections = ns;
+    h.features = b->features;
     h.target = b->target;
-    SpySection tab[10];
+    SpySection tab[11];
     memset(tab, 0, sizeof tab);
     size_t off = align64(sizeof h + ns * sizeof(SpySection));
     for (uint32_t i = 0; i < ns; i++) {
@@ -315,4 +321,7 @@ void bun_free(Bun *b)
     buf_free(&b->strings);
     buf_free(&b->consts);
     buf_free(&b->selftest);
+    buf_free(&b->debug);
+    b->debug_sec = false;
+    b->features = 0;
 }
