@@ -48,7 +48,8 @@ typedef struct {
 
 /* Required-feature bits: a reader refuses a bundle with a bit it does not know. */
 #define SPY_FEAT_SCATTER 0x1u    /* CODE uses ISA_SCATTER (format 1.1) */
-#define SPY_FEATURES_KNOWN SPY_FEAT_SCATTER
+#define SPY_FEAT_BWIN 0x2u       /* CODE uses MATMUL with ISA_F_BWIN (a window B) */
+#define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_BWIN)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
