@@ -200,7 +200,8 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
             double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
             double bb = geo.patch ? 4.0 * geo.cg * rows_in * wp : 4.0 * kk * p;
             double patch = geo.patch ? 4.0 * (kt / taps + 1) * rows_in * wp : 0;
-            if (4.0 * (mt * kt + kt * p) + patch + epi_bytes(k) * mt * p > budget &&
+            double bbuf = geo.patch ? 0 : 4.0 * kt * p;  /* patch form: B is a window */
+            if (4.0 * mt * kt + bbuf + patch + epi_bytes(k) * mt * p > budget &&
                 (i + 1 < nm || j + 1 < nr))
                 continue;
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),

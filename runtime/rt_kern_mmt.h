@@ -250,18 +250,21 @@ MMT_INLINE int32_t *MMT_NAME(win_koff)(RtCore *c, const MMT_NAME(Args) *x) {
     return koff;
 }
 
-/* A window's MATMUL with few rows of C (a depthwise convolution: one per group) whose
- * pixel rows are short: pixel (j_0, j_1) is at column g = j_0*W + j_1 of a grid of
- * W = ns0 / ns1 columns a row (the patch's padded width), at b + g*ns1. The micro-kernel
- * runs in place along the whole grid (loads, or gathers for ns1 > 1) into a grid-shaped
- * C in the packing buffer, the old C copied in first for ACCUM, and the real columns
- * are copied out: the same fma chain per element. False: not this way. */
+/* A window's MATMUL with fewer than MMT_PACK_M rows of C whose pixel rows are short:
+ * pixel (j_0, j_1) is at column g = j_0*W + j_1 of a grid of W = ns0 / ns1 columns a
+ * row (the patch's padded width), at b + g*ns1. The micro-kernel runs in place along
+ * the whole grid (loads; gathers for ns1 > 2) into a grid-shaped C in the packing
+ * buffer, the old C copied in first for ACCUM, and the real columns are copied out:
+ * the same fma chain per element. Taken for few rows of C (a depthwise convolution:
+ * one per group) or when at least 3/4 of the grid's columns are real. False: not this
+ * way. */
 MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
-    if (x->m > MMT_MR || x->ns1 <= 0 || x->ns0 % x->ns1)
+    if (x->m >= MMT_PACK_M || x->ns1 <= 0 || x->ns0 % x->ns1)
         return false;
     size_t w = (size_t)(x->ns0 / x->ns1), ne1 = x->ne1, ne0 = x->n / ne1;
     size_t g = (ne0 - 1) * w + ne1, kb = ((size_t)x->k * 4 + 63) & ~(size_t)63;
-    if (w < ne1 || kb + (uint64_t)x->m * g * 4 > RT_PACK_BYTES)
+    if (w < ne1 || kb + (uint64_t)x->m * g * 4 > RT_PACK_BYTES ||
+        (x->m > MMT_MR && 4 * ne1 < 3 * w))    /* more rows: win_dense wastes less */
         return false;
     MMT_NAME(Args) y = *x;
     y.koff = MMT_NAME(win_koff)(c, x);
@@ -272,11 +275,14 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
         for (uint32_t i = 0; i < x->m; i++)
             for (size_t r = 0; r < ne0; r++)
                 memcpy(y.c + i * g + r * w, x->c + i * x->ldc + r * ne1, ne1 * 4);
-    for (size_t j = 0; j < g; j += MMT_NR) {
-        int64_t left = (int64_t)(g - j);
-        MMT_NAME(micros)[x->m](&y, x->b + (int64_t)j * x->ns1, 0, 0, j, 0, x->k, x->zero,
-                               MMT_LANES(left), MMT_LANES(left - MMT_VL),
-                               x->ns1 == 1 ? MMT_KOFF : x->ns1 == 2 ? MMT_KOFF2 : MMT_KOFFG);
+    int mode = x->ns1 == 1 ? MMT_KOFF : x->ns1 == 2 ? MMT_KOFF2 : MMT_KOFFG;
+    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
+        uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+        for (size_t j = 0; j < g; j += MMT_NR) {
+            int64_t left = (int64_t)(g - j);
+            MMT_NAME(micros)[rows](&y, x->b + (int64_t)j * x->ns1, 0, i0, j, 0, x->k,
+                                   x->zero, MMT_LANES(left), MMT_LANES(left - MMT_VL), mode);
+        }
     }
     for (uint32_t i = 0; i < x->m; i++)
         for (size_t r = 0; r < ne0; r++)
@@ -295,7 +301,8 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
         ne1 = x->n, ne0 = 1;
     size_t used = (ne1 + MMT_NR - 1) / MMT_NR * MMT_NR;   /* columns computed a row */
     bool grid = x->ns1 > 0 && x->ns0 % x->ns1 == 0 &&
-                (size_t)(x->ns0 / x->ns1) < used;           /* win_grid computes fewer */
+                (size_t)(x->ns0 / x->ns1) < used &&         /* win_grid computes fewer */
+                (x->m <= MMT_MR || (size_t)(4 * ne1) >= (size_t)(3 * x->ns0 / x->ns1));
     bool few = x->m <= MMT_MR;                    /* win_dense's copy would not pay */
     if ((x->ns1 != 1 && x->ns1 != 2) || x->m >= MMT_PACK_M ||
         (uint64_t)x->k * 4 > RT_PACK_BYTES || (4 * ne1 < 3 * used && (!few || grid)))
