@@ -91,6 +91,16 @@ static int64_t win_off(const SpyMatmul *mm, uint32_t kk, uint32_t p) {
            (int64_t)(p % n1) * mm->bw_ns[1];
 }
 
+/* Copies one element of es bytes (1, 2 or 4). */
+static inline void win_elem(uint8_t *d, const uint8_t *s, size_t es) {
+    if (es == 4)
+        memcpy(d, s, 4);
+    else if (es == 2)
+        memcpy(d, s, 2);
+    else
+        *d = *s;
+}
+
 /* A MATMUL whose B is a window, any dtype: on a host buffer laid out as a scratchpad
  * ([A m x k][B k x n][C m x n], dense) with the window gathered into B, C copied in
  * (ACCUM) and out: the same products in the same order as the plain MATMUL. */
@@ -103,10 +113,17 @@ static void mm_win_dense(RtCore *c, const SpyMatmul *mm) {
         abort();                         /* the emulator has no error path for host OOM */
     for (size_t i = 0; i < m; i++)
         memcpy(buf + i * k * es, c->lx + mm->a + i * mm->lda * es, k * es);
+    size_t n1 = mm->bw_next[1];
     for (size_t kk = 0; kk < k; kk++)
-        for (size_t p = 0; p < n; p++)
-            memcpy(buf + na + (kk * n + p) * es,
-                   c->lx + mm->b + win_off(mm, (uint32_t)kk, (uint32_t)p) * (int64_t)es, es);
+        for (size_t p = 0; p < n; p += n1) {     /* one row of output pixels */
+            uint8_t *d = buf + na + (kk * n + p) * es;
+            const uint8_t *src = c->lx + mm->b + win_off(mm, (uint32_t)kk, (uint32_t)p) * (int64_t)es;
+            if (mm->bw_ns[1] == 1)
+                memcpy(d, src, n1 * es);
+            else
+                for (size_t j = 0; j < n1; j++)
+                    win_elem(d + j * es, src + (int64_t)j * mm->bw_ns[1] * (int64_t)es, es);
+        }
     uint8_t *C = buf + na + nb, *rc = c->lx + mm->c;
     if (mm->flags & ISA_F_ACCUM)
         for (size_t i = 0; i < m; i++)

@@ -291,7 +291,8 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
 }
 
 /* A window's MATMUL in place, rows of output pixels (j_0) at a time: when its pixel
- * rows have column stride 1 or 2 and fill the micro-kernel's columns well enough (or
+ * rows have column stride 1 (or 2, for at most MMT_MR rows of C: more would repeat
+ * the strided loads that win_dense makes once) and fill the micro-kernel's columns well enough (or
  * are contiguous with each other; or, for at most MMT_MR rows of C, better than
  * win_grid would), few rows of C do not pay for packing. B's rows are read through their offsets (x->koff, in the packing
  * buffer). False: not this way. */
@@ -304,7 +305,7 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
                 (size_t)(x->ns0 / x->ns1) < used &&         /* win_grid computes fewer */
                 (x->m <= MMT_MR || (size_t)(4 * ne1) >= (size_t)(3 * x->ns0 / x->ns1));
     bool few = x->m <= MMT_MR;                    /* win_dense's copy would not pay */
-    if ((x->ns1 != 1 && x->ns1 != 2) || x->m >= MMT_PACK_M ||
+    if ((x->ns1 != 1 && (x->ns1 != 2 || !few)) || x->m >= MMT_PACK_M ||
         (uint64_t)x->k * 4 > RT_PACK_BYTES || (4 * ne1 < 3 * used && (!few || grid)))
         return false;
     x->koff = MMT_NAME(win_koff)(c, x);
