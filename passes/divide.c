@@ -196,7 +196,8 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
         for (int j = 0; j < nr; j++) {
             int64_t mt = mc[i], p = rc[j] * pix;
             /* B traffic: the im2col matrix, or in patch form the input rows (the
-             * im2col copies then cost vector time, counted as output-like bytes) */
+             * window MATMUL then charges staging its window as vector time, counted
+             * as output-like bytes) */
             double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
             double bb = geo.patch ? 4.0 * geo.cg * rows_in * wp : 4.0 * kk * p;
             double patch = geo.patch ? 4.0 * (kt / taps + 1) * rows_in * wp : 0;

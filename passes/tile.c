@@ -192,8 +192,9 @@ static bool fit_matmul(Tctx *c)
     }
 }
 
-/* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW'],
- * and in patch form the input rows [cc, rows_in, padded width]. */
+/* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW'];
+ * in patch form the input rows [cc, rows_in, padded width] instead of B (the MATMUL
+ * reads B as a window of them). */
 static bool fit_conv(Tctx *c)
 {
     IrKernel *k = c->k;

@@ -220,8 +220,8 @@ typedef struct {
     int64_t wstride[IR_MAX_RANK], wdil[IR_MAX_RANK]; /* CONV/WINDOW strides, dilations */
     int64_t groups, mg, cg;      /* CONV: groups, output and input channels per group */
     /* CONV with 1 or 2 spatial dims and taps or padding: the input rows of a work item
-     * are loaded once into an LX patch (padding filled in) and the im2col matrix is
-     * built from it with VEC copies. Canonical 2-d form: dim 0 = the chunked output
+     * are loaded once into an LX patch (padding filled in) and the MATMUL reads its B
+     * as a window of it (isa.md ISA_F_BWIN: implicit GEMM, no im2col copy). Canonical 2-d form: dim 0 = the chunked output
      * rows (1-d: the only spatial dim), dim 1 = the whole row (1-d: extent 1). */
     bool patch;
     ValId x;                     /* CONV: the input read (a fused PAD's input) */

@@ -136,7 +136,7 @@ static void test_matmul_shapes(void **state) {
             uint32_t n = shapes[i][1];
             check_mm(shapes[i][0], n, shapes[i][2], n + (i & 1), acc, seed++);
         }
-    check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1: conv grid form) */
+    check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1) */
 }
 
 /* One convolution MATMUL with a window B (ISA_F_BWIN) over a patch [cl, rin, wp] (taps
