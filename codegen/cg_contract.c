@@ -36,8 +36,9 @@ static uint32_t op_es(CgEmit *e, const IrKernel *k)
     return op_dtype(e, k) == ISA_DT_DLF16 ? 2 : 4;
 }
 
-/* One MATMUL instruction on the kernel's A, B, C buffers. */
-static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, bool acc)
+/* One MATMUL instruction on the kernel's A (row pitch lda), B, C buffers. */
+static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, int64_t lda,
+                   bool acc)
 {
     SpyInsn in;
     memset(&in, 0, sizeof in);
@@ -52,21 +53,24 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     mm->m = (uint32_t)m;
     mm->n = (uint32_t)n;
     mm->k = (uint32_t)kk;
-    mm->lda = (uint32_t)kk;
+    mm->lda = (uint32_t)lda;
     mm->ldb = (uint32_t)n;
     mm->ldc = (uint32_t)n;
     cg_push(e, &in);
 }
 
 /* Load a tile of access a (elements of es bytes) at point st over dims (len,
- * iteration dim) pairs. */
+ * iteration dim) pairs, dense in LX but for a row pitch of its outermost dim (0:
+ * dense). */
 static void load_tile(CgEmit *e, const IrAccess *a, unsigned es, const int64_t *st, int nd,
-                      uint32_t lx, const int64_t *len, const int *dim, int n)
+                      uint32_t lx, const int64_t *len, const int *dim, int n, int64_t pitch)
 {
     CgDims d = {0};
     for (int i = 0; i < n; i++)
         cg_dims_add(&d, len[i], a->is[dim[i]], 0);
     cg_dims_dense_lx(&d);
+    if (pitch)
+        d.ls[0] = pitch;
     uint32_t seg;
     int64_t off;
     cg_access_at(e, a, st, nd, es, &seg, &off);
@@ -81,15 +85,15 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     memcpy(st, start, (size_t)r * sizeof *st);
     int64_t kext = k->inner.ext[0], kt = k->inner.chunk[0];
     if (kext == 0)
-        matmul(e, k, len[M], len[N], 0, false);
+        matmul(e, k, len[M], len[N], 0, 0, false);
     for (int64_t k0 = 0; k0 < kext; k0 += kt) {
         int64_t kl = kext - k0 < kt ? kext - k0 : kt;
         st[K] = k0;
         int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
         int da[2] = {M, K}, db[2] = {K, N};
-        load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2);
-        load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2);
-        matmul(e, k, len[M], len[N], kl, k0 > 0);
+        load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2, 0);
+        load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2, 0);
+        matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);
 }
@@ -132,7 +136,7 @@ static void patch_fill(CgEmit *e, int dt, uint32_t patch, const IrGeom *geo, int
  * window of the patch [cl, rin, wp] (isa.md, ISA_F_BWIN): B[(a, i, j), (r, o)] =
  * patch[a, r*s0 + i*d0, o*s1 + j*d1], so C [m, rows*O1] is the output tile itself. */
 static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m,
-                        int64_t on, int64_t cl, bool acc)
+                        int64_t on, int64_t cl, int64_t lda, bool acc)
 {
     int64_t rin = patch_rows(geo, on), wp = patch_width(geo), kk = cl * geo->k2[0] * geo->k2[1];
     SpyInsn in;
@@ -144,7 +148,7 @@ static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t
     mm->flags = (uint8_t)(ISA_F_BWIN | (acc ? ISA_F_ACCUM : 0));
     mm->a = k->buf[0], mm->b = k->buf[3], mm->c = k->buf[2];
     mm->m = (uint32_t)m, mm->n = (uint32_t)(on * geo->out2[1]), mm->k = (uint32_t)kk;
-    mm->lda = (uint32_t)kk, mm->ldc = mm->n;
+    mm->lda = (uint32_t)lda, mm->ldc = mm->n;
     mm->bw_kext[0] = (uint32_t)cl, mm->bw_ks[0] = (int32_t)(rin * wp);
     mm->bw_kext[1] = (uint32_t)geo->k2[0], mm->bw_ks[1] = (int32_t)(geo->d2[0] * wp);
     mm->bw_kext[2] = (uint32_t)geo->k2[1], mm->bw_ks[2] = (int32_t)geo->d2[1];
@@ -156,7 +160,7 @@ static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t
 /* Patch form (plan.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
  * input rows into the patch (filling the padding), then multiply through its window. */
 static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
-                       const int64_t *len, int64_t c0, int64_t cl)
+                       const int64_t *len, int64_t c0, int64_t cl, int64_t lda)
 {
     const IrView *xv = &e->s->val[geo->x].view;
     int64_t on = len[3], r0 = start[3] * geo->s2[0], p0 = geo->pad_lo[0];
@@ -184,7 +188,7 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
         uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * es);
         cg_dma(e, ISA_LOAD, seg, off + el * es, lx, es, &d);
     }
-    conv_window(e, k, geo, len[2], on, cl, c0 > 0);
+    conv_window(e, k, geo, len[2], on, cl, lda, c0 > 0);
 }
 
 /* CONV work item; grid dims [N, G, Mg, O1..Os], inner [Cg]; access space adds
@@ -216,12 +220,13 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         }
         for (int i = 0; i < ns; i++)
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
-        load_tile(e, &k->acc[1], op_es(e, k), st, nd, k->buf[0], la, da, na);
+        int64_t lda = plan_conv_lda(cl * taps, op_es(e, k));
+        load_tile(e, &k->acc[1], op_es(e, k), st, nd, k->buf[0], la, da, na, lda);
         if (geo.patch) {
-            conv_patch(e, k, &geo, start, len, c0, cl);
+            conv_patch(e, k, &geo, start, len, c0, cl, lda);
         } else {
-            load_tile(e, &k->acc[0], op_es(e, k), st, nd, k->buf[1], lb, db, nb);
-            matmul(e, k, len[2], pix, cl * taps, c0 > 0);
+            load_tile(e, &k->acc[0], op_es(e, k), st, nd, k->buf[1], lb, db, nb, 0);
+            matmul(e, k, len[2], pix, cl * taps, lda, c0 > 0);
         }
     }
     cg_tp_run(e, &k->tp[1], start, len);

@@ -227,7 +227,8 @@ static bool fit_conv(Tctx *c)
         uint64_t need = 0;
         uint64_t es = operand_es(c);
         uint64_t bbuf = geo->patch ? 0 : es * (uint64_t)(kk * p); /* patch: B a window */
-        if (contract_try(c, &m, 3, es * (uint64_t)(mt * kk), bbuf,
+        uint64_t abuf = es * (uint64_t)(mt * plan_conv_lda(kk, (unsigned)es));
+        if (contract_try(c, &m, 3, abuf, bbuf,
                          4 * (uint64_t)(mt * p), es * (uint64_t)patch, &err, &need))
             return true;
         if (err)

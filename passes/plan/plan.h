@@ -277,6 +277,11 @@ void plan_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
 /* Extents of the space kernel k's DRAM accesses (IrAccess) iterate: the grid, then
  * the inner loop, then a convolution's taps. Returns the number of dims. */
 int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext);
+/* LX row pitch (elements of es bytes) of a convolution's weight tile with kk elements
+ * a row: kk, or one 64-byte line more when the rows are a multiple of 4 KiB, so that
+ * the rows a MATMUL reads together do not all fall in one cache set of the emulator's
+ * host (measured: such a pitch costs its matrix kernel a quarter of its speed). */
+int64_t plan_conv_lda(int64_t kk, unsigned es);
 
 /* ---- plan_verify.c ---- */
 /* Check the invariants of the plan that the passes up to after_pass ("fuse",
