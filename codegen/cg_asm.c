@@ -99,6 +99,10 @@ static void print_insn(FILE *f, const SpyInsn *in)
         fprintf(f, "matmul  lx[0x%05x] %s lx[0x%05x] x lx[0x%05x] %s->%s m%u n%u k%u ld %u,%u,%u",
                 m->c, (m->flags & ISA_F_ACCUM) ? "+=" : "=", m->a, m->b, dt(m->dtype),
                 dt(m->out_dtype), m->m, m->n, m->k, m->lda, m->ldb, m->ldc);
+        if (m->flags & ISA_F_BWIN)
+            fprintf(f, " bwin %ux%ux%u(%d,%d,%d) %ux%u(%d,%d)", m->bw_kext[0], m->bw_kext[1],
+                    m->bw_kext[2], m->bw_ks[0], m->bw_ks[1], m->bw_ks[2], m->bw_next[0],
+                    m->bw_next[1], m->bw_ns[0], m->bw_ns[1]);
         break;
     }
     case ISA_VEC: print_vec(f, &in->vec); break;

@@ -389,6 +389,16 @@ static void patch_header(Writer *w, const uint8_t *hdr, size_t hlen)
     }
 }
 
+/* SPY_FEAT_BWIN when some MATMUL reads a window B (readers before it refuse the
+ * bundle at the header), else 0. */
+static uint32_t bwin_feature(const CgEmit *e)
+{
+    for (uint64_t i = 0; i < e->n; i++)
+        if (e->code[i].opcode == ISA_MATMUL && (e->code[i].mm.flags & ISA_F_BWIN))
+            return SPY_FEAT_BWIN;
+    return 0;
+}
+
 /* The header of a bundle with sections st[0..nsec). */
 static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySection *st,
                              int nsec)
@@ -398,7 +408,8 @@ static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySec
     memcpy(h.magic, SPY_SBIN_MAGIC, 8);
     h.major = SPY_SBIN_MAJOR;
     h.minor = SPY_SBIN_MINOR;
-    h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | (opt->debug ? SPY_FEAT_DEBUG : 0);
+    h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | bwin_feature(e) |
+                 (opt->debug ? SPY_FEAT_DEBUG : 0);
     h.header_bytes = sizeof h;
     h.nsections = (uint32_t)nsec;
     h.target = *e->t;

@@ -14,13 +14,10 @@
  *
  * Patch form (the input rows are loaded once into an LX patch with the padding
  * filled in): the padding is filled only when the patch's border is not already the
- * pad value from the previous item of the same core program. Stride-1 convolutions
- * with few output channels per tile (depthwise ones) skip im2col: the taps of one
- * (channel, kernel row) are consecutive patch columns, so one MATMUL per pair reads
- * the patch in place (ldb = the column dilation) and accumulates on the padded-width
- * grid of output pixels in the im2col buffer; one VEC copy per output channel then
- * compacts the grid into C. The products are summed in the same order as the im2col
- * MATMUL, so the results are the same bit for bit.
+ * pad value from the previous item of the same core program. B is then not built:
+ * one MATMUL per channel chunk reads it as the implicit-GEMM window of the patch
+ * (ISA_F_BWIN), depthwise convolutions included (m = 1 per group), so no im2col copy
+ * is made; the products are summed in the same order as the im2col MATMUL's.
  */
 #include <string.h>
 
@@ -39,8 +36,9 @@ static uint32_t op_es(CgEmit *e, const IrKernel *k)
     return op_dtype(e, k) == ISA_DT_DLF16 ? 2 : 4;
 }
 
-/* One MATMUL instruction on the kernel's A, B, C buffers. */
-static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, bool acc)
+/* One MATMUL instruction on the kernel's A (row pitch lda), B, C buffers. */
+static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, int64_t lda,
+                   bool acc)
 {
     SpyInsn in;
     memset(&in, 0, sizeof in);
@@ -55,21 +53,24 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     mm->m = (uint32_t)m;
     mm->n = (uint32_t)n;
     mm->k = (uint32_t)kk;
-    mm->lda = (uint32_t)kk;
+    mm->lda = (uint32_t)lda;
     mm->ldb = (uint32_t)n;
     mm->ldc = (uint32_t)n;
     cg_push(e, &in);
 }
 
 /* Load a tile of access a (elements of es bytes) at point st over dims (len,
- * iteration dim) pairs. */
+ * iteration dim) pairs, dense in LX but for a row pitch of its outermost dim (0:
+ * dense). */
 static void load_tile(CgEmit *e, const IrAccess *a, unsigned es, const int64_t *st, int nd,
-                      uint32_t lx, const int64_t *len, const int *dim, int n)
+                      uint32_t lx, const int64_t *len, const int *dim, int n, int64_t pitch)
 {
     CgDims d = {0};
     for (int i = 0; i < n; i++)
         cg_dims_add(&d, len[i], a->is[dim[i]], 0);
     cg_dims_dense_lx(&d);
+    if (pitch)
+        d.ls[0] = pitch;
     uint32_t seg;
     int64_t off;
     cg_access_at(e, a, st, nd, es, &seg, &off);
@@ -84,39 +85,17 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     memcpy(st, start, (size_t)r * sizeof *st);
     int64_t kext = k->inner.ext[0], kt = k->inner.chunk[0];
     if (kext == 0)
-        matmul(e, k, len[M], len[N], 0, false);
+        matmul(e, k, len[M], len[N], 0, 0, false);
     for (int64_t k0 = 0; k0 < kext; k0 += kt) {
         int64_t kl = kext - k0 < kt ? kext - k0 : kt;
         st[K] = k0;
         int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
         int da[2] = {M, K}, db[2] = {K, N};
-        load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2);
-        load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2);
-        matmul(e, k, len[M], len[N], kl, k0 > 0);
+        load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2, 0);
+        load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2, 0);
+        matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);
-}
-
-/* One VEC copy of a rows x cols block of dtype dt (column strides: 1 in dst, src_cs
- * in src). */
-static void vcopy(CgEmit *e, int dt, uint32_t dst, int64_t drs, uint32_t src, int64_t srs,
-                  int64_t scs, int64_t rows, int64_t cols)
-{
-    SpyInsn in;
-    memset(&in, 0, sizeof in);
-    SpyVec *v = &in.vec;
-    v->opcode = ISA_VEC;
-    v->fn = ISA_VF_COPY;
-    v->dtype = v->src_dtype = (uint8_t)dt;
-    v->nsrc = 1;
-    v->dst = dst;
-    v->dst_rs = (int32_t)drs;
-    v->src[0] = src;
-    v->src_rs[0] = (int32_t)srs;
-    v->src_cs[0] = (int32_t)scs;
-    v->rows = (uint32_t)rows;
-    v->cols = (uint32_t)cols;
-    cg_push(e, &in);
 }
 
 /* Patch rows of an item with on output rows. */
@@ -153,80 +132,42 @@ static void patch_fill(CgEmit *e, int dt, uint32_t patch, const IrGeom *geo, int
     cg_push(e, &in);
 }
 
-/* One MATMUL with explicit operands and strides (elements). */
-static void matmul_at(CgEmit *e, int dt, uint32_t a, uint32_t b, uint32_t c, int64_t m,
-                      int64_t n, int64_t kk, int64_t lda, int64_t ldb, int64_t ldc, bool acc)
+/* Patch form, one channel chunk of cl channels: one MATMUL whose B is the implicit-GEMM
+ * window of the patch [cl, rin, wp] (isa.md, ISA_F_BWIN): B[(a, i, j), (r, o)] =
+ * patch[a, r*s0 + i*d0, o*s1 + j*d1], so C [m, rows*O1] is the output tile itself. */
+static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m,
+                        int64_t on, int64_t cl, int64_t lda, bool acc)
 {
+    int64_t rin = patch_rows(geo, on), wp = patch_width(geo), kk = cl * geo->k2[0] * geo->k2[1];
     SpyInsn in;
     memset(&in, 0, sizeof in);
     SpyMatmul *mm = &in.mm;
     mm->opcode = ISA_MATMUL;
-    mm->dtype = (uint8_t)dt;
+    mm->dtype = (uint8_t)op_dtype(e, k);
     mm->out_dtype = ISA_DT_F32;
-    mm->flags = acc ? ISA_F_ACCUM : 0;
-    mm->a = a, mm->b = b, mm->c = c;
-    mm->m = (uint32_t)m, mm->n = (uint32_t)n, mm->k = (uint32_t)kk;
-    mm->lda = (uint32_t)lda, mm->ldb = (uint32_t)ldb, mm->ldc = (uint32_t)ldc;
+    mm->flags = (uint8_t)(ISA_F_BWIN | (acc ? ISA_F_ACCUM : 0));
+    mm->a = k->buf[0], mm->b = k->buf[3], mm->c = k->buf[2];
+    mm->m = (uint32_t)m, mm->n = (uint32_t)(on * geo->out2[1]), mm->k = (uint32_t)kk;
+    mm->lda = (uint32_t)lda, mm->ldc = mm->n;
+    mm->bw_kext[0] = (uint32_t)cl, mm->bw_ks[0] = (int32_t)(rin * wp);
+    mm->bw_kext[1] = (uint32_t)geo->k2[0], mm->bw_ks[1] = (int32_t)(geo->d2[0] * wp);
+    mm->bw_kext[2] = (uint32_t)geo->k2[1], mm->bw_ks[2] = (int32_t)geo->d2[1];
+    mm->bw_next[0] = (uint32_t)on, mm->bw_ns[0] = (int32_t)(geo->s2[0] * wp);
+    mm->bw_next[1] = (uint32_t)geo->out2[1], mm->bw_ns[1] = (int32_t)geo->s2[1];
     cg_push(e, &in);
 }
 
-/* Pixels of the padded-width grid of an item with on output rows: every patch
- * column of the first on - 1 rows, the O1 real ones of the last. */
-static int64_t grid_pixels(const IrGeom *geo, int64_t on)
-{
-    return (on - 1) * patch_width(geo) + geo->out2[1];
-}
-
-/* Whether a CONV item (output channel tile m, on output rows, channel chunk ct) takes
- * the grid form: stride 1, few output channels (im2col copies cost more than reading
- * C once per kernel row), and the grid fits the im2col buffer. */
-static bool grid_form(const IrKernel *k, const IrGeom *geo, int64_t m, int64_t on, int64_t ct)
-{
-    if (!geo->patch || geo->s2[0] != 1 || geo->s2[1] != 1 || m > 4 || m > geo->k2[1] ||
-        ct * geo->k2[0] > 64 || k->inner.ext[0] == 0)
-        return false;
-    return (uint64_t)(4 * m * grid_pixels(geo, on)) <= k->buf_bytes[1];
-}
-
-/* Grid form of one channel chunk [c0, c0+cl): a MATMUL per (channel, kernel row) from
- * the patch into the grid at buf[1] (accumulating after the conv's first one). */
-static void conv_grid(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m, int64_t on,
-                      int64_t c0, int64_t cl)
-{
-    int64_t k0 = geo->k2[0], k1 = geo->k2[1], rin = patch_rows(geo, on), wp = patch_width(geo);
-    int64_t n = grid_pixels(geo, on), kk = cl * k0 * k1, es = op_es(e, k);
-    for (int64_t a = 0; a < cl; a++)
-        for (int64_t i = 0; i < k0; i++) {
-            uint32_t wa = k->buf[0] + (uint32_t)(es * (a * k0 + i) * k1);
-            uint32_t xb = k->buf[3] + (uint32_t)(es * (a * rin + i * geo->d2[0]) * wp);
-            matmul_at(e, op_dtype(e, k), wa, xb, k->buf[1], m, n, k1, kk, geo->d2[1], n,
-                      c0 > 0 || a > 0 || i > 0);
-        }
-}
-
-/* Grid form: copy the real pixels of the grid rows into C [m, on*O1]. */
-static void grid_compact(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m, int64_t on)
-{
-    int64_t o1 = geo->out2[1], n = grid_pixels(geo, on);
-    for (int64_t r = 0; r < m; r++)
-        vcopy(e, ISA_DT_F32, k->buf[2] + (uint32_t)(4 * r * on * o1), o1, k->buf[1] + (uint32_t)(4 * r * n),
-              patch_width(geo), 1, on, o1);
-}
-
 /* Patch form (plan.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
- * input rows into the patch (filling the padding), then build the im2col matrix
- * B [cl*k0*k1, rows*O1] with one VEC copy per (channel or output row, tap), or (grid
- * form) multiply straight from the patch. */
+ * input rows into the patch (filling the padding), then multiply through its window. */
 static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
-                       const int64_t *len, int64_t c0, int64_t cl, bool grid)
+                       const int64_t *len, int64_t c0, int64_t cl, int64_t lda)
 {
     const IrView *xv = &e->s->val[geo->x].view;
     int64_t on = len[3], r0 = start[3] * geo->s2[0], p0 = geo->pad_lo[0];
-    int64_t k0 = geo->k2[0], k1 = geo->k2[1], o1 = geo->out2[1], pix = on * o1;
     int64_t rin = patch_rows(geo, on), wp = patch_width(geo);
     int64_t lo = r0 - p0 > 0 ? r0 - p0 : 0;
     int64_t hi = r0 + rin - p0 < geo->in_ext[0] ? r0 + rin - p0 : geo->in_ext[0];
-    uint32_t patch = k->buf[3], bm = k->buf[1], es = op_es(e, k);
+    uint32_t patch = k->buf[3], es = op_es(e, k);
     int dt = op_dtype(e, k);
     int64_t rlo = hi > lo ? lo + p0 - r0 : 0, rhi = hi > lo ? hi + p0 - r0 : 0;
     if (lo != r0 - p0 || hi != r0 + rin - p0 || wp != geo->in_ext[1])
@@ -247,28 +188,7 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
         uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * es);
         cg_dma(e, ISA_LOAD, seg, off + el * es, lx, es, &d);
     }
-    if (grid) {
-        conv_grid(e, k, geo, len[2], on, c0, cl);
-        return;
-    }
-    bool by_channel = cl <= on || o1 == 1;
-    for (int64_t a = 0; a < (by_channel ? cl : on); a++)
-        for (int64_t i = 0; i < k0; i++)
-            for (int64_t j = 0; j < k1; j++) {
-                int64_t sj = j * geo->d2[1];
-                if (by_channel) {
-                    uint32_t dst = bm + (uint32_t)((((a * k0 + i) * k1 + j) * pix) * es);
-                    uint32_t src = patch + (uint32_t)(((a * rin + i * geo->d2[0]) * wp + sj) * es);
-                    if (o1 == 1)
-                        vcopy(e, dt, dst, on, src, 0, geo->s2[0] * wp, 1, on);
-                    else
-                        vcopy(e, dt, dst, o1, src, geo->s2[0] * wp, geo->s2[1], on, o1);
-                } else {
-                    uint32_t dst = bm + (uint32_t)((((i * k1 + j) * pix) + a * o1) * es);
-                    uint32_t src = patch + (uint32_t)((((a * geo->s2[0] + i * geo->d2[0]) * wp) + sj) * es);
-                    vcopy(e, dt, dst, k0 * k1 * pix, src, rin * wp, geo->s2[1], cl, o1);
-                }
-            }
+    conv_window(e, k, geo, len[2], on, cl, lda, c0 > 0);
 }
 
 /* CONV work item; grid dims [N, G, Mg, O1..Os], inner [Cg]; access space adds
@@ -286,7 +206,6 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         pix *= len[3 + i];
     }
     int64_t cext = k->inner.ext[0], ct = k->inner.chunk[0];
-    bool grid = grid_form(k, &geo, len[2], len[3], ct);
     for (int64_t c0 = 0; c0 < cext; c0 += ct) {
         int64_t cl = cext - c0 < ct ? cext - c0 : ct;
         st[ic] = c0;
@@ -301,16 +220,15 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         }
         for (int i = 0; i < ns; i++)
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
-        load_tile(e, &k->acc[1], op_es(e, k), st, nd, k->buf[0], la, da, na);
-        if (geo.patch)
-            conv_patch(e, k, &geo, start, len, c0, cl, grid);
-        else
-            load_tile(e, &k->acc[0], op_es(e, k), st, nd, k->buf[1], lb, db, nb);
-        if (!grid)
-            matmul(e, k, len[2], pix, cl * taps, c0 > 0);
+        int64_t lda = plan_conv_lda(cl * taps, op_es(e, k));
+        load_tile(e, &k->acc[1], op_es(e, k), st, nd, k->buf[0], la, da, na, lda);
+        if (geo.patch) {
+            conv_patch(e, k, &geo, start, len, c0, cl, lda);
+        } else {
+            load_tile(e, &k->acc[0], op_es(e, k), st, nd, k->buf[1], lb, db, nb, 0);
+            matmul(e, k, len[2], pix, cl * taps, lda, c0 > 0);
+        }
     }
-    if (grid)
-        grid_compact(e, k, &geo, len[2], len[3]);
     cg_tp_run(e, &k->tp[1], start, len);
 }
 

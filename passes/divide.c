@@ -229,11 +229,13 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
         for (int j = 0; j < nr; j++) {
             int64_t mt = mc[i], p = rc[j] * pix;
             /* B traffic: the im2col matrix, or in patch form the input rows (the
-             * im2col copies then cost vector time, counted as output-like bytes) */
+             * window MATMUL then charges staging its window as vector time, counted
+             * as output-like bytes) */
             double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
             double bb = geo.patch ? sz.es * geo.cg * rows_in * wp : sz.es * kk * p;
             double patch = geo.patch ? sz.es * (kt / taps + 1) * rows_in * wp : 0;
-            if (sz.es * (mt * kt + kt * p) + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
+            double bbuf = geo.patch ? 0 : sz.es * kt * p;  /* patch form: B is a window */
+            if (sz.es * mt * kt + bbuf + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
                 (i + 1 < nm || j + 1 < nr))
                 continue;
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),

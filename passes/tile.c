@@ -192,8 +192,9 @@ static bool fit_matmul(Tctx *c)
     }
 }
 
-/* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW'],
- * and in patch form the input rows [cc, rows_in, padded width]. */
+/* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW'];
+ * in patch form the input rows [cc, rows_in, padded width] instead of B (the MATMUL
+ * reads B as a window of them). */
 static bool fit_conv(Tctx *c)
 {
     IrKernel *k = c->k;
@@ -225,7 +226,9 @@ static bool fit_conv(Tctx *c)
         bool err = false;
         uint64_t need = 0;
         uint64_t es = operand_es(c);
-        if (contract_try(c, &m, 3, es * (uint64_t)(mt * kk), es * (uint64_t)(kk * p),
+        uint64_t bbuf = geo->patch ? 0 : es * (uint64_t)(kk * p); /* patch: B a window */
+        uint64_t abuf = es * (uint64_t)(mt * plan_conv_lda(kk, (unsigned)es));
+        if (contract_try(c, &m, 3, abuf, bbuf,
                          4 * (uint64_t)(mt * p), es * (uint64_t)patch, &err, &need))
             return true;
         if (err)

@@ -6,7 +6,9 @@
  * kernels (rt_kern_mmt.h: AVX-512F, else AVX2 + FMA, chosen at run time) and the
  * portable loop here (fmaf: correctly rounded everywhere, a single instruction on
  * hosts with FMA) compute exactly that, so results are the same bit for bit on every
- * host, whatever the blocking or the host thread.
+ * host, whatever the blocking or the host thread. A B operand that is a window of LX
+ * (ISA_F_BWIN, an implicit-GEMM convolution) is read in place or packed by the vector
+ * kernels, and gathered into a dense B for the others: the same sums either way.
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -72,13 +74,71 @@ void rt_mm_portable(RtCore *c, const SpyMatmul *mm) {
     }
 }
 
-/* Runs a verified F32 MATMUL with the fastest kernel of this host. */
+/* Runs a verified F32 MATMUL with the fastest kernel of this host (not a window). */
 static void mm_f32(RtCore *c, const SpyMatmul *mm) {
 #if RT_HAVE_X86_KERNELS
     if (rt_mm_f32_512(c, mm) || rt_mm_f32_256(c, mm))
         return;
 #endif
     rt_mm_portable(c, mm);
+}
+
+/* Offset (elements, from b) of element (kk, p) of a window B (ISA_F_BWIN, isa.md). */
+static int64_t win_off(const SpyMatmul *mm, uint32_t kk, uint32_t p) {
+    uint32_t e1 = mm->bw_kext[1], e2 = mm->bw_kext[2], n1 = mm->bw_next[1];
+    return (int64_t)(kk / e2 / e1) * mm->bw_ks[0] + (int64_t)(kk / e2 % e1) * mm->bw_ks[1] +
+           (int64_t)(kk % e2) * mm->bw_ks[2] + (int64_t)(p / n1) * mm->bw_ns[0] +
+           (int64_t)(p % n1) * mm->bw_ns[1];
+}
+
+/* Copies one element of es bytes (1, 2 or 4). */
+static inline void win_elem(uint8_t *d, const uint8_t *s, size_t es) {
+    if (es == 4)
+        memcpy(d, s, 4);
+    else if (es == 2)
+        memcpy(d, s, 2);
+    else
+        *d = *s;
+}
+
+/* A MATMUL whose B is a window, any dtype: on a host buffer laid out as a scratchpad
+ * ([A m x k][B k x n][C m x n], dense) with the window gathered into B, C copied in
+ * (ACCUM) and out: the same products in the same order as the plain MATMUL. */
+static void mm_win_dense(RtCore *c, const SpyMatmul *mm) {
+    size_t m = mm->m, n = mm->n, k = mm->k;
+    size_t es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
+    size_t na = m * k * es, nb = k * n * es;
+    uint8_t *buf = malloc(na + nb + m * n * 4 + RT_LX_SLACK);
+    if (!buf)
+        abort();                         /* the emulator has no error path for host OOM */
+    for (size_t i = 0; i < m; i++)
+        memcpy(buf + i * k * es, c->lx + mm->a + i * mm->lda * es, k * es);
+    size_t n1 = mm->bw_next[1];
+    for (size_t kk = 0; kk < k; kk++)
+        for (size_t p = 0; p < n; p += n1) {     /* one row of output pixels */
+            uint8_t *d = buf + na + (kk * n + p) * es;
+            const uint8_t *src = c->lx + mm->b + win_off(mm, (uint32_t)kk, (uint32_t)p) * (int64_t)es;
+            if (mm->bw_ns[1] == 1)
+                memcpy(d, src, n1 * es);
+            else
+                for (size_t j = 0; j < n1; j++)
+                    win_elem(d + j * es, src + (int64_t)j * mm->bw_ns[1] * (int64_t)es, es);
+        }
+    uint8_t *C = buf + na + nb, *rc = c->lx + mm->c;
+    if (mm->flags & ISA_F_ACCUM)
+        for (size_t i = 0; i < m; i++)
+            memcpy(C + i * n * 4, rc + i * mm->ldc * 4, n * 4);
+    SpyMatmul w = {.opcode = ISA_MATMUL, .dtype = mm->dtype, .out_dtype = mm->out_dtype,
+                   .flags = (uint8_t)(mm->flags & ISA_F_ACCUM), .a = 0, .b = (uint32_t)na,
+                   .c = (uint32_t)(na + nb), .m = mm->m, .n = mm->n, .k = mm->k,
+                   .lda = mm->k, .ldb = mm->n, .ldc = mm->n};
+    RtCore t = *c;
+    t.lx = buf;
+    t.wide = 0;                          /* c's widening area is not after buf */
+    rt_matmul(&t, &w);
+    for (size_t i = 0; i < m; i++)
+        memcpy(rc + i * mm->ldc * 4, C + i * n * 4, n * 4);
+    free(buf);
 }
 
 /* The DLF16 operands of mm widened exactly into dense F32 A (m x k) and B (k x n). */
@@ -134,11 +194,19 @@ static void mm_dlf16(RtCore *c, const SpyMatmul *mm) {
     }
     mm_dlf16_buffer(c, mm);
 }
+
 /* Executes a verified MATMUL. */
 void rt_matmul(RtCore *c, const SpyMatmul *mm) {
     if (mm->m == 0 || mm->n == 0)
         return;
-    if (mm->dtype == ISA_DT_DLF16)
+    if (mm->flags & ISA_F_BWIN) {
+#if RT_HAVE_X86_KERNELS
+        if (mm->dtype == ISA_DT_F32 && mm->k > 0 &&
+            (rt_mm_f32_512(c, mm) || rt_mm_f32_256(c, mm)))
+            return;
+#endif
+        mm_win_dense(c, mm);
+    } else if (mm->dtype == ISA_DT_DLF16)
         mm_dlf16(c, mm);
     else if (mm->dtype == ISA_DT_F32)
         mm_f32(c, mm);

@@ -6,6 +6,7 @@
 
 #if RT_HAVE_X86_KERNELS /* else an empty file */
 #include <immintrin.h>
+#include <string.h>
 
 #define MMT_TARGET __attribute__((target("avx2,fma")))
 #define MMT_VL 8
@@ -20,6 +21,9 @@
 #define MMT_SET1(f) _mm256_set1_ps(f)
 #define MMT_ZERO() _mm256_setzero_ps()
 #define MMT_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define MMT_VI __m256i
+#define MMT_IDX(s) _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(s))
+#define MMT_GATHERM(m, p, i) _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (p), (i), _mm256_castsi256_ps(m), 4)
 #define MMT_NAME(x) mm256_##x
 
 /* Mask of the first n lanes (n clamped to 0..8): lane i all ones when i < n. */
@@ -28,6 +32,16 @@ MMT_TARGET static inline __m256i lanes8(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* Lanes i < n (n clamped to 0..8) of p[2*i], reading no element past p[2*n - 2]. */
+MMT_TARGET static inline __m256 load_s2_8(int64_t n, const float *p) {
+    __m256 lo = _mm256_maskload_ps(p, lanes8(2 * n - 1));
+    __m256 hi = _mm256_maskload_ps(p + 8, lanes8(2 * n - 9));
+    __m256 s = _mm256_shuffle_ps(lo, hi, 0x88);  /* lo0 lo2 hi0 hi2 lo4 lo6 hi4 hi6 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xD8));
+}
+
+#define MMT_LOADS2(n, p) load_s2_8((n), (p))
+#define MMT_MCOUNT(m) __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)))
 #define MMT_FEATURE RT_HOST_AVX2_FMA
 #define MMT_EXPORT rt_mm_f32_256
 

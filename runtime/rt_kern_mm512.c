@@ -6,6 +6,7 @@
 
 #if RT_HAVE_X86_KERNELS /* else an empty file */
 #include <immintrin.h>
+#include <string.h>
 
 #define MMT_TARGET __attribute__((target("avx512f,fma")))
 #define MMT_VL 16
@@ -20,6 +21,9 @@
 #define MMT_SET1(f) _mm512_set1_ps(f)
 #define MMT_ZERO() _mm512_setzero_ps()
 #define MMT_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define MMT_VI __m512i
+#define MMT_IDX(s) _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(s))
+#define MMT_GATHERM(m, p, i) _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (m), (i), (p), 4)
 #define MMT_NAME(x) mm512_##x
 
 /* Mask of the first n lanes (n clamped to 0..16). */
@@ -27,6 +31,16 @@ static inline __mmask16 lanes16(int64_t n) {
     return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
 }
 
+/* Lanes i < n (n clamped to 0..16) of p[2*i], reading no element past p[2*n - 2]. */
+MMT_TARGET static inline __m512 load_s2_16(int64_t n, const float *p) {
+    __m512 lo = _mm512_maskz_loadu_ps(lanes16(2 * n - 1), p);
+    __m512 hi = _mm512_maskz_loadu_ps(lanes16(2 * n - 17), p + 16);
+    return _mm512_permutex2var_ps(
+        lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
+}
+
+#define MMT_LOADS2(n, p) load_s2_16((n), (p))
+#define MMT_MCOUNT(m) __builtin_popcount(m)
 #define MMT_FEATURE RT_HOST_AVX512
 #define MMT_EXPORT rt_mm_f32_512
 

@@ -9,6 +9,9 @@
  *   MMT_LOADM(m, p), MMT_STOREM(p, m, v)   masked unaligned load (zeroing) / store
  *   MMT_LOAD(p), MMT_STORE(p, v)           aligned load / store
  *   MMT_SET1(f), MMT_ZERO(), MMT_FMA(a, b, c) = a * b + c with one rounding
+ *   MMT_VI         an index vector; MMT_IDX(s) lane i = i * s; MMT_GATHERM(m, p, vi)
+ *                  masked gather (zeroing) of p[vi[i]]; MMT_LOADS2(n, p) lanes i < n
+ *                  of p[2*i]; MMT_MCOUNT(m) the number of lanes of mask m
  *   MMT_NAME(x)    the name of this instance's function x
  *   MMT_FEATURE    the RT_HOST_* bits the host needs; MMT_EXPORT the exported entry
  *
@@ -23,6 +26,14 @@
  * masked loads: packing costs more than it saves when few row blocks reuse a panel
  * (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
  * decode step are the extreme case).
+ *
+ * A window B (ISA_F_BWIN: a convolution's implicit-GEMM operand read from its input
+ * patch) is never copied out whole: with few rows of C it is read in place, a row of
+ * output pixels at a time through the offsets of its k rows (win_inplace), or, when
+ * those rows are short, along the padded-width grid into a grid-shaped C (win_grid);
+ * other products with fewer than MMT_PACK_M rows gather it a k-chunk at a time into a
+ * dense B read in place (win_dense); the rest pack its panels straight from the window
+ * (pack_win). Column strides 1 and 2 use plain loads, others gathers.
  *
  * isa.md semantics: every C element accumulates its products in increasing k from 0
  * (or from the old C with ACCUM), each step one fused multiply-add. Between k blocks
@@ -43,7 +54,17 @@ typedef struct {
     size_t lda, ldb, ldc;    /* row strides in elements */
     uint32_t m, n, k;
     bool zero;               /* start from 0 instead of the old C */
+    bool win;                /* B is a window (ISA_F_BWIN, isa.md) based at b */
+    uint32_t ke1, ke2, ne1;  /* its inner extents: k over (.., ke1, ke2), n over (.., ne1) */
+    int64_t ks0, ks1, ks2, ns0, ns1; /* its strides (elements) */
+    const int32_t *koff;     /* in-place window rows: offset of each B row from b */
+    MMT_VI gidx;             /* MMT_KOFFG: lane offsets, lane * ns1 */
 } MMT_NAME(Args);
+
+/* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, in place
+ * through the row offsets x->koff (a window), those rows with column stride 2, or
+ * gathered with column stride ns1 (x->gidx). */
+enum { MMT_INPLACE, MMT_PACKED, MMT_KOFF, MMT_KOFF2, MMT_KOFFG };
 
 /* Packs B[k0..k0+kc, j0..j0+nc) into bp (kc rows of NR floats, columns past nc 0). */
 MMT_INLINE void MMT_NAME(pack_b)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
@@ -56,12 +77,62 @@ MMT_INLINE void MMT_NAME(pack_b)(const MMT_NAME(Args) *x, float *bp, uint32_t k0
     }
 }
 
+/* Copies len elements of a window row, stride st apart from src, to dst (masked
+ * vector loads for st 1 and 2, else masked gathers of the stride idx). */
+MMT_INLINE void MMT_NAME(win_seg)(float *dst, const float *src, size_t len, int64_t st,
+                                   MMT_VI idx) {
+    for (size_t o = 0; o < len; o += MMT_VL) {
+        MMT_M mk = MMT_LANES((int64_t)(len - o));
+        MMT_V v = st == 1   ? MMT_LOADM(mk, src + o)
+                  : st == 2 ? MMT_LOADS2((int64_t)(len - o), src + 2 * o)
+                            : MMT_GATHERM(mk, src + o * st, idx);
+        MMT_STOREM(dst + o, mk, v);
+    }
+}
+
+/* Packs B[k0..k0+kc, j0..j0+nc) of a window (x->win) into bp like pack_b: the panel's
+ * columns are cut into runs within one j_0 (a row of output pixels), each copied per
+ * k row from the row's offset; the k row's (i_0, i_1, i_2) advance like an odometer. */
+MMT_INLINE void MMT_NAME(pack_win)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
+                                    uint32_t kc, size_t j0, size_t nc) {
+    size_t sq[MMT_NR], sl[MMT_NR];
+    int64_t so[MMT_NR];
+    int nseg = 0;
+    for (size_t q = 0; q < nc; nseg++) {
+        size_t p = j0 + q, col = p % x->ne1, len = x->ne1 - col;
+        sq[nseg] = q;
+        sl[nseg] = len < nc - q ? len : nc - q;
+        so[nseg] = (int64_t)(p / x->ne1) * x->ns0 + (int64_t)col * x->ns1;
+        q += sl[nseg];
+    }
+    MMT_VI idx = MMT_IDX((int32_t)x->ns1);
+    uint32_t i2 = k0 % x->ke2, i1 = k0 / x->ke2 % x->ke1, i0 = k0 / x->ke2 / x->ke1;
+    for (uint32_t k = 0; k < kc; k++, bp += MMT_NR) {
+        if (nc < MMT_NR) {
+            MMT_STORE(bp, MMT_ZERO());
+            MMT_STORE(bp + MMT_VL, MMT_ZERO());
+        }
+        const float *row = x->b + i0 * x->ks0 + i1 * x->ks1 + i2 * x->ks2;
+        for (int s = 0; s < nseg; s++)
+            MMT_NAME(win_seg)(bp + sq[s], row + so[s], sl[s], x->ns1, idx);
+        if (++i2 == x->ke2) {
+            i2 = 0;
+            if (++i1 == x->ke1)
+                i1 = 0, i0++;
+        }
+    }
+}
+
 /* C[i0..i0+R, j0..j0+NR) over k rows [k0, k0+kc) of A and kc rows of B at b, ldb
  * apart (a packed panel: ldb = NR, m0 / m1 only for C; in place: ldb of B, and the
  * masks also keep B's loads inside its columns). zero starts from 0 instead of C. */
 MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t ldb,
                                  size_t i0, size_t j0, uint32_t k0, uint32_t kc, bool zero,
-                                 MMT_M m0, MMT_M m1, bool packed, const int R) {
+                                 MMT_M m0, MMT_M m1, const int mode, const int R) {
+    const bool packed = mode == MMT_PACKED;
+    const int32_t *koff = mode >= MMT_KOFF ? x->koff + k0 : NULL;
+    const int64_t n0 = mode == MMT_KOFF2 ? MMT_MCOUNT(m0) : 0;
+    const int64_t n1 = mode == MMT_KOFF2 ? MMT_MCOUNT(m1) : 0;
     MMT_V acc[MMT_MR][2];
     float *c = x->c + i0 * x->ldc + j0;
 #pragma GCC unroll 16
@@ -72,8 +143,18 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
     const rt_f32 *a = x->a + i0 * x->lda + k0;
     size_t lda = x->lda;
     for (uint32_t k = 0; k < kc; k++, b += ldb) {
-        MMT_V b0 = packed ? MMT_LOAD(b) : MMT_LOADM(m0, b);
-        MMT_V b1 = packed ? MMT_LOAD(b + MMT_VL) : MMT_LOADM(m1, b + MMT_VL);
+        const float *bk = mode >= MMT_KOFF ? b + koff[k] : b;
+        MMT_V b0, b1;
+        if (mode == MMT_KOFF2) {
+            b0 = MMT_LOADS2(n0, bk);
+            b1 = MMT_LOADS2(n1, bk + 2 * MMT_VL);
+        } else if (mode == MMT_KOFFG) {
+            b0 = MMT_GATHERM(m0, bk, x->gidx);
+            b1 = MMT_GATHERM(m1, bk + MMT_VL * x->ns1, x->gidx);
+        } else {
+            b0 = packed ? MMT_LOAD(bk) : MMT_LOADM(m0, bk);
+            b1 = packed ? MMT_LOAD(bk + MMT_VL) : MMT_LOADM(m1, bk + MMT_VL);
+        }
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             MMT_V av = MMT_SET1(a[r * lda + k]);
@@ -93,11 +174,17 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
     MMT_TARGET static void MMT_NAME(micro_##R)(const MMT_NAME(Args) *x, const float *b,   \
                                                size_t ldb, size_t i0, size_t j0,         \
                                                uint32_t k0, uint32_t kc, bool zero,      \
-                                               MMT_M m0, MMT_M m1, bool packed) {        \
-        if (packed)                                                                      \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, true, R);           \
+                                               MMT_M m0, MMT_M m1, int mode) {           \
+        if (mode == MMT_PACKED)                                                          \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_PACKED, R);     \
+        else if (mode == MMT_KOFF)                                                       \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF, R);       \
+        else if (mode == MMT_KOFF2)                                                      \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF2, R);      \
+        else if (mode == MMT_KOFFG)                                                      \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFFG, R);      \
         else                                                                             \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, false, R);          \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_INPLACE, R);    \
     }
 
 MMT_MICRO(1)
@@ -118,7 +205,7 @@ MMT_MICRO(12)
 #endif
 
 typedef void (*MMT_NAME(MicroFn))(const MMT_NAME(Args) *, const float *, size_t, size_t,
-                                  size_t, uint32_t, uint32_t, bool, MMT_M, MMT_M, bool);
+                                  size_t, uint32_t, uint32_t, bool, MMT_M, MMT_M, int);
 static const MMT_NAME(MicroFn) MMT_NAME(micros)[MMT_MR + 1] = {
     NULL, MMT_NAME(micro_1), MMT_NAME(micro_2), MMT_NAME(micro_3), MMT_NAME(micro_4),
     MMT_NAME(micro_5), MMT_NAME(micro_6),
@@ -135,34 +222,174 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
                                               size_t nc) {
     size_t np = (nc + MMT_NR - 1) / MMT_NR;
     bool zero = x->zero && k0 == 0;
-    for (size_t p = 0; p < np; p++)
-        MMT_NAME(pack_b)(x, pack + p * kc * MMT_NR, k0, kc, j0 + p * MMT_NR,
-                         (int64_t)nc - (int64_t)(p * MMT_NR));
+    for (size_t p = 0; p < np; p++) {
+        int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
+        if (x->win)
+            MMT_NAME(pack_win)(x, pack + p * kc * MMT_NR, k0, kc, j0 + p * MMT_NR,
+                               left < MMT_NR ? (size_t)left : MMT_NR);
+        else
+            MMT_NAME(pack_b)(x, pack + p * kc * MMT_NR, k0, kc, j0 + p * MMT_NR, left);
+    }
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         MMT_NAME(MicroFn) f = MMT_NAME(micros)[x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR];
         for (size_t p = 0; p < np; p++) {
             int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
             f(x, pack + p * kc * MMT_NR, MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero,
-              MMT_LANES(left), MMT_LANES(left - MMT_VL), true);
+              MMT_LANES(left), MMT_LANES(left - MMT_VL), MMT_PACKED);
         }
     }
 }
 
-/* Runs a verified F32 MATMUL mm on core c with this instance's instruction set. */
-MMT_TARGET static void MMT_NAME(run)(RtCore *c, const SpyMatmul *mm) {
+/* The offset of every B row of window x from its base, in the packing buffer. */
+MMT_INLINE int32_t *MMT_NAME(win_koff)(RtCore *c, const MMT_NAME(Args) *x) {
+    int32_t *koff = (int32_t *)c->pack;
+    for (uint32_t k = 0; k < x->k; k++) {
+        uint32_t i2 = k % x->ke2, i1 = k / x->ke2 % x->ke1, i0 = k / x->ke2 / x->ke1;
+        koff[k] = (int32_t)(i0 * x->ks0 + i1 * x->ks1 + i2 * x->ks2);
+    }
+    return koff;
+}
+
+/* A window's MATMUL with fewer than MMT_PACK_M rows of C whose pixel rows are short:
+ * pixel (j_0, j_1) is at column g = j_0*W + j_1 of a grid of W = ns0 / ns1 columns a
+ * row (the patch's padded width), at b + g*ns1. The micro-kernel runs in place along
+ * the whole grid (loads; gathers for ns1 > 2) into a grid-shaped C in the packing
+ * buffer, the old C copied in first for ACCUM, and the real columns are copied out:
+ * the same fma chain per element. Taken for few rows of C (a depthwise convolution:
+ * one per group) or when at least 3/4 of the grid's columns are real. False: not this
+ * way. */
+MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
+    if (x->m >= MMT_PACK_M || x->ns1 <= 0 || x->ns0 % x->ns1)
+        return false;
+    size_t w = (size_t)(x->ns0 / x->ns1), ne1 = x->ne1, ne0 = x->n / ne1;
+    size_t g = (ne0 - 1) * w + ne1, kb = ((size_t)x->k * 4 + 63) & ~(size_t)63;
+    if (w < ne1 || kb + (uint64_t)x->m * g * 4 > RT_PACK_BYTES ||
+        (x->m > MMT_MR && 4 * ne1 < 3 * w))    /* more rows: win_dense wastes less */
+        return false;
+    MMT_NAME(Args) y = *x;
+    y.koff = MMT_NAME(win_koff)(c, x);
+    y.c = (float *)((uint8_t *)c->pack + kb);
+    y.ldc = g;
+    y.gidx = MMT_IDX((int32_t)x->ns1);
+    if (!x->zero)
+        for (uint32_t i = 0; i < x->m; i++)
+            for (size_t r = 0; r < ne0; r++)
+                memcpy(y.c + i * g + r * w, x->c + i * x->ldc + r * ne1, ne1 * 4);
+    int mode = x->ns1 == 1 ? MMT_KOFF : x->ns1 == 2 ? MMT_KOFF2 : MMT_KOFFG;
+    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
+        uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+        for (size_t j = 0; j < g; j += MMT_NR) {
+            int64_t left = (int64_t)(g - j);
+            MMT_NAME(micros)[rows](&y, x->b + (int64_t)j * x->ns1, 0, i0, j, 0, x->k,
+                                   x->zero, MMT_LANES(left), MMT_LANES(left - MMT_VL), mode);
+        }
+    }
+    for (uint32_t i = 0; i < x->m; i++)
+        for (size_t r = 0; r < ne0; r++)
+            memcpy(x->c + i * x->ldc + r * ne1, y.c + i * g + r * w, ne1 * 4);
+    return true;
+}
+
+/* A window's MATMUL in place, rows of output pixels (j_0) at a time: when its pixel
+ * rows have column stride 1 (or 2, for at most MMT_MR rows of C: more would repeat
+ * the strided loads that win_dense makes once) and fill the micro-kernel's columns well enough (or
+ * are contiguous with each other; or, for at most MMT_MR rows of C, better than
+ * win_grid would), few rows of C do not pay for packing. B's rows are read through their offsets (x->koff, in the packing
+ * buffer). False: not this way. */
+MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
+    size_t ne1 = x->ne1, ne0 = ne1 ? x->n / ne1 : 0;
+    if (ne1 && x->ns0 == (int64_t)ne1 * x->ns1)      /* rows end to end: one long row */
+        ne1 = x->n, ne0 = 1;
+    size_t used = (ne1 + MMT_NR - 1) / MMT_NR * MMT_NR;   /* columns computed a row */
+    bool grid = x->ns1 > 0 && x->ns0 % x->ns1 == 0 &&
+                (size_t)(x->ns0 / x->ns1) < used &&         /* win_grid computes fewer */
+                (x->m <= MMT_MR || (size_t)(4 * ne1) >= (size_t)(3 * x->ns0 / x->ns1));
+    bool few = x->m <= MMT_MR;                    /* win_dense's copy would not pay */
+    if ((x->ns1 != 1 && (x->ns1 != 2 || !few)) || x->m >= MMT_PACK_M ||
+        (uint64_t)x->k * 4 > RT_PACK_BYTES || (4 * ne1 < 3 * used && (!few || grid)))
+        return false;
+    x->koff = MMT_NAME(win_koff)(c, x);
+    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
+        uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+        for (size_t r = 0; r < ne0; r++)
+            for (size_t j = 0; j < ne1; j += MMT_NR) {
+                int64_t left = (int64_t)(ne1 - j);
+                MMT_NAME(micros)[rows](x, x->b + (int64_t)r * x->ns0 + (int64_t)j * x->ns1, 0, i0,
+                                       r * ne1 + j, 0, x->k, x->zero, MMT_LANES(left),
+                                       MMT_LANES(left - MMT_VL),
+                                       x->ns1 == 1 ? MMT_KOFF : MMT_KOFF2);
+            }
+    }
+    return true;
+}
+
+/* A window's MATMUL with fewer than MMT_PACK_M rows of C (read in place like a plain
+ * one's B): the window's rows are gathered, as many as the packing buffer holds at a
+ * time, into a dense k-chunk of B there, and every row block of C runs over the chunk
+ * in place (C carries the running sums between chunks, which is exact). False: the
+ * buffer holds fewer than 8 rows of B. */
+MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
+    size_t n = x->n, ne1 = x->ne1, ne0 = n / ne1, kb = RT_PACK_BYTES / 4 / n;
+    if (x->m >= MMT_PACK_M || kb < 8)
+        return false;
+    MMT_NAME(Args) y = *x;
+    y.b = c->pack;
+    y.ldb = n;
+    MMT_VI idx = MMT_IDX((int32_t)x->ns1);
+    uint32_t i2 = 0, i1 = 0, i0 = 0;
+    for (uint32_t k0 = 0; k0 < x->k; k0 += (uint32_t)kb) {
+        uint32_t kc = x->k - k0 < kb ? x->k - k0 : (uint32_t)kb;
+        for (uint32_t k = 0; k < kc; k++) {
+            const float *row = x->b + i0 * x->ks0 + i1 * x->ks1 + i2 * x->ks2;
+            for (size_t r = 0; r < ne0; r++)
+                MMT_NAME(win_seg)(c->pack + k * n + r * ne1, row + (int64_t)r * x->ns0, ne1,
+                                  x->ns1, idx);
+            if (++i2 == x->ke2) {
+                i2 = 0;
+                if (++i1 == x->ke1)
+                    i1 = 0, i0++;
+            }
+        }
+        y.a = x->a + k0;
+        for (uint32_t r0 = 0; r0 < x->m; r0 += MMT_MR) {
+            uint32_t rows = x->m - r0 < MMT_MR ? x->m - r0 : MMT_MR;
+            for (size_t j = 0; j < n; j += MMT_NR) {
+                int64_t left = (int64_t)(n - j);
+                MMT_NAME(micros)[rows](&y, y.b + j, n, r0, j, 0, kc, x->zero && k0 == 0,
+                                       MMT_LANES(left), MMT_LANES(left - MMT_VL),
+                                       MMT_INPLACE);
+            }
+        }
+    }
+    return true;
+}
+
+/* Runs a verified F32 MATMUL mm on core c with this instance's instruction set; false
+ * (nothing done) for a window this kernel does not take (no packing buffer, a column
+ * stride too large for gather indices). */
+MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm) {
+    bool win = mm->flags & ISA_F_BWIN;
     MMT_NAME(Args) x = {(const rt_f32 *)(c->lx + mm->a), (const float *)(c->lx + mm->b),
                         (float *)(c->lx + mm->c), mm->lda, mm->ldb, mm->ldc, mm->m, mm->n,
-                        mm->k, !(mm->flags & ISA_F_ACCUM)};
-    if (mm->m < MMT_PACK_M || !c->pack) { /* in place, all k at once */
+                        mm->k, !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1],
+                        mm->bw_kext[2], mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1],
+                        mm->bw_ks[2], mm->bw_ns[0], mm->bw_ns[1], NULL, MMT_IDX(1)};
+    if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
+        return false;
+    if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_inplace)(c, &x) ||
+                MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
+        return true;
+    if (!win && (mm->m < MMT_PACK_M || !c->pack)) { /* in place, all k at once */
         for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
             uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
             for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
                 int64_t left = (int64_t)x.n - (int64_t)j0;
                 MMT_NAME(micros)[rows](&x, x.b + j0, x.ldb, i0, j0, 0, x.k, x.zero,
-                                       MMT_LANES(left), MMT_LANES(left - MMT_VL), false);
+                                       MMT_LANES(left), MMT_LANES(left - MMT_VL),
+                                       MMT_INPLACE);
             }
         }
-        return;
+        return true;
     }
     for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += MMT_KC) {
         uint32_t kc = x.k - k0 < MMT_KC ? x.k - k0 : MMT_KC;
@@ -172,13 +399,11 @@ MMT_TARGET static void MMT_NAME(run)(RtCore *c, const SpyMatmul *mm) {
         if (x.k == 0)
             break;
     }
+    return true;
 }
 
 /* Runs a verified F32 MATMUL with this instance's instruction set; false (nothing
  * done) on a host without it. */
 bool MMT_EXPORT(RtCore *c, const SpyMatmul *mm) {
-    if (!rt_host_has(MMT_FEATURE))
-        return false;
-    MMT_NAME(run)(c, mm);
-    return true;
+    return rt_host_has(MMT_FEATURE) && MMT_NAME(run)(c, mm);
 }

@@ -77,6 +77,9 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, double *cyc, uint64
         double macs = (double)mm->m * mm->n * mm->k;
         double passes = (double)((mm->m + 7u) / 8u);
         *cyc = macs > 0 ? fmax(macs / rate, passes) : 0;
+        if ((mm->flags & ISA_F_BWIN) && macs > 0) /* staging the window's k x n elements */
+            *cyc += vec_cycles(t, (uint64_t)mm->k * mm->n * (mm->dtype == ISA_DT_F32 ? 4u
+                                   : mm->dtype == ISA_DT_DLF16 ? 2u : 1u), false);
         break;
     }
     case ISA_VEC: {

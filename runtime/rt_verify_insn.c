@@ -191,6 +191,30 @@ static bool overlaps(i128 a, i128 na, i128 b, i128 nb) {
     return na > 0 && nb > 0 && a < b + nb && b < a + na;
 }
 
+/* The B window of a MATMUL with ISA_F_BWIN (isa.md): extents that multiply to k and n,
+ * ldb 0, and its byte range [*lo, *hi) relative to b inside LX (*hi = *lo: empty). */
+static bool v_bwin(Vctx *v, const SpyMatmul *mm, unsigned ea, i128 *lo, i128 *hi) {
+    uint64_t d[5] = {mm->bw_kext[0], mm->bw_kext[1], mm->bw_kext[2], mm->bw_next[0],
+                     mm->bw_next[1]};
+    int64_t st[5] = {mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0], mm->bw_ns[1]};
+    if (mm->ldb != 0)
+        return fail(v, "MATMUL B window: ldb %u is not 0", mm->ldb);
+    if ((i128)d[0] * d[1] * d[2] != mm->k || (i128)d[3] * d[4] != mm->n)
+        return fail(v, "MATMUL B window: extents %llux%llux%llu, %llux%llu do not give k %u, "
+                    "n %u", (unsigned long long)d[0], (unsigned long long)d[1],
+                    (unsigned long long)d[2], (unsigned long long)d[3],
+                    (unsigned long long)d[4], mm->k, mm->n);
+    *lo = *hi = 0;
+    if (!mm->m || !span(5, d, st, ea, lo, hi))
+        return true;
+    i128 budget = v->m->target.lx_budget_bytes;
+    if ((i128)mm->b + *lo < 0 || (i128)mm->b + *hi > budget)
+        return fail(v, "MATMUL B window LX range [%lld, %lld) outside the scratchpad budget "
+                    "[0, %u)", (long long)((i128)mm->b + *lo), (long long)((i128)mm->b + *hi),
+                    v->m->target.lx_budget_bytes);
+    return true;
+}
+
 /* MATMUL. */
 static bool v_matmul(Vctx *v, const SpyMatmul *mm) {
     unsigned ea, ec;
@@ -203,20 +227,25 @@ static bool v_matmul(Vctx *v, const SpyMatmul *mm) {
     else
         return fail(v, "MATMUL dtype %s -> %s not supported (f32->f32, dlf16->f32, i8->i32)",
                     rt_dtype_name(mm->dtype), rt_dtype_name(mm->out_dtype));
-    if (mm->flags & ~ISA_F_ACCUM)
+    if (mm->flags & ~(ISA_F_ACCUM | ISA_F_BWIN))
         return fail(v, "MATMUL unknown flags 0x%x", mm->flags);
     uint64_t d3[3] = {mm->m, mm->n, mm->k};
     if (elems(3, d3) > RT_MAX_INSN_ELEMS)
         return fail(v, "MATMUL m*n*k above 2^32");
+    bool win = mm->flags & ISA_F_BWIN;
+    if (win && !(v->m->hdr->features & SPY_FEAT_BWIN))
+        return fail(v, "MATMUL with a window B in a bundle without the BWIN feature bit");
+    i128 blo = 0, bhi = ((i128)(mm->k - 1) * mm->ldb + mm->n) * ea;
+    if (win && !v_bwin(v, mm, ea, &blo, &bhi))
+        return false;
     if (!lx2(v, "MATMUL A", mm->a, mm->m, mm->lda, mm->k, 1, ea) ||
-        !lx2(v, "MATMUL B", mm->b, mm->k, mm->ldb, mm->n, 1, ea) ||
+        (!win && !lx2(v, "MATMUL B", mm->b, mm->k, mm->ldb, mm->n, 1, ea)) ||
         !lx2(v, "MATMUL C", mm->c, mm->m, mm->ldc, mm->n, 1, ec))
         return false;
     if (mm->m && mm->n && mm->k) {
         i128 ca = mm->c, cn = ((i128)(mm->m - 1) * mm->ldc + mm->n) * ec;
         i128 an = ((i128)(mm->m - 1) * mm->lda + mm->k) * ea;
-        i128 bn = ((i128)(mm->k - 1) * mm->ldb + mm->n) * ea;
-        if (overlaps(ca, cn, mm->a, an) || overlaps(ca, cn, mm->b, bn))
+        if (overlaps(ca, cn, mm->a, an) || overlaps(ca, cn, (i128)mm->b + blo, bhi - blo))
             return fail(v, "MATMUL C overlaps an operand");
     }
     return true;

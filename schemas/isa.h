@@ -71,7 +71,8 @@ typedef enum {
 typedef enum { ISA_RF_SUM = 0, ISA_RF_PROD, ISA_RF_MAX, ISA_RF_MIN, ISA_RF_ARGMAX,
                ISA_RF_ARGMIN, ISA_RF_COUNT } SpyRedFn;
 
-/* flags */
+/* flags: each bit's meaning is per instruction (the verifier allows per opcode only its
+ * own bits), so one value can name different flags of different instructions. */
 #define ISA_F_ACCUM 0x01     /* MATMUL/VREDUCE: combine with existing dst */
 #define ISA_F_IMM 0x02       /* VEC: operand src[1] is the immediate `imm` */
 #define ISA_F_IMM_A 0x04     /* VEC: operand src[0] is the immediate (e.g. imm - x) */
@@ -81,6 +82,7 @@ typedef enum { ISA_RF_SUM = 0, ISA_RF_PROD, ISA_RF_MAX, ISA_RF_MIN, ISA_RF_ARGMA
 #define ISA_F_NOSAT 0x40     /* VEC CAST to float8: overflow gives NaN/inf, not +-max */
 #define ISA_F_F32 0x80       /* LOAD/STORE, esize 2: DRAM holds float32, LX DLFloat16 (LOAD
                                 rounds, STORE widens; isa.md "LOAD / STORE") */
+#define ISA_F_BWIN 0x80      /* MATMUL: B is a window of LX (SpyMatmul.bw_*), ldb 0 */
 
 typedef struct {             /* ISA_LOAD / ISA_STORE */
     uint8_t opcode, esize, ndim, flags;
@@ -127,7 +129,15 @@ typedef struct {             /* ISA_MATMUL */
     uint32_t a, b, c;        /* LX byte offsets */
     uint32_t m, n, k;
     uint32_t lda, ldb, ldc;  /* row strides in elements */
-    uint8_t pad[88];
+    /* ISA_F_BWIN (else all 0): B[kk, p] is the element at b + sum_d i_d*bw_ks[d] +
+     * j_0*bw_ns[0] + j_1*bw_ns[1] (elements), kk = (i_0, i_1, i_2) over bw_kext (row
+     * major, product k), p = (j_0, j_1) over bw_next (product n): an implicit-GEMM
+     * window of a convolution's input patch (isa.md). */
+    uint32_t bw_kext[3];
+    int32_t bw_ks[3];
+    uint32_t bw_next[2];
+    int32_t bw_ns[2];
+    uint8_t pad[48];
 } SpyMatmul;
 
 typedef struct {             /* ISA_VEC: dst[r,c] = fn(src0[r,c], src1[r,c], src2[r,c]) */

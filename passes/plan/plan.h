@@ -220,8 +220,8 @@ typedef struct {
     int64_t wstride[IR_MAX_RANK], wdil[IR_MAX_RANK]; /* CONV/WINDOW strides, dilations */
     int64_t groups, mg, cg;      /* CONV: groups, output and input channels per group */
     /* CONV with 1 or 2 spatial dims and taps or padding: the input rows of a work item
-     * are loaded once into an LX patch (padding filled in) and the im2col matrix is
-     * built from it with VEC copies. Canonical 2-d form: dim 0 = the chunked output
+     * are loaded once into an LX patch (padding filled in) and the MATMUL reads its B
+     * as a window of it (isa.md ISA_F_BWIN: implicit GEMM, no im2col copy). Canonical 2-d form: dim 0 = the chunked output
      * rows (1-d: the only spatial dim), dim 1 = the whole row (1-d: extent 1). */
     bool patch;
     ValId x;                     /* CONV: the input read (a fused PAD's input) */
@@ -282,6 +282,11 @@ void plan_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
 /* Extents of the space kernel k's DRAM accesses (IrAccess) iterate: the grid, then
  * the inner loop, then a convolution's taps. Returns the number of dims. */
 int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext);
+/* LX row pitch (elements of es bytes) of a convolution's weight tile with kk elements
+ * a row: kk, or one 64-byte line more when the rows are a multiple of 4 KiB, so that
+ * the rows a MATMUL reads together do not all fall in one cache set of the emulator's
+ * host (measured: such a pitch costs its matrix kernel a quarter of its speed). */
+int64_t plan_conv_lda(int64_t kk, unsigned es);
 
 /* ---- plan_verify.c ---- */
 /* Check the invariants of the plan that the passes up to after_pass ("fuse",

@@ -156,3 +156,8 @@ int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext)
         ext[n++] = geo.taps[i];
     return n;
 }
+
+int64_t plan_conv_lda(int64_t kk, unsigned es)
+{
+    return kk > 0 && kk * (int64_t)es % 4096 == 0 ? kk + 64 / (int64_t)es : kk;
+}

@@ -1,6 +1,7 @@
 /* test_rt_kernels.c: unit tests of the emulator's fast tile kernels, called directly on
  * a scratchpad: each result is compared bit for bit with a plain scalar reference of the
- * isa.md semantics (MATMUL blocking and AVX-512 path, short-row VREDUCE, the in-place
+ * isa.md semantics (MATMUL blocking and AVX-512 path, MATMUL with a window B,
+ * short-row VREDUCE, the in-place
  * VEC path, strided VEC COPY, short DMA rows), and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
  */
@@ -135,7 +136,77 @@ static void test_matmul_shapes(void **state) {
             uint32_t n = shapes[i][1];
             check_mm(shapes[i][0], n, shapes[i][2], n + (i & 1), acc, seed++);
         }
-    check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1: conv grid form) */
+    check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1) */
+}
+
+/* One convolution MATMUL with a window B (ISA_F_BWIN) over a patch [cl, rin, wp] (taps
+ * kh x kw, stride st, dilation dl, on x o1 output pixels, m output channels): C equals
+ * the reference on the window gathered into a dense B, bit for bit, with every kernel. */
+static void check_win(uint32_t m, uint32_t cl, uint32_t kh, uint32_t kw, uint32_t st,
+                      uint32_t dl, uint32_t on, uint32_t o1, bool acc, uint32_t seed) {
+    uint32_t wp = (o1 - 1) * st + (kw - 1) * dl + 1 + (seed % 3), k = cl * kh * kw;
+    uint32_t rin = (on - 1) * st + (kh - 1) * dl + 1, n = on * o1;
+    uint32_t a = 64, b = a + 4 * m * k + 4, c = b + 4 * cl * rin * wp + 8, end = c + 4 * m * n;
+    assert_true(end < LX_BYTES);
+    for (uint32_t i = 0; i < (end - a) / 4; i++)
+        fp(a)[i] = rnd(&seed);
+    fp(b)[wp + 1] = NAN;
+    fp(a)[k > 1 ? 1 : 0] = INFINITY;
+    float *dense = malloc(4 * (size_t)k * n), *ref = malloc(4 * (size_t)m * n);
+    for (uint32_t q = 0; q < k; q++)
+        for (uint32_t p = 0; p < n; p++) {
+            uint32_t ch = q / (kh * kw), i = q / kw % kh, j = q % kw, r = p / o1, o = p % o1;
+            dense[q * n + p] = fp(b)[ch * rin * wp + (r * st + i * dl) * wp + o * st + j * dl];
+        }
+    memcpy(ref, fp(c), 4 * (size_t)m * n);
+    mm_ref(ref, fp(a), dense, m, n, k, k, n, n, acc);
+    SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
+                    .flags = (uint8_t)(ISA_F_BWIN | (acc ? ISA_F_ACCUM : 0)), .a = a, .b = b,
+                    .c = c, .m = m, .n = n, .k = k, .lda = k, .ldc = n,
+                    .bw_kext = {cl, kh, kw}, .bw_ks = {(int32_t)(rin * wp),
+                    (int32_t)(dl * wp), (int32_t)dl}, .bw_next = {on, o1},
+                    .bw_ns = {(int32_t)(st * wp), (int32_t)st}};
+    float *old = malloc(4 * (size_t)m * n);
+    memcpy(old, fp(c), 4 * (size_t)m * n);
+    /* the picked kernel, each vector kernel this host runs, and the picked one without
+     * a packing buffer (the vector kernels decline: B is gathered densely) */
+    static const int kinds[] = {MM_PICKED, MM_512, MM_256, MM_512_INPLACE};
+    for (unsigned q = 0; q < sizeof kinds / sizeof *kinds; q++) {
+        memcpy(fp(c), old, 4 * (size_t)m * n);
+        if (kinds[q] == MM_512_INPLACE) {
+            RtCore cc = core;
+            cc.pack = NULL;
+            rt_matmul(&cc, &mm);
+        } else if (!run_mm(kinds[q], &mm)) {
+            continue;
+        }
+        for (uint32_t i = 0; i < m * n; i++)
+            if (bits(ref[i]) != bits(fp(c)[i]) && !(isnan(ref[i]) && isnan(fp(c)[i])))
+                fail_msg("window matmul m%u c%u %ux%u s%u d%u %ux%u acc%d kernel %d: element "
+                         "%u: %a != %a", m, cl, kh, kw, st, dl, on, o1, acc, kinds[q], i,
+                         fp(c)[i], ref[i]);
+    }
+    free(old);
+    free(dense);
+    free(ref);
+}
+
+static void test_matmul_window(void **state) {
+    (void)state;
+    /* m, channels, kh, kw, stride, dilation, output rows, output columns: in place by
+     * rows, on the padded-width grid (stride 1, 2 and 3), dense k-chunks, packed */
+    static const uint32_t cases[][8] = {
+        {1, 1, 3, 3, 1, 1, 8, 56},  {1, 1, 3, 3, 1, 1, 7, 7},   {1, 1, 3, 3, 2, 1, 7, 14},
+        {2, 1, 3, 3, 2, 1, 4, 28},  {3, 2, 3, 3, 3, 1, 5, 5},   {32, 16, 3, 3, 1, 1, 14, 14},
+        {20, 3, 3, 3, 3, 1, 4, 9},  {100, 4, 3, 3, 1, 1, 7, 7}, {100, 3, 3, 3, 2, 1, 5, 11},
+        {97, 2, 3, 3, 3, 2, 3, 10}, {12, 5, 1, 7, 1, 1, 1, 40}, {5, 3, 5, 5, 1, 2, 6, 6},
+        {64, 1, 1, 1, 1, 1, 1, 1},  {1, 300, 1, 1, 1, 1, 2, 3}};
+    uint32_t seed = 11;
+    for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
+        for (int acc = 0; acc < 2; acc++) {
+            const uint32_t *x = cases[i];
+            check_win(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], acc, seed++);
+        }
 }
 
 /* ---- VREDUCE ----------------------------------------------------------------------- */
@@ -515,7 +586,7 @@ int main(void) {
         cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_copy_strided),
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
         cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
-        cmocka_unit_test(test_vec_copy_rows),
+        cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -707,7 +707,7 @@ static void test_corrupt_container(void **state) {
     expect_refused(c, len, SPY_E_BAD_BUNDLE, "duplicate");
     /* unknown feature bits, newer major */
     memcpy(c, buf, len);
-    ((SpyHeader *)c)->features = 4;
+    ((SpyHeader *)c)->features = 0x80;   /* a bit no format defines */
     fix_crcs(c, len);
     expect_refused(c, len, SPY_E_VERSION, "feature");
     free(c);

@@ -32,6 +32,15 @@ static void emit_raw(const char *name, Buf *f, const char *frag)
     buf_free(f);
 }
 
+/* Write the current bundle as case sbin/NAME.sbin with the BWIN feature bit set. */
+static void emit_bwin(const char *name, const char *frag)
+{
+    Buf f = bun_write(&B);
+    ((SpyHeader *)f.p)->features = SPY_FEAT_BWIN;
+    bun_fix_crcs(&f);
+    emit_raw(name, &f, frag);
+}
+
 static void reference_bundles(void)
 {
     static const char *const names[] = {"relu", "embed", "div"};
@@ -78,9 +87,9 @@ static void container(void)
     ((SpyHeader *)f.p)->major = 0;
     emit_raw("major_older", &f, "bundle has old format v0.");
     f = buf_copy(&ref);
-    ((SpyHeader *)f.p)->features = 4;
+    ((SpyHeader *)f.p)->features = 0x80;   /* a bit no format defines */
     bun_fix_crcs(&f);
-    emit_raw("feature_bits", &f, "offset 12: unknown required feature bits 0x4");
+    emit_raw("feature_bits", &f, "offset 12: unknown required feature bits 0x80");
     f = buf_copy(&ref);
     ((SpyHeader *)f.p)->header_bytes = 512;
     bun_fix_crcs(&f);
@@ -413,6 +422,23 @@ static void insns_compute(void)
     in.mm.m = 1u << 20;
     INSN(1) = in;
     emit("insn_matmul_lx_range", "MATMUL A LX range");
+    in.mm.m = 4;
+    in.mm.flags = ISA_F_BWIN;               /* B an implicit-GEMM window (isa.md) */
+    in.mm.ldb = 0;
+    in.mm.bw_kext[0] = 2, in.mm.bw_kext[1] = 1, in.mm.bw_kext[2] = 2;
+    in.mm.bw_ks[0] = 100, in.mm.bw_ks[2] = 1;
+    in.mm.bw_next[0] = 2, in.mm.bw_next[1] = 2;
+    in.mm.bw_ns[0] = 10, in.mm.bw_ns[1] = 1;
+    in.mm.b = 2048;
+    INSN(1) = in;
+    emit("insn_matmul_bwin_feature", "without the BWIN feature bit");
+    in.mm.bw_ns[0] = 1 << 24;
+    INSN(1) = in;
+    emit_bwin("insn_matmul_bwin_range", "MATMUL B window LX range");
+    in.mm.bw_ns[0] = 10;
+    in.mm.bw_next[1] = 3;
+    INSN(1) = in;
+    emit_bwin("insn_matmul_bwin_extents", "MATMUL B window: extents");
     memset(&in, 0, sizeof in);
     in.red.opcode = ISA_VREDUCE;
     in.red.dtype = ISA_DT_F32;
