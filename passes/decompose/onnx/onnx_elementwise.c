@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "onnx.h"
+#include "passes/decompose/dec_index.h"
 
 typedef struct {
     const char *op;
@@ -520,16 +521,23 @@ bool dec_eyelike(DecCtx *c)
     return true;
 }
 
-/* Trilu: SELECT with a constant triangle mask over the last two dims. */
+/* Trilu: SELECT with a triangle mask over the last two dims: a constant one when k is
+ * constant, else the comparison of the constant diagonal offsets j - i with the
+ * runtime k (an int64 scalar input read on the device). */
 bool dec_trilu(DecCtx *c)
 {
     if (!dec_need_in(c, 0))
         return false;
-    ValId x = dec_in(c, 0);
+    ValId x = dec_in(c, 0), kv = IR_NONE;
     const IrType *t = dec_ty(c, x);
     double k = 0;
-    if (dec_in(c, 1) != IR_NONE && !dec_const_scalar(c, dec_in(c, 1), "k", &k))
+    int64_t ki;
+    if (dec_in(c, 1) != IR_NONE && !dix_const_int(c, 1, &ki)) {
+        if ((kv = dix_scalar(c, dec_in(c, 1), "k", IR_DT_I64)) == IR_NONE)
+            return false;
+    } else if (dec_in(c, 1) != IR_NONE && !dec_const_scalar(c, dec_in(c, 1), "k", &k)) {
         return false;
+    }
     if (t->rank < 2) {
         dec_err(c, "input must have rank >= 2");
         return false;
@@ -541,8 +549,10 @@ bool dec_trilu(DecCtx *c)
     double *m = ir_scratch(c->g, sizeof(double) * (size_t)(d[0] * d[1] + 1));
     for (int64_t i = 0; i < d[0]; i++)
         for (int64_t j = 0; j < d[1]; j++)
-            m[i * d[1] + j] = upper ? (j - i >= k) : (j - i <= k);
-    ValId mask = dec_const(c->g, IR_DT_BOOL, d, 2, m);
+            m[i * d[1] + j] = kv != IR_NONE ? (double)(j - i) : upper ? (j - i >= k) : (j - i <= k);
+    ValId mask = kv != IR_NONE ? dec_bin(c, upper ? IR_BIN_GE : IR_BIN_LE,
+                                         dec_const(c->g, IR_DT_I64, d, 2, m), kv)
+                               : dec_const(c->g, IR_DT_BOOL, d, 2, m);
     c->out[0] = dec_select(c, mask, x, dec_scalar(c->g, t->dtype, 0));
     return true;
 }
