@@ -158,13 +158,32 @@ static bool same_but_axis(const IrType *a, const IrType *b, int axis)
 }
 
 /* Check that a decomposition agrees with a type the frontend inferred. A result whose
- * extent along one axis is data-dependent (ir_dyn_add) may differ along that axis. */
+ * extent along one axis is data-dependent (ir_dyn_add) may differ along that axis; one
+ * whose whole shape is computed at run time (ir_dyn_add_shape) keeps only its rank, and
+ * so does a result computed from one at the same capacity (recorded with the same dims;
+ * pass_dynamic refuses it unless only pointwise ops made it). */
 static bool check_type(IrGraph *g, const IrNode *n, ValId old, ValId nv)
 {
     const IrType *a = ir_vtype(g, old), *b = ir_vtype(g, nv);
     const IrDynDim *dd = ir_dyn_find(g, nv);
+    for (int i = 0; i < n->nin && (!dd || dd->axis != IR_DYN_SHAPE); i++) {
+        const IrDynDim *src = n->in[i] != IR_NONE ? ir_dyn_find(g, n->in[i]) : NULL;
+        if (!src || src->axis != IR_DYN_SHAPE)
+            continue;
+        if (dd || b->rank != ir_vtype(g, n->in[i])->rank ||
+            ir_type_numel(b) != ir_type_numel(ir_vtype(g, n->in[i])) ||
+            (a->dtype != IR_DT_UNDEF && a->rank != b->rank)) {
+            dec_dynamic_err(&(DecCtx){.g = g, .n = n, .o = &n->origin},
+                            ir_dyn_source_input(g, src->count), "shape");
+            return false;
+        }
+        ir_dyn_add_shape(g, nv, src->count);   /* at the same capacity: pass_dynamic
+                                                  checks that only pointwise ops made it */
+        return true;
+    }
     if (a->dtype == IR_DT_UNDEF || b->dtype == IR_DT_UNDEF || ir_type_eq(a, b) ||
-        (dd && same_but_axis(a, b, dd->axis)))
+        (dd && dd->axis == IR_DYN_SHAPE && a->dtype == b->dtype && a->rank == b->rank) ||
+        (dd && dd->axis >= 0 && same_but_axis(a, b, dd->axis)))
         return true;
     char sa[160], sb[160];
     ir_error(g, &n->origin, "output '%s' computes to %s but the model declares %s",

@@ -98,12 +98,7 @@ static void load(Model *md, int v)
         ir_diag_print(&md->d, stderr);
         fail_msg("compile failed");
     }
-    char err[512];
-    if (spy_model_load_memory(buf, len, &md->m, err, sizeof err) != SPY_OK)
-        fail_msg("bundle refused: %s", err);
-    free(buf);
-    spy_session_options so = {.num_threads = 2, .debug_lx_poison = 1};
-    assert_int_equal(spy_session_create(md->m, &so, &md->s), SPY_OK);
+    ut_open(buf, len, &md->m, &md->s);
 }
 
 static void unload(Model *md)

@@ -313,3 +313,15 @@ spy_status ut_compile_run(IrGraph *g, const void *const *inputs, void *const *ou
     free(buf);
     return st;
 }
+
+/* Load the bundle buf (freed here) and open a session of 2 threads with LX poisoning;
+ * fails the test when the bundle is refused. */
+void ut_open(uint8_t *buf, size_t len, spy_model **m, spy_session **s)
+{
+    char err[512];
+    if (spy_model_load_memory(buf, len, m, err, sizeof err) != SPY_OK)
+        fail_msg("bundle refused: %s", err);
+    free(buf);
+    spy_session_options so = {.num_threads = 2, .debug_lx_poison = 1};
+    assert_int_equal(spy_session_create(*m, &so, s), SPY_OK);
+}

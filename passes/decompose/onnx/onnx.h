@@ -91,6 +91,20 @@ bool dec_lstm(DecCtx *c);                 /* LSTM */
 bool dec_det(DecCtx *c);                  /* Det */
 bool dec_tfidf(DecCtx *c);                /* TfIdfVectorizer (integer pools) */
 
+/* onnx_runshape.c: results whose shape is computed at run time from a shape or axes
+ * input (ir_dyn_add_shape). */
+typedef enum { DEC_RT_SQUEEZE, DEC_RT_UNSQUEEZE, DEC_RT_REDUCE } DecRtAxes;
+/* The result of one candidate axes set (sorted, distinct) of a runtime-axes op. */
+typedef ValId (*DecAxesFn)(DecCtx *c, ValId x, const int64_t *axes, int n, const void *arg);
+/* Reshape of x to the runtime target shape (ONNX rules for 0 and -1). */
+bool dec_rt_reshape(DecCtx *c, ValId x, ValId shape, bool allowzero);
+/* Squeeze/Unsqueeze of x, or the reduction fn(x, axes, arg) (DEC_RT_REDUCE), over the
+ * runtime axes input; out_rank is the result's rank. */
+bool dec_rt_axes(DecCtx *c, DecRtAxes kind, ValId x, ValId axes, int out_rank, DecAxesFn fn,
+                 const void *arg);
+/* Split of x along axis by the runtime sizes split (one output per entry). */
+bool dec_rt_split(DecCtx *c, ValId x, int axis, ValId split);
+
 /* onnx_shape.c: shapes and data movement */
 bool dec_reshape_op(DecCtx *c);
 bool dec_shape_op(DecCtx *c);

@@ -72,7 +72,15 @@ static int reduced_dims(const IrType *t, const int64_t *axes, int n, bool keep, 
     return k;
 }
 
-/* ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare. */
+typedef struct {
+    const char *k;                         /* the op type after "Reduce" */
+    bool keep;                             /* keepdims */
+} RedArg;
+
+static ValId red_apply(DecCtx *c, ValId x, const int64_t *axes, int n, const void *arg);
+
+/* ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare. The axes input may be a
+ * runtime input (onnx_runshape.c: one result per candidate axes set). */
 bool dec_reduce_op(DecCtx *c)
 {
     const char *op = c->n->foreign.op_type;
@@ -84,13 +92,29 @@ bool dec_reduce_op(DecCtx *c)
     int n;
     bool noop, keep = dec_ai(c, "keepdims", 1) != 0;
     int64_t from = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
+    ValId av = dec_in(c, 1);
+    if (c->opset >= from && av != IR_NONE && !ir_is_const(c->g, av) &&
+        dec_numel(dec_ty(c, av)) > 0) {
+        int L = (int)dec_numel(dec_ty(c, av));
+        return dec_rt_axes(c, DEC_RT_REDUCE, x, av, keep ? t->rank : t->rank - L, red_apply,
+                           &(RedArg){op + 6, keep});
+    }
     if (!red_axes(c, t->rank, from, axes, &n, &noop))
         return false;
     if (noop || n == 0) {
         c->out[0] = x;
         return true;
     }
-    const char *k = op + 6; /* after "Reduce" */
+    c->out[0] = red_apply(c, x, axes, n, &(RedArg){op + 6, keep});
+    return true;
+}
+
+/* The reduction named k ("Sum", "Mean", ... after "Reduce") of x over axes. */
+static ValId red_apply(DecCtx *c, ValId x, const int64_t *axes, int n, const void *arg)
+{
+    const char *k = ((const RedArg *)arg)->k;
+    bool keep = ((const RedArg *)arg)->keep;
+    const IrType *t = dec_ty(c, x);
     ValId y;
     if (strcmp(k, "Sum") == 0) {
         y = dec_reduce(c, IR_RED_SUM, x, axes, n, keep);
@@ -117,8 +141,7 @@ bool dec_reduce_op(DecCtx *c)
             y = dec_reshape(c, y, dims, k2);
         }
     }
-    c->out[0] = y;
-    return true;
+    return y;
 }
 
 /* One-hot of the first maximum along the last axis of x2 [outer, inner]. */

@@ -50,6 +50,15 @@ static const char *shape_text(const int64_t *d, int n, char *buf, size_t len)
     return buf;
 }
 
+/* Whether input idx (from opset from_opset) is given, not empty and not a constant: a
+ * runtime shape or axes input (onnx_runshape.c). */
+static bool runtime_input(const DecCtx *c, int idx, int64_t from_opset)
+{
+    ValId v = dec_in(c, idx);
+    return c->opset >= from_opset && v != IR_NONE && !ir_is_const(c->g, v) &&
+           dec_numel(dec_ty(c, v)) > 0;
+}
+
 /* Reshape: 0 copies the input dim (unless allowzero), -1 is inferred. */
 bool dec_reshape_op(DecCtx *c)
 {
@@ -57,6 +66,8 @@ bool dec_reshape_op(DecCtx *c)
         return false;
     ValId x = dec_in(c, 0);
     const IrType *t = dec_ty(c, x);
+    if (runtime_input(c, 1, 5))
+        return dec_rt_reshape(c, x, dec_in(c, 1), dec_ai(c, "allowzero", 0) != 0);
     int64_t sh[MAXV], dims[IR_MAX_RANK];
     int n;
     if (!ints_attr_or_input(c, "shape", 5, 1, sh, &n))
@@ -175,6 +186,9 @@ bool dec_squeeze(DecCtx *c)
     int64_t ax[MAXV], dims[IR_MAX_RANK];
     int n, nd = 0;
     bool drop[IR_MAX_RANK] = {false};
+    if (runtime_input(c, 1, 13))
+        return dec_rt_axes(c, DEC_RT_SQUEEZE, x, dec_in(c, 1),
+                           t->rank - (int)dec_numel(dec_ty(c, dec_in(c, 1))), NULL, NULL);
     if (!ints_attr_or_input(c, "axes", 13, 1, ax, &n))
         return false;
     for (int i = 0; i < n; i++) {
@@ -204,6 +218,9 @@ bool dec_unsqueeze(DecCtx *c)
     int64_t ax[MAXV], dims[IR_MAX_RANK];
     int n;
     bool ins[IR_MAX_RANK] = {false};
+    if (runtime_input(c, 1, 13))
+        return dec_rt_axes(c, DEC_RT_UNSQUEEZE, x, dec_in(c, 1),
+                           t->rank + (int)dec_numel(dec_ty(c, dec_in(c, 1))), NULL, NULL);
     if (!ints_attr_or_input(c, "axes", 13, 1, ax, &n))
         return false;
     int r = t->rank + (n > 0 ? n : 0);
@@ -291,8 +308,11 @@ bool dec_split(DecCtx *c)
     const IrType *t = dec_ty(c, x);
     int axis, nout = c->n->nout, ns;
     int64_t sp[MAXV];
-    if (!dec_axis(c, dec_ai(c, "axis", 0), t->rank, &axis) ||
-        !ints_attr_or_input(c, "split", 13, 1, sp, &ns))
+    if (!dec_axis(c, dec_ai(c, "axis", 0), t->rank, &axis))
+        return false;
+    if (runtime_input(c, 1, 13))
+        return dec_rt_split(c, x, axis, dec_in(c, 1));
+    if (!ints_attr_or_input(c, "split", 13, 1, sp, &ns))
         return false;
     int64_t d = t->dims[axis];
     if (ns < 0) {

@@ -1,0 +1,228 @@
+/* test_runshape.c: unit tests of shapes decided by input values at run time
+ * (passes/decompose/onnx/onnx_runshape.c, SPY_TF_SHAPED outputs): Reshape, Squeeze,
+ * Unsqueeze and reductions whose target shape or axes are graph inputs, and Trilu /
+ * CumSum whose k / axis are. Each graph is compiled once, then run with several values
+ * of the shape-deciding input; the actual output shape and data are compared with C
+ * references, and invalid values must fail the run with a message naming the output.
+ * A use of such a result that needs its shape when compiling must be refused with the
+ * message that names the input and suggests --bind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ir.h"
+#include "spyrt.h"
+#include "unit_util.h"
+
+/* A compiled graph with two inputs (data, shape-deciding vector) and one output. */
+typedef struct {
+    spy_model *m;
+    spy_session *s;
+    float out[256];
+} Rs;
+
+/* Compile the graph of fixture f (its output: y) and open a session. */
+static void rs_open(UtFx *f, ValId y, Rs *r)
+{
+    ir_add_output(f->g, y);
+    size_t len = 0;
+    uint8_t *buf = ut_compile(f->g, &len);
+    assert_non_null(buf);
+    ut_open(buf, len, &r->m, &r->s);
+}
+
+static void rs_close(Rs *r)
+{
+    spy_session_free(r->s);
+    spy_model_free(r->m);
+}
+
+/* Run with data x and the int64 vector v; on success check the output's actual shape
+ * (rank, dims) and return its element count; on failure return -1 and check that the
+ * error names the output. */
+static int64_t rs_run(Rs *r, const float *x, const int64_t *v, int rank, const int64_t *dims)
+{
+    spy_tensor_info info;
+    assert_int_equal(spy_model_output_info(r->m, 0, &info), SPY_OK);
+    assert_true(info.nbytes <= sizeof r->out);
+    memset(r->out, 0x5a, sizeof r->out);
+    const void *in[2] = {x, v};
+    void *out[1] = {r->out};
+    if (spy_session_run(r->s, in, out) != SPY_OK) {
+        assert_non_null(strstr(spy_session_error(r->s), "output 'y'"));
+        return -1;
+    }
+    int got = -1;
+    int64_t d[SPY_MAX_RANK], n = 1;
+    assert_int_equal(spy_session_output_shape(r->s, 0, &got, d), SPY_OK);
+    assert_int_equal(got, rank);
+    for (int i = 0; i < rank; i++) {
+        if (d[i] != dims[i])
+            fail_msg("dim %d: got %lld, want %lld", i, (long long)d[i], (long long)dims[i]);
+        n *= d[i];
+    }
+    for (size_t i = (size_t)n * 4; i < info.nbytes; i++)   /* zeroed after the prefix */
+        assert_int_equal(((const uint8_t *)r->out)[i], 0);
+    return n;
+}
+
+/* Graph: y = OP(x f32[xdims], v i64[nv]) with attributes a; the output named y. */
+static ValId rs_graph(UtFx *f, const char *op, int xr, const int64_t *xd, int64_t nv,
+                      const IrAttr *a, int na)
+{
+    ValId in[2] = {ut_input(f->g, "x", IR_DT_F32, xr, xd),
+                   ut_input(f->g, "v", IR_DT_I64, 1, &nv)};
+    ValId y = ut_onnx_op(f->g, op, 18, in, 2, a, na);
+    ir_set_name(f->g, y, "y");
+    return y;
+}
+
+/* Reshape to runtime targets with 0 and -1; an impossible target fails the run. */
+static void test_reshape(void **state)
+{
+    UtFx *f = *state;
+    float x[24];
+    ut_fill(x, 24, 1.0f, 0.5f);
+    Rs r;
+    rs_open(f, rs_graph(f, "Reshape", 3, (int64_t[]){2, 3, 4}, 3, NULL, 0), &r);
+    assert_int_equal(spy_model_output_dynamic_axis(r.m, 0), SPY_DYN_SHAPE);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){4, 0, -1}, 3, (int64_t[]){4, 3, 2}), 24);
+    ut_expect_close(r.out, x, 24, 0);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){-1, 6, 0}, 3, (int64_t[]){1, 6, 4}), 24);
+    ut_expect_close(r.out, x, 24, 0);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){5, -1, 1}, 0, NULL), -1);   /* 24 % 5 */
+    assert_int_equal(rs_run(&r, x, (int64_t[]){2, 2, 2}, 0, NULL), -1);    /* 8 != 24 */
+    rs_close(&r);
+}
+
+/* Squeeze and Unsqueeze over runtime axes (negative ones too). */
+static void test_squeeze_unsqueeze(void **state)
+{
+    UtFx *f = *state;
+    float x[6];
+    ut_fill(x, 6, 1.0f, 0.0f);
+    Rs r;
+    rs_open(f, rs_graph(f, "Squeeze", 4, (int64_t[]){1, 3, 1, 2}, 1, NULL, 0), &r);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){0}, 3, (int64_t[]){3, 1, 2}), 6);
+    ut_expect_close(r.out, x, 6, 0);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){-2}, 3, (int64_t[]){1, 3, 2}), 6);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){1}, 0, NULL), -1);          /* size 3 */
+    rs_close(&r);
+
+    UtFx *f2 = ut_fx_new();
+    rs_open(f2, rs_graph(f2, "Unsqueeze", 2, (int64_t[]){2, 3}, 2, NULL, 0), &r);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){0, 3}, 4, (int64_t[]){1, 2, 3, 1}), 6);
+    ut_expect_close(r.out, x, 6, 0);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){-1, 1}, 4, (int64_t[]){2, 1, 3, 1}), 6);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){1, 1}, 0, NULL), -1);       /* repeated */
+    rs_close(&r);
+    ut_fx_free(f2);
+}
+
+/* ReduceSum over one runtime axis of x f32[2,3,4], without keepdims. */
+static void test_reduce(void **state)
+{
+    UtFx *f = *state;
+    float x[24], want[12];
+    ut_fill(x, 24, 1.0f, 0.25f);
+    Rs r;
+    IrAttr a = ir_attr_int("keepdims", 0);
+    rs_open(f, rs_graph(f, "ReduceSum", 3, (int64_t[]){2, 3, 4}, 1, &a, 1), &r);
+    for (int ax = -3; ax < 3; ax++) {
+        int p = ax < 0 ? ax + 3 : ax, k = 0;
+        int64_t d3[3] = {2, 3, 4}, od[2];
+        for (int i = 0; i < 3; i++)
+            if (i != p)
+                od[k++] = d3[i];
+        memset(want, 0, sizeof want);
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++)
+                for (int l = 0; l < 4; l++) {
+                    int o = p == 0 ? j * 4 + l : p == 1 ? i * 4 + l : i * 3 + j;
+                    want[o] += x[(i * 3 + j) * 4 + l];
+                }
+        assert_int_equal(rs_run(&r, x, (int64_t[]){ax}, 2, od), od[0] * od[1]);
+        ut_expect_close(r.out, want, od[0] * od[1], 1e-5);
+    }
+    assert_int_equal(rs_run(&r, x, (int64_t[]){3}, 0, NULL), -1);          /* out of range */
+    rs_close(&r);
+}
+
+/* Trilu with a runtime k and CumSum over a runtime axis of x f32[3,4]. */
+static void test_trilu_cumsum(void **state)
+{
+    UtFx *f = *state;
+    float x[12], want[12];
+    ut_fill(x, 12, 1.0f, 0.5f);
+    Rs r;
+    rs_open(f, rs_graph(f, "Trilu", 2, (int64_t[]){3, 4}, 1, NULL, 0), &r);
+    for (int64_t k = -3; k <= 4; k++) {
+        for (int i = 0; i < 12; i++)
+            want[i] = i % 4 - i / 4 >= k ? x[i] : 0;
+        assert_int_equal(rs_run(&r, x, &k, 2, (int64_t[]){3, 4}), 12);
+        ut_expect_close(r.out, want, 12, 0);
+    }
+    rs_close(&r);
+
+    UtFx *f2 = ut_fx_new();
+    rs_open(f2, rs_graph(f2, "CumSum", 2, (int64_t[]){3, 4}, 1, NULL, 0), &r);
+    for (int64_t ax = -2; ax < 2; ax++) {
+        for (int i = 0; i < 12; i++) {
+            bool rows = ax == 0 || ax == -2;
+            want[i] = x[i] + (rows ? (i >= 4 ? want[i - 4] : 0) : (i % 4 ? want[i - 1] : 0));
+        }
+        assert_int_equal(rs_run(&r, x, &ax, 2, (int64_t[]){3, 4}), 12);
+        ut_expect_close(r.out, want, 12, 1e-5);
+    }
+    rs_close(&r);
+    ut_fx_free(f2);
+}
+
+/* A runtime-shaped result that a later op needs the shape of is refused, naming the
+ * graph input and --bind; a pointwise op with a scalar operand is accepted. */
+static void test_refused_use(void **state)
+{
+    UtFx *f = *state;
+    ValId y = rs_graph(f, "Reshape", 2, (int64_t[]){2, 3}, 2, NULL, 0);
+    ValId z = ut_onnx_op(f->g, "Softmax", 13, &y, 1, NULL, 0);
+    ir_add_output(f->g, z);
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, "dynamic shape input 'v' (a graph input: specialise it "
+                                  "with --bind)"));
+
+    UtFx *f2 = ut_fx_new();
+    float x[6];
+    ut_fill(x, 6, 1.0f, 0.0f);
+    y = rs_graph(f2, "Reshape", 2, (int64_t[]){2, 3}, 2, NULL, 0);
+    ir_set_name(f2->g, y, "r");
+    ValId two = ut_const(f2->g, IR_DT_F32, 0, NULL, (float[]){2.0f});
+    z = ut_onnx_op(f2->g, "Mul", 13, (ValId[]){y, two}, 2, NULL, 0);
+    ir_set_name(f2->g, z, "y");
+    Rs r;
+    rs_open(f2, z, &r);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){3, -1}, 2, (int64_t[]){3, 2}), 6);
+    for (int i = 0; i < 6; i++)
+        assert_true(r.out[i] == 2 * x[i]);
+    rs_close(&r);
+    ut_fx_free(f2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_reshape, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_squeeze_unsqueeze, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_reduce, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_trilu_cumsum, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_refused_use, ut_setup, ut_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
