@@ -26,6 +26,7 @@ typedef struct {
     spy_model *m;
     spy_session *s;
     float out[256];
+    int64_t extra[3][256];                 /* outputs after the first */
 } Rs;
 
 /* Compile the graph of fixture f (its output: y) and open a session. */
@@ -44,17 +45,18 @@ static void rs_close(Rs *r)
     spy_model_free(r->m);
 }
 
-/* Run with data x and the int64 vector v; on success check the output's actual shape
+/* Run with data x and the shape-deciding input v (its bytes); on success check the output's actual shape
  * (rank, dims) and return its element count; on failure return -1 and check that the
  * error names the output. */
-static int64_t rs_run(Rs *r, const float *x, const int64_t *v, int rank, const int64_t *dims)
+static int64_t rs_run(Rs *r, const float *x, const void *v, int rank, const int64_t *dims)
 {
     spy_tensor_info info;
     assert_int_equal(spy_model_output_info(r->m, 0, &info), SPY_OK);
     assert_true(info.nbytes <= sizeof r->out);
     memset(r->out, 0x5a, sizeof r->out);
     const void *in[2] = {x, v};
-    void *out[1] = {r->out};
+    void *out[4] = {r->out, r->extra[0], r->extra[1], r->extra[2]};
+    assert_true(spy_model_num_outputs(r->m) <= 4);
     if (spy_session_run(r->s, in, out) != SPY_OK) {
         assert_non_null(strstr(spy_session_error(r->s), "output 'y'"));
         return -1;
@@ -68,8 +70,13 @@ static int64_t rs_run(Rs *r, const float *x, const int64_t *v, int rank, const i
             fail_msg("dim %d: got %lld, want %lld", i, (long long)d[i], (long long)dims[i]);
         n *= d[i];
     }
-    for (size_t i = (size_t)n * 4; i < info.nbytes; i++)   /* zeroed after the prefix */
-        assert_int_equal(((const uint8_t *)r->out)[i], 0);
+    int64_t cap = 1;
+    for (int i = 0; i < info.rank; i++)
+        cap *= info.dims[i];
+    size_t es = cap > 0 ? info.nbytes / (size_t)cap : 4;
+    for (size_t i = (size_t)n * es; i < info.nbytes; i++)  /* zeroed after the prefix */
+        if (((const uint8_t *)r->out)[i] != 0)
+            fail_msg("byte %zu of %zu after %lld elements is not zeroed", i, info.nbytes, (long long)n);
     return n;
 }
 
@@ -185,6 +192,107 @@ static void test_trilu_cumsum(void **state)
     ut_fx_free(f2);
 }
 
+/* Slice with runtime starts/ends/axes/steps of x f32[4,5] (negative steps too), and
+ * Pad with runtime pads up to the declared output f32[6,9]: edge mode. */
+static void test_slice_pad(void **state)
+{
+    UtFx *f = *state;
+    float x[20], want[54];
+    ut_fill(x, 20, 1.0f, 0.5f);
+    ValId in[5] = {ut_input(f->g, "x", IR_DT_F32, 2, (int64_t[]){4, 5})};
+    const char *nm[4] = {"starts", "ends", "axes", "steps"};
+    for (int i = 1; i < 5; i++)
+        in[i] = ut_input(f->g, nm[i - 1], IR_DT_I64, 1, (int64_t[]){2});
+    ValId y = ut_onnx_op(f->g, "Slice", 13, in, 5, NULL, 0);
+    ir_set_name(f->g, y, "y");
+    ir_add_output(f->g, y);
+    size_t len = 0;
+    Rs r;
+    uint8_t *buf = ut_compile(f->g, &len);
+    if (!buf)
+        ut_dump_diag(&f->d);
+    assert_non_null(buf);
+    ut_open(buf, len, &r.m, &r.s);
+    /* rows 3, 1 (step -2), columns 1..4 */
+    const void *args[5] = {x, (int64_t[]){-1, 1}, (int64_t[]){0, 100}, (int64_t[]){0, -1},
+                           (int64_t[]){-2, 1}};
+    void *out[1] = {r.out};
+    assert_int_equal(spy_session_run(r.s, args, out), SPY_OK);
+    int rank;
+    int64_t d[SPY_MAX_RANK];
+    assert_int_equal(spy_session_output_shape(r.s, 0, &rank, d), SPY_OK);
+    assert_true(rank == 2 && d[0] == 2 && d[1] == 4);
+    for (int i = 0; i < 8; i++)
+        want[i] = x[(3 - 2 * (i / 4)) * 5 + 1 + i % 4];
+    ut_expect_close(r.out, want, 8, 0);
+    rs_close(&r);
+
+    UtFx *f2 = ut_fx_new();
+    IrAttr mode = ir_attr_str(f2->g, "mode", "edge");
+    y = rs_graph(f2, "Pad", 2, (int64_t[]){4, 5}, 4, &mode, 1);
+    f2->g->vals[y].type = ut_type(IR_DT_F32, 2, (int64_t[]){6, 9});   /* as declared */
+    rs_open(f2, y, &r);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){1, 2, 1, 0}, 2, (int64_t[]){6, 7}), 42);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 7; j++) {
+            int si = i - 1 < 0 ? 0 : i - 1 > 3 ? 3 : i - 1, sj = j - 2 < 0 ? 0 : j - 2;
+            want[i * 7 + j] = x[si * 5 + sj];
+        }
+    ut_expect_close(r.out, want, 42, 0);
+    assert_int_equal(rs_run(&r, x, (int64_t[]){2, 2, 2, 2}, 0, NULL), -1);  /* 8 x 9 > 54 */
+    rs_close(&r);
+    ut_fx_free(f2);
+}
+
+/* TopK with a runtime k, Range with runtime limits: a runtime extent along one axis,
+ * checked against the bound (the axis, and the declared length). */
+static void test_topk_range(void **state)
+{
+    UtFx *f = *state;
+    float x[12];
+    ut_fill(x, 12, 1.0f, 0.0f);
+    ValId in[2] = {ut_input(f->g, "x", IR_DT_F32, 2, (int64_t[]){3, 4}),
+                   ut_input(f->g, "v", IR_DT_I64, 1, (int64_t[]){1})};
+    NodeId n = ut_onnx_node(f->g, "TopK", 11, in, 2, 2, NULL, 0);
+    ValId vals = f->g->nodes[n].out[0], idx = f->g->nodes[n].out[1];
+    ir_set_name(f->g, vals, "y");
+    ir_add_output(f->g, vals);
+    ir_add_output(f->g, idx);
+    size_t len = 0;
+    uint8_t *buf = ut_compile(f->g, &len);
+    Rs r;
+    ut_open(buf, len, &r.m, &r.s);
+    for (int64_t k = 0; k <= 4; k++) {
+        assert_int_equal(rs_run(&r, x, &k, 2, (int64_t[]){3, k}), 3 * k);
+        for (int i = 0; i < 3; i++)
+            for (int j = 1; j < k; j++)
+                assert_true(r.out[i * k + j - 1] >= r.out[i * k + j]);
+    }
+    assert_int_equal(rs_run(&r, x, (int64_t[]){5}, 0, NULL), -1);         /* k > 4 */
+    rs_close(&r);
+
+    UtFx *f2 = ut_fx_new();
+    ValId ri[3] = {ut_input(f2->g, "x", IR_DT_F32, 0, NULL), ut_input(f2->g, "v", IR_DT_F32, 0, NULL),
+                   ut_const(f2->g, IR_DT_F32, 0, NULL, (float[]){0.5f})};
+    ValId y = ut_onnx_op(f2->g, "Range", 11, ri, 3, NULL, 0);
+    ir_set_name(f2->g, y, "y");
+    f2->g->vals[y].type = ut_type(IR_DT_F32, 1, (int64_t[]){8});
+    rs_open(f2, y, &r);
+    float want[8];
+    for (int i = 0; i < 8; i++)
+        want[i] = 1.0f + 0.5f * (float)i;
+    const float lim[3] = {3.25f, 1.0f, 6.0f};    /* 5 (ceil), 0, 10 > 8 */
+    const int64_t n1[3] = {5, 0, -1};
+    for (int t = 0; t < 3; t++) {
+        int64_t got = rs_run(&r, (float[]){1.0f}, &lim[t], 1, &n1[t]);
+        assert_int_equal(got, n1[t]);
+        if (got > 0)
+            ut_expect_close(r.out, want, got, 1e-6);
+    }
+    rs_close(&r);
+    ut_fx_free(f2);
+}
+
 /* A runtime-shaped result that a later op needs the shape of is refused, naming the
  * graph input and --bind; a pointwise op with a scalar operand is accepted. */
 static void test_refused_use(void **state)
@@ -222,6 +330,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_squeeze_unsqueeze, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_reduce, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_trilu_cumsum, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_slice_pad, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_topk_range, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_refused_use, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -104,6 +104,23 @@ bool dec_rt_axes(DecCtx *c, DecRtAxes kind, ValId x, ValId axes, int out_rank, D
                  const void *arg);
 /* Split of x along axis by the runtime sizes split (one output per entry). */
 bool dec_rt_split(DecCtx *c, ValId x, int axis, ValId split);
+/* onnx_runslice.c: Slice of x with runtime starts/ends/axes/steps (inputs 1..4); and
+ * Expand, Tile, Pad (in mode), CenterCropPad of x with a runtime input 1, bounded by
+ * the declared output: false (nothing reported) when the model declares none. */
+bool dec_rt_slice(DecCtx *c, ValId x);
+bool dec_rt_expand(DecCtx *c, ValId x);
+bool dec_rt_tile(DecCtx *c, ValId x);
+bool dec_rt_pad(DecCtx *c, ValId x, const char *mode);
+bool dec_rt_center_crop_pad(DecCtx *c, ValId x);
+/* Range with runtime start/limit/delta, its length bounded by the declared output
+ * length; false (nothing reported) when the model declares none. */
+bool dec_rt_range(DecCtx *c);
+/* Hann (kind 0), Hamming (1) or Blackman (2) window of a runtime size, bounded by the
+ * declared output length; false (nothing reported) when the model declares none. */
+bool dec_rt_window(DecCtx *c, IrDType dt, int kind);
+/* ConstantOfShape: the scalar s over the runtime shape input 0, at the capacity of the
+ * declared output; false (nothing reported) when the model declares none. */
+bool dec_rt_fill(DecCtx *c, ValId s);
 
 /* onnx_shape.c: shapes and data movement */
 bool dec_reshape_op(DecCtx *c);

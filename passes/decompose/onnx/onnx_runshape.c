@@ -20,6 +20,10 @@
  * - Split with a runtime split input: each output is computed at the whole axis
  *   (GATHERed from its runtime offset, the exclusive CUMSUM of the sizes) with its
  *   size as the valid extent along the axis (ir_dyn_add, one axis).
+ * - Range and the windows with runtime inputs: computed at the length the model
+ *   declares for the output (its bound) from iotas, with the runtime length as the
+ *   valid extent; without a declared length they stay refused (--bind). Likewise
+ *   ConstantOfShape of a runtime shape, at the declared output's element count.
  */
 #include <string.h>
 
@@ -225,5 +229,77 @@ bool dec_rt_split(DecCtx *c, ValId x, int axis, ValId split)
         ir_dyn_add(c->g, y, axis, dec_cast(c, cnt, IR_DT_I32));
         c->out[i] = y;
     }
+    return true;
+}
+
+/* The declared length of c's rank-1 output 0 (the model's type of it), the bound of a
+ * runtime length; -1 when the model does not declare one. */
+static int64_t declared_len(const DecCtx *c)
+{
+    const IrType *d = dix_declared(c, 0);
+    return d && d->rank == 1 && d->dims[0] >= 0 ? d->dims[0] : -1;
+}
+
+/* c's output 0 is y ([bound]) with the runtime length len (i64 scalar): a value outside
+ * [0, bound] fails the run. */
+static void runtime_len(DecCtx *c, ValId y, ValId len, int64_t bound)
+{
+    len = dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, len, -1), (double)(bound + 1));
+    ir_dyn_add(c->g, y, 0, dec_cast(c, len, IR_DT_I32));
+    c->out[0] = y;
+}
+
+bool dec_rt_range(DecCtx *c)
+{
+    int64_t n = declared_len(c);
+    if (n < 0)
+        return false;
+    ValId st = dix_scalar(c, dec_in(c, 0), "start", IR_DT_F32),
+          lim = dix_scalar(c, dec_in(c, 1), "limit", IR_DT_F32),
+          d = dix_scalar(c, dec_in(c, 2), "delta", IR_DT_F32);
+    if (st == IR_NONE || lim == IR_NONE || d == IR_NONE)
+        return false;
+    IrDType t = dec_ty(c, dec_in(c, 0))->dtype;
+    ValId cnt = dec_un(c, IR_UN_CEIL, dec_bin(c, IR_BIN_DIV, dec_bin(c, IR_BIN_SUB, lim, st), d));
+    cnt = dec_cast(c, dec_bin_s(c, IR_BIN_MAX, cnt, 0), IR_DT_I64);
+    ValId s0 = dec_cast(c, dec_in(c, 0), t), d0 = dec_cast(c, dec_in(c, 2), t);
+    ValId y = dec_bin(c, IR_BIN_ADD, dec_reshape(c, s0, NULL, 0),
+                      dec_bin(c, IR_BIN_MUL, dix_iota(c, t, n, 1, 0), dec_reshape(c, d0, NULL, 0)));
+    runtime_len(c, y, cnt, n);
+    return true;
+}
+
+bool dec_rt_window(DecCtx *c, IrDType dt, int kind)
+{
+    int64_t n = declared_len(c);
+    ValId size = n < 0 ? IR_NONE : dix_scalar(c, dec_in(c, 0), "size", IR_DT_I64);
+    if (size == IR_NONE)
+        return false;
+    ValId N = dec_cast(c, dec_ai(c, "periodic", 1) ? size : dec_bin_s(c, IR_BIN_SUB, size, 1),
+                       IR_DT_F32);
+    ValId a = dec_bin(c, IR_BIN_DIV, dec_bin_s(c, IR_BIN_MUL, dix_iota(c, IR_DT_F32, n, 1, 0),
+                                               6.283185307179586), N);
+    static const double co[3][3] = {{0.5, 0.5, 0}, {25.0 / 46.0, 21.0 / 46.0, 0}, {0.42, 0.5, 0.08}};
+    ValId y = dec_bin_s(c, IR_BIN_MUL, dec_un(c, IR_UN_COS, a), -co[kind][1]);
+    y = dec_bin_s(c, IR_BIN_ADD, y, co[kind][0]);
+    if (co[kind][2] != 0)
+        y = dec_bin(c, IR_BIN_ADD, y, dec_bin_s(c, IR_BIN_MUL,
+                                                dec_un(c, IR_UN_COS, dec_bin_s(c, IR_BIN_MUL, a, 2)),
+                                                co[kind][2]));
+    runtime_len(c, dec_cast(c, y, dt), size, n);
+    return true;
+}
+
+bool dec_rt_fill(DecCtx *c, ValId s)
+{
+    const IrType *decl = dix_declared(c, 0), *xt = dec_ty(c, dec_in(c, 0));
+    if (!decl || xt->rank != 1 || decl->rank != xt->dims[0] || decl->rank < 1 ||
+        ir_type_numel(decl) < 0)
+        return false;
+    int64_t dims[IR_MAX_RANK];
+    for (int i = 0; i < decl->rank; i++)
+        dims[i] = i == 0 ? ir_type_numel(decl) : 1;
+    ValId y = dec_expand(c, s, dims, decl->rank);
+    finish(c, y, dec_cast(c, dec_in(c, 0), IR_DT_I64));
     return true;
 }

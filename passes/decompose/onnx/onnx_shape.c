@@ -380,6 +380,9 @@ bool dec_slice_op(DecCtx *c)
     const IrType *t = dec_ty(c, x);
     int64_t st[MAXV], en[MAXV], ax[MAXV], sp[MAXV];
     int ns, ne, na = -1, np = -1;
+    for (int i = 1; i <= 4; i++)
+        if (runtime_input(c, i, 10))
+            return dec_rt_slice(c, x);
     if (!ints_attr_or_input(c, "starts", 10, 1, st, &ns) ||
         !ints_attr_or_input(c, "ends", 10, 2, en, &ne) ||
         !ints_attr_or_input(c, "axes", 10, 3, ax, &na))
@@ -423,7 +426,9 @@ bool dec_expand_op(DecCtx *c)
     ValId x = dec_in(c, 0);
     int64_t sh[MAXV];
     int n;
-    if (!dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
+    if (runtime_input(c, 1, 8) && dec_rt_expand(c, x))
+        return true;
+    if (ir_failed(c->g) || !dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
         return false;
     IrType ts = {.dtype = IR_DT_I64, .rank = n};
     if (n > IR_MAX_RANK) {
@@ -451,7 +456,9 @@ bool dec_tile(DecCtx *c)
     const IrType *t = dec_ty(c, x);
     int64_t rep[MAXV];
     int n;
-    if (!dec_const_ints(c, dec_in(c, 1), "repeats", rep, MAXV, &n))
+    if (runtime_input(c, 1, 6) && dec_rt_tile(c, x))
+        return true;
+    if (ir_failed(c->g) || !dec_const_ints(c, dec_in(c, 1), "repeats", rep, MAXV, &n))
         return false;
     if (n != t->rank) {
         dec_err(c, "repeats has %d entries for rank %d", n, t->rank);
@@ -515,7 +522,10 @@ bool dec_pad_op(DecCtx *c)
     int64_t pv[2 * MAXV], ax[MAXV], pads[2 * IR_MAX_RANK] = {0};
     double value = 0;
     const char *mode = dec_as(c, "mode", "constant");
-    if (!ints_attr_or_input(c, "pads", 11, 1, pv, &np))
+    bool rt = runtime_input(c, 1, 11) || runtime_input(c, 2, 11) || runtime_input(c, 3, 18);
+    if (rt && dec_in(c, 1) != IR_NONE && dec_rt_pad(c, x, mode))
+        return true;
+    if (ir_failed(c->g) || !ints_attr_or_input(c, "pads", 11, 1, pv, &np))
         return false;
     if (c->opset < 11)
         value = dec_af(c, "value", 0.0);
@@ -620,7 +630,9 @@ bool dec_center_crop_pad(DecCtx *c)
     IrType t = *dec_ty(c, x);
     int64_t sh[MAXV], ax[IR_MAX_RANK];
     int n;
-    if (!dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
+    if (runtime_input(c, 1, 18) && dec_rt_center_crop_pad(c, x))
+        return true;
+    if (ir_failed(c->g) || !dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
         return false;
     const int64_t *av;
     int na = dec_aints(c, "axes", &av);
