@@ -93,7 +93,7 @@ END {
     for (i = 1; i <= N; i++)
         printf "%s\n    {\"name\": \"%s\", \"outcome\": \"%s\", \"no_flags\": %s, \"no_computation\": %s, \"ops\": \"%s\", \"out_of_scope\": \"%s\", \"detail\": \"%s\"%s}", (i > 1 ? "," : ""), jesc(names[i]), outc[i], (noff[i] ? "true" : "false"), (nocs[i] ? "true" : "false"), jesc(opsl[i]), jesc(whys[i]), jesc(dets[i]), (f16o[i] == "" ? "" : ", \"fp16_outcome\": \"" f16o[i] "\", \"fp16_detail\": \"" jesc(f16d[i]) "\"") > js
     print "\n  ]\n}" > js
-    bad = ratchet_check("node", cnt["node","pass"]) + ratchet_check("total", all["pass"]) + ratchet_check("fp16", allf16p)
+    bad = ratchet_check("node", cnt["node","pass"]) + ratchet_check("total", all["pass"]) + ratchet_check("fp16", allf16p) + ratchet_check("node_noflags", nofn["node"])
     exit bad > 0
 }
 # ratchet_check(WHAT, N): 1 (with a message) when N falls below WHAT's ratchet; a note
