@@ -128,13 +128,22 @@ static void test_affine_grid(void **state)
         ut_expect_close(y, want, 48, 1e-5);
         ut_fx_free(f);
     }
-    /* a runtime size decides the output shape: refused unless bound when compiling */
+    /* a runtime size decides the output shape: bounded by the declared output (a value
+     * whose shape is computed at run time), refused without one */
     UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t tdim[3] = {1, 3, 4}, sd[1] = {5}, od[5] = {1, 2, 3, 2, 3};
     ValId rin[2] = {input(g, IR_DT_F32, 3, tdim), input(g, IR_DT_I64, 1, sd)};
     IrType decl = ut_type(IR_DT_F32, 5, od);
     op_out(g, "AffineGrid", 20, rin, 2, NULL, 0, &decl);
+    ut_decompose_ok(f);
+    const IrDynDim *dd = ir_dyn_find(g, g->outputs[0]);
+    assert_true(dd && dd->axis == IR_DYN_SHAPE);
+    ut_fx_free(f);
+    f = ut_fx_new();
+    g = f->g;
+    ValId rin2[2] = {input(g, IR_DT_F32, 3, tdim), input(g, IR_DT_I64, 1, sd)};
+    op_out(g, "AffineGrid", 20, rin2, 2, NULL, 0, NULL);
     ut_decompose_fails(f, "unsupported: dynamic size input");
     ut_fx_free(f);
     /* 3-D with a constant size */

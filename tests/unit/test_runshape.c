@@ -1,9 +1,11 @@
 /* test_runshape.c: unit tests of shapes decided by input values at run time
- * (passes/decompose/onnx/onnx_runshape.c, SPY_TF_SHAPED outputs): Reshape, Squeeze,
- * Unsqueeze and reductions whose target shape or axes are graph inputs, and Trilu /
- * CumSum whose k / axis are. Each graph is compiled once, then run with several values
- * of the shape-deciding input; the actual output shape and data are compared with C
- * references, and invalid values must fail the run with a message naming the output.
+ * (passes/decompose/onnx/onnx_runshape.c, onnx_runslice.c, onnx_runresize.c; outputs
+ * SPY_TF_SHAPED or DYNAMIC): Reshape, Squeeze, Unsqueeze, reductions, Slice, Pad,
+ * Resize, TopK and Range whose target shape, axes, bounds, pads, scales, k or limits
+ * are graph inputs, and Trilu / CumSum whose k / axis are. Each graph is compiled once,
+ * then run with several values of the shape-deciding input; the actual output shape and
+ * data are compared with C references, and invalid values must fail the run with a
+ * message naming the output.
  * A use of such a result that needs its shape when compiling must be refused with the
  * message that names the input and suggests --bind.
  */
@@ -86,7 +88,7 @@ static ValId rs_graph(UtFx *f, const char *op, int xr, const int64_t *xd, int64_
 {
     ValId in[2] = {ut_input(f->g, "x", IR_DT_F32, xr, xd),
                    ut_input(f->g, "v", IR_DT_I64, 1, &nv)};
-    ValId y = ut_onnx_op(f->g, op, 18, in, 2, a, na);
+    ValId y = ut_onnx_op(f->g, op, 20, in, 2, a, na);
     ir_set_name(f->g, y, "y");
     return y;
 }
@@ -293,6 +295,67 @@ static void test_topk_range(void **state)
     ut_fx_free(f2);
 }
 
+/* Resize (nearest, asymmetric, floor) of x f32[1,1,2,2] by runtime scales, bounded by
+ * the declared output f32[1,1,4,6]. */
+static void test_resize(void **state)
+{
+    UtFx *f = *state;
+    float x[4] = {1, 2, 3, 4}, want[24];
+    ValId in[3] = {ut_input(f->g, "x", IR_DT_F32, 4, (int64_t[]){1, 1, 2, 2}),
+                   ut_const(f->g, IR_DT_F32, 1, (int64_t[]){0}, NULL),
+                   ut_input(f->g, "v", IR_DT_F32, 1, (int64_t[]){4})};
+    IrAttr a[3] = {ir_attr_str(f->g, "mode", "nearest"),
+                   ir_attr_str(f->g, "coordinate_transformation_mode", "asymmetric"),
+                   ir_attr_str(f->g, "nearest_mode", "floor")};
+    ValId y = ut_onnx_op(f->g, "Resize", 13, in, 3, a, 3);
+    ir_set_name(f->g, y, "y");
+    f->g->vals[y].type = ut_type(IR_DT_F32, 4, (int64_t[]){1, 1, 4, 6});
+    ir_add_output(f->g, y);
+    size_t len = 0;
+    uint8_t *buf = ut_compile(f->g, &len);
+    Rs r;
+    ut_open(buf, len, &r.m, &r.s);
+    const float sc[2][4] = {{1, 1, 2, 3}, {1, 1, 1, 1.5f}};
+    const int64_t od[2][4] = {{1, 1, 4, 6}, {1, 1, 2, 3}};
+    for (int t = 0; t < 2; t++) {
+        int64_t h = od[t][2], w = od[t][3];
+        assert_int_equal(rs_run(&r, x, sc[t], 4, od[t]), h * w);
+        for (int i = 0; i < h; i++)
+            for (int j = 0; j < w; j++)
+                want[i * w + j] = x[(int)(i / sc[t][2]) * 2 + (int)(j / sc[t][3])];
+        ut_expect_close(r.out, want, h * w, 0);
+    }
+    assert_int_equal(rs_run(&r, x, (float[]){1, 1, 3, 3}, 0, NULL), -1);  /* 36 > 24 */
+    rs_close(&r);
+}
+
+/* AffineGrid of theta f32[1,2,3] for a runtime size, bounded by the declared output
+ * f32[1,4,5,2]; a size above the bound fails the run. */
+static void test_affine_grid(void **state)
+{
+    UtFx *f = *state;
+    float th[6] = {0.5f, -0.25f, 0.1f, 0.3f, 1.5f, -0.2f}, want[40];
+    ValId y = rs_graph(f, "AffineGrid", 3, (int64_t[]){1, 2, 3}, 4, NULL, 0);
+    f->g->vals[y].type = ut_type(IR_DT_F32, 4, (int64_t[]){1, 4, 5, 2});
+    Rs r;
+    rs_open(f, y, &r);
+    for (int H = 1; H <= 4; H += 3)
+        for (int W = 2; W <= 5; W += 3) {
+            for (int i = 0; i < H; i++)
+                for (int j = 0; j < W; j++)
+                    for (int k = 0; k < 2; k++) {
+                        float gx = -1.0f + (2.0f * (float)j + 1.0f) / (float)W;
+                        float gy = -1.0f + (2.0f * (float)i + 1.0f) / (float)H;
+                        want[(i * W + j) * 2 + k] = th[k * 3] * gx + th[k * 3 + 1] * gy + th[k * 3 + 2];
+                    }
+            assert_int_equal(rs_run(&r, th, (int64_t[]){1, 1, H, W}, 4, (int64_t[]){1, H, W, 2}),
+                             H * W * 2);
+            ut_expect_close(r.out, want, H * W * 2, 1e-5);
+        }
+    assert_int_equal(rs_run(&r, th, (int64_t[]){1, 1, 5, 5}, 0, NULL), -1);  /* 50 > 40 */
+    rs_close(&r);
+}
+
 /* A runtime-shaped result that a later op needs the shape of is refused, naming the
  * graph input and --bind; a pointwise op with a scalar operand is accepted. */
 static void test_refused_use(void **state)
@@ -332,6 +395,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trilu_cumsum, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_slice_pad, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_topk_range, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_resize, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_affine_grid, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_refused_use, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

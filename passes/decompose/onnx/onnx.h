@@ -112,6 +112,13 @@ bool dec_rt_expand(DecCtx *c, ValId x);
 bool dec_rt_tile(DecCtx *c, ValId x);
 bool dec_rt_pad(DecCtx *c, ValId x, const char *mode);
 bool dec_rt_center_crop_pad(DecCtx *c, ValId x);
+/* c's output 0: the box [0, lens[a]) of y (its dims the bound; lens i64 scalars) as the
+ * row-major prefix of the actual shape. */
+void dec_rt_box(DecCtx *c, ValId y, const ValId *lens);
+/* onnx_runresize.c: Resize/Upsample with the runtime scales or sizes (the other one
+ * IR_NONE), bounded by the declared output; false (nothing reported) when the case is
+ * not covered (antialias, tf_crop_and_resize, no declared shape). */
+bool dec_rt_resize(DecCtx *c, bool upsample, ValId scales, ValId sizes);
 /* Range with runtime start/limit/delta, its length bounded by the declared output
  * length; false (nothing reported) when the model declares none. */
 bool dec_rt_range(DecCtx *c);

@@ -299,3 +299,14 @@ bool dec_rt_center_crop_pad(DecCtx *c, ValId x)
     prefix_gather(c, x, lens, cap, pad_map, &m, dec_scalar(c->g, t->dtype, 0));
     return true;
 }
+
+/* The identity map: the box of the bound. */
+static ValId box_map(DecCtx *c, int a, int64_t d, ValId i, const void *arg, ValId *ok)
+{
+    return i;
+}
+
+void dec_rt_box(DecCtx *c, ValId y, const ValId *lens)
+{
+    prefix_gather(c, y, lens, dec_numel(dec_ty(c, y)), box_map, NULL, IR_NONE);
+}
