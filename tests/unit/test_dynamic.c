@@ -702,18 +702,6 @@ static void test_refused_consumer(void **state)
 
 /* ---- the SCATTER instruction in the bundle verifier -------------------------------- */
 
-/* Recompute the section CRCs and the table CRC after an edit. */
-static void fix_crcs(uint8_t *buf)
-{
-    SpyHeader *h = (SpyHeader *)buf;
-    SpySection *s = (SpySection *)(buf + sizeof *h);
-    for (uint32_t i = 0; i < h->nsections; i++)
-        s[i].crc32c = spy_crc32c(0, buf + s[i].offset, s[i].size);
-    h->table_crc = 0;
-    uint32_t crc = spy_crc32c(0, h, sizeof *h);
-    h->table_crc = spy_crc32c(crc, s, h->nsections * sizeof *s);
-}
-
 /* The first SCATTER instruction of a bundle. */
 static SpyScatter *find_scatter(uint8_t *buf)
 {
@@ -728,16 +716,6 @@ static SpyScatter *find_scatter(uint8_t *buf)
                 return &code[k].scatter;
     }
     return NULL;
-}
-
-/* Load must fail with a message containing needle. */
-static void expect_refused(const uint8_t *buf, size_t len, const char *needle)
-{
-    spy_model *m = NULL;
-    char err[512] = "";
-    assert_int_not_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
-    if (!strstr(err, needle))
-        fail_msg("message '%s' lacks '%s'", err, needle);
 }
 
 static void test_scatter_verifier(void **state)
@@ -755,27 +733,27 @@ static void test_scatter_verifier(void **state)
     uint8_t *c = malloc(len);
     memcpy(c, buf, len);                    /* no feature bit: SCATTER refused */
     ((SpyHeader *)c)->features = 0;
-    fix_crcs(c);
-    expect_refused(c, len, "feature bit");
+    ut_fix_crcs(c);
+    ut_expect_refused(c, len, "feature bit");
     memcpy(c, buf, len);                    /* table rows past the segment */
     SpyScatter *sc = find_scatter(c);
     assert_non_null(sc);
     sc->bound += 1000;
-    fix_crcs(c);
-    expect_refused(c, len, "SCATTER table");
+    ut_fix_crcs(c);
+    ut_expect_refused(c, len, "SCATTER table");
     memcpy(c, buf, len);                    /* source rows past the scratchpad */
     sc = find_scatter(c);
     sc->lx_src = 0xFFFFFF00u;
-    fix_crcs(c);
-    expect_refused(c, len, "SCATTER source");
+    ut_fix_crcs(c);
+    ut_expect_refused(c, len, "SCATTER source");
     memcpy(c, buf, len);                    /* a count location past its segment */
     SpyHeader *h = (SpyHeader *)c;
     SpySection *s = (SpySection *)(c + sizeof *h);
     for (uint32_t i = 0; i < h->nsections; i++)
         if (s[i].id == SPY_SEC_TENSORS)
             ((SpyTensorDesc *)(c + s[i].offset))[1].count_off = 1u << 20;
-    fix_crcs(c);
-    expect_refused(c, len, "count at offset");
+    ut_fix_crcs(c);
+    ut_expect_refused(c, len, "count at offset");
     free(c);
     free(buf);
     ir_graph_free(md.g);

@@ -20,6 +20,8 @@
 #include <cmocka.h>
 
 #include "ir.h"
+#include "passes/pass.h"
+#include "sbin.h"
 #include "spyrt.h"
 #include "unit_util.h"
 
@@ -81,6 +83,11 @@ static int64_t rs_run(Rs *r, const float *x, const void *v, int rank, const int6
             fail_msg("byte %zu of %zu after %lld elements is not zeroed", i, info.nbytes, (long long)n);
     return n;
 }
+
+/* Edits of a SHAPED tensor entry that the loader refuses. */
+static void shaped_bad_dims(SpyTensorDesc *t) { t->dims[0] /= 2, t->dims[1] *= 2; }
+static void shaped_two_kinds(SpyTensorDesc *t) { t->flags |= SPY_TF_DYNAMIC; }
+static void shaped_far_dims(SpyTensorDesc *t) { t->count_off = 1u << 30; }
 
 /* Graph: y = OP(x f32[xdims], v i64[nv]) with attributes a; the output named y. */
 static ValId rs_graph(UtFx *f, const char *op, int xr, const int64_t *xd, int64_t nv,
@@ -356,6 +363,62 @@ static void test_affine_grid(void **state)
     rs_close(&r);
 }
 
+/* The loader's rules for SPY_TF_SHAPED tensor entries, on a compiled Reshape bundle. */
+static void test_shaped_verifier(void **state)
+{
+    UtFx *f = *state;
+    ValId y = rs_graph(f, "Reshape", 2, (int64_t[]){2, 3}, 2, NULL, 0);
+    ir_add_output(f->g, y);
+    size_t len = 0;
+    uint8_t *buf = ut_compile(f->g, &len), *c = malloc(len);
+    assert_non_null(buf);
+    const SpyHeader *h = (const SpyHeader *)buf;
+    const SpySection *sec = (const SpySection *)(buf + sizeof *h);
+    uint64_t at = 0;
+    for (uint32_t i = 0; i < h->nsections; i++)
+        if (sec[i].id == SPY_SEC_TENSORS)
+            for (uint64_t k = 0; k < sec[i].size / sizeof(SpyTensorDesc); k++) {
+                const SpyTensorDesc *t = (const SpyTensorDesc *)(buf + sec[i].offset) + k;
+                if (t->flags & SPY_TF_SHAPED)
+                    at = sec[i].offset + k * sizeof *t;
+            }
+    assert_int_not_equal(at, 0);
+    struct {
+        void (*edit)(SpyTensorDesc *t);
+        const char *why;
+    } cases[3] = {
+        {shaped_bad_dims, "dims are not [numel, 1, ...]"},
+        {shaped_two_kinds, "more than one of dynamic, shaped and hidden"},
+        {shaped_far_dims, "outside segment"},
+    };
+    for (int i = 0; i < 3; i++) {
+        memcpy(c, buf, len);
+        cases[i].edit((SpyTensorDesc *)(c + at));
+        ut_fix_crcs(c);
+        ut_expect_refused(c, len, cases[i].why);
+    }
+    free(c);
+    free(buf);
+}
+
+/* A runtime shape that folded to a constant becomes a static output: pass_dynamic
+ * replaces the capacity view by the prefix in that shape. */
+static void test_shape_folds(void **state)
+{
+    UtFx *f = *state;
+    ValId x = ut_input(f->g, "x", IR_DT_F32, 1, (int64_t[]){6});
+    ValId v = ir_reshape(f->g, x, (int64_t[]){6, 1}, 2, NULL);
+    ir_add_output(f->g, v);
+    ir_dyn_add_shape(f->g, v, ut_const(f->g, IR_DT_I32, 1, (int64_t[]){2}, (int32_t[]){2, 2}));
+    PassOptions po = f->opt;
+    assert_true(pass_dynamic(f->g, &po));
+    assert_int_equal(f->g->ndyn, 0);
+    ut_expect_shape(f->g, 0, 2, (int64_t[]){2, 2});
+    float in[6] = {1, 2, 3, 4, 5, 6};
+    const void *ins[1] = {in};
+    ut_expect_close(ut_run_graph(f->g, ins, 0), in, 4, 0);
+}
+
 /* A runtime-shaped result that a later op needs the shape of is refused, naming the
  * graph input and --bind; a pointwise op with a scalar operand is accepted. */
 static void test_refused_use(void **state)
@@ -397,6 +460,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_topk_range, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_resize, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_affine_grid, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_shaped_verifier, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_shape_folds, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_refused_use, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include "codegen/cg.h"
 #include "frontend/fe.h"
+#include "sbin.h"
 #include "unit_util.h"
 
 /* ---- fixture ---- */
@@ -324,4 +325,26 @@ void ut_open(uint8_t *buf, size_t len, spy_model **m, spy_session **s)
     free(buf);
     spy_session_options so = {.num_threads = 2, .debug_lx_poison = 1};
     assert_int_equal(spy_session_create(*m, &so, s), SPY_OK);
+}
+
+/* Recompute the section CRCs and the table CRC of bundle buf after an edit. */
+void ut_fix_crcs(uint8_t *buf)
+{
+    SpyHeader *h = (SpyHeader *)buf;
+    SpySection *s = (SpySection *)(buf + sizeof *h);
+    for (uint32_t i = 0; i < h->nsections; i++)
+        s[i].crc32c = spy_crc32c(0, buf + s[i].offset, s[i].size);
+    h->table_crc = 0;
+    uint32_t crc = spy_crc32c(0, h, sizeof *h);
+    h->table_crc = spy_crc32c(crc, s, h->nsections * sizeof *s);
+}
+
+/* Loading bundle buf must fail with a message containing needle. */
+void ut_expect_refused(const uint8_t *buf, size_t len, const char *needle)
+{
+    spy_model *m = NULL;
+    char err[512] = "";
+    assert_int_not_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
+    if (!strstr(err, needle))
+        fail_msg("message '%s' lacks '%s'", err, needle);
 }
