@@ -96,6 +96,9 @@ bool dec_tfidf(DecCtx *c);                /* TfIdfVectorizer (integer pools) */
 typedef enum { DEC_RT_SQUEEZE, DEC_RT_UNSQUEEZE, DEC_RT_REDUCE } DecRtAxes;
 /* The result of one candidate axes set (sorted, distinct) of a runtime-axes op. */
 typedef ValId (*DecAxesFn)(DecCtx *c, ValId x, const int64_t *axes, int n, const void *arg);
+/* The i64 extents d as the int32 ones the runtime reads (beyond int32 or below -1:
+ * -1, which fails the run). */
+ValId dec_rt_dims32(DecCtx *c, ValId d);
 /* Reshape of x to the runtime target shape (ONNX rules for 0 and -1). */
 bool dec_rt_reshape(DecCtx *c, ValId x, ValId shape, bool allowzero);
 /* Squeeze/Unsqueeze of x, or the reduction fn(x, axes, arg) (DEC_RT_REDUCE), over the

@@ -32,11 +32,18 @@
 
 #define MAX_CAND 64                        /* most candidate axis sets */
 
+ValId dec_rt_dims32(DecCtx *c, ValId d)
+{
+    ValId bad = dec_bin(c, IR_BIN_OR, dec_bin_s(c, IR_BIN_GT, d, 2147483647.0),
+                        dec_bin_s(c, IR_BIN_LT, d, -1));
+    return dec_cast(c, dec_select(c, bad, dec_scalar(c->g, IR_DT_I64, -1), d), IR_DT_I32);
+}
+
 /* The int32 dims vector d (i64 values, rank r) and the data value y ([cap, 1, ...] of
  * rank r) become c's output, a value whose shape is computed at run time. */
 static void finish(DecCtx *c, ValId y, ValId d)
 {
-    ValId d32 = dec_cast(c, d, IR_DT_I32);
+    ValId d32 = dec_rt_dims32(c, d);
     ir_dyn_add_shape(c->g, y, d32);
     c->out[0] = y;
 }
@@ -75,6 +82,8 @@ bool dec_rt_reshape(DecCtx *c, ValId x, ValId shape, bool allowzero)
     ValId ok = dec_bin(c, IR_BIN_AND,
                        dec_bin_s(c, IR_BIN_EQ, dec_reduce(c, IR_RED_PROD, d, &ax, 1, false), (double)total),
                        dec_bin_s(c, IR_BIN_GE, dec_reduce(c, IR_RED_MIN, d, &ax, 1, false), 0));
+    ValId ninf = dec_reduce(c, IR_RED_SUM, dec_cast(c, inf, IR_DT_I64), &ax, 1, false);
+    ok = dec_bin(c, IR_BIN_AND, ok, dec_bin_s(c, IR_BIN_LE, ninf, 1));   /* one -1 at most */
     d = dec_select(c, ok, d, dec_scalar(c->g, IR_DT_I64, -1));
     finish(c, capacity_view(c, x, r), d);
     return true;
@@ -226,7 +235,7 @@ bool dec_rt_split(DecCtx *c, ValId x, int axis, ValId split)
                               (double)(n - 1));
         ValId y = dec_gather(c, x, idx, axis);
         ValId cnt = dec_select(c, ok, elem(c, s, i), dec_scalar(c->g, IR_DT_I64, -1));
-        ir_dyn_add(c->g, y, axis, dec_cast(c, cnt, IR_DT_I32));
+        ir_dyn_add(c->g, y, axis, dec_rt_dims32(c, cnt));
         c->out[i] = y;
     }
     return true;
@@ -260,8 +269,21 @@ bool dec_rt_range(DecCtx *c)
     if (st == IR_NONE || lim == IR_NONE || d == IR_NONE)
         return false;
     IrDType t = dec_ty(c, dec_in(c, 0))->dtype;
-    ValId cnt = dec_un(c, IR_UN_CEIL, dec_bin(c, IR_BIN_DIV, dec_bin(c, IR_BIN_SUB, lim, st), d));
-    cnt = dec_cast(c, dec_bin_s(c, IR_BIN_MAX, cnt, 0), IR_DT_I64);
+    ValId cnt;
+    if (ir_dtype_is_float(t)) {            /* ceil((limit - start) / delta) */
+        cnt = dec_un(c, IR_UN_CEIL, dec_bin(c, IR_BIN_DIV, dec_bin(c, IR_BIN_SUB, lim, st), d));
+        cnt = dec_cast(c, dec_bin_s(c, IR_BIN_MAX, cnt, 0), IR_DT_I64);
+    } else {                               /* exactly: (diff + delta - sign) / delta */
+        ValId si = dix_scalar(c, dec_in(c, 0), "start", IR_DT_I64),
+              li = dix_scalar(c, dec_in(c, 1), "limit", IR_DT_I64),
+              di = dix_scalar(c, dec_in(c, 2), "delta", IR_DT_I64);
+        ValId sg = dec_select(c, dec_bin_s(c, IR_BIN_GT, di, 0), dec_scalar(c->g, IR_DT_I64, 1),
+                              dec_scalar(c->g, IR_DT_I64, -1));
+        ValId num = dec_bin(c, IR_BIN_SUB, dec_bin(c, IR_BIN_ADD, dec_bin(c, IR_BIN_SUB, li, si), di), sg);
+        ValId safe = dec_select(c, dec_bin_s(c, IR_BIN_EQ, di, 0), dec_scalar(c->g, IR_DT_I64, 1), di);
+        cnt = dec_bin_s(c, IR_BIN_MAX, dec_bin(c, IR_BIN_DIV, num, safe), 0);
+        cnt = dec_select(c, dec_bin_s(c, IR_BIN_EQ, di, 0), dec_scalar(c->g, IR_DT_I64, -1), cnt);
+    }
     ValId s0 = dec_cast(c, dec_in(c, 0), t), d0 = dec_cast(c, dec_in(c, 2), t);
     ValId y = dec_bin(c, IR_BIN_ADD, dec_reshape(c, s0, NULL, 0),
                       dec_bin(c, IR_BIN_MUL, dix_iota(c, t, n, 1, 0), dec_reshape(c, d0, NULL, 0)));

@@ -108,7 +108,7 @@ static void prefix_gather(DecCtx *c, ValId x, const ValId *lens, int64_t cap, Ax
     if (fill != IR_NONE)
         y = y == IR_NONE ? dec_expand(c, fill, &cap, 1) : dec_select(c, ok, y, fill);
     y = dec_reshape(c, y, dims, r);
-    ir_dyn_add_shape(c->g, y, dec_cast(c, dec_concat(c, lv, r, 0), IR_DT_I32));
+    ir_dyn_add_shape(c->g, y, dec_rt_dims32(c, dec_concat(c, lv, r, 0)));
     c->out[0] = y;
 }
 
