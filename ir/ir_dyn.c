@@ -44,6 +44,7 @@ static void dyn_append(IrGraph *g, ValId v, int axis, ValId count)
     ir_add_hidden_output(g, count);
 }
 
+/* Record v's data-dependent extent along axis (an i32 scalar count). */
 void ir_dyn_add(IrGraph *g, ValId v, int axis, ValId count)
 {
     const IrType *t = ir_vtype(g, v), *ct = ir_vtype(g, count);
@@ -51,6 +52,7 @@ void ir_dyn_add(IrGraph *g, ValId v, int axis, ValId count)
     dyn_append(g, v, axis, count);
 }
 
+/* Record v's runtime shape (an i32 vector of its rank). */
 void ir_dyn_add_shape(IrGraph *g, ValId v, ValId dims)
 {
     const IrType *t = ir_vtype(g, v), *ct = ir_vtype(g, dims);
@@ -86,6 +88,7 @@ static ValId find_input(const IrGraph *g, ValId v, bool *seen)
     return IR_NONE;
 }
 
+/* A graph input that v is computed from (v when none), to name in messages. */
 ValId ir_dyn_source_input(IrGraph *g, ValId v)
 {
     bool *seen = ir_scratch(g, g->nvals + 1);

@@ -155,6 +155,7 @@ static ValId item(DecCtx *c, ValId v, int i, IrDType t)
     return dec_cast(c, dec_reshape(c, e, NULL, 0), t);
 }
 
+/* Resize by runtime scales or sizes (see the file comment); false when not covered. */
 bool dec_rt_resize(DecCtx *c, bool upsample, ValId scales, ValId sizes)
 {
     ValId x = dec_in(c, 0);

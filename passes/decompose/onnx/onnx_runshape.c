@@ -32,6 +32,8 @@
 
 #define MAX_CAND 64                        /* most candidate axis sets */
 
+/* The i64 extents d as int32; a value beyond int32 or below -1 becomes -1 (refused by
+ * the runtime) rather than wrapping to a plausible extent. */
 ValId dec_rt_dims32(DecCtx *c, ValId d)
 {
     ValId bad = dec_bin(c, IR_BIN_OR, dec_bin_s(c, IR_BIN_GT, d, 2147483647.0),
@@ -57,6 +59,9 @@ static ValId capacity_view(DecCtx *c, ValId x, int r)
     return dec_reshape(c, x, dims, r);
 }
 
+/* Reshape to a runtime target: the data is x viewed at its capacity; the dims follow the
+ * ONNX rules on the device (0 copies x's dim unless allowzero, one -1 is inferred), -1
+ * everywhere when the target does not hold x's elements. */
 bool dec_rt_reshape(DecCtx *c, ValId x, ValId shape, bool allowzero)
 {
     const IrType *t = dec_ty(c, x), *st = dec_ty(c, shape);
@@ -143,6 +148,8 @@ static int cand_dims(DecRtAxes kind, const IrType *t, const int64_t *S, int L, V
     return r;
 }
 
+/* Squeeze, Unsqueeze or a reduction over a runtime axes input: one candidate per
+ * L-subset of the axes, SELECTed on the input (see the file comment). */
 bool dec_rt_axes(DecCtx *c, DecRtAxes kind, ValId x, ValId axes, int out_rank, DecAxesFn fn,
                  const void *arg)
 {
@@ -210,6 +217,8 @@ static ValId elem(DecCtx *c, ValId v, int i)
     return dec_reshape(c, dec_slice_axis(c, v, 0, i, 1, 1), NULL, 0);
 }
 
+/* Split by runtime sizes: each part GATHERed from its runtime offset over the whole
+ * axis, its size the valid extent; sizes that do not add up to the axis give -1. */
 bool dec_rt_split(DecCtx *c, ValId x, int axis, ValId split)
 {
     const IrType *t = dec_ty(c, x);
@@ -258,6 +267,8 @@ static void runtime_len(DecCtx *c, ValId y, ValId len, int64_t bound)
     c->out[0] = y;
 }
 
+/* Range with runtime inputs over the declared length: start + i * delta, the length
+ * ceil((limit - start) / delta) (exact in int64 for integer ranges) the valid extent. */
 bool dec_rt_range(DecCtx *c)
 {
     int64_t n = declared_len(c);
@@ -291,6 +302,8 @@ bool dec_rt_range(DecCtx *c)
     return true;
 }
 
+/* Hann, Hamming or Blackman window of a runtime size over the declared length, the
+ * cosine terms computed on the device from an iota. */
 bool dec_rt_window(DecCtx *c, IrDType dt, int kind)
 {
     int64_t n = declared_len(c);
@@ -312,6 +325,7 @@ bool dec_rt_window(DecCtx *c, IrDType dt, int kind)
     return true;
 }
 
+/* ConstantOfShape of a runtime shape: s at the declared capacity, the dims the input. */
 bool dec_rt_fill(DecCtx *c, ValId s)
 {
     const IrType *decl = dix_declared(c, 0), *xt = dec_ty(c, dec_in(c, 0));

@@ -119,6 +119,7 @@ static ValId slice_map(DecCtx *c, int a, int64_t d, ValId i, const void *arg, Va
     return dec_bin(c, IR_BIN_ADD, s->st, dec_bin(c, IR_BIN_MUL, i, s->step));
 }
 
+/* Slice with runtime starts, ends, axes or steps, at the capacity of x. */
 bool dec_rt_slice(DecCtx *c, ValId x)
 {
     const IrType *t = dec_ty(c, x);
@@ -166,6 +167,8 @@ static ValId expand_map(DecCtx *c, int a, int64_t d, ValId i, const void *arg, V
     return d == 1 ? dec_bin_s(c, IR_BIN_MUL, i, 0) : i;
 }
 
+/* Expand to a runtime shape: each dim x's (the shape's entry 1 or equal) or, where x
+ * has 1, the entry; -1 when they do not broadcast. */
 bool dec_rt_expand(DecCtx *c, ValId x)
 {
     int64_t n = dec_numel(dec_ty(c, dec_in(c, 1))), xd[IR_MAX_RANK];
@@ -195,6 +198,7 @@ static ValId tile_map(DecCtx *c, int a, int64_t d, ValId i, const void *arg, Val
     return dec_bin_s(c, IR_BIN_MOD, i, (double)(d > 0 ? d : 1));
 }
 
+/* Tile by runtime repeats: dims d * repeat, x read at i mod d. */
 bool dec_rt_tile(DecCtx *c, ValId x)
 {
     const IrType *t = dec_ty(c, x);
@@ -234,6 +238,8 @@ static ValId pad_map(DecCtx *c, int a, int64_t d, ValId i, const void *arg, ValI
                       dec_bin(c, IR_BIN_SUB, dec_scalar(c->g, IR_DT_I64, period), q));
 }
 
+/* Pad by runtime pads (and axes, constant value): dims d + begin + end, x read at
+ * i - begin folded by the mode, or the pad value outside in constant mode. */
 bool dec_rt_pad(DecCtx *c, ValId x, const char *mode)
 {
     const IrType *t = dec_ty(c, x);
@@ -271,6 +277,8 @@ bool dec_rt_pad(DecCtx *c, ValId x, const char *mode)
     return true;
 }
 
+/* CenterCropPad to a runtime shape: x read at i plus the centring offset of the axis
+ * (crop: (d - want) / 2; pad: -(want - d) / 2), 0 outside. */
 bool dec_rt_center_crop_pad(DecCtx *c, ValId x)
 {
     const IrType *t = dec_ty(c, x);
@@ -306,6 +314,7 @@ static ValId box_map(DecCtx *c, int a, int64_t d, ValId i, const void *arg, ValI
     return i;
 }
 
+/* The box [0, lens) of y as the row-major prefix of the actual shape. */
 void dec_rt_box(DecCtx *c, ValId y, const ValId *lens)
 {
     prefix_gather(c, y, lens, dec_numel(dec_ty(c, y)), box_map, NULL, IR_NONE);
