@@ -219,6 +219,32 @@ bool dec_run(DecCtx *c)
     return ok && !(g->diag && g->diag->nerrors > nerr);
 }
 
+/* A node using a value whose whole shape is computed at run time (at its capacity
+ * view [numel, 1, ...]) may have other operands of one element only (or that value's
+ * shape; CastLike's second input, of which only the dtype is used): anything else
+ * would be combined with the capacity view, not the actual shape. Refuses it with the
+ * message naming the input the shape comes from. */
+static bool shaped_operands_ok(DecCtx *c)
+{
+    const IrNode *n = c->n;
+    const IrDynDim *src = NULL;
+    for (int i = 0; i < n->nin && !src; i++) {
+        const IrDynDim *d = n->in[i] != IR_NONE ? ir_dyn_find(c->g, n->in[i]) : NULL;
+        src = d && d->axis == IR_DYN_SHAPE ? d : NULL;
+    }
+    bool type_only1 = strcmp(n->foreign.op_type, "CastLike") == 0;  /* reads its dtype */
+    for (int i = 0; i < n->nin && src; i++) {
+        ValId v = n->in[i];
+        const IrDynDim *d = v != IR_NONE ? ir_dyn_find(c->g, v) : NULL;
+        if (v == IR_NONE || ir_type_numel(ir_vtype(c->g, v)) == 1 || (i == 1 && type_only1) ||
+            (d && d->axis == IR_DYN_SHAPE && d->count == src->count))
+            continue;
+        dec_dynamic_err(c, ir_dyn_source_input(c->g, src->count), "shape");
+        return false;
+    }
+    return true;
+}
+
 /* Decompose one foreign node; false if it failed (errors already reported).
  * in_names: the names its inputs had before the pass (for captured values). */
 static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
@@ -228,7 +254,7 @@ static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
                 .uses = s->uses, .nuses = s->nuses, .seqs = s->seqs, .outg = g,
                 .in_names = in_names};
     uint32_t first_new = g->nvals;
-    if (!dec_run(&c))
+    if (!shaped_operands_ok(&c) || !dec_run(&c))
         return false;
     for (int i = 0; i < n->nout; i++) {
         ValId old = n->out[i];

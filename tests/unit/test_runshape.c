@@ -424,8 +424,9 @@ static void test_shape_folds(void **state)
     ut_expect_close(ut_run_graph(f->g, ins, 0), in, 4, 0);
 }
 
-/* A runtime-shaped result that a later op needs the shape of is refused, naming the
- * graph input and --bind; a pointwise op with a scalar operand is accepted. */
+/* A runtime-shaped result that a later op needs the shape of, or that meets an operand
+ * of its capacity view's size, is refused, naming the graph input and --bind; a
+ * pointwise op with a scalar operand is accepted. */
 static void test_refused_use(void **state)
 {
     UtFx *f = *state;
@@ -436,6 +437,17 @@ static void test_refused_use(void **state)
     assert_false(pass_run_pipeline(f->g, &po));
     assert_true(ut_has_msg(&f->d, "dynamic shape input 'v' (a graph input: specialise it "
                                   "with --bind)"));
+
+    UtFx *f3 = ut_fx_new();                 /* an operand of the capacity view's size */
+    y = rs_graph(f3, "Reshape", 2, (int64_t[]){2, 3}, 2, NULL, 0);
+    float b[6] = {0};
+    ValId cb = ut_const(f3->g, IR_DT_F32, 2, (int64_t[]){2, 3}, b);
+    ir_add_output(f3->g, ut_onnx_op(f3->g, "Add", 13, (ValId[]){y, cb}, 2, NULL, 0));
+    po = f3->opt;
+    assert_false(pass_run_pipeline(f3->g, &po));
+    assert_true(ut_has_msg(&f3->d, "dynamic shape input 'v' (a graph input: specialise it "
+                                   "with --bind)"));
+    ut_fx_free(f3);
 
     UtFx *f2 = ut_fx_new();
     float x[6];
