@@ -141,6 +141,9 @@ static void dump_tensors(const uint8_t *buf) {
         if (t[i].flags & SPY_TF_DYNAMIC)
             printf("  dynamic axis %u (extent: int32 at segment %u +%llu)", t[i].dyn_axis,
                    t[i].count_seg, (unsigned long long)t[i].count_off);
+        if (t[i].flags & SPY_TF_SHAPED)
+            printf("  shaped (dims: %u int32 at segment %u +%llu)", t[i].rank, t[i].count_seg,
+                   (unsigned long long)t[i].count_off);
         if (t[i].flags & SPY_TF_HIDDEN)
             printf("  hidden");
         printf("\n");

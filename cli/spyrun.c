@@ -694,7 +694,7 @@ static void actual_shape(const spy_model *m, const spy_session *s, int k, spy_te
 {
     int rank;
     int64_t dims[SPY_MAX_RANK];
-    if (spy_model_output_dynamic_axis(m, k) < 0 ||
+    if (spy_model_output_dynamic_axis(m, k) == -1 ||
         spy_session_output_shape(s, k, &rank, dims) != SPY_OK)
         return;
     size_t n = 1;

@@ -128,6 +128,25 @@ bool fe_check_new(FeScope *s, const char *name, const IrOrigin *o)
     return false;
 }
 
+/* The shape sh as "D0xD1x..." into buf, a dynamic dimension as <its name> (<?> when
+ * unnamed): the template of the --input-shape value that fixes it. */
+static void shape_hint(const Onnx__TensorShapeProto *sh, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sh->n_dim && at < len; i++) {
+        const Onnx__TensorShapeProto__Dimension *dm = sh->dim[i];
+        const char *sep = i ? "x" : "";
+        if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+            at += (size_t)snprintf(buf + at, len - at, "%s%lld", sep, (long long)dm->dim_value);
+        else
+            at += (size_t)snprintf(buf + at, len - at, "%s<%s>", sep,
+                                   dm->value_case ==
+                                           ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                                           dm->dim_param ? dm->dim_param : "?");
+    }
+}
+
 /* Static type of a value_info. strict: report why it is not fully static (what says
  * whose type it is); otherwise just return false. */
 static bool vi_type(FeScope *s, const Onnx__ValueInfoProto *vi, bool strict, const char *what,
@@ -170,9 +189,12 @@ static bool vi_type(FeScope *s, const Onnx__ValueInfoProto *vi, bool strict, con
         const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
         if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
             bool named = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            char hint[160];
+            shape_hint(tt->shape, hint, sizeof hint);
             if (strict)
-                ir_diag_error(d, "unsupported: dynamic dimension '%s' (axis %zu) of %s '%s'",
-                              named && dm->dim_param ? dm->dim_param : "?", i, what, nm);
+                ir_diag_error(d, "unsupported: dynamic dimension '%s' (axis %zu) of %s '%s' "
+                              "(give the sizes to compile for with --input-shape %s=%s)",
+                              named && dm->dim_param ? dm->dim_param : "?", i, what, nm, nm, hint);
             return false;
         }
         dims[i] = dm->dim_value;

@@ -403,16 +403,29 @@ IrGraph *ir_parse(const char *text, IrDiag *diag);
  * that axis is meaningful (the rest is 0 or unspecified). count is an int32 scalar
  * computed on the device; it is kept alive as a hidden graph output (after every
  * visible output: g->nhidden), which is where the runtime reads it. ir_replace_uses
- * keeps the entries current; pass_dynamic propagates them to the graph outputs. */
+ * keeps the entries current; pass_dynamic propagates them to the graph outputs.
+ * A value whose whole shape is computed at run time (a Reshape, Squeeze or Unsqueeze
+ * with a runtime shape or axes input, a reduction over runtime axes) is recorded with
+ * axis IR_DYN_SHAPE: its type has the actual rank and a capacity of numel elements
+ * ([numel, 1, ...]); its data is the row-major prefix of the actual shape, which
+ * count (an i32 vector of rank elements, computed on the device) holds. */
+#define IR_DYN_SHAPE (-2)
 typedef struct IrDynDim {
     ValId value;                           /* the tensor, at its upper-bound shape */
-    int axis;                              /* its data-dependent axis */
-    ValId count;                           /* i32 scalar: the actual extent */
+    int axis;                              /* its data-dependent axis, or IR_DYN_SHAPE */
+    ValId count;                           /* i32 scalar: the actual extent (IR_DYN_SHAPE:
+                                              i32[rank], the actual dims) */
 } IrDynDim;
 
 /* Record that v's extent along axis is count (an i32 scalar), which becomes a hidden
  * graph output unless it already is one. */
 void ir_dyn_add(IrGraph *g, ValId v, int axis, ValId count);
+/* Record that v's actual shape is the i32 vector dims (axis IR_DYN_SHAPE), which becomes
+ * a hidden graph output unless it already is one. */
+void ir_dyn_add_shape(IrGraph *g, ValId v, ValId dims);
+/* A graph input that value v (a runtime shape or count) is computed from, to name in
+ * messages; v itself when there is none. */
+ValId ir_dyn_source_input(IrGraph *g, ValId v);
 /* The entry of value v, or NULL when v's shape is static. */
 const IrDynDim *ir_dyn_find(const IrGraph *g, ValId v);
 /* Append v as a hidden graph output (no-op if it already is one). */

@@ -1,7 +1,8 @@
 /* ir_dyn.c: the graph's table of data-dependent extents (IrDynDim) and its hidden
  * outputs. Entries are added by the decompositions of NonZero, Compress, Unique and
- * NonMaxSuppression; ir_replace_uses (ir.c) keeps their value ids current, and
- * pass_dynamic (passes/dynamic.c) carries them through the ops that follow to the
+ * NonMaxSuppression (one axis) and by those of Reshape, Squeeze, Unsqueeze and the
+ * reductions with runtime shape or axes inputs (IR_DYN_SHAPE); ir_replace_uses (ir.c)
+ * keeps their value ids current, and pass_dynamic (passes/dynamic.c) carries them through the ops that follow to the
  * graph outputs, whose tensor descriptors then tell the runtime where each count is.
  */
 #include <string.h>
@@ -28,10 +29,9 @@ bool ir_output_hidden(const IrGraph *g, uint32_t i)
     return i < g->noutputs && i >= g->noutputs - g->nhidden;
 }
 
-void ir_dyn_add(IrGraph *g, ValId v, int axis, ValId count)
+/* Append the entry (v, axis, count) to the table and keep count as a hidden output. */
+static void dyn_append(IrGraph *g, ValId v, int axis, ValId count)
 {
-    const IrType *t = ir_vtype(g, v), *ct = ir_vtype(g, count);
-    IR_ASSERT(axis >= 0 && axis < t->rank && ct->dtype == IR_DT_I32 && ct->rank == 0);
     if (g->ndyn == g->capdyn) {
         uint32_t nc = g->capdyn ? 2 * g->capdyn : 8;
         IrDynDim *d = ir_alloc(g, nc * sizeof *d);
@@ -44,10 +44,54 @@ void ir_dyn_add(IrGraph *g, ValId v, int axis, ValId count)
     ir_add_hidden_output(g, count);
 }
 
+/* Record v's data-dependent extent along axis (an i32 scalar count). */
+void ir_dyn_add(IrGraph *g, ValId v, int axis, ValId count)
+{
+    const IrType *t = ir_vtype(g, v), *ct = ir_vtype(g, count);
+    IR_ASSERT(axis >= 0 && axis < t->rank && ct->dtype == IR_DT_I32 && ct->rank == 0);
+    dyn_append(g, v, axis, count);
+}
+
+/* Record v's runtime shape (an i32 vector of its rank). */
+void ir_dyn_add_shape(IrGraph *g, ValId v, ValId dims)
+{
+    const IrType *t = ir_vtype(g, v), *ct = ir_vtype(g, dims);
+    IR_ASSERT(ct->dtype == IR_DT_I32 && ct->rank == 1 && ct->dims[0] == t->rank);
+    dyn_append(g, v, IR_DYN_SHAPE, dims);
+}
+
 const IrDynDim *ir_dyn_find(const IrGraph *g, ValId v)
 {
     for (uint32_t i = 0; i < g->ndyn; i++)
         if (g->dyn[i].value == v)
             return &g->dyn[i];
     return NULL;
+}
+
+/* Depth-first search from v over the defining nodes for a graph input; IR_NONE if
+ * none (seen marks visited values). */
+static ValId find_input(const IrGraph *g, ValId v, bool *seen)
+{
+    if (v == IR_NONE || seen[v])
+        return IR_NONE;
+    seen[v] = true;
+    if (g->vals[v].kind == IR_VAL_INPUT)
+        return v;
+    NodeId d = g->vals[v].def;
+    if (d == IR_NONE)
+        return IR_NONE;
+    for (int i = 0; i < g->nodes[d].nin; i++) {
+        ValId r = find_input(g, g->nodes[d].in[i], seen);
+        if (r != IR_NONE)
+            return r;
+    }
+    return IR_NONE;
+}
+
+/* A graph input that v is computed from (v when none), to name in messages. */
+ValId ir_dyn_source_input(IrGraph *g, ValId v)
+{
+    bool *seen = ir_scratch(g, g->nvals + 1);
+    ValId r = find_input(g, v, seen);
+    return r != IR_NONE ? r : v;
 }

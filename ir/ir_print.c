@@ -240,7 +240,10 @@ void ir_print(IrGraph *g, FILE *f)
         const IrDynDim *d = ir_dyn_find(g, g->outputs[i]);
         fputs("  output ", f);
         print_val(f, g, g->outputs[i]);
-        if (d) {                           /* comments: the parser reads them as such */
+        if (d && d->axis == IR_DYN_SHAPE) {  /* comments: the parser reads them as such */
+            fputs("  # runtime shape: ", f);
+            print_val(f, g, d->count);
+        } else if (d) {
             fprintf(f, "  # extent of axis %d: ", d->axis);
             print_val(f, g, d->count);
         }

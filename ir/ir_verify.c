@@ -147,8 +147,13 @@ static void check_dyn(Vfy *v)
             continue;
         }
         const IrType *ct = &g->vals[d->count].type;
-        if (d->axis < 0 || d->axis >= g->vals[d->value].type.rank || ct->rank != 0 ||
-            ct->dtype != IR_DT_I32)
+        if (d->axis == IR_DYN_SHAPE) {
+            if (ct->rank != 1 || ct->dtype != IR_DT_I32 ||
+                ct->dims[0] != g->vals[d->value].type.rank)
+                bad(v, "runtime shape %u of '%s': '%s' is not an i32 vector of its rank", i,
+                    g->vals[d->value].name, g->vals[d->count].name);
+        } else if (d->axis < 0 || d->axis >= g->vals[d->value].type.rank || ct->rank != 0 ||
+                   ct->dtype != IR_DT_I32)
             bad(v, "dynamic extent %u of '%s': axis %d, count '%s' is not an i32 scalar", i,
                 g->vals[d->value].name, d->axis, g->vals[d->count].name);
     }

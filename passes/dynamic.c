@@ -11,6 +11,9 @@
  * message naming it. At the end the table lists exactly the dynamic graph outputs;
  * hidden count outputs that no output needs any more are dropped (then dead code is
  * removed), and an output whose count folded to a constant becomes a static slice.
+ * A value whose whole shape is computed at run time (IR_DYN_SHAPE: Reshape, Squeeze,
+ * Unsqueeze, reductions with runtime shape or axes inputs) may only be a graph output,
+ * after pointwise ops with single-element operands at most.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +71,46 @@ static bool through_pointwise(IrGraph *g, DynMap *m, const IrNode *n)
     return true;
 }
 
+/* Node n uses dv, whose whole shape is computed at run time: a pointwise op whose other
+ * operands are single elements or have the same runtime shape keeps it (the data stays
+ * the row-major prefix); any other use is refused, naming the graph input the shape
+ * comes from (the message that tells to specialise it with --bind). */
+static bool through_shaped(IrGraph *g, DynMap *m, const IrNode *n, ValId dv)
+{
+    bool ok = (ir_op_info[n->op].flags & IR_OPF_POINTWISE) && n->nout == 1 &&
+              ir_vtype(g, n->out[0])->rank == ir_vtype(g, dv)->rank &&
+              ir_vtype(g, n->out[0])->dims[0] == ir_vtype(g, dv)->dims[0];
+    for (int i = 0; i < n->nin && ok; i++) {
+        ValId v = n->in[i];
+        ok = v == IR_NONE || ir_type_numel(ir_vtype(g, v)) == 1 ||
+             (m->axis[v] == IR_DYN_SHAPE && m->count[v] == m->count[dv] &&
+              ir_type_eq(ir_vtype(g, v), ir_vtype(g, dv)));
+    }
+    if (ok) {
+        m->axis[n->out[0]] = IR_DYN_SHAPE;
+        m->count[n->out[0]] = m->count[dv];
+        return true;
+    }
+    ValId in = ir_dyn_source_input(g, m->count[dv]);
+    ir_error(g, &n->origin, "unsupported: dynamic shape input '%s'%s: it decides the shape "
+             "of '%s', which only pointwise ops and graph outputs may use", g->vals[in].name,
+             g->vals[in].kind == IR_VAL_INPUT ? " (a graph input: specialise it with --bind)"
+                                              : "", g->vals[dv].name);
+    return false;
+}
+
 /* Carry the extents of node n's inputs to its output, or refuse n. */
 static bool carry(IrGraph *g, DynMap *m, const IrNode *n)
 {
     ValId dv = IR_NONE;
     for (int i = 0; i < n->nin && dv == IR_NONE; i++)
-        if (n->in[i] != IR_NONE && m->axis[n->in[i]] >= 0)
+        if (n->in[i] != IR_NONE && m->axis[n->in[i]] != -1)
             dv = n->in[i];
     if (dv == IR_NONE)
         return true;
     int ax = m->axis[dv], oax = -1;
+    if (ax == IR_DYN_SHAPE)
+        return through_shaped(g, m, n, dv);
     if (ir_op_info[n->op].flags & IR_OPF_POINTWISE)
         return through_pointwise(g, m, n);
     switch (n->op) {
@@ -131,6 +164,37 @@ static void make_static(IrGraph *g, uint32_t j, int ax, ValId count)
     g->outputs[j] = s;
 }
 
+/* Graph output j has a runtime shape that folded to the constant dims: output the
+ * prefix of that many elements in that shape instead (the compile checks the bound). */
+static void make_static_shape(IrGraph *g, uint32_t j, ValId dims)
+{
+    ValId v = g->outputs[j];
+    const IrType *t = ir_vtype(g, v);
+    const int32_t *d = ir_val(g, dims)->data;
+    int64_t to[IR_MAX_RANK], n = 1, cap = ir_type_numel(t), flat = cap, zero = 0, one = 1;
+    for (int i = 0; i < t->rank; i++)
+        n *= (to[i] = d[i] < 0 ? 0 : d[i]);
+    if (n > cap) {
+        ir_error(g, NULL, "output '%s': computed shape has %lld elements, more than its "
+                 "%lld", g->vals[v].name, (long long)n, (long long)cap);
+        return;
+    }
+    NodeId def = ir_val(g, v)->def;
+    IrOrigin o = def != IR_NONE ? ir_node(g, def)->origin : (IrOrigin){"", "", NULL};
+    ValId f = ir_reshape(g, v, &flat, 1, &o);
+    IrAttr a[3] = {ir_attr_ints_ref("starts", &zero, 1), ir_attr_ints_ref("steps", &one, 1),
+                   ir_attr_ints_ref("sizes", &n, 1)};
+    ValId s = ir_node(g, ir_add_node(g, IR_OP_SLICE, &f, 1, a, 3, &o))->out[0];
+    ValId r = ir_reshape(g, s, to, t->rank, &o);
+    if (ir_val(g, v)->kind != IR_VAL_INPUT) {   /* the output keeps its name */
+        const char *vn = g->vals[v].name, *rn = g->vals[r].name;
+        ir_set_name(g, v, "");
+        ir_set_name(g, r, vn);
+        ir_set_name(g, v, rn);
+    }
+    g->outputs[j] = r;
+}
+
 /* Rebuild the table from the graph outputs; drop hidden outputs no output needs. Returns
  * true when hidden outputs were dropped. */
 static bool finish(IrGraph *g, DynMap *m)
@@ -139,8 +203,12 @@ static bool finish(IrGraph *g, DynMap *m)
     IrDynDim *tab = ir_alloc(g, (nvis + 1) * sizeof *tab);
     for (uint32_t j = 0; j < nvis; j++) {
         ValId v = g->outputs[j];
-        if (m->axis[v] < 0)
+        if (m->axis[v] == -1)
             continue;
+        if (ir_is_const(g, m->count[v]) && m->axis[v] == IR_DYN_SHAPE) {
+            make_static_shape(g, j, m->count[v]);
+            continue;
+        }
         if (ir_is_const(g, m->count[v])) {
             make_static(g, j, m->axis[v], m->count[v]);
             continue;

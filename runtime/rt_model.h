@@ -38,7 +38,8 @@ typedef struct {
     size_t dev_bytes;        /* numel * device element size */
     bool direct;             /* caller buffer bound as the segment (no staging) */
     bool hidden;             /* SPY_TF_HIDDEN: internal output, no caller buffer */
-    int dyn_axis;            /* SPY_TF_DYNAMIC: data-dependent axis; -1 when static */
+    int dyn_axis;            /* SPY_TF_DYNAMIC: data-dependent axis; SPY_TF_SHAPED:
+                                SPY_DYN_SHAPE; -1 when static */
 } RtIo;
 
 struct spy_model {
@@ -112,10 +113,11 @@ bool rt_verify_insn(const spy_model *m, const SpyInsn *in, char *msg, size_t msg
 /* Checks the tensors' flags (dyn_axis, hidden outputs last, count location) after the
  * segments were verified; fills io->dyn_axis and m->nvisible. */
 spy_status rt_dyn_verify(spy_model *m, RtErr *e);
-/* After a run: reads each dynamic output's count into count[t], checks it, and moves
- * the valid box of the caller's buffer to its row-major prefix (tail zeroed). */
+/* After a run: reads each dynamic output's count into its entry of dims (tensor t's
+ * dims at t * SPY_MAX_RANK), checks it, and moves the valid box of the caller's buffer
+ * to its row-major prefix (tail zeroed); a shaped output's dims are all read. */
 spy_status rt_dyn_outputs(const spy_model *m, uint8_t *const *seg, void *const *outputs,
-                          int64_t *count, char *err, size_t errlen);
+                          int64_t *dims, char *err, size_t errlen);
 
 /* rt_debug.c: the DEBUG section (sbin.h SpyDebugDesc). */
 /* Checks every entry (name, kernel, segment, dtype, shape, byte range inside the

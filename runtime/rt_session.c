@@ -38,7 +38,8 @@ struct spy_session {
     atomic_uint *next;       /* [nsched] next program index per schedule entry */
     atomic_uint *done;       /* [nsched] programs finished per schedule entry */
     double *host_us;         /* [nkernels] host time of the last run */
-    int64_t *dyn_count;      /* [ntensors] extent of dynamic outputs after the last run */
+    int64_t *dyn_dims;       /* [ntensors * SPY_MAX_RANK] dims of the outputs after the
+                                last run (dynamic and shaped ones: the actual dims) */
     RtPool *pool;
     bool solo;               /* this run is on the caller alone (every kernel serial) */
     atomic_int busy;
@@ -102,12 +103,12 @@ static spy_status session_alloc(spy_session *s) {
     s->next = calloc(m->nsched + 1, sizeof *s->next);
     s->done = calloc(m->nsched + 1, sizeof *s->done);
     s->host_us = calloc(m->nkernels + 1, sizeof *s->host_us);
-    s->dyn_count = calloc(m->ntensors + 1, sizeof *s->dyn_count);
-    if (!s->dyn_count)
+    s->dyn_dims = calloc((size_t)m->ntensors * SPY_MAX_RANK + 1, sizeof *s->dyn_dims);
+    if (!s->dyn_dims)
         return SPY_E_NOMEM;
     for (uint32_t i = 0; i < m->ntensors; i++)       /* upper bounds until a run */
-        if (m->io[i].dyn_axis >= 0)
-            s->dyn_count[i] = m->io[i].info.dims[m->io[i].dyn_axis];
+        for (int d = 0; d < m->io[i].info.rank; d++)
+            s->dyn_dims[i * SPY_MAX_RANK + (uint32_t)d] = m->io[i].info.dims[d];
     if (s->profile)
         s->span = calloc((size_t)m->nsched * (size_t)s->nthreads + 1, sizeof *s->span);
     if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->done ||
@@ -176,7 +177,7 @@ void spy_session_free(spy_session *s) {
     free((void *)s->next);
     free((void *)s->done);
     free(s->host_us);
-    free(s->dyn_count);
+    free(s->dyn_dims);
     free(s->span);
     pthread_mutex_destroy(&s->err_mu);
     free(s);
@@ -396,7 +397,7 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
             rt_io_widen(m->io[i].desc->host_dtype, m->io[i].desc->dev_dtype, s->stage[i],
                         outputs[i - m->ninputs], m->io[i].desc->numel);
     if (st == SPY_OK)                        /* data-dependent shapes (rt_dyn.c) */
-        st = rt_dyn_outputs(m, s->seg, outputs, s->dyn_count, s->err, sizeof s->err);
+        st = rt_dyn_outputs(m, s->seg, outputs, s->dyn_dims, s->err, sizeof s->err);
     atomic_store(&s->busy, 0);
     return st;
 }
@@ -441,7 +442,7 @@ spy_status spy_session_output_shape(const spy_session *s, int i, int *rank, int6
     const RtIo *io = &s->m->io[s->m->ninputs + (uint32_t)i];
     *rank = io->info.rank;
     for (int d = 0; d < io->info.rank; d++)
-        dims[d] = d == io->dyn_axis ? s->dyn_count[s->m->ninputs + (uint32_t)i] : io->info.dims[d];
+        dims[d] = s->dyn_dims[(s->m->ninputs + (uint32_t)i) * SPY_MAX_RANK + (uint32_t)d];
     return SPY_OK;
 }
 

@@ -124,7 +124,11 @@ const void *spy_model_selftest_output(const spy_model *m, int i);
  * spy_session_output_shape its shape (rank and SPY_MAX_RANK dims). Static outputs
  * report their fixed shape. */
 spy_status spy_session_output_shape(const spy_session *s, int i, int *rank, int64_t *dims);
-/* The axis of output i whose extent depends on the data; -1 if its shape is static. */
+/* The axis of output i whose extent depends on the data; -1 if its shape is static;
+ * SPY_DYN_SHAPE when its whole shape is computed at run time (a Reshape target or
+ * reduction axes given as an input: the buffer to pass holds dims[0] elements, the
+ * capacity, and spy_session_output_shape gives the actual shape after a run). */
+#define SPY_DYN_SHAPE (-2)
 int spy_model_output_dynamic_axis(const spy_model *m, int i);
 
 /* CRC32C (Castagnoli), as used for bundle sections. */

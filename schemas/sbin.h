@@ -87,6 +87,11 @@ enum { SPY_ROLE_INPUT = 1, SPY_ROLE_OUTPUT = 2 };
                                     at (count_seg, count_off) after a run */
 #define SPY_TF_HIDDEN 0x2u       /* internal output (e.g. a count), after every other
                                     output; not shown to the caller */
+#define SPY_TF_SHAPED 0x4u       /* output whose whole shape is computed at run time:
+                                    dims[] are [numel, 1, ...] (rank the actual rank, numel
+                                    the capacity), the actual dims are rank int32 at
+                                    (count_seg, count_off) after a run, the data their
+                                    row-major prefix */
 
 typedef struct {             /* one graph input or output (64 + 8*8 bytes) */
     uint32_t name;           /* offset in STRINGS */

@@ -158,13 +158,32 @@ static bool same_but_axis(const IrType *a, const IrType *b, int axis)
 }
 
 /* Check that a decomposition agrees with a type the frontend inferred. A result whose
- * extent along one axis is data-dependent (ir_dyn_add) may differ along that axis. */
+ * extent along one axis is data-dependent (ir_dyn_add) may differ along that axis; one
+ * whose whole shape is computed at run time (ir_dyn_add_shape) keeps only its rank, and
+ * so does a result computed from one at the same capacity (recorded with the same dims;
+ * pass_dynamic refuses it unless only pointwise ops made it). */
 static bool check_type(IrGraph *g, const IrNode *n, ValId old, ValId nv)
 {
     const IrType *a = ir_vtype(g, old), *b = ir_vtype(g, nv);
     const IrDynDim *dd = ir_dyn_find(g, nv);
+    for (int i = 0; i < n->nin && (!dd || dd->axis != IR_DYN_SHAPE); i++) {
+        const IrDynDim *src = n->in[i] != IR_NONE ? ir_dyn_find(g, n->in[i]) : NULL;
+        if (!src || src->axis != IR_DYN_SHAPE)
+            continue;
+        if (dd || b->rank != ir_vtype(g, n->in[i])->rank ||
+            ir_type_numel(b) != ir_type_numel(ir_vtype(g, n->in[i])) ||
+            (a->dtype != IR_DT_UNDEF && a->rank != b->rank)) {
+            dec_dynamic_err(&(DecCtx){.g = g, .n = n, .o = &n->origin},
+                            ir_dyn_source_input(g, src->count), "shape");
+            return false;
+        }
+        ir_dyn_add_shape(g, nv, src->count);   /* at the same capacity: pass_dynamic
+                                                  checks that only pointwise ops made it */
+        return true;
+    }
     if (a->dtype == IR_DT_UNDEF || b->dtype == IR_DT_UNDEF || ir_type_eq(a, b) ||
-        (dd && same_but_axis(a, b, dd->axis)))
+        (dd && dd->axis == IR_DYN_SHAPE && a->dtype == b->dtype && a->rank == b->rank) ||
+        (dd && dd->axis >= 0 && same_but_axis(a, b, dd->axis)))
         return true;
     char sa[160], sb[160];
     ir_error(g, &n->origin, "output '%s' computes to %s but the model declares %s",
@@ -200,6 +219,32 @@ bool dec_run(DecCtx *c)
     return ok && !(g->diag && g->diag->nerrors > nerr);
 }
 
+/* A node using a value whose whole shape is computed at run time (at its capacity
+ * view [numel, 1, ...]) may have other operands of one element only (or that value's
+ * shape; CastLike's second input, of which only the dtype is used): anything else
+ * would be combined with the capacity view, not the actual shape. Refuses it with the
+ * message naming the input the shape comes from. */
+static bool shaped_operands_ok(DecCtx *c)
+{
+    const IrNode *n = c->n;
+    const IrDynDim *src = NULL;
+    for (int i = 0; i < n->nin && !src; i++) {
+        const IrDynDim *d = n->in[i] != IR_NONE ? ir_dyn_find(c->g, n->in[i]) : NULL;
+        src = d && d->axis == IR_DYN_SHAPE ? d : NULL;
+    }
+    bool type_only1 = strcmp(n->foreign.op_type, "CastLike") == 0;  /* reads its dtype */
+    for (int i = 0; i < n->nin && src; i++) {
+        ValId v = n->in[i];
+        const IrDynDim *d = v != IR_NONE ? ir_dyn_find(c->g, v) : NULL;
+        if (v == IR_NONE || ir_type_numel(ir_vtype(c->g, v)) == 1 || (i == 1 && type_only1) ||
+            (d && d->axis == IR_DYN_SHAPE && d->count == src->count))
+            continue;
+        dec_dynamic_err(c, ir_dyn_source_input(c->g, src->count), "shape");
+        return false;
+    }
+    return true;
+}
+
 /* Decompose one foreign node; false if it failed (errors already reported).
  * in_names: the names its inputs had before the pass (for captured values). */
 static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
@@ -209,7 +254,7 @@ static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
                 .uses = s->uses, .nuses = s->nuses, .seqs = s->seqs, .outg = g,
                 .in_names = in_names};
     uint32_t first_new = g->nvals;
-    if (!dec_run(&c))
+    if (!shaped_operands_ok(&c) || !dec_run(&c))
         return false;
     for (int i = 0; i < n->nout; i++) {
         ValId old = n->out[i];

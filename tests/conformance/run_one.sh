@@ -1,7 +1,7 @@
 #!/bin/bash
 # run_one.sh BUILD OUTDIR TESTDIR: compile one ONNX backend test case with spyrec, run every
 # test_data_set_N with spyrun --check, and print one tab-separated result line:
-#   folder/name  outcome  ops  detail  computes  fp16_outcome  fp16_detail
+#   folder/name  outcome  ops  detail  computes  fp16_outcome  fp16_detail  flagless
 # outcome: pass | wrong | unsupported | compile_error | runtime_error | no_data
 # A crash (signal) or a hang (timeout) is reported as such in the detail, never as a pass;
 # a case without any test_data_set_N checks nothing and is reported as no_data (a failure).
@@ -11,6 +11,8 @@
 # fp16_outcome, fp16_detail (cases that use float16 only, else empty): the same case
 # compiled again with --precision=fp16 (and the same specialisation) and checked with the
 # bundle's fp16 metric defaults; the outcome is one of the above.
+# flagless: "yes" when the case was compiled once with no --bind, --input-shape or
+# --input-seq (the first, flag-less compile succeeded), "no" when it was specialised.
 build=$1 out=$2 dir=$3
 name="$(basename "$(dirname "$dir")")/$(basename "$dir")"
 safe=${name//\//__}
@@ -35,7 +37,7 @@ emit() {
     if uses_fp16; then
         f16=$(fp16_run); f16d=$(one_line "${f16#*$'\t'}"); f16=${f16%%$'\t'*}
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(one_line "$2")" "${3:-}" "$f16" "$f16d"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$1" "$ops" "$(one_line "$2")" "${3:-}" "$f16" "$f16d" "$flagless"
 }
 no_data() { emit no_data "no test_data_set_N folder: nothing was checked"; }
 
@@ -159,7 +161,9 @@ msg=$(timeout 30 "$build/spyrec" "$dir/model.onnx" -o "$sbin" 2>&1 >/dev/null)
 rc=$?
 # compile errors that a specialisation on the data set resolves
 spec_re="unsupported: dynamic .* input '|dynamic dimension|input '.*' has no fixed structure"
+flagless=yes
 if [ $rc -eq 2 ] && grep -qE "$spec_re" <<<"$msg"; then
+    flagless=no
     # The model has inputs that decide shapes: an AOT compile specialises on them, so
     # every data set is compiled with its own values (reported as "specialised").
     bound="" nds=0 comp=no

@@ -128,13 +128,22 @@ static void test_affine_grid(void **state)
         ut_expect_close(y, want, 48, 1e-5);
         ut_fx_free(f);
     }
-    /* a runtime size decides the output shape: refused unless bound when compiling */
+    /* a runtime size decides the output shape: bounded by the declared output (a value
+     * whose shape is computed at run time), refused without one */
     UtFx *f = ut_fx_new();
     IrGraph *g = f->g;
     int64_t tdim[3] = {1, 3, 4}, sd[1] = {5}, od[5] = {1, 2, 3, 2, 3};
     ValId rin[2] = {input(g, IR_DT_F32, 3, tdim), input(g, IR_DT_I64, 1, sd)};
     IrType decl = ut_type(IR_DT_F32, 5, od);
     op_out(g, "AffineGrid", 20, rin, 2, NULL, 0, &decl);
+    ut_decompose_ok(f);
+    const IrDynDim *dd = ir_dyn_find(g, g->outputs[0]);
+    assert_true(dd && dd->axis == IR_DYN_SHAPE);
+    ut_fx_free(f);
+    f = ut_fx_new();
+    g = f->g;
+    ValId rin2[2] = {input(g, IR_DT_F32, 3, tdim), input(g, IR_DT_I64, 1, sd)};
+    op_out(g, "AffineGrid", 20, rin2, 2, NULL, 0, NULL);
     ut_decompose_fails(f, "unsupported: dynamic size input");
     ut_fx_free(f);
     /* 3-D with a constant size */
@@ -328,12 +337,20 @@ static void test_windows(void **state)
             ut_expect_close(ut_run_graph(g, NULL, 0), want, 8, 1e-5);
             ut_fx_free(f);
         }
-    /* a runtime size decides the output shape: refused unless bound when compiling */
+    /* a runtime size decides the output shape: bounded by the declared length (a
+     * runtime extent of the output), refused without one */
     UtFx *f = ut_fx_new();
     int64_t n = 8;
     IrType decl = ut_type(IR_DT_F32, 1, &n);
     ValId in = input(f->g, IR_DT_I64, 0, NULL);
     op_out(f->g, "HannWindow", 17, &in, 1, NULL, 0, &decl);
+    ut_decompose_ok(f);
+    const IrDynDim *dd = ir_dyn_find(f->g, f->g->outputs[0]);
+    assert_true(dd && dd->axis == 0);
+    ut_fx_free(f);
+    f = ut_fx_new();
+    in = input(f->g, IR_DT_I64, 0, NULL);
+    op_out(f->g, "HannWindow", 17, &in, 1, NULL, 0, NULL);
     ut_decompose_fails(f, "unsupported: dynamic size input");
     ut_fx_free(f);
 }
@@ -427,13 +444,14 @@ static void topk_case(int largest, bool runtime_k)
     }
     ir_add_output(g, o0);
     ir_add_output(g, o1);
-    if (runtime_k) {        /* k decides the output shape: refused unless bound when compiling */
-        ut_decompose_fails(f, "unsupported: dynamic k input");
-        ut_fx_free(f);
-        return;
-    }
     ut_decompose_ok(f);
-    ut_expect_shape(g, 1, 2, od);
+    int64_t w = runtime_k ? 5 : k;         /* a runtime k: computed at the bound, the first k
+                                              along the axis valid (a runtime extent) */
+    if (runtime_k) {
+        const IrDynDim *dd = ir_dyn_find(g, g->outputs[0]);
+        assert_true(dd && dd->axis == 1 && ir_dyn_find(g, g->outputs[1]));
+    }
+    ut_expect_shape(g, 1, 2, (int64_t[]){2, w});
     int64_t want_i[6];
     float want_v[6];
     for (int r = 0; r < 2; r++) { /* pick the best remaining element k times */
@@ -451,8 +469,10 @@ static void topk_case(int largest, bool runtime_k)
         }
     }
     const void *inputs[2] = {x, &k};
-    ut_expect_close(ut_run_graph(g, inputs, 0), want_v, 2 * k, 0);
-    ut_expect_i64(ut_run_graph(g, inputs, 1), want_i, 2 * k);
+    for (int r = 0; r < 2; r++) {
+        ut_expect_close((const float *)ut_run_graph(g, inputs, 0) + r * w, want_v + r * k, k, 0);
+        ut_expect_i64((const int64_t *)ut_run_graph(g, inputs, 1) + r * w, want_i + r * k, k);
+    }
     ut_fx_free(f);
 }
 

@@ -98,12 +98,7 @@ static void load(Model *md, int v)
         ir_diag_print(&md->d, stderr);
         fail_msg("compile failed");
     }
-    char err[512];
-    if (spy_model_load_memory(buf, len, &md->m, err, sizeof err) != SPY_OK)
-        fail_msg("bundle refused: %s", err);
-    free(buf);
-    spy_session_options so = {.num_threads = 2, .debug_lx_poison = 1};
-    assert_int_equal(spy_session_create(md->m, &so, &md->s), SPY_OK);
+    ut_open(buf, len, &md->m, &md->s);
 }
 
 static void unload(Model *md)
@@ -723,16 +718,6 @@ static SpyScatter *find_scatter(uint8_t *buf)
     return NULL;
 }
 
-/* Load must fail with a message containing needle. */
-static void expect_refused(const uint8_t *buf, size_t len, const char *needle)
-{
-    spy_model *m = NULL;
-    char err[512] = "";
-    assert_int_not_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
-    if (!strstr(err, needle))
-        fail_msg("message '%s' lacks '%s'", err, needle);
-}
-
 static void test_scatter_verifier(void **state)
 {
     (void)state;
@@ -749,18 +734,18 @@ static void test_scatter_verifier(void **state)
     memcpy(c, buf, len);                    /* no feature bit: SCATTER refused */
     ((SpyHeader *)c)->features = 0;
     ut_fix_crcs(c);
-    expect_refused(c, len, "feature bit");
+    ut_expect_refused(c, len, "feature bit");
     memcpy(c, buf, len);                    /* table rows past the segment */
     SpyScatter *sc = find_scatter(c);
     assert_non_null(sc);
     sc->bound += 1000;
     ut_fix_crcs(c);
-    expect_refused(c, len, "SCATTER table");
+    ut_expect_refused(c, len, "SCATTER table");
     memcpy(c, buf, len);                    /* source rows past the scratchpad */
     sc = find_scatter(c);
     sc->lx_src = 0xFFFFFF00u;
     ut_fix_crcs(c);
-    expect_refused(c, len, "SCATTER source");
+    ut_expect_refused(c, len, "SCATTER source");
     memcpy(c, buf, len);                    /* a count location past its segment */
     SpyHeader *h = (SpyHeader *)c;
     SpySection *s = (SpySection *)(c + sizeof *h);
@@ -768,7 +753,7 @@ static void test_scatter_verifier(void **state)
         if (s[i].id == SPY_SEC_TENSORS)
             ((SpyTensorDesc *)(c + s[i].offset))[1].count_off = 1u << 20;
     ut_fix_crcs(c);
-    expect_refused(c, len, "count at offset");
+    ut_expect_refused(c, len, "count at offset");
     free(c);
     free(buf);
     ir_graph_free(md.g);

@@ -13,6 +13,7 @@
 #include "codegen/cg.h"
 #include "sbin.h"
 #include "frontend/fe.h"
+#include "sbin.h"
 #include "unit_util.h"
 
 /* ---- fixture ---- */
@@ -326,4 +327,26 @@ spy_status ut_compile_run(IrGraph *g, const void *const *inputs, void *const *ou
     spy_model_free(m);
     free(buf);
     return st;
+}
+
+/* Load the bundle buf (freed here) and open a session of 2 threads with LX poisoning;
+ * fails the test when the bundle is refused. */
+void ut_open(uint8_t *buf, size_t len, spy_model **m, spy_session **s)
+{
+    char err[512];
+    if (spy_model_load_memory(buf, len, m, err, sizeof err) != SPY_OK)
+        fail_msg("bundle refused: %s", err);
+    free(buf);
+    spy_session_options so = {.num_threads = 2, .debug_lx_poison = 1};
+    assert_int_equal(spy_session_create(*m, &so, s), SPY_OK);
+}
+
+/* Loading bundle buf must fail with a message containing needle. */
+void ut_expect_refused(const uint8_t *buf, size_t len, const char *needle)
+{
+    spy_model *m = NULL;
+    char err[512] = "";
+    assert_int_not_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
+    if (!strstr(err, needle))
+        fail_msg("message '%s' lacks '%s'", err, needle);
 }

@@ -91,6 +91,47 @@ bool dec_lstm(DecCtx *c);                 /* LSTM */
 bool dec_det(DecCtx *c);                  /* Det */
 bool dec_tfidf(DecCtx *c);                /* TfIdfVectorizer (integer pools) */
 
+/* onnx_runshape.c: results whose shape is computed at run time from a shape or axes
+ * input (ir_dyn_add_shape). */
+typedef enum { DEC_RT_SQUEEZE, DEC_RT_UNSQUEEZE, DEC_RT_REDUCE } DecRtAxes;
+/* The result of one candidate axes set (sorted, distinct) of a runtime-axes op. */
+typedef ValId (*DecAxesFn)(DecCtx *c, ValId x, const int64_t *axes, int n, const void *arg);
+/* The i64 extents d as the int32 ones the runtime reads (beyond int32 or below -1:
+ * -1, which fails the run). */
+ValId dec_rt_dims32(DecCtx *c, ValId d);
+/* Reshape of x to the runtime target shape (ONNX rules for 0 and -1). */
+bool dec_rt_reshape(DecCtx *c, ValId x, ValId shape, bool allowzero);
+/* Squeeze/Unsqueeze of x, or the reduction fn(x, axes, arg) (DEC_RT_REDUCE), over the
+ * runtime axes input; out_rank is the result's rank. */
+bool dec_rt_axes(DecCtx *c, DecRtAxes kind, ValId x, ValId axes, int out_rank, DecAxesFn fn,
+                 const void *arg);
+/* Split of x along axis by the runtime sizes split (one output per entry). */
+bool dec_rt_split(DecCtx *c, ValId x, int axis, ValId split);
+/* onnx_runslice.c: Slice of x with runtime starts/ends/axes/steps (inputs 1..4); and
+ * Expand, Tile, Pad (in mode), CenterCropPad of x with a runtime input 1, bounded by
+ * the declared output: false (nothing reported) when the model declares none. */
+bool dec_rt_slice(DecCtx *c, ValId x);
+bool dec_rt_expand(DecCtx *c, ValId x);
+bool dec_rt_tile(DecCtx *c, ValId x);
+bool dec_rt_pad(DecCtx *c, ValId x, const char *mode);
+bool dec_rt_center_crop_pad(DecCtx *c, ValId x);
+/* c's output 0: the box [0, lens[a]) of y (its dims the bound; lens i64 scalars) as the
+ * row-major prefix of the actual shape. */
+void dec_rt_box(DecCtx *c, ValId y, const ValId *lens);
+/* onnx_runresize.c: Resize/Upsample with the runtime scales or sizes (the other one
+ * IR_NONE), bounded by the declared output; false (nothing reported) when the case is
+ * not covered (antialias, tf_crop_and_resize, no declared shape). */
+bool dec_rt_resize(DecCtx *c, bool upsample, ValId scales, ValId sizes);
+/* Range with runtime start/limit/delta, its length bounded by the declared output
+ * length; false (nothing reported) when the model declares none. */
+bool dec_rt_range(DecCtx *c);
+/* Hann (kind 0), Hamming (1) or Blackman (2) window of a runtime size, bounded by the
+ * declared output length; false (nothing reported) when the model declares none. */
+bool dec_rt_window(DecCtx *c, IrDType dt, int kind);
+/* ConstantOfShape: the scalar s over the runtime shape input 0, at the capacity of the
+ * declared output; false (nothing reported) when the model declares none. */
+bool dec_rt_fill(DecCtx *c, ValId s);
+
 /* onnx_shape.c: shapes and data movement */
 bool dec_reshape_op(DecCtx *c);
 bool dec_shape_op(DecCtx *c);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "onnx.h"
+#include "passes/decompose/dec_index.h"
 
 typedef struct {
     const char *op;
@@ -445,13 +446,6 @@ bool dec_constant_of_shape(DecCtx *c)
 {
     int64_t dims[IR_MAX_RANK];
     int rank;
-    if (!dec_need_in(c, 0) || !dec_const_ints(c, dec_in(c, 0), "shape", dims, IR_MAX_RANK, &rank))
-        return false;
-    for (int i = 0; i < rank; i++)
-        if (dims[i] < 0) {
-            dec_err(c, "negative dimension %lld in shape", (long long)dims[i]);
-            return false;
-        }
     ValId s;
     const IrAttr *a = ir_attr_find(c->n, "value");
     if (a && a->kind == IR_ATTR_TENSOR) {
@@ -464,6 +458,16 @@ bool dec_constant_of_shape(DecCtx *c)
     } else {
         s = dec_scalar(c->g, IR_DT_F32, 0.0);
     }
+    if (dec_in(c, 0) != IR_NONE && !ir_is_const(c->g, dec_in(c, 0)) && dec_rt_fill(c, s))
+        return true;                       /* a runtime shape: onnx_runshape.c */
+    if (ir_failed(c->g) || !dec_need_in(c, 0) ||
+        !dec_const_ints(c, dec_in(c, 0), "shape", dims, IR_MAX_RANK, &rank))
+        return false;
+    for (int i = 0; i < rank; i++)
+        if (dims[i] < 0) {
+            dec_err(c, "negative dimension %lld in shape", (long long)dims[i]);
+            return false;
+        }
     c->out[0] = dec_expand(c, s, dims, rank);
     return true;
 }
@@ -473,6 +477,13 @@ bool dec_range(DecCtx *c)
 {
     double st, lim, d;
     if (!dec_need_in(c, 0) || !dec_need_in(c, 1) || !dec_need_in(c, 2))
+        return false;
+    bool rt = false;
+    for (int i = 0; i < 3; i++)
+        rt |= !ir_is_const(c->g, dec_in(c, i));
+    if (rt && dec_rt_range(c))
+        return true;
+    if (ir_failed(c->g))
         return false;
     if (!dec_const_scalar(c, dec_in(c, 0), "start (output size depends on it)", &st) ||
         !dec_const_scalar(c, dec_in(c, 1), "limit (output size depends on it)", &lim) ||
@@ -520,16 +531,23 @@ bool dec_eyelike(DecCtx *c)
     return true;
 }
 
-/* Trilu: SELECT with a constant triangle mask over the last two dims. */
+/* Trilu: SELECT with a triangle mask over the last two dims: a constant one when k is
+ * constant, else the comparison of the constant diagonal offsets j - i with the
+ * runtime k (an int64 scalar input read on the device). */
 bool dec_trilu(DecCtx *c)
 {
     if (!dec_need_in(c, 0))
         return false;
-    ValId x = dec_in(c, 0);
+    ValId x = dec_in(c, 0), kv = IR_NONE;
     const IrType *t = dec_ty(c, x);
     double k = 0;
-    if (dec_in(c, 1) != IR_NONE && !dec_const_scalar(c, dec_in(c, 1), "k", &k))
+    int64_t ki;
+    if (dec_in(c, 1) != IR_NONE && !dix_const_int(c, 1, &ki)) {
+        if ((kv = dix_scalar(c, dec_in(c, 1), "k", IR_DT_I64)) == IR_NONE)
+            return false;
+    } else if (dec_in(c, 1) != IR_NONE && !dec_const_scalar(c, dec_in(c, 1), "k", &k)) {
         return false;
+    }
     if (t->rank < 2) {
         dec_err(c, "input must have rank >= 2");
         return false;
@@ -541,38 +559,47 @@ bool dec_trilu(DecCtx *c)
     double *m = ir_scratch(c->g, sizeof(double) * (size_t)(d[0] * d[1] + 1));
     for (int64_t i = 0; i < d[0]; i++)
         for (int64_t j = 0; j < d[1]; j++)
-            m[i * d[1] + j] = upper ? (j - i >= k) : (j - i <= k);
-    ValId mask = dec_const(c->g, IR_DT_BOOL, d, 2, m);
+            m[i * d[1] + j] = kv != IR_NONE ? (double)(j - i) : upper ? (j - i >= k) : (j - i <= k);
+    ValId mask = kv != IR_NONE ? dec_bin(c, upper ? IR_BIN_GE : IR_BIN_LE,
+                                         dec_const(c->g, IR_DT_I64, d, 2, m), kv)
+                               : dec_const(c->g, IR_DT_BOOL, d, 2, m);
     c->out[0] = dec_select(c, mask, x, dec_scalar(c->g, t->dtype, 0));
     return true;
 }
 
 /* OneHot: EQ of the (wrapped) indices with an iota along the new axis, then SELECT
- * between the on and off values. */
+ * between the on and off values. A runtime depth is bounded by the declared output's
+ * extent along the axis; the first depth entries are the valid extent (ir_dyn_add). */
 bool dec_onehot(DecCtx *c)
 {
     if (!dec_need_in(c, 0) || !dec_need_in(c, 1) || !dec_need_in(c, 2))
         return false;
     double depth;
-    if (!dec_const_scalar(c, dec_in(c, 1), "depth", &depth))
+    ValId idx = dec_cast(c, dec_in(c, 0), IR_DT_I64), vals = dec_in(c, 2), dv = IR_NONE;
+    const IrType *ti = dec_ty(c, idx), *decl = dix_declared(c, 0);
+    int r = ti->rank + 1, axis;
+    if (r > IR_MAX_RANK || !dec_axis(c, dec_ai(c, "axis", -1), r, &axis))
         return false;
+    if (!ir_is_const(c->g, dec_in(c, 1)) && decl && decl->rank == r && decl->dims[axis] > 0) {
+        depth = (double)decl->dims[axis];  /* a runtime depth, bounded by the declared one */
+        if ((dv = dix_scalar(c, dec_in(c, 1), "depth", IR_DT_I64)) == IR_NONE)
+            return false;
+    } else if (!dec_const_scalar(c, dec_in(c, 1), "depth", &depth)) {
+        return false;
+    }
     if (!(depth >= 1 && depth <= 1e8)) {
         dec_err(c, "depth %g is out of range", depth);
         return false;
     }
-    ValId idx = dec_cast(c, dec_in(c, 0), IR_DT_I64), vals = dec_in(c, 2);
-    const IrType *ti = dec_ty(c, idx);
-    int r = ti->rank + 1, axis;
     int64_t dep = (int64_t)depth;
-    if (r > IR_MAX_RANK || !dec_axis(c, dec_ai(c, "axis", -1), r, &axis))
-        return false;
     if (dep <= 0 || dec_numel(dec_ty(c, vals)) != 2) {
         dec_err(c, "depth must be positive and values must hold 2 elements");
         return false;
     }
     /* idx < 0 -> idx + depth */
     ValId wrapped = dec_select(c, dec_bin_s(c, IR_BIN_LT, idx, 0),
-                               dec_bin_s(c, IR_BIN_ADD, idx, (double)dep), idx);
+                               dv != IR_NONE ? dec_bin(c, IR_BIN_ADD, idx, dv)
+                                             : dec_bin_s(c, IR_BIN_ADD, idx, (double)dep), idx);
     int64_t ud[IR_MAX_RANK], iod[IR_MAX_RANK];
     for (int i = 0, j = 0; i < r; i++) {
         ud[i] = i == axis ? 1 : ti->dims[j++];
@@ -588,5 +615,9 @@ bool dec_onehot(DecCtx *c)
     ValId off = dec_reshape(c, dec_slice_axis(c, flat, 0, 0, 1, 1), NULL, 0);
     ValId on = dec_reshape(c, dec_slice_axis(c, flat, 0, 1, 1, 1), NULL, 0);
     c->out[0] = dec_select(c, eq, on, off);
+    if (dv != IR_NONE) {                   /* the first depth along axis: a runtime extent */
+        dv = dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, dv, -1), (double)(dep + 1));
+        ir_dyn_add(c->g, c->out[0], axis, dec_cast(c, dv, IR_DT_I32));
+    }
     return true;
 }

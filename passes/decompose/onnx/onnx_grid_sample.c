@@ -127,6 +127,48 @@ static bool affine_sizes(DecCtx *c, int k, int64_t N, int64_t *sp)
 }
 
 /* AffineGrid: grid[n, p, :] = theta[n] @ [x_p, y_p, (z_p,) 1]. */
+/* AffineGrid with a runtime size input: the base grid over the spatial bounds the model
+ * declares for the output ([N, B_0, .., B_k-1, k]), each coordinate computed on the device
+ * from an iota and the runtime extent d of its axis (align_corners: -1 + 2j / (d - 1),
+ * else -1 + (2j + 1) / d), times theta; the box of the actual extents becomes the
+ * output (dec_rt_box). False (nothing reported) without a declared output. */
+static bool affine_runtime(DecCtx *c, ValId theta, int k, int64_t N)
+{
+    const IrType *decl = dix_declared(c, 0);
+    ValId size = dec_in(c, 1);
+    if (!decl || decl->rank != k + 2 || decl->dims[0] != N || decl->dims[k + 1] != k ||
+        dec_numel(dec_ty(c, size)) != k + 2)
+        return false;
+    int64_t B[IR_MAX_RANK], S = 1, n = k + 2;
+    ValId sv = dec_reshape(c, dec_cast(c, size, IR_DT_I64), &n, 1), cols[IR_MAX_RANK + 1];
+    ValId lens[IR_MAX_RANK];
+    bool align = dec_ai(c, "align_corners", 0) != 0;
+    for (int i = 0; i < k; i++)
+        S *= (B[i] = decl->dims[1 + i]);
+    B[k] = 1;
+    lens[0] = dec_scalar(c->g, IR_DT_I64, (double)N);
+    lens[k + 1] = dec_scalar(c->g, IR_DT_I64, (double)k);
+    for (int i = 0; i < k; i++) {          /* spatial axis i feeds column k-1-i */
+        lens[1 + i] = dec_reshape(c, dec_slice_axis(c, sv, 0, 2 + i, 1, 1), NULL, 0);
+        ValId d = dec_cast(c, lens[1 + i], IR_DT_F32), j = dix_iota(c, IR_DT_F32, B[i], k + 1, i);
+        ValId v = align ? dec_select(c, dec_bin_s(c, IR_BIN_GT, d, 1),
+                                     dec_bin(c, IR_BIN_DIV, dec_bin_s(c, IR_BIN_MUL, j, 2),
+                                             dec_bin_s(c, IR_BIN_SUB, d, 1)),
+                                     dec_scalar(c->g, IR_DT_F32, 0))
+                        : dec_bin(c, IR_BIN_DIV, dec_bin_s(c, IR_BIN_ADD, dec_bin_s(c, IR_BIN_MUL, j, 2), 1), d);
+        cols[k - 1 - i] = dec_expand(c, dec_bin_s(c, IR_BIN_SUB, v, 1), B, k + 1);
+    }
+    cols[k] = dec_expand(c, dec_scalar(c->g, IR_DT_F32, 1), B, k + 1);
+    int64_t bd[3] = {1, S, k + 1}, ed[3] = {N, S, k + 1}, perm[3] = {0, 2, 1}, od[IR_MAX_RANK];
+    ValId b = dec_expand(c, dec_reshape(c, dec_concat(c, cols, k + 1, k), bd, 3), ed, 3);
+    ValId th = dec_transpose(c, dec_cast(c, theta, IR_DT_F32), perm);
+    ValId g = ir_matmul(c->g, b, th, c->o);
+    for (int i = 0; i < k + 2; i++)
+        od[i] = decl->dims[i];
+    dec_rt_box(c, dec_cast(c, dec_reshape(c, g, od, k + 2), dec_ty(c, theta)->dtype), lens);
+    return true;
+}
+
 bool dec_affine_grid(DecCtx *c)
 {
     ValId theta = dec_in(c, 0);
@@ -141,7 +183,10 @@ bool dec_affine_grid(DecCtx *c)
         return false;
     }
     int64_t N = tt.dims[0], sp[IR_MAX_RANK], S = 1;
-    if (!affine_sizes(c, k, N, sp))
+    ValId size = dec_in(c, 1);
+    if (size != IR_NONE && !ir_is_const(c->g, size) && affine_runtime(c, theta, k, N))
+        return true;
+    if (ir_failed(c->g) || !affine_sizes(c, k, N, sp))
         return false;
     for (int i = 0; i < k; i++)
         S *= sp[i];

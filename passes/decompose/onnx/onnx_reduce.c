@@ -3,8 +3,9 @@
  * core ops.
  *
  * CumProd is a log-step (Hillis-Steele) scan: ceil(log2 n) multiplications by the
- * running product shifted by 1, 2, 4, ... (SLICE + PAD with 1). A runtime axis
- * input computes the scan on every candidate axis and SELECTs on the axis value.
+ * running product shifted by 1, 2, 4, ... (SLICE + PAD with 1). For both scans a
+ * runtime axis input computes the scan on every candidate axis and SELECTs on the
+ * axis value.
  */
 #include <math.h>
 #include <string.h>
@@ -71,7 +72,15 @@ static int reduced_dims(const IrType *t, const int64_t *axes, int n, bool keep, 
     return k;
 }
 
-/* ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare. */
+typedef struct {
+    const char *k;                         /* the op type after "Reduce" */
+    bool keep;                             /* keepdims */
+} RedArg;
+
+static ValId red_apply(DecCtx *c, ValId x, const int64_t *axes, int n, const void *arg);
+
+/* ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare. The axes input may be a
+ * runtime input (onnx_runshape.c: one result per candidate axes set). */
 bool dec_reduce_op(DecCtx *c)
 {
     const char *op = c->n->foreign.op_type;
@@ -83,13 +92,29 @@ bool dec_reduce_op(DecCtx *c)
     int n;
     bool noop, keep = dec_ai(c, "keepdims", 1) != 0;
     int64_t from = strcmp(op, "ReduceSum") == 0 ? 13 : 18;
+    ValId av = dec_in(c, 1);
+    if (c->opset >= from && av != IR_NONE && !ir_is_const(c->g, av) &&
+        dec_numel(dec_ty(c, av)) > 0) {
+        int L = (int)dec_numel(dec_ty(c, av));
+        return dec_rt_axes(c, DEC_RT_REDUCE, x, av, keep ? t->rank : t->rank - L, red_apply,
+                           &(RedArg){op + 6, keep});
+    }
     if (!red_axes(c, t->rank, from, axes, &n, &noop))
         return false;
     if (noop || n == 0) {
         c->out[0] = x;
         return true;
     }
-    const char *k = op + 6; /* after "Reduce" */
+    c->out[0] = red_apply(c, x, axes, n, &(RedArg){op + 6, keep});
+    return true;
+}
+
+/* The reduction named k ("Sum", "Mean", ... after "Reduce") of x over axes. */
+static ValId red_apply(DecCtx *c, ValId x, const int64_t *axes, int n, const void *arg)
+{
+    const char *k = ((const RedArg *)arg)->k;
+    bool keep = ((const RedArg *)arg)->keep;
+    const IrType *t = dec_ty(c, x);
     ValId y;
     if (strcmp(k, "Sum") == 0) {
         y = dec_reduce(c, IR_RED_SUM, x, axes, n, keep);
@@ -116,8 +141,7 @@ bool dec_reduce_op(DecCtx *c)
             y = dec_reshape(c, y, dims, k2);
         }
     }
-    c->out[0] = y;
-    return true;
+    return y;
 }
 
 /* One-hot of the first maximum along the last axis of x2 [outer, inner]. */
@@ -199,6 +223,30 @@ bool dec_argminmax(DecCtx *c)
     return true;
 }
 
+/* CUMSUM of x along axis with the node's exclusive and reverse attributes. */
+static ValId cumsum_axis(DecCtx *c, ValId x, int axis)
+{
+    IrAttr a[3] = {ir_attr_int("axis", axis), ir_attr_int("exclusive", dec_ai(c, "exclusive", 0) != 0),
+                   ir_attr_int("reverse", dec_ai(c, "reverse", 0) != 0)};
+    return dec_op(c, IR_OP_CUMSUM, &x, 1, a, 3);
+}
+
+/* The scan of every candidate axis of x, SELECTed on the runtime axis value av (a
+ * rank-0 int64): axis i or i - rank picks scan(i); the last axis is the default. */
+static ValId select_axis(DecCtx *c, ValId x, ValId av, ValId (*scan)(DecCtx *, ValId, int))
+{
+    int r = dec_ty(c, x)->rank;
+    ValId y = scan(c, x, r - 1);
+    for (int i = r - 2; i >= 0; i--) {
+        ValId hit = dec_bin(c, IR_BIN_OR, dec_bin_s(c, IR_BIN_EQ, av, i),
+                            dec_bin_s(c, IR_BIN_EQ, av, i - r));
+        y = dec_select(c, hit, scan(c, x, i), y);
+    }
+    return y;
+}
+
+/* CumSum(x, axis): the axis may be a runtime scalar (every candidate axis is scanned
+ * and the result SELECTed on its value). */
 bool dec_cumsum(DecCtx *c)
 {
     ValId x = dec_in(c, 0);
@@ -208,12 +256,18 @@ bool dec_cumsum(DecCtx *c)
         dec_err(c, "missing input");
         return false;
     }
+    int64_t a;
+    if (!dix_const_int(c, 1, &a) && dec_ty(c, x)->rank >= 1) {
+        ValId av = dix_scalar(c, dec_in(c, 1), "axis", IR_DT_I64);
+        if (av == IR_NONE)
+            return false;
+        c->out[0] = select_axis(c, x, av, cumsum_axis);
+        return true;
+    }
     if (!dec_const_scalar(c, dec_in(c, 1), "axis", &ax) ||
         !dec_axis(c, fabs(ax) < 1e6 ? (int64_t)ax : INT32_MAX, dec_ty(c, x)->rank, &axis))
         return false;
-    IrAttr a[3] = {ir_attr_int("axis", axis), ir_attr_int("exclusive", dec_ai(c, "exclusive", 0) != 0),
-                   ir_attr_int("reverse", dec_ai(c, "reverse", 0) != 0)};
-    c->out[0] = dec_op(c, IR_OP_CUMSUM, &x, 1, a, 3);
+    c->out[0] = cumsum_axis(c, x, axis);
     return true;
 }
 
@@ -243,6 +297,12 @@ static ValId cumprod_axis(DecCtx *c, ValId x, int axis, bool excl, bool rev)
     return y;
 }
 
+/* cumprod_axis with the node's exclusive and reverse attributes. */
+static ValId cumprod_scan(DecCtx *c, ValId x, int axis)
+{
+    return cumprod_axis(c, x, axis, dec_ai(c, "exclusive", 0) != 0, dec_ai(c, "reverse", 0) != 0);
+}
+
 /* CumProd(x, axis): the axis may be a runtime scalar. */
 bool dec_cumprod(DecCtx *c)
 {
@@ -267,12 +327,6 @@ bool dec_cumprod(DecCtx *c)
     ValId av = dix_scalar(c, dec_in(c, 1), "axis", IR_DT_I64);
     if (av == IR_NONE)
         return false;
-    ValId y = cumprod_axis(c, x, r - 1, excl, rev);
-    for (int i = r - 2; i >= 0; i--) { /* axis == i or axis == i - r picks axis i */
-        ValId hit = dec_bin(c, IR_BIN_OR, dec_bin_s(c, IR_BIN_EQ, av, i),
-                            dec_bin_s(c, IR_BIN_EQ, av, i - r));
-        y = dec_select(c, hit, cumprod_axis(c, x, i, excl, rev), y);
-    }
-    c->out[0] = y;
+    c->out[0] = select_axis(c, x, av, cumprod_scan);
     return true;
 }

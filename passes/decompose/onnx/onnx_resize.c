@@ -7,6 +7,7 @@
  * Antialiased linear/cubic downsampling widens the filter by 1/scale, so an output
  * mixes a varying number of inputs: that axis becomes one MATMUL with a constant
  * [out, in] weight matrix built here as the ONNX reference implementation weighs.
+ * Scales or sizes given as runtime inputs: onnx_runresize.c.
  */
 #include <math.h>
 #include <string.h>
@@ -405,7 +406,21 @@ bool dec_resize(DecCtx *c)
     int64_t out[IR_MAX_RANK];
     double roi[2 * IR_MAX_RANK];
     IrType t = *dec_ty(c, x);
-    if (!rz_params(c, &p, upsample) || !rz_sizes(c, &t, upsample, scale, out, roi))
+    if (!rz_params(c, &p, upsample))
+        return false;
+    if (!upsample || c->opset >= 9) {      /* runtime scales or sizes: onnx_runresize.c */
+        bool api11 = !upsample && c->opset >= 11;
+        ValId s = dec_in(c, api11 ? 2 : 1), z = api11 ? dec_in(c, 3) : IR_NONE;
+        ValId ri = api11 ? dec_in(c, 1) : IR_NONE;
+        bool rs = s != IR_NONE && dec_numel(dec_ty(c, s)) > 0 && !ir_is_const(c->g, s);
+        bool rz = z != IR_NONE && dec_numel(dec_ty(c, z)) > 0 && !ir_is_const(c->g, z);
+        bool rroi = ri != IR_NONE && dec_numel(dec_ty(c, ri)) > 0 && !ir_is_const(c->g, ri);
+        if ((rs || rz) && !rroi && dec_rt_resize(c, upsample, rs ? s : IR_NONE, rz ? z : IR_NONE))
+            return true;
+        if (ir_failed(c->g))
+            return false;
+    }
+    if (!rz_sizes(c, &t, upsample, scale, out, roi))
         return false;
     if (p.mode != RZ_NEAREST && !ir_dtype_is_float(t.dtype)) {
         dec_err(c, "unsupported: %s resize of %s data", p.mode == RZ_LINEAR ? "linear" : "cubic",

@@ -50,6 +50,15 @@ static const char *shape_text(const int64_t *d, int n, char *buf, size_t len)
     return buf;
 }
 
+/* Whether input idx (from opset from_opset) is given, not empty and not a constant: a
+ * runtime shape or axes input (onnx_runshape.c). */
+static bool runtime_input(const DecCtx *c, int idx, int64_t from_opset)
+{
+    ValId v = dec_in(c, idx);
+    return c->opset >= from_opset && v != IR_NONE && !ir_is_const(c->g, v) &&
+           dec_numel(dec_ty(c, v)) > 0;
+}
+
 /* Reshape: 0 copies the input dim (unless allowzero), -1 is inferred. */
 bool dec_reshape_op(DecCtx *c)
 {
@@ -57,6 +66,8 @@ bool dec_reshape_op(DecCtx *c)
         return false;
     ValId x = dec_in(c, 0);
     const IrType *t = dec_ty(c, x);
+    if (runtime_input(c, 1, 5))
+        return dec_rt_reshape(c, x, dec_in(c, 1), dec_ai(c, "allowzero", 0) != 0);
     int64_t sh[MAXV], dims[IR_MAX_RANK];
     int n;
     if (!ints_attr_or_input(c, "shape", 5, 1, sh, &n))
@@ -175,6 +186,9 @@ bool dec_squeeze(DecCtx *c)
     int64_t ax[MAXV], dims[IR_MAX_RANK];
     int n, nd = 0;
     bool drop[IR_MAX_RANK] = {false};
+    if (runtime_input(c, 1, 13))
+        return dec_rt_axes(c, DEC_RT_SQUEEZE, x, dec_in(c, 1),
+                           t->rank - (int)dec_numel(dec_ty(c, dec_in(c, 1))), NULL, NULL);
     if (!ints_attr_or_input(c, "axes", 13, 1, ax, &n))
         return false;
     for (int i = 0; i < n; i++) {
@@ -204,6 +218,9 @@ bool dec_unsqueeze(DecCtx *c)
     int64_t ax[MAXV], dims[IR_MAX_RANK];
     int n;
     bool ins[IR_MAX_RANK] = {false};
+    if (runtime_input(c, 1, 13))
+        return dec_rt_axes(c, DEC_RT_UNSQUEEZE, x, dec_in(c, 1),
+                           t->rank + (int)dec_numel(dec_ty(c, dec_in(c, 1))), NULL, NULL);
     if (!ints_attr_or_input(c, "axes", 13, 1, ax, &n))
         return false;
     int r = t->rank + (n > 0 ? n : 0);
@@ -291,8 +308,11 @@ bool dec_split(DecCtx *c)
     const IrType *t = dec_ty(c, x);
     int axis, nout = c->n->nout, ns;
     int64_t sp[MAXV];
-    if (!dec_axis(c, dec_ai(c, "axis", 0), t->rank, &axis) ||
-        !ints_attr_or_input(c, "split", 13, 1, sp, &ns))
+    if (!dec_axis(c, dec_ai(c, "axis", 0), t->rank, &axis))
+        return false;
+    if (runtime_input(c, 1, 13))
+        return dec_rt_split(c, x, axis, dec_in(c, 1));
+    if (!ints_attr_or_input(c, "split", 13, 1, sp, &ns))
         return false;
     int64_t d = t->dims[axis];
     if (ns < 0) {
@@ -360,6 +380,9 @@ bool dec_slice_op(DecCtx *c)
     const IrType *t = dec_ty(c, x);
     int64_t st[MAXV], en[MAXV], ax[MAXV], sp[MAXV];
     int ns, ne, na = -1, np = -1;
+    for (int i = 1; i <= 4; i++)
+        if (runtime_input(c, i, 10))
+            return dec_rt_slice(c, x);
     if (!ints_attr_or_input(c, "starts", 10, 1, st, &ns) ||
         !ints_attr_or_input(c, "ends", 10, 2, en, &ne) ||
         !ints_attr_or_input(c, "axes", 10, 3, ax, &na))
@@ -403,7 +426,9 @@ bool dec_expand_op(DecCtx *c)
     ValId x = dec_in(c, 0);
     int64_t sh[MAXV];
     int n;
-    if (!dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
+    if (runtime_input(c, 1, 8) && dec_rt_expand(c, x))
+        return true;
+    if (ir_failed(c->g) || !dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
         return false;
     IrType ts = {.dtype = IR_DT_I64, .rank = n};
     if (n > IR_MAX_RANK) {
@@ -431,7 +456,9 @@ bool dec_tile(DecCtx *c)
     const IrType *t = dec_ty(c, x);
     int64_t rep[MAXV];
     int n;
-    if (!dec_const_ints(c, dec_in(c, 1), "repeats", rep, MAXV, &n))
+    if (runtime_input(c, 1, 6) && dec_rt_tile(c, x))
+        return true;
+    if (ir_failed(c->g) || !dec_const_ints(c, dec_in(c, 1), "repeats", rep, MAXV, &n))
         return false;
     if (n != t->rank) {
         dec_err(c, "repeats has %d entries for rank %d", n, t->rank);
@@ -495,7 +522,10 @@ bool dec_pad_op(DecCtx *c)
     int64_t pv[2 * MAXV], ax[MAXV], pads[2 * IR_MAX_RANK] = {0};
     double value = 0;
     const char *mode = dec_as(c, "mode", "constant");
-    if (!ints_attr_or_input(c, "pads", 11, 1, pv, &np))
+    bool rt = runtime_input(c, 1, 11) || runtime_input(c, 2, 11) || runtime_input(c, 3, 18);
+    if (rt && dec_in(c, 1) != IR_NONE && dec_rt_pad(c, x, mode))
+        return true;
+    if (ir_failed(c->g) || !ints_attr_or_input(c, "pads", 11, 1, pv, &np))
         return false;
     if (c->opset < 11)
         value = dec_af(c, "value", 0.0);
@@ -600,7 +630,9 @@ bool dec_center_crop_pad(DecCtx *c)
     IrType t = *dec_ty(c, x);
     int64_t sh[MAXV], ax[IR_MAX_RANK];
     int n;
-    if (!dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
+    if (runtime_input(c, 1, 18) && dec_rt_center_crop_pad(c, x))
+        return true;
+    if (ir_failed(c->g) || !dec_const_ints(c, dec_in(c, 1), "shape", sh, MAXV, &n))
         return false;
     const int64_t *av;
     int na = dec_aints(c, "axes", &av);

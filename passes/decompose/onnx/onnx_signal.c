@@ -303,13 +303,21 @@ bool dec_stft(DecCtx *c)
     return true;
 }
 
-/* HannWindow, HammingWindow, BlackmanWindow: a constant of the requested length (the
- * size input must be known when compiling). */
+/* HannWindow, HammingWindow, BlackmanWindow: a constant of the requested length; a
+ * runtime size input is computed on the device up to the declared output length
+ * (onnx_runshape.c). */
 bool dec_window(DecCtx *c)
 {
     const char *op = c->n->foreign.op_type;
     int64_t size;
+    IrDType odt = (IrDType)dec_ai(c, "output_datatype", IR_DT_F32);
+    int kind = strcmp(op, "HannWindow") == 0 ? 0 : strcmp(op, "HammingWindow") == 0 ? 1 : 2;
+    if (!dix_const_int(c, 0, &size) && dec_in(c, 0) != IR_NONE &&
+        ir_dtype_size(odt) != 0 && dec_rt_window(c, odt, kind))
+        return true;
     if (!dix_const_int(c, 0, &size)) {
+        if (ir_failed(c->g))
+            return false;
         if (dec_in(c, 0) == IR_NONE)
             dec_err(c, "%s needs its size input", op);
         else

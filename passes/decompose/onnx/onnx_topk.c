@@ -3,25 +3,30 @@
  * TopK ranks each element by pairwise comparisons (greater, or equal with a lower
  * index: ties keep the lower index first), then finds the element of each rank
  * 0..k-1 with a one-hot comparison and GATHERs the values (always sorted, which
- * sorted=0 allows; k, which decides the output shape, must be known when compiling).
+ * sorted=0 allows). A k given as a runtime input sorts the whole axis and makes the
+ * first k along it the valid extent (ir_dyn_add: the runtime moves them to the actual
+ * shape after the run).
  */
 #include "onnx.h"
 #include "passes/decompose/dec_index.h"
 
-/* k of TopK: the attribute (opset 1) or a constant input. */
-static bool topk_k(DecCtx *c, int axis, int64_t n, int64_t *k)
+/* k of TopK: the attribute (opset 1) or a constant input. A runtime k input gives
+ * *k = n (the bound) and *kv, its value as an i64 scalar clamped to [-1, n + 1] (a
+ * value outside [0, n] fails the run). */
+static bool topk_k(DecCtx *c, int axis, int64_t n, int64_t *k, ValId *kv)
 {
+    *kv = IR_NONE;
     if (c->opset < 10) {
         *k = dec_ai(c, "k", -1);
-    } else if (!dix_const_int(c, 1, k)) {
-        /* k decides the output shape: it must be known when compiling (a graph input can
-         * be bound with spyrec --bind); guessing it from the declared output type would
-         * compute wrong results for a model whose declaration disagrees with its data */
-        if (dec_in(c, 1) == IR_NONE)
-            dec_err(c, "TopK needs its k input");
-        else
-            dec_dynamic_err(c, dec_in(c, 1), "k");
+    } else if (dec_in(c, 1) == IR_NONE) {
+        dec_err(c, "TopK needs its k input");
         return false;
+    } else if (!dix_const_int(c, 1, k)) {
+        ValId v = dix_scalar(c, dec_in(c, 1), "k", IR_DT_I64);
+        if (v == IR_NONE)
+            return false;
+        *kv = dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, v, -1), (double)(n + 1));
+        *k = n;
     }
     if (*k < 0 || *k > n) {
         dec_err(c, "k = %lld is out of range for an axis of %lld elements", (long long)*k,
@@ -64,7 +69,8 @@ bool dec_topk(DecCtx *c)
     if (!dec_axis(c, dec_ai(c, "axis", -1), r, &axis))
         return false;
     int64_t n = tx.dims[axis], k, M = 1;
-    if (!topk_k(c, axis, n, &k))
+    ValId kv;
+    if (!topk_k(c, axis, n, &k, &kv))
         return false;
     bool largest = dec_ai(c, "largest", 1) != 0;
     int64_t perm[IR_MAX_RANK], inv[IR_MAX_RANK], tdims[IR_MAX_RANK];
@@ -92,8 +98,16 @@ bool dec_topk(DecCtx *c)
     int64_t ax = 1;
     ValId idx = dec_reduce(c, IR_RED_SUM, pick, &ax, 1, false);
     ValId val = dix_take_along(c, xt, idx, 1);
+    if (kv != IR_NONE)                     /* the ranks past k: 0, as a new value */
+        idx = dec_select(c, dec_bin(c, IR_BIN_LT, dix_iota(c, IR_DT_I64, n, 2, 1), kv), idx,
+                         dec_scalar(c->g, IR_DT_I64, 0));
     tdims[r - 1] = k;
     c->out[0] = dec_transpose(c, dec_reshape(c, val, tdims, r), inv);
     c->out[1] = dec_transpose(c, dec_reshape(c, idx, tdims, r), inv);
+    if (kv != IR_NONE) {                   /* the first k along axis: a runtime extent */
+        ValId kc = dec_cast(c, kv, IR_DT_I32);
+        ir_dyn_add(c->g, c->out[0], axis, kc);
+        ir_dyn_add(c->g, c->out[1], axis, kc);
+    }
     return true;
 }
