@@ -8,6 +8,7 @@
  *   MMT_LANES(n)   mask of the first n lanes (any n: clamped to 0..MMT_VL)
  *   MMT_LOADM(m, p), MMT_STOREM(p, m, v)   masked unaligned load (zeroing) / store
  *   MMT_LOAD(p), MMT_STORE(p, v)           aligned load / store
+ *   MMT_LOADU(p), MMT_STOREU(p, v)         unaligned load / store
  *   MMT_SET1(f), MMT_ZERO(), MMT_FMA(a, b, c) = a * b + c with one rounding
  *   MMT_NAME(x)    the name of this instance's function x
  *   MMT_FEATURE    the RT_HOST_* bits the host needs; MMT_EXPORT the exported entry
@@ -22,7 +23,13 @@
  * (8 row blocks) read B in place, all of k at once, through the same micro-kernel with
  * masked loads: packing costs more than it saves when few row blocks reuse a panel
  * (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
- * decode step are the extreme case).
+ * decode step are the extreme case). Products of at most MMT_GEMV_M rows (the
+ * vector-matrix products of a decode step) stream B row by row instead, each row
+ * read once, contiguously, from wherever it is (a deferred LOAD's DRAM), with the
+ * rows of C kept in the L1 cache. A B given transposed (a deferred transposing LOAD,
+ * RtMmSrc.bt) is taken by such products only: blocks of MMT_VL of its rows are
+ * transposed into the packing buffer, MMT_GEMV_K elements at a time, and C's MMT_VL
+ * columns accumulate over them in registers.
  *
  * isa.md semantics: every C element accumulates its products in increasing k from 0
  * (or from the old C with ACCUM), each step one fused multiply-add. Between k blocks
@@ -34,6 +41,9 @@
 #define MMT_KC 128                         /* k rows of a packed panel */
 #define MMT_NC (RT_PACK_BYTES / (4 * MMT_KC)) /* columns of B packed at a time */
 #define MMT_PACK_M (8 * MMT_MR)            /* fewer rows of C: B is read in place */
+#define MMT_GEMV_M 4                       /* at most this many: B is streamed by rows */
+#define MMT_GEMV_AHEAD 2                   /* rows of B prefetched ahead when streamed */
+#define MMT_GEMV_K 512                     /* k of a transposed block of B */
 #define MMT_INLINE MMT_TARGET __attribute__((always_inline)) static inline
 
 typedef struct {
@@ -148,11 +158,131 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
     }
 }
 
-/* Runs a verified F32 MATMUL mm on core c with this instance's instruction set. */
-MMT_TARGET static void MMT_NAME(run)(RtCore *c, const SpyMatmul *mm) {
-    MMT_NAME(Args) x = {(const rt_f32 *)(c->lx + mm->a), (const float *)(c->lx + mm->b),
-                        (float *)(c->lx + mm->c), mm->lda, mm->ldb, mm->ldc, mm->m, mm->n,
-                        mm->k, !(mm->flags & ISA_F_ACCUM)};
+/* C rows [i0, i0 + R) accumulate a_ik * (row k of B), k increasing: each row of B is
+ * read once, contiguously, for all R rows of C (in the L1 cache meanwhile). */
+MMT_INLINE void MMT_NAME(gemv)(const MMT_NAME(Args) *x, size_t i0, const int R) {
+    size_t n = x->n, nv = n / MMT_VL * MMT_VL;
+    MMT_M mt = MMT_LANES((int64_t)(n - nv));
+    float *c[4];
+    for (int r = 0; r < R; r++) {
+        c[r] = x->c + (i0 + r) * x->ldc;
+        if (x->zero)
+            for (size_t j = 0; j < n; j++)
+                c[r][j] = 0.0f;
+    }
+    const rt_f32 *a = x->a + i0 * x->lda;
+    for (uint32_t k = 0; k < x->k; k++) {
+        const float *b = x->b + k * x->ldb;
+        MMT_V av[4];
+        for (int r = 0; r < R; r++)
+            av[r] = MMT_SET1(a[r * x->lda + k]);
+        const float *pf = x->b + (k + MMT_GEMV_AHEAD < x->k ? k + MMT_GEMV_AHEAD : k) * x->ldb;
+        for (size_t j = 0; j < nv; j += MMT_VL) {
+            if (j % 16 == 0)
+                __builtin_prefetch(pf + j, 0, 3);   /* a row ahead: rows are pages apart */
+            MMT_V bv = MMT_LOADU(b + j);
+            for (int r = 0; r < R; r++)
+                MMT_STOREU(c[r] + j, MMT_FMA(av[r], bv, MMT_LOADU(c[r] + j)));
+        }
+        if (nv < n) {
+            MMT_V bv = MMT_LOADM(mt, b + nv);
+            for (int r = 0; r < R; r++)
+                MMT_STOREM(c[r] + nv, mt, MMT_FMA(av[r], bv, MMT_LOADM(mt, c[r] + nv)));
+        }
+    }
+}
+
+/* Columns [j0, j0 + MMT_VL) of C rows [i0, i0 + R) over k rows [k0, k0 + kc) of a B
+ * given transposed (x->b: element (k,j) at b[j * ldb + k]), through bp: the block is
+ * transposed there first (lanes past n zero), then each k is one FMA per row of C. */
+MMT_INLINE void MMT_NAME(gemv_t_block)(const MMT_NAME(Args) *x, float *bp, size_t i0,
+                                        size_t j0, uint32_t k0, uint32_t kc, const int R) {
+    size_t nj = x->n - j0 < MMT_VL ? x->n - j0 : MMT_VL;
+    uint32_t kc4 = nj == MMT_VL ? kc & ~3u : 0;   /* 4 x 4 blocks moved as vectors */
+    for (size_t j = 0; j < (kc4 ? MMT_VL : 0); j += 4) {
+        const float *row = x->b + (j0 + j) * x->ldb + k0;
+        for (uint32_t k = 0; k < kc4; k += 4) {
+            __m128 r0 = _mm_loadu_ps(row + k), r1 = _mm_loadu_ps(row + x->ldb + k);
+            __m128 r2 = _mm_loadu_ps(row + 2 * x->ldb + k);
+            __m128 r3 = _mm_loadu_ps(row + 3 * x->ldb + k);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_store_ps(bp + k * MMT_VL + j, r0);
+            _mm_store_ps(bp + (k + 1) * MMT_VL + j, r1);
+            _mm_store_ps(bp + (k + 2) * MMT_VL + j, r2);
+            _mm_store_ps(bp + (k + 3) * MMT_VL + j, r3);
+        }
+    }
+    for (size_t j = 0; j < MMT_VL; j++) {   /* the rest; lanes past n zero */
+        const float *row = x->b + (j0 + j) * x->ldb + k0;
+        for (uint32_t k = kc4; k < kc; k++)
+            bp[k * MMT_VL + j] = j < nj ? row[k] : 0.0f;
+    }
+    MMT_M mj = MMT_LANES((int64_t)nj);
+    MMT_V acc[4];
+    const rt_f32 *a[4];
+    for (int r = 0; r < R; r++) {
+        float *c = x->c + (i0 + r) * x->ldc + j0;
+        acc[r] = x->zero && k0 == 0 ? MMT_ZERO() : MMT_LOADM(mj, c);
+        a[r] = x->a + (i0 + r) * x->lda + k0;
+    }
+    for (uint32_t k = 0; k < kc; k++) {
+        MMT_V bv = MMT_LOAD(bp + k * MMT_VL);
+        for (int r = 0; r < R; r++)
+            acc[r] = MMT_FMA(MMT_SET1(a[r][k]), bv, acc[r]);
+    }
+    for (int r = 0; r < R; r++)
+        MMT_STOREM(x->c + (i0 + r) * x->ldc + j0, mj, acc[r]);
+}
+
+/* C rows [i0, i0 + R) from a B given transposed (MMT_NAME(gemv_t_block)), bp the
+ * packing buffer. */
+MMT_INLINE void MMT_NAME(gemv_t)(const MMT_NAME(Args) *x, float *bp, size_t i0, const int R) {
+    for (size_t j0 = 0; j0 < x->n; j0 += MMT_VL)
+        for (uint32_t k0 = 0; k0 < x->k || k0 == 0; k0 += MMT_GEMV_K) {
+            uint32_t kc = x->k - k0 < MMT_GEMV_K ? x->k - k0 : MMT_GEMV_K;
+            MMT_NAME(gemv_t_block)(x, bp, i0, j0, k0, kc, R);
+            if (!x->k)
+                break;
+        }
+}
+
+/* One function per row count of the streamed products (MMT_NAME(gemv), MMT_NAME(gemv_t):
+ * bp NULL for B as it is, else the packing buffer for a B given transposed). */
+#define MMT_GEMV(R)                                                                      \
+    MMT_TARGET static void MMT_NAME(gemv_##R)(const MMT_NAME(Args) *x, float *bp,        \
+                                              size_t i0) {                               \
+        if (bp)                                                                          \
+            MMT_NAME(gemv_t)(x, bp, i0, R);                                              \
+        else                                                                             \
+            MMT_NAME(gemv)(x, i0, R);                                                    \
+    }
+MMT_GEMV(1)
+MMT_GEMV(2)
+MMT_GEMV(3)
+MMT_GEMV(4)
+
+/* The rows of C in groups of up to MMT_GEMV_M through the streamed product (bp: see
+ * MMT_GEMV). */
+MMT_TARGET static void MMT_NAME(gemv_all)(const MMT_NAME(Args) *x, float *bp) {
+    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_GEMV_M)
+        switch (x->m - i0 < MMT_GEMV_M ? x->m - i0 : MMT_GEMV_M) {
+        case 1: MMT_NAME(gemv_1)(x, bp, i0); break;
+        case 2: MMT_NAME(gemv_2)(x, bp, i0); break;
+        case 3: MMT_NAME(gemv_3)(x, bp, i0); break;
+        default: MMT_NAME(gemv_4)(x, bp, i0); break;
+        }
+}
+
+/* Runs a verified F32 MATMUL mm on core c (A and B where s says) with this
+ * instance's instruction set. */
+MMT_TARGET static void MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
+    MMT_NAME(Args) x = {(const rt_f32 *)s->a, (const float *)s->b, (float *)(c->lx + mm->c),
+                        s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
+                        !(mm->flags & ISA_F_ACCUM)};
+    if (mm->m <= MMT_GEMV_M) {
+        MMT_NAME(gemv_all)(&x, s->bt ? c->pack : NULL);
+        return;
+    }
     if (mm->m < MMT_PACK_M || !c->pack) { /* in place, all k at once */
         for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
             uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
@@ -174,11 +304,11 @@ MMT_TARGET static void MMT_NAME(run)(RtCore *c, const SpyMatmul *mm) {
     }
 }
 
-/* Runs a verified F32 MATMUL with this instance's instruction set; false (nothing
- * done) on a host without it. */
-bool MMT_EXPORT(RtCore *c, const SpyMatmul *mm) {
+/* Runs a verified F32 MATMUL (A and B where s says) with this instance's instruction
+ * set; false (nothing done) on a host without it. */
+bool MMT_EXPORT(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     if (!rt_host_has(MMT_FEATURE))
         return false;
-    MMT_NAME(run)(c, mm);
+    MMT_NAME(run)(c, mm, s);
     return true;
 }
