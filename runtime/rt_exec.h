@@ -23,7 +23,7 @@ typedef int64_t rt_i64 __attribute__((aligned(1), may_alias));
 /* Hot loops get an AVX2 clone, chosen at load time by the dynamic linker. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(SPY_DEBUG)
-#define RT_HOT __attribute__((target_clones("avx2", "default")))
+#define RT_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RT_HOT
 #endif

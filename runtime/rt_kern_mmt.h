@@ -23,13 +23,13 @@
  * (8 row blocks) read B in place, all of k at once, through the same micro-kernel with
  * masked loads: packing costs more than it saves when few row blocks reuse a panel
  * (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
- * decode step are the extreme case). Products of at most MMT_GEMV_M rows (the
- * vector-matrix products of a decode step) stream B row by row instead, each row
- * read once, contiguously, from wherever it is (a deferred LOAD's DRAM), with the
- * rows of C kept in the L1 cache. A B given transposed (a deferred transposing LOAD,
- * RtMmSrc.bt) is taken by such products only: blocks of MMT_VL of its rows are
- * transposed into the packing buffer, MMT_GEMV_K elements at a time, and C's MMT_VL
- * columns accumulate over them in registers.
+ * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
+ * decode step) streams B row by row instead, each row read once, contiguously, from
+ * wherever it is (a deferred LOAD's DRAM), with the row of C in the L1 cache. A B given
+ * transposed (a deferred transposing LOAD, RtMmSrc.bt) is taken by products of at most
+ * MMT_GEMV_M rows only: blocks of MMT_VL of its rows are transposed into the packing
+ * buffer, MMT_GEMV_K elements at a time, and C's MMT_VL columns accumulate over them
+ * in registers.
  *
  * isa.md semantics: every C element accumulates its products in increasing k from 0
  * (or from the old C with ACCUM), each step one fused multiply-add. Between k blocks
@@ -41,7 +41,9 @@
 #define MMT_KC 128                         /* k rows of a packed panel */
 #define MMT_NC (RT_PACK_BYTES / (4 * MMT_KC)) /* columns of B packed at a time */
 #define MMT_PACK_M (8 * MMT_MR)            /* fewer rows of C: B is read in place */
-#define MMT_GEMV_M 4                       /* at most this many: B is streamed by rows */
+#define MMT_PACK_AHEAD 8                   /* rows of B prefetched ahead when packed */
+#define MMT_GEMV_M 4                       /* at most this many rows: B^T taken */
+#define MMT_GEMV_ROWS 1                    /* at most this many: B streamed by rows */
 #define MMT_GEMV_AHEAD 2                   /* rows of B prefetched ahead when streamed */
 #define MMT_GEMV_K 512                     /* k of a transposed block of B */
 #define MMT_INLINE MMT_TARGET __attribute__((always_inline)) static inline
@@ -61,6 +63,10 @@ MMT_INLINE void MMT_NAME(pack_b)(const MMT_NAME(Args) *x, float *bp, uint32_t k0
     MMT_M m0 = MMT_LANES(nc), m1 = MMT_LANES(nc - MMT_VL);
     const float *b = x->b + k0 * x->ldb + j0;
     for (uint32_t k = 0; k < kc; k++, b += x->ldb, bp += MMT_NR) {
+        if (k + MMT_PACK_AHEAD < kc) {   /* rows far apart (B in DRAM): fetch ahead */
+            __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb, 0, 3);
+            __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb + MMT_VL, 0, 3);
+        }
         MMT_STORE(bp, MMT_LOADM(m0, b));
         MMT_STORE(bp + MMT_VL, MMT_LOADM(m1, b + MMT_VL));
     }
@@ -279,7 +285,7 @@ MMT_TARGET static void MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
     MMT_NAME(Args) x = {(const rt_f32 *)s->a, (const float *)s->b, (float *)(c->lx + mm->c),
                         s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM)};
-    if (mm->m <= MMT_GEMV_M) {
+    if (s->bt || mm->m <= MMT_GEMV_ROWS) {
         MMT_NAME(gemv_all)(&x, s->bt ? c->pack : NULL);
         return;
     }
