@@ -131,18 +131,34 @@ static bool covers(const RtView *w, const RtView *v) {
     return w->lo == v->lo && w->rows >= v->rows && w->lrs == v->lrs && w->rowb >= v->rowb;
 }
 
-/* A LOAD: deferred as a view when it moves whole rows and a slot is free, else (and
+/* A LOAD: deferred as a view when it moves whole rows, at least RT_DEFER_MIN bytes
+ * (below, a copy costs less than keeping track of it), and a slot is free; else (and
  * for the views it partly overwrites) carried out. */
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
+    if (!d->n) {                     /* the common small LOAD, quickly */
+        uint64_t bytes = x->esize;
+        for (int i = 0; i < ISA_MAX_DIMS; i++)
+            bytes *= x->dims[i];
+        if (bytes < RT_DEFER_MIN) {
+            rt_dma(c, x, false);
+            return;
+        }
+    }
     RtView w;
-    bool ok = load_view(c, x, &w);
-    for (int i = d->n - 1; ok && i >= 0; i--)
-        if (d->v[i].lo < w.hi && w.lo < d->v[i].hi && covers(&w, &d->v[i]))
-            d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
-    int64_t lo, hi;
-    dma_span(x, true, &lo, &hi);
-    flush_lx(c, d, (int64_t)x->lx + lo, (int64_t)x->lx + hi);
-    if (ok && d->n < RT_MAX_VIEWS)
+    bool view = load_view(c, x, &w);
+    bool keep = view && w.rows * w.rowb >= RT_DEFER_MIN;
+    if (d->n) {
+        int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
+        if (!view) {
+            dma_span(x, true, &lo, &hi);
+            lo += x->lx, hi += x->lx;
+        }
+        for (int i = d->n - 1; view && i >= 0; i--)
+            if (d->v[i].lo < w.hi && w.lo < d->v[i].hi && covers(&w, &d->v[i]))
+                d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
+        flush_lx(c, d, lo, hi);
+    }
+    if (keep && d->n < RT_MAX_VIEWS)
         d->v[d->n++] = w;
     else
         rt_dma(c, x, false);

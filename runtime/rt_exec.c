@@ -96,6 +96,10 @@ static void strip_mine(RtCore *c, const SpyInsn *code, uint32_t k) {
 
 /* A MATMUL, its A and B read from a deferred LOAD's DRAM where they can be. */
 static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
+    if (!d->n) {
+        rt_matmul(c, mm);
+        return;
+    }
     unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
     RtOperand a = rt_defer_operand(c, d, mm->a, mm->m, mm->k, mm->lda, es, false);
     RtOperand b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb, es,
@@ -110,7 +114,7 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
         const SpyInsn *in = &code[i];
         int rc = RT_XOK;
-        if (in->opcode != ISA_LOAD)
+        if (d.n && in->opcode != ISA_LOAD)
             rt_defer_before(c, &d, in);
         switch (in->opcode) {
         case ISA_LOAD: rt_defer_load(c, &d, &in->dma); break;
@@ -120,7 +124,7 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
         case ISA_MATMUL: matmul(c, &d, &in->mm); break;
         case ISA_VEC: {
             uint32_t k = strip_run(in, n - i);
-            for (uint32_t j = 1; j < k; j++)
+            for (uint32_t j = 1; j < k && d.n; j++)
                 rt_defer_before(c, &d, &in[j]);
             if (k) {
                 strip_mine(c, in, k);

@@ -50,6 +50,7 @@ typedef struct {
  * is rows of rowb bytes in LX; each row is contiguous in DRAM too, or (t) the view is
  * a transpose: LX row r, element j is the DRAM element at src + r * es + j * dcs. */
 #define RT_MAX_VIEWS 4
+#define RT_DEFER_MIN 2048    /* bytes a LOAD moves at least to be deferred */
 typedef struct {
     uint64_t lo, hi;         /* LX bytes [lo, hi) the LOAD writes */
     uint64_t rows, rowb, lrs; /* rows, bytes per row, LX byte stride between rows */

@@ -2,12 +2,13 @@
  * on the same DRAM contents: through rt_exec_program (LOADs deferred as views, MATMUL
  * operands read from DRAM) and instruction by instruction with every LOAD copied at
  * once (rt_dma); the DRAM each leaves behind must be the same bytes. The programs
- * cover what must carry a deferred LOAD out: a later LOAD partly over it, a STORE
- * overwriting its DRAM source, VEC / GATHER / MATMUL-C accesses to its LX bytes, more
- * LOADs than view slots, operands that do not match the view's rows; and what reads
- * it straight from DRAM: row and 1-d views as A and B, transposed views as the B of a
- * vector-matrix product, at products of 1, 3, 8 and 100 rows. And the transposed B of
- * each F32 kernel against a scalar reference.
+ * (their LOADs of at least RT_DEFER_MIN bytes are the deferred ones) cover what must
+ * carry a deferred LOAD out: a later LOAD partly over it, a STORE overwriting its DRAM
+ * source, VEC / GATHER / MATMUL-C accesses to its LX bytes, more LOADs than view
+ * slots, operands that do not match the view's rows; and what reads it straight from
+ * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
+ * product, at products of 1, 3, 8 and 100 rows. And the transposed B of each F32
+ * kernel against a scalar reference.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -181,7 +182,7 @@ static void test_defer_matmul_transposed(void **state) {
     for (int i = 0; i < 3; i++) {
         prog_t(&p, ms[i], 45, 600);   /* n not a multiple of the vector width, k > block */
         check(&p, 20 + (uint32_t)i);
-        prog_t(&p, ms[i], 64, 7);
+        prog_t(&p, ms[i], 64, 9);
         check(&p, 30 + (uint32_t)i);
     }
 }
@@ -203,20 +204,20 @@ static void test_defer_flushes(void **state) {
     check(&p, 40);
     /* a VEC on part of a view, then a MATMUL reading all of it; C over a view */
     p.n = 0;
-    dma(&p, false, 0, 0, 4, 64, 64, 1, 64, 1);
+    dma(&p, false, 0x10000, 0, 32, 64, 64, 1, 64, 1);
     dma(&p, false, 0x1000, 0x2000, 64, 16, 40, 1, 16, 1);
     vadd(&p, 0x1000 + 4 * 16 * 10, 2, 16, 16);
-    dma(&p, false, 0x8000, 0x9000, 4, 16, 16, 1, 16, 1);      /* C's old value */
-    mm(&p, 0, 0x1000, 0x8000, 4, 16, 64, 64, 16, 16, true);
-    dma(&p, true, 0x8000, OUT, 4, 16, 16, 1, 16, 1);
+    dma(&p, false, 0x8000, 0x9000, 32, 16, 16, 1, 16, 1);     /* C's old value */
+    mm(&p, 0x10000, 0x1000, 0x8000, 32, 16, 64, 64, 16, 16, true);
+    dma(&p, true, 0x8000, OUT, 32, 16, 16, 1, 16, 1);
     check(&p, 41);
     /* a GATHER into a view, more LOADs than view slots, a LOAD rewriting a view */
     p.n = 0;
     dma(&p, false, 0x100, DRAM_BYTES - 64, 1, 16, 0, 1, 0, 1);  /* indices */
     for (uint32_t i = 0; i < RT_MAX_VIEWS + 2; i++)
-        dma(&p, false, 0x1000 + 0x1000 * i, 0x3000 + 0x800 * i, 8, 32, 48, 1, 32, 1);
+        dma(&p, false, 0x1000 + 0x1000 * i, 0x3000 + 0x800 * i, 16, 32, 48, 1, 32, 1);
     gather(&p, 0x2000 + 64, 0x100, 3, 8);
-    dma(&p, false, 0x3000, 0x30000, 8, 32, 32, 1, 32, 1);       /* rewrites view 2 */
+    dma(&p, false, 0x3000, 0x30000, 16, 32, 32, 1, 32, 1);      /* rewrites view 2 */
     mm(&p, 0x1000, 0x2000, 0x20000, 8, 32, 8, 32, 32, 32, false);
     mm(&p, 0x3000, 0x4000, 0x20000, 8, 32, 8, 32, 32, 32, true);
     dma(&p, true, 0x20000, OUT, 8, 32, 32, 1, 32, 1);
