@@ -130,11 +130,11 @@ void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
         rt_mm_portable(c, mm, s);
 }
 
-/* Whether rt_matmul_src takes mm's B transposed (RtMmSrc.bt): an F32 product of at
- * most 4 rows (a vector-matrix product) on a host with a vector kernel. */
+/* Whether rt_matmul_src takes mm's B transposed (RtMmSrc.bt): an F32 product, with a
+ * packing buffer, on a host with a vector kernel. */
 bool rt_mm_takes_bt(const RtCore *c, const SpyMatmul *mm) {
 #if RT_HAVE_X86_KERNELS
-    return mm->dtype == ISA_DT_F32 && mm->m <= 4 && c->pack &&
+    return mm->dtype == ISA_DT_F32 && c->pack &&
            (rt_host_has(RT_HOST_AVX512) || rt_host_has(RT_HOST_AVX2_FMA));
 #else
     (void)c, (void)mm;

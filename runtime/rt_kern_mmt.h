@@ -26,10 +26,11 @@
  * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
  * decode step) streams B row by row instead, each row read once, contiguously, from
  * wherever it is (a deferred LOAD's DRAM), with the row of C in the L1 cache. A B given
- * transposed (a deferred transposing LOAD, RtMmSrc.bt) is taken by products of at most
- * MMT_GEMV_M rows only: blocks of MMT_VL of its rows are transposed into the packing
- * buffer, MMT_GEMV_K elements at a time, and C's MMT_VL columns accumulate over them
- * in registers.
+ * transposed (a deferred transposing LOAD, RtMmSrc.bt; needs the packing buffer) is
+ * transposed while it is packed, 4 x 4 blocks at a time; products of at most
+ * MMT_GEMV_M rows transpose blocks of MMT_VL of its rows into the packing buffer,
+ * MMT_GEMV_K elements at a time, and C's MMT_VL columns accumulate over them in
+ * registers.
  *
  * isa.md semantics: every C element accumulates its products in increasing k from 0
  * (or from the old C with ACCUM), each step one fused multiply-add. Between k blocks
@@ -55,11 +56,47 @@ typedef struct {
     size_t lda, ldb, ldc;    /* row strides in elements */
     uint32_t m, n, k;
     bool zero;               /* start from 0 instead of the old C */
+    bool bt;                 /* B given transposed: element (k,j) at b[j * ldb + k] */
 } MMT_NAME(Args);
+
+/* Copies rows k0..k0+kc of columns j0..j0+w of a B given transposed into bp (kc rows
+ * of w floats, w a multiple of 4; columns past nj 0), 4 x 4 blocks through vector
+ * registers (the bits unchanged). */
+MMT_INLINE void MMT_NAME(transpose_in)(const MMT_NAME(Args) *x, float *bp, size_t w,
+                                        uint32_t k0, uint32_t kc, size_t j0, size_t nj) {
+    size_t nj4 = nj & ~(size_t)3;
+    uint32_t kc4 = kc & ~3u;
+    for (size_t j = 0; j < nj4; j += 4) {
+        const float *row = x->b + (j0 + j) * x->ldb + k0;
+        for (uint32_t k = 0; k < kc4; k += 4) {
+            __m128 r0 = _mm_loadu_ps(row + k), r1 = _mm_loadu_ps(row + x->ldb + k);
+            __m128 r2 = _mm_loadu_ps(row + 2 * x->ldb + k);
+            __m128 r3 = _mm_loadu_ps(row + 3 * x->ldb + k);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(bp + k * w + j, r0);
+            _mm_storeu_ps(bp + (k + 1) * w + j, r1);
+            _mm_storeu_ps(bp + (k + 2) * w + j, r2);
+            _mm_storeu_ps(bp + (k + 3) * w + j, r3);
+        }
+        for (uint32_t k = kc4; k < kc; k++)
+            for (size_t q = j; q < j + 4; q++)
+                bp[k * w + q] = row[(q - j) * x->ldb + k];
+    }
+    for (size_t j = nj4; j < w; j++) {   /* the last columns; those past nj 0 */
+        const float *row = x->b + (j0 + j) * x->ldb + k0;
+        for (uint32_t k = 0; k < kc; k++)
+            bp[k * w + j] = j < nj ? row[k] : 0.0f;
+    }
+}
 
 /* Packs B[k0..k0+kc, j0..j0+nc) into bp (kc rows of NR floats, columns past nc 0). */
 MMT_INLINE void MMT_NAME(pack_b)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
                                   uint32_t kc, size_t j0, int64_t nc) {
+    if (x->bt) {
+        MMT_NAME(transpose_in)(x, bp, MMT_NR, k0, kc, j0,
+                               nc < 0 ? 0 : nc > MMT_NR ? MMT_NR : (size_t)nc);
+        return;
+    }
     MMT_M m0 = MMT_LANES(nc), m1 = MMT_LANES(nc - MMT_VL);
     const float *b = x->b + k0 * x->ldb + j0;
     for (uint32_t k = 0; k < kc; k++, b += x->ldb, bp += MMT_NR) {
@@ -204,25 +241,7 @@ MMT_INLINE void MMT_NAME(gemv)(const MMT_NAME(Args) *x, size_t i0, const int R) 
 MMT_INLINE void MMT_NAME(gemv_t_block)(const MMT_NAME(Args) *x, float *bp, size_t i0,
                                         size_t j0, uint32_t k0, uint32_t kc, const int R) {
     size_t nj = x->n - j0 < MMT_VL ? x->n - j0 : MMT_VL;
-    uint32_t kc4 = nj == MMT_VL ? kc & ~3u : 0;   /* 4 x 4 blocks moved as vectors */
-    for (size_t j = 0; j < (kc4 ? MMT_VL : 0); j += 4) {
-        const float *row = x->b + (j0 + j) * x->ldb + k0;
-        for (uint32_t k = 0; k < kc4; k += 4) {
-            __m128 r0 = _mm_loadu_ps(row + k), r1 = _mm_loadu_ps(row + x->ldb + k);
-            __m128 r2 = _mm_loadu_ps(row + 2 * x->ldb + k);
-            __m128 r3 = _mm_loadu_ps(row + 3 * x->ldb + k);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            _mm_store_ps(bp + k * MMT_VL + j, r0);
-            _mm_store_ps(bp + (k + 1) * MMT_VL + j, r1);
-            _mm_store_ps(bp + (k + 2) * MMT_VL + j, r2);
-            _mm_store_ps(bp + (k + 3) * MMT_VL + j, r3);
-        }
-    }
-    for (size_t j = 0; j < MMT_VL; j++) {   /* the rest; lanes past n zero */
-        const float *row = x->b + (j0 + j) * x->ldb + k0;
-        for (uint32_t k = kc4; k < kc; k++)
-            bp[k * MMT_VL + j] = j < nj ? row[k] : 0.0f;
-    }
+    MMT_NAME(transpose_in)(x, bp, MMT_VL, k0, kc, j0, nj);
     MMT_M mj = MMT_LANES((int64_t)nj);
     MMT_V acc[4];
     const rt_f32 *a[4];
@@ -284,12 +303,12 @@ MMT_TARGET static void MMT_NAME(gemv_all)(const MMT_NAME(Args) *x, float *bp) {
 MMT_TARGET static void MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     MMT_NAME(Args) x = {(const rt_f32 *)s->a, (const float *)s->b, (float *)(c->lx + mm->c),
                         s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
-                        !(mm->flags & ISA_F_ACCUM)};
-    if (s->bt || mm->m <= MMT_GEMV_ROWS) {
+                        !(mm->flags & ISA_F_ACCUM), s->bt};
+    if ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS) {
         MMT_NAME(gemv_all)(&x, s->bt ? c->pack : NULL);
         return;
     }
-    if (mm->m < MMT_PACK_M || !c->pack) { /* in place, all k at once */
+    if (!x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* in place, all k at once */
         for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
             uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
             for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {

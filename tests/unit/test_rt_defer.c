@@ -8,7 +8,7 @@
  * slots, operands that do not match the view's rows; and what reads it straight from
  * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
  * product, at products of 1, 3, 8 and 100 rows. And the transposed B of each F32
- * kernel against a scalar reference.
+ * kernel (streamed and packed) against a scalar reference.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -178,8 +178,8 @@ static void prog_t(Prog *p, uint32_t m, uint32_t n, uint32_t k) {
 static void test_defer_matmul_transposed(void **state) {
     (void)state;
     Prog p;
-    const uint32_t ms[] = {1, 3, 8};
-    for (int i = 0; i < 3; i++) {
+    const uint32_t ms[] = {1, 3, 8, 100};
+    for (int i = 0; i < 4; i++) {
         prog_t(&p, ms[i], 45, 600);   /* n not a multiple of the vector width, k > block */
         check(&p, 20 + (uint32_t)i);
         prog_t(&p, ms[i], 64, 9);
@@ -238,11 +238,12 @@ static void test_defer_flushes(void **state) {
  * bits as the scalar reference (increasing k, one fused multiply-add each). */
 static void test_kernels_bt(void **state) {
     (void)state;
-    const uint32_t shapes[][3] = {{1, 45, 600}, {3, 16, 7}, {4, 33, 513}, {2, 8, 0}};
-    for (int sh = 0; sh < 4; sh++) {
+    const uint32_t shapes[][3] = {{1, 45, 600}, {3, 16, 7},    {4, 33, 513},
+                                  {2, 8, 0},    {100, 45, 300}, {8, 70, 130}};
+    for (int sh = 0; sh < (int)(sizeof shapes / sizeof shapes[0]); sh++) {
         uint32_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2], ldt = k + 5;
         fill(50 + (uint32_t)sh);
-        float *a = (float *)dram0, *bt = a + 4096, *want = (float *)lx;
+        float *a = (float *)dram0, *bt = a + 65536, *want = (float *)lx;
         for (uint32_t i = 0; i < m; i++)
             for (uint32_t j = 0; j < n; j++) {
                 volatile float acc = 0.0f;
