@@ -8,6 +8,10 @@
  * cache once instead of once per instruction. Every VEC is elementwise and the other
  * operands of the run do not overlap the region, so the results are the same; F32
  * VECs never fail, so neither does the error reporting change.
+ *
+ * LOADs of whole rows are deferred (rt_defer.c): a MATMUL reads such an operand
+ * straight from DRAM, and any other instruction that may see the LOAD's LX bytes, or
+ * write its DRAM source, carries it out first.
  */
 #include <string.h>
 
@@ -90,19 +94,38 @@ static void strip_mine(RtCore *c, const SpyInsn *code, uint32_t k) {
     }
 }
 
+/* A MATMUL, its A and B read from a deferred LOAD's DRAM where they can be. */
+static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
+    if (!d->n) {
+        rt_matmul(c, mm);
+        return;
+    }
+    unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
+    RtOperand a = rt_defer_operand(c, d, mm->a, mm->m, mm->k, mm->lda, es, false);
+    RtOperand b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb, es,
+                                   rt_mm_takes_bt(c, mm));
+    RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t};
+    rt_matmul_src(c, mm, &s);
+}
+
 /* Runs code[0..n) on core c; returns RT_XOK or the first error (c->err_*). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
+    RtDefer d = {0};
     for (uint32_t i = 0; i < n; i++) {
         const SpyInsn *in = &code[i];
         int rc = RT_XOK;
+        if (d.n && in->opcode != ISA_LOAD)
+            rt_defer_before(c, &d, in);
         switch (in->opcode) {
-        case ISA_LOAD: rt_dma(c, &in->dma, false); break;
+        case ISA_LOAD: rt_defer_load(c, &d, &in->dma); break;
         case ISA_STORE: rt_dma(c, &in->dma, true); break;
         case ISA_GATHER: rc = rt_gather(c, &in->gather); break;
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
-        case ISA_MATMUL: rt_matmul(c, &in->mm); break;
+        case ISA_MATMUL: matmul(c, &d, &in->mm); break;
         case ISA_VEC: {
             uint32_t k = strip_run(in, n - i);
+            for (uint32_t j = 1; j < k && d.n; j++)
+                rt_defer_before(c, &d, &in[j]);
             if (k) {
                 strip_mine(c, in, k);
                 i += k - 1;

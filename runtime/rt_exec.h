@@ -9,6 +9,7 @@
 #define SPYRT_RT_EXEC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "isa.h"
@@ -22,7 +23,7 @@ typedef int64_t rt_i64 __attribute__((aligned(1), may_alias));
 /* Hot loops get an AVX2 clone, chosen at load time by the dynamic linker. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(SPY_DEBUG)
-#define RT_HOT __attribute__((target_clones("avx2", "default")))
+#define RT_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RT_HOT
 #endif
@@ -48,6 +49,36 @@ typedef struct {
     uint32_t err_insn;       /* instruction index within the program */
 } RtCore;
 
+/* rt_defer.c: LOADs deferred as views of DRAM (at most RT_MAX_VIEWS per core). A view
+ * is rows of rowb bytes in LX; each row is contiguous in DRAM too, or (t) the view is
+ * a transpose: LX row r, element j is the DRAM element at src + r * es + j * dcs. */
+#define RT_MAX_VIEWS 4
+#define RT_DEFER_MIN 2048    /* bytes a LOAD moves at least to be deferred */
+typedef struct {
+    uint64_t lo, hi;         /* LX bytes [lo, hi) the LOAD writes */
+    uint64_t rows, rowb, lrs; /* rows, bytes per row, LX byte stride between rows */
+    int64_t drs;             /* DRAM byte stride between rows (>= 0; t: the element size) */
+    int64_t dcs;             /* t: DRAM byte stride between the elements of a row (> 0) */
+    bool t;
+    const uint8_t *src, *shi; /* DRAM address of LX byte lo; end of the DRAM bytes read */
+    const SpyDma *x;         /* the LOAD, carried out by rt_dma when needed */
+} RtView;
+typedef struct {
+    int n;
+    RtView v[RT_MAX_VIEWS];
+} RtDefer;
+/* A MATMUL operand: element (0,0), row stride in elements and, when t, its transpose:
+ * element (i,j) at p[j * ld + i]. */
+typedef struct {
+    const uint8_t *p;
+    size_t ld;
+    bool t;
+} RtOperand;
+void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x);
+void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in);
+RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
+                           uint32_t ld, unsigned es, bool take_t);
+
 /* rt_exec.c: runs n instructions; returns RT_XOK or the error (details in c). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
 
@@ -61,22 +92,31 @@ int rt_gather(RtCore *c, const SpyGather *g);
 /* rt_scatter.c */
 void rt_scatter(RtCore *c, const SpyScatter *s);
 
-/* rt_kern_matmul.c */
+/* rt_kern_matmul.c: a MATMUL reading A and B from LX, or from where s says (element
+ * (0,0) and row strides in elements: LX, or DRAM for a deferred LOAD; bt: B given
+ * transposed, element (k,j) at b[j * ldb + k], only where rt_mm_takes_bt). */
+typedef struct {
+    const uint8_t *a, *b;
+    size_t lda, ldb;
+    bool bt;
+} RtMmSrc;
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
+void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
+bool rt_mm_takes_bt(const RtCore *c, const SpyMatmul *mm);
 
 /* rt_kern_matmul.c: host instruction-set features (RT_HOST_*), and the portable
  * MATMUL (for F32 the same bits as the vector kernels). */
 enum { RT_HOST_KNOWN = 1, RT_HOST_AVX512 = 2, RT_HOST_AVX2_FMA = 4 };
 bool rt_host_has(unsigned f);
-void rt_mm_portable(RtCore *c, const SpyMatmul *mm);
+void rt_mm_portable(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 
 /* rt_kern_mm512.c / rt_kern_mm256.c (built for x86-64 with GCC-style intrinsics only):
  * F32 MATMUL with AVX-512F / with AVX2 and FMA; false (nothing done) on hosts without
  * them. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define RT_HAVE_X86_KERNELS 1
-bool rt_mm_f32_512(RtCore *c, const SpyMatmul *mm);
-bool rt_mm_f32_256(RtCore *c, const SpyMatmul *mm);
+bool rt_mm_f32_512(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
+bool rt_mm_f32_256(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 #else
 #define RT_HAVE_X86_KERNELS 0
 #endif

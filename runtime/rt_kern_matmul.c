@@ -54,19 +54,24 @@ static void row_i8(rt_i32 *c, int32_t a, const int8_t *b, uint32_t n) {
         c[j] = (int32_t)((uint32_t)c[j] + (uint32_t)(a * b[j]));
 }
 
-/* The portable MATMUL (either dtype pair): rows of C accumulate a_ik * (row k of B),
- * k increasing. */
-void rt_mm_portable(RtCore *c, const SpyMatmul *mm) {
+/* The portable MATMUL (either dtype pair; A and B where s says): rows of C accumulate
+ * a_ik * (row k of B), k increasing. */
+void rt_mm_portable(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     bool f32 = mm->dtype == ISA_DT_F32;
     size_t es = f32 ? 4 : 1; /* operand element size; C's is 4 for both */
     for (uint32_t i = 0; i < mm->m; i++) {
         uint8_t *C = c->lx + mm->c + (size_t)i * mm->ldc * 4;
         if (!(mm->flags & ISA_F_ACCUM))
             memset(C, 0, (size_t)mm->n * 4); /* 0.0f and 0 alike */
-        const uint8_t *A = c->lx + mm->a + (size_t)i * mm->lda * es;
+        const uint8_t *A = s->a + (size_t)i * s->lda * es;
         for (uint32_t k = 0; k < mm->k; k++) {
-            const uint8_t *B = c->lx + mm->b + (size_t)k * mm->ldb * es;
-            if (f32)
+            const uint8_t *B = s->b + (size_t)k * s->ldb * es;
+            if (s->bt) /* F32 only (rt_mm_takes_bt): element (k,j) at b[j * ldb + k] */
+                for (uint32_t j = 0; j < mm->n; j++)
+                    ((rt_f32 *)C)[j] = fmaf(((const rt_f32 *)A)[k],
+                                            ((const rt_f32 *)s->b)[(size_t)j * s->ldb + k],
+                                            ((rt_f32 *)C)[j]);
+            else if (f32)
                 row_f32((rt_f32 *)C, ((const rt_f32 *)A)[k], (const rt_f32 *)B, mm->n);
             else
                 row_i8((rt_i32 *)C, ((const int8_t *)A)[k], (const int8_t *)B, mm->n);
@@ -75,12 +80,12 @@ void rt_mm_portable(RtCore *c, const SpyMatmul *mm) {
 }
 
 /* Runs a verified F32 MATMUL with the fastest kernel of this host (not a window). */
-static void mm_f32(RtCore *c, const SpyMatmul *mm) {
+static void mm_f32(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
 #if RT_HAVE_X86_KERNELS
-    if (rt_mm_f32_512(c, mm) || rt_mm_f32_256(c, mm))
+    if (rt_mm_f32_512(c, mm, s) || rt_mm_f32_256(c, mm, s))
         return;
 #endif
-    rt_mm_portable(c, mm);
+    rt_mm_portable(c, mm, s);
 }
 
 /* Offset (elements, from b) of element (kk, p) of a window B (ISA_F_BWIN, isa.md). */
@@ -141,25 +146,26 @@ static void mm_win_dense(RtCore *c, const SpyMatmul *mm) {
     free(buf);
 }
 
-/* The DLF16 operands of mm widened exactly into dense F32 A (m x k) and B (k x n). */
-static void widen_ab(const RtCore *c, const SpyMatmul *mm, float *A, float *B) {
+/* The DLF16 operands of mm (where s says) widened exactly into dense F32 A (m x k)
+ * and B (k x n). */
+static void widen_ab(const SpyMatmul *mm, const RtMmSrc *s, float *A, float *B) {
     size_t m = mm->m, n = mm->n, k = mm->k;
     for (size_t i = 0; i < m; i++)
-        rt_dlf16_to_f32_n(A + i * k, c->lx + mm->a + i * mm->lda * 2, k);
+        rt_dlf16_to_f32_n(A + i * k, s->a + i * s->lda * 2, k);
     for (size_t i = 0; i < k; i++)
-        rt_dlf16_to_f32_n(B + i * n, c->lx + mm->b + i * mm->ldb * 2, n);
+        rt_dlf16_to_f32_n(B + i * n, s->b + i * s->ldb * 2, n);
 }
 
 /* mm_dlf16 without a widening area: A, B and C in a temporary buffer laid out as a
  * scratchpad ([A m x k][B k x n][C m x n], dense), C copied in (ACCUM) and out. */
-static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm) {
+static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     size_t m = mm->m, n = mm->n, k = mm->k;
     size_t na = m * k, nb = k * n, bytes = (na + nb + m * n) * 4 + RT_LX_SLACK;
     uint8_t *buf = malloc(bytes);
     if (!buf)
         abort();                         /* the emulator has no error path for host OOM */
     float *A = (float *)buf, *B = A + na, *C = B + nb;
-    widen_ab(c, mm, A, B);
+    widen_ab(mm, s, A, B);
     uint8_t *rc = c->lx + mm->c;
     if (mm->flags & ISA_F_ACCUM)
         for (size_t i = 0; i < m; i++)
@@ -170,7 +176,8 @@ static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm) {
     w.lda = (uint32_t)k, w.ldb = (uint32_t)n, w.ldc = (uint32_t)n;
     RtCore t = *c;
     t.lx = buf;
-    mm_f32(&t, &w);
+    RtMmSrc ws = {buf + w.a, buf + w.b, w.lda, w.ldb, false};
+    mm_f32(&t, &w, &ws);
     for (size_t i = 0; i < m; i++)
         memcpy(rc + i * mm->ldc * 4, C + i * n, n * 4);
     free(buf);
@@ -180,36 +187,55 @@ static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm) {
  * and the F32 kernel runs on them: the same sums, in the same order, as an F32 MATMUL
  * on the widened operands. With the core's widening area (RtCore.wide) A and B go
  * there, dense, and C is read and written in place. */
-static void mm_dlf16(RtCore *c, const SpyMatmul *mm) {
+static void mm_dlf16(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     size_t m = mm->m, n = mm->n, k = mm->k;
     if (c->wide) {                       /* A and B of LX fit: at most 2x their bytes */
         float *A = (float *)(c->lx + c->wide), *B = A + m * k;
-        widen_ab(c, mm, A, B);
+        widen_ab(mm, s, A, B);
         SpyMatmul w = *mm;
         w.dtype = ISA_DT_F32;
         w.a = c->wide, w.b = c->wide + (uint32_t)(m * k * 4);
         w.lda = (uint32_t)k, w.ldb = (uint32_t)n;
-        mm_f32(c, &w);
+        RtMmSrc ws = {(const uint8_t *)A, (const uint8_t *)B, k, n, false};
+        mm_f32(c, &w, &ws);
         return;
     }
-    mm_dlf16_buffer(c, mm);
+    mm_dlf16_buffer(c, mm, s);
 }
 
-/* Executes a verified MATMUL. */
-void rt_matmul(RtCore *c, const SpyMatmul *mm) {
+/* Executes a verified MATMUL with A and B where s says (a window's B: in LX). */
+void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     if (mm->m == 0 || mm->n == 0)
         return;
     if (mm->flags & ISA_F_BWIN) {
 #if RT_HAVE_X86_KERNELS
         if (mm->dtype == ISA_DT_F32 && mm->k > 0 &&
-            (rt_mm_f32_512(c, mm) || rt_mm_f32_256(c, mm)))
+            (rt_mm_f32_512(c, mm, s) || rt_mm_f32_256(c, mm, s)))
             return;
 #endif
         mm_win_dense(c, mm);
     } else if (mm->dtype == ISA_DT_DLF16)
-        mm_dlf16(c, mm);
+        mm_dlf16(c, mm, s);
     else if (mm->dtype == ISA_DT_F32)
-        mm_f32(c, mm);
+        mm_f32(c, mm, s);
     else
-        rt_mm_portable(c, mm);
+        rt_mm_portable(c, mm, s);
+}
+
+/* Whether rt_matmul_src takes mm's B transposed (RtMmSrc.bt): an F32 product, with a
+ * packing buffer, on a host with a vector kernel. */
+bool rt_mm_takes_bt(const RtCore *c, const SpyMatmul *mm) {
+#if RT_HAVE_X86_KERNELS
+    return mm->dtype == ISA_DT_F32 && c->pack &&
+           (rt_host_has(RT_HOST_AVX512) || rt_host_has(RT_HOST_AVX2_FMA));
+#else
+    (void)c, (void)mm;
+    return false;
+#endif
+}
+
+/* Executes a verified MATMUL with its operands in LX. */
+void rt_matmul(RtCore *c, const SpyMatmul *mm) {
+    RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false};
+    rt_matmul_src(c, mm, &s);
 }

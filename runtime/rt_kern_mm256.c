@@ -18,6 +18,8 @@
 #define MMT_STOREM(p, m, v) _mm256_maskstore_ps((p), (m), (v))
 #define MMT_LOAD(p) _mm256_load_ps(p)
 #define MMT_STORE(p, v) _mm256_store_ps((p), (v))
+#define MMT_LOADU(p) _mm256_loadu_ps(p)
+#define MMT_STOREU(p, v) _mm256_storeu_ps((p), (v))
 #define MMT_SET1(f) _mm256_set1_ps(f)
 #define MMT_ZERO() _mm256_setzero_ps()
 #define MMT_FMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))

@@ -18,6 +18,8 @@
 #define MMT_STOREM(p, m, v) _mm512_mask_storeu_ps((p), (m), (v))
 #define MMT_LOAD(p) _mm512_load_ps(p)
 #define MMT_STORE(p, v) _mm512_store_ps((p), (v))
+#define MMT_LOADU(p) _mm512_loadu_ps(p)
+#define MMT_STOREU(p, v) _mm512_storeu_ps((p), (v))
 #define MMT_SET1(f) _mm512_set1_ps(f)
 #define MMT_ZERO() _mm512_setzero_ps()
 #define MMT_FMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))

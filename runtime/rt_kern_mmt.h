@@ -8,6 +8,7 @@
  *   MMT_LANES(n)   mask of the first n lanes (any n: clamped to 0..MMT_VL)
  *   MMT_LOADM(m, p), MMT_STOREM(p, m, v)   masked unaligned load (zeroing) / store
  *   MMT_LOAD(p), MMT_STORE(p, v)           aligned load / store
+ *   MMT_LOADU(p), MMT_STOREU(p, v)         unaligned load / store
  *   MMT_SET1(f), MMT_ZERO(), MMT_FMA(a, b, c) = a * b + c with one rounding
  *   MMT_VI         an index vector; MMT_IDX(s) lane i = i * s; MMT_GATHERM(m, p, vi)
  *                  masked gather (zeroing) of p[vi[i]]; MMT_LOADS2(n, p) lanes i < n
@@ -25,7 +26,14 @@
  * (8 row blocks) read B in place, all of k at once, through the same micro-kernel with
  * masked loads: packing costs more than it saves when few row blocks reuse a panel
  * (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
- * decode step are the extreme case).
+ * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
+ * decode step) streams B row by row instead, each row read once, contiguously, from
+ * wherever it is (a deferred LOAD's DRAM), with the row of C in the L1 cache. A B given
+ * transposed (a deferred transposing LOAD, RtMmSrc.bt; needs the packing buffer) is
+ * transposed while it is packed, 4 x 4 blocks at a time; products of at most
+ * MMT_GEMV_M rows transpose blocks of MMT_VL of its rows into the packing buffer,
+ * MMT_GEMV_K elements at a time, and C's MMT_VL columns accumulate over them in
+ * registers.
  *
  * A window B (ISA_F_BWIN: a convolution's implicit-GEMM operand read from its input
  * patch) is never copied out whole: with few rows of C it is read in place, a row of
@@ -45,6 +53,11 @@
 #define MMT_KC 128                         /* k rows of a packed panel */
 #define MMT_NC (RT_PACK_BYTES / (4 * MMT_KC)) /* columns of B packed at a time */
 #define MMT_PACK_M (8 * MMT_MR)            /* fewer rows of C: B is read in place */
+#define MMT_PACK_AHEAD 8                   /* rows of B prefetched ahead when packed */
+#define MMT_GEMV_M 4                       /* at most this many rows: B^T taken */
+#define MMT_GEMV_ROWS 1                    /* at most this many: B streamed by rows */
+#define MMT_GEMV_AHEAD 2                   /* rows of B prefetched ahead when streamed */
+#define MMT_GEMV_K 512                     /* k of a transposed block of B */
 #define MMT_INLINE MMT_TARGET __attribute__((always_inline)) static inline
 
 typedef struct {
@@ -59,6 +72,7 @@ typedef struct {
     int64_t ks0, ks1, ks2, ns0, ns1; /* its strides (elements) */
     const int32_t *koff;     /* in-place window rows: offset of each B row from b */
     MMT_VI gidx;             /* MMT_KOFFG: lane offsets, lane * ns1 */
+    bool bt;                 /* B given transposed: element (k,j) at b[j * ldb + k] */
 } MMT_NAME(Args);
 
 /* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, in place
@@ -66,12 +80,51 @@ typedef struct {
  * gathered with column stride ns1 (x->gidx). */
 enum { MMT_INPLACE, MMT_PACKED, MMT_KOFF, MMT_KOFF2, MMT_KOFFG };
 
+/* Copies rows k0..k0+kc of columns j0..j0+w of a B given transposed into bp (kc rows
+ * of w floats, w a multiple of 4; columns past nj 0), 4 x 4 blocks through vector
+ * registers (the bits unchanged). */
+MMT_INLINE void MMT_NAME(transpose_in)(const MMT_NAME(Args) *x, float *bp, size_t w,
+                                        uint32_t k0, uint32_t kc, size_t j0, size_t nj) {
+    size_t nj4 = nj & ~(size_t)3;
+    uint32_t kc4 = kc & ~3u;
+    for (size_t j = 0; j < nj4; j += 4) {
+        const float *row = x->b + (j0 + j) * x->ldb + k0;
+        for (uint32_t k = 0; k < kc4; k += 4) {
+            __m128 r0 = _mm_loadu_ps(row + k), r1 = _mm_loadu_ps(row + x->ldb + k);
+            __m128 r2 = _mm_loadu_ps(row + 2 * x->ldb + k);
+            __m128 r3 = _mm_loadu_ps(row + 3 * x->ldb + k);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(bp + k * w + j, r0);
+            _mm_storeu_ps(bp + (k + 1) * w + j, r1);
+            _mm_storeu_ps(bp + (k + 2) * w + j, r2);
+            _mm_storeu_ps(bp + (k + 3) * w + j, r3);
+        }
+        for (uint32_t k = kc4; k < kc; k++)
+            for (size_t q = j; q < j + 4; q++)
+                bp[k * w + q] = row[(q - j) * x->ldb + k];
+    }
+    for (size_t j = nj4; j < w; j++) {   /* the last columns; those past nj 0 */
+        const float *row = x->b + (j0 + j) * x->ldb + k0;
+        for (uint32_t k = 0; k < kc; k++)
+            bp[k * w + j] = j < nj ? row[k] : 0.0f;
+    }
+}
+
 /* Packs B[k0..k0+kc, j0..j0+nc) into bp (kc rows of NR floats, columns past nc 0). */
 MMT_INLINE void MMT_NAME(pack_b)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
                                   uint32_t kc, size_t j0, int64_t nc) {
+    if (x->bt) {
+        MMT_NAME(transpose_in)(x, bp, MMT_NR, k0, kc, j0,
+                               nc < 0 ? 0 : nc > MMT_NR ? MMT_NR : (size_t)nc);
+        return;
+    }
     MMT_M m0 = MMT_LANES(nc), m1 = MMT_LANES(nc - MMT_VL);
     const float *b = x->b + k0 * x->ldb + j0;
     for (uint32_t k = 0; k < kc; k++, b += x->ldb, bp += MMT_NR) {
+        if (k + MMT_PACK_AHEAD < kc) {   /* rows far apart (B in DRAM): fetch ahead */
+            __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb, 0, 3);
+            __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb + MMT_VL, 0, 3);
+        }
         MMT_STORE(bp, MMT_LOADM(m0, b));
         MMT_STORE(bp + MMT_VL, MMT_LOADM(m1, b + MMT_VL));
     }
@@ -364,22 +417,123 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
     return true;
 }
 
-/* Runs a verified F32 MATMUL mm on core c with this instance's instruction set; false
- * (nothing done) for a window this kernel does not take (no packing buffer, a column
- * stride too large for gather indices). */
-MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm) {
+/* C rows [i0, i0 + R) accumulate a_ik * (row k of B), k increasing: each row of B is
+ * read once, contiguously, for all R rows of C (in the L1 cache meanwhile). */
+MMT_INLINE void MMT_NAME(gemv)(const MMT_NAME(Args) *x, size_t i0, const int R) {
+    size_t n = x->n, nv = n / MMT_VL * MMT_VL;
+    MMT_M mt = MMT_LANES((int64_t)(n - nv));
+    float *c[4];
+    for (int r = 0; r < R; r++) {
+        c[r] = x->c + (i0 + r) * x->ldc;
+        if (x->zero)
+            for (size_t j = 0; j < n; j++)
+                c[r][j] = 0.0f;
+    }
+    const rt_f32 *a = x->a + i0 * x->lda;
+    for (uint32_t k = 0; k < x->k; k++) {
+        const float *b = x->b + k * x->ldb;
+        MMT_V av[4];
+        for (int r = 0; r < R; r++)
+            av[r] = MMT_SET1(a[r * x->lda + k]);
+        const float *pf = x->b + (k + MMT_GEMV_AHEAD < x->k ? k + MMT_GEMV_AHEAD : k) * x->ldb;
+        for (size_t j = 0; j < nv; j += MMT_VL) {
+            if (j % 16 == 0)
+                __builtin_prefetch(pf + j, 0, 3);   /* a row ahead: rows are pages apart */
+            MMT_V bv = MMT_LOADU(b + j);
+            for (int r = 0; r < R; r++)
+                MMT_STOREU(c[r] + j, MMT_FMA(av[r], bv, MMT_LOADU(c[r] + j)));
+        }
+        if (nv < n) {
+            MMT_V bv = MMT_LOADM(mt, b + nv);
+            for (int r = 0; r < R; r++)
+                MMT_STOREM(c[r] + nv, mt, MMT_FMA(av[r], bv, MMT_LOADM(mt, c[r] + nv)));
+        }
+    }
+}
+
+/* Columns [j0, j0 + MMT_VL) of C rows [i0, i0 + R) over k rows [k0, k0 + kc) of a B
+ * given transposed (x->b: element (k,j) at b[j * ldb + k]), through bp: the block is
+ * transposed there first (lanes past n zero), then each k is one FMA per row of C. */
+MMT_INLINE void MMT_NAME(gemv_t_block)(const MMT_NAME(Args) *x, float *bp, size_t i0,
+                                        size_t j0, uint32_t k0, uint32_t kc, const int R) {
+    size_t nj = x->n - j0 < MMT_VL ? x->n - j0 : MMT_VL;
+    MMT_NAME(transpose_in)(x, bp, MMT_VL, k0, kc, j0, nj);
+    MMT_M mj = MMT_LANES((int64_t)nj);
+    MMT_V acc[4];
+    const rt_f32 *a[4];
+    for (int r = 0; r < R; r++) {
+        float *c = x->c + (i0 + r) * x->ldc + j0;
+        acc[r] = x->zero && k0 == 0 ? MMT_ZERO() : MMT_LOADM(mj, c);
+        a[r] = x->a + (i0 + r) * x->lda + k0;
+    }
+    for (uint32_t k = 0; k < kc; k++) {
+        MMT_V bv = MMT_LOAD(bp + k * MMT_VL);
+        for (int r = 0; r < R; r++)
+            acc[r] = MMT_FMA(MMT_SET1(a[r][k]), bv, acc[r]);
+    }
+    for (int r = 0; r < R; r++)
+        MMT_STOREM(x->c + (i0 + r) * x->ldc + j0, mj, acc[r]);
+}
+
+/* C rows [i0, i0 + R) from a B given transposed (MMT_NAME(gemv_t_block)), bp the
+ * packing buffer. */
+MMT_INLINE void MMT_NAME(gemv_t)(const MMT_NAME(Args) *x, float *bp, size_t i0, const int R) {
+    for (size_t j0 = 0; j0 < x->n; j0 += MMT_VL)
+        for (uint32_t k0 = 0; k0 < x->k || k0 == 0; k0 += MMT_GEMV_K) {
+            uint32_t kc = x->k - k0 < MMT_GEMV_K ? x->k - k0 : MMT_GEMV_K;
+            MMT_NAME(gemv_t_block)(x, bp, i0, j0, k0, kc, R);
+            if (!x->k)
+                break;
+        }
+}
+
+/* One function per row count of the streamed products (MMT_NAME(gemv), MMT_NAME(gemv_t):
+ * bp NULL for B as it is, else the packing buffer for a B given transposed). */
+#define MMT_GEMV(R)                                                                      \
+    MMT_TARGET static void MMT_NAME(gemv_##R)(const MMT_NAME(Args) *x, float *bp,        \
+                                              size_t i0) {                               \
+        if (bp)                                                                          \
+            MMT_NAME(gemv_t)(x, bp, i0, R);                                              \
+        else                                                                             \
+            MMT_NAME(gemv)(x, i0, R);                                                    \
+    }
+MMT_GEMV(1)
+MMT_GEMV(2)
+MMT_GEMV(3)
+MMT_GEMV(4)
+
+/* The rows of C in groups of up to MMT_GEMV_M through the streamed product (bp: see
+ * MMT_GEMV). */
+MMT_TARGET static void MMT_NAME(gemv_all)(const MMT_NAME(Args) *x, float *bp) {
+    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_GEMV_M)
+        switch (x->m - i0 < MMT_GEMV_M ? x->m - i0 : MMT_GEMV_M) {
+        case 1: MMT_NAME(gemv_1)(x, bp, i0); break;
+        case 2: MMT_NAME(gemv_2)(x, bp, i0); break;
+        case 3: MMT_NAME(gemv_3)(x, bp, i0); break;
+        default: MMT_NAME(gemv_4)(x, bp, i0); break;
+        }
+}
+
+/* Runs a verified F32 MATMUL mm on core c (A and B where s says; a window's B is in LX)
+ * with this instance's instruction set; false (nothing done) for a window this kernel
+ * does not take (no packing buffer, a column stride too large for gather indices). */
+MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     bool win = mm->flags & ISA_F_BWIN;
-    MMT_NAME(Args) x = {(const rt_f32 *)(c->lx + mm->a), (const float *)(c->lx + mm->b),
-                        (float *)(c->lx + mm->c), mm->lda, mm->ldb, mm->ldc, mm->m, mm->n,
-                        mm->k, !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1],
-                        mm->bw_kext[2], mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1],
-                        mm->bw_ks[2], mm->bw_ns[0], mm->bw_ns[1], NULL, MMT_IDX(1)};
+    MMT_NAME(Args) x = {(const rt_f32 *)s->a, (const float *)s->b, (float *)(c->lx + mm->c),
+                        s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
+                        !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
+                        mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
+                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_inplace)(c, &x) ||
                 MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
         return true;
-    if (!win && (mm->m < MMT_PACK_M || !c->pack)) { /* in place, all k at once */
+    if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
+        MMT_NAME(gemv_all)(&x, s->bt ? c->pack : NULL);
+        return true;
+    }
+    if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* in place, all k at once */
         for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
             uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
             for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
@@ -402,8 +556,8 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm) {
     return true;
 }
 
-/* Runs a verified F32 MATMUL with this instance's instruction set; false (nothing
- * done) on a host without it. */
-bool MMT_EXPORT(RtCore *c, const SpyMatmul *mm) {
-    return rt_host_has(MMT_FEATURE) && MMT_NAME(run)(c, mm);
+/* Runs a verified F32 MATMUL (A and B where s says) with this instance's instruction
+ * set; false (nothing done) on a host without it, or a window it does not take. */
+bool MMT_EXPORT(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
+    return rt_host_has(MMT_FEATURE) && MMT_NAME(run)(c, mm, s);
 }

@@ -77,12 +77,13 @@ static bool run_mm(int kind, const SpyMatmul *mm) {
     RtCore c = core;
     if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
         c.pack = NULL;
+    RtMmSrc s = {c.lx + mm->a, c.lx + mm->b, mm->lda, mm->ldb, false};
     switch (kind) {
 #if RT_HAVE_X86_KERNELS
-    case MM_512: case MM_512_INPLACE: return rt_mm_f32_512(&c, mm);
-    case MM_256: case MM_256_INPLACE: return rt_mm_f32_256(&c, mm);
+    case MM_512: case MM_512_INPLACE: return rt_mm_f32_512(&c, mm, &s);
+    case MM_256: case MM_256_INPLACE: return rt_mm_f32_256(&c, mm, &s);
 #endif
-    case MM_PORTABLE: rt_mm_portable(&c, mm); return true;
+    case MM_PORTABLE: rt_mm_portable(&c, mm, &s); return true;
     case MM_PICKED: rt_matmul(&c, mm); return true;
     default: return false;
     }

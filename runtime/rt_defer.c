@@ -1,0 +1,259 @@
+/* rt_defer.c: deferred LOADs. A LOAD of whole rows (at most two dims once unit dims
+ * are dropped and contiguous ones merged, contiguous innermost on both sides) is not
+ * copied when it runs: the core remembers it as a view of DRAM. A MATMUL whose A or B
+ * operand lies inside one view, row for row, reads it straight from DRAM (the same
+ * bits the copy would have put in LX, without writing and re-reading a copy of every
+ * weight). Every other access to the LX bytes of a view, and every STORE or SCATTER
+ * that could write its DRAM source, first carries out the LOAD (rt_dma, the
+ * documented copy); a LOAD writing over a view does so too unless it rewrites every
+ * byte of it. At the end of a program the views still pending are dropped: LX is
+ * undefined at the start of the next one (isa.md), so no instruction can see the
+ * difference. Modelled time is computed from the bundle and does not change.
+ */
+#include <stddef.h>
+
+#include "rt_exec.h"
+#include "rt_model.h"
+
+/* Byte span [lo, hi) relative to a base of a 2-d access (any stride signs); lo = hi =
+ * 0 when empty. */
+static void span2(uint64_t rows, int64_t rs, uint64_t cols, int64_t cs, unsigned es,
+                  int64_t *lo, int64_t *hi) {
+    *lo = *hi = 0;
+    if (!rows || !cols)
+        return;
+    int64_t r = (int64_t)(rows - 1) * rs, c = (int64_t)(cols - 1) * cs;
+    *lo = ((r < 0 ? r : 0) + (c < 0 ? c : 0)) * es;
+    *hi = ((r > 0 ? r : 0) + (c > 0 ? c : 0) + 1) * es;
+}
+
+/* Byte span [lo, hi) relative to its base of the LX (lx = true) or DRAM side of a
+ * LOAD or STORE. */
+static void dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
+    int64_t mn = 0, mx = 0;
+    for (int i = 0; i < ISA_MAX_DIMS; i++) {
+        int64_t e = (int64_t)(x->dims[i] - 1) * (lx ? x->lx_stride[i] : x->dram_stride[i]);
+        if (!x->dims[i]) {
+            *lo = *hi = 0;
+            return;
+        }
+        mn += e < 0 ? e : 0;
+        mx += e > 0 ? e : 0;
+    }
+    *lo = mn * x->esize;
+    *hi = (mx + 1) * x->esize;
+}
+
+/* Carries out the LOAD of view i and removes it. */
+static void flush_one(RtCore *c, RtDefer *d, int i) {
+    rt_dma(c, d->v[i].x, false);
+    d->v[i] = d->v[--d->n];
+}
+
+/* Carries out every view whose LX bytes intersect [lo, hi) of LX. */
+static void flush_lx(RtCore *c, RtDefer *d, int64_t lo, int64_t hi) {
+    for (int i = d->n - 1; i >= 0; i--)
+        if (lo < hi && lo < (int64_t)d->v[i].hi && (int64_t)d->v[i].lo < hi)
+            flush_one(c, d, i);
+}
+
+/* Carries out every pending view. */
+static void flush_all(RtCore *c, RtDefer *d) {
+    while (d->n)
+        flush_one(c, d, d->n - 1);
+}
+
+/* Carries out the views an access of rows x cols elements of es bytes at LX byte a,
+ * strides rs / cs (elements), may touch. */
+static void flush_2d(RtCore *c, RtDefer *d, uint32_t a, uint64_t rows, int64_t rs,
+                     uint64_t cols, int64_t cs, unsigned es) {
+    int64_t lo, hi;
+    span2(rows, rs, cols, cs, es, &lo, &hi);
+    flush_lx(c, d, (int64_t)a + lo, (int64_t)a + hi);
+}
+
+/* The dims of a LOAD with unit dims dropped and dims contiguous on both sides merged
+ * (outermost first, strides in elements): their number, or -1 when more than two. */
+static int load_dims(const SpyDma *x, uint64_t dim[2], int64_t ds[2], int64_t ls[2]) {
+    int n = 0;
+    for (int i = 0; i < ISA_MAX_DIMS; i++) {
+        if (x->dims[i] == 1)
+            continue;
+        if (n && ds[n - 1] == (int64_t)x->dram_stride[i] * x->dims[i] &&
+            ls[n - 1] == (int64_t)x->lx_stride[i] * x->dims[i]) {
+            dim[n - 1] *= x->dims[i];
+            ds[n - 1] = x->dram_stride[i];
+            ls[n - 1] = x->lx_stride[i];
+            continue;
+        }
+        if (n == 2)
+            return -1;
+        dim[n] = x->dims[i], ds[n] = x->dram_stride[i], ls[n] = x->lx_stride[i];
+        n++;
+    }
+    return n;
+}
+
+/* The view of a LOAD: rows contiguous on both sides, or a transpose of 4-byte
+ * elements (LX rows contiguous, DRAM columns contiguous); false for other LOADs. */
+static bool load_view(RtCore *c, const SpyDma *x, RtView *w) {
+    uint64_t dim[2] = {1, 1};
+    int64_t ds[2] = {1, 1}, ls[2] = {1, 1};
+    int n = load_dims(x, dim, ds, ls);
+    unsigned es = x->esize;
+    if (n < 0 || (n >= 1 && ls[n - 1] != 1))
+        return false;
+    *w = (RtView){.x = x, .rows = n == 2 ? dim[0] : 1, .rowb = (n ? dim[n - 1] : 1) * es,
+                  .src = c->seg[x->seg] + x->dram_off, .lo = x->lx};
+    if (n == 2) {
+        w->lrs = (uint64_t)ls[0] * es;
+        if (ls[0] < 0 || w->lrs < w->rowb)
+            return false;                 /* rows overlap in LX */
+    }
+    if (ds[n ? n - 1 : 0] == 1 && (n < 2 || ds[0] >= 0)) {
+        w->drs = n == 2 ? ds[0] * es : 0;
+        w->shi = w->src + (w->rows - 1) * (uint64_t)w->drs + w->rowb;
+    } else if (n == 2 && ds[0] == 1 && ds[1] > 0 && es == 4) {
+        w->t = true;
+        w->drs = es, w->dcs = ds[1] * es;
+        w->shi = w->src + (w->rows - 1) * es + (dim[1] - 1) * (uint64_t)w->dcs + es;
+    } else {
+        return false;
+    }
+    w->hi = w->lo + (w->rows - 1) * w->lrs + w->rowb;
+    return true;
+}
+
+/* Whether view w rewrites every LX byte of view v. */
+static bool covers(const RtView *w, const RtView *v) {
+    if (w->rows == 1 || w->lrs == w->rowb)
+        return w->lo <= v->lo && v->hi <= w->hi;
+    return w->lo == v->lo && w->rows >= v->rows && w->lrs == v->lrs && w->rowb >= v->rowb;
+}
+
+/* A LOAD: deferred as a view when it moves whole rows, at least RT_DEFER_MIN bytes
+ * (below, a copy costs less than keeping track of it), and a slot is free; else (and
+ * for the views it partly overwrites) carried out. */
+void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
+    if (!d->n) {                     /* the common small LOAD, quickly */
+        uint64_t bytes = x->esize;
+        for (int i = 0; i < ISA_MAX_DIMS; i++)
+            bytes *= x->dims[i];
+        if (bytes < RT_DEFER_MIN) {
+            rt_dma(c, x, false);
+            return;
+        }
+    }
+    RtView w;
+    bool view = load_view(c, x, &w);
+    bool keep = view && w.rows * w.rowb >= RT_DEFER_MIN;
+    if (d->n) {
+        int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
+        if (!view) {
+            dma_span(x, true, &lo, &hi);
+            lo += x->lx, hi += x->lx;
+        }
+        for (int i = d->n - 1; view && i >= 0; i--)
+            if (d->v[i].lo < w.hi && w.lo < d->v[i].hi && covers(&w, &d->v[i]))
+                d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
+        flush_lx(c, d, lo, hi);
+    }
+    if (keep && d->n < RT_MAX_VIEWS)
+        d->v[d->n++] = w;
+    else
+        rt_dma(c, x, false);
+}
+
+/* Where a MATMUL operand of rows x cols elements of es bytes at LX byte a, row stride
+ * ld, is read from: a view's DRAM when it lies inside one row for row (transposed
+ * only when take_t); else LX, after carrying out the views it touches. */
+RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
+                           uint32_t ld, unsigned es, bool take_t) {
+    RtOperand o = {c->lx + a, ld, false};
+    if (!rows || !cols)
+        return o;                    /* nothing is read */
+    uint64_t end = a + ((uint64_t)(rows - 1) * ld + cols) * es;
+    for (int i = 0; i < d->n; i++) {
+        const RtView *v = &d->v[i];
+        if (a < v->lo || a >= v->hi)
+            continue;
+        uint64_t off = a - v->lo;
+        if (!v->t && v->rows == 1 && end <= v->hi)
+            return (RtOperand){v->src + off, ld, false};
+        uint64_t lrs = v->rows == 1 ? v->hi - v->lo : v->lrs;
+        uint64_t r0 = off / lrs, c0 = off % lrs;
+        if ((rows > 1 && (uint64_t)ld * es != lrs) || c0 + (uint64_t)cols * es > v->rowb ||
+            r0 + rows > v->rows || v->drs % es || (v->t && (!take_t || es != 4 || c0 % es)))
+            break;
+        if (v->t)
+            return (RtOperand){v->src + r0 * es + c0 / es * (uint64_t)v->dcs,
+                               (size_t)v->dcs / es, true};
+        return (RtOperand){v->src + r0 * (uint64_t)v->drs + c0,
+                           rows > 1 ? (size_t)v->drs / es : ld, false};
+    }
+    flush_lx(c, d, a, (int64_t)end);
+    return o;
+}
+
+/* Carries out the views that instruction in (not a LOAD; a MATMUL's A and B are
+ * resolved by rt_defer_operand) may read or write in LX, or whose DRAM source it may
+ * write. */
+void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in) {
+    if (!d->n)
+        return;
+    switch (in->opcode) {
+    case ISA_STORE: {
+        const SpyDma *x = &in->dma;
+        int64_t lo, hi;
+        dma_span(x, true, &lo, &hi);
+        flush_lx(c, d, (int64_t)x->lx + lo, (int64_t)x->lx + hi);
+        dma_span(x, false, &lo, &hi);
+        const uint8_t *b = c->seg[x->seg] + x->dram_off;
+        for (int i = d->n - 1; hi > lo && i >= 0; i--)
+            if (b + lo < d->v[i].shi && d->v[i].src < b + hi)
+                flush_one(c, d, i);
+        break;
+    }
+    case ISA_GATHER: {
+        const SpyGather *g = &in->gather;
+        flush_2d(c, d, g->lx_idx, 1, 0, g->nidx, 1, 4);
+        flush_2d(c, d, g->lx_dst, g->nidx, g->dst_row_stride, g->row_elems, 1, g->esize);
+        break;
+    }
+    case ISA_MATMUL: {
+        const SpyMatmul *mm = &in->mm;
+        if (mm->flags & ISA_F_BWIN) {   /* a window B is read in LX, its span irregular */
+            flush_all(c, d);
+            break;
+        }
+        flush_2d(c, d, mm->c, mm->m, mm->ldc, mm->n, 1, 4);
+        break;
+    }
+    case ISA_VEC: {
+        const SpyVec *v = &in->vec;
+        unsigned es = rt_dtype_size(v->dtype), ss = rt_dtype_size(v->src_dtype);
+        es = es ? es : 8;
+        ss = ss > es ? ss : es;       /* narrower operands (a condition) are covered */
+        flush_2d(c, d, v->dst, v->rows, v->dst_rs, v->cols, 1, es);
+        for (int q = 0; q < v->nsrc && q < 3; q++)
+            flush_2d(c, d, v->src[q], v->rows, v->src_rs[q], v->cols, v->src_cs[q], ss);
+        break;
+    }
+    case ISA_VREDUCE: {
+        const SpyVReduce *r = &in->red;
+        flush_2d(c, d, r->dst, r->rows, r->dst_rs, 1, 1, 8);
+        flush_2d(c, d, r->src, r->rows, r->src_rs, r->len, r->src_cs, 8);
+        break;
+    }
+    case ISA_VFILL: flush_2d(c, d, in->fill.dst, 1, 0, in->fill.n, 1, 8); break;
+    case ISA_VSCAN: {
+        const SpyVScan *s = &in->scan;
+        flush_2d(c, d, s->dst, s->rows, s->dst_rs, s->len, 1, 8);
+        flush_2d(c, d, s->src, s->rows, s->src_rs, s->len, 1, 8);
+        break;
+    }
+    case ISA_NOP:
+    case ISA_BARRIER: break;
+    default: flush_all(c, d); break;   /* SCATTER and anything else */
+    }
+}

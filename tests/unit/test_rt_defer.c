@@ -1,0 +1,283 @@
+/* test_rt_defer.c: unit tests of deferred LOADs (rt_defer.c). Each program runs twice
+ * on the same DRAM contents: through rt_exec_program (LOADs deferred as views, MATMUL
+ * operands read from DRAM) and instruction by instruction with every LOAD copied at
+ * once (rt_dma); the DRAM each leaves behind must be the same bytes. The programs
+ * (their LOADs of at least RT_DEFER_MIN bytes are the deferred ones) cover what must
+ * carry a deferred LOAD out: a later LOAD partly over it, a STORE overwriting its DRAM
+ * source, VEC / GATHER / MATMUL-C accesses to its LX bytes, more LOADs than view
+ * slots, operands that do not match the view's rows; and what reads it straight from
+ * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
+ * product, at products of 1, 3, 8 and 100 rows. And the transposed B of each F32
+ * kernel (streamed and packed) against a scalar reference.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rt_exec.h"
+
+#define LX_BYTES (1u << 20)
+#define DRAM_BYTES (1u << 20)
+#define MAXP 32
+
+static uint8_t *lx, *dram, *dram0;
+static uint8_t *segs[1];
+static RtCore core;
+
+static int setup(void **state) {
+    (void)state;
+    lx = calloc(LX_BYTES + RT_LX_SLACK, 1);
+    dram = malloc(DRAM_BYTES);
+    dram0 = malloc(DRAM_BYTES);
+    segs[0] = dram;
+    core = (RtCore){.lx = lx, .seg = segs, .pack = aligned_alloc(64, RT_PACK_BYTES)};
+    return lx && dram && dram0 && core.pack ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    free(lx);
+    free(dram);
+    free(dram0);
+    free(core.pack);
+    return 0;
+}
+
+/* A program under construction. */
+typedef struct {
+    SpyInsn in[MAXP];
+    uint32_t n;
+} Prog;
+
+/* Appends a LOAD or STORE of dims d0 x d1 (elements of 4 bytes) with the given strides. */
+static void dma(Prog *p, bool store, uint32_t lxo, int64_t off, uint32_t d0, uint32_t d1,
+                int32_t ds0, int32_t ds1, int32_t ls0, int32_t ls1) {
+    SpyDma x = {.opcode = store ? ISA_STORE : ISA_LOAD, .esize = 4, .ndim = 2, .lx = lxo,
+                .dram_off = off};
+    for (int i = 0; i < ISA_MAX_DIMS; i++)
+        x.dims[i] = 1;
+    x.dims[0] = d0, x.dims[1] = d1;
+    x.dram_stride[0] = ds0, x.dram_stride[1] = ds1;
+    x.lx_stride[0] = ls0, x.lx_stride[1] = ls1;
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].dma = x;
+}
+
+/* Appends an F32 MATMUL. */
+static void mm(Prog *p, uint32_t a, uint32_t b, uint32_t c, uint32_t m, uint32_t n,
+               uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool acc) {
+    SpyMatmul x = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
+                   .flags = acc ? ISA_F_ACCUM : 0, .a = a, .b = b, .c = c, .m = m, .n = n,
+                   .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].mm = x;
+}
+
+/* Appends an F32 VEC ADD of a rows x cols region at dst with the immediate 1.0. */
+static void vadd(Prog *p, uint32_t dst, uint32_t rows, uint32_t cols, int32_t rs) {
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .fn = ISA_VF_ADD, .nsrc = 2,
+                .flags = ISA_F_IMM, .dst = dst, .src = {dst}, .rows = rows, .cols = cols,
+                .dst_rs = rs, .src_rs = {rs}, .src_cs = {1}, .imm = 0x3f800000u};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].vec = v;
+}
+
+/* Appends a GATHER of nidx rows of len elements from DRAM row 0.. (indices at idx). */
+static void gather(Prog *p, uint32_t dst, uint32_t idx, uint32_t nidx, uint32_t len) {
+    SpyGather g = {.opcode = ISA_GATHER, .esize = 4, .dram_off = 0, .row_stride = len,
+                   .lx_dst = dst, .lx_idx = idx, .nidx = nidx, .row_elems = len,
+                   .bound = 64, .dst_row_stride = len};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].gather = g;
+}
+
+/* Fills DRAM with small floats (exact sums in any order would hide nothing: the values
+ * make rounding matter) and a few whole numbers below 64 for GATHER indices. */
+static void fill(uint32_t seed) {
+    for (uint32_t i = 0; i < DRAM_BYTES / 4; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        float f = (float)((seed >> 8) % 8192) / 1024.0f - 4.0f + 1.0f / 3.0f;
+        memcpy(dram0 + 4 * i, &f, 4);
+    }
+    for (int32_t i = 0; i < 16; i++)
+        memcpy(dram0 + 4 * (DRAM_BYTES / 4 - 16 + i), &(int32_t){(i * 7) % 64}, 4);
+}
+
+/* Runs p both ways from the DRAM of fill(seed) and compares the DRAM they leave. */
+static void check(const Prog *p, uint32_t seed) {
+    fill(seed);
+    memcpy(dram, dram0, DRAM_BYTES);
+    memset(lx, 0xff, LX_BYTES);
+    for (uint32_t i = 0; i < p->n; i++) {
+        if (p->in[i].opcode == ISA_LOAD)
+            rt_dma(&core, &p->in[i].dma, false);
+        else
+            assert_int_equal(rt_exec_program(&core, &p->in[i], 1), RT_XOK);
+    }
+    uint8_t *want = malloc(DRAM_BYTES);
+    assert_non_null(want);
+    memcpy(want, dram, DRAM_BYTES);
+    memcpy(dram, dram0, DRAM_BYTES);
+    memset(lx, 0xff, LX_BYTES);
+    assert_int_equal(rt_exec_program(&core, p->in, p->n), RT_XOK);
+    assert_memory_equal(dram, want, DRAM_BYTES);
+    free(want);
+}
+
+#define OUT 0x80000 /* DRAM bytes where the programs store their results */
+
+/* A (1-d view) times B (rows of a wider DRAM matrix), m rows, stored. */
+static void prog_rows(Prog *p, uint32_t m, uint32_t n, uint32_t k, bool acc) {
+    p->n = 0;
+    dma(p, false, 0, 0, m, k, (int32_t)k, 1, (int32_t)k, 1);               /* A, 1-d */
+    dma(p, false, 0x40000, 0x20000, k, n, (int32_t)n + 40, 1, (int32_t)n, 1); /* B rows */
+    mm(p, 0, 0x40000, 0xc0000, m, n, k, k, n, n, false);
+    if (acc)
+        mm(p, 0, 0x40000, 0xc0000, m, n, k, k, n, n, true);
+    dma(p, true, 0xc0000, OUT, m, n, (int32_t)n, 1, (int32_t)n, 1);
+}
+
+static void test_defer_matmul_rows(void **state) {
+    (void)state;
+    Prog p;
+    const uint32_t ms[] = {1, 3, 8, 100};
+    for (int i = 0; i < 4; i++) {
+        prog_rows(&p, ms[i], 70, 45, false);
+        check(&p, 1 + (uint32_t)i);
+        prog_rows(&p, ms[i], 37, 130, true);
+        check(&p, 5 + (uint32_t)i);
+    }
+    /* B at an offset inside its view, and A with lda wider than k */
+    p.n = 0;
+    dma(&p, false, 0, 0, 1, 4000, 0, 1, 0, 1);
+    dma(&p, false, 0x40000, 0x20000, 50, 64, 100, 1, 64, 1);
+    mm(&p, 8, 0x40000 + 4 * (64 * 3 + 5), 0xc0000, 3, 20, 40, 100, 64, 20, false);
+    dma(&p, true, 0xc0000, OUT, 3, 20, 20, 1, 20, 1);
+    check(&p, 9);
+    /* the same B with a row stride its view does not have: carried out, same result */
+    p.in[2].mm.ldb = 32;
+    p.in[2].mm.k = 20;
+    check(&p, 10);
+}
+
+/* B loaded transposed (DRAM columns contiguous), m rows. */
+static void prog_t(Prog *p, uint32_t m, uint32_t n, uint32_t k) {
+    p->n = 0;
+    dma(p, false, 0, 0, m, k, (int32_t)k, 1, (int32_t)k, 1);
+    dma(p, false, 0x40000, 0x20000, k, n, 1, (int32_t)k + 3, (int32_t)n, 1); /* transpose */
+    mm(p, 0, 0x40000, 0xc0000, m, n, k, k, n, n, false);
+    dma(p, true, 0xc0000, OUT, m, n, (int32_t)n, 1, (int32_t)n, 1);
+}
+
+static void test_defer_matmul_transposed(void **state) {
+    (void)state;
+    Prog p;
+    const uint32_t ms[] = {1, 3, 8, 100};
+    for (int i = 0; i < 4; i++) {
+        prog_t(&p, ms[i], 45, 600);   /* n not a multiple of the vector width, k > block */
+        check(&p, 20 + (uint32_t)i);
+        prog_t(&p, ms[i], 64, 9);
+        check(&p, 30 + (uint32_t)i);
+    }
+}
+
+/* What must carry the LOAD out first. */
+static void test_defer_flushes(void **state) {
+    (void)state;
+    Prog p;
+    /* a STORE overwrites the LOAD's DRAM source before the MATMUL and a VEC read it */
+    p.n = 0;
+    dma(&p, false, 0, 0, 1, 64, 0, 1, 0, 1);
+    dma(&p, false, 0x1000, 0x100, 64, 16, 16, 1, 16, 1);
+    dma(&p, true, 0, 0x100, 1, 64, 0, 1, 0, 1);               /* writes B's source */
+    dma(&p, false, 0x1000, 0x40000, 1, 8, 0, 1, 0, 1);        /* partly over B in LX */
+    mm(&p, 0, 0x1000, 0x8000, 1, 16, 64, 64, 16, 16, false);
+    vadd(&p, 0x1000, 64, 16, 16);
+    dma(&p, true, 0x1000, OUT, 64, 16, 16, 1, 16, 1);
+    dma(&p, true, 0x8000, OUT + 0x8000, 1, 16, 0, 1, 0, 1);
+    check(&p, 40);
+    /* a VEC on part of a view, then a MATMUL reading all of it; C over a view */
+    p.n = 0;
+    dma(&p, false, 0x10000, 0, 32, 64, 64, 1, 64, 1);
+    dma(&p, false, 0x1000, 0x2000, 64, 16, 40, 1, 16, 1);
+    vadd(&p, 0x1000 + 4 * 16 * 10, 2, 16, 16);
+    dma(&p, false, 0x8000, 0x9000, 32, 16, 16, 1, 16, 1);     /* C's old value */
+    mm(&p, 0x10000, 0x1000, 0x8000, 32, 16, 64, 64, 16, 16, true);
+    dma(&p, true, 0x8000, OUT, 32, 16, 16, 1, 16, 1);
+    check(&p, 41);
+    /* a GATHER into a view, more LOADs than view slots, a LOAD rewriting a view */
+    p.n = 0;
+    dma(&p, false, 0x100, DRAM_BYTES - 64, 1, 16, 0, 1, 0, 1);  /* indices */
+    for (uint32_t i = 0; i < RT_MAX_VIEWS + 2; i++)
+        dma(&p, false, 0x1000 + 0x1000 * i, 0x3000 + 0x800 * i, 16, 32, 48, 1, 32, 1);
+    gather(&p, 0x2000 + 64, 0x100, 3, 8);
+    dma(&p, false, 0x3000, 0x30000, 16, 32, 32, 1, 32, 1);      /* rewrites view 2 */
+    mm(&p, 0x1000, 0x2000, 0x20000, 8, 32, 8, 32, 32, 32, false);
+    mm(&p, 0x3000, 0x4000, 0x20000, 8, 32, 8, 32, 32, 32, true);
+    dma(&p, true, 0x20000, OUT, 8, 32, 32, 1, 32, 1);
+    dma(&p, true, 0x2000, OUT + 0x4000, 1, 256, 0, 1, 0, 1);
+    check(&p, 42);
+    /* a LOAD over part of a view (rows view, then a 1-d one): the rest must survive */
+    p.n = 0;
+    dma(&p, false, 0x1000, 0x2000, 16, 32, 40, 1, 32, 1);
+    dma(&p, false, 0x1000 + 4 * 32 * 3, 0x9000, 1, 40, 0, 1, 0, 1);
+    dma(&p, false, 0x4000, 0x6000, 1, 512, 0, 1, 0, 1);
+    dma(&p, false, 0x4000 + 64, 0xa000, 2, 8, 32, 1, 16, 1);
+    dma(&p, true, 0x1000, OUT, 1, 512, 0, 1, 0, 1);
+    dma(&p, true, 0x4000, OUT + 0x1000, 1, 512, 0, 1, 0, 1);
+    check(&p, 43);
+}
+
+/* A B given transposed (RtMmSrc.bt) through each F32 kernel this host runs: the same
+ * bits as the scalar reference (increasing k, one fused multiply-add each). */
+static void test_kernels_bt(void **state) {
+    (void)state;
+    const uint32_t shapes[][3] = {{1, 45, 600}, {3, 16, 7},    {4, 33, 513},
+                                  {2, 8, 0},    {100, 45, 300}, {8, 70, 130}};
+    for (int sh = 0; sh < (int)(sizeof shapes / sizeof shapes[0]); sh++) {
+        uint32_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2], ldt = k + 5;
+        fill(50 + (uint32_t)sh);
+        float *a = (float *)dram0, *bt = a + 65536, *want = (float *)lx;
+        for (uint32_t i = 0; i < m; i++)
+            for (uint32_t j = 0; j < n; j++) {
+                volatile float acc = 0.0f;
+                for (uint32_t q = 0; q < k; q++)
+                    acc = fmaf(a[i * k + q], bt[j * ldt + q], acc);
+                want[i * n + j] = acc;
+            }
+        SpyMatmul x = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
+                       .c = 0x10000, .m = m, .n = n, .k = k, .lda = k, .ldb = n, .ldc = n};
+        RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true};
+        for (int kind = 0; kind < 3; kind++) {
+            memset(lx + x.c, 0xff, 4 * m * n);
+            bool ran = true;
+            if (kind == 2)
+                rt_mm_portable(&core, &x, &src);
+#if RT_HAVE_X86_KERNELS
+            else
+                ran = kind == 0 ? rt_mm_f32_512(&core, &x, &src) : rt_mm_f32_256(&core, &x, &src);
+#else
+            else
+                ran = false;
+#endif
+            if (ran)
+                assert_memory_equal(lx + x.c, want, 4 * m * n);
+        }
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defer_matmul_rows),
+        cmocka_unit_test(test_defer_matmul_transposed),
+        cmocka_unit_test(test_defer_flushes),
+        cmocka_unit_test(test_kernels_bt),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
