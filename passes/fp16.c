@@ -167,10 +167,17 @@ static ValId const_to_dlf16(IrGraph *g, ValId v)
     return c;
 }
 
-/* Whether node n must read its float operands as float32 (reductions accumulate in
- * float32; BITCAST reinterprets float32 bits). */
+/* Whether node n must read its float operands as float32 (sums and products
+ * accumulate in float32, and a chunked reduction adds its partial results in the
+ * destination; BITCAST reinterprets float32 bits). MAX / MIN reductions and windows
+ * and ARGMAX / ARGMIN are exact in DLFloat16 (VREDUCE takes DLF16, isa.md), chunked
+ * too: they read DLFloat16 directly. */
 static bool reads_f32(const IrNode *n)
 {
+    int64_t fn = ir_attr_get_int(n, "fn", -1);
+    if (n->op == IR_OP_ARGREDUCE ||
+        ((n->op == IR_OP_REDUCE || n->op == IR_OP_WINDOW) && (fn == IR_RED_MAX || fn == IR_RED_MIN)))
+        return false;
     return ir_op_info[n->op].cls == IR_CLS_REDUCE || n->op == IR_OP_BITCAST;
 }
 
@@ -201,6 +208,9 @@ static bool is_mask(IrGraph *g, ValId v, int depth)
     const IrNode *sn = &g->nodes[d];
     if (sn->op == IR_OP_RESHAPE || sn->op == IR_OP_EXPAND || sn->op == IR_OP_TRANSPOSE)
         return is_mask(g, sn->in[0], depth - 1);
+    int64_t rfn = ir_attr_get_int(sn, "fn", -1);
+    if (sn->op == IR_OP_REDUCE && (rfn == IR_RED_MAX || rfn == IR_RED_MIN))
+        return is_mask(g, sn->in[0], depth - 1);   /* max / min of a mask in DLFloat16 */
     if (sn->op == IR_OP_CAST) {                /* rounding of a float32 max / min of a mask */
         NodeId r = ir_val(g, sn->in[0])->def;
         int64_t fn = r == IR_NONE ? -1 : ir_attr_get_int(&g->nodes[r], "fn", -1);
