@@ -165,8 +165,7 @@ static void on_pass(IrGraph *g, int index, bool done, void *ctx)
         cli_progress_pass(index);
     cli_report_pass(live.report, g, index, done);
     const char *name = pass_pipeline[index].name;
-    if (done && a->emit == EMIT_DOT && a->dump_after &&
-        (!strcmp(a->dump_after, "all") || !strcmp(a->dump_after, name))) {
+    if (done && a->emit == EMIT_DOT && pass_dump_wanted(a->dump_after, name)) {
         char title[512];
         snprintf(title, sizeof title, "%s after %s", cli_base_name(a->input), name);
         cli_dot_print(g, live.dot, title);

@@ -31,8 +31,8 @@ static void usage(FILE *f)
             "                        after the pipeline, the bundle's disassembly, or a\n"
             "                        Graphviz graph (after the pipeline, or after the pass\n"
             "                        named by --dump-after; fused kernels as clusters)\n"
-            "  --dump-after=PASS     print the IR to standard error after PASS ('all': after\n"
-            "                        every pass)\n"
+            "  --dump-after=PASS     print the IR to standard error after PASS (a comma list:\n"
+            "                        after each; 'all': after every pass)\n"
             "  -MD                   also write a make dependency file: the output depends\n"
             "                        on the model, its external data, the --target file,\n"
             "                        --bind files and spyrec itself\n"
@@ -324,7 +324,7 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
             flags_add(&a->flags, "--target");
             flags_add(&a->flags, cli_base_name(v));
         } else if ((v = opt_value(argc, argv, &i, "--dump-after", &missing))) {
-            if (strcmp(v, "all") != 0 && !pass_find(v))
+            if (!pass_dump_list_ok(v))
                 return usage_error("unknown pass '%s' for --dump-after", v);
             a->dump_after = v;
             flags_add(&a->flags, arg);

@@ -10,8 +10,11 @@
  *   decompositions     {op type: {nodes, core_ops, by_op {core op: count}}}
  *   kernels            fusion groups with their nodes, work split over cores, tiles,
  *                      LX use and modelled time (spyrec_report_plan.c)
- *   lx, dram           scratchpad budget and use; constant bytes, arena bytes and
- *                      per-value segments and offsets
+ *   lx, dram           scratchpad budget and use (the largest kernel plan, kernels over
+ *                      the budget; each kernel's lx_bytes and lx_of_budget are in
+ *                      kernels); constant bytes, arena bytes, the arena's liveness
+ *                      lower bound and their ratio, per-value segments and offsets
+ * Written, a summary of the LX and DRAM figures goes to standard error (summary).
  *   bundle             bytes, sections [{name, offset, size}], modelled device time
  *   cache, cache_key   the compile cache: "off", "miss" or "hit", and the entry's key
  *                      (null when not known); on a hit nothing was compiled, so the
@@ -235,9 +238,34 @@ static json_t *build(CliReport *r, const CliReportInfo *in)
     return root;
 }
 
+/* The text summary of the memory figures of report root (nothing for parts the compile
+ * did not reach). */
+static void summary(json_t *root)
+{
+    json_t *lx = json_object_get(root, "lx"), *dram = json_object_get(root, "dram");
+    if (json_is_object(lx)) {
+        json_int_t hi = json_integer_value(json_object_get(lx, "max_kernel_bytes"));
+        json_int_t bud = json_integer_value(json_object_get(lx, "budget_bytes"));
+        fprintf(stderr, "spyrec: report: LX plan: largest %s %lld bytes, %.1f%% of the %lld-byte "
+                        "budget; %lld of %lld kernels over it\n",
+                json_string_value(json_object_get(lx, "max_kernel")) ? json_string_value(json_object_get(lx, "max_kernel")) : "-",
+                (long long)hi, bud ? 100.0 * (double)hi / (double)bud : 0.0, (long long)bud,
+                (long long)json_integer_value(json_object_get(lx, "kernels_over_budget")),
+                (long long)json_integer_value(json_object_get(lx, "kernels")));
+    }
+    if (json_is_object(dram))
+        fprintf(stderr, "spyrec: report: DRAM activation arena %lld bytes, liveness lower "
+                        "bound %lld bytes (%.3fx)\n",
+                (long long)json_integer_value(json_object_get(dram, "arena_bytes")),
+                (long long)json_integer_value(json_object_get(dram, "liveness_bound_bytes")),
+                json_real_value(json_object_get(dram, "arena_over_bound")));
+}
+
 bool cli_report_write(CliReport *r, const char *path, const CliReportInfo *info)
 {
     json_t *root = r ? build(r, info) : NULL;
+    if (root)
+        summary(root);
     char *text = root ? json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(6)) : NULL;
     json_decref(root);
     if (!text) {

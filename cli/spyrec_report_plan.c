@@ -138,6 +138,11 @@ json_t *cli_report_kernels(const CliPlanState *ps)
         json_object_set_new(o, "split", split ? kernel_split(k) : json_null());
         json_object_set_new(o, "tiles", split && ps->tiled ? kernel_tiles(k) : json_null());
         json_object_set_new(o, "modelled", kernel_time(ps->model, (int)i));
+        uint32_t budget = ps->target ? ps->target->lx_budget_bytes : 0;
+        json_object_set_new(o, "lx_bytes", ps->tiled ? json_integer(k->lx_bytes) : json_null());
+        json_object_set_new(o, "lx_of_budget", ps->tiled && budget
+                                                   ? json_real((double)k->lx_bytes / budget)
+                                                   : json_null());
         json_array_append_new(a, o);
     }
     return a;
@@ -146,16 +151,19 @@ json_t *cli_report_kernels(const CliPlanState *ps)
 json_t *cli_report_lx(const CliPlanState *ps)
 {
     IrGraph *g = ps->g;
-    uint32_t hi = 0;
+    uint32_t hi = 0, over = 0, budget = ps->target ? ps->target->lx_budget_bytes : 0;
     const char *who = NULL;
-    for (uint32_t i = 0; i < g->plan->nkernels; i++)
+    for (uint32_t i = 0; i < g->plan->nkernels; i++) {
         if (g->plan->kernels[i].lx_bytes > hi || !who) {
             hi = g->plan->kernels[i].lx_bytes;
             who = g->plan->kernels[i].name;
         }
-    return json_pack("{s:i,s:i,s:i,s:s?}", "lx_bytes", ps->target ? (int)ps->target->lx_bytes : 0,
-                     "budget_bytes", ps->target ? (int)ps->target->lx_budget_bytes : 0,
-                     "max_kernel_bytes", (int)hi, "max_kernel", who);
+        over += g->plan->kernels[i].lx_bytes > budget;
+    }
+    return json_pack("{s:i,s:i,s:i,s:s?,s:i,s:i}", "lx_bytes",
+                     ps->target ? (int)ps->target->lx_bytes : 0, "budget_bytes", (int)budget,
+                     "max_kernel_bytes", (int)hi, "max_kernel", who, "kernels",
+                     (int)g->plan->nkernels, "kernels_over_budget", (int)over);
 }
 
 /* "const", "arena", "input K" or "output K" for a DRAM segment id. */
@@ -193,9 +201,11 @@ json_t *cli_report_dram(const CliPlanState *ps)
             json_object_set_new(o, "view_of", json_string(g->vals[r].name));
         json_array_append_new(vals, o);
     }
-    return json_pack("{s:I,s:I,s:I,s:o}", "constant_bytes", (json_int_t)s->seg0_bytes,
-                     "arena_bytes", (json_int_t)s->arena_bytes, "constants", (json_int_t)s->nconsts,
-                     "values", vals);
+    return json_pack("{s:I,s:I,s:I,s:f,s:I,s:o}", "constant_bytes", (json_int_t)s->seg0_bytes,
+                     "arena_bytes", (json_int_t)s->arena_bytes, "liveness_bound_bytes",
+                     (json_int_t)s->live_bound, "arena_over_bound",
+                     s->live_bound ? (double)s->arena_bytes / (double)s->live_bound : 1.0,
+                     "constants", (json_int_t)s->nconsts, "values", vals);
 }
 
 /* Name of a bundle section id. */

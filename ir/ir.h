@@ -277,6 +277,8 @@ typedef struct IrGraph {
     struct Plan *plan;                     /* the back end's product (pass_fuse on) */
     uint32_t name_counter;                 /* for fresh value names */
     bool fold_consts;                      /* ir_add_node folds all-constant core ops */
+    bool half_native;                      /* float16 arithmetic stays float16 (fp16 mode:
+                                              passes/halfwiden.c leaves it to fp16.c) */
     size_t fold_budget;                    /* max bytes the results of one fold may have
                                               (IR_FOLD_BUDGET_DEFAULT) */
     struct IrGraphPriv *priv;              /* ir.c private: name set, owned subgraphs */

@@ -106,6 +106,30 @@ static bool place_consts(IrGraph *g, Plan *s, const SpyTarget *t)
     return ok;
 }
 
+/* The liveness lower bound of the arena: the largest sum, over the kernels, of the
+ * aligned bytes of the arena values live while the kernel runs (written at or before
+ * it, last touched at or after it), which no placement can go below. */
+static uint64_t live_bound(IrGraph *g, const Plan *s, const SpyTarget *t, const uint32_t *first,
+                           const uint32_t *last)
+{
+    int64_t *delta = ir_scratch(g, ((size_t)s->nkernels + 1) * sizeof *delta);
+    memset(delta, 0, ((size_t)s->nkernels + 1) * sizeof *delta);
+    for (ValId v = 0; v < g->nvals; v++) {
+        if (s->val[v].seg != ISA_SEG_ARENA || s->val[v].view.root != v || first[v] == UINT32_MAX)
+            continue;
+        uint64_t sz = plan_storage_bytes(g, v, t);
+        sz = sz ? (sz + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN : IR_DRAM_ALIGN;
+        delta[first[v]] += (int64_t)sz;
+        delta[last[v] + 1] -= (int64_t)sz;
+    }
+    int64_t live = 0, best = 0;
+    for (uint32_t i = 0; i < s->nkernels; i++) {
+        live += delta[i];
+        best = live > best ? live : best;
+    }
+    return (uint64_t)best;
+}
+
 /* Allocate activations in the arena by liveness (kernel order): a root lives from its
  * first writer to its last reader or writer (an in-place concat has several writers). */
 static void place_arena(IrGraph *g, Plan *s, const SpyTarget *t)
@@ -147,6 +171,7 @@ static void place_arena(IrGraph *g, Plan *s, const SpyTarget *t)
             arena_free(&a, (uint64_t)s->val[r].dram_offset);   /* never read */
     }
     s->arena_bytes = a.peak;
+    s->live_bound = live_bound(g, s, t, first, last);
 }
 
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt)

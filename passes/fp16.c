@@ -29,10 +29,15 @@
  *    negative finite value) are added in select form (mask_node): the DLFloat16 sum of
  *    two saturated -inf would overflow to NINF, which reads as NaN, where float32
  *    keeps -inf.
- * Values of other dtypes are unchanged. Float16 models are still widened per operator
- * by halfwiden.c (their float16 results rounded as IEEE float16): converting them to
- * DLFloat16 natively loses float16's infinities and NaN in Cast/IsInf/IsNaN (one NINF
- * stands for all three), which the fp16 conformance column showed; left for later.
+ *  - float16 tensors (a float16 model) are DLFloat16 too, like float32 ones: halfwiden.c
+ *    leaves their arithmetic in float16 in this mode (no widening and rounding back per
+ *    operator), float16 constants are converted here once, and a CAST between float16
+ *    and float32 of a DLFloat16 value is dropped. Where a CAST converts between
+ *    float16 and a dtype that is not a card float (float64, float8, integers), the
+ *    IEEE float16 bits are kept (ieee_cast): DLFloat16's one NINF stands for NaN and
+ *    both infinities, which Cast must tell apart.
+ * Values of other dtypes (bfloat16 and the float8 variants, still widened by
+ * halfwiden.c) are unchanged.
  *
  * --keep-fp32=LIST (opt->keep_fp32) names nodes that keep float32: a core node whose
  * origin (the ONNX node it came from, which survives decomposition) has a name or an
@@ -43,6 +48,7 @@
  * reported in a warning.
  * With the default precision the pass does nothing, so bundles stay as they were.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +63,8 @@ typedef struct {
     ValId *rep;
     ValId *f32;                            /* old value -> float32 result of a kept node
                                               before its rounding (IR_NONE: none) */
+    ValId *ieee;                           /* old float16 value -> a value with its IEEE
+                                              float16 bits (IR_NONE: none), ieee_cast */
     const uint8_t *is_out;                 /* old value -> 1 when a graph output */
     uint32_t n;
     const char *keep[KEEP_MAX];
@@ -66,10 +74,11 @@ typedef struct {
     uint32_t masks;                        /* mask additions rewritten (mask_node) */
 } F16Map;
 
-/* Whether floats of dtype t live on the card as DLFloat16 in fp16 mode. */
+/* Whether floats of dtype t live on the card as DLFloat16 in fp16 mode (float16 too:
+ * halfwiden.c left its arithmetic in float16 for this pass, g->half_native). */
 static bool card_float(IrDType t)
 {
-    return t == IR_DT_F32;
+    return t == IR_DT_F32 || t == IR_DT_F16;
 }
 
 /* Split the comma-separated list s into m's keep entries; false (reported) when it
@@ -131,6 +140,14 @@ static ValId mapped(const F16Map *m, ValId v)
     return v != IR_NONE && v < m->n && m->rep[v] != IR_NONE ? m->rep[v] : v;
 }
 
+/* The value of IEEE float16 bits h (exact in float32). */
+static float half_value(uint16_t h)
+{
+    int e = (h >> 10) & 31, f = h & 1023;
+    float v = e == 31 ? (f ? NAN : INFINITY) : e ? ldexpf((float)(1024 + f), e - 25) : ldexpf((float)f, -24);
+    return h & 0x8000u ? -v : v;
+}
+
 /* A DLFloat16 copy of float32 or float16 constant v (rounded element by element),
  * which takes over v's name. */
 static ValId const_to_dlf16(IrGraph *g, ValId v)
@@ -142,16 +159,25 @@ static ValId const_to_dlf16(IrGraph *g, ValId v)
     ValId c = ir_add_const(g, name, &t, NULL);
     size_t n = ir_type_bytes(&t) / 2;
     const void *src = ir_val(g, v)->data;
+    IrDType from = ir_val(g, v)->type.dtype;
     uint16_t *dst = (uint16_t *)(uintptr_t)g->vals[c].data;
     for (size_t i = 0; i < n; i++)
-        dst[i] = spy_f32_to_dlf16_sat(((const float *)src)[i]);
+        dst[i] = spy_f32_to_dlf16_sat(from == IR_DT_F16 ? half_value(((const uint16_t *)src)[i])
+                                                        : ((const float *)src)[i]);
     return c;
 }
 
-/* Whether node n must read its float operands as float32 (reductions accumulate in
- * float32; BITCAST reinterprets float32 bits). */
+/* Whether node n must read its float operands as float32 (sums and products
+ * accumulate in float32, and a chunked reduction adds its partial results in the
+ * destination; BITCAST reinterprets float32 bits). MAX / MIN reductions and windows
+ * and ARGMAX / ARGMIN are exact in DLFloat16 (VREDUCE takes DLF16, isa.md), chunked
+ * too: they read DLFloat16 directly. */
 static bool reads_f32(const IrNode *n)
 {
+    int64_t fn = ir_attr_get_int(n, "fn", -1);
+    if (n->op == IR_OP_ARGREDUCE ||
+        ((n->op == IR_OP_REDUCE || n->op == IR_OP_WINDOW) && (fn == IR_RED_MAX || fn == IR_RED_MIN)))
+        return false;
     return ir_op_info[n->op].cls == IR_CLS_REDUCE || n->op == IR_OP_BITCAST;
 }
 
@@ -182,6 +208,9 @@ static bool is_mask(IrGraph *g, ValId v, int depth)
     const IrNode *sn = &g->nodes[d];
     if (sn->op == IR_OP_RESHAPE || sn->op == IR_OP_EXPAND || sn->op == IR_OP_TRANSPOSE)
         return is_mask(g, sn->in[0], depth - 1);
+    int64_t rfn = ir_attr_get_int(sn, "fn", -1);
+    if (sn->op == IR_OP_REDUCE && (rfn == IR_RED_MAX || rfn == IR_RED_MIN))
+        return is_mask(g, sn->in[0], depth - 1);   /* max / min of a mask in DLFloat16 */
     if (sn->op == IR_OP_CAST) {                /* rounding of a float32 max / min of a mask */
         NodeId r = ir_val(g, sn->in[0])->def;
         int64_t fn = r == IR_NONE ? -1 : ir_attr_get_int(&g->nodes[r], "fn", -1);
@@ -269,6 +298,37 @@ static bool mask_node(IrGraph *g, F16Map *m, const IrNode *n, ValId a, ValId b, 
     return true;
 }
 
+/* A CAST between float16 and a dtype that is not a card float (float64, the float8
+ * variants, integers) keeps IEEE float16 (infinities and NaN apart, where DLFloat16's
+ * one NINF stands for all three): one that reads a float16 graph input reads its
+ * float16 bits, and one that makes float16 keeps its result in float16 (converted to
+ * DLFloat16 for the arithmetic that reads it, the graph output keeps the float16).
+ * Float16 values made by arithmetic are DLFloat16. True when n was such a CAST
+ * (re-added, outputs mapped). */
+static bool ieee_cast(IrGraph *g, F16Map *m, const IrNode *n)
+{
+    if (n->op != IR_OP_CAST || n->nin != 1 || n->nout != 1)
+        return false;
+    ValId x = n->in[0], y = n->out[0];
+    IrDType from = ir_vtype(g, x)->dtype, to = ir_vtype(g, y)->dtype;
+    if (from == IR_DT_F16 && !card_float(to) && x < m->n && m->ieee[x] != IR_NONE) {
+        IrNode cp = *n;
+        ValId in = m->ieee[x];
+        cp.in = &in;
+        ir_readd_node(g, &cp);
+        return true;
+    }
+    if (to != IR_DT_F16 || card_float(from) || from == IR_DT_DLF16)
+        return false;
+    IrNode cp = *n;
+    ValId in = mapped(m, x);
+    cp.in = &in;
+    ir_readd_node(g, &cp);
+    m->ieee[y] = y;
+    m->rep[y] = ir_cast(g, y, IR_DT_DLF16, &n->origin);
+    return !ir_failed(g);
+}
+
 /* Re-add node n with its operands mapped, in the precision of the mode (float32 when
  * --keep-fp32 names it); maps its outputs. False on an inference failure (reported). */
 static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
@@ -276,6 +336,8 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
     ValId in[64];
     IR_ASSERT(n->nin <= 64);
     bool changed = false, keep = kept(m, n), f32 = keep || reads_f32(n);
+    if (!keep && ieee_cast(g, m, n))
+        return true;
     for (int i = 0; i < n->nin; i++) {
         in[i] = mapped(m, n->in[i]);
         if (keep && in[i] != IR_NONE && n->in[i] < m->n && m->f32[n->in[i]] != IR_NONE)
@@ -299,6 +361,10 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
         }
     if (!keep && n->nout == 1 && mask_node(g, m, n, in[0], n->nin > 1 ? in[1] : IR_NONE, to))
         return true;
+    if (to == IR_DT_DLF16 && ir_vtype(g, in[0])->dtype == IR_DT_DLF16) {
+        m->rep[n->out[0]] = in[0];         /* float16 <-> float32 of DLFloat16: nothing */
+        return true;
+    }
     bool f32_out = false;
     for (int k = 0; k < n->nout; k++)
         f32_out |= card_float(ir_vtype(g, n->out[k])->dtype);
@@ -338,7 +404,8 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
     if (opt->precision != PASS_PREC_FP16)
         return true;
     F16Map m = {.rep = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)),
-                .f32 = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)), .n = g->nvals};
+                .f32 = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)),
+                .ieee = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)), .n = g->nvals};
     if (!keep_parse(g, &m, opt->keep_fp32))
         return false;
     uint32_t *uses = ir_use_counts(g);
@@ -347,7 +414,7 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
         is_out[g->outputs[i]] = 1;
     m.is_out = is_out;
     for (uint32_t v = 0; v < m.n; v++)
-        m.rep[v] = m.f32[v] = IR_NONE;
+        m.rep[v] = m.f32[v] = m.ieee[v] = IR_NONE;
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
     for (uint32_t v = 0; v < m.n; v++) {
@@ -356,15 +423,19 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
             continue;
         if (val->kind == IR_VAL_CONST)
             m.rep[v] = const_to_dlf16(g, v);
-        else if (val->kind == IR_VAL_INPUT)
+        else if (val->kind == IR_VAL_INPUT) {
             m.rep[v] = ir_cast(g, v, IR_DT_DLF16, NULL);
+            m.ieee[v] = val->type.dtype == IR_DT_F16 ? v : IR_NONE;
+        }
     }
     for (uint32_t i = 0; i < n; i++)
         if (!old[i].dead && !rewrite_node(g, &m, &old[i]))
             return false;
     for (uint32_t i = 0; i < g->noutputs; i++) {
         ValId v = g->outputs[i], r = mapped(&m, v);
-        if (r != v && ir_val(g, v)->kind != IR_VAL_INPUT)
+        if (m.ieee[v] != IR_NONE)
+            m.rep[v] = m.ieee[v];          /* float16 made by an IEEE cast stays as it is */
+        else if (r != v && ir_val(g, v)->kind != IR_VAL_INPUT)
             m.rep[v] = ir_vtype(g, r)->dtype == IR_DT_DLF16
                            ? ir_cast(g, r, ir_vtype(g, v)->dtype, NULL) : r;
         else

@@ -402,6 +402,13 @@ static bool row_fits(Fuse *f, const IrType *s, int k)
     return ok;
 }
 
+/* Whether types a and b have the same shape (their dtypes may differ: in fp16 mode a
+ * softmax's MAX reads DLFloat16, its SUM float32). */
+static bool same_shape(const IrType *a, const IrType *b)
+{
+    return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
+}
+
 /* Whether the closure in f->mem is worth a row-resident kernel and valid: it reduces
  * one shape over the same trailing dims, every value broadcasts into that shape, it
  * needs more than a tree (several reductions or a value used twice), and a row of
@@ -417,7 +424,7 @@ static bool rows_valid(Fuse *f, ValId *ref, int *nred)
         int kk = trailing_reduce(g, nd);
         if (nd->op == IR_OP_REDUCE) {
             const IrType *x = ir_vtype(g, nd->in[0]);
-            if (kk == 0 || (s && (kk != k || !ir_type_eq(x, s))))
+            if (kk == 0 || (s && (kk != k || !same_shape(x, s))))
                 return false;
             s = x;
             k = kk;

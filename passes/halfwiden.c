@@ -26,8 +26,8 @@
  *    (rounding every result) to the arithmetic still on half values: graphs built from
  *    core ops directly (.ir files) and operators whose lowering kept a foreign node.
  *
- * A precision mode that computes float16 natively changes the rule here (is_half and
- * computes_half), and both entry points follow it.
+ * The fp16 precision mode computes float16 natively (in DLFloat16, fp16.c): there
+ * is_half excludes float16 (g->half_native), and both entry points follow it.
  *
  * "Arithmetic" means elementwise, reduction and contraction nodes other than CAST;
  * data movement stays in the stored dtype. A value widened for several users is
@@ -51,10 +51,11 @@ typedef struct {
 } HwMap;
 
 /* Whether dtype t is a float type the device only stores (float16, bfloat16, the
- * float8 variants, float4e2m1). */
-static bool is_half(IrDType t)
+ * float8 variants, float4e2m1) in graph g. In fp16 mode (g->half_native) float16 is
+ * not one: its arithmetic stays float16 here and fp16.c computes it in DLFloat16. */
+static bool is_half(const IrGraph *g, IrDType t)
 {
-    return t == IR_DT_F16 || t == IR_DT_BF16 || spy_dt_narrow_float(t);
+    return (t == IR_DT_F16 && !g->half_native) || t == IR_DT_BF16 || spy_dt_narrow_float(t);
 }
 
 /* Whether node n computes on (reads or writes) a float16/bfloat16 value. */
@@ -65,10 +66,10 @@ static bool computes_half(IrGraph *g, const IrNode *n)
         (c != IR_CLS_ELEM && c != IR_CLS_REDUCE && c != IR_CLS_CONTRACT))
         return false;
     for (int i = 0; i < n->nin; i++)
-        if (n->in[i] != IR_NONE && is_half(ir_vtype(g, n->in[i])->dtype))
+        if (n->in[i] != IR_NONE && is_half(g, ir_vtype(g, n->in[i])->dtype))
             return true;
     for (int i = 0; i < n->nout; i++)
-        if (is_half(ir_vtype(g, n->out[i])->dtype))
+        if (is_half(g, ir_vtype(g, n->out[i])->dtype))
             return true;
     return false;
 }
@@ -158,7 +159,7 @@ static bool emit(IrGraph *g, HwMap *m, const IrNode *n, bool round)
                 ir_vtype(g, in[i])->dtype != ir_vtype(g, n->in[i])->dtype;
     }
     for (int i = 0; i < n->nin; i++) {
-        if (half && in[i] != IR_NONE && is_half(ir_vtype(g, in[i])->dtype))
+        if (half && in[i] != IR_NONE && is_half(g, ir_vtype(g, in[i])->dtype))
             in[i] = widened(g, m, in[i], &n->origin);
         changed |= in[i] != n->in[i];
     }
@@ -175,7 +176,7 @@ static bool emit(IrGraph *g, HwMap *m, const IrNode *n, bool round)
     for (int k = 0; k < n->nout; k++) {
         ValId res = outs[k];
         IrDType t = ir_vtype(g, n->out[k])->dtype;
-        if (round && is_half(t) && ir_vtype(g, res)->dtype != t)
+        if (round && is_half(g, t) && ir_vtype(g, res)->dtype != t)
             res = ir_cast(g, res, t, &n->origin);
         if (n->out[k] >= m->base)
             *slot(m, REP, n->out[k]) = res;
@@ -209,13 +210,13 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
         if (v == IR_NONE || r == v)
             continue;
         IrDType t = ir_vtype(g, v)->dtype;
-        out[k] = is_half(t) && ir_vtype(g, r)->dtype != t ? ir_cast(g, r, t, &tail[0].origin) : r;
+        out[k] = is_half(g, t) && ir_vtype(g, r)->dtype != t ? ir_cast(g, r, t, &tail[0].origin) : r;
     }
 }
 
 bool pass_halfwiden(IrGraph *g, const PassOptions *opt)
 {
-    (void)opt;
+    g->half_native = opt->precision == PASS_PREC_FP16;
     bool any = false;
     for (NodeId i = 0; i < g->nnodes && !any; i++)
         any = computes_half(g, &g->nodes[i]);

@@ -19,7 +19,7 @@ typedef enum { PASS_PREC_MODEL = 0, PASS_PREC_FP16 = 1 } PassPrecision;
 typedef struct {
     int opt_level;                 /* 0, 1, 2 */
     const SpyTarget *target;
-    const char *dump_after;        /* pass name, "all", or NULL */
+    const char *dump_after;        /* pass names (comma-separated), "all", or NULL */
     FILE *dump_file;               /* where --dump-after prints (stderr by default) */
     bool verify;                   /* ir_verify and plan_verify after every pass */
     int precision;                 /* PassPrecision: how float32 tensors live on the card */
@@ -48,6 +48,10 @@ extern const int pass_pipeline_len;
 bool pass_run_pipeline(IrGraph *g, const PassOptions *opt);
 /* Lookup by name (for --dump-after validation); NULL if unknown. */
 const PassInfo *pass_find(const char *name);
+/* --dump-after: whether list ("all", or pass names separated by commas) names pass
+ * name; whether every name of list is a pass. */
+bool pass_dump_wanted(const char *list, const char *name);
+bool pass_dump_list_ok(const char *list);
 
 /* individual passes (one file each) */
 bool pass_decompose(IrGraph *g, const PassOptions *opt);   /* foreign ops -> core ops */

@@ -39,6 +39,43 @@ const PassInfo *pass_find(const char *name)
     return NULL;
 }
 
+/* Whether the --dump-after list names pass name ("all" names every pass). */
+bool pass_dump_wanted(const char *list, const char *name)
+{
+    if (!list)
+        return false;
+    if (strcmp(list, "all") == 0)
+        return true;
+    size_t n = strlen(name);
+    for (const char *s = list; s;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == n && memcmp(s, name, n) == 0)
+            return true;
+        s = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
+/* Whether every comma-separated entry of the --dump-after list is a pass ("all" too). */
+bool pass_dump_list_ok(const char *list)
+{
+    if (strcmp(list, "all") == 0)
+        return true;
+    for (const char *s = list;;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        bool found = false;
+        for (int i = 0; i < pass_pipeline_len && !found; i++)
+            found = strlen(pass_pipeline[i].name) == len && memcmp(pass_pipeline[i].name, s, len) == 0;
+        if (!found)
+            return false;
+        if (!e)
+            return true;
+        s = e + 1;
+    }
+}
+
 /* Print the graph (and the kernel plan once kernels exist) after pass p. */
 static void dump(IrGraph *g, const PassOptions *opt, const PassInfo *p)
 {
@@ -70,8 +107,7 @@ bool pass_run_pipeline(IrGraph *g, const PassOptions *opt)
         ir_scratch_reset(g);               /* the pass's (and verifier's) temporaries */
         if (!ok)
             return false;
-        if (opt->dump_after &&
-            (strcmp(opt->dump_after, "all") == 0 || strcmp(opt->dump_after, p->name) == 0))
+        if (pass_dump_wanted(opt->dump_after, p->name))
             dump(g, opt, p);
         if (opt->hook)
             opt->hook(g, i, true, opt->hook_ctx);

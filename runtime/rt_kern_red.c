@@ -5,10 +5,14 @@
  * the integer types), then reduced with the function switch outside the loop. F32 SUM
  * keeps 8 interleaved partial sums (see isa.md), so it vectorises and its result does
  * not depend on chunking or host threads.
+ * DLF16 rows are widened (exact, vectorised rt_dlf16.c) chunk by chunk into the float
+ * buffer and reduced as F32: sums accumulate in F32, MAX/MIN/ARG* are exact; the
+ * result is rounded once to DLF16. VSCAN on DLF16 scans in F32 and rounds each output.
  */
 #include <math.h>
 #include <string.h>
 
+#include "rt_dlf16.h"
 #include "rt_exec.h"
 
 #define RT_RCH 256
@@ -27,7 +31,7 @@ typedef struct {
 
 /* Element size of a device dtype the reducer handles. */
 static unsigned esz(int dt) {
-    return dt == ISA_DT_F32 || dt == ISA_DT_I32 ? 4 : dt == ISA_DT_I16 ? 2 : 1;
+    return dt == ISA_DT_F32 || dt == ISA_DT_I32 ? 4 : dt == ISA_DT_I16 || dt == ISA_DT_DLF16 ? 2 : 1;
 }
 
 /* Gathers n integer elements at byte stride cs into the int32 domain. */
@@ -170,11 +174,21 @@ static int64_t accum_i(int fn, int64_t old, int64_t v) {
 static void red_row(RedState *st, const SpyVReduce *r, const uint8_t *s, int64_t cs) {
     bool last = r->flags & ISA_F_LAST, isf = r->dtype == ISA_DT_F32;
     float fb[RT_RCH];
+    uint16_t hb[RT_RCH];
     int32_t ib[RT_RCH];
     for (uint64_t c0 = 0; c0 < r->len; c0 += RT_RCH) {
         int n = (int)(r->len - c0 < RT_RCH ? r->len - c0 : RT_RCH);
         const uint8_t *p = s + (int64_t)c0 * cs;
-        if (isf && cs == 4) {
+        if (r->dtype == ISA_DT_DLF16) {
+            const uint8_t *h = p;
+            if (cs != 2) {
+                for (int i = 0; i < n; i++)
+                    memcpy(&hb[i], p + i * cs, 2);
+                h = (const uint8_t *)hb;
+            }
+            rt_dlf16_to_f32_n(fb, h, (size_t)n);
+            fold_f(st, r->fn, last, fb, n);
+        } else if (isf && cs == 4) {
             fold_f(st, r->fn, last, (const rt_f32 *)p, n);
         } else if (isf) {
             for (int i = 0; i < n; i++)
@@ -252,6 +266,51 @@ static uint32_t red_rows8_f32(RtCore *c, const SpyVReduce *r) {
     return row;
 }
 
+/* Stores the float result v of a DLF16 reduction at d (rounded once; under ACCUM
+ * combined in F32 with the widened old value first). */
+static void put_dlf16(uint8_t *d, int fn, bool accum, float v) {
+    if (accum) {
+        float old;
+        rt_dlf16_to_f32_n(&old, d, 1);
+        v = accum_f(fn, old, v);
+    }
+    rt_f32_to_dlf16_n(d, &v, 1);
+}
+
+/* DLF16 SUM/PROD/MAX/MIN over short rows, 8 rows at a time: the rows are widened into
+ * a float block and reduced by red8_f32 (same order as the per-row path); returns the
+ * rows done. */
+static uint32_t red_rows8_dlf16(RtCore *c, const SpyVReduce *r) {
+    int64_t rs = (int64_t)r->src_rs * 2, cs = (int64_t)r->src_cs * 2;
+    float blk[8 * RT_SHORT_ROW];
+    uint16_t hb[RT_SHORT_ROW];
+    uint32_t row = 0;
+    bool dense = cs == 2 && rs == (int64_t)r->len * 2;   /* 8 rows: one run */
+    for (; row + 8 <= r->rows; row += 8) {
+        if (dense)
+            rt_dlf16_to_f32_n(blk, c->lx + r->src + (int64_t)row * rs, 8 * (size_t)r->len);
+        for (int t = 0; t < 8 && !dense; t++) {
+            const uint8_t *p = c->lx + r->src + ((int64_t)row + t) * rs;
+            if (cs != 2) {
+                for (uint32_t i = 0; i < r->len; i++)
+                    memcpy(&hb[i], p + (int64_t)i * cs, 2);
+                p = (const uint8_t *)hb;
+            }
+            rt_dlf16_to_f32_n(blk + t * r->len, p, r->len);
+        }
+        float v[8];
+        red8_f32(r->fn, (const uint8_t *)blk, (int64_t)r->len * 4, 4, r->len, v);
+        if (r->dst_rs == 1 && !(r->flags & ISA_F_ACCUM)) {
+            rt_f32_to_dlf16_n(c->lx + r->dst + (int64_t)row * 2, v, 8);
+            continue;
+        }
+        for (int t = 0; t < 8; t++)
+            put_dlf16(c->lx + r->dst + ((int64_t)row + t) * r->dst_rs * 2, r->fn,
+                      r->flags & ISA_F_ACCUM, v[t]);
+    }
+    return row;
+}
+
 /* Executes a verified VREDUCE. */
 void rt_vreduce(RtCore *c, const SpyVReduce *r) {
     unsigned es = esz(r->dtype);
@@ -261,6 +320,8 @@ void rt_vreduce(RtCore *c, const SpyVReduce *r) {
     uint32_t row0 = 0;
     if (r->dtype == ISA_DT_F32 && !arg && r->len <= RT_SHORT_ROW)
         row0 = red_rows8_f32(c, r);
+    else if (r->dtype == ISA_DT_DLF16 && !arg && r->len <= RT_SHORT_ROW && r->len > 0)
+        row0 = red_rows8_dlf16(c, r);
     for (uint32_t row = row0; row < r->rows; row++) {
         const uint8_t *s = c->lx + r->src + (int64_t)row * r->src_rs * es;
         uint8_t *d = c->lx + r->dst + (int64_t)row * r->dst_rs * (arg ? 4 : es);
@@ -272,6 +333,8 @@ void rt_vreduce(RtCore *c, const SpyVReduce *r) {
         } else if (r->dtype == ISA_DT_F32) {
             float v = red_final_f(&st, r->fn);
             *(rt_f32 *)d = accum ? accum_f(r->fn, *(rt_f32 *)d, v) : v;
+        } else if (r->dtype == ISA_DT_DLF16) {
+            put_dlf16(d, r->fn, accum, red_final_f(&st, r->fn));
         } else {
             int64_t v = st.iacc;
             if (r->len == 0 && (r->fn == ISA_RF_MAX || r->fn == ISA_RF_MIN))
@@ -303,6 +366,26 @@ static void scan_row_i(uint8_t *d, const uint8_t *s, uint32_t len, int dt, bool 
     }
 }
 
+/* Scans one DLF16 row (len elements) in F32, chunk by chunk in scan order (each chunk
+ * is widened before its outputs are written: in place allowed); each output rounded. */
+static void scan_row_dlf16(uint8_t *d, const uint8_t *s, uint32_t len, bool rev, bool excl) {
+    float x[RT_RCH], y[RT_RCH], acc = 0.0f;
+    for (uint32_t k0 = 0; k0 < len; k0 += RT_RCH) {
+        uint32_t n = len - k0 < RT_RCH ? len - k0 : RT_RCH;
+        uint32_t i0 = rev ? len - k0 - n : k0;   /* first element of the chunk */
+        rt_dlf16_to_f32_n(x, s + (size_t)i0 * 2, n);
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t i = rev ? n - 1 - k : k;
+            if (!excl)
+                acc += x[i];
+            y[i] = acc;
+            if (excl)
+                acc += x[i];
+        }
+        rt_f32_to_dlf16_n(d + (size_t)i0 * 2, y, n);
+    }
+}
+
 /* Executes a verified VSCAN (sequential per row; in place allowed). */
 void rt_vscan(RtCore *c, const SpyVScan *sc) {
     unsigned es = esz(sc->dtype);
@@ -310,6 +393,10 @@ void rt_vscan(RtCore *c, const SpyVScan *sc) {
     for (uint32_t row = 0; row < sc->rows; row++) {
         const uint8_t *s = c->lx + sc->src + (int64_t)row * sc->src_rs * es;
         uint8_t *d = c->lx + sc->dst + (int64_t)row * sc->dst_rs * es;
+        if (sc->dtype == ISA_DT_DLF16) {
+            scan_row_dlf16(d, s, sc->len, rev, excl);
+            continue;
+        }
         if (sc->dtype != ISA_DT_F32) {
             scan_row_i(d, s, sc->len, sc->dtype, rev, excl);
             continue;

@@ -20,6 +20,13 @@ typedef struct {
     uint64_t *ld, *st;       /* [ncode+1] prefix sums of DRAM bytes loaded / stored */
 } Prefix;
 
+/* Bytes per element a VREDUCE is charged for: a DLF16 SUM / PROD accumulates on the
+ * 32 F32 lanes (4 bytes), its MAX / MIN / ARG* run on the 64 fp16 lanes (2 bytes). */
+static unsigned red_elem_bytes(const SpyVReduce *r) {
+    bool f32acc = r->dtype == ISA_DT_DLF16 && (r->fn == ISA_RF_SUM || r->fn == ISA_RF_PROD);
+    return f32acc ? 4 : rt_dtype_size(r->dtype);
+}
+
 /* Cycles of a vector-unit instruction processing bytes (x factor if transcendental). */
 static double vec_cycles(const SpyTarget *t, uint64_t bytes, bool transc) {
     double sticks = (double)((bytes + t->stick_bytes - 1) / t->stick_bytes);
@@ -90,7 +97,7 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, double *cyc, uint64
         break;
     }
     case ISA_VREDUCE:
-        *cyc = vec_cycles(t, (uint64_t)in->red.rows * in->red.len * rt_dtype_size(in->red.dtype),
+        *cyc = vec_cycles(t, (uint64_t)in->red.rows * in->red.len * red_elem_bytes(&in->red),
                           false);
         break;
     case ISA_VFILL:
@@ -98,7 +105,8 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, double *cyc, uint64
         break;
     case ISA_VSCAN:
         *cyc = vec_cycles(t, (uint64_t)in->scan.rows * in->scan.len *
-                                 rt_dtype_size(in->scan.dtype), false);
+                                 (in->scan.dtype == ISA_DT_DLF16 ? 4 : rt_dtype_size(in->scan.dtype)),
+                          false);
         break;
     default: break;
     }

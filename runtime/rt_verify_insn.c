@@ -299,7 +299,7 @@ static bool v_vreduce(Vctx *v, const SpyVReduce *r) {
     if (r->fn >= ISA_RF_COUNT)
         return fail(v, "VREDUCE unknown function %u", r->fn);
     bool arg = r->fn == ISA_RF_ARGMAX || r->fn == ISA_RF_ARGMIN;
-    bool ok_dt = rt_dtype_computable(r->dtype) &&
+    bool ok_dt = (rt_dtype_computable(r->dtype) || r->dtype == ISA_DT_DLF16) &&
                  (r->dtype != ISA_DT_BOOL || r->fn == ISA_RF_MAX || r->fn == ISA_RF_MIN);
     if (!ok_dt)
         return fail(v, "VREDUCE fn %u on dtype %s not supported", r->fn,
@@ -329,7 +329,7 @@ static bool v_vfill(Vctx *v, const SpyVFill *f) {
 
 /* VSCAN. */
 static bool v_vscan(Vctx *v, const SpyVScan *s) {
-    if (!rt_dtype_computable(s->dtype) || s->dtype == ISA_DT_BOOL)
+    if ((!rt_dtype_computable(s->dtype) && s->dtype != ISA_DT_DLF16) || s->dtype == ISA_DT_BOOL)
         return fail(v, "VSCAN dtype %s not supported", rt_dtype_name(s->dtype));
     if (s->flags & ~(ISA_F_EXCL | ISA_F_REV))
         return fail(v, "VSCAN unknown flags 0x%x", s->flags);

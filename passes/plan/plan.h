@@ -204,6 +204,8 @@ typedef struct Plan {
     uint32_t nkernels;
     uint64_t seg0_bytes;     /* constant segment */
     uint64_t arena_bytes;    /* activation arena */
+    uint64_t live_bound;     /* liveness lower bound of the arena: the largest sum of the
+                                (aligned) bytes of activations live in one kernel */
     ValId *consts;           /* constants stored in segment 0, by offset */
     uint32_t nconsts;
 } Plan;

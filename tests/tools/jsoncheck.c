@@ -141,7 +141,12 @@ static void check_report_ok(json_t *root)
             fail("a kernel without nodes", json_string_value(json_object_get(k, "name")));
         json_t *split = need(k, "split", JSON_OBJECT, "kernel");
         need(split, "items_per_core", JSON_ARRAY, "kernel split");
-        need(need(k, "tiles", JSON_OBJECT, "kernel"), "lx_bytes", JSON_INTEGER, "kernel tiles");
+        json_int_t lxb = json_integer_value(
+            need(need(k, "tiles", JSON_OBJECT, "kernel"), "lx_bytes", JSON_INTEGER, "kernel tiles"));
+        if (json_integer_value(need(k, "lx_bytes", JSON_INTEGER, "kernel")) != lxb ||
+            num(json_object_get(k, "lx_of_budget"), "lx_of_budget") > 1.0)
+            fail("a kernel's LX plan differs from its tiles' or is over the budget",
+                 json_string_value(json_object_get(k, "name")));
         json_t *mod = need(k, "modelled", JSON_OBJECT, "kernel");
         if (!(num(json_object_get(mod, "device_us"), "device_us") > 0))
             fail("a kernel without modelled time", json_string_value(json_object_get(k, "name")));
@@ -150,7 +155,12 @@ static void check_report_ok(json_t *root)
     need(root, "decompositions", JSON_OBJECT, "top level");
     json_t *dram = need(root, "dram", JSON_OBJECT, "top level");
     need(dram, "constant_bytes", JSON_INTEGER, "dram");
-    need(dram, "arena_bytes", JSON_INTEGER, "dram");
+    json_int_t arena = json_integer_value(need(dram, "arena_bytes", JSON_INTEGER, "dram"));
+    json_int_t bound = json_integer_value(need(dram, "liveness_bound_bytes", JSON_INTEGER, "dram"));
+    if (bound > arena || (arena > 0 && bound == 0) ||
+        fabs(num(json_object_get(dram, "arena_over_bound"), "arena_over_bound") -
+             (bound ? (double)arena / (double)bound : 1.0)) > 1e-6)
+        fail("the liveness lower bound is above the arena, missing, or its ratio is wrong", NULL);
     if (json_array_size(need(dram, "values", JSON_ARRAY, "dram")) == 0)
         fail("no values in the DRAM plan", NULL);
     need(need(root, "lx", JSON_OBJECT, "top level"), "max_kernel_bytes", JSON_INTEGER, "lx");

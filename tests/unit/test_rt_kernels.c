@@ -1,7 +1,7 @@
 /* test_rt_kernels.c: unit tests of the emulator's fast tile kernels, called directly on
  * a scratchpad: each result is compared bit for bit with a plain scalar reference of the
  * isa.md semantics (MATMUL blocking and AVX-512 path, MATMUL with a window B,
- * short-row VREDUCE, the in-place
+ * short-row VREDUCE, DLF16 VREDUCE and VSCAN, the in-place
  * VEC path, strided VEC COPY, short DMA rows), and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
  */
@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "dtconv.h"
 #include "rt_exec.h"
 #include "rt_vmath.h"
 
@@ -268,6 +269,86 @@ static void test_vreduce_rows(void **state) {
                     }
                 }
             }
+}
+
+/* DLF16 element i at LX offset off. */
+static uint16_t *hp(uint32_t off) {
+    return (uint16_t *)(lx + off);
+}
+
+/* DLF16 VREDUCE (short-row and per-row paths, dense and strided rows, ACCUM, dst_rs 1
+ * and 2) against the F32 reference on the widened values, rounded once. */
+static void test_vreduce_dlf16(void **state) {
+    (void)state;
+    static const uint32_t lens[] = {0, 1, 3, 9, 17, 64, 65, 300};
+    uint32_t seed = 11;
+    float wide[400];
+    for (int fn = ISA_RF_SUM; fn <= ISA_RF_MIN; fn++)
+        for (unsigned li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (int cs = 1; cs <= 2; cs++)
+                for (int pad = 0; pad <= 1; pad++)
+                    for (int acc = 0; acc < 2; acc++) {
+                        uint32_t len = lens[li], rows = 21, rs = len * (uint32_t)cs + (uint32_t)pad;
+                        uint32_t src = 8192, dst = 64, drs = 1 + (uint32_t)pad;
+                        for (uint32_t i = 0; i < rows * rs + 8; i++)
+                            hp(src)[i] = spy_f32_to_dlf16(rnd(&seed) * (fn == ISA_RF_PROD ? 0.6f : 100.0f));
+                        hp(src)[rs + 1] = 0x7fffu;          /* NINF in row 1 */
+                        hp(src)[2 * rs] = 0x8000u;          /* -0 */
+                        uint16_t old[21];
+                        for (uint32_t r = 0; r < rows; r++)
+                            hp(dst)[drs * r] = old[r] = spy_f32_to_dlf16(rnd(&seed));
+                        SpyVReduce vr = {.opcode = ISA_VREDUCE, .dtype = ISA_DT_DLF16,
+                                         .fn = (uint8_t)fn, .flags = acc ? ISA_F_ACCUM : 0,
+                                         .dst = dst, .src = src, .rows = rows, .len = len,
+                                         .src_rs = (int32_t)rs, .src_cs = cs,
+                                         .dst_rs = (int32_t)drs};
+                        rt_vreduce(&core, &vr);
+                        for (uint32_t r = 0; r < rows; r++) {
+                            for (uint32_t i = 0; i < len; i++)
+                                wide[i] = spy_dlf16_to_f32(hp(src)[r * rs + i * (uint32_t)cs]);
+                            float v = red_ref(fn, wide, len, 1), o = spy_dlf16_to_f32(old[r]);
+                            if (acc)
+                                v = fn == ISA_RF_SUM    ? o + v
+                                    : fn == ISA_RF_PROD ? o * v
+                                    : ((fn == ISA_RF_MAX ? v > o : v < o) || v != v) ? v : o;
+                            uint16_t got = hp(dst)[drs * r], want = spy_f32_to_dlf16(v);
+                            if (got != want)
+                                fail_msg("dlf16 vreduce fn %d len %u cs %d pad %d acc %d row %u: "
+                                         "%04x != %04x", fn, len, cs, pad, acc, r, got, want);
+                        }
+                    }
+}
+
+/* DLF16 VSCAN (inclusive / exclusive, forward / reverse, in place, rows longer than a
+ * chunk) against an F32 scan of the widened values with each output rounded. */
+static void test_vscan_dlf16(void **state) {
+    (void)state;
+    uint32_t seed = 5, len = 300, rows = 3, src = 8192, dst = 65536;
+    for (int flags = 0; flags < 4; flags++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            uint16_t in[900];
+            for (uint32_t i = 0; i < rows * len; i++)
+                hp(src)[i] = in[i] = spy_f32_to_dlf16(rnd(&seed));
+            uint32_t d = inplace ? src : dst;
+            SpyVScan sc = {.opcode = ISA_VSCAN, .dtype = ISA_DT_DLF16, .flags = (uint8_t)flags,
+                           .dst = d, .src = src, .rows = rows, .len = len,
+                           .src_rs = (int32_t)len, .dst_rs = (int32_t)len};
+            rt_vscan(&core, &sc);
+            bool rev = flags & ISA_F_REV, excl = flags & ISA_F_EXCL;
+            for (uint32_t r = 0; r < rows; r++) {
+                float a = 0.0f;
+                for (uint32_t k = 0; k < len; k++) {
+                    uint32_t i = rev ? len - 1 - k : k;
+                    float x = spy_dlf16_to_f32(in[r * len + i]);
+                    a += excl ? 0.0f : x;
+                    uint16_t want = spy_f32_to_dlf16(a), got = hp(d)[r * len + i];
+                    if (got != want)
+                        fail_msg("dlf16 vscan flags %d inplace %d row %u i %u: %04x != %04x",
+                                 flags, inplace, r, i, got, want);
+                    a += excl ? x : 0.0f;
+                }
+            }
+        }
 }
 
 /* ---- VEC: in-place path, strided copies -------------------------------------------- */
@@ -588,6 +669,7 @@ int main(void) {
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
         cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
         cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
+        cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
