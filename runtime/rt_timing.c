@@ -59,23 +59,10 @@ static unsigned dma_dram_esize(const SpyDma *x) {
     return (x->flags & ISA_F_F32) ? 4u : x->esize;
 }
 
-/* Bytes a LOAD / STORE is charged: the whole sticks its contiguous runs touch. Dims
- * are collapsed (an outer dim that steps exactly over the inner ones joins the run). */
+/* Bytes a LOAD / STORE is charged: the whole DRAM sticks its contiguous runs touch. */
 static uint64_t dma_charged(const SpyTarget *t, const SpyDma *x) {
-    int64_t es = dma_dram_esize(x), run = es, stride[ISA_MAX_DIMS];
-    uint64_t count[ISA_MAX_DIMS];
-    int d = ISA_MAX_DIMS - 1, nd = 0;
-    for (; d >= 0 && (x->dims[d] == 1 || (int64_t)x->dram_stride[d] * es == run); d--)
-        run *= x->dims[d];               /* the innermost contiguous run */
-    for (; d >= 0; d--) {
-        if (x->dims[d] == 0)
-            return 0;
-        if (x->dims[d] == 1)
-            continue;
-        count[nd] = x->dims[d];
-        stride[nd++] = (int64_t)x->dram_stride[d] * es;
-    }
-    return cost_dma_sticks(t, x->dram_off, (uint64_t)run, nd, count, stride) * t->stick_bytes;
+    return cost_transfer_bytes(t, x->dram_off, dma_dram_esize(x), ISA_MAX_DIMS, x->dims,
+                               x->dram_stride);
 }
 
 /* Bytes a GATHER or SCATTER row pattern is charged: nidx rows at unknown table rows,

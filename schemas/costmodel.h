@@ -10,9 +10,9 @@
  *
  * DRAM moves whole aligned 128-byte sticks: a contiguous run of bytes is charged as
  * every stick it touches (cost_run_sticks), a strided transfer as the sum over its runs
- * (cost_dma_sticks). Segment bases are stick-aligned (sbin.md: 64-byte payloads are
- * relocated onto stick-aligned device buffers), so a run's position within its stick is
- * its byte offset modulo the stick size.
+ * (cost_dma_sticks). The model takes every DRAM segment's base as stick-aligned, so a
+ * run's position within its stick is its byte offset in the segment modulo the stick
+ * size; the compiler starts every tensor on a stick boundary (IR_DRAM_ALIGN).
  */
 #ifndef SPYREC_COSTMODEL_H
 #define SPYREC_COSTMODEL_H
@@ -161,6 +161,38 @@ static inline uint64_t cost_dma_sticks(const SpyTarget *t, int64_t off, uint64_t
         if (h[r])
             sticks += h[r] * cost_run_sticks(t, (uint64_t)r, run_bytes);
     return sticks;
+}
+
+/* Bytes charged for a DRAM transfer of element size es (bytes) at byte offset off,
+ * over nd dims of extents dims[] and DRAM strides stride[] (elements): the whole sticks
+ * its contiguous runs touch. The runs are found in DRAM address order, whatever the
+ * order of the dims on the scratchpad side (a transposing load of a contiguous block
+ * reads whole sticks): dims sorted by stride, those that step exactly over the run so
+ * far join it, the others give runs at their own offsets. */
+static inline uint64_t cost_transfer_bytes(const SpyTarget *t, int64_t off, int64_t es, int nd,
+                                           const uint32_t *dims, const int32_t *stride)
+{
+    int64_t run = es, st[16];
+    uint64_t cnt[16];
+    int n = 0, first = 0;
+    for (int d = 0; d < nd && d < 16; d++) {
+        if (dims[d] == 0)
+            return 0;
+        if (dims[d] == 1)
+            continue;
+        int64_t s = (int64_t)stride[d] * es;
+        int j = n++;
+        for (; j > 0 && st[j - 1] > s; j--) {      /* insertion sort by stride */
+            st[j] = st[j - 1];
+            cnt[j] = cnt[j - 1];
+        }
+        st[j] = s;
+        cnt[j] = dims[d];
+    }
+    for (; first < n && st[first] == run; first++)
+        run *= (int64_t)cnt[first];
+    return cost_dma_sticks(t, off, (uint64_t)run, n - first, cnt + first, st + first) *
+           t->stick_bytes;
 }
 
 /* Most sticks a run of `bytes` bytes may touch when it starts at off + i * pitch for

@@ -45,6 +45,17 @@ static void test_sticks(void **state)
     uint64_t c1[1] = {2};
     int64_t s1[1] = {-256};
     assert_int_equal(cost_dma_sticks(&t, -8, 16, 1, c1, s1), 4);
+    /* transfers by dims: a row-major 4 x 40 float block is one 640-byte run (5
+     * sticks); loaded transposed (LX dims [40, 4], DRAM strides [1, 40]) it is the same
+     * contiguous block; one column (4 runs of 4 bytes, 160 apart) touches 4 sticks;
+     * a 2 x 40 block starting 64 bytes into a stick with rows 256 bytes apart: 2 runs
+     * of 160 bytes at residue 64, 2 sticks each */
+    uint32_t dm[2] = {4, 40}, dt[2] = {40, 4}, dc[2] = {4, 1}, d2[2] = {2, 40};
+    int32_t sm[2] = {40, 1}, sT[2] = {1, 40}, sc[2] = {40, 1}, s2[2] = {64, 1};
+    assert_int_equal(cost_transfer_bytes(&t, 0, 4, 2, dm, sm), 5 * 128);
+    assert_int_equal(cost_transfer_bytes(&t, 0, 4, 2, dt, sT), 5 * 128);
+    assert_int_equal(cost_transfer_bytes(&t, 0, 4, 2, dc, sc), 4 * 128);
+    assert_int_equal(cost_transfer_bytes(&t, 64, 4, 2, d2, s2), 4 * 128);
     /* a gather row of 12 bytes with an odd pitch may straddle */
     assert_int_equal(cost_row_sticks_max(&t, 0, 128, 12), 1);
     assert_int_equal(cost_row_sticks_max(&t, 0, 12, 12), 2);
