@@ -198,9 +198,10 @@ static void dump_kernels(const uint8_t *buf, const spy_model *m) {
     for (uint64_t i = 0; i < nk; i++) {
         spy_kernel_profile pr;
         spy_model_kernel_profile(m, (int)i, &pr);
-        printf("  %3llu  %-32s flops %llu  min dram %llu B  modelled %.3f us (roofline %.3f)\n",
-               (unsigned long long)i, str + k[i].name, (unsigned long long)k[i].flops,
-               (unsigned long long)k[i].min_dram_bytes, pr.device_us, pr.roofline_us);
+        printf("  %3llu  %-32s flops %llu  min dram %llu B  modelled %.3f us (roofline %.3f, "
+               "%s)\n",
+               (unsigned long long)i, str + k[i].name, (unsigned long long)pr.flops,
+               (unsigned long long)pr.min_dram_bytes, pr.device_us, pr.roofline_us, pr.limiter);
         printf("       insns/core:");
         for (uint32_t c = 0; c < k[i].ncores; c++)
             printf(" %u", p[k[i].first_program + c].ninsns);

@@ -117,10 +117,13 @@ static json_t *kernel_time(const spy_model *m, int i)
     json_t *cores = json_array();
     for (int c = 0; c < nc && c < 256; c++)
         json_array_append_new(cores, json_real(core_us[c]));
-    return json_pack("{s:f,s:f,s:f,s:I,s:I,s:o}", "device_us", p.device_us, "roofline_us",
-                     p.roofline_us, "efficiency", p.device_us > 0 ? p.roofline_us / p.device_us : 0.0,
-                     "flops", (json_int_t)p.flops, "dram_bytes", (json_int_t)p.dram_bytes,
-                     "core_us", cores);
+    json_t *o = json_pack("{s:f,s:f,s:f,s:f,s:s,s:I,s:I,s:I,s:o}", "device_us", p.device_us,
+                          "roofline_us", p.roofline_us, "lost_us", p.device_us - p.roofline_us,
+                          "efficiency", p.device_us > 0 ? p.roofline_us / p.device_us : 0.0,
+                          "limiter", p.limiter ? p.limiter : "", "flops", (json_int_t)p.flops,
+                          "dram_bytes", (json_int_t)p.dram_bytes, "min_dram_bytes",
+                          (json_int_t)p.min_dram_bytes, "core_us", cores);
+    return o ? o : json_null();
 }
 
 json_t *cli_report_kernels(const CliPlanState *ps)

@@ -11,12 +11,14 @@
  *   MATMUL: batch x M tiles x N tiles; CONV: batch x group x output-channel tiles x
  *       output-row chunks. Here every core loads its own A and B panels (weights,
  *       im2col rows), so the split changes the DRAM traffic: the tile sizes are the
- *       ones with the least modelled time (target.md timing model: per-core compute
- *       plus shared-bandwidth DRAM time, with overlap), which uses every core when
+ *       ones with the least modelled time (schemas/costmodel.h, the model the runtime
+ *       reports: per-core compute at the operand dtype's rate plus shared-bandwidth
+ *       DRAM time charged by whole sticks, with overlap), which uses every core when
  *       compute dominates and fewer when replicated panels would cost more.
  */
 #include <string.h>
 
+#include "costmodel.h"
 #include "devtype.h"
 #include "pass.h"
 #include "plan/plan.h"
@@ -78,27 +80,29 @@ static int64_t halve(int64_t x, int64_t gran)
     return h < 1 ? 1 : h;
 }
 
-/* Modelled time (seconds) of the busiest core of a kernel (target.md timing model):
- * compute cycles and DRAM bytes of that core, `active` cores moving data. */
-static double model_time(const SpyTarget *t, double cycles, double bytes, uint64_t active)
+/* Modelled time (seconds) of the busiest core of a kernel (schemas/costmodel.h):
+ * compute cycles, ld bytes loaded and st bytes stored by that core (the bandwidth is
+ * the one-way or mixed rate as their mix says), `active` cores moving data. */
+static double model_time(const SpyTarget *t, double cycles, double ld, double st,
+                         uint64_t active)
 {
     double comp = cycles / (t->clock_mhz * 1e6);
-    double dram = bytes * (double)active / (t->dram_mixed_mbps * 1e6);
-    double lo = comp < dram ? comp : dram;
-    return comp + dram - t->overlap_permille / 1000.0 * lo;
+    double dram = cost_dram_s(ld + st, (double)active, cost_dram_bw(t, ld, st));
+    return cost_core_s(t, comp, dram);
 }
 
 /* One contraction tiling to estimate: items in row-major order over
  * [outer, a-tiles, b-tiles]; per item an A tile of a bytes (reused by consecutive
  * items of one a-tile when there is one depth chunk), a B tile of b bytes (reused
- * when shared is set and there is one b-tile), c bytes of output and epilogue
- * traffic, and macs multiply-accumulates in m-row passes. */
+ * when shared is set and there is one b-tile), c bytes of output stored and ce bytes
+ * of epilogue inputs loaded, and macs multiply-accumulates in m-row passes. Byte
+ * figures are whole sticks (cost_rows_bytes). */
 typedef struct {
     uint64_t outer, na, nb;
-    double a, b, c, macs, m;
+    double a, b, c, ce, macs, m;
     bool one_chunk, shared;
     double vec;                  /* extra vector-unit bytes per item */
-    double rate;                 /* multiply-accumulates per cycle (operand dtype) */
+    unsigned dt;                 /* operand ISA dtype: the matrix rate */
 } CEst;
 
 /* Modelled time of the busiest core for tiling e on target t. */
@@ -112,10 +116,12 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     double nb = e->one_chunk && e->nb == 1 ? (e->shared ? 1.0 : (double)(q < q / e->na + 1
                                                                       ? q : q / e->na + 1))
                                            : (double)q;
-    double per = e->macs / e->rate, passes = (e->m + 7) / 8;
-    double vec = (e->c + e->vec) / t->stick_bytes / t->corelets;
-    double cycles = (double)q * ((per > passes ? per : passes) + vec);
-    return model_time(t, cycles, na * e->a + nb * e->b + (double)q * e->c, active);
+    double floor;
+    double per = cost_matmul_cycles(t, e->dt, e->m, e->m > 0 ? e->macs / e->m : 0, 1, &floor);
+    double vec = cost_vec_cycles(t, e->c + e->ce + e->vec, false);
+    double cycles = (double)q * (per + vec);
+    return model_time(t, cycles, na * e->a + nb * e->b + (double)q * e->ce, (double)q * e->c,
+                      active);
 }
 
 /* Candidate tile sizes of an extent: whole, then halvings (multiples of gran). */
@@ -132,31 +138,27 @@ static int candidates(int64_t ext, int64_t gran, int64_t *out)
 }
 
 /* Element sizes of a contraction (the split estimate charges what the kernel really
- * moves): operands and the kernel's output and epilogue inputs, 2 bytes each for a
- * DLFloat16 contraction (fp16 mode) and the matrix unit's fp16 rate; otherwise 4 bytes
- * and the float32 rate, as for every float32 kernel. */
+ * moves): operand elements es and the matrix rate of the operands' device dtype dt
+ * (DLFloat16 in fp16 mode), output and epilogue-input elements eo. */
 typedef struct {
-    double es, eo, rate;
+    double es, eo;
+    unsigned dt;
 } CSizes;
 
-/* The element sizes and matrix rate of contraction kernel k on target t. */
-static CSizes contract_sizes(IrGraph *g, const IrKernel *k, const SpyTarget *t)
+/* The element sizes and operand dtype of contraction kernel k. */
+static CSizes contract_sizes(IrGraph *g, const IrKernel *k)
 {
-    CSizes s = {4.0, 4.0, (double)t->macs_fp16_per_cycle / t->fp32_mac_divisor};
-    if (ir_vtype(g, ir_node(g, k->anchor)->in[0])->dtype == IR_DT_DLF16) {
-        int eo = pass_dev_esize(ir_vtype(g, k->out)->dtype);
-        s.es = 2.0;
-        s.eo = eo > 0 ? (double)eo : 4.0;
-        s.rate = (double)t->macs_fp16_per_cycle;
-    }
+    IrDType it = ir_vtype(g, ir_node(g, k->anchor)->in[0])->dtype;
+    int es = pass_dev_esize(it), eo = pass_dev_esize(ir_vtype(g, k->out)->dtype);
+    int dt = pass_dev_dtype(it);
+    CSizes s = {es > 0 ? es : 4.0, eo > 0 ? eo : 4.0, dt > 0 ? (unsigned)dt : ISA_DT_F32};
     return s;
 }
 
-/* Bytes per output element of a contraction's epilogue DRAM traffic (output +
- * loads). */
-static double epi_bytes(const IrKernel *k, const CSizes *s)
+/* Epilogue inputs a contraction loads per output element (besides A and B). */
+static double epi_loads(const IrKernel *k)
 {
-    return s->eo * (1 + (k->nins > 2 ? k->nins - 2 : 0));
+    return k->nins > 2 ? k->nins - 2 : 0;
 }
 
 /* Scratchpad bytes per output element of a contraction's epilogue: the float32
@@ -185,7 +187,7 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
     if (k->nred > 0)                           /* epilogue reduces whole rows: nc[0] = n */
         nn = 1;
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
-    CSizes sz = contract_sizes(g, k, t);
+    CSizes sz = contract_sizes(g, k);
     gr->chunk[r - 2] = mc[nm - 1];
     gr->chunk[r - 1] = nc[nn - 1];
     for (int i = 0; i < nm; i++)
@@ -194,10 +196,11 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             if (sz.es * (mt * kt + kt * nt) + epi_lx_bytes(k, &sz) * mt * nt > budget &&
                 (i + 1 < nm || j + 1 < nn))
                 continue;
+            double c = cost_rows_bytes(t, (double)mt, sz.eo * nt);
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
-                      (uint64_t)((n + nt - 1) / nt), sz.es * mt * kk, sz.es * kk * nt,
-                      epi_bytes(k, &sz) * mt * nt, (double)mt * nt * kk, (double)mt, kk <= 256,
-                      bt->rank == 2, 0, sz.rate};
+                      (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
+                      cost_rows_bytes(t, (double)kk, sz.es * nt), c, c * epi_loads(k),
+                      (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2, 0, sz.dt};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -223,7 +226,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
     int64_t mc[40], rc[40], kk = geo.cg * taps, kt = kk < 512 ? kk : 512;
     int nm = candidates(gr->ext[2], 8, mc), nr = candidates(gr->ext[3], 1, rc);
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
-    CSizes sz = contract_sizes(g, k, t);
+    CSizes sz = contract_sizes(g, k);
     double wp = (double)(geo.in_ext[1] + geo.pad_lo[1] + geo.pad_hi[1]);
     for (int i = 0; i < nm; i++)
         for (int j = 0; j < nr; j++) {
@@ -232,17 +235,20 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
              * window MATMUL then charges staging its window as vector time, counted
              * as output-like bytes) */
             double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
-            double bb = geo.patch ? sz.es * geo.cg * rows_in * wp : sz.es * kk * p;
+            double bb = geo.patch ? cost_rows_bytes(t, (double)geo.cg * rows_in, sz.es * wp)
+                                  : cost_rows_bytes(t, (double)kk, sz.es * (double)p);
             double patch = geo.patch ? sz.es * (kt / taps + 1) * rows_in * wp : 0;
             double bbuf = geo.patch ? 0 : sz.es * kt * p;  /* patch form: B is a window */
             if (sz.es * mt * kt + bbuf + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
                 (i + 1 < nm || j + 1 < nr))
                 continue;
+            double c = cost_rows_bytes(t, (double)mt, sz.eo * (double)p);
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),
-                      (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]), sz.es * mt * kk, bb,
-                      epi_bytes(k, &sz) * mt * p, (double)mt * p * kk, (double)mt, kk <= 512, false,
-                      geo.patch ? sz.es * kk * p : 0, sz.rate};
+                      (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
+                      cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(k),
+                      (double)mt * p * kk, (double)mt, kk <= 512, false,
+                      geo.patch ? sz.es * kk * p : 0, sz.dt};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;

@@ -1,10 +1,10 @@
 /* dram_plan.c: where every tensor lives in device memory.
  *
- *   segment 0      constants read by some kernel, laid out once, 64-byte aligned, in
+ *   segment 0      constants read by some kernel, laid out once, 128-byte (stick) aligned, in
  *                  value order, in their device layout (I64 narrowed to I32)
  *   segment 1      the activation arena: each activation occupies its range from the
  *                  kernel that writes it to the last kernel that reads it; ranges are
- *                  allocated first-fit (64-byte aligned) in kernel order, a kernel's
+ *                  allocated first-fit (128-byte aligned) in kernel order, a kernel's
  *                  outputs before its dead inputs are released, so a kernel never
  *                  writes over what it reads
  *   segment 2 + i  graph input i, then graph output j at 2 + ninputs + j (a value

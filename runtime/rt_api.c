@@ -109,8 +109,10 @@ spy_status spy_model_kernel_profile(const spy_model *m, int i, spy_kernel_profil
     p->name = rt_str(m, m->kernels[i].name);
     p->device_us = kt->device_us * n;
     p->roofline_us = kt->roofline_us * n;
-    p->flops = m->kernels[i].flops * m->sched_count[i];
+    p->flops = kt->flops * m->sched_count[i];
     p->dram_bytes = kt->dram_bytes * m->sched_count[i];
+    p->min_dram_bytes = kt->min_dram_bytes * m->sched_count[i];
+    p->limiter = rt_timing_limiter_name(kt->limiter);
     return SPY_OK;
 }
 

@@ -26,9 +26,15 @@ typedef struct {
 typedef struct {
     double device_us;        /* slowest core + barrier */
     double roofline_us;
-    uint64_t dram_bytes;     /* all cores, LOAD + STORE + GATHER */
+    uint64_t dram_bytes;     /* all cores, LOAD + STORE + GATHER + SCATTER, whole sticks */
+    uint64_t flops;          /* useful operations of the instructions (rt_timing.c) */
+    uint64_t min_dram_bytes; /* compulsory DRAM bytes of the instructions */
+    int limiter;             /* RT_LIM_*: what bounds the slowest core */
     double *core_us;         /* [ncores] modelled time per core (no barrier) */
 } RtKernelTime;
+
+/* What limits a kernel's modelled time (rt_timing_limiter_name). */
+enum { RT_LIM_MATRIX, RT_LIM_VECTOR, RT_LIM_DRAM, RT_LIM_PASSES, RT_LIM_BARRIER };
 
 /* Host <-> device binding of one graph input or output. */
 typedef struct {
@@ -134,6 +140,8 @@ int rt_session_hook_kernel(const spy_session *s);
 
 /* rt_timing.c: per-kernel modelled times (after verification). */
 spy_status rt_timing_compute(spy_model *m, RtErr *e);
+/* Name of an RT_LIM_* limiter ("matrix", "vector", "dram", "8-row passes", "barrier"). */
+const char *rt_timing_limiter_name(int lim);
 
 /* rt_api.c */
 int rt_default_threads(const spy_model *m);

@@ -1,10 +1,15 @@
 /* rt_timing.c: the static timing model (target.md, isa.md "Timing model"). Runs once
- * at load over the verified instructions: per-instruction costs are summed into
- * prefix arrays over CODE, so each program's cost is two lookups.
+ * at load over the verified instructions: per-instruction costs (schemas/costmodel.h,
+ * the model the compiler's decisions use too) are summed into prefix arrays over CODE,
+ * so each program's cost is two lookups. The roofline's FLOPs and compulsory DRAM
+ * bytes are derived here from the instructions, not taken from the compiler, and are
+ * bounded by what the model charges, so no kernel's efficiency exceeds 100%.
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "costmodel.h"
 #include "rt_exec.h"
 #include "rt_model.h"
 
@@ -14,11 +19,12 @@
  * busy host may not run the other threads promptly. */
 #define RT_SERIAL_WORK 65536.0
 
+/* Modelled cost of one instruction. */
 typedef struct {
-    double *cyc;             /* [ncode+1] prefix sums of compute cycles */
-    double *work;            /* [ncode+1] prefix sums of estimated host work */
-    uint64_t *ld, *st;       /* [ncode+1] prefix sums of DRAM bytes loaded / stored */
-} Prefix;
+    double mat, floor, vec;  /* matrix cycles (of which the 8-row pass floor), vector cycles */
+    double work, flops;      /* estimated host work; useful operations */
+    uint64_t ld, st;         /* DRAM bytes charged (whole sticks) */
+} InsnCost;
 
 /* Bytes per element a VREDUCE is charged for: a DLF16 SUM / PROD accumulates on the
  * 32 F32 lanes (4 bytes), its MAX / MIN / ARG* run on the 64 fp16 lanes (2 bytes). */
@@ -27,11 +33,10 @@ static unsigned red_elem_bytes(const SpyVReduce *r) {
     return f32acc ? 4 : rt_dtype_size(r->dtype);
 }
 
-/* Cycles of a vector-unit instruction processing bytes (x factor if transcendental). */
-static double vec_cycles(const SpyTarget *t, uint64_t bytes, bool transc) {
-    double sticks = (double)((bytes + t->stick_bytes - 1) / t->stick_bytes);
-    return sticks / t->corelets * (transc ? t->transcendental_factor : 1);
-}
+typedef struct {
+    double *mat, *floor, *vec, *work, *flops;  /* [ncode+1] prefix sums */
+    uint64_t *ld, *st;
+} Prefix;
 
 /* Estimated host work of one verified instruction (elements touched, MACs / 16). */
 static double insn_work(const SpyInsn *in) {
@@ -56,120 +61,261 @@ static double insn_work(const SpyInsn *in) {
     }
 }
 
-/* Compute cycles and DRAM bytes of one verified instruction. */
-static void insn_cost(const SpyTarget *t, const SpyInsn *in, double *cyc, uint64_t *ld,
-                      uint64_t *st) {
-    *cyc = 0;
-    *ld = *st = 0;
+/* Size of one DRAM-side element of a LOAD / STORE (float32 when converting). */
+static unsigned dma_dram_esize(const SpyDma *x) {
+    return (x->flags & ISA_F_F32) ? 4u : x->esize;
+}
+
+/* Bytes a LOAD / STORE is charged: the whole DRAM sticks its contiguous runs touch. */
+static uint64_t dma_charged(const SpyTarget *t, const SpyDma *x) {
+    return cost_transfer_bytes(t, x->dram_off, dma_dram_esize(x), ISA_MAX_DIMS, x->dims,
+                               x->dram_stride);
+}
+
+/* Bytes a GATHER or SCATTER row pattern is charged: nidx rows at unknown table rows,
+ * each as the most sticks its run may touch. */
+static uint64_t rows_charged(const SpyTarget *t, int64_t off, int64_t row_stride,
+                             uint32_t nidx, uint32_t row_elems, unsigned es) {
+    uint64_t sticks = cost_row_sticks_max(t, off, row_stride * (int64_t)es,
+                                          (uint64_t)row_elems * es);
+    return (uint64_t)nidx * sticks * t->stick_bytes;
+}
+
+/* Cost of one verified instruction. Useful operations: 2 per MAC, one per element of a
+ * vector operation, reduction or scan; copies, casts, fills and transfers move data
+ * and count none. */
+static void insn_cost(const SpyTarget *t, const SpyInsn *in, InsnCost *c) {
+    memset(c, 0, sizeof *c);
+    c->work = insn_work(in);
     switch (in->opcode) {
-    case ISA_LOAD:
-    case ISA_STORE: {                    /* the DRAM side's bytes (float32 when converting) */
-        uint64_t n = (in->dma.flags & ISA_F_F32) ? 4 : in->dma.esize;
-        for (int d = 0; d < ISA_MAX_DIMS; d++)
-            n *= in->dma.dims[d];
-        *(in->opcode == ISA_LOAD ? ld : st) = n;
+    case ISA_LOAD: c->ld = dma_charged(t, &in->dma); break;
+    case ISA_STORE: c->st = dma_charged(t, &in->dma); break;
+    case ISA_GATHER: {
+        const SpyGather *g = &in->gather;
+        c->ld = rows_charged(t, g->dram_off, g->row_stride, g->nidx, g->row_elems, g->esize);
         break;
     }
-    case ISA_GATHER:
-        *ld = (uint64_t)in->gather.nidx * in->gather.row_elems * in->gather.esize;
+    case ISA_SCATTER: {                  /* every row charged: skipped ones are not known */
+        const SpyScatter *s = &in->scatter;
+        c->st = rows_charged(t, s->dram_off, s->row_stride, s->nidx, s->row_elems, s->esize);
         break;
-    case ISA_SCATTER:                    /* every row charged: skipped ones are not known */
-        *st = (uint64_t)in->scatter.nidx * in->scatter.row_elems * in->scatter.esize;
-        break;
+    }
     case ISA_MATMUL: {
         const SpyMatmul *mm = &in->mm;
-        double rate = mm->dtype == ISA_DT_F32     ? (double)t->macs_fp16_per_cycle / t->fp32_mac_divisor
-                      : mm->dtype == ISA_DT_DLF16 ? (double)t->macs_fp16_per_cycle
-                                                  : (double)t->macs_fp16_per_cycle * t->int8_mac_multiplier;
-        double macs = (double)mm->m * mm->n * mm->k;
-        double passes = (double)((mm->m + 7u) / 8u);
-        *cyc = macs > 0 ? fmax(macs / rate, passes) : 0;
-        if ((mm->flags & ISA_F_BWIN) && macs > 0) /* staging the window's k x n elements */
-            *cyc += vec_cycles(t, (uint64_t)mm->k * mm->n * (mm->dtype == ISA_DT_F32 ? 4u
-                                   : mm->dtype == ISA_DT_DLF16 ? 2u : 1u), false);
+        c->mat = cost_matmul_cycles(t, mm->dtype, mm->m, mm->n, mm->k, &c->floor);
+        c->flops = 2.0 * mm->m * mm->n * mm->k;
+        if ((mm->flags & ISA_F_BWIN) && c->mat > 0) /* staging the window's k x n elements */
+            c->vec = cost_vec_cycles(t, (double)mm->k * mm->n * rt_dtype_size(mm->dtype), false);
         break;
     }
     case ISA_VEC: {
         const SpyVec *v = &in->vec;
         unsigned es = rt_dtype_size(v->dtype), ss = rt_dtype_size(v->src_dtype);
-        uint64_t bytes = (uint64_t)v->rows * v->cols * (ss > es ? ss : es);
-        *cyc = vec_cycles(t, bytes, rt_vecfn_transcendental(v->fn));
+        double n = (double)v->rows * v->cols;
+        c->vec = cost_vec_cycles(t, n * (ss > es ? ss : es), rt_vecfn_transcendental(v->fn));
+        c->flops = (v->fn == ISA_VF_COPY || v->fn == ISA_VF_CAST) ? 0 : n;
         break;
     }
-    case ISA_VREDUCE:
-        *cyc = vec_cycles(t, (uint64_t)in->red.rows * in->red.len * red_elem_bytes(&in->red),
-                          false);
+    case ISA_VREDUCE: {
+        double n = (double)in->red.rows * in->red.len;
+        c->vec = cost_vec_cycles(t, n * red_elem_bytes(&in->red), false);
+        c->flops = n;
         break;
+    }
     case ISA_VFILL:
-        *cyc = vec_cycles(t, (uint64_t)in->fill.n * rt_dtype_size(in->fill.dtype), false);
+        c->vec = cost_vec_cycles(t, (double)in->fill.n * rt_dtype_size(in->fill.dtype), false);
         break;
-    case ISA_VSCAN:
-        *cyc = vec_cycles(t, (uint64_t)in->scan.rows * in->scan.len *
-                                 (in->scan.dtype == ISA_DT_DLF16 ? 4 : rt_dtype_size(in->scan.dtype)),
-                          false);
+    case ISA_VSCAN: {
+        double n = (double)in->scan.rows * in->scan.len;
+        unsigned es = in->scan.dtype == ISA_DT_DLF16 ? 4 : rt_dtype_size(in->scan.dtype);
+        c->vec = cost_vec_cycles(t, n * es, false);   /* DLF16 scans on the F32 lanes */
+        c->flops = n;
         break;
+    }
     default: break;
     }
 }
 
 /* Builds the prefix arrays over CODE. */
 static bool build_prefix(const spy_model *m, Prefix *p) {
-    p->cyc = malloc((m->ncode + 1) * sizeof *p->cyc);
-    p->ld = malloc((m->ncode + 1) * sizeof *p->ld);
-    p->st = malloc((m->ncode + 1) * sizeof *p->st);
-    p->work = malloc((m->ncode + 1) * sizeof *p->work);
-    if (!p->cyc || !p->ld || !p->st || !p->work)
+    size_t n = m->ncode + 1;
+    p->mat = malloc(n * sizeof *p->mat);
+    p->floor = malloc(n * sizeof *p->floor);
+    p->vec = malloc(n * sizeof *p->vec);
+    p->work = malloc(n * sizeof *p->work);
+    p->flops = malloc(n * sizeof *p->flops);
+    p->ld = malloc(n * sizeof *p->ld);
+    p->st = malloc(n * sizeof *p->st);
+    if (!p->mat || !p->floor || !p->vec || !p->work || !p->flops || !p->ld || !p->st)
         return false;
-    p->cyc[0] = p->work[0] = 0;
+    p->mat[0] = p->floor[0] = p->vec[0] = p->work[0] = p->flops[0] = 0;
     p->ld[0] = p->st[0] = 0;
     for (uint64_t i = 0; i < m->ncode; i++) {
-        double c;
-        uint64_t l, s;
-        insn_cost(&m->target, &m->code[i], &c, &l, &s);
-        p->cyc[i + 1] = p->cyc[i] + c;
-        p->ld[i + 1] = p->ld[i] + l;
-        p->st[i + 1] = p->st[i] + s;
-        p->work[i + 1] = p->work[i] + insn_work(&m->code[i]);
+        InsnCost c;
+        insn_cost(&m->target, &m->code[i], &c);
+        p->mat[i + 1] = p->mat[i] + c.mat;
+        p->floor[i + 1] = p->floor[i] + c.floor;
+        p->vec[i + 1] = p->vec[i] + c.vec;
+        p->work[i + 1] = p->work[i] + c.work;
+        p->flops[i + 1] = p->flops[i] + c.flops;
+        p->ld[i + 1] = p->ld[i] + c.ld;
+        p->st[i + 1] = p->st[i] + c.st;
     }
     return true;
 }
 
-/* Models kernel k: per-core times, slowest core + barrier, roofline. */
+/* Frees the prefix arrays. */
+static void free_prefix(Prefix *p) {
+    free(p->mat);
+    free(p->floor);
+    free(p->vec);
+    free(p->work);
+    free(p->flops);
+    free(p->ld);
+    free(p->st);
+}
+
+/* A DRAM byte range [lo, hi) of segment seg that a kernel reads (store = 0) or writes. */
+typedef struct {
+    uint32_t store, seg;
+    int64_t lo, hi;
+} Span;
+
+/* Orders spans by direction, segment, start. */
+static int span_cmp(const void *a, const void *b) {
+    const Span *x = a, *y = b;
+    if (x->store != y->store)
+        return x->store < y->store ? -1 : 1;
+    if (x->seg != y->seg)
+        return x->seg < y->seg ? -1 : 1;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The byte range a LOAD / STORE spans in its segment. */
+static Span dma_span(const SpyDma *x, bool store) {
+    int64_t es = dma_dram_esize(x);
+    Span s = {store, x->seg, x->dram_off, x->dram_off + es};
+    for (int d = 0; d < ISA_MAX_DIMS; d++) {
+        int64_t ext = ((int64_t)x->dims[d] - 1) * x->dram_stride[d] * es;
+        if (x->dims[d] == 0)
+            s.hi = s.lo;
+        else if (ext < 0)
+            s.lo += ext;
+        else
+            s.hi += ext;
+    }
+    return s;
+}
+
+/* Sum of the union of n sorted spans of one direction; adds to *ld or *st. */
+static void span_union(const Span *sp, size_t n, uint64_t *ld, uint64_t *st) {
+    for (size_t i = 0; i < n;) {
+        int64_t lo = sp[i].lo, hi = sp[i].hi;
+        size_t j = i + 1;
+        for (; j < n && sp[j].store == sp[i].store && sp[j].seg == sp[i].seg && sp[j].lo <= hi; j++)
+            hi = sp[j].hi > hi ? sp[j].hi : hi;
+        *(sp[i].store ? st : ld) += (uint64_t)(hi - lo);
+        i = j;
+    }
+}
+
+/* Compulsory DRAM bytes of kernel kd: each direction's LOAD / STORE bytes once (the
+ * union of the byte ranges every core's transfers span, at most the bytes they move:
+ * a tile loaded by several cores counts once), plus the rows GATHER reads and SCATTER
+ * writes (gathered rows, not the whole table). Never more than the bytes charged. */
+static uint64_t compulsory_bytes(const spy_model *m, const SpyKernelDesc *kd) {
+    size_t n = 0, cap = 0;
+    uint64_t raw[2] = {0, 0}, uni[2] = {0, 0}, rows = 0;
+    for (uint32_t j = 0; j < kd->ncores; j++)
+        cap += m->programs[kd->first_program + j].ninsns;
+    Span *sp = malloc((cap ? cap : 1) * sizeof *sp);
+    for (uint32_t j = 0; j < kd->ncores; j++) {
+        const SpyProgramDesc *d = &m->programs[kd->first_program + j];
+        for (uint64_t i = d->first_insn; i < d->first_insn + d->ninsns; i++) {
+            const SpyInsn *in = &m->code[i];
+            if (in->opcode == ISA_LOAD || in->opcode == ISA_STORE) {
+                bool store = in->opcode == ISA_STORE;
+                uint64_t b = dma_dram_esize(&in->dma);
+                for (int e = 0; e < ISA_MAX_DIMS; e++)
+                    b *= in->dma.dims[e];
+                raw[store] += b;
+                if (sp)
+                    sp[n++] = dma_span(&in->dma, store);
+            } else if (in->opcode == ISA_GATHER)
+                rows += (uint64_t)in->gather.nidx * in->gather.row_elems * in->gather.esize;
+            else if (in->opcode == ISA_SCATTER)
+                rows += (uint64_t)in->scatter.nidx * in->scatter.row_elems * in->scatter.esize;
+        }
+    }
+    if (!sp)
+        return rows;                     /* no memory for the union: rows only (a bound) */
+    qsort(sp, n, sizeof *sp, span_cmp);
+    span_union(sp, n, &uni[0], &uni[1]);
+    free(sp);
+    return rows + (uni[0] < raw[0] ? uni[0] : raw[0]) + (uni[1] < raw[1] ? uni[1] : raw[1]);
+}
+
+/* Names of the limiters (RT_LIM_*). */
+const char *rt_timing_limiter_name(int lim) {
+    static const char *const names[] = {"matrix", "vector", "dram", "8-row passes", "barrier"};
+    return lim >= 0 && lim <= RT_LIM_BARRIER ? names[lim] : "?";
+}
+
+/* What bounds a core of comp_s compute (mat, floor and vec cycles) and dram_s DRAM
+ * seconds, in a kernel whose barrier takes bar_s. */
+static int limiter(double core_s, double bar_s, double comp_s, double dram_s, double mat,
+                   double floor, double vec) {
+    if (bar_s >= core_s)
+        return RT_LIM_BARRIER;
+    if (dram_s > comp_s)
+        return RT_LIM_DRAM;
+    if (vec > mat)
+        return RT_LIM_VECTOR;
+    return floor * 2 > mat ? RT_LIM_PASSES : RT_LIM_MATRIX;
+}
+
+/* Models kernel k: per-core times, slowest core + barrier, roofline, limiter. */
 static void kernel_time(spy_model *m, uint32_t k, const Prefix *p, RtKernelTime *kt) {
     const SpyTarget *t = &m->target;
     const SpyKernelDesc *kd = &m->kernels[k];
-    double clock_hz = t->clock_mhz * 1e6;
+    double clock_hz = t->clock_mhz * 1e6, work = 0, flops = 0;
     uint64_t ld = 0, st = 0;
     uint32_t active = 0;
-    double work = 0;
     for (uint32_t j = 0; j < kd->ncores; j++) {
         const SpyProgramDesc *d = &m->programs[kd->first_program + j];
         uint64_t a = d->first_insn, b = d->first_insn + d->ninsns;
         uint64_t l = p->ld[b] - p->ld[a], s = p->st[b] - p->st[a];
         work += p->work[b] - p->work[a];
+        flops += p->flops[b] - p->flops[a];
         ld += l;
         st += s;
         active += (l + s) > 0;
     }
     m->serial[k] = work < RT_SERIAL_WORK;
-    uint64_t total = ld + st;
-    bool mixed = ld * 10 > total && st * 10 > total;
-    double bw = (mixed ? t->dram_mixed_mbps : t->dram_oneway_mbps) * 1e6;
-    double ov = t->overlap_permille / 1000.0, slowest = 0;
+    double bw = cost_dram_bw(t, (double)ld, (double)st), slowest = -1;
+    double bar_s = cost_barrier_s(t);
     for (uint32_t j = 0; j < kd->ncores; j++) {
         const SpyProgramDesc *d = &m->programs[kd->first_program + j];
         uint64_t a = d->first_insn, b = d->first_insn + d->ninsns;
-        double comp = (p->cyc[b] - p->cyc[a]) / clock_hz;
-        double bytes = (double)(p->ld[b] - p->ld[a] + p->st[b] - p->st[a]);
-        double dram = bytes * active / bw;
-        double core_s = comp + dram - ov * fmin(comp, dram);
+        double mat = p->mat[b] - p->mat[a], vec = p->vec[b] - p->vec[a];
+        double comp = (mat + vec) / clock_hz;
+        double dram = cost_dram_s((double)(p->ld[b] - p->ld[a] + p->st[b] - p->st[a]), active, bw);
+        double core_s = cost_core_s(t, comp, dram);
         kt->core_us[d->core] = core_s * 1e6;
-        slowest = fmax(slowest, core_s);
+        if (core_s > slowest) {
+            slowest = core_s;
+            kt->limiter = limiter(core_s, bar_s, comp, dram, mat, p->floor[b] - p->floor[a], vec);
+        }
     }
-    kt->device_us = (slowest + t->barrier_cycles / clock_hz) * 1e6;
-    kt->dram_bytes = total;
-    double peak = (double)t->cores * t->macs_fp16_per_cycle * 2.0 * clock_hz;
-    kt->roofline_us = fmax(kd->flops / peak, kd->min_dram_bytes / (t->dram_peak_mbps * 1e6)) * 1e6;
+    if (slowest < 0) {
+        slowest = 0;
+        kt->limiter = RT_LIM_BARRIER;
+    }
+    kt->device_us = (slowest + bar_s) * 1e6;
+    kt->dram_bytes = ld + st;
+    kt->flops = (uint64_t)flops;
+    kt->min_dram_bytes = compulsory_bytes(m, kd);
+    kt->roofline_us = cost_roofline_s(t, flops, (double)kt->min_dram_bytes) * 1e6;
 }
 
 /* Lists the programs of every kernel that do more than reach their barrier (the
@@ -219,9 +365,6 @@ spy_status rt_timing_compute(spy_model *m, RtErr *e) {
             m->sched_count[m->schedule[i]]++;
         }
     }
-    free(p.cyc);
-    free(p.ld);
-    free(p.st);
-    free(p.work);
+    free_prefix(&p);
     return e->status;
 }

@@ -94,8 +94,11 @@ typedef struct {
     double device_us;        /* modelled device time */
     double host_us;          /* host time of the last run (0 if not profiling) */
     double roofline_us;      /* roofline bound */
-    uint64_t flops;
-    uint64_t dram_bytes;     /* modelled DRAM traffic */
+    uint64_t flops;          /* useful operations of the kernel's instructions */
+    uint64_t dram_bytes;     /* modelled DRAM traffic (whole 128-byte sticks) */
+    uint64_t min_dram_bytes; /* compulsory DRAM bytes (the roofline's) */
+    const char *limiter;     /* what bounds the modelled time: "matrix", "vector", "dram",
+                                "8-row passes" (under-filled matrix passes) or "barrier" */
 } spy_kernel_profile;
 
 /* Per-kernel profile of the last run; i < spy_model_num_kernels. */

@@ -116,8 +116,8 @@ typedef struct {             /* one kernel: SPMD over cores */
     uint32_t first_program;  /* index into PROGRAMS; ncores consecutive entries */
     uint32_t ncores;         /* == target.cores */
     uint32_t flags;
-    uint64_t flops;          /* useful FLOPs, for the roofline */
-    uint64_t min_dram_bytes; /* compulsory DRAM traffic, for the roofline */
+    uint64_t flops;          /* useful FLOPs as the compiler counts them */
+    uint64_t min_dram_bytes; /* compulsory DRAM traffic, the compiler's count */
     uint8_t reserved[32];
 } SpyKernelDesc;
 

@@ -49,7 +49,8 @@
 
 #define IR_ITER_MAX 12       /* iteration dims of one kernel */
 #define IR_LX_ALIGN 128      /* LX buffers start on stick boundaries */
-#define IR_DRAM_ALIGN 64     /* DRAM tensors start on 64-byte boundaries */
+#define IR_DRAM_ALIGN 128    /* DRAM tensors start on stick (128-byte) boundaries: transfers
+                                move whole aligned sticks (costmodel.h) */
 #define IR_KBUF_MAX 4        /* anchor LX buffers per kernel */
 
 /* Device layout of a value's own storage (chosen by pass_layout).

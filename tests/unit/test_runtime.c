@@ -291,14 +291,22 @@ static void test_pointwise(void **state) {
         float want = x[i] * 2.0f - 3.0f;
         assert_true(y[i] == (want < 0 ? 0.0f : want));
     }
-    /* timing model by hand: per core 3 VECs of 160 bytes = 3 x ceil(160/128)/2 cycles,
-     * 320 DRAM bytes; loads and stores are both > 10% -> mixed bandwidth, 8 active */
-    double comp = 3.0 / 1.5e9, dram = 320.0 * 8 / 105e9;
+    /* timing model by hand: per core 3 VECs of 160 bytes = 3 x ceil(160/128)/2 cycles;
+     * core c loads and stores 160 bytes at byte c*160, charged as whole 128-byte
+     * sticks: 2 each way (the run starts 0, 32, 64 or 96 bytes into a stick) = 512
+     * bytes, not 320; loads and stores are both > 10% -> mixed bandwidth, 8 active */
+    double comp = 3.0 / 1.5e9, dram = 512.0 * 8 / 105e9;
     double want = (comp + dram - 0.46 * comp + 1500 / 1.5e9) * 1e6;
     assert_true(fabs(spy_model_device_us(m) - want) < 1e-9);
     spy_kernel_profile kp;
     assert_int_equal(spy_model_kernel_profile(m, 0, &kp), SPY_OK);
-    assert_true(fabs(kp.roofline_us - 1000.0 / 204800e6 * 1e6) < 1e-12); /* dram-bound */
+    /* derived from the instructions: 1280 bytes read and 1280 written once (sticks
+     * are not compulsory), 3 x 320 element operations */
+    assert_int_equal(kp.min_dram_bytes, 2560);
+    assert_int_equal(kp.flops, 960);
+    assert_int_equal(kp.dram_bytes, 8 * 512);
+    assert_true(fabs(kp.roofline_us - 2560.0 / 204800e6 * 1e6) < 1e-12); /* dram-bound */
+    assert_string_equal(kp.limiter, "barrier");
     spy_model_free(m);
     free(b);
 }
