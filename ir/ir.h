@@ -443,5 +443,9 @@ bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out);
  * outputs become constants, n is marked dead and true is returned. n may be a node of
  * g->nodes or of the list detached by ir_rewrite_begin. */
 bool ir_fold_node(IrGraph *g, IrNode *n);
+/* ir_fold_node without the IR_FOLD_TRANSPOSE_MAX limit: for a TRANSPOSE whose input
+ * constant has no other reader, so the dense transposed copy replaces it (stored once,
+ * in the layout its MATMUL reads; a tied weight with several readers stays a view). */
+bool ir_fold_transpose_dense(IrGraph *g, IrNode *n);
 
 #endif
