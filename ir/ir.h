@@ -24,7 +24,9 @@
 #define IR_FOLD_BUDGET_DEFAULT ((size_t)256 << 20)
 /* A TRANSPOSE of a constant whose result is larger than this is not folded: the back
  * end reads the constant in place through a strided view, so the bytes are stored
- * once (a tied embedding and its transposed LM head) and the compile copies nothing. */
+ * once (a tied embedding and its transposed LM head) and the compile copies nothing.
+ * pass_fold still folds one whose constant has no other reader (ir_fold_transpose_dense):
+ * the copy replaces it, stored once in the layout its reader wants. */
 #define IR_FOLD_TRANSPOSE_MAX ((size_t)1 << 20)
 #define IR_NONE UINT32_MAX
 

@@ -8,7 +8,9 @@
  * hosts with FMA) compute exactly that, so results are the same bit for bit on every
  * host, whatever the blocking or the host thread. A B operand that is a window of LX
  * (ISA_F_BWIN, an implicit-GEMM convolution) is read in place or packed by the vector
- * kernels, and gathered into a dense B for the others: the same sums either way.
+ * kernels, and gathered into a dense B for the others: the same sums either way. On
+ * DLF16 operands the LX ranges it and A read are widened into the core's widening area
+ * and the F32 window kernel runs there (mm_win_dlf16).
  */
 #include <math.h>
 #include <stdatomic.h>
