@@ -24,7 +24,9 @@
 #define IR_FOLD_BUDGET_DEFAULT ((size_t)256 << 20)
 /* A TRANSPOSE of a constant whose result is larger than this is not folded: the back
  * end reads the constant in place through a strided view, so the bytes are stored
- * once (a tied embedding and its transposed LM head) and the compile copies nothing. */
+ * once (a tied embedding and its transposed LM head) and the compile copies nothing.
+ * pass_fold still folds one whose constant has no other reader (ir_fold_transpose_dense):
+ * the copy replaces it, stored once in the layout its reader wants. */
 #define IR_FOLD_TRANSPOSE_MAX ((size_t)1 << 20)
 #define IR_NONE UINT32_MAX
 
@@ -445,5 +447,9 @@ bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out);
  * outputs become constants, n is marked dead and true is returned. n may be a node of
  * g->nodes or of the list detached by ir_rewrite_begin. */
 bool ir_fold_node(IrGraph *g, IrNode *n);
+/* ir_fold_node without the IR_FOLD_TRANSPOSE_MAX limit: for a TRANSPOSE whose input
+ * constant has no other reader, so the dense transposed copy replaces it (stored once,
+ * in the layout its MATMUL reads; a tied weight with several readers stays a view). */
+bool ir_fold_transpose_dense(IrGraph *g, IrNode *n);
 
 #endif

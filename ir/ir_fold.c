@@ -4,14 +4,16 @@
  * subgraphs as it builds them) and by pass_fold (passes/fold.c) over the whole graph.
  * A node folds when it is a core op, every input is a constant, its results together
  * fit g->fold_budget and the reference evaluator (ir_eval_node) handles it. A large
- * TRANSPOSE stays a view (IR_FOLD_TRANSPOSE_MAX).
+ * TRANSPOSE stays a view (IR_FOLD_TRANSPOSE_MAX) unless the caller knows the
+ * transposed constant has no other reader (ir_fold_transpose_dense).
  */
 #include "ir.h"
 
 #define FOLD_MAX_IN 64                     /* inputs of a node the folder considers */
 #define FOLD_MAX_OUT 16                    /* outputs likewise */
 
-bool ir_fold_node(IrGraph *g, IrNode *n)
+/* Folds n (see ir_fold_node) when a TRANSPOSE result is at most transpose_max bytes. */
+static bool fold(IrGraph *g, IrNode *n, size_t transpose_max)
 {
     const void *in[FOLD_MAX_IN];
     void *out[FOLD_MAX_OUT];
@@ -29,7 +31,7 @@ bool ir_fold_node(IrGraph *g, IrNode *n)
             return false;
         total += b;
     }
-    if (n->op == IR_OP_TRANSPOSE && total > IR_FOLD_TRANSPOSE_MAX)
+    if (n->op == IR_OP_TRANSPOSE && total > transpose_max)
         return false;
     if (!ir_eval_node(g, n, in, out))
         return false;
@@ -42,4 +44,17 @@ bool ir_fold_node(IrGraph *g, IrNode *n)
     }
     n->dead = true;
     return true;
+}
+
+/* Constant folding of one node, a large TRANSPOSE kept as a view (see ir.h). */
+bool ir_fold_node(IrGraph *g, IrNode *n)
+{
+    return fold(g, n, IR_FOLD_TRANSPOSE_MAX);
+}
+
+/* Constant folding of one node, a TRANSPOSE of any size within g->fold_budget: for a
+ * constant read only through this TRANSPOSE (see ir.h). */
+bool ir_fold_transpose_dense(IrGraph *g, IrNode *n)
+{
+    return fold(g, n, SIZE_MAX);
 }

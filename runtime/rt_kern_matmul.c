@@ -8,7 +8,9 @@
  * hosts with FMA) compute exactly that, so results are the same bit for bit on every
  * host, whatever the blocking or the host thread. A B operand that is a window of LX
  * (ISA_F_BWIN, an implicit-GEMM convolution) is read in place or packed by the vector
- * kernels, and gathered into a dense B for the others: the same sums either way.
+ * kernels, and gathered into a dense B for the others: the same sums either way. On
+ * DLF16 operands the LX ranges it and A read are widened into the core's widening area
+ * and the F32 window kernel runs there (mm_win_dlf16).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -203,6 +205,49 @@ static void mm_dlf16(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     mm_dlf16_buffer(c, mm, s);
 }
 
+/* Element range [*lo, *hi) of LX (in elements of es bytes) that the window B of mm
+ * reads: each window dim adds its extent times its stride at the low or high end. */
+static void win_range(const SpyMatmul *mm, size_t es, int64_t *lo, int64_t *hi) {
+    int64_t l = (int64_t)(mm->b / es), h = l;
+    for (int d = 0; d < 3; d++) {
+        int64_t span = (int64_t)(mm->bw_kext[d] - 1) * mm->bw_ks[d];
+        *(span < 0 ? &l : &h) += span;
+    }
+    for (int d = 0; d < 2; d++) {
+        int64_t span = (int64_t)(mm->bw_next[d] - 1) * mm->bw_ns[d];
+        *(span < 0 ? &l : &h) += span;
+    }
+    *lo = l;
+    *hi = h + 1;
+}
+
+/* A window MATMUL on DLF16 operands through the core's widening area: the LX element
+ * ranges that A and the window B read are widened exactly to F32 there (separately
+ * when they are disjoint, else their union: at most the LX budget in DLF16 elements
+ * either way, which is what the area holds in F32), and the F32 window MATMUL runs on
+ * them with the window's strides unchanged and C in place: the same products in the
+ * same order as on the gathered dense copy (mm_win_dense), without one. */
+static void mm_win_dlf16(RtCore *c, const SpyMatmul *mm) {
+    int64_t blo, bhi, alo = (int64_t)(mm->a / 2);
+    int64_t ahi = alo + (int64_t)(mm->m - 1) * mm->lda + mm->k;
+    win_range(mm, 2, &blo, &bhi);
+    uint8_t *w = c->lx + c->wide;
+    SpyMatmul f = *mm;
+    f.dtype = ISA_DT_F32;
+    if (ahi <= blo || bhi <= alo) {      /* disjoint: A first, then the window */
+        rt_dlf16_to_f32_n(w, c->lx + 2 * alo, (size_t)(ahi - alo));
+        rt_dlf16_to_f32_n(w + 4 * (ahi - alo), c->lx + 2 * blo, (size_t)(bhi - blo));
+        f.a = c->wide;
+        f.b = c->wide + (uint32_t)(4 * (ahi - alo + (int64_t)(mm->b / 2) - blo));
+    } else {
+        int64_t lo = alo < blo ? alo : blo, hi = ahi > bhi ? ahi : bhi;
+        rt_dlf16_to_f32_n(w, c->lx + 2 * lo, (size_t)(hi - lo));
+        f.a = c->wide + (uint32_t)(4 * (alo - lo));
+        f.b = c->wide + (uint32_t)(4 * ((int64_t)(mm->b / 2) - lo));
+    }
+    rt_matmul(c, &f);
+}
+
 /* Executes a verified MATMUL with A and B where s says (a window's B: in LX). */
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     if (mm->m == 0 || mm->n == 0)
@@ -213,7 +258,10 @@ void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
             (rt_mm_f32_512(c, mm, s) || rt_mm_f32_256(c, mm, s)))
             return;
 #endif
-        mm_win_dense(c, mm);
+        if (mm->dtype == ISA_DT_DLF16 && c->wide && mm->k > 0)
+            mm_win_dlf16(c, mm);
+        else
+            mm_win_dense(c, mm);
     } else if (mm->dtype == ISA_DT_DLF16)
         mm_dlf16(c, mm, s);
     else if (mm->dtype == ISA_DT_F32)

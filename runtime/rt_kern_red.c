@@ -239,15 +239,19 @@ RT_HOT static void red8_f32(int fn, const uint8_t *s, int64_t rs, int64_t cs, ui
     }
     float init = fn == ISA_RF_PROD ? 1.0f : fn == ISA_RF_MAX ? -INFINITY : INFINITY;
     acc += init;
-    for (uint32_t i = 0; i < len; i++) {
-        v8f x = LOAD_COL8(s + (int64_t)i * cs, rs);
-        if (fn == ISA_RF_PROD)
-            acc *= x;
-        else if (fn == ISA_RF_MAX)
+    if (fn == ISA_RF_MAX)                /* one loop per function: a pooling's hot path */
+        for (uint32_t i = 0; i < len; i++) {
+            v8f x = LOAD_COL8(s + (int64_t)i * cs, rs);
             MAXMIN8(acc, x, x > acc);
-        else
+        }
+    else if (fn == ISA_RF_MIN)
+        for (uint32_t i = 0; i < len; i++) {
+            v8f x = LOAD_COL8(s + (int64_t)i * cs, rs);
             MAXMIN8(acc, x, x < acc);
-    }
+        }
+    else
+        for (uint32_t i = 0; i < len; i++)
+            acc *= LOAD_COL8(s + (int64_t)i * cs, rs);
     memcpy(out, &acc, sizeof acc);
 }
 

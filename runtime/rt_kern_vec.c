@@ -52,11 +52,12 @@ static void load_half(float *buf, const Opnd *o, const uint8_t *p, int n) {
     if (o->dt == ISA_DT_DLF16) {
         if (cs == 2) {
             rt_dlf16_to_f32_n(buf, p, (size_t)n);
-        } else if (cs == 0) {                /* broadcast: decoded once */
+        } else if (cs == 0) {                /* broadcast: decoded once, stored in vectors */
             memcpy(&h, p, 2);
             float x = spy_dlf16_to_f32(h);
-            for (int i = 0; i < n; i++)
-                buf[i] = x;
+            v8f v = {x, x, x, x, x, x, x, x};
+            for (int i = 0; i < n; i += 8)   /* buf holds n rounded up to 16 */
+                memcpy(buf + i, &v, sizeof v);
         } else {                             /* strided: gathered, then decoded as a row */
             uint16_t g[256];
             for (int i0 = 0; i0 < n; i0 += 256) {

@@ -609,6 +609,37 @@ static void test_fold_large_transpose(void **state)
     }
 }
 
+/* pass_fold folds a large TRANSPOSE of a constant that nothing else reads (the dense
+ * transposed copy replaces it: a classifier weight read as W^T), and keeps the view
+ * when the constant has another reader (a tied embedding and LM head). */
+static void test_fold_pass_sole_transpose(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    int64_t perm[2] = {1, 0}, rows = (int64_t)(IR_FOLD_TRANSPOSE_MAX / 4 / 64) + 1;
+    IrAttr a = ir_attr_ints(g, "perm", perm, 2);
+    IrType t = T(IR_DT_F32, rows, 64);
+    float *w = malloc((size_t)rows * 64 * sizeof *w);
+    assert_non_null(w);
+    for (int64_t i = 0; i < rows * 64; i++)
+        w[i] = (float)i;
+    ValId x = input(g, T(IR_DT_F32, rows, 64)), r[2];
+    for (int tied = 0; tied < 2; tied++) {
+        ValId c = ir_add_const(g, "w", &t, w);
+        r[tied] = ir_node(g, ir_add_node(g, IR_OP_TRANSPOSE, &c, 1, &a, 1, &O))->out[0];
+        ir_add_output(g, r[tied]);
+        if (tied)                                       /* a second reader of c */
+            ir_add_output(g, ir_binary(g, IR_BIN_ADD, x, c, &O));
+    }
+    PassOptions po = {.opt_level = 0};
+    assert_true(pass_fold(g, &po));
+    assert_int_equal(ir_val(g, r[0])->kind, IR_VAL_CONST);
+    assert_int_equal(ir_val(g, r[1])->kind, IR_VAL_ACT);
+    const float *d = ir_val(g, r[0])->data;
+    assert_true(d[1] == w[64] && d[rows] == w[1] && d[rows * 64 - 1] == w[rows * 64 - 1]);
+    free(w);
+}
+
 /* pass_fold folds with the same function and budget as ir_add_node: a new graph has
  * the default budget, and the pass keeps what does not fit g->fold_budget. */
 static void test_fold_pass_budget(void **state)
@@ -1040,6 +1071,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_eval_window_contract, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_eval_movement, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_fold_budget, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_fold_pass_sole_transpose, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_fold_pass_budget, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_fold_large_transpose, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_scratch_released, ut_setup, ut_teardown),

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "dtconv.h"
+#include "rt_dlf16.h"
 #include "rt_exec.h"
 #include "rt_vmath.h"
 
@@ -209,6 +210,63 @@ static void test_matmul_window(void **state) {
             const uint32_t *x = cases[i];
             check_win(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], acc, seed++);
         }
+}
+
+/* One DLF16 window MATMUL (3x3 taps, stride st, cl channels, on x o1 pixels) in a
+ * scratchpad of budget bytes followed by its widening area: through the area (A and
+ * the window widened in place; A apart from the patch, or inside it when overlap) and
+ * through the dense copy (wide = 0), C equals the reference on the widened operands
+ * gathered into a dense B, bit for bit. */
+static void check_win_dlf16(uint32_t m, uint32_t cl, uint32_t st, uint32_t on, uint32_t o1,
+                            bool overlap, uint32_t seed) {
+    const uint32_t budget = 1u << 18;
+    uint32_t wp = (o1 - 1) * st + 3, rin = (on - 1) * st + 3, k = cl * 9, n = on * o1;
+    uint32_t np = cl * rin * wp, b = 64, a = overlap ? b + 2 * 8 : b + 2 * np + 16;
+    uint32_t c = (overlap ? b + 2 * np : a + 2 * m * k) + 64, wide = budget + 128;
+    assert_true(c + 4 * m * n < budget && (overlap ? m * k < np - 8 : true));
+    uint8_t *mem = calloc(budget + 128 + 2 * budget + 128, 1);
+    float *t = malloc(4 * (size_t)(np > m * k ? np : m * k)), *dense = malloc(4 * (size_t)k * n);
+    float *ref = calloc((size_t)m * n, 4), *wa = malloc(4 * (size_t)m * k);
+    for (uint32_t i = 0; i < np; i++)
+        t[i] = rnd(&seed);
+    rt_f32_to_dlf16_n(mem + b, t, np);
+    for (uint32_t i = 0; i < m * k; i++)
+        t[i] = rnd(&seed);
+    rt_f32_to_dlf16_n(mem + a, t, (size_t)m * k);   /* over the patch when overlap */
+    rt_dlf16_to_f32_n(wa, mem + a, (size_t)m * k);
+    rt_dlf16_to_f32_n(t, mem + b, np);
+    for (uint32_t q = 0; q < k; q++)
+        for (uint32_t p = 0; p < n; p++)
+            dense[q * n + p] = t[q / 9 * rin * wp + (p / o1 * st + q / 3 % 3) * wp +
+                                 p % o1 * st + q % 3];
+    mm_ref(ref, wa, dense, m, n, k, k, n, n, false);
+    SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_DLF16, .out_dtype = ISA_DT_F32,
+                    .flags = ISA_F_BWIN, .a = a, .b = b, .c = c, .m = m, .n = n, .k = k,
+                    .lda = k, .ldc = n, .bw_kext = {cl, 3, 3},
+                    .bw_ks = {(int32_t)(rin * wp), (int32_t)wp, 1}, .bw_next = {on, o1},
+                    .bw_ns = {(int32_t)(st * wp), (int32_t)st}};
+    for (int w = 0; w < 2; w++) {
+        RtCore cc = core;
+        cc.lx = mem;
+        cc.wide = w ? wide : 0;
+        memset(mem + c, 0, 4 * (size_t)m * n);
+        rt_matmul(&cc, &mm);
+        for (uint32_t i = 0; i < m * n; i++) {
+            float got;
+            memcpy(&got, mem + c + 4 * i, 4);
+            if (bits(ref[i]) != bits(got))
+                fail_msg("dlf16 window matmul m%u c%u s%u %ux%u overlap %d wide %d: element "
+                         "%u: %a != %a", m, cl, st, on, o1, overlap, w, i, got, ref[i]);
+        }
+    }
+    free(mem), free(t), free(dense), free(ref), free(wa);
+}
+
+static void test_matmul_window_dlf16(void **state) {
+    (void)state;
+    check_win_dlf16(8, 3, 1, 6, 20, false, 5);
+    check_win_dlf16(1, 1, 2, 7, 14, false, 6);      /* depthwise, stride 2 */
+    check_win_dlf16(4, 4, 1, 5, 9, true, 7);        /* A inside the patch's range */
 }
 
 /* ---- VREDUCE ----------------------------------------------------------------------- */
@@ -670,6 +728,7 @@ int main(void) {
         cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
         cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
+        cmocka_unit_test(test_matmul_window_dlf16),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
