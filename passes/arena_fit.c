@@ -119,11 +119,16 @@ static uint64_t fit_place(const ArenaBlock *b, uint32_t n, bool best_fit, FitWor
     return peak;
 }
 
+/* Scratch bytes for n blocks: keys (16 bytes each, so the offsets after them are
+ * aligned), two offset arrays and the by-offset list; never 0. */
 size_t pass_arena_fit_work(uint32_t n)
 {
     return (size_t)n * (sizeof(FitKey) + sizeof(uint32_t) + 2 * sizeof(uint64_t)) + 16;
 }
 
+/* Try every order, keep the offsets of the smallest arena (the first of equals: the
+ * kernel-order fit, the online plan, wins ties, so graphs it already packs keep their
+ * bundles). */
 uint64_t pass_arena_fit(ArenaBlock *b, uint32_t n, void *work)
 {
     FitWork w;
