@@ -3,10 +3,10 @@
  *   segment 0      constants read by some kernel, laid out once, 128-byte (stick) aligned, in
  *                  value order, in their device layout (I64 narrowed to I32)
  *   segment 1      the activation arena: each activation occupies its range from the
- *                  kernel that writes it to the last kernel that reads it; ranges are
- *                  allocated first-fit (128-byte aligned) in kernel order, a kernel's
- *                  outputs before its dead inputs are released, so a kernel never
- *                  writes over what it reads
+ *                  kernel that writes it to the last kernel that reads it (both
+ *                  included, so a kernel never writes over what it reads); the ranges
+ *                  (128-byte aligned) are placed offline, knowing every lifetime
+ *                  (arena_fit.c), to keep the arena near the liveness bound
  *   segment 2 + i  graph input i, then graph output j at 2 + ninputs + j (a value
  *                  claimed by an output by pass_fuse lives there directly)
  * Views share their root's storage (PlanValue.dram_offset is set for them too, for
@@ -16,51 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena_fit.h"
 #include "isa.h"
 #include "pass.h"
 #include "plan/plan.h"
-
-typedef struct {
-    uint64_t off, size;
-} Block;
-
-typedef struct {
-    Block *b;                              /* used blocks, sorted by offset */
-    uint32_t n, cap;
-    uint64_t peak;
-} Arena;
-
-/* First-fit allocation of size bytes; returns the offset. */
-static uint64_t arena_alloc(Arena *a, uint64_t size)
-{
-    uint64_t at = 0;
-    uint32_t i = 0;
-    for (; i < a->n; i++) {
-        if (a->b[i].off >= at + size)
-            break;
-        uint64_t end = a->b[i].off + a->b[i].size;
-        at = end > at ? end : at;
-    }
-    IR_ASSERT(a->n < a->cap);
-    memmove(a->b + i + 1, a->b + i, (a->n - i) * sizeof *a->b);
-    a->b[i] = (Block){at, size};
-    a->n++;
-    if (at + size > a->peak)
-        a->peak = at + size;
-    return at;
-}
-
-/* Release the block that starts at off. */
-static void arena_free(Arena *a, uint64_t off)
-{
-    for (uint32_t i = 0; i < a->n; i++)
-        if (a->b[i].off == off) {
-            memmove(a->b + i, a->b + i + 1, (a->n - i - 1) * sizeof *a->b);
-            a->n--;
-            return;
-        }
-    IR_ASSERT(!"freeing an unknown arena block");
-}
 
 /* Refuse int64/uint32/uint64 constants the device's int32 cannot hold. */
 static bool check_i64_const(IrGraph *g, ValId v)
@@ -130,8 +89,10 @@ static uint64_t live_bound(IrGraph *g, const Plan *s, const SpyTarget *t, const 
     return (uint64_t)best;
 }
 
-/* Allocate activations in the arena by liveness (kernel order): a root lives from its
- * first writer to its last reader or writer (an in-place concat has several writers). */
+/* Place the activations in the arena by liveness: a root lives from its first writer
+ * to its last reader or writer (an in-place concat has several writers); roots live at
+ * one kernel never share a byte (a kernel's output and its last-read inputs meet at
+ * that kernel, so a kernel never writes over what it reads). */
 static void place_arena(IrGraph *g, Plan *s, const SpyTarget *t)
 {
     uint32_t *last = ir_scratch(g, (g->nvals + 1) * sizeof *last);
@@ -149,28 +110,27 @@ static void place_arena(IrGraph *g, Plan *s, const SpyTarget *t)
                 first[r] = i;
         }
     }
-    /* each kernel allocates at most one block, so a.b never grows (in scratch: an out
-     * of memory leaks nothing) */
-    Arena a = {ir_scratch(g, ((size_t)s->nkernels + 1) * sizeof(Block)), 0, s->nkernels + 1, 0};
+    /* one block per root first written by a kernel and not placed elsewhere (at most
+     * one per kernel) */
+    ArenaBlock *b = ir_scratch(g, ((size_t)s->nkernels + 1) * sizeof *b);
+    ValId *who = ir_scratch(g, ((size_t)s->nkernels + 1) * sizeof *who);
+    uint32_t n = 0;
     for (uint32_t i = 0; i < s->nkernels; i++) {
         const IrKernel *k = &s->kernels[i];
         ValId r = k->kind == IR_KK_COPY ? IR_NONE : s->val[k->out].view.root;
-        if (r != IR_NONE && first[r] == i && s->val[r].seg == UINT32_MAX) {
-            IR_ASSERT(!s->val[r].virt && ir_val(g, r)->kind == IR_VAL_ACT);
-            uint64_t sz = plan_storage_bytes(g, r, t);
-            sz = (sz + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
-            s->val[r].seg = ISA_SEG_ARENA;
-            s->val[r].dram_offset = (int64_t)arena_alloc(&a, sz ? sz : IR_DRAM_ALIGN);
-        }
-        for (uint32_t j = 0; j < k->nreads; j++) {
-            ValId x = k->reads[j];
-            if (last[x] == i && s->val[x].seg == ISA_SEG_ARENA)
-                arena_free(&a, (uint64_t)s->val[x].dram_offset);
-        }
-        if (r != IR_NONE && last[r] == i && s->val[r].seg == ISA_SEG_ARENA)
-            arena_free(&a, (uint64_t)s->val[r].dram_offset);   /* never read */
+        if (r == IR_NONE || first[r] != i || s->val[r].seg != UINT32_MAX)
+            continue;
+        IR_ASSERT(!s->val[r].virt && ir_val(g, r)->kind == IR_VAL_ACT);
+        uint64_t sz = plan_storage_bytes(g, r, t);
+        sz = (sz + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
+        b[n] = (ArenaBlock){sz ? sz : IR_DRAM_ALIGN, first[r], last[r], 0};
+        who[n++] = r;
     }
-    s->arena_bytes = a.peak;
+    s->arena_bytes = pass_arena_fit(b, n, ir_scratch(g, pass_arena_fit_work(n)));
+    for (uint32_t i = 0; i < n; i++) {
+        s->val[who[i]].seg = ISA_SEG_ARENA;
+        s->val[who[i]].dram_offset = (int64_t)b[i].off;
+    }
     s->live_bound = live_bound(g, s, t, first, last);
 }
 

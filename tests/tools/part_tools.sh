@@ -113,6 +113,22 @@ t_report_ok() {
         die "fp16_what_if.this_device_us '$n' is not this bundle's modelled time"
 }
 
+# every ONNX model of tests/models.list: the DRAM activation arena is within 1.1x the
+# liveness lower bound the report prints (the planner places lifetimes offline)
+t_arena_bound() {
+    local d=$W/tools/arena m r n=0
+    rm -rf "$d" && mkdir -p "$d"
+    [ -d "$MODELS" ] || cannot "$MODELS not found" || return
+    for m in $(list_models | awk '$1 !~ /\.pt2$/ {print $1}'); do
+        "$SPYREC" "$MODELS/$m/model.onnx" -o "$d/m.sbin" --report "$d/m.json" || return 1
+        r=$("$JSONCHECK" "$d/m.json" --get dram.arena_over_bound) || return 1
+        say "$m: arena over bound $r"
+        awk -v r="$r" 'BEGIN { exit !(r > 0 && r <= 1.1) }' || die "$m: arena $r x the bound" || return 1
+        n=$((n + 1))
+    done
+    [ $n -gt 0 ] || die "no models"
+}
+
 t_report_error() {
     local d=$W/tools/reporterr rc ops
     rm -rf "$d" && mkdir -p "$d"
@@ -493,6 +509,7 @@ part_tools() {
     tools_run deps-failure t_deps_failure
     tools_run report-ok t_report_ok
     tools_run report-error t_report_error
+    tools_run arena-bound t_arena_bound
     tools_run emit-dot t_emit_dot
     tools_run emit-dot-svg t_emit_dot_svg
     tools_run emit-asm t_emit_asm
