@@ -102,8 +102,6 @@ static int rowsel_in_axis(IrGraph *g, const IrNode *n, int k, int ax)
         return a < 0 || ir_vtype(g, n->in[k])->dims[a] == 1 ? -1 : a;
     }
     if (n->op == IR_OP_MATMUL) {
-        if (ir_vtype(g, n->in[0])->rank < 2 || ir_vtype(g, n->in[1])->rank < 2)
-            return -2;                     /* a vector operand: ax may be contracted */
         if (ax == ro - 2)
             return k == 0 ? ri - 2 : -1;
         return k == 1 ? ri - 1 : -1;
