@@ -59,6 +59,7 @@ bool pass_fold(IrGraph *g, const PassOptions *opt);        /* constant folding *
 bool pass_dce(IrGraph *g, const PassOptions *opt);         /* dead-code elimination */
 bool pass_dynamic(IrGraph *g, const PassOptions *opt);     /* data-dependent extents */
 bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement cleanups */
+void pass_rowsel(IrGraph *g);                              /* row selections pushed up (rowsel.c) */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
 bool pass_window(IrGraph *g, const PassOptions *opt);      /* reads within core windows */
 bool pass_fuse(IrGraph *g, const PassOptions *opt);        /* group nodes into kernels */

@@ -5,7 +5,10 @@
  *    transposes, casts to the same dtype, zero pads, one-input concats, x*1, x+0, ...;
  *  - chains: reshape(reshape(x)) -> reshape(x), transpose(transpose(x)) -> one
  *    transpose with the composed permutation;
- *  - CSE: a node identical to an earlier one (op, inputs, attributes) reuses it.
+ *  - CSE: a node identical to an earlier one (op, inputs, attributes) reuses it;
+ *  - row selections (a SLICE of one axis, a GATHER of constant evenly spaced indices)
+ *    pushed above the row-wise ops and contractions that compute only for them, so
+ *    only the selected rows are computed (pass_rowsel, rowsel.c).
  * Values that are graph outputs are never replaced, so output names stay. Nodes left
  * without users are removed by pass_dce.
  */
@@ -206,5 +209,7 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
     for (uint32_t i = 0; i < n; i++)
         if (!old[i].dead)
             simplify_node(g, &s, &old[i]);
+    if (!ir_failed(g))
+        pass_rowsel(g);
     return !ir_failed(g);
 }

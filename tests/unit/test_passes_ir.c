@@ -1,7 +1,8 @@
 /* test_passes_ir.c: unit tests of the IR passes owned by passes/: decomposition of
  * ONNX ops (each result evaluated node by node with ir_eval_node and compared with
  * a direct reference computation of the ONNX semantics), the unsupported-operator
- * listing, constant folding, dead-code elimination, simplification and folding of
+ * listing, constant folding, dead-code elimination, simplification (row selections
+ * pushed above matrix products included) and folding of
  * per-channel affine chains into convolutions. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -703,6 +704,56 @@ static void test_simplify(void **state)
     assert_int_equal(g->outputs[1], sum);
 }
 
+/* Rows idx (axis 1) of a norm -> matmul -> transposes chain on x[2,5,8]: after
+ * simplification the matmul computes only those rows, and the graph output equals the
+ * one before bit for bit (ir_eval_node on both graphs). */
+static void rowsel_case(UtFx *f, const int64_t *idx, int nidx)
+{
+    IrGraph *g = f->g;
+    int64_t dx[3] = {2, 5, 8}, dw[2] = {8, 7}, perm[3] = {1, 0, 2}, ax2 = 2;
+    float x[80], w[56];
+    ut_fill(x, 80, 0.37f, -0.2f);
+    ut_fill(w, 56, 0.11f, 0.05f);
+    ValId xv = in_f32(g, "x", 3, dx), wv = in_f32(g, "w", 2, dw);
+    ValId s = ir_reduce(g, IR_RED_SUM, xv, &ax2, 1, true, NULL);
+    ValId m = ir_binary(g, IR_BIN_MUL, s, ir_const_scalar_f32(g, 0.125f), NULL);
+    ValId dv = ir_binary(g, IR_BIN_SUB, xv, m, NULL);
+    ValId n = ir_binary(g, IR_BIN_MUL, dv, dv, NULL);
+    ValId t = ir_transpose(g, ir_matmul(g, n, wv, NULL), perm, NULL);
+    ValId y = ir_transpose(g, ir_unary(g, IR_UN_TANH, t, NULL), perm, NULL);
+    int64_t ni = nidx;
+    ValId iv = c_i64(g, nidx == 1 ? 0 : 1, &ni, idx);
+    IrAttr at = ir_attr_int("axis", 1);
+    ValId in2[2] = {y, iv};
+    ValId out = ir_node(g, ir_add_node(g, IR_OP_GATHER, in2, 2, &at, 1, NULL))->out[0];
+    ir_add_output(g, out);
+    const void *inputs[2] = {x, w};
+    int64_t cnt = ir_type_numel(ir_vtype(g, out));
+    float *before = malloc(sizeof(float) * (size_t)cnt);
+    memcpy(before, ut_run_graph(g, inputs, 0), sizeof(float) * (size_t)cnt);
+    assert_true(pass_simplify(g, &f->opt) && pass_dce(g, &f->opt));
+    assert_true(ir_verify(g, "simplify"));
+    assert_int_equal(ut_count_op(g, IR_OP_GATHER), 0);
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == IR_OP_MATMUL)
+            assert_int_equal(ir_vtype(g, g->nodes[i].out[0])->dims[1], nidx);
+    assert_memory_equal(ut_run_graph(g, inputs, 0), before, sizeof(float) * (size_t)cnt);
+    assert_int_equal(g->outputs[0], out);
+    free(before);
+}
+
+static void test_simplify_rowsel_last(void **state)
+{
+    int64_t last = -1;
+    rowsel_case(*state, &last, 1);
+}
+
+static void test_simplify_rowsel_strided(void **state)
+{
+    int64_t rows[3] = {0, 2, 4};
+    rowsel_case(*state, rows, 3);
+}
+
 /* Conv -> Add(bias) -> Mul(per-channel) -> Add(per-channel): folds into the conv's
  * weights and one add, with the same numbers. */
 static void test_bnfold(void **state)
@@ -922,6 +973,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fold, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_dce, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_rowsel_last, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_rowsel_strided, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_bnfold, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_bnfold_matmul, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_batchnorm_into_conv, ut_setup, ut_teardown),
