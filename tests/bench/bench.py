@@ -4,7 +4,7 @@
 For each model (tests/models.list on ../shared/models, the shipped examples, and any
 --model PATH given) prints one row:
 
-    model  compile ms  spyrun ms  ort ms  spyrun/ort  device us
+    model  compile ms  spyrun ms  ort ms  spyrun/ort  device us  eff %
 
 compile ms   wall time of `spyrec model.onnx -o x.sbin` (median of --compiles runs)
 spyrun ms    host latency of one inference on the emulator: median of --repeat runs
@@ -12,12 +12,16 @@ spyrun ms    host latency of one inference on the emulator: median of --repeat r
 ort ms       onnxruntime CPU latency on the same inputs, median of --repeat runs after
              --warmup runs, intra-op threads = host CPUs
 device us    modelled time of one inference on the accelerator (timing model)
+eff %        modelled efficiency: the sum of the kernels' rooflines over the sum of their
+             modelled times (the total row of `spyrun --profile`)
+The last line is the geometric mean of spyrun/ort over the rows that have one.
 
 Not a test: nothing here asserts on time. Needs numpy, onnx and onnxruntime (make bench
 creates build/venv with them).
 """
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -93,6 +97,20 @@ def run_spyrun(args, sbin, data):
     return float(lat.group(1)), float(dev.group(1)) if dev else float("nan")
 
 
+def run_profile(args, sbin, data):
+    """Modelled efficiency in percent (the total row of one `spyrun --profile` run)."""
+    r = subprocess.run([os.path.join(args.build, "spyrun"), sbin, "--input-dir", data, "-q",
+                        "--profile"], capture_output=True, text=True)
+    m = re.search(r"^total \(\d+ kernels?\)(?:\s+[0-9.]+){4}\s+([0-9.]+)%", r.stdout, re.M)
+    return float(m.group(1)) if m else float("nan")
+
+
+def geomean(values):
+    """Geometric mean of the positive values (None when there is none)."""
+    v = [x for x in values if x and x > 0]
+    return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
+
+
 def run_ort(args, model, data):
     """Median onnxruntime latency in ms on the inputs of data/input_K.pb (intra-op threads:
     args.threads when the caller has one, else the host CPUs)."""
@@ -137,13 +155,13 @@ def main():
     rows = []
     models = list_models(args)
     print(f"host: {os.cpu_count()} CPUs; {args.repeat} timed runs after {args.warmup} warm-up runs")
-    head = f"{'model':<24} {'compile ms':>10} {'spyrun ms':>10} {'ort ms':>9} {'spyrun/ort':>10} {'device us':>11}"
+    head = f"{'model':<24} {'compile ms':>10} {'spyrun ms':>10} {'ort ms':>9} {'spyrun/ort':>10} {'device us':>11} {'eff %':>6}"
     print(head)
     print("-" * len(head))
     with tempfile.TemporaryDirectory() as tmp:
         for name, model, data in models:
             row = {"model": name, "compile_ms": None, "spyrun_ms": None, "ort_ms": None,
-                   "ratio": None, "device_us": None, "error": None}
+                   "ratio": None, "device_us": None, "eff_pct": None, "error": None}
             sbin = os.path.join(tmp, name.replace("/", "_") + ".sbin")
             # a .pt2 entry is compared with the ONNX export of the same module beside it
             ort_model = model if model.endswith(".onnx") else os.path.join(
@@ -153,15 +171,19 @@ def main():
                 row["compile_ms"] = compile_model(args, model, sbin)
                 row["spyrun_ms"], row["device_us"] = run_spyrun(args, sbin, data)
                 row["ratio"] = row["spyrun_ms"] / row["ort_ms"]
+                row["eff_pct"] = run_profile(args, sbin, data)
             except Exception as e:  # one model failing must not stop the table
                 row["error"] = str(e)
             rows.append(row)
             line = (f"{name:<24} {fmt(row['compile_ms'], '10.1f')} {fmt(row['spyrun_ms'], '10.3f')}"
                     f" {fmt(row['ort_ms'], '9.3f')} {fmt(row['ratio'], '10.2f')}"
-                    f" {fmt(row['device_us'], '11.1f')}")
+                    f" {fmt(row['device_us'], '11.1f')} {fmt(row['eff_pct'], '6.1f')}")
             if row["error"]:
                 line += f"  ({row['error']})"
             print(line, flush=True)
+    g = geomean([r["ratio"] for r in rows])
+    print(f"geometric mean of spyrun/ort over {sum(1 for r in rows if r['ratio'])} models: "
+          f"{fmt(g, '5.2f')}")
     write_json(args.json, rows)
     return 0
 

@@ -19,6 +19,11 @@ Three tables, after a header naming the host and the onnxruntime version:
    ratio         spyrun ms / ort ms
    device ms     modelled device time of one inference (total of `spyrun --profile`);
                  tok/s is 1 / device time, for a decode-step model (name with "decode")
+   eff %         modelled efficiency: the kernels' rooflines over their modelled times
+                 (the total row of `spyrun --profile`)
+   fp16 ms, fp16 eff %, fp16 x   the same model compiled with --precision=fp16: its
+                 modelled device time, efficiency, and the fp32 / fp16 time ratio (one
+                 profiled run; the fp16 bundle is removed afterwards)
    check         `spyrun --check test_data_set_0` at the default tolerances: OK,
                  MISMATCH (k of n outputs) or n/a
 
@@ -144,14 +149,34 @@ def spyrun_stats(args, sbin, data, check=True):
     r = run_measured(cmd)
     lat = re.search(r"host latency: median ([0-9.]+) ms", r["out"])
     dev = re.search(r"^total \(\d+ kernels?\)\s+([0-9.]+)", r["out"], re.M)
+    eff = re.search(r"^total \(\d+ kernels?\)(?:\s+[0-9.]+){4}\s+([0-9.]+)%", r["out"], re.M)
     verdicts = re.findall(r"^output \d+ '.*': .*: (OK|MISMATCH)", r["out"], re.M)
     res = {"spyrun_ms": float(lat.group(1)) if lat else None,
-           "device_us": float(dev.group(1)) if dev else None, "check": "n/a", "error": None}
+           "device_us": float(dev.group(1)) if dev else None,
+           "eff_pct": float(eff.group(1)) if eff else None, "check": "n/a", "error": None}
     if verdicts:
         bad = verdicts.count("MISMATCH")
         res["check"] = f"MISMATCH ({bad} of {len(verdicts)} outputs)" if bad else "OK"
     if not lat:
         res["error"] = "spyrun: " + first_line(r["err"])
+    return res
+
+
+def fp16_stats(args, model, data, sbin):
+    """Compile model with --precision=fp16 into sbin, profile one run, remove sbin: dict
+    of fp16_device_us and fp16_eff_pct (None when the compile or run fails)."""
+    res = {"fp16_device_us": None, "fp16_eff_pct": None}
+    c = run_measured([os.path.join(args.build, "spyrec"), model, "--precision=fp16", "-o", sbin],
+                     timeout=args.compile_timeout)
+    if c["rc"] == 0:
+        r = run_measured([os.path.join(args.build, "spyrun"), sbin, "-q", "--threads",
+                          str(args.threads), "--input-dir", data, "--profile"])
+        tot = re.search(r"^total \(\d+ kernels?\)\s+([0-9.]+)(?:\s+[0-9.]+){3}\s+([0-9.]+)%",
+                        r["out"], re.M)
+        if tot:
+            res = {"fp16_device_us": float(tot.group(1)), "fp16_eff_pct": float(tot.group(2))}
+    if os.path.exists(sbin):
+        os.remove(sbin)
     return res
 
 
@@ -270,7 +295,8 @@ def bench_model(args, name):
     sbin = os.path.join(args.work, name + ".sbin")
     row = {"model": name, "weights_mib": file_mib(model, model + ".data"), "bundle_mib": None,
            "load_ms": None, "load_rss_mib": None, "spyrun_ms": None, "ort_ms": None,
-           "ratio": None, "device_us": None, "tok_s": None, "check": "n/a"}
+           "ratio": None, "device_us": None, "eff_pct": None, "tok_s": None, "check": "n/a",
+           "fp16_device_us": None, "fp16_eff_pct": None, "fp16_gain": None}
     c = compile_best(args, model, sbin, args.compiles, args.compile_timeout)
     row.update(compile_s=c["best_s"], rss_mib=c["rss_mib"])
     errors = [c["error"]] if c["error"] else []
@@ -278,8 +304,12 @@ def bench_model(args, name):
         row["bundle_mib"] = file_mib(sbin)
         row["load_ms"], row["load_rss_mib"] = load_stats(args, sbin)
         s = spyrun_stats(args, sbin, data)
-        row.update(spyrun_ms=s["spyrun_ms"], device_us=s["device_us"], check=s["check"])
+        row.update(spyrun_ms=s["spyrun_ms"], device_us=s["device_us"], eff_pct=s["eff_pct"],
+                   check=s["check"])
         errors += [s["error"]] if s["error"] else []
+        row.update(fp16_stats(args, model, data, os.path.join(args.work, name + ".fp16.sbin")))
+        if row["device_us"] and row["fp16_device_us"]:
+            row["fp16_gain"] = row["device_us"] / row["fp16_device_us"]
     row["ort_ms"], err = ort_ms(args, model, data)
     errors += [err] if err else []
     if row["spyrun_ms"] and row["ort_ms"]:
@@ -296,7 +326,9 @@ MODEL_COLS = [  # (key, heading, unit, format, scale)
     ("load_ms", "load", "ms", "8.1f", 1), ("load_rss_mib", "load RSS", "MiB", "9.0f", 1),
     ("spyrun_ms", "spyrun", "ms", "9.1f", 1), ("ort_ms", "ort", "ms", "8.1f", 1),
     ("ratio", "ratio", "x", "6.2f", 1), ("device_us", "device", "ms", "8.3f", 1e-3),
-    ("tok_s", "tok/s", "", "7.1f", 1)]
+    ("eff_pct", "eff", "%", "5.1f", 1), ("tok_s", "tok/s", "", "7.1f", 1),
+    ("fp16_device_us", "fp16", "ms", "8.3f", 1e-3), ("fp16_eff_pct", "fp16 eff", "%", "8.1f", 1),
+    ("fp16_gain", "fp16 x", "", "6.2f", 1)]
 
 
 def model_line(row):
