@@ -2,6 +2,7 @@
  * AVX-512F (the blocked kernel of rt_kern_mmt.h with 8-float vectors and a 6 x 16
  * micro-kernel: 12 ymm accumulators).
  */
+#include "rt_copy.h"
 #include "rt_exec.h"
 
 #if RT_HAVE_X86_KERNELS /* else an empty file */

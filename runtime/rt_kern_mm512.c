@@ -2,6 +2,7 @@
  * kernel of rt_kern_mmt.h with 16-float vectors and a 12 x 32 micro-kernel: 24 zmm
  * accumulators).
  */
+#include "rt_copy.h"
 #include "rt_exec.h"
 
 #if RT_HAVE_X86_KERNELS /* else an empty file */

@@ -293,12 +293,21 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
     }
 }
 
-/* The offset of every B row of window x from its base, in the packing buffer. */
+/* The offset of every B row of window x from its base, in the packing buffer: k's
+ * (i_0, i_1, i_2) advance like an odometer (no division: a depthwise convolution's
+ * MATMUL is a few hundred multiply-adds, and a division per k cost more). */
 MMT_INLINE int32_t *MMT_NAME(win_koff)(RtCore *c, const MMT_NAME(Args) *x) {
     int32_t *koff = (int32_t *)c->pack;
+    int64_t o0 = 0, o1 = 0, o2 = 0;
+    uint32_t i1 = 0, i2 = 0;
     for (uint32_t k = 0; k < x->k; k++) {
-        uint32_t i2 = k % x->ke2, i1 = k / x->ke2 % x->ke1, i0 = k / x->ke2 / x->ke1;
-        koff[k] = (int32_t)(i0 * x->ks0 + i1 * x->ks1 + i2 * x->ks2);
+        koff[k] = (int32_t)(o0 + o1 + o2);
+        o2 += x->ks2;
+        if (++i2 == x->ke2) {
+            i2 = 0, o2 = 0, o1 += x->ks1;
+            if (++i1 == x->ke1)
+                i1 = 0, o1 = 0, o0 += x->ks0;
+        }
     }
     return koff;
 }
@@ -327,7 +336,8 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
     if (!x->zero)
         for (uint32_t i = 0; i < x->m; i++)
             for (size_t r = 0; r < ne0; r++)
-                memcpy(y.c + i * g + r * w, x->c + i * x->ldc + r * ne1, ne1 * 4);
+                rt_copy_bytes((uint8_t *)(y.c + i * g + r * w),
+                              (const uint8_t *)(x->c + i * x->ldc + r * ne1), ne1 * 4);
     int mode = x->ns1 == 1 ? MMT_KOFF : x->ns1 == 2 ? MMT_KOFF2 : MMT_KOFFG;
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
@@ -339,7 +349,8 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
     }
     for (uint32_t i = 0; i < x->m; i++)
         for (size_t r = 0; r < ne0; r++)
-            memcpy(x->c + i * x->ldc + r * ne1, y.c + i * g + r * w, ne1 * 4);
+            rt_copy_bytes((uint8_t *)(x->c + i * x->ldc + r * ne1),
+                          (const uint8_t *)(y.c + i * g + r * w), ne1 * 4);
     return true;
 }
 

@@ -613,6 +613,12 @@ void rt_vfill(RtCore *c, const SpyVFill *f) {
     }
     if (f->n == 0)
         return;
+    if (es == 4 && f->n <= 1024) { /* short fills (a window's padding): no library calls */
+        uint32_t v = (uint32_t)f->value;
+        for (uint32_t i = 0; i < f->n; i++)
+            memcpy(d + 4 * (size_t)i, &v, 4);
+        return;
+    }
     memcpy(d, &f->value, es);
     size_t done = es, total = (size_t)f->n * es;
     while (done < total) { /* doubling copies */
