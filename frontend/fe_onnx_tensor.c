@@ -556,7 +556,9 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, FeData *src, FeTensor *t,
     const FeBytes *file = &src->file;
     const uint8_t *raw = tp->raw_data.data;
     uintptr_t r = (uintptr_t)raw, base = (uintptr_t)file->p;
-    if (f == F_RAW && same && file->mapped && r >= base && t->nbytes <= file->len - (r - base) &&
+    /* raw_data inside the mapped model ([base, base + len]): borrowed, not copied */
+    if (f == F_RAW && same && file->mapped && r >= base && r - base <= file->len &&
+        t->nbytes <= file->len - (r - base) &&
         borrow_bytes(src, raw, t->nbytes, t)) {
         src->file_refs++;                  /* raw_data in the mapped model (fe_onnx_strip) */
         return true;
