@@ -7,6 +7,7 @@
  *   cli/spyrun_trace.c     Chrome-trace / Perfetto JSON of a run (spyrun --trace)
  *   cli/spyrun_seq.c       sequence / optional inputs and goldens (spyrun)
  *   cli/spyrun_metrics.c   accuracy metrics and --metric thresholds (spyrun --check)
+ *   cli/spyrun_profile.c   the per-kernel profile table (spyrun --profile)
  *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
  *   cli/spyrec_cache.c     the compile cache (spyrec --cache-dir)
  *   cli/spyrec_hash.c      SHA-256, the hash of the cache's keys
@@ -125,6 +126,11 @@ bool cli_report_write(CliReport *r, const char *path, const CliReportInfo *info)
  * in err on failure. */
 bool cli_trace_write(const char *path, const spy_model *m, const spy_session *s,
                      const char *bundle_name, char *err, size_t errlen);
+
+/* ---- cli/spyrun_profile.c ---- */
+/* Print the per-kernel profile table of the last run of s (a profiling session of m),
+ * kernels sorted by lost time (modelled minus roofline), then the totals. */
+void cli_print_profile(const spy_model *m, const spy_session *s);
 
 /* ---- cli/spyrun_load.c ---- */
 /* spy_model_load_file, timed: with stats, prints `load_ms=... rss_mib=... bundle_mib=...`
