@@ -10,15 +10,9 @@
 #include "rt_copy.h"
 #include "rt_exec.h"
 
-typedef struct {
-    int n;                           /* dims after collapsing, outermost first */
-    uint64_t dim[ISA_MAX_DIMS];
-    int64_t ss[ISA_MAX_DIMS];        /* source strides, bytes */
-    int64_t ds[ISA_MAX_DIMS];        /* destination strides, bytes */
-} CopyPlan;
-
-/* Builds a collapsed copy plan; returns false when there is nothing to copy. */
-static bool plan_copy(CopyPlan *p, const uint32_t *dims, const int32_t *sst,
+/* Builds a collapsed copy plan (strides scaled by esize: bytes, or elements with
+ * esize 1); returns false when there is nothing to copy. */
+bool rt_plan_copy(RtCopyPlan *p, const uint32_t *dims, const int32_t *sst,
                       const int32_t *dst, unsigned esize) {
     p->n = 0;
     for (int d = 0; d < ISA_MAX_DIMS; d++) {
@@ -164,7 +158,7 @@ static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, in
 
 /* Runs a copy plan from s to d (odometer over the dims outside the innermost two, or
  * three when the innermost rows are short and contiguous: see copy_blocks). */
-static void run_copy(const CopyPlan *p, uint8_t *d, const uint8_t *s, unsigned esize) {
+static void run_copy(const RtCopyPlan *p, uint8_t *d, const uint8_t *s, unsigned esize) {
     int in = p->n - 1;
     if (in == 0) {
         copy_row(d, s, (int64_t)p->dim[0], p->ds[0], p->ss[0], esize);
@@ -205,12 +199,12 @@ void rt_dma(RtCore *c, const SpyDma *x, bool store) {
         rt_dma_f32(lx, dr, x, store);
         return;
     }
-    CopyPlan p;
+    RtCopyPlan p;
     if (store) {
-        if (plan_copy(&p, x->dims, x->lx_stride, x->dram_stride, x->esize))
+        if (rt_plan_copy(&p, x->dims, x->lx_stride, x->dram_stride, x->esize))
             run_copy(&p, dr, lx, x->esize);
     } else {
-        if (plan_copy(&p, x->dims, x->dram_stride, x->lx_stride, x->esize))
+        if (rt_plan_copy(&p, x->dims, x->dram_stride, x->lx_stride, x->esize))
             run_copy(&p, lx, dr, x->esize);
     }
 }

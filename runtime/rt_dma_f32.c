@@ -3,8 +3,8 @@
  * DLFloat16 in LX, done by the transfer itself (isa.md "LOAD / STORE").
  *
  * Dims of extent 1 are dropped and neighbouring dims contiguous on both sides merged
- * (the sides have different element sizes, 4 and 2 bytes, so strides stay in
- * elements); innermost rows of stride 1 on both sides go through the vectorised array
+ * by rt_dma.c's copy plan (the sides have different element sizes, 4 and 2 bytes, so
+ * strides stay in elements); innermost rows of stride 1 on both sides go through the vectorised array
  * conversions of rt_dlf16.c, other rows element by element through the scalar
  * reference (dtconv.h), which gives the same bits.
  */
@@ -13,42 +13,6 @@
 #include "dtconv.h"
 #include "rt_dlf16.h"
 #include "rt_exec.h"
-
-typedef struct {
-    int n;                           /* dims after collapsing, outermost first */
-    uint64_t dim[ISA_MAX_DIMS];
-    int64_t ds[ISA_MAX_DIMS];        /* DRAM strides, elements */
-    int64_t ls[ISA_MAX_DIMS];        /* LX strides, elements */
-} CvtPlan;
-
-/* Builds the collapsed plan of d; false when there is nothing to move. */
-static bool cvt_plan(CvtPlan *p, const SpyDma *d) {
-    p->n = 0;
-    for (int i = 0; i < ISA_MAX_DIMS; i++) {
-        if (d->dims[i] == 0)
-            return false;
-        if (d->dims[i] == 1)
-            continue;
-        int64_t s = d->dram_stride[i], t = d->lx_stride[i];
-        int j = p->n - 1;
-        if (j >= 0 && p->ds[j] == s * (int64_t)d->dims[i] && p->ls[j] == t * (int64_t)d->dims[i]) {
-            p->dim[j] *= d->dims[i];
-            p->ds[j] = s;
-            p->ls[j] = t;
-            continue;
-        }
-        p->dim[p->n] = d->dims[i];
-        p->ds[p->n] = s;
-        p->ls[p->n] = t;
-        p->n++;
-    }
-    if (p->n == 0) {                 /* a single element */
-        p->n = 1;
-        p->dim[0] = 1;
-        p->ds[0] = p->ls[0] = 1;
-    }
-    return true;
-}
 
 /* Converts one row of len elements: DRAM float32 at dr (stride ds elements), LX
  * DLFloat16 at lx (stride ls). */
@@ -78,21 +42,21 @@ static void cvt_row(uint8_t *lx, uint8_t *dr, uint64_t len, int64_t ds, int64_t 
 
 /* Executes the verified converting LOAD / STORE d between lx and dram (rt_exec.h). */
 void rt_dma_f32(uint8_t *lx, uint8_t *dram, const SpyDma *d, bool store) {
-    CvtPlan p;
-    if (!cvt_plan(&p, d))
+    RtCopyPlan p;                    /* ss: DRAM strides, ds: LX strides, in elements */
+    if (!rt_plan_copy(&p, d->dims, d->dram_stride, d->lx_stride, 1))
         return;
     int in = p.n - 1;
     uint64_t idx[ISA_MAX_DIMS] = {0};
     for (;;) {
-        cvt_row(lx, dram, p.dim[in], p.ds[in], p.ls[in], store);
+        cvt_row(lx, dram, p.dim[in], p.ss[in], p.ds[in], store);
         int k = in - 1;
         for (; k >= 0; k--) {
-            dram += 4 * p.ds[k];
-            lx += 2 * p.ls[k];
+            dram += 4 * p.ss[k];
+            lx += 2 * p.ds[k];
             if (++idx[k] < p.dim[k])
                 break;
-            dram -= 4 * p.ds[k] * (int64_t)p.dim[k];
-            lx -= 2 * p.ls[k] * (int64_t)p.dim[k];
+            dram -= 4 * p.ss[k] * (int64_t)p.dim[k];
+            lx -= 2 * p.ds[k] * (int64_t)p.dim[k];
             idx[k] = 0;
         }
         if (k < 0)

@@ -83,6 +83,15 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
 
 /* rt_dma.c */
+/* An N-d copy with unit dims dropped and dims contiguous on both sides merged. */
+typedef struct {
+    int n;                           /* dims after collapsing, outermost first */
+    uint64_t dim[ISA_MAX_DIMS];
+    int64_t ss[ISA_MAX_DIMS];        /* source strides (x esize) */
+    int64_t ds[ISA_MAX_DIMS];        /* destination strides (x esize) */
+} RtCopyPlan;
+bool rt_plan_copy(RtCopyPlan *p, const uint32_t *dims, const int32_t *sst, const int32_t *dst,
+                  unsigned esize);
 void rt_dma(RtCore *c, const SpyDma *d, bool store);
 /* A verified LOAD / STORE with ISA_F_F32 (rt_dma_f32.c): float32 elements at dram,
  * DLFloat16 at lx; LOAD rounds, STORE widens (exact). */
