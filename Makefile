@@ -6,6 +6,7 @@
 #   make bench      compile time, host latency and onnxruntime ratio per model (needs PyPI)
 #   make zoo-large  materialise the large models (../shared/models-large) in build/zoo-large
 #   make bench-large  compile, memory, load and latency of the large models, long chains, GFLOP/s
+#   make bench-cache  compile-cache timings: plain compile, miss and hit per model, best of 5
 #   make asan|ubsan make check under sanitizers;  SANITIZER=address|undefined
 #   make format     clang-format the sources
 #   make install    tools, libspyrert, spyrt.h, spyrert.pc and man pages under PREFIX

@@ -44,6 +44,16 @@ bool cli_write_atomic(const char *path, const void *buf, size_t len);
  * *damaged is set, the temporary file is removed and path is left as it was. */
 bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
                               bool *damaged);
+/* cli_write_atomic_checked in two halves, so that the write runs while the caller
+ * works out whether it wants it (a compile-cache hit's guessed entry, spyrec.c): a
+ * thread writes buf to a temporary file next to path, another checks its CRC.
+ * NULL (message printed) when the temporary file cannot be made. Not for "-". */
+typedef struct CliWriter CliWriter;
+CliWriter *cli_write_begin(const char *path, const void *buf, size_t len, uint32_t crc);
+/* Wait for it and free w. keep: when the CRC matched, fsync and rename over path (false
+ * with a message when that fails), else set *damaged and leave path as it was; !keep:
+ * stop the write early and remove the temporary file. */
+bool cli_write_end(CliWriter *w, bool keep, bool *damaged);
 /* Start writing path atomically: a temporary file next to it, whose descriptor is
  * returned (-1, message printed, on failure). Not for "-". */
 int cli_atomic_open(const char *path);
@@ -196,6 +206,10 @@ typedef struct {
     char key[2 * CLI_HASH_BYTES + 1];  /* hex key of the entry; "" when not known */
     const uint8_t *out;            /* a hit: the output bytes (in entry) */
     size_t out_len;
+    const uint8_t *guess_out;      /* cli_cache_guess: the likely output, or NULL */
+    size_t guess_len;
+    uint32_t guess_crc;            /* the CRC32C guess_out must have */
+    bool guess_right;              /* a hit whose output is guess_out */
     /* private to spyrec_cache.c */
     CliCacheSpec spec;
     CliHash base;                  /* the key so far, without the external data */
@@ -204,17 +218,24 @@ typedef struct {
     char *entry_path;              /* a hit: its path */
     size_t entry_size;
     uint8_t key_bytes[CLI_HASH_BYTES];  /* the key, once key[] is set */
+    uint8_t hint_key[CLI_HASH_BYTES];   /* names the .hint file */
+    uint8_t guess_key[CLI_HASH_BYTES];  /* the key the hint names */
+    uint8_t *guess_entry;          /* its entry, mapped (until the lookup takes it) */
+    size_t guess_size;
     bool have_manifest;            /* the list of external data files was found */
     bool unkeyed;                  /* an input could not be hashed: store nothing */
 } CliCache;
 
-/* Compute the key of the compile and look its entry up (status OFF when s->dir is
- * NULL or the folder cannot be made). On a hit, c->out holds the output to write,
- * the warnings of the original compile are added to diag, and files receives the
- * model's external data files (for -MD). A damaged entry is removed, reported, and
- * counts as a miss. */
-CliCacheStatus cli_cache_lookup(CliCache *c, const CliCacheSpec *s, IrDiag *diag,
-                                struct FeFileList *files);
+/* Start a lookup (status OFF when s->dir is NULL or the folder cannot be made, else
+ * MISS): read the hint of a compile named as this one, without reading any input, and
+ * when it names a sound entry set c->guess_out / guess_len / guess_crc to its output,
+ * which the caller may start writing (cli_write_begin) during cli_cache_lookup. */
+void cli_cache_guess(CliCache *c, const CliCacheSpec *s);
+/* Compute the key of the compile and look its entry up. On a hit, c->out holds the
+ * output to write (c->guess_right: the guessed one), the warnings of the original
+ * compile are added to diag, and files receives the model's external data files (for
+ * -MD). A damaged entry is removed, reported, and counts as a miss. */
+CliCacheStatus cli_cache_lookup(CliCache *c, IrDiag *diag, struct FeFileList *files);
 /* After a successful compile that missed: store its output, its warnings and the
  * external data files the frontend read (files), then evict the least recently used
  * entries past s->max_bytes. A failure to store is only a warning. */

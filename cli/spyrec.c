@@ -143,6 +143,7 @@ static struct {
     CliReport *report;             /* --report, NULL otherwise */
     FeFileList files;              /* external data files read by the frontend */
     CliCache cache;                /* --cache-dir: this compile's entry */
+    CliWriter *writer;             /* a hit's output being written (the guessed one) */
     const void *out;               /* what was written to the output */
     size_t out_len;
     double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
@@ -455,9 +456,10 @@ static int load_target(const Args *a, SpyTarget *target)
     return rc;
 }
 
-/* --cache-dir: the key of this compile, and its output when the cache holds it. No
- * cache for --print-ops, nor for the standard error dumps of --dump-after, which a
- * hit would not print. */
+/* --cache-dir: the key of this compile, and its output when the cache holds it. The
+ * output of the entry the cache guesses is written (not yet renamed) while the key is
+ * computed; a wrong guess is thrown away. No cache for --print-ops, nor for the
+ * standard error dumps of --dump-after, which a hit would not print. */
 static void cache_lookup(const Args *a, IrDiag *diag)
 {
     static const char *inputs[SPEC_MAX];
@@ -478,7 +480,16 @@ static void cache_lookup(const Args *a, IrDiag *diag)
         .argv0 = a->argv0,
         .version = SPYREC_VERSION,
     };
-    cli_cache_lookup(&live.cache, &spec, diag, a->deps ? &live.files : NULL);
+    cli_cache_guess(&live.cache, &spec);
+    if (live.cache.guess_out && strcmp(a->output, "-"))
+        live.writer = cli_write_begin(a->output, live.cache.guess_out, live.cache.guess_len,
+                                      live.cache.guess_crc);
+    cli_cache_lookup(&live.cache, diag, a->deps ? &live.files : NULL);
+    bool dropped;
+    if (live.writer && !(live.cache.status == CLI_CACHE_HIT && live.cache.guess_right)) {
+        cli_write_end(live.writer, false, &dropped);   /* a wrong guess: never renamed */
+        live.writer = NULL;
+    }
 }
 
 /* A cache hit: the output (its CRC checked as it is written), the warnings of the
@@ -489,8 +500,11 @@ static int write_hit(const Args *a, IrDiag *diag)
     bool damaged;
     live.out = live.cache.out;
     live.out_len = live.cache.out_len;
-    if (!cli_write_atomic_checked(a->output, live.cache.out, live.cache.out_len,
-                                  live.cache.out_crc, &damaged))
+    CliWriter *w = live.writer;            /* started on the right guess */
+    live.writer = NULL;
+    if (w ? !cli_write_end(w, true, &damaged)
+          : !cli_write_atomic_checked(a->output, live.cache.out, live.cache.out_len,
+                                      live.cache.out_crc, &damaged))
         return EXIT_INTERNAL;
     if (damaged) {                         /* a miss after all: compile (the caller) */
         cli_cache_damaged(&live.cache);

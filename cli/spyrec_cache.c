@@ -14,18 +14,25 @@
  *   MKEY.files   the external data files of a model (paths relative to its folder);
  *                MKEY covers all of the above but the external data
  *   KEY.entry    the output of one compile and its warnings; KEY covers everything
- * A lookup hashes the inputs, reads MKEY.files, hashes the files it lists and reads
- * KEY.entry: nothing is parsed or compiled.
+ *   HKEY.hint    the KEY of the entry last stored or hit for a compile named as this
+ *                one (HKEY: the model's and the other input files' paths, not their
+ *                bytes; the flags, the version): only a guess, never trusted
+ * A lookup reads HKEY.hint and maps the entry it names (cli_cache_guess), so that the
+ * caller can start writing that entry's output while the inputs are hashed; it then
+ * hashes the inputs, reads MKEY.files, hashes the files it lists and reads KEY.entry
+ * (cli_cache_lookup): nothing is parsed or compiled. The guessed output takes the
+ * output's name only when KEY is the guessed key and the output's CRC matches.
  *
  * File layout (little-endian):
  *    0  magic "SPYCACHE"               8 bytes
  *    8  format version (1)             u32
- *   12  kind (1 .files, 2 .entry)      u32
+ *   12  kind (1 .files, 2 .entry, 3 .hint) u32
  *   16  payload bytes                  u64
  *   24  key (the file's name)          32 bytes
  *   56  CRC32C of the payload          u32   (.entry: of the payload before the output)
  *   60  CRC32C of bytes 0..59          u32
  *   64  payload   .files: relative paths, each NUL-terminated
+ *                 .hint: the 32-byte key of an entry
  *                 .entry: u64 output bytes, u64 warning bytes, u32 CRC32C of the
  *                 output, u32 zero, the warnings (each NUL-terminated), zeros up to the
  *                 next multiple of OUT_ALIGN (4096) of the file offset, the output
@@ -61,7 +68,7 @@
 #define OUT_ALIGN 4096                    /* file offset of the output in .entry */
 #define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
 
-enum { KIND_FILES = 1, KIND_ENTRY = 2 };
+enum { KIND_FILES = 1, KIND_ENTRY = 2, KIND_HINT = 3 };
 
 /* Store v as 4 or 8 little-endian bytes at p. */
 static void put_le(uint8_t *p, uint64_t v, int bytes)
@@ -398,6 +405,70 @@ static bool entry_sane(const uint8_t *p, size_t len)
            entry_out_offset(nwarns) <= len && len - entry_out_offset(nwarns) == nout;
 }
 
+/* The key of the compile's hint: what names its inputs (their paths, the model's
+ * resolved), not their bytes, so that it costs no reading. */
+static void key_hint(const CliCacheSpec *s, uint8_t *key)
+{
+    CliHash h;
+    char *real = realpath(s->model, NULL);
+    const char *model = real ? real : s->model, *target = s->target_path ? s->target_path : "";
+    cli_hash_init(&h);
+    cli_hash_field(&h, "spyrec compile cache hint", "1", 1);
+    cli_hash_field(&h, "version", s->version, strlen(s->version));
+    cli_hash_field(&h, "model", model, strlen(model));
+    cli_hash_field(&h, "name", s->model_name, strlen(s->model_name));
+    cli_hash_field(&h, "flags", s->flags ? s->flags : "", s->flags ? strlen(s->flags) : 0);
+    cli_hash_field(&h, "target", target, strlen(target));
+    for (int i = 0; i < s->ninputs; i++)
+        cli_hash_field(&h, "input", s->inputs[i], strlen(s->inputs[i]));
+    cli_hash_final(&h, key);
+    free(real);
+}
+
+/* Record key as the guess for the next compile named as this one (a failure only
+ * costs the next lookup its guess). */
+static void write_hint(const CliCache *c, const uint8_t *key)
+{
+    char *path = cache_path(c->spec.dir, c->hint_key, ".hint");
+    CliPart part = {key, CLI_HASH_BYTES};
+    if (path)
+        file_write(path, KIND_HINT, c->hint_key, &part, 1, 1);
+    free(path);
+}
+
+/* The entry that the hint names, mapped into c->guess_* when it passes its checks.
+ * Quiet: a damaged or stale guess is only not taken (the lookup reports damage). */
+static void guess_entry(CliCache *c)
+{
+    char *hpath = cache_path(c->spec.dir, c->hint_key, ".hint"), *epath = NULL;
+    const uint8_t *hkey, *p;
+    size_t hsize, hlen, len;
+    bool damaged;
+    uint8_t *hint = hpath ? file_map(hpath, KIND_HINT, c->hint_key, &hsize, &hkey, &hlen,
+                                     &damaged)
+                          : NULL;
+    if (hint && hlen == CLI_HASH_BYTES) {
+        memcpy(c->guess_key, hkey, CLI_HASH_BYTES);
+        epath = cache_path(c->spec.dir, c->guess_key, ".entry");
+        c->guess_entry = epath ? file_map(epath, KIND_ENTRY, c->guess_key, &c->guess_size, &p,
+                                          &len, &damaged)
+                               : NULL;
+    }
+    if (c->guess_entry && entry_sane(p, len)) {
+        uint64_t nwarns = get_le(p + 8, 8);
+        c->guess_out = p + entry_out_offset(nwarns);
+        c->guess_len = (size_t)get_le(p, 8);
+        c->guess_crc = (uint32_t)get_le(p + 16, 4);
+    } else if (c->guess_entry) {
+        munmap(c->guess_entry, c->guess_size);
+        c->guess_entry = NULL;
+    }
+    if (hint)
+        munmap(hint, hsize);
+    free(hpath);
+    free(epath);
+}
+
 /* The lookup after the base key: the .files entry, the key, the entry. */
 static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
 {
@@ -416,8 +487,16 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
         memcpy(c->key_bytes, key, CLI_HASH_BYTES);
         cli_hash_hex(key, CLI_HASH_BYTES, c->key);
         epath = cache_path(c->spec.dir, key, ".entry");
-        c->entry = epath ? file_map(epath, KIND_ENTRY, key, &c->entry_size, &p, &len, &damaged)
-                         : NULL;
+        c->guess_right = c->guess_entry && !memcmp(key, c->guess_key, CLI_HASH_BYTES);
+        if (c->guess_right) {              /* mapped and checked already */
+            c->entry = c->guess_entry, c->entry_size = c->guess_size, damaged = false;
+            p = c->entry + HEADER_BYTES, len = c->entry_size - HEADER_BYTES;
+            c->guess_entry = NULL;
+        } else {
+            c->entry = epath ? file_map(epath, KIND_ENTRY, key, &c->entry_size, &p, &len,
+                                        &damaged)
+                             : NULL;
+        }
         if (c->entry && !entry_sane(p, len)) {
             cli_cache_free(c);
             damaged = true;
@@ -428,6 +507,8 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
             utimensat(AT_FDCWD, epath, NULL, 0);
             utimensat(AT_FDCWD, fpath, NULL, 0);
             c->status = CLI_CACHE_HIT;
+            if (!c->guess_right)
+                write_hint(c, key);
             c->entry_path = epath;         /* for cli_cache_damaged */
             epath = NULL;
         }
@@ -439,22 +520,29 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
     return c->status;
 }
 
-CliCacheStatus cli_cache_lookup(CliCache *c, const CliCacheSpec *s, IrDiag *diag,
-                                FeFileList *files)
+void cli_cache_guess(CliCache *c, const CliCacheSpec *s)
 {
     memset(c, 0, sizeof *c);
     c->spec = *s;
     c->status = CLI_CACHE_OFF;
     if (!s->dir)
-        return c->status;
+        return;
     if (!make_dirs(s->dir)) {
         cli_progress_clear();
         fprintf(stderr, "spyrec: warning: cache folder %s: %s; compiling without the cache\n",
                 s->dir, strerror(errno));
-        return c->status;
+        return;
     }
     c->status = CLI_CACHE_MISS;
-    c->unkeyed = !key_base(&c->base, s);
+    key_hint(s, c->hint_key);
+    guess_entry(c);
+}
+
+CliCacheStatus cli_cache_lookup(CliCache *c, IrDiag *diag, FeFileList *files)
+{
+    if (c->status == CLI_CACHE_OFF)
+        return c->status;
+    c->unkeyed = !key_base(&c->base, &c->spec);
     if (c->unkeyed)
         return c->status;
     return lookup_entry(c, diag, files);
@@ -478,12 +566,13 @@ static int cmp_age(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
-/* Whether name is a cache file (KEY.entry or KEY.files). */
+/* Whether name is a cache file (KEY.entry, KEY.files or KEY.hint). */
 static bool is_cache_file(const char *name)
 {
     size_t n = strlen(name);
-    return n == 2 * CLI_HASH_BYTES + 6 && (!strcmp(name + n - 6, ".entry") ||
-                                           !strcmp(name + n - 6, ".files"));
+    return (n == 2 * CLI_HASH_BYTES + 6 && (!strcmp(name + n - 6, ".entry") ||
+                                            !strcmp(name + n - 6, ".files"))) ||
+           (n == 2 * CLI_HASH_BYTES + 5 && !strcmp(name + n - 5, ".hint"));
 }
 
 /* Remove the least recently used cache files until the folder holds at most max
@@ -598,6 +687,8 @@ static bool store_files(CliCache *c, const void *out, size_t len, const char *re
         ok = (epath = cache_path(c->spec.dir, key, ".entry")) &&
              file_write(epath, KIND_ENTRY, key, parts, 4, 3);
     }
+    if (ok)
+        write_hint(c, key);
     free(fpath);
     free(epath);
     return ok;
@@ -624,6 +715,10 @@ void cli_cache_free(CliCache *c)
 {
     if (c->entry)
         munmap(c->entry, c->entry_size);
+    if (c->guess_entry)
+        munmap(c->guess_entry, c->guess_size);
+    c->guess_entry = NULL;
+    c->guess_out = NULL;
     c->entry = NULL;
     c->out = NULL;
     free(c->entry_path);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,20 +189,24 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts)
  * logical block; a page is a multiple of every common one. */
 #define DIRECT_ALIGN 4096
 
+/* Bytes per direct write: a write in progress that is no longer wanted (a wrong guess,
+ * cli_write_end) stops after at most this much. */
+#define DIRECT_STEP ((size_t)64 << 20)
+
 /* Write the whole pages at the start of buf (page aligned) to fd, at its offset 0,
  * with direct I/O: from the caller's pages (a mapped file's page cache) to the device,
- * without a copy into fd's page cache. Returns the bytes written, 0 when the file
- * system refuses direct I/O; the caller writes the rest in the usual way (and any
- * error shows there). */
-static size_t write_direct(int fd, const uint8_t *buf, size_t len)
+ * without a copy into fd's page cache. Stops early when *stop is set. Returns the
+ * bytes written, 0 when the file system refuses direct I/O; the caller writes the rest
+ * in the usual way (and any error shows there). */
+static size_t write_direct(int fd, const uint8_t *buf, size_t len, const atomic_bool *stop)
 {
     size_t whole = len / DIRECT_ALIGN * DIRECT_ALIGN, done = 0;
     int fl = fcntl(fd, F_GETFL);
     if ((uintptr_t)buf % DIRECT_ALIGN || whole == 0 || fl < 0 ||
         fcntl(fd, F_SETFL, fl | O_DIRECT) != 0)
         return 0;
-    while (done < whole) {
-        size_t k = whole - done > ((size_t)1 << 30) ? (size_t)1 << 30 : whole - done;
+    while (done < whole && !atomic_load(stop)) {
+        size_t k = whole - done > DIRECT_STEP ? DIRECT_STEP : whole - done;
         ssize_t w = write(fd, buf + done, k);
         if (w < 0 && errno == EINTR)
             continue;
@@ -215,50 +220,94 @@ static size_t write_direct(int fd, const uint8_t *buf, size_t len)
     return done;
 }
 
-/* A CRC computed by a second thread. */
-typedef struct {
-    const void *buf;
+/* A write of one buffer to the temporary file of path by a thread, its CRC32C checked
+ * by another meanwhile (cli_write_begin). */
+struct CliWriter {
+    const char *path;
+    const uint8_t *buf;
     size_t len;
-    uint32_t crc;
-} CrcJob;
+    uint32_t want, crc;                /* the CRC32C buf must have, and its own */
+    int fd, err;                       /* err: errno of a failed write, 0 */
+    atomic_bool stop;                  /* no longer wanted: stop early */
+    pthread_t writer, checker;
+    bool writing, checking;            /* the threads were started */
+};
 
-/* Thread body: the CRC32C of job->buf. */
+/* Thread body: write w->buf to w->fd (whole pages direct, the rest buffered). */
+static void *write_job(void *arg)
+{
+    CliWriter *w = arg;
+    size_t done = write_direct(w->fd, w->buf, w->len, &w->stop);
+    if (!atomic_load(&w->stop) && !write_all(w->fd, w->buf + done, w->len - done))
+        w->err = errno ? errno : EIO;
+    return NULL;
+}
+
+/* Thread body: the CRC32C of w->buf, 8 MiB at a time until done or stopped. */
 static void *crc_job(void *arg)
 {
-    CrcJob *j = arg;
-    j->crc = spy_crc32c(0, j->buf, j->len);
+    CliWriter *w = arg;
+    const size_t step = (size_t)8 << 20;
+    uint32_t crc = 0;
+    for (size_t off = 0; off < w->len && !atomic_load(&w->stop); off += step)
+        crc = spy_crc32c(crc, w->buf + off, w->len - off < step ? w->len - off : step);
+    w->crc = crc;
     return NULL;
+}
+
+CliWriter *cli_write_begin(const char *path, const void *buf, size_t len, uint32_t crc)
+{
+    CliWriter *w = calloc(1, sizeof *w);
+    if (!w) {
+        fprintf(stderr, "spyrec: out of memory\n");
+        return NULL;
+    }
+    *w = (CliWriter){.path = path, .buf = buf, .len = len, .want = crc};
+    atomic_init(&w->stop, false);
+    if ((w->fd = cli_atomic_open(path)) < 0) {
+        free(w);
+        return NULL;
+    }
+    w->writing = pthread_create(&w->writer, NULL, write_job, w) == 0;
+    w->checking = pthread_create(&w->checker, NULL, crc_job, w) == 0;
+    return w;
+}
+
+bool cli_write_end(CliWriter *w, bool keep, bool *damaged)
+{
+    *damaged = false;
+    if (!keep)
+        atomic_store(&w->stop, true);
+    if (w->writing)
+        pthread_join(w->writer, NULL);
+    else if (keep)
+        write_job(w);
+    if (w->checking)
+        pthread_join(w->checker, NULL);
+    else if (keep)
+        crc_job(w);
+    bool ok = true;
+    if (!keep || w->crc != w->want) {      /* never renamed: path is as it was */
+        *damaged = keep;
+        close(w->fd);
+        cli_io_abandon();
+    } else {
+        ok = cli_atomic_close(w->path, w->fd, w->err);
+    }
+    free(w);
+    return ok;
 }
 
 bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
                               bool *damaged)
 {
-    CrcJob job = {buf, len, 0};
     *damaged = false;
     if (!strcmp(path, "-")) {              /* nothing can be taken back: check first */
-        crc_job(&job);
-        *damaged = job.crc != crc;
+        *damaged = spy_crc32c(0, buf, len) != crc;
         return *damaged || cli_write_atomic(path, buf, len);
     }
-    int fd = cli_atomic_open(path);
-    if (fd < 0)
-        return false;
-    pthread_t th;
-    bool threaded = pthread_create(&th, NULL, crc_job, &job) == 0;
-    size_t done = write_direct(fd, buf, len);
-    bool ok = write_all(fd, (const uint8_t *)buf + done, len - done);
-    int err = ok ? 0 : errno ? errno : EIO;
-    if (threaded)
-        pthread_join(th, NULL);
-    else
-        crc_job(&job);
-    if (job.crc != crc) {                  /* never renamed: path is as it was */
-        *damaged = true;
-        close(fd);
-        cli_io_abandon();
-        return true;
-    }
-    return cli_atomic_close(path, fd, err);
+    CliWriter *w = cli_write_begin(path, buf, len, crc);
+    return w && cli_write_end(w, true, damaged);
 }
 
 /* Write buf to path atomically (see cli_write_atomic_parts). */

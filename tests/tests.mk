@@ -10,6 +10,7 @@
 #   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}
 #   make golden-update   rewrite every .expect file from the current compiler output
 #   make bench     compile time and latency per model against onnxruntime (needs PyPI)
+#   make bench-cache  per model: a plain compile, a compile-cache miss and a hit, best of 5
 #   make zoo-large materialise the models of SHARED/models-large into BUILD/zoo-large/NAME
 #                  (weights refilled by zoo_regen.py; gigabytes; skips models already there)
 #   make bench-large  per large model: compile time and peak RSS, bundle size, load time,
@@ -78,6 +79,12 @@ $(VENV)/.ok:
 bench: all $(VENV)/.ok
 	$(VENV)/bin/python tests/bench/bench.py --build $(BUILD) --shared $(SHARED)
 
+# compile-cache timings: a plain compile, a miss (compile and store) and a hit per model,
+# best of 5, with the ratios (needs the large models for resnet50 and gpt2_124m)
+bench-cache: all
+	bash tests/bench/cache_bench.sh $(BUILD)/spyrec $(BUILD)/bench-cache $(SHARED)/models/mobilenet_v2/model.onnx \
+		$(ZOO_LARGE)/resnet50/model.onnx $(ZOO_LARGE)/gpt2_124m/model.onnx
+
 # ---- the large models (neither is part of make check; never commit build/zoo-large) ------
 # zoo_regen.py refills each skeleton's emptied weights (same bytes on every machine) and
 # writes ZOO_LARGE/NAME/model.onnx (+ model.onnx.data) and test_data_set_0. The stamp .ok is
@@ -88,7 +95,7 @@ ZOO_LARGE := $(BUILD)/zoo-large
 ZOO_LARGE_NAMES := $(notdir $(patsubst %/skeleton.json,%,$(wildcard $(ZOO_LARGE_SRC)/*/skeleton.json)))
 ZOO_LARGE_STAMPS := $(patsubst %,$(ZOO_LARGE)/%/.ok,$(ZOO_LARGE_NAMES))
 
-.PHONY: zoo-large bench-large
+.PHONY: zoo-large bench-large bench-cache
 zoo-large: $(ZOO_LARGE_STAMPS)
 	@test -n "$(ZOO_LARGE_NAMES)" || { echo "no skeletons in $(ZOO_LARGE_SRC)" >&2; exit 1; }
 

@@ -385,6 +385,10 @@ t_cache_miss() {
     cache_expect miss "$d/ext/model.onnx" -o "$d/w.sbin" --cache-dir "$c" || return 1
     "$SPYREC" "$d/ext/model.onnx" -o "$d/wref.sbin" && cmp "$d/w.sbin" "$d/wref.sbin" || return 1
     cmp -s "$d/a.sbin" "$d/w.sbin" && die "new weights, same bundle" && return 1
+    # the old weights again: the hint guesses the newer entry, wrongly; the old one hits
+    cp "$TOOLS_EXT/weights.bin" "$d/ext/weights.bin" || return 1
+    cache_expect hit "$d/ext/model.onnx" -o "$d/w.sbin" --cache-dir "$c" && cmp "$d/a.sbin" "$d/w.sbin" || return 1
+    cache_expect hit "$d/ext/model.onnx" -o "$d/w2.sbin" --cache-dir "$c" && cmp "$d/a.sbin" "$d/w2.sbin" || return 1
     # another model
     cache_expect miss "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" --cache-dir "$c" || return 1
     # a --target file whose content changes under the same name
@@ -431,7 +435,7 @@ t_cache_damage() {
 }
 
 # cache_size DIR: bytes of the cache files in DIR.
-cache_size() { cat "$1"/*.entry "$1"/*.files 2>/dev/null | wc -c; }
+cache_size() { cat "$1"/*.entry "$1"/*.files "$1"/*.hint 2>/dev/null | wc -c; }
 
 t_cache_evict() {
     local d=$W/tools/cacheevict c sa sd a=$TOOLS_TINY/model.onnx
@@ -476,7 +480,7 @@ t_cache_concurrent() {
         cmp "$d/ref.sbin" "$d/$i.sbin" || return 1
     done
     ls -la "$c"
-    [ "$(ls "$c" | wc -l)" = 2 ] && [ -z "$(ls -A "$c" | grep '^\.')" ] || die "expected one .files, one .entry, no temporary files" || return 1
+    [ "$(ls "$c" | wc -l)" = 3 ] && [ -z "$(ls -A "$c" | grep '^\.')" ] || die "expected one .files, one .entry, one .hint, no temporary files" || return 1
     cache_expect hit "$m" -o "$d/5.sbin" --cache-dir "$c" && cmp "$d/ref.sbin" "$d/5.sbin"
 }
 
@@ -489,7 +493,7 @@ t_cache_env() {
     # --no-cache wins over the variable and over --cache-dir; --cache-dir over the variable
     SPYREC_CACHE_DIR=$d/env cache_expect off "$a" -O1 -o "$d/x.sbin" --no-cache &&
         cache_expect off "$a" -O1 -o "$d/x.sbin" --cache-dir "$d/env" --no-cache || return 1
-    [ "$(ls "$d/env" | wc -l)" = 2 ] || die "--no-cache wrote to the cache" || return 1
+    [ "$(ls "$d/env" | wc -l)" = 3 ] || die "--no-cache wrote to the cache" || return 1
     SPYREC_CACHE_DIR=$d/env cache_expect miss "$a" -o "$d/x.sbin" --cache-dir "$d/flag" &&
         [ -n "$(ls "$d/flag")" ] || return 1
     # --dump-after prints to standard error, which a hit could not: no cache
