@@ -169,6 +169,10 @@ void cli_hash_init(CliHash *h);
 void cli_hash_update(CliHash *h, const void *data, size_t n);
 /* Write the CLI_HASH_BYTES digest to out; h is spent. */
 void cli_hash_final(CliHash *h, uint8_t *out);
+/* The digests of 16 messages of len bytes each (p[0..16)), hashed side by side in the
+ * lanes of AVX-512 registers: about twice as fast as one at a time with the SHA
+ * extensions. False (nothing written) where the processor has no AVX-512. */
+bool cli_hash_x16(const uint8_t *const *p, size_t len, uint8_t (*out)[CLI_HASH_BYTES]);
 /* Tests: compress with the portable code even where the SHA extensions exist. */
 void cli_hash_use_portable(bool on);
 /* Hash one field of a key: its tag (with its NUL), its byte count, its bytes; fields

@@ -3,8 +3,9 @@
  * through the portable code, against the FIPS 180-4 examples and digests computed
  * independently (Python's hashlib), at every split of the input and around the
  * padding's block boundaries; file
- * digests (mapped, and read from a pipe; pieces hashed by two threads) equal to their
- * definition computed here;
+ * digests (mapped, and read from a pipe; pieces hashed by two threads, 16 side by side)
+ * equal to their definition computed here; 16 messages hashed side by side (AVX-512)
+ * equal to each hashed alone;
  * and the --cache-max sizes (cli/spyrec_cache.c). The cache as a whole (hits, misses,
  * damaged entries, eviction, concurrency) is tested through spyrec in make check's
  * tools part. */
@@ -144,12 +145,13 @@ static void test_file(void **state)
     char dir[] = "/tmp/test_cli_cache.XXXXXX", path[64], fifo[64], want[65], got[65];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/f", dir);
-    size_t big = ((size_t)9 << 20) + 5, sizes[3] = {0, 1000, big};
-    uint8_t *data = malloc(big);
+    size_t big = ((size_t)9 << 20) + 5, x16 = ((size_t)17 << 22) + 5;
+    size_t sizes[4] = {0, 1000, x16, big};
+    uint8_t *data = malloc(x16);
     assert_non_null(data);
-    for (size_t i = 0; i < big; i++)
+    for (size_t i = 0; i < x16; i++)
         data[i] = (uint8_t)(i % 251 + i / 4093);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {          /* x16: one job of 16 full pieces, one of 2 */
         put_file(path, data, sizes[k]);
         want_hex(data, sizes[k], want);
         assert_true(file_hex(path, got));
@@ -181,6 +183,32 @@ static void test_file(void **state)
     free(data);
 }
 
+/* 16 messages hashed side by side (cli_hash_x16) have the digests of each hashed
+ * alone, at lengths around the block and padding boundaries and at odd alignments. */
+static void test_x16(void **state)
+{
+    static const size_t lens[] = {0, 1, 55, 56, 63, 64, 65, 119, 120, 1000, 4099};
+    static uint8_t buf[16 * 4200 + 16];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)(i * 2654435761u >> 13);
+    for (size_t t = 0; t < sizeof lens / sizeof lens[0]; t++) {
+        const uint8_t *p[16];
+        uint8_t out[16][CLI_HASH_BYTES];
+        for (int l = 0; l < 16; l++)
+            p[l] = buf + l * 4200 + l % 3;
+        if (!cli_hash_x16(p, lens[t], out)) {
+            print_message("no AVX-512 here: the pieces are hashed one at a time\n");
+            return;
+        }
+        for (int l = 0; l < 16; l++) {
+            char want[65], got[65];
+            digest_hex(p[l], lens[t], lens[t] ? lens[t] : 1, want);
+            cli_hash_hex(out[l], CLI_HASH_BYTES, got);
+            assert_string_equal(got, want);
+        }
+    }
+}
+
 /* --cache-max values. */
 static void test_sizes(void **state)
 {
@@ -205,6 +233,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_digests),
         cmocka_unit_test(test_file),
+        cmocka_unit_test(test_x16),
         cmocka_unit_test(test_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
