@@ -181,7 +181,7 @@ void cli_hash_field(CliHash *h, const char *tag, const void *data, size_t n);
 /* n digest bytes as 2n lower-case hex digits and a NUL into hex. */
 void cli_hash_hex(const uint8_t *digest, size_t n, char *hex);
 /* cli/spyrec_hashfiles.c: digest[i] := the digest of file paths[i] (SHA-256 of its
- * size and of the SHA-256 of each 4 MiB piece, the pieces hashed by up to four threads), and
+ * size and of the SHA-256 of each 1 MiB piece, the pieces hashed by up to four threads), and
  * ok[i] whether it could be read. False when out of memory. */
 bool cli_hash_files(const char *const *paths, int n, uint8_t (*digest)[CLI_HASH_BYTES],
                     bool *ok);

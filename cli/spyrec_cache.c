@@ -2,7 +2,7 @@
  *
  * A compile's key is the SHA-256 (spyrec_hash.c) of everything that can change
  * its output, files entering by their digests (spyrec_hashfiles.c: SHA-256 over the
- * SHA-256 of their 4 MiB pieces, hashed by several threads):
+ * SHA-256 of their 1 MiB pieces, hashed by several threads):
  *   the compiler: the bytes of the running executable (its version when they cannot
  *     be read), which also holds the built-in target;
  *   the model file's bytes and the part of its path the output shows;
@@ -156,68 +156,62 @@ static size_t model_prefix(const char *model)
     return slash ? (size_t)(slash - model) + 1 : 0;
 }
 
-/* Add the digests (cli_hash_files) of the files paths[0..n) to h, each as a field
- * tag; false when one cannot be read or out of memory. */
-static bool hash_files(CliHash *h, const char *const *paths, const char *const *tags, int n)
+/* The compiler's digest into h: d when the running executable's bytes were read
+ * through /proc (ok), else those of the file argv[0] leads to, or "unreadable" when
+ * neither can be read. */
+static void key_compiler(CliHash *h, const CliCacheSpec *s, const uint8_t *d, bool ok)
 {
-    uint8_t (*d)[CLI_HASH_BYTES] = calloc((size_t)n + 1, sizeof *d);
-    bool *ok = calloc((size_t)n + 1, sizeof *ok), all = d && ok && cli_hash_files(paths, n, d, ok);
-    for (int i = 0; all && i < n; i++) {
-        all = ok[i];
-        if (all)
-            cli_hash_field(h, tags[i], d[i], CLI_HASH_BYTES);
-    }
-    free(d);
-    free(ok);
-    return all;
-}
-
-/* The compiler's digest into h: the running executable's bytes (found through /proc
- * or argv[0]), or "unreadable" when neither can be read. */
-static void key_compiler(CliHash *h, const CliCacheSpec *s)
-{
-    uint8_t d[1][CLI_HASH_BYTES];
-    bool ok = false;
-    const char *self = "/proc/self/exe";
+    uint8_t found_d[1][CLI_HASH_BYTES];
     char *found = NULL;
-    if (!cli_hash_files(&self, 1, d, &ok) || !ok) {
-        found = cli_self_path(s->argv0);
-        self = found;
-        ok = found && cli_hash_files(&self, 1, d, &ok) && ok;
+    if (!ok) {
+        const char *self = found = cli_self_path(s->argv0);
+        ok = found && cli_hash_files(&self, 1, found_d, &ok) && ok;
+        d = found_d[0];
     }
     if (ok)
-        cli_hash_field(h, "compiler", d[0], CLI_HASH_BYTES);
+        cli_hash_field(h, "compiler", d, CLI_HASH_BYTES);
     else
         cli_hash_field(h, "compiler", "unreadable", 10);
     free(found);
 }
 
-/* Start the key: everything but the external data. The model, --target, --bind and
- * --input-seq files are hashed together (threads share their pieces). False when
- * one cannot be read (the compile will say why). */
+/* Start the key: everything but the external data. The compiler, the model,
+ * --target, --bind and --input-seq files are hashed together (threads share their
+ * pieces). False when one but the compiler cannot be read (the compile will say
+ * why). */
 static bool key_base(CliHash *h, const CliCacheSpec *s)
 {
-    cli_hash_init(h);
-    cli_hash_field(h, "spyrec compile cache", "2", 1);
-    cli_hash_field(h, "version", s->version, strlen(s->version));
-    key_compiler(h, s);
-    cli_hash_field(h, "name", s->model_name, strlen(s->model_name));
-    cli_hash_field(h, "flags", s->flags ? s->flags : "", s->flags ? strlen(s->flags) : 0);
-    const char **paths = calloc((size_t)s->ninputs + 2, sizeof *paths);
-    const char **tags = calloc((size_t)s->ninputs + 2, sizeof *tags);
-    int n = 0;
-    bool ok = paths && tags;
-    if (ok) {
+    int most = s->ninputs + 3, n = 0;
+    const char **paths = calloc((size_t)most, sizeof *paths);
+    const char **tags = calloc((size_t)most, sizeof *tags);
+    uint8_t (*d)[CLI_HASH_BYTES] = calloc((size_t)most, sizeof *d);
+    bool *ok = calloc((size_t)most, sizeof *ok), all = paths && tags && d && ok;
+    if (all) {
+        tags[n] = "compiler", paths[n++] = "/proc/self/exe";
         tags[n] = "model", paths[n++] = s->model;
         if (s->target_path)
             tags[n] = "target", paths[n++] = s->target_path;
         for (int i = 0; i < s->ninputs; i++)
             tags[n] = "input", paths[n++] = s->inputs[i];
-        ok = hash_files(h, paths, tags, n);
+        all = cli_hash_files(paths, n, d, ok);
+    }
+    cli_hash_init(h);
+    cli_hash_field(h, "spyrec compile cache", "2", 1);
+    cli_hash_field(h, "version", s->version, strlen(s->version));
+    if (all)
+        key_compiler(h, s, d[0], ok[0]);
+    cli_hash_field(h, "name", s->model_name, strlen(s->model_name));
+    cli_hash_field(h, "flags", s->flags ? s->flags : "", s->flags ? strlen(s->flags) : 0);
+    for (int i = 1; all && i < n; i++) {
+        all = ok[i];
+        if (all)
+            cli_hash_field(h, tags[i], d[i], CLI_HASH_BYTES);
     }
     free(paths);
     free(tags);
-    return ok;
+    free(d);
+    free(ok);
+    return all;
 }
 
 /* The key of the compile: the base and then each external data file (its path

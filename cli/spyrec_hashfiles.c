@@ -2,7 +2,7 @@
  * compiler, the model, its external data, --target, --bind and --input-seq files),
  * hashed by several threads (up to one per processor, at most four).
  *
- * A file's digest is the SHA-256 of the tag "spyrec file digest 1", its byte count
+ * A file's digest is the SHA-256 of the tag "spyrec file digest 2", its byte count
  * (u64, little-endian) and then the SHA-256 of each CLI_HASH_PIECE-byte piece of it in
  * order (the last piece may be shorter; an empty file has none). The pieces are
  * independent, so the threads take them from a shared counter; their size is fixed,
@@ -10,7 +10,8 @@
  * the same digest would need a collision of SHA-256, so the key is as strong as
  * hashing the bytes straight through, and a cache hit (which is mostly this hashing)
  * takes about half the time where a second core is free (a quarter with four). A thread
- * takes a job of up to 16 consecutive pieces of a file, maps them (so that mapping and
+ * takes a job of 16 consecutive full pieces of a file (or of one piece, where fewer
+ * are left), maps them (so that mapping and
  * unmapping are shared out too, not done whole by one thread), and hashes full pieces
  * 16 side by side in the lanes of AVX-512 registers where the processor has them
  * (cli_hash_x16: the same digests). A file that cannot be mapped (a pipe) is read into
@@ -28,7 +29,7 @@
 
 #include "cli/cli.h"
 
-#define CLI_HASH_PIECE ((size_t)4 << 20)  /* bytes per independently hashed piece */
+#define CLI_HASH_PIECE ((size_t)1 << 20)  /* bytes per independently hashed piece */
 #define READ_STEP ((size_t)1 << 20)
 #define HASH_THREADS 4                    /* at most, and at most one per processor */
 
@@ -153,7 +154,7 @@ static bool open_src(const char *path, Src *s)
 /* The digest of file s from its pieces' digests (see the top). */
 static void file_digest(const Src *s, uint8_t (*pieces)[CLI_HASH_BYTES], uint8_t *out)
 {
-    static const char tag[] = "spyrec file digest 1";
+    static const char tag[] = "spyrec file digest 2";   /* 2: 1 MiB pieces */
     uint8_t len[8];
     for (int i = 0; i < 8; i++)
         len[i] = (uint8_t)((uint64_t)s->len >> (8 * i));
@@ -174,18 +175,19 @@ static bool hash_all(Src *s, int n, uint8_t (**out)[CLI_HASH_BYTES])
     for (int i = 0; i < n; i++) {
         s[i].first = np;
         np += (s[i].len + CLI_HASH_PIECE - 1) / CLI_HASH_PIECE;
-        nj += (s[i].len + X16 * CLI_HASH_PIECE - 1) / (X16 * CLI_HASH_PIECE);
     }
+    nj = np;                               /* at most one job per piece */
     Work w = {.jobs = calloc(nj + 1, sizeof *w.jobs), .digest = calloc(np + 1, sizeof *w.digest)};
     if (!w.jobs || !w.digest) {
         free(w.jobs);
         free(w.digest);
         return false;
     }
-    for (int i = 0; i < n; i++)
-        for (size_t off = 0; off < s[i].len; off += X16 * CLI_HASH_PIECE) {
-            size_t left = (s[i].len - off + CLI_HASH_PIECE - 1) / CLI_HASH_PIECE;
-            w.jobs[w.njobs++] = (Job){&s[i], off, left < X16 ? (int)left : X16};
+    for (int i = 0; i < n; i++)            /* X16 pieces a job, the rest one by one */
+        for (size_t off = 0; off < s[i].len;) {
+            int count = s[i].len - off >= X16 * CLI_HASH_PIECE ? X16 : 1;
+            w.jobs[w.njobs++] = (Job){&s[i], off, count};
+            off += (size_t)count * CLI_HASH_PIECE;
         }
     atomic_init(&w.next, 0);
     pthread_t th[HASH_THREADS - 1];

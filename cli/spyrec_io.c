@@ -243,7 +243,22 @@ static void *write_job(void *arg)
     return NULL;
 }
 
-/* Thread body: the CRC32C of w->buf, 8 MiB at a time until done or stopped. */
+/* Drop the page cache of the file that path names now (the output about to be
+ * replaced), so that the rename does not have to free those pages while the caller
+ * waits; pages another process has mapped stay. */
+static void drop_old_pages(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+/* Thread body: the CRC32C of w->buf, 8 MiB at a time until done or stopped; then the
+ * old output's pages are dropped (drop_old_pages) while the write goes on. */
 static void *crc_job(void *arg)
 {
     CliWriter *w = arg;
@@ -252,6 +267,8 @@ static void *crc_job(void *arg)
     for (size_t off = 0; off < w->len && !atomic_load(&w->stop); off += step)
         crc = spy_crc32c(crc, w->buf + off, w->len - off < step ? w->len - off : step);
     w->crc = crc;
+    if (!atomic_load(&w->stop))
+        drop_old_pages(w->path);
     return NULL;
 }
 

@@ -105,11 +105,11 @@ static bool file_hex(const char *path, char *hex)
 }
 
 /* The definition of a file's digest, computed here piece by piece: SHA-256 of the tag,
- * the byte count and the SHA-256 of each 4 MiB piece of the n bytes p. */
+ * the byte count and the SHA-256 of each 1 MiB piece of the n bytes p. */
 static void want_hex(const uint8_t *p, size_t n, char *hex)
 {
-    static const char tag[] = "spyrec file digest 1";
-    const size_t piece = (size_t)4 << 20;
+    static const char tag[] = "spyrec file digest 2";
+    const size_t piece = (size_t)1 << 20;
     uint8_t len[8], d[CLI_HASH_BYTES];
     for (int i = 0; i < 8; i++)
         len[i] = (uint8_t)((uint64_t)n >> (8 * i));
@@ -145,7 +145,7 @@ static void test_file(void **state)
     char dir[] = "/tmp/test_cli_cache.XXXXXX", path[64], fifo[64], want[65], got[65];
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/f", dir);
-    size_t big = ((size_t)9 << 20) + 5, x16 = ((size_t)17 << 22) + 5;
+    size_t big = ((size_t)9 << 20) + 5, x16 = ((size_t)17 << 20) + 5;
     size_t sizes[4] = {0, 1000, x16, big};
     uint8_t *data = malloc(x16);
     assert_non_null(data);
