@@ -144,6 +144,7 @@ static struct {
     FeFileList files;              /* external data files read by the frontend */
     CliCache cache;                /* --cache-dir: this compile's entry */
     CliWriter *writer;             /* a hit's output being written (the guessed one) */
+    bool unwritable;               /* the guessed output's temporary file could not be made */
     const void *out;               /* what was written to the output */
     size_t out_len;
     double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
@@ -481,9 +482,11 @@ static void cache_lookup(const Args *a, IrDiag *diag)
         .version = SPYREC_VERSION,
     };
     cli_cache_guess(&live.cache, &spec);
-    if (live.cache.guess_out && strcmp(a->output, "-"))
+    if (live.cache.guess_out && strcmp(a->output, "-")) {
         live.writer = cli_write_begin(a->output, live.cache.guess_out, live.cache.guess_len,
                                       live.cache.guess_crc);
+        live.unwritable = !live.writer;    /* said why; a hit would only say it again */
+    }
     cli_cache_lookup(&live.cache, diag, a->deps ? &live.files : NULL);
     bool dropped;
     if (live.writer && !(live.cache.status == CLI_CACHE_HIT && live.cache.guess_right)) {
@@ -502,6 +505,8 @@ static int write_hit(const Args *a, IrDiag *diag)
     live.out_len = live.cache.out_len;
     CliWriter *w = live.writer;            /* started on the right guess */
     live.writer = NULL;
+    if (live.unwritable)
+        return EXIT_INTERNAL;
     if (w ? !cli_write_end(w, true, &damaged)
           : !cli_write_atomic_checked(a->output, live.cache.out, live.cache.out_len,
                                       live.cache.out_crc, &damaged))
