@@ -16,7 +16,8 @@
  *   KEY.entry    the output of one compile and its warnings; KEY covers everything
  *   HKEY.hint    the KEY of the entry last stored or hit for a compile named as this
  *                one (HKEY: the model's and the other input files' paths, not their
- *                bytes; the flags, the version): only a guess, never trusted
+ *                bytes; the flags, the version): only a guess, never trusted, and
+ *                not made when the model file changed since (its stat stamp)
  * A lookup reads HKEY.hint and maps the entry it names (cli_cache_guess), so that the
  * caller can start writing that entry's output while the inputs are hashed; it then
  * hashes the inputs, reads MKEY.files, hashes the files it lists and reads KEY.entry
@@ -32,7 +33,8 @@
  *   56  CRC32C of the payload          u32   (.entry: of the payload before the output)
  *   60  CRC32C of bytes 0..59          u32
  *   64  payload   .files: relative paths, each NUL-terminated
- *                 .hint: the 32-byte key of an entry
+ *                 .hint: the 32-byte key of an entry, then the model file's size,
+ *                 modification time (s, ns) and inode (u64 each) when it was written
  *                 .entry: u64 output bytes, u64 warning bytes, u32 CRC32C of the
  *                 output, u32 zero, the warnings (each NUL-terminated), zeros up to the
  *                 next multiple of OUT_ALIGN (4096) of the file offset, the output
@@ -67,6 +69,7 @@
 #define HEADER_BYTES 64
 #define OUT_ALIGN 4096                    /* file offset of the output in .entry */
 #define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
+#define STAMP_BYTES 32                    /* a .hint's stamp of the model file */
 
 enum { KIND_FILES = 1, KIND_ENTRY = 2, KIND_HINT = 3 };
 
@@ -419,14 +422,31 @@ static void key_hint(const CliCacheSpec *s, uint8_t *key)
     free(real);
 }
 
-/* Record key as the guess for the next compile named as this one (a failure only
- * costs the next lookup its guess). */
+/* The model file as stat sees it (size, modification time, inode) into stamp: a
+ * model rewritten since the hint was written makes a wrong guess likely, so none is
+ * made (a guess costs disk writes that a wrong one throws away). */
+static void model_stamp(const CliCacheSpec *s, uint8_t *stamp)
+{
+    struct stat st;
+    memset(stamp, 0, STAMP_BYTES);
+    if (stat(s->model, &st) != 0)
+        return;
+    put_le(stamp, (uint64_t)st.st_size, 8);
+    put_le(stamp + 8, (uint64_t)st.st_mtim.tv_sec, 8);
+    put_le(stamp + 16, (uint64_t)st.st_mtim.tv_nsec, 8);
+    put_le(stamp + 24, (uint64_t)st.st_ino, 8);
+}
+
+/* Record key as the guess for the next compile named as this one, with the model's
+ * stamp (a failure only costs the next lookup its guess). */
 static void write_hint(const CliCache *c, const uint8_t *key)
 {
     char *path = cache_path(c->spec.dir, c->hint_key, ".hint");
-    CliPart part = {key, CLI_HASH_BYTES};
+    uint8_t stamp[STAMP_BYTES];
+    model_stamp(&c->spec, stamp);
+    CliPart parts[2] = {{key, CLI_HASH_BYTES}, {stamp, STAMP_BYTES}};
     if (path)
-        file_write(path, KIND_HINT, c->hint_key, &part, 1, 1);
+        file_write(path, KIND_HINT, c->hint_key, parts, 2, 2);
     free(path);
 }
 
@@ -440,8 +460,10 @@ static void guess_entry(CliCache *c)
     bool damaged;
     uint8_t *hint = hpath ? file_map(hpath, KIND_HINT, c->hint_key, &hsize, &hkey, &hlen,
                                      &damaged)
-                          : NULL;
-    if (hint && hlen == CLI_HASH_BYTES) {
+                          : NULL, stamp[STAMP_BYTES];
+    model_stamp(&c->spec, stamp);
+    if (hint && hlen == CLI_HASH_BYTES + STAMP_BYTES &&
+        !memcmp(hkey + CLI_HASH_BYTES, stamp, STAMP_BYTES)) {
         memcpy(c->guess_key, hkey, CLI_HASH_BYTES);
         epath = cache_path(c->spec.dir, c->guess_key, ".entry");
         c->guess_entry = epath ? file_map(epath, KIND_ENTRY, c->guess_key, &c->guess_size, &p,
