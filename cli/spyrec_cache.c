@@ -513,8 +513,9 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
                                         &damaged)
                              : NULL;
         }
-        if (c->entry && !entry_sane(p, len)) {
-            cli_cache_free(c);
+        if (c->entry && !entry_sane(p, len)) {   /* the guess stays: it may be being written */
+            munmap(c->entry, c->entry_size);
+            c->entry = NULL;
             damaged = true;
         }
         if (!c->entry && damaged)
