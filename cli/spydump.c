@@ -53,7 +53,7 @@ static const char *sec_name(uint32_t id) {
     static const char *const n[SPY_SEC_MAX] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
                                                "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
                                                "SEGMENTS", "META",     "SELFTEST",
-                                               "DEBUG"};
+                                               "DEBUG", "DIMREFS"};
     return id < SPY_SEC_MAX ? n[id] : "?";
 }
 

@@ -290,6 +290,8 @@ typedef struct IrGraph {
                                               counts of dynamic outputs, ir_dyn_add) */
     struct IrSymDim *symdims;              /* bounded symbolic input dims (ir_dyn.c) */
     uint32_t nsymdims;
+    ValId sym_input;                       /* with symdims: the hidden input holding the
+                                              actual size of every symbol (int32) */
 } IrGraph;
 
 IrGraph *ir_graph_new(IrDiag *diag);       /* NULL only if malloc fails */
@@ -445,6 +447,8 @@ typedef struct IrSymDim {
     int sym;                               /* symbol number, 0 .. ir_sym_count - 1 */
     int64_t min, max;
     const char *name;                      /* the dim_param, or "INPUT[axis]" */
+    bool output;                           /* an axis of the graph output `input` that
+                                              has the symbol's actual extent (symdim.c) */
 } IrSymDim;
 /* Record axis of input v as symbolic with bounds [min, max], symbol name nm (a dim_param
  * shared by inputs is one symbol). */

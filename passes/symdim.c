@@ -1,25 +1,514 @@
 /* symdim.c: bounded symbolic input dimensions (spyrec --dim, --input-shape MIN..MAX).
  *
  * The frontend types such an input at its upper bound and lists the axis in the
- * graph's symbol table (IrSymDim, ir/ir_dyn.c). A bundle that serves every size within
- * the bounds needs the runtime side of schemas/sbin.md "Bounded dynamic dimensions",
- * which this version does not build yet: a graph with symbolic dimensions is refused
- * here, naming each dimension and the --input-shape value that fixes it, so that no
- * bundle computed at the bound is ever taken for one that accepts smaller sizes.
+ * graph's symbol table (IrSymDim, ir/ir_dyn.c). The graph is computed at the bounds;
+ * the runtime places an input of the actual size at the start of each bounded axis
+ * (the rest zero) and gives the device the actual sizes in a hidden input (one int32
+ * per symbol, SPY_TF_SYMS). This pass makes the result exact at every size: it follows
+ * every symbolic axis through the final graph as a list of factors per axis (a reshape
+ * may merge [batch, seq] into one row axis and split it again), and before each op that
+ * combines elements along such an axis (a reduction, the K of a matrix product) it
+ * replaces the padding by the op's neutral element (0 for sums and products' K, -inf
+ * for max, ...) with a SELECT against the actual size, so no padding reaches a
+ * reduction, softmax, norm or attention. Row-wise ops need nothing: padded rows are
+ * computed and thrown away. Graph outputs keep each symbolic axis whole (recorded as
+ * output entries of the table: the runtime gives them their actual extents).
+ *
+ * Ops that move data along a symbolic axis other than as a whole (slices and concats
+ * on it, gathers from it, convolutions and pooling windows over it, scans) are refused,
+ * naming the node and the dimension. Constants folded from the bound (position ids,
+ * causal masks) are taken as the bound's row-major prefix of those of a smaller size,
+ * which holds for what Range, Trilu and comparisons of positions compute.
  */
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "pass.h"
 
+#define SD_MAXF 4                          /* factors per axis */
+
+typedef struct {                           /* one axis: factors, outermost first */
+    int n;
+    int64_t size[SD_MAXF];
+    int sym[SD_MAXF];                      /* symbol, or -1 for a static factor */
+} SdAxis;
+
+typedef struct {                           /* a value's axes; NULL when none is symbolic */
+    SdAxis ax[IR_MAX_RANK];
+} SdVal;
+
+typedef struct {
+    IrGraph *g;
+    SdVal **val;                           /* per value id of the original graph */
+    uint32_t nvals;
+    ValId syms;                            /* the hidden input: int32 per symbol */
+    ValId *count;                          /* per symbol: its actual size, i32 [1] */
+} Sd;
+
+/* Does axis a hold a symbolic factor? */
+static bool ax_sym(const SdAxis *a)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->sym[i] >= 0)
+            return true;
+    return false;
+}
+
+/* The first symbol of value info s (NULL: none) on any axis, or -1. */
+static int first_sym(const SdVal *s, int rank)
+{
+    for (int a = 0; s && a < rank; a++)
+        for (int i = 0; i < s->ax[a].n; i++)
+            if (s->ax[a].sym[i] >= 0)
+                return s->ax[a].sym[i];
+    return -1;
+}
+
+/* A fresh info for a value of type t with every axis one static factor. */
+static SdVal *sd_new(Sd *d, const IrType *t)
+{
+    SdVal *s = ir_scratch(d->g, sizeof *s);
+    for (int a = 0; a < t->rank; a++)
+        s->ax[a] = (SdAxis){1, {t->dims[a]}, {-1}};
+    return s;
+}
+
+/* s, or NULL when no axis of the rank-r value is symbolic. */
+static SdVal *sd_keep(SdVal *s, int r)
+{
+    return first_sym(s, r) >= 0 ? s : NULL;
+}
+
+static SdVal *get(const Sd *d, ValId v)
+{
+    return v < d->nvals ? d->val[v] : NULL;
+}
+
+/* The name of symbol k, for messages. */
+static const char *sym_name(const IrGraph *g, int k)
+{
+    for (uint32_t i = 0; i < g->nsymdims; i++)
+        if (g->symdims[i].sym == k)
+            return g->symdims[i].name;
+    return "?";
+}
+
+/* Report node n, which combines elements along the bounded dimension k in a way the
+ * exact-size rules do not cover. */
+static bool refuse(Sd *d, const IrNode *n, int k, const char *what)
+{
+    ir_error(d->g, &n->origin, "unsupported: %s along the bounded dynamic dimension '%s' "
+             "(fix its size with --input-shape, or use a model that keeps it whole)", what,
+             sym_name(d->g, k));
+    return false;
+}
+
+/* Pointwise (and broadcasting) node: each output axis takes the factors of an input
+ * axis of the same extent that has symbols; two different ones are refused. */
+static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
+{
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    SdVal *o = sd_new(d, ot);
+    for (int i = 0; i < nin; i++) {
+        const SdVal *s = get(d, n->in[i]);
+        if (!s)
+            continue;
+        const IrType *t = ir_vtype(d->g, n->in[i]);
+        for (int a = 0; a < t->rank; a++) {
+            int oa = ot->rank - t->rank + a;
+            if (!ax_sym(&s->ax[a]))
+                continue;
+            if (ax_sym(&o->ax[oa]) && memcmp(&o->ax[oa], &s->ax[a], sizeof s->ax[a]))
+                return refuse(d, n, first_sym(s, t->rank), "operands that disagree");
+            o->ax[oa] = s->ax[a];
+        }
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Merge adjacent static factors of a (so that reshapes see the fewest factors). */
+static void ax_norm(SdAxis *a)
+{
+    SdAxis r = {0};
+    for (int i = 0; i < a->n; i++) {
+        if (r.n && a->sym[i] < 0 && r.sym[r.n - 1] < 0)
+            r.size[r.n - 1] *= a->size[i];
+        else
+            r.size[r.n] = a->size[i], r.sym[r.n++] = a->sym[i];
+    }
+    *a = r;
+}
+
+/* Reshape: the input's factors, in order, regrouped into the output's axes; a static
+ * factor may be split, a symbolic one only kept whole. */
+static bool prop_reshape(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    int64_t fs[IR_MAX_RANK * SD_MAXF];
+    int fy[IR_MAX_RANK * SD_MAXF], nf = 0, k = 0;
+    for (int a = 0; a < it->rank; a++)
+        for (int i = 0; i < s->ax[a].n; i++)
+            if (s->ax[a].size[i] != 1 || s->ax[a].sym[i] >= 0)
+                fs[nf] = s->ax[a].size[i], fy[nf++] = s->ax[a].sym[i];
+    SdVal *o = ir_scratch(d->g, sizeof *o);
+    for (int a = 0; a < ot->rank; a++) {
+        int64_t want = ot->dims[a];
+        SdAxis *x = &o->ax[a];
+        while (want > 1 || (want == 1 && k < nf && fs[k] == 1)) {
+            if (k == nf || x->n == SD_MAXF)
+                return refuse(d, n, first_sym(s, it->rank), "a reshape that splits it");
+            if (fs[k] <= want && want % fs[k] == 0) {
+                x->size[x->n] = fs[k], x->sym[x->n++] = fy[k];
+                want /= fs[k++];
+            } else if (fy[k] < 0 && fs[k] % want == 0) {
+                x->size[x->n] = want, x->sym[x->n++] = -1;
+                fs[k] /= want;
+                want = 1;
+            } else {
+                return refuse(d, n, fy[k] >= 0 ? fy[k] : first_sym(s, it->rank),
+                              "a reshape that splits it");
+            }
+        }
+        if (x->n == 0)
+            *x = (SdAxis){1, {1}, {-1}};
+        ax_norm(x);
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* The input's axis infos permuted by the node's "perm". */
+static bool prop_transpose(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const int64_t *perm;
+    int r = ir_attr_get_ints(n, "perm", &perm);
+    SdVal *o = ir_scratch(d->g, sizeof *o);
+    for (int a = 0; a < r; a++)
+        o->ax[a] = s->ax[perm[a]];
+    d->val[n->out[0]] = sd_keep(o, r);
+    return true;
+}
+
+/* Slice: a symbolic axis must be taken whole. */
+static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *st, *sp;
+    ir_attr_get_ints(n, "starts", &st);
+    ir_attr_get_ints(n, "steps", &sp);
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < it->rank; a++) {
+        if (!ax_sym(&s->ax[a]))
+            continue;
+        if (st[a] != 0 || sp[a] != 1 || ot->dims[a] != it->dims[a])
+            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a slice");
+        o->ax[a] = s->ax[a];
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* The actual size of symbol k as an i32 tensor of rank r with every dim 1. */
+static ValId count_of(Sd *d, int k, int r, const IrOrigin *og)
+{
+    if (d->count[k] == IR_NONE) {
+        int64_t st = k, sp = 1, sz = 1;
+        IrAttr at[3] = {ir_attr_ints_ref("starts", &st, 1), ir_attr_ints_ref("steps", &sp, 1),
+                        ir_attr_ints_ref("sizes", &sz, 1)};
+        NodeId sl = ir_add_node(d->g, IR_OP_SLICE, &d->syms, 1, at, 3, og);
+        d->count[k] = d->g->nodes[sl].out[0];
+    }
+    int64_t ones[IR_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        ones[i] = 1;
+    return r == 1 ? d->count[k] : ir_reshape(d->g, d->count[k], ones, r, og);
+}
+
+/* Bool mask of the valid positions of axis a (factors x) of a rank-r value: shape
+ * [1.., dims[a], ..1], true where every symbolic factor's coordinate is below its
+ * actual size. */
+static ValId axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len, const IrOrigin *og)
+{
+    ValId m = IR_NONE;
+    int64_t inner = 1;
+    for (int f = x->n - 1; f >= 0; f--) {
+        if (x->sym[f] >= 0) {
+            IrType ct = {.dtype = IR_DT_I32, .rank = r};
+            for (int i = 0; i < r; i++)
+                ct.dims[i] = i == a ? len : 1;
+            int32_t *c = ir_alloc(d->g, (size_t)len * sizeof *c);
+            for (int64_t i = 0; i < len; i++)
+                c[i] = (int32_t)((i / inner) % x->size[f]);
+            ValId coord = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pos"), &ct, c);
+            ValId lt = ir_binary(d->g, IR_BIN_LT, coord, count_of(d, x->sym[f], r, og), og);
+            m = m == IR_NONE ? lt : ir_binary(d->g, IR_BIN_AND, m, lt, og);
+        }
+        inner *= x->size[f];
+    }
+    return m;
+}
+
+/* v with its padding along axis a (factors x) replaced by the scalar neutral. */
+static ValId mask_value(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
+                        const IrOrigin *og)
+{
+    const IrType *t = ir_vtype(d->g, v);
+    ValId m = axis_mask(d, x, a, t->rank, t->dims[a], og);
+    IrType st = {.dtype = t->dtype, .rank = 0};
+    uint8_t buf[8] = {0};
+    if (!ir_dtype_is_float(t->dtype) && t->dtype != IR_DT_I32 && t->dtype != IR_DT_I64)
+        return IR_NONE;
+    if (t->dtype == IR_DT_F32) {
+        float f = (float)neutral;
+        memcpy(buf, &f, 4);
+    } else if (t->dtype == IR_DT_I32) {
+        int32_t i = isinf(neutral) ? (neutral > 0 ? INT32_MAX : INT32_MIN) : (int32_t)neutral;
+        memcpy(buf, &i, 4);
+    } else if (t->dtype == IR_DT_I64) {
+        int64_t i = isinf(neutral) ? (neutral > 0 ? INT64_MAX : INT64_MIN) : (int64_t)neutral;
+        memcpy(buf, &i, 8);
+    } else {
+        return IR_NONE;
+    }
+    ValId nv = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
+    return ir_select(d->g, m, v, nv, og);
+}
+
+/* Reduction: padding along a reduced symbolic axis becomes the neutral element of fn
+ * (the node's input is replaced); the output keeps the other axes. */
+static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
+{
+    static const double neutral[] = {[IR_RED_SUM] = 0, [IR_RED_PROD] = 1,
+                                     [IR_RED_MAX] = -INFINITY, [IR_RED_MIN] = INFINITY};
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *axes;
+    int na = ir_attr_get_ints(n, "axes", &axes);
+    int fn = (int)ir_attr_get_int(n, "fn", 0);
+    bool keep = ir_attr_get_int(n, "keepdims", 1) != 0, red[IR_MAX_RANK] = {false};
+    for (int i = 0; i < na; i++)
+        red[axes[i]] = true;
+    ValId x = n->in[0];
+    for (int a = 0; a < it->rank; a++) {
+        if (!red[a] || !ax_sym(&s->ax[a]))
+            continue;
+        x = fn < IR_RED_COUNT && fn <= IR_RED_MIN ? mask_value(d, x, &s->ax[a], a,
+                                                               neutral[fn], &n->origin)
+                                                  : IR_NONE;
+        if (x == IR_NONE)
+            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a reduction");
+    }
+    n->in[0] = x;
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0, oa = 0; a < it->rank; a++) {
+        if (!red[a])
+            o->ax[oa] = s->ax[a];
+        oa += !red[a] || keep;
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Matrix product: a symbolic K zeroes the padding of both operands (0 * a finite
+ * padding would do, but the padding of an activation need not be finite); M, N and the
+ * broadcast batch axes carry over. */
+static bool prop_matmul(Sd *d, IrNode *n)
+{
+    const IrType *ta = ir_vtype(d->g, n->in[0]), *tb = ir_vtype(d->g, n->in[1]);
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    const SdVal *sa = get(d, n->in[0]), *sb = get(d, n->in[1]);
+    if (ta->rank < 2 || tb->rank < 2)
+        return refuse(d, n, first_sym(sa ? sa : sb, sa ? ta->rank : tb->rank),
+                      "a matrix-vector product");
+    const SdAxis *ka = sa ? &sa->ax[ta->rank - 1] : NULL, *kb = sb ? &sb->ax[tb->rank - 2] : NULL;
+    const SdAxis *k = ka && ax_sym(ka) ? ka : kb && ax_sym(kb) ? kb : NULL;
+    if (k) {
+        n->in[0] = mask_value(d, n->in[0], k, ta->rank - 1, 0, &n->origin);
+        n->in[1] = mask_value(d, n->in[1], k, tb->rank - 2, 0, &n->origin);
+        if (n->in[0] == IR_NONE || n->in[1] == IR_NONE)
+            return refuse(d, n, first_sym(&(SdVal){.ax = {*k}}, 1), "a matrix product");
+    }
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < ot->rank - 2; a++) {
+        int ia = ta->rank - ot->rank + a, ib = tb->rank - ot->rank + a;
+        if (sa && ia >= 0 && ta->dims[ia] == ot->dims[a] && ax_sym(&sa->ax[ia]))
+            o->ax[a] = sa->ax[ia];
+        else if (sb && ib >= 0 && tb->dims[ib] == ot->dims[a] && ax_sym(&sb->ax[ib]))
+            o->ax[a] = sb->ax[ib];
+    }
+    if (sa)
+        o->ax[ot->rank - 2] = sa->ax[ta->rank - 2];
+    if (sb)
+        o->ax[ot->rank - 1] = sb->ax[tb->rank - 1];
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Gather: the indices' axes replace the table's gathered axis, which must be static. */
+static bool prop_gather(Sd *d, const IrNode *n)
+{
+    const SdVal *st = get(d, n->in[0]), *si = get(d, n->in[1]);
+    const IrType *tt = ir_vtype(d->g, n->in[0]), *ti = ir_vtype(d->g, n->in[1]);
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    int axis = (int)ir_attr_get_int(n, "axis", 0);
+    if (st && ax_sym(&st->ax[axis]))
+        return refuse(d, n, first_sym(&(SdVal){.ax = {st->ax[axis]}}, 1), "a gather");
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < tt->rank; a++) {
+        if (a == axis || !st)
+            continue;
+        o->ax[a < axis ? a : a - 1 + ti->rank] = st->ax[a];
+    }
+    for (int a = 0; si && a < ti->rank; a++)
+        o->ax[axis + a] = si->ax[a];
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Ops that keep some leading axes as they are and work inside the others: those must
+ * be static (conv: the batch axis; window: all but the trailing kernel axes; pad and
+ * concat, cumsum: all but the axes they change). lead[a] says which axes carry over. */
+static bool prop_lead(Sd *d, const IrNode *n, const bool *lead, const char *what)
+{
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    SdVal *o = sd_new(d, ot);
+    for (int i = 0; i < n->nin; i++) {
+        const SdVal *s = get(d, n->in[i]);
+        const IrType *t = ir_vtype(d->g, n->in[i]);
+        for (int a = 0; s && a < t->rank; a++) {
+            if (!ax_sym(&s->ax[a]))
+                continue;
+            if (i > 0 && n->op == IR_OP_CONV)
+                return refuse(d, n, first_sym(s, t->rank), what);
+            if (!lead[a])
+                return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), what);
+            o->ax[a] = s->ax[a];
+        }
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Which axes of node n's (first) input an op of the prop_lead kind leaves alone. */
+static void lead_axes(IrGraph *g, const IrNode *n, bool *lead)
+{
+    const IrType *t = ir_vtype(g, n->in[0]), *ot = ir_vtype(g, n->out[0]);
+    const int64_t *k;
+    for (int a = 0; a < IR_MAX_RANK; a++)
+        lead[a] = a < t->rank && a < ot->rank && t->dims[a] == ot->dims[a];
+    if (n->op == IR_OP_CONV) {
+        for (int a = 1; a < t->rank; a++)
+            lead[a] = false;
+    } else if (n->op == IR_OP_WINDOW) {
+        int nk = ir_attr_get_ints(n, "kernel", &k);
+        for (int a = t->rank - nk; a < t->rank; a++)
+            lead[a] = false;
+    } else if (n->op == IR_OP_CONCAT || n->op == IR_OP_CUMSUM) {
+        lead[ir_attr_get_int(n, "axis", 0)] = false;
+    } else if (n->op != IR_OP_PAD) {
+        for (int a = 0; a < IR_MAX_RANK; a++)
+            lead[a] = false;
+    }
+}
+
+/* Carry the symbolic axes through node n (its inputs may be replaced by masked ones). */
+static bool prop_node(Sd *d, IrNode *n)
+{
+    bool any = false, lead[IR_MAX_RANK];
+    for (int i = 0; i < n->nin; i++)
+        any |= n->in[i] != IR_NONE && get(d, n->in[i]) != NULL;
+    if (!any || n->nout != 1)
+        return true;
+    const SdVal *s = get(d, n->in[0]);
+    const IrOpInfo *oi = &ir_op_info[n->op];
+    if ((oi->flags & IR_OPF_POINTWISE) &&
+        (n->op != IR_OP_BITCAST || ir_dtype_size(ir_vtype(d->g, n->out[0])->dtype) ==
+                                       ir_dtype_size(ir_vtype(d->g, n->in[0])->dtype)))
+        return prop_pointwise(d, n, n->nin);
+    if (n->op == IR_OP_EXPAND)
+        return prop_pointwise(d, n, 1);
+    switch (n->op) {
+    case IR_OP_RESHAPE:
+        return prop_reshape(d, n, s);
+    case IR_OP_TRANSPOSE:
+        return prop_transpose(d, n, s);
+    case IR_OP_SLICE:
+        return prop_slice(d, n, s);
+    case IR_OP_REDUCE:
+        return prop_reduce(d, n, s);
+    case IR_OP_MATMUL:
+        return prop_matmul(d, n);
+    case IR_OP_GATHER:
+        return prop_gather(d, n);
+    default:
+        lead_axes(d->g, n, lead);
+        return prop_lead(d, n, lead, n->op == IR_OP_CONV ? "a convolution window"
+                                     : n->op == IR_OP_WINDOW ? "a pooling window"
+                                                             : "data movement");
+    }
+}
+
+/* Record the symbolic axes of the graph outputs (output entries of the table); an
+ * output axis that merges a symbol with other factors is refused. */
+static bool mark_outputs(Sd *d)
+{
+    IrGraph *g = d->g;
+    uint32_t nin = g->nsymdims;
+    for (uint32_t i = 0; i < g->noutputs - g->nhidden; i++) {
+        ValId v = g->outputs[i];
+        const SdVal *s = get(d, v);
+        for (int a = 0; s && a < ir_vtype(g, v)->rank; a++) {
+            const SdAxis *x = &s->ax[a];
+            if (!ax_sym(x))
+                continue;
+            if (x->n != 1) {
+                ir_diag_error(g->diag, "unsupported: output '%s' axis %d merges the bounded "
+                              "dynamic dimension '%s' with other dimensions", g->vals[v].name,
+                              a, sym_name(g, first_sym(&(SdVal){.ax = {*x}}, 1)));
+                return false;
+            }
+            const IrSymDim *src = NULL;
+            for (uint32_t j = 0; j < nin; j++)
+                if (g->symdims[j].sym == x->sym[0])
+                    src = &g->symdims[j];
+            ir_sym_add(g, v, a, src->min, src->max, src->name);
+            g->symdims[g->nsymdims - 1].output = true;
+        }
+    }
+    return true;
+}
+
 bool pass_symdim(IrGraph *g)
 {
+    int nsym = ir_sym_count(g);
+    Sd d = {g, ir_scratch(g, (g->nvals + 1) * sizeof(SdVal *)), g->nvals, IR_NONE,
+            ir_scratch(g, (size_t)nsym * sizeof(ValId))};
+    for (int k = 0; k < nsym; k++)
+        d.count[k] = IR_NONE;
     for (uint32_t i = 0; i < g->nsymdims; i++) {
-        const IrSymDim *d = &g->symdims[i];
-        const IrValue *v = ir_val(g, d->input);
-        ir_diag_error(g->diag, "unsupported: dynamic dimension '%s' (axis %d) of input '%s' "
-                      "bounded to %lld..%lld: bundles that accept every size within bounds "
-                      "are not built yet (fix the size with --input-shape)", d->name, d->axis,
-                      v->name, (long long)d->min, (long long)d->max);
+        const IrSymDim *e = &g->symdims[i];
+        if (!d.val[e->input])
+            d.val[e->input] = sd_new(&d, ir_vtype(g, e->input));
+        d.val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}};
     }
-    return g->nsymdims == 0;
+    IrType st = {.dtype = IR_DT_I32, .rank = 1, .dims = {nsym}};
+    d.syms = ir_add_input(g, "spy.dims", &st);
+    g->sym_input = d.syms;
+    uint32_t n = 0;
+    IrNode *old = ir_rewrite_begin(g, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (old[i].dead)
+            continue;
+        IrNode nd = old[i];
+        ValId in[16];
+        if (nd.nin <= 16) {
+            memcpy(in, nd.in, nd.nin * sizeof *in);
+            nd.in = in;
+        }
+        if (!prop_node(&d, &nd))
+            return false;
+        ir_readd_node(g, &nd);
+    }
+    return !ir_failed(g) && mark_outputs(&d);
 }
