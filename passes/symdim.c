@@ -345,16 +345,65 @@ static bool prop_matmul(Sd *d, IrNode *n)
     return true;
 }
 
-/* Gather: the indices' axes replace the table's gathered axis, which must be static. */
+/* Element i of the integer constant v, or -1 when v is not an i32/i64 constant. */
+static int64_t const_index(IrGraph *g, ValId v, int64_t i)
+{
+    const IrValue *val = ir_val(g, v);
+    if (val->kind != IR_VAL_CONST)
+        return -1;
+    if (val->type.dtype == IR_DT_I64)
+        return ((const int64_t *)val->data)[i];
+    if (val->type.dtype == IR_DT_I32)
+        return ((const int32_t *)val->data)[i];
+    return -1;
+}
+
+/* A gather from a symbolic axis x by constant indices idx that only relabels it: for
+ * every symbolic factor of x some index axis a has its extent and, at every position p,
+ * the index's coordinate in that factor is p[a] (a vmapped mask: rows b*S + s gathered
+ * at [b, 1, 1, s]). Sets fax[f] to that axis (-1: static factor); false otherwise. */
+static bool relabel_axes(IrGraph *g, ValId idx, const SdAxis *x, int *fax)
+{
+    const IrType *ti = ir_vtype(g, idx);
+    int64_t n = ir_type_numel(ti), inner = 1;
+    for (int f = x->n - 1; f >= 0; f--) {
+        fax[f] = -1;
+        for (int a = 0; x->sym[f] >= 0 && a < ti->rank && fax[f] < 0; a++) {
+            int64_t stride = 1;
+            for (int b = a + 1; b < ti->rank; b++)
+                stride *= ti->dims[b];
+            bool ok = ti->dims[a] == x->size[f];
+            for (int64_t p = 0; ok && p < n; p++) {
+                int64_t v = const_index(g, idx, p);
+                ok = v >= 0 && (v / inner) % x->size[f] == (p / stride) % ti->dims[a];
+            }
+            if (ok)
+                fax[f] = a;
+        }
+        if (x->sym[f] >= 0 && fax[f] < 0)
+            return false;
+        inner *= x->size[f];
+    }
+    return true;
+}
+
+/* Gather: the indices' axes replace the table's gathered axis, which must be static
+ * or only relabelled by constant indices (relabel_axes). */
 static bool prop_gather(Sd *d, const IrNode *n)
 {
     const SdVal *st = get(d, n->in[0]), *si = get(d, n->in[1]);
     const IrType *tt = ir_vtype(d->g, n->in[0]), *ti = ir_vtype(d->g, n->in[1]);
     const IrType *ot = ir_vtype(d->g, n->out[0]);
-    int axis = (int)ir_attr_get_int(n, "axis", 0);
-    if (st && ax_sym(&st->ax[axis]))
-        return refuse(d, n, first_sym(&(SdVal){.ax = {st->ax[axis]}}, 1), "a gather");
+    int axis = (int)ir_attr_get_int(n, "axis", 0), fax[SD_MAXF];
     SdVal *o = sd_new(d, ot);
+    if (st && ax_sym(&st->ax[axis])) {
+        const SdAxis *x = &st->ax[axis];
+        if (si || !relabel_axes(d->g, n->in[1], x, fax))
+            return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "a gather");
+        for (int f = 0; f < x->n; f++)
+            if (fax[f] >= 0)
+                o->ax[axis + fax[f]] = (SdAxis){1, {x->size[f]}, {x->sym[f]}};
+    }
     for (int a = 0; a < tt->rank; a++) {
         if (a == axis || !st)
             continue;
