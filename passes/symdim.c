@@ -32,7 +32,24 @@ typedef struct {                           /* one axis: factors, outermost first
     int n;
     int64_t size[SD_MAXF];
     int sym[SD_MAXF];                      /* symbol, or -1 for a static factor */
+    int64_t plo, phi;                      /* a padded axis (one symbolic factor): the
+                                              data starts at plo, zeros follow it; only a
+                                              convolution or pooling window may read it */
 } SdAxis;
+
+#define SD_MAXDER 256                      /* derived sizes (convolution outputs) */
+
+typedef struct {                           /* a derived size: (parent + add) / div + 1 */
+    int parent;
+    int64_t add, div;
+} SdDerived;
+
+typedef struct {                           /* a sum over symbolic axes, maybe of a mean */
+    double bound_count;                    /* elements summed at the bounds */
+    int64_t static_count;                  /* the product of its static reduced extents */
+    int nsym;
+    int sym[IR_MAX_RANK];
+} SdSum;
 
 typedef struct {                           /* a value's axes; NULL when none is symbolic */
     SdAxis ax[IR_MAX_RANK];
@@ -43,7 +60,11 @@ typedef struct {
     SdVal **val;                           /* per value id of the original graph */
     uint32_t nvals;
     ValId syms;                            /* the hidden input: int32 per symbol */
+    int nbase;                             /* symbols of the inputs; derived ones follow */
     ValId *count;                          /* per symbol: its actual size, i32 [1] */
+    SdDerived der[SD_MAXDER];
+    int nder;
+    SdSum **sum;                           /* per value: a sum over symbolic axes */
 } Sd;
 
 /* Does axis a hold a symbolic factor? */
@@ -70,7 +91,7 @@ static SdVal *sd_new(Sd *d, const IrType *t)
 {
     SdVal *s = ir_scratch(d->g, sizeof *s);
     for (int a = 0; a < t->rank; a++)
-        s->ax[a] = (SdAxis){1, {t->dims[a]}, {-1}};
+        s->ax[a] = (SdAxis){1, {t->dims[a]}, {-1}, 0, 0};
     return s;
 }
 
@@ -88,6 +109,8 @@ static SdVal *get(const Sd *d, ValId v)
 /* The name of symbol k, for messages. */
 static const char *sym_name(const IrGraph *g, int k)
 {
+    if (k >= ir_sym_count(g))
+        return "a size derived from a bounded dimension";
     for (uint32_t i = 0; i < g->nsymdims; i++)
         if (g->symdims[i].sym == k)
             return g->symdims[i].name;
@@ -120,7 +143,8 @@ static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
             if (!ax_sym(&s->ax[a]))
                 continue;
             if (ax_sym(&o->ax[oa]) && memcmp(&o->ax[oa], &s->ax[a], sizeof s->ax[a]))
-                return refuse(d, n, first_sym(s, t->rank), "operands that disagree");
+                return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
+                              "operands that disagree");
             o->ax[oa] = s->ax[a];
         }
     }
@@ -172,7 +196,7 @@ static bool prop_reshape(Sd *d, const IrNode *n, const SdVal *s)
             }
         }
         if (x->n == 0)
-            *x = (SdAxis){1, {1}, {-1}};
+            *x = (SdAxis){1, {1}, {-1}, 0, 0};
         ax_norm(x);
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
@@ -213,6 +237,19 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
 /* The actual size of symbol k as an i32 tensor of rank r with every dim 1. */
 static ValId count_of(Sd *d, int k, int r, const IrOrigin *og)
 {
+    if (d->count[k] == IR_NONE && k >= d->nbase) {
+        const SdDerived *dv = &d->der[k - d->nbase];
+        IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
+        int32_t add = (int32_t)dv->add, div = (int32_t)dv->div, one = 1;
+        ValId c = count_of(d, dv->parent, 1, og);
+        c = ir_binary(d->g, IR_BIN_ADD, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_add"),
+                                                        &ct, &add), og);
+        c = ir_binary(d->g, IR_BIN_DIV, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_div"),
+                                                        &ct, &div), og);
+        d->count[k] = ir_binary(d->g, IR_BIN_ADD, c,
+                                ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one),
+                                og);
+    }
     if (d->count[k] == IR_NONE) {
         int64_t st = k, sp = 1, sz = 1;
         IrAttr at[3] = {ir_attr_ints_ref("starts", &st, 1), ir_attr_ints_ref("steps", &sp, 1),
@@ -290,9 +327,11 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
     for (int i = 0; i < na; i++)
         red[axes[i]] = true;
     ValId x = n->in[0];
+    bool masked = false;
     for (int a = 0; a < it->rank; a++) {
         if (!red[a] || !ax_sym(&s->ax[a]))
             continue;
+        masked = true;
         x = fn < IR_RED_COUNT && fn <= IR_RED_MIN ? mask_value(d, x, &s->ax[a], a,
                                                                neutral[fn], &n->origin)
                                                   : IR_NONE;
@@ -300,6 +339,24 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
             return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a reduction");
     }
     n->in[0] = x;
+    if (fn == IR_RED_SUM && masked && ir_dtype_is_float(it->dtype)) {
+        SdSum *m = ir_scratch(d->g, sizeof *m);
+        m->bound_count = 1;
+        m->static_count = 1;
+        for (int a = 0; a < it->rank; a++) {
+            if (!red[a])
+                continue;
+            m->bound_count *= (double)it->dims[a];
+            const SdAxis *ax = &s->ax[a];
+            for (int f = 0; f < ax->n; f++)
+                if (ax->sym[f] >= 0 && m->nsym < IR_MAX_RANK)
+                    m->sym[m->nsym++] = ax->sym[f];
+                else
+                    m->static_count *= ax->size[f];
+        }
+        if (m->nsym)
+            d->sum[n->out[0]] = m;
+    }
     SdVal *o = sd_new(d, ot);
     for (int a = 0, oa = 0; a < it->rank; a++) {
         if (!red[a])
@@ -402,7 +459,7 @@ static bool prop_gather(Sd *d, const IrNode *n)
             return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "a gather");
         for (int f = 0; f < x->n; f++)
             if (fax[f] >= 0)
-                o->ax[axis + fax[f]] = (SdAxis){1, {x->size[f]}, {x->sym[f]}};
+                o->ax[axis + fax[f]] = (SdAxis){1, {x->size[f]}, {x->sym[f]}, 0, 0};
     }
     for (int a = 0; a < tt->rank; a++) {
         if (a == axis || !st)
@@ -461,6 +518,153 @@ static void lead_axes(IrGraph *g, const IrNode *n, bool *lead)
     }
 }
 
+/* The derived size (parent + add) / div + 1, made once; -1 when the table is full or
+ * it would not give out at the bound max of the parent. */
+static int derived(Sd *d, int parent, int64_t add, int64_t div, int64_t pmax, int64_t out)
+{
+    if ((pmax + add) / div + 1 != out || pmax + add < 0)
+        return -1;
+    if (div == 1 && add == -1)
+        return parent;                     /* the same size (a 'same' window) */
+    for (int j = 0; j < d->nder; j++)
+        if (d->der[j].parent == parent && d->der[j].add == add && d->der[j].div == div)
+            return d->nbase + j;
+    if (d->nder == SD_MAXDER)
+        return -1;
+    d->der[d->nder] = (SdDerived){parent, add, div};
+    return d->nbase + d->nder++;
+}
+
+/* Smallest value symbol k takes (its bounds' min through the derivations). */
+static int64_t sym_min(const Sd *d, int k)
+{
+    if (k >= d->nbase) {
+        const SdDerived *dv = &d->der[k - d->nbase];
+        int64_t p = sym_min(d, dv->parent);
+        return p + dv->add < 0 ? -1 : (p + dv->add) / dv->div + 1;
+    }
+    int64_t m = INT64_MAX;
+    for (uint32_t i = 0; i < d->g->nsymdims; i++)
+        if (d->g->symdims[i].sym == k && d->g->symdims[i].min < m)
+            m = d->g->symdims[i].min;
+    return m;
+}
+
+/* Pad: a symbolic axis padded at either end has its padding (from the actual size on)
+ * set to the pad value first, so that the zeros (or the value) follow the actual data;
+ * the result is a padded axis, which only a window may read. */
+static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *pads, *inter;
+    ir_attr_get_ints(n, "pads", &pads);
+    int ni = ir_attr_get_ints(n, "interior", &inter);
+    double value = ir_attr_get_float(n, "value", 0);
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < it->rank; a++) {
+        const SdAxis *x = &s->ax[a];
+        if (!ax_sym(x))
+            continue;
+        int k = first_sym(&(SdVal){.ax = {*x}}, 1);
+        if ((ni > a && inter[a]) || x->plo || x->phi)
+            return refuse(d, n, k, "padding");
+        if (!pads[a] && !pads[it->rank + a]) {
+            o->ax[a] = *x;
+            continue;
+        }
+        if (x->n != 1 || (n->in[0] = mask_value(d, n->in[0], x, a, value, &n->origin)) ==
+                             IR_NONE)
+            return refuse(d, n, k, "padding");
+        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a]};
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Convolution (input [N, C, spatial...]) or pooling window (over the trailing kernel
+ * axes): the batch (leading) axes carry over; a symbolic spatial axis of actual size
+ * h, padded by plo + phi, gives (h + plo + phi - extent) / stride + 1 outputs, a derived
+ * size; a window near the actual border reads the padding's zeros, as at that size. */
+static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *k = NULL, *st, *dl;
+    bool conv = n->op == IR_OP_CONV;
+    int nk = conv ? it->rank - 2 : ir_attr_get_ints(n, "kernel", &k), first = it->rank - nk;
+    int ns = ir_attr_get_ints(n, "strides", &st), nd = ir_attr_get_ints(n, "dilations", &dl);
+    if (n->nin > 1 && get(d, n->in[1]))
+        return refuse(d, n, first_sym(get(d, n->in[1]), ir_vtype(d->g, n->in[1])->rank),
+                      "convolution weights");
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < it->rank; a++) {
+        const SdAxis *x = &s->ax[a];
+        int sym = first_sym(&(SdVal){.ax = {*x}}, 1);
+        if (!ax_sym(x))
+            continue;
+        if (a < first && !x->plo && !x->phi && (!conv || a == 0)) {
+            o->ax[a] = *x;
+            continue;
+        }
+        if (a < first || x->n != 1)
+            return refuse(d, n, sym, conv ? "a convolution" : "a pooling window");
+        int64_t kk = conv ? ir_vtype(d->g, n->in[1])->dims[a] : k[a - first];
+        int64_t sv = ns > 0 ? st[a - first] : 1, dv = nd > 0 ? dl[a - first] : 1;
+        int64_t add = x->plo + x->phi - ((kk - 1) * dv + 1);
+        int ds = derived(d, sym, add, sv, x->size[0] - x->plo - x->phi, ot->dims[a]);
+        if (ds < 0 || sym_min(d, ds) < 1)
+            return refuse(d, n, sym, "a window whose output size cannot be derived");
+        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* A multiplication of a sum over symbolic axes (SdSum) by the constant 1 / (its element
+ * count at the bounds): a mean, whose divisor becomes the actual count, computed on the
+ * device. Replaces that operand of n; false when n is no such product. */
+static bool mean_divisor(Sd *d, IrNode *n)
+{
+    if (n->op != IR_OP_BINARY || ir_attr_get_int(n, "fn", -1) != IR_BIN_MUL)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const SdSum *m = n->in[i] < d->nvals ? d->sum[n->in[i]] : NULL;
+        ValId c = n->in[1 - i];
+        const IrValue *cv = ir_val(d->g, c);
+        if (!m || cv->kind != IR_VAL_CONST || cv->type.dtype != IR_DT_F32 ||
+            ir_type_numel(&cv->type) != 1)
+            continue;
+        float f = *(const float *)cv->data;
+        if (fabs(f * m->bound_count - 1.0) > 1e-6)
+            continue;
+        IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
+        int32_t sc = (int32_t)m->static_count;
+        float one = 1.0f;
+        ValId cnt = ir_add_const(d->g, ir_fresh_name(d->g, "sym_cnt"), &ct, &sc);
+        for (int j = 0; j < m->nsym; j++)
+            cnt = ir_binary(d->g, IR_BIN_MUL, cnt, count_of(d, m->sym[j], 1, &n->origin),
+                            &n->origin);
+        ct.dtype = IR_DT_F32;
+        ValId recip = ir_binary(d->g, IR_BIN_DIV,
+                                ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one),
+                                ir_cast(d->g, cnt, IR_DT_F32, &n->origin), &n->origin);
+        n->in[1 - i] = recip;
+        return true;
+    }
+    return false;
+}
+
+/* Does an input of n have a padded axis (only windows may read one)? */
+static bool reads_padded(const Sd *d, const IrNode *n)
+{
+    for (int i = 0; i < n->nin; i++) {
+        const SdVal *s = n->in[i] != IR_NONE ? get(d, n->in[i]) : NULL;
+        for (int a = 0; s && a < ir_vtype(d->g, n->in[i])->rank; a++)
+            if (s->ax[a].plo || s->ax[a].phi)
+                return true;
+    }
+    return false;
+}
+
 /* Carry the symbolic axes through node n (its inputs may be replaced by masked ones). */
 static bool prop_node(Sd *d, IrNode *n)
 {
@@ -471,6 +675,13 @@ static bool prop_node(Sd *d, IrNode *n)
         return true;
     const SdVal *s = get(d, n->in[0]);
     const IrOpInfo *oi = &ir_op_info[n->op];
+    if (n->op == IR_OP_CONV || n->op == IR_OP_WINDOW)
+        return s ? prop_window(d, n, s) : prop_lead(d, n, lead, "convolution weights");
+    if (reads_padded(d, n))
+        return refuse(d, n, first_sym(s, ir_vtype(d->g, n->in[0])->rank), "padding");
+    if (n->op == IR_OP_PAD)
+        return prop_pad(d, n, s);
+    mean_divisor(d, n);
     if ((oi->flags & IR_OPF_POINTWISE) &&
         (n->op != IR_OP_BITCAST || ir_dtype_size(ir_vtype(d->g, n->out[0])->dtype) ==
                                        ir_dtype_size(ir_vtype(d->g, n->in[0])->dtype)))
@@ -531,15 +742,21 @@ static bool mark_outputs(Sd *d)
 bool pass_symdim(IrGraph *g)
 {
     int nsym = ir_sym_count(g);
-    Sd d = {g, ir_scratch(g, (g->nvals + 1) * sizeof(SdVal *)), g->nvals, IR_NONE,
-            ir_scratch(g, (size_t)nsym * sizeof(ValId))};
-    for (int k = 0; k < nsym; k++)
+    Sd d;
+    memset(&d, 0, sizeof d);
+    d.g = g;
+    d.val = ir_scratch(g, (g->nvals + 1) * sizeof(SdVal *));
+    d.sum = ir_scratch(g, (g->nvals + 1) * sizeof(SdSum *));
+    d.nvals = g->nvals;
+    d.nbase = nsym;
+    d.count = ir_scratch(g, (size_t)(nsym + SD_MAXDER) * sizeof(ValId));
+    for (int k = 0; k < nsym + SD_MAXDER; k++)
         d.count[k] = IR_NONE;
     for (uint32_t i = 0; i < g->nsymdims; i++) {
         const IrSymDim *e = &g->symdims[i];
         if (!d.val[e->input])
             d.val[e->input] = sd_new(&d, ir_vtype(g, e->input));
-        d.val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}};
+        d.val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}, 0, 0};
     }
     IrType st = {.dtype = IR_DT_I32, .rank = 1, .dims = {nsym}};
     d.syms = ir_add_input(g, "spy.dims", &st);
