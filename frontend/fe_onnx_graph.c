@@ -138,7 +138,7 @@ static void shape_hint(const Onnx__TensorShapeProto *sh, char *buf, size_t len)
         const Onnx__TensorShapeProto__Dimension *dm = sh->dim[i];
         const char *sep = i ? "x" : "";
         if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-            dm->dim_value >= 0)
+            dm->dim_value != -1)
             at += (size_t)snprintf(buf + at, len - at, "%s%lld", sep, (long long)dm->dim_value);
         else
             at += (size_t)snprintf(buf + at, len - at, "%s<%s>", sep,
@@ -148,11 +148,12 @@ static void shape_hint(const Onnx__TensorShapeProto *sh, char *buf, size_t len)
     }
 }
 
-/* Is dm a static size (a dim_value >= 0; -1 and other negatives mean "unknown")? */
+/* Is dm a size given in the model? A dim_value of -1 means "unknown", as a dim_param
+ * does (other negative values are refused as sizes; 0 is an empty axis). */
 static bool dim_static(const Onnx__TensorShapeProto__Dimension *dm)
 {
     return dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
-           dm->dim_value >= 0;
+           dm->dim_value != -1;
 }
 
 /* The --dim bound given for dm's dim_param, or NULL. */
