@@ -3,6 +3,7 @@
  * table and instruction damage is applied before writing, so that the checksums are
  * right and the verifier itself must refuse the bundle. */
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gen_sbin.h"
@@ -351,22 +352,30 @@ static SpyDimRef *dimref(int k)
  * right). */
 static void dimrefs_section(void)
 {
-    dimref(0)->tensor = 1;
-    emit("dimrefs_dims_input", "DIMREFS entry 0 (offset 6336): tensor 1 is not a data input");
-    dimref(1)->tensor = 9;
-    emit("dimrefs_tensor", "DIMREFS entry 1 (offset 6368): tensor 9 is not a data input");
-    dimref(0)->axis = 2;
-    emit("dimrefs_axis", "axis 2 of a rank-2 tensor");
-    dimref(0)->sym = 1;
-    emit("dimrefs_sym", "symbol 1 of 1");
-    dimref(0)->min = 0;
-    emit("dimrefs_min", "bounds [0, 4] for an axis of 4");
-    dimref(1)->max = 8;
-    emit("dimrefs_max", "bounds [1, 8] for an axis of 4");
-    dimref(0)->reserved = 1;
-    emit("dimrefs_reserved", "reserved field not zero");
-    dimref(1)->tensor = 0;
-    emit("dimrefs_twice", "a second entry for the same axis");
+    static const struct {                 /* entry k's field at off := v (4 or 8 bytes) */
+        int k;
+        size_t off, size;
+        int64_t v;
+        const char *name, *frag;
+    } one[] = {
+        {0, offsetof(SpyDimRef, tensor), 4, 1, "dimrefs_dims_input",
+         "DIMREFS entry 0 (offset 6336): tensor 1 is not a data input"},
+        {1, offsetof(SpyDimRef, tensor), 4, 9, "dimrefs_tensor",
+         "DIMREFS entry 1 (offset 6368): tensor 9 is not a data input"},
+        {0, offsetof(SpyDimRef, axis), 4, 2, "dimrefs_axis", "axis 2 of a rank-2 tensor"},
+        {0, offsetof(SpyDimRef, sym), 4, 1, "dimrefs_sym", "symbol 1 of 1"},
+        {0, offsetof(SpyDimRef, min), 8, 0, "dimrefs_min", "bounds [0, 4] for an axis of 4"},
+        {1, offsetof(SpyDimRef, max), 8, 8, "dimrefs_max", "bounds [1, 8] for an axis of 4"},
+        {0, offsetof(SpyDimRef, reserved), 4, 1, "dimrefs_reserved", "reserved field not zero"},
+        {1, offsetof(SpyDimRef, tensor), 4, 0, "dimrefs_twice",
+         "a second entry for the same axis"},
+    };
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        uint8_t *p = (uint8_t *)dimref(one[i].k) + one[i].off;
+        int32_t v4 = (int32_t)one[i].v;
+        memcpy(p, one[i].size == 4 ? (const void *)&v4 : (const void *)&one[i].v, one[i].size);
+        emit(one[i].name, one[i].frag);
+    }
     *dimref(0) = (SpyDimRef){2, 1, 0, 0, 1, 8};
     emit("dimrefs_no_input", "a symbol no input axis gives");
     dimref(0);
