@@ -669,6 +669,7 @@ static bool reads_padded(const Sd *d, const IrNode *n)
 static bool prop_node(Sd *d, IrNode *n)
 {
     bool any = false, lead[IR_MAX_RANK];
+    mean_divisor(d, n);                    /* also when the mean has no symbolic axis left */
     for (int i = 0; i < n->nin; i++)
         any |= n->in[i] != IR_NONE && get(d, n->in[i]) != NULL;
     if (!any || n->nout != 1)
@@ -681,7 +682,6 @@ static bool prop_node(Sd *d, IrNode *n)
         return refuse(d, n, first_sym(s, ir_vtype(d->g, n->in[0])->rank), "padding");
     if (n->op == IR_OP_PAD)
         return prop_pad(d, n, s);
-    mean_divisor(d, n);
     if ((oi->flags & IR_OPF_POINTWISE) &&
         (n->op != IR_OP_BITCAST || ir_dtype_size(ir_vtype(d->g, n->out[0])->dtype) ==
                                        ir_dtype_size(ir_vtype(d->g, n->in[0])->dtype)))
