@@ -748,8 +748,13 @@ static int run_model(const Args *a, const spy_model *m)
         goto done;
     for (int k = 0; k < nout; k++)         /* data-dependent shapes: the actual ones */
         actual_shape(m, s, k, &oinfo[k]);
-    printf("modelled device time: %.3f us per inference (%d kernels)\n", spy_model_device_us(m),
-           spy_model_num_kernels(m));
+    bool bounded = false;                  /* bounded dynamic dims: timed at the bounds */
+    for (int i = 0; i < nin; i++)
+        for (int d = 0; d < ins[i].rank && !bounded; d++)
+            bounded = spy_model_input_dim_bounds(m, i, d, NULL, NULL) == 1;
+    printf("modelled device time: %.3f us per inference (%d kernels)%s\n",
+           spy_model_device_us(m), spy_model_num_kernels(m),
+           bounded ? " at the bounds of its dynamic dimensions" : "");
     for (int k = 0; k < nout && !a->quiet; k++)
         print_output(k, &oinfo[k], out[k]);
     if (a->output_dir && !make_dir(a->output_dir))

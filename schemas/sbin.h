@@ -53,7 +53,7 @@ typedef struct {
 #define SPY_FEAT_DEBUG 0x2u      /* the bundle has a DEBUG section (format 1.2) */
 #define SPY_FEAT_BWIN 0x4u       /* CODE uses MATMUL with ISA_F_BWIN (a window B) */
 #define SPY_FEAT_DYNDIM 0x8u     /* bounded symbolic dimensions: a DIMREFS section and the
-                                    SPY_TF_DIMS input (format 1.3) */
+                                    SPY_TF_DIMS input (sbin.md) */
 #define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_DYNDIM)
 
 typedef enum {

@@ -206,7 +206,7 @@ static void bun_div(Bun *b)
 }
 
 /* reludyn: relu over x f32[1..4, 8] (a bounded symbolic axis 0, symbol 0), the hidden
- * dims input, y f32[1..4, 8] (format 1.3: SPY_FEAT_DYNDIM, DIMREFS). */
+ * dims input, y f32[1..4, 8] (SPY_FEAT_DYNDIM, DIMREFS). */
 static void bun_reludyn(Bun *b)
 {
     bun_init(b, 256);
