@@ -333,9 +333,8 @@ static void put_dimrefs(IrGraph *g, Buf *b)
         for (uint32_t j = 0; j < g->ninputs && !d->output && t == UINT32_MAX; j++)
             if (g->inputs[j] == d->input)
                 t = j;
-        for (uint32_t j = 0; j < g->noutputs && d->output && t == UINT32_MAX; j++)
-            if (g->outputs[j] == d->input)
-                t = g->ninputs + j;
+        if (d->output && d->input < g->noutputs - g->nhidden)
+            t = g->ninputs + d->input;
         IR_ASSERT(t != UINT32_MAX);
         SpyDimRef r = {t, (uint32_t)d->axis, (uint32_t)d->sym, 0, d->min, d->max};
         put(b, &r, sizeof r);

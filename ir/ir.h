@@ -447,8 +447,10 @@ typedef struct IrSymDim {
     int sym;                               /* symbol number, 0 .. ir_sym_count - 1 */
     int64_t min, max;
     const char *name;                      /* the dim_param, or "INPUT[axis]" */
-    bool output;                           /* an axis of the graph output `input` that
-                                              has the symbol's actual extent (symdim.c) */
+    bool output;                           /* instead: axis `axis` of graph output
+                                              number `input` has the symbol's actual
+                                              extent (symdim.c; an index, since later
+                                              passes may replace the output's value) */
 } IrSymDim;
 /* Record axis of input v as symbolic with bounds [min, max], symbol name nm (a dim_param
  * shared by inputs is one symbol). */

@@ -734,6 +734,7 @@ static bool mark_outputs(Sd *d)
                     src = &g->symdims[j];
             ir_sym_add(g, v, a, src->min, src->max, src->name);
             g->symdims[g->nsymdims - 1].output = true;
+            g->symdims[g->nsymdims - 1].input = i;        /* the output's index */
         }
     }
     return true;

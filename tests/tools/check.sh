@@ -185,7 +185,8 @@ each_dyn_model() {
     fi
     while read -r entry flags; do
         # shellcheck disable=SC2086
-        dyn_model_test "dynmodel/$entry" "$SHARED/models-dynamic/$entry/model.onnx" $flags </dev/null
+        dyn_model_test "dynmodel/$entry" "$SHARED/models-dynamic/${entry%%:*}/model.onnx" \
+            $flags </dev/null
     done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/models-dynamic.list)
 }
 
