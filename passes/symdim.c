@@ -287,12 +287,61 @@ static ValId axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len, const 
     return m;
 }
 
+/* v masked where it is computed: when v is a view (reshape, transpose, slice) of an
+ * op's result, that result's padding (along every symbol of factors x) is set to the
+ * scalar nv and the views are applied again, so that the SELECT joins the producing
+ * kernel (a matrix product's epilogue) rather than copying a strided view. Padding is
+ * never read by a valid result, so masking a value for all its users is harmless.
+ * IR_NONE when v is no view or the symbols cannot be found there. */
+static ValId mask_at_source(Sd *d, ValId v, const SdAxis *x, ValId nv, const IrOrigin *og)
+{
+    IrGraph *g = d->g;
+    NodeId chain[16];
+    int n = 0;
+    ValId src = v;
+    while (n < 16 && src < d->nvals && g->vals[src].def != IR_NONE) {
+        const IrNode *p = ir_node(g, g->vals[src].def);
+        if (p->op != IR_OP_RESHAPE && p->op != IR_OP_TRANSPOSE && p->op != IR_OP_SLICE)
+            break;
+        chain[n++] = g->vals[src].def;
+        src = p->in[0];
+    }
+    const SdVal *ss = n ? get(d, src) : NULL;
+    const IrType *st = ss ? ir_vtype(g, src) : NULL;
+    ValId m = IR_NONE;
+    for (int f = 0; ss && f < x->n; f++) {
+        int k = x->sym[f], b = -1;
+        for (int a = 0; k >= 0 && a < st->rank && b < 0; a++)
+            for (int i = 0; i < ss->ax[a].n; i++)
+                b = ss->ax[a].sym[i] == k ? a : b;
+        if (k >= 0 && b < 0)
+            return IR_NONE;
+        if (k < 0)
+            continue;
+        SdAxis y = ss->ax[b];                 /* only symbol k's factors */
+        for (int i = 0; i < y.n; i++)
+            y.sym[i] = y.sym[i] == k ? k : -1;
+        ValId mk = axis_mask(d, &y, b, st->rank, st->dims[b], og);
+        m = m == IR_NONE ? mk : ir_binary(g, IR_BIN_AND, m, mk, og);
+    }
+    if (m == IR_NONE)
+        return IR_NONE;
+    ValId r = ir_select(g, m, src, nv, og);
+    for (int i = n - 1; i >= 0; i--) {
+        IrOp op = ir_node(g, chain[i])->op;
+        const IrAttr *at = ir_node(g, chain[i])->attrs;
+        int na = ir_node(g, chain[i])->nattrs;
+        NodeId nn = ir_add_node(g, op, &r, 1, at, na, og);
+        r = ir_node(g, nn)->out[0];
+    }
+    return r;
+}
+
 /* v with its padding along axis a (factors x) replaced by the scalar neutral. */
 static ValId mask_value(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
                         const IrOrigin *og)
 {
     const IrType *t = ir_vtype(d->g, v);
-    ValId m = axis_mask(d, x, a, t->rank, t->dims[a], og);
     IrType st = {.dtype = t->dtype, .rank = 0};
     uint8_t buf[8] = {0};
     if (!ir_dtype_is_float(t->dtype) && t->dtype != IR_DT_I32 && t->dtype != IR_DT_I64)
@@ -310,7 +359,9 @@ static ValId mask_value(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
         return IR_NONE;
     }
     ValId nv = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
-    return ir_select(d->g, m, v, nv, og);
+    ValId r = mask_at_source(d, v, x, nv, og);
+    return r != IR_NONE ? r : ir_select(d->g, axis_mask(d, x, a, t->rank, t->dims[a], og), v,
+                                        nv, og);
 }
 
 /* Reduction: padding along a reduced symbolic axis becomes the neutral element of fn
