@@ -4,68 +4,30 @@
  * graph's symbol table (IrSymDim, ir/ir_dyn.c). The graph is computed at the bounds;
  * the runtime places an input of the actual size at the start of each bounded axis
  * (the rest zero) and gives the device the actual sizes in a hidden input (one int32
- * per symbol, SPY_TF_SYMS). This pass makes the result exact at every size: it follows
+ * per symbol, SPY_TF_DIMS). This pass makes the result exact at every size: it follows
  * every symbolic axis through the final graph as a list of factors per axis (a reshape
  * may merge [batch, seq] into one row axis and split it again), and before each op that
  * combines elements along such an axis (a reduction, the K of a matrix product) it
  * replaces the padding by the op's neutral element (0 for sums and products' K, -inf
- * for max, ...) with a SELECT against the actual size, so no padding reaches a
- * reduction, softmax, norm or attention. Row-wise ops need nothing: padded rows are
- * computed and thrown away. Graph outputs keep each symbolic axis whole (recorded as
- * output entries of the table: the runtime gives them their actual extents).
+ * for max, ...) with a SELECT against the actual size (symdim_mask.c), so no padding
+ * reaches a reduction, softmax, norm or attention; a mean divides by the actual count.
+ * Row-wise ops need nothing: padded rows are computed and thrown away. A pad on a
+ * symbolic spatial axis masks its input first, and a convolution or pooling window
+ * over it gives a derived size ((h + pads - extent) / stride + 1, computed on the
+ * device). Graph outputs keep each symbolic axis whole (recorded as output entries of
+ * the table: the runtime gives them their actual extents).
  *
  * Ops that move data along a symbolic axis other than as a whole (slices and concats
- * on it, gathers from it, convolutions and pooling windows over it, scans) are refused,
- * naming the node and the dimension. Constants folded from the bound (position ids,
- * causal masks) are taken as the bound's row-major prefix of those of a smaller size,
- * which holds for what Range, Trilu and comparisons of positions compute.
+ * on it, gathers from it by data, scans, a reshape that splits it) are refused, naming
+ * the node and the dimension. Constants folded from the bound (position ids, causal
+ * masks) are taken as the bound's row-major prefix of those of a smaller size, which
+ * holds for what Range, Trilu and comparisons of positions compute.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "pass.h"
-
-#define SD_MAXF 4                          /* factors per axis */
-
-typedef struct {                           /* one axis: factors, outermost first */
-    int n;
-    int64_t size[SD_MAXF];
-    int sym[SD_MAXF];                      /* symbol, or -1 for a static factor */
-    int64_t plo, phi;                      /* a padded axis (one symbolic factor): the
-                                              data starts at plo, zeros follow it; only a
-                                              convolution or pooling window may read it */
-} SdAxis;
-
-#define SD_MAXDER 256                      /* derived sizes (convolution outputs) */
-
-typedef struct {                           /* a derived size: (parent + add) / div + 1 */
-    int parent;
-    int64_t add, div;
-} SdDerived;
-
-typedef struct {                           /* a sum over symbolic axes, maybe of a mean */
-    double bound_count;                    /* elements summed at the bounds */
-    int64_t static_count;                  /* the product of its static reduced extents */
-    int nsym;
-    int sym[IR_MAX_RANK];
-} SdSum;
-
-typedef struct {                           /* a value's axes; NULL when none is symbolic */
-    SdAxis ax[IR_MAX_RANK];
-} SdVal;
-
-typedef struct {
-    IrGraph *g;
-    SdVal **val;                           /* per value id of the original graph */
-    uint32_t nvals;
-    ValId syms;                            /* the hidden input: int32 per symbol */
-    int nbase;                             /* symbols of the inputs; derived ones follow */
-    ValId *count;                          /* per symbol: its actual size, i32 [1] */
-    SdDerived der[SD_MAXDER];
-    int nder;
-    SdSum **sum;                           /* per value: a sum over symbolic axes */
-} Sd;
+#include "symdim.h"
 
 /* Does axis a hold a symbolic factor? */
 static bool ax_sym(const SdAxis *a)
@@ -101,10 +63,6 @@ static SdVal *sd_keep(SdVal *s, int r)
     return first_sym(s, r) >= 0 ? s : NULL;
 }
 
-static SdVal *get(const Sd *d, ValId v)
-{
-    return v < d->nvals ? d->val[v] : NULL;
-}
 
 /* The name of symbol k, for messages. */
 static const char *sym_name(const IrGraph *g, int k)
@@ -134,7 +92,7 @@ static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
     const IrType *ot = ir_vtype(d->g, n->out[0]);
     SdVal *o = sd_new(d, ot);
     for (int i = 0; i < nin; i++) {
-        const SdVal *s = get(d, n->in[i]);
+        const SdVal *s = sd_get(d, n->in[i]);
         if (!s)
             continue;
         const IrType *t = ir_vtype(d->g, n->in[i]);
@@ -234,136 +192,6 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
     return true;
 }
 
-/* The actual size of symbol k as an i32 tensor of rank r with every dim 1. */
-static ValId count_of(Sd *d, int k, int r, const IrOrigin *og)
-{
-    if (d->count[k] == IR_NONE && k >= d->nbase) {
-        const SdDerived *dv = &d->der[k - d->nbase];
-        IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
-        int32_t add = (int32_t)dv->add, div = (int32_t)dv->div, one = 1;
-        ValId c = count_of(d, dv->parent, 1, og);
-        c = ir_binary(d->g, IR_BIN_ADD, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_add"),
-                                                        &ct, &add), og);
-        c = ir_binary(d->g, IR_BIN_DIV, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_div"),
-                                                        &ct, &div), og);
-        d->count[k] = ir_binary(d->g, IR_BIN_ADD, c,
-                                ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one),
-                                og);
-    }
-    if (d->count[k] == IR_NONE) {
-        int64_t st = k, sp = 1, sz = 1;
-        IrAttr at[3] = {ir_attr_ints_ref("starts", &st, 1), ir_attr_ints_ref("steps", &sp, 1),
-                        ir_attr_ints_ref("sizes", &sz, 1)};
-        NodeId sl = ir_add_node(d->g, IR_OP_SLICE, &d->syms, 1, at, 3, og);
-        d->count[k] = d->g->nodes[sl].out[0];
-    }
-    int64_t ones[IR_MAX_RANK];
-    for (int i = 0; i < r; i++)
-        ones[i] = 1;
-    return r == 1 ? d->count[k] : ir_reshape(d->g, d->count[k], ones, r, og);
-}
-
-/* Bool mask of the valid positions of axis a (factors x) of a rank-r value: shape
- * [1.., dims[a], ..1], true where every symbolic factor's coordinate is below its
- * actual size. */
-static ValId axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len, const IrOrigin *og)
-{
-    ValId m = IR_NONE;
-    int64_t inner = 1;
-    for (int f = x->n - 1; f >= 0; f--) {
-        if (x->sym[f] >= 0) {
-            IrType ct = {.dtype = IR_DT_I32, .rank = r};
-            for (int i = 0; i < r; i++)
-                ct.dims[i] = i == a ? len : 1;
-            int32_t *c = ir_alloc(d->g, (size_t)len * sizeof *c);
-            for (int64_t i = 0; i < len; i++)
-                c[i] = (int32_t)((i / inner) % x->size[f]);
-            ValId coord = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pos"), &ct, c);
-            ValId lt = ir_binary(d->g, IR_BIN_LT, coord, count_of(d, x->sym[f], r, og), og);
-            m = m == IR_NONE ? lt : ir_binary(d->g, IR_BIN_AND, m, lt, og);
-        }
-        inner *= x->size[f];
-    }
-    return m;
-}
-
-/* v masked where it is computed: when v is a view (reshape, transpose, slice) of an
- * op's result, that result's padding (along every symbol of factors x) is set to the
- * scalar nv and the views are applied again, so that the SELECT joins the producing
- * kernel (a matrix product's epilogue) rather than copying a strided view. Padding is
- * never read by a valid result, so masking a value for all its users is harmless.
- * IR_NONE when v is no view or the symbols cannot be found there. */
-static ValId mask_at_source(Sd *d, ValId v, const SdAxis *x, ValId nv, const IrOrigin *og)
-{
-    IrGraph *g = d->g;
-    NodeId chain[16];
-    int n = 0;
-    ValId src = v;
-    while (n < 16 && src < d->nvals && g->vals[src].def != IR_NONE) {
-        const IrNode *p = ir_node(g, g->vals[src].def);
-        if (p->op != IR_OP_RESHAPE && p->op != IR_OP_TRANSPOSE && p->op != IR_OP_SLICE)
-            break;
-        chain[n++] = g->vals[src].def;
-        src = p->in[0];
-    }
-    const SdVal *ss = n ? get(d, src) : NULL;
-    const IrType *st = ss ? ir_vtype(g, src) : NULL;
-    ValId m = IR_NONE;
-    for (int f = 0; ss && f < x->n; f++) {
-        int k = x->sym[f], b = -1;
-        for (int a = 0; k >= 0 && a < st->rank && b < 0; a++)
-            for (int i = 0; i < ss->ax[a].n; i++)
-                b = ss->ax[a].sym[i] == k ? a : b;
-        if (k >= 0 && b < 0)
-            return IR_NONE;
-        if (k < 0)
-            continue;
-        SdAxis y = ss->ax[b];                 /* only symbol k's factors */
-        for (int i = 0; i < y.n; i++)
-            y.sym[i] = y.sym[i] == k ? k : -1;
-        ValId mk = axis_mask(d, &y, b, st->rank, st->dims[b], og);
-        m = m == IR_NONE ? mk : ir_binary(g, IR_BIN_AND, m, mk, og);
-    }
-    if (m == IR_NONE)
-        return IR_NONE;
-    ValId r = ir_select(g, m, src, nv, og);
-    for (int i = n - 1; i >= 0; i--) {
-        IrOp op = ir_node(g, chain[i])->op;
-        const IrAttr *at = ir_node(g, chain[i])->attrs;
-        int na = ir_node(g, chain[i])->nattrs;
-        NodeId nn = ir_add_node(g, op, &r, 1, at, na, og);
-        r = ir_node(g, nn)->out[0];
-    }
-    return r;
-}
-
-/* v with its padding along axis a (factors x) replaced by the scalar neutral. */
-static ValId mask_value(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
-                        const IrOrigin *og)
-{
-    const IrType *t = ir_vtype(d->g, v);
-    IrType st = {.dtype = t->dtype, .rank = 0};
-    uint8_t buf[8] = {0};
-    if (!ir_dtype_is_float(t->dtype) && t->dtype != IR_DT_I32 && t->dtype != IR_DT_I64)
-        return IR_NONE;
-    if (t->dtype == IR_DT_F32) {
-        float f = (float)neutral;
-        memcpy(buf, &f, 4);
-    } else if (t->dtype == IR_DT_I32) {
-        int32_t i = isinf(neutral) ? (neutral > 0 ? INT32_MAX : INT32_MIN) : (int32_t)neutral;
-        memcpy(buf, &i, 4);
-    } else if (t->dtype == IR_DT_I64) {
-        int64_t i = isinf(neutral) ? (neutral > 0 ? INT64_MAX : INT64_MIN) : (int64_t)neutral;
-        memcpy(buf, &i, 8);
-    } else {
-        return IR_NONE;
-    }
-    ValId nv = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
-    ValId r = mask_at_source(d, v, x, nv, og);
-    return r != IR_NONE ? r : ir_select(d->g, axis_mask(d, x, a, t->rank, t->dims[a], og), v,
-                                        nv, og);
-}
-
 /* Reduction: padding along a reduced symbolic axis becomes the neutral element of fn
  * (the node's input is replaced); the output keeps the other axes. */
 static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
@@ -383,7 +211,7 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
         if (!red[a] || !ax_sym(&s->ax[a]))
             continue;
         masked = true;
-        x = fn < IR_RED_COUNT && fn <= IR_RED_MIN ? mask_value(d, x, &s->ax[a], a,
+        x = fn < IR_RED_COUNT && fn <= IR_RED_MIN ? pass_symdim_mask(d, x, &s->ax[a], a,
                                                                neutral[fn], &n->origin)
                                                   : IR_NONE;
         if (x == IR_NONE)
@@ -425,15 +253,15 @@ static bool prop_matmul(Sd *d, IrNode *n)
 {
     const IrType *ta = ir_vtype(d->g, n->in[0]), *tb = ir_vtype(d->g, n->in[1]);
     const IrType *ot = ir_vtype(d->g, n->out[0]);
-    const SdVal *sa = get(d, n->in[0]), *sb = get(d, n->in[1]);
+    const SdVal *sa = sd_get(d, n->in[0]), *sb = sd_get(d, n->in[1]);
     if (ta->rank < 2 || tb->rank < 2)
         return refuse(d, n, first_sym(sa ? sa : sb, sa ? ta->rank : tb->rank),
                       "a matrix-vector product");
     const SdAxis *ka = sa ? &sa->ax[ta->rank - 1] : NULL, *kb = sb ? &sb->ax[tb->rank - 2] : NULL;
     const SdAxis *k = ka && ax_sym(ka) ? ka : kb && ax_sym(kb) ? kb : NULL;
     if (k) {
-        n->in[0] = mask_value(d, n->in[0], k, ta->rank - 1, 0, &n->origin);
-        n->in[1] = mask_value(d, n->in[1], k, tb->rank - 2, 0, &n->origin);
+        n->in[0] = pass_symdim_mask(d, n->in[0], k, ta->rank - 1, 0, &n->origin);
+        n->in[1] = pass_symdim_mask(d, n->in[1], k, tb->rank - 2, 0, &n->origin);
         if (n->in[0] == IR_NONE || n->in[1] == IR_NONE)
             return refuse(d, n, first_sym(&(SdVal){.ax = {*k}}, 1), "a matrix product");
     }
@@ -499,7 +327,7 @@ static bool relabel_axes(IrGraph *g, ValId idx, const SdAxis *x, int *fax)
  * or only relabelled by constant indices (relabel_axes). */
 static bool prop_gather(Sd *d, const IrNode *n)
 {
-    const SdVal *st = get(d, n->in[0]), *si = get(d, n->in[1]);
+    const SdVal *st = sd_get(d, n->in[0]), *si = sd_get(d, n->in[1]);
     const IrType *tt = ir_vtype(d->g, n->in[0]), *ti = ir_vtype(d->g, n->in[1]);
     const IrType *ot = ir_vtype(d->g, n->out[0]);
     int axis = (int)ir_attr_get_int(n, "axis", 0), fax[SD_MAXF];
@@ -531,7 +359,7 @@ static bool prop_lead(Sd *d, const IrNode *n, const bool *lead, const char *what
     const IrType *ot = ir_vtype(d->g, n->out[0]);
     SdVal *o = sd_new(d, ot);
     for (int i = 0; i < n->nin; i++) {
-        const SdVal *s = get(d, n->in[i]);
+        const SdVal *s = sd_get(d, n->in[i]);
         const IrType *t = ir_vtype(d->g, n->in[i]);
         for (int a = 0; s && a < t->rank; a++) {
             if (!ax_sym(&s->ax[a]))
@@ -623,7 +451,7 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             o->ax[a] = *x;
             continue;
         }
-        if (x->n != 1 || (n->in[0] = mask_value(d, n->in[0], x, a, value, &n->origin)) ==
+        if (x->n != 1 || (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) ==
                              IR_NONE)
             return refuse(d, n, k, "padding");
         o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a]};
@@ -643,8 +471,8 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
     bool conv = n->op == IR_OP_CONV;
     int nk = conv ? it->rank - 2 : ir_attr_get_ints(n, "kernel", &k), first = it->rank - nk;
     int ns = ir_attr_get_ints(n, "strides", &st), nd = ir_attr_get_ints(n, "dilations", &dl);
-    if (n->nin > 1 && get(d, n->in[1]))
-        return refuse(d, n, first_sym(get(d, n->in[1]), ir_vtype(d->g, n->in[1])->rank),
+    if (n->nin > 1 && sd_get(d, n->in[1]))
+        return refuse(d, n, first_sym(sd_get(d, n->in[1]), ir_vtype(d->g, n->in[1])->rank),
                       "convolution weights");
     SdVal *o = sd_new(d, ot);
     for (int a = 0; a < it->rank; a++) {
@@ -670,45 +498,11 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
     return true;
 }
 
-/* A multiplication of a sum over symbolic axes (SdSum) by the constant 1 / (its element
- * count at the bounds): a mean, whose divisor becomes the actual count, computed on the
- * device. Replaces that operand of n; false when n is no such product. */
-static bool mean_divisor(Sd *d, IrNode *n)
-{
-    if (n->op != IR_OP_BINARY || ir_attr_get_int(n, "fn", -1) != IR_BIN_MUL)
-        return false;
-    for (int i = 0; i < 2; i++) {
-        const SdSum *m = n->in[i] < d->nvals ? d->sum[n->in[i]] : NULL;
-        ValId c = n->in[1 - i];
-        const IrValue *cv = ir_val(d->g, c);
-        if (!m || cv->kind != IR_VAL_CONST || cv->type.dtype != IR_DT_F32 ||
-            ir_type_numel(&cv->type) != 1)
-            continue;
-        float f = *(const float *)cv->data;
-        if (fabs(f * m->bound_count - 1.0) > 1e-6)
-            continue;
-        IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
-        int32_t sc = (int32_t)m->static_count;
-        float one = 1.0f;
-        ValId cnt = ir_add_const(d->g, ir_fresh_name(d->g, "sym_cnt"), &ct, &sc);
-        for (int j = 0; j < m->nsym; j++)
-            cnt = ir_binary(d->g, IR_BIN_MUL, cnt, count_of(d, m->sym[j], 1, &n->origin),
-                            &n->origin);
-        ct.dtype = IR_DT_F32;
-        ValId recip = ir_binary(d->g, IR_BIN_DIV,
-                                ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one),
-                                ir_cast(d->g, cnt, IR_DT_F32, &n->origin), &n->origin);
-        n->in[1 - i] = recip;
-        return true;
-    }
-    return false;
-}
-
 /* Does an input of n have a padded axis (only windows may read one)? */
 static bool reads_padded(const Sd *d, const IrNode *n)
 {
     for (int i = 0; i < n->nin; i++) {
-        const SdVal *s = n->in[i] != IR_NONE ? get(d, n->in[i]) : NULL;
+        const SdVal *s = n->in[i] != IR_NONE ? sd_get(d, n->in[i]) : NULL;
         for (int a = 0; s && a < ir_vtype(d->g, n->in[i])->rank; a++)
             if (s->ax[a].plo || s->ax[a].phi)
                 return true;
@@ -720,12 +514,12 @@ static bool reads_padded(const Sd *d, const IrNode *n)
 static bool prop_node(Sd *d, IrNode *n)
 {
     bool any = false, lead[IR_MAX_RANK];
-    mean_divisor(d, n);                    /* also when the mean has no symbolic axis left */
+    pass_symdim_mean(d, n);                    /* also when the mean has no symbolic axis left */
     for (int i = 0; i < n->nin; i++)
-        any |= n->in[i] != IR_NONE && get(d, n->in[i]) != NULL;
+        any |= n->in[i] != IR_NONE && sd_get(d, n->in[i]) != NULL;
     if (!any || n->nout != 1)
         return true;
-    const SdVal *s = get(d, n->in[0]);
+    const SdVal *s = sd_get(d, n->in[0]);
     const IrOpInfo *oi = &ir_op_info[n->op];
     if (n->op == IR_OP_CONV || n->op == IR_OP_WINDOW)
         return s ? prop_window(d, n, s) : prop_lead(d, n, lead, "convolution weights");
@@ -768,7 +562,7 @@ static bool mark_outputs(Sd *d)
     uint32_t nin = g->nsymdims;
     for (uint32_t i = 0; i < g->noutputs - g->nhidden; i++) {
         ValId v = g->outputs[i];
-        const SdVal *s = get(d, v);
+        const SdVal *s = sd_get(d, v);
         for (int a = 0; s && a < ir_vtype(g, v)->rank; a++) {
             const SdAxis *x = &s->ax[a];
             if (!ax_sym(x))
