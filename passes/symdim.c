@@ -65,10 +65,11 @@ static SdVal *sd_keep(SdVal *s, int r)
 
 
 /* The name of symbol k, for messages. */
-static const char *sym_name(const IrGraph *g, int k)
+static const char *sym_name(const Sd *d, int k)
 {
-    if (k >= ir_sym_count(g))
-        return "a size derived from a bounded dimension";
+    const IrGraph *g = d->g;
+    while (k >= d->nbase && k - d->nbase < d->nder)
+        k = d->der[k - d->nbase].parent;       /* a derived size: the dimension it is of */
     for (uint32_t i = 0; i < g->nsymdims; i++)
         if (g->symdims[i].sym == k)
             return g->symdims[i].name;
@@ -81,7 +82,7 @@ static bool refuse(Sd *d, const IrNode *n, int k, const char *what)
 {
     ir_error(d->g, &n->origin, "unsupported: %s along the bounded dynamic dimension '%s' "
              "(fix its size with --input-shape, or use a model that keeps it whole)", what,
-             sym_name(d->g, k));
+             sym_name(d, k));
     return false;
 }
 
@@ -104,6 +105,16 @@ static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
                 return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
                               "operands that disagree");
             o->ax[oa] = s->ax[a];
+        }
+    }
+    for (int i = 0; i < nin; i++) {            /* constants along a window's output */
+        const IrType *t = ir_vtype(d->g, n->in[i]);
+        for (int a = 0; ir_is_const(d->g, n->in[i]) && a < t->rank; a++) {
+            const SdAxis *x = &o->ax[ot->rank - t->rank + a];
+            if (t->dims[a] > 1 && x->n == 1 && x->sym[0] >= d->nbase)
+                return refuse(d, n, x->sym[0], "a constant computed for the bound (such as "
+                              "the divisors of an average pool that excludes its padding), on a "
+                              "window's output,");
         }
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
@@ -567,10 +578,13 @@ static bool mark_outputs(Sd *d)
             const SdAxis *x = &s->ax[a];
             if (!ax_sym(x))
                 continue;
-            if (x->n != 1) {
-                ir_diag_error(g->diag, "unsupported: output '%s' axis %d merges the bounded "
-                              "dynamic dimension '%s' with other dimensions", g->vals[v].name,
-                              a, sym_name(g, first_sym(&(SdVal){.ax = {*x}}, 1)));
+            if (x->n != 1 || x->sym[0] >= d->nbase) {
+                ir_diag_error(g->diag, "unsupported: output '%s' axis %d %s the bounded "
+                              "dynamic dimension '%s'%s", g->vals[v].name, a,
+                              x->n != 1 ? "merges" : "has a size derived from",
+                              sym_name(d, first_sym(&(SdVal){.ax = {*x}}, 1)),
+                              x->n != 1 ? " with other dimensions"
+                                        : " (by a window), which only the device computes");
                 return false;
             }
             const IrSymDim *src = NULL;

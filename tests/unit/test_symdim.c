@@ -3,9 +3,10 @@
  * the bound (pass_symdim masks the padding; DIMREFS, the dims input), loaded, and run
  * at every size within the bounds; each result must have the actual shape and the
  * values a C reference computes at that size (softmax and mean over the symbolic axis,
- * a matrix product contracting it). Also: the runtime's refusals (a size outside the
- * bounds, two inputs disagreeing on a shared symbol) and the compiler's (a scan along
- * a symbolic axis).
+ * a matrix product contracting it, a padded max pool over symbolic height and width).
+ * Also: the runtime's refusals (a size outside the bounds, two inputs disagreeing on a
+ * shared symbol) and the compiler's (a scan along a symbolic axis, an average pool
+ * whose divisors were folded for the bound).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -152,6 +153,68 @@ static void test_mean_and_matmul(void **state)
     spy_model_free(m);
 }
 
+/* MaxPool (3x3, padding 1, stride 2) over symbolic height and width, then the global
+ * mean: windows near the actual border must see the padding of the actual image, and
+ * the mean divides by the actual count of the pooled (derived) size. */
+static void test_pool_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 7, 7}, 2, 3, "h");
+    ir_sym_add(f->g, x, 3, 3, 7, "w");
+    IrAttr at[3] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){3, 3}, 2),
+                    ir_attr_ints(f->g, "pads", (int64_t[]){1, 1, 1, 1}, 4),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2)};
+    ValId p = ut_onnx_op(f->g, "MaxPool", 13, &x, 1, at, 3);
+    ir_add_output(f->g, ut_onnx_op(f->g, "GlobalAveragePool", 13, &p, 1, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[49], out[1];
+    for (int h = 3; h <= 7; h++)
+        for (int w = 3; w <= 7; w++) {
+            ut_fill(in, h * w, 1.3f, -0.6f);
+            int oh = (h + 2 - 3) / 2 + 1, ow = (w + 2 - 3) / 2 + 1;
+            double sum = 0;
+            for (int i = 0; i < oh; i++)
+                for (int j = 0; j < ow; j++) {
+                    float mx = -INFINITY;
+                    for (int a = 2 * i - 1; a <= 2 * i + 1; a++)
+                        for (int b = 2 * j - 1; b <= 2 * j + 1; b++)
+                            if (a >= 0 && a < h && b >= 0 && b < w)
+                                mx = fmaxf(mx, in[a * w + b]);
+                    sum += mx;
+                }
+            float want = (float)(sum / (oh * ow));
+            assert_int_equal(spy_session_set_input_shape(s, 0, 4, (int64_t[]){1, 1, h, w}),
+                             SPY_OK);
+            const void *ins[1] = {in};
+            void *outs[1] = {out};
+            assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+            ut_expect_close(out, &want, 1, 1e-5);
+        }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* An average pool that excludes its padding divides by counts that the frontend folds
+ * for the bound: refused rather than wrong near the actual border. */
+static void test_avgpool_excluding_pad_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 9, 9}, 2, 3, "h");
+    IrAttr at[4] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){3, 3}, 2),
+                    ir_attr_ints(f->g, "pads", (int64_t[]){1, 1, 1, 1}, 4),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2),
+                    ir_attr_int("count_include_pad", 0)};
+    ValId p = ut_onnx_op(f->g, "AveragePool", 13, &x, 1, at, 4);
+    ir_add_output(f->g, ut_onnx_op(f->g, "GlobalMaxPool", 13, &p, 1, NULL, 0));
+    ut_decompose_ok(f);
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, "average pool that excludes its padding"));
+}
+
 /* A scan along a symbolic axis is refused, naming the dimension. */
 static void test_scan_refused(void **state)
 {
@@ -170,6 +233,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_softmax_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_mean_and_matmul, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_avgpool_excluding_pad_refused, ut_setup,
+                                        ut_teardown),
         cmocka_unit_test_setup_teardown(test_scan_refused, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
