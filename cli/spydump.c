@@ -53,7 +53,7 @@ static const char *sec_name(uint32_t id) {
     static const char *const n[SPY_SEC_MAX] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
                                                "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
                                                "SEGMENTS", "META",     "SELFTEST",
-                                               "DEBUG"};
+                                               "DEBUG", "DIMREFS"};
     return id < SPY_SEC_MAX ? n[id] : "?";
 }
 
@@ -146,8 +146,18 @@ static void dump_tensors(const uint8_t *buf) {
                    (unsigned long long)t[i].count_off);
         if (t[i].flags & SPY_TF_HIDDEN)
             printf("  hidden");
+        if (t[i].flags & SPY_TF_DIMS)
+            printf("  dims (the actual size of each symbol, written by the runtime)");
         printf("\n");
     }
+    uint64_t nr;
+    const SpyDimRef *r = (const SpyDimRef *)payload(buf, SPY_SEC_DIMREFS, &nr);
+    nr = r ? nr / sizeof *r : 0;
+    for (uint64_t i = 0; i < nr; i++)
+        if (r[i].tensor < nt)
+            printf("  %s '%s' axis %u: symbol %u, %lld..%lld\n", i ? "     " : "dims:",
+                   str + t[r[i].tensor].name, r[i].axis, r[i].sym, (long long)r[i].min,
+                   (long long)r[i].max);
     printf("\nsegments (%llu):\n", (unsigned long long)nseg);
     static const char *const kind[] = {"const", "arena", "io"};
     for (uint64_t i = 0; i < nseg; i++) {

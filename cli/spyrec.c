@@ -92,6 +92,7 @@ static IrGraph *load_model(const char *path, IrDiag *diag, size_t max_memory,
     }
     FeOptions fo = {.max_file_bytes = (size_t)2 << 30, .max_nesting = 64,
                     .arena_limit = max_memory, .specs = a->specs, .nspecs = a->nspecs,
+                    .dim_bounds = a->dim_bounds, .ndim_bounds = a->ndim_bounds,
                     .files = files, .lenient_types = a->print_ops};
     return fe_load_model(path, diag, &fo);
 }

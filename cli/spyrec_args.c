@@ -62,6 +62,11 @@ static void usage(FILE *f)
             "                        for a sequence or optional input: N:D0xD1,D0xD1,...\n"
             "                        (N tensors of these shapes) or none (no value); the\n"
             "                        bundle then has inputs NAME[0], NAME[1], ...\n"
+            "                        An axis may be a range MIN..MAX or ..MAX (MIN 1): a\n"
+            "                        bounded dynamic dimension, any size in it at run time\n"
+            "  --dim PARAM=MAX       bound the symbolic dimension PARAM (an ONNX dim_param) of\n"
+            "                        every input to 1..MAX (or PARAM=MIN..MAX): one bundle\n"
+            "                        serves every size within the bounds\n"
             "  --input-seq NAME=FILE specialise a sequence or optional input to the length\n"
             "                        and element shapes of a SequenceProto / OptionalProto\n"
             "                        file (its values are not used)\n"
@@ -156,19 +161,67 @@ static char *split_spec(const char *v, const char **value)
     return strndup(v, (size_t)(eq - v));
 }
 
-/* The shape D0xD1x... of --input-shape into sp; false if malformed. */
+/* One size or range of --input-shape / --dim at p: "N", "MIN..MAX" or "..MAX" (MIN 1)
+ * into *lo, *hi; returns the end of what it read, NULL if malformed (a range needs
+ * 1 <= MIN <= MAX). */
+static const char *parse_range(const char *p, int64_t *lo, int64_t *hi)
+{
+    char *end = (char *)p;
+    long long a = 1, b;
+    bool range = !strncmp(p, "..", 2);
+    if (!range) {
+        a = strtoll(p, &end, 10);
+        if (end == p || a < 0)
+            return NULL;
+        range = !strncmp(end, "..", 2);
+    }
+    b = a;
+    if (range) {
+        const char *q = end + 2;
+        b = strtoll(q, &end, 10);
+        if (end == q || a < 1 || b < a)
+            return NULL;
+    }
+    *lo = a;
+    *hi = b;
+    return end;
+}
+
+/* The shape D0xD1x... of --input-shape into sp (an axis may be a range MIN..MAX or
+ * ..MAX: a bounded symbolic dimension); false if malformed. */
 static bool parse_dims(const char *value, FeInputSpec *sp)
 {
     sp->rank = 0;
     for (const char *p = value; *p;) {
-        char *end;
-        long long d = strtoll(p, &end, 10);
-        if (end == p || d < 0 || sp->rank == IR_MAX_RANK || (*end && *end != 'x'))
+        int64_t lo, hi;
+        const char *end = sp->rank == IR_MAX_RANK ? NULL : parse_range(p, &lo, &hi);
+        if (!end || (*end && *end != 'x'))
             return false;
-        sp->dims[sp->rank++] = d;
+        sp->min[sp->rank] = lo;
+        sp->dims[sp->rank++] = hi;
         p = *end ? end + 1 : end;
     }
     return true;
+}
+
+/* --dim PARAM=MAX or PARAM=MIN..MAX: the bounds of an ONNX dim_param. Returns -1 to go
+ * on, else an exit status. */
+static int parse_dim_bound(Args *a, const char *v)
+{
+    const char *value;
+    char *name = split_spec(v, &value);
+    int64_t lo, hi;
+    const char *end = name ? parse_range(value, &lo, &hi) : NULL;
+    if (end && value[0] != '.' && !strstr(value, ".."))
+        lo = 1;                            /* PARAM=MAX */
+    if (!end || *end || hi < 1 || a->ndim_bounds == SPEC_MAX) {
+        free(name);
+        return usage_error("bad --dim '%s' (PARAM=MAX or PARAM=MIN..MAX, 1 <= MIN <= MAX)", v);
+    }
+    a->dim_bounds[a->ndim_bounds++] = (FeDimBound){name, lo, hi};
+    flags_add(&a->flags, "--dim");
+    flags_add(&a->flags, v);
+    return -1;
 }
 
 /* The value of --bind (a tensor file), --input-seq (a SequenceProto / OptionalProto
@@ -197,7 +250,8 @@ static int spec_value(Args *a, int i, const char *opt, const char *name, const c
     if (r > 0)
         sp->seq = &a->seqs[i];
     if (r < 0 || (r == 0 && !parse_dims(value, sp)))
-        return usage_error("bad --input-shape '%s' (NAME=D0xD1..., dims >= 0; NAME=N:D0xD1,"
+        return usage_error("bad --input-shape '%s' (NAME=D0xD1..., dims >= 0, an axis may be "
+                           "a range MIN..MAX or ..MAX with 1 <= MIN <= MAX; NAME=N:D0xD1,"
                            "D0xD1,... or NAME=none for a sequence or optional)", v);
     return -1;
 }
@@ -237,6 +291,8 @@ static int parse_spec(Args *a, const char *v, const char *opt)
 /* Release what parse_args allocated. */
 void cli_spyrec_free_args(Args *a)
 {
+    for (int i = 0; i < a->ndim_bounds; i++)
+        free((char *)a->dim_bounds[i].param);
     for (int i = 0; i < a->nspecs; i++) {
         free((char *)a->specs[i].name);
         if (a->specs[i].value)
@@ -346,6 +402,10 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
             int rc = parse_spec(a, v, !strncmp(arg, "--bind", 6)          ? "--bind"
                                       : !strncmp(arg, "--input-shape", 13) ? "--input-shape"
                                                                            : "--input-seq");
+            if (rc >= 0)
+                return rc;
+        } else if ((v = opt_value(argc, argv, &i, "--dim", &missing))) {
+            int rc = parse_dim_bound(a, v);
             if (rc >= 0)
                 return rc;
         } else if (!strcmp(arg, "--print-ops")) {

@@ -39,6 +39,8 @@ typedef struct {
     FeSeq seqs[SPEC_MAX];          /* structures of sequence / optional inputs */
     const char *bind_path[SPEC_MAX]; /* their files (dependencies), NULL for shapes */
     int nspecs;
+    FeDimBound dim_bounds[SPEC_MAX]; /* --dim PARAM=[MIN..]MAX */
+    int ndim_bounds;
     bool deps;                     /* -MD: write a make dependency file */
     const char *deps_file;         /* -MF FILE (default: OUT with .d) */
     const char *deps_target;       /* -MT TARGET (default: the output file) */

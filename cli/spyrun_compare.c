@@ -323,6 +323,19 @@ static int compare(const char *path_a, const spy_model *ma, const char *path_b,
     return rc;
 }
 
+/* Whether some input of m has a bounded dynamic dimension (spyrec --dim). */
+static bool bounded_dims(const spy_model *m)
+{
+    for (int i = 0; i < spy_model_num_inputs(m); i++) {
+        spy_tensor_info t;
+        spy_model_input_info(m, i, &t);
+        for (int d = 0; d < t.rank; d++)
+            if (spy_model_input_dim_bounds(m, i, d, NULL, NULL) == 1)
+                return true;
+    }
+    return false;
+}
+
 /* Whether ma and mb have the same inputs: names, dtypes and sizes, in order. */
 static bool same_inputs(const spy_model *ma, const spy_model *mb)
 {
@@ -356,6 +369,12 @@ int cli_compare_files(const char *path_a, const spy_model *ma, const char *path_
     if (rc == 2)
         fprintf(stderr, "spyrun: --compare: %s and %s do not have the same inputs\n", path_a,
                 path_b);
+    if (!rc && (bounded_dims(ma) || bounded_dims(mb))) {
+        fprintf(stderr, "spyrun: --compare: %s has bounded dynamic dimensions, whose kernels "
+                "compute padding that the two bundles need not agree on; compare the outputs "
+                "(--output-dir, --check) instead\n", bounded_dims(ma) ? path_a : path_b);
+        rc = 2;
+    }
     if (!rc && !(rc = load(ctx, ma, ins))) {
         for (int i = 0; i < nin; i++)
             in[i] = ins[i].data;

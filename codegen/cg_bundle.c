@@ -319,7 +319,26 @@ static void put_tensor(IrGraph *g, Buf *tb, Buf *sb, ValId v, uint8_t role, uint
         d.dims[i] = val->type.dims[i];
     if (role == SPY_ROLE_OUTPUT)                /* data-dependent / hidden (cg_dyn.c) */
         cg_dyn_desc(g, seg - ISA_SEG_IO0 - g->ninputs, &d);
+    else if (g->nsymdims && v == g->sym_input)
+        d.flags |= SPY_TF_DIMS;
     put(tb, &d, sizeof d);
+}
+
+/* The DIMREFS section: one entry per bounded symbolic axis of an input or output. */
+static void put_dimrefs(IrGraph *g, Buf *b)
+{
+    for (uint32_t i = 0; i < g->nsymdims; i++) {
+        const IrSymDim *d = &g->symdims[i];
+        uint32_t t = UINT32_MAX;
+        for (uint32_t j = 0; j < g->ninputs && !d->output && t == UINT32_MAX; j++)
+            if (g->inputs[j] == d->input)
+                t = j;
+        if (d->output && d->input < g->noutputs - g->nhidden)
+            t = g->ninputs + d->input;
+        IR_ASSERT(t != UINT32_MAX);
+        SpyDimRef r = {t, (uint32_t)d->axis, (uint32_t)d->sym, 0, d->min, d->max};
+        put(b, &r, sizeof r);
+    }
 }
 
 /* Tables: strings, tensors, kernels, programs, schedule, segments; DEBUG when asked. */
@@ -359,6 +378,8 @@ static void tables(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs,
                                 (uint64_t)pass_dev_esize(ir_vtype(g, v)->dtype)};
         put(&sec[SPY_SEC_SEGMENTS], &s, sizeof s);
     }
+    if (g->nsymdims)
+        put_dimrefs(g, &sec[SPY_SEC_DIMREFS]);
     if (!opt->debug)
         return;
     SpyDebugDesc *dd;
@@ -409,7 +430,7 @@ static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySec
     h.major = SPY_SBIN_MAJOR;
     h.minor = SPY_SBIN_MINOR;
     h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | bwin_feature(e) |
-                 (opt->debug ? SPY_FEAT_DEBUG : 0);
+                 (opt->debug ? SPY_FEAT_DEBUG : 0) | (e->g->nsymdims ? SPY_FEAT_DYNDIM : 0);
     h.header_bytes = sizeof h;
     h.nsections = (uint32_t)nsec;
     h.target = *e->t;
@@ -419,12 +440,15 @@ static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySec
 
 bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs, CgOut *o)
 {
-    static const uint32_t order[] = {SPY_SEC_STRINGS, SPY_SEC_TENSORS, SPY_SEC_CONSTS,
-                                     SPY_SEC_KERNELS, SPY_SEC_PROGRAMS, SPY_SEC_CODE,
-                                     SPY_SEC_SCHEDULE, SPY_SEC_SEGMENTS, SPY_SEC_META,
-                                     SPY_SEC_DEBUG};
+    uint32_t order[] = {SPY_SEC_STRINGS, SPY_SEC_TENSORS, SPY_SEC_CONSTS, SPY_SEC_KERNELS,
+                        SPY_SEC_PROGRAMS, SPY_SEC_CODE, SPY_SEC_SCHEDULE, SPY_SEC_SEGMENTS,
+                        SPY_SEC_META, SPY_SEC_DEBUG, SPY_SEC_DIMREFS};
     enum { NSEC = sizeof order / sizeof order[0] };
-    int nsec = opt->debug ? NSEC : NSEC - 1;     /* DEBUG last, when written */
+    int nsec = NSEC - 2;                   /* then DIMREFS and DEBUG, when written */
+    if (e->g->nsymdims)
+        order[nsec++] = SPY_SEC_DIMREFS;
+    if (opt->debug)
+        order[nsec++] = SPY_SEC_DEBUG;
     Writer w;
     memset(&w, 0, sizeof w);
     w.e = e;

@@ -17,7 +17,9 @@ typedef struct FeInputSpec {
     const char *name;              /* graph input name */
     const struct FeTensor *value;  /* non-NULL: bind the input to this constant */
     int rank;                      /* >= 0: the input's full static shape; -1: keep */
-    int64_t dims[IR_MAX_RANK];
+    int64_t dims[IR_MAX_RANK];     /* the size, or a bounded axis's upper bound */
+    int64_t min[IR_MAX_RANK];      /* bounded axes (MIN..MAX): the lower bound; equal to
+                                    * dims[i] for a fixed axis */
     const struct FeSeq *seq;       /* non-NULL: a sequence or optional input fixed to
                                     * this structure (element count and shapes; the
                                     * element data is not used); value/rank ignored */
@@ -34,7 +36,16 @@ typedef struct {
                                     * besides itself (ONNX external data) */
     bool lenient_types;            /* main-graph inputs may stay untyped (spyrec --print-ops
                                     * lists the operators of models it cannot compile) */
+    const struct FeDimBound *dim_bounds; /* --dim PARAM=[MIN..]MAX bounds of symbolic dims */
+    int ndim_bounds;
 } FeOptions;
+
+/* Bounds of an ONNX dim_param (spyrec --dim PARAM=MAX or PARAM=MIN..MAX): every input
+ * dimension of that name stays symbolic, in [min, max] at run time. */
+typedef struct FeDimBound {
+    const char *param;
+    int64_t min, max;
+} FeDimBound;
 
 /* Files a model load depends on besides the model file (spyrec -MD): each path is
  * the model's folder as given joined with an external-data location ("dir/w.bin"; just

@@ -261,6 +261,8 @@ IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
     cx->specs = opt ? opt->specs : NULL;
     cx->lenient = opt && opt->lenient_types;
     cx->nspecs = opt ? opt->nspecs : 0;
+    cx->dim_bounds = opt ? opt->dim_bounds : NULL;
+    cx->ndim_bounds = opt ? opt->ndim_bounds : 0;
     cx->data.dir = cx->dir;
     cx->data.borrow = true;
     cx->model = unpack_model(cx, &o);

@@ -63,6 +63,8 @@ typedef struct {
     const FeInputSpec *specs;       /* FeOptions.specs: main-graph input specialisations */
     bool lenient;                   /* FeOptions.lenient_types */
     int nspecs;
+    const FeDimBound *dim_bounds;   /* FeOptions.dim_bounds */
+    int ndim_bounds;
     jmp_buf oom;                    /* IR allocation failure lands here */
     Onnx__ModelProto *model;
     FeStrip strip;                  /* initializers whose raw_data points into the file */

@@ -137,7 +137,8 @@ static void shape_hint(const Onnx__TensorShapeProto *sh, char *buf, size_t len)
     for (size_t i = 0; i < sh->n_dim && at < len; i++) {
         const Onnx__TensorShapeProto__Dimension *dm = sh->dim[i];
         const char *sep = i ? "x" : "";
-        if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE)
+        if (dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+            dm->dim_value != -1)
             at += (size_t)snprintf(buf + at, len - at, "%s%lld", sep, (long long)dm->dim_value);
         else
             at += (size_t)snprintf(buf + at, len - at, "%s<%s>", sep,
@@ -145,6 +146,43 @@ static void shape_hint(const Onnx__TensorShapeProto *sh, char *buf, size_t len)
                                            ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
                                            dm->dim_param ? dm->dim_param : "?");
     }
+}
+
+/* Is dm a size given in the model? A dim_value of -1 means "unknown", as a dim_param
+ * does (other negative values are refused as sizes; 0 is an empty axis). */
+static bool dim_static(const Onnx__TensorShapeProto__Dimension *dm)
+{
+    return dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+           dm->dim_value != -1;
+}
+
+/* The --dim bound given for dm's dim_param, or NULL. */
+static const FeDimBound *dim_bound(const FeScope *s, const Onnx__TensorShapeProto__Dimension *dm)
+{
+    if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM || !dm->dim_param)
+        return NULL;
+    for (int i = 0; i < s->cx->ndim_bounds; i++)
+        if (!strcmp(s->cx->dim_bounds[i].param, dm->dim_param))
+            return &s->cx->dim_bounds[i];
+    return NULL;
+}
+
+/* Report the symbolic dimension ax of what nm (shape sh) that has no bound, naming the
+ * flags that give it one or fix it. */
+static void refuse_dim(FeScope *s, const Onnx__TensorShapeProto *sh, size_t ax, const char *what,
+                       const char *nm)
+{
+    const Onnx__TensorShapeProto__Dimension *dm = sh->dim[ax];
+    bool named = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                 dm->dim_param && dm->dim_param[0];
+    char hint[160], dimopt[96] = "";
+    shape_hint(sh, hint, sizeof hint);
+    if (named)
+        snprintf(dimopt, sizeof dimopt, "--dim %s=MAX or ", dm->dim_param);
+    ir_diag_error(s->cx->diag, "unsupported: dynamic dimension '%s' (axis %zu) of %s '%s' has no "
+                  "bound (give one with %s--input-shape %s=MIN..MAX for that axis, or fix the "
+                  "sizes with --input-shape %s=%s)", named ? dm->dim_param : "?", ax, what, nm,
+                  dimopt, nm, nm, hint);
 }
 
 /* Static type of a value_info. strict: report why it is not fully static (what says
@@ -185,16 +223,17 @@ static bool vi_type(FeScope *s, const Onnx__ValueInfoProto *vi, bool strict, con
     }
     int64_t dims[IR_MAX_RANK];
     size_t nd = tt->shape->n_dim;
+    bool main_input = strict && !strcmp(what, "input");
     for (size_t i = 0; i < nd && i < IR_MAX_RANK; i++) {
         const Onnx__TensorShapeProto__Dimension *dm = tt->shape->dim[i];
-        if (dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
-            bool named = dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
-            char hint[160];
-            shape_hint(tt->shape, hint, sizeof hint);
+        const FeDimBound *b = main_input ? dim_bound(s, dm) : NULL;
+        if (b) {
+            dims[i] = b->max;
+            continue;
+        }
+        if (!dim_static(dm)) {
             if (strict)
-                ir_diag_error(d, "unsupported: dynamic dimension '%s' (axis %zu) of %s '%s' "
-                              "(give the sizes to compile for with --input-shape %s=%s)",
-                              named && dm->dim_param ? dm->dim_param : "?", i, what, nm, nm, hint);
+                refuse_dim(s, tt->shape, i, what, nm);
             return false;
         }
         dims[i] = dm->dim_value;
@@ -374,8 +413,21 @@ static const FeInputSpec *find_spec(const FeScope *s, const char *nm)
 /* Does a declared dimension (static value, or dynamic) admit the value n? */
 static bool dim_admits(const Onnx__TensorShapeProto__Dimension *dm, int64_t n)
 {
-    return dm->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ||
-           dm->dim_value == n;
+    return !dim_static(dm) || dm->dim_value == n;
+}
+
+/* Record axis ax of input v (declared as dm, NULL when the model gives no shape) as a
+ * bounded symbolic dimension [min, max]: one symbol per dim_param name, else per axis. */
+static void add_sym(FeScope *s, ValId v, const Onnx__TensorShapeProto__Dimension *dm, int ax,
+                    int64_t min, int64_t max)
+{
+    char nm[300];
+    if (dm && dm->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+        dm->dim_param && dm->dim_param[0])
+        snprintf(nm, sizeof nm, "%s", dm->dim_param);
+    else
+        snprintf(nm, sizeof nm, "%s[%d]", ir_val(s->g, v)->name, ax);
+    ir_sym_add(s->g, v, ax, min, max, nm);
 }
 
 /* Apply a specialisation to input nm: a bound value becomes a constant, a shape fixes
@@ -409,6 +461,9 @@ static bool add_specialised(FeScope *s, const Onnx__ValueInfoProto *vi, const Fe
     }
     ValId v = sp->value ? ir_add_const(s->g, nm, &t, sp->value->data)
                         : ir_add_input(s->g, nm, &t);
+    for (int i = 0; !sp->value && i < t.rank; i++)
+        if (sp->min[i] < t.dims[i])
+            add_sym(s, v, tt->shape ? tt->shape->dim[i] : NULL, i, sp->min[i], t.dims[i]);
     fe_define(s, nm, v);
     return true;
 }
@@ -459,6 +514,11 @@ static void add_inputs(FeScope *s, const Onnx__GraphProto *gp, bool strict)
             t = (IrType){.dtype = IR_DT_UNDEF, .rank = 0};
         }
         ValId v = ir_add_input(s->g, nm, &t);
+        for (int a = 0; strict && t.dtype != IR_DT_UNDEF && a < t.rank; a++) {
+            const FeDimBound *b = dim_bound(s, vi->type->tensor_type->shape->dim[a]);
+            if (b && b->min < b->max)
+                add_sym(s, v, vi->type->tensor_type->shape->dim[a], a, b->min, b->max);
+        }
         fe_define(s, nm, v);
     }
 }

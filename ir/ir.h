@@ -288,6 +288,10 @@ typedef struct IrGraph {
     uint32_t ndyn, capdyn;
     uint32_t nhidden;                      /* the last nhidden outputs are internal (the
                                               counts of dynamic outputs, ir_dyn_add) */
+    struct IrSymDim *symdims;              /* bounded symbolic input dims (ir_dyn.c) */
+    uint32_t nsymdims;
+    ValId sym_input;                       /* with symdims: the hidden input holding the
+                                              actual size of every symbol (int32) */
 } IrGraph;
 
 IrGraph *ir_graph_new(IrDiag *diag);       /* NULL only if malloc fails */
@@ -432,6 +436,26 @@ void ir_dyn_add_shape(IrGraph *g, ValId v, ValId dims);
 ValId ir_dyn_source_input(IrGraph *g, ValId v);
 /* The entry of value v, or NULL when v's shape is static. */
 const IrDynDim *ir_dyn_find(const IrGraph *g, ValId v);
+
+/* A bounded symbolic dimension of a graph input (spyrec --dim, --input-shape MIN..MAX,
+ * or a dim_value -1 given a bound): the input's type holds the upper bound max; at run
+ * time the axis has any size in [min, max]. Entries with the same sym are one symbol
+ * (an ONNX dim_param shared by several inputs: their sizes must agree). */
+typedef struct IrSymDim {
+    ValId input;
+    int axis;
+    int sym;                               /* symbol number, 0 .. ir_sym_count - 1 */
+    int64_t min, max;
+    const char *name;                      /* the dim_param, or "INPUT[axis]" */
+    bool output;                           /* instead: axis `axis` of graph output
+                                              number `input` has the symbol's actual
+                                              extent (symdim.c; an index, since later
+                                              passes may replace the output's value) */
+} IrSymDim;
+/* Record axis of input v as symbolic with bounds [min, max], symbol name nm (a dim_param
+ * shared by inputs is one symbol). */
+void ir_sym_add(IrGraph *g, ValId v, int axis, int64_t min, int64_t max, const char *nm);
+int ir_sym_count(const IrGraph *g);
 /* Append v as a hidden graph output (no-op if it already is one). */
 void ir_add_hidden_output(IrGraph *g, ValId v);
 /* Whether graph output i is a hidden (internal) one. */

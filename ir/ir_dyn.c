@@ -95,3 +95,29 @@ ValId ir_dyn_source_input(IrGraph *g, ValId v)
     ValId r = find_input(g, v, seen);
     return r != IR_NONE ? r : v;
 }
+
+/* Record axis of input v as a bounded symbolic dimension named nm; inputs sharing a
+ * name share the symbol (the tightest bounds win). */
+void ir_sym_add(IrGraph *g, ValId v, int axis, int64_t min, int64_t max, const char *nm)
+{
+    int sym = ir_sym_count(g);
+    for (uint32_t i = 0; i < g->nsymdims; i++)
+        if (!strcmp(g->symdims[i].name, nm))
+            sym = g->symdims[i].sym;
+    IrSymDim *d = ir_alloc(g, (g->nsymdims + 1) * sizeof *d);
+    if (g->nsymdims)
+        memcpy(d, g->symdims, g->nsymdims * sizeof *d);
+    d[g->nsymdims] = (IrSymDim){v, axis, sym, min, max, ir_strdup(g, nm), false};
+    g->symdims = d;
+    g->nsymdims++;
+}
+
+/* Number of distinct symbols in the table. */
+int ir_sym_count(const IrGraph *g)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < g->nsymdims; i++)
+        if (g->symdims[i].sym + 1 > n)
+            n = g->symdims[i].sym + 1;
+    return n;
+}

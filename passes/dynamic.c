@@ -233,6 +233,8 @@ static bool finish(IrGraph *g, DynMap *m)
 
 bool pass_dynamic(IrGraph *g, const PassOptions *opt)
 {
+    if (g->nsymdims && !pass_symdim(g))
+        return false;
     if (g->ndyn == 0 && g->nhidden == 0)
         return true;
     DynMap m = {ir_scratch(g, (g->nvals + 1) * sizeof(int)),

@@ -58,6 +58,7 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt);   /* foreign ops -> cor
 bool pass_fold(IrGraph *g, const PassOptions *opt);        /* constant folding */
 bool pass_dce(IrGraph *g, const PassOptions *opt);         /* dead-code elimination */
 bool pass_dynamic(IrGraph *g, const PassOptions *opt);     /* data-dependent extents */
+bool pass_symdim(IrGraph *g);      /* bounded symbolic input dims (symdim.c), from pass_dynamic */
 bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement cleanups */
 void pass_rowsel(IrGraph *g);                              /* row selections pushed up (rowsel.c) */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */

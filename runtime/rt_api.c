@@ -48,7 +48,7 @@ void spy_model_free(spy_model *m) {
 }
 
 int spy_model_num_inputs(const spy_model *m) {
-    return m ? (int)m->ninputs : 0;
+    return m ? (int)m->nvis_in : 0;        /* the dims input (SPY_TF_DIMS) is internal */
 }
 
 int spy_model_num_outputs(const spy_model *m) {
@@ -61,7 +61,7 @@ int spy_model_num_kernels(const spy_model *m) {
 
 /* Describes graph input i. */
 spy_status spy_model_input_info(const spy_model *m, int i, spy_tensor_info *info) {
-    if (!m || !info || i < 0 || (uint32_t)i >= m->ninputs)
+    if (!m || !info || i < 0 || (uint32_t)i >= m->nvis_in)
         return SPY_E_INVALID_ARG;
     *info = m->io[i].info;
     return SPY_OK;
@@ -142,7 +142,7 @@ static const void *selftest_at(const spy_model *m, uint32_t t) {
 }
 
 const void *spy_model_selftest_input(const spy_model *m, int i) {
-    if (!m || i < 0 || (uint32_t)i >= m->ninputs)
+    if (!m || i < 0 || (uint32_t)i >= m->nvis_in)
         return NULL;
     return selftest_at(m, (uint32_t)i);
 }

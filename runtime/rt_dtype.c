@@ -104,7 +104,7 @@ const char *rt_opcode_name(int op) {
 const char *rt_section_name(uint32_t id) {
     static const char *const names[SPY_SEC_MAX] = {
         "?", "STRINGS", "TENSORS", "CONSTS", "KERNELS", "PROGRAMS",
-        "CODE", "SCHEDULE", "SEGMENTS", "META", "SELFTEST", "DEBUG"};
+        "CODE", "SCHEDULE", "SEGMENTS", "META", "SELFTEST", "DEBUG", "DIMREFS"};
     return id < SPY_SEC_MAX ? names[id] : "?";
 }
 

@@ -24,14 +24,17 @@ static spy_status verify_one(spy_model *m, uint32_t i, RtErr *e) {
     const char *why = NULL;
     char buf[200];
     io->dyn_axis = -1;
-    unsigned unknown = t->flags & ~(SPY_TF_DYNAMIC | SPY_TF_HIDDEN | SPY_TF_SHAPED);
+    unsigned unknown = t->flags & ~(SPY_TF_DYNAMIC | SPY_TF_HIDDEN | SPY_TF_SHAPED |
+                                    (t->role == SPY_ROLE_INPUT ? SPY_TF_DIMS : 0));
     unsigned kinds = !!(t->flags & SPY_TF_DYNAMIC) + !!(t->flags & SPY_TF_HIDDEN) +
                      !!(t->flags & SPY_TF_SHAPED);
     uint64_t need = t->flags & SPY_TF_SHAPED ? 4u * t->rank : 4u;
     if (unknown)
         snprintf(buf, sizeof buf, "unknown flags 0x%x", unknown), why = buf;
-    else if (t->flags && t->role != SPY_ROLE_OUTPUT)
+    else if (t->flags & ~SPY_TF_DIMS && t->role != SPY_ROLE_OUTPUT)
         why = "flags on an input";
+    else if ((t->flags & SPY_TF_DIMS) && i + 1 != m->ninputs)
+        why = "a dims input that is not the last input";
     else if (kinds > 1)
         why = "more than one of dynamic, shaped and hidden";
     else if ((t->flags & SPY_TF_SHAPED) && (t->rank == 0 || t->dims[0] != (int64_t)t->numel))
@@ -69,7 +72,7 @@ spy_status rt_dyn_verify(spy_model *m, RtErr *e) {
     for (uint32_t i = 0; i < m->ntensors; i++) {
         if (verify_one(m, i, e))
             return e->status;
-        if (m->io[i].hidden && m->nvisible == m->noutputs)
+        if (i >= m->ninputs && m->io[i].hidden && m->nvisible == m->noutputs)
             m->nvisible = i - m->ninputs;
     }
     return SPY_OK;

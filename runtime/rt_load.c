@@ -228,6 +228,16 @@ static spy_status map_sections(spy_model *m, RtErr *e) {
         m->selftest = SEC_PTR(SPY_SEC_SELFTEST);
         m->selftest_size = m->sec[SPY_SEC_SELFTEST]->size;
     }
+    if (m->sec[SPY_SEC_DIMREFS]) {         /* entries checked by rt_sym_verify */
+        m->dimrefs = (const SpyDimRef *)SEC_PTR(SPY_SEC_DIMREFS);
+        m->ndimrefs = (uint32_t)(m->sec[SPY_SEC_DIMREFS]->size / sizeof(SpyDimRef));
+        if (m->sec[SPY_SEC_DIMREFS]->size % sizeof(SpyDimRef))
+            return rt_err_set(e, SPY_E_BAD_BUNDLE, "section DIMREFS: size %llu is not a "
+                              "multiple of its %zu-byte entries",
+                              (unsigned long long)m->sec[SPY_SEC_DIMREFS]->size,
+                              sizeof(SpyDimRef)),
+                   e->status;
+    }
     if (m->sec[SPY_SEC_DEBUG]) {           /* entries checked by rt_debug_verify */
         m->debug = (const SpyDebugDesc *)SEC_PTR(SPY_SEC_DEBUG);
         m->debug_bytes = m->sec[SPY_SEC_DEBUG]->size;

@@ -46,6 +46,8 @@ typedef struct {
     bool hidden;             /* SPY_TF_HIDDEN: internal output, no caller buffer */
     int dyn_axis;            /* SPY_TF_DYNAMIC: data-dependent axis; SPY_TF_SHAPED:
                                 SPY_DYN_SHAPE; -1 when static */
+    bool symbolic;           /* some axis has a DIMREFS entry (rt_symdim.c) */
+    int8_t sym[SPY_MAX_RANK];/* per axis: its symbol, or -1 */
 } RtIo;
 
 struct spy_model {
@@ -81,6 +83,10 @@ struct spy_model {
     const SpyDebugDesc *debug;  /* DEBUG section (NULL when absent: stripped) */
     uint64_t debug_bytes;
     uint32_t ndebug;         /* its entries (set once verified) */
+    const SpyDimRef *dimrefs;/* DIMREFS section (NULL when absent: a static bundle) */
+    uint32_t ndimrefs;
+    uint32_t nsyms;          /* symbols: elements of the SPY_TF_DIMS input */
+    uint32_t nvis_in;        /* inputs shown to the caller (all but SPY_TF_DIMS) */
     /* derived at load */
     RtIo *io;                /* [ntensors]: inputs then outputs */
     char *meta_text;         /* NUL-terminated copy of META */
@@ -124,6 +130,22 @@ spy_status rt_dyn_verify(spy_model *m, RtErr *e);
  * to its row-major prefix (tail zeroed); a shaped output's dims are all read. */
 spy_status rt_dyn_outputs(const spy_model *m, uint8_t *const *seg, void *const *outputs,
                           int64_t *dims, char *err, size_t errlen);
+
+/* rt_symdim.c: bounded symbolic dimensions (SPY_FEAT_DYNDIM, DIMREFS). */
+/* Checks the DIMREFS entries, the SPY_TF_DIMS input and the feature bit after the
+ * tensors were verified; sets m->nsyms, m->nvis_in and each io's sym[]. */
+spy_status rt_sym_verify(spy_model *m, RtErr *e);
+/* Before a run: the symbols' values from the inputs' actual dims (in_dims, tensor t's
+ * at t * SPY_MAX_RANK) into symv, checked against the bounds and between inputs; each
+ * symbolic input's packed caller buffer copied into its bound-shaped buffer pad[i]
+ * (the rest zero); bound[i] receives the buffer to bind for input i. */
+spy_status rt_sym_inputs(const spy_model *m, const int64_t *in_dims, const void *const *inputs,
+                         uint8_t *const *pad, const void **bound, int32_t *symv, char *err,
+                         size_t errlen);
+/* After a run: each symbolic output's valid box moved to the row-major prefix of its
+ * actual shape in the caller's buffer (tail zeroed), its dims into dims. */
+void rt_sym_outputs(const spy_model *m, const int32_t *symv, void *const *outputs,
+                    int64_t *dims);
 
 /* rt_debug.c: the DEBUG section (sbin.h SpyDebugDesc). */
 /* Checks every entry (name, kernel, segment, dtype, shape, byte range inside the

@@ -39,7 +39,10 @@ struct spy_session {
     atomic_uint *done;       /* [nsched] programs finished per schedule entry */
     double *host_us;         /* [nkernels] host time of the last run */
     int64_t *dyn_dims;       /* [ntensors * SPY_MAX_RANK] dims of the outputs after the
-                                last run (dynamic and shaped ones: the actual dims) */
+                                last run (dynamic and shaped ones: the actual dims); of
+                                the inputs, as given by spy_session_set_input_shape */
+    uint8_t **pad;           /* [ninputs] bound-shaped copies of symbolic inputs */
+    const void **bound_in;   /* [ninputs] the buffers bound for the inputs of a run */
     RtPool *pool;
     bool solo;               /* this run is on the caller alone (every kernel serial) */
     atomic_int busy;
@@ -109,6 +112,13 @@ static spy_status session_alloc(spy_session *s) {
     for (uint32_t i = 0; i < m->ntensors; i++)       /* upper bounds until a run */
         for (int d = 0; d < m->io[i].info.rank; d++)
             s->dyn_dims[i * SPY_MAX_RANK + (uint32_t)d] = m->io[i].info.dims[d];
+    s->pad = calloc(m->ninputs + 1, sizeof *s->pad);
+    s->bound_in = calloc(m->ninputs + 1, sizeof *s->bound_in);
+    if (!s->pad || !s->bound_in)
+        return SPY_E_NOMEM;
+    for (uint32_t i = 0; i < m->nvis_in; i++)
+        if (m->io[i].symbolic && !(s->pad[i] = calloc(m->io[i].info.nbytes + 1, 1)))
+            return SPY_E_NOMEM;
     if (s->profile)
         s->span = calloc((size_t)m->nsched * (size_t)s->nthreads + 1, sizeof *s->span);
     if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->done ||
@@ -178,6 +188,10 @@ void spy_session_free(spy_session *s) {
     free((void *)s->done);
     free(s->host_us);
     free(s->dyn_dims);
+    for (uint32_t i = 0; s->pad && i < s->m->ninputs; i++)
+        free(s->pad[i]);
+    free(s->pad);
+    free(s->bound_in);
     free(s->span);
     pthread_mutex_destroy(&s->err_mu);
     free(s);
@@ -369,7 +383,15 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
     if (atomic_exchange(&s->busy, 1))
         return SPY_E_INVALID_ARG; /* busy in another thread, which owns s->err meanwhile */
     s->err[0] = 0;
-    spy_status st = bind_io(s, inputs, outputs);
+    const void *const *in = inputs;
+    spy_status st = SPY_OK;
+    if (m->nsyms) {                          /* bounded symbolic dims (rt_symdim.c) */
+        in = s->bound_in;
+        st = rt_sym_inputs(m, s->dyn_dims, inputs, s->pad, s->bound_in,
+                           (int32_t *)s->stage[m->ninputs - 1], s->err, sizeof s->err);
+    }
+    if (st == SPY_OK)
+        st = bind_io(s, in, outputs);
     if (st == SPY_OK) {
         for (uint32_t i = 0; i < m->nsched; i++) {
             atomic_store(&s->next[i], 0u);
@@ -398,6 +420,8 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
                         outputs[i - m->ninputs], m->io[i].desc->numel);
     if (st == SPY_OK)                        /* data-dependent shapes (rt_dyn.c) */
         st = rt_dyn_outputs(m, s->seg, outputs, s->dyn_dims, s->err, sizeof s->err);
+    if (st == SPY_OK && m->nsyms)
+        rt_sym_outputs(m, (const int32_t *)s->stage[m->ninputs - 1], outputs, s->dyn_dims);
     atomic_store(&s->busy, 0);
     return st;
 }
@@ -443,6 +467,28 @@ spy_status spy_session_output_shape(const spy_session *s, int i, int *rank, int6
     *rank = io->info.rank;
     for (int d = 0; d < io->info.rank; d++)
         dims[d] = s->dyn_dims[(s->m->ninputs + (uint32_t)i) * SPY_MAX_RANK + (uint32_t)d];
+    return SPY_OK;
+}
+
+/* Actual shape of input i for the next runs (bounded symbolic dimensions): the fixed
+ * axes must keep their size; a symbolic one is checked against its bounds at the run. */
+spy_status spy_session_set_input_shape(spy_session *s, int i, int rank, const int64_t *dims) {
+    if (!s || !dims || i < 0 || (uint32_t)i >= s->m->nvis_in || atomic_load(&s->busy))
+        return SPY_E_INVALID_ARG;
+    const RtIo *io = &s->m->io[i];
+    if (rank != io->info.rank) {
+        snprintf(s->err, sizeof s->err, "input '%s': rank %d given, it has rank %d",
+                 io->info.name, rank, io->info.rank);
+        return SPY_E_INVALID_ARG;
+    }
+    for (int d = 0; d < rank; d++)
+        if (io->sym[d] < 0 ? dims[d] != io->info.dims[d] : dims[d] < 1 || dims[d] > io->info.dims[d]) {
+            snprintf(s->err, sizeof s->err, "input '%s' axis %d: size %lld, %s %lld",
+                     io->info.name, d, (long long)dims[d],
+                     io->sym[d] < 0 ? "fixed at" : "bounded by", (long long)io->info.dims[d]);
+            return SPY_E_INVALID_ARG;
+        }
+    memcpy(s->dyn_dims + (size_t)i * SPY_MAX_RANK, dims, (size_t)rank * sizeof *dims);
     return SPY_OK;
 }
 

@@ -109,7 +109,7 @@ static spy_status verify_tensor(spy_model *m, uint32_t i, RtErr *e) {
         io->info.dims[d] = t->dims[d];
     io->info.nbytes = (size_t)(n * hs);
     io->dev_bytes = (size_t)(n * ds);
-    io->hidden = (t->flags & SPY_TF_HIDDEN) != 0;   /* checked in rt_dyn_verify */
+    io->hidden = (t->flags & (SPY_TF_HIDDEN | SPY_TF_DIMS)) != 0; /* rt_dyn_verify */
     io->direct = !io->hidden && !spy_dt_subbyte_int(t->host_dtype) && /* range-checked */
                  (t->host_dtype == t->dev_dtype || (t->host_dtype == 9 && ds == 1));
     if (!io->direct)
@@ -330,7 +330,7 @@ spy_status rt_verify_tables(spy_model *m, RtErr *e) {
         return rt_err_set(e, SPY_E_BAD_BUNDLE, "section CODE has too many instructions"),
                e->status;
     if (verify_target(m, e) || verify_tensors(m, e) || verify_segments(m, e) ||
-        rt_dyn_verify(m, e) ||
+        rt_dyn_verify(m, e) || rt_sym_verify(m, e) ||
         verify_programs(m, e) || verify_kernels(m, e) || verify_code(m, e) ||
         verify_schedule(m, e) || rt_debug_verify(m, e))
         return e->status;

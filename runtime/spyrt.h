@@ -134,6 +134,19 @@ spy_status spy_session_output_shape(const spy_session *s, int i, int *rank, int6
 #define SPY_DYN_SHAPE (-2)
 int spy_model_output_dynamic_axis(const spy_model *m, int i);
 
+/* Bounded dynamic dimensions (spyrec --dim, --input-shape MIN..MAX): one bundle serves
+ * every size within the bounds. spy_model_input_info gives the upper-bound shape;
+ * spy_model_input_dim_bounds returns 1 (with the bounds) for such an axis of input i,
+ * 0 for a fixed one, -1 for a bad argument. Before a run, spy_session_set_input_shape
+ * gives input i's actual shape (its buffer then holds exactly that many elements,
+ * row-major; until set, the upper bound); sizes outside the bounds, or different sizes
+ * of one dimension shared by several inputs, fail the run. Output buffers keep their
+ * upper-bound size; after the run they hold the actual tensor (row-major, the rest
+ * zeroed), whose shape spy_session_output_shape gives. */
+int spy_model_input_dim_bounds(const spy_model *m, int i, int axis, int64_t *min,
+                               int64_t *max);
+spy_status spy_session_set_input_shape(spy_session *s, int i, int rank, const int64_t *dims);
+
 /* CRC32C (Castagnoli), as used for bundle sections. */
 uint32_t spy_crc32c(uint32_t crc, const void *data, size_t n);
 

@@ -52,7 +52,9 @@ typedef struct {
 #define SPY_FEAT_SCATTER 0x1u    /* CODE uses ISA_SCATTER (format 1.1) */
 #define SPY_FEAT_DEBUG 0x2u      /* the bundle has a DEBUG section (format 1.2) */
 #define SPY_FEAT_BWIN 0x4u       /* CODE uses MATMUL with ISA_F_BWIN (a window B) */
-#define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN)
+#define SPY_FEAT_DYNDIM 0x8u     /* bounded symbolic dimensions: a DIMREFS section and the
+                                    SPY_TF_DIMS input (sbin.md) */
+#define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_DYNDIM)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
@@ -67,6 +69,8 @@ typedef enum {
     SPY_SEC_SELFTEST = 10,   /* optional: sample inputs then expected outputs, raw */
     SPY_SEC_DEBUG = 11,      /* optional: SpyDebugDesc[], the model's names of tensors that
                                 kernels store in DRAM (left out by spyrec --strip) */
+    SPY_SEC_DIMREFS = 12,    /* SpyDimRef[]: the bounded symbolic axes of inputs and outputs
+                                (SPY_FEAT_DYNDIM) */
     SPY_SEC_MAX
 } SpySectionId;
 
@@ -92,6 +96,22 @@ enum { SPY_ROLE_INPUT = 1, SPY_ROLE_OUTPUT = 2 };
                                     the capacity), the actual dims are rank int32 at
                                     (count_seg, count_off) after a run, the data their
                                     row-major prefix */
+
+#define SPY_TF_DIMS 0x8u         /* the last input, hidden from the caller: int32[nsyms],
+                                    the actual size of every symbol, which the runtime
+                                    writes before each run (SPY_FEAT_DYNDIM) */
+
+/* One bounded symbolic axis (DIMREFS section): axis `axis` of tensor `tensor` has, at
+ * run time, the size of symbol `sym` (element `sym` of the SPY_TF_DIMS input), within
+ * [min, max]; max is the tensor's dims[axis], for which everything is planned. The
+ * caller gives an input of that size; an output comes back with it. */
+typedef struct {
+    uint32_t tensor;         /* index in TENSORS */
+    uint32_t axis;
+    uint32_t sym;
+    uint32_t reserved;
+    int64_t min, max;
+} SpyDimRef;
 
 typedef struct {             /* one graph input or output (64 + 8*8 bytes) */
     uint32_t name;           /* offset in STRINGS */

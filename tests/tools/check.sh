@@ -155,8 +155,46 @@ each_model() {
     done < <(list_models)
 }
 
+# dyn_model_test NAME MODEL SPYREC-FLAGS...: compile MODEL once with bounds on its
+# symbolic dimensions, then check the one bundle on every test_data_set_K beside it.
+dyn_model_test() {
+    local name=$1 model=$2 log sbin d rc=0
+    shift 2
+    log=$(logname "$name")
+    sbin=$W/models/$(echo "$name" | tr '/' '_').sbin
+    mkdir -p "$W/models"
+    {
+        echo "+ spyrec $model -o $sbin $*"
+        timeout 300 "$SPYREC" "$model" -o "$sbin" "$@" || rc=1
+        for d in "$(dirname "$model")"/test_data_set_*; do
+            [ $rc = 0 ] || break
+            echo "+ spyrun $sbin --check $d"
+            timeout 600 "$SPYRUN" "$sbin" --check "$d" -q || rc=1
+        done
+    } >"$log" 2>&1
+    result "$name" $rc "$log"
+}
+
+# the models of tests/models-dynamic.list (../shared/models-dynamic)
+each_dyn_model() {
+    local entry flags count
+    if [ ! -d "$SHARED/models-dynamic" ]; then
+        count=$(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/models-dynamic.list | wc -l)
+        skipped "dynmodel ($count models)" "$SHARED/models-dynamic not found"
+        return
+    fi
+    while read -r entry flags; do
+        # shellcheck disable=SC2086
+        dyn_model_test "dynmodel/$entry" "$SHARED/models-dynamic/${entry%%:*}/model.onnx" \
+            $flags </dev/null
+    done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/models-dynamic.list)
+}
+
 # ---- (c) numeric golden tests: the shared models and the shipped examples ---------
-part_models() { each_model "" model_test; }
+part_models() {
+    each_model "" model_test
+    each_dyn_model
+}
 
 # ---- the same models through the front-end passes, on the reference evaluator -------
 # (tests/tools/irrun.c): the decomposition's numerics, independently of the back end

@@ -59,6 +59,22 @@ static void valid_inputs(void)
     put("input/ok/x.npy", &b, 0, "y", RELU);
 }
 
+/* Inputs of the reludyn bundle (a bounded symbolic axis 0 of x, 1..4): every size in
+ * the bounds runs (the output has that size), one above them is refused. */
+static void dynamic_inputs(void)
+{
+    float x[40];
+    for (int i = 0; i < 40; i++)
+        x[i] = (float)(i - 8) * 0.25f;
+    Buf b = pb_tensor("x", ONNX_FLOAT, DIMS(1, 8), x, 32);
+    put("input/ok/x_dyn_1x8.pb", &b, 0, "f32[1,8]", "sbin/ok/reludyn.sbin --input x={}");
+    b = pb_tensor("x", ONNX_FLOAT, DIMS(3, 8), x, 96);
+    put("input/ok/x_dyn_3x8.pb", &b, 0, "f32[3,8]", "sbin/ok/reludyn.sbin --input x={}");
+    b = pb_tensor("x", ONNX_FLOAT, DIMS(5, 8), x, 160);
+    put("input/x_dyn_5x8.pb", &b, 2, "the file holds f32[5,8], the model wants f32[4,8]",
+        "sbin/ok/reludyn.sbin --input x={}");
+}
+
 static void wrong_for_bundle(void)
 {
     float x[40] = {0};
@@ -167,6 +183,7 @@ static void data_errors(void)
 void gen_inputs(void)
 {
     valid_inputs();
+    dynamic_inputs();
     wrong_for_bundle();
     broken_files();
     data_errors();

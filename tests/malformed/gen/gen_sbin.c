@@ -3,6 +3,7 @@
  * table and instruction damage is applied before writing, so that the checksums are
  * right and the verifier itself must refuse the bundle. */
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "gen_sbin.h"
@@ -43,8 +44,8 @@ static void emit_bwin(const char *name, const char *frag)
 
 static void reference_bundles(void)
 {
-    static const char *const names[] = {"relu", "embed", "div"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const names[] = {"relu", "embed", "div", "reludyn"};
+    for (int i = 0; i < 4; i++) {
         Buf f = sbin_build(names[i]);
         gen_file(fmt("sbin/ok/%s.sbin", names[i]), f.p, f.n);
         buf_free(&f);
@@ -340,6 +341,64 @@ static void debug_section(void)
     emit("debug_feature_no_section", "feature bit DEBUG is set but the DEBUG section is missing");
 }
 
+/* The reludyn bundle's DIMREFS entry k, to be damaged. */
+static SpyDimRef *dimref(int k)
+{
+    base("reludyn");
+    return &((SpyDimRef *)B.dimrefs.p)[k];
+}
+
+/* Bounded symbolic dimensions (DIMREFS, the dims input, the feature bit; checksums
+ * right). */
+static void dimrefs_section(void)
+{
+    static const struct {                 /* entry k's field at off := v (4 or 8 bytes) */
+        int k;
+        size_t off, size;
+        int64_t v;
+        const char *name, *frag;
+    } one[] = {
+        {0, offsetof(SpyDimRef, tensor), 4, 1, "dimrefs_dims_input",
+         "DIMREFS entry 0 (offset 6336): tensor 1 is not a data input"},
+        {1, offsetof(SpyDimRef, tensor), 4, 9, "dimrefs_tensor",
+         "DIMREFS entry 1 (offset 6368): tensor 9 is not a data input"},
+        {0, offsetof(SpyDimRef, axis), 4, 2, "dimrefs_axis", "axis 2 of a rank-2 tensor"},
+        {0, offsetof(SpyDimRef, sym), 4, 1, "dimrefs_sym", "symbol 1 of 1"},
+        {0, offsetof(SpyDimRef, min), 8, 0, "dimrefs_min", "bounds [0, 4] for an axis of 4"},
+        {1, offsetof(SpyDimRef, max), 8, 8, "dimrefs_max", "bounds [1, 8] for an axis of 4"},
+        {0, offsetof(SpyDimRef, reserved), 4, 1, "dimrefs_reserved", "reserved field not zero"},
+        {1, offsetof(SpyDimRef, tensor), 4, 0, "dimrefs_twice",
+         "a second entry for the same axis"},
+    };
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        uint8_t *p = (uint8_t *)dimref(one[i].k) + one[i].off;
+        int32_t v4 = (int32_t)one[i].v;
+        memcpy(p, one[i].size == 4 ? (const void *)&v4 : (const void *)&one[i].v, one[i].size);
+        emit(one[i].name, one[i].frag);
+    }
+    *dimref(0) = (SpyDimRef){2, 1, 0, 0, 1, 8};
+    emit("dimrefs_no_input", "a symbol no input axis gives");
+    dimref(0);
+    buf_put(&B.dimrefs, "0123", 4);
+    emit("dimrefs_size", "section DIMREFS: size 68 is not a multiple of its 32-byte entries");
+    dimref(0);
+    B.features = 0;
+    emit("dimrefs_no_feature", "feature DYNDIM not set, section DIMREFS present");
+    dimref(0);
+    B.dimrefs_sec = false;
+    emit("dimrefs_no_section", "feature DYNDIM set, section DIMREFS absent");
+    dimref(0);
+    B.tensors[1].flags = 0;
+    emit("dimrefs_no_dims_input", "dims input absent");
+    dimref(0);
+    B.tensors[1].rank = 2;
+    B.tensors[1].dims[1] = 1;
+    emit("dimrefs_dims_dtype", "dims input 'dims': not int32[1..64]");
+    dimref(0);
+    B.tensors[0].flags = SPY_TF_DIMS;
+    emit("dimrefs_dims_not_last", "a dims input that is not the last input");
+}
+
 /* Instructions of core 0 of the relu bundle (checksums right). */
 static void insns(void)
 {
@@ -516,6 +575,7 @@ void gen_sbin(void)
     sections();
     tables();
     debug_section();
+    dimrefs_section();
     insns();
     insns_compute();
     targets();

@@ -12,6 +12,8 @@ typedef struct {
     Buf strings, consts, selftest;
     Buf debug;                 /* DEBUG section bytes (SpyDebugDesc entries) when debug_sec */
     bool debug_sec;
+    Buf dimrefs;               /* DIMREFS section bytes (SpyDimRef entries) when dimrefs_sec */
+    bool dimrefs_sec;
     uint32_t features;         /* the header's feature bits */
     SpyTensorDesc tensors[8];
     int ntensors;

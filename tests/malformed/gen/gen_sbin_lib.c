@@ -205,10 +205,31 @@ static void bun_div(Bun *b)
     bun_kernel(b, "k0_div", code, 4);
 }
 
-/* One of the reference bundles by name: relu, embed, div. */
+/* reludyn: relu over x f32[1..4, 8] (a bounded symbolic axis 0, symbol 0), the hidden
+ * dims input, y f32[1..4, 8] (SPY_FEAT_DYNDIM, DIMREFS). */
+static void bun_reludyn(Bun *b)
+{
+    bun_init(b, 256);
+    bun_tensor(b, "x", SPY_ROLE_INPUT, 1, 1, (const int64_t[]){4, 8}, 2);
+    bun_tensor(b, "dims", SPY_ROLE_INPUT, 6, 6, (const int64_t[]){1}, 1);
+    bun_tensor(b, "y", SPY_ROLE_OUTPUT, 1, 1, (const int64_t[]){4, 8}, 2);
+    b->tensors[1].flags = SPY_TF_DIMS;
+    SpyInsn code[3] = {bun_dma(ISA_LOAD, 2, 0, 0, 4, 8, 4),
+                       bun_vec(ISA_VF_RELU, ISA_DT_F32, 1, 256, 0, 0, 4, 8),
+                       bun_dma(ISA_STORE, 4, 0, 256, 4, 8, 4)};
+    bun_kernel(b, "k0_relu", code, 3);
+    SpyDimRef r[2] = {{0, 0, 0, 0, 1, 4}, {2, 0, 0, 0, 1, 4}};
+    buf_put(&b->dimrefs, r, sizeof r);
+    b->dimrefs_sec = true;
+    b->features |= SPY_FEAT_DYNDIM;
+}
+
+/* One of the reference bundles by name: relu, embed, div, reludyn. */
 void bun_base(Bun *b, const char *which)
 {
-    if (!strcmp(which, "embed"))
+    if (!strcmp(which, "reludyn"))
+        bun_reludyn(b);
+    else if (!strcmp(which, "embed"))
         bun_embed(b);
     else if (!strcmp(which, "div"))
         bun_div(b);
@@ -255,10 +276,13 @@ Buf bun_write(const Bun *b)
         {SPY_SEC_META, b->meta, strlen(b->meta)},
         {SPY_SEC_SELFTEST, b->selftest.p, b->selftest.n},
         {SPY_SEC_DEBUG, b->debug.p, b->debug.n},
+        {SPY_SEC_DIMREFS, b->dimrefs.p, b->dimrefs.n},
     };
     uint32_t ns = 9;
     if (b->selftest.p)
         ns++;
+    if (b->dimrefs_sec)
+        sec[ns++] = sec[11];
     if (b->debug_sec)                      /* DEBUG follows the others */
         sec[ns++] = sec[10];
     SpyHeader h;
@@ -270,7 +294,7 @@ Buf bun_write(const Bun *b)
     h.nsections = ns;
     h.features = b->features;
     h.target = b->target;
-    SpySection tab[11];
+    SpySection tab[12];
     memset(tab, 0, sizeof tab);
     size_t off = align64(sizeof h + ns * sizeof(SpySection));
     for (uint32_t i = 0; i < ns; i++) {
@@ -323,5 +347,7 @@ void bun_free(Bun *b)
     buf_free(&b->selftest);
     buf_free(&b->debug);
     b->debug_sec = false;
+    buf_free(&b->dimrefs);
+    b->dimrefs_sec = false;
     b->features = 0;
 }

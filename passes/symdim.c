@@ -1,0 +1,640 @@
+/* symdim.c: bounded symbolic input dimensions (spyrec --dim, --input-shape MIN..MAX).
+ *
+ * The frontend types such an input at its upper bound and lists the axis in the
+ * graph's symbol table (IrSymDim, ir/ir_dyn.c). The graph is computed at the bounds;
+ * the runtime places an input of the actual size at the start of each bounded axis
+ * (the rest zero) and gives the device the actual sizes in a hidden input (one int32
+ * per symbol, SPY_TF_DIMS). This pass makes the result exact at every size: it follows
+ * every symbolic axis through the final graph as a list of factors per axis (a reshape
+ * may merge [batch, seq] into one row axis and split it again), and before each op that
+ * combines elements along such an axis (a reduction, the K of a matrix product) it
+ * replaces the padding by the op's neutral element (0 for sums and products' K, -inf
+ * for max, ...) with a SELECT against the actual size (symdim_mask.c), so no padding
+ * reaches a reduction, softmax, norm or attention; a mean divides by the actual count.
+ * Row-wise ops need nothing: padded rows are computed and thrown away. A pad on a
+ * symbolic spatial axis masks its input first, and a convolution or pooling window
+ * over it gives a derived size ((h + pads - extent) / stride + 1, computed on the
+ * device). Graph outputs keep each symbolic axis whole (recorded as output entries of
+ * the table: the runtime gives them their actual extents).
+ *
+ * Ops that move data along a symbolic axis other than as a whole (slices and concats
+ * on it, gathers from it by data, scans, a reshape that splits it) are refused, naming
+ * the node and the dimension. Constants folded from the bound (position ids, causal
+ * masks) are taken as the bound's row-major prefix of those of a smaller size, which
+ * holds for what Range, Trilu and comparisons of positions compute.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "symdim.h"
+
+/* Does axis a hold a symbolic factor? */
+static bool ax_sym(const SdAxis *a)
+{
+    for (int i = 0; i < a->n; i++)
+        if (a->sym[i] >= 0)
+            return true;
+    return false;
+}
+
+/* The first symbol of value info s (NULL: none) on any axis, or -1. */
+static int first_sym(const SdVal *s, int rank)
+{
+    for (int a = 0; s && a < rank; a++)
+        for (int i = 0; i < s->ax[a].n; i++)
+            if (s->ax[a].sym[i] >= 0)
+                return s->ax[a].sym[i];
+    return -1;
+}
+
+/* A fresh info for a value of type t with every axis one static factor. */
+static SdVal *sd_new(Sd *d, const IrType *t)
+{
+    SdVal *s = ir_scratch(d->g, sizeof *s);
+    for (int a = 0; a < t->rank; a++)
+        s->ax[a] = (SdAxis){1, {t->dims[a]}, {-1}, 0, 0};
+    return s;
+}
+
+/* s, or NULL when no axis of the rank-r value is symbolic. */
+static SdVal *sd_keep(SdVal *s, int r)
+{
+    return first_sym(s, r) >= 0 ? s : NULL;
+}
+
+
+/* The name of symbol k, for messages. */
+static const char *sym_name(const Sd *d, int k)
+{
+    const IrGraph *g = d->g;
+    while (k >= d->nbase && k - d->nbase < d->nder)
+        k = d->der[k - d->nbase].parent;       /* a derived size: the dimension it is of */
+    for (uint32_t i = 0; i < g->nsymdims; i++)
+        if (g->symdims[i].sym == k)
+            return g->symdims[i].name;
+    return "?";
+}
+
+/* Report node n, which combines elements along the bounded dimension k in a way the
+ * exact-size rules do not cover. */
+static bool refuse(Sd *d, const IrNode *n, int k, const char *what)
+{
+    ir_error(d->g, &n->origin, "unsupported: %s along the bounded dynamic dimension '%s' "
+             "(fix its size with --input-shape, or use a model that keeps it whole)", what,
+             sym_name(d, k));
+    return false;
+}
+
+/* Pointwise (and broadcasting) node: each output axis takes the factors of an input
+ * axis of the same extent that has symbols; two different ones are refused. */
+static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
+{
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    SdVal *o = sd_new(d, ot);
+    for (int i = 0; i < nin; i++) {
+        const SdVal *s = sd_get(d, n->in[i]);
+        if (!s)
+            continue;
+        const IrType *t = ir_vtype(d->g, n->in[i]);
+        for (int a = 0; a < t->rank; a++) {
+            int oa = ot->rank - t->rank + a;
+            if (!ax_sym(&s->ax[a]))
+                continue;
+            if (ax_sym(&o->ax[oa]) && memcmp(&o->ax[oa], &s->ax[a], sizeof s->ax[a]))
+                return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
+                              "operands that disagree");
+            o->ax[oa] = s->ax[a];
+        }
+    }
+    for (int i = 0; i < nin; i++) {            /* constants along a window's output */
+        const IrType *t = ir_vtype(d->g, n->in[i]);
+        for (int a = 0; ir_is_const(d->g, n->in[i]) && a < t->rank; a++) {
+            const SdAxis *x = &o->ax[ot->rank - t->rank + a];
+            if (t->dims[a] > 1 && x->n == 1 && x->sym[0] >= d->nbase)
+                return refuse(d, n, x->sym[0], "a constant computed for the bound (such as "
+                              "the divisors of an average pool that excludes its padding), on a "
+                              "window's output,");
+        }
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Merge adjacent static factors of a (so that reshapes see the fewest factors). */
+static void ax_norm(SdAxis *a)
+{
+    SdAxis r = {0};
+    for (int i = 0; i < a->n; i++) {
+        if (r.n && a->sym[i] < 0 && r.sym[r.n - 1] < 0)
+            r.size[r.n - 1] *= a->size[i];
+        else
+            r.size[r.n] = a->size[i], r.sym[r.n++] = a->sym[i];
+    }
+    *a = r;
+}
+
+/* Reshape: the input's factors, in order, regrouped into the output's axes; a static
+ * factor may be split, a symbolic one only kept whole. */
+static bool prop_reshape(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    int64_t fs[IR_MAX_RANK * SD_MAXF];
+    int fy[IR_MAX_RANK * SD_MAXF], nf = 0, k = 0;
+    for (int a = 0; a < it->rank; a++)
+        for (int i = 0; i < s->ax[a].n; i++)
+            if (s->ax[a].size[i] != 1 || s->ax[a].sym[i] >= 0)
+                fs[nf] = s->ax[a].size[i], fy[nf++] = s->ax[a].sym[i];
+    SdVal *o = ir_scratch(d->g, sizeof *o);
+    for (int a = 0; a < ot->rank; a++) {
+        int64_t want = ot->dims[a];
+        SdAxis *x = &o->ax[a];
+        while (want > 1 || (want == 1 && k < nf && fs[k] == 1)) {
+            if (k == nf || x->n == SD_MAXF)
+                return refuse(d, n, first_sym(s, it->rank), "a reshape that splits it");
+            if (fs[k] <= want && want % fs[k] == 0) {
+                x->size[x->n] = fs[k], x->sym[x->n++] = fy[k];
+                want /= fs[k++];
+            } else if (fy[k] < 0 && fs[k] % want == 0) {
+                x->size[x->n] = want, x->sym[x->n++] = -1;
+                fs[k] /= want;
+                want = 1;
+            } else {
+                return refuse(d, n, fy[k] >= 0 ? fy[k] : first_sym(s, it->rank),
+                              "a reshape that splits it");
+            }
+        }
+        if (x->n == 0)
+            *x = (SdAxis){1, {1}, {-1}, 0, 0};
+        ax_norm(x);
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* The input's axis infos permuted by the node's "perm". */
+static bool prop_transpose(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const int64_t *perm;
+    int r = ir_attr_get_ints(n, "perm", &perm);
+    SdVal *o = ir_scratch(d->g, sizeof *o);
+    for (int a = 0; a < r; a++)
+        o->ax[a] = s->ax[perm[a]];
+    d->val[n->out[0]] = sd_keep(o, r);
+    return true;
+}
+
+/* Slice: a symbolic axis must be taken whole. */
+static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *st, *sp;
+    ir_attr_get_ints(n, "starts", &st);
+    ir_attr_get_ints(n, "steps", &sp);
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < it->rank; a++) {
+        if (!ax_sym(&s->ax[a]))
+            continue;
+        if (st[a] != 0 || sp[a] != 1 || ot->dims[a] != it->dims[a])
+            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a slice");
+        o->ax[a] = s->ax[a];
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Reduction: padding along a reduced symbolic axis becomes the neutral element of fn
+ * (the node's input is replaced); the output keeps the other axes. */
+static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
+{
+    static const double neutral[] = {[IR_RED_SUM] = 0, [IR_RED_PROD] = 1,
+                                     [IR_RED_MAX] = -INFINITY, [IR_RED_MIN] = INFINITY};
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *axes;
+    int na = ir_attr_get_ints(n, "axes", &axes);
+    int fn = (int)ir_attr_get_int(n, "fn", 0);
+    bool keep = ir_attr_get_int(n, "keepdims", 1) != 0, red[IR_MAX_RANK] = {false};
+    for (int i = 0; i < na; i++)
+        red[axes[i]] = true;
+    ValId x = n->in[0];
+    bool masked = false;
+    for (int a = 0; a < it->rank; a++) {
+        if (!red[a] || !ax_sym(&s->ax[a]))
+            continue;
+        masked = true;
+        x = fn < IR_RED_COUNT && fn <= IR_RED_MIN ? pass_symdim_mask(d, x, &s->ax[a], a,
+                                                               neutral[fn], &n->origin)
+                                                  : IR_NONE;
+        if (x == IR_NONE)
+            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a reduction");
+    }
+    n->in[0] = x;
+    if (fn == IR_RED_SUM && masked && ir_dtype_is_float(it->dtype)) {
+        SdSum *m = ir_scratch(d->g, sizeof *m);
+        m->bound_count = 1;
+        m->static_count = 1;
+        for (int a = 0; a < it->rank; a++) {
+            if (!red[a])
+                continue;
+            m->bound_count *= (double)it->dims[a];
+            const SdAxis *ax = &s->ax[a];
+            for (int f = 0; f < ax->n; f++)
+                if (ax->sym[f] >= 0 && m->nsym < IR_MAX_RANK)
+                    m->sym[m->nsym++] = ax->sym[f];
+                else
+                    m->static_count *= ax->size[f];
+        }
+        if (m->nsym)
+            d->sum[n->out[0]] = m;
+    }
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0, oa = 0; a < it->rank; a++) {
+        if (!red[a])
+            o->ax[oa] = s->ax[a];
+        oa += !red[a] || keep;
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Matrix product: a symbolic K zeroes the padding of both operands (0 * a finite
+ * padding would do, but the padding of an activation need not be finite); M, N and the
+ * broadcast batch axes carry over. */
+static bool prop_matmul(Sd *d, IrNode *n)
+{
+    const IrType *ta = ir_vtype(d->g, n->in[0]), *tb = ir_vtype(d->g, n->in[1]);
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    const SdVal *sa = sd_get(d, n->in[0]), *sb = sd_get(d, n->in[1]);
+    if (ta->rank < 2 || tb->rank < 2)
+        return refuse(d, n, first_sym(sa ? sa : sb, sa ? ta->rank : tb->rank),
+                      "a matrix-vector product");
+    const SdAxis *ka = sa ? &sa->ax[ta->rank - 1] : NULL, *kb = sb ? &sb->ax[tb->rank - 2] : NULL;
+    const SdAxis *k = ka && ax_sym(ka) ? ka : kb && ax_sym(kb) ? kb : NULL;
+    if (k) {
+        n->in[0] = pass_symdim_mask(d, n->in[0], k, ta->rank - 1, 0, &n->origin);
+        n->in[1] = pass_symdim_mask(d, n->in[1], k, tb->rank - 2, 0, &n->origin);
+        if (n->in[0] == IR_NONE || n->in[1] == IR_NONE)
+            return refuse(d, n, first_sym(&(SdVal){.ax = {*k}}, 1), "a matrix product");
+    }
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < ot->rank - 2; a++) {
+        int ia = ta->rank - ot->rank + a, ib = tb->rank - ot->rank + a;
+        if (sa && ia >= 0 && ta->dims[ia] == ot->dims[a] && ax_sym(&sa->ax[ia]))
+            o->ax[a] = sa->ax[ia];
+        else if (sb && ib >= 0 && tb->dims[ib] == ot->dims[a] && ax_sym(&sb->ax[ib]))
+            o->ax[a] = sb->ax[ib];
+    }
+    if (sa)
+        o->ax[ot->rank - 2] = sa->ax[ta->rank - 2];
+    if (sb)
+        o->ax[ot->rank - 1] = sb->ax[tb->rank - 1];
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Element i of the integer constant v, or -1 when v is not an i32/i64 constant. */
+static int64_t const_index(IrGraph *g, ValId v, int64_t i)
+{
+    const IrValue *val = ir_val(g, v);
+    if (val->kind != IR_VAL_CONST)
+        return -1;
+    if (val->type.dtype == IR_DT_I64)
+        return ((const int64_t *)val->data)[i];
+    if (val->type.dtype == IR_DT_I32)
+        return ((const int32_t *)val->data)[i];
+    return -1;
+}
+
+/* A gather from a symbolic axis x by constant indices idx that only relabels it: for
+ * every symbolic factor of x some index axis a has its extent and, at every position p,
+ * the index's coordinate in that factor is p[a] (a vmapped mask: rows b*S + s gathered
+ * at [b, 1, 1, s]). Sets fax[f] to that axis (-1: static factor); false otherwise. */
+static bool relabel_axes(IrGraph *g, ValId idx, const SdAxis *x, int *fax)
+{
+    const IrType *ti = ir_vtype(g, idx);
+    int64_t n = ir_type_numel(ti), inner = 1;
+    for (int f = x->n - 1; f >= 0; f--) {
+        fax[f] = -1;
+        for (int a = 0; x->sym[f] >= 0 && a < ti->rank && fax[f] < 0; a++) {
+            int64_t stride = 1;
+            for (int b = a + 1; b < ti->rank; b++)
+                stride *= ti->dims[b];
+            bool ok = ti->dims[a] == x->size[f];
+            for (int64_t p = 0; ok && p < n; p++) {
+                int64_t v = const_index(g, idx, p);
+                ok = v >= 0 && (v / inner) % x->size[f] == (p / stride) % ti->dims[a];
+            }
+            if (ok)
+                fax[f] = a;
+        }
+        if (x->sym[f] >= 0 && fax[f] < 0)
+            return false;
+        inner *= x->size[f];
+    }
+    return true;
+}
+
+/* Gather: the indices' axes replace the table's gathered axis, which must be static
+ * or only relabelled by constant indices (relabel_axes). */
+static bool prop_gather(Sd *d, const IrNode *n)
+{
+    const SdVal *st = sd_get(d, n->in[0]), *si = sd_get(d, n->in[1]);
+    const IrType *tt = ir_vtype(d->g, n->in[0]), *ti = ir_vtype(d->g, n->in[1]);
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    int axis = (int)ir_attr_get_int(n, "axis", 0), fax[SD_MAXF];
+    SdVal *o = sd_new(d, ot);
+    if (st && ax_sym(&st->ax[axis])) {
+        const SdAxis *x = &st->ax[axis];
+        if (si || !relabel_axes(d->g, n->in[1], x, fax))
+            return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "a gather");
+        for (int f = 0; f < x->n; f++)
+            if (fax[f] >= 0)
+                o->ax[axis + fax[f]] = (SdAxis){1, {x->size[f]}, {x->sym[f]}, 0, 0};
+    }
+    for (int a = 0; a < tt->rank; a++) {
+        if (a == axis || !st)
+            continue;
+        o->ax[a < axis ? a : a - 1 + ti->rank] = st->ax[a];
+    }
+    for (int a = 0; si && a < ti->rank; a++)
+        o->ax[axis + a] = si->ax[a];
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Ops that keep some leading axes as they are and work inside the others: those must
+ * be static (conv: the batch axis; window: all but the trailing kernel axes; pad and
+ * concat, cumsum: all but the axes they change). lead[a] says which axes carry over. */
+static bool prop_lead(Sd *d, const IrNode *n, const bool *lead, const char *what)
+{
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    SdVal *o = sd_new(d, ot);
+    for (int i = 0; i < n->nin; i++) {
+        const SdVal *s = sd_get(d, n->in[i]);
+        const IrType *t = ir_vtype(d->g, n->in[i]);
+        for (int a = 0; s && a < t->rank; a++) {
+            if (!ax_sym(&s->ax[a]))
+                continue;
+            if (i > 0 && n->op == IR_OP_CONV)
+                return refuse(d, n, first_sym(s, t->rank), what);
+            if (!lead[a])
+                return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), what);
+            o->ax[a] = s->ax[a];
+        }
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Which axes of node n's (first) input an op of the prop_lead kind leaves alone. */
+static void lead_axes(IrGraph *g, const IrNode *n, bool *lead)
+{
+    const IrType *t = ir_vtype(g, n->in[0]), *ot = ir_vtype(g, n->out[0]);
+    const int64_t *k;
+    for (int a = 0; a < IR_MAX_RANK; a++)
+        lead[a] = a < t->rank && a < ot->rank && t->dims[a] == ot->dims[a];
+    if (n->op == IR_OP_CONV) {
+        for (int a = 1; a < t->rank; a++)
+            lead[a] = false;
+    } else if (n->op == IR_OP_WINDOW) {
+        int nk = ir_attr_get_ints(n, "kernel", &k);
+        for (int a = t->rank - nk; a < t->rank; a++)
+            lead[a] = false;
+    } else if (n->op == IR_OP_CONCAT || n->op == IR_OP_CUMSUM) {
+        lead[ir_attr_get_int(n, "axis", 0)] = false;
+    } else if (n->op != IR_OP_PAD) {
+        for (int a = 0; a < IR_MAX_RANK; a++)
+            lead[a] = false;
+    }
+}
+
+/* The derived size (parent + add) / div + 1, made once; -1 when the table is full or
+ * it would not give out at the bound max of the parent. */
+static int derived(Sd *d, int parent, int64_t add, int64_t div, int64_t pmax, int64_t out)
+{
+    if ((pmax + add) / div + 1 != out || pmax + add < 0)
+        return -1;
+    if (div == 1 && add == -1)
+        return parent;                     /* the same size (a 'same' window) */
+    for (int j = 0; j < d->nder; j++)
+        if (d->der[j].parent == parent && d->der[j].add == add && d->der[j].div == div)
+            return d->nbase + j;
+    if (d->nder == SD_MAXDER)
+        return -1;
+    d->der[d->nder] = (SdDerived){parent, add, div};
+    return d->nbase + d->nder++;
+}
+
+/* Smallest value symbol k takes (its bounds' min through the derivations). */
+static int64_t sym_min(const Sd *d, int k)
+{
+    if (k >= d->nbase) {
+        const SdDerived *dv = &d->der[k - d->nbase];
+        int64_t p = sym_min(d, dv->parent);
+        return p + dv->add < 0 ? -1 : (p + dv->add) / dv->div + 1;
+    }
+    int64_t m = INT64_MAX;
+    for (uint32_t i = 0; i < d->g->nsymdims; i++)
+        if (d->g->symdims[i].sym == k && d->g->symdims[i].min < m)
+            m = d->g->symdims[i].min;
+    return m;
+}
+
+/* Pad: a symbolic axis padded at either end has its padding (from the actual size on)
+ * set to the pad value first, so that the zeros (or the value) follow the actual data;
+ * the result is a padded axis, which only a window may read. */
+static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *pads, *inter;
+    ir_attr_get_ints(n, "pads", &pads);
+    int ni = ir_attr_get_ints(n, "interior", &inter);
+    double value = ir_attr_get_float(n, "value", 0);
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < it->rank; a++) {
+        const SdAxis *x = &s->ax[a];
+        if (!ax_sym(x))
+            continue;
+        int k = first_sym(&(SdVal){.ax = {*x}}, 1);
+        if ((ni > a && inter[a]) || x->plo || x->phi)
+            return refuse(d, n, k, "padding");
+        if (!pads[a] && !pads[it->rank + a]) {
+            o->ax[a] = *x;
+            continue;
+        }
+        if (x->n != 1 || (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) ==
+                             IR_NONE)
+            return refuse(d, n, k, "padding");
+        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a]};
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Convolution (input [N, C, spatial...]) or pooling window (over the trailing kernel
+ * axes): the batch (leading) axes carry over; a symbolic spatial axis of actual size
+ * h, padded by plo + phi, gives (h + plo + phi - extent) / stride + 1 outputs, a derived
+ * size; a window near the actual border reads the padding's zeros, as at that size. */
+static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    const int64_t *k = NULL, *st, *dl;
+    bool conv = n->op == IR_OP_CONV;
+    int nk = conv ? it->rank - 2 : ir_attr_get_ints(n, "kernel", &k), first = it->rank - nk;
+    int ns = ir_attr_get_ints(n, "strides", &st), nd = ir_attr_get_ints(n, "dilations", &dl);
+    if (n->nin > 1 && sd_get(d, n->in[1]))
+        return refuse(d, n, first_sym(sd_get(d, n->in[1]), ir_vtype(d->g, n->in[1])->rank),
+                      "convolution weights");
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0; a < it->rank; a++) {
+        const SdAxis *x = &s->ax[a];
+        int sym = first_sym(&(SdVal){.ax = {*x}}, 1);
+        if (!ax_sym(x))
+            continue;
+        if (a < first && !x->plo && !x->phi && (!conv || a == 0)) {
+            o->ax[a] = *x;
+            continue;
+        }
+        if (a < first || x->n != 1)
+            return refuse(d, n, sym, conv ? "a convolution" : "a pooling window");
+        int64_t kk = conv ? ir_vtype(d->g, n->in[1])->dims[a] : k[a - first];
+        int64_t sv = ns > 0 ? st[a - first] : 1, dv = nd > 0 ? dl[a - first] : 1;
+        int64_t add = x->plo + x->phi - ((kk - 1) * dv + 1);
+        int ds = derived(d, sym, add, sv, x->size[0] - x->plo - x->phi, ot->dims[a]);
+        if (ds < 0 || sym_min(d, ds) < 1)
+            return refuse(d, n, sym, "a window whose output size cannot be derived");
+        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
+/* Does an input of n have a padded axis (only windows may read one)? */
+static bool reads_padded(const Sd *d, const IrNode *n)
+{
+    for (int i = 0; i < n->nin; i++) {
+        const SdVal *s = n->in[i] != IR_NONE ? sd_get(d, n->in[i]) : NULL;
+        for (int a = 0; s && a < ir_vtype(d->g, n->in[i])->rank; a++)
+            if (s->ax[a].plo || s->ax[a].phi)
+                return true;
+    }
+    return false;
+}
+
+/* Carry the symbolic axes through node n (its inputs may be replaced by masked ones). */
+static bool prop_node(Sd *d, IrNode *n)
+{
+    bool any = false, lead[IR_MAX_RANK];
+    pass_symdim_mean(d, n);                    /* also when the mean has no symbolic axis left */
+    for (int i = 0; i < n->nin; i++)
+        any |= n->in[i] != IR_NONE && sd_get(d, n->in[i]) != NULL;
+    if (!any || n->nout != 1)
+        return true;
+    const SdVal *s = sd_get(d, n->in[0]);
+    const IrOpInfo *oi = &ir_op_info[n->op];
+    if (n->op == IR_OP_CONV || n->op == IR_OP_WINDOW)
+        return s ? prop_window(d, n, s) : prop_lead(d, n, lead, "convolution weights");
+    if (reads_padded(d, n))
+        return refuse(d, n, first_sym(s, ir_vtype(d->g, n->in[0])->rank), "padding");
+    if (n->op == IR_OP_PAD)
+        return prop_pad(d, n, s);
+    if ((oi->flags & IR_OPF_POINTWISE) &&
+        (n->op != IR_OP_BITCAST || ir_dtype_size(ir_vtype(d->g, n->out[0])->dtype) ==
+                                       ir_dtype_size(ir_vtype(d->g, n->in[0])->dtype)))
+        return prop_pointwise(d, n, n->nin);
+    if (n->op == IR_OP_EXPAND)
+        return prop_pointwise(d, n, 1);
+    switch (n->op) {
+    case IR_OP_RESHAPE:
+        return prop_reshape(d, n, s);
+    case IR_OP_TRANSPOSE:
+        return prop_transpose(d, n, s);
+    case IR_OP_SLICE:
+        return prop_slice(d, n, s);
+    case IR_OP_REDUCE:
+        return prop_reduce(d, n, s);
+    case IR_OP_MATMUL:
+        return prop_matmul(d, n);
+    case IR_OP_GATHER:
+        return prop_gather(d, n);
+    default:
+        lead_axes(d->g, n, lead);
+        return prop_lead(d, n, lead, n->op == IR_OP_CONV ? "a convolution window"
+                                     : n->op == IR_OP_WINDOW ? "a pooling window"
+                                                             : "data movement");
+    }
+}
+
+/* Record the symbolic axes of the graph outputs (output entries of the table); an
+ * output axis that merges a symbol with other factors is refused. */
+static bool mark_outputs(Sd *d)
+{
+    IrGraph *g = d->g;
+    uint32_t nin = g->nsymdims;
+    for (uint32_t i = 0; i < g->noutputs - g->nhidden; i++) {
+        ValId v = g->outputs[i];
+        const SdVal *s = sd_get(d, v);
+        for (int a = 0; s && a < ir_vtype(g, v)->rank; a++) {
+            const SdAxis *x = &s->ax[a];
+            if (!ax_sym(x))
+                continue;
+            if (x->n != 1 || x->sym[0] >= d->nbase) {
+                ir_diag_error(g->diag, "unsupported: output '%s' axis %d %s the bounded "
+                              "dynamic dimension '%s'%s", g->vals[v].name, a,
+                              x->n != 1 ? "merges" : "has a size derived from",
+                              sym_name(d, first_sym(&(SdVal){.ax = {*x}}, 1)),
+                              x->n != 1 ? " with other dimensions"
+                                        : " (by a window), which only the device computes");
+                return false;
+            }
+            const IrSymDim *src = NULL;
+            for (uint32_t j = 0; j < nin; j++)
+                if (g->symdims[j].sym == x->sym[0])
+                    src = &g->symdims[j];
+            ir_sym_add(g, v, a, src->min, src->max, src->name);
+            g->symdims[g->nsymdims - 1].output = true;
+            g->symdims[g->nsymdims - 1].input = i;        /* the output's index */
+        }
+    }
+    return true;
+}
+
+bool pass_symdim(IrGraph *g)
+{
+    int nsym = ir_sym_count(g);
+    Sd d;
+    memset(&d, 0, sizeof d);
+    d.g = g;
+    d.val = ir_scratch(g, (g->nvals + 1) * sizeof(SdVal *));
+    d.sum = ir_scratch(g, (g->nvals + 1) * sizeof(SdSum *));
+    d.nvals = g->nvals;
+    d.nbase = nsym;
+    d.count = ir_scratch(g, (size_t)(nsym + SD_MAXDER) * sizeof(ValId));
+    for (int k = 0; k < nsym + SD_MAXDER; k++)
+        d.count[k] = IR_NONE;
+    for (uint32_t i = 0; i < g->nsymdims; i++) {
+        const IrSymDim *e = &g->symdims[i];
+        if (!d.val[e->input])
+            d.val[e->input] = sd_new(&d, ir_vtype(g, e->input));
+        d.val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}, 0, 0};
+    }
+    IrType st = {.dtype = IR_DT_I32, .rank = 1, .dims = {nsym}};
+    d.syms = ir_add_input(g, "spy.dims", &st);
+    g->sym_input = d.syms;
+    uint32_t n = 0;
+    IrNode *old = ir_rewrite_begin(g, &n);
+    for (uint32_t i = 0; i < n; i++) {
+        if (old[i].dead)
+            continue;
+        IrNode nd = old[i];
+        ValId in[16];
+        if (nd.nin <= 16) {
+            memcpy(in, nd.in, nd.nin * sizeof *in);
+            nd.in = in;
+        }
+        if (!prop_node(&d, &nd))
+            return false;
+        ir_readd_node(g, &nd);
+    }
+    return !ir_failed(g) && mark_outputs(&d);
+}

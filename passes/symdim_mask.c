@@ -1,0 +1,176 @@
+/* symdim_mask.c: the masks of pass_symdim (passes/symdim.c): the actual size of each
+ * symbol on the device (a slice of the dims input, or derived from another size by a
+ * window's arithmetic), the bool mask of an axis's valid positions, the SELECT that
+ * replaces padding by a neutral element (where a viewed value is computed, when it
+ * can), and the actual divisor of a mean.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "symdim.h"
+
+/* The actual size of symbol k as an i32 tensor of rank r with every dim 1. */
+ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og)
+{
+    if (d->count[k] == IR_NONE && k >= d->nbase) {
+        const SdDerived *dv = &d->der[k - d->nbase];
+        IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
+        int32_t add = (int32_t)dv->add, div = (int32_t)dv->div, one = 1;
+        ValId c = pass_symdim_count(d, dv->parent, 1, og);
+        c = ir_binary(d->g, IR_BIN_ADD, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_add"),
+                                                        &ct, &add), og);
+        c = ir_binary(d->g, IR_BIN_DIV, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_div"),
+                                                        &ct, &div), og);
+        d->count[k] = ir_binary(d->g, IR_BIN_ADD, c,
+                                ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one),
+                                og);
+    }
+    if (d->count[k] == IR_NONE) {
+        int64_t st = k, sp = 1, sz = 1;
+        IrAttr at[3] = {ir_attr_ints_ref("starts", &st, 1), ir_attr_ints_ref("steps", &sp, 1),
+                        ir_attr_ints_ref("sizes", &sz, 1)};
+        NodeId sl = ir_add_node(d->g, IR_OP_SLICE, &d->syms, 1, at, 3, og);
+        d->count[k] = d->g->nodes[sl].out[0];
+    }
+    int64_t ones[IR_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        ones[i] = 1;
+    return r == 1 ? d->count[k] : ir_reshape(d->g, d->count[k], ones, r, og);
+}
+
+/* Bool mask of the valid positions of axis a (factors x) of a rank-r value: shape
+ * [1.., dims[a], ..1], true where every symbolic factor's coordinate is below its
+ * actual size. */
+static ValId axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len, const IrOrigin *og)
+{
+    ValId m = IR_NONE;
+    int64_t inner = 1;
+    for (int f = x->n - 1; f >= 0; f--) {
+        if (x->sym[f] >= 0) {
+            IrType ct = {.dtype = IR_DT_I32, .rank = r};
+            for (int i = 0; i < r; i++)
+                ct.dims[i] = i == a ? len : 1;
+            int32_t *c = ir_alloc(d->g, (size_t)len * sizeof *c);
+            for (int64_t i = 0; i < len; i++)
+                c[i] = (int32_t)((i / inner) % x->size[f]);
+            ValId coord = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pos"), &ct, c);
+            ValId lt = ir_binary(d->g, IR_BIN_LT, coord, pass_symdim_count(d, x->sym[f], r, og), og);
+            m = m == IR_NONE ? lt : ir_binary(d->g, IR_BIN_AND, m, lt, og);
+        }
+        inner *= x->size[f];
+    }
+    return m;
+}
+
+/* v masked where it is computed: when v is a view (reshape, transpose, slice) of an
+ * op's result, that result's padding (along every symbol of factors x) is set to the
+ * scalar nv and the views are applied again, so that the SELECT joins the producing
+ * kernel (a matrix product's epilogue) rather than copying a strided view. Padding is
+ * never read by a valid result, so masking a value for all its users is harmless.
+ * IR_NONE when v is no view or the symbols cannot be found there. */
+static ValId mask_at_source(Sd *d, ValId v, const SdAxis *x, ValId nv, const IrOrigin *og)
+{
+    IrGraph *g = d->g;
+    NodeId chain[16];
+    int n = 0;
+    ValId src = v;
+    while (n < 16 && src < d->nvals && g->vals[src].def != IR_NONE) {
+        const IrNode *p = ir_node(g, g->vals[src].def);
+        if (p->op != IR_OP_RESHAPE && p->op != IR_OP_TRANSPOSE && p->op != IR_OP_SLICE)
+            break;
+        chain[n++] = g->vals[src].def;
+        src = p->in[0];
+    }
+    const SdVal *ss = n ? sd_get(d, src) : NULL;
+    const IrType *st = ss ? ir_vtype(g, src) : NULL;
+    ValId m = IR_NONE;
+    for (int f = 0; ss && f < x->n; f++) {
+        int k = x->sym[f], b = -1;
+        for (int a = 0; k >= 0 && a < st->rank && b < 0; a++)
+            for (int i = 0; i < ss->ax[a].n; i++)
+                b = ss->ax[a].sym[i] == k ? a : b;
+        if (k >= 0 && b < 0)
+            return IR_NONE;
+        if (k < 0)
+            continue;
+        SdAxis y = ss->ax[b];                 /* only symbol k's factors */
+        for (int i = 0; i < y.n; i++)
+            y.sym[i] = y.sym[i] == k ? k : -1;
+        ValId mk = axis_mask(d, &y, b, st->rank, st->dims[b], og);
+        m = m == IR_NONE ? mk : ir_binary(g, IR_BIN_AND, m, mk, og);
+    }
+    if (m == IR_NONE)
+        return IR_NONE;
+    ValId r = ir_select(g, m, src, nv, og);
+    for (int i = n - 1; i >= 0; i--) {
+        IrOp op = ir_node(g, chain[i])->op;
+        const IrAttr *at = ir_node(g, chain[i])->attrs;
+        int na = ir_node(g, chain[i])->nattrs;
+        NodeId nn = ir_add_node(g, op, &r, 1, at, na, og);
+        r = ir_node(g, nn)->out[0];
+    }
+    return r;
+}
+
+/* v with its padding along axis a (factors x) replaced by the scalar neutral. */
+ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
+                       const IrOrigin *og)
+{
+    const IrType *t = ir_vtype(d->g, v);
+    IrType st = {.dtype = t->dtype, .rank = 0};
+    uint8_t buf[8] = {0};
+    if (!ir_dtype_is_float(t->dtype) && t->dtype != IR_DT_I32 && t->dtype != IR_DT_I64)
+        return IR_NONE;
+    if (t->dtype == IR_DT_F32) {
+        float f = (float)neutral;
+        memcpy(buf, &f, 4);
+    } else if (t->dtype == IR_DT_I32) {
+        int32_t i = isinf(neutral) ? (neutral > 0 ? INT32_MAX : INT32_MIN) : (int32_t)neutral;
+        memcpy(buf, &i, 4);
+    } else if (t->dtype == IR_DT_I64) {
+        int64_t i = isinf(neutral) ? (neutral > 0 ? INT64_MAX : INT64_MIN) : (int64_t)neutral;
+        memcpy(buf, &i, 8);
+    } else {
+        return IR_NONE;
+    }
+    ValId nv = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
+    ValId r = mask_at_source(d, v, x, nv, og);
+    return r != IR_NONE ? r : ir_select(d->g, axis_mask(d, x, a, t->rank, t->dims[a], og), v,
+                                        nv, og);
+}
+
+/* A multiplication of a sum over symbolic axes (SdSum) by the constant 1 / (its element
+ * count at the bounds): a mean, whose divisor becomes the actual count, computed on the
+ * device. Replaces that operand of n; false when n is no such product. */
+bool pass_symdim_mean(Sd *d, IrNode *n)
+{
+    if (n->op != IR_OP_BINARY || ir_attr_get_int(n, "fn", -1) != IR_BIN_MUL)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const SdSum *m = n->in[i] < d->nvals ? d->sum[n->in[i]] : NULL;
+        ValId c = n->in[1 - i];
+        const IrValue *cv = ir_val(d->g, c);
+        if (!m || cv->kind != IR_VAL_CONST || cv->type.dtype != IR_DT_F32 ||
+            ir_type_numel(&cv->type) != 1)
+            continue;
+        float f = *(const float *)cv->data;
+        if (fabs(f * m->bound_count - 1.0) > 1e-6)
+            continue;
+        IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
+        int32_t sc = (int32_t)m->static_count;
+        float one = 1.0f;
+        ValId cnt = ir_add_const(d->g, ir_fresh_name(d->g, "sym_cnt"), &ct, &sc);
+        for (int j = 0; j < m->nsym; j++)
+            cnt = ir_binary(d->g, IR_BIN_MUL, cnt, pass_symdim_count(d, m->sym[j], 1, &n->origin),
+                            &n->origin);
+        ct.dtype = IR_DT_F32;
+        ValId recip = ir_binary(d->g, IR_BIN_DIV,
+                                ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one),
+                                ir_cast(d->g, cnt, IR_DT_F32, &n->origin), &n->origin);
+        n->in[1 - i] = recip;
+        return true;
+    }
+    return false;
+}
+

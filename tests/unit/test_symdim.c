@@ -1,0 +1,242 @@
+/* test_symdim.c: unit tests of bounded symbolic dimensions (spyrec --dim, --input-shape
+ * MIN..MAX): a one-node ONNX graph whose input has a symbolic axis is compiled once at
+ * the bound (pass_symdim masks the padding; DIMREFS, the dims input), loaded, and run
+ * at every size within the bounds; each result must have the actual shape and the
+ * values a C reference computes at that size (softmax and mean over the symbolic axis,
+ * a matrix product contracting it, a padded max pool over symbolic height and width).
+ * Also: the runtime's refusals (a size outside the bounds, two inputs disagreeing on a
+ * shared symbol) and the compiler's (a scan along a symbolic axis, an average pool
+ * whose divisors were folded for the bound).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ir.h"
+#include "spyrt.h"
+#include "unit_util.h"
+
+/* Input nm f32 of dims (rank r) with axis ax symbolic in [lo, dims[ax]], symbol named sym. */
+static ValId sym_input(IrGraph *g, const char *nm, int r, const int64_t *dims, int ax,
+                       int64_t lo, const char *sym)
+{
+    ValId v = ut_input(g, nm, IR_DT_F32, r, dims);
+    ir_sym_add(g, v, ax, lo, dims[ax], sym);
+    return v;
+}
+
+/* Compile f's graph and open a session on it. */
+static void open_fx(UtFx *f, spy_model **m, spy_session **s)
+{
+    size_t len = 0;
+    uint8_t *buf = ut_compile(f->g, &len);
+    assert_non_null(buf);
+    ut_open(buf, len, m, s);
+}
+
+/* Output 0's actual shape must be dims (rank r). */
+static void expect_out_shape(spy_session *s, int r, const int64_t *dims)
+{
+    int rank = -1;
+    int64_t d[SPY_MAX_RANK];
+    assert_int_equal(spy_session_output_shape(s, 0, &rank, d), SPY_OK);
+    assert_int_equal(rank, r);
+    for (int i = 0; i < r; i++)
+        assert_int_equal(d[i], dims[i]);
+}
+
+/* Softmax over a symbolic last axis: x f32[3, 1..8]. */
+static void test_softmax_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){3, 8}, 1, 1, "n");
+    IrAttr ax = ir_attr_int("axis", -1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &x, 1, &ax, 1));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    assert_int_equal(spy_model_num_inputs(m), 1);
+    int64_t lo = 0, hi = 0;
+    assert_int_equal(spy_model_input_dim_bounds(m, 0, 1, &lo, &hi), 1);
+    assert_int_equal(lo, 1);
+    assert_int_equal(hi, 8);
+    assert_int_equal(spy_model_input_dim_bounds(m, 0, 0, NULL, NULL), 0);
+    float in[24], out[24], want[24];
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 3 * n, 0.7f, -0.2f);
+        for (int r = 0; r < 3; r++) {
+            double mx = -INFINITY, sum = 0;
+            for (int c = 0; c < n; c++)
+                mx = fmax(mx, in[r * n + c]);
+            for (int c = 0; c < n; c++)
+                sum += exp(in[r * n + c] - mx);
+            for (int c = 0; c < n; c++)
+                want[r * n + c] = (float)(exp(in[r * n + c] - mx) / sum);
+        }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){3, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        memset(out, 0x5a, sizeof out);
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 2, (int64_t[]){3, n});
+        ut_expect_close(out, want, 3 * n, 1e-5);
+        for (int i = 3 * n; i < 24; i++)
+            assert_true(out[i] == 0.0f);             /* the rest of the buffer zeroed */
+    }
+    assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){3, 9}),
+                     SPY_E_INVALID_ARG);
+    assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, 4}),
+                     SPY_E_INVALID_ARG);
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* ReduceMean over a symbolic leading axis (the divisor is the actual count) and a
+ * MatMul contracting a symbolic K shared by both operands. */
+static void test_mean_and_matmul(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){4, 5}, 0, 1, "b");
+    IrAttr at[2] = {ir_attr_ints(f->g, "axes", (int64_t[]){0}, 1), ir_attr_int("keepdims", 0)};
+    ir_add_output(f->g, ut_onnx_op(f->g, "ReduceMean", 13, &x, 1, at, 2));
+    ValId a = sym_input(f->g, "a", 2, (int64_t[]){2, 6}, 1, 2, "k");
+    ValId b = sym_input(f->g, "b", 2, (int64_t[]){6, 3}, 0, 2, "k");
+    ir_add_output(f->g, ut_onnx_op(f->g, "MatMul", 13, (ValId[]){a, b}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float xv[20], av[12], bv[18], o0[5], o1[6], w0[5], w1[6];
+    for (int n = 1; n <= 4; n++) {
+        int k = n + 2;                              /* 3 .. 6 */
+        ut_fill(xv, 5 * n, 0.5f, 0.1f);
+        ut_fill(av, 2 * k, 0.3f, -0.4f);
+        ut_fill(bv, 3 * k, 0.9f, 0.2f);
+        for (int c = 0; c < 5; c++) {
+            double acc = 0;
+            for (int r = 0; r < n; r++)
+                acc += xv[r * 5 + c];
+            w0[c] = (float)(acc / n);
+        }
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 3; j++) {
+                double acc = 0;
+                for (int q = 0; q < k; q++)
+                    acc += (double)av[i * k + q] * bv[q * 3 + j];
+                w1[i * 3 + j] = (float)acc;
+            }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){n, 5}), SPY_OK);
+        assert_int_equal(spy_session_set_input_shape(s, 1, 2, (int64_t[]){2, k}), SPY_OK);
+        assert_int_equal(spy_session_set_input_shape(s, 2, 2, (int64_t[]){k, 3}), SPY_OK);
+        const void *ins[3] = {xv, av, bv};
+        void *outs[2] = {o0, o1};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        ut_expect_close(o0, w0, 5, 1e-5);
+        ut_expect_close(o1, w1, 6, 1e-5);
+    }
+    /* a and b disagree on k */
+    assert_int_equal(spy_session_set_input_shape(s, 1, 2, (int64_t[]){2, 4}), SPY_OK);
+    assert_int_equal(spy_session_set_input_shape(s, 2, 2, (int64_t[]){5, 3}), SPY_OK);
+    const void *ins[3] = {xv, av, bv};
+    void *outs[2] = {o0, o1};
+    assert_int_equal(spy_session_run(s, ins, outs), SPY_E_INVALID_ARG);
+    assert_non_null(strstr(spy_session_error(s), "differs from another input"));
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* MaxPool (3x3, padding 1, stride 2) over symbolic height and width, then the global
+ * mean: windows near the actual border must see the padding of the actual image, and
+ * the mean divides by the actual count of the pooled (derived) size. */
+static void test_pool_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 7, 7}, 2, 3, "h");
+    ir_sym_add(f->g, x, 3, 3, 7, "w");
+    IrAttr at[3] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){3, 3}, 2),
+                    ir_attr_ints(f->g, "pads", (int64_t[]){1, 1, 1, 1}, 4),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2)};
+    ValId p = ut_onnx_op(f->g, "MaxPool", 13, &x, 1, at, 3);
+    ir_add_output(f->g, ut_onnx_op(f->g, "GlobalAveragePool", 13, &p, 1, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[49], out[1];
+    for (int h = 3; h <= 7; h++)
+        for (int w = 3; w <= 7; w++) {
+            ut_fill(in, h * w, 1.3f, -0.6f);
+            int oh = (h + 2 - 3) / 2 + 1, ow = (w + 2 - 3) / 2 + 1;
+            double sum = 0;
+            for (int i = 0; i < oh; i++)
+                for (int j = 0; j < ow; j++) {
+                    float mx = -INFINITY;
+                    for (int a = 2 * i - 1; a <= 2 * i + 1; a++)
+                        for (int b = 2 * j - 1; b <= 2 * j + 1; b++)
+                            if (a >= 0 && a < h && b >= 0 && b < w)
+                                mx = fmaxf(mx, in[a * w + b]);
+                    sum += mx;
+                }
+            float want = (float)(sum / (oh * ow));
+            assert_int_equal(spy_session_set_input_shape(s, 0, 4, (int64_t[]){1, 1, h, w}),
+                             SPY_OK);
+            const void *ins[1] = {in};
+            void *outs[1] = {out};
+            assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+            ut_expect_close(out, &want, 1, 1e-5);
+        }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* An average pool that excludes its padding divides by counts that the frontend folds
+ * for the bound: refused rather than wrong near the actual border. */
+static void test_avgpool_excluding_pad_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 9, 9}, 2, 3, "h");
+    IrAttr at[4] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){3, 3}, 2),
+                    ir_attr_ints(f->g, "pads", (int64_t[]){1, 1, 1, 1}, 4),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2),
+                    ir_attr_int("count_include_pad", 0)};
+    ValId p = ut_onnx_op(f->g, "AveragePool", 13, &x, 1, at, 4);
+    ir_add_output(f->g, ut_onnx_op(f->g, "GlobalMaxPool", 13, &p, 1, NULL, 0));
+    ut_decompose_ok(f);
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, "average pool that excludes its padding"));
+}
+
+/* A scan along a symbolic axis is refused, naming the dimension. */
+static void test_scan_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId ax = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
+    ir_add_output(f->g, ut_onnx_op(f->g, "CumSum", 14, (ValId[]){x, ax}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, "along the bounded dynamic dimension 'seq'"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_softmax_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_mean_and_matmul, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pool_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_avgpool_excluding_pad_refused, ut_setup,
+                                        ut_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_refused, ut_setup, ut_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
