@@ -622,19 +622,9 @@ static void mm_block(IrDType t, bool fl, const void *a, const void *b, int64_t M
     }
 }
 
-/* MATMUL: batched a @ b with broadcast batch dims. */
-bool ir_eval_matmul(const Ev *e)
+void ir_mm_batches(const IrType *ta, const IrType *tb, const IrType *o,
+                   void (*fn)(void *ctx, int64_t i, int64_t oa, int64_t ob), void *ctx)
 {
-    const IrType *ta = ity(e, 0), *tb = ity(e, 1), *o = oty(e, 0);
-    bool fl = ir_dtype_is_float(o->dtype);
-    int64_t M = ta->dims[ta->rank - 2], K = ta->dims[ta->rank - 1], N = tb->dims[tb->rank - 1];
-    void *wa = widen(ta->dtype, e->in[0], ir_type_numel(ta), fl);
-    void *wb = widen(tb->dtype, e->in[1], ir_type_numel(tb), fl);
-    if (!wa || !wb) {
-        free(wa);
-        free(wb);
-        return false;
-    }
     IrType ba = *ta, bb = *tb, bo = *o;
     ba.rank -= 2;
     bb.rank -= 2;
@@ -643,14 +633,44 @@ bool ir_eval_matmul(const Ev *e)
     BIter it;
     ir_bi_init(&it, &bo, 2, bt);
     int64_t nb = ir_type_numel(&bo);
-    for (int64_t i = 0; i < nb; i++, ir_bi_next(&it)) {
-        const char *pa = (const char *)wa + it.off[0] * M * K * 8;
-        const char *pb = (const char *)wb + it.off[1] * K * N * 8;
-        mm_block(o->dtype, fl, pa, pb, M, K, N, e->out[0], i * M * N);
+    for (int64_t i = 0; i < nb; i++, ir_bi_next(&it))
+        fn(ctx, i, it.off[0], it.off[1]);
+}
+
+/* One MATMUL batch of ir_eval_matmul (ir_mm_batches callback). */
+typedef struct {
+    IrDType t;
+    bool fl;
+    const char *wa, *wb;
+    int64_t M, K, N;
+    void *out;
+} MmCtx;
+
+/* ir_mm_batches callback of ir_eval_matmul: output batch i from batches oa, ob. */
+static void mm_batch(void *ctx, int64_t i, int64_t oa, int64_t ob)
+{
+    const MmCtx *c = ctx;
+    mm_block(c->t, c->fl, c->wa + oa * c->M * c->K * 8, c->wb + ob * c->K * c->N * 8, c->M,
+             c->K, c->N, c->out, i * c->M * c->N);
+}
+
+/* MATMUL: batched a @ b with broadcast batch dims. */
+bool ir_eval_matmul(const Ev *e)
+{
+    const IrType *ta = ity(e, 0), *tb = ity(e, 1), *o = oty(e, 0);
+    bool fl = ir_dtype_is_float(o->dtype);
+    MmCtx c = {.t = o->dtype, .fl = fl, .M = ta->dims[ta->rank - 2],
+               .K = ta->dims[ta->rank - 1], .N = tb->dims[tb->rank - 1], .out = e->out[0]};
+    void *wa = widen(ta->dtype, e->in[0], ir_type_numel(ta), fl);
+    void *wb = widen(tb->dtype, e->in[1], ir_type_numel(tb), fl);
+    if (wa && wb) {
+        c.wa = wa;
+        c.wb = wb;
+        ir_mm_batches(ta, tb, o, mm_batch, &c);
     }
     free(wa);
     free(wb);
-    return true;
+    return wa && wb;
 }
 
 /* Sum over channels c of one group and all taps: x[xbase + c*xs1 + tap] * w[wbase + ...]. */
