@@ -6,8 +6,9 @@
  * float32 MATMUL and two-dimensional CONV, which have fast paths here: the reference
  * evaluator widens every operand to double and sums one output element at a time,
  * which takes minutes on a resnet50 or bert_base; the paths here accumulate in float32
- * in an order the C compiler vectorises (a calibration statistic does not need the
- * last bit). Buffers are malloc'd and freed after their last reader, so a graph of
+ * in an order the C compiler vectorises, four rows of the result per pass over the
+ * other operand, a CONV as a product with its patch matrix (im2col) (a calibration
+ * statistic does not need the last bit). Buffers are malloc'd and freed after their last reader, so a graph of
  * real size runs in the memory of its live activations, not of all of them.
  */
 #include <stdio.h>
@@ -17,18 +18,56 @@
 #include "ir.h"
 #include "ir_priv.h"
 
-/* c[M,N] = a[M,K] @ b[K,N], float32, rows of b streamed (vectorised inner loop). */
+/* GCC's -O2 vectorises only loops without a scalar remainder; these inner loops have
+ * one, which the dynamic cost model accepts (4x on the product loops). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RUN_VECTORISE __attribute__((optimize("vect-cost-model=dynamic")))
+#else
+#define RUN_VECTORISE
+#endif
+
+/* Rows m0..m0+R (R <= 4) of c[M,N] = a[M,K] @ b[K,N], columns n0..n0+nn: each row of b
+ * loaded feeds R rows of c (restrict: the compiler vectorises the inner loop). */
+RUN_VECTORISE static void mm_rows(const float *a, const float *b, float *c, int64_t m0, int R, int64_t K,
+                    int64_t N, int64_t n0, int64_t nn)
+{
+    float *restrict c0 = c + m0 * N + n0, *restrict c1 = R > 1 ? c0 + N : c0;
+    float *restrict c2 = R > 2 ? c0 + 2 * N : c0, *restrict c3 = R > 3 ? c0 + 3 * N : c0;
+    for (int r = 0; r < R; r++)
+        memset(c0 + r * N, 0, (size_t)nn * sizeof *c0);
+    if (R < 4) {                           /* the last rows, one at a time */
+        for (int r = 0; r < R; r++)
+            for (int64_t k = 0; k < K; k++) {
+                float x = a[(m0 + r) * K + k];
+                const float *restrict br = b + k * N + n0;
+                float *restrict cr = c0 + r * N;
+                for (int64_t n = 0; n < nn; n++)
+                    cr[n] += x * br[n];
+            }
+        return;
+    }
+    const float *a0 = a + m0 * K;
+    for (int64_t k = 0; k < K; k++) {
+        float x0 = a0[k], x1 = a0[K + k], x2 = a0[2 * K + k], x3 = a0[3 * K + k];
+        const float *restrict br = b + k * N + n0;
+        for (int64_t n = 0; n < nn; n++) {
+            float bv = br[n];
+            c0[n] += x0 * bv;
+            c1[n] += x1 * bv;
+            c2[n] += x2 * bv;
+            c3[n] += x3 * bv;
+        }
+    }
+}
+
+/* c[M,N] = a[M,K] @ b[K,N], float32: four rows of c at a time over column tiles of 512
+ * (the four row tiles of c stay in the L1 cache while b streams by). */
 static void mm_f32(const float *a, const float *b, float *c, int64_t M, int64_t K, int64_t N)
 {
-    for (int64_t m = 0; m < M; m++) {
-        float *cr = c + m * N;
-        memset(cr, 0, (size_t)N * sizeof *cr);
-        for (int64_t k = 0; k < K; k++) {
-            float av = a[m * K + k];
-            const float *br = b + k * N;
-            for (int64_t n = 0; n < N; n++)
-                cr[n] += av * br[n];
-        }
+    for (int64_t n0 = 0; n0 < N; n0 += 512) {
+        int64_t nn = N - n0 < 512 ? N - n0 : 512;
+        for (int64_t m = 0; m < M; m += 4)
+            mm_rows(a, b, c, m, M - m < 4 ? (int)(M - m) : 4, K, N, n0, nn);
     }
 }
 
@@ -56,9 +95,27 @@ static void run_matmul_f32(IrGraph *g, const IrNode *n, const void **in, void *o
     ir_mm_batches(ta, tb, ir_vtype(g, n->out[0]), mm_f32_batch, &m);
 }
 
-/* Fast CONV of float32 operands with two spatial dims: for every output channel,
- * input channel and tap, one scaled input row is added to each output row. */
-static void run_conv2d_f32(IrGraph *g, const IrNode *n, const void **in, void *out)
+/* The patch matrix of one image and group of a 2-D CONV: col[(c*KH + kh)*KW + kw][p],
+ * p = oh*OW + ow, is x[c, oh*s0 + kh*d0, ow*s1 + kw*d1] (cg channels from xc). */
+static void im2col(const float *xc, int64_t cg, int64_t H, int64_t W, int64_t KH, int64_t KW,
+                   const int64_t *s, const int64_t *d, int64_t OH, int64_t OW, float *col)
+{
+    for (int64_t c = 0; c < cg; c++)
+        for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+                float *row = col + ((c * KH + kh) * KW + kw) * OH * OW;
+                for (int64_t oh = 0; oh < OH; oh++) {
+                    const float *xr = xc + (c * H + oh * s[0] + kh * d[0]) * W + kw * d[1];
+                    for (int64_t ow = 0; ow < OW; ow++)
+                        row[oh * OW + ow] = xr[ow * s[1]];
+                }
+            }
+}
+
+/* Fast CONV of float32 operands with two spatial dims: per image and group, the weights
+ * [M/group, C/group*KH*KW] times the patch matrix (im2col; a 1x1 convolution of stride
+ * 1 reads the image itself). False when out of memory. */
+static bool run_conv2d_f32(IrGraph *g, const IrNode *n, const void **in, void *out)
 {
     static const int64_t ones[2] = {1, 1};
     const IrType *tx = ir_vtype(g, n->in[0]), *tw = ir_vtype(g, n->in[1]);
@@ -71,30 +128,61 @@ static void run_conv2d_f32(IrGraph *g, const IrNode *n, const void **in, void *o
     int64_t group = ir_attr_get_int(n, "group", 1), cg = tw->dims[1], M = tw->dims[0];
     int64_t mg = M / group, C = tx->dims[1], H = tx->dims[2], W = tx->dims[3];
     int64_t OH = o->dims[2], OW = o->dims[3], KH = tw->dims[2], KW = tw->dims[3];
-    const float *x = in[0], *w = in[1];
-    float *y = out;
-    memset(y, 0, ir_type_bytes(o));
+    int64_t ckk = cg * KH * KW, P = OH * OW;
+    bool direct = KH == 1 && KW == 1 && s[0] == 1 && s[1] == 1;
+    float *col = direct ? NULL : malloc((size_t)(ckk * P) * sizeof *col);
+    if (!direct && !col)
+        return false;
     for (int64_t b = 0; b < tx->dims[0]; b++)
-        for (int64_t m = 0; m < M; m++) {
-            float *ym = y + (b * M + m) * OH * OW;
-            for (int64_t c = 0; c < cg; c++) {
-                const float *xc = x + (b * C + (m / mg) * cg + c) * H * W;
-                for (int64_t kh = 0; kh < KH; kh++)
-                    for (int64_t kw = 0; kw < KW; kw++) {
-                        float wv = w[((m * cg + c) * KH + kh) * KW + kw];
-                        for (int64_t oh = 0; oh < OH; oh++) {
-                            const float *xr = xc + (oh * s[0] + kh * d[0]) * W + kw * d[1];
-                            float *yr = ym + oh * OW;
-                            if (s[1] == 1)
-                                for (int64_t ow = 0; ow < OW; ow++)
-                                    yr[ow] += wv * xr[ow];
-                            else
-                                for (int64_t ow = 0; ow < OW; ow++)
-                                    yr[ow] += wv * xr[ow * s[1]];
-                        }
-                    }
-            }
+        for (int64_t gi = 0; gi < group; gi++) {
+            const float *xc = (const float *)in[0] + (b * C + gi * cg) * H * W;
+            if (!direct)
+                im2col(xc, cg, H, W, KH, KW, s, d, OH, OW, col);
+            mm_f32((const float *)in[1] + gi * mg * ckk, direct ? xc : col,
+                   (float *)out + (b * M + gi * mg) * P, mg, ckk, P);
         }
+    free(col);
+    return true;
+}
+
+/* One row of a float32 BINARY: y[i] = a[i*sa] fn b[i*sb] (strides 0 or 1). */
+RUN_VECTORISE static void bin_row(int fn, const float *a, int64_t sa, const float *b,
+                                  int64_t sb, float *restrict y, int64_t L)
+{
+    for (int64_t i = 0; i < L; i++) {
+        float x = a[i * sa], z = b[i * sb];
+        switch (fn) {
+        case IR_BIN_ADD: y[i] = x + z; break;
+        case IR_BIN_SUB: y[i] = x - z; break;
+        case IR_BIN_MUL: y[i] = x * z; break;
+        case IR_BIN_DIV: y[i] = x / z; break;
+        case IR_BIN_MAX: y[i] = x > z || x != x ? x : z; break;
+        default: y[i] = x < z || x != x ? x : z; break;
+        }
+    }
+}
+
+/* Fast float32 BINARY add, sub, mul, div, max, min: row by row of the output's last
+ * dim (the broadcast iterator steps once per row, not once per element). False when
+ * n is not one of these (the reference evaluator takes it). */
+static bool run_binary_f32(IrGraph *g, const IrNode *n, const void **in, void *out)
+{
+    int fn = (int)ir_attr_get_int(n, "fn", -1);
+    const IrType *o = ir_vtype(g, n->out[0]);
+    const IrType *t[2] = {ir_vtype(g, n->in[0]), ir_vtype(g, n->in[1])};
+    if (o->rank == 0 || (fn != IR_BIN_ADD && fn != IR_BIN_SUB && fn != IR_BIN_MUL &&
+                         fn != IR_BIN_DIV && fn != IR_BIN_MAX && fn != IR_BIN_MIN))
+        return false;
+    IrType row = *o;
+    int64_t L = o->dims[o->rank - 1];
+    row.dims[o->rank - 1] = 1;
+    IrBIter it;
+    ir_bi_init(&it, &row, 2, t);
+    int64_t sa = it.st[0][o->rank - 1], sb = it.st[1][o->rank - 1], nrow = ir_type_numel(&row);
+    for (int64_t r = 0; r < nrow; r++, ir_bi_next(&it))
+        bin_row(fn, (const float *)in[0] + it.off[0], sa, (const float *)in[1] + it.off[1], sb,
+                (float *)out + r * L, L);
+    return true;
 }
 
 /* Whether every input and output of n is float32. */
@@ -118,10 +206,10 @@ static bool run_node(IrGraph *g, const IrNode *n, const void **in, void **out)
         run_matmul_f32(g, n, in, out[0]);
         return true;
     }
-    if (n->op == IR_OP_CONV && all_f32(g, n) && ir_vtype(g, n->in[0])->rank == 4) {
-        run_conv2d_f32(g, n, in, out[0]);
+    if (n->op == IR_OP_CONV && all_f32(g, n) && ir_vtype(g, n->in[0])->rank == 4)
+        return run_conv2d_f32(g, n, in, out[0]);
+    if (n->op == IR_OP_BINARY && all_f32(g, n) && run_binary_f32(g, n, in, out[0]))
         return true;
-    }
     if (n->op >= IR_OP_FOREIGN)
         return false;
     IrEval e = {g, n, in, out};
