@@ -310,7 +310,7 @@ typedef struct {
 bool cli_metric_parse(const char *s, CliMetricSpec *spec);
 bool cli_metric_any(const CliMetricSpec *spec);
 /* fp16 / int8 / fp8 defaults when META's flags record that --precision and spec has none. */
-bool cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec);
+const char *cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec);
 bool cli_metrics_pass(const CliMetrics *m, const CliMetricSpec *spec, char *why, size_t n);
 void cli_metrics_print(FILE *f, const CliMetrics *m);
 

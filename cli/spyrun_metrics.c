@@ -160,8 +160,8 @@ bool cli_metric_any(const CliMetricSpec *spec)
  * bundle's META flags line (spy_model_meta) records "--precision P", spec gets P's
  * defaults (the README's): fp16 rel-l2 2e-2, cosine 0.999 and top1 1; int8 (W8A8)
  * rel-l2 0.1 and cosine 0.99; fp8 (e4m3 weights) rel-l2 5e-2 and cosine 0.99.
- * Returns whether it did. */
-bool cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
+ * Returns P's name ("fp16", "int8", "fp8") when it did, else NULL. */
+const char *cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
 {
     static const struct {
         const char *flag;
@@ -173,7 +173,7 @@ bool cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
     };
     const char *f = meta ? strstr(meta, "flags=") : NULL;
     if (!f || cli_metric_any(spec))
-        return false;
+        return NULL;
     size_t len = strcspn(f, "\n");
     for (size_t d = 0; d < sizeof defs / sizeof defs[0]; d++) {
         size_t fl = strlen(defs[d].flag);
@@ -181,11 +181,11 @@ bool cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
             char next = p[fl];
             if ((p[-1] == '=' || p[-1] == ' ') && (next == ' ' || next == '\n' || next == '\0')) {
                 *spec = defs[d].spec;
-                return true;
+                return defs[d].flag + 12;
             }
         }
     }
-    return false;
+    return NULL;
 }
 
 /* Whether m meets every threshold of spec (top1 holds when there are no counted rows);

@@ -243,10 +243,52 @@ static bool bin_i(int fn, int64_t a, int64_t b, bool us, int bits, int64_t *r)
     }
 }
 
-/* BINARY: fn of the broadcast operands. */
+/* One row of a float32 BINARY: y[i] = a[i*sa] fn b[i*sb] (strides 0 or 1), in float:
+ * for these functions the same value as bin_f's double rounded once to float32 (the
+ * double result of two floats is exact, or rounds innocuously: 53 >= 2*24 + 2). */
+static void bin_row_f32(int fn, const float *a, int64_t sa, const float *b, int64_t sb,
+                        float *y, int64_t L)
+{
+    for (int64_t i = 0; i < L; i++) {
+        float x = a[i * sa], z = b[i * sb];
+        switch (fn) {
+        case IR_BIN_ADD: y[i] = x + z; break;
+        case IR_BIN_SUB: y[i] = x - z; break;
+        case IR_BIN_MUL: y[i] = x * z; break;
+        case IR_BIN_DIV: y[i] = x / z; break;
+        case IR_BIN_MAX: y[i] = (isnan(x) || x > z) ? x : z; break;
+        default: y[i] = (isnan(x) || x < z) ? x : z; break;
+        }
+    }
+}
+
+/* BINARY add, sub, mul, div, max, min of float32 operands: row by row of the output's
+ * last dim (the broadcast iterator steps once per row); false for any other node. */
+static bool binary_f32(const Ev *e, int fn)
+{
+    const IrType *t[2] = {ity(e, 0), ity(e, 1)}, *o = oty(e, 0);
+    if (o->rank == 0 || t[0]->dtype != IR_DT_F32 || t[1]->dtype != IR_DT_F32 ||
+        o->dtype != IR_DT_F32 || (fn != IR_BIN_ADD && fn != IR_BIN_SUB && fn != IR_BIN_MUL &&
+                                  fn != IR_BIN_DIV && fn != IR_BIN_MAX && fn != IR_BIN_MIN))
+        return false;
+    IrType row = *o;
+    int64_t L = o->dims[o->rank - 1];
+    row.dims[o->rank - 1] = 1;
+    BIter it;
+    ir_bi_init(&it, &row, 2, t);
+    int64_t sa = it.st[0][o->rank - 1], sb = it.st[1][o->rank - 1], nrow = ir_type_numel(&row);
+    for (int64_t r = 0; r < nrow; r++, ir_bi_next(&it))
+        bin_row_f32(fn, (const float *)e->in[0] + it.off[0], sa,
+                    (const float *)e->in[1] + it.off[1], sb, (float *)e->out[0] + r * L, L);
+    return true;
+}
+
+/* BINARY: fn of the broadcast operands (float32 add, sub, mul, div, max, min: binary_f32). */
 bool ir_eval_binary(const Ev *e)
 {
     int fn = (int)ir_attr_get_int(e->n, "fn", -1);
+    if (binary_f32(e, fn))
+        return true;
     const IrType *t[2] = {ity(e, 0), ity(e, 1)}, *o = oty(e, 0);
     IrDType dt = t[0]->dtype;
     bool fl = ir_dtype_is_float(dt), us = ir_dtype_is_unsigned(dt) || dt == IR_DT_BOOL;

@@ -6,9 +6,10 @@
  * float32 MATMUL and two-dimensional CONV, which have fast paths here: the reference
  * evaluator widens every operand to double and sums one output element at a time,
  * which takes minutes on a resnet50 or bert_base; the paths here accumulate in float32
- * in an order the C compiler vectorises, four rows of the result per pass over the
- * other operand, a CONV as a product with its patch matrix (im2col) (a calibration
- * statistic does not need the last bit). Buffers are malloc'd and freed after their last reader, so a graph of
+ * in an order the C compiler vectorises, four rows of the result per pass over a
+ * cache-sized block of the other operand, a CONV as a product with its patch matrix
+ * (im2col) (a calibration statistic does not need the last bit); float32 BINARY has
+ * its fast path in ir_eval.c itself. Buffers are malloc'd and freed after their last reader, so a graph of
  * real size runs in the memory of its live activations, not of all of them.
  */
 #include <stdio.h>
@@ -26,18 +27,18 @@
 #define RUN_VECTORISE
 #endif
 
-/* Rows m0..m0+R (R <= 4) of c[M,N] = a[M,K] @ b[K,N], columns n0..n0+nn: each row of b
- * loaded feeds R rows of c (restrict: the compiler vectorises the inner loop). */
-RUN_VECTORISE static void mm_rows(const float *a, const float *b, float *c, int64_t m0, int R, int64_t K,
-                    int64_t N, int64_t n0, int64_t nn)
+/* Rows m0..m0+R (R <= 4) of c[M,N] += a[M,K] @ b[K,N] over depth k0..k0+kl and columns
+ * n0..n0+nn: each row of b loaded feeds R rows of c (restrict: the compiler vectorises
+ * the inner loop). */
+RUN_VECTORISE static void mm_rows(const float *a, const float *b, float *c, int64_t m0, int R,
+                                  int64_t K, int64_t N, int64_t k0, int64_t kl, int64_t n0,
+                                  int64_t nn)
 {
     float *restrict c0 = c + m0 * N + n0, *restrict c1 = R > 1 ? c0 + N : c0;
     float *restrict c2 = R > 2 ? c0 + 2 * N : c0, *restrict c3 = R > 3 ? c0 + 3 * N : c0;
-    for (int r = 0; r < R; r++)
-        memset(c0 + r * N, 0, (size_t)nn * sizeof *c0);
     if (R < 4) {                           /* the last rows, one at a time */
         for (int r = 0; r < R; r++)
-            for (int64_t k = 0; k < K; k++) {
+            for (int64_t k = k0; k < k0 + kl; k++) {
                 float x = a[(m0 + r) * K + k];
                 const float *restrict br = b + k * N + n0;
                 float *restrict cr = c0 + r * N;
@@ -47,7 +48,7 @@ RUN_VECTORISE static void mm_rows(const float *a, const float *b, float *c, int6
         return;
     }
     const float *a0 = a + m0 * K;
-    for (int64_t k = 0; k < K; k++) {
+    for (int64_t k = k0; k < k0 + kl; k++) {
         float x0 = a0[k], x1 = a0[K + k], x2 = a0[2 * K + k], x3 = a0[3 * K + k];
         const float *restrict br = b + k * N + n0;
         for (int64_t n = 0; n < nn; n++) {
@@ -60,14 +61,19 @@ RUN_VECTORISE static void mm_rows(const float *a, const float *b, float *c, int6
     }
 }
 
-/* c[M,N] = a[M,K] @ b[K,N], float32: four rows of c at a time over column tiles of 512
- * (the four row tiles of c stay in the L1 cache while b streams by). */
+/* c[M,N] = a[M,K] @ b[K,N], float32, in blocks of 128 deep x 512 columns of b (256 KiB,
+ * which stays in the cache while every row of a passes over it), four rows of c at a
+ * time. */
 static void mm_f32(const float *a, const float *b, float *c, int64_t M, int64_t K, int64_t N)
 {
+    memset(c, 0, (size_t)(M * N) * sizeof *c);
     for (int64_t n0 = 0; n0 < N; n0 += 512) {
         int64_t nn = N - n0 < 512 ? N - n0 : 512;
-        for (int64_t m = 0; m < M; m += 4)
-            mm_rows(a, b, c, m, M - m < 4 ? (int)(M - m) : 4, K, N, n0, nn);
+        for (int64_t k0 = 0; k0 < K; k0 += 128) {
+            int64_t kl = K - k0 < 128 ? K - k0 : 128;
+            for (int64_t m = 0; m < M; m += 4)
+                mm_rows(a, b, c, m, M - m < 4 ? (int)(M - m) : 4, K, N, k0, kl, n0, nn);
+        }
     }
 }
 
@@ -145,46 +151,6 @@ static bool run_conv2d_f32(IrGraph *g, const IrNode *n, const void **in, void *o
     return true;
 }
 
-/* One row of a float32 BINARY: y[i] = a[i*sa] fn b[i*sb] (strides 0 or 1). */
-RUN_VECTORISE static void bin_row(int fn, const float *a, int64_t sa, const float *b,
-                                  int64_t sb, float *restrict y, int64_t L)
-{
-    for (int64_t i = 0; i < L; i++) {
-        float x = a[i * sa], z = b[i * sb];
-        switch (fn) {
-        case IR_BIN_ADD: y[i] = x + z; break;
-        case IR_BIN_SUB: y[i] = x - z; break;
-        case IR_BIN_MUL: y[i] = x * z; break;
-        case IR_BIN_DIV: y[i] = x / z; break;
-        case IR_BIN_MAX: y[i] = x > z || x != x ? x : z; break;
-        default: y[i] = x < z || x != x ? x : z; break;
-        }
-    }
-}
-
-/* Fast float32 BINARY add, sub, mul, div, max, min: row by row of the output's last
- * dim (the broadcast iterator steps once per row, not once per element). False when
- * n is not one of these (the reference evaluator takes it). */
-static bool run_binary_f32(IrGraph *g, const IrNode *n, const void **in, void *out)
-{
-    int fn = (int)ir_attr_get_int(n, "fn", -1);
-    const IrType *o = ir_vtype(g, n->out[0]);
-    const IrType *t[2] = {ir_vtype(g, n->in[0]), ir_vtype(g, n->in[1])};
-    if (o->rank == 0 || (fn != IR_BIN_ADD && fn != IR_BIN_SUB && fn != IR_BIN_MUL &&
-                         fn != IR_BIN_DIV && fn != IR_BIN_MAX && fn != IR_BIN_MIN))
-        return false;
-    IrType row = *o;
-    int64_t L = o->dims[o->rank - 1];
-    row.dims[o->rank - 1] = 1;
-    IrBIter it;
-    ir_bi_init(&it, &row, 2, t);
-    int64_t sa = it.st[0][o->rank - 1], sb = it.st[1][o->rank - 1], nrow = ir_type_numel(&row);
-    for (int64_t r = 0; r < nrow; r++, ir_bi_next(&it))
-        bin_row(fn, (const float *)in[0] + it.off[0], sa, (const float *)in[1] + it.off[1], sb,
-                (float *)out + r * L, L);
-    return true;
-}
-
 /* Whether every input and output of n is float32. */
 static bool all_f32(IrGraph *g, const IrNode *n)
 {
@@ -208,8 +174,6 @@ static bool run_node(IrGraph *g, const IrNode *n, const void **in, void **out)
     }
     if (n->op == IR_OP_CONV && all_f32(g, n) && ir_vtype(g, n->in[0])->rank == 4)
         return run_conv2d_f32(g, n, in, out[0]);
-    if (n->op == IR_OP_BINARY && all_f32(g, n) && run_binary_f32(g, n, in, out[0]))
-        return true;
     if (n->op >= IR_OP_FOREIGN)
         return false;
     IrEval e = {g, n, in, out};

@@ -148,10 +148,10 @@ static ValId quant_weight(IrGraph *g, ValId w, int axis, PassQWeight *st, const 
     const float *x = ir_val(g, w)->data;
     float *scale = ir_scratch(g, (size_t)C * sizeof *scale);
     int8_t *zp = ir_scratch(g, (size_t)C), *q = ir_scratch(g, (size_t)n);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t c = (i / inner) % C;
-        scale[c] = fmaxf(scale[c], fabsf(x[i]));
-    }
+    for (int64_t ou = 0, i = 0; ou < outer; ou++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t j = 0; j < inner; j++, i++)
+                scale[c] = fabsf(x[i]) > scale[c] ? fabsf(x[i]) : scale[c];
     *st = (PassQWeight){.name = ir_val(g, w)->name, .channels = C, .axis = axis,
                         .scale_min = INFINITY, .scale_max = 0};
     for (int64_t c = 0; c < C; c++) {
@@ -159,11 +159,12 @@ static ValId quant_weight(IrGraph *g, ValId w, int axis, PassQWeight *st, const 
         st->scale_min = fmin(st->scale_min, scale[c]);
         st->scale_max = fmax(st->scale_max, scale[c]);
     }
-    for (int64_t i = 0; i < n; i++) {
-        float r = nearbyintf(x[i] / scale[(i / inner) % C]);
-        q[i] = (int8_t)fmaxf(-127.0f, fminf(127.0f, r));
-    }
-    (void)outer;
+    for (int64_t ou = 0, i = 0; ou < outer; ou++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t j = 0; j < inner; j++, i++) {
+                float r = nearbyintf(x[i] / scale[c]);
+                q[i] = (int8_t)(r < -127 ? -127 : r > 127 ? 127 : r);
+            }
     IrType tq = *tw, ts = {.dtype = IR_DT_F32, .rank = 1, .dims = {C}};
     IrType tz = {.dtype = IR_DT_I8, .rank = 1, .dims = {C}};
     tq.dtype = IR_DT_I8;
