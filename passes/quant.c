@@ -202,8 +202,14 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
         return;
     ValId y = n->out[0], yq = fake_quant(g, y, py, &n->origin);
     NodeId qnode = ir_val(g, ir_node(g, ir_val(g, yq)->def)->in[0])->def;
+    const char *name = ir_val(g, y)->name;
     ir_replace_uses(g, y, yq);
     g->nodes[qnode].in[0] = y;             /* the Quantize itself reads y */
+    if (strcmp(ir_val(g, yq)->name, name) != 0) { /* the quantized result keeps the
+                                                     model's name (spyrun --compare) */
+        ir_set_name(g, y, ir_fresh_name(g, "prequant"));
+        ir_set_name(g, yq, name);
+    }
 }
 
 bool pass_quantize(IrGraph *g, const PassOptions *opt)
