@@ -22,7 +22,8 @@
  * weights' DequantizeLinear folds to a constant.
  * Nodes that --keep-fp16 or --keep-fp32 name (node name, operator type, or the name of
  * one of their input or output tensors) are left alone; so is a tensor the calibration
- * has no range for.
+ * has no range for. The operators of .pt2 archives (aten.linear, ...) are not matched
+ * yet: a compile that quantizes nothing says so in a warning.
  * pass_quant_observe is the calibration's half: it makes the activation tensors this
  * pass would quantize extra graph outputs, whose values ir_run_graph then reports.
  */
@@ -231,5 +232,8 @@ bool pass_quantize(IrGraph *g, const PassOptions *opt)
         else
             ir_readd_node(g, &old[i]);
     }
+    if (!q->nquantized && g->diag)
+        ir_diag_warn(g->diag, "--precision=int8: no contraction to quantize (an ONNX MatMul, "
+                              "Gemm or Conv with a constant float32 weight, not kept)");
     return !ir_failed(g);
 }
