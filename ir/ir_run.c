@@ -188,6 +188,58 @@ static void visit_outputs(IrGraph *g, ValId v, const void *data, IrRunVisit visi
             visit(ctx, i, data, ir_vtype(g, v));
 }
 
+/* The state of one ir_run_graph: each value's buffer and its readers still to come. */
+typedef struct {
+    IrGraph *g;
+    const void *const *inputs;
+    void **buf;
+    uint32_t *uses;
+    IrRunVisit visit;
+    void *ctx;
+} RunState;
+
+/* The data of value v: a constant's, a graph input's, or its node's buffer. */
+static const void *value_data(const RunState *r, ValId v)
+{
+    const IrValue *val = &r->g->vals[v];
+    if (val->kind == IR_VAL_CONST)
+        return val->data;
+    if (val->kind == IR_VAL_ACT)
+        return r->buf[v];
+    for (uint32_t k = 0; k < r->g->ninputs; k++)
+        if (r->g->inputs[k] == v)
+            return r->inputs[k];
+    return NULL;
+}
+
+/* Run node n: its results are visited when graph outputs, kept while they have readers,
+ * and the inputs it read last are freed. False when it cannot be evaluated. */
+static bool run_step(RunState *r, const IrNode *n)
+{
+    const void **in = calloc((size_t)n->nin + 1, sizeof *in);
+    void **out = calloc((size_t)n->nout + 1, sizeof *out);
+    bool ok = in && out;
+    for (int j = 0; ok && j < n->nin; j++)
+        in[j] = n->in[j] == IR_NONE ? NULL : value_data(r, n->in[j]);
+    ok = ok && run_node(r->g, n, in, out);
+    for (int j = 0; out && j < n->nout; j++) {
+        if (ok)
+            visit_outputs(r->g, n->out[j], out[j], r->visit, r->ctx);
+        if (ok && r->uses[n->out[j]])
+            r->buf[n->out[j]] = out[j];
+        else
+            free(out[j]);
+    }
+    for (int j = 0; ok && j < n->nin; j++)
+        if (n->in[j] != IR_NONE && --r->uses[n->in[j]] == 0) {
+            free(r->buf[n->in[j]]);
+            r->buf[n->in[j]] = NULL;
+        }
+    free(in);
+    free(out);
+    return ok;
+}
+
 /* Evaluate the nodes of g in order on the graph inputs' data inputs[i]; visit(ctx, i,
  * data, type) is called once for each graph output i as soon as its value exists.
  * False, with a message in err, when a node cannot be evaluated (a frontend op left,
@@ -195,13 +247,15 @@ static void visit_outputs(IrGraph *g, ValId v, const void *data, IrRunVisit visi
 bool ir_run_graph(IrGraph *g, const void *const *inputs, IrRunVisit visit, void *ctx,
                   char *err, size_t errlen)
 {
-    uint32_t *uses = calloc(g->nvals ? g->nvals : 1, sizeof *uses);
-    void **buf = calloc(g->nvals ? g->nvals : 1, sizeof *buf);
-    bool ok = uses && buf;
+    RunState r = {g, inputs, calloc(g->nvals + 1, sizeof(void *)),
+                  calloc(g->nvals + 1, sizeof(uint32_t)), visit, ctx};
+    bool ok = r.uses && r.buf;
+    if (!ok)
+        snprintf(err, errlen, "out of memory");
     for (uint32_t i = 0; ok && i < g->nnodes; i++)
         for (int j = 0; j < g->nodes[i].nin; j++)
             if (!g->nodes[i].dead && g->nodes[i].in[j] != IR_NONE)
-                uses[g->nodes[i].in[j]]++;
+                r.uses[g->nodes[i].in[j]]++;
     for (uint32_t i = 0; ok && i < g->ninputs; i++)
         visit_outputs(g, g->inputs[i], inputs[i], visit, ctx);
     for (uint32_t v = 0; ok && v < g->nvals; v++)
@@ -209,42 +263,14 @@ bool ir_run_graph(IrGraph *g, const void *const *inputs, IrRunVisit visit, void 
             visit_outputs(g, v, g->vals[v].data, visit, ctx);
     for (uint32_t i = 0; ok && i < g->nnodes; i++) {
         const IrNode *n = &g->nodes[i];
-        if (n->dead)
-            continue;
-        const void *in[64];
-        void *out[64] = {0};
-        ok = n->nin <= 64 && n->nout <= 64;
-        for (int j = 0; ok && j < n->nin; j++) {
-            ValId v = n->in[j];
-            const IrValue *val = v == IR_NONE ? NULL : &g->vals[v];
-            in[j] = !val ? NULL : val->kind == IR_VAL_CONST ? val->data
-                  : val->kind == IR_VAL_INPUT ? NULL : buf[v];
-            for (uint32_t k = 0; val && val->kind == IR_VAL_INPUT && k < g->ninputs; k++)
-                if (g->inputs[k] == v)
-                    in[j] = inputs[k];
-        }
-        if (ok && !(ok = run_node(g, n, in, out)))
-            snprintf(err, errlen, "node '%s' (%s, op %s) cannot be evaluated", n->origin.name,
-                     n->origin.op_type ? n->origin.op_type : "", ir_op_info[n->op].name);
-        for (int j = 0; j < n->nout; j++) {
-            if (ok)
-                visit_outputs(g, n->out[j], out[j], visit, ctx);
-            if (ok && uses[n->out[j]])
-                buf[n->out[j]] = out[j];
-            else
-                free(out[j]);
-        }
-        for (int j = 0; ok && j < n->nin; j++)
-            if (n->in[j] != IR_NONE && --uses[n->in[j]] == 0) {
-                free(buf[n->in[j]]);
-                buf[n->in[j]] = NULL;
-            }
+        if (!n->dead && !(ok = run_step(&r, n)))
+            snprintf(err, errlen, "node '%s' (%s, op %s) cannot be evaluated (or out of "
+                     "memory)", n->origin.name, n->origin.op_type ? n->origin.op_type : "",
+                     ir_op_info[n->op].name);
     }
-    if (!uses || !buf)
-        snprintf(err, errlen, "out of memory");
-    for (uint32_t v = 0; buf && v < g->nvals; v++)
-        free(buf[v]);
-    free(buf);
-    free(uses);
+    for (uint32_t v = 0; r.buf && v < g->nvals; v++)
+        free(r.buf[v]);
+    free(r.buf);
+    free(r.uses);
     return ok;
 }
