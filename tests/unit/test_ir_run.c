@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ir.h"
+#include "unit_util.h"
 
 /* The graph of the agreement test: every fast path, and values reaching the outputs
  * through several readers. */
@@ -139,16 +140,13 @@ static void test_agrees_with_reference(void **state)
 /* A frontend op left in the graph: false, with a message naming the node. */
 static void test_foreign_is_an_error(void **state)
 {
-    (void)state;
-    IrDiag d;
-    ir_diag_init(&d, "t.ir");
-    IrGraph *g = ir_graph_new(&d);
-    IrType t = {.dtype = IR_DT_F32, .rank = 1, .dims = {4}};
-    ValId x = ir_add_input(g, "x", &t);
+    IrGraph *g = ((UtFx *)*state)->g;
+    static const int64_t four = 4;
+    ValId x = ut_input(g, "x", IR_DT_F32, 1, &four);
     IrForeign fr = {.op_type = "Mystery", .domain = "", .opset = 13};
     IrOrigin o = {.name = "odd", .op_type = "Mystery"};
     NodeId id = ir_add_foreign(g, &fr, &x, 1, 1, NULL, 0, &o);
-    g->vals[g->nodes[id].out[0]].type = t;
+    g->vals[g->nodes[id].out[0]].type = g->vals[x].type;
     ir_add_output(g, g->nodes[id].out[0]);
     float data[4] = {1, 2, 3, 4};
     const void *in[1] = {data};
@@ -157,15 +155,13 @@ static void test_foreign_is_an_error(void **state)
     assert_false(ir_run_graph(g, in, keep, &s, err, sizeof err));
     assert_non_null(strstr(err, "'odd'"));
     assert_int_equal(s.seen[0], 0);
-    ir_graph_free(g);
-    ir_diag_free(&d);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agrees_with_reference),
-        cmocka_unit_test(test_foreign_is_an_error),
+        cmocka_unit_test_setup_teardown(test_foreign_is_an_error, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
