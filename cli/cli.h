@@ -118,6 +118,10 @@ typedef struct {
     const char *cache_key;         /* the cache key in hex, NULL when not known */
     double fp16_whatif_us;         /* modelled time compiled with --precision=fp16, < 0:
                                       not computed (fp16 compile, no bundle, failure) */
+    const struct PassQuant *quant; /* --precision=int8: the calibration, else NULL */
+    const char *calib_method;      /* "minmax" or "percentile" */
+    int calib_sets;                /* --calibrate folders */
+    double calib_seconds;
 } CliReportInfo;
 
 CliReport *cli_report_new(void);   /* NULL when out of memory */
@@ -330,8 +334,8 @@ typedef struct {
 } CliMetricSpec;
 bool cli_metric_parse(const char *s, CliMetricSpec *spec);
 bool cli_metric_any(const CliMetricSpec *spec);
-/* fp16 defaults when META's flags record --precision fp16 and spec has none. */
-bool cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec);
+/* fp16 / int8 / fp8 defaults when META's flags record that --precision and spec has none. */
+const char *cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec);
 bool cli_metrics_pass(const CliMetrics *m, const CliMetricSpec *spec, char *why, size_t n);
 void cli_metrics_print(FILE *f, const CliMetrics *m);
 

@@ -26,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "cli/spyrec_args.h"
+#include "cli/spyrec_calib.h"
 #include "codegen/cg.h"
 #include "frontend/fe.h"
 #include "ir.h"
@@ -149,6 +150,8 @@ static struct {
     const void *out;               /* what was written to the output */
     size_t out_len;
     double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
+    PassQuant quant;               /* --precision=int8: the calibration */
+    double calib_seconds;
 } live = {.whatif_us = -1};
 
 /* Write the output (atomically) and remember it for the cache. Returns the exit
@@ -273,6 +276,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .verify = a->verify,
         .precision = a->precision,
         .keep_fp32 = a->keep_fp32,
+        .quant = a->precision == PASS_PREC_INT8 ? &live.quant : NULL,
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };
@@ -314,6 +318,23 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         return write_output(a, live.text, len);
     }
     return write_output(a, live.bundle, live.blen);
+}
+
+/* --precision=int8: calibrate on a second copy of the model (freed here), filling
+ * live.quant. Returns the exit status (errors in diag). */
+static int calibrate(const Args *a, const SpyTarget *target, IrDiag *diag)
+{
+    cli_progress_stage("calibrate");
+    IrGraph *g = load_model(a->input, diag, a->max_memory, a, NULL);
+    bool ok = g && !ir_failed(g) && !diag->nerrors;
+    if (ok) {
+        g->oom = &oom_jmp;
+        g->diag = diag;
+        ok = cli_calibrate(g, a, target, &live.quant, &live.calib_seconds);
+        g->oom = NULL;
+    }
+    ir_graph_free(g);
+    return ok ? 0 : failure_status(diag, "calibration");
 }
 
 /* The what-if figure of the compile report: the modelled device time (us) of the same
@@ -432,6 +453,10 @@ static int write_report(const Args *a, const IrDiag *diag, const SpyTarget *targ
         .cache = cache_status_names[live.cache.status],
         .cache_key = live.cache.key[0] ? live.cache.key : NULL,
         .fp16_whatif_us = live.whatif_us,
+        .quant = a->precision == PASS_PREC_INT8 ? &live.quant : NULL,
+        .calib_method = a->calib_percentile > 0 ? "percentile" : "minmax",
+        .calib_sets = a->ncalib,
+        .calib_seconds = live.calib_seconds,
     };
     if (!cli_report_write(live.report, a->report, &ri))
         return rc ? rc : EXIT_INTERNAL;
@@ -563,8 +588,12 @@ static int compile(const Args *a)
             }
             if (a->max_memory)
                 live.g->arena_limit = a->max_memory;
-            rc = compile_graph(live.g, diag, a, &target);
-            if (rc == 0 && a->report && a->emit == EMIT_SBIN && a->precision != PASS_PREC_FP16)
+            rc = 0;
+            if (a->precision == PASS_PREC_INT8)
+                rc = calibrate(a, &target, diag);
+            if (rc == 0)
+                rc = compile_graph(live.g, diag, a, &target);
+            if (rc == 0 && a->report && a->emit == EMIT_SBIN && a->precision == PASS_PREC_MODEL)
                 live.whatif_us = whatif_fp16_us(a, &target);
             if (rc == 0 && a->deps)
                 rc = write_deps(a);
@@ -592,6 +621,7 @@ done:
         ir_graph_free(live.g);
     }
     fe_file_list_free(&live.files);
+    cli_calib_free(&live.quant);
     cli_cache_free(&live.cache);
     ir_diag_free(diag);
     return rc;

@@ -3,6 +3,7 @@
  * recorded in the bundle. */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,14 +45,27 @@ static void usage(FILE *f)
             "                        (written also when the compile fails)\n"
             "  --verify              verify the IR and the kernel plan after every pass (always\n"
             "                        on in debug builds)\n"
-            "  --precision=fp32|fp16 fp16: every float32 tensor on the card is DLFloat16,\n"
+            "  --precision=fp32|fp16|int8|fp8\n"
+            "                        fp16: every float32 tensor on the card is DLFloat16,\n"
             "                        matrix products accumulate in float32 (default: the\n"
             "                        model's own types; fp32 is the same); float16 models\n"
-            "                        compute natively in DLFloat16 (rounded from float16)\n"
-            "  --keep-fp32=LIST      with --precision=fp16: keep the nodes of these ONNX node\n"
-            "                        names or operator types (comma-separated, such as\n"
-            "                        Softmax,LayerNormalization) in float32, with casts at\n"
-            "                        their edges\n"
+            "                        compute natively in DLFloat16 (rounded from float16);\n"
+            "                        int8: as fp16, and contractions with constant weights\n"
+            "                        quantized W8A8 (needs --calibrate); fp8: as fp16, and\n"
+            "                        matrix weights stored as float8 e4m3 with a scale per\n"
+            "                        output channel\n"
+            "  --keep-fp32=LIST      with --precision=fp16/int8/fp8: keep the nodes of these\n"
+            "                        ONNX node names or operator types (comma-separated, such\n"
+            "                        as Softmax,LayerNormalization) in float32, with casts at\n"
+            "                        their edges (and out of quantization)\n"
+            "  --keep-fp16=LIST      with --precision=int8: leave these nodes (node names,\n"
+            "                        operator types or tensor names) unquantized, in fp16\n"
+            "  --calibrate DIR...    with --precision=int8: the calibration set, folders of\n"
+            "                        input_K.pb files; activation ranges come from running\n"
+            "                        the model on them in the compiler's reference evaluator\n"
+            "  --calibrate-method=minmax|percentile:P\n"
+            "                        the activation range: min and max (default) or the\n"
+            "                        P-th percentile of the values (such as percentile:99.99)\n"
             "  --strip               leave out the bundle's DEBUG section (the model's names\n"
             "                        of the tensors kernels store, for spyrun --compare)\n"
             "  --bind NAME=FILE      specialise: input NAME becomes a constant read from FILE\n"
@@ -322,12 +336,70 @@ static bool parse_emit(Args *a, const char *v)
     return true;
 }
 
+/* Whether path p is a folder. */
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* --calibrate DIR [DIR...]: first the value v, then every following argument that is
+ * a folder (a model file never is). Returns -1 to go on, else an exit status. */
+static int parse_calib_dirs(Args *a, int argc, char **argv, int *i, const char *v)
+{
+    for (;;) {
+        if (!is_dir(v))
+            return usage_error("--calibrate: '%s' is not a folder", v);
+        if (a->ncalib == CALIB_MAX)
+            return usage_error("%s", "more than 256 --calibrate folders");
+        a->calib_dirs[a->ncalib++] = v;
+        if (*i + 1 >= argc || argv[*i + 1][0] == '-' || !is_dir(argv[*i + 1]))
+            return -1;
+        v = argv[++*i];
+    }
+}
+
+/* --calibrate-method=minmax|percentile:P (0 < P < 100). Returns -1 to go on, else
+ * an exit status. */
+static int parse_calib_method(Args *a, const char *v)
+{
+    char *end = NULL;
+    if (!strcmp(v, "minmax"))
+        a->calib_percentile = 0;
+    else if (!strncmp(v, "percentile:", 11) &&
+             (a->calib_percentile = strtod(v + 11, &end), end && end != v + 11 && !*end) &&
+             a->calib_percentile > 0 && a->calib_percentile < 100)
+        ;
+    else
+        return usage_error("bad --calibrate-method '%s' (minmax or percentile:P, 0 < P < 100)",
+                           v);
+    flags_add(&a->flags, "--calibrate-method");
+    flags_add(&a->flags, v);
+    return -1;
+}
+
+/* The checks of the precision options: --calibrate goes with int8, which needs it;
+ * the keep lists with a reduced precision. Returns -1 to go on, else an exit status. */
+static int check_precision_args(const Args *a)
+{
+    if (a->precision == PASS_PREC_INT8 && !a->ncalib && !a->print_ops)
+        return usage_error("%s", "--precision=int8 needs --calibrate DIR...");
+    if (a->ncalib && a->precision != PASS_PREC_INT8)
+        return usage_error("%s", "--calibrate goes with --precision=int8");
+    if (a->keep_fp16 && a->precision != PASS_PREC_INT8)
+        return usage_error("%s", "--keep-fp16 goes with --precision=int8");
+    return -1;
+}
+
 /* Check the parsed options against each other (and default the output to standard
  * output where that is allowed). Returns -1 to go on, else an exit status. */
 static int check_args(Args *a)
 {
     if (!a->input)
         return usage_error("%s", "no model given");
+    int rc = check_precision_args(a);
+    if (rc >= 0)
+        return rc;
     if ((a->deps_file || a->deps_target) && !a->deps)
         return usage_error("%s", "-MF and -MT go with -MD");
     if (!a->output && !a->print_ops) {
@@ -366,15 +438,29 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
                 return usage_error("more than one output file given ('%s')", v);
             a->output = v;
         } else if ((v = opt_value(argc, argv, &i, "--precision", &missing))) {
-            if (strcmp(v, "fp32") && strcmp(v, "fp16"))
-                return usage_error("bad --precision value '%s' (fp32 or fp16)", v);
-            a->precision = strcmp(v, "fp16") ? PASS_PREC_MODEL : PASS_PREC_FP16;
+            static const char *const precs[] = {"fp32", "fp16", "int8", "fp8"};
+            int p = 0;
+            while (p < 4 && strcmp(v, precs[p]))
+                p++;
+            if (p == 4)
+                return usage_error("bad --precision value '%s' (fp32, fp16, int8 or fp8)", v);
+            a->precision = p;              /* fp32 is the model's own types */
             flags_add(&a->flags, "--precision");
             flags_add(&a->flags, v);
-        } else if ((v = opt_value(argc, argv, &i, "--keep-fp32", &missing))) {
-            a->keep_fp32 = v;
-            flags_add(&a->flags, "--keep-fp32");
+        } else if ((v = opt_value(argc, argv, &i, "--keep-fp32", &missing)) ||
+                   (v = opt_value(argc, argv, &i, "--keep-fp16", &missing))) {
+            bool f32 = !strncmp(arg, "--keep-fp32", 11);
+            *(f32 ? &a->keep_fp32 : &a->keep_fp16) = v;
+            flags_add(&a->flags, f32 ? "--keep-fp32" : "--keep-fp16");
             flags_add(&a->flags, v);
+        } else if ((v = opt_value(argc, argv, &i, "--calibrate", &missing))) {
+            int rc = parse_calib_dirs(a, argc, argv, &i, v);
+            if (rc >= 0)
+                return rc;
+        } else if ((v = opt_value(argc, argv, &i, "--calibrate-method", &missing))) {
+            int rc = parse_calib_method(a, v);
+            if (rc >= 0)
+                return rc;
         } else if ((v = opt_value(argc, argv, &i, "--target", &missing))) {
             a->target_path = v;
             flags_add(&a->flags, "--target");
@@ -445,6 +531,13 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
         }
     }
     a->argv0 = argv[0];
+    if (a->ncalib) {                       /* the calibration set is not part of the key */
+        char n[32];
+        snprintf(n, sizeof n, "%d", a->ncalib);
+        flags_add(&a->flags, "--calibrate");
+        flags_add(&a->flags, n);
+        a->no_cache = true;
+    }
     if (!a->cache_dir && getenv("SPYREC_CACHE_DIR") && *getenv("SPYREC_CACHE_DIR"))
         a->cache_dir = getenv("SPYREC_CACHE_DIR");
     return check_args(a);

@@ -19,6 +19,7 @@ typedef enum { EMIT_SBIN, EMIT_IR, EMIT_ASM, EMIT_DOT } EmitKind;
 extern const char *const cli_emit_names[];   /* by EmitKind */
 
 #define SPEC_MAX 64                       /* --bind / --input-shape options at most */
+#define CALIB_MAX 256                     /* --calibrate folders at most */
 
 typedef struct {
     const char *input;             /* model path */
@@ -29,8 +30,12 @@ typedef struct {
     EmitKind emit;
     bool verify;
     bool strip;                    /* --strip: no DEBUG section */
-    int precision;                 /* --precision: PASS_PREC_MODEL (default) or _FP16 */
+    int precision;                 /* --precision: PassPrecision (PASS_PREC_MODEL default) */
     const char *keep_fp32;         /* --keep-fp32 LIST, NULL if not given */
+    const char *keep_fp16;         /* --keep-fp16 LIST (int8: not quantized), or NULL */
+    const char *calib_dirs[CALIB_MAX]; /* --calibrate DIR...: calibration input sets */
+    int ncalib;
+    double calib_percentile;       /* --calibrate-method=percentile:P (0: minmax) */
     size_t max_memory;             /* --max-memory in bytes, 0 = unlimited */
     char *flags;                   /* argv without input/output, for the bundle's meta */
     bool print_ops;                /* --print-ops: list the model's operators and exit */

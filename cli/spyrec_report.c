@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/spyrec_calib.h"
 #include "cli/spyrec_report.h"
 #include "passes/pass.h"
 
@@ -234,6 +235,10 @@ static json_t *build(CliReport *r, const CliReportInfo *in)
     json_object_set_new(root, "bundle", in->bundle ? cli_report_bundle(in->bundle, in->bundle_len, m)
                                                    : json_null());
     json_object_set_new(root, "fp16_what_if", whatif_json(in, m));
+    json_object_set_new(root, "quantization",
+                        in->quant ? cli_calib_report_json(in->quant, in->calib_method,
+                                                          in->calib_sets, in->calib_seconds)
+                                  : json_null());
     spy_model_free(m);
     return root;
 }

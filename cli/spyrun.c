@@ -765,10 +765,13 @@ static int run_model(const Args *a, const spy_model *m)
     int grc = a->check_dir ? cli_seq_goldens(a->check_dir, m, &gold) : 0;
     if (grc > rc)
         rc = grc;
-    Args ca = *a;                          /* an fp16 bundle: its metric defaults */
-    if (a->check_dir && cli_metric_precision_defaults(spy_model_meta(m), &ca.metrics))
-        printf("fp16 bundle: float outputs pass by rel-l2 <= 0.02, cosine >= 0.999, "
-               "top1 = 1\n");
+    Args ca = *a;                  /* an fp16/int8/fp8 bundle: its metric defaults */
+    const char *prec = a->check_dir ? cli_metric_precision_defaults(spy_model_meta(m),
+                                                                    &ca.metrics) : NULL;
+    if (prec)
+        printf("%s bundle: float outputs pass by rel-l2 <= %g, cosine >= %g%s\n", prec,
+               ca.metrics.thr[CLI_MET_REL_L2], ca.metrics.thr[CLI_MET_COSINE],
+               ca.metrics.set[CLI_MET_TOP1] ? ", top1 = 1" : "");
     for (int k = 0; k < nout && a->check_dir && !grc && rc != EXIT_INPUT; k++) {
         int r = check_output(&ca, k, &oinfo[k], out[k], gold);
         if (r > rc)

@@ -157,24 +157,35 @@ bool cli_metric_any(const CliMetricSpec *spec)
 }
 
 /* The pass thresholds of a reduced-precision bundle: when spec has none and the
- * bundle's META flags line (spy_model_meta) records "--precision fp16", spec gets
- * rel-l2 2e-2, cosine 0.999 and top1 1 (the README's fp16 defaults); returns whether
- * it did. */
-bool cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
+ * bundle's META flags line (spy_model_meta) records "--precision P", spec gets P's
+ * defaults (the README's): fp16 rel-l2 2e-2, cosine 0.999 and top1 1; int8 (W8A8)
+ * rel-l2 0.1 and cosine 0.99; fp8 (e4m3 weights) rel-l2 5e-2 and cosine 0.99.
+ * Returns P's name ("fp16", "int8", "fp8") when it did, else NULL. */
+const char *cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
 {
+    static const struct {
+        const char *flag;
+        CliMetricSpec spec;
+    } defs[] = {
+        {"--precision fp16", {{true, true, true}, {2e-2, 0.999, 1.0}}},
+        {"--precision int8", {{true, true, false}, {0.1, 0.99, 0}}},
+        {"--precision fp8", {{true, true, false}, {5e-2, 0.99, 0}}},
+    };
     const char *f = meta ? strstr(meta, "flags=") : NULL;
     if (!f || cli_metric_any(spec))
-        return false;
+        return NULL;
     size_t len = strcspn(f, "\n");
-    const char *p = f;
-    for (; (p = strstr(p, "--precision fp16")) && p < f + len; p++) {
-        char next = p[16];
-        if ((p[-1] == '=' || p[-1] == ' ') && (next == ' ' || next == '\n' || next == '\0')) {
-            *spec = (CliMetricSpec){{true, true, true}, {2e-2, 0.999, 1.0}};
-            return true;
+    for (size_t d = 0; d < sizeof defs / sizeof defs[0]; d++) {
+        size_t fl = strlen(defs[d].flag);
+        for (const char *p = f; (p = strstr(p, defs[d].flag)) && p < f + len; p++) {
+            char next = p[fl];
+            if ((p[-1] == '=' || p[-1] == ' ') && (next == ' ' || next == '\n' || next == '\0')) {
+                *spec = defs[d].spec;
+                return defs[d].flag + 12;
+            }
         }
     }
-    return false;
+    return NULL;
 }
 
 /* Whether m meets every threshold of spec (top1 holds when there are no counted rows);

@@ -103,6 +103,8 @@ static void print_insn(FILE *f, const SpyInsn *in)
             fprintf(f, " bwin %ux%ux%u(%d,%d,%d) %ux%u(%d,%d)", m->bw_kext[0], m->bw_kext[1],
                     m->bw_kext[2], m->bw_ks[0], m->bw_ks[1], m->bw_ks[2], m->bw_next[0],
                     m->bw_next[1], m->bw_ns[0], m->bw_ns[1]);
+        if (m->flags & ISA_F_BF8)
+            fprintf(f, " b:f8e4m3fn");
         break;
     }
     case ISA_VEC: print_vec(f, &in->vec); break;

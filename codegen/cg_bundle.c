@@ -410,14 +410,16 @@ static void patch_header(Writer *w, const uint8_t *hdr, size_t hlen)
     }
 }
 
-/* SPY_FEAT_BWIN when some MATMUL reads a window B (readers before it refuse the
- * bundle at the header), else 0. */
+/* SPY_FEAT_BWIN when some MATMUL reads a window B, SPY_FEAT_FP8W when some MATMUL
+ * reads a float8 B (readers before them refuse the bundle at the header), else 0. */
 static uint32_t bwin_feature(const CgEmit *e)
 {
+    uint32_t f = 0;
     for (uint64_t i = 0; i < e->n; i++)
-        if (e->code[i].opcode == ISA_MATMUL && (e->code[i].mm.flags & ISA_F_BWIN))
-            return SPY_FEAT_BWIN;
-    return 0;
+        if (e->code[i].opcode == ISA_MATMUL)
+            f |= ((e->code[i].mm.flags & ISA_F_BWIN) ? SPY_FEAT_BWIN : 0) |
+                 ((e->code[i].mm.flags & ISA_F_BF8) ? SPY_FEAT_FP8W : 0);
+    return f;
 }
 
 /* The header of a bundle with sections st[0..nsec). */

@@ -36,6 +36,14 @@ static uint32_t op_es(CgEmit *e, const IrKernel *k)
     return op_dtype(e, k) == ISA_DT_DLF16 ? 2 : 4;
 }
 
+/* Whether kernel k's B operand is float8 e4m3 (fp8 weights: --precision=fp8): the
+ * MATMUL reads it with ISA_F_BF8, a byte an element. */
+static bool b_fp8(CgEmit *e, const IrKernel *k)
+{
+    const IrNode *n = ir_node(e->g, k->anchor);
+    return n->op == IR_OP_MATMUL && ir_vtype(e->g, n->in[1])->dtype == IR_DT_F8E4M3FN;
+}
+
 /* One MATMUL instruction on the kernel's A (row pitch lda), B, C buffers. */
 static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, int64_t lda,
                    bool acc)
@@ -46,7 +54,7 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     mm->opcode = ISA_MATMUL;
     mm->dtype = (uint8_t)op_dtype(e, k);
     mm->out_dtype = ISA_DT_F32;
-    mm->flags = acc ? ISA_F_ACCUM : 0;
+    mm->flags = (uint8_t)((acc ? ISA_F_ACCUM : 0) | (b_fp8(e, k) ? ISA_F_BF8 : 0));
     mm->a = k->buf[0];
     mm->b = k->buf[1];
     mm->c = k->buf[2];
@@ -92,7 +100,8 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
         int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
         int da[2] = {M, K}, db[2] = {K, N};
         load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2, 0);
-        load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2, 0);
+        load_tile(e, &k->acc[1], b_fp8(e, k) ? 1 : op_es(e, k), st, r + 1, k->buf[1], lb, db,
+                  2, 0);
         matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);

@@ -465,6 +465,13 @@ bool ir_output_hidden(const IrGraph *g, uint32_t i);
  * constant folding and unit tests. Returns false if the op/dtype is not evaluable
  * (the node is then left for the device). out[i] receives arena data. */
 bool ir_eval_node(IrGraph *g, const IrNode *n, const void **in, void **out);
+/* Evaluation of a whole core-op graph on host buffers (ir_run.c, for calibration):
+ * inputs[i] is the data of graph input i; visit is called once per graph output i
+ * with its data (valid only during the call). False, with a message in err, when a
+ * node cannot be evaluated or memory runs out. */
+typedef void (*IrRunVisit)(void *ctx, uint32_t out_index, const void *data, const IrType *t);
+bool ir_run_graph(IrGraph *g, const void *const *inputs, IrRunVisit visit, void *ctx,
+                  char *err, size_t errlen);
 /* Constant folding of one node (ir_fold.c): when n is a core op whose inputs are all
  * constants, whose results fit g->fold_budget (and IR_FOLD_TRANSPOSE_MAX for a
  * TRANSPOSE) and which ir_eval_node evaluates, its

@@ -243,10 +243,52 @@ static bool bin_i(int fn, int64_t a, int64_t b, bool us, int bits, int64_t *r)
     }
 }
 
-/* BINARY: fn of the broadcast operands. */
+/* One row of a float32 BINARY: y[i] = a[i*sa] fn b[i*sb] (strides 0 or 1), in float:
+ * for these functions the same value as bin_f's double rounded once to float32 (the
+ * double result of two floats is exact, or rounds innocuously: 53 >= 2*24 + 2). */
+static void bin_row_f32(int fn, const float *a, int64_t sa, const float *b, int64_t sb,
+                        float *y, int64_t L)
+{
+    for (int64_t i = 0; i < L; i++) {
+        float x = a[i * sa], z = b[i * sb];
+        switch (fn) {
+        case IR_BIN_ADD: y[i] = x + z; break;
+        case IR_BIN_SUB: y[i] = x - z; break;
+        case IR_BIN_MUL: y[i] = x * z; break;
+        case IR_BIN_DIV: y[i] = x / z; break;
+        case IR_BIN_MAX: y[i] = (isnan(x) || x > z) ? x : z; break;
+        default: y[i] = (isnan(x) || x < z) ? x : z; break;
+        }
+    }
+}
+
+/* BINARY add, sub, mul, div, max, min of float32 operands: row by row of the output's
+ * last dim (the broadcast iterator steps once per row); false for any other node. */
+static bool binary_f32(const Ev *e, int fn)
+{
+    const IrType *t[2] = {ity(e, 0), ity(e, 1)}, *o = oty(e, 0);
+    if (o->rank == 0 || t[0]->dtype != IR_DT_F32 || t[1]->dtype != IR_DT_F32 ||
+        o->dtype != IR_DT_F32 || (fn != IR_BIN_ADD && fn != IR_BIN_SUB && fn != IR_BIN_MUL &&
+                                  fn != IR_BIN_DIV && fn != IR_BIN_MAX && fn != IR_BIN_MIN))
+        return false;
+    IrType row = *o;
+    int64_t L = o->dims[o->rank - 1];
+    row.dims[o->rank - 1] = 1;
+    BIter it;
+    ir_bi_init(&it, &row, 2, t);
+    int64_t sa = it.st[0][o->rank - 1], sb = it.st[1][o->rank - 1], nrow = ir_type_numel(&row);
+    for (int64_t r = 0; r < nrow; r++, ir_bi_next(&it))
+        bin_row_f32(fn, (const float *)e->in[0] + it.off[0], sa,
+                    (const float *)e->in[1] + it.off[1], sb, (float *)e->out[0] + r * L, L);
+    return true;
+}
+
+/* BINARY: fn of the broadcast operands (float32 add, sub, mul, div, max, min: binary_f32). */
 bool ir_eval_binary(const Ev *e)
 {
     int fn = (int)ir_attr_get_int(e->n, "fn", -1);
+    if (binary_f32(e, fn))
+        return true;
     const IrType *t[2] = {ity(e, 0), ity(e, 1)}, *o = oty(e, 0);
     IrDType dt = t[0]->dtype;
     bool fl = ir_dtype_is_float(dt), us = ir_dtype_is_unsigned(dt) || dt == IR_DT_BOOL;
@@ -622,19 +664,9 @@ static void mm_block(IrDType t, bool fl, const void *a, const void *b, int64_t M
     }
 }
 
-/* MATMUL: batched a @ b with broadcast batch dims. */
-bool ir_eval_matmul(const Ev *e)
+void ir_mm_batches(const IrType *ta, const IrType *tb, const IrType *o,
+                   void (*fn)(void *ctx, int64_t i, int64_t oa, int64_t ob), void *ctx)
 {
-    const IrType *ta = ity(e, 0), *tb = ity(e, 1), *o = oty(e, 0);
-    bool fl = ir_dtype_is_float(o->dtype);
-    int64_t M = ta->dims[ta->rank - 2], K = ta->dims[ta->rank - 1], N = tb->dims[tb->rank - 1];
-    void *wa = widen(ta->dtype, e->in[0], ir_type_numel(ta), fl);
-    void *wb = widen(tb->dtype, e->in[1], ir_type_numel(tb), fl);
-    if (!wa || !wb) {
-        free(wa);
-        free(wb);
-        return false;
-    }
     IrType ba = *ta, bb = *tb, bo = *o;
     ba.rank -= 2;
     bb.rank -= 2;
@@ -643,14 +675,44 @@ bool ir_eval_matmul(const Ev *e)
     BIter it;
     ir_bi_init(&it, &bo, 2, bt);
     int64_t nb = ir_type_numel(&bo);
-    for (int64_t i = 0; i < nb; i++, ir_bi_next(&it)) {
-        const char *pa = (const char *)wa + it.off[0] * M * K * 8;
-        const char *pb = (const char *)wb + it.off[1] * K * N * 8;
-        mm_block(o->dtype, fl, pa, pb, M, K, N, e->out[0], i * M * N);
+    for (int64_t i = 0; i < nb; i++, ir_bi_next(&it))
+        fn(ctx, i, it.off[0], it.off[1]);
+}
+
+/* One MATMUL batch of ir_eval_matmul (ir_mm_batches callback). */
+typedef struct {
+    IrDType t;
+    bool fl;
+    const char *wa, *wb;
+    int64_t M, K, N;
+    void *out;
+} MmCtx;
+
+/* ir_mm_batches callback of ir_eval_matmul: output batch i from batches oa, ob. */
+static void mm_batch(void *ctx, int64_t i, int64_t oa, int64_t ob)
+{
+    const MmCtx *c = ctx;
+    mm_block(c->t, c->fl, c->wa + oa * c->M * c->K * 8, c->wb + ob * c->K * c->N * 8, c->M,
+             c->K, c->N, c->out, i * c->M * c->N);
+}
+
+/* MATMUL: batched a @ b with broadcast batch dims. */
+bool ir_eval_matmul(const Ev *e)
+{
+    const IrType *ta = ity(e, 0), *tb = ity(e, 1), *o = oty(e, 0);
+    bool fl = ir_dtype_is_float(o->dtype);
+    MmCtx c = {.t = o->dtype, .fl = fl, .M = ta->dims[ta->rank - 2],
+               .K = ta->dims[ta->rank - 1], .N = tb->dims[tb->rank - 1], .out = e->out[0]};
+    void *wa = widen(ta->dtype, e->in[0], ir_type_numel(ta), fl);
+    void *wb = widen(tb->dtype, e->in[1], ir_type_numel(tb), fl);
+    if (wa && wb) {
+        c.wa = wa;
+        c.wb = wb;
+        ir_mm_batches(ta, tb, o, mm_batch, &c);
     }
     free(wa);
     free(wb);
-    return true;
+    return wa && wb;
 }
 
 /* Sum over channels c of one group and all taps: x[xbase + c*xs1 + tap] * w[wbase + ...]. */

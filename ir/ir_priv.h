@@ -56,6 +56,10 @@ void ir_bi_init(IrBIter *it, const IrType *out, int k, const IrType *const *t);
 void ir_bi_next(IrBIter *it);
 void ir_next_index(int64_t *idx, const int64_t *dims, int r);
 void ir_split3(const IrType *t, int axis, int64_t *outer, int64_t *d, int64_t *inner);
+/* The batches of a MATMUL a[..., M, K] @ b[..., K, N] -> o (batch dims broadcast): fn
+ * gets each output batch i with the batch indices oa of a and ob of b. */
+void ir_mm_batches(const IrType *ta, const IrType *tb, const IrType *o,
+                   void (*fn)(void *ctx, int64_t i, int64_t oa, int64_t ob), void *ctx);
 
 /* ---- the hooks named by ops.def (one declaration per row and column) ---- */
 typedef struct IrInferCtx IrInferCtx;     /* ir_shape.c */

@@ -401,7 +401,7 @@ static ValId edge_out(void *ctx, ValId v)
 
 bool pass_fp16(IrGraph *g, const PassOptions *opt)
 {
-    if (opt->precision != PASS_PREC_FP16)
+    if (!pass_prec_half(opt->precision))
         return true;
     F16Map m = {.rep = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)),
                 .f32 = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)),

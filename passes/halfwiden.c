@@ -216,7 +216,7 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
 
 bool pass_halfwiden(IrGraph *g, const PassOptions *opt)
 {
-    g->half_native = opt->precision == PASS_PREC_FP16;
+    g->half_native = pass_prec_half(opt->precision);
     bool any = false;
     for (NodeId i = 0; i < g->nnodes && !any; i++)
         any = computes_half(g, &g->nodes[i]);

@@ -13,8 +13,42 @@
 #include "ir.h"
 #include "target.h"
 
-/* --precision: the model's own types (default), or fp16 (passes/fp16.c) */
-typedef enum { PASS_PREC_MODEL = 0, PASS_PREC_FP16 = 1 } PassPrecision;
+/* --precision: the model's own types (default), fp16 (passes/fp16.c), int8 (W8A8:
+ * passes/quant.c, the rest as fp16) or fp8 (e4m3 matrix weights: passes/fp8.c, the
+ * rest as fp16) */
+typedef enum {
+    PASS_PREC_MODEL = 0, PASS_PREC_FP16 = 1, PASS_PREC_INT8 = 2, PASS_PREC_FP8 = 3
+} PassPrecision;
+
+/* The quantization parameters of one activation tensor (calibration, --precision=int8):
+ * the observed range [lo, hi] (after the percentile clip), and the int8 scale and zero
+ * point chosen from it. */
+typedef struct {
+    const char *name;              /* the model's tensor name */
+    double lo, hi;
+    double scale;
+    int zero_point;
+} PassQParam;
+
+/* One weight quantized per output channel: its name, channel count and axis, and the
+ * smallest and largest channel scale (max|w|/127). */
+typedef struct {
+    const char *name;
+    int64_t channels;
+    int axis;
+    double scale_min, scale_max;
+} PassQWeight;
+
+/* --precision=int8: the calibration's activation parameters (in), and the weights the
+ * quantize pass quantized (out: malloc'd, freed with pass_quant_free). */
+typedef struct PassQuant {
+    const PassQParam *act;
+    uint32_t nact;
+    const char *keep_fp16;         /* --keep-fp16 LIST (NULL: none) */
+    PassQWeight *w;
+    uint32_t nw;
+    uint32_t nquantized;           /* contractions given Q/DQ pairs */
+} PassQuant;
 
 typedef struct {
     int opt_level;                 /* 0, 1, 2 */
@@ -25,6 +59,7 @@ typedef struct {
     int precision;                 /* PassPrecision: how float32 tensors live on the card */
     const char *keep_fp32;         /* --keep-fp32: comma-separated node names / op types
                                       kept in float32 in fp16 mode (NULL: none) */
+    PassQuant *quant;              /* --precision=int8: calibration (NULL: none) */
     /* optional observer (progress display, compile reports, --emit=dot): called before
      * (done = false) and after (done = true, the pass succeeded) each pass that runs;
      * index is the pass's position in pass_pipeline[] */
@@ -52,6 +87,8 @@ const PassInfo *pass_find(const char *name);
  * name; whether every name of list is a pass. */
 bool pass_dump_wanted(const char *list, const char *name);
 bool pass_dump_list_ok(const char *list);
+/* Whether the comma-separated list names s (an exact entry). */
+bool pass_list_has(const char *list, const char *s);
 
 /* individual passes (one file each) */
 bool pass_decompose(IrGraph *g, const PassOptions *opt);   /* foreign ops -> core ops */
@@ -70,5 +107,14 @@ bool pass_tile(IrGraph *g, const PassOptions *opt);        /* LX tiling */
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt);   /* DRAM planning */
 bool pass_halfwiden(IrGraph *g, const PassOptions *opt);   /* f16/bf16 arithmetic in f32 */
 bool pass_fp16(IrGraph *g, const PassOptions *opt);        /* --precision=fp16 */
+bool pass_quantize(IrGraph *g, const PassOptions *opt);    /* --precision=int8 (quant.c) */
+bool pass_fp8(IrGraph *g, const PassOptions *opt);         /* --precision=fp8 (fp8.c) */
+/* Calibration (quant.c): make the activation tensors that pass_quantize would quantize
+ * extra graph outputs of g (a graph straight from the frontend); returns their count
+ * and their names in *names (g's arena), in the order of the new outputs. */
+uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_fp16,
+                            const char ***names);
+/* Whether precision p stores float tensors on the card as DLFloat16 (fp16, int8, fp8). */
+static inline bool pass_prec_half(int p) { return p != PASS_PREC_MODEL; }
 
 #endif

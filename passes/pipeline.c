@@ -13,6 +13,7 @@
 #include "plan/plan.h"
 
 const PassInfo pass_pipeline[] = {
+    {"quantize", pass_quantize, 0, "Q/DQ pairs around contractions (--precision=int8)"},
     {"decompose", pass_decompose, 0, "lower frontend operators to core ops"},
     {"halfwiden", pass_halfwiden, 0, "compute float16/bfloat16 arithmetic in float32"},
     {"fold", pass_fold, 0, "evaluate nodes whose inputs are all constants"},
@@ -21,6 +22,7 @@ const PassInfo pass_pipeline[] = {
     {"dce", pass_dce, 0, "remove nodes whose results are never used"},
     {"dynamic", pass_dynamic, 0, "carry data-dependent extents to the graph outputs"},
     {"fp16", pass_fp16, 0, "store float32 tensors as DLFloat16 (--precision=fp16)"},
+    {"fp8", pass_fp8, 0, "matrix weights as float8 e4m3 (--precision=fp8)"},
     {"window", pass_window, 0, "split reads of tensors larger than a core's DRAM window"},
     {"fuse", pass_fuse, 0, "group nodes into kernels (epilogues, prologues, chains)"},
     {"layout", pass_layout, 0, "device dtypes, tensor layouts, strided views"},
@@ -44,10 +46,14 @@ bool pass_dump_wanted(const char *list, const char *name)
 {
     if (!list)
         return false;
-    if (strcmp(list, "all") == 0)
-        return true;
-    size_t n = strlen(name);
-    for (const char *s = list; s;) {
+    return strcmp(list, "all") == 0 || pass_list_has(list, name);
+}
+
+/* Whether the comma-separated list names s (an exact entry; NULL or "" never). */
+bool pass_list_has(const char *list, const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    for (const char *s = list; s && n;) {
         const char *e = strchr(s, ',');
         size_t len = e ? (size_t)(e - s) : strlen(s);
         if (len == n && memcmp(s, name, n) == 0)

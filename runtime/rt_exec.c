@@ -102,8 +102,8 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     }
     unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
     RtOperand a = rt_defer_operand(c, d, mm->a, mm->m, mm->k, mm->lda, es, false);
-    RtOperand b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb, es,
-                                   rt_mm_takes_bt(c, mm));
+    RtOperand b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
+                                   (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm));
     RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t};
     rt_matmul_src(c, mm, &s);
 }

@@ -1,5 +1,5 @@
-/* rt_kern_matmul.c: the ISA_MATMUL tile kernel (PT array), F32, DLF16 -> F32 and
- * I8 -> I32, and the choice of the F32 kernel for this host.
+/* rt_kern_matmul.c: the ISA_MATMUL tile kernel (PT array), F32, DLF16 -> F32 (B also
+ * F8E4M3FN with ISA_F_BF8) and I8 -> I32, and the choice of the F32 kernel for this host.
  *
  * F32 (isa.md): every C element accumulates its products in increasing k from 0 (or
  * from the old C with ACCUM), each step one fused multiply-add. The blocked vector
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dtconv.h"
 #include "rt_dlf16.h"
 #include "rt_exec.h"
 
@@ -149,11 +150,20 @@ static void mm_win_dense(RtCore *c, const SpyMatmul *mm) {
 }
 
 /* The DLF16 operands of mm (where s says) widened exactly into dense F32 A (m x k)
- * and B (k x n). */
+ * and B (k x n); with ISA_F_BF8, B's elements are F8E4M3FN bytes (exact in F32 too). */
 static void widen_ab(const SpyMatmul *mm, const RtMmSrc *s, float *A, float *B) {
     size_t m = mm->m, n = mm->n, k = mm->k;
     for (size_t i = 0; i < m; i++)
         rt_dlf16_to_f32_n(A + i * k, s->a + i * s->lda * 2, k);
+    if (mm->flags & ISA_F_BF8) {
+        float lut[256];
+        for (int v = 0; v < 256; v++)
+            lut[v] = spy_narrow_to_f32((uint8_t)v, ISA_DT_F8E4M3FN);
+        for (size_t i = 0; i < k; i++)
+            for (size_t j = 0; j < n; j++)
+                B[i * n + j] = lut[s->b[i * s->ldb + j]];
+        return;
+    }
     for (size_t i = 0; i < k; i++)
         rt_dlf16_to_f32_n(B + i * n, s->b + i * s->ldb * 2, n);
 }
@@ -174,6 +184,7 @@ static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
             memcpy(C + i * n, rc + i * mm->ldc * 4, n * 4);
     SpyMatmul w = *mm;
     w.dtype = ISA_DT_F32;
+    w.flags &= (uint8_t)~ISA_F_BF8;
     w.a = 0, w.b = (uint32_t)(na * 4), w.c = (uint32_t)((na + nb) * 4);
     w.lda = (uint32_t)k, w.ldb = (uint32_t)n, w.ldc = (uint32_t)n;
     RtCore t = *c;
@@ -191,7 +202,8 @@ static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
  * there, dense, and C is read and written in place. */
 static void mm_dlf16(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     size_t m = mm->m, n = mm->n, k = mm->k;
-    if (c->wide) {                       /* A and B of LX fit: at most 2x their bytes */
+    if (c->wide && !(mm->flags & ISA_F_BF8)) { /* A and B of LX fit: at most 2x their bytes
+                                                  (a float8 B takes 4x: the buffer) */
         float *A = (float *)(c->lx + c->wide), *B = A + m * k;
         widen_ab(mm, s, A, B);
         SpyMatmul w = *mm;

@@ -102,7 +102,8 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, InsnCost *c) {
     }
     case ISA_MATMUL: {
         const SpyMatmul *mm = &in->mm;
-        c->mat = cost_matmul_cycles(t, mm->dtype, mm->m, mm->n, mm->k, &c->floor);
+        c->mat = cost_matmul_cycles(t, (mm->flags & ISA_F_BF8) ? ISA_DT_F8E4M3FN : mm->dtype,
+                                    mm->m, mm->n, mm->k, &c->floor);
         c->flops = 2.0 * mm->m * mm->n * mm->k;
         if ((mm->flags & ISA_F_BWIN) && c->mat > 0) /* staging the window's k x n elements */
             c->vec = cost_vec_cycles(t, (double)mm->k * mm->n * rt_dtype_size(mm->dtype), false);

@@ -227,19 +227,27 @@ static bool v_matmul(Vctx *v, const SpyMatmul *mm) {
     else
         return fail(v, "MATMUL dtype %s -> %s not supported (f32->f32, dlf16->f32, i8->i32)",
                     rt_dtype_name(mm->dtype), rt_dtype_name(mm->out_dtype));
-    if (mm->flags & ~(ISA_F_ACCUM | ISA_F_BWIN))
+    if (mm->flags & ~(ISA_F_ACCUM | ISA_F_BWIN | ISA_F_BF8))
         return fail(v, "MATMUL unknown flags 0x%x", mm->flags);
+    unsigned eb = ea;                    /* B's element size */
+    if (mm->flags & ISA_F_BF8) {
+        if (mm->dtype != ISA_DT_DLF16 || (mm->flags & ISA_F_BWIN))
+            return fail(v, "MATMUL BF8 (a float8 B) needs dtype dlf16 and no BWIN");
+        if (!(v->m->hdr->features & SPY_FEAT_FP8W))
+            return fail(v, "MATMUL with a float8 B in a bundle without the FP8W feature bit");
+        eb = 1;
+    }
     uint64_t d3[3] = {mm->m, mm->n, mm->k};
     if (elems(3, d3) > RT_MAX_INSN_ELEMS)
         return fail(v, "MATMUL m*n*k above 2^32");
     bool win = mm->flags & ISA_F_BWIN;
     if (win && !(v->m->hdr->features & SPY_FEAT_BWIN))
         return fail(v, "MATMUL with a window B in a bundle without the BWIN feature bit");
-    i128 blo = 0, bhi = ((i128)(mm->k - 1) * mm->ldb + mm->n) * ea;
+    i128 blo = 0, bhi = ((i128)(mm->k - 1) * mm->ldb + mm->n) * eb;
     if (win && !v_bwin(v, mm, ea, &blo, &bhi))
         return false;
     if (!lx2(v, "MATMUL A", mm->a, mm->m, mm->lda, mm->k, 1, ea) ||
-        (!win && !lx2(v, "MATMUL B", mm->b, mm->k, mm->ldb, mm->n, 1, ea)) ||
+        (!win && !lx2(v, "MATMUL B", mm->b, mm->k, mm->ldb, mm->n, 1, eb)) ||
         !lx2(v, "MATMUL C", mm->c, mm->m, mm->ldc, mm->n, 1, ec))
         return false;
     if (mm->m && mm->n && mm->k) {

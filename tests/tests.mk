@@ -18,6 +18,9 @@
 #                  of generated long chains and the GFLOP/s of large matrix products
 #   make fp16-check  accuracy of fp16 bundles against the goldens of every model of
 #                  SHARED/models and BUILD/zoo-large, measured with numpy (fp16_check.py)
+#   make calib-data  calibration sets for --precision=int8 --calibrate: 8 random input sets
+#                  (not the test input) per model of SHARED/models and BUILD/zoo-large in
+#                  BUILD/calib/NAME/set_K/input_J.pb (gen_calib.py)
 #   make example   regenerate examples/models/tiny_cnn with onnx/onnxruntime (needs PyPI)
 #
 # Uses the Makefile's BUILD, SHARED, LIBSPYREC, LIBRT_A, COMPILER_LIBS, LDLIBS,
@@ -29,7 +32,7 @@ UNIT_UTIL_OBJ := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%.o,$(wildcard te
 VENV := $(BUILD)/venv
 CHECK_ENV = BUILD=$(BUILD) SHARED=$(SHARED) MAKE="$(MAKE)"
 
-.PHONY: unit-bins models golden-update example malformed-gen conformance fp16-check
+.PHONY: unit-bins models golden-update example malformed-gen conformance fp16-check calib-data
 
 # one cmocka program per tests/unit/test_*.c, linked with the shared harness
 # (tests/unit/unit_*.c) and both libraries; tests may include any module's header by
@@ -115,6 +118,9 @@ bench-large: all $(VENV)/.ok zoo-large $(BUILD)/tests/fma_peak
 
 fp16-check: all $(VENV)/.ok
 	$(VENV)/bin/python tests/bench/fp16_check.py --build $(BUILD) --shared $(SHARED) --zoo $(ZOO_LARGE)
+
+calib-data: $(VENV)/.ok
+	$(VENV)/bin/python tests/bench/gen_calib.py --out $(BUILD)/calib $(wildcard $(SHARED)/models/*/test_data_set_0/..) $(wildcard $(ZOO_LARGE)/*/test_data_set_0/..)
 
 example: $(VENV)/.ok
 	$(VENV)/bin/python examples/gen_tiny_cnn.py

@@ -338,7 +338,7 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
         return false;
     bool fold = g->fold_consts;
     g->fold_consts = true;
-    g->half_native = opt->precision == PASS_PREC_FP16;
+    g->half_native = pass_prec_half(opt->precision);
 
     DecState s = {0};
     s.uses = ir_use_counts(g);

@@ -270,6 +270,7 @@ part_cli() {
         --check tests/cli/top1_swap --metric top1=1
     expect_rc cli/spyrun-metric-bad 2 "$SPYRUN" "$sbin" --metric cosine=2
     part_cli_fp16
+    part_cli_quant
     part_cli_compare
     expect_rc cli/spyrun-unknown-input 2 "$SPYRUN" "$sbin" --input nope=$ex/test_data_set_0/input_0.pb
     expect_rc cli/spyrun-no-input 2 "$SPYRUN" "$sbin"
@@ -280,7 +281,7 @@ part_cli() {
 # gives (listings equal) and an fp16 bundle differs from it.
 part_cli_fp16() {
     local ex=examples/models/tiny_cnn h=$W/cli/tiny_cnn_fp16.sbin log
-    expect_rc cli/spyrec-precision-bad 2 "$SPYREC" $ex/model.onnx --precision=fp8 -o "$h"
+    expect_rc cli/spyrec-precision-bad 2 "$SPYREC" $ex/model.onnx --precision=int4 -o "$h"
     expect_rc cli/spyrec-precision-fp16 0 "$SPYREC" $ex/model.onnx --precision=fp16 -o "$h"
     expect_rc cli/spyrun-fp16-default-metrics 0 "$SPYRUN" "$h" --input-dir $ex/test_data_set_0 \
         --check $ex/test_data_set_0
@@ -510,6 +511,9 @@ part_conformance() {
 # ---- (i) the tools around the compiler: tests/tools/part_tools.sh ---------------------
 # shellcheck source=tests/tools/part_tools.sh
 . tests/tools/part_tools.sh
+# ---- the int8 and fp8 precision modes (run from part_cli): tests/tools/part_quant.sh --
+# shellcheck source=tests/tools/part_quant.sh
+. tests/tools/part_quant.sh
 
 parts=${*:-unit golden models reference cli tools determinism malformed corpus robust conformance}
 for p in $parts; do

@@ -1,6 +1,7 @@
 /* test_rt_kernels.c: unit tests of the emulator's fast tile kernels, called directly on
  * a scratchpad: each result is compared bit for bit with a plain scalar reference of the
- * isa.md semantics (MATMUL blocking and AVX-512 path, MATMUL with a window B,
+ * isa.md semantics (MATMUL blocking and AVX-512 path, MATMUL with a window B or a
+ * float8 B,
  * short-row VREDUCE, DLF16 VREDUCE and VSCAN, the in-place
  * VEC path, strided VEC COPY, short DMA rows), and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
@@ -267,6 +268,50 @@ static void test_matmul_window_dlf16(void **state) {
     check_win_dlf16(8, 3, 1, 6, 20, false, 5);
     check_win_dlf16(1, 1, 2, 7, 14, false, 6);      /* depthwise, stride 2 */
     check_win_dlf16(4, 4, 1, 5, 9, true, 7);        /* A inside the patch's range */
+}
+
+/* One MATMUL with a float8 e4m3 B (ISA_F_BF8: fp8 weights) on DLF16 A, strided rows,
+ * with and without ACCUM and the widening area: C equals the F32 reference on the
+ * exactly widened operands bit for bit (every one of the 256 byte patterns of B
+ * occurs, NaN 0x7f/0xff included). */
+static void check_mm_bf8(uint32_t m, uint32_t n, uint32_t k, bool acc, bool wide,
+                         uint32_t seed) {
+    uint32_t lda = k + 2, ldb = n + 3, ldc = n + 1;
+    uint32_t a = 64, b = a + 2 * m * lda + 16, c = b + k * ldb + 64;
+    assert_true(c + 4 * m * ldc < LX_BYTES / 2);
+    float *wa = malloc(4 * (size_t)m * lda), *wb = malloc(4 * (size_t)k * ldb);
+    float *ref = malloc(4 * (size_t)m * ldc);
+    for (uint32_t i = 0; i < m * lda; i++)
+        wa[i] = rnd(&seed);
+    rt_f32_to_dlf16_n(lx + a, wa, (size_t)m * lda);
+    rt_dlf16_to_f32_n(wa, lx + a, (size_t)m * lda);
+    for (uint32_t i = 0; i < k * ldb; i++) {
+        lx[b + i] = (uint8_t)(i * 37u + seed);
+        wb[i] = spy_narrow_to_f32(lx[b + i], ISA_DT_F8E4M3FN);
+    }
+    for (uint32_t i = 0; i < m * ldc; i++)
+        fp(c)[i] = rnd(&seed);
+    memcpy(ref, fp(c), 4 * (size_t)m * ldc);
+    mm_ref(ref, wa, wb, m, n, k, lda, ldb, ldc, acc);
+    SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_DLF16, .out_dtype = ISA_DT_F32,
+                    .flags = (uint8_t)(ISA_F_BF8 | (acc ? ISA_F_ACCUM : 0)), .a = a, .b = b,
+                    .c = c, .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
+    RtCore cc = core;
+    cc.wide = wide ? LX_BYTES / 2 : 0;
+    rt_matmul(&cc, &mm);
+    for (uint32_t i = 0; i < m * ldc; i++)
+        if (bits(ref[i]) != bits(fp(c)[i]) && !(isnan(ref[i]) && isnan(fp(c)[i])))
+            fail_msg("bf8 matmul m%u n%u k%u acc%d wide%d: element %u: %a != %a", m, n, k, acc,
+                     wide, i, fp(c)[i], ref[i]);
+    free(wa), free(wb), free(ref);
+}
+
+static void test_matmul_bf8(void **state) {
+    (void)state;
+    check_mm_bf8(4, 64, 32, false, false, 1);
+    check_mm_bf8(7, 33, 100, true, false, 2);
+    check_mm_bf8(17, 130, 9, false, true, 3);
+    check_mm_bf8(1, 256, 64, true, true, 4);
 }
 
 /* ---- VREDUCE ----------------------------------------------------------------------- */
@@ -728,7 +773,7 @@ int main(void) {
         cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
         cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
-        cmocka_unit_test(test_matmul_window_dlf16),
+        cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -2,6 +2,7 @@
  * flips in header and section table, section placement) is applied to written bytes;
  * table and instruction damage is applied before writing, so that the checksums are
  * right and the verifier itself must refuse the bundle. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
@@ -33,11 +34,11 @@ static void emit_raw(const char *name, Buf *f, const char *frag)
     buf_free(f);
 }
 
-/* Write the current bundle as case sbin/NAME.sbin with the BWIN feature bit set. */
-static void emit_bwin(const char *name, const char *frag)
+/* Write the current bundle as case sbin/NAME.sbin with the feature bits feat set. */
+static void emit_feat(const char *name, const char *frag, uint32_t feat)
 {
     Buf f = bun_write(&B);
-    ((SpyHeader *)f.p)->features = SPY_FEAT_BWIN;
+    ((SpyHeader *)f.p)->features = feat;
     bun_fix_crcs(&f);
     emit_raw(name, &f, frag);
 }
@@ -493,11 +494,29 @@ static void insns_compute(void)
     emit("insn_matmul_bwin_feature", "without the BWIN feature bit");
     in.mm.bw_ns[0] = 1 << 24;
     INSN(1) = in;
-    emit_bwin("insn_matmul_bwin_range", "MATMUL B window LX range");
+    emit_feat("insn_matmul_bwin_range", "MATMUL B window LX range", SPY_FEAT_BWIN);
     in.mm.bw_ns[0] = 10;
     in.mm.bw_next[1] = 3;
     INSN(1) = in;
-    emit_bwin("insn_matmul_bwin_extents", "MATMUL B window: extents");
+    emit_feat("insn_matmul_bwin_extents", "MATMUL B window: extents", SPY_FEAT_BWIN);
+    memset(&in.mm.bw_kext, 0, sizeof in.mm - offsetof(SpyMatmul, bw_kext));
+    in.mm.flags = ISA_F_BF8;                /* B float8 e4m3 (fp8 weights, isa.md) */
+    in.mm.dtype = ISA_DT_DLF16;
+    in.mm.ldb = 4;
+    INSN(1) = in;
+    emit("insn_matmul_bf8_feature", "without the FP8W feature bit");
+    in.mm.dtype = ISA_DT_F32;
+    INSN(1) = in;
+    emit_feat("insn_matmul_bf8_dtype", "needs dtype dlf16 and no BWIN", SPY_FEAT_FP8W);
+    in.mm.dtype = ISA_DT_DLF16;
+    in.mm.flags = ISA_F_BF8 | ISA_F_BWIN;
+    INSN(1) = in;
+    emit_feat("insn_matmul_bf8_bwin", "needs dtype dlf16 and no BWIN",
+              SPY_FEAT_FP8W | SPY_FEAT_BWIN);
+    in.mm.flags = ISA_F_BF8;
+    in.mm.b = 0xfffffff0u;
+    INSN(1) = in;
+    emit_feat("insn_matmul_bf8_range", "MATMUL B LX range", SPY_FEAT_FP8W);
     memset(&in, 0, sizeof in);
     in.red.opcode = ISA_VREDUCE;
     in.red.dtype = ISA_DT_F32;

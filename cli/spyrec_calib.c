@@ -1,0 +1,239 @@
+/* spyrec_calib.c: the calibration of spyrec --precision=int8 --calibrate DIR...
+ *
+ * The activation tensors that the quantize pass (passes/quant.c) will quantize are made
+ * extra outputs of a second copy of the model (pass_quant_observe), which is lowered
+ * to core ops (decompose, halfwiden, fold, dce; float32 throughout) and evaluated
+ * by the reference evaluator (ir_run_graph) on every calibration input set: the
+ * folder's input_K.pb files, K the graph input's position, in the ONNX test-data
+ * layout. Each tensor's range is its smallest and largest value over the whole set
+ * (minmax), or with --calibrate-method=percentile:P the values at the (100-P)/2-th
+ * and (100+P)/2-th percentiles (a second sweep fills a 4096-bin histogram of each
+ * tensor over its min-max range). The int8 parameters follow from the range
+ * (quant_params). cli_calib_report_json puts them, and the weights' per-channel
+ * scales, into the compile report.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "cli/spyrec_args.h"
+#include "cli/spyrec_calib.h"
+#include "passes/pass.h"
+
+#define HIST_BINS 4096
+
+/* The running statistics of the observed tensors: output index base + i is tensor i. */
+typedef struct {
+    uint32_t base, n;
+    double *lo, *hi;
+    uint64_t *hist;                /* n x HIST_BINS (percentile sweep), or NULL */
+    uint64_t *count;
+} CalibStats;
+
+/* ir_run_graph visitor: fold one observed tensor's values into the statistics. */
+static void observe(void *ctx, uint32_t out, const void *data, const IrType *t)
+{
+    CalibStats *s = ctx;
+    if (out < s->base || out >= s->base + s->n || t->dtype != IR_DT_F32)
+        return;
+    uint32_t i = out - s->base;
+    const float *x = data;
+    int64_t n = ir_type_numel(t);
+    if (!s->hist) {
+        double lo = s->lo[i], hi = s->hi[i];
+        for (int64_t k = 0; k < n; k++)
+            if (isfinite(x[k])) {
+                lo = x[k] < lo ? x[k] : lo;
+                hi = x[k] > hi ? x[k] : hi;
+            }
+        s->lo[i] = lo;
+        s->hi[i] = hi;
+        return;
+    }
+    uint64_t *h = s->hist + (size_t)i * HIST_BINS;
+    double w = s->hi[i] > s->lo[i] ? (s->hi[i] - s->lo[i]) / HIST_BINS : 1;
+    for (int64_t k = 0; k < n; k++)
+        if (isfinite(x[k])) {
+            double b = (x[k] - s->lo[i]) / w;
+            h[b < 0 ? 0 : b >= HIST_BINS ? HIST_BINS - 1 : (int)b]++;
+        }
+    s->count[i] += (uint64_t)n;
+}
+
+/* Read folder dir's input_K.pb for every graph input K of g (type-checked) into t[]. */
+static bool read_set(IrGraph *g, const char *dir, FeTensor *t, IrDiag *diag)
+{
+    for (uint32_t k = 0; k < g->ninputs; k++) {
+        char path[4096], err[256];
+        snprintf(path, sizeof path, "%s/input_%u.pb", dir, k);
+        const IrType *ty = ir_vtype(g, g->inputs[k]);
+        if (!fe_tensor_read(path, &t[k], err, sizeof err)) {
+            ir_diag_error(diag, "--calibrate: %s", err);
+            return false;
+        }
+        bool ok = t[k].dtype == ty->dtype && t[k].rank == ty->rank &&
+                  t[k].nbytes == ir_type_bytes(ty);
+        for (int d = 0; ok && d < ty->rank; d++)
+            ok = t[k].dims[d] == ty->dims[d];
+        if (!ok) {
+            ir_diag_error(diag, "--calibrate: %s: not of the type of input '%s'", path,
+                          ir_val(g, g->inputs[k])->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* One sweep of the evaluator over every calibration set. */
+static bool sweep(IrGraph *g, const Args *a, CalibStats *s, IrDiag *diag)
+{
+    FeTensor *t = calloc(g->ninputs + 1, sizeof *t);
+    const void **in = calloc(g->ninputs + 1, sizeof *in);
+    bool ok = t && in;
+    for (int d = 0; ok && d < a->ncalib; d++) {
+        ok = read_set(g, a->calib_dirs[d], t, diag);
+        for (uint32_t k = 0; ok && k < g->ninputs; k++)
+            in[k] = t[k].data;
+        char err[512];
+        if (ok && !(ok = ir_run_graph(g, in, observe, s, err, sizeof err)))
+            ir_diag_error(diag, "--calibrate: %s", err);
+        for (uint32_t k = 0; k < g->ninputs; k++)
+            fe_tensor_free(&t[k]);
+        memset(t, 0, (g->ninputs + 1) * sizeof *t);
+    }
+    free(t);
+    free(in);
+    return ok;
+}
+
+/* The percentile clip of tensor i: the range between the (100-p)/2-th and the
+ * (100+p)/2-th percentile of its histogram. */
+static void clip_range(const CalibStats *s, uint32_t i, double p)
+{
+    const uint64_t *h = s->hist + (size_t)i * HIST_BINS;
+    double w = (s->hi[i] - s->lo[i]) / HIST_BINS, tail = (1 - p / 100) / 2 * (double)s->count[i];
+    int lo = 0, hi = HIST_BINS - 1;
+    for (double c = 0; lo < HIST_BINS - 1 && (c += (double)h[lo]) <= tail;)
+        lo++;
+    for (double c = 0; hi > 0 && (c += (double)h[hi]) <= tail;)
+        hi--;
+    if (lo <= hi && w > 0) {
+        s->lo[i] += lo * w;
+        s->hi[i] = s->lo[i] - lo * w + (hi + 1) * w;
+    }
+}
+
+/* The int8 parameters of range [lo, hi] (widened to contain 0): scale (hi - lo) / 255
+ * and the zero point that maps lo to -128. */
+static void quant_params(PassQParam *p, double lo, double hi)
+{
+    lo = fmin(lo, 0);
+    hi = fmax(hi, 0);
+    p->lo = lo;
+    p->hi = hi;
+    p->scale = hi > lo ? (hi - lo) / 255 : 1;
+    p->scale = (double)(float)p->scale;    /* stored as a float32 constant */
+    double zp = nearbyint(-128 - lo / p->scale);
+    p->zero_point = (int)fmax(-128, fmin(127, zp));
+}
+
+/* Lower g (the model with the observed tensors as extra outputs) to core ops. */
+static bool lower(IrGraph *g, const SpyTarget *target)
+{
+    PassOptions po = {.opt_level = 0, .target = target};
+    PassFn fns[] = {pass_decompose, pass_halfwiden, pass_fold, pass_dce};
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        bool ok = fns[i](g, &po) && !ir_failed(g);
+        ir_scratch_reset(g);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+bool cli_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassQuant *q,
+                   double *seconds)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char **names;
+    uint32_t base = g->noutputs, n = pass_quant_observe(g, a->keep_fp32, a->keep_fp16, &names);
+    if (!lower(g, target))
+        return false;
+    CalibStats s = {.base = base, .n = n, .lo = malloc((n + 1) * sizeof(double)),
+                    .hi = malloc((n + 1) * sizeof(double))};
+    PassQParam *p = calloc(n + 1, sizeof *p);
+    bool ok = s.lo && s.hi && p;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        s.lo[i] = INFINITY;
+        s.hi[i] = -INFINITY;
+    }
+    ok = ok && sweep(g, a, &s, g->diag);
+    if (ok && a->calib_percentile > 0) {
+        s.hist = calloc((size_t)(n + 1) * HIST_BINS, sizeof *s.hist);
+        s.count = calloc(n + 1, sizeof *s.count);
+        ok = s.hist && s.count && sweep(g, a, &s, g->diag);
+        for (uint32_t i = 0; ok && i < n; i++)
+            if (s.hi[i] > s.lo[i])
+                clip_range(&s, i, a->calib_percentile);
+    }
+    uint32_t np = 0;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        if (!(s.lo[i] <= s.hi[i]))
+            continue;                      /* never seen: left unquantized */
+        p[np].name = strdup(names[i]);
+        if (!p[np].name)
+            ok = false;
+        else
+            quant_params(&p[np++], s.lo[i], s.hi[i]);
+    }
+    free(s.lo);
+    free(s.hi);
+    free(s.hist);
+    free(s.count);
+    q->act = p;
+    q->nact = np;
+    q->keep_fp16 = a->keep_fp16;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (!ok && !ir_failed(g))
+        ir_diag_error(g->diag, "--calibrate: out of memory");
+    return ok;
+}
+
+void cli_calib_free(PassQuant *q)
+{
+    for (uint32_t i = 0; i < q->nact; i++)
+        free((char *)q->act[i].name);
+    free((void *)q->act);
+    free(q->w);
+    memset(q, 0, sizeof *q);
+}
+
+/* The report's "quantization" object: method, inputs, time, and per activation tensor
+ * its range, scale and zero point, per weight its channels and scale range. */
+json_t *cli_calib_report_json(const PassQuant *q, const char *method, int ninputs,
+                              double seconds)
+{
+    json_t *acts = json_array(), *ws = json_array();
+    for (uint32_t i = 0; i < q->nact; i++) {
+        const PassQParam *p = &q->act[i];
+        json_array_append_new(acts, json_pack("{s:s,s:f,s:f,s:f,s:i,s:s}", "name", p->name,
+                                              "min", p->lo, "max", p->hi, "scale", p->scale,
+                                              "zero_point", p->zero_point, "dtype", "int8"));
+    }
+    for (uint32_t i = 0; i < q->nw; i++) {
+        const PassQWeight *w = &q->w[i];
+        json_array_append_new(ws, json_pack("{s:s,s:I,s:i,s:f,s:f,s:s}", "name", w->name,
+                                            "channels", (json_int_t)w->channels, "axis", w->axis,
+                                            "scale_min", w->scale_min, "scale_max", w->scale_max,
+                                            "dtype", "int8"));
+    }
+    return json_pack("{s:s,s:s,s:i,s:f,s:i,s:o,s:o}", "precision", "int8", "method", method,
+                     "calibration_sets", ninputs, "calibration_seconds", seconds,
+                     "contractions", (int)q->nquantized, "activations", acts, "weights", ws);
+}

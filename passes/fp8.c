@@ -1,0 +1,115 @@
+/* fp8.c: the fp8 precision mode (spyrec --precision=fp8).
+ *
+ * In fp8 mode the model is compiled as in fp16 mode (passes/fp16.c: activations and
+ * other float tensors are DLFloat16), and then every matrix product whose B operand is
+ * a constant weight (MATMUL of DLFloat16 operands with a constant B of rank >= 2) reads
+ * that weight as float8 e4m3 (F8E4M3FN: the OCP format, no infinities, saturating at
+ * 448) with one scale per output channel (column n of B, the last axis):
+ *
+ *   scale[n] = max_k |B[k, n]| / 448      (1 for an all-zero column)
+ *   B8[k, n] = e4m3(B[k, n] / scale[n])   (round to nearest even, saturated)
+ *   y        = MATMUL(a, B8) * scale      (an F32 multiply of the F32 product, before
+ *                                          the product's rounding to DLFloat16)
+ *
+ * The card's matrix unit reads the e4m3 weight directly (isa.md MATMUL, flag BF8: the
+ * weight bytes are half those of DLFloat16 and the product runs at the int8/fp8 rate);
+ * the scale is an ordinary F32 multiply that fusion puts into the product's epilogue.
+ * The pass runs after the fp16 pass, so B is already DLFloat16 (rounded once from the
+ * model's float32; the e4m3 grid is much coarser, so this second rounding changes at
+ * most an exact tie). Products of activations (attention's scores and values),
+ * convolutions and weights read through a view stay DLFloat16. --keep-fp32 nodes
+ * compute in float32 and are not touched (their B is float32).
+ * With any other precision the pass does nothing.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "dtconv.h"
+#include "pass.h"
+
+/* float32 -> F8E4M3FN, round to nearest even, saturating: spy_f32_to_narrow's result
+ * (checked equal on all 2^32 inputs) by bit arithmetic, which the weights of a 1B-
+ * parameter model need (the generic conversion took 20 s there). */
+static uint8_t f32_to_e4m3(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, 4);
+    uint8_t sign = (uint8_t)((b >> 24) & 0x80);
+    uint32_t a = b & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return sign | 0x7f;                        /* NaN */
+    if (a >= 0x43e00000u)                          /* >= 448 (and infinity): saturate */
+        return sign | 0x7e;
+    if (a < 0x3c800000u) {                         /* below 2^-6: subnormal steps of 2^-9 */
+        float f;
+        memcpy(&f, &a, 4);
+        return sign | (uint8_t)nearbyintf(f * 512.0f);
+    }
+    uint32_t r = a + 0x7ffffu + ((a >> 20) & 1u);  /* round the mantissa to 3 bits, even */
+    uint32_t e = (r >> 23) - 120u, m = (r >> 20) & 7u, code = (e << 3) | m;
+    return sign | (uint8_t)(code > 0x7e ? 0x7e : code);
+}
+
+/* The e4m3 weight and per-column scales of the DLFloat16 constant b [..., K, N]; the
+ * new weight value, and the scale vector [N] (F32) in *scale. */
+static ValId quant_b(IrGraph *g, ValId b, ValId *scale)
+{
+    const IrType *tb = ir_vtype(g, b);
+    int64_t N = tb->dims[tb->rank - 1], n = ir_type_numel(tb);
+    const uint16_t *x = ir_val(g, b)->data;
+    float *s = ir_scratch(g, (size_t)N * sizeof *s);
+    uint8_t *q = ir_scratch(g, (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == N ? 0 : j + 1) {
+        float v = fabsf(spy_dlf16_to_f32(x[i]));
+        if (isfinite(v) && v > s[j])
+            s[j] = v;
+    }
+    for (int64_t j = 0; j < N; j++)
+        s[j] = s[j] > 0 ? s[j] / 448.0f : 1.0f;
+    for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == N ? 0 : j + 1)
+        q[i] = f32_to_e4m3(spy_dlf16_to_f32(x[i]) / s[j]);
+    IrType tq = *tb, ts = {.dtype = IR_DT_F32, .rank = 1, .dims = {N}};
+    tq.dtype = IR_DT_F8E4M3FN;
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s_fp8", ir_val(g, b)->name);
+    *scale = ir_add_const(g, ir_fresh_name(g, "fp8_scale"), &ts, s);
+    return ir_add_const(g, ir_fresh_name(g, nm), &tq, q);
+}
+
+/* Whether n is a MATMUL of DLFloat16 operands whose B is a constant. */
+static bool fp8_candidate(IrGraph *g, const IrNode *n)
+{
+    if (n->op != IR_OP_MATMUL || n->dead)
+        return false;
+    return ir_vtype(g, n->in[0])->dtype == IR_DT_DLF16 && ir_is_const(g, n->in[1]) &&
+           ir_vtype(g, n->in[1])->dtype == IR_DT_DLF16 && ir_vtype(g, n->in[1])->rank >= 2;
+}
+
+bool pass_fp8(IrGraph *g, const PassOptions *opt)
+{
+    if (opt->precision != PASS_PREC_FP8)
+        return true;
+    uint32_t nold;
+    IrNode *old = ir_rewrite_begin(g, &nold);
+    for (uint32_t i = 0; i < nold; i++) {
+        const IrNode *n = &old[i];
+        if (n->dead)
+            continue;
+        if (!fp8_candidate(g, n)) {
+            ir_readd_node(g, n);
+            continue;
+        }
+        ValId scale, in[2] = {n->in[0], quant_b(g, n->in[1], &scale)};
+        NodeId id = ir_add_node(g, IR_OP_MATMUL, in, 2, n->attrs, n->nattrs, &n->origin);
+        if (ir_failed(g))
+            return false;
+        ValId y = ir_binary(g, IR_BIN_MUL, g->nodes[id].out[0], scale, &n->origin);
+        const char *name = ir_val(g, n->out[0])->name;
+        ir_replace_uses(g, n->out[0], y);
+        if (strcmp(ir_val(g, y)->name, name) != 0) { /* the product keeps the model's name */
+            ir_set_name(g, n->out[0], ir_fresh_name(g, "fp16"));
+            ir_set_name(g, y, name);
+        }
+    }
+    return !ir_failed(g);
+}

@@ -1,0 +1,239 @@
+/* quant.c: calibrated W8A8 quantization (spyrec --precision=int8 --calibrate DIR...).
+ *
+ * The pass runs first, on the frontend's graph, and gives every contraction with a
+ * constant float32 weight (ONNX MatMul, Gemm, Conv) the QuantizeLinear /
+ * DequantizeLinear pairs of an ONNX QDQ model, so that the quantized graph is the one
+ * such a model would be and the rest of the compiler treats both alike:
+ *
+ *   x -> Q(s_x, zp_x) -> DQ -> Conv/MatMul/Gemm -> y -> Q(s_y, zp_y) -> DQ -> readers
+ *                               ^ DQ(axis) <- int8 weight constant
+ *
+ *  - weights: symmetric int8 per output channel, scale max|w|/127 (zero point 0),
+ *    quantized here at compile time to an int8 constant read through a
+ *    DequantizeLinear (the output channel is axis 1 of a MatMul weight [K, N] (the last
+ *    axis of a batched one), axis 0 of a Conv weight and of a Gemm weight with transB);
+ *  - activations (the contraction's data input and its result): int8 per tensor with a
+ *    zero point, from the range the calibration observed (PassQParam, computed by the
+ *    compiler driver from ir_run_graph on the calibration inputs): the range is
+ *    widened to contain 0, scale = (hi - lo) / 255, zero point round(-128 - lo/scale);
+ *  - biases (Gemm C, Conv B) stay float.
+ * The decomposition lowers the pairs to float arithmetic (fake quantization: the
+ * values are exactly those of int8), which gives the accuracy of int8; the
+ * weights' DequantizeLinear folds to a constant.
+ * Nodes that --keep-fp16 or --keep-fp32 name (node name, operator type, or the name of
+ * one of their input or output tensors) are left alone; so is a tensor the calibration
+ * has no range for. The operators of .pt2 archives (aten.linear, ...) are not matched
+ * yet: a compile that quantizes nothing says so in a warning.
+ * pass_quant_observe is the calibration's half: it makes the activation tensors this
+ * pass would quantize extra graph outputs, whose values ir_run_graph then reports.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pass.h"
+
+/* Whether a keep list names node n: its name, operator type or one of its tensors. */
+static bool kept(IrGraph *g, const IrNode *n, const char *keep)
+{
+    if (!keep)
+        return false;
+    if (pass_list_has(keep, n->origin.name) || pass_list_has(keep, n->origin.op_type))
+        return true;
+    for (int i = 0; i < n->nin + n->nout; i++) {
+        ValId v = i < n->nin ? n->in[i] : n->out[i - n->nin];
+        if (v != IR_NONE && pass_list_has(keep, ir_val(g, v)->name))
+            return true;
+    }
+    return false;
+}
+
+/* Whether n is a contraction this pass quantizes; *wslot and *axis: the slot of its
+ * constant weight and the weight's output-channel axis. */
+static bool candidate(IrGraph *g, const IrNode *n, const char *keep32, const char *keep16,
+                      int *wslot, int *axis)
+{
+    if (n->op != IR_OP_FOREIGN || n->dead || (n->foreign.domain && n->foreign.domain[0]) ||
+        n->nin < 2 || n->nout < 1 || n->in[0] == IR_NONE || n->in[1] == IR_NONE)
+        return false;
+    const char *t = n->foreign.op_type;
+    const IrType *tw = ir_vtype(g, n->in[1]), *tx = ir_vtype(g, n->in[0]);
+    IrDType ty = ir_vtype(g, n->out[0])->dtype;   /* frontend results may be untyped */
+    if (!ir_is_const(g, n->in[1]) || tw->dtype != IR_DT_F32 || tw->rank < 2 ||
+        (tx->dtype != IR_DT_F32 && tx->dtype != IR_DT_UNDEF) ||
+        (ty != IR_DT_F32 && ty != IR_DT_UNDEF))
+        return false;
+    *wslot = 1;
+    if (strcmp(t, "MatMul") == 0)
+        *axis = tw->rank - 1;
+    else if (strcmp(t, "Gemm") == 0)
+        *axis = ir_attr_get_int(n, "transB", 0) ? 0 : 1;
+    else if (strcmp(t, "Conv") == 0)
+        *axis = 0;
+    else
+        return false;
+    return !kept(g, n, keep32) && !kept(g, n, keep16);
+}
+
+uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_fp16,
+                            const char ***names)
+{
+    uint32_t cap = 2 * g->nnodes + 1, k = 0;
+    const char **nm = ir_alloc(g, cap * sizeof *nm);
+    uint8_t *seen = ir_alloc(g, g->nvals + 1);
+    uint32_t nn = g->nnodes;
+    for (uint32_t i = 0; i < nn; i++) {
+        int ws, axis;
+        if (!candidate(g, &g->nodes[i], keep_fp32, keep_fp16, &ws, &axis))
+            continue;
+        ValId v2[2] = {g->nodes[i].in[0], g->nodes[i].out[0]};
+        for (int j = 0; j < 2; j++)
+            if (!seen[v2[j]] && !ir_is_const(g, v2[j])) {
+                seen[v2[j]] = 1;
+                nm[k++] = ir_val(g, v2[j])->name;
+                ir_add_output(g, v2[j]);
+            }
+    }
+    *names = nm;
+    return k;
+}
+
+/* The calibration's parameters of tensor name, or NULL. */
+static const PassQParam *find_param(const PassQuant *q, const char *name)
+{
+    for (uint32_t i = 0; i < q->nact; i++)
+        if (strcmp(q->act[i].name, name) == 0)
+            return &q->act[i];
+    return NULL;
+}
+
+/* A foreign ai.onnx node op(in[0..nin)) with one output of type t (left to the
+ * decomposition's inference when t is untyped); its output. */
+static ValId add_qdq(IrGraph *g, const char *op, const ValId *in, int nin, const IrType *t,
+                     int axis, const IrOrigin *o)
+{
+    IrForeign f = {.op_type = op, .domain = "", .opset = g->onnx_opset < 13 ? 13 : g->onnx_opset};
+    IrAttr a = ir_attr_int("axis", axis);
+    NodeId id = ir_add_foreign(g, &f, in, nin, 1, &a, axis >= 0 ? 1 : 0, o);
+    ValId out = g->nodes[id].out[0];
+    if (t->dtype != IR_DT_UNDEF)
+        g->vals[out].type = *t;
+    return out;
+}
+
+/* x -> QuantizeLinear -> DequantizeLinear with the per-tensor parameters p. */
+static ValId fake_quant(IrGraph *g, ValId x, const PassQParam *p, const IrOrigin *o)
+{
+    IrType ts = {.dtype = IR_DT_F32, .rank = 0}, tz = {.dtype = IR_DT_I8, .rank = 0};
+    float s = (float)p->scale;
+    int8_t zp = (int8_t)p->zero_point;
+    ValId in[3] = {x, ir_add_const(g, ir_fresh_name(g, "qscale"), &ts, &s),
+                   ir_add_const(g, ir_fresh_name(g, "qzero"), &tz, &zp)};
+    IrType tq = *ir_vtype(g, x), tx = tq;
+    if (tq.dtype != IR_DT_UNDEF)
+        tq.dtype = IR_DT_I8;
+    in[0] = add_qdq(g, "QuantizeLinear", in, 3, &tq, -1, o);
+    return add_qdq(g, "DequantizeLinear", in, 3, &tx, -1, o);
+}
+
+/* The int8 weight of constant w quantized per channel along axis, read through a
+ * DequantizeLinear; its statistics go to *st. */
+static ValId quant_weight(IrGraph *g, ValId w, int axis, PassQWeight *st, const IrOrigin *o)
+{
+    const IrType *tw = ir_vtype(g, w);
+    int64_t outer = 1, C = tw->dims[axis], inner = 1, n = ir_type_numel(tw);
+    for (int i = 0; i < axis; i++)
+        outer *= tw->dims[i];
+    for (int i = axis + 1; i < tw->rank; i++)
+        inner *= tw->dims[i];
+    const float *x = ir_val(g, w)->data;
+    float *scale = ir_scratch(g, (size_t)C * sizeof *scale);
+    int8_t *zp = ir_scratch(g, (size_t)C), *q = ir_scratch(g, (size_t)n);
+    for (int64_t ou = 0, i = 0; ou < outer; ou++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t j = 0; j < inner; j++, i++)
+                scale[c] = fabsf(x[i]) > scale[c] ? fabsf(x[i]) : scale[c];
+    *st = (PassQWeight){.name = ir_val(g, w)->name, .channels = C, .axis = axis,
+                        .scale_min = INFINITY, .scale_max = 0};
+    for (int64_t c = 0; c < C; c++) {
+        scale[c] = scale[c] > 0 && isfinite(scale[c]) ? scale[c] / 127.0f : 1.0f;
+        st->scale_min = fmin(st->scale_min, scale[c]);
+        st->scale_max = fmax(st->scale_max, scale[c]);
+    }
+    for (int64_t ou = 0, i = 0; ou < outer; ou++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t j = 0; j < inner; j++, i++) {
+                float r = nearbyintf(x[i] / scale[c]);
+                q[i] = (int8_t)(r < -127 ? -127 : r > 127 ? 127 : r);
+            }
+    IrType tq = *tw, ts = {.dtype = IR_DT_F32, .rank = 1, .dims = {C}};
+    IrType tz = {.dtype = IR_DT_I8, .rank = 1, .dims = {C}};
+    tq.dtype = IR_DT_I8;
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s_int8", ir_val(g, w)->name);
+    ValId in[3] = {ir_add_const(g, ir_fresh_name(g, nm), &tq, q),
+                   ir_add_const(g, ir_fresh_name(g, "wscale"), &ts, scale),
+                   ir_add_const(g, ir_fresh_name(g, "wzero"), &tz, zp)};
+    return add_qdq(g, "DequantizeLinear", in, 3, tw, axis, o);
+}
+
+/* Give contraction n (re-added here) its Q/DQ pairs; xq caches the quantized form of
+ * each activation (a tensor read by several contractions is quantized once). */
+static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQuant *q,
+                          ValId *xq, uint32_t nxq)
+{
+    /* an input >= nxq is the Q/DQ result of an earlier contraction: quantized already */
+    const PassQParam *px = n->in[0] < nxq ? find_param(q, ir_val(g, n->in[0])->name) : NULL;
+    const PassQParam *py = find_param(q, ir_val(g, n->out[0])->name);
+    IrNode nd = *n;
+    nd.in = ir_scratch(g, (size_t)n->nin * sizeof(ValId));
+    memcpy(nd.in, n->in, (size_t)n->nin * sizeof(ValId));
+    if (px) {
+        if (xq[n->in[0]] == IR_NONE)
+            xq[n->in[0]] = fake_quant(g, n->in[0], px, &n->origin);
+        nd.in[0] = xq[n->in[0]];
+    }
+    q->w = realloc(q->w, (q->nw + 1) * sizeof *q->w);
+    if (!q->w)
+        ir_oom(g);
+    nd.in[ws] = quant_weight(g, n->in[ws], axis, &q->w[q->nw++], &n->origin);
+    ir_readd_node(g, &nd);
+    q->nquantized++;
+    if (!py)
+        return;
+    ValId y = n->out[0], yq = fake_quant(g, y, py, &n->origin);
+    NodeId qnode = ir_val(g, ir_node(g, ir_val(g, yq)->def)->in[0])->def;
+    const char *name = ir_val(g, y)->name;
+    ir_replace_uses(g, y, yq);
+    g->nodes[qnode].in[0] = y;             /* the Quantize itself reads y */
+    if (strcmp(ir_val(g, yq)->name, name) != 0) { /* the quantized result keeps the
+                                                     model's name (spyrun --compare) */
+        ir_set_name(g, y, ir_fresh_name(g, "prequant"));
+        ir_set_name(g, yq, name);
+    }
+}
+
+bool pass_quantize(IrGraph *g, const PassOptions *opt)
+{
+    PassQuant *q = opt->quant;
+    if (opt->precision != PASS_PREC_INT8 || !q)
+        return true;
+    uint32_t nold;
+    ValId *xq = ir_scratch(g, (size_t)g->nvals * sizeof(ValId));
+    memset(xq, 0xff, (size_t)g->nvals * sizeof(ValId));
+    uint32_t nv = g->nvals;
+    IrNode *old = ir_rewrite_begin(g, &nold);
+    for (uint32_t i = 0; i < nold; i++) {
+        int ws, axis;
+        if (old[i].dead)
+            continue;
+        if (candidate(g, &old[i], opt->keep_fp32, q->keep_fp16, &ws, &axis))
+            quantize_node(g, &old[i], ws, axis, q, xq, nv);
+        else
+            ir_readd_node(g, &old[i]);
+    }
+    if (!q->nquantized && g->diag)
+        ir_diag_warn(g->diag, "--precision=int8: no contraction to quantize (an ONNX MatMul, "
+                              "Gemm or Conv with a constant float32 weight, not kept)");
+    return !ir_failed(g);
+}

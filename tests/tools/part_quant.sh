@@ -1,0 +1,100 @@
+# part_quant.sh: the tests of the int8 and fp8 precision modes (spyrec --precision=int8
+# --calibrate, --precision=fp8), sourced by check.sh and run from part_cli.
+#
+# The calibration sets are tests/calib/NAME/set_K/input_J.pb: random inputs made by
+# tests/bench/gen_calib.py (make calib-data) with the statistics of each model's test
+# input, not the test input itself. Accuracy bounds are spyrun's defaults for the
+# bundle's precision (int8: rel-l2 <= 0.1, cosine >= 0.99; fp8: rel-l2 <= 0.05,
+# cosine >= 0.99, read from the bundle's META flags), checked against the fp32 goldens.
+# A model of SHARED/models that is absent is skipped.
+
+# quant_model NAME: the model file of NAME (tiny_cnn: the shipped example), or "".
+quant_model() {
+    case $1 in
+    tiny_cnn) echo examples/models/tiny_cnn/model.onnx ;;
+    *) [ -e "$MODELS/$1/model.onnx" ] && echo "$MODELS/$1/model.onnx" ;;
+    esac
+}
+
+# quant_int8 NAME: a calibrated int8 compile of NAME passes its goldens by the int8
+# defaults, fails a tight bound (the quantization error is there), quantizes at least
+# one contraction (report) and differs from the fp16 bundle.
+quant_int8() {
+    local m d=$W/quant log
+    m=$(quant_model "$1")
+    [ -n "$m" ] || { skipped "quant/int8-$1" "$MODELS/$1/model.onnx not found"; return; }
+    local td; td=$(dirname "$m")/test_data_set_0
+    expect_rc "quant/int8-$1-compile" 0 "$SPYREC" "$m" --precision=int8 \
+        --calibrate tests/calib/$1/set_* --report "$d/$1.json" -o "$d/$1.i8.sbin"
+    expect_rc "quant/int8-$1-check" 0 "$SPYRUN" "$d/$1.i8.sbin" --input-dir "$td" --check "$td"
+    expect_rc "quant/int8-$1-tight-metric-fails" 1 "$SPYRUN" "$d/$1.i8.sbin" --input-dir "$td" \
+        --check "$td" --metric rel-l2=1e-6
+    log=$(logname "quant/int8-$1-report")
+    {
+        n=$("$JSONCHECK" "$d/$1.json" --get quantization.contractions) && [ "$n" -gt 0 ] &&
+            a=$("$JSONCHECK" "$d/$1.json" --get quantization.activations.#) && [ "$a" -gt 0 ] &&
+            "$JSONCHECK" "$d/$1.json" --get quantization.activations.0.zero_point &&
+            "$SPYREC" "$m" --precision=fp16 -o "$d/$1.f16.sbin" &&
+            ! cmp -s "$d/$1.f16.sbin" "$d/$1.i8.sbin"
+    } >"$log" 2>&1
+    result "quant/int8-$1-report" $? "$log"
+}
+
+# quant_fp8 NAME: an fp8 compile of NAME passes its goldens by the fp8 defaults, its
+# asm reads float8 weights (MATMUL b:f8e4m3fn) and its bundle is smaller than fp16's.
+quant_fp8() {
+    local m d=$W/quant log
+    m=$(quant_model "$1")
+    [ -n "$m" ] || { skipped "quant/fp8-$1" "$MODELS/$1/model.onnx not found"; return; }
+    local td; td=$(dirname "$m")/test_data_set_0
+    expect_rc "quant/fp8-$1-compile" 0 "$SPYREC" "$m" --precision=fp8 -o "$d/$1.f8.sbin"
+    expect_rc "quant/fp8-$1-check" 0 "$SPYRUN" "$d/$1.f8.sbin" --input-dir "$td" --check "$td"
+    log=$(logname "quant/fp8-$1-weights")
+    {
+        "$SPYREC" "$m" --precision=fp8 --emit=asm -o "$d/$1.f8.s" &&
+            grep -q 'matmul .* b:f8e4m3fn' "$d/$1.f8.s" &&
+            "$SPYREC" "$m" --precision=fp16 -o "$d/$1.f16.sbin" &&
+            [ "$(stat -c %s "$d/$1.f8.sbin")" -lt "$(stat -c %s "$d/$1.f16.sbin")" ]
+    } >"$log" 2>&1
+    result "quant/fp8-$1-weights" $? "$log"
+}
+
+part_cli_quant() {
+    local ex=examples/models/tiny_cnn d=$W/quant log
+    mkdir -p "$d"
+    $MAKE --no-print-directory -s "$BUILD/tests/jsoncheck" >/dev/null 2>&1
+    expect_rc quant/int8-needs-calibrate 2 "$SPYREC" $ex/model.onnx --precision=int8 -o "$d/x.sbin"
+    expect_rc quant/calibrate-needs-int8 2 "$SPYREC" $ex/model.onnx --precision=fp16 \
+        --calibrate tests/calib/tiny_cnn/set_0 -o "$d/x.sbin"
+    expect_rc quant/calibrate-not-a-folder 2 "$SPYREC" $ex/model.onnx --precision=int8 \
+        --calibrate=$ex/model.onnx -o "$d/x.sbin"
+    expect_rc quant/calibrate-method-bad 2 "$SPYREC" $ex/model.onnx --precision=int8 \
+        --calibrate tests/calib/tiny_cnn/set_0 --calibrate-method=percentile:100 -o "$d/x.sbin"
+    expect_rc quant/calibrate-wrong-input 2 "$SPYREC" $ex/model.onnx --precision=int8 \
+        --calibrate tests/calib/mlp/set_0 -o "$d/x.sbin"
+    grep -q "not of the type of input" "$(logname quant/calibrate-wrong-input)"
+    result quant/calibrate-wrong-input-message $? "$(logname quant/calibrate-wrong-input)"
+    for m in tiny_cnn mlp lenet_bn bert_tiny; do quant_int8 $m; done
+    # percentile ranges: another bundle, still within the bounds
+    expect_rc quant/int8-percentile 0 "$SPYREC" $ex/model.onnx --precision=int8 \
+        --calibrate tests/calib/tiny_cnn/set_* --calibrate-method=percentile:99.9 -o "$d/p.sbin"
+    expect_rc quant/int8-percentile-check 0 "$SPYRUN" "$d/p.sbin" \
+        --input-dir $ex/test_data_set_0 --check $ex/test_data_set_0
+    log=$(logname quant/int8-percentile-differs)
+    ! cmp "$d/p.sbin" "$d/tiny_cnn.i8.sbin" >"$log" 2>&1
+    result quant/int8-percentile-differs $? "$log"
+    # --keep-fp16 by operator type: no contraction quantized (a warning says so); the
+    # bundle is fp16's
+    log=$(logname quant/int8-keep-fp16)
+    {
+        "$SPYREC" $ex/model.onnx --precision=int8 --calibrate tests/calib/tiny_cnn/set_* \
+            --keep-fp16=Conv,Gemm,MatMul --report "$d/k.json" -o "$d/k.sbin" &&
+            [ "$("$JSONCHECK" "$d/k.json" --get quantization.contractions)" = 0 ] &&
+            "$SPYREC" $ex/model.onnx --precision=fp16 --emit=asm -o "$d/k16.s" &&
+            "$SPYREC" $ex/model.onnx --precision=int8 --calibrate tests/calib/tiny_cnn/set_* \
+                --keep-fp16=Conv,Gemm,MatMul --emit=asm -o "$d/k8.s" 2>"$d/k8.err" &&
+            grep -q "no contraction to quantize" "$d/k8.err" && cmp "$d/k16.s" "$d/k8.s"
+    } >"$log" 2>&1
+    result quant/int8-keep-fp16 $? "$log"
+    for m in gpt2_tiny bert_tiny llama_tiny; do quant_fp8 $m; done
+}
