@@ -101,6 +101,8 @@ static bool load_view(RtCore *c, const SpyDma *x, RtView *w) {
     int64_t ds[2] = {1, 1}, ls[2] = {1, 1};
     int n = load_dims(x, dim, ds, ls);
     unsigned es = x->esize;
+    if (x->flags & ISA_F_F32)
+        return false;                     /* a converting LOAD: DRAM holds other bits */
     if (n < 0 || (n >= 1 && ls[n - 1] != 1))
         return false;
     *w = (RtView){.x = x, .rows = n == 2 ? dim[0] : 1, .rowb = (n ? dim[n - 1] : 1) * es,

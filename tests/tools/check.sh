@@ -120,6 +120,23 @@ model_test() {
     result "$name" $? "$log"
 }
 
+# model_test_fp16 NAME MODEL DATADIR [ARGS...]: the same model compiled with
+# --precision=fp16 passes its golden outputs by the fp16 metric defaults (the bundle's
+# META names the precision; the fp32 tolerance overrides in ARGS do not apply).
+model_test_fp16() {
+    local name=$1 model=$2 data=$3 log sbin
+    log=$(logname "$name")
+    sbin=$W/models/$(echo "$name" | tr '/' '_').sbin
+    mkdir -p "$W/models"
+    {
+        echo "+ spyrec $model --precision=fp16 -o $sbin"
+        timeout 300 "$SPYREC" "$model" --precision=fp16 -o "$sbin" &&
+            echo "+ spyrun $sbin --check $data" &&
+            timeout 600 "$SPYRUN" "$sbin" --check "$data" -q
+    } >"$log" 2>&1
+    result "$name" $? "$log"
+}
+
 # list_models: entries of tests/models.list as "PATH ARGS..." (comments dropped).
 # An entry is a model name under ../shared/models (NAME -> NAME/model.onnx) or a
 # path below it (NAME/model.pt2); the rest of the line is extra spyrun flags.
@@ -193,6 +210,7 @@ each_dyn_model() {
 # ---- (c) numeric golden tests: the shared models and the shipped examples ---------
 part_models() {
     each_model "" model_test
+    each_model "fp16/" model_test_fp16
     each_dyn_model
 }
 
