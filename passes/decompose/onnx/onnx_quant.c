@@ -146,6 +146,13 @@ bool dec_dequantize(DecCtx *c)
     if (zp != IR_NONE)
         v = dec_bin(c, IR_BIN_SUB, v, dec_cast(c, zp, out));
     c->out[0] = dec_bin(c, IR_BIN_MUL, v, dec_cast(c, scale, out));
+    const IrType *ts = dec_ty(c, dec_in(c, 1));
+    int axis = 0;                          /* per tensor, or checked by q_operands */
+    if (dec_numel(ts) == 1 && ts->rank <= 1)
+        dec_qdq_note(c, c->out[0], x, dec_in(c, 1), dec_in(c, 2), 0);
+    else if (dec_ai(c, "block_size", 0) <= 0 &&
+             dec_axis(c, dec_ai(c, "axis", 1), dec_ty(c, x)->rank, &axis))
+        dec_qdq_note(c, c->out[0], x, dec_in(c, 1), dec_in(c, 2), axis);
     return true;
 }
 
