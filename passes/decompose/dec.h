@@ -108,7 +108,12 @@ int64_t dec_numel(const IrType *t);
 
 /* ---- onnx/onnx_qdq.c: the results of DequantizeLinear, for int8 contractions ---- */
 typedef struct DecQdqTab DecQdqTab;
-DecQdqTab *dec_qdq_new(IrGraph *g);       /* empty table sized for g's DequantizeLinear nodes */
+DecQdqTab *dec_qdq_new(IrGraph *g);       /* empty table for g's DequantizeLinear (and move) nodes */
+/* A data-movement node (Reshape, Transpose, Squeeze, Unsqueeze, Flatten) of a per-tensor
+ * dequantized value: runs fn on the integer data and dequantizes its result, so the
+ * 8-bit data moves and stays known as such; *ok: whether that worked. False (nothing
+ * built): not such a node. */
+bool dec_qdq_move(DecCtx *c, DecFn fn, bool *ok);
 
 /* ---- decompose.c: recursive use of the dispatch tables (control flow) ---- */
 /* Run the handler registered for foreign node c->n (inputs are values of c->g) and

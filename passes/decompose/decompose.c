@@ -214,7 +214,10 @@ bool dec_run(DecCtx *c)
     int nerr = g->diag ? g->diag->nerrors : 0;
     uint32_t first = g->nnodes;
     ValId first_val = g->nvals;
-    bool ok = fn(c) && !(g->diag && g->diag->nerrors > nerr);
+    bool ok = false;
+    if (!dec_qdq_move(c, fn, &ok))
+        ok = fn(c);
+    ok = ok && !(g->diag && g->diag->nerrors > nerr);
     if (ok)
         pass_halfwiden_group(g, first, first_val, c->out, n->nout);
     return ok && !(g->diag && g->diag->nerrors > nerr);

@@ -71,6 +71,10 @@ ValId dec_view_along(DecCtx *c, ValId v, int axis, int r);
 void dec_qdq_note(DecCtx *c, ValId out, ValId x, ValId scale, ValId zp, int axis);
 bool dec_qdq_conv(DecCtx *c, bool *ok);
 ValId dec_qdq_matmul(DecCtx *c, ValId a, ValId b, bool trans_b, ValId *bias);
+/* QuantizeLinear of x to dtype out with per-tensor scale and zero point: when x is the
+ * dequantization of data of dtype out with equal parameters, that data (requantizing
+ * it gives it back exactly); else IR_NONE. */
+ValId dec_qdq_requantized(DecCtx *c, ValId x, ValId scale, ValId zp, IrDType out);
 bool dec_qlinear_matmul(DecCtx *c);       /* QLinearMatMul */
 bool dec_qlinear_conv(DecCtx *c);         /* QLinearConv */
 

@@ -34,13 +34,23 @@ struct DecQdqTab {
     uint32_t n, cap;
 };
 
+/* Ops that only move elements: a per-tensor dequantization commutes with them. */
+static bool move_op(const char *op)
+{
+    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(op, ops[i]) == 0)
+            return true;
+    return false;
+}
+
 DecQdqTab *dec_qdq_new(IrGraph *g)
 {
     uint32_t cap = 0;
     for (NodeId i = 0; i < g->nnodes; i++) {
         const IrNode *n = &g->nodes[i];
         cap += n->op == IR_OP_FOREIGN && n->foreign.op_type &&
-               strcmp(n->foreign.op_type, "DequantizeLinear") == 0;
+               (strcmp(n->foreign.op_type, "DequantizeLinear") == 0 || move_op(n->foreign.op_type));
     }
     DecQdqTab *t = ir_scratch(g, sizeof *t);
     t->e = ir_scratch(g, (cap ? cap : 1) * sizeof *t->e);
@@ -159,4 +169,61 @@ ValId dec_qdq_matmul(DecCtx *c, ValId a, ValId b, bool trans_b, ValId *bias)
     ValId acc = dec_int_matmul(c, qa->x, qa->zp, bq, zb);
     int r = dec_ty(c, acc)->rank;
     return scale_out(c, acc, qa, qb, bias, r - 1, r);
+}
+
+/* Whether constant (or absent: 0) zero points a and b hold the same value, and
+ * constant scales sa and sb too (one element each). */
+static bool same_params(DecCtx *c, ValId sa, ValId za, ValId sb, ValId zb)
+{
+    if (dec_numel(dec_ty(c, sa)) != 1 || !same_values(c, sa, sb))
+        return false;
+    if (za == IR_NONE || zb == IR_NONE) {
+        ValId z = za == IR_NONE ? zb : za;
+        return z == IR_NONE || (ir_is_const(c->g, z) && dec_numel(dec_ty(c, z)) == 1 &&
+                                dec_load(dec_ty(c, z)->dtype, ir_val(c->g, z)->data, 0) == 0);
+    }
+    if (!ir_is_const(c->g, za) || !ir_is_const(c->g, zb) || dec_numel(dec_ty(c, za)) != 1 ||
+        dec_numel(dec_ty(c, zb)) != 1)
+        return false;
+    return dec_load(dec_ty(c, za)->dtype, ir_val(c->g, za)->data, 0) ==
+           dec_load(dec_ty(c, zb)->dtype, ir_val(c->g, zb)->data, 0);
+}
+
+ValId dec_qdq_requantized(DecCtx *c, ValId x, ValId scale, ValId zp, IrDType out)
+{
+    const DecQdq *q = find(c, x);
+    if (!q || dec_ty(c, q->x)->dtype != out || !same_params(c, scale, zp, q->scale, q->zp))
+        return IR_NONE;
+    return q->x;
+}
+
+bool dec_qdq_move(DecCtx *c, DecFn fn, bool *ok)
+{
+    const IrNode *n = c->n;
+    if (!c->qdq || n->nin < 1 || n->nout != 1 || !n->foreign.op_type || !move_op(n->foreign.op_type))
+        return false;
+    const DecQdq *q = find(c, n->in[0]);
+    if (!q_ok(c, q, -1))
+        return false;
+    DecQdq qq = *q;
+    IrNode n2 = *n;
+    ValId in[IR_MAX_RANK];
+    if (n->nin > IR_MAX_RANK)
+        return false;
+    memcpy(in, n->in, (size_t)n->nin * sizeof *in);
+    in[0] = qq.x;
+    n2.in = in;
+    DecCtx c2 = *c;
+    c2.n = &n2;
+    c2.out[0] = IR_NONE;
+    *ok = fn(&c2) && c2.out[0] != IR_NONE;
+    if (!*ok)
+        return true;
+    ValId v = dec_cast(c, c2.out[0], IR_DT_F32);
+    if (qq.zp != IR_NONE)
+        v = dec_bin(c, IR_BIN_SUB, v, dec_reshape(c, dec_cast(c, qq.zp, IR_DT_F32), NULL, 0));
+    v = dec_bin(c, IR_BIN_MUL, v, dec_reshape(c, dec_cast(c, qq.scale, IR_DT_F32), NULL, 0));
+    c->out[0] = v;
+    dec_qdq_note(c, v, c2.out[0], qq.scale, qq.zp, 0);
+    return true;
 }

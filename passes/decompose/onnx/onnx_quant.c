@@ -99,6 +99,11 @@ bool dec_quantize(DecCtx *c)
         dec_err(c, "unsupported: quantization to %s", ir_dtype_name(out));
         return false;
     }
+    ValId same = dec_qdq_requantized(c, x, dec_in(c, 1), dec_in(c, 2), out);
+    if (same != IR_NONE) {
+        c->out[0] = same;
+        return true;
+    }
     if (!q_operands(c, &scale, &zp))
         return false;
     IrDType pt = (IrDType)dec_ai(c, "precision", dec_ty(c, scale)->dtype);
