@@ -75,6 +75,11 @@ ValId dec_qdq_matmul(DecCtx *c, ValId a, ValId b, bool trans_b, ValId *bias);
  * dequantization of data of dtype out with equal parameters, that data (requantizing
  * it gives it back exactly); else IR_NONE. */
 ValId dec_qdq_requantized(DecCtx *c, ValId x, ValId scale, ValId zp, IrDType out);
+/* x / scale for QuantizeLinear when x is the float result of a QDQ contraction,
+ * acc * sa * sb, and scale is one constant: acc * (sa * sb / scale), the multiplier
+ * rounded once to float32 as onnxruntime's QLinearConv/QLinearMatMul compute it;
+ * else IR_NONE. */
+ValId dec_qdq_divided(DecCtx *c, ValId x, ValId scale);
 bool dec_qlinear_matmul(DecCtx *c);       /* QLinearMatMul */
 bool dec_qlinear_conv(DecCtx *c);         /* QLinearConv */
 

@@ -29,9 +29,15 @@ typedef struct {
     int axis;                              /* the axis of a per-axis scale */
 } DecQdq;
 
+typedef struct {
+    ValId y, acc, mult;                    /* y = acc * mult: scale_out's float result */
+} DecScaled;
+
 struct DecQdqTab {
     DecQdq *e;
     uint32_t n, cap;
+    DecScaled *s;                          /* scaled accumulators */
+    uint32_t ns, caps;
 };
 
 /* Ops that only move elements: a per-tensor dequantization commutes with them. */
@@ -56,6 +62,9 @@ DecQdqTab *dec_qdq_new(IrGraph *g)
     t->e = ir_scratch(g, (cap ? cap : 1) * sizeof *t->e);
     t->n = 0;
     t->cap = cap;
+    t->s = ir_scratch(g, (cap ? cap : 1) * sizeof *t->s);
+    t->ns = 0;
+    t->caps = cap;
     return t;
 }
 
@@ -129,7 +138,24 @@ static ValId scale_out(DecCtx *c, ValId acc, const DecQdq *qa, const DecQdq *qb,
         acc = dec_bin(c, IR_BIN_ADD, acc, dec_view_along(c, b, axis, r));
         *bias = IR_NONE;
     }
-    return dec_bin(c, IR_BIN_MUL, dec_cast(c, acc, IR_DT_F32), dec_view_along(c, mult, axis, r));
+    ValId accf = dec_cast(c, acc, IR_DT_F32), mv = dec_view_along(c, mult, axis, r);
+    ValId y = dec_bin(c, IR_BIN_MUL, accf, mv);
+    if (c->qdq->ns < c->qdq->caps)
+        c->qdq->s[c->qdq->ns++] = (DecScaled){y, accf, mv};
+    return y;
+}
+
+ValId dec_qdq_divided(DecCtx *c, ValId x, ValId scale)
+{
+    for (uint32_t i = 0; c->qdq && i < c->qdq->ns; i++) {
+        const DecScaled *s = &c->qdq->s[i];
+        if (s->y != x || dec_numel(dec_ty(c, scale)) != 1 || !ir_is_const(c->g, scale))
+            continue;
+        ValId m = dec_bin(c, IR_BIN_DIV, s->mult,
+                          dec_reshape(c, dec_cast(c, scale, IR_DT_F32), NULL, 0));
+        return ir_is_const(c->g, m) ? dec_bin(c, IR_BIN_MUL, s->acc, m) : IR_NONE;
+    }
+    return IR_NONE;
 }
 
 bool dec_qdq_conv(DecCtx *c, bool *ok)

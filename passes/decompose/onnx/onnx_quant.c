@@ -111,7 +111,9 @@ bool dec_quantize(DecCtx *c)
         dec_err(c, "precision must be a float type");
         return false;
     }
-    ValId q = dec_bin(c, IR_BIN_DIV, dec_cast(c, x, pt), dec_cast(c, scale, pt));
+    ValId q = pt == IR_DT_F32 ? dec_qdq_divided(c, x, dec_in(c, 1)) : IR_NONE;
+    if (q == IR_NONE)
+        q = dec_bin(c, IR_BIN_DIV, dec_cast(c, x, pt), dec_cast(c, scale, pt));
     if (qfloat(out)) {                     /* rounding and saturation: the CAST */
         if (zp != IR_NONE)
             q = dec_bin(c, IR_BIN_ADD, q, dec_cast(c, zp, pt));
