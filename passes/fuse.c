@@ -286,6 +286,56 @@ static void release_roundings(Fuse *f, uint32_t gi, NodeId anchor)
     }
 }
 
+/* The members of group gi in the tree of pointwise nodes that ends at node n, into
+ * f->stack from index sp on; returns the new end. */
+static uint32_t subtree(Fuse *f, uint32_t gi, NodeId n, uint32_t sp)
+{
+    uint32_t top = sp;
+    f->stack[top++] = n;
+    for (uint32_t i = sp; i < top; i++) {
+        const IrNode *nd = &f->g->nodes[f->stack[i]];
+        for (int k = 0; k < nd->nin; k++) {
+            NodeId p = ir_val(f->g, nd->in[k])->def;
+            if (p != IR_NONE && f->grp[p] == gi && f->role[p] == ROLE_EPI)
+                f->stack[top++] = p;
+        }
+    }
+    return top;
+}
+
+/* A member of group gi that converts to an 8-bit integer (a requantization) the
+ * result of another contraction than the group's anchor leaves the group with the
+ * pointwise tree that computes it, so that the tree becomes that contraction's
+ * epilogue and the contraction stores 8-bit values, not its int32 accumulator. */
+static void release_requants(Fuse *f, uint32_t gi, NodeId anchor)
+{
+    IrGraph *g = f->g;
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        NodeId n = f->mem[m];
+        const IrNode *nd = &g->nodes[n];
+        IrDType t = nd->nout == 1 ? ir_vtype(g, nd->out[0])->dtype : IR_DT_UNDEF;
+        if (n == anchor || n == f->gs[gi].root || f->grp[n] != gi || nd->op != IR_OP_CAST ||
+            (t != IR_DT_I8 && t != IR_DT_U8))
+            continue;
+        uint32_t top = subtree(f, gi, n, 0);
+        bool other = false, mine = false;
+        for (uint32_t i = 0; i < top; i++) {
+            const IrNode *s = &g->nodes[f->stack[i]];
+            for (int k = 0; k < s->nin; k++) {
+                NodeId p = ir_val(g, s->in[k])->def;
+                mine |= p == anchor;
+                other |= p != IR_NONE && p != anchor && absorbable(f, s->in[k]) &&
+                         ir_op_info[g->nodes[p].op].cls == IR_CLS_CONTRACT;
+            }
+        }
+        other &= !mine;
+        for (uint32_t i = 0; i < top && other; i++) {
+            f->grp[f->stack[i]] = IR_NONE;
+            f->role[f->stack[i]] = ROLE_NONE;
+        }
+    }
+}
+
 /* Prologue of a reduction anchor: the pointwise tree producing its input. */
 static void collect_prologue(Fuse *f, NodeId anchor, uint32_t gi)
 {
@@ -562,6 +612,7 @@ static bool group_nodes(Fuse *f)
             collect_tree(f, n, gi, ROLE_EPI);
             NodeId a = find_anchor(f, nd->out[0]);
             release_roundings(f, gi, a);
+            release_requants(f, gi, a);
             if (a != IR_NONE) {
                 bool red = ir_op_info[g->nodes[a].op].cls == IR_CLS_REDUCE;
                 f->gs[gi].kind = red ? IR_KK_REDUCE : IR_KK_CONTRACT;

@@ -40,10 +40,13 @@ struct DecQdqTab {
     uint32_t ns, caps;
 };
 
-/* Ops that only move elements: a per-tensor dequantization commutes with them. */
+/* Ops that only move or select elements: a per-tensor dequantization commutes with
+ * them (MaxPool: with a positive scale, which keeps the order; its padding is the
+ * lowest 8-bit value, which dequantizes below every input as -inf does). */
 static bool move_op(const char *op)
 {
-    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
+    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+                                      "MaxPool"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i]) == 0)
             return true;
@@ -229,7 +232,9 @@ bool dec_qdq_move(DecCtx *c, DecFn fn, bool *ok)
     if (!c->qdq || n->nin < 1 || n->nout != 1 || !n->foreign.op_type || !move_op(n->foreign.op_type))
         return false;
     const DecQdq *q = find(c, n->in[0]);
-    if (!q_ok(c, q, -1))
+    if (!q_ok(c, q, -1) || (strcmp(n->foreign.op_type, "MaxPool") == 0 &&
+                            (!ir_is_const(c->g, q->scale) ||
+                             !(dec_load(dec_ty(c, q->scale)->dtype, ir_val(c->g, q->scale)->data, 0) > 0))))
         return false;
     DecQdq qq = *q;
     IrNode n2 = *n;
