@@ -264,28 +264,6 @@ static NodeId find_anchor(Fuse *f, ValId rv)
     return best;
 }
 
-/* fp16 mode: a member of group gi that rounds the float32 result of another
- * contraction than the group's anchor to DLFloat16 (a CAST of a single-use contraction
- * output) leaves the group, so that it becomes that contraction's epilogue and the
- * contraction stores 2-byte values, not its float32 accumulator. */
-static void release_roundings(Fuse *f, uint32_t gi, NodeId anchor)
-{
-    IrGraph *g = f->g;
-    for (uint32_t m = 0; m < f->nmem; m++) {
-        NodeId n = f->mem[m];
-        const IrNode *nd = &g->nodes[n];
-        if (n == anchor || f->grp[n] != gi || nd->op != IR_OP_CAST || nd->nin != 1 ||
-            ir_vtype(g, nd->out[0])->dtype != IR_DT_DLF16)
-            continue;
-        NodeId p = ir_val(g, nd->in[0])->def;
-        if (p != anchor && absorbable(f, nd->in[0]) &&
-            ir_op_info[g->nodes[p].op].cls == IR_CLS_CONTRACT) {
-            f->grp[n] = IR_NONE;
-            f->role[n] = ROLE_NONE;
-        }
-    }
-}
-
 /* The members of group gi in the tree of pointwise nodes that ends at node n, into
  * f->stack from index sp on; returns the new end. */
 static uint32_t subtree(Fuse *f, uint32_t gi, NodeId n, uint32_t sp)
@@ -303,21 +281,25 @@ static uint32_t subtree(Fuse *f, uint32_t gi, NodeId n, uint32_t sp)
     return top;
 }
 
-/* A member of group gi that converts to an 8-bit integer (a requantization) the
- * result of another contraction than the group's anchor leaves the group with the
- * pointwise tree that computes it, so that the tree becomes that contraction's
- * epilogue and the contraction stores 8-bit values, not its int32 accumulator. */
-static void release_requants(Fuse *f, uint32_t gi, NodeId anchor)
+/* A member of group gi that narrows the result of another contraction than the
+ * group's anchor leaves the group with the pointwise tree that computes it, so that
+ * the tree becomes that contraction's epilogue and the contraction stores the narrow
+ * values, not its 4-byte accumulator: in fp16 mode a CAST to DLFloat16 of the
+ * contraction's output itself; a CAST to an 8-bit integer (a requantization) of a
+ * tree over it that does not read the anchor. */
+static void release_narrowing(Fuse *f, uint32_t gi, NodeId anchor)
 {
     IrGraph *g = f->g;
     for (uint32_t m = 0; m < f->nmem; m++) {
         NodeId n = f->mem[m];
         const IrNode *nd = &g->nodes[n];
         IrDType t = nd->nout == 1 ? ir_vtype(g, nd->out[0])->dtype : IR_DT_UNDEF;
+        bool half = t == IR_DT_DLF16;
         if (n == anchor || n == f->gs[gi].root || f->grp[n] != gi || nd->op != IR_OP_CAST ||
-            (t != IR_DT_I8 && t != IR_DT_U8))
+            (!half && t != IR_DT_I8 && t != IR_DT_U8))
             continue;
-        uint32_t top = subtree(f, gi, n, 0);
+        uint32_t top = half ? 1 : subtree(f, gi, n, 0);
+        f->stack[0] = n;
         bool other = false, mine = false;
         for (uint32_t i = 0; i < top; i++) {
             const IrNode *s = &g->nodes[f->stack[i]];
@@ -328,8 +310,7 @@ static void release_requants(Fuse *f, uint32_t gi, NodeId anchor)
                          ir_op_info[g->nodes[p].op].cls == IR_CLS_CONTRACT;
             }
         }
-        other &= !mine;
-        for (uint32_t i = 0; i < top && other; i++) {
+        for (uint32_t i = 0; i < top && other && !mine; i++) {
             f->grp[f->stack[i]] = IR_NONE;
             f->role[f->stack[i]] = ROLE_NONE;
         }
@@ -611,8 +592,7 @@ static bool group_nodes(Fuse *f)
             f->nmem = 0;
             collect_tree(f, n, gi, ROLE_EPI);
             NodeId a = find_anchor(f, nd->out[0]);
-            release_roundings(f, gi, a);
-            release_requants(f, gi, a);
+            release_narrowing(f, gi, a);
             if (a != IR_NONE) {
                 bool red = ir_op_info[g->nodes[a].op].cls == IR_CLS_REDUCE;
                 f->gs[gi].kind = red ? IR_KK_REDUCE : IR_KK_CONTRACT;
