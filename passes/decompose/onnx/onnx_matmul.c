@@ -26,7 +26,7 @@ bool dec_gemm(DecCtx *c)
     }
     static const int64_t t2[2] = {1, 0};
     double alpha = dec_af(c, "alpha", 1.0), beta = dec_af(c, "beta", 1.0);
-    ValId bias = beta == 1.0 ? cc : IR_NONE;
+    ValId bias = beta == 1.0 && alpha == 1.0 ? cc : IR_NONE;  /* may join the int32 sum */
     ValId q = dec_ai(c, "transA", 0) ? IR_NONE : dec_qdq_matmul(c, a, b, dec_ai(c, "transB", 0), &bias);
     if (q != IR_NONE) {                    /* int8 product of dequantized operands */
         if (alpha != 1.0)
