@@ -370,7 +370,9 @@ static bool fits_into(const IrType *t, const IrType *s)
 }
 
 /* Grow group gi from root: add producers (pointwise nodes and trailing keepdims
- * reductions) all of whose results are consumed inside the group. */
+ * reductions of floats) all of whose results are consumed inside the group. (Integer
+ * sums are the zero-point corrections of an int8 product, over its depth, not over the
+ * rows of the group: they stay kernels of their own.) */
 static void grow_closure(Fuse *f, NodeId root, uint32_t gi)
 {
     IrGraph *g = f->g;
@@ -386,7 +388,8 @@ static void grow_closure(Fuse *f, NodeId root, uint32_t gi)
                 if (!live(f, p) || f->grp[p] != IR_NONE || g->nodes[p].nout != 1)
                     continue;
                 bool ok = ir_op_info[g->nodes[p].op].cls == IR_CLS_ELEM ||
-                          trailing_reduce(g, &g->nodes[p]) > 0;
+                          (trailing_reduce(g, &g->nodes[p]) > 0 &&
+                           ir_dtype_is_float(ir_vtype(g, g->nodes[p].out[0])->dtype));
                 if (ok && uses_inside(f, nd->in[i], gi)) {
                     f->grp[p] = gi;
                     f->mem[f->nmem++] = p;
