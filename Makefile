@@ -7,6 +7,8 @@
 #   make zoo-large  materialise the large models (../shared/models-large) in build/zoo-large
 #   make bench-large  compile, memory, load and latency of the large models, long chains, GFLOP/s
 #   make bench-cache  compile-cache timings: plain compile, miss and hit per model, best of 5
+#   make zoo-qdq    QDQ (int8) resnet50 and bert_base from build/zoo-large in build/zoo-qdq
+#   make qdq-check  compile them and check them against onnxruntime's output
 #   make asan|ubsan make check under sanitizers;  SANITIZER=address|undefined
 #   make format     clang-format the sources
 #   make install    tools, libspyrert, spyrt.h, spyrert.pc and man pages under PREFIX

@@ -23,8 +23,9 @@
 
 #include "cg_internal.h"
 
-/* Device dtype of kernel k's contraction operands: F32, or DLF16 in fp16 mode (the
- * operand tiles then take 2 bytes an element; C accumulates in F32 either way). */
+/* Device dtype of kernel k's contraction operands: F32, DLF16 in fp16 mode (the
+ * operand tiles then take 2 bytes an element; C accumulates in F32 either way), or I8
+ * for an integer contraction (1 byte an element, C accumulates exactly in I32). */
 static int op_dtype(CgEmit *e, const IrKernel *k)
 {
     return pass_dev_dtype(ir_vtype(e->g, ir_node(e->g, k->anchor)->in[0])->dtype);
@@ -33,7 +34,8 @@ static int op_dtype(CgEmit *e, const IrKernel *k)
 /* Bytes of an operand element of kernel k. */
 static uint32_t op_es(CgEmit *e, const IrKernel *k)
 {
-    return op_dtype(e, k) == ISA_DT_DLF16 ? 2 : 4;
+    int dt = op_dtype(e, k);
+    return dt == ISA_DT_DLF16 ? 2 : dt == ISA_DT_I8 ? 1 : 4;
 }
 
 /* Whether kernel k's B operand is float8 e4m3 (fp8 weights: --precision=fp8): the
@@ -53,7 +55,7 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     SpyMatmul *mm = &in.mm;
     mm->opcode = ISA_MATMUL;
     mm->dtype = (uint8_t)op_dtype(e, k);
-    mm->out_dtype = ISA_DT_F32;
+    mm->out_dtype = mm->dtype == ISA_DT_I8 ? ISA_DT_I32 : ISA_DT_F32;
     mm->flags = (uint8_t)((acc ? ISA_F_ACCUM : 0) | (b_fp8(e, k) ? ISA_F_BF8 : 0));
     mm->a = k->buf[0];
     mm->b = k->buf[1];
@@ -153,7 +155,7 @@ static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t
     SpyMatmul *mm = &in.mm;
     mm->opcode = ISA_MATMUL;
     mm->dtype = (uint8_t)op_dtype(e, k);
-    mm->out_dtype = ISA_DT_F32;
+    mm->out_dtype = mm->dtype == ISA_DT_I8 ? ISA_DT_I32 : ISA_DT_F32;
     mm->flags = (uint8_t)(ISA_F_BWIN | (acc ? ISA_F_ACCUM : 0));
     mm->a = k->buf[0], mm->b = k->buf[3], mm->c = k->buf[2];
     mm->m = (uint32_t)m, mm->n = (uint32_t)(on * geo->out2[1]), mm->k = (uint32_t)kk;

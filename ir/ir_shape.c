@@ -345,7 +345,7 @@ bool ir_infer_cumsum(IrInferCtx *c)
  * accumulated, and returned, in float32 (the card's matrix unit); others keep t. */
 static IrDType contract_dtype(IrDType t)
 {
-    return t == IR_DT_DLF16 ? IR_DT_F32 : t;
+    return t == IR_DT_DLF16 ? IR_DT_F32 : t == IR_DT_I8 ? IR_DT_I32 : t;
 }
 
 /* MATMUL a[...,M,K], b[...,K,N] -> [...,M,N] with broadcast batch dims. */

@@ -168,6 +168,15 @@ static double epi_lx_bytes(const IrKernel *k, const CSizes *s)
     return 4.0 + s->eo * (k->nins > 2 ? k->nins - 2 : 0);
 }
 
+/* Vector-unit bytes of an int8 contraction's epilogue over `outs` output elements: its
+ * steps work on int32/float32 values (requantization: scale, round, zero point,
+ * saturate), several passes over the tile where a float epilogue has one or two; 0
+ * for float operands (their estimate is the stored bytes alone). */
+static double int_epi_bytes(const IrKernel *k, const CSizes *s, double outs)
+{
+    return s->dt == ISA_DT_I8 ? 4.0 * (double)k->nepi * outs : 0.0;
+}
+
 /* MATMUL: the M and N tiles (multiples of 8 rows / one stick) with the least
  * modelled time, all cores or fewer: loading A or B once per core can cost more than
  * the parallelism gains. */
@@ -200,7 +209,8 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
                       cost_rows_bytes(t, (double)kk, sz.es * nt), c, c * epi_loads(k),
-                      (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2, 0, sz.dt};
+                      (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2,
+                      int_epi_bytes(k, &sz, (double)mt * nt), sz.dt};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -248,7 +258,8 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
-                      geo.patch ? sz.es * kk * p : 0, sz.dt};
+                      (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
+                      sz.dt};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;

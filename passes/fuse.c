@@ -264,24 +264,55 @@ static NodeId find_anchor(Fuse *f, ValId rv)
     return best;
 }
 
-/* fp16 mode: a member of group gi that rounds the float32 result of another
- * contraction than the group's anchor to DLFloat16 (a CAST of a single-use contraction
- * output) leaves the group, so that it becomes that contraction's epilogue and the
- * contraction stores 2-byte values, not its float32 accumulator. */
-static void release_roundings(Fuse *f, uint32_t gi, NodeId anchor)
+/* The members of group gi in the tree of pointwise nodes that ends at node n, into
+ * f->stack from index sp on; returns the new end. */
+static uint32_t subtree(Fuse *f, uint32_t gi, NodeId n, uint32_t sp)
+{
+    uint32_t top = sp;
+    f->stack[top++] = n;
+    for (uint32_t i = sp; i < top; i++) {
+        const IrNode *nd = &f->g->nodes[f->stack[i]];
+        for (int k = 0; k < nd->nin; k++) {
+            NodeId p = ir_val(f->g, nd->in[k])->def;
+            if (p != IR_NONE && f->grp[p] == gi && f->role[p] == ROLE_EPI)
+                f->stack[top++] = p;
+        }
+    }
+    return top;
+}
+
+/* A member of group gi that narrows the result of another contraction than the
+ * group's anchor leaves the group with the pointwise tree that computes it, so that
+ * the tree becomes that contraction's epilogue and the contraction stores the narrow
+ * values, not its 4-byte accumulator: in fp16 mode a CAST to DLFloat16 of the
+ * contraction's output itself; a CAST to an 8-bit integer (a requantization) of a
+ * tree over it that does not read the anchor. */
+static void release_narrowing(Fuse *f, uint32_t gi, NodeId anchor)
 {
     IrGraph *g = f->g;
     for (uint32_t m = 0; m < f->nmem; m++) {
         NodeId n = f->mem[m];
         const IrNode *nd = &g->nodes[n];
-        if (n == anchor || f->grp[n] != gi || nd->op != IR_OP_CAST || nd->nin != 1 ||
-            ir_vtype(g, nd->out[0])->dtype != IR_DT_DLF16)
+        IrDType t = nd->nout == 1 ? ir_vtype(g, nd->out[0])->dtype : IR_DT_UNDEF;
+        bool half = t == IR_DT_DLF16;
+        if (n == anchor || n == f->gs[gi].root || f->grp[n] != gi || nd->op != IR_OP_CAST ||
+            (!half && t != IR_DT_I8 && t != IR_DT_U8))
             continue;
-        NodeId p = ir_val(g, nd->in[0])->def;
-        if (p != anchor && absorbable(f, nd->in[0]) &&
-            ir_op_info[g->nodes[p].op].cls == IR_CLS_CONTRACT) {
-            f->grp[n] = IR_NONE;
-            f->role[n] = ROLE_NONE;
+        uint32_t top = half ? 1 : subtree(f, gi, n, 0);
+        f->stack[0] = n;
+        bool other = false, mine = false;
+        for (uint32_t i = 0; i < top; i++) {
+            const IrNode *s = &g->nodes[f->stack[i]];
+            for (int k = 0; k < s->nin; k++) {
+                NodeId p = ir_val(g, s->in[k])->def;
+                mine |= p == anchor;
+                other |= p != IR_NONE && p != anchor && absorbable(f, s->in[k]) &&
+                         ir_op_info[g->nodes[p].op].cls == IR_CLS_CONTRACT;
+            }
+        }
+        for (uint32_t i = 0; i < top && other && !mine; i++) {
+            f->grp[f->stack[i]] = IR_NONE;
+            f->role[f->stack[i]] = ROLE_NONE;
         }
     }
 }
@@ -339,7 +370,9 @@ static bool fits_into(const IrType *t, const IrType *s)
 }
 
 /* Grow group gi from root: add producers (pointwise nodes and trailing keepdims
- * reductions) all of whose results are consumed inside the group. */
+ * reductions of floats) all of whose results are consumed inside the group. (Integer
+ * sums are the zero-point corrections of an int8 product, over its depth, not over the
+ * rows of the group: they stay kernels of their own.) */
 static void grow_closure(Fuse *f, NodeId root, uint32_t gi)
 {
     IrGraph *g = f->g;
@@ -355,7 +388,8 @@ static void grow_closure(Fuse *f, NodeId root, uint32_t gi)
                 if (!live(f, p) || f->grp[p] != IR_NONE || g->nodes[p].nout != 1)
                     continue;
                 bool ok = ir_op_info[g->nodes[p].op].cls == IR_CLS_ELEM ||
-                          trailing_reduce(g, &g->nodes[p]) > 0;
+                          (trailing_reduce(g, &g->nodes[p]) > 0 &&
+                           ir_dtype_is_float(ir_vtype(g, g->nodes[p].out[0])->dtype));
                 if (ok && uses_inside(f, nd->in[i], gi)) {
                     f->grp[p] = gi;
                     f->mem[f->nmem++] = p;
@@ -561,7 +595,7 @@ static bool group_nodes(Fuse *f)
             f->nmem = 0;
             collect_tree(f, n, gi, ROLE_EPI);
             NodeId a = find_anchor(f, nd->out[0]);
-            release_roundings(f, gi, a);
+            release_narrowing(f, gi, a);
             if (a != IR_NONE) {
                 bool red = ir_op_info[g->nodes[a].op].cls == IR_CLS_REDUCE;
                 f->gs[gi].kind = red ? IR_KK_REDUCE : IR_KK_CONTRACT;

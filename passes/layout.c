@@ -86,9 +86,9 @@ static bool check_node(IrGraph *g, const IrNode *n)
         }
     }
     int cdt = c == IR_CLS_CONTRACT ? pass_dev_dtype(ir_vtype(g, n->in[0])->dtype) : 0;
-    if (c == IR_CLS_CONTRACT && cdt != ISA_DT_F32 && cdt != ISA_DT_DLF16) {
+    if (c == IR_CLS_CONTRACT && cdt != ISA_DT_F32 && cdt != ISA_DT_DLF16 && cdt != ISA_DT_I8) {
         ir_error(g, &n->origin, "%s on %s is not supported on the device (unsupported: "
-                 "float32 only)",
+                 "float32 and int8 only)",
                  n->op == IR_OP_CONV ? "convolution" : "matrix multiplication",
                  pass_dtype_long_name(ir_vtype(g, n->in[0])->dtype));
         return false;

@@ -100,6 +100,7 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement
 void pass_rowsel(IrGraph *g);                              /* row selections pushed up (rowsel.c) */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
 bool pass_window(IrGraph *g, const PassOptions *opt);      /* reads within core windows */
+bool pass_dequant(IrGraph *g, const PassOptions *opt);     /* dequantize per consumer */
 bool pass_fuse(IrGraph *g, const PassOptions *opt);        /* group nodes into kernels */
 bool pass_layout(IrGraph *g, const PassOptions *opt);      /* stick layouts */
 bool pass_divide(IrGraph *g, const PassOptions *opt);      /* split kernels over cores */

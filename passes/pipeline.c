@@ -24,6 +24,7 @@ const PassInfo pass_pipeline[] = {
     {"fp16", pass_fp16, 0, "store float32 tensors as DLFloat16 (--precision=fp16)"},
     {"fp8", pass_fp8, 0, "matrix weights as float8 e4m3 (--precision=fp8)"},
     {"window", pass_window, 0, "split reads of tensors larger than a core's DRAM window"},
+    {"dequant", pass_dequant, 1, "one dequantization of 8-bit data per consumer"},
     {"fuse", pass_fuse, 0, "group nodes into kernels (epilogues, prologues, chains)"},
     {"layout", pass_layout, 0, "device dtypes, tensor layouts, strided views"},
     {"divide", pass_divide, 0, "split each kernel's work over the cores"},

@@ -126,6 +126,9 @@ void rt_mm_portable(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 #define RT_HAVE_X86_KERNELS 1
 bool rt_mm_f32_512(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 bool rt_mm_f32_256(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
+/* rt_kern_mmi8.c: I8 -> I32 MATMUL with AVX-512BW (VNNI) or AVX2; false (nothing done)
+ * on hosts without them or for a B given transposed. */
+bool rt_mm_i8_fast(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 #else
 #define RT_HAVE_X86_KERNELS 0
 #endif

@@ -278,6 +278,10 @@ void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
         mm_dlf16(c, mm, s);
     else if (mm->dtype == ISA_DT_F32)
         mm_f32(c, mm, s);
+#if RT_HAVE_X86_KERNELS
+    else if (rt_mm_i8_fast(c, mm, s))
+        return;
+#endif
     else
         rt_mm_portable(c, mm, s);
 }

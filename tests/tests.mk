@@ -4,7 +4,8 @@
 #                  ", N skipped" when a test could not run here)
 #   make unit      cmocka unit tests (tests/unit/test_*.c)
 #   make golden    golden text tests (tests/golden/**/NAME.{onnx,ir,pt2} + .expect/.err)
-#   make models    numeric golden tests (tests/models.list on ../shared/models, examples/)
+#   make models    numeric golden tests (tests/models.list on ../shared/models, examples/,
+#                  tests/models/: the small QDQ models of tests/models/gen_qdq.py)
 #   make check-PART  one part of check.sh: unit golden models reference cli tools determinism
 #                  malformed corpus robust conformance
 #   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}
@@ -16,6 +17,9 @@
 #   make bench-large  per large model: compile time and peak RSS, bundle size, load time,
 #                  spyrun against onnxruntime, modelled time, --check; then compile time
 #                  of generated long chains and the GFLOP/s of large matrix products
+#   make zoo-qdq   QDQ (int8) resnet50 and bert_base in BUILD/zoo-qdq/NAME from BUILD/zoo-large
+#                  (onnxruntime quantize_static, zoo_qdq.py) with onnxruntime goldens
+#   make qdq-check compile them and run spyrun --check against those goldens
 #   make fp16-check  accuracy of fp16 bundles against the goldens of every model of
 #                  SHARED/models and BUILD/zoo-large, measured with numpy (fp16_check.py)
 #   make calib-data  calibration sets for --precision=int8 --calibrate: 8 random input sets
@@ -115,6 +119,32 @@ $(BUILD)/tests/fma_peak: tests/bench/fma_peak.c
 
 bench-large: all $(VENV)/.ok zoo-large $(BUILD)/tests/fma_peak
 	$(VENV)/bin/python tests/bench/bench_large.py --build $(BUILD) --zoo $(ZOO_LARGE)
+
+# ---- QDQ (int8) versions of two large models (neither is part of make check) ------------
+# zoo_qdq.py quantizes BUILD/zoo-large/NAME with onnxruntime's quantize_static (QDQ,
+# per-channel int8 weights, int8 activations with zero points, a calibration set it
+# generates) and writes onnxruntime's output on the test input as the golden.
+ZOO_QDQ := $(BUILD)/zoo-qdq
+.PHONY: zoo-qdq qdq-check
+zoo-qdq: $(ZOO_QDQ)/.ok
+$(ZOO_QDQ)/.ok: tests/bench/zoo_qdq.py | $(VENV)/.ok
+	@test -f $(ZOO_LARGE)/resnet50/.ok -a -f $(ZOO_LARGE)/bert_base/.ok || { echo "run make zoo-large first" >&2; exit 1; }
+	@rm -f $@
+	$(VENV)/bin/python tests/bench/zoo_qdq.py --zoo $(ZOO_LARGE) --out $(ZOO_QDQ) resnet50 bert_base
+	@touch $@
+
+# Tolerances against onnxruntime's run of the same QDQ graph: resnet50, one step of the
+# output's quantization (scale 0.8286; float noise on top); bert_base, 0.25 (its
+# dequantized output, scale 0.0345, passes through 12 layer norms that magnify one-step
+# differences of their inputs: onnxruntime's own fused run differs from its run of the
+# graph by 0.24 there).
+QDQ_TOL_resnet50 := --rtol 0 --atol 0.8290
+QDQ_TOL_bert_base := --rtol 0 --atol 0.25
+qdq-check: all zoo-qdq
+	$(BUILD)/spyrec $(ZOO_QDQ)/resnet50/model.onnx -o $(ZOO_QDQ)/resnet50.sbin
+	$(BUILD)/spyrun $(ZOO_QDQ)/resnet50.sbin --check $(ZOO_QDQ)/resnet50/test_data_set_0 -q $(QDQ_TOL_resnet50)
+	$(BUILD)/spyrec $(ZOO_QDQ)/bert_base/model.onnx -o $(ZOO_QDQ)/bert_base.sbin
+	$(BUILD)/spyrun $(ZOO_QDQ)/bert_base.sbin --check $(ZOO_QDQ)/bert_base/test_data_set_0 -q $(QDQ_TOL_bert_base)
 
 fp16-check: all $(VENV)/.ok
 	$(VENV)/bin/python tests/bench/fp16_check.py --build $(BUILD) --shared $(SHARED) --zoo $(ZOO_LARGE)

@@ -34,6 +34,7 @@ typedef struct {
                                              while its body is being inlined */
     const char *const *in_names;          /* names n->in had at import (NULL: current names);
                                              binds the values subgraphs capture */
+    struct DecQdqTab *qdq;                /* dequantized values (onnx/onnx_qdq.c; NULL: none) */
 } DecCtx;
 
 typedef bool (*DecFn)(DecCtx *c);
@@ -104,6 +105,15 @@ ValId dec_chan_view(DecCtx *c, ValId v, int r); /* v[C] -> [1, C, 1, ...] of ran
 /* Numpy broadcast of two shapes; false if incompatible. */
 bool dec_broadcast(const IrType *a, const IrType *b, int64_t *dims, int *rank);
 int64_t dec_numel(const IrType *t);
+
+/* ---- onnx/onnx_qdq.c: the results of DequantizeLinear, for int8 contractions ---- */
+typedef struct DecQdqTab DecQdqTab;
+DecQdqTab *dec_qdq_new(IrGraph *g);       /* empty table for g's DequantizeLinear (and move) nodes */
+/* A data-movement node (Reshape, Transpose, Squeeze, Unsqueeze, Flatten) of a per-tensor
+ * dequantized value: runs fn on the integer data and dequantizes its result, so the
+ * 8-bit data moves and stays known as such; *ok: whether that worked. False (nothing
+ * built): not such a node. */
+bool dec_qdq_move(DecCtx *c, DecFn fn, bool *ok);
 
 /* ---- decompose.c: recursive use of the dispatch tables (control flow) ---- */
 /* Run the handler registered for foreign node c->n (inputs are values of c->g) and

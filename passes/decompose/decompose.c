@@ -116,6 +116,7 @@ typedef struct {
     uint32_t *uses;
     uint32_t nuses;
     DecSeqTab *seqs;                       /* sequences and optionals (onnx_sequence.c) */
+    DecQdqTab *qdq;                        /* dequantized values (onnx_qdq.c) */
     const char **names0;                   /* value names before the pass (nremap) */
     bool *is_out;                          /* old value is a graph output (nremap); the
                                               outputs change only after the nodes */
@@ -213,7 +214,10 @@ bool dec_run(DecCtx *c)
     int nerr = g->diag ? g->diag->nerrors : 0;
     uint32_t first = g->nnodes;
     ValId first_val = g->nvals;
-    bool ok = fn(c) && !(g->diag && g->diag->nerrors > nerr);
+    bool ok = false;
+    if (!dec_qdq_move(c, fn, &ok))
+        ok = fn(c);
+    ok = ok && !(g->diag && g->diag->nerrors > nerr);
     if (ok)
         pass_halfwiden_group(g, first, first_val, c->out, n->nout);
     return ok && !(g->diag && g->diag->nerrors > nerr);
@@ -252,7 +256,7 @@ static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
 {
     DecCtx c = {.g = g, .n = n, .o = &n->origin, .opset = n->foreign.opset,
                 .uses = s->uses, .nuses = s->nuses, .seqs = s->seqs, .outg = g,
-                .in_names = in_names};
+                .in_names = in_names, .qdq = s->qdq};
     uint32_t first_new = g->nvals;
     if (!shaped_operands_ok(&c) || !dec_run(&c))
         return false;
@@ -346,6 +350,7 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
     s.nremap = g->nvals;
     s.remap = ir_scratch(g, sizeof(ValId) * (s.nremap ? s.nremap : 1));
     s.seqs = dec_seq_new(g);
+    s.qdq = dec_qdq_new(g);
     s.names0 = ir_scratch(g, sizeof(char *) * (s.nremap ? s.nremap : 1));
     s.is_out = ir_scratch(g, s.nremap + 1);
     for (uint32_t v = 0; v < s.nremap; v++) {

@@ -145,10 +145,14 @@ list_models() {
 }
 
 # each_model PREFIX FUNC: FUNC NAME MODEL DATADIR [ARGS...] for each shipped example
-# (NAME PREFIXexample/DIR) and each entry of tests/models.list (NAME PREFIXmodel/ENTRY);
-# without the model zoo those are counted as skipped.
+# (NAME PREFIXexample/DIR), each small model of the tree's own (tests/models/DIR, NAME
+# PREFIXtest/DIR: the QDQ models of gen_qdq.py) and each entry of tests/models.list
+# (NAME PREFIXmodel/ENTRY); without the model zoo those are counted as skipped.
 each_model() {
     local pre=$1 fn=$2 d entry args path count
+    for d in tests/models/*/; do
+        "$fn" "${pre}test/$(basename "$d")" "$d/model.onnx" "$d/test_data_set_0"
+    done
     for d in examples/models/*/; do
         if [ ! -e "$d/model.onnx" ] || [ ! -d "$d/test_data_set_0" ]; then
             skipped "${pre}example/$(basename "$d")" "no model.onnx or test_data_set_0 in $d"

@@ -33,6 +33,8 @@ bool dec_onehot(DecCtx *c);
 
 /* onnx_conv_pool.c */
 bool dec_conv(DecCtx *c);
+/* Conv with the input padded with pad_value (the zero point of an int8 input). */
+bool dec_conv_pad(DecCtx *c, double pad_value);
 bool dec_conv_transpose(DecCtx *c);
 bool dec_pool(DecCtx *c);                 /* MaxPool AveragePool LpPool */
 bool dec_global_pool(DecCtx *c);          /* GlobalAveragePool GlobalMaxPool GlobalLpPool */
@@ -49,6 +51,35 @@ bool dec_einsum(DecCtx *c);
 /* onnx_qlinear.c: integer and quantized contractions */
 bool dec_matmul_integer(DecCtx *c);       /* MatMulInteger */
 bool dec_conv_integer(DecCtx *c);         /* ConvInteger */
+/* onnx_qlinear.c: exact int32 products of 8-bit operands (int8 or uint8) with zero
+ * points (IR_NONE: 0) on the int8 matrix unit: (a - za) @ (b - zb), za per row of a
+ * or scalar, zb per column of b or scalar; and the node's convolution (its attributes)
+ * of (x - zx) with (w - zw), zx scalar, zw per output channel or scalar. */
+ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb);
+ValId dec_int_conv(DecCtx *c, ValId x, ValId zx, ValId w, ValId zw);
+/* v (one element, or 1-D of n > 1 entries) shaped to broadcast along `axis` of rank r. */
+ValId dec_view_along(DecCtx *c, ValId v, int axis, int r);
+/* onnx_qdq.c: contractions of dequantized 8-bit operands as int8 contractions.
+ * dec_qdq_note records a DequantizeLinear result (out) of data x with its scale, zero
+ * point (IR_NONE: none) and per-axis axis. dec_qdq_conv: when the node's x and w are
+ * such results (x per tensor, w per tensor or per output channel), builds the node's
+ * convolution (plus bias) into c->out[0], *ok telling whether that worked, and returns
+ * true; false: not a QDQ convolution (nothing built). dec_qdq_matmul: a @ b (b
+ * transposed first with trans_b, 2-D) of such results (a per tensor, b per tensor or
+ * per output column) as float, adding *bias in int32 and clearing it when it is a
+ * dequantized int32 bias of the product's scale; IR_NONE when not a QDQ product. */
+void dec_qdq_note(DecCtx *c, ValId out, ValId x, ValId scale, ValId zp, int axis);
+bool dec_qdq_conv(DecCtx *c, bool *ok);
+ValId dec_qdq_matmul(DecCtx *c, ValId a, ValId b, bool trans_b, ValId *bias);
+/* QuantizeLinear of x to dtype out with per-tensor scale and zero point: when x is the
+ * dequantization of data of dtype out with equal parameters, that data (requantizing
+ * it gives it back exactly); else IR_NONE. */
+ValId dec_qdq_requantized(DecCtx *c, ValId x, ValId scale, ValId zp, IrDType out);
+/* x / scale for QuantizeLinear when x is the float result of a QDQ contraction,
+ * acc * sa * sb, and scale is one constant: acc * (sa * sb / scale), the multiplier
+ * rounded once to float32 as onnxruntime's QLinearConv/QLinearMatMul compute it;
+ * else IR_NONE. */
+ValId dec_qdq_divided(DecCtx *c, ValId x, ValId scale);
 bool dec_qlinear_matmul(DecCtx *c);       /* QLinearMatMul */
 bool dec_qlinear_conv(DecCtx *c);         /* QLinearConv */
 

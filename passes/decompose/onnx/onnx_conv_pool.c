@@ -99,6 +99,14 @@ static bool check_xw(DecCtx *c, ValId x, ValId w, int64_t *k)
 /* Conv: PAD (explicit or auto pads) + CONV + optional bias add. */
 bool dec_conv(DecCtx *c)
 {
+    bool ok;
+    if (dec_qdq_conv(c, &ok))
+        return ok;
+    return dec_conv_pad(c, 0.0);
+}
+
+bool dec_conv_pad(DecCtx *c, double pad_value)
+{
     ValId x = dec_in(c, 0), w = dec_in(c, 1), b = dec_in(c, 2);
     int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK];
     if (x == IR_NONE || w == IR_NONE || !check_xw(c, x, w, k)) {
@@ -128,7 +136,7 @@ bool dec_conv(DecCtx *c)
             return false;
         }
     }
-    ValId xp = dec_pad(c, x, pads, NULL, 0.0);
+    ValId xp = dec_pad(c, x, pads, NULL, pad_value);
     IrAttr a[3] = {ir_attr_ints_ref("strides", s, nsp), ir_attr_ints_ref("dilations", d, nsp),
                    ir_attr_int("group", group)};
     ValId in[2] = {xp, w};

@@ -25,6 +25,17 @@ bool dec_gemm(DecCtx *c)
         return false;
     }
     static const int64_t t2[2] = {1, 0};
+    double alpha = dec_af(c, "alpha", 1.0), beta = dec_af(c, "beta", 1.0);
+    ValId bias = beta == 1.0 && alpha == 1.0 ? cc : IR_NONE;  /* may join the int32 sum */
+    ValId q = dec_ai(c, "transA", 0) ? IR_NONE : dec_qdq_matmul(c, a, b, dec_ai(c, "transB", 0), &bias);
+    if (q != IR_NONE) {                    /* int8 product of dequantized operands */
+        if (alpha != 1.0)
+            q = dec_bin_s(c, IR_BIN_MUL, q, alpha);
+        if (cc != IR_NONE && beta != 0.0 && (beta != 1.0 || bias != IR_NONE))
+            q = dec_bin(c, IR_BIN_ADD, q, beta != 1.0 ? dec_bin_s(c, IR_BIN_MUL, cc, beta) : cc);
+        c->out[0] = q;
+        return true;
+    }
     if (dec_ai(c, "transA", 0))
         a = dec_transpose(c, a, t2);
     if (dec_ai(c, "transB", 0))
@@ -34,7 +45,6 @@ bool dec_gemm(DecCtx *c)
                 (long long)dec_ty(c, b)->dims[0]);
         return false;
     }
-    double alpha = dec_af(c, "alpha", 1.0), beta = dec_af(c, "beta", 1.0);
     ValId y = ir_matmul(c->g, a, b, c->o);
     if (alpha != 1.0)
         y = dec_bin_s(c, IR_BIN_MUL, y, alpha);
@@ -71,7 +81,9 @@ bool dec_matmul(DecCtx *c)
                 (long long)tb->dims[tb->rank - 2]);
         return false;
     }
-    ValId y = ir_matmul(c->g, a, b, c->o);
+    ValId none = IR_NONE, y = ra >= 2 && rb >= 2 ? dec_qdq_matmul(c, a, b, false, &none) : IR_NONE;
+    if (y == IR_NONE)
+        y = ir_matmul(c->g, a, b, c->o);
     if (ra == 1 || rb == 1) {
         const IrType *ty = dec_ty(c, y);
         int64_t dims[IR_MAX_RANK];

@@ -1,13 +1,19 @@
 /* onnx_qlinear.c: integer and quantized contractions (MatMulInteger, ConvInteger,
- * QLinearMatMul, QLinearConv) as core ops.
+ * QLinearMatMul, QLinearConv) as core ops, and the exact int32 contractions of 8-bit
+ * operands that the QDQ lowering (onnx_qdq.c) shares.
  *
- * The device contracts in float32 only. Operands are 8-bit integers, so after the
- * zero points are subtracted every product is at most 255*255 in magnitude and a
- * float32 sum of up to QL_CHUNK of them is exact (< 2^24). The reduction dimension
- * is therefore split into chunks of at most QL_CHUNK terms; each chunk is one
- * float32 MATMUL/CONV whose exact result is cast to int32, and the chunks are summed
- * in int32. QLinear* then scale the int32 accumulator in float32, round half to
- * even, add the output zero point and saturate to the output type.
+ * The device's matrix unit multiplies int8 operands into exact int32 sums (MATMUL and
+ * CONV of I8 operands give I32). A uint8 operand is offset by -128 into int8 (its zero
+ * point alike), so the centered values do not change. Zero points are then handled by
+ * correction terms instead of centering the operands (which would need 9 bits):
+ *   sum_k (a - za)(b - zb) = sum_k a b - za colsum(b) - zb rowsum(a) + K za zb
+ * (constant operands fold their sums at compile time). A convolution pads its input
+ * with the input's zero point, so padded taps add nothing, and subtracts zx * sum(w)
+ * per output channel; a convolution whose weight zero point is not zero after the
+ * offset takes the float path: the reduction dimension split into chunks of at most
+ * QL_CHUNK products, each an exact float32 CONV cast to int32, summed in int32.
+ * QLinear* then scale the int32 accumulator in float32, round half to even, add the
+ * output zero point and saturate to the output type.
  */
 #include <string.h>
 
@@ -48,24 +54,68 @@ static bool is_8bit(DecCtx *c, ValId v, const char *what)
     return false;
 }
 
-/* Exact int32 a @ b of centered float32 operands, chunked along K. */
-static ValId exact_matmul(DecCtx *c, ValId a, ValId b)
+/* 8-bit x as int8: uint8 data offset by -128 (exact in int8). */
+static ValId as_i8(DecCtx *c, ValId x)
+{
+    if (dec_ty(c, x)->dtype == IR_DT_I8)
+        return x;
+    return dec_cast(c, dec_bin_s(c, IR_BIN_SUB, dec_cast(c, x, IR_DT_I32), 128.0), IR_DT_I8);
+}
+
+/* Whether v is a constant whose elements are all zero. */
+static bool const_zero(DecCtx *c, ValId v)
+{
+    if (!ir_is_const(c->g, v))
+        return false;
+    const IrType *t = dec_ty(c, v);
+    const void *p = ir_val(c->g, v)->data;
+    for (int64_t i = 0; i < dec_numel(t); i++)
+        if (dec_load(t->dtype, p, i) != 0)
+            return false;
+    return true;
+}
+
+/* Zero point zp (IR_NONE: 0) of 8-bit data of dtype t as int32, offset like as_i8 and
+ * shaped to broadcast along `axis` of rank r (a 1-D zero point of several entries) or
+ * as a scalar; IR_NONE when it is 0 after the offset (no correction term). */
+static ValId zp_i32(DecCtx *c, ValId zp, IrDType t, int axis, int r)
+{
+    if (zp == IR_NONE && t != IR_DT_U8)
+        return IR_NONE;
+    ValId z = zp == IR_NONE ? dec_scalar(c->g, IR_DT_I32, 0) : dec_cast(c, zp, IR_DT_I32);
+    if (t == IR_DT_U8)
+        z = dec_bin_s(c, IR_BIN_SUB, z, 128.0);
+    return const_zero(c, z) ? IR_NONE : dec_view_along(c, z, axis, r);
+}
+
+/* Sum over `axis` (kept) of 8-bit x as int32. */
+static ValId sum_i32(DecCtx *c, ValId x, int64_t axis)
+{
+    return dec_reduce(c, IR_RED_SUM, dec_cast(c, x, IR_DT_I32), &axis, 1, true);
+}
+
+ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
 {
     const IrType *ta = dec_ty(c, a), *tb = dec_ty(c, b);
-    int64_t k = ta->dims[ta->rank - 1];
-    ValId acc = IR_NONE;
-    for (int64_t s = 0; s < k || acc == IR_NONE; s += QL_CHUNK) {
-        int64_t n = k - s < QL_CHUNK ? k - s : QL_CHUNK;
-        ValId as = dec_slice_axis(c, a, ta->rank - 1, s, 1, n);
-        ValId bs = dec_slice_axis(c, b, tb->rank - 2, s, 1, n);
-        ValId part = dec_cast(c, ir_matmul(c->g, as, bs, c->o), IR_DT_I32);
-        acc = acc == IR_NONE ? part : dec_bin(c, IR_BIN_ADD, acc, part);
+    int ra = ta->rank, rb = tb->rank;
+    int64_t k = ta->dims[ra - 1];
+    ValId za32 = zp_i32(c, za, ta->dtype, ra - 2, ra), zb32 = zp_i32(c, zb, tb->dtype, rb - 1, rb);
+    a = as_i8(c, a);
+    b = as_i8(c, b);
+    ValId acc = ir_matmul(c->g, a, b, c->o);
+    if (za32 != IR_NONE)
+        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, za32, sum_i32(c, b, rb - 2)));
+    if (zb32 != IR_NONE) {
+        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, zb32, sum_i32(c, a, ra - 1)));
+        if (za32 != IR_NONE)
+            acc = dec_bin(c, IR_BIN_ADD, acc,
+                          dec_bin_s(c, IR_BIN_MUL, dec_bin(c, IR_BIN_MUL, za32, zb32), (double)k));
     }
     return acc;
 }
 
-/* dec_conv on the node's attributes with inputs x and w (no bias). */
-static ValId conv_f32(DecCtx *c, ValId x, ValId w)
+/* The node's convolution (its attributes) of x and w, no bias, x padded with `pad`. */
+static ValId conv_node(DecCtx *c, ValId x, ValId w, double pad)
 {
     IrNode n2 = *c->n;
     ValId in[2] = {x, w};
@@ -74,7 +124,13 @@ static ValId conv_f32(DecCtx *c, ValId x, ValId w)
     DecCtx c2 = *c;
     c2.n = &n2;
     c2.out[0] = IR_NONE;
-    return dec_conv(&c2) ? c2.out[0] : IR_NONE;
+    return dec_conv_pad(&c2, pad) ? c2.out[0] : IR_NONE;
+}
+
+/* dec_conv on the node's attributes with inputs x and w (no bias). */
+static ValId conv_f32(DecCtx *c, ValId x, ValId w)
+{
+    return conv_node(c, x, w, 0.0);
 }
 
 /* Exact int32 convolution of centered float32 x [N, C, ...] and w [M, C/g, ...]:
@@ -108,9 +164,30 @@ static ValId exact_conv(DecCtx *c, ValId x, ValId w)
     return acc;
 }
 
-/* Left matmul operand's zero point applies per row (axis rank-2); the right one's
- * per column (axis rank-1). */
-static bool mm_operands(DecCtx *c, int ia, int iza, int ib, int izb, ValId *a, ValId *b)
+ValId dec_int_conv(DecCtx *c, ValId x, ValId zx, ValId w, ValId zw)
+{
+    const IrType *tx = dec_ty(c, x), *tw = dec_ty(c, w);
+    int r = tx->rank;
+    ValId zw32 = zp_i32(c, zw, tw->dtype, 0, r), zx32 = zp_i32(c, zx, tx->dtype, 1, r);
+    if (zw32 != IR_NONE || (zx32 != IR_NONE && (!ir_is_const(c->g, zx32) ||
+                                                 dec_numel(dec_ty(c, zx32)) != 1)))
+        return exact_conv(c, centered(c, x, zx, 1), centered(c, w, zw, 0));
+    double pad = zx32 != IR_NONE ? dec_load(IR_DT_I32, ir_val(c->g, zx32)->data, 0) : 0.0;
+    ValId w8 = as_i8(c, w);
+    ValId acc = conv_node(c, as_i8(c, x), w8, pad);
+    if (acc == IR_NONE || zx32 == IR_NONE)
+        return acc;
+    int64_t axes[IR_MAX_RANK], m = tw->dims[0];
+    for (int i = 1; i < r; i++)
+        axes[i - 1] = i;
+    ValId ws = dec_reduce(c, IR_RED_SUM, dec_cast(c, w8, IR_DT_I32), axes, r - 1, false);
+    ws = dec_chan_view(c, dec_reshape(c, ws, &m, 1), r);
+    return dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, zx32, ws));
+}
+
+/* The 8-bit matmul operands A (input ia) and B (input ib), checked. Their zero points
+ * apply per row of A and per column of B (dec_int_matmul). */
+static bool mm_operands(DecCtx *c, int ia, int ib, ValId *a, ValId *b)
 {
     ValId x = dec_in(c, ia), y = dec_in(c, ib);
     if (x == IR_NONE || y == IR_NONE) {
@@ -124,17 +201,17 @@ static bool mm_operands(DecCtx *c, int ia, int iza, int ib, int izb, ValId *a, V
         dec_err(c, "unsupported: operands must be at least 2-D with matching inner dimensions");
         return false;
     }
-    *a = centered(c, x, dec_in(c, iza), tx->rank - 2);
-    *b = centered(c, y, dec_in(c, izb), ty->rank - 1);
+    *a = x;
+    *b = y;
     return true;
 }
 
 bool dec_matmul_integer(DecCtx *c)
 {
     ValId a, b;
-    if (!mm_operands(c, 0, 2, 1, 3, &a, &b))
+    if (!mm_operands(c, 0, 1, &a, &b))
         return false;
-    c->out[0] = exact_matmul(c, a, b);
+    c->out[0] = dec_int_matmul(c, a, dec_in(c, 2), b, dec_in(c, 3));
     return true;
 }
 
@@ -155,26 +232,30 @@ static ValId requantize(DecCtx *c, ValId acc, ValId mult, ValId zp, IrDType dflt
 /* Float32 scale; a 1-D scale of more than one entry applies along `axis` of rank r. */
 static ValId scale_along(DecCtx *c, ValId s, int axis, int r)
 {
-    ValId f = dec_cast(c, s, IR_DT_F32);
-    int64_t n = dec_numel(dec_ty(c, s)), d[IR_MAX_RANK];
+    return dec_view_along(c, dec_cast(c, s, IR_DT_F32), axis, r);
+}
+
+ValId dec_view_along(DecCtx *c, ValId v, int axis, int r)
+{
+    int64_t n = dec_numel(dec_ty(c, v)), d[IR_MAX_RANK];
     if (n == 1)
-        return dec_reshape(c, f, ql_scalar, 0);
+        return dec_reshape(c, v, ql_scalar, 0);
     for (int i = 0; i < r; i++)
         d[i] = i == axis ? n : 1;
-    return dec_reshape(c, f, d, r);
+    return dec_reshape(c, v, d, r);
 }
 
 bool dec_qlinear_matmul(DecCtx *c)
 {
     ValId a, b;
-    if (!mm_operands(c, 0, 2, 3, 5, &a, &b))
+    if (!mm_operands(c, 0, 3, &a, &b))
         return false;
     ValId sa = dec_in(c, 1), sb = dec_in(c, 4), sy = dec_in(c, 6);
     if (sa == IR_NONE || sb == IR_NONE || sy == IR_NONE) {
         dec_err(c, "missing a_scale, b_scale or y_scale");
         return false;
     }
-    ValId acc = exact_matmul(c, a, b);
+    ValId acc = dec_int_matmul(c, a, dec_in(c, 2), b, dec_in(c, 5));
     int r = dec_ty(c, acc)->rank;
     ValId mult = dec_bin(c, IR_BIN_MUL, scale_along(c, sa, r - 2, r), scale_along(c, sb, r - 1, r));
     mult = dec_bin(c, IR_BIN_DIV, mult, scale_along(c, sy, 0, r));
@@ -182,9 +263,9 @@ bool dec_qlinear_matmul(DecCtx *c)
     return true;
 }
 
-/* Centered conv operands: x (input ix, zero point ixz) and w (iw, iwz; per output
- * channel zero points along axis 0). */
-static bool conv_operands(DecCtx *c, int ix, int ixz, int iw, int iwz, ValId *x, ValId *w)
+/* The 8-bit conv operands x (input ix) and w (iw), checked; w's zero points apply per
+ * output channel (axis 0). */
+static bool conv_operands(DecCtx *c, int ix, int iw, ValId *x, ValId *w)
 {
     ValId xv = dec_in(c, ix), wv = dec_in(c, iw);
     if (xv == IR_NONE || wv == IR_NONE) {
@@ -197,17 +278,17 @@ static bool conv_operands(DecCtx *c, int ix, int ixz, int iw, int iwz, ValId *x,
         dec_err(c, "x and w must have the same rank (at least 3)");
         return false;
     }
-    *x = centered(c, xv, dec_in(c, ixz), 1);
-    *w = centered(c, wv, dec_in(c, iwz), 0);
+    *x = xv;
+    *w = wv;
     return true;
 }
 
 bool dec_conv_integer(DecCtx *c)
 {
     ValId x, w;
-    if (!conv_operands(c, 0, 2, 1, 3, &x, &w))
+    if (!conv_operands(c, 0, 1, &x, &w))
         return false;
-    ValId y = exact_conv(c, x, w);
+    ValId y = dec_int_conv(c, x, dec_in(c, 2), w, dec_in(c, 3));
     c->out[0] = y;
     return y != IR_NONE;
 }
@@ -215,7 +296,7 @@ bool dec_conv_integer(DecCtx *c)
 bool dec_qlinear_conv(DecCtx *c)
 {
     ValId x, w;
-    if (!conv_operands(c, 0, 2, 3, 5, &x, &w))
+    if (!conv_operands(c, 0, 3, &x, &w))
         return false;
     ValId sx = dec_in(c, 1), sw = dec_in(c, 4), sy = dec_in(c, 6), bias = dec_in(c, 8);
     if (sx == IR_NONE || sw == IR_NONE || sy == IR_NONE) {
@@ -227,7 +308,7 @@ bool dec_qlinear_conv(DecCtx *c)
         dec_err(c, "B must hold one int32 per output channel (%lld)", (long long)m);
         return false;
     }
-    ValId acc = exact_conv(c, x, w);
+    ValId acc = dec_int_conv(c, x, dec_in(c, 2), w, dec_in(c, 5));
     if (acc == IR_NONE)
         return false;
     int r = dec_ty(c, acc)->rank;

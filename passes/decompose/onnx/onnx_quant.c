@@ -99,6 +99,11 @@ bool dec_quantize(DecCtx *c)
         dec_err(c, "unsupported: quantization to %s", ir_dtype_name(out));
         return false;
     }
+    ValId same = dec_qdq_requantized(c, x, dec_in(c, 1), dec_in(c, 2), out);
+    if (same != IR_NONE) {
+        c->out[0] = same;
+        return true;
+    }
     if (!q_operands(c, &scale, &zp))
         return false;
     IrDType pt = (IrDType)dec_ai(c, "precision", dec_ty(c, scale)->dtype);
@@ -106,7 +111,9 @@ bool dec_quantize(DecCtx *c)
         dec_err(c, "precision must be a float type");
         return false;
     }
-    ValId q = dec_bin(c, IR_BIN_DIV, dec_cast(c, x, pt), dec_cast(c, scale, pt));
+    ValId q = pt == IR_DT_F32 ? dec_qdq_divided(c, x, dec_in(c, 1)) : IR_NONE;
+    if (q == IR_NONE)
+        q = dec_bin(c, IR_BIN_DIV, dec_cast(c, x, pt), dec_cast(c, scale, pt));
     if (qfloat(out)) {                     /* rounding and saturation: the CAST */
         if (zp != IR_NONE)
             q = dec_bin(c, IR_BIN_ADD, q, dec_cast(c, zp, pt));
@@ -146,6 +153,13 @@ bool dec_dequantize(DecCtx *c)
     if (zp != IR_NONE)
         v = dec_bin(c, IR_BIN_SUB, v, dec_cast(c, zp, out));
     c->out[0] = dec_bin(c, IR_BIN_MUL, v, dec_cast(c, scale, out));
+    const IrType *ts = dec_ty(c, dec_in(c, 1));
+    int axis = 0;                          /* per tensor, or checked by q_operands */
+    if (dec_numel(ts) == 1 && ts->rank <= 1)
+        dec_qdq_note(c, c->out[0], x, dec_in(c, 1), dec_in(c, 2), 0);
+    else if (dec_ai(c, "block_size", 0) <= 0 &&
+             dec_axis(c, dec_ai(c, "axis", 1), dec_ty(c, x)->rank, &axis))
+        dec_qdq_note(c, c->out[0], x, dec_in(c, 1), dec_in(c, 2), axis);
     return true;
 }
 
