@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devtype.h"
+#include "fusecost.h"
 #include "isa.h"
 #include "pass.h"
 #include "plan/plan.h"
@@ -62,6 +64,7 @@ typedef struct {
     uint32_t *ufirst;                      /* consumers of value v: ulist[ufirst[v]..[v+1]) */
     NodeId *ulist;
     uint64_t lx_budget;                    /* 0: no row-resident fusion */
+    const SpyTarget *target;               /* the cost model's rates (NULL: none) */
 } Fuse;
 
 /* Whether n is a live node (not dead, not a virtual view). */
@@ -457,6 +460,40 @@ static bool rows_valid(Fuse *f, ValId *ref, int *nred)
     return row_fits(f, s, k);
 }
 
+/* Whether the cost model says matmul mm is faster as the anchor of row-resident group
+ * gi (members in f->mem) than as a kernel of its own before the group's kernel
+ * (fusecost.h): with a shared weight and few rows the fused kernel runs on few cores,
+ * each loading the whole weight. */
+static bool rows_matmul_pays(Fuse *f, uint32_t gi, NodeId mm)
+{
+    IrGraph *g = f->g;
+    const IrNode *nd = &g->nodes[mm];
+    const IrType *a = ir_vtype(g, nd->in[0]), *b = ir_vtype(g, nd->in[1]);
+    const IrType *c = ir_vtype(g, nd->out[0]);
+    FuseRowsMatmul e = {1, (double)c->dims[c->rank - 2], (double)c->dims[c->rank - 1],
+                        (double)a->dims[a->rank - 1], pass_dev_esize(a->dtype),
+                        pass_dev_esize(c->dtype), pass_dev_esize(ir_vtype(g, f->gs[gi].out)->dtype),
+                        0, f->nmem, (unsigned)pass_dev_dtype(a->dtype), true};
+    for (int d = 0; d < c->rank - 2; d++)
+        e.batch *= (double)c->dims[d];
+    for (int d = 0; d < b->rank - 2; d++)
+        e.b_shared &= b->dims[d] == 1;
+    for (uint32_t m = 0; m < f->nmem; m++) {      /* the group's inputs from outside */
+        const IrNode *x = &g->nodes[f->mem[m]];
+        for (int i = 0; i < x->nin; i++) {
+            if (x->in[i] == IR_NONE)
+                continue;
+            NodeId p = ir_val(g, x->in[i])->def;
+            if (x->in[i] != nd->out[0] && (p == IR_NONE || f->grp[p] != gi))
+                e.ext += (double)plan_numel(ir_vtype(g, x->in[i])) *
+                         pass_dev_esize(ir_vtype(g, x->in[i])->dtype);
+        }
+    }
+    if (e.es <= 0 || e.ec <= 0 || e.eo <= 0)
+        return true;
+    return pass_fusecost_rows_matmul(f->target, &e);
+}
+
 /* Row-resident group gi (members in f->mem) reducing the last axis only: if one of its
  * leaves is a single-use MATMUL result of exactly the reduced shape, that matmul
  * becomes the anchor of a CONTRACT kernel whose epilogue is the whole group (scores
@@ -484,7 +521,7 @@ static void absorb_rows_matmul(Fuse *f, uint32_t gi)
                 best = p;
         }
     }
-    if (best == IR_NONE)
+    if (best == IR_NONE || !rows_matmul_pays(f, gi, best))
         return;
     gr->kind = IR_KK_CONTRACT;
     gr->anchor = best;
@@ -716,6 +753,7 @@ static void fuse_init(Fuse *f, IrGraph *g, const PassOptions *opt)
     f->s = plan_new(g);
     f->fuse = opt->opt_level >= 1;
     f->lx_budget = opt->target ? opt->target->lx_budget_bytes : 0;
+    f->target = opt->target;
     f->nuse = ir_scratch(g, (g->nvals + 1) * sizeof *f->nuse);
     f->is_out = ir_scratch(g, g->nvals + 1);
     f->force = ir_scratch(g, g->nnodes + 1);
