@@ -106,7 +106,7 @@ static void geom_patch(IrGraph *g, const IrKernel *k, IrGeom *geo)
         geo->out2[i] = real ? o->dims[xd] : 1;
         taps *= geo->k2[i];
     }
-    geo->patch = geo->nsp <= 2 && (taps > 1 || pad);
+    geo->patch = geo->nsp <= 2 && (taps > 1 || pad || geo->s2[0] > 1 || geo->s2[1] > 1);
 }
 
 /* Fill geo for kernel k. */
