@@ -77,6 +77,65 @@ static void load_tile(CgEmit *e, const IrAccess *a, unsigned es, const int64_t *
     cg_load_cached(e, seg, off, lx, es, &d);
 }
 
+/* N tiles of MATMUL kernel k whose items share one A tile (1: A is not shared, or
+ * depends on the N tile). */
+static int64_t a_sharers(const IrKernel *k)
+{
+    const IrGrid *gr = &k->grid;
+    int N = gr->rank - 1;
+    int64_t nb = (gr->ext[N] + gr->chunk[N] - 1) / gr->chunk[N];
+    return k->acc[0].is[N] != 0 || !k->core_first ? 1 : nb;
+}
+
+/* Whether this core receives piece j of the A tile of the MATMUL item at start over
+ * the ring rather than loading it from DRAM. The items of one A tile (same batch and M
+ * tile, every N tile) share it: piece j comes from DRAM on the core that owns the
+ * item of N tile j mod (N tiles), which puts it on the ring (isa.md ISA_F_RING), so
+ * the DRAM reads of a shared A spread over its cores. */
+static bool a_over_ring(const CgEmit *e, const IrKernel *k, const int64_t *start, int64_t j)
+{
+    const IrGrid *gr = &k->grid;
+    int N = gr->rank - 1;
+    int64_t nb = a_sharers(k);
+    if (nb <= 1)
+        return false;
+    uint64_t item = 0;
+    for (int d = 0; d < gr->rank; d++) {
+        int64_t nc = (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
+        item = item * (uint64_t)nc + (uint64_t)(d == N ? j % nb : start[d] / gr->chunk[d]);
+    }
+    uint32_t c = 0;
+    while (c + 1 < k->ncores && k->core_first[c + 1] <= item)
+        c++;
+    return c != e->core;
+}
+
+/* Load the A tile [m, kl] of the MATMUL item at st (depth chunk c) into buf[0]. A tile
+ * shared by the items of several N tiles is loaded in pieces of rows (at most one per
+ * sharer, 8 rows at least, CG_CACHE_MAX / 2 at most): each piece from DRAM on one
+ * sharer, over the ring on the others (a_over_ring). */
+static void load_a(CgEmit *e, const IrKernel *k, const int64_t *st, int64_t m, int64_t kl,
+                   int64_t c)
+{
+    int M = k->grid.rank - 2, K = k->grid.rank;
+    int64_t nb = a_sharers(k), np = (m + 7) / 8, s[IR_ITER_MAX];
+    np = np < nb ? np : nb;
+    np = np < CG_CACHE_MAX / 2 ? np : CG_CACHE_MAX / 2;
+    np = np > 1 ? np : 1;
+    memcpy(s, st, (size_t)(K + 1) * sizeof *s);
+    int da[2] = {M, K};
+    unsigned es = op_es(e, k);
+    for (int64_t p = 0, r0 = 0; p < np; p++) {
+        int64_t r1 = m * (p + 1) / np, la[2] = {r1 - r0, kl};
+        s[M] = st[M] + r0;
+        e->load_flags = nb > 1 && a_over_ring(e, k, st, c * np + p) ? ISA_F_RING : 0;
+        load_tile(e, &k->acc[0], es, s, K + 1, k->buf[0] + (uint32_t)(r0 * kl * es), la, da,
+                  2, 0);
+        r0 = r1;
+    }
+    e->load_flags = 0;
+}
+
 /* MATMUL work item; grid dims [batch..., M, N], inner [K]. */
 static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
@@ -89,9 +148,9 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     for (int64_t k0 = 0; k0 < kext; k0 += kt) {
         int64_t kl = kext - k0 < kt ? kext - k0 : kt;
         st[K] = k0;
-        int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
-        int da[2] = {M, K}, db[2] = {K, N};
-        load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2, 0);
+        int64_t lb[2] = {kl, len[N]};
+        int db[2] = {K, N};
+        load_a(e, k, st, len[M], kl, k0 / kt);
         load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2, 0);
         matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
     }

@@ -50,6 +50,8 @@ typedef struct {
     uint8_t *in_f32;             /* per graph input: 1 when its LOADs convert float32 to
                                     DLFloat16 (plan_edge_f32), NULL when none does */
     bool store_f32;              /* the next STOREs widen DLFloat16 to a float32 output */
+    uint32_t core;               /* the core whose program is being emitted */
+    uint8_t load_flags;          /* flags the next LOADs carry (ISA_F_RING) */
 } CgEmit;
 
 /* ---- cg_emit.c ---- */

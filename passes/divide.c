@@ -84,10 +84,11 @@ static int64_t halve(int64_t x, int64_t gran)
  * compute cycles, ld bytes loaded and st bytes stored by that core (the bandwidth is
  * the one-way or mixed rate as their mix says), `active` cores moving data. */
 static double model_time(const SpyTarget *t, double cycles, double ld, double st,
-                         uint64_t active)
+                         uint64_t active, double ring)
 {
     double comp = cycles / (t->clock_mhz * 1e6);
-    double dram = cost_dram_s(ld + st, (double)active, cost_dram_bw(t, ld, st));
+    double dram = cost_dram_s(ld + st, (double)active, cost_dram_bw(t, ld, st)) +
+                  cost_ring_s(t, ring);
     return cost_core_s(t, comp, dram);
 }
 
@@ -96,13 +97,18 @@ static double model_time(const SpyTarget *t, double cycles, double ld, double st
  * items of one a-tile when there is one depth chunk), a B tile of b bytes (reused
  * when shared is set and there is one b-tile), c bytes of output stored and ce bytes
  * of epilogue inputs loaded, and macs multiply-accumulates in m-row passes. Byte
- * figures are whole sticks (cost_rows_bytes). */
+ * figures are whole sticks (cost_rows_bytes). With ring set, the nb items of one A tile
+ * share it over the core ring (codegen/cg_contract.c load_a): its pieces (nck depth
+ * chunks of up to 8 row pieces) come from DRAM round-robin over the sharers, the rest
+ * over the ring. */
 typedef struct {
     uint64_t outer, na, nb;
     double a, b, c, ce, macs, m;
     bool one_chunk, shared;
     double vec;                  /* extra vector-unit bytes per item */
     unsigned dt;                 /* operand ISA dtype: the matrix rate */
+    bool ring;                   /* A shared over the ring by the items of its N tiles */
+    double nck;                  /* depth chunks */
 } CEst;
 
 /* Modelled time of the busiest core for tiling e on target t. */
@@ -119,9 +125,15 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     double floor;
     double per = cost_matmul_cycles(t, e->dt, e->m, e->m > 0 ? e->macs / e->m : 0, 1, &floor);
     double vec = cost_vec_cycles(t, e->c + e->ce + e->vec, false);
-    double cycles = (double)q * (per + vec);
-    return model_time(t, cycles, na * e->a + nb * e->b + (double)q * e->ce, (double)q * e->c,
-                      active);
+    double cycles = (double)q * (per + vec), a = e->a, ring = 0;
+    if (e->ring && e->nb > 1) {
+        double np = e->nb < 8 ? (double)e->nb : 8, rows = (double)(((uint64_t)e->m + 7) / 8);
+        np = (rows < np ? rows : np) * (e->nck > 1 ? e->nck : 1);
+        a = e->a * (double)(((uint64_t)np + e->nb - 1) / e->nb) / np;
+        ring = na * (e->a - a);
+    }
+    return model_time(t, cycles, na * a + nb * e->b + (double)q * e->ce, (double)q * e->c,
+                      active, ring);
 }
 
 /* Candidate tile sizes of an extent: whole, then halvings (multiples of gran). */
@@ -200,7 +212,8 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
                       cost_rows_bytes(t, (double)kk, sz.es * nt), c, c * epi_loads(k),
-                      (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2, 0, sz.dt};
+                      (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2, 0, sz.dt,
+                      true, (double)((kk + kt - 1) / kt)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -248,7 +261,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
-                      geo.patch ? sz.es * kk * p : 0, sz.dt};
+                      geo.patch ? sz.es * kk * p : 0, sz.dt, false, 1};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;

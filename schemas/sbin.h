@@ -52,7 +52,8 @@ typedef struct {
 #define SPY_FEAT_SCATTER 0x1u    /* CODE uses ISA_SCATTER (format 1.1) */
 #define SPY_FEAT_DEBUG 0x2u      /* the bundle has a DEBUG section (format 1.2) */
 #define SPY_FEAT_BWIN 0x4u       /* CODE uses MATMUL with ISA_F_BWIN (a window B) */
-#define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN)
+#define SPY_FEAT_RING 0x40u      /* CODE uses LOAD with ISA_F_RING (a tile fed over the ring) */
+#define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_RING)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
