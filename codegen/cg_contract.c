@@ -59,78 +59,89 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     cg_push(e, &in);
 }
 
-/* Load a tile of access a (elements of es bytes) at point st over dims (len,
- * iteration dim) pairs, dense in LX but for a row pitch of its outermost dim (0:
- * dense). */
-static void load_tile(CgEmit *e, const IrAccess *a, unsigned es, const int64_t *st, int nd,
-                      uint32_t lx, const int64_t *len, const int *dim, int n, int64_t pitch)
-{
-    CgDims d = {0};
-    for (int i = 0; i < n; i++)
-        cg_dims_add(&d, len[i], a->is[dim[i]], 0);
-    cg_dims_dense_lx(&d);
-    if (pitch)
-        d.ls[0] = pitch;
-    uint32_t seg;
-    int64_t off;
-    cg_access_at(e, a, st, nd, es, &seg, &off);
-    cg_load_cached(e, seg, off, lx, es, &d);
-}
-
-/* N tiles of MATMUL kernel k whose items share one A tile (1: A is not shared, or
- * depends on the N tile). */
-static int64_t a_sharers(const IrKernel *k)
+/* Items of contraction kernel k that share one tile of its operand access a (A of a
+ * MATMUL, the weights of a CONV): the product of the chunk counts of the grid dims a
+ * does not depend on (1: not shared). */
+static int64_t a_sharers(const IrKernel *k, const IrAccess *a)
 {
     const IrGrid *gr = &k->grid;
-    int N = gr->rank - 1;
-    int64_t nb = (gr->ext[N] + gr->chunk[N] - 1) / gr->chunk[N];
-    return k->acc[0].is[N] != 0 || !k->core_first ? 1 : nb;
+    int64_t n = 1;
+    for (int d = 0; d < gr->rank && k->core_first; d++)
+        if (a->is[d] == 0)
+            n *= (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
+    return n;
 }
 
-/* Whether this core receives piece j of the A tile of the MATMUL item at start over
- * the ring rather than loading it from DRAM. The items of one A tile (same batch and M
- * tile, every N tile) share it: piece j comes from DRAM on the core that owns the
- * item of N tile j mod (N tiles), which puts it on the ring (isa.md ISA_F_RING), so
- * the DRAM reads of a shared A spread over its cores. */
-static bool a_over_ring(const CgEmit *e, const IrKernel *k, const int64_t *start, int64_t j)
+/* Whether this core receives piece j of the operand tile (access a) of the item at
+ * start over the ring rather than loading it from DRAM. The items of one tile (the
+ * same indices along the grid dims a depends on) share it: piece j comes from DRAM on
+ * the core that owns the sharer numbered j mod (sharers), which puts it on the ring
+ * (isa.md ISA_F_RING), so the DRAM reads of a shared tile spread over its cores. */
+static bool a_over_ring(const CgEmit *e, const IrKernel *k, const IrAccess *a,
+                        const int64_t *start, int64_t j)
 {
     const IrGrid *gr = &k->grid;
-    int N = gr->rank - 1;
-    int64_t nb = a_sharers(k);
-    if (nb <= 1)
+    int64_t sh = a_sharers(k, a), rest = j % (sh > 0 ? sh : 1), tile[IR_ITER_MAX];
+    if (sh <= 1)
         return false;
-    uint64_t item = 0;
-    for (int d = 0; d < gr->rank; d++) {
+    for (int d = gr->rank - 1; d >= 0; d--) {   /* sharer `rest`, row-major */
         int64_t nc = (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
-        item = item * (uint64_t)nc + (uint64_t)(d == N ? j % nb : start[d] / gr->chunk[d]);
+        tile[d] = start[d] / gr->chunk[d];
+        if (a->is[d] == 0) {
+            tile[d] = rest % nc;
+            rest /= nc;
+        }
     }
+    uint64_t item = 0;
+    for (int d = 0; d < gr->rank; d++)
+        item = item * (uint64_t)((gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d]) +
+               (uint64_t)tile[d];
     uint32_t c = 0;
     while (c + 1 < k->ncores && k->core_first[c + 1] <= item)
         c++;
     return c != e->core;
 }
 
-/* Load the A tile [m, kl] of the MATMUL item at st (depth chunk c) into buf[0]. A tile
- * shared by the items of several N tiles is loaded in pieces of rows (at most one per
- * sharer, 8 rows at least, CG_CACHE_MAX / 2 at most): each piece from DRAM on one
- * sharer, over the ring on the others (a_over_ring). */
-static void load_a(CgEmit *e, const IrKernel *k, const int64_t *st, int64_t m, int64_t kl,
-                   int64_t c)
+/* Load the operand tile of access a over dims (len[i], iteration dim dim[i]), i < n,
+ * dense in LX at lx but for a row pitch of its outermost dim (0: dense), of the item
+ * at st (depth chunk c). A tile shared by several items (a_sharers) is loaded in
+ * pieces (at most one per sharer, 8 elements of the cut dim at least, CG_CACHE_MAX / 2
+ * at most), cut along its dim of the largest DRAM stride so that the DRAM runs stay
+ * whole: each piece from DRAM on one sharer, over the ring on the others
+ * (a_over_ring). */
+static void load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64_t *st,
+                        int nd, uint32_t lx, const int64_t *len, const int *dim, int n,
+                        int64_t pitch, int64_t c)
 {
-    int M = k->grid.rank - 2, K = k->grid.rank;
-    int64_t nb = a_sharers(k), np = (m + 7) / 8, s[IR_ITER_MAX];
-    np = np < nb ? np : nb;
+    int64_t sh = a_sharers(k, a), s[IR_ITER_MAX], l[IR_ITER_MAX], ls[IR_ITER_MAX];
+    unsigned es = op_es(e, k);
+    int cut = 0;
+    for (int i = n - 1; i >= 0; i--) {           /* dense LX strides, pitch outermost */
+        ls[i] = i + 1 < n ? ls[i + 1] * len[i + 1] : 1;
+        int64_t x = a->is[dim[i]] < 0 ? -a->is[dim[i]] : a->is[dim[i]];
+        int64_t y = a->is[dim[cut]] < 0 ? -a->is[dim[cut]] : a->is[dim[cut]];
+        cut = len[i] > 1 && (len[cut] <= 1 || x > y) ? i : cut;
+    }
+    if (pitch)
+        ls[0] = pitch;
+    int64_t m = len[cut], np = (m + 7) / 8;
+    np = np < sh ? np : sh;
     np = np < CG_CACHE_MAX / 2 ? np : CG_CACHE_MAX / 2;
     np = np > 1 ? np : 1;
-    memcpy(s, st, (size_t)(K + 1) * sizeof *s);
-    int da[2] = {M, K};
-    unsigned es = op_es(e, k);
+    memcpy(s, st, (size_t)nd * sizeof *s);
+    memcpy(l, len, (size_t)n * sizeof *l);
     for (int64_t p = 0, r0 = 0; p < np; p++) {
-        int64_t r1 = m * (p + 1) / np, la[2] = {r1 - r0, kl};
-        s[M] = st[M] + r0;
-        e->load_flags = nb > 1 && a_over_ring(e, k, st, c * np + p) ? ISA_F_RING : 0;
-        load_tile(e, &k->acc[0], es, s, K + 1, k->buf[0] + (uint32_t)(r0 * kl * es), la, da,
-                  2, 0);
+        int64_t r1 = m * (p + 1) / np;
+        l[cut] = r1 - r0;
+        s[dim[cut]] = st[dim[cut]] + r0;
+        e->load_flags = sh > 1 && a_over_ring(e, k, a, st, c * np + p) ? ISA_F_RING : 0;
+        CgDims d = {0};
+        for (int i = 0; i < n; i++)
+            cg_dims_add(&d, l[i], a->is[dim[i]], ls[i]);
+        uint32_t seg;
+        int64_t off;
+        cg_access_at(e, a, s, nd, es, &seg, &off);
+        cg_load_cached(e, seg, off, lx + (uint32_t)(r0 * ls[cut] * es), es, &d);
         r0 = r1;
     }
     e->load_flags = 0;
@@ -148,10 +159,10 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     for (int64_t k0 = 0; k0 < kext; k0 += kt) {
         int64_t kl = kext - k0 < kt ? kext - k0 : kt;
         st[K] = k0;
-        int64_t lb[2] = {kl, len[N]};
-        int db[2] = {K, N};
-        load_a(e, k, st, len[M], kl, k0 / kt);
-        load_tile(e, &k->acc[1], op_es(e, k), st, r + 1, k->buf[1], lb, db, 2, 0);
+        int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
+        int da[2] = {M, K}, db[2] = {K, N};
+        load_shared(e, k, &k->acc[0], st, r + 1, k->buf[0], la, da, 2, 0, k0 / kt);
+        load_shared(e, k, &k->acc[1], st, r + 1, k->buf[1], lb, db, 2, 0, k0 / kt);
         matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);
@@ -216,6 +227,30 @@ static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t
     cg_push(e, &in);
 }
 
+/* Load the input rows d ([channels, rows, width]) of the conv item at start (channel
+ * chunk c) into the patch at lx. The items of every output-channel tile share them:
+ * loaded in pieces of channels like load_shared, each from DRAM on one sharer and over
+ * the ring on the others. */
+static void load_patch(CgEmit *e, const IrKernel *k, const int64_t *start, int64_t c,
+                       uint32_t seg, int64_t off, uint32_t lx, const CgDims *d)
+{
+    const IrAccess *a = &k->acc[0];
+    int64_t sh = a_sharers(k, a), m = d->len[0], np = m < sh ? m : sh;
+    unsigned es = op_es(e, k);
+    np = np < CG_CACHE_MAX / 2 ? np : CG_CACHE_MAX / 2;
+    np = np > 1 ? np : 1;
+    for (int64_t p = 0, r0 = 0; p < np; p++) {
+        int64_t r1 = m * (p + 1) / np;
+        CgDims q = *d;
+        q.len[0] = r1 - r0;
+        e->load_flags = sh > 1 && a_over_ring(e, k, a, start, c * np + p) ? ISA_F_RING : 0;
+        cg_dma(e, ISA_LOAD, seg, off + r0 * d->ds[0] * es, lx + (uint32_t)(r0 * d->ls[0] * es),
+               es, &q);
+        r0 = r1;
+    }
+    e->load_flags = 0;
+}
+
 /* Patch form (plan.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
  * input rows into the patch (filling the padding), then multiply through its window. */
 static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
@@ -245,7 +280,7 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
         int64_t el = xv->off + start[0] * xv->stride[0] +
                      (start[1] * geo->cg + c0) * xv->stride[1] + lo * xv->stride[dx];
         uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * es);
-        cg_dma(e, ISA_LOAD, seg, off + el * es, lx, es, &d);
+        load_patch(e, k, start, c0 / k->inner.chunk[0], seg, off + el * es, lx, &d);
     }
     conv_window(e, k, geo, len[2], on, cl, lda, c0 > 0);
 }
@@ -280,11 +315,11 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         for (int i = 0; i < ns; i++)
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
         int64_t lda = plan_conv_lda(cl * taps, op_es(e, k));
-        load_tile(e, &k->acc[1], op_es(e, k), st, nd, k->buf[0], la, da, na, lda);
+        load_shared(e, k, &k->acc[1], st, nd, k->buf[0], la, da, na, lda, c0 / ct);
         if (geo.patch) {
             conv_patch(e, k, &geo, start, len, c0, cl, lda);
         } else {
-            load_tile(e, &k->acc[0], op_es(e, k), st, nd, k->buf[1], lb, db, nb, 0);
+            load_shared(e, k, &k->acc[0], st, nd, k->buf[1], lb, db, nb, 0, c0 / ct);
             matmul(e, k, len[2], pix, cl * taps, lda, c0 > 0);
         }
     }

@@ -111,6 +111,16 @@ typedef struct {
     double nck;                  /* depth chunks */
 } CEst;
 
+/* Share of a tile that its busiest sharer loads from DRAM when `sharers` items share it
+ * over the ring: the tile goes in pieces (at most one per sharer, at most `pieces`
+ * and 8, per depth chunk), dealt round-robin (codegen/cg_contract.c load_shared). */
+static double ring_share(uint64_t sharers, double pieces, double nck)
+{
+    double np = (double)sharers < pieces ? (double)sharers : pieces;
+    np = (np < 8 ? np : 8) * (nck > 1 ? nck : 1);
+    return (double)(((uint64_t)np + sharers - 1) / sharers) / np;
+}
+
 /* Modelled time of the busiest core for tiling e on target t. */
 static double contract_time(const SpyTarget *t, const CEst *e)
 {
@@ -125,14 +135,17 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     double floor;
     double per = cost_matmul_cycles(t, e->dt, e->m, e->m > 0 ? e->macs / e->m : 0, 1, &floor);
     double vec = cost_vec_cycles(t, e->c + e->ce + e->vec, false);
-    double cycles = (double)q * (per + vec), a = e->a, ring = 0;
+    double cycles = (double)q * (per + vec), a = e->a, b = e->b, ring = 0;
     if (e->ring && e->nb > 1) {
-        double np = e->nb < 8 ? (double)e->nb : 8, rows = (double)(((uint64_t)e->m + 7) / 8);
-        np = (rows < np ? rows : np) * (e->nck > 1 ? e->nck : 1);
-        a = e->a * (double)(((uint64_t)np + e->nb - 1) / e->nb) / np;
-        ring = na * (e->a - a);
+        double rows = (double)(((uint64_t)e->m + 7) / 8);
+        a = e->a * ring_share(e->nb, rows, e->nck);
+        ring += na * (e->a - a);
     }
-    return model_time(t, cycles, na * a + nb * e->b + (double)q * e->ce, (double)q * e->c,
+    if (e->ring && e->na > 1) {
+        b = e->b * ring_share(e->na, 8, e->nck);
+        ring += nb * (e->b - b);
+    }
+    return model_time(t, cycles, na * a + nb * b + (double)q * e->ce, (double)q * e->c,
                       active, ring);
 }
 
@@ -223,6 +236,28 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
         }
 }
 
+/* Bytes charged (whole sticks, costmodel.h) for the input rows an output-row chunk of
+ * rc rows reads, [cg channels, rows, width] of a dense NCHW-like input, averaged over
+ * the chunks' positions: a chunk's runs start where its first row falls in a stick. */
+static double conv_rows_bytes(const SpyTarget *t, const IrGeom *geo, int64_t es, int64_t rc,
+                              int64_t ext)
+{
+    int64_t h = geo->in_ext[0], w = geo->in_ext[1], n = (ext + rc - 1) / rc, rin;
+    rin = (rc - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
+    if (h * w > INT32_MAX || n <= 0)
+        return cost_rows_bytes(t, (double)geo->cg * (double)rin, (double)(es * w));
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t lo = j * rc * geo->s2[0] - geo->pad_lo[0], hi = lo + rin;
+        lo = lo > 0 ? lo : 0;
+        hi = hi < h ? hi : h;
+        uint32_t dims[3] = {(uint32_t)geo->cg, (uint32_t)(hi > lo ? hi - lo : 0), (uint32_t)w};
+        int32_t st[3] = {(int32_t)(h * w), (int32_t)w, 1};
+        sum += (double)cost_transfer_bytes(t, lo * w * es, es, 3, dims, st);
+    }
+    return sum / (double)n;
+}
+
 /* CONV: output-channel tiles and output-row chunks with the least modelled time. */
 static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarget *t)
 {
@@ -248,8 +283,9 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
              * window MATMUL then charges staging its window as vector time, counted
              * as output-like bytes) */
             double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
-            double bb = geo.patch ? cost_rows_bytes(t, (double)geo.cg * rows_in, sz.es * wp)
-                                  : cost_rows_bytes(t, (double)kk, sz.es * (double)p);
+            double bb = geo.patch || taps == 1
+                            ? conv_rows_bytes(t, &geo, (int64_t)sz.es, rc[j], gr->ext[3])
+                            : cost_rows_bytes(t, (double)kk, sz.es * (double)p);
             double patch = geo.patch ? sz.es * (kt / taps + 1) * rows_in * wp : 0;
             double bbuf = geo.patch ? 0 : sz.es * kt * p;  /* patch form: B is a window */
             if (sz.es * mt * kt + bbuf + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
@@ -261,7 +297,8 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
-                      geo.patch ? sz.es * kk * p : 0, sz.dt, false, 1};
+                      geo.patch ? sz.es * kk * p : 0, sz.dt, true,
+                      (double)((kk + kt - 1) / kt)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
