@@ -136,13 +136,14 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     double per = cost_matmul_cycles(t, e->dt, e->m, e->m > 0 ? e->macs / e->m : 0, 1, &floor);
     double vec = cost_vec_cycles(t, e->c + e->ce + e->vec, false);
     double cycles = (double)q * (per + vec), a = e->a, b = e->b, ring = 0;
-    if (e->ring && e->nb > 1) {
+    uint64_t sa = e->nb / q, sb = e->na / q;     /* cores sharing one A / B tile */
+    if (e->ring && sa > 1) {
         double rows = (double)(((uint64_t)e->m + 7) / 8);
-        a = e->a * ring_share(e->nb, rows, e->nck);
+        a = e->a * ring_share(sa, rows, e->nck);
         ring += na * (e->a - a);
     }
-    if (e->ring && e->na > 1) {
-        b = e->b * ring_share(e->na, 8, e->nck);
+    if (e->ring && sb > 1) {
+        b = e->b * ring_share(sb, 8, e->nck);
         ring += nb * (e->b - b);
     }
     return model_time(t, cycles, na * a + nb * b + (double)q * e->ce, (double)q * e->c,
