@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devtype.h"
 #include "fusecost.h"
 #include "isa.h"
 #include "pass.h"
@@ -460,40 +459,6 @@ static bool rows_valid(Fuse *f, ValId *ref, int *nred)
     return row_fits(f, s, k);
 }
 
-/* Whether the cost model says matmul mm is faster as the anchor of row-resident group
- * gi (members in f->mem) than as a kernel of its own before the group's kernel
- * (fusecost.h): with a shared weight and few rows the fused kernel runs on few cores,
- * each loading the whole weight. */
-static bool rows_matmul_pays(Fuse *f, uint32_t gi, NodeId mm)
-{
-    IrGraph *g = f->g;
-    const IrNode *nd = &g->nodes[mm];
-    const IrType *a = ir_vtype(g, nd->in[0]), *b = ir_vtype(g, nd->in[1]);
-    const IrType *c = ir_vtype(g, nd->out[0]);
-    FuseRowsMatmul e = {1, (double)c->dims[c->rank - 2], (double)c->dims[c->rank - 1],
-                        (double)a->dims[a->rank - 1], pass_dev_esize(a->dtype),
-                        pass_dev_esize(c->dtype), pass_dev_esize(ir_vtype(g, f->gs[gi].out)->dtype),
-                        0, f->nmem, (unsigned)pass_dev_dtype(a->dtype), true};
-    for (int d = 0; d < c->rank - 2; d++)
-        e.batch *= (double)c->dims[d];
-    for (int d = 0; d < b->rank - 2; d++)
-        e.b_shared &= b->dims[d] == 1;
-    for (uint32_t m = 0; m < f->nmem; m++) {      /* the group's inputs from outside */
-        const IrNode *x = &g->nodes[f->mem[m]];
-        for (int i = 0; i < x->nin; i++) {
-            if (x->in[i] == IR_NONE)
-                continue;
-            NodeId p = ir_val(g, x->in[i])->def;
-            if (x->in[i] != nd->out[0] && (p == IR_NONE || f->grp[p] != gi))
-                e.ext += (double)plan_numel(ir_vtype(g, x->in[i])) *
-                         pass_dev_esize(ir_vtype(g, x->in[i])->dtype);
-        }
-    }
-    if (e.es <= 0 || e.ec <= 0 || e.eo <= 0)
-        return true;
-    return pass_fusecost_rows_matmul(f->target, &e);
-}
-
 /* Row-resident group gi (members in f->mem) reducing the last axis only: if one of its
  * leaves is a single-use MATMUL result of exactly the reduced shape, that matmul
  * becomes the anchor of a CONTRACT kernel whose epilogue is the whole group (scores
@@ -521,7 +486,8 @@ static void absorb_rows_matmul(Fuse *f, uint32_t gi)
                 best = p;
         }
     }
-    if (best == IR_NONE || !rows_matmul_pays(f, gi, best))
+    if (best == IR_NONE || !pass_fusecost_rows_group(g, f->target, best, f->mem, f->nmem,
+                                                      f->grp, gi, f->gs[gi].out))
         return;
     gr->kind = IR_KK_CONTRACT;
     gr->anchor = best;
@@ -580,6 +546,29 @@ static void absorb_pad(Fuse *f, NodeId conv, uint32_t gi)
     f->role[p] = ROLE_PRO;
 }
 
+/* Grow pointwise group gi (members in f->mem) by the pointwise producers all of whose
+ * results are consumed inside it, with their trees (role r): an epilogue that reads a
+ * value twice (GELU's x) stays one kernel, its intermediates in LX. */
+static void close_tree(Fuse *f, uint32_t gi, uint8_t r)
+{
+    IrGraph *g = f->g;
+    for (bool changed = f->fuse; changed;) {
+        changed = false;
+        for (uint32_t m = 0; m < f->nmem; m++) {
+            const IrNode *nd = &g->nodes[f->mem[m]];
+            for (int i = 0; i < nd->nin; i++) {
+                NodeId p = nd->in[i] == IR_NONE ? IR_NONE : ir_val(g, nd->in[i])->def;
+                if (p == IR_NONE || !live(f, p) || f->grp[p] != IR_NONE ||
+                    g->nodes[p].nout != 1 || ir_op_info[g->nodes[p].op].cls != IR_CLS_ELEM ||
+                    !uses_inside(f, nd->in[i], gi))
+                    continue;
+                collect_tree(f, p, gi, r);
+                changed = true;
+            }
+        }
+    }
+}
+
 /* Group every live node, walking from the graph's end so that trees are maximal. */
 static bool group_nodes(Fuse *f)
 {
@@ -597,6 +586,7 @@ static bool group_nodes(Fuse *f)
             gi = new_group(f, IR_KK_ELEM, IR_NONE, n, nd->out[0]);
             f->nmem = 0;
             collect_tree(f, n, gi, ROLE_EPI);
+            close_tree(f, gi, ROLE_EPI);
             NodeId a = find_anchor(f, nd->out[0]);
             release_roundings(f, gi, a);
             if (a != IR_NONE) {

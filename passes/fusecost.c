@@ -13,6 +13,8 @@
 #include "fusecost.h"
 
 #include "costmodel.h"
+#include "devtype.h"
+#include "plan/plan.h"
 
 /* Modelled seconds of a kernel whose busiest core computes `cycles` and moves ld / st
  * bytes, `active` cores moving data at the same time, plus its barrier. */
@@ -86,4 +88,36 @@ bool pass_fusecost_rows_matmul(const SpyTarget *t, const FuseRowsMatmul *f)
     split += kernel_s(t, cost_vec_cycles(t, q * f->n * vec, false), rb,
                       cost_rows_bytes(t, q, f->n * f->eo), active);
     return fused <= split;
+}
+
+/* The check for fuse's group (fusecost.h): the matrix product's shapes and element
+ * sizes, and the bytes of the group's inputs from outside it. */
+bool pass_fusecost_rows_group(IrGraph *g, const SpyTarget *t, NodeId mm, const NodeId *mem,
+                              uint32_t nmem, const uint32_t *grp, uint32_t gi, ValId out)
+{
+    const IrNode *nd = ir_node(g, mm);
+    const IrType *a = ir_vtype(g, nd->in[0]), *b = ir_vtype(g, nd->in[1]);
+    const IrType *c = ir_vtype(g, nd->out[0]);
+    FuseRowsMatmul e = {1, (double)c->dims[c->rank - 2], (double)c->dims[c->rank - 1],
+                        (double)a->dims[a->rank - 1], pass_dev_esize(a->dtype),
+                        pass_dev_esize(c->dtype), pass_dev_esize(ir_vtype(g, out)->dtype), 0,
+                        nmem, (unsigned)pass_dev_dtype(a->dtype), true};
+    for (int d = 0; d < c->rank - 2; d++)
+        e.batch *= (double)c->dims[d];
+    for (int d = 0; d < b->rank - 2; d++)
+        e.b_shared &= b->dims[d] == 1;
+    for (uint32_t m = 0; m < nmem; m++) {
+        const IrNode *x = ir_node(g, mem[m]);
+        for (int i = 0; i < x->nin; i++) {
+            if (x->in[i] == IR_NONE)
+                continue;
+            NodeId p = ir_val(g, x->in[i])->def;
+            if (x->in[i] != nd->out[0] && (p == IR_NONE || grp[p] != gi))
+                e.ext += (double)plan_numel(ir_vtype(g, x->in[i])) *
+                         pass_dev_esize(ir_vtype(g, x->in[i])->dtype);
+        }
+    }
+    if (e.es <= 0 || e.ec <= 0 || e.eo <= 0)
+        return true;
+    return pass_fusecost_rows_matmul(t, &e);
 }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ir.h"
 #include "target.h"
 
 /* A matrix product C[batch, m, n] = A[batch, m, k] B[(batch), k, n] whose result feeds
@@ -25,5 +26,11 @@ typedef struct {
  * whole rows on a core, so every core that takes rows loads all of a shared B) than
  * as a contraction kernel of its own followed by the row kernel. */
 bool pass_fusecost_rows_matmul(const SpyTarget *t, const FuseRowsMatmul *f);
+
+/* The same check for matmul node mm as the anchor of the row-resident group gi of fuse
+ * (members mem[0..nmem), grp: each node's group, out: the group's result): its figures
+ * read from the graph. */
+bool pass_fusecost_rows_group(IrGraph *g, const SpyTarget *t, NodeId mm, const NodeId *mem,
+                              uint32_t nmem, const uint32_t *grp, uint32_t gi, ValId out);
 
 #endif
