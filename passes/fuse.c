@@ -288,9 +288,16 @@ static void release_roundings(Fuse *f, uint32_t gi, NodeId anchor)
     }
 }
 
-/* Prologue of a reduction anchor: the pointwise tree producing its input. */
+/* Prologue of a reduction anchor: the pointwise tree producing its input. Not for a
+ * MAX / MIN pooling window: it loads its input rows as a patch (codegen/cg_reduce.c),
+ * which a prologue would have to run on im2col tiles; the tree is better its
+ * producer's epilogue (conv, cast, relu, then the pool). */
 static void collect_prologue(Fuse *f, NodeId anchor, uint32_t gi)
 {
+    const IrNode *a = &f->g->nodes[anchor];
+    int fn = (int)ir_attr_get_int(a, "fn", 0);
+    if (a->op == IR_OP_WINDOW && (fn == IR_RED_MAX || fn == IR_RED_MIN))
+        return;
     ValId v = f->g->nodes[anchor].in[0];
     NodeId p = ir_val(f->g, v)->def;
     if (absorbable(f, v) && ir_op_info[f->g->nodes[p].op].cls == IR_CLS_ELEM)
