@@ -493,9 +493,13 @@ static void absorb_rows_matmul(Fuse *f, uint32_t gi)
                 best = p;
         }
     }
-    if (best == IR_NONE || !pass_fusecost_rows_group(g, f->target, best, f->mem, f->nmem,
-                                                      f->grp, gi, f->gs[gi].out))
+    if (best == IR_NONE)
         return;
+    if (!pass_fusecost_rows_group(g, f->target, best, f->mem, f->nmem, f->grp, gi,
+                                  f->gs[gi].out)) {
+        release_roundings(f, gi, IR_NONE);   /* the matmul's kernel stores DLFloat16 */
+        return;
+    }
     gr->kind = IR_KK_CONTRACT;
     gr->anchor = best;
     f->grp[best] = gi;
