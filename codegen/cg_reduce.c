@@ -7,6 +7,10 @@
  * folds each row into the accumulator (ISA_F_ACCUM after the first chunk), or one
  * VSCAN scans each row (CUMSUM, whole axis). The epilogue program then runs on the
  * accumulator and stores the result.
+ *
+ * A 2-d MAX / MIN pooling window without a prologue instead loads its patch of input
+ * rows (long DRAM runs; the im2col load of a strided window reads a few elements per
+ * stick) and folds each output row one kernel row at a time (window_patch_item).
  */
 #include <string.h>
 
