@@ -59,94 +59,6 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     cg_push(e, &in);
 }
 
-/* Items of contraction kernel k that share one tile of its operand access a (A of a
- * MATMUL, the weights of a CONV): the product of the chunk counts of the grid dims a
- * does not depend on (1: not shared). */
-static int64_t a_sharers(const IrKernel *k, const IrAccess *a)
-{
-    const IrGrid *gr = &k->grid;
-    int64_t n = 1;
-    for (int d = 0; d < gr->rank && k->core_first; d++)
-        if (a->is[d] == 0)
-            n *= (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
-    return n;
-}
-
-/* Whether this core receives piece j of the operand tile (access a) of the item at
- * start over the ring rather than loading it from DRAM. The items of one tile (the
- * same indices along the grid dims a depends on) share it: piece j comes from DRAM on
- * the core that owns the sharer numbered j mod (sharers), which puts it on the ring
- * (isa.md ISA_F_RING), so the DRAM reads of a shared tile spread over its cores. */
-static bool a_over_ring(const CgEmit *e, const IrKernel *k, const IrAccess *a,
-                        const int64_t *start, int64_t j)
-{
-    const IrGrid *gr = &k->grid;
-    int64_t sh = a_sharers(k, a), rest = j % (sh > 0 ? sh : 1), tile[IR_ITER_MAX];
-    if (sh <= 1)
-        return false;
-    for (int d = gr->rank - 1; d >= 0; d--) {   /* sharer `rest`, row-major */
-        int64_t nc = (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
-        tile[d] = start[d] / gr->chunk[d];
-        if (a->is[d] == 0) {
-            tile[d] = rest % nc;
-            rest /= nc;
-        }
-    }
-    uint64_t item = 0;
-    for (int d = 0; d < gr->rank; d++)
-        item = item * (uint64_t)((gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d]) +
-               (uint64_t)tile[d];
-    uint32_t c = 0;
-    while (c + 1 < k->ncores && k->core_first[c + 1] <= item)
-        c++;
-    return c != e->core;
-}
-
-/* Load the operand tile of access a over dims (len[i], iteration dim dim[i]), i < n,
- * dense in LX at lx but for a row pitch of its outermost dim (0: dense), of the item
- * at st (depth chunk c). A tile shared by several items (a_sharers) is loaded in
- * pieces (at most one per sharer, 8 elements of the cut dim at least, CG_CACHE_MAX / 2
- * at most), cut along its dim of the largest DRAM stride so that the DRAM runs stay
- * whole: each piece from DRAM on one sharer, over the ring on the others
- * (a_over_ring). */
-static void load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64_t *st,
-                        int nd, uint32_t lx, const int64_t *len, const int *dim, int n,
-                        int64_t pitch, int64_t c)
-{
-    int64_t sh = a_sharers(k, a), s[IR_ITER_MAX], l[IR_ITER_MAX], ls[IR_ITER_MAX];
-    unsigned es = op_es(e, k);
-    int cut = 0;
-    for (int i = n - 1; i >= 0; i--) {           /* dense LX strides, pitch outermost */
-        ls[i] = i + 1 < n ? ls[i + 1] * len[i + 1] : 1;
-        int64_t x = a->is[dim[i]] < 0 ? -a->is[dim[i]] : a->is[dim[i]];
-        int64_t y = a->is[dim[cut]] < 0 ? -a->is[dim[cut]] : a->is[dim[cut]];
-        cut = len[i] > 1 && (len[cut] <= 1 || x > y) ? i : cut;
-    }
-    if (pitch)
-        ls[0] = pitch;
-    int64_t m = len[cut], np = (m + 7) / 8;
-    np = np < sh ? np : sh;
-    np = np < CG_CACHE_MAX / 2 ? np : CG_CACHE_MAX / 2;
-    np = np > 1 ? np : 1;
-    memcpy(s, st, (size_t)nd * sizeof *s);
-    memcpy(l, len, (size_t)n * sizeof *l);
-    for (int64_t p = 0, r0 = 0; p < np; p++) {
-        int64_t r1 = m * (p + 1) / np;
-        l[cut] = r1 - r0;
-        s[dim[cut]] = st[dim[cut]] + r0;
-        e->load_flags = sh > 1 && a_over_ring(e, k, a, st, c * np + p) ? ISA_F_RING : 0;
-        CgDims d = {0};
-        for (int i = 0; i < n; i++)
-            cg_dims_add(&d, l[i], a->is[dim[i]], ls[i]);
-        uint32_t seg;
-        int64_t off;
-        cg_access_at(e, a, s, nd, es, &seg, &off);
-        cg_load_cached(e, seg, off, lx + (uint32_t)(r0 * ls[cut] * es), es, &d);
-        r0 = r1;
-    }
-    e->load_flags = 0;
-}
-
 /* MATMUL work item; grid dims [batch..., M, N], inner [K]. */
 static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
@@ -161,8 +73,8 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
         st[K] = k0;
         int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
         int da[2] = {M, K}, db[2] = {K, N};
-        load_shared(e, k, &k->acc[0], st, r + 1, k->buf[0], la, da, 2, 0, k0 / kt);
-        load_shared(e, k, &k->acc[1], st, r + 1, k->buf[1], lb, db, 2, 0, k0 / kt);
+        cg_load_shared(e, k, &k->acc[0], st, r + 1, k->buf[0], op_es(e, k), la, da, 2, 0, k0 / kt);
+        cg_load_shared(e, k, &k->acc[1], st, r + 1, k->buf[1], op_es(e, k), lb, db, 2, 0, k0 / kt);
         matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);
@@ -229,13 +141,13 @@ static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t
 
 /* Load the input rows d ([channels, rows, width]) of the conv item at start (channel
  * chunk c) into the patch at lx. The items of every output-channel tile share them:
- * loaded in pieces of channels like load_shared, each from DRAM on one sharer and over
+ * loaded in pieces of channels like cg_load_shared, each from DRAM on one sharer and over
  * the ring on the others. */
 static void load_patch(CgEmit *e, const IrKernel *k, const int64_t *start, int64_t c,
                        uint32_t seg, int64_t off, uint32_t lx, const CgDims *d)
 {
     const IrAccess *a = &k->acc[0];
-    int64_t sh = a_sharers(k, a), m = d->len[0], np = m < sh ? m : sh;
+    int64_t sh = cg_ring_sharers(k, a), m = d->len[0], np = m < sh ? m : sh;
     unsigned es = op_es(e, k);
     np = np < CG_CACHE_MAX / 2 ? np : CG_CACHE_MAX / 2;
     np = np > 1 ? np : 1;
@@ -243,7 +155,7 @@ static void load_patch(CgEmit *e, const IrKernel *k, const int64_t *start, int64
         int64_t r1 = m * (p + 1) / np;
         CgDims q = *d;
         q.len[0] = r1 - r0;
-        e->load_flags = sh > 1 && a_over_ring(e, k, a, start, c * np + p) ? ISA_F_RING : 0;
+        e->load_flags = sh > 1 && cg_ring_recv(e, k, a, start, c * np + p) ? ISA_F_RING : 0;
         cg_dma(e, ISA_LOAD, seg, off + r0 * d->ds[0] * es, lx + (uint32_t)(r0 * d->ls[0] * es),
                es, &q);
         r0 = r1;
@@ -315,11 +227,13 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         for (int i = 0; i < ns; i++)
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
         int64_t lda = plan_conv_lda(cl * taps, op_es(e, k));
-        load_shared(e, k, &k->acc[1], st, nd, k->buf[0], la, da, na, lda, c0 / ct);
+        cg_load_shared(e, k, &k->acc[1], st, nd, k->buf[0], op_es(e, k), la, da, na, lda,
+                       c0 / ct);
         if (geo.patch) {
             conv_patch(e, k, &geo, start, len, c0, cl, lda);
         } else {
-            load_shared(e, k, &k->acc[0], st, nd, k->buf[1], lb, db, nb, 0, c0 / ct);
+            cg_load_shared(e, k, &k->acc[0], st, nd, k->buf[1], op_es(e, k), lb, db, nb, 0,
+                           c0 / ct);
             matmul(e, k, len[2], pix, cl * taps, lda, c0 > 0);
         }
     }
