@@ -51,6 +51,7 @@ typedef struct {
                                     DLFloat16 (plan_edge_f32), NULL when none does */
     bool store_f32;              /* the next STOREs widen DLFloat16 to a float32 output */
     uint32_t core;               /* the core whose program is being emitted */
+    const IrKernel *kernel;      /* its kernel (work items, grid: ring sharing) */
     uint8_t load_flags;          /* flags the next LOADs carry (ISA_F_RING) */
 } CgEmit;
 

@@ -67,8 +67,17 @@ void cg_load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64
                     uint32_t lx, unsigned es, const int64_t *len, const int *dim, int n,
                     int64_t pitch, int64_t c)
 {
-    int64_t sh = cg_ring_sharers(k, a), s[IR_ITER_MAX], l[IR_ITER_MAX], ls[IR_ITER_MAX];
+    int64_t sh = k && n > 0 ? cg_ring_sharers(k, a) : 1, s[IR_ITER_MAX], l[IR_ITER_MAX];
+    int64_t ls[IR_ITER_MAX];
     int cut = 0;
+    if (n == 0) {                                /* one element */
+        CgDims d = {0};
+        uint32_t seg;
+        int64_t off;
+        cg_access_at(e, a, st, nd, es, &seg, &off);
+        cg_load_cached(e, seg, off, lx, es, &d);
+        return;
+    }
     for (int i = n - 1; i >= 0; i--) {           /* dense LX strides, pitch outermost */
         ls[i] = i + 1 < n ? ls[i + 1] * len[i + 1] : 1;
         int64_t x = a->is[dim[i]] < 0 ? -a->is[dim[i]] : a->is[dim[i]];
