@@ -55,7 +55,8 @@ static void print_dma(FILE *f, const SpyDma *d)
     else
         fprintf(f, "store   seg%u[+0x%" PRIx64 "] <- lx[0x%05x]", d->seg, (uint64_t)d->dram_off,
                 d->lx);
-    fprintf(f, " e%u%s", d->esize, (d->flags & ISA_F_F32) ? " f32<->dlf16" : "");
+    fprintf(f, " e%u%s%s", d->esize, (d->flags & ISA_F_F32) ? " f32<->dlf16" : "",
+            (d->flags & ISA_F_RING) ? " ring" : "");
     int32_t dims[ISA_MAX_DIMS];
     for (int i = 0; i < n; i++)
         dims[i] = (int32_t)d->dims[i];

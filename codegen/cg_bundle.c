@@ -422,6 +422,15 @@ static uint32_t bwin_feature(const CgEmit *e)
     return f;
 }
 
+/* SPY_FEAT_RING when some LOAD is fed over the ring, else 0. */
+static uint32_t ring_feature(const CgEmit *e)
+{
+    for (uint64_t i = 0; i < e->n; i++)
+        if (e->code[i].opcode == ISA_LOAD && (e->code[i].dma.flags & ISA_F_RING))
+            return SPY_FEAT_RING;
+    return 0;
+}
+
 /* The header of a bundle with sections st[0..nsec). */
 static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySection *st,
                              int nsec)
@@ -431,7 +440,7 @@ static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySec
     memcpy(h.magic, SPY_SBIN_MAGIC, 8);
     h.major = SPY_SBIN_MAJOR;
     h.minor = SPY_SBIN_MINOR;
-    h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | bwin_feature(e) |
+    h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | bwin_feature(e) | ring_feature(e) |
                  (opt->debug ? SPY_FEAT_DEBUG : 0) | (e->g->nsymdims ? SPY_FEAT_DYNDIM : 0);
     h.header_bytes = sizeof h;
     h.nsections = (uint32_t)nsec;

@@ -69,24 +69,6 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     cg_push(e, &in);
 }
 
-/* Load a tile of access a (elements of es bytes) at point st over dims (len,
- * iteration dim) pairs, dense in LX but for a row pitch of its outermost dim (0:
- * dense). */
-static void load_tile(CgEmit *e, const IrAccess *a, unsigned es, const int64_t *st, int nd,
-                      uint32_t lx, const int64_t *len, const int *dim, int n, int64_t pitch)
-{
-    CgDims d = {0};
-    for (int i = 0; i < n; i++)
-        cg_dims_add(&d, len[i], a->is[dim[i]], 0);
-    cg_dims_dense_lx(&d);
-    if (pitch)
-        d.ls[0] = pitch;
-    uint32_t seg;
-    int64_t off;
-    cg_access_at(e, a, st, nd, es, &seg, &off);
-    cg_load_cached(e, seg, off, lx, es, &d);
-}
-
 /* MATMUL work item; grid dims [batch..., M, N], inner [K]. */
 static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
@@ -101,9 +83,9 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
         st[K] = k0;
         int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
         int da[2] = {M, K}, db[2] = {K, N};
-        load_tile(e, &k->acc[0], op_es(e, k), st, r + 1, k->buf[0], la, da, 2, 0);
-        load_tile(e, &k->acc[1], b_fp8(e, k) ? 1 : op_es(e, k), st, r + 1, k->buf[1], lb, db,
-                  2, 0);
+        cg_load_shared(e, k, &k->acc[0], st, r + 1, k->buf[0], op_es(e, k), la, da, 2, 0, k0 / kt);
+        cg_load_shared(e, k, &k->acc[1], st, r + 1, k->buf[1], b_fp8(e, k) ? 1 : op_es(e, k), lb,
+                       db, 2, 0, k0 / kt);
         matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);
@@ -168,6 +150,30 @@ static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t
     cg_push(e, &in);
 }
 
+/* Load the input rows d ([channels, rows, width]) of the conv item at start (channel
+ * chunk c) into the patch at lx. The items of every output-channel tile share them:
+ * loaded in pieces of channels like cg_load_shared, each from DRAM on one sharer and over
+ * the ring on the others. */
+static void load_patch(CgEmit *e, const IrKernel *k, const int64_t *start, int64_t c,
+                       uint32_t seg, int64_t off, uint32_t lx, const CgDims *d)
+{
+    const IrAccess *a = &k->acc[0];
+    int64_t sh = cg_ring_sharers(k, a), m = d->len[0], np = m < sh ? m : sh;
+    unsigned es = op_es(e, k);
+    np = np < CG_CACHE_MAX / 2 ? np : CG_CACHE_MAX / 2;
+    np = np > 1 ? np : 1;
+    for (int64_t p = 0, r0 = 0; p < np; p++) {
+        int64_t r1 = m * (p + 1) / np;
+        CgDims q = *d;
+        q.len[0] = r1 - r0;
+        e->load_flags = sh > 1 && cg_ring_recv(e, k, a, start, c * np + p) ? ISA_F_RING : 0;
+        cg_dma(e, ISA_LOAD, seg, off + r0 * d->ds[0] * es, lx + (uint32_t)(r0 * d->ls[0] * es),
+               es, &q);
+        r0 = r1;
+    }
+    e->load_flags = 0;
+}
+
 /* Patch form (plan.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
  * input rows into the patch (filling the padding), then multiply through its window. */
 static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
@@ -197,7 +203,7 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
         int64_t el = xv->off + start[0] * xv->stride[0] +
                      (start[1] * geo->cg + c0) * xv->stride[1] + lo * xv->stride[dx];
         uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * es);
-        cg_dma(e, ISA_LOAD, seg, off + el * es, lx, es, &d);
+        load_patch(e, k, start, c0 / k->inner.chunk[0], seg, off + el * es, lx, &d);
     }
     conv_window(e, k, geo, len[2], on, cl, lda, c0 > 0);
 }
@@ -232,11 +238,13 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
         for (int i = 0; i < ns; i++)
             lb[nb] = len[3 + i], db[nb++] = 3 + i;
         int64_t lda = plan_conv_lda(cl * taps, op_es(e, k));
-        load_tile(e, &k->acc[1], op_es(e, k), st, nd, k->buf[0], la, da, na, lda);
+        cg_load_shared(e, k, &k->acc[1], st, nd, k->buf[0], op_es(e, k), la, da, na, lda,
+                       c0 / ct);
         if (geo.patch) {
             conv_patch(e, k, &geo, start, len, c0, cl, lda);
         } else {
-            load_tile(e, &k->acc[0], op_es(e, k), st, nd, k->buf[1], lb, db, nb, 0);
+            cg_load_shared(e, k, &k->acc[0], st, nd, k->buf[1], op_es(e, k), lb, db, nb, 0,
+                           c0 / ct);
             matmul(e, k, len[2], pix, cl * taps, lda, c0 > 0);
         }
     }

@@ -93,9 +93,11 @@ static void emit_from(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, int64_t 
         m->esize = (uint8_t)esize;
         m->seg = seg;
         m->dram_off = off;
+        if (op == ISA_LOAD)
+            m->flags = e->load_flags;
         if (cvt) {
             IR_ASSERT(esize == 2);
-            m->flags = ISA_F_F32;
+            m->flags |= ISA_F_F32;
             m->dram_off = 2 * off;
         }
         IR_ASSERT(lx >= 0 && lx <= UINT32_MAX);

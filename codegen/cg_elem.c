@@ -68,23 +68,24 @@ void cg_tp_prelude(CgEmit *e, const IrTileProg *tp)
     }
 }
 
-/* LOAD value tv of the program for the tile (start, len). */
+/* LOAD value tv of the program for the tile (start, len); a value that several items
+ * of the kernel read (a bias, a mask, a table broadcast over heads) is shared over the
+ * ring (cg_ring.c). */
 static void load_val(CgEmit *e, const IrTileProg *tp, const IrTileVal *tv, const int64_t *start,
                      const int64_t *len)
 {
-    CgDims d = {0};
+    int64_t l[IR_ITER_MAX];
+    int dim[IR_ITER_MAX], n = 0;
     for (int i = 0; i < tp->nd; i++) {
         int dd = tp->order[i];
-        if (in_class(tp, i, tv->cls))
-            cg_dims_add(&d, len[dd], tv->acc.is[dd], 0);
-        else
+        if (in_class(tp, i, tv->cls)) {
+            l[n] = len[dd];
+            dim[n++] = dd;
+        } else {
             IR_ASSERT(tv->acc.is[dd] == 0 || len[dd] == 1);
+        }
     }
-    cg_dims_dense_lx(&d);
-    uint32_t seg;
-    int64_t off;
-    cg_access_at(e, &tv->acc, start, tp->nd, tv->esize, &seg, &off);
-    cg_load_cached(e, seg, off, tv->lx, tv->esize, &d);
+    cg_load_shared(e, e->kernel, &tv->acc, start, tp->nd, tv->lx, tv->esize, l, dim, n, 0, 0);
 }
 
 /* Row/column strides of an operand of class c read by a step of class out. */

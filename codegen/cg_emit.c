@@ -49,6 +49,8 @@ static void emit_kernel(CgEmit *e, uint32_t ki, SpyProgramDesc *progs)
     IR_ASSERT(k->core_first && k->ncores == cores);
     for (uint32_t c = 0; c < cores; c++) {
         uint64_t first = e->n;
+        e->core = c;
+        e->kernel = k;
         cg_cache_reset(e);
         if (k->core_first[c + 1] > k->core_first[c]) {
             cg_tp_prelude(e, &k->tp[0]);

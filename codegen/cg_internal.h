@@ -50,6 +50,9 @@ typedef struct {
     uint8_t *in_f32;             /* per graph input: 1 when its LOADs convert float32 to
                                     DLFloat16 (plan_edge_f32), NULL when none does */
     bool store_f32;              /* the next STOREs widen DLFloat16 to a float32 output */
+    uint32_t core;               /* the core whose program is being emitted */
+    const IrKernel *kernel;      /* its kernel (work items, grid: ring sharing) */
+    uint8_t load_flags;          /* flags the next LOADs carry (ISA_F_RING) */
 } CgEmit;
 
 /* ---- cg_emit.c ---- */
@@ -68,6 +71,20 @@ void cg_dims_dense_lx(CgDims *d);
  * pieces that stay inside one core window). */
 void cg_dma(CgEmit *e, uint8_t op, uint32_t seg, int64_t off, uint32_t lx, unsigned esize,
             const CgDims *d);
+/* ---- cg_ring.c ---- */
+/* Items of kernel k that share one tile of access a (the product of the chunk counts
+ * of the grid dims a does not depend on; 1: not shared). */
+int64_t cg_ring_sharers(const IrKernel *k, const IrAccess *a);
+/* Whether this core receives piece j of a's tile at the item at start over the ring. */
+bool cg_ring_recv(const CgEmit *e, const IrKernel *k, const IrAccess *a, const int64_t *start,
+                  int64_t j);
+/* LOAD the tile of access a over dims (len[i], iteration dim dim[i]), dense in LX at lx
+ * but for a row pitch of its outermost dim (0: dense), elements of es bytes, for the
+ * item at st (nd dims; depth chunk c): in pieces shared over the ring when it is
+ * shared (cg_ring.c). */
+void cg_load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64_t *st, int nd,
+                    uint32_t lx, unsigned es, const int64_t *len, const int *dim, int n,
+                    int64_t pitch, int64_t c);
 /* LOAD unless the same data is known to be at lx already. */
 void cg_load_cached(CgEmit *e, uint32_t seg, int64_t off, uint32_t lx, unsigned esize,
                     const CgDims *d);

@@ -7,6 +7,10 @@
  * folds each row into the accumulator (ISA_F_ACCUM after the first chunk), or one
  * VSCAN scans each row (CUMSUM, whole axis). The epilogue program then runs on the
  * accumulator and stores the result.
+ *
+ * A 2-d MAX / MIN pooling window without a prologue instead loads its patch of input
+ * rows (long DRAM runs; the im2col load of a strided window reads a few elements per
+ * stick) and folds each output row one kernel row at a time (window_patch_item).
  */
 #include <string.h>
 
@@ -70,6 +74,76 @@ static void reduce_chunk(CgEmit *e, const IrKernel *k, const IrNode *a, int64_t 
     cg_push(e, &in);
 }
 
+/* One VREDUCE of `rows` rows of `len` elements (strides src_rs, 1) into dst. */
+static void push_reduce(CgEmit *e, const IrTileVal *x, uint8_t fn, uint32_t dst, uint32_t src,
+                        int64_t rows, int64_t len, int64_t src_rs, bool accum)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyVReduce *r = &in.red;
+    r->opcode = ISA_VREDUCE;
+    r->dtype = x->dtype;
+    r->fn = fn;
+    r->flags = accum ? ISA_F_ACCUM : 0;
+    r->dst = dst;
+    r->src = src;
+    r->rows = (uint32_t)rows;
+    r->len = (uint32_t)len;
+    r->src_rs = (int32_t)src_rs;
+    r->src_cs = 1;
+    r->dst_rs = 1;
+    cg_push(e, &in);
+}
+
+/* 2-d MAX / MIN pooling from a patch: when the window's tile is the input itself (no
+ * prologue), rows contiguous along the width and the patch of input rows no larger
+ * than the im2col tile, the item loads the patch (long DRAM runs; the im2col load of
+ * a strided window reads a few elements per stick) into the tile's buffer and folds
+ * each output row one kernel row at a time (VREDUCE with the window stride, ACCUM
+ * after the first). MAX and MIN are exact in any order, so the result is the same.
+ * st / ln: the item's box over grid and inner dims (one inner chunk). */
+static bool window_patch_item(CgEmit *e, const IrKernel *k, const IrNode *a, const int64_t *st,
+                              const int64_t *ln)
+{
+    const IrTileProg *tp = &k->tp[0];
+    const IrTileVal *x = &tp->vals[tp->result];
+    int ng = k->grid.rank, nd = tp->nd;
+    uint8_t fn = red_fn(a);
+    if (a->op != IR_OP_WINDOW || (fn != ISA_RF_MAX && fn != ISA_RF_MIN) || k->inner.rank != 2 ||
+        ng < 2 || nd != ng + 2 || tp->nsteps != 0 || x->src != IR_TV_LOAD || x->cls != IR_TC_FULL)
+        return false;
+    for (int i = 0; i < nd; i++)
+        if (tp->order[i] != i)
+            return false;
+    const int64_t *is = x->acc.is;
+    int64_t pitch = is[ng], sh = is[ng - 2], sw = is[ng - 1], outer = 1;
+    if (is[ng + 1] != 1 || pitch <= 0 || sh <= 0 || sw <= 0 || sh % pitch != 0)
+        return false;
+    int64_t oh = ln[ng - 2], ow = ln[ng - 1], kh = ln[ng], kw = ln[ng + 1];
+    int64_t rows = (oh - 1) * (sh / pitch) + kh, cols = (ow - 1) * sw + kw;
+    for (int d = 0; d < ng - 2; d++)
+        outer *= ln[d];
+    if (cols > pitch || rows * cols > oh * ow * kh * kw)
+        return false;
+    CgDims dd = {0};
+    for (int d = 0; d < ng - 2; d++)
+        cg_dims_add(&dd, ln[d], is[d], 0);
+    cg_dims_add(&dd, rows, pitch, 0);
+    cg_dims_add(&dd, cols, 1, 0);
+    cg_dims_dense_lx(&dd);
+    uint32_t seg, es = x->esize;
+    int64_t off;
+    cg_access_at(e, &x->acc, st, nd, es, &seg, &off);
+    cg_load_cached(e, seg, off, x->lx, es, &dd);
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t r = 0; r < oh; r++)
+            for (int64_t t = 0; t < kh; t++)
+                push_reduce(e, x, fn, k->buf[0] + (uint32_t)(es * (o * oh + r) * ow),
+                            x->lx + (uint32_t)(es * (o * rows * cols + (r * (sh / pitch) + t) * cols)),
+                            ow, kw, sw, t > 0);
+    return true;
+}
+
 void cg_reduce_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
     const IrNode *a = ir_node(e->g, k->anchor);
@@ -86,6 +160,8 @@ void cg_reduce_item(CgEmit *e, const IrKernel *k, const int64_t *start, const in
         plan_grid_item(&k->inner, (uint64_t)j, st + ng, ln + ng);
         for (int d = 0; d < ni; d++)
             len_red *= ln[ng + d];
+        if (nchunks == 1 && window_patch_item(e, k, a, st, ln))
+            break;
         cg_tp_run(e, &k->tp[0], st, ln);
         reduce_chunk(e, k, a, rows, len_red, j > 0);
     }

@@ -84,10 +84,11 @@ static int64_t halve(int64_t x, int64_t gran)
  * compute cycles, ld bytes loaded and st bytes stored by that core (the bandwidth is
  * the one-way or mixed rate as their mix says), `active` cores moving data. */
 static double model_time(const SpyTarget *t, double cycles, double ld, double st,
-                         uint64_t active)
+                         uint64_t active, double ring)
 {
     double comp = cycles / (t->clock_mhz * 1e6);
-    double dram = cost_dram_s(ld + st, (double)active, cost_dram_bw(t, ld, st));
+    double dram = cost_dram_s(ld + st, (double)active, cost_dram_bw(t, ld, st)) +
+                  cost_ring_s(t, ring);
     return cost_core_s(t, comp, dram);
 }
 
@@ -96,14 +97,29 @@ static double model_time(const SpyTarget *t, double cycles, double ld, double st
  * items of one a-tile when there is one depth chunk), a B tile of b bytes (reused
  * when shared is set and there is one b-tile), c bytes of output stored and ce bytes
  * of epilogue inputs loaded, and macs multiply-accumulates in m-row passes. Byte
- * figures are whole sticks (cost_rows_bytes). */
+ * figures are whole sticks (cost_rows_bytes). With ring set, the nb items of one A tile
+ * share it over the core ring (codegen/cg_contract.c load_a): its pieces (nck depth
+ * chunks of up to 8 row pieces) come from DRAM round-robin over the sharers, the rest
+ * over the ring. */
 typedef struct {
     uint64_t outer, na, nb;
     double a, b, c, ce, macs, m;
     bool one_chunk, shared;
     double vec;                  /* extra vector-unit bytes per item */
     unsigned dt;                 /* operand ISA dtype: the matrix rate */
+    bool ring;                   /* A shared over the ring by the items of its N tiles */
+    double nck;                  /* depth chunks */
 } CEst;
+
+/* Share of a tile that its busiest sharer loads from DRAM when `sharers` items share it
+ * over the ring: the tile goes in pieces (at most one per sharer, at most `pieces`
+ * and 8, per depth chunk), dealt round-robin (codegen/cg_contract.c load_shared). */
+static double ring_share(uint64_t sharers, double pieces, double nck)
+{
+    double np = (double)sharers < pieces ? (double)sharers : pieces;
+    np = (np < 8 ? np : 8) * (nck > 1 ? nck : 1);
+    return (double)(((uint64_t)np + sharers - 1) / sharers) / np;
+}
 
 /* Modelled time of the busiest core for tiling e on target t. */
 static double contract_time(const SpyTarget *t, const CEst *e)
@@ -119,9 +135,19 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     double floor;
     double per = cost_matmul_cycles(t, e->dt, e->m, e->m > 0 ? e->macs / e->m : 0, 1, &floor);
     double vec = cost_vec_cycles(t, e->c + e->ce + e->vec, false);
-    double cycles = (double)q * (per + vec);
-    return model_time(t, cycles, na * e->a + nb * e->b + (double)q * e->ce, (double)q * e->c,
-                      active);
+    double cycles = (double)q * (per + vec), a = e->a, b = e->b, ring = 0;
+    uint64_t sa = e->nb / q, sb = e->na / q;     /* cores sharing one A / B tile */
+    if (e->ring && sa > 1) {
+        double rows = (double)(((uint64_t)e->m + 7) / 8);
+        a = e->a * ring_share(sa, rows, e->nck);
+        ring += na * (e->a - a);
+    }
+    if (e->ring && sb > 1) {
+        b = e->b * ring_share(sb, 8, e->nck);
+        ring += nb * (e->b - b);
+    }
+    return model_time(t, cycles, na * a + nb * b + (double)q * e->ce, (double)q * e->c,
+                      active, ring);
 }
 
 /* Candidate tile sizes of an extent: whole, then halvings (multiples of gran). */
@@ -210,7 +236,8 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
                       cost_rows_bytes(t, (double)kk, sz.es * nt), c, c * epi_loads(k),
                       (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2,
-                      int_epi_bytes(k, &sz, (double)mt * nt), sz.dt};
+                      int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
+                      (double)((kk + kt - 1) / kt)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -218,6 +245,28 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
                 gr->chunk[r - 1] = nt;
             }
         }
+}
+
+/* Bytes charged (whole sticks, costmodel.h) for the input rows an output-row chunk of
+ * rc rows reads, [cg channels, rows, width] of a dense NCHW-like input, averaged over
+ * the chunks' positions: a chunk's runs start where its first row falls in a stick. */
+static double conv_rows_bytes(const SpyTarget *t, const IrGeom *geo, int64_t es, int64_t rc,
+                              int64_t ext)
+{
+    int64_t h = geo->in_ext[0], w = geo->in_ext[1], n = (ext + rc - 1) / rc, rin;
+    rin = (rc - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
+    if (h * w > INT32_MAX || n <= 0)
+        return cost_rows_bytes(t, (double)geo->cg * (double)rin, (double)(es * w));
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t lo = j * rc * geo->s2[0] - geo->pad_lo[0], hi = lo + rin;
+        lo = lo > 0 ? lo : 0;
+        hi = hi < h ? hi : h;
+        uint32_t dims[3] = {(uint32_t)geo->cg, (uint32_t)(hi > lo ? hi - lo : 0), (uint32_t)w};
+        int32_t st[3] = {(int32_t)(h * w), (int32_t)w, 1};
+        sum += (double)cost_transfer_bytes(t, lo * w * es, es, 3, dims, st);
+    }
+    return sum / (double)n;
 }
 
 /* CONV: output-channel tiles and output-row chunks with the least modelled time. */
@@ -245,8 +294,9 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
              * window MATMUL then charges staging its window as vector time, counted
              * as output-like bytes) */
             double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
-            double bb = geo.patch ? cost_rows_bytes(t, (double)geo.cg * rows_in, sz.es * wp)
-                                  : cost_rows_bytes(t, (double)kk, sz.es * (double)p);
+            double bb = geo.patch || taps == 1
+                            ? conv_rows_bytes(t, &geo, (int64_t)sz.es, rc[j], gr->ext[3])
+                            : cost_rows_bytes(t, (double)kk, sz.es * (double)p);
             double patch = geo.patch ? sz.es * (kt / taps + 1) * rows_in * wp : 0;
             double bbuf = geo.patch ? 0 : sz.es * kt * p;  /* patch form: B is a window */
             if (sz.es * mt * kt + bbuf + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
@@ -259,7 +309,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
                       (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
-                      sz.dt};
+                      sz.dt, true, (double)((kk + kt - 1) / kt)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;

@@ -107,11 +107,22 @@ static bool keep_eq(const F16Map *m, int k, const char *s)
     return s && strlen(s) == m->keeplen[k] && memcmp(s, m->keep[k], m->keeplen[k]) == 0;
 }
 
+/* Whether node n computes a quantization's scaling (the float32 arithmetic of
+ * QuantizeLinear / DequantizeLinear, a requantizing epilogue included): it stays
+ * float32, since the 8-bit result it rounds to is defined by float32 arithmetic and
+ * DLFloat16's 10-bit significand would move results by whole quantization steps. */
+static bool quant_scaling(const IrNode *n)
+{
+    const char *t = n->origin.op_type;
+    return t && (strcmp(t, "QuantizeLinear") == 0 || strcmp(t, "DequantizeLinear") == 0);
+}
+
 /* Whether node n came from an ONNX node that --keep-fp32 names (by node name or by
- * operator type); marks the entries it matches. */
+ * operator type), marking the entries it matches, or computes a quantization's
+ * scaling. */
 static bool kept(F16Map *m, const IrNode *n)
 {
-    bool any = false;
+    bool any = quant_scaling(n);
     for (int k = 0; k < m->nkeep; k++)
         if (keep_eq(m, k, n->origin.name) || keep_eq(m, k, n->origin.op_type)) {
             m->matched[k] = true;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fusecost.h"
 #include "isa.h"
 #include "pass.h"
 #include "plan/plan.h"
@@ -62,6 +63,7 @@ typedef struct {
     uint32_t *ufirst;                      /* consumers of value v: ulist[ufirst[v]..[v+1]) */
     NodeId *ulist;
     uint64_t lx_budget;                    /* 0: no row-resident fusion */
+    const SpyTarget *target;               /* the cost model's rates (NULL: none) */
 } Fuse;
 
 /* Whether n is a live node (not dead, not a virtual view). */
@@ -317,9 +319,16 @@ static void release_narrowing(Fuse *f, uint32_t gi, NodeId anchor)
     }
 }
 
-/* Prologue of a reduction anchor: the pointwise tree producing its input. */
+/* Prologue of a reduction anchor: the pointwise tree producing its input. Not for a
+ * MAX / MIN pooling window: it loads its input rows as a patch (codegen/cg_reduce.c),
+ * which a prologue would have to run on im2col tiles; the tree is better its
+ * producer's epilogue (conv, cast, relu, then the pool). */
 static void collect_prologue(Fuse *f, NodeId anchor, uint32_t gi)
 {
+    const IrNode *a = &f->g->nodes[anchor];
+    int fn = (int)ir_attr_get_int(a, "fn", 0);
+    if (a->op == IR_OP_WINDOW && (fn == IR_RED_MAX || fn == IR_RED_MIN))
+        return;
     ValId v = f->g->nodes[anchor].in[0];
     NodeId p = ir_val(f->g, v)->def;
     if (absorbable(f, v) && ir_op_info[f->g->nodes[p].op].cls == IR_CLS_ELEM)
@@ -520,6 +529,11 @@ static void absorb_rows_matmul(Fuse *f, uint32_t gi)
     }
     if (best == IR_NONE)
         return;
+    if (!pass_fusecost_rows_group(g, f->target, best, f->mem, f->nmem, f->grp, gi,
+                                  f->gs[gi].out)) {
+        release_narrowing(f, gi, IR_NONE);   /* the matmul's kernel stores it narrow */
+        return;
+    }
     gr->kind = IR_KK_CONTRACT;
     gr->anchor = best;
     f->grp[best] = gi;
@@ -577,6 +591,29 @@ static void absorb_pad(Fuse *f, NodeId conv, uint32_t gi)
     f->role[p] = ROLE_PRO;
 }
 
+/* Grow pointwise group gi (members in f->mem) by the pointwise producers all of whose
+ * results are consumed inside it, with their trees (role r): an epilogue that reads a
+ * value twice (GELU's x) stays one kernel, its intermediates in LX. */
+static void close_tree(Fuse *f, uint32_t gi, uint8_t r)
+{
+    IrGraph *g = f->g;
+    for (bool changed = f->fuse; changed;) {
+        changed = false;
+        for (uint32_t m = 0; m < f->nmem; m++) {
+            const IrNode *nd = &g->nodes[f->mem[m]];
+            for (int i = 0; i < nd->nin; i++) {
+                NodeId p = nd->in[i] == IR_NONE ? IR_NONE : ir_val(g, nd->in[i])->def;
+                if (p == IR_NONE || !live(f, p) || f->grp[p] != IR_NONE ||
+                    g->nodes[p].nout != 1 || ir_op_info[g->nodes[p].op].cls != IR_CLS_ELEM ||
+                    !uses_inside(f, nd->in[i], gi))
+                    continue;
+                collect_tree(f, p, gi, r);
+                changed = true;
+            }
+        }
+    }
+}
+
 /* Group every live node, walking from the graph's end so that trees are maximal. */
 static bool group_nodes(Fuse *f)
 {
@@ -594,6 +631,7 @@ static bool group_nodes(Fuse *f)
             gi = new_group(f, IR_KK_ELEM, IR_NONE, n, nd->out[0]);
             f->nmem = 0;
             collect_tree(f, n, gi, ROLE_EPI);
+            close_tree(f, gi, ROLE_EPI);
             NodeId a = find_anchor(f, nd->out[0]);
             release_narrowing(f, gi, a);
             if (a != IR_NONE) {
@@ -750,6 +788,7 @@ static void fuse_init(Fuse *f, IrGraph *g, const PassOptions *opt)
     f->s = plan_new(g);
     f->fuse = opt->opt_level >= 1;
     f->lx_budget = opt->target ? opt->target->lx_budget_bytes : 0;
+    f->target = opt->target;
     f->nuse = ir_scratch(g, (g->nvals + 1) * sizeof *f->nuse);
     f->is_out = ir_scratch(g, g->nvals + 1);
     f->force = ir_scratch(g, g->nnodes + 1);

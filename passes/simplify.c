@@ -6,6 +6,8 @@
  *  - chains: reshape(reshape(x)) -> reshape(x), transpose(transpose(x)) -> one
  *    transpose with the composed permutation;
  *  - CSE: a node identical to an earlier one (op, inputs, attributes) reuses it;
+ *  - a pointwise node reading a reshape that only adds leading unit dims computes on
+ *    the reshape's input, the reshape moving to its result (sink_unit_reshape);
  *  - row selections (a SLICE of one axis, a GATHER of constant evenly spaced indices)
  *    pushed above the row-wise ops and contractions that compute only for them, so
  *    only the selected rows are computed (pass_rowsel, rowsel.c).
@@ -23,6 +25,10 @@ typedef struct {
     uint32_t nvals;                        /* entries of remap / is_out */
     NodeId *tab;                           /* CSE hash table over new nodes */
     uint32_t cap;                          /* power of two */
+    uint32_t *uses;                        /* old value -> uses by old nodes and outputs */
+    uint8_t *epi;                          /* new value made by sink_unit_reshape: 1 used
+                                              once (its chain goes on), 2 more; 0 other */
+    uint32_t nvals2;                       /* entries of epi */
 } Simp;
 
 /* Value that node n (one output) is equivalent to (its op's ident hook), or IR_NONE. */
@@ -65,6 +71,88 @@ static void merge_chain(IrGraph *g, IrNode *n)
         n->attrs = attrs;
         n->in[0] = p->in[0];
     }
+}
+
+/* Leading unit dims that the RESHAPE producing v (if any) only adds to its input *src;
+ * 0 when v is not such a reshape. */
+static int unit_prefix(IrGraph *g, ValId v, ValId *src)
+{
+    IrNode *p = v == IR_NONE ? NULL : producer(g, v, IR_OP_RESHAPE);
+    if (!p)
+        return 0;
+    const IrType *x = ir_vtype(g, p->in[0]), *o = ir_vtype(g, v);
+    int d = o->rank - x->rank;
+    for (int i = 0; i < d; i++)
+        if (o->dims[i] != 1)
+            return 0;
+    if (d <= 0 || memcmp(o->dims + d, x->dims, sizeof(int64_t) * (size_t)x->rank) != 0)
+        return 0;
+    *src = p->in[0];
+    return d;
+}
+
+/* Whether v (in the new list) may start or continue a sunk epilogue: a contraction's
+ * result, a pointwise function of one, or a single-use value sink_unit_reshape made
+ * (a value used twice, such as a residual stream read by a norm, ends the chain, so a
+ * norm's nodes keep their shape and stay one row group). */
+static bool epi_source(IrGraph *g, const Simp *s, ValId v)
+{
+    NodeId p = ir_val(g, v)->def;
+    if (p == IR_NONE || p >= g->nnodes)
+        return false;
+    const IrNode *nd = &g->nodes[p];
+    if (v < s->nvals2 && s->epi[v])
+        return s->epi[v] == 1;
+    if (ir_op_info[nd->op].cls == IR_CLS_CONTRACT)
+        return true;
+    for (int k = 0; k < nd->nin && ir_op_info[nd->op].cls == IR_CLS_ELEM; k++) {
+        NodeId q = nd->in[k] == IR_NONE ? IR_NONE : ir_val(g, nd->in[k])->def;
+        if (q != IR_NONE && q < g->nnodes && ir_op_info[g->nodes[q].op].cls == IR_CLS_CONTRACT)
+            return true;
+    }
+    return false;
+}
+
+/* Pointwise node n reading a reshape that only adds d leading unit dims: the same op
+ * on the reshape's input (other inputs with those unit dims dropped, unless one is a
+ * reduction's result), then the reshape of its result, which
+ * is returned (IR_NONE: n is not such a node). A matrix product
+ * flattened to 2-d and viewed back (gpt2's Conv1D: addmm, view) thus reaches its
+ * pointwise epilogue (bias, GELU, residual add) without a view between them, and fuse
+ * makes them one kernel. The values computed are the same. */
+static ValId sink_unit_reshape(IrGraph *g, Simp *s, const IrNode *n)
+{
+    ValId in[8], src;
+    int d = 0;
+    if (ir_op_info[n->op].cls != IR_CLS_ELEM || n->nout != 1 || n->nin > 8)
+        return IR_NONE;
+    for (int k = 0; k < n->nin && !d; k++)
+        d = unit_prefix(g, n->in[k], &src) && epi_source(g, s, src) ? unit_prefix(g, n->in[k], &src) : 0;
+    IrType o = *ir_vtype(g, n->out[0]);            /* a copy: adding nodes moves values */
+    for (int i = 0; i < d; i++)
+        if (o.dims[i] != 1)
+            return IR_NONE;
+    if (!d)
+        return IR_NONE;
+    for (int k = 0; k < n->nin; k++) {
+        IrType t = n->in[k] == IR_NONE ? o : *ir_vtype(g, n->in[k]);
+        int e = t.rank - (o.rank - d);             /* its dims beyond the new rank */
+        in[k] = n->in[k];
+        if (n->in[k] == IR_NONE || e <= 0)
+            continue;
+        for (int i = 0; i < e; i++)
+            if (t.dims[i] != 1)
+                return IR_NONE;
+        if (unit_prefix(g, n->in[k], &src) == e)
+            in[k] = src;
+        else
+            in[k] = ir_reshape(g, n->in[k], t.dims + e, t.rank - e, &n->origin);
+    }
+    NodeId m = ir_add_node(g, n->op, in, n->nin, n->attrs, n->nattrs, &n->origin);
+    ValId r = ir_node(g, m)->out[0];
+    if (r < s->nvals2)
+        s->epi[r] = n->out[0] < s->nvals && s->uses[n->out[0]] == 1 ? 1 : 2;
+    return ir_reshape(g, r, o.dims, o.rank, &n->origin);
 }
 
 /* Hash of a node's op, inputs and attributes. */
@@ -177,6 +265,11 @@ static void simplify_node(IrGraph *g, Simp *s, IrNode *n)
     }
     merge_chain(g, n);
     bool pinned = has_graph_output(s, n);
+    ValId sunk = pinned ? IR_NONE : sink_unit_reshape(g, s, n);
+    if (sunk != IR_NONE) {
+        s->remap[n->out[0]] = sunk;
+        return;
+    }
     ValId id = pinned ? IR_NONE : identity_of(g, n);
     if (id != IR_NONE) {
         s->remap[n->out[0]] = id;
@@ -202,8 +295,19 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
     s.is_out = ir_scratch(g, sizeof(bool) * (g->nvals + 1));
     for (uint32_t v = 0; v < g->nvals; v++)
         s.remap[v] = v;
-    for (uint32_t i = 0; i < g->noutputs; i++)
+    s.uses = ir_scratch(g, sizeof(uint32_t) * (g->nvals + 1));
+    s.nvals2 = 2 * g->nvals + 64;           /* the rewrite adds at most a few values per node */
+    s.epi = ir_scratch(g, s.nvals2);
+    memset(s.uses, 0, sizeof(uint32_t) * (g->nvals + 1));
+    memset(s.epi, 0, s.nvals2);
+    for (uint32_t i = 0; i < g->noutputs; i++) {
         s.is_out[g->outputs[i]] = true;
+        s.uses[g->outputs[i]]++;
+    }
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        for (int k = 0; k < g->nodes[i].nin && !g->nodes[i].dead; k++)
+            if (g->nodes[i].in[k] != IR_NONE && g->nodes[i].in[k] < g->nvals)
+                s.uses[g->nodes[i].in[k]]++;
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
     for (uint32_t i = 0; i < n; i++)

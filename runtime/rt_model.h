@@ -152,6 +152,9 @@ void rt_sym_outputs(const spy_model *m, const int32_t *symv, void *const *output
  * segment, unique names, the feature bit) after the kernels and segments were
  * verified; sets m->ndebug. */
 spy_status rt_debug_verify(spy_model *m, RtErr *e);
+/* rt_verify_ring.c: every LOAD over the ring has a DRAM LOAD of its tile on another
+ * core of its kernel. */
+spy_status rt_ring_verify(spy_model *m, RtErr *e);
 
 /* rt_session.c: the model of session s, and the base of DRAM segment seg as bound in
  * it (for rt_debug.c). */

@@ -24,6 +24,7 @@ typedef struct {
     double mat, floor, vec;  /* matrix cycles (of which the 8-row pass floor), vector cycles */
     double work, flops;      /* estimated host work; useful operations */
     uint64_t ld, st;         /* DRAM bytes charged (whole sticks) */
+    uint64_t ring;           /* bytes received over the ring */
 } InsnCost;
 
 /* Bytes per element a VREDUCE is charged for: a DLF16 SUM / PROD accumulates on the
@@ -35,7 +36,7 @@ static unsigned red_elem_bytes(const SpyVReduce *r) {
 
 typedef struct {
     double *mat, *floor, *vec, *work, *flops;  /* [ncode+1] prefix sums */
-    uint64_t *ld, *st;
+    uint64_t *ld, *st, *ring;
 } Prefix;
 
 /* Estimated host work of one verified instruction (elements touched, MACs / 16). */
@@ -88,7 +89,12 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, InsnCost *c) {
     memset(c, 0, sizeof *c);
     c->work = insn_work(in);
     switch (in->opcode) {
-    case ISA_LOAD: c->ld = dma_charged(t, &in->dma); break;
+    case ISA_LOAD:
+        if (in->dma.flags & ISA_F_RING)  /* LX bytes, over the ring; no DRAM of its own */
+            c->ring = (uint64_t)insn_work(in) * in->dma.esize;
+        else
+            c->ld = dma_charged(t, &in->dma);
+        break;
     case ISA_STORE: c->st = dma_charged(t, &in->dma); break;
     case ISA_GATHER: {
         const SpyGather *g = &in->gather;
@@ -147,10 +153,12 @@ static bool build_prefix(const spy_model *m, Prefix *p) {
     p->flops = malloc(n * sizeof *p->flops);
     p->ld = malloc(n * sizeof *p->ld);
     p->st = malloc(n * sizeof *p->st);
-    if (!p->mat || !p->floor || !p->vec || !p->work || !p->flops || !p->ld || !p->st)
+    p->ring = malloc(n * sizeof *p->ring);
+    if (!p->mat || !p->floor || !p->vec || !p->work || !p->flops || !p->ld || !p->st ||
+        !p->ring)
         return false;
     p->mat[0] = p->floor[0] = p->vec[0] = p->work[0] = p->flops[0] = 0;
-    p->ld[0] = p->st[0] = 0;
+    p->ld[0] = p->st[0] = p->ring[0] = 0;
     for (uint64_t i = 0; i < m->ncode; i++) {
         InsnCost c;
         insn_cost(&m->target, &m->code[i], &c);
@@ -161,6 +169,7 @@ static bool build_prefix(const spy_model *m, Prefix *p) {
         p->flops[i + 1] = p->flops[i] + c.flops;
         p->ld[i + 1] = p->ld[i] + c.ld;
         p->st[i + 1] = p->st[i] + c.st;
+        p->ring[i + 1] = p->ring[i] + c.ring;
     }
     return true;
 }
@@ -174,6 +183,7 @@ static void free_prefix(Prefix *p) {
     free(p->flops);
     free(p->ld);
     free(p->st);
+    free(p->ring);
 }
 
 /* A DRAM byte range [lo, hi) of segment seg that a kernel reads (store = 0) or writes. */
@@ -234,7 +244,8 @@ static uint64_t compulsory_bytes(const spy_model *m, const SpyKernelDesc *kd) {
         const SpyProgramDesc *d = &m->programs[kd->first_program + j];
         for (uint64_t i = d->first_insn; i < d->first_insn + d->ninsns; i++) {
             const SpyInsn *in = &m->code[i];
-            if (in->opcode == ISA_LOAD || in->opcode == ISA_STORE) {
+            if ((in->opcode == ISA_LOAD && !(in->dma.flags & ISA_F_RING)) ||
+                in->opcode == ISA_STORE) {
                 bool store = in->opcode == ISA_STORE;
                 uint64_t b = dma_dram_esize(&in->dma);
                 for (int e = 0; e < ISA_MAX_DIMS; e++)
@@ -300,7 +311,8 @@ static void kernel_time(spy_model *m, uint32_t k, const Prefix *p, RtKernelTime 
         uint64_t a = d->first_insn, b = d->first_insn + d->ninsns;
         double mat = p->mat[b] - p->mat[a], vec = p->vec[b] - p->vec[a];
         double comp = (mat + vec) / clock_hz;
-        double dram = cost_dram_s((double)(p->ld[b] - p->ld[a] + p->st[b] - p->st[a]), active, bw);
+        double dram = cost_dram_s((double)(p->ld[b] - p->ld[a] + p->st[b] - p->st[a]), active, bw) +
+                      cost_ring_s(t, (double)(p->ring[b] - p->ring[a]));
         double core_s = cost_core_s(t, comp, dram);
         kt->core_us[d->core] = core_s * 1e6;
         if (core_s > slowest) {

@@ -332,7 +332,7 @@ spy_status rt_verify_tables(spy_model *m, RtErr *e) {
     if (verify_target(m, e) || verify_tensors(m, e) || verify_segments(m, e) ||
         rt_dyn_verify(m, e) || rt_sym_verify(m, e) ||
         verify_programs(m, e) || verify_kernels(m, e) || verify_code(m, e) ||
-        verify_schedule(m, e) || rt_debug_verify(m, e))
+        rt_ring_verify(m, e) || verify_schedule(m, e) || rt_debug_verify(m, e))
         return e->status;
     m->meta_text = malloc(m->meta_size + 1);
     if (!m->meta_text)

@@ -124,8 +124,10 @@ static bool v_dma(Vctx *v, const SpyDma *d) {
     const char *nm = store ? "STORE" : "LOAD";
     if (!esize_ok(d->esize))
         return fail(v, "%s esize %u not 1, 2, 4 or 8", nm, d->esize);
-    if (d->flags & ~ISA_F_F32)
+    if (d->flags & ~(ISA_F_F32 | (store ? 0 : ISA_F_RING)))
         return fail(v, "%s unknown flags 0x%x", nm, d->flags);
+    if ((d->flags & ISA_F_RING) && !(v->m->hdr->features & SPY_FEAT_RING))
+        return fail(v, "LOAD over the ring in a bundle without feature bit SPY_FEAT_RING");
     if ((d->flags & ISA_F_F32) && d->esize != 2)
         return fail(v, "%s float32 <-> DLFloat16 conversion with esize %u (must be 2)", nm,
                     d->esize);

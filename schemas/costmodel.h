@@ -86,6 +86,15 @@ static inline double cost_dram_s(double bytes, double active, double bw)
     return bytes * active / bw;
 }
 
+/* Seconds a core takes to receive `bytes` over the ring (a LOAD with ISA_F_RING):
+ * ring_bytes_per_cycle per hop; the tile comes from the neighbour, which forwards what
+ * it received (one hop per core; the links of one direction work at the same time). */
+static inline double cost_ring_s(const SpyTarget *t, double bytes)
+{
+    double bpc = t->ring_bytes_per_cycle ? t->ring_bytes_per_cycle : t->stick_bytes;
+    return bytes / (bpc * t->clock_mhz * 1e6);
+}
+
 /* Modelled seconds of one core: compute plus DRAM minus their overlap. */
 static inline double cost_core_s(const SpyTarget *t, double comp_s, double dram_s)
 {

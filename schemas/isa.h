@@ -85,6 +85,8 @@ typedef enum { ISA_RF_SUM = 0, ISA_RF_PROD, ISA_RF_MAX, ISA_RF_MIN, ISA_RF_ARGMA
 #define ISA_F_BWIN 0x80      /* MATMUL: B is a window of LX (SpyMatmul.bw_*), ldb 0 */
 #define ISA_F_BF8 0x40       /* MATMUL, dtype DLF16: B is F8E4M3FN (a byte an element),
                                 widened exactly; the int8/fp8 matrix rate (isa.md) */
+#define ISA_F_RING 0x40      /* LOAD: the tile arrives over the core ring from the core of the
+                                same kernel that LOADs it from DRAM (isa.md "LOAD / STORE") */
 
 typedef struct {             /* ISA_LOAD / ISA_STORE */
     uint8_t opcode, esize, ndim, flags;

@@ -55,8 +55,9 @@ typedef struct {
 #define SPY_FEAT_DYNDIM 0x8u     /* bounded symbolic dimensions: a DIMREFS section and the
                                     SPY_TF_DIMS input (sbin.md) */
 #define SPY_FEAT_FP8W 0x20u      /* CODE uses MATMUL with ISA_F_BF8 (float8 e4m3 B) */
+#define SPY_FEAT_RING 0x40u      /* CODE uses LOAD with ISA_F_RING (a tile fed over the ring) */
 #define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_DYNDIM | \
-                            SPY_FEAT_FP8W)
+                            SPY_FEAT_FP8W | SPY_FEAT_RING)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */

@@ -123,8 +123,12 @@ model_test() {
 # model_test_fp16 NAME MODEL DATADIR [ARGS...]: the same model compiled with
 # --precision=fp16 passes its golden outputs by the fp16 metric defaults (the bundle's
 # META names the precision; the fp32 tolerance overrides in ARGS do not apply).
+# The QDQ test models (tests/models) are left out: their outputs are dequantized 8-bit
+# values, where DLFloat16 rounding of the float parts between quantizations moves an
+# element by a whole step, which the float metric defaults do not allow for.
 model_test_fp16() {
     local name=$1 model=$2 data=$3 log sbin
+    case $name in fp16/test/*) return ;; esac
     log=$(logname "$name")
     sbin=$W/models/$(echo "$name" | tr '/' '_').sbin
     mkdir -p "$W/models"

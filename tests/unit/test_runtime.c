@@ -47,6 +47,7 @@ typedef struct {
     uint32_t nsegs;
     uint32_t arena;
     int major;
+    uint32_t features;
 } TB;
 
 /* Adds a NUL-terminated string; returns its offset. */
@@ -164,6 +165,7 @@ static uint8_t *tb_write(TB *b, size_t *len) {
     memcpy(h->magic, SPY_SBIN_MAGIC, 8);
     h->major = (uint16_t)b->major, h->minor = SPY_SBIN_MINOR;
     h->header_bytes = sizeof *h, h->nsections = ns, h->file_size = total;
+    h->features = b->features;
     h->target = b->target;
     SpySection *st = (SpySection *)(buf + sizeof *h);
     for (uint32_t i = 0; i < ns; i++) {
@@ -784,6 +786,47 @@ static void mut_numel(TB *b) {
     b->tensors[1].numel = 7;
 }
 
+static void mut_ring_nofeat(TB *b) {
+    b->code[b->programs[2].first_insn].dma.flags = ISA_F_RING;
+}
+static void mut_ring_orphan(TB *b) {
+    b->features = SPY_FEAT_RING;
+    mut_ring_nofeat(b);
+}
+
+/* A LOAD over the ring (ISA_F_RING) is refused without the feature bit or without a
+ * DRAM LOAD of the same tile on another core of the kernel; with one it delivers that
+ * tile (core 3 computes core 2's rows) and is charged no DRAM bytes. */
+static void test_ring(void **state) {
+    (void)state;
+    refuse_mutation(mut_ring_nofeat, SPY_E_BAD_BUNDLE, "SPY_FEAT_RING");
+    refuse_mutation(mut_ring_orphan, SPY_E_BAD_BUNDLE, "no other core");
+    TB *b = build_pointwise();
+    spy_model *m = NULL;
+    char err[512];
+    spy_kernel_profile p0, p1;
+    assert_int_equal(tb_load(b, &m, err, sizeof err), SPY_OK);
+    assert_int_equal(spy_model_kernel_profile(m, 0, &p0), SPY_OK);
+    spy_model_free(m);
+    SpyDma *x = &b->code[b->programs[3].first_insn].dma;
+    *x = b->code[b->programs[2].first_insn].dma;
+    x->flags = ISA_F_RING;
+    b->features = SPY_FEAT_RING;
+    assert_int_equal(tb_load(b, &m, err, sizeof err), SPY_OK);
+    assert_int_equal(spy_model_kernel_profile(m, 0, &p1), SPY_OK);
+    assert_true(p1.dram_bytes < p0.dram_bytes);
+    float in[320], out[320];
+    for (int i = 0; i < 320; i++)
+        in[i] = (float)(i % 11) - 4.0f;
+    assert_int_equal(run1(m, 2, in, out, err, sizeof err), SPY_OK);
+    for (int i = 0; i < 40; i++) {
+        float want = in[80 + i] * 2.0f - 3.0f;
+        assert_true(out[120 + i] == (want > 0 ? want : 0.0f));
+    }
+    spy_model_free(m);
+    free(b);
+}
+
 static void test_verifier(void **state) {
     (void)state;
     refuse_mutation(mut_lx_range, SPY_E_BAD_BUNDLE, "core 2 instruction 0");
@@ -846,6 +889,7 @@ int main(void) {
         cmocka_unit_test(test_gather),            cmocka_unit_test(test_vector_unit),
         cmocka_unit_test(test_threads_invariant), cmocka_unit_test(test_corrupt_container),
         cmocka_unit_test(test_verifier),          cmocka_unit_test(test_bad_args),
+        cmocka_unit_test(test_ring),
         cmocka_unit_test(test_int_ops),           cmocka_unit_test(test_load_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -432,8 +432,10 @@ static void insns(void)
     B.code[0].dma.dims[0] = 1u << 20;
     B.code[0].dma.dims[1] = 1u << 20;
     emit("insn_load_2e40_elems", "LOAD moves more than 2^32 elements");
-    INSN(0).dma.flags = 0x40;
-    emit("insn_load_flags", "LOAD unknown flags 0x40");
+    INSN(0).dma.flags = 0x20;
+    emit("insn_load_flags", "LOAD unknown flags 0x20");
+    INSN(0).dma.flags = ISA_F_RING;        /* over the ring, without the feature bit */
+    emit("insn_load_ring_feature", "LOAD over the ring in a bundle without feature bit");
     INSN(0).dma.flags = ISA_F_F32;         /* the float32 <-> DLFloat16 conversion */
     emit("insn_load_f32_esize", "LOAD float32 <-> DLFloat16 conversion with esize 4");
     /* a LOAD inside a 4 MiB arena whose rows span more than a 1 MiB core window */
