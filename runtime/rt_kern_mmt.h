@@ -54,6 +54,7 @@
 #define MMT_NC (RT_PACK_BYTES / (4 * MMT_KC)) /* columns of B packed at a time */
 #define MMT_PACK_M (8 * MMT_MR)            /* fewer rows of C: B is read in place */
 #define MMT_PACK_AHEAD 8                   /* rows of B prefetched ahead when packed */
+#define MMT_PF_ROWS 8                      /* rows of B prefetched ahead when in place */
 #define MMT_GEMV_M 4                       /* at most this many rows: B^T taken */
 #define MMT_GEMV_ROWS 1                    /* at most this many: B streamed by rows */
 #define MMT_GEMV_AHEAD 2                   /* rows of B prefetched ahead when streamed */
@@ -176,12 +177,15 @@ MMT_INLINE void MMT_NAME(pack_win)(const MMT_NAME(Args) *x, float *bp, uint32_t 
     }
 }
 
-/* C[i0..i0+R, j0..j0+NR) over k rows [k0, k0+kc) of A and kc rows of B at b, ldb
+/* C[i0..i0+R, j0..j0+NV*VL) over k rows [k0, k0+kc) of A and kc rows of B at b, ldb
  * apart (a packed panel: ldb = NR, m0 / m1 only for C; in place: ldb of B, and the
- * masks also keep B's loads inside its columns). zero starts from 0 instead of C. */
+ * masks also keep B's loads inside its columns). zero starts from 0 instead of C. NV
+ * is 2, or 1 when m1 is empty (the last columns: the second vector would only be
+ * multiplied by zeros). */
 MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t ldb,
                                  size_t i0, size_t j0, uint32_t k0, uint32_t kc, bool zero,
-                                 MMT_M m0, MMT_M m1, const int mode, const int R) {
+                                 MMT_M m0, MMT_M m1, const int mode, const int R,
+                                 const int NV) {
     const bool packed = mode == MMT_PACKED;
     const int32_t *koff = mode >= MMT_KOFF ? x->koff + k0 : NULL;
     const int64_t n0 = mode == MMT_KOFF2 ? MMT_MCOUNT(m0) : 0;
@@ -191,53 +195,74 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
         acc[r][0] = zero ? MMT_ZERO() : MMT_LOADM(m0, c + r * x->ldc);
-        acc[r][1] = zero ? MMT_ZERO() : MMT_LOADM(m1, c + r * x->ldc + MMT_VL);
+        if (NV == 2)
+            acc[r][1] = zero ? MMT_ZERO() : MMT_LOADM(m1, c + r * x->ldc + MMT_VL);
     }
     const rt_f32 *a = x->a + i0 * x->lda + k0;
     size_t lda = x->lda;
     for (uint32_t k = 0; k < kc; k++, b += ldb) {
         const float *bk = mode >= MMT_KOFF ? b + koff[k] : b;
-        MMT_V b0, b1;
+        MMT_V b0, b1 = MMT_ZERO();
         if (mode == MMT_KOFF2) {
             b0 = MMT_LOADS2(n0, bk);
-            b1 = MMT_LOADS2(n1, bk + 2 * MMT_VL);
+            if (NV == 2)
+                b1 = MMT_LOADS2(n1, bk + 2 * MMT_VL);
         } else if (mode == MMT_KOFFG) {
             b0 = MMT_GATHERM(m0, bk, x->gidx);
-            b1 = MMT_GATHERM(m1, bk + MMT_VL * x->ns1, x->gidx);
+            if (NV == 2)
+                b1 = MMT_GATHERM(m1, bk + MMT_VL * x->ns1, x->gidx);
         } else {
+            if (mode == MMT_INPLACE) {   /* rows far apart (B in DRAM): fetch ahead */
+                __builtin_prefetch(bk + MMT_PF_ROWS * ldb, 0, 3);
+                if (NV == 2)
+                    __builtin_prefetch(bk + MMT_PF_ROWS * ldb + MMT_VL, 0, 3);
+            }
             b0 = packed ? MMT_LOAD(bk) : MMT_LOADM(m0, bk);
-            b1 = packed ? MMT_LOAD(bk + MMT_VL) : MMT_LOADM(m1, bk + MMT_VL);
+            if (NV == 2)
+                b1 = packed ? MMT_LOAD(bk + MMT_VL) : MMT_LOADM(m1, bk + MMT_VL);
         }
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             MMT_V av = MMT_SET1(a[r * lda + k]);
             acc[r][0] = MMT_FMA(av, b0, acc[r][0]);
-            acc[r][1] = MMT_FMA(av, b1, acc[r][1]);
+            if (NV == 2)
+                acc[r][1] = MMT_FMA(av, b1, acc[r][1]);
         }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
         MMT_STOREM(c + r * x->ldc, m0, acc[r][0]);
-        MMT_STOREM(c + r * x->ldc + MMT_VL, m1, acc[r][1]);
+        if (NV == 2)
+            MMT_STOREM(c + r * x->ldc + MMT_VL, m1, acc[r][1]);
     }
 }
 
-/* One function per row count, so each keeps its accumulators in registers. */
+/* The micro-kernel of R rows and NV vectors for B's mode (a switch over the modes). */
+#define MMT_MICRO_MODES(R, NV)                                                           \
+    do {                                                                                 \
+        if (mode == MMT_PACKED)                                                          \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_PACKED, R, NV); \
+        else if (mode == MMT_KOFF)                                                       \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF, R, NV);   \
+        else if (mode == MMT_KOFF2)                                                      \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF2, R, NV);  \
+        else if (mode == MMT_KOFFG)                                                      \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFFG, R, NV);  \
+        else                                                                             \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_INPLACE, R, NV);\
+    } while (0)
+
+/* One function per row count, so each keeps its accumulators in registers; one
+ * vector of columns when the second has no lane of C. */
 #define MMT_MICRO(R)                                                                     \
     MMT_TARGET static void MMT_NAME(micro_##R)(const MMT_NAME(Args) *x, const float *b,   \
                                                size_t ldb, size_t i0, size_t j0,         \
                                                uint32_t k0, uint32_t kc, bool zero,      \
                                                MMT_M m0, MMT_M m1, int mode) {           \
-        if (mode == MMT_PACKED)                                                          \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_PACKED, R);     \
-        else if (mode == MMT_KOFF)                                                       \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF, R);       \
-        else if (mode == MMT_KOFF2)                                                      \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF2, R);      \
-        else if (mode == MMT_KOFFG)                                                      \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFFG, R);      \
+        if (MMT_MCOUNT(m1))                                                              \
+            MMT_MICRO_MODES(R, 2);                                                       \
         else                                                                             \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_INPLACE, R);    \
+            MMT_MICRO_MODES(R, 1);                                                       \
     }
 
 MMT_MICRO(1)
@@ -545,10 +570,10 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         return true;
     }
     if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* in place, all k at once */
-        for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
-            uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
-            for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
-                int64_t left = (int64_t)x.n - (int64_t)j0;
+        for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {  /* a panel of B, then every row */
+            int64_t left = (int64_t)x.n - (int64_t)j0;
+            for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
+                uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
                 MMT_NAME(micros)[rows](&x, x.b + j0, x.ldb, i0, j0, 0, x.k, x.zero,
                                        MMT_LANES(left), MMT_LANES(left - MMT_VL),
                                        MMT_INPLACE);
