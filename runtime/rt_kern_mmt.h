@@ -58,6 +58,7 @@
 #define MMT_GEMV_M 4                       /* at most this many rows: B^T taken */
 #define MMT_GEMV_ROWS 1                    /* at most this many: B streamed by rows */
 #define MMT_GEMV_AHEAD 2                   /* rows of B prefetched ahead when streamed */
+#define MMT_GEMV_G 8                       /* rows of B a pass of a one-row product */
 #define MMT_GEMV_K 512                     /* k of a transposed block of B */
 #define MMT_INLINE MMT_TARGET __attribute__((always_inline)) static inline
 
@@ -453,6 +454,37 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
     return true;
 }
 
+/* The row c of C accumulates a_k * (row k of B) for k below a multiple of
+ * MMT_GEMV_G: MMT_GEMV_G rows of B in one pass over c, each element's FMAs still in
+ * increasing k (the same chain as a row at a time). The rows are streams the
+ * hardware prefetcher follows; measured on the decode step's 256 x 1024 and 512 x 512
+ * tiles of B read from DRAM (rows 32 KiB apart) 1.6x the speed of a row at a time
+ * with software prefetch, which does not help here. Returns the first k left. */
+MMT_INLINE uint32_t MMT_NAME(gemv_rows)(const MMT_NAME(Args) *x, float *c, const rt_f32 *a) {
+    size_t n = x->n, nv = n / MMT_VL * MMT_VL, ldb = x->ldb;
+    MMT_M mt = MMT_LANES((int64_t)(n - nv));
+    uint32_t kg = x->k / MMT_GEMV_G * MMT_GEMV_G;
+    for (uint32_t k = 0; k < kg; k += MMT_GEMV_G) {
+        const float *b = x->b + k * ldb;
+        MMT_V av[MMT_GEMV_G];
+        for (int g = 0; g < MMT_GEMV_G; g++)
+            av[g] = MMT_SET1(a[k + g]);
+        for (size_t j = 0; j < nv; j += MMT_VL) {
+            MMT_V v = MMT_LOADU(c + j);
+            for (int g = 0; g < MMT_GEMV_G; g++)
+                v = MMT_FMA(av[g], MMT_LOADU(b + g * ldb + j), v);
+            MMT_STOREU(c + j, v);
+        }
+        if (nv < n) {
+            MMT_V v = MMT_LOADM(mt, c + nv);
+            for (int g = 0; g < MMT_GEMV_G; g++)
+                v = MMT_FMA(av[g], MMT_LOADM(mt, b + g * ldb + nv), v);
+            MMT_STOREM(c + nv, mt, v);
+        }
+    }
+    return kg;
+}
+
 /* C rows [i0, i0 + R) accumulate a_ik * (row k of B), k increasing: each row of B is
  * read once, contiguously, for all R rows of C (in the L1 cache meanwhile). */
 MMT_INLINE void MMT_NAME(gemv)(const MMT_NAME(Args) *x, size_t i0, const int R) {
@@ -466,7 +498,10 @@ MMT_INLINE void MMT_NAME(gemv)(const MMT_NAME(Args) *x, size_t i0, const int R) 
                 c[r][j] = 0.0f;
     }
     const rt_f32 *a = x->a + i0 * x->lda;
-    for (uint32_t k = 0; k < x->k; k++) {
+    uint32_t k = 0;
+    if (R == 1)                     /* one row of C: MMT_GEMV_G rows of B a pass */
+        k = MMT_NAME(gemv_rows)(x, c[0], a);
+    for (; k < x->k; k++) {
         const float *b = x->b + k * x->ldb;
         MMT_V av[4];
         for (int r = 0; r < R; r++)
