@@ -22,13 +22,16 @@
  * a micro-kernel call streams stays in the L1 cache), then every block of MMT_MR rows
  * of C runs over all panels, broadcasting A straight from its rows (those MMT_MR rows
  * stay in L1 across the panels). The last rows use the same micro-kernel with fewer
- * rows, the last columns are masked at n. Products with fewer than MMT_PACK_M rows
- * (8 row blocks) read B in place, all of k at once, through the same micro-kernel with
+ * rows, the last columns are masked at n (one vector when the second would be empty).
+ * Products with fewer than MMT_PACK_M rows (8 row blocks) read B in place, a panel's
+ * width at a time for all row blocks (all of k at once, or MMT_KC rows at a time when
+ * the panel would not stay in the L1 cache), through the same micro-kernel with
  * masked loads: packing costs more than it saves when few row blocks reuse a panel
  * (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
  * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
- * decode step) streams B row by row instead, each row read once, contiguously, from
- * wherever it is (a deferred LOAD's DRAM), with the row of C in the L1 cache. A B given
+ * decode step) streams B by rows instead, MMT_GEMV_G rows a pass, each row read once,
+ * contiguously, from wherever it is (a deferred LOAD's DRAM), with the row of C in the
+ * L1 cache. A B given
  * transposed (a deferred transposing LOAD, RtMmSrc.bt; needs the packing buffer) is
  * transposed while it is packed, 4 x 4 blocks at a time; products of at most
  * MMT_GEMV_M rows transpose blocks of MMT_VL of its rows into the packing buffer,
@@ -604,14 +607,22 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         MMT_NAME(gemv_all)(&x, s->bt ? c->pack : NULL);
         return true;
     }
-    if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* in place, all k at once */
-        for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {  /* a panel of B, then every row */
+    if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* B read in place */
+        /* a panel of B, then every row block over it; a panel larger than the L1
+         * cache (B in DRAM: a weight) MMT_KC rows of it at a time */
+        uint32_t kb = x.k > 2 * MMT_KC ? MMT_KC : x.k;
+        for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
             int64_t left = (int64_t)x.n - (int64_t)j0;
-            for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
-                uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
-                MMT_NAME(micros)[rows](&x, x.b + j0, x.ldb, i0, j0, 0, x.k, x.zero,
-                                       MMT_LANES(left), MMT_LANES(left - MMT_VL),
-                                       MMT_INPLACE);
+            for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
+                uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb;
+                for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
+                    uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
+                    MMT_NAME(micros)[rows](&x, x.b + k0 * x.ldb + j0, x.ldb, i0, j0, k0, kc,
+                                           x.zero && k0 == 0, MMT_LANES(left),
+                                           MMT_LANES(left - MMT_VL), MMT_INPLACE);
+                }
+                if (x.k == 0)
+                    break;
             }
         }
         return true;
