@@ -18,6 +18,7 @@
  *
  * Blocked like a BLAS GEMM for the small products an LX tile holds: k is cut into
  * blocks of MMT_KC rows; for each block the columns of B, MMT_NC at a time, are packed
+ * (a row of B at a time, into all panels: one contiguous read per row)
  * into contiguous zero-padded panels of 2 vectors' width (MMT_KC x NR floats: the panel
  * a micro-kernel call streams stays in the L1 cache), then every block of MMT_MR rows
  * of C runs over all panels, broadcasting A straight from its rows (those MMT_MR rows
@@ -115,23 +116,24 @@ MMT_INLINE void MMT_NAME(transpose_in)(const MMT_NAME(Args) *x, float *bp, size_
     }
 }
 
-/* Packs B[k0..k0+kc, j0..j0+nc) into bp (kc rows of NR floats, columns past nc 0). */
-MMT_INLINE void MMT_NAME(pack_b)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
-                                  uint32_t kc, size_t j0, int64_t nc) {
-    if (x->bt) {
-        MMT_NAME(transpose_in)(x, bp, MMT_NR, k0, kc, j0,
-                               nc < 0 ? 0 : nc > MMT_NR ? MMT_NR : (size_t)nc);
-        return;
-    }
-    MMT_M m0 = MMT_LANES(nc), m1 = MMT_LANES(nc - MMT_VL);
+/* Packs B[k0..k0+kc, j0..j0+nc) (not transposed) into its np = ceil(nc / NR) panels
+ * at bp (kc rows of NR floats each, columns past nc 0), a row of B at a time: each
+ * row is read once, contiguously, for all panels (B in DRAM: one stream). */
+MMT_INLINE void MMT_NAME(pack_rows)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
+                                     uint32_t kc, size_t j0, size_t nc) {
+    size_t np = (nc + MMT_NR - 1) / MMT_NR, pstride = (size_t)kc * MMT_NR;
     const float *b = x->b + k0 * x->ldb + j0;
-    for (uint32_t k = 0; k < kc; k++, b += x->ldb, bp += MMT_NR) {
-        if (k + MMT_PACK_AHEAD < kc) {   /* rows far apart (B in DRAM): fetch ahead */
-            __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb, 0, 3);
-            __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb + MMT_VL, 0, 3);
+    for (uint32_t k = 0; k < kc; k++, b += x->ldb) {
+        if (k + MMT_PACK_AHEAD < kc)   /* rows far apart (B in DRAM): fetch ahead */
+            for (size_t q = 0; q < nc; q += 16)
+                __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb + q, 0, 3);
+        float *d = bp + (size_t)k * MMT_NR;
+        for (size_t p = 0; p < np; p++, d += pstride) {
+            int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
+            const float *s = b + p * MMT_NR;
+            MMT_STORE(d, MMT_LOADM(MMT_LANES(left), s));
+            MMT_STORE(d + MMT_VL, MMT_LOADM(MMT_LANES(left - MMT_VL), s + MMT_VL));
         }
-        MMT_STORE(bp, MMT_LOADM(m0, b));
-        MMT_STORE(bp + MMT_VL, MMT_LOADM(m1, b + MMT_VL));
     }
 }
 
@@ -148,7 +150,7 @@ MMT_INLINE void MMT_NAME(win_seg)(float *dst, const float *src, size_t len, int6
     }
 }
 
-/* Packs B[k0..k0+kc, j0..j0+nc) of a window (x->win) into bp like pack_b: the panel's
+/* Packs B[k0..k0+kc, j0..j0+nc) of a window (x->win) into bp (one panel): the panel's
  * columns are cut into runs within one j_0 (a row of output pixels), each copied per
  * k row from the row's offset; the k row's (i_0, i_1, i_2) advance like an odometer. */
 MMT_INLINE void MMT_NAME(pack_win)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
@@ -304,13 +306,16 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
                                               size_t nc) {
     size_t np = (nc + MMT_NR - 1) / MMT_NR;
     bool zero = x->zero && k0 == 0;
-    for (size_t p = 0; p < np; p++) {
+    if (!x->win && !x->bt)
+        MMT_NAME(pack_rows)(x, pack, k0, kc, j0, nc);
+    for (size_t p = 0; (x->win || x->bt) && p < np; p++) {
         int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
         if (x->win)
             MMT_NAME(pack_win)(x, pack + p * kc * MMT_NR, k0, kc, j0 + p * MMT_NR,
                                left < MMT_NR ? (size_t)left : MMT_NR);
-        else
-            MMT_NAME(pack_b)(x, pack + p * kc * MMT_NR, k0, kc, j0 + p * MMT_NR, left);
+        else    /* B given transposed */
+            MMT_NAME(transpose_in)(x, pack + p * kc * MMT_NR, MMT_NR, k0, kc, j0 + p * MMT_NR,
+                                   left < MMT_NR ? (size_t)left : MMT_NR);
     }
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         MMT_NAME(MicroFn) f = MMT_NAME(micros)[x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR];
