@@ -224,9 +224,13 @@ void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in) {
     }
     case ISA_MATMUL: {
         const SpyMatmul *mm = &in->mm;
-        if (mm->flags & ISA_F_BWIN) {   /* a window B is read in LX, its span irregular */
-            flush_all(c, d);
-            break;
+        if (mm->flags & ISA_F_BWIN) {   /* a window B is read in LX, over its range */
+            unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
+            int64_t lo, hi;
+            rt_mm_win_range(mm, es, &lo, &hi);
+            flush_lx(c, d, lo * es, hi * es);
+            if (!rt_mm_win_takes_a(c, mm))   /* A read in LX too */
+                flush_2d(c, d, mm->a, mm->m, mm->lda, mm->k, 1, es);
         }
         flush_2d(c, d, mm->c, mm->m, mm->ldc, mm->n, 1, 4);
         break;

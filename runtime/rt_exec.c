@@ -94,7 +94,9 @@ static void strip_mine(RtCore *c, const SpyInsn *code, uint32_t k) {
     }
 }
 
-/* A MATMUL, its A and B read from a deferred LOAD's DRAM where they can be. */
+/* A MATMUL, its A and B read from a deferred LOAD's DRAM where they can be (a window
+ * B always in LX: rt_defer_before carried out the views over its range, and those
+ * over A when the window kernel reads A in LX). */
 static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     if (!d->n) {
         rt_matmul(c, mm);
@@ -102,8 +104,10 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     }
     unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
     RtOperand a = rt_defer_operand(c, d, mm->a, mm->m, mm->k, mm->lda, es, false);
-    RtOperand b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
-                                   (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm));
+    RtOperand b = {c->lx + mm->b, mm->ldb, false};
+    if (!(mm->flags & ISA_F_BWIN))
+        b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
+                             (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm));
     RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t};
     rt_matmul_src(c, mm, &s);
 }

@@ -112,6 +112,8 @@ typedef struct {
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 bool rt_mm_takes_bt(const RtCore *c, const SpyMatmul *mm);
+bool rt_mm_win_takes_a(const RtCore *c, const SpyMatmul *mm);
+void rt_mm_win_range(const SpyMatmul *mm, size_t es, int64_t *lo, int64_t *hi);
 
 /* rt_kern_matmul.c: host instruction-set features (RT_HOST_*), and the portable
  * MATMUL (for F32 the same bits as the vector kernels). */

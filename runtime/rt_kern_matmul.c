@@ -219,7 +219,7 @@ static void mm_dlf16(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
 
 /* Element range [*lo, *hi) of LX (in elements of es bytes) that the window B of mm
  * reads: each window dim adds its extent times its stride at the low or high end. */
-static void win_range(const SpyMatmul *mm, size_t es, int64_t *lo, int64_t *hi) {
+void rt_mm_win_range(const SpyMatmul *mm, size_t es, int64_t *lo, int64_t *hi) {
     int64_t l = (int64_t)(mm->b / es), h = l;
     for (int d = 0; d < 3; d++) {
         int64_t span = (int64_t)(mm->bw_kext[d] - 1) * mm->bw_ks[d];
@@ -242,7 +242,7 @@ static void win_range(const SpyMatmul *mm, size_t es, int64_t *lo, int64_t *hi) 
 static void mm_win_dlf16(RtCore *c, const SpyMatmul *mm) {
     int64_t blo, bhi, alo = (int64_t)(mm->a / 2);
     int64_t ahi = alo + (int64_t)(mm->m - 1) * mm->lda + mm->k;
-    win_range(mm, 2, &blo, &bhi);
+    rt_mm_win_range(mm, 2, &blo, &bhi);
     uint8_t *w = c->lx + c->wide;
     SpyMatmul f = *mm;
     f.dtype = ISA_DT_F32;
@@ -284,6 +284,20 @@ void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
 #endif
     else
         rt_mm_portable(c, mm, s);
+}
+
+/* Whether rt_matmul_src runs the window MATMUL mm (ISA_F_BWIN) with A where its
+ * RtMmSrc says (the F32 vector kernels: the conditions under which they take a window);
+ * false: A must be in LX (the DLF16 and portable window paths read it there). */
+bool rt_mm_win_takes_a(const RtCore *c, const SpyMatmul *mm) {
+#if RT_HAVE_X86_KERNELS
+    return mm->dtype == ISA_DT_F32 && mm->k > 0 && c->pack && mm->bw_ns[1] < (1 << 26) &&
+           mm->bw_ns[1] > -(1 << 26) &&
+           (rt_host_has(RT_HOST_AVX512) || rt_host_has(RT_HOST_AVX2_FMA));
+#else
+    (void)c, (void)mm;
+    return false;
+#endif
 }
 
 /* Whether rt_matmul_src takes mm's B transposed (RtMmSrc.bt): an F32 product, with a

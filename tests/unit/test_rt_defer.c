@@ -7,7 +7,8 @@
  * source, VEC / GATHER / MATMUL-C accesses to its LX bytes, more LOADs than view
  * slots, operands that do not match the view's rows; and what reads it straight from
  * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
- * product, at products of 1, 3, 8 and 100 rows. And the transposed B of each F32
+ * product, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
+ * in LX, the views under its range carried out). And the transposed B of each F32
  * kernel (streamed and packed) against a scalar reference.
  */
 #include <math.h>
@@ -234,6 +235,43 @@ static void test_defer_flushes(void **state) {
     check(&p, 43);
 }
 
+/* Appends an F32 MATMUL whose B is a 3 x 3 window (ISA_F_BWIN) over a patch of ch
+ * channels of h x w at b: k = ch * 9, n = (h - 2) x (w - 2). */
+static void mmwin(Prog *p, uint32_t a, uint32_t b, uint32_t c, uint32_t m, uint32_t ch,
+                  uint32_t h, uint32_t w) {
+    uint32_t k = ch * 9, n = (h - 2) * (w - 2);
+    SpyMatmul x = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
+                   .flags = ISA_F_BWIN, .a = a, .b = b, .c = c, .m = m, .n = n, .k = k,
+                   .lda = k, .ldc = n, .bw_kext = {ch, 3, 3},
+                   .bw_ks = {(int32_t)(h * w), (int32_t)w, 1}, .bw_next = {h - 2, w - 2},
+                   .bw_ns = {(int32_t)w, 1}};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].mm = x;
+}
+
+/* A window MATMUL (an implicit-GEMM convolution): its A read from a deferred LOAD's
+ * DRAM, the LOADs under its window range and under C carried out first, a view
+ * elsewhere kept for a later product; at 1, 20 and 100 rows of C. */
+static void test_defer_window(void **state) {
+    (void)state;
+    Prog p;
+    const uint32_t ms[] = {1, 20, 100};
+    for (int i = 0; i < 3; i++) {
+        uint32_t m = ms[i], ch = 4, h = 12, w = 16, k = ch * 9, n = (h - 2) * (w - 2);
+        p.n = 0;
+        dma(&p, false, 0, 0, 1, m * k < 600 ? 600 : m * k, 0, 1, 0, 1);    /* A, 1-d */
+        dma(&p, false, 0x40000, 0x20000, ch * h, w, (int32_t)w + 4, 1, (int32_t)w, 1);
+        dma(&p, false, 0x60000, 0x30000, 16, 160, 170, 1, 160, 1);     /* another view */
+        dma(&p, false, 0x80000, 0x38000, m, n, (int32_t)n, 1, (int32_t)n, 1);  /* old C */
+        mmwin(&p, 0, 0x40000, 0x80000, m, ch, h, w);
+        p.in[p.n - 1].mm.flags |= ISA_F_ACCUM;
+        mm(&p, 0, 0x60000, 0xc0000, 2, 160, 16, 16, 160, 160, false);
+        dma(&p, true, 0x80000, OUT, m, n, (int32_t)n, 1, (int32_t)n, 1);
+        dma(&p, true, 0xc0000, OUT + 0x40000, 2, 160, 160, 1, 160, 1);
+        check(&p, 60 + (uint32_t)i);
+    }
+}
+
 /* A B given transposed (RtMmSrc.bt) through each F32 kernel this host runs: the same
  * bits as the scalar reference (increasing k, one fused multiply-add each). */
 static void test_kernels_bt(void **state) {
@@ -277,6 +315,7 @@ int main(void) {
         cmocka_unit_test(test_defer_matmul_rows),
         cmocka_unit_test(test_defer_matmul_transposed),
         cmocka_unit_test(test_defer_flushes),
+        cmocka_unit_test(test_defer_window),
         cmocka_unit_test(test_kernels_bt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
