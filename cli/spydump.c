@@ -53,8 +53,8 @@ static const char *sec_name(uint32_t id) {
     static const char *const n[SPY_SEC_MAX] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
                                                "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
                                                "SEGMENTS", "META",     "SELFTEST",
-                                               "DEBUG", "DIMREFS"};
-    return id < SPY_SEC_MAX ? n[id] : "?";
+                                               "DEBUG", "DIMREFS", [15] = "VARIANTS"};
+    return id < SPY_SEC_MAX && n[id] ? n[id] : "?";
 }
 
 /* Prints the header and target; returns false if the header cannot be read. */

@@ -26,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "cli/spyrec_args.h"
+#include "cli/spyrec_buckets.h"
 #include "codegen/cg.h"
 #include "frontend/fe.h"
 #include "ir.h"
@@ -149,6 +150,8 @@ static struct {
     const void *out;               /* what was written to the output */
     size_t out_len;
     double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
+    PassConstPool *cpool;          /* size buckets: the shared constant pool */
+    CliBuckets buckets;            /* what they add to the bound bundle */
 } live = {.whatif_us = -1};
 
 /* Write the output (atomically) and remember it for the cache. Returns the exit
@@ -276,6 +279,11 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };
+    bool buckets = a->emit == EMIT_SBIN && a->dim_buckets > 1 && g->nsymdims &&
+                   ends_with(a->input, ".onnx");
+    if (buckets && !(live.cpool = pass_cpool_new()))
+        ir_oom(g);
+    po.cpool = live.cpool;
     uint32_t nnames = 0;
     const char **names = a->strip || a->emit == EMIT_IR ? NULL : model_names(g, &nnames);
     if (!pass_run_pipeline(g, &po) || ir_failed(g))
@@ -296,6 +304,17 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     char *meta = make_meta(a);
     CgOptions co = {.target = target, .meta = meta ? meta : "", .debug = !a->strip,
                     .model_names = names, .nmodel_names = nnames};
+    if (buckets) {
+        cli_progress_stage("size buckets");
+        if (!cli_buckets_build(a, target, g, live.cpool, co.meta, g->oom, &live.buckets))
+            ir_oom(g);
+        co.variants = live.buckets.variants;
+        co.variants_len = live.buckets.variants_len;
+        co.const_extra = live.buckets.extra;
+        co.const_extra_off = live.buckets.extra_off;
+        co.const_extra_len = live.buckets.extra_len;
+        cli_progress_stage("codegen");
+    }
     if (a->emit == EMIT_SBIN && strcmp(a->output, "-") != 0) {
         int rc = stream_bundle(g, diag, a, &co);
         free(meta);
@@ -592,6 +611,8 @@ done:
         ir_graph_free(live.g);
     }
     fe_file_list_free(&live.files);
+    pass_cpool_free(live.cpool);
+    cli_buckets_free(&live.buckets);
     cli_cache_free(&live.cache);
     ir_diag_free(diag);
     return rc;

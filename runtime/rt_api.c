@@ -43,6 +43,9 @@ void spy_model_free(spy_model *m) {
     free(m->active_first);
     free(m->io);
     free(m->meta_text);
+    for (uint32_t v = 0; v < m->nvariants; v++)
+        spy_model_free(m->variants[v]);
+    free(m->variants);
     rt_model_release(m);
     free(m);
 }
