@@ -69,12 +69,20 @@ int cli_bucket_grid(const int64_t *min, const int64_t *max, int nsyms, int limit
                 w = s;
         if (cnt[w] == 1)
             break;
-        int k = 0, n = cnt[w];
-        for (int i = 0; i < n; i++)
-            if ((n - 1 - i) % 2 == 0)
-                vals[w][k++] = vals[w][i];
-        prod = prod / n * k;
-        cnt[w] = k;
+        int n = cnt[w], r = n - 1;         /* drop max itself only when nothing else */
+        double best = 0;
+        for (int i = 1; i + 1 < n; i++) {  /* the interior value of the closest neighbours */
+            double q = (double)vals[w][i + 1] / (double)vals[w][i - 1];
+            if (r == n - 1 || q < best) {
+                best = q;
+                r = i;
+            }
+        }
+        if (r == n - 1)
+            r = 0;                         /* two values left: keep max */
+        memmove(&vals[w][r], &vals[w][r + 1], (size_t)(n - 1 - r) * sizeof vals[w][0]);
+        prod = prod / n * (n - 1);
+        cnt[w] = n - 1;
     }
     int nb = 0, idx[64] = {0};
     for (;;) {
@@ -181,30 +189,26 @@ static int symbols(const IrGraph *g, FeDimBound *caps, int64_t *min, int64_t *ma
     return n;
 }
 
-/* Lays out the VARIANTS section of the n bundles bun[] into out. */
-static bool variants_section(uint8_t *const *bun, const size_t *blen, int n, CliBuckets *out)
+/* Starts the VARIANTS section in out: its head and a table of nb entries (filled by
+ * add_variant; count set at the end), padded to a 64-byte boundary. */
+static bool variants_begin(CliBuckets *out, size_t *cap, int nb)
 {
-    size_t len = 0, cap = 0;
-    SpyVariantsHead h;
-    memset(&h, 0, sizeof h);
-    h.count = (uint32_t)n;
-    if (!append(&out->variants, &len, &cap, &h, sizeof h))
+    size_t n = sizeof(SpyVariantsHead) + (size_t)nb * sizeof(SpyVariantDesc);
+    n = (n + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
+    return append(&out->variants, &out->variants_len, cap, NULL, n);
+}
+
+/* Appends bundle bun (len bytes) to the VARIANTS section as entry out->n. */
+static bool add_variant(CliBuckets *out, size_t *cap, const uint8_t *bun, size_t len)
+{
+    size_t at = out->variants_len;
+    if (!append(&out->variants, &out->variants_len, cap, bun, len) ||
+        !append(&out->variants, &out->variants_len, cap, NULL,
+                (len + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN - len))
         return false;
-    uint64_t at = sizeof h + (uint64_t)n * sizeof(SpyVariantDesc);
-    at = (at + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
-    for (int i = 0; i < n; i++) {
-        SpyVariantDesc d = {.offset = at, .size = blen[i]};
-        if (!append(&out->variants, &len, &cap, &d, sizeof d))
-            return false;
-        at = (at + blen[i] + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
-    }
-    for (int i = 0; i < n; i++) {
-        size_t pad = (len + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN - len;
-        if (!append(&out->variants, &len, &cap, NULL, pad) ||
-            !append(&out->variants, &len, &cap, bun[i], blen[i]))
-            return false;
-    }
-    out->variants_len = len;
+    SpyVariantDesc d = {.offset = at, .size = len};
+    memcpy(out->variants + sizeof(SpyVariantsHead) + (size_t)out->n * sizeof d, &d, sizeof d);
+    out->n++;
     return true;
 }
 
@@ -221,30 +225,33 @@ bool cli_buckets_build(const Args *a, const SpyTarget *t, IrGraph *bound, PassCo
         if (!caps[s].param)
             return true;                   /* a symbol of outputs only: no buckets */
     int64_t *boxes = malloc((size_t)CLI_MAX_BUCKETS * (size_t)nsyms * sizeof *boxes);
-    uint8_t **bun = calloc(CLI_MAX_BUCKETS, sizeof *bun);
-    size_t *blen = calloc(CLI_MAX_BUCKETS, sizeof *blen), ecap = 0;
-    bool ok = boxes && bun && blen;
-    int nb = ok ? cli_bucket_grid(min, max, nsyms, a->dim_buckets, boxes, CLI_MAX_BUCKETS) : 0;
+    size_t ecap = 0, vcap = 0;
+    int nb = boxes ? cli_bucket_grid(min, max, nsyms, a->dim_buckets, boxes, CLI_MAX_BUCKETS)
+                   : 0;
+    bool ok = boxes && (!nb || variants_begin(out, &vcap, nb));
     pass_cpool_set_own(pool, true);
     for (int b = 0; ok && b < nb; b++) {
         for (int s = 0; s < nsyms; s++)
             caps[s].max = boxes[(size_t)b * (size_t)nsyms + (size_t)s];
-        uint8_t *tail = NULL;
-        size_t tlen = 0;
-        bool built = compile_bucket(a, t, pool, caps, nsyms, meta, oom, &bun[out->n],
-                                    &blen[out->n], &tail, &tlen);
-        ok = !built || append(&out->extra, &out->extra_len, &ecap, tail, tlen);
+        uint8_t *tail = NULL, *bun = NULL;
+        size_t tlen = 0, blen = 0;
+        bool built = compile_bucket(a, t, pool, caps, nsyms, meta, oom, &bun, &blen, &tail,
+                                    &tlen);
+        ok = !built || (append(&out->extra, &out->extra_len, &ecap, tail, tlen) &&
+                        add_variant(out, &vcap, bun, blen));
         free(tail);
-        out->n += built;
+        free(bun);
         uint64_t have = out->extra_off + out->extra_len;   /* a failed bucket's part: 0 */
         ok = ok && append(&out->extra, &out->extra_len, &ecap, NULL,
                           (size_t)(pass_cpool_end(pool) - have));
     }
-    ok = ok && (!out->n || variants_section(bun, blen, out->n, out));
-    for (int i = 0; bun && i < out->n; i++)
-        free(bun[i]);
-    free(bun);
-    free(blen);
+    if (ok && out->n)
+        ((SpyVariantsHead *)out->variants)->count = (uint32_t)out->n;
+    if (ok && !out->n) {                   /* no bucket compiled: no section */
+        free(out->variants);
+        out->variants = NULL;
+        out->variants_len = 0;
+    }
     free(boxes);
     return ok;
 }

@@ -29,8 +29,9 @@ typedef struct {
 
 /* The boxes of the size buckets (the bounds' own box excluded): per symbol min itself,
  * the powers of two between, and max; while the product of the counts is above limit,
- * the symbol with the most values (the first of a tie) keeps every other value, counted
- * down from max. Boxes (nsyms caps each) go to boxes[], ordered by their product, then
+ * the symbol with the most values (the first of a tie) loses one: the value between
+ * min and max whose neighbours are closest (ratio; the smallest such value of a tie),
+ * or min when only min and max are left. Boxes (nsyms caps each) go to boxes[], ordered by their product, then
  * lexicographically; returns how many (at most cap). */
 int cli_bucket_grid(const int64_t *min, const int64_t *max, int nsyms, int limit,
                     int64_t *boxes, int cap);

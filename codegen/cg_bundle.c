@@ -501,8 +501,6 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
     put(&sec[SPY_SEC_CODE], e->code, (size_t)e->n * sizeof(SpyInsn));
     const char *meta = opt->meta ? opt->meta : "";
     put(&sec[SPY_SEC_META], meta, strlen(meta));
-    if (opt->variants)
-        put(&sec[SPY_SEC_VARIANTS], opt->variants, opt->variants_len);
 
     struct {
         SpyHeader h;
@@ -518,7 +516,10 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
         st->offset = off;
         bool cst = order[i] == SPY_SEC_CONSTS;
         st->size = cst ? (opt->const_tail ? 0 : e->s->seg0_bytes) : sec[order[i]].n;
-        if (!cst || opt->const_tail)
+        if (order[i] == SPY_SEC_VARIANTS) { /* written from opt, not copied */
+            st->size = opt->variants_len;
+            st->crc32c = spy_crc32c(0, opt->variants, opt->variants_len);
+        } else if (!cst || opt->const_tail)
             st->crc32c = spy_crc32c(0, sec[order[i]].p, sec[order[i]].n);
         off = (off + st->size + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     }
@@ -533,6 +534,8 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
         out_put(&w, NULL, (size_t)(hdr.st[i].offset - at));      /* zero padding (sbin.md) */
         if (order[i] == SPY_SEC_CONSTS && !opt->const_tail)
             hdr.st[i].crc32c = put_consts(&w, opt, 0);
+        else if (order[i] == SPY_SEC_VARIANTS)
+            out_put(&w, opt->variants, opt->variants_len);
         else
             out_put(&w, sec[order[i]].p, sec[order[i]].n);
         at = hdr.st[i].offset + hdr.st[i].size;

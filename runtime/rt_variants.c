@@ -55,21 +55,26 @@ static const char *check_table(const SpySection *sec, const uint8_t *p, char *bu
             return "reserved head bytes not zero";
     uint64_t end = sizeof *h + (uint64_t)h->count * sizeof(SpyVariantDesc);
     if (h->count < 1 || h->count > 255 || end > sec->size)
-        return snprintf(buf, len, "count %u outside 1..255 or its table past the section",
-                        h->count), buf;
+        return snprintf(buf, len, "count %u outside 1..255, or its table past the section's "
+                        "%llu bytes", h->count, (unsigned long long)sec->size), buf;
     const SpyVariantDesc *d = (const SpyVariantDesc *)(p + sizeof *h);
     for (uint32_t k = 0; k < h->count; k++) {
         uint64_t at = sec->offset + sizeof *h + (uint64_t)k * sizeof *d;
         if (d[k].reserved[0] || d[k].reserved[1])
             return snprintf(buf, len, "entry %u (offset %llu): reserved bytes not zero", k,
                             (unsigned long long)at), buf;
-        if (d[k].offset % SPY_SBIN_ALIGN || d[k].offset < end || d[k].size < sizeof(SpyHeader) ||
-            d[k].size > sec->size || d[k].offset > sec->size - d[k].size)
-            return snprintf(buf, len, "entry %u (offset %llu): bundle [%llu, +%llu) misaligned, "
-                            "before the previous one's end %llu, shorter than a header or "
-                            "past the section's %llu bytes", k, (unsigned long long)at,
-                            (unsigned long long)d[k].offset, (unsigned long long)d[k].size,
-                            (unsigned long long)end, (unsigned long long)sec->size), buf;
+        const char *why = d[k].offset % SPY_SBIN_ALIGN ? "not 64-byte aligned"
+                          : d[k].offset < end ? "before the end of the table or the previous "
+                                                "bundle"
+                          : d[k].size < sizeof(SpyHeader) ? "shorter than a bundle header"
+                          : d[k].size > sec->size || d[k].offset > sec->size - d[k].size
+                              ? "past the end of the section"
+                              : NULL;
+        if (why)
+            return snprintf(buf, len, "entry %u (offset %llu): bundle [%llu, +%llu) %s (%llu "
+                            "bytes)", k, (unsigned long long)at,
+                            (unsigned long long)d[k].offset, (unsigned long long)d[k].size, why,
+                            (unsigned long long)sec->size), buf;
         end = d[k].offset + d[k].size;
     }
     return NULL;
