@@ -313,6 +313,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         co.const_extra = live.buckets.extra;
         co.const_extra_off = live.buckets.extra_off;
         co.const_extra_len = live.buckets.extra_len;
+        co.shared_consts = true;
         cli_progress_stage("codegen");
     }
     if (a->emit == EMIT_SBIN && strcmp(a->output, "-") != 0) {

@@ -153,8 +153,8 @@ static bool compile_bucket(const Args *a, const SpyTarget *t, PassConstPool *poo
         ok = pass_run_pipeline(g, &po) && !ir_failed(g);
     }
     if (ok) {
-        CgOptions co = {.target = t, .meta = meta, .const_base = base, .const_tail = tail,
-                        .const_tail_len = tlen};
+        CgOptions co = {.target = t, .meta = meta, .shared_consts = true, .const_base = base,
+                        .const_tail = tail, .const_tail_len = tlen};
         ok = cg_emit_bundle(g, &co, bun, blen) && !ir_failed(g);
     }
     if (!ok) {

@@ -23,6 +23,8 @@ typedef struct {
      * that its constants added. The bound bundle: const_extra (const_extra_len bytes)
      * is what the buckets added at const_extra_off, and variants (variants_len bytes)
      * its VARIANTS section. */
+    bool shared_consts;            /* constants placed in a shared pool (an identical one
+                                      may sit at an offset written already) */
     uint64_t const_base;
     uint8_t **const_tail;
     size_t *const_tail_len;

@@ -266,10 +266,8 @@ static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
         const IrValue *v = ir_val(g, s->consts[i]);
         const PlanValue *pv = &s->val[s->consts[i]];
         int64_t n = plan_numel(&v->type);
-        if (n == 0 || (base && (uint64_t)pv->dram_offset < at))
-            continue;
-        if (opt->variants && (uint64_t)pv->dram_offset < at)
-            continue;                      /* shared with an earlier constant */
+        if (n == 0 || (opt->shared_consts && (uint64_t)pv->dram_offset < at))
+            continue;                      /* before base, or shared with one written */
         IR_ASSERT((uint64_t)pv->dram_offset >= at);   /* placed in increasing order */
         chunk_zeros(w, (uint64_t)pv->dram_offset - at);
         size_t ds = (size_t)pass_dev_esize(v->type.dtype);
