@@ -1,8 +1,10 @@
-/* test_cli_buckets.c: unit tests of the size-bucket grid (spyrec --dim-buckets,
- * cli/spyrec_buckets.c): per symbol min, the powers of two between and max; the bounds'
+/* test_cli_buckets.c: unit tests of size buckets (spyrec --dim-buckets). The grid
+ * (cli/spyrec_buckets.c): per symbol min, the powers of two between and max; the bounds'
  * own box left out; coarsening, one value at a time, of the symbol with the most values
  * while the product is above the limit (the value between the closest neighbours, min
- * when only min and max are left); boxes ordered by product, then lexicographically. */
+ * when only min and max are left); boxes ordered by product, then lexicographically.
+ * The runtime's choice (runtime/rt_variants.c): the first bucket whose box holds every
+ * input's size on its symbolic axes, else the bounds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +16,7 @@
 #include <cmocka.h>
 
 #include "cli/spyrec_buckets.h"
+#include "rt_model.h"
 
 /* Box k's caps must be want[0..n). */
 static void expect_box(const int64_t *boxes, int n, int k, const int64_t *want)
@@ -98,12 +101,53 @@ static void test_limits(void **st)
     assert_int_equal(nb, 10);
 }
 
+/* The choice among the buckets of the grid of test_two_symbols: an input ids[b, q]
+ * (tensor 0, symbols 0 and 1) runs in the first box, in grid order, that holds it. */
+static void test_choice(void **st)
+{
+    (void)st;
+    int64_t boxes[64 * 2];
+    int nb = cli_bucket_grid((int64_t[]){1, 2}, (int64_t[]){8, 128}, 2, 16, boxes, 64);
+    spy_model bk[64], outer, *vars[64];
+    SpyDimRef refs[64][2];
+    memset(&outer, 0, sizeof outer);
+    for (int v = 0; v < nb; v++) {
+        memset(&bk[v], 0, sizeof bk[v]);
+        refs[v][0] = (SpyDimRef){0, 0, 0, 0, 1, boxes[2 * v]};
+        refs[v][1] = (SpyDimRef){0, 1, 1, 0, 2, boxes[2 * v + 1]};
+        bk[v].dimrefs = refs[v];
+        bk[v].ndimrefs = 2;
+        bk[v].nvis_in = 1;
+        vars[v] = &bk[v];
+    }
+    outer.variants = vars;
+    outer.nvariants = (uint32_t)nb;
+    static const struct {
+        int64_t b, q;
+        int64_t want_b, want_q;   /* the box that must run; 8, 128: the bounds */
+    } cases[] = {{1, 2, 1, 2},  {1, 5, 1, 8},    {2, 2, 2, 2},    {2, 5, 2, 8},
+                 {3, 5, 4, 8},  {1, 9, 1, 32},   {3, 40, 4, 128}, {5, 2, 8, 2},
+                 {5, 3, 8, 8},  {8, 33, 8, 128}, {4, 128, 4, 128}, {1, 128, 1, 128}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t dims[SPY_MAX_RANK] = {cases[i].b, cases[i].q};
+        int v = rt_variant_pick(&outer, dims);
+        int64_t gb = v < 0 ? 8 : boxes[2 * v], gq = v < 0 ? 128 : boxes[2 * v + 1];
+        if (gb != cases[i].want_b || gq != cases[i].want_q)
+            fail_msg("[%lld, %lld] ran in [%lld, %lld], not [%lld, %lld]",
+                     (long long)cases[i].b, (long long)cases[i].q, (long long)gb,
+                     (long long)gq, (long long)cases[i].want_b, (long long)cases[i].want_q);
+        for (int w = 0; w < v; w++)          /* no earlier box holds it */
+            assert_false(cases[i].b <= boxes[2 * w] && cases[i].q <= boxes[2 * w + 1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_symbols),
         cmocka_unit_test(test_one_symbol),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
