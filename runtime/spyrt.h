@@ -71,7 +71,8 @@ int spy_model_num_outputs(const spy_model *m);
 spy_status spy_model_input_info(const spy_model *m, int i, spy_tensor_info *info);
 spy_status spy_model_output_info(const spy_model *m, int i, spy_tensor_info *info);
 int spy_model_num_kernels(const spy_model *m);
-/* Bytes of memory a session needs (arena + scratchpads + staging). */
+/* Bytes of memory a session needs (arena + scratchpads + staging; with size buckets,
+ * at most, once every bucket has run). */
 size_t spy_model_session_bytes(const spy_model *m);
 
 typedef struct {
