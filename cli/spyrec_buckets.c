@@ -32,8 +32,10 @@ static int sym_values(int64_t min, int64_t max, int64_t *v)
     return n;
 }
 
-/* Orders two boxes (nsyms caps, first element: the count) by product, then caps. */
+/* Symbols per box, for cmp_box (qsort passes no context). */
 static int g_nsyms;
+
+/* Orders two boxes (g_nsyms caps each) by product, then caps. */
 static int cmp_box(const void *a, const void *b)
 {
     const int64_t *x = a, *y = b;
@@ -50,6 +52,7 @@ static int cmp_box(const void *a, const void *b)
     return 0;
 }
 
+/* The buckets' boxes (spyrec_buckets.h has the rule). */
 int cli_bucket_grid(const int64_t *min, const int64_t *max, int nsyms, int limit,
                     int64_t *boxes, int cap)
 {
@@ -212,6 +215,7 @@ static bool add_variant(CliBuckets *out, size_t *cap, const uint8_t *bun, size_t
     return true;
 }
 
+/* Compiles every bucket of the grid and collects their bundles and constants. */
 bool cli_buckets_build(const Args *a, const SpyTarget *t, IrGraph *bound, PassConstPool *pool,
                        const char *meta, jmp_buf *oom, CliBuckets *out)
 {
@@ -256,6 +260,7 @@ bool cli_buckets_build(const Args *a, const SpyTarget *t, IrGraph *bound, PassCo
     return ok;
 }
 
+/* Frees what cli_buckets_build collected. */
 void cli_buckets_free(CliBuckets *b)
 {
     free(b->variants);

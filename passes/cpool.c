@@ -25,16 +25,19 @@ struct PassConstPool {
     bool own;
 };
 
+/* An empty pool (cpool.h). */
 PassConstPool *pass_cpool_new(void)
 {
     return calloc(1, sizeof(PassConstPool));
 }
 
+/* Whether constants added from now on are copied (their graph is freed first). */
 void pass_cpool_set_own(PassConstPool *p, bool own)
 {
     p->own = own;
 }
 
+/* Frees the pool and the copies it owns (NULL is ignored). */
 void pass_cpool_free(PassConstPool *p)
 {
     if (!p)
@@ -46,6 +49,7 @@ void pass_cpool_free(PassConstPool *p)
     free(p);
 }
 
+/* Bytes the pool holds. */
 uint64_t pass_cpool_end(const PassConstPool *p)
 {
     return p->end;
@@ -91,6 +95,8 @@ static bool grow(PassConstPool *p)
     return true;
 }
 
+/* The pool offset of constant v (cpool.h): an identical entry's, else a new one at the
+ * end. */
 int64_t pass_cpool_place(PassConstPool *p, IrGraph *g, ValId v, int lay, uint64_t bytes)
 {
     const IrValue *val = ir_val(g, v);

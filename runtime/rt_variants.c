@@ -80,6 +80,8 @@ static const char *check_table(const SpySection *sec, const uint8_t *p, char *bu
     return NULL;
 }
 
+/* Verifies the VARIANTS table of m and loads, verifies and times each bucket, which
+ * must then serve m's caller (check_same). */
 spy_status rt_variants_load(spy_model *m, RtErr *e)
 {
     const SpySection *sec = m->sec[SPY_SEC_VARIANTS];
@@ -124,6 +126,7 @@ spy_status rt_variants_load(spy_model *m, RtErr *e)
     return SPY_OK;
 }
 
+/* The first bucket whose DIMREFS maximums hold every input size, or -1. */
 int rt_variant_pick(const spy_model *m, const int64_t *in_dims)
 {
     for (uint32_t v = 0; v < m->nvariants; v++) {
