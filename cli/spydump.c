@@ -53,8 +53,8 @@ static const char *sec_name(uint32_t id) {
     static const char *const n[SPY_SEC_MAX] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
                                                "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
                                                "SEGMENTS", "META",     "SELFTEST",
-                                               "DEBUG", "DIMREFS"};
-    return id < SPY_SEC_MAX ? n[id] : "?";
+                                               "DEBUG", "DIMREFS", [15] = "VARIANTS"};
+    return id < SPY_SEC_MAX && n[id] ? n[id] : "?";
 }
 
 /* Prints the header and target; returns false if the header cannot be read. */
@@ -255,6 +255,40 @@ static void dump_debug(const uint8_t *buf, const spy_model *m) {
     }
 }
 
+/* The size buckets (VARIANTS section): per bucket its box (each input's bound shape),
+ * kernels, instructions' bundle bytes and modelled time, then the bounds' own. */
+static void dump_variants(const uint8_t *buf, const spy_model *m) {
+    uint64_t n = 0;
+    const uint8_t *p = payload(buf, SPY_SEC_VARIANTS, &n);
+    int nv = spy_model_num_variants(m);
+    if (!p || !nv)
+        return;
+    const SpyVariantDesc *d = (const SpyVariantDesc *)(p + sizeof(SpyVariantsHead));
+    printf("\nsize buckets (%d, smallest first; a run takes the first that holds its sizes):\n",
+           nv);
+    printf("  #  %-40s %8s %12s %12s\n", "box (inputs' bound shapes)", "kernels", "bytes",
+           "modelled us");
+    for (int v = 0; v <= nv; v++) {
+        const spy_model *b = v < nv ? spy_model_variant(m, v) : m;
+        char box[256] = "";
+        size_t at = 0;
+        for (int i = 0; i < spy_model_num_inputs(b) && at < sizeof box - 40; i++) {
+            spy_tensor_info ti;
+            spy_model_input_info(b, i, &ti);
+            at += (size_t)snprintf(box + at, sizeof box - at, "%s%s ", i ? ", " : "", ti.name);
+            for (int k = 0; k < ti.rank && at < sizeof box - 24; k++)
+                at += (size_t)snprintf(box + at, sizeof box - at, "%s%lld", k ? "x" : "",
+                                       (long long)ti.dims[k]);
+        }
+        if (v < nv)
+            printf("  %-2d %-40s %8d %12llu %12.3f\n", v, box, spy_model_num_kernels(b),
+                   (unsigned long long)d[v].size, spy_model_device_us(b));
+        else
+            printf("  -  %-40s %8d %12s %12.3f  (the bounds)\n", box,
+                   spy_model_num_kernels(b), "", spy_model_device_us(b));
+    }
+}
+
 /* spydump --asm: the disassembly of a bundle that verifies (the same text as spyrec
  * --emit=asm), so that a compiled bundle need not be compiled again to be read. */
 static int dump_asm(const char *path, const uint8_t *buf, size_t len) {
@@ -312,6 +346,7 @@ int main(int argc, char **argv) {
             dump_tensors(buf);
             dump_kernels(buf, m);
             dump_debug(buf, m);
+            dump_variants(buf, m);
             spy_model_free(m);
             rc = 0;
         }

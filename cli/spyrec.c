@@ -27,6 +27,7 @@
 #include "cli/cli.h"
 #include "cli/spyrec_args.h"
 #include "cli/spyrec_calib.h"
+#include "cli/spyrec_buckets.h"
 #include "codegen/cg.h"
 #include "frontend/fe.h"
 #include "ir.h"
@@ -152,6 +153,8 @@ static struct {
     double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
     PassQuant quant;               /* --precision=int8: the calibration */
     double calib_seconds;
+    PassConstPool *cpool;          /* size buckets: the shared constant pool */
+    CliBuckets buckets;            /* what they add to the bound bundle */
 } live = {.whatif_us = -1};
 
 /* Write the output (atomically) and remember it for the cache. Returns the exit
@@ -280,6 +283,11 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };
+    bool buckets = a->emit == EMIT_SBIN && a->dim_buckets > 1 && g->nsymdims &&
+                   ends_with(a->input, ".onnx");
+    if (buckets && !(live.cpool = pass_cpool_new()))
+        ir_oom(g);
+    po.cpool = live.cpool;
     uint32_t nnames = 0;
     const char **names = a->strip || a->emit == EMIT_IR ? NULL : model_names(g, &nnames);
     if (!pass_run_pipeline(g, &po) || ir_failed(g))
@@ -300,6 +308,18 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     char *meta = make_meta(a);
     CgOptions co = {.target = target, .meta = meta ? meta : "", .debug = !a->strip,
                     .model_names = names, .nmodel_names = nnames};
+    if (buckets) {
+        cli_progress_stage("size buckets");
+        if (!cli_buckets_build(a, target, g, live.cpool, co.meta, g->oom, &live.buckets))
+            ir_oom(g);
+        co.variants = live.buckets.variants;
+        co.variants_len = live.buckets.variants_len;
+        co.const_extra = live.buckets.extra;
+        co.const_extra_off = live.buckets.extra_off;
+        co.const_extra_len = live.buckets.extra_len;
+        co.shared_consts = true;
+        cli_progress_stage("codegen");
+    }
     if (a->emit == EMIT_SBIN && strcmp(a->output, "-") != 0) {
         int rc = stream_bundle(g, diag, a, &co);
         free(meta);
@@ -622,6 +642,8 @@ done:
     }
     fe_file_list_free(&live.files);
     cli_calib_free(&live.quant);
+    pass_cpool_free(live.cpool);
+    cli_buckets_free(&live.buckets);
     cli_cache_free(&live.cache);
     ir_diag_free(diag);
     return rc;

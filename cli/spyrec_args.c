@@ -66,6 +66,10 @@ static void usage(FILE *f)
             "  --calibrate-method=minmax|percentile:P\n"
             "                        the activation range: min and max (default) or the\n"
             "                        P-th percentile of the values (such as percentile:99.99)\n"
+            "  --dim-buckets=N       with bounded dynamic dims: compile at most N size buckets\n"
+            "                        (boxes of smaller bounds) into the bundle; the runtime\n"
+            "                        runs the smallest that holds the actual sizes (default\n"
+            "                        16; 1: the bounds only)\n"
             "  --strip               leave out the bundle's DEBUG section (the model's names\n"
             "                        of the tensors kernels store, for spyrun --compare)\n"
             "  --bind NAME=FILE      specialise: input NAME becomes a constant read from FILE\n"
@@ -419,6 +423,7 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
 {
     memset(a, 0, sizeof *a);
     a->opt_level = 2;
+    a->dim_buckets = CLI_DIM_BUCKETS;
 #ifdef SPY_DEBUG
     a->verify = true;
 #endif
@@ -494,6 +499,14 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
             int rc = parse_dim_bound(a, v);
             if (rc >= 0)
                 return rc;
+        } else if ((v = opt_value(argc, argv, &i, "--dim-buckets", &missing))) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || n < 1 || n > 256)
+                return usage_error("bad --dim-buckets value '%s' (1 to 256)", v);
+            a->dim_buckets = (int)n;
+            flags_add(&a->flags, "--dim-buckets");
+            flags_add(&a->flags, v);
         } else if (!strcmp(arg, "--print-ops")) {
             a->print_ops = true;
         } else if (!strcmp(arg, "-MD")) {

@@ -18,6 +18,7 @@ enum { EXIT_INTERNAL = 1, EXIT_INPUT = 2 };
 typedef enum { EMIT_SBIN, EMIT_IR, EMIT_ASM, EMIT_DOT } EmitKind;
 extern const char *const cli_emit_names[];   /* by EmitKind */
 
+#define CLI_DIM_BUCKETS 16                /* default --dim-buckets */
 #define SPEC_MAX 64                       /* --bind / --input-shape options at most */
 #define CALIB_MAX 256                     /* --calibrate folders at most */
 
@@ -46,6 +47,8 @@ typedef struct {
     int nspecs;
     FeDimBound dim_bounds[SPEC_MAX]; /* --dim PARAM=[MIN..]MAX */
     int ndim_bounds;
+    int dim_buckets;               /* --dim-buckets=N: size buckets at most (1: the bounds
+                                      only; default CLI_DIM_BUCKETS) */
     bool deps;                     /* -MD: write a make dependency file */
     const char *deps_file;         /* -MF FILE (default: OUT with .d) */
     const char *deps_target;       /* -MT TARGET (default: the output file) */

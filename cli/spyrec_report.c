@@ -199,6 +199,33 @@ static json_t *whatif_json(const CliReportInfo *in, const spy_model *m)
                      in->fp16_whatif_us > 0 ? us / in->fp16_whatif_us : 0.0);
 }
 
+/* The size buckets of bundle m (spyrec --dim-buckets), smallest first, then the bounds
+ * (the bundle itself): each with its box (every input's bound shape), kernels and
+ * modelled time; null when it has none. */
+static json_t *buckets_json(const spy_model *m)
+{
+    int n = spy_model_num_variants(m);
+    if (!m || !n)
+        return json_null();
+    json_t *a = json_array();
+    for (int v = 0; v <= n; v++) {
+        const spy_model *b = v < n ? spy_model_variant(m, v) : m;
+        json_t *box = json_object();
+        for (int i = 0; i < spy_model_num_inputs(b); i++) {
+            spy_tensor_info ti;
+            spy_model_input_info(b, i, &ti);
+            json_t *dims = json_array();
+            for (int d = 0; d < ti.rank; d++)
+                json_array_append_new(dims, json_integer(ti.dims[d]));
+            json_object_set_new(box, ti.name, dims);
+        }
+        json_array_append_new(a, json_pack("{s:o,s:i,s:f,s:b}", "inputs", box, "kernels",
+                                           spy_model_num_kernels(b), "device_us",
+                                           spy_model_device_us(b), "bounds", v == n));
+    }
+    return a;
+}
+
 /* The whole report object. */
 static json_t *build(CliReport *r, const CliReportInfo *in)
 {
@@ -239,6 +266,7 @@ static json_t *build(CliReport *r, const CliReportInfo *in)
                         in->quant ? cli_calib_report_json(in->quant, in->calib_method,
                                                           in->calib_sets, in->calib_seconds)
                                   : json_null());
+    json_object_set_new(root, "size_buckets", buckets_json(m));
     spy_model_free(m);
     return root;
 }

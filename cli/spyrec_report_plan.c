@@ -216,8 +216,8 @@ static const char *section_name(uint32_t id)
 {
     static const char *const n[SPY_SEC_MAX] = {"?",        "STRINGS",  "TENSORS", "CONSTS",
                                                "KERNELS",  "PROGRAMS", "CODE",    "SCHEDULE",
-                                               "SEGMENTS", "META",     "SELFTEST"};
-    return id < SPY_SEC_MAX ? n[id] : "?";
+                                               "SEGMENTS", "META",     "SELFTEST", [15] = "VARIANTS"};
+    return id < SPY_SEC_MAX && n[id] ? n[id] : "?";
 }
 
 json_t *cli_report_bundle(const uint8_t *bundle, size_t len, const spy_model *m)

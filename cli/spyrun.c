@@ -707,6 +707,21 @@ static int compare_inputs(const void *args, const spy_model *m, FeTensor *ins)
     return load_inputs(args, m, ins);
 }
 
+/* After the modelled time: " in size bucket V of N (its box: each input's bound
+ * shape)". */
+static void print_bucket(const spy_model *b, int v, int n)
+{
+    printf(" in size bucket %d of %d (", v, n);
+    for (int i = 0; i < spy_model_num_inputs(b); i++) {
+        spy_tensor_info ti;
+        spy_model_input_info(b, i, &ti);
+        printf("%s%s ", i ? ", " : "", ti.name);
+        for (int d = 0; d < ti.rank; d++)
+            printf("%s%lld", d ? "x" : "", (long long)ti.dims[d]);
+    }
+    printf(")");
+}
+
 /* Everything after loading: inputs, session, runs, outputs, checks. */
 static int run_model(const Args *a, const spy_model *m)
 {
@@ -752,9 +767,14 @@ static int run_model(const Args *a, const spy_model *m)
     for (int i = 0; i < nin; i++)
         for (int d = 0; d < ins[i].rank && !bounded; d++)
             bounded = spy_model_input_dim_bounds(m, i, d, NULL, NULL) == 1;
-    printf("modelled device time: %.3f us per inference (%d kernels)%s\n",
-           spy_model_device_us(m), spy_model_num_kernels(m),
-           bounded ? " at the bounds of its dynamic dimensions" : "");
+    int v = spy_session_variant(s);        /* size buckets: the one this run used */
+    const spy_model *rm = v >= 0 ? spy_model_variant(m, v) : m;
+    printf("modelled device time: %.3f us per inference (%d kernels)%s",
+           spy_model_device_us(rm), spy_model_num_kernels(rm),
+           v >= 0 ? "" : bounded ? " at the bounds of its dynamic dimensions" : "");
+    if (v >= 0)
+        print_bucket(rm, v, spy_model_num_variants(m));
+    printf("\n");
     for (int k = 0; k < nout && !a->quiet; k++)
         print_output(k, &oinfo[k], out[k]);
     if (a->output_dir && !make_dir(a->output_dir))
@@ -779,10 +799,10 @@ static int run_model(const Args *a, const spy_model *m)
     }
     cli_seq_goldens_free(gold);
     if (a->profile)
-        cli_print_profile(m, s);
+        cli_print_profile(rm, s);
     if (a->trace) {
         char err[512];
-        if (cli_trace_write(a->trace, m, s, a->model, err, sizeof err))
+        if (cli_trace_write(a->trace, rm, s, a->model, err, sizeof err))
             printf("trace: %s (open in ui.perfetto.dev or chrome://tracing)\n", a->trace);
         else {
             fprintf(stderr, "spyrun: --trace: %s\n", err);

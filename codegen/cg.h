@@ -17,6 +17,22 @@ typedef struct {
     const char *const *model_names;/* debug: the value names the model itself has, sorted
                                       by strcmp (cg_debug.c keeps kernel outputs of these) */
     uint32_t nmodel_names;
+    /* size buckets (spyrec --dim-buckets, sbin.md "Size buckets"); all zero otherwise.
+     * A bucket's bundle (const_tail set): an empty CONSTS section, and *const_tail /
+     * *const_tail_len (malloc'd) receive the bytes [const_base, end) of the shared pool
+     * that its constants added. The bound bundle: const_extra (const_extra_len bytes)
+     * is what the buckets added at const_extra_off, and variants (variants_len bytes)
+     * its VARIANTS section. */
+    bool shared_consts;            /* constants placed in a shared pool (an identical one
+                                      may sit at an offset written already) */
+    uint64_t const_base;
+    uint8_t **const_tail;
+    size_t *const_tail_len;
+    const uint8_t *const_extra;
+    uint64_t const_extra_off;
+    size_t const_extra_len;
+    const uint8_t *variants;
+    size_t variants_len;
 } CgOptions;
 
 /* Lower every kernel and serialize the bundle into a malloc'd buffer.

@@ -244,11 +244,14 @@ static void chunk_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
     }
 }
 
-/* Constant segment, streamed to the output: every planned constant converted to its
- * device dtype and layout (sticked rows padded with zeros) at its DRAM offset, zeros
- * between. Each constant is converted once, into a chunk that is written and reused,
- * so the segment is never held whole in memory. Returns its CRC32C. */
-static uint32_t put_consts(Writer *w)
+/* Constant segment from byte base on, streamed to the output: every planned constant
+ * converted to its device dtype and layout (sticked rows padded with zeros) at its DRAM
+ * offset, zeros between. Each constant is converted once, into a chunk that is written
+ * and reused, so the segment is never held whole in memory. With a shared pool (size
+ * buckets) a constant placed below what was written (before base, or an identical one
+ * written already) is skipped, and the buckets' extra bytes (opt) follow the graph's
+ * own. Returns its CRC32C. */
+static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
 {
     IrGraph *g = w->e->g;
     const SpyTarget *t = w->e->t;
@@ -258,13 +261,13 @@ static uint32_t put_consts(Writer *w)
         writer_oom(w);
     w->nchunk = 0;
     w->crc = 0;
-    uint64_t at = 0;                       /* bytes of the segment produced so far */
+    uint64_t at = base;                    /* end of the segment produced so far */
     for (uint32_t i = 0; i < s->nconsts; i++) {
         const IrValue *v = ir_val(g, s->consts[i]);
         const PlanValue *pv = &s->val[s->consts[i]];
         int64_t n = plan_numel(&v->type);
-        if (n == 0)
-            continue;
+        if (n == 0 || (opt->shared_consts && (uint64_t)pv->dram_offset < at))
+            continue;                      /* before base, or shared with one written */
         IR_ASSERT((uint64_t)pv->dram_offset >= at);   /* placed in increasing order */
         chunk_zeros(w, (uint64_t)pv->dram_offset - at);
         size_t ds = (size_t)pass_dev_esize(v->type.dtype);
@@ -283,12 +286,40 @@ static uint32_t put_consts(Writer *w)
         }
         at = (uint64_t)pv->dram_offset + (uint64_t)(n / row * prow) * ds;
     }
+    if (opt->const_extra_len) {
+        IR_ASSERT(at <= opt->const_extra_off);
+        chunk_zeros(w, opt->const_extra_off - at);
+        for (size_t k = 0; k < opt->const_extra_len; k++) {
+            size_t room;
+            *chunk_room(w, 1, &room) = opt->const_extra[k];
+            w->nchunk++;
+        }
+        at = opt->const_extra_off + opt->const_extra_len;
+    }
     IR_ASSERT(at <= s->seg0_bytes);
     chunk_zeros(w, s->seg0_bytes - at);
     chunk_flush(w);
     free(w->chunk);
     w->chunk = NULL;
     return w->crc;
+}
+
+/* A size bucket's constants (opt->const_tail): the bytes of the shared pool from
+ * opt->const_base on, into a malloc'd buffer. */
+static void put_const_tail(CgEmit *e, const CgOptions *opt)
+{
+    CgOut to = {.fd = -1};
+    Writer tw;
+    memset(&tw, 0, sizeof tw);
+    tw.e = e;
+    tw.out = &to;
+    tw.file.w = &tw;
+    CgOptions plain = *opt;
+    plain.const_extra_len = 0;
+    plain.variants = NULL;
+    put_consts(&tw, &plain, opt->const_base);
+    *opt->const_tail = tw.file.p;
+    *opt->const_tail_len = tw.file.n;
 }
 
 /* One tensor descriptor (graph input i or output j). Tensor names must be unique: an
@@ -441,7 +472,8 @@ static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySec
     h.major = SPY_SBIN_MAJOR;
     h.minor = SPY_SBIN_MINOR;
     h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | bwin_feature(e) | ring_feature(e) |
-                 (opt->debug ? SPY_FEAT_DEBUG : 0) | (e->g->nsymdims ? SPY_FEAT_DYNDIM : 0);
+                 (opt->debug ? SPY_FEAT_DEBUG : 0) | (e->g->nsymdims ? SPY_FEAT_DYNDIM : 0) |
+                 (opt->variants ? SPY_FEAT_VARIANTS : 0);
     h.header_bytes = sizeof h;
     h.nsections = (uint32_t)nsec;
     h.target = *e->t;
@@ -453,13 +485,19 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
 {
     uint32_t order[] = {SPY_SEC_STRINGS, SPY_SEC_TENSORS, SPY_SEC_CONSTS, SPY_SEC_KERNELS,
                         SPY_SEC_PROGRAMS, SPY_SEC_CODE, SPY_SEC_SCHEDULE, SPY_SEC_SEGMENTS,
-                        SPY_SEC_META, SPY_SEC_DEBUG, SPY_SEC_DIMREFS};
+                        SPY_SEC_META, SPY_SEC_DEBUG, SPY_SEC_DIMREFS, SPY_SEC_VARIANTS};
     enum { NSEC = sizeof order / sizeof order[0] };
-    int nsec = NSEC - 2;                   /* then DIMREFS and DEBUG, when written */
+    int nsec = NSEC - 3;                   /* then DIMREFS, DEBUG and VARIANTS, when written */
     if (e->g->nsymdims)
         order[nsec++] = SPY_SEC_DIMREFS;
     if (opt->debug)
         order[nsec++] = SPY_SEC_DEBUG;
+    if (opt->variants)
+        order[nsec++] = SPY_SEC_VARIANTS;
+    if (opt->const_extra_len)
+        e->s->seg0_bytes = opt->const_extra_off + opt->const_extra_len;
+    if (opt->const_tail)
+        put_const_tail(e, opt);
     Writer w;
     memset(&w, 0, sizeof w);
     w.e = e;
@@ -485,8 +523,12 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
         st->id = order[i];
         st->align = SPY_SBIN_ALIGN;
         st->offset = off;
-        st->size = order[i] == SPY_SEC_CONSTS ? e->s->seg0_bytes : sec[order[i]].n;
-        if (order[i] != SPY_SEC_CONSTS)
+        bool cst = order[i] == SPY_SEC_CONSTS;
+        st->size = cst ? (opt->const_tail ? 0 : e->s->seg0_bytes) : sec[order[i]].n;
+        if (order[i] == SPY_SEC_VARIANTS) { /* written from opt, not copied */
+            st->size = opt->variants_len;
+            st->crc32c = spy_crc32c(0, opt->variants, opt->variants_len);
+        } else if (!cst || opt->const_tail)
             st->crc32c = spy_crc32c(0, sec[order[i]].p, sec[order[i]].n);
         off = (off + st->size + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     }
@@ -499,8 +541,10 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
     uint64_t at = hlen;
     for (int i = 0; i < nsec; i++) {
         out_put(&w, NULL, (size_t)(hdr.st[i].offset - at));      /* zero padding (sbin.md) */
-        if (order[i] == SPY_SEC_CONSTS)
-            hdr.st[i].crc32c = put_consts(&w);
+        if (order[i] == SPY_SEC_CONSTS && !opt->const_tail)
+            hdr.st[i].crc32c = put_consts(&w, opt, 0);
+        else if (order[i] == SPY_SEC_VARIANTS)
+            out_put(&w, opt->variants, opt->variants_len);
         else
             out_put(&w, sec[order[i]].p, sec[order[i]].n);
         at = hdr.st[i].offset + hdr.st[i].size;

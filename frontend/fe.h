@@ -38,6 +38,10 @@ typedef struct {
                                     * lists the operators of models it cannot compile) */
     const struct FeDimBound *dim_bounds; /* --dim PARAM=[MIN..]MAX bounds of symbolic dims */
     int ndim_bounds;
+    /* size buckets (spyrec --dim-buckets): symbols (named as in the IR's symbol table: the
+     * dim_param, or "INPUT[axis]") whose maximum is lowered to max here (min unused) */
+    const struct FeDimBound *sym_caps;
+    int nsym_caps;
 } FeOptions;
 
 /* Bounds of an ONNX dim_param (spyrec --dim PARAM=MAX or PARAM=MIN..MAX): every input

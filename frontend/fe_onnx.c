@@ -263,6 +263,8 @@ IrGraph *fe_load_onnx(const char *path, IrDiag *diag, const FeOptions *opt)
     cx->nspecs = opt ? opt->nspecs : 0;
     cx->dim_bounds = opt ? opt->dim_bounds : NULL;
     cx->ndim_bounds = opt ? opt->ndim_bounds : 0;
+    cx->sym_caps = opt ? opt->sym_caps : NULL;
+    cx->nsym_caps = opt ? opt->nsym_caps : 0;
     cx->data.dir = cx->dir;
     cx->data.borrow = true;
     cx->model = unpack_model(cx, &o);

@@ -65,6 +65,8 @@ typedef struct {
     int nspecs;
     const FeDimBound *dim_bounds;   /* FeOptions.dim_bounds */
     int ndim_bounds;
+    const FeDimBound *sym_caps;     /* FeOptions.sym_caps */
+    int nsym_caps;
     jmp_buf oom;                    /* IR allocation failure lands here */
     Onnx__ModelProto *model;
     FeStrip strip;                  /* initializers whose raw_data points into the file */

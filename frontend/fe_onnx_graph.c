@@ -417,7 +417,9 @@ static bool dim_admits(const Onnx__TensorShapeProto__Dimension *dm, int64_t n)
 }
 
 /* Record axis ax of input v (declared as dm, NULL when the model gives no shape) as a
- * bounded symbolic dimension [min, max]: one symbol per dim_param name, else per axis. */
+ * bounded symbolic dimension [min, max]: one symbol per dim_param name, else per axis.
+ * A size bucket's cap on the symbol (FeOptions.sym_caps) lowers max, and the input's
+ * size along the axis with it. */
 static void add_sym(FeScope *s, ValId v, const Onnx__TensorShapeProto__Dimension *dm, int ax,
                     int64_t min, int64_t max)
 {
@@ -427,6 +429,12 @@ static void add_sym(FeScope *s, ValId v, const Onnx__TensorShapeProto__Dimension
         snprintf(nm, sizeof nm, "%s", dm->dim_param);
     else
         snprintf(nm, sizeof nm, "%s[%d]", ir_val(s->g, v)->name, ax);
+    for (int i = 0; i < s->cx->nsym_caps; i++)
+        if (!strcmp(s->cx->sym_caps[i].param, nm) && s->cx->sym_caps[i].max < max &&
+            s->cx->sym_caps[i].max >= min) {
+            max = s->cx->sym_caps[i].max;
+            ir_val(s->g, v)->type.dims[ax] = max;
+        }
     ir_sym_add(s->g, v, ax, min, max, nm);
 }
 

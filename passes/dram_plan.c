@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "arena_fit.h"
+#include "cpool.h"
 #include "isa.h"
 #include "pass.h"
 #include "plan/plan.h"
@@ -41,8 +42,10 @@ static bool check_i64_const(IrGraph *g, ValId v)
     return true;
 }
 
-/* Lay out the constants that kernels read in segment 0. */
-static bool place_consts(IrGraph *g, Plan *s, const SpyTarget *t)
+/* Lay out the constants that kernels read in segment 0: one after the other, or in the
+ * pool pool shared with other size buckets (an identical constant placed before is
+ * reused; segment 0 then ends where the pool does). */
+static bool place_consts(IrGraph *g, Plan *s, const SpyTarget *t, PassConstPool *pool)
 {
     uint8_t *used = ir_scratch(g, g->nvals + 1);
     for (uint32_t i = 0; i < s->nkernels; i++)
@@ -57,11 +60,16 @@ static bool place_consts(IrGraph *g, Plan *s, const SpyTarget *t)
             continue;
         ok &= check_i64_const(g, v);
         s->val[v].seg = ISA_SEG_CONST;
-        s->val[v].dram_offset = (int64_t)off;
+        uint64_t sz = (plan_storage_bytes(g, v, t) + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN *
+                      IR_DRAM_ALIGN;
+        int64_t at = pool ? pass_cpool_place(pool, g, v, s->val[v].layout, sz) : (int64_t)off;
+        if (at < 0)
+            ir_oom(g);
+        s->val[v].dram_offset = at;
         s->consts[s->nconsts++] = v;
-        off += (plan_storage_bytes(g, v, t) + IR_DRAM_ALIGN - 1) / IR_DRAM_ALIGN * IR_DRAM_ALIGN;
+        off += sz;
     }
-    s->seg0_bytes = off;
+    s->seg0_bytes = pool ? pass_cpool_end(pool) : off;
     return ok;
 }
 
@@ -151,7 +159,7 @@ bool pass_dram_plan(IrGraph *g, const PassOptions *opt)
             s->val[v].seg = ISA_SEG_IO0 + g->ninputs + (uint32_t)s->val[v].claim;
             s->val[v].dram_offset = 0;
         }
-    if (!place_consts(g, s, opt->target))
+    if (!place_consts(g, s, opt->target, opt->cpool))
         return false;
     place_arena(g, s, opt->target);
     uint64_t io = 0, limit = (uint64_t)opt->target->dram_gib << 30;

@@ -65,6 +65,9 @@ typedef struct {
      * index is the pass's position in pass_pipeline[] */
     void (*hook)(IrGraph *g, int index, bool done, void *ctx);
     void *hook_ctx;
+    /* size buckets (spyrec --dim-buckets): the constant pool the buckets of one bundle
+     * share (passes/cpool.h); NULL: constants laid out for this graph alone */
+    struct PassConstPool *cpool;
 } PassOptions;
 
 typedef bool (*PassFn)(IrGraph *g, const PassOptions *opt);

@@ -43,6 +43,9 @@ void spy_model_free(spy_model *m) {
     free(m->active_first);
     free(m->io);
     free(m->meta_text);
+    for (uint32_t v = 0; v < m->nvariants; v++)
+        spy_model_free(m->variants[v]);
+    free(m->variants);
     rt_model_release(m);
     free(m);
 }
@@ -85,13 +88,17 @@ int rt_default_threads(const spy_model *m) {
     return (int)n;
 }
 
-/* Memory of a session with the default thread count. */
+/* Memory of a session with the default thread count; with size buckets, also that of
+ * the session each bucket gets at its first run. */
 size_t spy_model_session_bytes(const spy_model *m) {
     if (!m)
         return 0;
-    return (size_t)m->segs[1].size + m->staging_bytes +
-           (size_t)rt_default_threads(m) * (m->target.lx_budget_bytes + RT_PACK_BYTES) +
-           (size_t)m->nsegs * sizeof(void *);
+    size_t n = (size_t)m->segs[1].size + m->staging_bytes +
+               (size_t)rt_default_threads(m) * (m->target.lx_budget_bytes + RT_PACK_BYTES) +
+               (size_t)m->nsegs * sizeof(void *);
+    for (uint32_t v = 0; v < m->nvariants; v++)
+        n += spy_model_session_bytes(m->variants[v]);
+    return n;
 }
 
 /* Total modelled device time of one inference. */

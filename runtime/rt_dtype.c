@@ -104,8 +104,8 @@ const char *rt_opcode_name(int op) {
 const char *rt_section_name(uint32_t id) {
     static const char *const names[SPY_SEC_MAX] = {
         "?", "STRINGS", "TENSORS", "CONSTS", "KERNELS", "PROGRAMS",
-        "CODE", "SCHEDULE", "SEGMENTS", "META", "SELFTEST", "DEBUG", "DIMREFS"};
-    return id < SPY_SEC_MAX ? names[id] : "?";
+        "CODE", "SCHEDULE", "SEGMENTS", "META", "SELFTEST", "DEBUG", "DIMREFS", NULL, NULL, "VARIANTS"};
+    return id < SPY_SEC_MAX && names[id] ? names[id] : "?";
 }
 
 /* Public name of a dtype code (spyrt.h). */

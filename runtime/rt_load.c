@@ -100,7 +100,7 @@ static spy_status check_section(spy_model *m, uint32_t i, RtErr *e) {
     size_t at = sizeof(SpyHeader) + (size_t)i * sizeof(SpySection);
     uint64_t table_end = sizeof(SpyHeader) + (uint64_t)m->hdr->nsections * sizeof(SpySection);
     const char *nm = rt_section_name(s->id);
-    if (s->id == 0 || s->id >= SPY_SEC_MAX)
+    if (s->id == 0 || s->id >= SPY_SEC_MAX || !strcmp(nm, "?"))
         rt_err_set(e, SPY_E_BAD_BUNDLE, "offset %zu: section %u has unknown id %u", at, i,
                    s->id);
     else if (m->sec[s->id])
@@ -212,6 +212,17 @@ static spy_status map_sections(spy_model *m, RtErr *e) {
     m->ntensors = (uint32_t)(m->sec[SPY_SEC_TENSORS]->size / sizeof(SpyTensorDesc));
     m->consts = SEC_PTR(SPY_SEC_CONSTS);
     m->consts_size = m->sec[SPY_SEC_CONSTS]->size;
+    if (m->parent) {                       /* a size bucket reads its parent's CONSTS */
+        const SpySegmentDesc *s0 = (const SpySegmentDesc *)SEC_PTR(SPY_SEC_SEGMENTS);
+        if (m->consts_size)
+            return rt_err_set(e, SPY_E_BAD_BUNDLE, "section CONSTS of a size bucket is not "
+                              "empty (%llu bytes)", (unsigned long long)m->consts_size),
+                   e->status;
+        m->consts = m->parent->consts;
+        m->consts_size = m->parent->consts_size;
+        if (m->sec[SPY_SEC_SEGMENTS]->size >= sizeof *s0 && s0->size <= m->consts_size)
+            m->consts_size = s0->size;     /* else SEGMENTS' check names the sizes */
+    }
     m->kernels = (const SpyKernelDesc *)SEC_PTR(SPY_SEC_KERNELS);
     m->nkernels = (uint32_t)(m->sec[SPY_SEC_KERNELS]->size / sizeof(SpyKernelDesc));
     m->programs = (const SpyProgramDesc *)SEC_PTR(SPY_SEC_PROGRAMS);
@@ -271,7 +282,9 @@ static void report(const RtErr *e, const char *where, char *err, size_t errlen) 
 
 /* Releases the bundle bytes of m (mapped or malloc'd). */
 void rt_model_release(spy_model *m) {
-    if (m->mapped)
+    if (m->parent)
+        ;                                  /* a bucket: bytes of its parent's file */
+    else if (m->mapped)
         munmap(m->file, m->size);
     else
         free(m->file);
@@ -296,8 +309,9 @@ static spy_status load_owned(uint8_t *buf, size_t size, bool mapped, const char 
     m->file = buf;
     m->size = size;
     m->mapped = mapped;
-    if (rt_model_parse(m, &e) == SPY_OK && rt_verify_tables(m, &e) == SPY_OK)
-        rt_timing_compute(m, &e);
+    if (rt_model_parse(m, &e) == SPY_OK && rt_verify_tables(m, &e) == SPY_OK &&
+        rt_timing_compute(m, &e) == SPY_OK)
+        rt_variants_load(m, &e);
     if (mapped)       /* sessions read constants in any order: default read-ahead */
         madvise(buf, size, MADV_NORMAL);
     if (e.status != SPY_OK) {

@@ -99,6 +99,11 @@ struct spy_model {
     bool all_serial;         /* every scheduled kernel is serial: a run needs no worker */
     double device_us;        /* sum over the schedule */
     size_t staging_bytes;    /* staging buffers a session needs */
+    /* size buckets (SPY_FEAT_VARIANTS, rt_variants.c) */
+    const spy_model *parent; /* a bucket: the bundle holding it (whose CONSTS it reads;
+                                its file bytes are the parent's, not owned) */
+    spy_model **variants;    /* [nvariants] the buckets, smallest first */
+    uint32_t nvariants;
 };
 
 /* rt_load.c */
@@ -146,6 +151,13 @@ spy_status rt_sym_inputs(const spy_model *m, const int64_t *in_dims, const void 
  * actual shape in the caller's buffer (tail zeroed), its dims into dims. */
 void rt_sym_outputs(const spy_model *m, const int32_t *symv, void *const *outputs,
                     int64_t *dims);
+
+/* rt_variants.c: size buckets (SPY_FEAT_VARIANTS, the VARIANTS section). */
+/* Loads and verifies every bucket of m (after m itself was verified and timed). */
+spy_status rt_variants_load(spy_model *m, RtErr *e);
+/* The first bucket of m whose box holds the input dims in_dims (tensor t's at
+ * t * SPY_MAX_RANK), or -1 (the bounds: m itself). */
+int rt_variant_pick(const spy_model *m, const int64_t *in_dims);
 
 /* rt_debug.c: the DEBUG section (sbin.h SpyDebugDesc). */
 /* Checks every entry (name, kernel, segment, dtype, shape, byte range inside the

@@ -62,6 +62,9 @@ struct spy_session {
     void *hook_user;
     int hook_kernel;         /* kernel whose hook runs now, -1 */
     atomic_uint hooked;
+    /* size buckets (rt_variants.c): a session per bucket, made at its first run */
+    spy_session **vsub;      /* [m->nvariants] or NULL */
+    int variant;             /* bucket of the last run, -1: the bounds */
 };
 
 static uint8_t rt_empty_buffer[8]; /* bound to zero-size tensors passed as NULL */
@@ -161,6 +164,7 @@ spy_status spy_session_create(const spy_model *m, const spy_session_options *opt
     s->profile = o.profile != 0;
     s->poison = o.debug_lx_poison != 0;
     s->hook_kernel = -1;
+    s->variant = -1;
     pthread_mutex_init(&s->err_mu, NULL);
     spy_status st = session_alloc(s);
     if (st) {
@@ -193,6 +197,9 @@ void spy_session_free(spy_session *s) {
     free(s->pad);
     free(s->bound_in);
     free(s->span);
+    for (uint32_t v = 0; s->vsub && v < s->m->nvariants; v++)
+        spy_session_free(s->vsub[v]);
+    free(s->vsub);
     pthread_mutex_destroy(&s->err_mu);
     free(s);
 }
@@ -370,6 +377,43 @@ static spy_status bind_io(spy_session *s, const void *const *inputs, void *const
     return SPY_OK;
 }
 
+/* Runs the inference on size bucket v of s's model, in a session of its own (made at
+ * its first use, with s's options): the inputs at their actual shapes, the outputs into
+ * the caller's buffers (sized for the bounds: zeroed past the bucket's size), their
+ * shapes copied for spy_session_output_shape. */
+static spy_status run_variant(spy_session *s, int v, const void *const *inputs,
+                              void *const *outputs) {
+    const spy_model *m = s->m, *b = m->variants[v];
+    if (!s->vsub && !(s->vsub = calloc(m->nvariants, sizeof *s->vsub)))
+        return SPY_E_NOMEM;
+    spy_session_options o = {.num_threads = s->nthreads, .profile = s->profile,
+                             .debug_lx_poison = s->poison};
+    spy_session *sub = s->vsub[v];
+    spy_status st = sub ? SPY_OK : spy_session_create(b, &o, &s->vsub[v]);
+    sub = s->vsub[v];
+    for (uint32_t i = 0; st == SPY_OK && i < m->nvis_in; i++)
+        if (m->io[i].symbolic)
+            st = spy_session_set_input_shape(sub, (int)i, m->io[i].info.rank,
+                                             s->dyn_dims + (size_t)i * SPY_MAX_RANK);
+    if (st == SPY_OK && sub->hook != s->hook)
+        st = spy_session_set_kernel_hook(sub, s->hook, s->hook_user);
+    if (st == SPY_OK)
+        st = spy_session_run(sub, inputs, outputs);
+    if (st != SPY_OK) {
+        snprintf(s->err, sizeof s->err, "%s", sub ? sub->err : "out of memory");
+        return st;
+    }
+    for (uint32_t j = 0; j < m->nvisible; j++) {
+        size_t have = b->io[m->ninputs + j].info.nbytes, all = m->io[m->ninputs + j].info.nbytes;
+        if (all > have)
+            memset((uint8_t *)outputs[j] + have, 0, all - have);
+        memcpy(s->dyn_dims + (size_t)(m->ninputs + j) * SPY_MAX_RANK,
+               sub->dyn_dims + (size_t)(m->ninputs + j) * SPY_MAX_RANK,
+               SPY_MAX_RANK * sizeof *s->dyn_dims);
+    }
+    return SPY_OK;
+}
+
 /* Runs one inference: inputs[i] / outputs[i] are caller buffers in host dtypes. */
 spy_status spy_session_run(spy_session *s, const void *const *inputs, void *const *outputs) {
     if (!s)
@@ -385,6 +429,12 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
     s->err[0] = 0;
     const void *const *in = inputs;
     spy_status st = SPY_OK;
+    s->variant = m->nvariants ? rt_variant_pick(m, s->dyn_dims) : -1;
+    if (s->variant >= 0) {                   /* a size bucket (rt_variants.c) */
+        st = run_variant(s, s->variant, inputs, outputs);
+        atomic_store(&s->busy, 0);
+        return st;
+    }
     if (m->nsyms) {                          /* bounded symbolic dims (rt_symdim.c) */
         in = s->bound_in;
         st = rt_sym_inputs(m, s->dyn_dims, inputs, s->pad, s->bound_in,
@@ -430,14 +480,23 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
 spy_status spy_session_kernel_profile(const spy_session *s, int i, spy_kernel_profile *p) {
     if (!s || !p)
         return SPY_E_INVALID_ARG;
+    if (s->variant >= 0)                     /* the bucket's kernels */
+        return spy_session_kernel_profile(s->vsub[s->variant], i, p);
     spy_status st = spy_model_kernel_profile(s->m, i, p);
     if (st == SPY_OK)
         p->host_us = s->profile ? s->host_us[i] : 0;
     return st;
 }
 
+/* Size bucket the last run used (spy_model_variant), -1: the bundle's bounds. */
+int spy_session_variant(const spy_session *s) {
+    return s ? s->variant : -1;
+}
+
 /* Host timeline of the last run: the non-empty spans, by schedule entry then thread. */
 int spy_session_host_events(const spy_session *s, spy_host_event *ev, int n) {
+    if (s && s->variant >= 0)
+        return spy_session_host_events(s->vsub[s->variant], ev, n);
     if (!s || !s->span || n < 0 || (n > 0 && !ev))
         return -1;
     const spy_model *m = s->m;

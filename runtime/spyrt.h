@@ -71,7 +71,8 @@ int spy_model_num_outputs(const spy_model *m);
 spy_status spy_model_input_info(const spy_model *m, int i, spy_tensor_info *info);
 spy_status spy_model_output_info(const spy_model *m, int i, spy_tensor_info *info);
 int spy_model_num_kernels(const spy_model *m);
-/* Bytes of memory a session needs (arena + scratchpads + staging). */
+/* Bytes of memory a session needs (arena + scratchpads + staging; with size buckets,
+ * at most, once every bucket has run). */
 size_t spy_model_session_bytes(const spy_model *m);
 
 typedef struct {
@@ -146,6 +147,17 @@ int spy_model_output_dynamic_axis(const spy_model *m, int i);
 int spy_model_input_dim_bounds(const spy_model *m, int i, int axis, int64_t *min,
                                int64_t *max);
 spy_status spy_session_set_input_shape(spy_session *s, int i, int rank, const int64_t *dims);
+
+/* Size buckets (spyrec --dim-buckets): such a bundle also holds code compiled for
+ * smaller boxes of its symbolic dimensions, and each run uses the first (smallest) whose
+ * box holds the actual sizes, else the bounds. spy_model_num_variants gives how many
+ * buckets there are besides the bounds; spy_model_variant(m, v) one of them as a model
+ * for the spy_model_* queries (bounds, kernels, modelled time; it lives as long as m).
+ * spy_session_variant gives the bucket of the last run (-1: the bounds); the session's
+ * kernel profile and host events are then that bucket's kernels. */
+int spy_model_num_variants(const spy_model *m);
+const spy_model *spy_model_variant(const spy_model *m, int v);
+int spy_session_variant(const spy_session *s);
 
 /* CRC32C (Castagnoli), as used for bundle sections. */
 uint32_t spy_crc32c(uint32_t crc, const void *data, size_t n);

@@ -56,8 +56,10 @@ typedef struct {
                                     SPY_TF_DIMS input (sbin.md) */
 #define SPY_FEAT_FP8W 0x20u      /* CODE uses MATMUL with ISA_F_BF8 (float8 e4m3 B) */
 #define SPY_FEAT_RING 0x40u      /* CODE uses LOAD with ISA_F_RING (a tile fed over the ring) */
+#define SPY_FEAT_VARIANTS 0x100u /* size buckets: a VARIANTS section of bundles for smaller
+                                    boxes of the symbolic dims, sharing CONSTS */
 #define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_DYNDIM | \
-                            SPY_FEAT_FP8W | SPY_FEAT_RING)
+                            SPY_FEAT_FP8W | SPY_FEAT_RING | SPY_FEAT_VARIANTS)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
@@ -74,6 +76,9 @@ typedef enum {
                                 kernels store in DRAM (left out by spyrec --strip) */
     SPY_SEC_DIMREFS = 12,    /* SpyDimRef[]: the bounded symbolic axes of inputs and outputs
                                 (SPY_FEAT_DYNDIM) */
+    SPY_SEC_VARIANTS = 15,   /* size buckets (SPY_FEAT_VARIANTS): SpyVariantsHead, then
+                                SpyVariantDesc[count], then the bucket bundles (ids 13, 14
+                                are not defined) */
     SPY_SEC_MAX
 } SpySectionId;
 
@@ -115,6 +120,23 @@ typedef struct {
     uint32_t reserved;
     int64_t min, max;
 } SpyDimRef;
+
+/* Size buckets (VARIANTS section, SPY_FEAT_VARIANTS; sbin.md "Size buckets"): the
+ * section starts with this head, then count entries, then the buckets' bundles. */
+typedef struct {
+    uint32_t count;          /* 1 .. 255 buckets besides the bound bundle itself */
+    uint32_t reserved[15];   /* zero */
+} SpyVariantsHead;
+
+/* One bucket: a complete bundle (its CONSTS empty: it reads this bundle's CONSTS) of
+ * size bytes at byte offset `offset` of the VARIANTS section (64-aligned, after the
+ * table, in table order, not overlapping). Its DIMREFS give its box: the same symbols,
+ * axes and minimums as this bundle's, each maximum at most this bundle's. */
+typedef struct {
+    uint64_t offset;
+    uint64_t size;
+    uint64_t reserved[2];    /* zero */
+} SpyVariantDesc;
 
 typedef struct {             /* one graph input or output (64 + 8*8 bytes) */
     uint32_t name;           /* offset in STRINGS */
@@ -189,6 +211,8 @@ static inline bool spy_debug_dtype_ok(int dt)
 
 _Static_assert(sizeof(SpyHeader) == 256, "SpyHeader size");
 _Static_assert(sizeof(SpySection) == 32, "SpySection size");
+_Static_assert(sizeof(SpyVariantsHead) == 64, "SpyVariantsHead size");
+_Static_assert(sizeof(SpyVariantDesc) == 32, "SpyVariantDesc size");
 _Static_assert(sizeof(SpyTensorDesc) == 128, "SpyTensorDesc size");
 _Static_assert(sizeof(SpyKernelDesc) == 64, "SpyKernelDesc size");
 _Static_assert(sizeof(SpyProgramDesc) == 16, "SpyProgramDesc size");

@@ -200,6 +200,26 @@ dyn_model_test() {
     result "$name" $rc "$log"
 }
 
+# size buckets: gpt2_tiny_dyn's bundle (compiled by dyn_model_test) run at its smallest
+# data set ([1, 5]) must take a size bucket whose modelled time is under a quarter of the
+# bounds' (spydump lists that one)
+bucket_test() {
+    local name=dynbucket/gpt2_tiny_dyn sbin=$W/models/dynmodel_gpt2_tiny_dyn.sbin log rc=0
+    local out small bound
+    log=$(logname "$name")
+    {
+        out=$("$SPYRUN" "$sbin" --check "$SHARED/models-dynamic/gpt2_tiny_dyn/test_data_set_1" \
+              -q) || rc=1
+        echo "$out"
+        small=$(echo "$out" | sed -n 's/^modelled device time: \([0-9.]*\) us.* in size bucket .*/\1/p')
+        bound=$("$B/spydump" "$sbin" | sed -n 's/.* \([0-9.]*\)  (the bounds)$/\1/p')
+        echo "bucket: $small us, bounds: $bound us"
+        [ -n "$small" ] && [ -n "$bound" ] &&
+            awk -v a="$small" -v b="$bound" 'BEGIN { exit !(a * 4 < b) }' || rc=1
+    } >"$log" 2>&1
+    result "$name" $rc "$log"
+}
+
 # the models of tests/models-dynamic.list (../shared/models-dynamic)
 each_dyn_model() {
     local entry flags count
@@ -213,6 +233,7 @@ each_dyn_model() {
         dyn_model_test "dynmodel/$entry" "$SHARED/models-dynamic/${entry%%:*}/model.onnx" \
             $flags </dev/null
     done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/models-dynamic.list)
+    bucket_test
 }
 
 # ---- (c) numeric golden tests: the shared models and the shipped examples ---------

@@ -70,6 +70,12 @@ static void dynamic_inputs(void)
     put("input/ok/x_dyn_1x8.pb", &b, 0, "f32[1,8]", "sbin/ok/reludyn.sbin --input x={}");
     b = pb_tensor("x", ONNX_FLOAT, DIMS(3, 8), x, 96);
     put("input/ok/x_dyn_3x8.pb", &b, 0, "f32[3,8]", "sbin/ok/reludyn.sbin --input x={}");
+    b = pb_tensor("x", ONNX_FLOAT, DIMS(1, 8), x, 32);   /* size buckets: the 1..2 one */
+    put("input/ok/x_buckets_1x8.pb", &b, 0, "in size bucket 0 of 1 (x 2x8)",
+        "sbin/ok/relubuckets.sbin --input x={}");
+    b = pb_tensor("x", ONNX_FLOAT, DIMS(3, 8), x, 96);   /* above it: the bounds */
+    put("input/ok/x_buckets_3x8.pb", &b, 0, "at the bounds of its dynamic dimensions",
+        "sbin/ok/relubuckets.sbin --input x={}");
     b = pb_tensor("x", ONNX_FLOAT, DIMS(5, 8), x, 160);
     put("input/x_dyn_5x8.pb", &b, 2, "the file holds f32[5,8], the model wants f32[4,8]",
         "sbin/ok/reludyn.sbin --input x={}");

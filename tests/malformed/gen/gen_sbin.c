@@ -45,8 +45,8 @@ static void emit_feat(const char *name, const char *frag, uint32_t feat)
 
 static void reference_bundles(void)
 {
-    static const char *const names[] = {"relu", "embed", "div", "reludyn"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const names[] = {"relu", "embed", "div", "reludyn", "relubuckets"};
+    for (int i = 0; i < 5; i++) {
         Buf f = sbin_build(names[i]);
         gen_file(fmt("sbin/ok/%s.sbin", names[i]), f.p, f.n);
         buf_free(&f);
@@ -588,6 +588,87 @@ static void targets(void)
     emit("target_small_lx_2", "outside the scratchpad budget [0, 200)");
 }
 
+/* B := reludyn (x f32[1..4, 8]) whose VARIANTS section holds bucket s (freed here). */
+static void with_bucket(Bun *s)
+{
+    base("reludyn");
+    bun_add_bucket(&B, s);
+}
+
+/* A reludyn bucket of bound n, to be edited and passed to with_bucket. */
+static Bun *bucket(uint32_t n)
+{
+    Bun *s = calloc(1, sizeof *s);
+    bun_reludyn_n(s, n);
+    return s;
+}
+
+/* Size buckets (the VARIANTS section, its bucket bundles, the feature bit). */
+static void variants_section(void)
+{
+    base("relubuckets")->features &= ~SPY_FEAT_VARIANTS;
+    emit("variants_no_feature", "feature VARIANTS not set, section VARIANTS present");
+    base("reludyn")->features |= SPY_FEAT_VARIANTS;
+    emit("variants_no_section", "feature VARIANTS set, section VARIANTS absent");
+    base("relubuckets");
+    Buf v = buf_copy(&B.variants);
+    base("relu");
+    B.variants = v;
+    B.variants_sec = true;
+    B.features |= SPY_FEAT_VARIANTS;
+    emit("variants_static", "0 symbols: the bit and the section go together");
+    base("relubuckets");
+    ((SpyVariantsHead *)B.variants.p)->count = 0;
+    emit("variants_count", "count 0 outside 1..255");
+    base("relubuckets");
+    ((SpyVariantsHead *)B.variants.p)->count = 3;
+    emit("variants_count_3", "bundle [128, +6400) before the end of the table");
+    base("relubuckets");
+    ((SpyVariantsHead *)B.variants.p)->reserved[3] = 1;
+    emit("variants_head_reserved", "reserved head bytes not zero");
+    SpyVariantDesc *d;
+    base("relubuckets");
+    d = (SpyVariantDesc *)(B.variants.p + sizeof(SpyVariantsHead));
+    d->reserved[1] = 7;
+    emit("variants_entry_reserved", "entry 0 (offset");
+    base("relubuckets");
+    d = (SpyVariantDesc *)(B.variants.p + sizeof(SpyVariantsHead));
+    d->offset += 8;
+    emit("variants_misaligned", "bundle [136, +6400) not 64-byte aligned");
+    base("relubuckets");
+    d = (SpyVariantDesc *)(B.variants.p + sizeof(SpyVariantsHead));
+    d->size += 64;
+    emit("variants_past_end", "bundle [128, +6464) past the end of the section");
+    base("relubuckets");
+    B.variants.p[128 + 2000] ^= 0x10;      /* inside the bucket's payloads */
+    emit("variants_bucket_crc", "VARIANTS entry 0 (bundle at offset");
+    Bun *s = bucket(2);
+    uint32_t c = 0;
+    buf_put(&s->consts, &c, 4);
+    s->segs[0].size = 4;
+    with_bucket(s);
+    emit("variants_bucket_consts", "section CONSTS of a size bucket is not empty (4 bytes)");
+    s = bucket(2);
+    s->segs[0].size = 64;
+    with_bucket(s);
+    emit("variants_bucket_seg0", "constant segment size 64 != CONSTS size 0");
+    with_bucket(bucket(8));
+    emit("variants_bucket_bigger", "tensor 0 'x' differs from the bundle's");
+    s = bucket(2);
+    ((SpyDimRef *)s->dimrefs.p)[0].min = 2;
+    ((SpyDimRef *)s->dimrefs.p)[1].min = 2;
+    with_bucket(s);
+    emit("variants_bucket_min", "DIMREFS entry 0 differs from the bundle's");
+    s = bucket(2);
+    bun_add_bucket(s, bucket(1));
+    with_bucket(s);
+    emit("variants_bucket_nested", "(a bucket)");
+    s = bucket(2);
+    s->target.cores = 16;
+    with_bucket(s);
+    emit("variants_bucket_target", "VARIANTS entry 0 (bundle at offset");
+}
+
 void gen_sbin(void)
 {
     reference_bundles();
@@ -597,6 +678,7 @@ void gen_sbin(void)
     tables();
     debug_section();
     dimrefs_section();
+    variants_section();
     insns();
     insns_compute();
     targets();

@@ -14,6 +14,8 @@ typedef struct {
     bool debug_sec;
     Buf dimrefs;               /* DIMREFS section bytes (SpyDimRef entries) when dimrefs_sec */
     bool dimrefs_sec;
+    Buf variants;              /* VARIANTS section bytes when variants_sec */
+    bool variants_sec;
     uint32_t features;         /* the header's feature bits */
     SpyTensorDesc tensors[8];
     int ntensors;
@@ -40,8 +42,11 @@ SpyInsn bun_dma(int op, uint32_t seg, int64_t dram_off, uint32_t lx, uint32_t ro
 SpyInsn bun_vec(int fn, int dt, int nsrc, uint32_t dst, uint32_t s0, uint32_t s1, uint32_t rows,
                 uint32_t cols);
 void bun_base(Bun *b, const char *which);
+void bun_reludyn_n(Bun *b, uint32_t n);
 void bun_fix_crcs(Buf *f);
 Buf bun_write(const Bun *b);
+Buf bun_variants(const Buf *bundles, int n);
+void bun_add_bucket(Bun *b, Bun *s);
 SpySection *bun_section(Buf *f, uint32_t id);
 void bun_free(Bun *b);
 

@@ -205,29 +205,82 @@ static void bun_div(Bun *b)
     bun_kernel(b, "k0_div", code, 4);
 }
 
-/* reludyn: relu over x f32[1..4, 8] (a bounded symbolic axis 0, symbol 0), the hidden
- * dims input, y f32[1..4, 8] (SPY_FEAT_DYNDIM, DIMREFS). */
-static void bun_reludyn(Bun *b)
+/* reludyn: relu over x f32[1..n, 8] (a bounded symbolic axis 0, symbol 0), the hidden
+ * dims input, y f32[1..n, 8] (SPY_FEAT_DYNDIM, DIMREFS); the reference bundle has n 4. */
+void bun_reludyn_n(Bun *b, uint32_t n)
 {
     bun_init(b, 256);
-    bun_tensor(b, "x", SPY_ROLE_INPUT, 1, 1, (const int64_t[]){4, 8}, 2);
+    bun_tensor(b, "x", SPY_ROLE_INPUT, 1, 1, (const int64_t[]){n, 8}, 2);
     bun_tensor(b, "dims", SPY_ROLE_INPUT, 6, 6, (const int64_t[]){1}, 1);
-    bun_tensor(b, "y", SPY_ROLE_OUTPUT, 1, 1, (const int64_t[]){4, 8}, 2);
+    bun_tensor(b, "y", SPY_ROLE_OUTPUT, 1, 1, (const int64_t[]){n, 8}, 2);
     b->tensors[1].flags = SPY_TF_DIMS;
-    SpyInsn code[3] = {bun_dma(ISA_LOAD, 2, 0, 0, 4, 8, 4),
-                       bun_vec(ISA_VF_RELU, ISA_DT_F32, 1, 256, 0, 0, 4, 8),
-                       bun_dma(ISA_STORE, 4, 0, 256, 4, 8, 4)};
+    SpyInsn code[3] = {bun_dma(ISA_LOAD, 2, 0, 0, n, 8, 4),
+                       bun_vec(ISA_VF_RELU, ISA_DT_F32, 1, 256, 0, 0, n, 8),
+                       bun_dma(ISA_STORE, 4, 0, 256, n, 8, 4)};
     bun_kernel(b, "k0_relu", code, 3);
-    SpyDimRef r[2] = {{0, 0, 0, 0, 1, 4}, {2, 0, 0, 0, 1, 4}};
+    SpyDimRef r[2] = {{0, 0, 0, 0, 1, n}, {2, 0, 0, 0, 1, n}};
     buf_put(&b->dimrefs, r, sizeof r);
     b->dimrefs_sec = true;
     b->features |= SPY_FEAT_DYNDIM;
 }
 
-/* One of the reference bundles by name: relu, embed, div, reludyn. */
+/* The reference reludyn bundle (n 4). */
+static void bun_reludyn(Bun *b)
+{
+    bun_reludyn_n(b, 4);
+}
+
+/* A VARIANTS section holding the n written bundles, in order. */
+Buf bun_variants(const Buf *bundles, int n)
+{
+    Buf v = {0};
+    SpyVariantsHead h;
+    memset(&h, 0, sizeof h);
+    h.count = (uint32_t)n;
+    buf_put(&v, &h, sizeof h);
+    uint64_t at = (sizeof h + (uint64_t)n * sizeof(SpyVariantDesc) + 63) / 64 * 64;
+    for (int i = 0; i < n; i++) {
+        SpyVariantDesc d = {.offset = at, .size = bundles[i].n};
+        buf_put(&v, &d, sizeof d);
+        at = (at + bundles[i].n + 63) / 64 * 64;
+    }
+    for (int i = 0; i < n; i++) {
+        static const uint8_t zero[64];
+        buf_put(&v, zero, (64 - v.n % 64) % 64);
+        buf_put(&v, bundles[i].p, bundles[i].n);
+    }
+    return v;
+}
+
+/* Gives b a VARIANTS section holding bucket s (written, then freed with s) and the
+ * feature bit. */
+void bun_add_bucket(Bun *b, Bun *s)
+{
+    Buf one = bun_write(s);
+    bun_free(s);
+    free(s);
+    b->variants = bun_variants(&one, 1);
+    b->variants_sec = true;
+    b->features |= SPY_FEAT_VARIANTS;
+    buf_free(&one);
+}
+
+/* relubuckets: reludyn (x f32[1..4, 8]) with one size bucket, the same relu compiled
+ * for x f32[1..2, 8] (an empty CONSTS: it reads the bundle's). */
+static void bun_relubuckets(Bun *b)
+{
+    Bun *s = calloc(1, sizeof *s);
+    bun_reludyn_n(s, 2);
+    bun_reludyn(b);
+    bun_add_bucket(b, s);
+}
+
+/* One of the reference bundles by name: relu, embed, div, reludyn, relubuckets. */
 void bun_base(Bun *b, const char *which)
 {
-    if (!strcmp(which, "reludyn"))
+    if (!strcmp(which, "relubuckets"))
+        bun_relubuckets(b);
+    else if (!strcmp(which, "reludyn"))
         bun_reludyn(b);
     else if (!strcmp(which, "embed"))
         bun_embed(b);
@@ -277,6 +330,7 @@ Buf bun_write(const Bun *b)
         {SPY_SEC_SELFTEST, b->selftest.p, b->selftest.n},
         {SPY_SEC_DEBUG, b->debug.p, b->debug.n},
         {SPY_SEC_DIMREFS, b->dimrefs.p, b->dimrefs.n},
+        {SPY_SEC_VARIANTS, b->variants.p, b->variants.n},
     };
     uint32_t ns = 9;
     if (b->selftest.p)
@@ -285,6 +339,8 @@ Buf bun_write(const Bun *b)
         sec[ns++] = sec[11];
     if (b->debug_sec)                      /* DEBUG follows the others */
         sec[ns++] = sec[10];
+    if (b->variants_sec)                   /* then VARIANTS */
+        sec[ns++] = sec[12];
     SpyHeader h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, SPY_SBIN_MAGIC, 8);
@@ -294,7 +350,7 @@ Buf bun_write(const Bun *b)
     h.nsections = ns;
     h.features = b->features;
     h.target = b->target;
-    SpySection tab[12];
+    SpySection tab[13];
     memset(tab, 0, sizeof tab);
     size_t off = align64(sizeof h + ns * sizeof(SpySection));
     for (uint32_t i = 0; i < ns; i++) {
@@ -349,5 +405,7 @@ void bun_free(Bun *b)
     b->debug_sec = false;
     buf_free(&b->dimrefs);
     b->dimrefs_sec = false;
+    buf_free(&b->variants);
+    b->variants_sec = false;
     b->features = 0;
 }

@@ -1,0 +1,269 @@
+/* spyrec_buckets.c: size buckets for bounded dynamic dimensions (spyrec_buckets.h).
+ *
+ * Each bucket is the model compiled again from its file with the symbols' maximums
+ * lowered to the bucket's box (FeOptions.sym_caps): planned exactly as the bound bundle
+ * is for its bounds, with the same masks keeping the padding out of reductions. All
+ * share one constant pool (passes/cpool.h): a constant identical to one placed before
+ * keeps its offset, so weights are stored once; constants folded per bucket (position
+ * ids) are appended. A bucket's bundle has an empty CONSTS section; the bytes it added
+ * to the pool go into the bound bundle's CONSTS.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/spyrec_buckets.h"
+#include "codegen/cg.h"
+#include "frontend/fe.h"
+#include "passes/pass.h"
+#include "sbin.h"
+
+/* The sizes one symbol takes in the grid (min, powers of two between, max) into v;
+ * returns how many. */
+static int sym_values(int64_t min, int64_t max, int64_t *v)
+{
+    int n = 0;
+    v[n++] = min;
+    for (int64_t p = 1; p < max && n < 62; p *= 2)
+        if (p > min)
+            v[n++] = p;
+    if (max > min)
+        v[n++] = max;
+    return n;
+}
+
+/* Symbols per box, for cmp_box (qsort passes no context). */
+static int g_nsyms;
+
+/* Orders two boxes (g_nsyms caps each) by product, then caps. */
+static int cmp_box(const void *a, const void *b)
+{
+    const int64_t *x = a, *y = b;
+    double px = 1, py = 1;
+    for (int i = 0; i < g_nsyms; i++) {
+        px *= (double)x[i];
+        py *= (double)y[i];
+    }
+    if (px != py)
+        return px < py ? -1 : 1;
+    for (int i = 0; i < g_nsyms; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+/* The buckets' boxes (spyrec_buckets.h has the rule). */
+int cli_bucket_grid(const int64_t *min, const int64_t *max, int nsyms, int limit,
+                    int64_t *boxes, int cap)
+{
+    int64_t vals[64][64];
+    int cnt[64];
+    if (nsyms < 1 || nsyms > 64)
+        return 0;
+    double prod = 1;
+    for (int s = 0; s < nsyms; s++) {
+        cnt[s] = sym_values(min[s], max[s], vals[s]);
+        prod *= cnt[s];
+    }
+    while (prod > limit) {
+        int w = 0;
+        for (int s = 1; s < nsyms; s++)
+            if (cnt[s] > cnt[w])
+                w = s;
+        if (cnt[w] == 1)
+            break;
+        int n = cnt[w], r = n - 1;         /* drop max itself only when nothing else */
+        double best = 0;
+        for (int i = 1; i + 1 < n; i++) {  /* the interior value of the closest neighbours */
+            double q = (double)vals[w][i + 1] / (double)vals[w][i - 1];
+            if (r == n - 1 || q < best) {
+                best = q;
+                r = i;
+            }
+        }
+        if (r == n - 1)
+            r = 0;                         /* two values left: keep max */
+        memmove(&vals[w][r], &vals[w][r + 1], (size_t)(n - 1 - r) * sizeof vals[w][0]);
+        prod = prod / n * (n - 1);
+        cnt[w] = n - 1;
+    }
+    int nb = 0, idx[64] = {0};
+    for (;;) {
+        bool all_max = true;
+        for (int s = 0; s < nsyms; s++)
+            all_max &= idx[s] == cnt[s] - 1;
+        if (!all_max && nb < cap) {
+            for (int s = 0; s < nsyms; s++)
+                boxes[(size_t)nb * (size_t)nsyms + (size_t)s] = vals[s][idx[s]];
+            nb++;
+        }
+        int s = 0;
+        while (s < nsyms && ++idx[s] == cnt[s])
+            idx[s++] = 0;
+        if (s == nsyms)
+            break;
+    }
+    g_nsyms = nsyms;
+    qsort(boxes, (size_t)nb, (size_t)nsyms * sizeof *boxes, cmp_box);
+    return nb;
+}
+
+/* Appends n bytes of d to the growing buffer (*p, *len, *cap). */
+static bool append(uint8_t **p, size_t *len, size_t *cap, const void *d, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t nc = (*len + n) * 2;
+        uint8_t *q = realloc(*p, nc);
+        if (!q)
+            return false;
+        *p = q;
+        *cap = nc;
+    }
+    if (d)
+        memcpy(*p + *len, d, n);
+    else
+        memset(*p + *len, 0, n);
+    *len += n;
+    return true;
+}
+
+/* Compile the bucket of box caps (the symbols' names in names) with the pool; its
+ * bundle into *bun, the bytes it added to the pool into *tail. Returns false when it
+ * failed (its diagnostics printed as a warning). */
+static bool compile_bucket(const Args *a, const SpyTarget *t, PassConstPool *pool,
+                           const FeDimBound *caps, int ncaps, const char *meta, jmp_buf *oom,
+                           uint8_t **bun, size_t *blen, uint8_t **tail, size_t *tlen)
+{
+    IrDiag diag;
+    ir_diag_init(&diag, a->input);
+    FeOptions fo = {.max_file_bytes = (size_t)2 << 30, .max_nesting = 64,
+                    .arena_limit = a->max_memory, .specs = a->specs, .nspecs = a->nspecs,
+                    .dim_bounds = a->dim_bounds, .ndim_bounds = a->ndim_bounds,
+                    .sym_caps = caps, .nsym_caps = ncaps};
+    IrGraph *g = fe_load_model(a->input, &diag, &fo);
+    bool ok = g && !ir_failed(g) && !diag.nerrors;
+    for (uint32_t i = 0; ok && i < g->nsymdims; i++)       /* every cap taken */
+        for (int c = 0; c < ncaps; c++)
+            if (!g->symdims[i].output && !strcmp(g->symdims[i].name, caps[c].param))
+                ok &= g->symdims[i].max == caps[c].max;
+    uint64_t base = pass_cpool_end(pool);
+    if (ok) {
+        g->oom = oom;
+        g->diag = &diag;
+        PassOptions po = {.opt_level = a->opt_level, .target = t, .dump_file = stderr,
+                          .verify = a->verify, .precision = a->precision,
+                          .keep_fp32 = a->keep_fp32, .cpool = pool};
+        ok = pass_run_pipeline(g, &po) && !ir_failed(g);
+    }
+    if (ok) {
+        CgOptions co = {.target = t, .meta = meta, .shared_consts = true, .const_base = base,
+                        .const_tail = tail, .const_tail_len = tlen};
+        ok = cg_emit_bundle(g, &co, bun, blen) && !ir_failed(g);
+    }
+    if (!ok) {
+        fprintf(stderr, "%s: warning: size bucket", a->input);
+        for (int c = 0; c < ncaps; c++)
+            fprintf(stderr, " %s<=%lld", caps[c].param, (long long)caps[c].max);
+        fprintf(stderr, " not compiled (the bounds serve its sizes)%s%s\n",
+                diag.nmsgs ? ": " : "", diag.nmsgs ? diag.msgs[diag.nmsgs - 1] : "");
+    }
+    if (g) {
+        g->oom = NULL;
+        ir_graph_free(g);
+    }
+    ir_diag_free(&diag);
+    return ok;
+}
+
+/* The symbols of g (its input entries, one per symbol) into caps (names and
+ * bounds); returns how many. */
+static int symbols(const IrGraph *g, FeDimBound *caps, int64_t *min, int64_t *max)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < g->nsymdims; i++) {
+        const IrSymDim *d = &g->symdims[i];
+        if (d->output || d->sym >= 64 || caps[d->sym].param)
+            continue;
+        caps[d->sym] = (FeDimBound){d->name, d->min, d->max};
+        min[d->sym] = d->min;
+        max[d->sym] = d->max;
+        n = d->sym + 1 > n ? d->sym + 1 : n;
+    }
+    return n;
+}
+
+/* Starts the VARIANTS section in out: its head and a table of nb entries (filled by
+ * add_variant; count set at the end), padded to a 64-byte boundary. */
+static bool variants_begin(CliBuckets *out, size_t *cap, int nb)
+{
+    size_t n = sizeof(SpyVariantsHead) + (size_t)nb * sizeof(SpyVariantDesc);
+    n = (n + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
+    return append(&out->variants, &out->variants_len, cap, NULL, n);
+}
+
+/* Appends bundle bun (len bytes) to the VARIANTS section as entry out->n. */
+static bool add_variant(CliBuckets *out, size_t *cap, const uint8_t *bun, size_t len)
+{
+    size_t at = out->variants_len;
+    if (!append(&out->variants, &out->variants_len, cap, bun, len) ||
+        !append(&out->variants, &out->variants_len, cap, NULL,
+                (len + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN - len))
+        return false;
+    SpyVariantDesc d = {.offset = at, .size = len};
+    memcpy(out->variants + sizeof(SpyVariantsHead) + (size_t)out->n * sizeof d, &d, sizeof d);
+    out->n++;
+    return true;
+}
+
+/* Compiles every bucket of the grid and collects their bundles and constants. */
+bool cli_buckets_build(const Args *a, const SpyTarget *t, IrGraph *bound, PassConstPool *pool,
+                       const char *meta, jmp_buf *oom, CliBuckets *out)
+{
+    memset(out, 0, sizeof *out);
+    out->extra_off = pass_cpool_end(pool);
+    FeDimBound caps[64];
+    int64_t min[64], max[64];
+    memset(caps, 0, sizeof caps);
+    int nsyms = symbols(bound, caps, min, max);
+    for (int s = 0; s < nsyms; s++)
+        if (!caps[s].param)
+            return true;                   /* a symbol of outputs only: no buckets */
+    int64_t *boxes = malloc((size_t)CLI_MAX_BUCKETS * (size_t)nsyms * sizeof *boxes);
+    size_t ecap = 0, vcap = 0;
+    int nb = boxes ? cli_bucket_grid(min, max, nsyms, a->dim_buckets, boxes, CLI_MAX_BUCKETS)
+                   : 0;
+    bool ok = boxes && (!nb || variants_begin(out, &vcap, nb));
+    pass_cpool_set_own(pool, true);
+    for (int b = 0; ok && b < nb; b++) {
+        for (int s = 0; s < nsyms; s++)
+            caps[s].max = boxes[(size_t)b * (size_t)nsyms + (size_t)s];
+        uint8_t *tail = NULL, *bun = NULL;
+        size_t tlen = 0, blen = 0;
+        bool built = compile_bucket(a, t, pool, caps, nsyms, meta, oom, &bun, &blen, &tail,
+                                    &tlen);
+        ok = !built || (append(&out->extra, &out->extra_len, &ecap, tail, tlen) &&
+                        add_variant(out, &vcap, bun, blen));
+        free(tail);
+        free(bun);
+        uint64_t have = out->extra_off + out->extra_len;   /* a failed bucket's part: 0 */
+        ok = ok && append(&out->extra, &out->extra_len, &ecap, NULL,
+                          (size_t)(pass_cpool_end(pool) - have));
+    }
+    if (ok && out->n)
+        ((SpyVariantsHead *)out->variants)->count = (uint32_t)out->n;
+    if (ok && !out->n) {                   /* no bucket compiled: no section */
+        free(out->variants);
+        out->variants = NULL;
+        out->variants_len = 0;
+    }
+    free(boxes);
+    return ok;
+}
+
+/* Frees what cli_buckets_build collected. */
+void cli_buckets_free(CliBuckets *b)
+{
+    free(b->variants);
+    free(b->extra);
+    memset(b, 0, sizeof *b);
+}

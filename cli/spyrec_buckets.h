@@ -1,0 +1,46 @@
+/* spyrec_buckets.h: size buckets for bounded dynamic dimensions (--dim-buckets; sbin.md
+ * "Size buckets"): the bundle carries, besides the code for the bounds, the code for
+ * smaller boxes of the symbolic dimensions, and the runtime runs the smallest that
+ * holds the actual sizes.
+ */
+#ifndef SPYREC_BUCKETS_H
+#define SPYREC_BUCKETS_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/spyrec_args.h"
+#include "ir.h"
+#include "passes/cpool.h"
+#include "target.h"
+
+#define CLI_MAX_BUCKETS 256
+
+/* What the buckets add to the bound bundle (CgOptions's const_extra and variants). */
+typedef struct {
+    uint8_t *variants;             /* the VARIANTS section, NULL when no bucket */
+    size_t variants_len;
+    uint8_t *extra;                /* constants the buckets added to the pool */
+    size_t extra_len;
+    uint64_t extra_off;            /* where they start in the pool */
+    int n;                         /* buckets in the section */
+} CliBuckets;
+
+/* The boxes of the size buckets (the bounds' own box excluded): per symbol min itself,
+ * the powers of two between, and max; while the product of the counts is above limit,
+ * the symbol with the most values (the first of a tie) loses one: the value between
+ * min and max whose neighbours are closest (ratio; the smallest such value of a tie),
+ * or min when only min and max are left. Boxes (nsyms caps each) go to boxes[], ordered by their product, then
+ * lexicographically; returns how many (at most cap). */
+int cli_bucket_grid(const int64_t *min, const int64_t *max, int nsyms, int limit,
+                    int64_t *boxes, int cap);
+
+/* Compile every bucket of bound (already through the pipeline with the pool pool) into
+ * out. A bucket that does not compile is left out with a warning. oom: the driver's
+ * out-of-memory jump. Returns false when out of memory. */
+bool cli_buckets_build(const Args *a, const SpyTarget *t, IrGraph *bound, PassConstPool *pool,
+                       const char *meta, jmp_buf *oom, CliBuckets *out);
+void cli_buckets_free(CliBuckets *b);
+
+#endif
