@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define HAVE_SHA_NI 1
 #endif
@@ -241,11 +242,27 @@ void cli_hash_use_portable(bool on)
     portable_only = on;
 }
 
+#ifdef HAVE_SHA_NI
+/* Whether the processor has the SHA extensions (CPUID leaf 7, EBX bit 29) and SSE4.1
+ * (leaf 1, ECX bit 19), read with cpuid: not every compiler's __builtin_cpu_supports
+ * knows "sha" (clang 14 refuses it). */
+static bool has_sha_ni(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        unsigned a, b, c, d;
+        bool sse41 = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19));
+        known = sse41 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29));
+    }
+    return known;
+}
+#endif
+
 /* Compress n blocks with the fastest code this processor runs. */
 static void blocks(CliHash *h, const uint8_t *p, size_t n)
 {
 #ifdef HAVE_SHA_NI
-    if (!portable_only && __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1")) {
+    if (!portable_only && has_sha_ni()) {
         blocks_sha_ni(h->h, p, n);
         return;
     }
