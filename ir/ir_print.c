@@ -103,7 +103,7 @@ static void print_elem(FILE *f, IrDType t, const void *data, size_t i)
 static void print_attr_value(FILE *f, IrGraph *g, const IrNode *n, const IrAttr *a)
 {
     switch (a->kind) {
-    case IR_ATTR_INT:
+    case IR_ATTR_INT: {
         const char *s = ir_op_fn_name(n->op, (int)a->i);
         if (s && strcmp(a->name, "fn") == 0) {
             if (strcmp(s, "?") != 0) {
@@ -118,6 +118,7 @@ static void print_attr_value(FILE *f, IrGraph *g, const IrNode *n, const IrAttr 
         }
         fprintf(f, "%" PRId64, a->i);
         return;
+    }
     case IR_ATTR_FLOAT: print_float(f, a->f, "%.9g"); return;
     case IR_ATTR_STRING: print_quoted(f, a->s, '"'); return;
     case IR_ATTR_INTS:
