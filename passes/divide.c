@@ -203,6 +203,25 @@ static double int_epi_bytes(const IrKernel *k, const CSizes *s, double outs)
     return s->dt == ISA_DT_I8 ? 4.0 * (double)k->nepi * outs : 0.0;
 }
 
+/* Bytes charged for `rows` rows of one column tile of `tile` bytes, the tiles of a row
+ * of `row` bytes side by side: a tile whose width is not a whole number of sticks
+ * starts inside a stick and may touch one more (an int8 tile of 96 columns touches two
+ * sticks in three of its positions); averaged over the tiles' positions in the row
+ * (rows start on a stick boundary when their pitch is whole sticks, else as
+ * cost_rows_bytes takes them). */
+static double col_tile_bytes(const SpyTarget *t, double rows, double tile, double row)
+{
+    uint64_t s = t->stick_bytes ? t->stick_bytes : 1, tb = (uint64_t)tile;
+    uint64_t rb = (uint64_t)row, n = tb ? (rb + tb - 1) / tb : 0, sticks = 0;
+    if (n <= 1 || rb % s != 0 || n > 4096)
+        return cost_rows_bytes(t, rows, tile);
+    for (uint64_t j = 0; j < n; j++) {
+        uint64_t w = (j + 1) * tb <= rb ? tb : rb - j * tb;
+        sticks += cost_run_sticks(t, (j * tb) % s, w);
+    }
+    return rows * (double)sticks / (double)n * (double)s;
+}
+
 /* MATMUL: the M and N tiles (multiples of 8 rows / one stick) with the least
  * modelled time, all cores or fewer: loading A or B once per core can cost more than
  * the parallelism gains. */
@@ -231,10 +250,10 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             if (sz.es * (mt * kt + kt * nt) + epi_lx_bytes(k, &sz) * mt * nt > budget &&
                 (i + 1 < nm || j + 1 < nn))
                 continue;
-            double c = cost_rows_bytes(t, (double)mt, sz.eo * nt);
+            double c = col_tile_bytes(t, (double)mt, sz.eo * nt, sz.eo * n);
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
-                      cost_rows_bytes(t, (double)kk, sz.es * nt), c, c * epi_loads(k),
+                      col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(k),
                       (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
                       (double)((kk + kt - 1) / kt)};
