@@ -222,6 +222,19 @@ static double col_tile_bytes(const SpyTarget *t, double rows, double tile, doubl
     return rows * (double)sticks / (double)n * (double)s;
 }
 
+/* Depth chunk pass_tile keeps for an mt x nt tile of a kk-deep product (passes/tile.c
+ * fit_matmul: the whole depth, halved while the A and B tiles and the epilogue's
+ * epi bytes per output element exceed the budget, never below 256): the ring shares
+ * its operands in pieces per depth chunk, so the estimate needs the real count. */
+static int64_t fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, double epi,
+                         double budget)
+{
+    int64_t kt = kk;
+    while (kt > 256 && es * (double)(mt * kt + kt * nt) + epi * (double)(mt * nt) > budget)
+        kt = halve(kt, 32);
+    return kt;
+}
+
 /* MATMUL: the M and N tiles (multiples of 8 rows / one stick) with the least
  * modelled time, all cores or fewer: loading A or B once per core can cost more than
  * the parallelism gains. */
@@ -250,13 +263,14 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             if (sz.es * (mt * kt + kt * nt) + epi_lx_bytes(k, &sz) * mt * nt > budget &&
                 (i + 1 < nm || j + 1 < nn))
                 continue;
+            int64_t kf = fit_depth(sz.es, mt, nt, kk, epi_lx_bytes(k, &sz), budget);
             double c = col_tile_bytes(t, (double)mt, sz.eo * nt, sz.eo * n);
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
                       col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(k),
-                      (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2,
+                      (double)mt * nt * kk, (double)mt, kf >= kk, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
-                      (double)((kk + kt - 1) / kt)};
+                      (double)((kk + kf - 1) / kf)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
