@@ -177,10 +177,24 @@ static ValId quant_weight(IrGraph *g, ValId w, int axis, PassQWeight *st, const 
     return add_qdq(g, "DequantizeLinear", in, 3, tw, axis, o);
 }
 
+/* The nodes later[0..nlater) (not re-added yet) read x as xq instead: every later
+ * reader of a quantized activation sees its int8 values, as in an ONNX QDQ model, so
+ * that its producer stores the int8 tensor alone (a layer norm feeding both a
+ * projection and a residual add is one kernel with an int8 result, not a float result
+ * and a quantizing kernel). */
+static void requant_readers(IrNode *later, uint32_t nlater, ValId x, ValId xq)
+{
+    for (uint32_t j = 0; j < nlater; j++)
+        for (int i = 0; !later[j].dead && i < later[j].nin; i++)
+            if (later[j].in[i] == x)
+                later[j].in[i] = xq;
+}
+
 /* Give contraction n (re-added here) its Q/DQ pairs; xq caches the quantized form of
- * each activation (a tensor read by several contractions is quantized once). */
+ * each activation (a tensor read by several contractions is quantized once); the
+ * nodes after n (later[0..nlater)) read it quantized too. */
 static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQuant *q,
-                          ValId *xq, uint32_t nxq)
+                          ValId *xq, uint32_t nxq, IrNode *later, uint32_t nlater)
 {
     /* an input >= nxq is the Q/DQ result of an earlier contraction: quantized already */
     const PassQParam *px = n->in[0] < nxq ? find_param(q, ir_val(g, n->in[0])->name) : NULL;
@@ -189,8 +203,10 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     nd.in = ir_scratch(g, (size_t)n->nin * sizeof(ValId));
     memcpy(nd.in, n->in, (size_t)n->nin * sizeof(ValId));
     if (px) {
-        if (xq[n->in[0]] == IR_NONE)
+        if (xq[n->in[0]] == IR_NONE) {
             xq[n->in[0]] = fake_quant(g, n->in[0], px, &n->origin);
+            requant_readers(later, nlater, n->in[0], xq[n->in[0]]);
+        }
         nd.in[0] = xq[n->in[0]];
     }
     q->w = realloc(q->w, (q->nw + 1) * sizeof *q->w);
@@ -228,7 +244,7 @@ bool pass_quantize(IrGraph *g, const PassOptions *opt)
         if (old[i].dead)
             continue;
         if (candidate(g, &old[i], opt->keep_fp32, q->keep_fp16, &ws, &axis))
-            quantize_node(g, &old[i], ws, axis, q, xq, nv);
+            quantize_node(g, &old[i], ws, axis, q, xq, nv, old + i + 1, nold - i - 1);
         else
             ir_readd_node(g, &old[i]);
     }
