@@ -113,11 +113,12 @@ typedef struct {
 
 /* Share of a tile that its busiest sharer loads from DRAM when `sharers` items share it
  * over the ring: the tile goes in pieces (at most one per sharer, at most `pieces`
- * and 8, per depth chunk), dealt round-robin (codegen/cg_contract.c load_shared). */
+ * and 32, CG_CACHE_MAX / 2, per depth chunk), dealt round-robin (codegen/cg_ring.c
+ * cg_load_shared). */
 static double ring_share(uint64_t sharers, double pieces, double nck)
 {
     double np = (double)sharers < pieces ? (double)sharers : pieces;
-    np = (np < 8 ? np : 8) * (nck > 1 ? nck : 1);
+    np = (np < 32 ? np : 32) * (nck > 1 ? nck : 1);
     return (double)(((uint64_t)np + sharers - 1) / sharers) / np;
 }
 
