@@ -190,11 +190,71 @@ static void requant_readers(IrNode *later, uint32_t nlater, ValId x, ValId xq)
                 later[j].in[i] = xq;
 }
 
+#define VIEW_CHAIN_MAX 8                  /* view ops a quantization moves above */
+
+/* Whether node n is an ONNX op that only rearranges the elements of its first input
+ * (a per-tensor quantization commutes with it). */
+static bool view_op(const IrNode *n)
+{
+    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
+    if (n->op != IR_OP_FOREIGN || n->dead || n->nout != 1 || n->nin < 1 ||
+        (n->foreign.domain && n->foreign.domain[0]))
+        return false;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(n->foreign.op_type, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The tensor that the chain of view ops ending at x rearranges, each link's result
+ * read once (uses: the counts before the pass, values below nv); chain[0..*nc) the
+ * links from x's producer up. x itself when it is no such view. */
+static ValId view_source(IrGraph *g, ValId x, const uint32_t *uses, uint32_t nv,
+                         NodeId *chain, int *nc)
+{
+    ValId v = x;
+    *nc = 0;
+    while (*nc < VIEW_CHAIN_MAX && v < nv && (v == x || uses[v] == 1)) {
+        NodeId p = ir_val(g, v)->def;
+        if (p == IR_NONE || !view_op(&g->nodes[p]) || g->nodes[p].in[0] == IR_NONE ||
+            ir_is_const(g, g->nodes[p].in[0]))
+            break;
+        chain[(*nc)++] = p;
+        v = g->nodes[p].in[0];
+    }
+    return v;
+}
+
+/* x quantized with p: when x is a view of another tensor (the heads of attention
+ * merged by a transpose and a reshape), the tensor is quantized before the views and
+ * the views are made again on its quantized form, so that its producer's epilogue
+ * quantizes and the views move int8 data. */
+static ValId quant_input(IrGraph *g, ValId x, const PassQParam *p, const IrOrigin *o,
+                         const uint32_t *uses, uint32_t nv)
+{
+    NodeId chain[VIEW_CHAIN_MAX];
+    int nc;
+    ValId v = fake_quant(g, view_source(g, x, uses, nv, chain, &nc), p, o);
+    for (int i = nc; i-- > 0;) {
+        IrNode c = g->nodes[chain[i]];     /* a copy: adding nodes may move the array */
+        ValId in[IR_MAX_RANK + 4];
+        if (c.nin > (int)(sizeof in / sizeof in[0]))
+            return fake_quant(g, x, p, o);
+        memcpy(in, c.in, (size_t)c.nin * sizeof in[0]);
+        in[0] = v;
+        NodeId id = ir_add_foreign(g, &c.foreign, in, c.nin, 1, c.attrs, c.nattrs, &c.origin);
+        v = g->nodes[id].out[0];
+        g->vals[v].type = *ir_vtype(g, c.out[0]);
+    }
+    return v;
+}
+
 /* Give contraction n (re-added here) its Q/DQ pairs; xq caches the quantized form of
  * each activation (a tensor read by several contractions is quantized once); the
  * nodes after n (later[0..nlater)) read it quantized too. */
 static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQuant *q,
-                          ValId *xq, uint32_t nxq, IrNode *later, uint32_t nlater)
+                          ValId *xq, uint32_t nxq, IrNode *later, uint32_t nlater,
+                          const uint32_t *uses)
 {
     /* an input >= nxq is the Q/DQ result of an earlier contraction: quantized already */
     const PassQParam *px = n->in[0] < nxq ? find_param(q, ir_val(g, n->in[0])->name) : NULL;
@@ -204,7 +264,7 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     memcpy(nd.in, n->in, (size_t)n->nin * sizeof(ValId));
     if (px) {
         if (xq[n->in[0]] == IR_NONE) {
-            xq[n->in[0]] = fake_quant(g, n->in[0], px, &n->origin);
+            xq[n->in[0]] = quant_input(g, n->in[0], px, &n->origin, uses, nxq);
             requant_readers(later, nlater, n->in[0], xq[n->in[0]]);
         }
         nd.in[0] = xq[n->in[0]];
@@ -237,14 +297,14 @@ bool pass_quantize(IrGraph *g, const PassOptions *opt)
     uint32_t nold;
     ValId *xq = ir_scratch(g, (size_t)g->nvals * sizeof(ValId));
     memset(xq, 0xff, (size_t)g->nvals * sizeof(ValId));
-    uint32_t nv = g->nvals;
+    uint32_t nv = g->nvals, *uses = ir_use_counts(g);
     IrNode *old = ir_rewrite_begin(g, &nold);
     for (uint32_t i = 0; i < nold; i++) {
         int ws, axis;
         if (old[i].dead)
             continue;
         if (candidate(g, &old[i], opt->keep_fp32, q->keep_fp16, &ws, &axis))
-            quantize_node(g, &old[i], ws, axis, q, xq, nv, old + i + 1, nold - i - 1);
+            quantize_node(g, &old[i], ws, axis, q, xq, nv, old + i + 1, nold - i - 1, uses);
         else
             ir_readd_node(g, &old[i]);
     }
