@@ -192,11 +192,13 @@ static void requant_readers(IrNode *later, uint32_t nlater, ValId x, ValId xq)
 
 #define VIEW_CHAIN_MAX 8                  /* view ops a quantization moves above */
 
-/* Whether node n is an ONNX op that only rearranges the elements of its first input
- * (a per-tensor quantization commutes with it). */
+/* Whether node n is an ONNX op that only rearranges or selects the elements of its
+ * first input: a per-tensor quantization commutes with it (MaxPool: quantization is
+ * monotonic, so the largest quantized value is the quantized largest one). */
 static bool view_op(const IrNode *n)
 {
-    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
+    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+                                      "MaxPool"};
     if (n->op != IR_OP_FOREIGN || n->dead || n->nout != 1 || n->nin < 1 ||
         (n->foreign.domain && n->foreign.domain[0]))
         return false;
@@ -226,7 +228,7 @@ static ValId view_source(IrGraph *g, ValId x, const uint32_t *uses, uint32_t nv,
 }
 
 /* x quantized with p: when x is a view of another tensor (the heads of attention
- * merged by a transpose and a reshape), the tensor is quantized before the views and
+ * merged by a transpose and a reshape, a max pooling's input), the tensor is quantized before the views and
  * the views are made again on its quantized form, so that its producer's epilogue
  * quantizes and the views move int8 data. */
 static ValId quant_input(IrGraph *g, ValId x, const PassQParam *p, const IrOrigin *o,
