@@ -182,10 +182,36 @@ static CSizes contract_sizes(IrGraph *g, const IrKernel *k)
     return s;
 }
 
-/* Epilogue inputs a contraction loads per output element (besides A and B). */
-static double epi_loads(const IrKernel *k)
+/* Whether value v is an operand of contraction kernel k: read by its anchor or by a
+ * prologue node. */
+static bool operand_of(IrGraph *g, const IrKernel *k, ValId v)
 {
-    return k->nins > 2 ? k->nins - 2 : 0;
+    const IrNode *a = ir_node(g, k->anchor);
+    for (int i = 0; i < a->nin; i++)
+        if (a->in[i] == v)
+            return true;
+    for (uint32_t p = 0; p < k->npro; p++) {
+        const IrNode *n = ir_node(g, k->pro[p]);
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i] == v)
+                return true;
+    }
+    return false;
+}
+
+/* Epilogue input elements a contraction loads per output element (besides A and B):
+ * a tensor of the output's size (a residual) counts one, a per-channel vector (a
+ * requantization's scales and zero points, a bias) its share of the output, a scalar
+ * nothing (an immediate). */
+static double epi_loads(IrGraph *g, const IrKernel *k)
+{
+    double out = (double)ir_type_numel(ir_vtype(g, k->out)), sum = 0;
+    for (uint32_t i = 0; i < k->nins; i++) {
+        double n = (double)ir_type_numel(ir_vtype(g, k->ins[i]));
+        if (n > 1 && !operand_of(g, k, k->ins[i]))
+            sum += out > 0 && n < out ? n / out : 1.0;
+    }
+    return sum;
 }
 
 /* Scratchpad bytes per output element of a contraction's epilogue: the float32
@@ -268,7 +294,7 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             double c = col_tile_bytes(t, (double)mt, sz.eo * nt, sz.eo * n);
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
-                      col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(k),
+                      col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(g, k),
                       (double)mt * nt * kk, (double)mt, kf >= kk, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
                       (double)((kk + kf - 1) / kf)};
@@ -340,7 +366,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
-                      cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(k),
+                      cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(g, k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
                       (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
                       sz.dt, true, (double)((kk + kt - 1) / kt)};
