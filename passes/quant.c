@@ -251,6 +251,54 @@ static ValId quant_input(IrGraph *g, ValId x, const PassQParam *p, const IrOrigi
     return v;
 }
 
+/* Whether node r is ONNX arithmetic of v with a constant (a bias Add, a scaling Mul or
+ * Div): it keeps a value that only float products read float. */
+static bool const_arith(IrGraph *g, const IrNode *r, ValId v)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div"};
+    if (r->op != IR_OP_FOREIGN || r->nin != 2 || r->nout != 1 ||
+        (r->foreign.domain && r->foreign.domain[0]))
+        return false;
+    ValId o = r->in[0] == v ? r->in[1] : r->in[0];
+    if (o == v || !ir_is_const(g, o))
+        return false;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(r->foreign.op_type, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Whether every reader of v among later[0..nlater) (directly or through view ops and
+ * arithmetic with constants) is
+ * a float product of two activations (attention's scores and weighted sum), and there
+ * is one: quantizing v would only add rounding, its producer stores it as a float for
+ * them anyway. */
+static bool float_products_only(IrGraph *g, const IrNode *later, uint32_t nlater, ValId v,
+                                int depth)
+{
+    bool any = false;
+    for (uint32_t k = 0; k < g->noutputs; k++)
+        if (g->outputs[k] == v)
+            return false;
+    for (uint32_t j = 0; j < nlater; j++) {
+        const IrNode *r = &later[j];
+        bool reads = false;
+        for (int i = 0; !r->dead && i < r->nin; i++)
+            reads |= r->in[i] == v;
+        if (!reads)
+            continue;
+        any = true;
+        if ((view_op(r) || const_arith(g, r, v)) && depth < VIEW_CHAIN_MAX) {
+            if (!float_products_only(g, later + j + 1, nlater - j - 1, r->out[0], depth + 1))
+                return false;
+        } else if (r->op != IR_OP_FOREIGN || strcmp(r->foreign.op_type, "MatMul") != 0 ||
+                   r->nin != 2 || ir_is_const(g, r->in[0]) || ir_is_const(g, r->in[1])) {
+            return false;
+        }
+    }
+    return any;
+}
+
 /* Give contraction n (re-added here) its Q/DQ pairs; xq caches the quantized form of
  * each activation (a tensor read by several contractions is quantized once); the
  * nodes after n (later[0..nlater)) read it quantized too. */
@@ -277,7 +325,7 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     nd.in[ws] = quant_weight(g, n->in[ws], axis, &q->w[q->nw++], &n->origin);
     ir_readd_node(g, &nd);
     q->nquantized++;
-    if (!py)
+    if (!py || float_products_only(g, later, nlater, n->out[0], 0))
         return;
     ValId y = n->out[0], yq = fake_quant(g, y, py, &n->origin);
     NodeId qnode = ir_val(g, ir_node(g, ir_val(g, yq)->def)->in[0])->def;
