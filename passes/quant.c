@@ -16,7 +16,13 @@
  *    zero point, from the range the calibration observed (PassQParam, computed by the
  *    compiler driver from ir_run_graph on the calibration inputs): the range is
  *    widened to contain 0, scale = (hi - lo) / 255, zero point round(-128 - lo/scale);
- *  - biases (Gemm C, Conv B) stay float.
+ *  - biases (Gemm C, Conv B) stay float;
+ *  - a quantized activation is read quantized by every later reader too (a residual
+ *    add as well as the projection), so that its producer stores only the int8 tensor;
+ *    one that reaches the contraction through view ops or a MaxPool is quantized
+ *    above them (they commute with a per-tensor quantization), so they move int8; a
+ *    result that only float products of activations read (attention's Q, K, V) is left
+ *    float (its kernel stores a float for them anyway).
  * The decomposition lowers the pairs to float arithmetic (fake quantization: the
  * values are exactly those of int8), which gives the accuracy of int8; the
  * weights' DequantizeLinear folds to a constant.
