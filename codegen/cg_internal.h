@@ -11,7 +11,8 @@
 #include "sbin.h"
 
 #define CG_DIMS_MAX 16           /* logical DMA dims before coalescing */
-#define CG_CACHE_MAX 16          /* remembered loads per core program */
+#define CG_CACHE_MAX 64          /* remembered loads per core program; half of it caps the
+                                    ring pieces of one shared tile (cg_load_shared) */
 
 /* A logical N-d DMA: extents and strides (elements), outermost first. */
 typedef struct {

@@ -113,11 +113,12 @@ typedef struct {
 
 /* Share of a tile that its busiest sharer loads from DRAM when `sharers` items share it
  * over the ring: the tile goes in pieces (at most one per sharer, at most `pieces`
- * and 8, per depth chunk), dealt round-robin (codegen/cg_contract.c load_shared). */
+ * and 32, CG_CACHE_MAX / 2, per depth chunk), dealt round-robin (codegen/cg_ring.c
+ * cg_load_shared). */
 static double ring_share(uint64_t sharers, double pieces, double nck)
 {
     double np = (double)sharers < pieces ? (double)sharers : pieces;
-    np = (np < 8 ? np : 8) * (nck > 1 ? nck : 1);
+    np = (np < 32 ? np : 32) * (nck > 1 ? nck : 1);
     return (double)(((uint64_t)np + sharers - 1) / sharers) / np;
 }
 
@@ -181,10 +182,36 @@ static CSizes contract_sizes(IrGraph *g, const IrKernel *k)
     return s;
 }
 
-/* Epilogue inputs a contraction loads per output element (besides A and B). */
-static double epi_loads(const IrKernel *k)
+/* Whether value v is an operand of contraction kernel k: read by its anchor or by a
+ * prologue node. */
+static bool operand_of(IrGraph *g, const IrKernel *k, ValId v)
 {
-    return k->nins > 2 ? k->nins - 2 : 0;
+    const IrNode *a = ir_node(g, k->anchor);
+    for (int i = 0; i < a->nin; i++)
+        if (a->in[i] == v)
+            return true;
+    for (uint32_t p = 0; p < k->npro; p++) {
+        const IrNode *n = ir_node(g, k->pro[p]);
+        for (int i = 0; i < n->nin; i++)
+            if (n->in[i] == v)
+                return true;
+    }
+    return false;
+}
+
+/* Epilogue input elements a contraction loads per output element (besides A and B):
+ * a tensor of the output's size (a residual) counts one, a per-channel vector (a
+ * requantization's scales and zero points, a bias) its share of the output, a scalar
+ * nothing (an immediate). */
+static double epi_loads(IrGraph *g, const IrKernel *k)
+{
+    double out = (double)ir_type_numel(ir_vtype(g, k->out)), sum = 0;
+    for (uint32_t i = 0; i < k->nins; i++) {
+        double n = (double)ir_type_numel(ir_vtype(g, k->ins[i]));
+        if (n > 1 && !operand_of(g, k, k->ins[i]))
+            sum += out > 0 && n < out ? n / out : 1.0;
+    }
+    return sum;
 }
 
 /* Scratchpad bytes per output element of a contraction's epilogue: the float32
@@ -201,6 +228,38 @@ static double epi_lx_bytes(const IrKernel *k, const CSizes *s)
 static double int_epi_bytes(const IrKernel *k, const CSizes *s, double outs)
 {
     return s->dt == ISA_DT_I8 ? 4.0 * (double)k->nepi * outs : 0.0;
+}
+
+/* Bytes charged for `rows` rows of one column tile of `tile` bytes, the tiles of a row
+ * of `row` bytes side by side: a tile whose width is not a whole number of sticks
+ * starts inside a stick and may touch one more (an int8 tile of 96 columns touches two
+ * sticks in three of its positions); averaged over the tiles' positions in the row
+ * (rows start on a stick boundary when their pitch is whole sticks, else as
+ * cost_rows_bytes takes them). */
+static double col_tile_bytes(const SpyTarget *t, double rows, double tile, double row)
+{
+    uint64_t s = t->stick_bytes ? t->stick_bytes : 1, tb = (uint64_t)tile;
+    uint64_t rb = (uint64_t)row, n = tb ? (rb + tb - 1) / tb : 0, sticks = 0;
+    if (n <= 1 || rb % s != 0 || n > 4096)
+        return cost_rows_bytes(t, rows, tile);
+    for (uint64_t j = 0; j < n; j++) {
+        uint64_t w = (j + 1) * tb <= rb ? tb : rb - j * tb;
+        sticks += cost_run_sticks(t, (j * tb) % s, w);
+    }
+    return rows * (double)sticks / (double)n * (double)s;
+}
+
+/* Depth chunk pass_tile keeps for an mt x nt tile of a kk-deep product (passes/tile.c
+ * fit_matmul: the whole depth, halved while the A and B tiles and the epilogue's
+ * epi bytes per output element exceed the budget, never below 256): the ring shares
+ * its operands in pieces per depth chunk, so the estimate needs the real count. */
+static int64_t fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, double epi,
+                         double budget)
+{
+    int64_t kt = kk;
+    while (kt > 256 && es * (double)(mt * kt + kt * nt) + epi * (double)(mt * nt) > budget)
+        kt = halve(kt, 32);
+    return kt;
 }
 
 /* MATMUL: the M and N tiles (multiples of 8 rows / one stick) with the least
@@ -231,13 +290,14 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             if (sz.es * (mt * kt + kt * nt) + epi_lx_bytes(k, &sz) * mt * nt > budget &&
                 (i + 1 < nm || j + 1 < nn))
                 continue;
-            double c = cost_rows_bytes(t, (double)mt, sz.eo * nt);
+            int64_t kf = fit_depth(sz.es, mt, nt, kk, epi_lx_bytes(k, &sz), budget);
+            double c = col_tile_bytes(t, (double)mt, sz.eo * nt, sz.eo * n);
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
-                      cost_rows_bytes(t, (double)kk, sz.es * nt), c, c * epi_loads(k),
-                      (double)mt * nt * kk, (double)mt, kk <= 256, bt->rank == 2,
+                      col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(g, k),
+                      (double)mt * nt * kk, (double)mt, kf >= kk, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
-                      (double)((kk + kt - 1) / kt)};
+                      (double)((kk + kf - 1) / kf)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -306,7 +366,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
-                      cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(k),
+                      cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(g, k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
                       (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
                       sz.dt, true, (double)((kk + kt - 1) / kt)};

@@ -307,7 +307,7 @@ static void release_narrowing(Fuse *f, uint32_t gi, NodeId anchor)
             const IrNode *s = &g->nodes[f->stack[i]];
             for (int k = 0; k < s->nin; k++) {
                 NodeId p = ir_val(g, s->in[k])->def;
-                mine |= p == anchor;
+                mine |= anchor != IR_NONE && p == anchor;  /* a constant has no def */
                 other |= p != IR_NONE && p != anchor && absorbable(f, s->in[k]) &&
                          ir_op_info[g->nodes[p].op].cls == IR_CLS_CONTRACT;
             }

@@ -16,7 +16,13 @@
  *    zero point, from the range the calibration observed (PassQParam, computed by the
  *    compiler driver from ir_run_graph on the calibration inputs): the range is
  *    widened to contain 0, scale = (hi - lo) / 255, zero point round(-128 - lo/scale);
- *  - biases (Gemm C, Conv B) stay float.
+ *  - biases (Gemm C, Conv B) stay float;
+ *  - a quantized activation is read quantized by every later reader too (a residual
+ *    add as well as the projection), so that its producer stores only the int8 tensor;
+ *    one that reaches the contraction through view ops or a MaxPool is quantized
+ *    above them (they commute with a per-tensor quantization), so they move int8; a
+ *    result that only float products of activations read (attention's Q, K, V) is left
+ *    float (its kernel stores a float for them anyway).
  * The decomposition lowers the pairs to float arithmetic (fake quantization: the
  * values are exactly those of int8), which gives the accuracy of int8; the
  * weights' DequantizeLinear folds to a constant.
@@ -177,10 +183,134 @@ static ValId quant_weight(IrGraph *g, ValId w, int axis, PassQWeight *st, const 
     return add_qdq(g, "DequantizeLinear", in, 3, tw, axis, o);
 }
 
+/* The nodes later[0..nlater) (not re-added yet) read x as xq instead: every later
+ * reader of a quantized activation sees its int8 values, as in an ONNX QDQ model, so
+ * that its producer stores the int8 tensor alone (a layer norm feeding both a
+ * projection and a residual add is one kernel with an int8 result, not a float result
+ * and a quantizing kernel). */
+static void requant_readers(IrNode *later, uint32_t nlater, ValId x, ValId xq)
+{
+    for (uint32_t j = 0; j < nlater; j++)
+        for (int i = 0; !later[j].dead && i < later[j].nin; i++)
+            if (later[j].in[i] == x)
+                later[j].in[i] = xq;
+}
+
+#define VIEW_CHAIN_MAX 8                  /* view ops a quantization moves above */
+
+/* Whether node n is an ONNX op that only rearranges or selects the elements of its
+ * first input: a per-tensor quantization commutes with it (MaxPool: quantization is
+ * monotonic, so the largest quantized value is the quantized largest one). */
+static bool view_op(const IrNode *n)
+{
+    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
+                                      "MaxPool"};
+    if (n->op != IR_OP_FOREIGN || n->dead || n->nout != 1 || n->nin < 1 ||
+        (n->foreign.domain && n->foreign.domain[0]))
+        return false;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(n->foreign.op_type, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The tensor that the chain of view ops ending at x rearranges, each link's result
+ * read once (uses: the counts before the pass, values below nv); chain[0..*nc) the
+ * links from x's producer up. x itself when it is no such view. */
+static ValId view_source(IrGraph *g, ValId x, const uint32_t *uses, uint32_t nv,
+                         NodeId *chain, int *nc)
+{
+    ValId v = x;
+    *nc = 0;
+    while (*nc < VIEW_CHAIN_MAX && v < nv && (v == x || uses[v] == 1)) {
+        NodeId p = ir_val(g, v)->def;
+        if (p == IR_NONE || !view_op(&g->nodes[p]) || g->nodes[p].in[0] == IR_NONE ||
+            ir_is_const(g, g->nodes[p].in[0]))
+            break;
+        chain[(*nc)++] = p;
+        v = g->nodes[p].in[0];
+    }
+    return v;
+}
+
+/* x quantized with p: when x is a view of another tensor (the heads of attention
+ * merged by a transpose and a reshape, a max pooling's input), the tensor is quantized before the views and
+ * the views are made again on its quantized form, so that its producer's epilogue
+ * quantizes and the views move int8 data. */
+static ValId quant_input(IrGraph *g, ValId x, const PassQParam *p, const IrOrigin *o,
+                         const uint32_t *uses, uint32_t nv)
+{
+    NodeId chain[VIEW_CHAIN_MAX];
+    int nc;
+    ValId v = fake_quant(g, view_source(g, x, uses, nv, chain, &nc), p, o);
+    for (int i = nc; i-- > 0;) {
+        IrNode c = g->nodes[chain[i]];     /* a copy: adding nodes may move the array */
+        ValId in[IR_MAX_RANK + 4];
+        if (c.nin > (int)(sizeof in / sizeof in[0]))
+            return fake_quant(g, x, p, o);
+        memcpy(in, c.in, (size_t)c.nin * sizeof in[0]);
+        in[0] = v;
+        NodeId id = ir_add_foreign(g, &c.foreign, in, c.nin, 1, c.attrs, c.nattrs, &c.origin);
+        v = g->nodes[id].out[0];
+        g->vals[v].type = *ir_vtype(g, c.out[0]);
+    }
+    return v;
+}
+
+/* Whether node r is ONNX arithmetic of v with a constant (a bias Add, a scaling Mul or
+ * Div): it keeps a value that only float products read float. */
+static bool const_arith(IrGraph *g, const IrNode *r, ValId v)
+{
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div"};
+    if (r->op != IR_OP_FOREIGN || r->nin != 2 || r->nout != 1 ||
+        (r->foreign.domain && r->foreign.domain[0]))
+        return false;
+    ValId o = r->in[0] == v ? r->in[1] : r->in[0];
+    if (o == v || !ir_is_const(g, o))
+        return false;
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (strcmp(r->foreign.op_type, ops[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Whether every reader of v among later[0..nlater) (directly or through view ops and
+ * arithmetic with constants) is
+ * a float product of two activations (attention's scores and weighted sum), and there
+ * is one: quantizing v would only add rounding, its producer stores it as a float for
+ * them anyway. */
+static bool float_products_only(IrGraph *g, const IrNode *later, uint32_t nlater, ValId v,
+                                int depth)
+{
+    bool any = false;
+    for (uint32_t k = 0; k < g->noutputs; k++)
+        if (g->outputs[k] == v)
+            return false;
+    for (uint32_t j = 0; j < nlater; j++) {
+        const IrNode *r = &later[j];
+        bool reads = false;
+        for (int i = 0; !r->dead && i < r->nin; i++)
+            reads |= r->in[i] == v;
+        if (!reads)
+            continue;
+        any = true;
+        if ((view_op(r) || const_arith(g, r, v)) && depth < VIEW_CHAIN_MAX) {
+            if (!float_products_only(g, later + j + 1, nlater - j - 1, r->out[0], depth + 1))
+                return false;
+        } else if (r->op != IR_OP_FOREIGN || strcmp(r->foreign.op_type, "MatMul") != 0 ||
+                   r->nin != 2 || ir_is_const(g, r->in[0]) || ir_is_const(g, r->in[1])) {
+            return false;
+        }
+    }
+    return any;
+}
+
 /* Give contraction n (re-added here) its Q/DQ pairs; xq caches the quantized form of
- * each activation (a tensor read by several contractions is quantized once). */
+ * each activation (a tensor read by several contractions is quantized once); the
+ * nodes after n (later[0..nlater)) read it quantized too. */
 static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQuant *q,
-                          ValId *xq, uint32_t nxq)
+                          ValId *xq, uint32_t nxq, IrNode *later, uint32_t nlater,
+                          const uint32_t *uses)
 {
     /* an input >= nxq is the Q/DQ result of an earlier contraction: quantized already */
     const PassQParam *px = n->in[0] < nxq ? find_param(q, ir_val(g, n->in[0])->name) : NULL;
@@ -189,8 +319,10 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     nd.in = ir_scratch(g, (size_t)n->nin * sizeof(ValId));
     memcpy(nd.in, n->in, (size_t)n->nin * sizeof(ValId));
     if (px) {
-        if (xq[n->in[0]] == IR_NONE)
-            xq[n->in[0]] = fake_quant(g, n->in[0], px, &n->origin);
+        if (xq[n->in[0]] == IR_NONE) {
+            xq[n->in[0]] = quant_input(g, n->in[0], px, &n->origin, uses, nxq);
+            requant_readers(later, nlater, n->in[0], xq[n->in[0]]);
+        }
         nd.in[0] = xq[n->in[0]];
     }
     q->w = realloc(q->w, (q->nw + 1) * sizeof *q->w);
@@ -199,7 +331,7 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     nd.in[ws] = quant_weight(g, n->in[ws], axis, &q->w[q->nw++], &n->origin);
     ir_readd_node(g, &nd);
     q->nquantized++;
-    if (!py)
+    if (!py || float_products_only(g, later, nlater, n->out[0], 0))
         return;
     ValId y = n->out[0], yq = fake_quant(g, y, py, &n->origin);
     NodeId qnode = ir_val(g, ir_node(g, ir_val(g, yq)->def)->in[0])->def;
@@ -221,14 +353,14 @@ bool pass_quantize(IrGraph *g, const PassOptions *opt)
     uint32_t nold;
     ValId *xq = ir_scratch(g, (size_t)g->nvals * sizeof(ValId));
     memset(xq, 0xff, (size_t)g->nvals * sizeof(ValId));
-    uint32_t nv = g->nvals;
+    uint32_t nv = g->nvals, *uses = ir_use_counts(g);
     IrNode *old = ir_rewrite_begin(g, &nold);
     for (uint32_t i = 0; i < nold; i++) {
         int ws, axis;
         if (old[i].dead)
             continue;
         if (candidate(g, &old[i], opt->keep_fp32, q->keep_fp16, &ws, &axis))
-            quantize_node(g, &old[i], ws, axis, q, xq, nv);
+            quantize_node(g, &old[i], ws, axis, q, xq, nv, old + i + 1, nold - i - 1, uses);
         else
             ir_readd_node(g, &old[i]);
     }

@@ -94,6 +94,24 @@ static ValId sum_i32(DecCtx *c, ValId x, int64_t axis)
     return dec_reduce(c, IR_RED_SUM, dec_cast(c, x, IR_DT_I32), &axis, 1, true);
 }
 
+/* Sums over the depth (axis rank-2, kept) of int8 B as int32. A constant B (weights)
+ * folds as a reduction; an activation's column sums are the int8 product of a row of
+ * ones with it: a reduction along its strided axis would read every row's few columns
+ * as whole sticks, a product loads B's rows as the contraction itself does. */
+static ValId depth_sums(DecCtx *c, ValId b)
+{
+    const IrType *tb = dec_ty(c, b);
+    int rb = tb->rank;
+    if (ir_is_const(c->g, b) || rb < 2)
+        return sum_i32(c, b, rb - 2);
+    int64_t dims[IR_MAX_RANK];
+    memcpy(dims, tb->dims, (size_t)rb * sizeof dims[0]);
+    dims[rb - 1] = dims[rb - 2];
+    dims[rb - 2] = 1;
+    ValId ones = dec_expand(c, dec_scalar(c->g, IR_DT_I8, 1.0), dims, rb);
+    return ir_matmul(c->g, ones, b, c->o);
+}
+
 ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
 {
     const IrType *ta = dec_ty(c, a), *tb = dec_ty(c, b);
@@ -104,7 +122,7 @@ ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
     b = as_i8(c, b);
     ValId acc = ir_matmul(c->g, a, b, c->o);
     if (za32 != IR_NONE)
-        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, za32, sum_i32(c, b, rb - 2)));
+        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, za32, depth_sums(c, b)));
     if (zb32 != IR_NONE) {
         acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, zb32, sum_i32(c, a, ra - 1)));
         if (za32 != IR_NONE)
