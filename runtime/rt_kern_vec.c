@@ -384,6 +384,8 @@ RT_HOT static bool vec_chunk(VecRun *s, const uint8_t *const *p, uint8_t *d, int
             FOR16(n16) fr[i] = s->n[0][i] ? fa[1][i] : fa[2][i];
         else
             FOR16(n16) ir[i] = s->n[0][i] ? s->n[1][i] : s->n[2][i];
+    } else if (fn == ISA_VF_FMA) {
+        FOR16(n16) fr[i] = fa[0][i] * fa[1][i] + fa[2][i];
     } else if (fn == ISA_VF_CAST) {
         if (s->fdom && s->fres)
             memcpy(fr, (const float *)fa[0], sizeof(float) * (size_t)n16);
@@ -549,7 +551,8 @@ static void vec_setup(VecRun *s, RtCore *c, const SpyVec *v) {
     s->cmp = rt_vecfn_compare(v->fn);
     for (int q = 0; q < s->arity; q++) {
         Opnd *o = &s->op[q];
-        o->dt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL : sdt;
+        o->dt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
+              : (v->fn == ISA_VF_FMA && q == 2) ? v->dtype : sdt;
         unsigned es = vec_esize(o->dt);
         if (q == imm_q) {
             o->p = NULL;

@@ -227,6 +227,11 @@ typedef struct {
      * as a window of it (isa.md ISA_F_BWIN: implicit GEMM, no im2col copy). Canonical 2-d form: dim 0 = the chunked output
      * rows (1-d: the only spatial dim), dim 1 = the whole row (1-d: extent 1). */
     bool patch;
+    /* Depthwise form (patch form, one input and one output channel per group, float
+     * operands): a work item takes a block of channels (grid dim G chunked), its patch
+     * rows padded for the stride (plan_dw_patch), one VEC FMA per kernel tap over all its
+     * channels and rows (cg_contract.c). */
+    bool dw;
     ValId x;                     /* CONV: the input read (a fused PAD's input) */
     int64_t in_ext[2], pad_lo[2], pad_hi[2], k2[2], s2[2], d2[2], out2[2];
     double pad_value;
@@ -290,6 +295,11 @@ int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext);
  * the rows a MATMUL reads together do not all fall in one cache set of the emulator's
  * host (measured: such a pitch costs its matrix kernel a quarter of its speed). */
 int64_t plan_conv_lda(int64_t kk, unsigned es);
+/* Depthwise form: the per-channel patch of an item of on output rows is rin rows of
+ * *ww elements (the padded width rounded up to a multiple of the column stride s1); the
+ * taps accumulate output rows at *pitch = s0 * ww / s1 elements (so that a tap reads
+ * the patch at column stride s1 over all rows). Returns the channel's elements. */
+int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww);
 
 /* ---- plan_verify.c ---- */
 /* Check the invariants of the plan that the passes up to after_pass ("fuse",
