@@ -314,7 +314,7 @@ static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const 
 {
     IrGeom geo;
     plan_geom(e->g, k, &geo);
-    if (geo.dw) {
+    if (plan_dw_form(k, &geo)) {
         dw_item(e, k, &geo, start, len);
         return;
     }

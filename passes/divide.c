@@ -322,7 +322,9 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
 /* Depthwise form (plan.h IrGeom.dw): after conv_divide chose the output-row chunks,
  * give each item a block of channels, as many as leave about one item per core: an
  * item's instructions (one FMA per tap) do not grow with its channels, while the
- * vector and DRAM work per core stays the same. pass_tile shrinks the block to fit LX. */
+ * vector and DRAM work per core stays the same. A block of one channel keeps the patch
+ * form's window MATMUL (fewer instructions than taps + 1 VECs); pass_tile shrinks the
+ * block to fit LX (plan_dw_form). */
 static void dw_divide(IrGrid *gr, uint32_t cores)
 {
     int64_t other = 1;
@@ -331,8 +333,8 @@ static void dw_divide(IrGrid *gr, uint32_t cores)
             other *= (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
     int64_t slots = (int64_t)cores / (other > 0 ? other : 1);
     slots = slots > 1 ? slots : 1;
-    gr->chunk[1] = (gr->ext[1] + slots - 1) / slots;
-    gr->chunk[1] = gr->chunk[1] > 1 ? gr->chunk[1] : 1;
+    int64_t gl = (gr->ext[1] + slots - 1) / slots;
+    gr->chunk[1] = gl >= 2 ? gl : 1;     /* one channel: the window MATMUL is shorter */
 }
 
 /* Choose the work grid of kernel k and assign item ranges to cores. */

@@ -300,6 +300,9 @@ int64_t plan_conv_lda(int64_t kk, unsigned es);
  * taps accumulate output rows at *pitch = s0 * ww / s1 elements (so that a tap reads
  * the patch at column stride s1 over all rows). Returns the channel's elements. */
 int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww);
+/* Whether kernel k (geometry geo) runs in the depthwise form: geo->dw and blocks of at
+ * least two channels per work item (one channel keeps the window MATMUL). */
+bool plan_dw_form(const IrKernel *k, const IrGeom *geo);
 
 /* ---- plan_verify.c ---- */
 /* Check the invariants of the plan that the passes up to after_pass ("fuse",

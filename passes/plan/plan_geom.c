@@ -173,6 +173,11 @@ int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww
     return rin * *ww;
 }
 
+bool plan_dw_form(const IrKernel *k, const IrGeom *geo)
+{
+    return geo->dw && k->grid.rank > 1 && k->grid.chunk[1] >= 2;
+}
+
 /* Row pitch (elements) of a convolution's weight tile of kk columns. */
 int64_t plan_conv_lda(int64_t kk, unsigned es)
 {
