@@ -21,8 +21,9 @@
  *
  * Depthwise form (plan.h IrGeom.dw): an item takes a block of channels; with the
  * output rows at a pitch of s0 * (patch row) / s1, every kernel tap reads one evenly
- * strided run of the patch per channel, and one VEC FMA per tap (isa.md) accumulates the whole block: about
- * taps + 6 instructions per item, whatever its channels and rows.
+ * strided run of the patch per channel, and one VEC FMA per tap (isa.md) accumulates
+ * the whole block: about taps + 6 instructions per item, whatever its channels and
+ * rows.
  */
 #include <string.h>
 

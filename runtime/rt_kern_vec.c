@@ -679,8 +679,9 @@ static void taps_row_half(uint8_t *d, const uint8_t *const *s, const float *w, u
 }
 
 /* Length of the run of taps at code[0..n) (0: none): VECs with an F32 result (F32 or
- * DLF16 operands), a MUL then FMAs into the same region, each multiplying an operand apart from it by one value per row (the
- * taps of a depthwise convolution, cg_contract.c). */
+ * DLF16 operands), a MUL then FMAs into the same region, each multiplying an operand
+ * apart from it by one value per row (the taps of a depthwise convolution,
+ * cg_contract.c). */
 uint32_t rt_vec_taps_run(const SpyInsn *code, uint32_t n) {
     const SpyVec *r = &code[0].vec;
     if (code[0].opcode != ISA_VEC || !tap_of(r, r, true))
