@@ -19,9 +19,9 @@
  * (ISA_F_BWIN), depthwise convolutions included (m = 1 per group), so no im2col copy
  * is made; the products are summed in the same order as the im2col MATMUL's.
  *
- * Depthwise form (plan.h IrGeom.dw): an item takes a block of channels; with the
- * output rows at a pitch of s0 * (patch row) / s1, every kernel tap reads one evenly
- * strided run of the patch per channel, and one VEC FMA per tap (isa.md) accumulates
+ * Depthwise form (plan.h IrGeom.dw): an item takes a block of channels; its patch rows
+ * in row phase planes and the output rows at a pitch of (patch row) / s1, every kernel
+ * tap reads one evenly strided run of the patch per channel, and one VEC FMA per tap (isa.md) accumulates
  * the whole block: about taps + 6 instructions per item, whatever its channels and
  * rows.
  */
@@ -214,35 +214,74 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
     conv_window(e, k, geo, len[2], on, cl, lda, c0 > 0);
 }
 
+/* Depthwise form: the first padded row the item at (start, len) loads, rlo (the patch
+ * row of input row max(0, r0)), and the end of its rows, rhi; returns the item's phase
+ * ph = rlo % s0 (plan_dw_patch: padded row h lives in phase plane (h - ph) mod s0). */
+static int64_t dw_rows_of(const IrGeom *geo, const int64_t *start, const int64_t *len,
+                          int64_t *rlo, int64_t *rhi)
+{
+    int64_t r0 = start[3] * geo->s2[0] - geo->pad_lo[0], rin = patch_rows(geo, len[3]);
+    int64_t lo = r0 > 0 ? r0 : 0, hi = r0 + rin < geo->in_ext[0] ? r0 + rin : geo->in_ext[0];
+    *rlo = hi > lo ? lo - r0 : 0;
+    *rhi = hi > lo ? hi - r0 : 0;
+    return *rlo % geo->s2[0];
+}
+
+/* LX element offset in a channel's patch of padded row h, column 0 (plan_dw_patch:
+ * plane (h - ph) mod s0, row (h - ph + u*s0) / s0 with u = 1 for strided rows). */
+static int64_t dw_row_at(const IrGeom *geo, int64_t h, int64_t ph, int64_t rh, int64_t ww)
+{
+    int64_t s0 = geo->s2[0], u = s0 > 1, x = h - ph + u * s0;
+    return (x % s0 * rh + x / s0) * ww;
+}
+
+/* Depthwise form: one LOAD of the padded patch rows h + g*s0 + p (g < q, p < np: each
+ * group of rows in consecutive phase planes) of the gl channels of the item at start
+ * (phase ph, padded row 0 = input row r0) into the patch [gl, s0 planes of rh rows, ww].
+ * In DRAM the rows are consecutive: one run of bytes per channel. */
+static void dw_rows(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
+                    const int64_t *len, int64_t h, int64_t q, int64_t np)
+{
+    const IrView *xv = &e->s->val[geo->x].view;
+    int64_t s0 = geo->s2[0], sx = xv->stride[2], sy = geo->nsp == 2 ? xv->stride[3] : 1;
+    int64_t pitch, ww, rh, rlo, rhi;
+    rh = plan_dw_patch(geo, len[3], &pitch, &ww) / (s0 * ww);
+    int64_t ph = dw_rows_of(geo, start, len, &rlo, &rhi);
+    int64_t r0 = start[3] * s0 - geo->pad_lo[0];
+    uint32_t es = op_es(e, k), seg;
+    int64_t off;
+    CgDims d = {0};
+    cg_dims_add(&d, len[1], xv->stride[1], s0 * rh * ww);
+    cg_dims_add(&d, q, s0 * sx, ww);
+    cg_dims_add(&d, np, sx, rh * ww);
+    cg_dims_add(&d, geo->in_ext[1], sy, 1);
+    cg_root(e, xv->root, &seg, &off);
+    int64_t el = xv->off + start[0] * xv->stride[0] + start[1] * xv->stride[1] + (h + r0) * sx;
+    int64_t at = dw_row_at(geo, h, ph, rh, ww) + geo->pad_lo[1];
+    cg_dma(e, ISA_LOAD, seg, off + el * es, k->buf[3] + (uint32_t)(at * es), es, &d);
+}
+
 /* Depthwise form (plan.h IrGeom.dw): load the input rows of the item's gl channels
- * into the patch [gl, rin, ww] (plan_dw_patch; one LOAD), filling the padding. */
+ * into the patch's row phase planes, filling the padding: the whole groups of s0 rows
+ * from the first loaded one in one LOAD, the rows after the last group in one more. */
 static void dw_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
                      const int64_t *len)
 {
-    const IrView *xv = &e->s->val[geo->x].view;
-    int64_t gl = len[1], on = len[3], pitch, ww, cs = plan_dw_patch(geo, on, &pitch, &ww);
-    int64_t r0 = start[3] * geo->s2[0] - geo->pad_lo[0], rin = patch_rows(geo, on);
-    int64_t lo = r0 > 0 ? r0 : 0, hi = r0 + rin < geo->in_ext[0] ? r0 + rin : geo->in_ext[0];
-    uint32_t patch = k->buf[3], es = op_es(e, k);
+    int64_t s0 = geo->s2[0], pitch, ww, rlo, rhi;
+    int64_t rh = plan_dw_patch(geo, len[3], &pitch, &ww) / (s0 * ww);
+    dw_rows_of(geo, start, len, &rlo, &rhi);
     int dt = op_dtype(e, k);
-    int64_t rlo = hi > lo ? lo - r0 : 0, rhi = hi > lo ? hi - r0 : 0;
-    if (lo != r0 || hi != r0 + rin || ww != geo->in_ext[1])
-        patch_fill(e, dt, patch, geo, gl, rin, ww, rlo, rhi);
-    e->patch = (CgPatch){true, patch, cg_value_bits(dt, geo->pad_value), gl, rin, ww, rlo, rhi};
-    if (hi <= lo)
-        return;
-    int dx = 2, dy = geo->nsp == 2 ? 3 : 2;
-    CgDims d = {0};
-    cg_dims_add(&d, gl, xv->stride[1], cs);
-    cg_dims_add(&d, hi - lo, xv->stride[dx], ww);
-    cg_dims_add(&d, geo->in_ext[1], geo->nsp == 2 ? xv->stride[dy] : 1, 1);
-    uint32_t seg;
-    int64_t off;
-    cg_root(e, xv->root, &seg, &off);
-    int64_t el = xv->off + start[0] * xv->stride[0] + start[1] * xv->stride[1] +
-                 lo * xv->stride[dx];
-    int64_t at = (lo - r0) * ww + geo->pad_lo[1];
-    cg_dma(e, ISA_LOAD, seg, off + el * es, patch + (uint32_t)(at * es), es, &d);
+    if (s0 > 1)            /* where a row lies moves with the phase: no border is reused */
+        e->patch.valid = false;
+    if (rlo > 0 || rhi < patch_rows(geo, len[3]) || ww != geo->in_ext[1] || s0 > 1)
+        patch_fill(e, dt, k->buf[3], geo, len[1], s0 * rh, ww, rlo, rhi);
+    e->patch = (CgPatch){s0 == 1, k->buf[3], cg_value_bits(dt, geo->pad_value), len[1],
+                         s0 * rh, ww, rlo, rhi};
+    int64_t q = (rhi - rlo) / s0, h = rlo + q * s0;
+    if (q > 0)
+        dw_rows(e, k, geo, start, len, rlo, q, s0);
+    if (h < rhi)
+        dw_rows(e, k, geo, start, len, h, 1, rhi - h);
 }
 
 /* One VEC of the depthwise taps: dst [rows, cols] (row stride drs) = fn(src0 (row stride
@@ -271,19 +310,24 @@ static void dw_vec(CgEmit *e, int fn, int sdt, uint32_t dst, int64_t rows, int64
 }
 
 /* Depthwise form: per kernel tap one VEC over the item's channels (rows) and all its
- * output rows at the pitch s0 * ww / s1 (columns; the patch read with column stride s1,
- * so that output (r, o) reads patch row r*s0 + i*d0, column o*s1 + j*d1): MUL for the
+ * output rows at the pitch ww / s1 (columns; the patch read with column stride s1, so
+ * that output (r, o) reads padded row r*s0 + i*d0, in its phase plane, column
+ * o*s1 + j*d1): MUL for the
  * first tap, then FMA, the weight a per-row broadcast operand; one COPY then drops the
  * pitch's spare columns, leaving C [gl, rows*OW] for the epilogue. */
-static void dw_taps(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *len)
+static void dw_taps(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
+                    const int64_t *len)
 {
-    int64_t gl = len[1], on = len[3], pitch, ww, cs = plan_dw_patch(geo, on, &pitch, &ww);
+    int64_t gl = len[1], on = len[3], s0 = geo->s2[0], pitch, ww, rlo, rhi;
+    int64_t cs = plan_dw_patch(geo, on, &pitch, &ww), rh = cs / (s0 * ww);
+    int64_t ph = dw_rows_of(geo, start, len, &rlo, &rhi);
     int64_t taps = geo->k2[0] * geo->k2[1], ow = geo->out2[1];
     int dt = op_dtype(e, k);
     uint32_t es = op_es(e, k), acc = k->buf[1];
     for (int64_t i = 0; i < geo->k2[0]; i++)
         for (int64_t j = 0; j < geo->k2[1]; j++) {
-            int64_t tap = i * geo->k2[1] + j, at = i * geo->d2[0] * ww + j * geo->d2[1];
+            int64_t tap = i * geo->k2[1] + j, ri = i * geo->d2[0];
+            int64_t at = dw_row_at(geo, ri, ph, rh, ww) + j * geo->d2[1];
             dw_vec(e, tap ? ISA_VF_FMA : ISA_VF_MUL, dt, acc, gl, (on - 1) * pitch + ow,
                    on * pitch, k->buf[3] + (uint32_t)(at * es), cs, geo->s2[1],
                    k->buf[0] + (uint32_t)(tap * es), taps);
@@ -305,7 +349,7 @@ static void dw_item(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64
         la[na] = geo->taps[i], da[na++] = ik + i;
     cg_load_shared(e, k, &k->acc[1], st, nd, k->buf[0], op_es(e, k), la, da, na, 0, 0);
     dw_patch(e, k, geo, start, len);
-    dw_taps(e, k, geo, len);
+    dw_taps(e, k, geo, start, len);
     cg_tp_run(e, &k->tp[1], start, len);
 }
 

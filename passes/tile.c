@@ -193,8 +193,8 @@ static bool fit_matmul(Tctx *c)
 }
 
 /* Depthwise form (plan.h IrGeom.dw): A = weights [gl, taps], B = the accumulator
- * [gl, rows, pitch], C [gl, rows*OW] (compacted from B), the patch [gl, rin, ww]
- * (plan_dw_patch); the channel block shrinks (to two) before the rows. False with
+ * [gl, rows, pitch], C [gl, rows*OW] (compacted from B), the patch [gl, s0 phase
+ * planes, ww] (plan_dw_patch); the channel block shrinks (to two) before the rows. False with
  * the block set to one channel when nothing fits (or a tile program fails: the
  * MATMUL form then reports it). */
 static bool fit_dw(Tctx *c, const TileMap *m, int64_t taps, int64_t inner)

@@ -169,8 +169,8 @@ int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww
     int64_t rin = (on - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
     int64_t wp = geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1];
     *ww = (wp + geo->s2[1] - 1) / geo->s2[1] * geo->s2[1];
-    *pitch = geo->s2[0] * *ww / geo->s2[1];
-    return rin * *ww;
+    *pitch = *ww / geo->s2[1];
+    return ((rin + geo->s2[0] - 1) / geo->s2[0] + (geo->s2[0] > 1)) * geo->s2[0] * *ww;
 }
 
 bool plan_dw_form(const IrKernel *k, const IrGeom *geo)
