@@ -19,11 +19,11 @@
  * (ISA_F_BWIN), depthwise convolutions included (m = 1 per group), so no im2col copy
  * is made; the products are summed in the same order as the im2col MATMUL's.
  *
- * Depthwise form (plan.h IrGeom.dw): an item takes a block of channels; its patch rows
- * in row phase planes and the output rows at a pitch of (patch row) / s1, every kernel
- * tap reads one evenly strided run of the patch per channel, and one VEC FMA per tap (isa.md) accumulates
- * the whole block: about taps + 6 instructions per item, whatever its channels and
- * rows.
+ * Depthwise form (plan.h IrGeom.dw): an item takes a block of channels; with its patch
+ * rows in row phase planes and the output rows at a pitch of (patch row) / s1, every
+ * kernel tap reads one evenly strided run of the patch per channel, and one VEC FMA per
+ * tap (isa.md) accumulates the whole block: about taps + 6 instructions per item,
+ * whatever its channels and rows.
  */
 #include <string.h>
 
