@@ -14,7 +14,7 @@ static const char *const vec_names[ISA_VF_COUNT] = {
     "relu", "floor", "ceil", "round", "sin", "cos", "tan", "asin", "acos", "atan", "sinh",
     "cosh", "asinh", "acosh", "atanh", "sign", "not", "isnan", "isinf", "softplus", "add",
     "sub", "mul", "div", "pow", "max", "min", "fmod", "mod", "eq", "ne", "lt", "le", "gt",
-    "ge", "and", "or", "xor", "shl", "shr", "atan2", "select", "cast"};
+    "ge", "and", "or", "xor", "shl", "shr", "atan2", "select", "cast", "fma"};
 static const char *const red_names[ISA_RF_COUNT] = {"sum", "prod", "max", "min", "argmax",
                                                     "argmin"};
 

@@ -18,6 +18,12 @@
  * one MATMUL per channel chunk reads it as the implicit-GEMM window of the patch
  * (ISA_F_BWIN), depthwise convolutions included (m = 1 per group), so no im2col copy
  * is made; the products are summed in the same order as the im2col MATMUL's.
+ *
+ * Depthwise form (plan.h IrGeom.dw): an item takes a block of channels; with its patch
+ * rows in row phase planes and the output rows at a pitch of (patch row) / s1, every
+ * kernel tap reads one evenly strided run of the patch per channel, and one VEC FMA per
+ * tap (isa.md) accumulates the whole block: about taps + 6 instructions per item,
+ * whatever its channels and rows.
  */
 #include <string.h>
 
@@ -208,12 +214,155 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
     conv_window(e, k, geo, len[2], on, cl, lda, c0 > 0);
 }
 
+/* Depthwise form: the first padded row the item at (start, len) loads, rlo (the patch
+ * row of input row max(0, r0)), and the end of its rows, rhi; returns the item's phase
+ * ph = rlo % s0 (plan_dw_patch: padded row h lives in phase plane (h - ph) mod s0). */
+static int64_t dw_rows_of(const IrGeom *geo, const int64_t *start, const int64_t *len,
+                          int64_t *rlo, int64_t *rhi)
+{
+    int64_t r0 = start[3] * geo->s2[0] - geo->pad_lo[0], rin = patch_rows(geo, len[3]);
+    int64_t lo = r0 > 0 ? r0 : 0, hi = r0 + rin < geo->in_ext[0] ? r0 + rin : geo->in_ext[0];
+    *rlo = hi > lo ? lo - r0 : 0;
+    *rhi = hi > lo ? hi - r0 : 0;
+    return *rlo % geo->s2[0];
+}
+
+/* LX element offset in a channel's patch of padded row h, column 0 (plan_dw_patch:
+ * plane (h - ph) mod s0, row (h - ph + u*s0) / s0 with u = 1 for strided rows). */
+static int64_t dw_row_at(const IrGeom *geo, int64_t h, int64_t ph, int64_t rh, int64_t ww)
+{
+    int64_t s0 = geo->s2[0], u = s0 > 1, x = h - ph + u * s0;
+    return (x % s0 * rh + x / s0) * ww;
+}
+
+/* Depthwise form: one LOAD of the padded patch rows h + g*s0 + p (g < q, p < np: each
+ * group of rows in consecutive phase planes) of the gl channels of the item at start
+ * (phase ph, padded row 0 = input row r0) into the patch [gl, s0 planes of rh rows, ww].
+ * In DRAM the rows are consecutive: one run of bytes per channel. */
+static void dw_rows(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
+                    const int64_t *len, int64_t h, int64_t q, int64_t np)
+{
+    const IrView *xv = &e->s->val[geo->x].view;
+    int64_t s0 = geo->s2[0], sx = xv->stride[2], sy = geo->nsp == 2 ? xv->stride[3] : 1;
+    int64_t pitch, ww, rh, rlo, rhi;
+    rh = plan_dw_patch(geo, len[3], &pitch, &ww) / (s0 * ww);
+    int64_t ph = dw_rows_of(geo, start, len, &rlo, &rhi);
+    int64_t r0 = start[3] * s0 - geo->pad_lo[0];
+    uint32_t es = op_es(e, k), seg;
+    int64_t off;
+    CgDims d = {0};
+    cg_dims_add(&d, len[1], xv->stride[1], s0 * rh * ww);
+    cg_dims_add(&d, q, s0 * sx, ww);
+    cg_dims_add(&d, np, sx, rh * ww);
+    cg_dims_add(&d, geo->in_ext[1], sy, 1);
+    cg_root(e, xv->root, &seg, &off);
+    int64_t el = xv->off + start[0] * xv->stride[0] + start[1] * xv->stride[1] + (h + r0) * sx;
+    int64_t at = dw_row_at(geo, h, ph, rh, ww) + geo->pad_lo[1];
+    cg_dma(e, ISA_LOAD, seg, off + el * es, k->buf[3] + (uint32_t)(at * es), es, &d);
+}
+
+/* Depthwise form (plan.h IrGeom.dw): load the input rows of the item's gl channels
+ * into the patch's row phase planes, filling the padding: the whole groups of s0 rows
+ * from the first loaded one in one LOAD, the rows after the last group in one more. */
+static void dw_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
+                     const int64_t *len)
+{
+    int64_t s0 = geo->s2[0], pitch, ww, rlo, rhi;
+    int64_t rh = plan_dw_patch(geo, len[3], &pitch, &ww) / (s0 * ww);
+    dw_rows_of(geo, start, len, &rlo, &rhi);
+    int dt = op_dtype(e, k);
+    if (s0 > 1)            /* where a row lies moves with the phase: no border is reused */
+        e->patch.valid = false;
+    if (rlo > 0 || rhi < patch_rows(geo, len[3]) || ww != geo->in_ext[1] || s0 > 1)
+        patch_fill(e, dt, k->buf[3], geo, len[1], s0 * rh, ww, rlo, rhi);
+    e->patch = (CgPatch){s0 == 1, k->buf[3], cg_value_bits(dt, geo->pad_value), len[1],
+                         s0 * rh, ww, rlo, rhi};
+    int64_t q = (rhi - rlo) / s0, h = rlo + q * s0;
+    if (q > 0)
+        dw_rows(e, k, geo, start, len, rlo, q, s0);
+    if (h < rhi)
+        dw_rows(e, k, geo, start, len, h, 1, rhi - h);
+}
+
+/* One VEC of the depthwise taps: dst [rows, cols] (row stride drs) = fn(src0 (row stride
+ * rs0, column stride cs0, src_dtype sdt), src1 per-row broadcast (row stride rs1), and
+ * for FMA the addend dst itself). */
+static void dw_vec(CgEmit *e, int fn, int sdt, uint32_t dst, int64_t rows, int64_t cols,
+                   int64_t drs, uint32_t s0, int64_t rs0, int64_t cs0, uint32_t s1, int64_t rs1)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyVec *v = &in.vec;
+    v->opcode = ISA_VEC;
+    v->dtype = ISA_DT_F32;
+    v->src_dtype = (uint8_t)(sdt == ISA_DT_F32 ? 0 : sdt);
+    v->fn = (uint16_t)fn;
+    v->nsrc = fn == ISA_VF_FMA ? 3 : fn == ISA_VF_COPY ? 1 : 2;
+    v->rows = (uint32_t)rows, v->cols = (uint32_t)cols;
+    v->dst = dst, v->dst_rs = (int32_t)drs;
+    v->src[0] = s0, v->src_rs[0] = (int32_t)rs0, v->src_cs[0] = (int32_t)cs0;
+    if (v->nsrc > 1)
+        v->src[1] = s1, v->src_rs[1] = (int32_t)rs1;
+    if (v->nsrc > 2)
+        v->src[2] = dst, v->src_rs[2] = (int32_t)drs, v->src_cs[2] = 1;
+    cg_push(e, &in);
+    cg_cache_invalidate(e, dst);
+}
+
+/* Depthwise form: per kernel tap one VEC over the item's channels (rows) and all its
+ * output rows at the pitch ww / s1 (columns; the patch read with column stride s1, so
+ * that output (r, o) reads padded row r*s0 + i*d0, in its phase plane, column
+ * o*s1 + j*d1): MUL for the
+ * first tap, then FMA, the weight a per-row broadcast operand; one COPY then drops the
+ * pitch's spare columns, leaving C [gl, rows*OW] for the epilogue. */
+static void dw_taps(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
+                    const int64_t *len)
+{
+    int64_t gl = len[1], on = len[3], s0 = geo->s2[0], pitch, ww, rlo, rhi;
+    int64_t cs = plan_dw_patch(geo, on, &pitch, &ww), rh = cs / (s0 * ww);
+    int64_t ph = dw_rows_of(geo, start, len, &rlo, &rhi);
+    int64_t taps = geo->k2[0] * geo->k2[1], ow = geo->out2[1];
+    int dt = op_dtype(e, k);
+    uint32_t es = op_es(e, k), acc = k->buf[1];
+    for (int64_t i = 0; i < geo->k2[0]; i++)
+        for (int64_t j = 0; j < geo->k2[1]; j++) {
+            int64_t tap = i * geo->k2[1] + j, ri = i * geo->d2[0];
+            int64_t at = dw_row_at(geo, ri, ph, rh, ww) + j * geo->d2[1];
+            dw_vec(e, tap ? ISA_VF_FMA : ISA_VF_MUL, dt, acc, gl, (on - 1) * pitch + ow,
+                   on * pitch, k->buf[3] + (uint32_t)(at * es), cs, geo->s2[1],
+                   k->buf[0] + (uint32_t)(tap * es), taps);
+        }
+    dw_vec(e, ISA_VF_COPY, ISA_DT_F32, k->buf[2], gl * on, ow, ow, acc, pitch, 1, 0, 0);
+}
+
+/* Depthwise CONV work item (plan.h IrGeom.dw); grid dims [N, G (a block of channels),
+ * 1, O1..Os]: the weights [gl, taps] in one LOAD, the patch, the taps, the epilogue. */
+static void dw_item(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
+                    const int64_t *len)
+{
+    int ns = geo->nsp, ik = 4 + ns, nd = 4 + 2 * ns, na = 0;
+    int64_t st[IR_ITER_MAX] = {0}, la[1 + IR_MAX_RANK];
+    int da[1 + IR_MAX_RANK];
+    memcpy(st, start, (size_t)(3 + ns) * sizeof *st);
+    la[na] = len[1], da[na++] = 1;
+    for (int i = 0; i < ns; i++)
+        la[na] = geo->taps[i], da[na++] = ik + i;
+    cg_load_shared(e, k, &k->acc[1], st, nd, k->buf[0], op_es(e, k), la, da, na, 0, 0);
+    dw_patch(e, k, geo, start, len);
+    dw_taps(e, k, geo, start, len);
+    cg_tp_run(e, &k->tp[1], start, len);
+}
+
 /* CONV work item; grid dims [N, G, Mg, O1..Os], inner [Cg]; access space adds
  * [Cg, K1..Ks]. */
 static void conv_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
     IrGeom geo;
     plan_geom(e->g, k, &geo);
+    if (plan_dw_form(k, &geo)) {
+        dw_item(e, k, &geo, start, len);
+        return;
+    }
     int ns = geo.nsp, ic = 3 + ns, ik = 4 + ns, nd = 4 + 2 * ns;
     int64_t st[IR_ITER_MAX] = {0};
     memcpy(st, start, (size_t)(3 + ns) * sizeof *st);

@@ -379,6 +379,24 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
         }
 }
 
+/* Depthwise form (plan.h IrGeom.dw): after conv_divide chose the output-row chunks,
+ * give each item a block of channels, as many as leave about one item per core: an
+ * item's instructions (one FMA per tap) do not grow with its channels, while the
+ * vector and DRAM work per core stays the same. A block of one channel keeps the patch
+ * form's window MATMUL (fewer instructions than taps + 1 VECs); pass_tile shrinks the
+ * block to fit LX (plan_dw_form). */
+static void dw_divide(IrGrid *gr, uint32_t cores)
+{
+    int64_t other = 1;
+    for (int d = 0; d < gr->rank; d++)
+        if (d != 1)
+            other *= (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
+    int64_t slots = (int64_t)cores / (other > 0 ? other : 1);
+    slots = slots > 1 ? slots : 1;
+    int64_t gl = (gr->ext[1] + slots - 1) / slots;
+    gr->chunk[1] = gl >= 2 ? gl : 1;     /* one channel: the window MATMUL is shorter */
+}
+
 /* Choose the work grid of kernel k and assign item ranges to cores. */
 static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
 {
@@ -405,9 +423,11 @@ static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
     int64_t want = want_items(work * (inner > 0 ? inner : 1), cores);
     if (k->kind == IR_KK_MOVE && ir_node(g, k->anchor)->op == IR_OP_SCATTER)
         want = 1;                              /* runs on one core (plan_assign_cores) */
-    if (k->kind == IR_KK_CONTRACT && ir_node(g, k->anchor)->op == IR_OP_CONV)
+    if (k->kind == IR_KK_CONTRACT && ir_node(g, k->anchor)->op == IR_OP_CONV) {
         conv_divide(g, k, gr, t);
-    else if (k->kind == IR_KK_CONTRACT)
+        if (geo.dw)
+            dw_divide(gr, cores);
+    } else if (k->kind == IR_KK_CONTRACT)
         matmul_divide(g, k, gr, t);
     else if (k->kind == IR_KK_ELEM && k->nred > 0) {   /* reduced rows stay whole */
         gr->rank -= k->nred;

@@ -192,6 +192,37 @@ static bool fit_matmul(Tctx *c)
     }
 }
 
+/* Depthwise form (plan.h IrGeom.dw): A = weights [gl, taps], B = the accumulator
+ * [gl, rows, pitch], C [gl, rows*OW] (compacted from B), the patch [gl, s0 phase
+ * planes, ww] (plan_dw_patch); the channel block shrinks (to two) before the rows. False with
+ * the block set to one channel when nothing fits (or a tile program fails: the
+ * MATMUL form then reports it). */
+static bool fit_dw(Tctx *c, const TileMap *m, int64_t taps, int64_t inner)
+{
+    IrKernel *k = c->k;
+    IrGrid *gr = &k->grid;
+    uint64_t es = operand_es(c);
+    for (;;) {
+        int64_t gl = gr->chunk[1], rows = gr->chunk[3], pitch, ww;
+        int64_t patch = gl * plan_dw_patch(&c->geo, rows, &pitch, &ww);
+        bool err = false;
+        uint64_t need = 0;
+        if (contract_try(c, m, 3, es * (uint64_t)(gl * taps), 4 * (uint64_t)(gl * rows * pitch),
+                         4 * (uint64_t)(gl * rows * inner), es * (uint64_t)patch, &err, &need))
+            return true;
+        if (err)
+            break;
+        if (gl > 2)
+            gr->chunk[1] = shrink(gl, 1) > 2 ? shrink(gl, 1) : 2;
+        else if (rows > 1)
+            gr->chunk[3] = shrink(rows, 1);
+        else
+            break;
+    }
+    gr->chunk[1] = 1;                  /* not even two channels fit: the window MATMUL */
+    return false;
+}
+
 /* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW'];
  * in patch form the input rows [cc, rows_in, padded width] instead of B (the MATMUL
  * reads B as a window of them). */
@@ -217,6 +248,8 @@ static bool fit_conv(Tctx *c)
         taps *= geo->taps[i];
     for (int d = 4; d < gr->rank; d++)
         inner *= gr->chunk[d];
+    if (plan_dw_form(k, geo) && fit_dw(c, &m, taps, inner))
+        return true;
     for (;;) {
         int64_t mt = gr->chunk[2], rows = gr->chunk[3], cc = k->inner.chunk[0];
         int64_t kk = cc * taps, p = rows * inner, patch = 0;

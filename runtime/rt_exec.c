@@ -3,7 +3,8 @@
  * error and records which instruction failed.
  *
  * A run of F32 VEC instructions that all write the same region in place (an epilogue
- * such as add-bias, max, min over a matmul result) is strip-mined: the whole run is
+ * such as add-bias, max, min over a matmul result, or the FMAs of a depthwise
+ * convolution's taps) is strip-mined: the whole run is
  * applied to one block of rows (or columns) at a time, so the region goes through the
  * cache once instead of once per instruction. Every VEC is elementwise and the other
  * operands of the run do not overlap the region, so the results are the same; F32
@@ -31,7 +32,7 @@ static bool same_region(const SpyVec *r, const SpyVec *v) {
         v->dst_rs < (int32_t)v->cols || rt_vecfn_compare(v->fn) || v->fn == ISA_VF_SELECT)
         return false;
     int ar = rt_vecfn_arity(v->fn);
-    if (ar < 1 || ar > 2)
+    if (ar < 1 || ar > 3 || (ar == 3 && v->fn != ISA_VF_FMA))
         return false;
     uint64_t lo = v->dst, hi = v->dst + 4 * ((uint64_t)(v->rows - 1) * v->dst_rs + v->cols);
     for (int q = 0; q < ar; q++) {
@@ -127,6 +128,14 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
         case ISA_MATMUL: matmul(c, &d, &in->mm); break;
         case ISA_VEC: {
+            uint32_t nt = rt_vec_taps_run(in, n - i);
+            for (uint32_t j = 1; j < nt && d.n; j++)
+                rt_defer_before(c, &d, &in[j]);
+            if (nt) {
+                rt_vec_taps(c, in, nt);
+                i += nt - 1;
+                break;
+            }
             uint32_t k = strip_run(in, n - i);
             for (uint32_t j = 1; j < k && d.n; j++)
                 rt_defer_before(c, &d, &in[j]);

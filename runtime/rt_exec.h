@@ -141,6 +141,11 @@ bool rt_vec_fast(RtCore *c, const SpyVec *v);
 
 /* rt_kern_vec.c */
 int rt_vec(RtCore *c, const SpyVec *v);
+/* Depthwise-convolution taps (a MUL then FMAs, rt_kern_vec.c): the length of the run
+ * at code[0..n) (0: none, at most RT_TAPS_MAX), and running it in one pass. */
+#define RT_TAPS_MAX 32
+uint32_t rt_vec_taps_run(const SpyInsn *code, uint32_t n);
+void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt);
 void rt_vfill(RtCore *c, const SpyVFill *f);
 
 /* rt_kern_red.c */

@@ -43,6 +43,7 @@ static int32_t imm_int(uint32_t bits, int dt) {
 }
 
 typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8idx __attribute__((vector_size(32)));
 
 /* Loads n F16/BF16/DLF16/float8/float4 elements (exactly widened to float),
  * zero-padded to 16. */
@@ -384,6 +385,8 @@ RT_HOT static bool vec_chunk(VecRun *s, const uint8_t *const *p, uint8_t *d, int
             FOR16(n16) fr[i] = s->n[0][i] ? fa[1][i] : fa[2][i];
         else
             FOR16(n16) ir[i] = s->n[0][i] ? s->n[1][i] : s->n[2][i];
+    } else if (fn == ISA_VF_FMA) {
+        FOR16(n16) fr[i] = fa[0][i] * fa[1][i] + fa[2][i];
     } else if (fn == ISA_VF_CAST) {
         if (s->fdom && s->fres)
             memcpy(fr, (const float *)fa[0], sizeof(float) * (size_t)n16);
@@ -549,7 +552,8 @@ static void vec_setup(VecRun *s, RtCore *c, const SpyVec *v) {
     s->cmp = rt_vecfn_compare(v->fn);
     for (int q = 0; q < s->arity; q++) {
         Opnd *o = &s->op[q];
-        o->dt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL : sdt;
+        o->dt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
+              : (v->fn == ISA_VF_FMA && q == 2) ? v->dtype : sdt;
         unsigned es = vec_esize(o->dt);
         if (q == imm_q) {
             o->p = NULL;
@@ -568,6 +572,155 @@ static void vec_setup(VecRun *s, RtCore *c, const SpyVec *v) {
         }
     }
     s->desize = vec_esize(v->dtype);
+}
+
+/* Loads eight F32 lanes from p at column stride cs (1 or 2; stride 2 may read one
+ * element past the last lane: RT_LX_SLACK keeps it inside the scratchpad). */
+static inline void load8(v8f *x, const uint8_t *p, int64_t cs) {
+    v8f a, b;
+    if (cs == 1) {
+        memcpy(x, p, sizeof *x);
+        return;
+    }
+    memcpy(&a, p, sizeof a);
+    memcpy(&b, p + 32, sizeof b);
+#if defined(__clang__)
+    *x = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    const v8idx even = {0, 2, 4, 6, 8, 10, 12, 14};
+    *x = __builtin_shuffle(a, b, even);
+#endif
+}
+
+/* One row of rt_vec_taps: d[j] = s_0[j*cs]*w_0 + s_1[j*cs]*w_1 + ... (left to right),
+ * the sum kept in registers eight lanes at a time. */
+RT_HOT static void taps_row(uint8_t *d, const uint8_t *const *s, const float *w, uint32_t nt,
+                            int64_t cs, uint32_t n) {
+    uint32_t j = 0;
+    for (; (cs == 1 || cs == 2) && j + 8 <= n; j += 8) {
+        v8f acc, x;
+        load8(&acc, s[0] + 4 * (size_t)(j * cs), cs);
+        acc *= w[0];
+        for (uint32_t t = 1; t < nt; t++) {
+            load8(&x, s[t] + 4 * (size_t)(j * cs), cs);
+            acc = x * w[t] + acc;
+        }
+        memcpy(d + 4 * (size_t)j, &acc, sizeof acc);
+    }
+    for (; j < n; j++) {
+        float acc = 0, x;
+        for (uint32_t t = 0; t < nt; t++) {
+            memcpy(&x, s[t] + 4 * (size_t)((int64_t)j * cs), 4);
+            acc = t ? x * w[t] + acc : x * w[t];
+        }
+        memcpy(d + 4 * (size_t)j, &acc, 4);
+    }
+}
+
+/* Whether v continues a run of taps that starts with r (rt_vec_taps): F32 result,
+ * F32 or DLF16 operands. */
+static bool tap_of(const SpyVec *r, const SpyVec *v, bool first) {
+    int sdt = v->src_dtype ? v->src_dtype : ISA_DT_F32;
+    if (v->fn != (first ? ISA_VF_MUL : ISA_VF_FMA) || v->dtype != ISA_DT_F32 || v->flags ||
+        (sdt != ISA_DT_F32 && sdt != ISA_DT_DLF16) || v->src_dtype != r->src_dtype ||
+        v->src_cs[1] != 0 || (v->src_cs[0] != 1 && v->src_cs[0] != 2) || v->dst != r->dst ||
+        v->rows != r->rows || v->cols != r->cols || v->dst_rs != r->dst_rs ||
+        v->src_cs[0] != r->src_cs[0] || !v->rows || !v->cols)
+        return false;
+    if (!first && (v->src[2] != v->dst || v->src_rs[2] != v->dst_rs || v->src_cs[2] != 1))
+        return false;
+    if (v->src_rs[0] < 0 || v->dst_rs < 0)
+        return false;
+    uint64_t ss = sdt == ISA_DT_F32 ? 4 : 2;
+    uint64_t slo = v->src[0], dlo = v->dst;   /* byte ranges, one element of slack */
+    uint64_t shi = slo + ss * ((uint64_t)(v->rows - 1) * (uint32_t)v->src_rs[0] +
+                               (uint64_t)(v->cols - 1) * (uint32_t)v->src_cs[0] + 2);
+    uint64_t dhi = dlo + 4 * ((uint64_t)(v->rows - 1) * (uint32_t)v->dst_rs + v->cols);
+    return shi <= dlo || slo >= dhi;
+}
+
+/* One row of DLF16 taps: the operands widened to F32 (exactly), then summed as F32
+ * taps. The taps read overlapping windows of one patch row, so the span they cover is
+ * widened once per block of columns (each tap alone when the span is too wide). */
+static void taps_row_half(uint8_t *d, const uint8_t *const *s, const float *w, uint32_t nt,
+                          int64_t cs, uint32_t n) {
+    enum { NBUF = 8192, TB = 120 };
+    _Static_assert(RT_TAPS_MAX * (2 * TB + 2) <= NBUF, "tap buffers fit");
+    float buf[NBUF + 2];
+    const uint8_t *lo = s[0], *hi = s[0], *p[RT_TAPS_MAX];
+    for (uint32_t t = 1; t < nt; t++) {
+        lo = s[t] < lo ? s[t] : lo;
+        hi = s[t] > hi ? s[t] : hi;
+    }
+    int64_t span = (hi - lo) / 2, tb = (NBUF - span - 1) / cs;
+    if (tb < TB) {                           /* each tap on its own, TB columns at a time */
+        for (uint32_t c0 = 0; c0 < n; c0 += TB) {
+            uint32_t nb = n - c0 < TB ? n - c0 : TB;
+            size_t ne = (size_t)((int64_t)(nb - 1) * cs + 1);
+            for (uint32_t t = 0; t < nt; t++) {
+                float *bt = buf + (size_t)t * (2 * TB + 2);
+                rt_dlf16_to_f32_n(bt, s[t] + 2 * (size_t)((int64_t)c0 * cs), ne);
+                bt[ne] = 0;                 /* the stride-2 lanes' one element of slack */
+                p[t] = (const uint8_t *)bt;
+            }
+            taps_row(d + 4 * (size_t)c0, p, w, nt, cs, nb);
+        }
+        return;
+    }
+    for (uint32_t c0 = 0; c0 < n; c0 += (uint32_t)tb) {
+        uint32_t nb = n - c0 < tb ? n - c0 : (uint32_t)tb;
+        size_t ne = (size_t)(span + (int64_t)(nb - 1) * cs + 1);
+        rt_dlf16_to_f32_n(buf, lo + 2 * (size_t)((int64_t)c0 * cs), ne);
+        buf[ne] = 0;
+        for (uint32_t t = 0; t < nt; t++)
+            p[t] = (const uint8_t *)(buf + (s[t] - lo) / 2);
+        taps_row(d + 4 * (size_t)c0, p, w, nt, cs, nb);
+    }
+}
+
+/* Length of the run of taps at code[0..n) (0: none): VECs with an F32 result (F32 or
+ * DLF16 operands), a MUL then FMAs into the same region, each multiplying an operand
+ * apart from it by one value per row (the taps of a depthwise convolution,
+ * cg_contract.c). */
+uint32_t rt_vec_taps_run(const SpyInsn *code, uint32_t n) {
+    const SpyVec *r = &code[0].vec;
+    if (code[0].opcode != ISA_VEC || !tap_of(r, r, true))
+        return 0;
+    uint32_t nt = 1;
+    while (nt < n && nt < RT_TAPS_MAX && code[nt].opcode == ISA_VEC &&
+           tap_of(r, &code[nt].vec, false))
+        nt++;
+    return nt >= 2 ? nt : 0;
+}
+
+/* Runs the nt taps at code (rt_vec_taps_run) with the sum of each element kept in
+ * registers: the same roundings, in the same order, as one instruction after the
+ * other, with one pass over the region instead of nt. */
+void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt) {
+    const SpyVec *r = &code[0].vec;
+    const uint8_t *s[RT_TAPS_MAX];
+    float w[RT_TAPS_MAX];
+    bool half = r->src_dtype == ISA_DT_DLF16;
+    int64_t ss = half ? 2 : 4;
+    for (uint32_t row = 0; row < r->rows; row++) {
+        for (uint32_t t = 0; t < nt; t++) {
+            const SpyVec *v = &code[t].vec;
+            const uint8_t *wp = c->lx + v->src[1] + (int64_t)row * v->src_rs[1] * ss;
+            s[t] = c->lx + v->src[0] + (int64_t)row * v->src_rs[0] * ss;
+            if (half) {
+                uint16_t h;
+                memcpy(&h, wp, 2);
+                w[t] = spy_dlf16_to_f32(h);
+            } else {
+                memcpy(&w[t], wp, 4);
+            }
+        }
+        uint8_t *d = c->lx + r->dst + (int64_t)row * r->dst_rs * 4;
+        if (half)
+            taps_row_half(d, s, w, nt, r->src_cs[0], r->cols);
+        else
+            taps_row(d, s, w, nt, r->src_cs[0], r->cols);
+    }
 }
 
 /* Executes a verified VEC; returns RT_XERR_DIVZERO on an integer division by zero. */

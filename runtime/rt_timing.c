@@ -120,7 +120,8 @@ static void insn_cost(const SpyTarget *t, const SpyInsn *in, InsnCost *c) {
         unsigned es = rt_dtype_size(v->dtype), ss = rt_dtype_size(v->src_dtype);
         double n = (double)v->rows * v->cols;
         c->vec = cost_vec_cycles(t, n * (ss > es ? ss : es), rt_vecfn_transcendental(v->fn));
-        c->flops = (v->fn == ISA_VF_COPY || v->fn == ISA_VF_CAST) ? 0 : n;
+        c->flops = (v->fn == ISA_VF_COPY || v->fn == ISA_VF_CAST) ? 0
+                 : v->fn == ISA_VF_FMA ? 2 * n : n;          /* FMA: multiply and add */
         break;
     }
     case ISA_VREDUCE: {

@@ -69,6 +69,7 @@ static const struct {
     [ISA_VF_ATAN2] = {"ATAN2", 2, VF_F | VF_TR},
     [ISA_VF_SELECT] = {"SELECT", 3, VF_F | VF_I | VF_B},
     [ISA_VF_CAST] = {"CAST", 1, VF_F | VF_I | VF_B},
+    [ISA_VF_FMA] = {"FMA", 3, VF_F},
 };
 
 /* Number of operands of fn (an immediate counts); 0 when fn is unknown. */

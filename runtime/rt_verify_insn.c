@@ -294,7 +294,8 @@ static bool v_vec(Vctx *v, const SpyVec *x) {
     for (int q = 0; q < ar; q++) {
         if (q == imm_q)
             continue;
-        int qdt = (x->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL : sdt;
+        int qdt = (x->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
+                : (x->fn == ISA_VF_FMA && q == 2) ? x->dtype : sdt;
         char what[24];
         snprintf(what, sizeof what, "VEC src[%d]", q);
         if (!lx2(v, what, x->src[q], x->rows, x->src_rs[q], x->cols, x->src_cs[q],

@@ -63,6 +63,9 @@ typedef enum {
     ISA_VF_GE, ISA_VF_AND, ISA_VF_OR, ISA_VF_XOR, ISA_VF_SHL, ISA_VF_SHR, ISA_VF_ATAN2,
     /* ternary / conversion */
     ISA_VF_SELECT, ISA_VF_CAST,
+    /* appended (depthwise convolutions): FMA dst = src0 * src1 + src2, src0 and src1 in
+     * src_dtype, the addend src2 in dtype (an F32 accumulator; isa.md "VEC") */
+    ISA_VF_FMA,
     ISA_VF_COUNT
 } SpyVecFn;
 

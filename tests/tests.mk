@@ -5,7 +5,8 @@
 #   make unit      cmocka unit tests (tests/unit/test_*.c)
 #   make golden    golden text tests (tests/golden/**/NAME.{onnx,ir,pt2} + .expect/.err)
 #   make models    numeric golden tests (tests/models.list on ../shared/models, examples/,
-#                  tests/models/: the small QDQ models of tests/models/gen_qdq.py)
+#                  tests/models/: the small QDQ models of tests/models/gen_qdq.py, the
+#                  depthwise convolutions of tests/models/gen_dwconv.py)
 #   make check-PART  one part of check.sh: unit golden models reference cli tools determinism
 #                  malformed corpus robust conformance
 #   make conformance  the ONNX backend suite: report in BUILD/conformance/report.{md,json}

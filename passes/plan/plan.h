@@ -227,6 +227,11 @@ typedef struct {
      * as a window of it (isa.md ISA_F_BWIN: implicit GEMM, no im2col copy). Canonical 2-d form: dim 0 = the chunked output
      * rows (1-d: the only spatial dim), dim 1 = the whole row (1-d: extent 1). */
     bool patch;
+    /* Depthwise form (patch form, one input and one output channel per group, float
+     * operands): a work item takes a block of channels (grid dim G chunked), its patch
+     * rows in stride phase planes (plan_dw_patch), one VEC FMA per kernel tap over all its
+     * channels and rows (cg_contract.c). */
+    bool dw;
     ValId x;                     /* CONV: the input read (a fused PAD's input) */
     int64_t in_ext[2], pad_lo[2], pad_hi[2], k2[2], s2[2], d2[2], out2[2];
     double pad_value;
@@ -290,6 +295,17 @@ int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext);
  * the rows a MATMUL reads together do not all fall in one cache set of the emulator's
  * host (measured: such a pitch costs its matrix kernel a quarter of its speed). */
 int64_t plan_conv_lda(int64_t kk, unsigned es);
+/* Depthwise form: the per-channel patch of an item of on output rows is s0 row phase
+ * planes of ceil(rin / s0) rows (one more when s0 > 1: padded row h lies in plane
+ * (h - ph) mod s0, row (h - ph) / s0 + 1, ph the phase of the first row the item
+ * loads, so that its rows fill whole groups from the first) of *ww
+ * elements (the padded width rounded up to a multiple of the column stride s1); the
+ * taps accumulate output rows at *pitch = ww / s1 elements (so that a tap reads the
+ * patch at column stride s1 over all rows). Returns the channel's elements. */
+int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww);
+/* Whether kernel k (geometry geo) runs in the depthwise form: geo->dw and blocks of at
+ * least two channels per work item (one channel keeps the window MATMUL). */
+bool plan_dw_form(const IrKernel *k, const IrGeom *geo);
 
 /* ---- plan_verify.c ---- */
 /* Check the invariants of the plan that the passes up to after_pass ("fuse",

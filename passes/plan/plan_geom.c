@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "plan.h"
+#include "../devtype.h"
+#include "isa.h"
 
 /* Copy an ints attribute of cnt entries into out, defaulting to dflt. */
 static void ints_attr(const IrNode *n, const char *name, int cnt, int64_t dflt, int64_t *out)
@@ -107,6 +109,10 @@ static void geom_patch(IrGraph *g, const IrKernel *k, IrGeom *geo)
         taps *= geo->k2[i];
     }
     geo->patch = geo->nsp <= 2 && (taps > 1 || pad || geo->s2[0] > 1 || geo->s2[1] > 1);
+    int dt = pass_dev_dtype(x->dtype);
+    geo->dw = geo->patch && geo->groups > 1 && geo->mg == 1 && geo->cg == 1 &&
+              (dt == ISA_DT_F32 || dt == ISA_DT_DLF16) &&
+              pass_dev_dtype(ir_vtype(g, a->in[1])->dtype) == dt;
 }
 
 /* Fill geo for kernel k. */
@@ -157,6 +163,22 @@ int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext)
     return n;
 }
 
+/* Depthwise form: patch row and accumulator pitch of an item (plan.h). */
+int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww)
+{
+    int64_t rin = (on - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
+    int64_t wp = geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1];
+    *ww = (wp + geo->s2[1] - 1) / geo->s2[1] * geo->s2[1];
+    *pitch = *ww / geo->s2[1];
+    return ((rin + geo->s2[0] - 1) / geo->s2[0] + (geo->s2[0] > 1)) * geo->s2[0] * *ww;
+}
+
+bool plan_dw_form(const IrKernel *k, const IrGeom *geo)
+{
+    return geo->dw && k->grid.rank > 1 && k->grid.chunk[1] >= 2;
+}
+
+/* Row pitch (elements) of a convolution's weight tile of kk columns. */
 int64_t plan_conv_lda(int64_t kk, unsigned es)
 {
     return kk > 0 && kk * (int64_t)es % 4096 == 0 ? kk + 64 / (int64_t)es : kk;
