@@ -61,7 +61,8 @@ typedef struct {
     int64_t dcs;             /* t: DRAM byte stride between the elements of a row (> 0) */
     bool t;
     const uint8_t *src, *shi; /* DRAM address of LX byte lo; end of the DRAM bytes read */
-    const SpyDma *x;         /* the LOAD, carried out by rt_dma when needed */
+    const SpyDma *x;         /* the LOAD, carried out by rt_dma when needed; NULL: a view
+                                joined from several LOADs, carried out by its rows */
 } RtView;
 typedef struct {
     int n;
