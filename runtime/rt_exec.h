@@ -144,6 +144,9 @@ bool rt_vec_fast(RtCore *c, const SpyVec *v);
 int rt_vec(RtCore *c, const SpyVec *v);
 void rt_vfill(RtCore *c, const SpyVFill *f);
 
+/* rt_fill.c: a VFILL that fills only what the LOADs after it leave; false: not done */
+bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n);
+
 /* rt_kern_red.c */
 void rt_vreduce(RtCore *c, const SpyVReduce *r);
 void rt_vscan(RtCore *c, const SpyVScan *s);
