@@ -6,12 +6,15 @@
  * weight). Every other access to the LX bytes of a view, and every STORE or SCATTER
  * that could write its DRAM source, first carries out the LOAD (rt_dma, the
  * documented copy); a LOAD writing over a view does so too unless it rewrites every
- * byte of it. At the end of a program the views still pending are dropped: LX is
+ * byte of it. A LOAD whose rows continue a pending view's, in LX and in DRAM, joins
+ * it (tiles loaded in pieces over the ring), so that an operand spanning the pieces is
+ * read from DRAM too. At the end of a program the views still pending are dropped: LX is
  * undefined at the start of the next one (isa.md), so no instruction can see the
  * difference. Modelled time is computed from the bundle and does not change.
  */
 #include <stddef.h>
 
+#include "rt_copy.h"
 #include "rt_exec.h"
 #include "rt_model.h"
 
@@ -44,9 +47,16 @@ static void dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
     *hi = (mx + 1) * x->esize;
 }
 
-/* Carries out the LOAD of view i and removes it. */
+/* Carries out the LOAD of view i (the LOADs of a joined view: its rows, copied as
+ * they stand) and removes it. */
 static void flush_one(RtCore *c, RtDefer *d, int i) {
-    rt_dma(c, d->v[i].x, false);
+    const RtView *v = &d->v[i];
+    if (v->x)
+        rt_dma(c, v->x, false);
+    else
+        for (uint64_t r = 0; r < v->rows; r++)
+            rt_copy_bytes(c->lx + v->lo + r * v->lrs, v->src + (int64_t)r * v->drs,
+                          (size_t)v->rowb);
     d->v[i] = d->v[--d->n];
 }
 
@@ -133,6 +143,45 @@ static bool covers(const RtView *w, const RtView *v) {
     return w->lo == v->lo && w->rows >= v->rows && w->lrs == v->lrs && w->rowb >= v->rowb;
 }
 
+/* Joins view b onto the end of view a when b's rows continue a's in LX and in DRAM
+ * alike (a weight or an activation tile loaded in pieces, one per core of the ring):
+ * a MATMUL operand over several pieces is then read from DRAM too. True when joined;
+ * the joined view is carried out by its rows (x = NULL). */
+static bool join_view(RtView *a, const RtView *b) {
+    if (a->t || b->t)
+        return false;
+    if (a->rows == 1 && b->rows == 1) {
+        if (b->lo != a->hi || b->src != a->shi)
+            return false;
+        a->rowb += b->rowb;
+    } else {
+        if (a->rows == 1 || b->rows == 1 || a->lrs != b->lrs || a->drs != b->drs ||
+            a->rowb != b->rowb || b->lo != a->lo + a->rows * a->lrs ||
+            b->src != a->src + (int64_t)a->rows * a->drs)
+            return false;
+        a->rows += b->rows;
+    }
+    a->hi = b->hi;
+    a->shi = b->shi;
+    a->x = NULL;
+    return true;
+}
+
+/* Joins view w to a pending view it continues (or that continues it); true when
+ * done. */
+static bool join_pending(RtDefer *d, const RtView *w) {
+    for (int i = 0; i < d->n; i++) {
+        if (join_view(&d->v[i], w))
+            return true;
+        RtView t = *w;
+        if (join_view(&t, &d->v[i])) {
+            d->v[i] = t;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* A LOAD: deferred as a view when it moves whole rows, at least RT_DEFER_MIN bytes
  * (below, a copy costs less than keeping track of it), and a slot is free; else (and
  * for the views it partly overwrites) carried out. */
@@ -146,7 +195,7 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
             return;
         }
     }
-    RtView w;
+    RtView w = {0};
     bool view = load_view(c, x, &w);
     bool keep = view && w.rows * w.rowb >= RT_DEFER_MIN;
     if (d->n) {
@@ -160,6 +209,8 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
                 d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
         flush_lx(c, d, lo, hi);
     }
+    if (keep && join_pending(d, &w))
+        return;
     if (keep && d->n < RT_MAX_VIEWS)
         d->v[d->n++] = w;
     else

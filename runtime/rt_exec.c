@@ -10,7 +10,8 @@
  * operands of the run do not overlap the region, so the results are the same; F32
  * VECs never fail, so neither does the error reporting change.
  *
- * LOADs of whole rows are deferred (rt_defer.c): a MATMUL reads such an operand
+ * A VFILL whose bytes the LOADs right after it rewrite fills only the rest
+ * (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a MATMUL reads such an operand
  * straight from DRAM, and any other instruction that may see the LOAD's LX bytes, or
  * write its DRAM source, carries it out first.
  */
@@ -148,7 +149,10 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
             break;
         }
         case ISA_VREDUCE: rt_vreduce(c, &in->red); break;
-        case ISA_VFILL: rt_vfill(c, &in->fill); break;
+        case ISA_VFILL:
+            if (!rt_vfill_gaps(c, &in->fill, in + 1, n - i - 1))
+                rt_vfill(c, &in->fill);
+            break;
         case ISA_VSCAN: rt_vscan(c, &in->scan); break;
         default: break; /* NOP, BARRIER */
         }

@@ -61,7 +61,8 @@ typedef struct {
     int64_t dcs;             /* t: DRAM byte stride between the elements of a row (> 0) */
     bool t;
     const uint8_t *src, *shi; /* DRAM address of LX byte lo; end of the DRAM bytes read */
-    const SpyDma *x;         /* the LOAD, carried out by rt_dma when needed */
+    const SpyDma *x;         /* the LOAD, carried out by rt_dma when needed; NULL: a view
+                                joined from several LOADs, carried out by its rows */
 } RtView;
 typedef struct {
     int n;
@@ -147,6 +148,9 @@ int rt_vec(RtCore *c, const SpyVec *v);
 uint32_t rt_vec_taps_run(const SpyInsn *code, uint32_t n);
 void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt);
 void rt_vfill(RtCore *c, const SpyVFill *f);
+
+/* rt_fill.c: a VFILL that fills only what the LOADs after it leave; false: not done */
+bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n);
 
 /* rt_kern_red.c */
 void rt_vreduce(RtCore *c, const SpyVReduce *r);

@@ -8,7 +8,9 @@
  * slots, operands that do not match the view's rows; and what reads it straight from
  * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
  * product, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
- * in LX, the views under its range carried out). And the transposed B of each F32
+ * in LX, the views under its range carried out); LOADs in pieces joined into one view;
+ * a VFILL filling only the gaps the LOADs after it leave (rt_fill.c). And the
+ * transposed B of each F32
  * kernel (streamed and packed) against a scalar reference.
  */
 #include <math.h>
@@ -272,6 +274,84 @@ static void test_defer_window(void **state) {
     }
 }
 
+/* Appends a 3-d LOAD (4-byte elements) of d0 x d1 x d2 with the given strides. */
+static void dma3(Prog *p, uint32_t lxo, int64_t off, const uint32_t d[3], const int32_t ds[3],
+                 const int32_t ls[3]) {
+    dma(p, false, lxo, off, d[1], d[2], ds[1], ds[2], ls[1], ls[2]);
+    SpyDma *x = &p->in[p->n - 1].dma;
+    x->ndim = 3;
+    x->dims[2] = x->dims[1], x->dims[1] = x->dims[0], x->dims[0] = d[0];
+    x->dram_stride[2] = ds[2], x->dram_stride[1] = ds[1], x->dram_stride[0] = ds[0];
+    x->lx_stride[2] = ls[2], x->lx_stride[1] = ls[1], x->lx_stride[0] = ls[0];
+}
+
+/* Appends a VFILL of n elements of dtype dt with value v. */
+static void vfill(Prog *p, uint32_t dst, uint32_t n, int dt, uint32_t v) {
+    SpyVFill f = {.opcode = ISA_VFILL, .dtype = (uint8_t)dt, .dst = dst, .n = n, .value = v};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].fill = f;
+}
+
+/* LOADs in pieces that continue each other in LX and in DRAM (joined into one view):
+ * A in four 1-d pieces, B in two pieces of rows, read by one MATMUL; the same pieces
+ * loaded last one first; a VEC over part of a joined view; a STORE over the DRAM source
+ * of its second piece; pieces that continue in LX only (not joined). */
+static void test_defer_joined(void **state) {
+    (void)state;
+    Prog p;
+    for (int v = 0; v < 5; v++) {
+        p.n = 0;
+        for (int q = 0; q < 4; q++) {
+            int i = v == 1 ? 3 - q : q;
+            int64_t src = v == 4 ? 0x3000 * i : 0x800 * i;
+            dma(&p, false, 0x800 * (uint32_t)i, src, 1, 512, 0, 1, 0, 1);
+        }
+        for (int q = 0; q < 2; q++) {
+            int i = v == 1 ? 1 - q : q;
+            dma(&p, false, 0x10000 + 64 * 40 * 4 * (uint32_t)i, 0x20000 + 64 * 50 * 4 * i, 64,
+                40, 50, 1, 40, 1);
+        }
+        if (v == 2)
+            vadd(&p, 0x800 + 4 * 100, 1, 600, 600);
+        if (v == 3)
+            dma(&p, true, 0x30000, 0x800 + 64, 1, 16, 0, 1, 0, 1);
+        mm(&p, 0, 0x10000, 0x30000, 16, 40, 128, 128, 40, 40, false);
+        dma(&p, true, 0x30000, OUT, 16, 40, 40, 1, 40, 1);
+        check(&p, 70 + (uint32_t)v);
+    }
+}
+
+/* A VFILL of a patch whose interior LOADs after it rewrite (a convolution's padding),
+ * then a window MATMUL over it and a STORE of the whole patch: every byte the same as
+ * with the full fill. Also fills the gaps do not apply to: a non-zero value, LOADs out
+ * of address order, a LOAD reaching past the fill, a LOAD whose rows overlap. */
+static void test_fill_gaps(void **state) {
+    (void)state;
+    Prog p;
+    const uint32_t ch = 8, h = 12, w = 16, pb = 0x40000, plane = h * w;
+    for (int v = 0; v < 6; v++) {
+        p.n = 0;
+        dma(&p, false, 0, 0, 1, 600, 0, 1, 0, 1);                          /* A */
+        vfill(&p, pb, ch * plane, ISA_DT_F32, v == 1 ? 0x3f800000u : 0);
+        for (uint32_t q = 0; q < 2; q++) {
+            uint32_t c0 = v == 2 ? 4 - 4 * q : 4 * q;       /* v 2: second piece first */
+            uint32_t d[3] = {4, h - 2, w - 2 - (v == 5 && q)};
+            int32_t ds[3] = {200, 16, 1}, ls[3] = {(int32_t)plane, (int32_t)w, 1};
+            if (v == 4 && q)
+                ls[1] = (int32_t)(w - 4);                    /* rows overlap */
+            uint32_t at = pb + 4 * (c0 * plane + w + 1) + (v == 3 && q ? 4 * plane : 0);
+            dma3(&p, at, 0x10000 + 4 * 200 * c0, d, ds, ls);
+        }
+        if (v == 3)
+            p.in[p.n - 1].dma.dims[0] = 5;                   /* past the fill's end */
+        mmwin(&p, 0, pb, 0x80000, 8, ch, h, w);
+        dma(&p, true, 0x80000, OUT, 8, (h - 2) * (w - 2), (h - 2) * (w - 2), 1,
+            (h - 2) * (w - 2), 1);
+        dma(&p, true, pb, OUT + 0x8000, 1, (ch + 3) * plane, 0, 1, 0, 1);
+        check(&p, 80 + (uint32_t)v);
+    }
+}
+
 /* A B given transposed (RtMmSrc.bt) through each F32 kernel this host runs: the same
  * bits as the scalar reference (increasing k, one fused multiply-add each). */
 static void test_kernels_bt(void **state) {
@@ -316,6 +396,8 @@ int main(void) {
         cmocka_unit_test(test_defer_matmul_transposed),
         cmocka_unit_test(test_defer_flushes),
         cmocka_unit_test(test_defer_window),
+        cmocka_unit_test(test_defer_joined),
+        cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

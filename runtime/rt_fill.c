@@ -1,0 +1,89 @@
+/* rt_fill.c: a VFILL whose bytes the LOADs right after it mostly rewrite (the zero
+ * padding around a convolution's input patch: the whole patch is filled, then its
+ * interior is loaded) fills only the bytes those LOADs leave. The LOADs still run
+ * after it, unchanged (or are deferred: rt_defer.c carries a view out before anything
+ * reads its bytes), so when the next instruction after them runs, every byte of the
+ * fill holds what the full fill and the LOADs would have left. Taken only for fills
+ * whose value is the same in every byte (zero), so that a gap may start or end
+ * anywhere, and for LOADs whose runs of LX bytes are in increasing address order and
+ * disjoint (checked here); anything else fills in full. Modelled time is computed
+ * from the bundle and does not change.
+ */
+#include <string.h>
+
+#include "rt_exec.h"
+#include "rt_model.h"
+
+#define RT_GAP_LOADS 16      /* LOADs after a VFILL looked at */
+#define RT_GAP_MIN 4096      /* fill bytes from which gaps are worth finding */
+
+/* The LX side of a LOAD as ordered disjoint runs: up to two outer dims (dim[0],
+ * dim[1], byte strides st[0], st[1]) of runs of len contiguous bytes at lo. */
+typedef struct {
+    uint64_t lo, len, hi;
+    uint64_t dim[2];
+    int64_t st[2];
+} GapLoad;
+
+/* Describes LOAD x's LX bytes as g; false when they are not runs in increasing order
+ * (a converting LOAD, more than three dims once merged, a non-contiguous innermost
+ * dim, or an inner dim reaching past the next outer stride). */
+static bool gap_load(const SpyDma *x, GapLoad *g) {
+    RtCopyPlan p;
+    if ((x->flags & ISA_F_F32) || !rt_plan_copy(&p, x->dims, x->lx_stride, x->lx_stride,
+                                                 x->esize))
+        return false;
+    int in = p.n - 1;
+    if (p.n > 3 || p.ds[in] != (int64_t)x->esize)
+        return false;
+    *g = (GapLoad){.lo = x->lx, .len = p.dim[in] * x->esize, .dim = {1, 1}, .st = {0, 0}};
+    uint64_t ext = g->len;                /* bytes from a run's start to the last end */
+    for (int d = in - 1, o = 1; d >= 0; d--, o--) {
+        if (p.ds[d] <= 0 || ext > (uint64_t)p.ds[d])
+            return false;
+        g->dim[o] = p.dim[d];
+        g->st[o] = p.ds[d];
+        ext += (p.dim[d] - 1) * (uint64_t)p.ds[d];
+    }
+    g->hi = g->lo + ext;
+    return true;
+}
+
+/* Sets LX bytes [a, b) of core c to byte v (nothing when b <= a). */
+static void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
+    if (b > a)
+        memset(c->lx + a, v, (size_t)(b - a));
+}
+
+/* Runs VFILL f, followed in the program by the n instructions at next, filling only
+ * the bytes the LOADs at the start of next do not rewrite; false (nothing done) when
+ * that does not apply, and f is then run in full by the caller. */
+bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n) {
+    unsigned es = rt_dtype_size(f->dtype);
+    uint64_t lo = f->dst, hi = f->dst + (uint64_t)f->n * es;
+    if (es == 0 || es > 4 || hi - lo < RT_GAP_MIN)
+        return false;
+    int v = (int)(f->value & 0xff);
+    for (unsigned b = 1; b < es; b++)
+        if ((int)((f->value >> (8 * b)) & 0xff) != v)
+            return false;
+    GapLoad g[RT_GAP_LOADS];
+    uint32_t k = 0;
+    for (uint64_t end = lo; k < n && k < RT_GAP_LOADS && next[k].opcode == ISA_LOAD; k++) {
+        if (!gap_load(&next[k].dma, &g[k]) || g[k].lo < end || g[k].hi > hi)
+            break;
+        end = g[k].hi;
+    }
+    if (k == 0)
+        return false;
+    uint64_t at = lo;
+    for (uint32_t j = 0; j < k; j++)
+        for (uint64_t a = 0; a < g[j].dim[0]; a++)
+            for (uint64_t r = 0; r < g[j].dim[1]; r++) {
+                uint64_t s = g[j].lo + a * (uint64_t)g[j].st[0] + r * (uint64_t)g[j].st[1];
+                gap(c, at, s, v);
+                at = s + g[j].len;
+            }
+    gap(c, at, hi, v);
+    return true;
+}
