@@ -22,7 +22,10 @@
  *    one that reaches the contraction through view ops or a MaxPool is quantized
  *    above them (they commute with a per-tensor quantization), so they move int8; a
  *    result that only float products of activations read (attention's Q, K, V) is left
- *    float (its kernel stores a float for them anyway).
+ *    float (its kernel stores a float for them anyway);
+ *  - MatMuls of one activation whose results stay float that way (attention's Q, K and V
+ *    projections) become first one product of their weights side by side, read through
+ *    a Slice per member (merge_siblings): one kernel with all cores streams the weights.
  * The decomposition lowers the pairs to float arithmetic (fake quantization: the
  * values are exactly those of int8), which gives the accuracy of int8; the
  * weights' DequantizeLinear folds to a constant.
