@@ -22,7 +22,10 @@
  *    one that reaches the contraction through view ops or a MaxPool is quantized
  *    above them (they commute with a per-tensor quantization), so they move int8; a
  *    result that only float products of activations read (attention's Q, K, V) is left
- *    float (its kernel stores a float for them anyway).
+ *    float (its kernel stores a float for them anyway);
+ *  - MatMuls of one activation whose results stay float that way (attention's Q, K and V
+ *    projections) become first one product of their weights side by side, read through
+ *    a Slice per member (merge_siblings): one kernel with all cores streams the weights.
  * The decomposition lowers the pairs to float arithmetic (fake quantization: the
  * values are exactly those of int8), which gives the accuracy of int8; the
  * weights' DequantizeLinear folds to a constant.
@@ -305,6 +308,105 @@ static bool float_products_only(IrGraph *g, const IrNode *later, uint32_t nlater
     return any;
 }
 
+#define MERGE_MAX 8                       /* sibling products merged into one */
+
+/* Whether node n is a MatMul this pass quantizes whose weight is a 2-D [K, N] float
+ * constant and whose result stays float (nothing after it, later[0..nlater), needs it
+ * quantized): a candidate for merge_siblings. */
+static bool mergeable(IrGraph *g, const IrNode *n, const IrNode *later, uint32_t nlater,
+                      const PassOptions *opt)
+{
+    int ws, axis;
+    if (!candidate(g, n, opt->keep_fp32, opt->quant->keep_fp16, &ws, &axis) ||
+        strcmp(n->foreign.op_type, "MatMul") != 0 || n->nin != 2 || n->nout != 1 ||
+        ir_vtype(g, n->in[1])->rank != 2 || ir_is_const(g, n->in[0]) ||
+        !ir_val(g, n->in[1])->data)
+        return false;
+    return !find_param(opt->quant, ir_val(g, n->out[0])->name) ||
+           float_products_only(g, later, nlater, n->out[0], 0);
+}
+
+/* Re-add group[0..ng) (MatMuls of one input, old node indices) as one MatMul of the
+ * concatenated weights [K, N0 + N1 + ...] and a Slice of its last axis per member, which
+ * takes over the member's result (and name). */
+static void merge_group(IrGraph *g, IrNode *old, const uint32_t *group, int ng)
+{
+    const IrNode *f = &old[group[0]];
+    int64_t K = ir_vtype(g, f->in[1])->dims[0], N = 0, off = 0;
+    for (int i = 0; i < ng; i++)
+        N += ir_vtype(g, old[group[i]].in[1])->dims[1];
+    float *w = ir_scratch(g, (size_t)(K * N) * sizeof *w);
+    for (int i = 0; i < ng; i++) {
+        ValId wv = old[group[i]].in[1];
+        int64_t ni = ir_vtype(g, wv)->dims[1];
+        const float *src = ir_val(g, wv)->data;
+        for (int64_t r = 0; r < K; r++)
+            memcpy(w + r * N + off, src + r * ni, (size_t)ni * sizeof *w);
+        off += ni;
+    }
+    IrType tw = {.dtype = IR_DT_F32, .rank = 2, .dims = {K, N}}, ty = *ir_vtype(g, f->out[0]);
+    ValId in[2] = {f->in[0], ir_add_const(g, ir_fresh_name(g, "merged_weight"), &tw, w)};
+    NodeId mm = ir_add_foreign(g, &f->foreign, in, 2, 1, f->attrs, f->nattrs, &f->origin);
+    ValId y = g->nodes[mm].out[0];
+    if (ty.dtype != IR_DT_UNDEF && ty.rank > 0) {
+        ty.dims[ty.rank - 1] = N;
+        g->vals[y].type = ty;
+    }
+    IrForeign sl = {.op_type = "Slice", .domain = "", .opset = g->onnx_opset < 13 ? 13
+                                                                             : g->onnx_opset};
+    off = 0;
+    for (int i = 0; i < ng; i++) {
+        const IrNode *n = &old[group[i]];
+        int64_t ni = ir_vtype(g, n->in[1])->dims[1], end = off + ni, axis = -1;
+        ValId si[4] = {y, ir_const_i64s(g, &off, 1), ir_const_i64s(g, &end, 1),
+                       ir_const_i64s(g, &axis, 1)};
+        NodeId s = ir_add_foreign(g, &sl, si, 4, 1, NULL, 0, &n->origin);
+        ValId v = g->nodes[s].out[0], o = n->out[0];
+        g->vals[v].type = *ir_vtype(g, o);
+        const char *name = ir_val(g, o)->name;
+        ir_replace_uses(g, o, v);
+        if (strcmp(ir_val(g, v)->name, name) != 0) {   /* the model's name stays */
+            ir_set_name(g, o, ir_fresh_name(g, "merged"));
+            ir_set_name(g, v, name);
+        }
+        off = end;
+    }
+}
+
+/* MatMuls of one activation with constant weights whose results stay float (attention's
+ * Q, K and V projections) become one product with the weights side by side: the input is
+ * quantized once, the card reads it once, and one kernel with all cores streams the
+ * weights (per-channel weight scales and the per-tensor input scale are those of the
+ * separate products, so the values are the same). */
+static void merge_siblings(IrGraph *g, const PassOptions *opt)
+{
+    uint32_t nold;
+    IrNode *old = ir_rewrite_begin(g, &nold);
+    uint8_t *done = ir_scratch(g, nold + 1);
+    for (uint32_t i = 0; i < nold; i++) {
+        if (old[i].dead || done[i])
+            continue;
+        uint32_t group[MERGE_MAX];
+        int ng = 0;
+        if (mergeable(g, &old[i], old + i + 1, nold - i - 1, opt)) {
+            group[ng++] = i;
+            for (uint32_t j = i + 1; j < nold && ng < MERGE_MAX; j++)
+                if (!old[j].dead && !done[j] && old[j].op == IR_OP_FOREIGN &&
+                    old[j].nin == 2 && old[j].in[0] == old[i].in[0] &&
+                    mergeable(g, &old[j], old + j + 1, nold - j - 1, opt) &&
+                    ir_vtype(g, old[j].in[1])->dims[0] == ir_vtype(g, old[i].in[1])->dims[0])
+                    group[ng++] = j;
+        }
+        if (ng < 2) {
+            ir_readd_node(g, &old[i]);
+            continue;
+        }
+        for (int k = 0; k < ng; k++)
+            done[group[k]] = 1;
+        merge_group(g, old, group, ng);
+    }
+}
+
 /* Give contraction n (re-added here) its Q/DQ pairs; xq caches the quantized form of
  * each activation (a tensor read by several contractions is quantized once); the
  * nodes after n (later[0..nlater)) read it quantized too. */
@@ -350,6 +452,7 @@ bool pass_quantize(IrGraph *g, const PassOptions *opt)
     PassQuant *q = opt->quant;
     if (opt->precision != PASS_PREC_INT8 || !q)
         return true;
+    merge_siblings(g, opt);
     uint32_t nold;
     ValId *xq = ir_scratch(g, (size_t)g->nvals * sizeof(ValId));
     memset(xq, 0xff, (size_t)g->nvals * sizeof(ValId));

@@ -96,5 +96,23 @@ part_cli_quant() {
             grep -q "no contraction to quantize" "$d/k8.err" && cmp "$d/k16.s" "$d/k8.s"
     } >"$log" 2>&1
     result quant/int8-keep-fp16 $? "$log"
+    quant_merged_qkv
     for m in gpt2_tiny bert_tiny llama_tiny; do quant_fp8 $m; done
+}
+
+# quant_merged_qkv: in the int8 IR of bert_tiny (2 layers) the Q, K and V projections of
+# a layer are one int8 product of the concatenated weights, read through three slices:
+# 8 int32 products (Q/K/V, output, FFN in, FFN out per layer), not 12.
+quant_merged_qkv() {
+    local m d=$W/quant log
+    m=$(quant_model bert_tiny)
+    [ -n "$m" ] || { skipped quant/int8-merged-qkv "$MODELS/bert_tiny/model.onnx not found"; return; }
+    log=$(logname quant/int8-merged-qkv)
+    {
+        "$SPYREC" "$m" --precision=int8 --calibrate tests/calib/bert_tiny/set_* --emit=ir \
+            -o "$d/bt.ir" &&
+            [ "$(grep -c 'i32\[.*= matmul(' "$d/bt.ir")" = 8 ] &&
+            [ "$(grep -c '= slice(' "$d/bt.ir")" -ge 6 ]
+    } >"$log" 2>&1
+    result quant/int8-merged-qkv $? "$log"
 }
