@@ -218,9 +218,10 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
 }
 
 /* A DRAM row pitch that is a multiple of this many bytes maps every row of an operand
- * to the same host cache sets: the MATMUL kernel reading such rows in place from a
- * joined view ran about 20% slower than on the LX copy (a 1024 x 1024 float32 GEMM),
- * so such an operand is read from LX (the same bits, by the documented copy). */
+ * to the same host cache sets: the MATMUL kernel reading narrow rows (half the pitch
+ * or less) in place from a joined view ran about 20% slower than on the LX copy (the
+ * B tiles of a 1024 x 1024 float32 GEMM), so such an operand is read from LX (the same
+ * bits, by the documented copy); whole rows (resnet's weights) stay in place. */
 #define RT_ALIAS_PITCH 4096
 
 /* Where a MATMUL operand of rows x cols elements of es bytes at LX byte a, row stride
@@ -236,8 +237,9 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
         const RtView *v = &d->v[i];
         if (a < v->lo || a >= v->hi)
             continue;
-        if (!v->x && rows > 1 && v->drs % RT_ALIAS_PITCH == 0)
-            break;                   /* joined rows at a page-multiple pitch: copy first */
+        if (!v->x && rows > 1 && v->drs % RT_ALIAS_PITCH == 0 &&
+            (uint64_t)cols * es * 2 <= (uint64_t)v->drs)
+            break;                   /* narrow rows at a page-multiple pitch: copy first */
         uint64_t off = a - v->lo;
         if (!v->t && v->rows == 1 && end <= v->hi)
             return (RtOperand){v->src + off, ld, false};
