@@ -107,13 +107,20 @@ part_golden() {
 model_test() {
     local name=$1 model=$2 data=$3
     shift 3
-    local log sbin
+    model_check "$name" "$model" "$data" "" "$@"
+}
+
+# model_check NAME MODEL DATADIR SPYREC-FLAG [SPYRUN-ARGS...]: compile MODEL (with the
+# one extra spyrec flag, none when empty) and check the bundle on DATADIR.
+model_check() {
+    local name=$1 model=$2 data=$3 flag=$4 log sbin
+    shift 4
     log=$(logname "$name")
     sbin=$W/models/$(echo "$name" | tr '/' '_').sbin
     mkdir -p "$W/models"
     {
-        echo "+ spyrec $model -o $sbin"
-        timeout 300 "$SPYREC" "$model" -o "$sbin" &&
+        echo "+ spyrec $model ${flag:+$flag }-o $sbin"
+        timeout 300 "$SPYREC" "$model" ${flag:+"$flag"} -o "$sbin" &&
             echo "+ spyrun $sbin --check $data $*" &&
             timeout 600 "$SPYRUN" "$sbin" --check "$data" "$@"
     } >"$log" 2>&1
@@ -127,18 +134,8 @@ model_test() {
 # values, where DLFloat16 rounding of the float parts between quantizations moves an
 # element by a whole step, which the float metric defaults do not allow for.
 model_test_fp16() {
-    local name=$1 model=$2 data=$3 log sbin
-    case $name in fp16/test/*) return ;; esac
-    log=$(logname "$name")
-    sbin=$W/models/$(echo "$name" | tr '/' '_').sbin
-    mkdir -p "$W/models"
-    {
-        echo "+ spyrec $model --precision=fp16 -o $sbin"
-        timeout 300 "$SPYREC" "$model" --precision=fp16 -o "$sbin" &&
-            echo "+ spyrun $sbin --check $data" &&
-            timeout 600 "$SPYRUN" "$sbin" --check "$data" -q
-    } >"$log" 2>&1
-    result "$name" $? "$log"
+    case $1 in fp16/test/*) return ;; esac
+    model_check "$1" "$2" "$3" --precision=fp16 -q
 }
 
 # list_models: entries of tests/models.list as "PATH ARGS..." (comments dropped).
