@@ -3,7 +3,7 @@
 
 Each is a float model built here with fixed-seed weights, quantized by onnxruntime's
 quantize_static (QDQ format, per-channel symmetric int8 weights; activations int8 with
-a zero point for qdq_cnn, uint8 for qdq_attn) on a calibration set of random inputs
+a zero point for qdq_cnn, uint8 for qdq_attn and qdq_attn_long) on a calibration set of random inputs
 (seeds other than the test input's), with test_data_set_0 = a further random input and
 onnxruntime's output of the QDQ model on it, run as the graph says (graph optimizations
 off: its fused QLinear* kernels round differently, by up to two steps). Run in build/venv (numpy, onnx,
@@ -50,7 +50,7 @@ def cnn(rng):
     return g, {"x": [1, 3, 12, 12]}
 
 
-def attn(rng):
+def attn(rng, seq=6):
     """Projections, scores of two activations, Softmax, weighted sum, output MatMul."""
     nodes = [
         helper.make_node("MatMul", ["x", "wq"], ["q"]),
@@ -64,9 +64,15 @@ def attn(rng):
     ]
     inits = [init(rng, n, [16, 16]) for n in ("wq", "wk", "wv", "wo")]
     g = helper.make_graph(nodes, "qdq_attn",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6, 16])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 6, 16])], inits)
-    return g, {"x": [1, 6, 16]}
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, 16])], inits)
+    return g, {"x": [1, seq, 16]}
+
+
+def attn_long(rng):
+    """attn over 72 positions: the weighted sum's depth (72) takes the int8 product with
+    zero-point corrections, the scores' (16) the centered DLFloat16 one."""
+    return attn(rng, seq=72)
 
 
 class Reader(CalibrationDataReader):
@@ -110,3 +116,4 @@ def make(name, build, act):
 if __name__ == "__main__":
     make("qdq_cnn", cnn, QuantType.QInt8)
     make("qdq_attn", attn, QuantType.QUInt8)
+    make("qdq_attn_long", attn_long, QuantType.QUInt8)
