@@ -1,0 +1,131 @@
+/* rt_kern_vpool.c: runs of F32 VEC MAX / MIN over the taps of a pooling window
+ * (codegen/cg_reduce.c): a first VEC combines two taps into the result region, each
+ * following one combines the region in place with one more tap. The taps are read
+ * with the same column stride (1 or 2, a window's stride), apart from the region.
+ *
+ * The run is computed in one pass, eight results at a time kept in registers: the
+ * same MAX / MIN of isa.md per element, in the same order (the result so far is
+ * operand 0), so the bits equal those of one instruction after the other; the region
+ * goes through the cache once instead of once per tap.
+ */
+#include <string.h>
+
+#include "rt_exec.h"
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef int32_t v8idx __attribute__((vector_size(32)));
+
+/* Eight floats from p at column stride cs (1 or 2; stride 2 reads one element past
+ * the last lane, which RT_LX_SLACK keeps inside the scratchpad and which is dropped).
+ * A macro: a function returning a vector would change the ABI between the clones. */
+#if defined(__clang__)
+#define EVEN8(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#else
+#define EVEN8(a, b) __builtin_shuffle(a, b, (v8idx){0, 2, 4, 6, 8, 10, 12, 14})
+#endif
+#define LOAD8(x, p, cs)                                                                    \
+    do {                                                                                   \
+        if ((cs) == 1) {                                                                   \
+            memcpy(&(x), (p), sizeof(v8f));                                                \
+        } else {                                                                           \
+            v8f a_, b_;                                                                    \
+            memcpy(&a_, (p), sizeof a_);                                                   \
+            memcpy(&b_, (p) + 32, sizeof b_);                                              \
+            (x) = EVEN8(a_, b_);                                                           \
+        }                                                                                  \
+    } while (0)
+
+/* acc := MAX (or MIN) of acc and x as isa.md defines it: acc when it is better or NaN,
+ * else x (bitwise select). */
+#define SEL8(acc, x, max)                                                                  \
+    do {                                                                                   \
+        v8i m_ = ((max) ? (acc) > (x) : (acc) < (x)) | ((acc) != (acc));                   \
+        (acc) = (v8f)((m_ & (v8i)(acc)) | (~m_ & (v8i)(x)));                               \
+    } while (0)
+
+/* The scalar MAX / MIN of isa.md. */
+static inline float sel1(float a, float b, bool max) {
+    return ((max ? a > b : a < b) || a != a) ? a : b;
+}
+
+/* Byte range [lo, hi) a strided F32 operand of rows x cols reads (one element of
+ * slack past the end for the stride-2 loads). */
+static void span_of(uint32_t base, int32_t rs, int32_t cs, uint32_t rows, uint32_t cols,
+                    uint64_t *lo, uint64_t *hi) {
+    *lo = base;
+    *hi = base + 4 * ((uint64_t)(rows - 1) * (uint32_t)rs + (uint64_t)(cols - 1) * (uint32_t)cs + 2);
+}
+
+/* Whether v belongs to the run that r starts (first: v is r): F32 MAX / MIN like r,
+ * same region, its tap (both taps for the first) at r's column stride and apart from
+ * the region, a later one combining the region in place as operand 0. */
+static bool pool_tap_of(const SpyVec *r, const SpyVec *v, bool first) {
+    if ((v->fn != ISA_VF_MAX && v->fn != ISA_VF_MIN) || v->fn != r->fn ||
+        v->dtype != ISA_DT_F32 || (v->src_dtype && v->src_dtype != ISA_DT_F32) || v->flags ||
+        v->dst != r->dst || v->rows != r->rows || v->cols != r->cols ||
+        v->dst_rs != r->dst_rs || v->src_cs[1] != r->src_cs[1] || !v->rows || !v->cols ||
+        (v->src_cs[1] != 1 && v->src_cs[1] != 2) || v->dst_rs < 0 || v->src_rs[1] < 0)
+        return false;
+    uint64_t dlo = v->dst, dhi = dlo + 4 * ((uint64_t)(v->rows - 1) * (uint32_t)v->dst_rs + v->cols);
+    for (int q = first ? 0 : 1; q < 2; q++) {
+        uint64_t lo, hi;
+        if (v->src_cs[q] != v->src_cs[1] || v->src_rs[q] < 0)
+            return false;
+        span_of(v->src[q], v->src_rs[q], v->src_cs[q], v->rows, v->cols, &lo, &hi);
+        if (hi > dlo && lo < dhi)
+            return false;
+    }
+    return first || (v->src[0] == v->dst && v->src_rs[0] == v->dst_rs && v->src_cs[0] == 1);
+}
+
+uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
+    const SpyVec *r = &code[0].vec;
+    if (code[0].opcode != ISA_VEC || !pool_tap_of(r, r, true))
+        return 0;
+    uint32_t nt = 1;
+    while (nt < n && nt + 1 < RT_TAPS_MAX && code[nt].opcode == ISA_VEC &&
+           pool_tap_of(r, &code[nt].vec, false))
+        nt++;
+    return nt;
+}
+
+/* One row of a pooling run: d[j] = sel(...sel(sel(s_0[j], s_1[j]), s_2[j])..., s_nt[j])
+ * over the nt + 1 taps s (column stride cs), eight columns at a time in registers. */
+RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs,
+                            uint32_t n, bool max) {
+    uint32_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v8f acc, x;
+        size_t o = 4 * (size_t)(j * cs);
+        LOAD8(acc, s[0] + o, cs);
+        for (uint32_t t = 1; t < ns; t++) {
+            LOAD8(x, s[t] + o, cs);
+            SEL8(acc, x, max);
+        }
+        memcpy(d + 4 * (size_t)j, &acc, sizeof acc);
+    }
+    for (; j < n; j++) {
+        float acc, x;
+        size_t o = 4 * (size_t)((int64_t)j * cs);
+        memcpy(&acc, s[0] + o, 4);
+        for (uint32_t t = 1; t < ns; t++) {
+            memcpy(&x, s[t] + o, 4);
+            acc = sel1(acc, x, max);
+        }
+        memcpy(d + 4 * (size_t)j, &acc, 4);
+    }
+}
+
+void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
+    const SpyVec *r = &code[0].vec;
+    const uint8_t *s[RT_TAPS_MAX];
+    bool max = r->fn == ISA_VF_MAX;
+    for (uint32_t row = 0; row < r->rows; row++) {
+        s[0] = c->lx + r->src[0] + (int64_t)row * r->src_rs[0] * 4;
+        for (uint32_t t = 0; t < nt; t++)
+            s[t + 1] = c->lx + code[t].vec.src[1] + (int64_t)row * code[t].vec.src_rs[1] * 4;
+        pool_row(c->lx + r->dst + (int64_t)row * r->dst_rs * 4, s, nt + 1, r->src_cs[1], r->cols,
+                 max);
+    }
+}
