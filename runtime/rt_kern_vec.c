@@ -767,8 +767,12 @@ void rt_vfill(RtCore *c, const SpyVFill *f) {
     if (f->n == 0)
         return;
     if (es == 4 && f->n <= 1024) { /* short fills (a window's padding): no library calls */
-        uint32_t v = (uint32_t)f->value;
-        for (uint32_t i = 0; i < f->n; i++)
+        uint32_t v = (uint32_t)f->value, i = 0;
+        v8idx w = {0};
+        w += (int32_t)v;
+        for (; i + 8 <= f->n; i += 8)  /* eight elements a store */
+            memcpy(d + 4 * (size_t)i, &w, sizeof w);
+        for (; i < f->n; i++)
             memcpy(d + 4 * (size_t)i, &v, 4);
         return;
     }

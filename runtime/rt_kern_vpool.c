@@ -44,11 +44,6 @@ typedef int32_t v8idx __attribute__((vector_size(32)));
         (acc) = (v8f)((m_ & (v8i)(acc)) | (~m_ & (v8i)(x)));                               \
     } while (0)
 
-/* The scalar MAX / MIN of isa.md. */
-static inline float sel1(float a, float b, bool max) {
-    return ((max ? a > b : a < b) || a != a) ? a : b;
-}
-
 /* Byte range [lo, hi) a strided F32 operand of rows x cols reads (one element of
  * slack past the end for the stride-2 loads). */
 static void span_of(uint32_t base, int32_t rs, int32_t cs, uint32_t rows, uint32_t cols,
@@ -91,7 +86,9 @@ uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
 }
 
 /* One row of a pooling run: d[j] = sel(...sel(sel(s_0[j], s_1[j]), s_2[j])..., s_nt[j])
- * over the nt + 1 taps s (column stride cs), eight columns at a time in registers. */
+ * over the nt + 1 taps s (column stride cs), eight columns at a time in registers. The
+ * last block of fewer than eight columns reads up to 15 elements past a tap's last one
+ * (inside the scratchpad's RT_LX_SLACK bytes) and stores only its own columns. */
 RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs,
                             uint32_t n, bool max) {
     uint32_t j = 0;
@@ -105,15 +102,15 @@ RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, in
         }
         memcpy(d + 4 * (size_t)j, &acc, sizeof acc);
     }
-    for (; j < n; j++) {
-        float acc, x;
-        size_t o = 4 * (size_t)((int64_t)j * cs);
-        memcpy(&acc, s[0] + o, 4);
+    if (j < n) {             /* the last columns: their lanes stored, the rest dropped */
+        v8f acc, x;
+        size_t o = 4 * (size_t)(j * cs);
+        LOAD8(acc, s[0] + o, cs);
         for (uint32_t t = 1; t < ns; t++) {
-            memcpy(&x, s[t] + o, 4);
-            acc = sel1(acc, x, max);
+            LOAD8(x, s[t] + o, cs);
+            SEL8(acc, x, max);
         }
-        memcpy(d + 4 * (size_t)j, &acc, 4);
+        memcpy(d + 4 * (size_t)j, &acc, 4 * (size_t)(n - j));
     }
 }
 
