@@ -11,38 +11,20 @@
 #include <string.h>
 
 #include "rt_exec.h"
+#include "rt_vlanes.h"
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-typedef int32_t v8idx __attribute__((vector_size(32)));
-
-/* Eight floats from p at column stride cs (1 or 2; stride 2 reads one element past
- * the last lane, which RT_LX_SLACK keeps inside the scratchpad and which is dropped).
- * A macro: a function returning a vector would change the ABI between the clones. */
-#if defined(__clang__)
-#define EVEN8(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
-#else
-#define EVEN8(a, b) __builtin_shuffle(a, b, (v8idx){0, 2, 4, 6, 8, 10, 12, 14})
-#endif
-#define LOAD8(x, p, cs)                                                                    \
-    do {                                                                                   \
-        if ((cs) == 1) {                                                                   \
-            memcpy(&(x), (p), sizeof(v8f));                                                \
-        } else {                                                                           \
-            v8f a_, b_;                                                                    \
-            memcpy(&a_, (p), sizeof a_);                                                   \
-            memcpy(&b_, (p) + 32, sizeof b_);                                              \
-            (x) = EVEN8(a_, b_);                                                           \
-        }                                                                                  \
-    } while (0)
+#define LOAD8 RT_LOAD8
+#define LOAD16 RT_LOAD16
 
 /* acc := MAX (or MIN) of acc and x as isa.md defines it: acc when it is better or NaN,
  * else x (bitwise select). */
-#define SEL8(acc, x, max)                                                                  \
+#define SELW(acc, x, max, VI, VF)                                                          \
     do {                                                                                   \
-        v8i m_ = ((max) ? (acc) > (x) : (acc) < (x)) | ((acc) != (acc));                   \
-        (acc) = (v8f)((m_ & (v8i)(acc)) | (~m_ & (v8i)(x)));                               \
+        VI m_ = ((max) ? (acc) > (x) : (acc) < (x)) | ((acc) != (acc));                    \
+        (acc) = (VF)((m_ & (VI)(acc)) | (~m_ & (VI)(x)));                                  \
     } while (0)
+#define SEL8(acc, x, max) SELW(acc, x, max, v8i, v8f)
+#define SEL16(acc, x, max) SELW(acc, x, max, v16i, v16f)
 
 /* Byte range [lo, hi) a strided F32 operand of rows x cols reads (one element of
  * slack past the end for the stride-2 loads). */
@@ -86,23 +68,24 @@ uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
 }
 
 /* One row of a pooling run: d[j] = sel(...sel(sel(s_0[j], s_1[j]), s_2[j])..., s_nt[j])
- * over the nt + 1 taps s (column stride cs), eight columns at a time in registers. The
- * last block of fewer than eight columns reads up to 15 elements past a tap's last one
- * (inside the scratchpad's RT_LX_SLACK bytes) and stores only its own columns. */
+ * over the nt + 1 taps s (column stride cs), sixteen or eight columns at a time in
+ * registers. A last block of fewer than eight columns reads up to 15 elements past a
+ * tap's last one (inside the scratchpad's RT_LX_SLACK bytes) and stores only its own
+ * columns. */
 RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs,
                             uint32_t n, bool max) {
     uint32_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        v8f acc, x;
+    for (; j + 16 <= n; j += 16) {   /* one AVX-512 register (two or four elsewhere) */
+        v16f acc, x;
         size_t o = 4 * (size_t)(j * cs);
-        LOAD8(acc, s[0] + o, cs);
+        LOAD16(acc, s[0] + o, cs);
         for (uint32_t t = 1; t < ns; t++) {
-            LOAD8(x, s[t] + o, cs);
-            SEL8(acc, x, max);
+            LOAD16(x, s[t] + o, cs);
+            SEL16(acc, x, max);
         }
         memcpy(d + 4 * (size_t)j, &acc, sizeof acc);
     }
-    if (j < n) {             /* the last columns: their lanes stored, the rest dropped */
+    for (; j < n; j += 8) {          /* the last block: its columns stored, the rest dropped */
         v8f acc, x;
         size_t o = 4 * (size_t)(j * cs);
         LOAD8(acc, s[0] + o, cs);
@@ -110,7 +93,7 @@ RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, in
             LOAD8(x, s[t] + o, cs);
             SEL8(acc, x, max);
         }
-        memcpy(d + 4 * (size_t)j, &acc, 4 * (size_t)(n - j));
+        memcpy(d + 4 * (size_t)j, &acc, 4 * (size_t)(n - j < 8 ? n - j : 8));
     }
 }
 

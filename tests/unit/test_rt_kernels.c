@@ -3,7 +3,7 @@
  * isa.md semantics (MATMUL blocking and AVX-512 path, MATMUL with a window B or a
  * float8 B,
  * short-row VREDUCE, DLF16 VREDUCE and VSCAN, the in-place
- * VEC path, strided VEC COPY, short DMA rows, runs of pooling taps), and the vectorised EXP/TANH/ERF/SIGMOID
+ * VEC path, strided VEC COPY, short DMA rows, runs of pooling and depthwise taps), and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
  */
 #include <math.h>
@@ -656,6 +656,34 @@ static void test_pool_runs(void **state) {
     assert_int_equal(rt_vec_pool_run(p, n), 3);
 }
 
+/* The nt taps of a depthwise convolution (codegen/cg_contract.c) on [rows, cols] at dst:
+ * tap t reads the patch at src + 4 * t with column stride cs and row stride pitch, times
+ * the per-row weight at w + 4 * t (row stride nt); a MUL, then FMAs into dst. */
+static uint32_t dw_prog(SpyInsn *p, uint32_t nt, uint32_t dst, uint32_t src, uint32_t w,
+                        uint32_t rows, uint32_t cols, uint32_t pitch, uint32_t cs) {
+    for (uint32_t t = 0; t < nt; t++) {
+        p[t] = vec_insn(t ? ISA_VF_FMA : ISA_VF_MUL, dst, rows, cols, cols, w + 4 * t,
+                        (int32_t)nt, 0, 0);
+        SpyVec *v = &p[t].vec;
+        v->src[0] = src + 4 * t, v->src_rs[0] = (int32_t)pitch, v->src_cs[0] = (int32_t)cs;
+        if (t)
+            v->nsrc = 3, v->src[2] = dst, v->src_rs[2] = (int32_t)cols, v->src_cs[2] = 1;
+    }
+    return nt;
+}
+
+static void test_dw_tap_runs(void **state) {
+    (void)state;
+    uint32_t seed = 9;
+    SpyInsn p[RT_TAPS_MAX];
+    uint32_t n = dw_prog(p, 9, 64, 20000, 60000, 7, 40, 100, 2);   /* 16 + 16 + 8 lanes */
+    assert_int_equal(rt_vec_taps_run(p, n), n);
+    check_strip(p, n, 80000, &seed, false);
+    n = dw_prog(p, 5, 64, 20000, 60000, 5, 37, 60, 1);             /* a scalar tail */
+    assert_int_equal(rt_vec_taps_run(p, n), n);
+    check_strip(p, n, 80000, &seed, false);
+}
+
 /* ---- DMA: short rows ---------------------------------------------------------------- */
 
 static uint8_t dram[1 << 18];    /* DRAM segment 0 of the DMA tests */
@@ -816,7 +844,7 @@ int main(void) {
         cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
-        cmocka_unit_test(test_pool_runs),
+        cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
