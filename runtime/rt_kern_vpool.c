@@ -3,18 +3,15 @@
  * following one combines the region in place with one more tap. The taps are read
  * with the same column stride (1 or 2, a window's stride), apart from the region.
  *
- * The run is computed in one pass, eight results at a time kept in registers: the
- * same MAX / MIN of isa.md per element, in the same order (the result so far is
- * operand 0), so the bits equal those of one instruction after the other; the region
- * goes through the cache once instead of once per tap.
+ * The run is computed in one pass, sixteen or eight results at a time kept in
+ * registers: the same MAX / MIN of isa.md per element, in the same order (the result
+ * so far is operand 0), so the bits equal those of one instruction after the other;
+ * the region goes through the cache once instead of once per tap.
  */
 #include <string.h>
 
 #include "rt_exec.h"
 #include "rt_vlanes.h"
-
-#define LOAD8 RT_LOAD8
-#define LOAD16 RT_LOAD16
 
 /* acc := MAX (or MIN) of acc and x as isa.md defines it: acc when it is better or NaN,
  * else x (bitwise select). */
@@ -31,7 +28,8 @@
 static void span_of(uint32_t base, int32_t rs, int32_t cs, uint32_t rows, uint32_t cols,
                     uint64_t *lo, uint64_t *hi) {
     *lo = base;
-    *hi = base + 4 * ((uint64_t)(rows - 1) * (uint32_t)rs + (uint64_t)(cols - 1) * (uint32_t)cs + 2);
+    *hi = base + 4 * ((uint64_t)(rows - 1) * (uint32_t)rs +
+                      (uint64_t)(cols - 1) * (uint32_t)cs + 2);
 }
 
 /* Whether v belongs to the run that r starts (first: v is r): F32 MAX / MIN like r,
@@ -44,7 +42,8 @@ static bool pool_tap_of(const SpyVec *r, const SpyVec *v, bool first) {
         v->dst_rs != r->dst_rs || v->src_cs[1] != r->src_cs[1] || !v->rows || !v->cols ||
         (v->src_cs[1] != 1 && v->src_cs[1] != 2) || v->dst_rs < 0 || v->src_rs[1] < 0)
         return false;
-    uint64_t dlo = v->dst, dhi = dlo + 4 * ((uint64_t)(v->rows - 1) * (uint32_t)v->dst_rs + v->cols);
+    uint64_t dlo = v->dst;
+    uint64_t dhi = dlo + 4 * ((uint64_t)(v->rows - 1) * (uint32_t)v->dst_rs + v->cols);
     for (int q = first ? 0 : 1; q < 2; q++) {
         uint64_t lo, hi;
         if (v->src_cs[q] != v->src_cs[1] || v->src_rs[q] < 0)
@@ -56,6 +55,8 @@ static bool pool_tap_of(const SpyVec *r, const SpyVec *v, bool first) {
     return first || (v->src[0] == v->dst && v->src_rs[0] == v->dst_rs && v->src_cs[0] == 1);
 }
 
+/* Length of the pooling run at code[0..n) (0: none): a first MAX / MIN of two taps,
+ * then those of the region and one more tap each (pool_tap_of). */
 uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
     const SpyVec *r = &code[0].vec;
     if (code[0].opcode != ISA_VEC || !pool_tap_of(r, r, true))
@@ -78,9 +79,9 @@ RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, in
     for (; j + 16 <= n; j += 16) {   /* one AVX-512 register (two or four elsewhere) */
         v16f acc, x;
         size_t o = 4 * (size_t)(j * cs);
-        LOAD16(acc, s[0] + o, cs);
+        RT_LOAD16(acc, s[0] + o, cs);
         for (uint32_t t = 1; t < ns; t++) {
-            LOAD16(x, s[t] + o, cs);
+            RT_LOAD16(x, s[t] + o, cs);
             SEL16(acc, x, max);
         }
         memcpy(d + 4 * (size_t)j, &acc, sizeof acc);
@@ -88,15 +89,17 @@ RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, in
     for (; j < n; j += 8) {          /* the last block: its columns stored, the rest dropped */
         v8f acc, x;
         size_t o = 4 * (size_t)(j * cs);
-        LOAD8(acc, s[0] + o, cs);
+        RT_LOAD8(acc, s[0] + o, cs);
         for (uint32_t t = 1; t < ns; t++) {
-            LOAD8(x, s[t] + o, cs);
+            RT_LOAD8(x, s[t] + o, cs);
             SEL8(acc, x, max);
         }
         memcpy(d + 4 * (size_t)j, &acc, 4 * (size_t)(n - j < 8 ? n - j : 8));
     }
 }
 
+/* Runs the nt instructions of a pooling run (rt_vec_pool_run) row by row, each row's
+ * taps in one pass (pool_row). */
 void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
     const SpyVec *r = &code[0].vec;
     const uint8_t *s[RT_TAPS_MAX];

@@ -3,7 +3,8 @@
  * isa.md semantics (MATMUL blocking and AVX-512 path, MATMUL with a window B or a
  * float8 B,
  * short-row VREDUCE, DLF16 VREDUCE and VSCAN, the in-place
- * VEC path, strided VEC COPY, short DMA rows, runs of pooling and depthwise taps), and the vectorised EXP/TANH/ERF/SIGMOID
+ * VEC path, strided VEC COPY, short DMA rows, runs of pooling and depthwise taps),
+ * and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
  */
 #include <math.h>
