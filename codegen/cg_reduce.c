@@ -10,7 +10,9 @@
  *
  * A 2-d MAX / MIN pooling window without a prologue instead loads its patch of input
  * rows (long DRAM runs; the im2col load of a strided window reads a few elements per
- * stick) and folds each output row one kernel row at a time (window_patch_item).
+ * stick) and folds the kernel taps with one VEC MAX / MIN each over a block of output
+ * rows, or, for a tiny item, each output row with one VREDUCE per kernel row
+ * (window_patch_item).
  */
 #include <string.h>
 
@@ -95,12 +97,77 @@ static void push_reduce(CgEmit *e, const IrTileVal *x, uint8_t fn, uint32_t dst,
     cg_push(e, &in);
 }
 
+/* The rows form of a loaded pooling patch, for items so small that it takes no more
+ * instructions than the taps: each output row folded one kernel row at a time
+ * (VREDUCE of its ow windows with the window stride, ACCUM after the first). */
+static void window_rows(CgEmit *e, const IrTileVal *x, uint8_t fn, uint32_t dst, int64_t outer,
+                        int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t sr, int64_t sw,
+                        int64_t rows, int64_t cols)
+{
+    uint32_t es = x->esize;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t r = 0; r < oh; r++)
+            for (int64_t t = 0; t < kh; t++)
+                push_reduce(e, x, fn, dst + (uint32_t)(es * (o * oh + r) * ow),
+                            x->lx + (uint32_t)(es * (o * rows * cols + (r * sr + t) * cols)),
+                            ow, kw, sw, t > 0);
+}
+
+/* One VEC MAX / MIN (vf) of one pooling tap into the accumulator: rows x cols results
+ * at dst (row stride drs), operand 0 the first tap at s0 (or, with s0 == dst, the
+ * accumulator in place), operand 1 the tap at s1; both taps read with row stride srs
+ * and column stride scs. */
+static void push_tap(CgEmit *e, const IrTileVal *x, uint16_t vf, uint32_t dst, int64_t drs,
+                     uint32_t s0, uint32_t s1, int64_t rows, int64_t cols, int64_t srs,
+                     int64_t scs)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyVec *v = &in.vec;
+    bool acc = s0 == dst;
+    v->opcode = ISA_VEC;
+    v->dtype = x->dtype;
+    v->fn = vf;
+    v->nsrc = 2;
+    v->rows = (uint32_t)rows, v->cols = (uint32_t)cols;
+    v->dst = dst, v->dst_rs = (int32_t)drs;
+    v->src[0] = s0, v->src_rs[0] = (int32_t)(acc ? drs : srs);
+    v->src_cs[0] = (int32_t)(acc ? 1 : scs);
+    v->src[1] = s1, v->src_rs[1] = (int32_t)srs, v->src_cs[1] = (int32_t)scs;
+    cg_push(e, &in);
+}
+
+/* The taps of a loaded pooling patch (window_patch_item): for each of `groups` groups
+ * of `rows` output rows (the group's results at dst + i * gd, its patch at src + i * gs,
+ * in elements) one VEC per kernel tap after the first, MAX / MIN of the first two taps,
+ * then of the accumulator and each further tap in row-major tap order. Operand 0 is the
+ * result so far: a NaN seen first stays, as in a VREDUCE over the taps. */
+static void window_taps(CgEmit *e, const IrTileVal *x, uint16_t vf, uint32_t dst,
+                        uint32_t src, int64_t groups, int64_t gd, int64_t gs, int64_t rows,
+                        int64_t drs, int64_t srs, int64_t ow, int64_t sw, int64_t kh,
+                        int64_t kw, int64_t cols)
+{
+    uint32_t es = x->esize;
+    for (int64_t g = 0; g < groups; g++) {
+        uint32_t d = dst + (uint32_t)(es * g * gd), s = src + (uint32_t)(es * g * gs);
+        for (int64_t tap = 1; tap < kh * kw; tap++) {
+            uint32_t at = s + (uint32_t)(es * ((tap / kw) * cols + tap % kw));
+            push_tap(e, x, vf, d, drs, tap == 1 ? s : d, at, rows, ow, srs, sw);
+        }
+    }
+    cg_cache_invalidate(e, dst);
+}
+
 /* 2-d MAX / MIN pooling from a patch: when the window's tile is the input itself (no
  * prologue), rows contiguous along the width and the patch of input rows no larger
  * than the im2col tile, the item loads the patch (long DRAM runs; the im2col load of
  * a strided window reads a few elements per stick) into the tile's buffer and folds
- * each output row one kernel row at a time (VREDUCE with the window stride, ACCUM
- * after the first). MAX and MIN are exact in any order, so the result is the same.
+ * the kernel taps with VEC MAX / MIN over whole blocks of output rows (window_taps:
+ * the planes of the item's outer dims and their output rows form one block when the
+ * planes follow each other at the window's row stride, else the blocks run over the
+ * fewer of the two), or, when that takes no fewer instructions, each output row one
+ * kernel row at a time (window_rows). MAX and MIN are exact in any order, so the
+ * result is the same.
  * st / ln: the item's box over grid and inner dims (one inner chunk). */
 static bool window_patch_item(CgEmit *e, const IrKernel *k, const IrNode *a, const int64_t *st,
                               const int64_t *ln)
@@ -119,11 +186,11 @@ static bool window_patch_item(CgEmit *e, const IrKernel *k, const IrNode *a, con
     int64_t pitch = is[ng], sh = is[ng - 2], sw = is[ng - 1], outer = 1;
     if (is[ng + 1] != 1 || pitch <= 0 || sh <= 0 || sw <= 0 || sh % pitch != 0)
         return false;
-    int64_t oh = ln[ng - 2], ow = ln[ng - 1], kh = ln[ng], kw = ln[ng + 1];
-    int64_t rows = (oh - 1) * (sh / pitch) + kh, cols = (ow - 1) * sw + kw;
+    int64_t oh = ln[ng - 2], ow = ln[ng - 1], kh = ln[ng], kw = ln[ng + 1], sr = sh / pitch;
+    int64_t rows = (oh - 1) * sr + kh, cols = (ow - 1) * sw + kw;
     for (int d = 0; d < ng - 2; d++)
         outer *= ln[d];
-    if (cols > pitch || rows * cols > oh * ow * kh * kw)
+    if (cols > pitch || rows * cols > oh * ow * kh * kw || kh * kw < 2)
         return false;
     CgDims dd = {0};
     for (int d = 0; d < ng - 2; d++)
@@ -135,12 +202,21 @@ static bool window_patch_item(CgEmit *e, const IrKernel *k, const IrNode *a, con
     int64_t off;
     cg_access_at(e, &x->acc, st, nd, es, &seg, &off);
     cg_load_cached(e, seg, off, x->lx, es, &dd);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t r = 0; r < oh; r++)
-            for (int64_t t = 0; t < kh; t++)
-                push_reduce(e, x, fn, k->buf[0] + (uint32_t)(es * (o * oh + r) * ow),
-                            x->lx + (uint32_t)(es * (o * rows * cols + (r * (sh / pitch) + t) * cols)),
-                            ow, kw, sw, t > 0);
+    bool one = outer == 1 || rows == oh * sr;
+    if (outer * oh * kh <= (kh * kw - 1) * (one ? 1 : outer < oh ? outer : oh)) {
+        window_rows(e, x, fn, k->buf[0], outer, oh, ow, kh, kw, sr, sw, rows, cols);
+        return true;
+    }
+    uint16_t vf = fn == ISA_RF_MAX ? ISA_VF_MAX : ISA_VF_MIN;
+    if (one)                                 /* planes at the row stride: one block */
+        window_taps(e, x, vf, k->buf[0], x->lx, 1, 0, 0, outer * oh, ow, sr * cols, ow, sw,
+                    kh, kw, cols);
+    else if (outer <= oh)                    /* a block per plane */
+        window_taps(e, x, vf, k->buf[0], x->lx, outer, oh * ow, rows * cols, oh, ow,
+                    sr * cols, ow, sw, kh, kw, cols);
+    else                                     /* a block per output row, over the planes */
+        window_taps(e, x, vf, k->buf[0], x->lx, oh, ow, sr * cols, outer, oh * ow,
+                    rows * cols, ow, sw, kh, kw, cols);
     return true;
 }
 

@@ -10,6 +10,9 @@
  * operands of the run do not overlap the region, so the results are the same; F32
  * VECs never fail, so neither does the error reporting change.
  *
+ * A run of F32 VEC MAX / MIN over a pooling window's taps runs in one pass too
+ * (rt_kern_vpool.c).
+ *
  * A VFILL whose bytes the LOADs right after it rewrite fills only the rest
  * (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a MATMUL reads such an operand
  * straight from DRAM, and any other instruction that may see the LOAD's LX bytes, or
@@ -134,6 +137,13 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
                 rt_defer_before(c, &d, &in[j]);
             if (nt) {
                 rt_vec_taps(c, in, nt);
+                i += nt - 1;
+                break;
+            }
+            if ((nt = rt_vec_pool_run(in, n - i)) != 0) {
+                for (uint32_t j = 1; j < nt && d.n; j++)
+                    rt_defer_before(c, &d, &in[j]);
+                rt_vec_pool(c, in, nt);
                 i += nt - 1;
                 break;
             }

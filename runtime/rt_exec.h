@@ -147,6 +147,11 @@ int rt_vec(RtCore *c, const SpyVec *v);
 #define RT_TAPS_MAX 32
 uint32_t rt_vec_taps_run(const SpyInsn *code, uint32_t n);
 void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt);
+/* rt_kern_vpool.c: pooling taps (F32 VEC MAX / MIN of two taps, then of the result and
+ * one more tap each): the number of instructions of the run at code[0..n) (0: none,
+ * fewer than RT_TAPS_MAX), and running it in one pass. */
+uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n);
+void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt);
 void rt_vfill(RtCore *c, const SpyVFill *f);
 
 /* rt_fill.c: a VFILL that fills only what the LOADs after it leave; false: not done */

@@ -16,6 +16,7 @@
 #include "rt_dlf16.h"
 #include "rt_exec.h"
 #include "rt_model.h"
+#include "rt_vlanes.h"
 #include "rt_vmath.h"
 
 #define RT_CH 256
@@ -42,8 +43,6 @@ static int32_t imm_int(uint32_t bits, int dt) {
     }
 }
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8idx __attribute__((vector_size(32)));
 
 /* Loads n F16/BF16/DLF16/float8/float4 elements (exactly widened to float),
  * zero-padded to 16. */
@@ -429,20 +428,12 @@ RT_HOT static void copy_strided4(uint8_t *d, const uint8_t *s, int64_t cs, uint3
     }
     case 2: { /* even elements of pairs of vectors (the last may read one element past
                  the row: RT_LX_SLACK keeps it inside the scratchpad) */
-        typedef int32_t v8i __attribute__((vector_size(32)));
-#if !defined(__clang__)
-        const v8i even = {0, 2, 4, 6, 8, 10, 12, 14};
-#endif
         uint32_t j = 0;
         for (; j + 8 <= n; j += 8) {
             v8i a, b, r;
             memcpy(&a, s + 8 * (size_t)j, sizeof a);
             memcpy(&b, s + 8 * (size_t)j + 32, sizeof b);
-#if defined(__clang__)
-            r = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-#else
-            r = __builtin_shuffle(a, b, even);
-#endif
+            r = RT_EVEN8(a, b);
             memcpy(d + 4 * (size_t)j, &r, sizeof r);
         }
         for (; j < n; j++)
@@ -574,39 +565,26 @@ static void vec_setup(VecRun *s, RtCore *c, const SpyVec *v) {
     s->desize = vec_esize(v->dtype);
 }
 
-/* Loads eight F32 lanes from p at column stride cs (1 or 2; stride 2 may read one
- * element past the last lane: RT_LX_SLACK keeps it inside the scratchpad). */
-static inline void load8(v8f *x, const uint8_t *p, int64_t cs) {
-    v8f a, b;
-    if (cs == 1) {
-        memcpy(x, p, sizeof *x);
-        return;
+/* The taps of columns j.. of a row, W lanes of vector type V at a time (taps_row). */
+#define TAPS_LANES(V, LOAD, W)                                                             \
+    for (; (cs == 1 || cs == 2) && j + (W) <= n; j += (W)) {                               \
+        V acc, x;                                                                          \
+        LOAD(acc, s[0] + 4 * (size_t)(j * cs), cs);                                        \
+        acc *= w[0];                                                                       \
+        for (uint32_t t = 1; t < nt; t++) {                                                \
+            LOAD(x, s[t] + 4 * (size_t)(j * cs), cs);                                      \
+            acc = x * w[t] + acc;                                                          \
+        }                                                                                  \
+        memcpy(d + 4 * (size_t)j, &acc, sizeof acc);                                       \
     }
-    memcpy(&a, p, sizeof a);
-    memcpy(&b, p + 32, sizeof b);
-#if defined(__clang__)
-    *x = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-#else
-    const v8idx even = {0, 2, 4, 6, 8, 10, 12, 14};
-    *x = __builtin_shuffle(a, b, even);
-#endif
-}
 
 /* One row of rt_vec_taps: d[j] = s_0[j*cs]*w_0 + s_1[j*cs]*w_1 + ... (left to right),
- * the sum kept in registers eight lanes at a time. */
+ * the sum kept in registers sixteen (one AVX-512 register) or eight lanes at a time. */
 RT_HOT static void taps_row(uint8_t *d, const uint8_t *const *s, const float *w, uint32_t nt,
                             int64_t cs, uint32_t n) {
     uint32_t j = 0;
-    for (; (cs == 1 || cs == 2) && j + 8 <= n; j += 8) {
-        v8f acc, x;
-        load8(&acc, s[0] + 4 * (size_t)(j * cs), cs);
-        acc *= w[0];
-        for (uint32_t t = 1; t < nt; t++) {
-            load8(&x, s[t] + 4 * (size_t)(j * cs), cs);
-            acc = x * w[t] + acc;
-        }
-        memcpy(d + 4 * (size_t)j, &acc, sizeof acc);
-    }
+    TAPS_LANES(v16f, RT_LOAD16, 16)
+    TAPS_LANES(v8f, RT_LOAD8, 8)
     for (; j < n; j++) {
         float acc = 0, x;
         for (uint32_t t = 0; t < nt; t++) {
@@ -767,8 +745,12 @@ void rt_vfill(RtCore *c, const SpyVFill *f) {
     if (f->n == 0)
         return;
     if (es == 4 && f->n <= 1024) { /* short fills (a window's padding): no library calls */
-        uint32_t v = (uint32_t)f->value;
-        for (uint32_t i = 0; i < f->n; i++)
+        uint32_t v = (uint32_t)f->value, i = 0;
+        v8i w = {0};
+        w += (int32_t)v;
+        for (; i + 8 <= f->n; i += 8)  /* eight elements a store */
+            memcpy(d + 4 * (size_t)i, &w, sizeof w);
+        for (; i < f->n; i++)
             memcpy(d + 4 * (size_t)i, &v, 4);
         return;
     }

@@ -3,7 +3,8 @@
  * isa.md semantics (MATMUL blocking and AVX-512 path, MATMUL with a window B or a
  * float8 B,
  * short-row VREDUCE, DLF16 VREDUCE and VSCAN, the in-place
- * VEC path, strided VEC COPY, short DMA rows), and the vectorised EXP/TANH/ERF/SIGMOID
+ * VEC path, strided VEC COPY, short DMA rows, runs of pooling and depthwise taps),
+ * and the vectorised EXP/TANH/ERF/SIGMOID
  * against libm in double precision (ulp bounds and special values).
  */
 #include <math.h>
@@ -581,11 +582,13 @@ static SpyInsn vec_insn(int fn, uint32_t dst, uint32_t rows, uint32_t cols, uint
 }
 
 /* Runs prog[0..n) through the interpreter and one instruction at a time from the same
- * start; the results must be equal bit for bit. */
-static void check_strip(const SpyInsn *prog, uint32_t n, uint32_t bytes, uint32_t *seed) {
+ * start (with nans, some inputs NaN of either sign); the results must be equal bit for
+ * bit. */
+static void check_strip(const SpyInsn *prog, uint32_t n, uint32_t bytes, uint32_t *seed,
+                        bool nans) {
     uint8_t *init = malloc(bytes), *one = malloc(bytes);
     for (uint32_t i = 0; i < bytes / 4; i++)
-        fp(0)[i] = rnd(seed);
+        fp(0)[i] = nans && i % 97 == 5 ? NAN : nans && i % 89 == 7 ? -NAN : rnd(seed);
     memcpy(init, lx, bytes);
     for (uint32_t i = 0; i < n; i++)
         assert_int_equal(rt_vec(&core, &prog[i].vec), RT_XOK);
@@ -605,14 +608,81 @@ static void test_strip_mined_runs(void **state) {
     p[1] = vec_insn(ISA_VF_MAX, d, rows, cols, rs, 0, 0, 0, 0.0f);
     p[2] = vec_insn(ISA_VF_MIN, d, rows, cols, rs, 0, 0, 0, 0.5f);
     p[3] = vec_insn(ISA_VF_MUL, d, rows, cols, rs, 200000, (int32_t)cols, 1, 0);
-    check_strip(p, 4, 300000, &seed);
+    check_strip(p, 4, 300000, &seed, false);
     /* one row: blocks of columns */
     SpyInsn q[2] = {vec_insn(ISA_VF_ADD, d, 1, 20000, 20000, 64, 0, 0, 0),
                     vec_insn(ISA_VF_MUL, d, 1, 20000, 20000, 0, 0, 0, 3.0f)};
-    check_strip(q, 2, 100000, &seed);
+    check_strip(q, 2, 100000, &seed, false);
     /* operand 1 overlaps the region (shifted by one row): no strip-mining, same result */
     p[3] = vec_insn(ISA_VF_ADD, d, rows, cols, rs, d + 4 * rs, (int32_t)rs, 1, 0);
-    check_strip(p, 4, 300000, &seed);
+    check_strip(p, 4, 300000, &seed, false);
+}
+
+/* ---- runs of pooling taps (VEC MAX / MIN) ------------------------------------------ */
+
+/* The taps of a kh x kw pooling window with column stride cs over a patch at src (row
+ * pitch pitch, output rows at row stride sr) into [rows, cols] at dst: MAX / MIN of the
+ * first two taps, then of the result and each further tap (codegen/cg_reduce.c). */
+static uint32_t pool_prog(SpyInsn *p, int fn, uint32_t dst, uint32_t src, uint32_t rows,
+                          uint32_t cols, uint32_t pitch, uint32_t sr, uint32_t cs, uint32_t kh,
+                          uint32_t kw) {
+    uint32_t n = 0;
+    for (uint32_t t = 1; t < kh * kw; t++, n++) {
+        uint32_t at = src + 4 * ((t / kw) * pitch + t % kw);
+        p[n] = vec_insn(fn, dst, rows, cols, cols, at, (int32_t)(sr * pitch), (int32_t)cs, 0);
+        if (t == 1)
+            p[n].vec.src[0] = src, p[n].vec.src_rs[0] = (int32_t)(sr * pitch),
+            p[n].vec.src_cs[0] = (int32_t)cs;
+    }
+    return n;
+}
+
+static void test_pool_runs(void **state) {
+    (void)state;
+    uint32_t seed = 5;
+    SpyInsn p[RT_TAPS_MAX];
+    /* 3x3 stride 2 (55 x 55 from 111 x 111), 2x2 stride 2, 3x3 stride 1; MAX and MIN */
+    uint32_t n = pool_prog(p, ISA_VF_MAX, 64, 20000, 55, 55, 111, 2, 2, 3, 3);
+    assert_int_equal(rt_vec_pool_run(p, n), n);
+    check_strip(p, n, 80000, &seed, true);
+    n = pool_prog(p, ISA_VF_MIN, 64, 20000, 13, 9, 18, 2, 2, 2, 2);
+    assert_int_equal(rt_vec_pool_run(p, n), n);
+    check_strip(p, n, 80000, &seed, true);
+    n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
+    assert_int_equal(rt_vec_pool_run(p, n), n);
+    check_strip(p, n, 80000, &seed, true);
+    /* a tap that reads the region is no pooling run */
+    n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
+    p[3].vec.src[1] = 64 + 8;
+    assert_int_equal(rt_vec_pool_run(p, n), 3);
+}
+
+/* The nt taps of a depthwise convolution (codegen/cg_contract.c) on [rows, cols] at dst:
+ * tap t reads the patch at src + 4 * t with column stride cs and row stride pitch, times
+ * the per-row weight at w + 4 * t (row stride nt); a MUL, then FMAs into dst. */
+static uint32_t dw_prog(SpyInsn *p, uint32_t nt, uint32_t dst, uint32_t src, uint32_t w,
+                        uint32_t rows, uint32_t cols, uint32_t pitch, uint32_t cs) {
+    for (uint32_t t = 0; t < nt; t++) {
+        p[t] = vec_insn(t ? ISA_VF_FMA : ISA_VF_MUL, dst, rows, cols, cols, w + 4 * t,
+                        (int32_t)nt, 0, 0);
+        SpyVec *v = &p[t].vec;
+        v->src[0] = src + 4 * t, v->src_rs[0] = (int32_t)pitch, v->src_cs[0] = (int32_t)cs;
+        if (t)
+            v->nsrc = 3, v->src[2] = dst, v->src_rs[2] = (int32_t)cols, v->src_cs[2] = 1;
+    }
+    return nt;
+}
+
+static void test_dw_tap_runs(void **state) {
+    (void)state;
+    uint32_t seed = 9;
+    SpyInsn p[RT_TAPS_MAX];
+    uint32_t n = dw_prog(p, 9, 64, 20000, 60000, 7, 40, 100, 2);   /* 16 + 16 + 8 lanes */
+    assert_int_equal(rt_vec_taps_run(p, n), n);
+    check_strip(p, n, 80000, &seed, false);
+    n = dw_prog(p, 5, 64, 20000, 60000, 5, 37, 60, 1);             /* a scalar tail */
+    assert_int_equal(rt_vec_taps_run(p, n), n);
+    check_strip(p, n, 80000, &seed, false);
 }
 
 /* ---- DMA: short rows ---------------------------------------------------------------- */
@@ -775,6 +845,7 @@ int main(void) {
         cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
+        cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,114 @@
+/* rt_kern_vpool.c: runs of F32 VEC MAX / MIN over the taps of a pooling window
+ * (codegen/cg_reduce.c): a first VEC combines two taps into the result region, each
+ * following one combines the region in place with one more tap. The taps are read
+ * with the same column stride (1 or 2, a window's stride), apart from the region.
+ *
+ * The run is computed in one pass, sixteen or eight results at a time kept in
+ * registers: the same MAX / MIN of isa.md per element, in the same order (the result
+ * so far is operand 0), so the bits equal those of one instruction after the other;
+ * the region goes through the cache once instead of once per tap.
+ */
+#include <string.h>
+
+#include "rt_exec.h"
+#include "rt_vlanes.h"
+
+/* acc := MAX (or MIN) of acc and x as isa.md defines it: acc when it is better or NaN,
+ * else x (bitwise select). */
+#define SELW(acc, x, max, VI, VF)                                                          \
+    do {                                                                                   \
+        VI m_ = ((max) ? (acc) > (x) : (acc) < (x)) | ((acc) != (acc));                    \
+        (acc) = (VF)((m_ & (VI)(acc)) | (~m_ & (VI)(x)));                                  \
+    } while (0)
+#define SEL8(acc, x, max) SELW(acc, x, max, v8i, v8f)
+#define SEL16(acc, x, max) SELW(acc, x, max, v16i, v16f)
+
+/* Byte range [lo, hi) a strided F32 operand of rows x cols reads (one element of
+ * slack past the end for the stride-2 loads). */
+static void span_of(uint32_t base, int32_t rs, int32_t cs, uint32_t rows, uint32_t cols,
+                    uint64_t *lo, uint64_t *hi) {
+    *lo = base;
+    *hi = base + 4 * ((uint64_t)(rows - 1) * (uint32_t)rs +
+                      (uint64_t)(cols - 1) * (uint32_t)cs + 2);
+}
+
+/* Whether v belongs to the run that r starts (first: v is r): F32 MAX / MIN like r,
+ * same region, its tap (both taps for the first) at r's column stride and apart from
+ * the region, a later one combining the region in place as operand 0. */
+static bool pool_tap_of(const SpyVec *r, const SpyVec *v, bool first) {
+    if ((v->fn != ISA_VF_MAX && v->fn != ISA_VF_MIN) || v->fn != r->fn ||
+        v->dtype != ISA_DT_F32 || (v->src_dtype && v->src_dtype != ISA_DT_F32) || v->flags ||
+        v->dst != r->dst || v->rows != r->rows || v->cols != r->cols ||
+        v->dst_rs != r->dst_rs || v->src_cs[1] != r->src_cs[1] || !v->rows || !v->cols ||
+        (v->src_cs[1] != 1 && v->src_cs[1] != 2) || v->dst_rs < 0 || v->src_rs[1] < 0)
+        return false;
+    uint64_t dlo = v->dst;
+    uint64_t dhi = dlo + 4 * ((uint64_t)(v->rows - 1) * (uint32_t)v->dst_rs + v->cols);
+    for (int q = first ? 0 : 1; q < 2; q++) {
+        uint64_t lo, hi;
+        if (v->src_cs[q] != v->src_cs[1] || v->src_rs[q] < 0)
+            return false;
+        span_of(v->src[q], v->src_rs[q], v->src_cs[q], v->rows, v->cols, &lo, &hi);
+        if (hi > dlo && lo < dhi)
+            return false;
+    }
+    return first || (v->src[0] == v->dst && v->src_rs[0] == v->dst_rs && v->src_cs[0] == 1);
+}
+
+/* Length of the pooling run at code[0..n) (0: none): a first MAX / MIN of two taps,
+ * then those of the region and one more tap each (pool_tap_of). */
+uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
+    const SpyVec *r = &code[0].vec;
+    if (code[0].opcode != ISA_VEC || !pool_tap_of(r, r, true))
+        return 0;
+    uint32_t nt = 1;
+    while (nt < n && nt + 1 < RT_TAPS_MAX && code[nt].opcode == ISA_VEC &&
+           pool_tap_of(r, &code[nt].vec, false))
+        nt++;
+    return nt;
+}
+
+/* One row of a pooling run: d[j] = sel(...sel(sel(s_0[j], s_1[j]), s_2[j])..., s_nt[j])
+ * over the nt + 1 taps s (column stride cs), sixteen or eight columns at a time in
+ * registers. A last block of fewer than eight columns reads up to 15 elements past a
+ * tap's last one (inside the scratchpad's RT_LX_SLACK bytes) and stores only its own
+ * columns. */
+RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs,
+                            uint32_t n, bool max) {
+    uint32_t j = 0;
+    for (; j + 16 <= n; j += 16) {   /* one AVX-512 register (two or four elsewhere) */
+        v16f acc, x;
+        size_t o = 4 * (size_t)(j * cs);
+        RT_LOAD16(acc, s[0] + o, cs);
+        for (uint32_t t = 1; t < ns; t++) {
+            RT_LOAD16(x, s[t] + o, cs);
+            SEL16(acc, x, max);
+        }
+        memcpy(d + 4 * (size_t)j, &acc, sizeof acc);
+    }
+    for (; j < n; j += 8) {          /* the last block: its columns stored, the rest dropped */
+        v8f acc, x;
+        size_t o = 4 * (size_t)(j * cs);
+        RT_LOAD8(acc, s[0] + o, cs);
+        for (uint32_t t = 1; t < ns; t++) {
+            RT_LOAD8(x, s[t] + o, cs);
+            SEL8(acc, x, max);
+        }
+        memcpy(d + 4 * (size_t)j, &acc, 4 * (size_t)(n - j < 8 ? n - j : 8));
+    }
+}
+
+/* Runs the nt instructions of a pooling run (rt_vec_pool_run) row by row, each row's
+ * taps in one pass (pool_row). */
+void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
+    const SpyVec *r = &code[0].vec;
+    const uint8_t *s[RT_TAPS_MAX];
+    bool max = r->fn == ISA_VF_MAX;
+    for (uint32_t row = 0; row < r->rows; row++) {
+        s[0] = c->lx + r->src[0] + (int64_t)row * r->src_rs[0] * 4;
+        for (uint32_t t = 0; t < nt; t++)
+            s[t + 1] = c->lx + code[t].vec.src[1] + (int64_t)row * code[t].vec.src_rs[1] * 4;
+        pool_row(c->lx + r->dst + (int64_t)row * r->dst_rs * 4, s, nt + 1, r->src_cs[1], r->cols,
+                 max);
+    }
+}
