@@ -10,7 +10,9 @@
  *    the reshape's input, the reshape moving to its result (sink_unit_reshape);
  *  - row selections (a SLICE of one axis, a GATHER of constant evenly spaced indices)
  *    pushed above the row-wise ops and contractions that compute only for them, so
- *    only the selected rows are computed (pass_rowsel, rowsel.c).
+ *    only the selected rows are computed (pass_rowsel, rowsel.c);
+ *  - rotary embeddings x * C + concat(-x2, x1) * S computed per half of the last axis,
+ *    without the NEG and CONCAT kernels (pass_rotary, rotary.c).
  * Values that are graph outputs are never replaced, so output names stay. Nodes left
  * without users are removed by pass_dce.
  */
@@ -315,5 +317,7 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
             simplify_node(g, &s, &old[i]);
     if (!ir_failed(g))
         pass_rowsel(g);
+    if (!ir_failed(g))
+        pass_rotary(g);
     return !ir_failed(g);
 }
