@@ -59,10 +59,12 @@ bool cg_ring_recv(const CgEmit *e, const IrKernel *k, const IrAccess *a, const i
 /* Load the operand tile of access a over dims (len[i], iteration dim dim[i]), i < n,
  * dense in LX at lx but for a row pitch of its outermost dim (0: dense), of the item
  * at st (depth chunk c). A tile shared by several items (cg_ring_sharers) is loaded in
- * pieces (at most one per sharer, 8 elements of the cut dim at least, CG_CACHE_MAX / 2
- * at most), cut along its dim of the largest DRAM stride so that the DRAM runs stay
- * whole: each piece from DRAM on one sharer, over the ring on the others
- * (cg_ring_recv). */
+ * pieces (at most one per sharer, CG_CACHE_MAX / 2 at most), cut along its dim of the
+ * largest DRAM stride so that the DRAM runs stay whole: each piece from DRAM on one
+ * sharer, over the ring on the others (cg_ring_recv). A piece is 8 elements of the cut
+ * dim at least, or one when that dim steps over whole sticks (rows of an A tile: one
+ * row each, so that 12 sharers of a 64-row tile load 5 or 6 rows each, not 8 of them
+ * 8 rows and 4 none). */
 void cg_load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64_t *st, int nd,
                     uint32_t lx, unsigned es, const int64_t *len, const int *dim, int n,
                     int64_t pitch, int64_t c)
@@ -87,6 +89,9 @@ void cg_load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64
     if (pitch)
         ls[0] = pitch;
     int64_t m = len[cut], np = (m + 7) / 8;
+    int64_t xs = a->is[dim[cut]] < 0 ? -a->is[dim[cut]] : a->is[dim[cut]];
+    if (xs * (int64_t)es >= (int64_t)e->t->stick_bytes)
+        np = m;
     np = np < sh ? np : sh;
     np = np < CG_CACHE_MAX / 2 ? np : CG_CACHE_MAX / 2;
     np = np > 1 ? np : 1;

@@ -109,6 +109,8 @@ typedef struct {
     unsigned dt;                 /* operand ISA dtype: the matrix rate */
     bool ring;                   /* A shared over the ring by the items of its N tiles */
     double nck;                  /* depth chunks */
+    bool arow;                   /* A's rows step over whole sticks: shared in one-row
+                                    pieces (cg_load_shared), else in pieces of 8 rows */
 } CEst;
 
 /* Share of a tile that its busiest sharer loads from DRAM when `sharers` items share it
@@ -139,7 +141,7 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     double cycles = (double)q * (per + vec), a = e->a, b = e->b, ring = 0;
     uint64_t sa = e->nb / q, sb = e->na / q;     /* cores sharing one A / B tile */
     if (e->ring && sa > 1) {
-        double rows = (double)(((uint64_t)e->m + 7) / 8);
+        double rows = e->arow ? e->m : (double)(((uint64_t)e->m + 7) / 8);
         a = e->a * ring_share(sa, rows, e->nck);
         ring += na * (e->a - a);
     }
@@ -297,7 +299,7 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
                       col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(g, k),
                       (double)mt * nt * kk, (double)mt, kf >= kk, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
-                      (double)((kk + kf - 1) / kf)};
+                      (double)((kk + kf - 1) / kf), sz.es * (double)kk >= t->stick_bytes};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -369,7 +371,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(g, k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
                       (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
-                      sz.dt, true, (double)((kk + kt - 1) / kt)};
+                      sz.dt, true, (double)((kk + kt - 1) / kt), false};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;

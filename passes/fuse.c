@@ -161,6 +161,53 @@ static bool edge_view(Fuse *f, const IrNode *n)
     return true;
 }
 
+/* Whether virtual TRANSPOSE node n can be done in place (PlanNode.inplace): its input
+ * is a kernel's result read by n alone, the innermost dim stays innermost (the
+ * producer's stores keep their runs), and a RESHAPE of n's output had to be
+ * materialised because the transposed strides cannot be reshaped. Then the producer
+ * stores in the transposed order and the reshape becomes a view: one kernel less. */
+static bool transpose_in_place(Fuse *f, NodeId n)
+{
+    IrGraph *g = f->g;
+    const IrNode *nd = &g->nodes[n];
+    const int64_t *perm = NULL;
+    if (!f->fuse || nd->dead || nd->op != IR_OP_TRANSPOSE || !f->s->node[n].virt)
+        return false;
+    int r = ir_attr_get_ints(nd, "perm", &perm);
+    ValId v = nd->in[0], o = nd->out[0];
+    NodeId p = ir_val(g, v)->def;
+    if (r < 1 || perm[r - 1] != r - 1 || !live(f, p) || ir_val(g, v)->kind != IR_VAL_ACT ||
+        f->nuse[v] != 1 || f->is_out[v])
+        return false;
+    bool gain = false;
+    for (uint32_t u = f->ufirst[o]; u < f->ufirst[o + 1]; u++) {
+        NodeId c = f->ulist[u];
+        const IrNode *cn = &g->nodes[c];
+        gain |= !cn->dead && cn->op == IR_OP_RESHAPE && !f->s->node[c].virt &&
+                !f->is_out[cn->out[0]] && !f->force[c];
+    }
+    return gain;
+}
+
+/* Mark the in-place TRANSPOSEs (transpose_in_place) and make the RESHAPEs of their
+ * outputs virtual again (plan_compute_views then gives them dense strides). */
+static void mark_transposes(Fuse *f)
+{
+    IrGraph *g = f->g;
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        if (!transpose_in_place(f, n))
+            continue;
+        ValId o = g->nodes[n].out[0];
+        f->s->node[n].inplace = true;
+        for (uint32_t u = f->ufirst[o]; u < f->ufirst[o + 1]; u++) {
+            NodeId c = f->ulist[u];
+            const IrNode *cn = &g->nodes[c];
+            if (!cn->dead && cn->op == IR_OP_RESHAPE && !f->is_out[cn->out[0]] && !f->force[c])
+                f->s->node[c].virt = true;
+        }
+    }
+}
+
 /* Decide which view nodes are virtual (and which CONCATs are done in place) and
  * compute the (row-major) views through plan_compute_views. Returns false when a
  * gather forced another view to be materialised (the caller repeats). */
@@ -174,8 +221,11 @@ static bool choose_views(Fuse *f)
                           !f->is_out[nd->out[0]] &&
                           !f->force[n] &&
                           (f->fuse || nd->op == IR_OP_RESHAPE || nd->op == IR_OP_BITCAST);
+        s->node[n].inplace = false;
     }
     plan_compute_views(g, NULL);           /* unmarks views not expressible as strides */
+    mark_transposes(f);
+    plan_compute_views(g, NULL);           /* with the in-place transposes */
     for (NodeId n = 0; n < g->nnodes; n++)
         if (!g->nodes[n].dead && g->nodes[n].op == IR_OP_CONCAT && concat_in_place(f, n))
             s->node[n].virt = true;

@@ -285,6 +285,13 @@ static void rowsel_node(Rs *r, IrNode *n)
         ir_readd_node(g, n);
         return;
     }
+    pass_readd_reshape(g, n, v);
+}
+
+/* Re-add node n (of the list ir_rewrite_begin detached) as a RESHAPE of v to n's
+ * output type: n's output value, name and origin stay, computed now as v. */
+void pass_readd_reshape(IrGraph *g, const IrNode *n, ValId v)
+{
     const IrType *to = ir_vtype(g, n->out[0]);
     IrNode m = *n;
     m.op = IR_OP_RESHAPE;

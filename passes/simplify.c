@@ -10,7 +10,11 @@
  *    the reshape's input, the reshape moving to its result (sink_unit_reshape);
  *  - row selections (a SLICE of one axis, a GATHER of constant evenly spaced indices)
  *    pushed above the row-wise ops and contractions that compute only for them, so
- *    only the selected rows are computed (pass_rowsel, rowsel.c).
+ *    only the selected rows are computed (pass_rowsel, rowsel.c);
+ *  - rotary embeddings x * C + concat(-x2, x1) * S computed per half of the last axis,
+ *    without the NEG and CONCAT kernels (pass_rotary, rotary.c);
+ *  - matrix products of one activation by constant weights of one depth (attention's
+ *    Q, K, V projections) merged into one product (pass_siblings, siblings.c).
  * Values that are graph outputs are never replaced, so output names stay. Nodes left
  * without users are removed by pass_dce.
  */
@@ -289,7 +293,6 @@ static void simplify_node(IrGraph *g, Simp *s, IrNode *n)
  * memory longjmps to g->oom and leaks nothing). */
 bool pass_simplify(IrGraph *g, const PassOptions *opt)
 {
-    (void)opt;
     Simp s = {.nvals = g->nvals};
     s.remap = ir_scratch(g, sizeof(ValId) * (g->nvals + 1));
     s.is_out = ir_scratch(g, sizeof(bool) * (g->nvals + 1));
@@ -315,5 +318,9 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
             simplify_node(g, &s, &old[i]);
     if (!ir_failed(g))
         pass_rowsel(g);
+    if (!ir_failed(g))
+        pass_rotary(g);
+    if (!ir_failed(g))
+        pass_siblings(g, opt);
     return !ir_failed(g);
 }

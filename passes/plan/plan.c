@@ -20,8 +20,10 @@ Plan *plan_new(IrGraph *g)
         pv->seg = UINT32_MAX;
         pv->dram_offset = -1;
     }
-    for (NodeId n = 0; n < g->nnodes; n++)
+    for (NodeId n = 0; n < g->nnodes; n++) {
         p->node[n].kernel = IR_NONE;
+        p->node[n].inplace = false;
+    }
     g->plan = p;
     return p;
 }

@@ -194,6 +194,8 @@ typedef struct {
     uint32_t kernel;         /* kernel it belongs to, IR_NONE (dead or virt) */
     bool virt;               /* no kernel: a virtual view, or a CONCAT done in place by
                                 its producers */
+    bool inplace;            /* a virtual TRANSPOSE done in place: its output owns the
+                                storage, its producer stores in the transposed order */
 } PlanNode;
 
 /* The kernel plan (IrGraph.plan; graph arena). Sized to the graph at plan_new. */

@@ -171,13 +171,25 @@ bool plan_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
 }
 
 /* Views of the inputs of in-place CONCAT nodes (PlanNode.virt set): each input is
- * the slice of the concat's output at its offset along the axis. Nodes are visited
- * last to first so that a concat feeding another one sees its final view. */
+ * the slice of the concat's output at its offset along the axis; and of the input of
+ * an in-place TRANSPOSE (PlanNode.inplace): the output's view with the strides put
+ * back in the input's order. Nodes are visited last to first so that a concat feeding
+ * another one sees its final view. */
 static void concat_views(IrGraph *g)
 {
     Plan *p = g->plan;
     for (NodeId n = g->nnodes; n-- > 0;) {
         const IrNode *nd = &g->nodes[n];
+        if (!nd->dead && p->node[n].virt && p->node[n].inplace) {
+            const int64_t *perm = NULL;
+            const IrView *o = &p->val[nd->out[0]].view;
+            PlanValue *pv = &p->val[nd->in[0]];
+            int r = (int)ir_attr_get_ints(nd, "perm", &perm);
+            pv->view = *o;
+            for (int i = 0; i < r; i++)
+                pv->view.stride[perm[i]] = o->stride[i];
+            pv->virt = true;
+        }
         if (nd->dead || !p->node[n].virt || nd->op != IR_OP_CONCAT)
             continue;
         int ax = (int)ir_attr_get_int(nd, "axis", 0);
@@ -221,7 +233,7 @@ bool plan_compute_views(IrGraph *g, const SpyTarget *t)
     }
     for (NodeId n = 0; n < g->nnodes; n++) {
         const IrNode *nd = &g->nodes[n];
-        if (nd->dead || !p->node[n].virt || nd->op == IR_OP_CONCAT)
+        if (nd->dead || !p->node[n].virt || nd->op == IR_OP_CONCAT || p->node[n].inplace)
             continue;
         IrView vw;
         if (!plan_view_apply(g, nd, &p->val[nd->in[0]].view, &vw)) {
