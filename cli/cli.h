@@ -271,6 +271,9 @@ bool cli_cache_write_file(const char *path, uint32_t kind, const uint8_t *key,
  * written for files that have settled. dir NULL: cli_hash_files. */
 bool cli_cache_hash_files(const char *dir, const char *const *paths, int n,
                           uint8_t (*digest)[CLI_HASH_BYTES], bool *ok);
+/* How long (ns) a file must have been left unchanged before its record is written
+ * (2 s; tests). */
+void cli_cache_stat_settle(int64_t ns);
 /* A size "512M", "2G", "64K", "1T" (powers of 1024; a trailing "B" or "iB" is
  * allowed) or plain bytes into *bytes; false when malformed or zero. */
 bool cli_cache_parse_size(const char *text, uint64_t *bytes);

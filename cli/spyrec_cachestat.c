@@ -13,8 +13,8 @@
  * and replacing it changes its inode or ctime; so a file whose record matches has the
  * bytes that were hashed, provided the record could not be written in the same clock
  * tick as a later write. Hence a record is written only when the file's stat was the
- * same before and after hashing and its ctime and mtime are at least STAT_SETTLED_NS
- * older than the clock read before the hashing began (ccache's "too new" rule); a file
+ * same before and after hashing and its ctime and mtime are at least settled_ns (2 s)
+ * older (settled_ns) than the clock read before the hashing began (ccache's "too new" rule); a file
  * written just now is hashed again until it has settled. A damaged record fails its
  * CRC and is ignored (and replaced).
  */
@@ -27,7 +27,7 @@
 #include "cli/cli.h"
 
 #define STAT_MIN_BYTES ((uint64_t)8 << 20)   /* smaller files are hashed every time */
-#define STAT_SETTLED_NS 2000000000LL         /* see the top */
+static int64_t settled_ns = 2000000000LL;   /* see the top; tests may change it */
 #define STAT_FIELDS 7
 #define STAT_PAYLOAD (STAT_FIELDS * 8 + CLI_HASH_BYTES)
 
@@ -102,7 +102,7 @@ static void record_write(const char *dir, const char *path, const uint64_t *v,
     int64_t mtime = (int64_t)v[3] * 1000000000LL + (int64_t)v[4];
     int64_t ctime = (int64_t)v[5] * 1000000000LL + (int64_t)v[6];
     if (!stat_fields(path, after) || memcmp(after, v, sizeof after) ||
-        mtime > now_ns - STAT_SETTLED_NS || ctime > now_ns - STAT_SETTLED_NS)
+        mtime > now_ns - settled_ns || ctime > now_ns - settled_ns)
         return;
     uint8_t key[CLI_HASH_BYTES], fields[STAT_FIELDS * 8];
     char *rp = record_path(dir, path, v, key);
@@ -111,6 +111,11 @@ static void record_write(const char *dir, const char *path, const uint64_t *v,
     if (rp)
         cli_cache_write_file(rp, CLI_CACHE_STAT, key, parts, 2, 2);
     free(rp);
+}
+
+void cli_cache_stat_settle(int64_t ns)
+{
+    settled_ns = ns;
 }
 
 bool cli_cache_hash_files(const char *dir, const char *const *paths, int n,
