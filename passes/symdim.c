@@ -441,8 +441,10 @@ static int64_t sym_min(const Sd *d, int k)
 }
 
 /* Pad: a symbolic axis padded at either end has its padding (from the actual size on)
- * set to the pad value first, so that the zeros (or the value) follow the actual data;
- * the result is a padded axis, which only a window may read. */
+ * set to the pad value first, so that the zeros (or the value) follow the actual data
+ * (every such axis in one SELECT with a mask shared by the pads of that shape,
+ * pass_symdim_mask_pad, where it can); the result is a padded axis, which only a
+ * window may read. */
 static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
 {
     const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
@@ -451,6 +453,14 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
     int ni = ir_attr_get_ints(n, "interior", &inter);
     double value = ir_attr_get_float(n, "value", 0);
     SdVal *o = sd_new(d, ot);
+    bool axes[IR_MAX_RANK] = {false};
+    int nmask = 0;
+    for (int a = 0; a < it->rank; a++)
+        if (ax_sym(&s->ax[a]) && (pads[a] || pads[it->rank + a]) && s->ax[a].n == 1 &&
+            !s->ax[a].plo && !s->ax[a].phi && !(ni > a && inter[a]))
+            axes[a] = true, nmask++;
+    ValId masked = nmask ? pass_symdim_mask_pad(d, n->in[0], s, axes, value, &n->origin)
+                         : IR_NONE;
     for (int a = 0; a < it->rank; a++) {
         const SdAxis *x = &s->ax[a];
         if (!ax_sym(x))
@@ -462,11 +472,14 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             o->ax[a] = *x;
             continue;
         }
-        if (x->n != 1 || (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) ==
-                             IR_NONE)
+        if (masked == IR_NONE &&
+            (x->n != 1 ||
+             (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) == IR_NONE))
             return refuse(d, n, k, "padding");
         o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a]};
     }
+    if (masked != IR_NONE)
+        n->in[0] = masked;
     d->val[n->out[0]] = sd_keep(o, ot->rank);
     return true;
 }
