@@ -74,7 +74,8 @@ ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
 /* v (not a view) with its padding along every axis a with axes[a] (one symbolic
  * factor each) replaced by the scalar neutral in one SELECT, whose mask (the AND of
  * the axes' masks, shaped 1 on the other axes) is made once per shape and symbols and
- * shared by every such SELECT; IR_NONE when it cannot be (the caller masks axis by
+ * shared by every such SELECT; v itself for a graph input padded with zeros (the
+ * runtime zeroes its padding); IR_NONE when it cannot be (the caller masks axis by
  * axis). */
 ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, double neutral,
                            const IrOrigin *og);
