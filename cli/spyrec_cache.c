@@ -18,6 +18,8 @@
  *                one (HKEY: the model's and the other input files' paths, not their
  *                bytes; the flags, the version): only a guess, never trusted, and
  *                not made when the model file changed since (its stat stamp)
+ *   SKEY.stat    the digest of a large input file, taken instead of hashing it while
+ *                the file's stat matches (spyrec_cachestat.c)
  * A lookup reads HKEY.hint and maps the entry it names (cli_cache_guess), so that the
  * caller can start writing that entry's output while the inputs are hashed; it then
  * hashes the inputs, reads MKEY.files, hashes the files it lists and reads KEY.entry
@@ -27,7 +29,7 @@
  * File layout (little-endian):
  *    0  magic "SPYCACHE"               8 bytes
  *    8  format version (1)             u32
- *   12  kind (1 .files, 2 .entry, 3 .hint) u32
+ *   12  kind (1 .files, 2 .entry, 3 .hint, 4 .stat) u32
  *   16  payload bytes                  u64
  *   24  key (the file's name)          32 bytes
  *   56  CRC32C of the payload          u32   (.entry: of the payload before the output)
@@ -44,7 +46,8 @@
  * the page cache, nothing left for the final fsync to write back. Its CRC is checked
  * by a second thread while it is written; when it fails, the written file is removed
  * before it ever takes the output's name, and the compile runs (spyrec.c).
- * Files are written atomically (a temporary file in the folder, then rename), so
+ * Files are written atomically (a temporary file in the folder, then rename; .hint and
+ * .stat without fsync, their loss only costing some hashing), so
  * concurrent compiles of one model each write a whole file and the last rename wins.
  * Readers check the length, both CRCs and the key: a damaged file is never used, it
  * is removed and the compile runs. A hit sets the modification time of its files to
