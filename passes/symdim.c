@@ -204,7 +204,8 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
 }
 
 /* Reduction: padding along a reduced symbolic axis becomes the neutral element of fn
- * (the node's input is replaced); the output keeps the other axes. */
+ * (the node's input is replaced; every such axis in one SELECT with a shared mask where
+ * pass_symdim_mask_pad can); the output keeps the other axes. */
 static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
 {
     static const double neutral[] = {[IR_RED_SUM] = 0, [IR_RED_PROD] = 1,
@@ -216,19 +217,22 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
     bool keep = ir_attr_get_int(n, "keepdims", 1) != 0, red[IR_MAX_RANK] = {false};
     for (int i = 0; i < na; i++)
         red[axes[i]] = true;
-    ValId x = n->in[0];
-    bool masked = false;
-    for (int a = 0; a < it->rank; a++) {
-        if (!red[a] || !ax_sym(&s->ax[a]))
+    ValId x = n->in[0], one = IR_NONE;
+    bool masked = false, sym[IR_MAX_RANK] = {false};
+    for (int a = 0; a < it->rank; a++)
+        sym[a] = red[a] && ax_sym(&s->ax[a]), masked |= sym[a];
+    if (masked && fn < IR_RED_COUNT && fn <= IR_RED_MIN)   /* all axes in one SELECT */
+        one = pass_symdim_mask_pad(d, x, s, sym, neutral[fn], &n->origin);
+    for (int a = 0; a < it->rank && one == IR_NONE; a++) {
+        if (!sym[a])
             continue;
-        masked = true;
         x = fn < IR_RED_COUNT && fn <= IR_RED_MIN ? pass_symdim_mask(d, x, &s->ax[a], a,
                                                                neutral[fn], &n->origin)
                                                   : IR_NONE;
         if (x == IR_NONE)
             return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a reduction");
     }
-    n->in[0] = x;
+    n->in[0] = one != IR_NONE ? one : x;
     if (fn == IR_RED_SUM && masked && ir_dtype_is_float(it->dtype)) {
         SdSum *m = ir_scratch(d->g, sizeof *m);
         m->bound_count = 1;

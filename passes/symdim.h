@@ -34,7 +34,7 @@ typedef struct {                           /* a value's axes; NULL when none is 
     SdAxis ax[IR_MAX_RANK];
 } SdVal;
 
-#define SD_MAXMASKS 64                     /* masks of a padded window's input, kept */
+#define SD_MAXMASKS 64                     /* masks of windows' and reductions' inputs, kept */
 
 typedef struct {                           /* one kept mask: its shape and symbols */
     int rank;
@@ -71,7 +71,8 @@ ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og);
  * such a constant. */
 ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
                        const IrOrigin *og);
-/* v (not a view) with its padding along every axis a with axes[a] (one symbolic
+/* v (not a view; the input of a padded window or of a reduction) with its padding
+ * along every axis a with axes[a] (one symbolic
  * factor each) replaced by the scalar neutral in one SELECT, whose mask (the AND of
  * the axes' masks, shaped 1 on the other axes) is made once per shape and symbols and
  * shared by every such SELECT; v itself for a graph input padded with zeros (the

@@ -156,7 +156,7 @@ ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, dou
     const IrNode *p = ir_val(g, v)->def != IR_NONE ? ir_node(g, ir_val(g, v)->def) : NULL;
     if (p && (p->op == IR_OP_RESHAPE || p->op == IR_OP_TRANSPOSE || p->op == IR_OP_SLICE))
         return IR_NONE;                    /* a view: masked at its source, axis by axis */
-    if (ir_val(g, v)->kind == IR_VAL_INPUT && neutral == 0)
+    if (ir_val(g, v)->kind == IR_VAL_INPUT && neutral == 0 && !signbit(neutral))
         return v;                          /* the runtime zeroes an input's padding (sbin.md) */
     const IrType *t = ir_vtype(g, v);
     SdMask want = {.rank = t->rank, .mask = IR_NONE};
