@@ -16,6 +16,7 @@
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint8_t v8u8 __attribute__((vector_size(8)));
 
 /* Operand kinds of a direct row. */
 enum { OP_ROW = 0, OP_SCALAR = 1 };
@@ -137,7 +138,19 @@ RT_HOT static void select_row(uint8_t *d, const uint8_t *m, int km, const uint8_
     if (kb == OP_SCALAR)
         memcpy(&sb, b, 4);
     if (km == OP_ROW && ka == OP_ROW && kb == OP_SCALAR) { /* a mask's SELECT */
-        for (uint32_t i = 0; i < n; i++) {
+        uint32_t i = 0;
+        v8i vb = {0};
+        vb += (int32_t)sb;
+        for (; i + 8 <= n; i += 8) {           /* eight bytes of condition at a time */
+            v8u8 mb;
+            v8i x;
+            memcpy(&mb, m + i, sizeof mb);
+            v8i t = __builtin_convertvector(mb, v8i) != 0;
+            memcpy(&x, a + 4 * (size_t)i, sizeof x);
+            x = (x & t) | (vb & ~t);
+            memcpy(d + 4 * (size_t)i, &x, sizeof x);
+        }
+        for (; i < n; i++) {
             uint32_t x, t = 0u - (uint32_t)(m[i] != 0);
             memcpy(&x, a + 4 * (size_t)i, 4);
             x = (x & t) | (sb & ~t);
