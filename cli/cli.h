@@ -10,6 +10,7 @@
  *   cli/spyrun_profile.c   the per-kernel profile table (spyrun --profile)
  *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
  *   cli/spyrec_cache.c     the compile cache (spyrec --cache-dir)
+ *   cli/spyrec_cachestat.c its records of file digests by stat
  *   cli/spyrec_hash.c      SHA-256, the hash of the cache's keys
  * The spyrec_* files link into spyrec, spyrun_* into spyrun (see the Makefile).
  */
@@ -254,6 +255,25 @@ void cli_cache_free(CliCache *c);
  * report it, remove the entry and make the status a miss (the compile then runs and
  * stores a new one). */
 void cli_cache_damaged(CliCache *c);
+/* Kinds of cache file (spyrec_cache.c): KEY.files, KEY.entry, KEY.hint, KEY.stat. */
+enum { CLI_CACHE_FILES = 1, CLI_CACHE_ENTRY, CLI_CACHE_HINT, CLI_CACHE_STAT };
+/* Map the cache file path of the given kind and key, checked (magic, version, kind,
+ * length, key, CRCs): the mapping (*size bytes) with its payload in *payload / *len,
+ * or NULL with *damaged telling whether the file was there but failed a check. */
+uint8_t *cli_cache_map_file(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
+                            const uint8_t **payload, size_t *len, bool *damaged);
+/* Write a cache file atomically: the header, then the payload parts (at most 7), of
+ * which the first ncrc are covered by the header's CRC. */
+bool cli_cache_write_file(const char *path, uint32_t kind, const uint8_t *key,
+                          const CliPart *payload, int nparts, int ncrc);
+/* cli/spyrec_cachestat.c: cli_hash_files, but a file of the cache folder dir's stat
+ * records (size, times, inode) whose stat matches is not read again; records are
+ * written for files that have settled. dir NULL: cli_hash_files. */
+bool cli_cache_hash_files(const char *dir, const char *const *paths, int n,
+                          uint8_t (*digest)[CLI_HASH_BYTES], bool *ok);
+/* How long (ns) a file must have been left unchanged before its record is written
+ * (2 s; tests). */
+void cli_cache_stat_settle(int64_t ns);
 /* A size "512M", "2G", "64K", "1T" (powers of 1024; a trailing "B" or "iB" is
  * allowed) or plain bytes into *bytes; false when malformed or zero. */
 bool cli_cache_parse_size(const char *text, uint64_t *bytes);

@@ -18,6 +18,8 @@
  *                one (HKEY: the model's and the other input files' paths, not their
  *                bytes; the flags, the version): only a guess, never trusted, and
  *                not made when the model file changed since (its stat stamp)
+ *   SKEY.stat    the digest of a large input file, taken instead of hashing it while
+ *                the file's stat matches (spyrec_cachestat.c)
  * A lookup reads HKEY.hint and maps the entry it names (cli_cache_guess), so that the
  * caller can start writing that entry's output while the inputs are hashed; it then
  * hashes the inputs, reads MKEY.files, hashes the files it lists and reads KEY.entry
@@ -27,7 +29,7 @@
  * File layout (little-endian):
  *    0  magic "SPYCACHE"               8 bytes
  *    8  format version (1)             u32
- *   12  kind (1 .files, 2 .entry, 3 .hint) u32
+ *   12  kind (1 .files, 2 .entry, 3 .hint, 4 .stat) u32
  *   16  payload bytes                  u64
  *   24  key (the file's name)          32 bytes
  *   56  CRC32C of the payload          u32   (.entry: of the payload before the output)
@@ -44,7 +46,8 @@
  * the page cache, nothing left for the final fsync to write back. Its CRC is checked
  * by a second thread while it is written; when it fails, the written file is removed
  * before it ever takes the output's name, and the compile runs (spyrec.c).
- * Files are written atomically (a temporary file in the folder, then rename), so
+ * Files are written atomically (a temporary file in the folder, then rename; .hint and
+ * .stat without fsync, their loss only costing some hashing), so
  * concurrent compiles of one model each write a whole file and the last rename wins.
  * Readers check the length, both CRCs and the key: a damaged file is never used, it
  * is removed and the compile runs. A hit sets the modification time of its files to
@@ -71,7 +74,7 @@
 #define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
 #define STAMP_BYTES 32                    /* a .hint's stamp of the model file */
 
-enum { KIND_FILES = 1, KIND_ENTRY = 2, KIND_HINT = 3 };
+enum { KIND_FILES = CLI_CACHE_FILES, KIND_ENTRY = CLI_CACHE_ENTRY, KIND_HINT = CLI_CACHE_HINT };
 
 /* Store v as 4 or 8 little-endian bytes at p. */
 static void put_le(uint8_t *p, uint64_t v, int bytes)
@@ -196,7 +199,7 @@ static bool key_base(CliHash *h, const CliCacheSpec *s)
             tags[n] = "target", paths[n++] = s->target_path;
         for (int i = 0; i < s->ninputs; i++)
             tags[n] = "input", paths[n++] = s->inputs[i];
-        all = cli_hash_files(paths, n, d, ok);
+        all = cli_cache_hash_files(s->dir, paths, n, d, ok);
     }
     cli_hash_init(h);
     cli_hash_field(h, "spyrec compile cache", "2", 1);
@@ -238,7 +241,7 @@ static bool key_full(const CliCache *c, const char *rels, size_t n, uint8_t *key
         if (all)
             snprintf(paths[i], len, "%.*s%s", (int)pre, model, rels + off);
     }
-    all = all && cli_hash_files((const char *const *)paths, count, d, ok);
+    all = all && cli_cache_hash_files(c->spec.dir, (const char *const *)paths, count, d, ok);
     i = 0;
     for (size_t off = 0; all && off < n; off += strlen(rels + off) + 1, i++) {
         cli_hash_field(&h, "external", rels + off, strlen(rels + off));
@@ -283,8 +286,8 @@ static uint64_t checked_bytes(uint32_t kind, const uint8_t *p, uint64_t len)
  * writes the output straight from the page cache). Returns the mapping (*size
  * bytes) with *payload and *len set to its payload, or NULL: *damaged tells whether
  * the file was there but failed a check. */
-static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
-                         const uint8_t **payload, size_t *len, bool *damaged)
+uint8_t *cli_cache_map_file(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
+                            const uint8_t **payload, size_t *len, bool *damaged)
 {
     *damaged = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -318,10 +321,38 @@ static uint8_t *file_map(const char *path, uint32_t kind, const uint8_t *key, si
     return buf;
 }
 
+/* Write the parts to path through a temporary file of its folder and a rename, without
+ * fsync and without the output's temporary-file bookkeeping (cli_atomic_open), which
+ * a guessed output may be using meanwhile: for the small .hint and .stat files, whose
+ * loss or damage (caught by their CRC) only costs the next compile some hashing. */
+static bool write_small(const char *path, const CliPart *parts, int nparts)
+{
+    size_t n = strlen(path) + 16;
+    char *tmp = malloc(n);
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path) + 1 : 0;
+    if (!tmp)
+        return false;
+    snprintf(tmp, n, "%.*s.%s.tmpXXXXXX", dirlen, path, path + dirlen);
+    int fd = mkstemp(tmp);
+    bool ok = fd >= 0;
+    for (int i = 0; ok && i < nparts; i++)
+        ok = write(fd, parts[i].data, parts[i].len) == (ssize_t)parts[i].len;
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd >= 0)
+        ok = close(fd) == 0 && ok && chmod(tmp, 0666 & ~mask) == 0 &&
+             rename(tmp, path) == 0;
+    if (!ok && fd >= 0)
+        unlink(tmp);
+    free(tmp);
+    return ok;
+}
+
 /* Write a cache file: the header, then the payload given as parts (at most 7), of
  * which the first ncrc are covered by the header's CRC. */
-static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
-                       const CliPart *payload, int nparts, int ncrc)
+bool cli_cache_write_file(const char *path, uint32_t kind, const uint8_t *key,
+                          const CliPart *payload, int nparts, int ncrc)
 {
     uint8_t head[HEADER_BYTES] = {0};
     CliPart parts[8] = {{head, sizeof head}};
@@ -340,6 +371,8 @@ static bool file_write(const char *path, uint32_t kind, const uint8_t *key,
     memcpy(head + 24, key, CLI_HASH_BYTES);
     put_le(head + 56, crc, 4);
     put_le(head + 60, spy_crc32c(0, head, 60), 4);
+    if (kind == KIND_HINT || kind == CLI_CACHE_STAT)
+        return write_small(path, parts, nparts + 1);
     return cli_write_atomic_parts(path, parts, nparts + 1);
 }
 
@@ -446,7 +479,7 @@ static void write_hint(const CliCache *c, const uint8_t *key)
     model_stamp(&c->spec, stamp);
     CliPart parts[2] = {{key, CLI_HASH_BYTES}, {stamp, STAMP_BYTES}};
     if (path)
-        file_write(path, KIND_HINT, c->hint_key, parts, 2, 2);
+        cli_cache_write_file(path, KIND_HINT, c->hint_key, parts, 2, 2);
     free(path);
 }
 
@@ -458,7 +491,7 @@ static void guess_entry(CliCache *c)
     const uint8_t *hkey, *p;
     size_t hsize, hlen, len;
     bool damaged;
-    uint8_t *hint = hpath ? file_map(hpath, KIND_HINT, c->hint_key, &hsize, &hkey, &hlen,
+    uint8_t *hint = hpath ? cli_cache_map_file(hpath, KIND_HINT, c->hint_key, &hsize, &hkey, &hlen,
                                      &damaged)
                           : NULL, stamp[STAMP_BYTES];
     model_stamp(&c->spec, stamp);
@@ -466,7 +499,7 @@ static void guess_entry(CliCache *c)
         !memcmp(hkey + CLI_HASH_BYTES, stamp, STAMP_BYTES)) {
         memcpy(c->guess_key, hkey, CLI_HASH_BYTES);
         epath = cache_path(c->spec.dir, c->guess_key, ".entry");
-        c->guess_entry = epath ? file_map(epath, KIND_ENTRY, c->guess_key, &c->guess_size, &p,
+        c->guess_entry = epath ? cli_cache_map_file(epath, KIND_ENTRY, c->guess_key, &c->guess_size, &p,
                                           &len, &damaged)
                                : NULL;
     }
@@ -494,7 +527,7 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
     const uint8_t *rels = NULL, *p;
     size_t nrels = 0, len, fsize;
     bool damaged;
-    uint8_t *fbuf = fpath ? file_map(fpath, KIND_FILES, fkey, &fsize, &rels, &nrels, &damaged)
+    uint8_t *fbuf = fpath ? cli_cache_map_file(fpath, KIND_FILES, fkey, &fsize, &rels, &nrels, &damaged)
                           : NULL;
     if (!fbuf && fpath && damaged)
         drop_damaged(fpath);
@@ -509,7 +542,7 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
             p = c->entry + HEADER_BYTES, len = c->entry_size - HEADER_BYTES;
             c->guess_entry = NULL;
         } else {
-            c->entry = epath ? file_map(epath, KIND_ENTRY, key, &c->entry_size, &p, &len,
+            c->entry = epath ? cli_cache_map_file(epath, KIND_ENTRY, key, &c->entry_size, &p, &len,
                                         &damaged)
                              : NULL;
         }
@@ -583,13 +616,14 @@ static int cmp_age(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
-/* Whether name is a cache file (KEY.entry, KEY.files or KEY.hint). */
+/* Whether name is a cache file (KEY.entry, KEY.files, KEY.hint or KEY.stat). */
 static bool is_cache_file(const char *name)
 {
     size_t n = strlen(name);
     return (n == 2 * CLI_HASH_BYTES + 6 && (!strcmp(name + n - 6, ".entry") ||
                                             !strcmp(name + n - 6, ".files"))) ||
-           (n == 2 * CLI_HASH_BYTES + 5 && !strcmp(name + n - 5, ".hint"));
+           (n == 2 * CLI_HASH_BYTES + 5 && (!strcmp(name + n - 5, ".hint") ||
+                                            !strcmp(name + n - 5, ".stat")));
 }
 
 /* Remove the least recently used cache files until the folder holds at most max
@@ -688,7 +722,7 @@ static bool store_files(CliCache *c, const void *out, size_t len, const char *re
     key_files(c, fkey);
     char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
     CliPart flist = {rels, nrels};
-    bool ok = fpath && (c->have_manifest || file_write(fpath, KIND_FILES, fkey, &flist, 1, 1));
+    bool ok = fpath && (c->have_manifest || cli_cache_write_file(fpath, KIND_FILES, fkey, &flist, 1, 1));
     if (ok && c->key[0])                   /* the lookup hashed the external data */
         memcpy(key, c->key_bytes, CLI_HASH_BYTES);
     else
@@ -702,7 +736,7 @@ static bool store_files(CliCache *c, const void *out, size_t len, const char *re
         CliPart parts[4] = {{meta, 24}, {warns, nwarns},
                             {zeros, entry_out_offset(nwarns) - 24 - nwarns}, {out, len}};
         ok = (epath = cache_path(c->spec.dir, key, ".entry")) &&
-             file_write(epath, KIND_ENTRY, key, parts, 4, 3);
+             cli_cache_write_file(epath, KIND_ENTRY, key, parts, 4, 3);
     }
     if (ok)
         write_hint(c, key);

@@ -204,7 +204,8 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
 }
 
 /* Reduction: padding along a reduced symbolic axis becomes the neutral element of fn
- * (the node's input is replaced); the output keeps the other axes. */
+ * (the node's input is replaced; every such axis in one SELECT with a shared mask where
+ * pass_symdim_mask_pad can); the output keeps the other axes. */
 static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
 {
     static const double neutral[] = {[IR_RED_SUM] = 0, [IR_RED_PROD] = 1,
@@ -216,19 +217,22 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
     bool keep = ir_attr_get_int(n, "keepdims", 1) != 0, red[IR_MAX_RANK] = {false};
     for (int i = 0; i < na; i++)
         red[axes[i]] = true;
-    ValId x = n->in[0];
-    bool masked = false;
-    for (int a = 0; a < it->rank; a++) {
-        if (!red[a] || !ax_sym(&s->ax[a]))
+    ValId x = n->in[0], one = IR_NONE;
+    bool masked = false, sym[IR_MAX_RANK] = {false};
+    for (int a = 0; a < it->rank; a++)
+        sym[a] = red[a] && ax_sym(&s->ax[a]), masked |= sym[a];
+    if (masked && fn < IR_RED_COUNT && fn <= IR_RED_MIN)   /* all axes in one SELECT */
+        one = pass_symdim_mask_pad(d, x, s, sym, neutral[fn], &n->origin);
+    for (int a = 0; a < it->rank && one == IR_NONE; a++) {
+        if (!sym[a])
             continue;
-        masked = true;
         x = fn < IR_RED_COUNT && fn <= IR_RED_MIN ? pass_symdim_mask(d, x, &s->ax[a], a,
                                                                neutral[fn], &n->origin)
                                                   : IR_NONE;
         if (x == IR_NONE)
             return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a reduction");
     }
-    n->in[0] = x;
+    n->in[0] = one != IR_NONE ? one : x;
     if (fn == IR_RED_SUM && masked && ir_dtype_is_float(it->dtype)) {
         SdSum *m = ir_scratch(d->g, sizeof *m);
         m->bound_count = 1;
@@ -441,8 +445,10 @@ static int64_t sym_min(const Sd *d, int k)
 }
 
 /* Pad: a symbolic axis padded at either end has its padding (from the actual size on)
- * set to the pad value first, so that the zeros (or the value) follow the actual data;
- * the result is a padded axis, which only a window may read. */
+ * set to the pad value first, so that the zeros (or the value) follow the actual data
+ * (every such axis in one SELECT with a mask shared by the pads of that shape,
+ * pass_symdim_mask_pad, where it can); the result is a padded axis, which only a
+ * window may read. */
 static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
 {
     const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
@@ -451,6 +457,14 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
     int ni = ir_attr_get_ints(n, "interior", &inter);
     double value = ir_attr_get_float(n, "value", 0);
     SdVal *o = sd_new(d, ot);
+    bool axes[IR_MAX_RANK] = {false};
+    int nmask = 0;
+    for (int a = 0; a < it->rank; a++)
+        if (ax_sym(&s->ax[a]) && (pads[a] || pads[it->rank + a]) && s->ax[a].n == 1 &&
+            !s->ax[a].plo && !s->ax[a].phi && !(ni > a && inter[a]))
+            axes[a] = true, nmask++;
+    ValId masked = nmask ? pass_symdim_mask_pad(d, n->in[0], s, axes, value, &n->origin)
+                         : IR_NONE;
     for (int a = 0; a < it->rank; a++) {
         const SdAxis *x = &s->ax[a];
         if (!ax_sym(x))
@@ -462,11 +476,14 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             o->ax[a] = *x;
             continue;
         }
-        if (x->n != 1 || (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) ==
-                             IR_NONE)
+        if (masked == IR_NONE &&
+            (x->n != 1 ||
+             (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) == IR_NONE))
             return refuse(d, n, k, "padding");
         o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a]};
     }
+    if (masked != IR_NONE)
+        n->in[0] = masked;
     d->val[n->out[0]] = sd_keep(o, ot->rank);
     return true;
 }

@@ -34,6 +34,15 @@ typedef struct {                           /* a value's axes; NULL when none is 
     SdAxis ax[IR_MAX_RANK];
 } SdVal;
 
+#define SD_MAXMASKS 64                     /* masks of windows' and reductions' inputs, kept */
+
+typedef struct {                           /* one kept mask: its shape and symbols */
+    int rank;
+    int64_t dims[IR_MAX_RANK];             /* 1 on an axis it does not mask */
+    int sym[IR_MAX_RANK];                  /* the symbol of a masked axis, else -1 */
+    ValId mask;                            /* bool, true on the valid positions */
+} SdMask;
+
 typedef struct {
     IrGraph *g;
     SdVal **val;                           /* per value id of the original graph */
@@ -44,6 +53,8 @@ typedef struct {
     SdDerived der[SD_MAXDER];
     int nder;
     SdSum **sum;                           /* per value: a sum over symbolic axes */
+    SdMask masks[SD_MAXMASKS];             /* pass_symdim_mask_pad's, for reuse */
+    int nmasks;
 } Sd;
 
 /* The axes of value v (NULL: none symbolic, or a value made by the pass itself). */
@@ -60,6 +71,15 @@ ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og);
  * such a constant. */
 ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
                        const IrOrigin *og);
+/* v (not a view; the input of a padded window or of a reduction) with its padding
+ * along every axis a with axes[a] (one symbolic
+ * factor each) replaced by the scalar neutral in one SELECT, whose mask (the AND of
+ * the axes' masks, shaped 1 on the other axes) is made once per shape and symbols and
+ * shared by every such SELECT; v itself for a graph input padded with zeros (the
+ * runtime zeroes its padding); IR_NONE when it cannot be (the caller masks axis by
+ * axis). */
+ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, double neutral,
+                           const IrOrigin *og);
 /* Node n multiplies a sum over symbolic axes by 1 / (its count at the bounds): the
  * constant becomes 1 / the actual count. false when n is no such product. */
 bool pass_symdim_mean(Sd *d, IrNode *n);

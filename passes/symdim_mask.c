@@ -113,9 +113,8 @@ static ValId mask_at_source(Sd *d, ValId v, const SdAxis *x, ValId nv, const IrO
     return r;
 }
 
-/* v with its padding along axis a (factors x) replaced by the scalar neutral. */
-ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
-                       const IrOrigin *og)
+/* The scalar constant neutral of v's dtype, or IR_NONE for a dtype without one. */
+static ValId neutral_const(Sd *d, ValId v, double neutral)
 {
     const IrType *t = ir_vtype(d->g, v);
     IrType st = {.dtype = t->dtype, .rank = 0};
@@ -134,10 +133,60 @@ ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
     } else {
         return IR_NONE;
     }
-    ValId nv = ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
+    return ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
+}
+
+/* v with its padding along axis a (factors x) replaced by the scalar neutral. */
+ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
+                       const IrOrigin *og)
+{
+    const IrType *t = ir_vtype(d->g, v);
+    ValId nv = neutral_const(d, v, neutral);
+    if (nv == IR_NONE)
+        return IR_NONE;
     ValId r = mask_at_source(d, v, x, nv, og);
     return r != IR_NONE ? r : ir_select(d->g, axis_mask(d, x, a, t->rank, t->dims[a], og), v,
                                         nv, og);
+}
+
+ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, double neutral,
+                           const IrOrigin *og)
+{
+    IrGraph *g = d->g;
+    const IrNode *p = ir_val(g, v)->def != IR_NONE ? ir_node(g, ir_val(g, v)->def) : NULL;
+    if (p && (p->op == IR_OP_RESHAPE || p->op == IR_OP_TRANSPOSE || p->op == IR_OP_SLICE))
+        return IR_NONE;                    /* a view: masked at its source, axis by axis */
+    if (ir_val(g, v)->kind == IR_VAL_INPUT && neutral == 0 && !signbit(neutral))
+        return v;                          /* the runtime zeroes an input's padding (sbin.md) */
+    const IrType *t = ir_vtype(g, v);
+    SdMask want = {.rank = t->rank, .mask = IR_NONE};
+    for (int a = 0; a < t->rank; a++) {
+        want.dims[a] = axes[a] ? t->dims[a] : 1;
+        want.sym[a] = axes[a] ? s->ax[a].sym[0] : -1;
+        if (axes[a] && (s->ax[a].n != 1 || want.sym[a] < 0))
+            return IR_NONE;
+    }
+    ValId nv = neutral_const(d, v, neutral);
+    if (nv == IR_NONE)
+        return IR_NONE;
+    for (int i = 0; i < d->nmasks && want.mask == IR_NONE; i++)
+        if (d->masks[i].rank == want.rank &&
+            !memcmp(d->masks[i].dims, want.dims, (size_t)want.rank * sizeof want.dims[0]) &&
+            !memcmp(d->masks[i].sym, want.sym, (size_t)want.rank * sizeof want.sym[0]))
+            want.mask = d->masks[i].mask;
+    if (want.mask == IR_NONE) {
+        for (int a = 0; a < t->rank; a++) {
+            if (!axes[a])
+                continue;
+            ValId m = axis_mask(d, &s->ax[a], a, t->rank, t->dims[a], og);
+            want.mask = want.mask == IR_NONE ? m : ir_binary(g, IR_BIN_AND, want.mask, m, og);
+        }
+        if (want.mask == IR_NONE)
+            return IR_NONE;
+        if (d->nmasks < SD_MAXMASKS)
+            d->masks[d->nmasks++] = want;
+    }
+    return ir_select(g, want.mask, v, nv, og);
 }
 
 /* A multiplication of a sum over symbolic axes (SdSum) by the constant 1 / (its element

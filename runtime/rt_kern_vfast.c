@@ -1,7 +1,8 @@
 /* rt_kern_vfast.c: the direct path of the commonest ISA_VEC steps: F32 ADD SUB MUL
  * DIV MAX MIN on contiguous rows with a contiguous or scalar (immediate or column
- * stride 0) second operand, or a scalar first operand, and F32 RELU NEG ABS on
- * contiguous rows. They are computed straight from LX into LX in whole vectors,
+ * stride 0) second operand, or a scalar first operand, F32 RELU NEG ABS on
+ * contiguous rows, and F32 SELECT on a BOOL condition (the masks of dynamic
+ * dimensions). They are computed straight from LX into LX in whole vectors,
  * without the staging buffers of rt_kern_vec.c.
  *
  * Results equal those of rt_kern_vec.c bit for bit: the same IEEE operation per
@@ -15,6 +16,7 @@
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint8_t v8u8 __attribute__((vector_size(8)));
 
 /* Operand kinds of a direct row. */
 enum { OP_ROW = 0, OP_SCALAR = 1 };
@@ -124,8 +126,86 @@ static const uint8_t *row_src(RtCore *c, const SpyVec *v, const bool *imm, int q
     return imm[q] ? NULL : c->lx + v->src[q] + (int64_t)r * v->src_rs[q] * 4;
 }
 
+/* One row of an F32 SELECT: d[i] = m[i] ? a[i] : b[i], the BOOL condition m (one byte
+ * an element, true when not 0) and the operands rows or scalars (OP_SCALAR: element
+ * 0 for every i); the bits of the chosen operand are copied, as the general kernel
+ * does. */
+RT_HOT static void select_row(uint8_t *d, const uint8_t *m, int km, const uint8_t *a, int ka,
+                              const uint8_t *b, int kb, uint32_t n) {
+    uint32_t sa = 0, sb = 0;
+    if (ka == OP_SCALAR)
+        memcpy(&sa, a, 4);
+    if (kb == OP_SCALAR)
+        memcpy(&sb, b, 4);
+    if (km == OP_ROW && ka == OP_ROW && kb == OP_SCALAR) { /* a mask's SELECT */
+        uint32_t i = 0;
+        v8i vb = {0};
+        vb += (int32_t)sb;
+        for (; i + 8 <= n; i += 8) {           /* eight bytes of condition at a time */
+            v8u8 mb;
+            v8i x;
+            memcpy(&mb, m + i, sizeof mb);
+            v8i t = __builtin_convertvector(mb, v8i) != 0;
+            memcpy(&x, a + 4 * (size_t)i, sizeof x);
+            x = (x & t) | (vb & ~t);
+            memcpy(d + 4 * (size_t)i, &x, sizeof x);
+        }
+        for (; i < n; i++) {
+            uint32_t x, t = 0u - (uint32_t)(m[i] != 0);
+            memcpy(&x, a + 4 * (size_t)i, 4);
+            x = (x & t) | (sb & ~t);
+            memcpy(d + 4 * (size_t)i, &x, 4);
+        }
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = sa, y = sb;
+        if (ka == OP_ROW)
+            memcpy(&x, a + 4 * (size_t)i, 4);
+        if (kb == OP_ROW)
+            memcpy(&y, b + 4 * (size_t)i, 4);
+        x = m[km == OP_ROW ? i : 0] ? x : y;
+        memcpy(d + 4 * (size_t)i, &x, 4);
+    }
+}
+
+/* An F32 SELECT on the direct path (select_row) when its operands are in registers'
+ * reach: no immediate, a BOOL condition and F32 values each a contiguous row or a
+ * scalar, every row in place or apart from the destination's; false (nothing done)
+ * otherwise. */
+static bool fast_select(RtCore *c, const SpyVec *v) {
+    if (v->dtype != ISA_DT_F32 || (v->src_dtype && v->src_dtype != ISA_DT_F32) || v->flags)
+        return false;
+    int kind[3];
+    for (int q = 0; q < 3; q++) {
+        if (v->src_cs[q] != 0 && v->src_cs[q] != 1)
+            return false;
+        kind[q] = v->src_cs[q] ? OP_ROW : OP_SCALAR;
+    }
+    size_t rowb = (size_t)v->cols * 4;
+    for (uint64_t r = 0; r < v->rows; r++) {
+        const uint8_t *d = c->lx + v->dst + (int64_t)r * v->dst_rs * 4;
+        const uint8_t *m = c->lx + v->src[0] + (int64_t)r * v->src_rs[0];
+        if (!apart(m, kind[0] == OP_ROW ? v->cols : 1, d, rowb))
+            return false;
+        for (int q = 1; q < 3; q++) {
+            const uint8_t *p = c->lx + v->src[q] + (int64_t)r * v->src_rs[q] * 4;
+            if (kind[q] == OP_ROW ? p != d && !apart(p, rowb, d, rowb) : !apart(p, 4, d, rowb))
+                return false;
+        }
+    }
+    for (uint64_t r = 0; r < v->rows; r++)
+        select_row(c->lx + v->dst + (int64_t)r * v->dst_rs * 4,
+                   c->lx + v->src[0] + (int64_t)r * v->src_rs[0], kind[0],
+                   c->lx + v->src[1] + (int64_t)r * v->src_rs[1] * 4, kind[1],
+                   c->lx + v->src[2] + (int64_t)r * v->src_rs[2] * 4, kind[2], v->cols);
+    return true;
+}
+
 /* Runs v on the direct path if it qualifies; false (nothing done) otherwise. */
 bool rt_vec_fast(RtCore *c, const SpyVec *v) {
+    if (v->fn == ISA_VF_SELECT)
+        return fast_select(c, v);
     int ar = fast_arity(v->fn);
     if (!ar || v->dtype != ISA_DT_F32 || (v->src_dtype && v->src_dtype != ISA_DT_F32) ||
         (v->flags & ~(uint8_t)(ISA_F_IMM | ISA_F_IMM_A)) ||

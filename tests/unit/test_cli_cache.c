@@ -6,7 +6,8 @@
  * digests (mapped, and read from a pipe; pieces hashed by two threads, 16 side by side)
  * equal to their definition computed here; 16 messages hashed side by side (AVX-512)
  * equal to each hashed alone;
- * and the --cache-max sizes (cli/spyrec_cache.c). The cache as a whole (hits, misses,
+ * the --cache-max sizes (cli/spyrec_cache.c); digests taken from the cache's stat
+ * records only while the file's stat matches (cli/spyrec_cachestat.c). The cache as a whole (hits, misses,
  * damaged entries, eviction, concurrency) is tested through spyrec in make check's
  * tools part. */
 #include <setjmp.h>
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -209,6 +212,94 @@ static void test_x16(void **state)
     }
 }
 
+/* The .stat record of a file in the cache folder dir ("" when there is none). */
+static void stat_record(const char *dir, char *name, size_t n)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s | grep '\\.stat$'", dir);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    if (!fgets(name, (int)n, p))
+        name[0] = '\0';
+    name[strcspn(name, "\n")] = '\0';
+    pclose(p);
+}
+
+/* Digests through the cache's stat records (cli_cache_hash_files): a file that has not
+ * settled gets no record; a settled one does, and while its stat matches the record's
+ * digest is taken without reading the file (shown by a record forged with another
+ * digest); once the file is rewritten in place with its size and modification time
+ * restored (the change time moves), it is hashed again. */
+static void test_stat_records(void **state)
+{
+    char dir[] = "/tmp/test_cli_cache.XXXXXX", cdir[64], path[64], rec[128], rpath[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(cdir, sizeof cdir, "%s/c", dir);
+    snprintf(path, sizeof path, "%s/f", dir);
+    assert_int_equal(mkdir(cdir, 0700), 0);
+    size_t n = ((size_t)9 << 20) + 3;
+    uint8_t *data = malloc(n), d[1][CLI_HASH_BYTES], plain[1][CLI_HASH_BYTES];
+    assert_non_null(data);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (uint8_t)(i % 253);
+    put_file(path, data, n);
+    const char *one[1] = {path};
+    bool ok[1];
+    assert_true(cli_hash_files(one, 1, plain, ok) && ok[0]);
+    assert_true(cli_cache_hash_files(cdir, one, 1, d, ok) && ok[0]);   /* just written */
+    assert_memory_equal(d[0], plain[0], CLI_HASH_BYTES);
+    stat_record(cdir, rec, sizeof rec);
+    assert_string_equal(rec, "");
+    cli_cache_stat_settle(0);
+    assert_true(cli_cache_hash_files(cdir, one, 1, d, ok) && ok[0]);
+    assert_memory_equal(d[0], plain[0], CLI_HASH_BYTES);
+    stat_record(cdir, rec, sizeof rec);
+    assert_int_equal(strlen(rec), 2 * CLI_HASH_BYTES + 5);
+    /* forge the record's digest: a matching stat takes it */
+    snprintf(rpath, sizeof rpath, "%s/%s", cdir, rec);
+    const uint8_t *payload;
+    size_t size, len;
+    bool damaged;
+    uint8_t key[CLI_HASH_BYTES], forged[88];
+    for (int i = 0; i < CLI_HASH_BYTES; i++)
+        sscanf(rec + 2 * i, "%2hhx", &key[i]);
+    uint8_t *m = cli_cache_map_file(rpath, CLI_CACHE_STAT, key, &size, &payload, &len, &damaged);
+    assert_non_null(m);
+    assert_int_equal(len, sizeof forged);
+    memcpy(forged, payload, len);
+    munmap(m, size);
+    forged[len - 1] ^= 1;
+    CliPart part = {forged, sizeof forged};
+    assert_true(cli_cache_write_file(rpath, CLI_CACHE_STAT, key, &part, 1, 1));
+    assert_true(cli_cache_hash_files(cdir, one, 1, d, ok) && ok[0]);
+    assert_memory_equal(d[0], forged + len - CLI_HASH_BYTES, CLI_HASH_BYTES);
+    /* rewrite one byte in place, same size, the modification time set back */
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    data[n / 2] ^= 0x55;
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    fseek(f, (long)(n / 2), SEEK_SET);
+    fputc(data[n / 2], f);
+    fclose(f);
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+    assert_true(cli_hash_files(one, 1, plain, ok) && ok[0]);
+    assert_true(cli_cache_hash_files(cdir, one, 1, d, ok) && ok[0]);
+    assert_memory_equal(d[0], plain[0], CLI_HASH_BYTES);
+    cli_cache_stat_settle(2000000000LL);
+    unlink(rpath);
+    stat_record(cdir, rec, sizeof rec);
+    if (rec[0]) {                          /* the record written for the new bytes */
+        snprintf(rpath, sizeof rpath, "%s/%s", cdir, rec);
+        unlink(rpath);
+    }
+    rmdir(cdir);
+    unlink(path);
+    rmdir(dir);
+    free(data);
+}
+
 /* --cache-max values. */
 static void test_sizes(void **state)
 {
@@ -235,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_x16),
         cmocka_unit_test(test_sizes),
+        cmocka_unit_test(test_stat_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

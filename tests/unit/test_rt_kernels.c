@@ -530,6 +530,57 @@ static void test_vec_direct(void **state) {
             }
 }
 
+/* F32 SELECT on a BOOL condition (the masks of dynamic dimensions, taken by the direct
+ * path): condition a row or a scalar, the values rows or scalars, in place or apart;
+ * every element the bits of the operand the condition picks (NaN payloads too), the
+ * padding of the destination rows untouched. */
+static void test_vec_select(void **state) {
+    (void)state;
+    uint32_t seed = 7, rows = 3, cols = 45, rs = cols + 5;
+    uint32_t m = 4096, s1 = 8192, s2 = 65536;
+    for (int kinds = 0; kinds < 8; kinds++)
+        for (int ip = 0; ip < 2; ip++) {
+            uint32_t d = ip ? s1 : 131072;
+            for (uint32_t i = 0; i < rows * rs + 16; i++) {
+                core.lx[m + i] = (uint8_t)(rnd(&seed) > 0.0f ? 1 + i % 3 : 0);
+                fp(s1)[i] = rnd(&seed);
+                fp(s2)[i] = rnd(&seed);
+                fp(131072)[i] = 1234.0f;
+            }
+            uint32_t nan = 0x7fc01234u;
+            memcpy(&fp(s1)[2], &nan, 4);
+            fp(s2)[0] = -0.0f;
+            float *a0 = malloc(4 * (size_t)rows * rs), *b0 = malloc(4 * (size_t)rows * rs);
+            uint8_t *m0 = malloc((size_t)rows * rs);
+            memcpy(a0, fp(s1), 4 * (size_t)rows * rs);
+            memcpy(b0, fp(s2), 4 * (size_t)rows * rs);
+            memcpy(m0, core.lx + m, (size_t)rows * rs);
+            bool ms = kinds & 1, as = kinds & 2, bs = kinds & 4;   /* scalar operands */
+            SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                        .fn = ISA_VF_SELECT, .nsrc = 3, .dst = d, .rows = rows, .cols = cols,
+                        .dst_rs = (int32_t)rs};
+            uint32_t src[3] = {m, s1, s2};
+            bool sc[3] = {ms, as, bs};
+            for (int q = 0; q < 3; q++)
+                v.src[q] = src[q], v.src_rs[q] = (int32_t)rs, v.src_cs[q] = sc[q] ? 0 : 1;
+            assert_int_equal(rt_vec(&core, &v), RT_XOK);
+            for (uint32_t r = 0; r < rows; r++)
+                for (uint32_t c = 0; c < cols; c++) {
+                    uint32_t at = r * rs;
+                    bool cond = m0[at + (ms ? 0 : c)] != 0;
+                    float want = cond ? a0[at + (as ? 0 : c)] : b0[at + (bs ? 0 : c)];
+                    if (bits(fp(d)[at + c]) != bits(want))
+                        fail_msg("select kinds %d inplace %d [%u,%u]: %08x != %08x", kinds, ip,
+                                 r, c, bits(fp(d)[at + c]), bits(want));
+                }
+            if (!ip)
+                assert_true(fp(d)[cols] == 1234.0f);
+            free(a0);
+            free(b0);
+            free(m0);
+        }
+}
+
 static void test_vec_copy_strided(void **state) {
     (void)state;
     static const int strides[] = {0, 2, 3, 4, 5, -1, -3};
@@ -839,7 +890,7 @@ static void test_vmath(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
-        cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_copy_strided),
+        cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_select),      cmocka_unit_test(test_vec_copy_strided),
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
         cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
         cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
