@@ -29,7 +29,8 @@
  * one more F32 epilogue operation. Rounding to nearest leaves each product a random
  * error of about 2.6% of its weights' norm; that part of it which the same input
  * components (LLMs' large, nearly constant activation channels) give every token is
- * what the correction removes.
+ * what the correction removes. It is shrunk by the sampling noise of the means
+ * (correction()), so that a model without such components gets none.
  * With any other precision the pass does nothing.
  */
 #include <math.h>
@@ -193,6 +194,8 @@ uint32_t pass_fp8_observe(IrGraph *g, const char ***wnames, int64_t **outs)
             ir_vtype(g, n->in[1])->rank != 2 || ir_vtype(g, n->in[0])->dtype != IR_DT_F32)
             continue;
         const char *w = ir_val(g, n->in[1])->name;
+        if (!w)
+            continue;
         uint32_t j = 0;
         while (j < k && strcmp(nm[j], w) != 0)
             j++;
