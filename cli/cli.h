@@ -120,6 +120,7 @@ typedef struct {
     double fp16_whatif_us;         /* modelled time compiled with --precision=fp16, < 0:
                                       not computed (fp16 compile, no bundle, failure) */
     const struct PassQuant *quant; /* --precision=int8: the calibration, else NULL */
+    const struct PassFp8Calib *fp8cal; /* --precision=fp8 --calibrate, else NULL */
     const char *calib_method;      /* "minmax" or "percentile" */
     int calib_sets;                /* --calibrate folders */
     double calib_seconds;

@@ -152,6 +152,7 @@ static struct {
     size_t out_len;
     double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
     PassQuant quant;               /* --precision=int8: the calibration */
+    PassFp8Calib fp8cal;           /* --precision=fp8 --calibrate: input means */
     double calib_seconds;
     PassConstPool *cpool;          /* size buckets: the shared constant pool */
     CliBuckets buckets;            /* what they add to the bound bundle */
@@ -280,6 +281,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         .precision = a->precision,
         .keep_fp32 = a->keep_fp32,
         .quant = a->precision == PASS_PREC_INT8 ? &live.quant : NULL,
+        .fp8cal = a->precision == PASS_PREC_FP8 && a->ncalib ? &live.fp8cal : NULL,
         .hook = on_pass,
         .hook_ctx = (void *)a,
     };
@@ -350,7 +352,9 @@ static int calibrate(const Args *a, const SpyTarget *target, IrDiag *diag)
     if (ok) {
         g->oom = &oom_jmp;
         g->diag = diag;
-        ok = cli_calibrate(g, a, target, &live.quant, &live.calib_seconds);
+        ok = a->precision == PASS_PREC_FP8
+                 ? cli_fp8_calibrate(g, a, target, &live.fp8cal, &live.calib_seconds)
+                 : cli_calibrate(g, a, target, &live.quant, &live.calib_seconds);
         g->oom = NULL;
     }
     ir_graph_free(g);
@@ -474,6 +478,7 @@ static int write_report(const Args *a, const IrDiag *diag, const SpyTarget *targ
         .cache_key = live.cache.key[0] ? live.cache.key : NULL,
         .fp16_whatif_us = live.whatif_us,
         .quant = a->precision == PASS_PREC_INT8 ? &live.quant : NULL,
+        .fp8cal = a->precision == PASS_PREC_FP8 && a->ncalib ? &live.fp8cal : NULL,
         .calib_method = a->calib_percentile > 0 ? "percentile" : "minmax",
         .calib_sets = a->ncalib,
         .calib_seconds = live.calib_seconds,
@@ -609,7 +614,7 @@ static int compile(const Args *a)
             if (a->max_memory)
                 live.g->arena_limit = a->max_memory;
             rc = 0;
-            if (a->precision == PASS_PREC_INT8)
+            if (a->precision == PASS_PREC_INT8 || (a->precision == PASS_PREC_FP8 && a->ncalib))
                 rc = calibrate(a, &target, diag);
             if (rc == 0)
                 rc = compile_graph(live.g, diag, a, &target);
@@ -642,6 +647,7 @@ done:
     }
     fe_file_list_free(&live.files);
     cli_calib_free(&live.quant);
+    cli_fp8_calib_free(&live.fp8cal);
     pass_cpool_free(live.cpool);
     cli_buckets_free(&live.buckets);
     cli_cache_free(&live.cache);

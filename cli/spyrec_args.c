@@ -62,7 +62,9 @@ static void usage(FILE *f)
             "                        operator types or tensor names) unquantized, in fp16\n"
             "  --calibrate DIR...    with --precision=int8: the calibration set, folders of\n"
             "                        input_K.pb files; activation ranges come from running\n"
-            "                        the model on them in the compiler's reference evaluator\n"
+            "                        the model on them in the compiler's reference evaluator;\n"
+            "                        with --precision=fp8 (optional): input means for a bias\n"
+            "                        correction of the fp8 products\n"
             "  --calibrate-method=minmax|percentile:P\n"
             "                        the activation range: min and max (default) or the\n"
             "                        P-th percentile of the values (such as percentile:99.99)\n"
@@ -388,8 +390,8 @@ static int check_precision_args(const Args *a)
 {
     if (a->precision == PASS_PREC_INT8 && !a->ncalib && !a->print_ops)
         return usage_error("%s", "--precision=int8 needs --calibrate DIR...");
-    if (a->ncalib && a->precision != PASS_PREC_INT8)
-        return usage_error("%s", "--calibrate goes with --precision=int8");
+    if (a->ncalib && a->precision != PASS_PREC_INT8 && a->precision != PASS_PREC_FP8)
+        return usage_error("%s", "--calibrate goes with --precision=int8 or fp8");
     if (a->keep_fp16 && a->precision != PASS_PREC_INT8)
         return usage_error("%s", "--keep-fp16 goes with --precision=int8");
     return -1;

@@ -11,6 +11,10 @@
  * tensor over its min-max range). The int8 parameters follow from the range
  * (quant_params). cli_calib_report_json puts them, and the weights' per-channel
  * scales, into the compile report.
+ * With --precision=fp8 (cli_fp8_calibrate) the copy is lowered by the passes that run
+ * before fp16 (so that the weights keep the names the fp8 pass sees), and what is
+ * gathered is the mean of each matrix product's data input, per column, for the fp8
+ * pass's bias correction.
  */
 #include <jansson.h>
 #include <math.h>
@@ -88,8 +92,9 @@ static bool read_set(IrGraph *g, const char *dir, FeTensor *t, IrDiag *diag)
     return true;
 }
 
-/* One sweep of the evaluator over every calibration set. */
-static bool sweep(IrGraph *g, const Args *a, CalibStats *s, IrDiag *diag)
+/* One sweep of the evaluator over every calibration set, each output given to
+ * visit(ctx, ...). */
+static bool sweep(IrGraph *g, const Args *a, IrRunVisit visit, void *ctx, IrDiag *diag)
 {
     FeTensor *t = calloc(g->ninputs + 1, sizeof *t);
     const void **in = calloc(g->ninputs + 1, sizeof *in);
@@ -99,7 +104,7 @@ static bool sweep(IrGraph *g, const Args *a, CalibStats *s, IrDiag *diag)
         for (uint32_t k = 0; ok && k < g->ninputs; k++)
             in[k] = t[k].data;
         char err[512];
-        if (ok && !(ok = ir_run_graph(g, in, observe, s, err, sizeof err)))
+        if (ok && !(ok = ir_run_graph(g, in, visit, ctx, err, sizeof err)))
             ir_diag_error(diag, "--calibrate: %s", err);
         for (uint32_t k = 0; k < g->ninputs; k++)
             fe_tensor_free(&t[k]);
@@ -141,6 +146,55 @@ static void quant_params(PassQParam *p, double lo, double hi)
     p->zero_point = (int)fmax(-128, fmin(127, zp));
 }
 
+/* fp8 calibration: per observed input (output index base + i; sum[i] NULL when not
+ * observed), the sums over the calibration sets of its per-set column means, m1, and
+ * of their squares, m2, and the number of sets seen. */
+typedef struct {
+    uint32_t base, n;
+    double **m1, **m2;
+    int64_t *k, *sets;
+} Fp8Sums;
+
+/* ir_run_graph visitor: add one set's column means of an observed input. */
+static void observe_fp8(void *ctx, uint32_t out, const void *data, const IrType *t)
+{
+    Fp8Sums *s = ctx;
+    if (out < s->base || out >= s->base + s->n || t->dtype != IR_DT_F32 || t->rank < 1)
+        return;
+    uint32_t i = out - s->base;
+    int64_t k = t->dims[t->rank - 1], rows = k > 0 ? ir_type_numel(t) / k : 0;
+    if (!s->m1[i] || s->k[i] != k || rows == 0)
+        return;
+    const float *x = data;
+    for (int64_t j = 0; j < k; j++) {
+        double m = 0;
+        for (int64_t r = 0; r < rows; r++)
+            m += x[r * k + j];
+        m /= (double)rows;
+        s->m1[i][j] += m;
+        s->m2[i][j] += m * m;
+    }
+    s->sets[i]++;
+}
+
+/* Lower g for the fp8 calibration: the pipeline's passes before fp16 (but quantize and
+ * dynamic), at the compile's optimisation level, so that weight names match. */
+static bool lower_fp8(IrGraph *g, const Args *a, const SpyTarget *target)
+{
+    PassOptions po = {.opt_level = a->opt_level, .target = target};
+    for (int i = 0; i < pass_pipeline_len && strcmp(pass_pipeline[i].name, "fp16") != 0; i++) {
+        const PassInfo *p = &pass_pipeline[i];
+        if (a->opt_level < p->min_opt || strcmp(p->name, "quantize") == 0 ||
+            strcmp(p->name, "dynamic") == 0)
+            continue;
+        bool ok = p->run(g, &po) && !ir_failed(g);
+        ir_scratch_reset(g);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 /* Lower g (the model with the observed tensors as extra outputs) to core ops. */
 static bool lower(IrGraph *g, const SpyTarget *target)
 {
@@ -172,11 +226,11 @@ bool cli_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassQuant
         s.lo[i] = INFINITY;
         s.hi[i] = -INFINITY;
     }
-    ok = ok && sweep(g, a, &s, g->diag);
+    ok = ok && sweep(g, a, observe, &s, g->diag);
     if (ok && a->calib_percentile > 0) {
         s.hist = calloc((size_t)(n + 1) * HIST_BINS, sizeof *s.hist);
         s.count = calloc(n + 1, sizeof *s.count);
-        ok = s.hist && s.count && sweep(g, a, &s, g->diag);
+        ok = s.hist && s.count && sweep(g, a, observe, &s, g->diag);
         for (uint32_t i = 0; ok && i < n; i++)
             if (s.hi[i] > s.lo[i])
                 clip_range(&s, i, a->calib_percentile);
@@ -203,6 +257,101 @@ bool cli_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassQuant
     if (!ok && !ir_failed(g))
         ir_diag_error(g->diag, "--calibrate: out of memory");
     return ok;
+}
+
+/* The mean over the sets of observed input o (w->mean) and the variance of that
+ * estimate (w->var: the variance of the set means over the number of sets), for weight
+ * name; false when out of memory. */
+static bool fp8_mean(const Fp8Sums *s, uint32_t o, const char *name, PassFp8Mean *w)
+{
+    int64_t k = s->k[o], ns = s->sets[o];
+    double *mean = malloc((size_t)k * sizeof *mean), *var = malloc((size_t)k * sizeof *var);
+    if (!mean || !var || !(w->name = strdup(name))) {
+        free(mean);
+        free(var);
+        return false;
+    }
+    for (int64_t j = 0; j < k; j++) {
+        mean[j] = s->m1[o][j] / (double)ns;
+        double v = (s->m2[o][j] / (double)ns - mean[j] * mean[j]) * (double)ns / (double)(ns - 1);
+        var[j] = fmax(v, 0) / (double)ns;
+    }
+    w->k = k;
+    w->mean = mean;
+    w->var = var;
+    return true;
+}
+
+/* Free the sums of s. */
+static void fp8_sums_free(Fp8Sums *s)
+{
+    for (uint32_t i = 0; s->m1 && s->m2 && i < s->n; i++) {
+        free(s->m1[i]);
+        free(s->m2[i]);
+    }
+    free(s->m1);
+    free(s->m2);
+    free(s->k);
+    free(s->sets);
+}
+
+bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassFp8Calib *c,
+                       double *seconds)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!lower_fp8(g, a, target))
+        return false;
+    const char **names;
+    int64_t *outs;
+    uint32_t base = g->noutputs, nw = pass_fp8_observe(g, &names, &outs);
+    Fp8Sums s = {.base = base, .n = g->noutputs - base};
+    s.m1 = calloc(s.n + 1, sizeof *s.m1);
+    s.m2 = calloc(s.n + 1, sizeof *s.m2);
+    s.k = calloc(s.n + 1, sizeof *s.k);
+    s.sets = calloc(s.n + 1, sizeof *s.sets);
+    PassFp8Mean *w = calloc(nw + 1, sizeof *w);
+    bool ok = s.m1 && s.m2 && s.k && s.sets && w;
+    for (uint32_t i = 0; ok && i < s.n; i++) {
+        const IrType *t = ir_vtype(g, g->outputs[base + i]);
+        s.k[i] = t->rank ? t->dims[t->rank - 1] : 0;
+        ok = s.k[i] > 0 && (s.m1[i] = calloc((size_t)s.k[i], sizeof **s.m1)) &&
+             (s.m2[i] = calloc((size_t)s.k[i], sizeof **s.m2));
+    }
+    ok = ok && sweep(g, a, observe_fp8, &s, g->diag);
+    uint32_t n = 0;
+    for (uint32_t i = 0; ok && i < nw; i++) {
+        int64_t o = outs[i] - (int64_t)base;
+        if (outs[i] < 0 || s.sets[o] < 2)
+            continue;                      /* shared weight, or too few sets */
+        ok = fp8_mean(&s, (uint32_t)o, names[i], &w[n++]);
+    }
+    fp8_sums_free(&s);
+    c->w = w;
+    c->nw = n;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (!ok && !ir_failed(g))
+        ir_diag_error(g->diag, "--calibrate: out of memory");
+    return ok;
+}
+
+void cli_fp8_calib_free(PassFp8Calib *c)
+{
+    for (uint32_t i = 0; i < c->nw; i++) {
+        free((char *)c->w[i].name);
+        free((double *)c->w[i].mean);
+        free((double *)c->w[i].var);
+    }
+    free((void *)c->w);
+    memset(c, 0, sizeof *c);
+}
+
+json_t *cli_fp8_calib_report_json(const PassFp8Calib *c, int ninputs, double seconds)
+{
+    return json_pack("{s:s,s:i,s:f,s:i,s:i}", "precision", "fp8", "calibration_sets", ninputs,
+                     "calibration_seconds", seconds, "weights_calibrated", (int)c->nw,
+                     "bias_corrected", (int)c->ncorrected);
 }
 
 void cli_calib_free(PassQuant *q)

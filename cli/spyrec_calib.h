@@ -12,6 +12,13 @@
  * *seconds, the time it took. False with errors in g->diag. */
 bool cli_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassQuant *q,
                    double *seconds);
+/* --precision=fp8: the same for the fp8 pass's bias correction (g lowered as far as
+ * fp16; per weight the mean of its product's input) into c. */
+bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassFp8Calib *c,
+                       double *seconds);
+void cli_fp8_calib_free(PassFp8Calib *c);
+/* The compile report's "quantization" object of an fp8 compile with --calibrate. */
+json_t *cli_fp8_calib_report_json(const PassFp8Calib *c, int ninputs, double seconds);
 /* Free what cli_calibrate and the quantize pass allocated in q. */
 void cli_calib_free(PassQuant *q);
 /* The compile report's "quantization" object. */

@@ -265,7 +265,9 @@ static json_t *build(CliReport *r, const CliReportInfo *in)
     json_object_set_new(root, "quantization",
                         in->quant ? cli_calib_report_json(in->quant, in->calib_method,
                                                           in->calib_sets, in->calib_seconds)
-                                  : json_null());
+                        : in->fp8cal ? cli_fp8_calib_report_json(in->fp8cal, in->calib_sets,
+                                                                 in->calib_seconds)
+                                     : json_null());
     json_object_set_new(root, "size_buckets", buckets_json(m));
     spy_model_free(m);
     return root;

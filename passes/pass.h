@@ -50,6 +50,23 @@ typedef struct PassQuant {
     uint32_t nquantized;           /* contractions given Q/DQ pairs */
 } PassQuant;
 
+/* --precision=fp8 --calibrate: per weight (a matrix product's constant B [K, N], by
+ * its name after the passes before fp16), the mean over the calibration set of each of
+ * the K columns of the product's data input A, and the variance of that estimate; the
+ * fp8 pass adds the mean error mean(A) (B - dequant(B8)) to the product (bias
+ * correction), shrunk by how much of it the estimate's noise may be. */
+typedef struct {
+    const char *name;              /* the weight's value name */
+    int64_t k;
+    const double *mean, *var;      /* [k] */
+} PassFp8Mean;
+
+typedef struct PassFp8Calib {
+    const PassFp8Mean *w;
+    uint32_t nw;
+    uint32_t ncorrected;           /* out: products given a bias correction */
+} PassFp8Calib;
+
 typedef struct {
     int opt_level;                 /* 0, 1, 2 */
     const SpyTarget *target;
@@ -60,6 +77,7 @@ typedef struct {
     const char *keep_fp32;         /* --keep-fp32: comma-separated node names / op types
                                       kept in float32 in fp16 mode (NULL: none) */
     PassQuant *quant;              /* --precision=int8: calibration (NULL: none) */
+    PassFp8Calib *fp8cal;          /* --precision=fp8 --calibrate: input means (NULL: none) */
     /* optional observer (progress display, compile reports, --emit=dot): called before
      * (done = false) and after (done = true, the pass succeeded) each pass that runs;
      * index is the pass's position in pass_pipeline[] */
@@ -116,6 +134,11 @@ bool pass_halfwiden(IrGraph *g, const PassOptions *opt);   /* f16/bf16 arithmeti
 bool pass_fp16(IrGraph *g, const PassOptions *opt);        /* --precision=fp16 */
 bool pass_quantize(IrGraph *g, const PassOptions *opt);    /* --precision=int8 (quant.c) */
 bool pass_fp8(IrGraph *g, const PassOptions *opt);         /* --precision=fp8 (fp8.c) */
+/* fp8 calibration (fp8.c): make the data input of every matrix product of g (lowered as
+ * far as the passes before fp16) whose B is a constant float32 matrix an extra graph
+ * output; *wnames[i], *outs[i]: the weight's name and the output index of its input
+ * (-1: a weight read by two products, left out). Returns the number of weights. */
+uint32_t pass_fp8_observe(IrGraph *g, const char ***wnames, int64_t **outs);
 /* Calibration (quant.c): make the activation tensors that pass_quantize would quantize
  * extra graph outputs of g (a graph straight from the frontend); returns their count
  * and their names in *names (g's arena), in the order of the new outputs. */

@@ -59,6 +59,40 @@ quant_fp8() {
     result "quant/fp8-$1-weights" $? "$log"
 }
 
+# quant_rell2 LOG: the first rel-l2 figure of a spyrun --check log.
+quant_rell2() {
+    sed -n 's/^  rel-l2 \([0-9.e+-]*\),.*/\1/p' "$1" | head -1
+}
+
+# quant_fp8_calib NAME [better]: an fp8 compile of NAME with --calibrate (the bias
+# correction of passes/fp8.c) passes its goldens by the fp8 defaults and its report
+# lists calibrated weights; with "better", its rel-l2 is also below that of the fp8
+# bundle without calibration (quant_fp8's), which fails if the correction stops
+# removing error.
+quant_fp8_calib() {
+    local m d=$W/quant log td
+    m=$(quant_model "$1")
+    [ -n "$m" ] || { skipped "quant/fp8-calib-$1" "$MODELS/$1/model.onnx not found"; return; }
+    td=$(dirname "$m")/test_data_set_0
+    expect_rc "quant/fp8-calib-$1-compile" 0 "$SPYREC" "$m" --precision=fp8 \
+        --calibrate tests/calib/$1/set_* --report "$d/$1.f8c.json" -o "$d/$1.f8c.sbin"
+    expect_rc "quant/fp8-calib-$1-check" 0 "$SPYRUN" "$d/$1.f8c.sbin" --input-dir "$td" --check "$td"
+    log=$(logname "quant/fp8-calib-$1-report")
+    {
+        n=$("$JSONCHECK" "$d/$1.f8c.json" --get quantization.weights_calibrated) && [ "$n" -gt 0 ] &&
+            "$JSONCHECK" "$d/$1.f8c.json" --get quantization.bias_corrected
+    } >"$log" 2>&1
+    result "quant/fp8-calib-$1-report" $? "$log"
+    [ "${2:-}" = better ] || return 0
+    log=$(logname "quant/fp8-calib-$1-better")
+    {
+        a=$(quant_rell2 "$(logname "quant/fp8-calib-$1-check")") &&
+            b=$(quant_rell2 "$(logname "quant/fp8-$1-check")") && echo "calibrated $a, plain $b" &&
+            awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && a < b) }'
+    } >"$log" 2>&1
+    result "quant/fp8-calib-$1-better" $? "$log"
+}
+
 part_cli_quant() {
     local ex=examples/models/tiny_cnn d=$W/quant log
     mkdir -p "$d"
@@ -98,6 +132,8 @@ part_cli_quant() {
     result quant/int8-keep-fp16 $? "$log"
     quant_merged_qkv
     for m in gpt2_tiny bert_tiny llama_tiny; do quant_fp8 $m; done
+    quant_fp8_calib gpt2_tiny better
+    quant_fp8_calib llama_tiny
 }
 
 # quant_merged_qkv: in the int8 IR of bert_tiny (2 layers) the Q, K and V projections of
