@@ -31,6 +31,7 @@
 #include "isa.h"
 #include "pass.h"
 #include "plan/plan.h"
+#include "requant.h"
 #include "tile.h"
 
 enum { ROLE_NONE = 0, ROLE_PRO, ROLE_ANCHOR, ROLE_EPI };
@@ -357,12 +358,8 @@ static int trailing_reduce(IrGraph *g, const IrNode *n)
 /* True if every consumer of v is in group gi (and v is not a graph output). */
 static bool uses_inside(Fuse *f, ValId v, uint32_t gi)
 {
-    if (f->is_out[v])
-        return false;
-    for (uint32_t i = f->ufirst[v]; i < f->ufirst[v + 1]; i++)
-        if (f->grp[f->ulist[i]] != gi)
-            return false;
-    return true;
+    FoldUses u = {f->grp, f->nuse, f->ufirst, f->ulist, f->is_out};
+    return fuse_uses_inside(&u, v, gi);
 }
 
 /* True if shape t broadcasts into s (right-aligned, dims equal or 1). */
@@ -810,6 +807,10 @@ bool pass_fuse(IrGraph *g, const PassOptions *opt)
     if (!group_nodes(&f))
         return false;
     claim_outputs(&f);
+    if (f.fuse) {
+        FoldUses fu = {f.grp, f.nuse, f.ufirst, f.ulist, f.is_out};
+        fuse_fold_requant(g, &fu);
+    }
     GroupKey *order = ir_scratch(g, (f.ngs + 1) * sizeof *order);
     for (uint32_t i = 0; i < f.ngs; i++) {
         const Group *gr = &f.gs[i];
