@@ -21,7 +21,9 @@
  * contiguous table rows. A CONCAT whose inputs are all single-use kernel results is
  * done in place: each producer stores into its slice of the output (no kernel).
  * Every kernel writes exactly one value, produced by its last node, so running kernels
- * in the order of that node keeps the graph's dependencies. At -O0 nothing is fused.
+ * in the order of that node keeps the graph's dependencies. Once the groups are known,
+ * a requantization whose 8-bit value stays inside one is folded (requant.c). At -O0
+ * nothing is fused.
  */
 #include <stdio.h>
 #include <stdlib.h>

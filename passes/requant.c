@@ -12,12 +12,12 @@
  *
  * exactly: r = round(t) is an integer, r + zq is exact below 2^24 and beyond that both
  * sides saturate; the clamped value is an integer in the 8-bit range, so the CASTs to
- * 8 bits and back give it unchanged. Four vector operations of the seven go (the add of
- * zq, the two CASTs, and the subtraction of zd when zd equals zq or the CAST back was
- * multiplied directly). A NaN now stays NaN (dequantized), where the CAST to 8 bits
- * made it 0. It runs in the fuser once the kernels' members are known
- * (the 8-bit value that crosses kernels must stay: it is what DRAM moves), before the
- * kernels are built.
+ * 8 bits and back give it unchanged. Three vector operations of the seven go (the add
+ * of zq and the two CASTs), four when zd equals zq (the subtraction too) or zq is 0 and
+ * nothing is subtracted. A NaN now stays NaN (dequantized), where the CAST to 8 bits
+ * made it 0. It runs in the fuser once the kernels' members are known (an 8-bit value
+ * that crosses kernels must stay: it is what DRAM moves), before the kernels are built;
+ * only scalar zero points and clamp bounds (per-tensor quantization) are folded.
  */
 #include <math.h>
 
