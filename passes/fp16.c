@@ -46,6 +46,15 @@
  * reads the float32 results of kept producers directly (no rounding between them, so
  * a kept Softmax computes in float32 from end to end). Entries that match no node are
  * reported in a warning.
+ * A QDQ model (QuantizeLinear / DequantizeLinear from the model itself) keeps its
+ * quantizations in float32: the scaling of every QuantizeLinear and DequantizeLinear,
+ * and the nodes whose float results only such scaling reads (the residual adds, norms,
+ * softmax and GELU between a DequantizeLinear and a QuantizeLinear, quant_region),
+ * read float32 constants and graph inputs unrounded and pass float32 to each other,
+ * as in the default precision: the 8-bit values the model defines by float32
+ * arithmetic come out the same and the regions fuse as they do there. Contractions
+ * among them are unchanged (DLFloat16 or int8 operands, float32 sums). Roundings to
+ * DLFloat16 that nothing reads any more are removed (dce).
  * With the default precision the pass does nothing, so bundles stay as they were.
  */
 #include <math.h>
@@ -66,6 +75,8 @@ typedef struct {
     ValId *ieee;                           /* old float16 value -> a value with its IEEE
                                               float16 bits (IR_NONE: none), ieee_cast */
     const uint8_t *is_out;                 /* old value -> 1 when a graph output */
+    const uint8_t *qreg;                   /* old value -> 1 when a result of a node of a
+                                              quantization's float32 region, quant_region */
     uint32_t n;
     const char *keep[KEEP_MAX];
     size_t keeplen[KEEP_MAX];
@@ -117,12 +128,47 @@ static bool quant_scaling(const IrNode *n)
     return t && (strcmp(t, "QuantizeLinear") == 0 || strcmp(t, "DequantizeLinear") == 0);
 }
 
+/* Mark in qreg (per old value) the results of the nodes that compute, in a QDQ model,
+ * a QuantizeLinear's float32 input: nodes whose float results are all read by
+ * quantization scaling (quant_scaling) or by other such nodes only. The model defines
+ * the 8-bit values it quantizes by float32 arithmetic between a DequantizeLinear and a
+ * QuantizeLinear (residual adds, layer norms, softmax, GELU, an attention mask of
+ * float32's lowest value, which DLFloat16 cannot hold); these nodes keep it, as in the
+ * default precision, so the region fuses as it does there. The old nodes are in
+ * topological order, so walking them backwards sees every consumer before its
+ * producer. */
+static void quant_region(IrGraph *g, F16Map *m, const IrNode *old, uint32_t n,
+                         const uint32_t *uses, uint8_t *qreg)
+{
+    uint8_t *other = ir_scratch(g, (size_t)m->n + 1);  /* value read by a node outside */
+    memset(other, 0, (size_t)m->n + 1);
+    memset(qreg, 0, (size_t)m->n + 1);
+    for (uint32_t i = n; i-- > 0;) {
+        const IrNode *nd = &old[i];
+        if (nd->dead)
+            continue;
+        bool in = quant_scaling(nd), outs = nd->nout > 0;
+        for (int k = 0; k < nd->nout && !in; k++) {
+            ValId v = nd->out[k];
+            outs &= card_float(ir_vtype(g, v)->dtype) && uses[v] && !other[v] && !m->is_out[v];
+        }
+        /* a contraction accumulates in float32 from DLFloat16 operands in this mode
+           already (2: its float32 result is read unrounded, the node stays as it is) */
+        if (!in && outs)
+            for (int k = 0; k < nd->nout; k++)
+                qreg[nd->out[k]] = ir_op_info[nd->op].cls == IR_CLS_CONTRACT ? 2 : 1;
+        for (int k = 0; k < nd->nin && !in && !outs; k++)
+            if (nd->in[k] != IR_NONE)
+                other[nd->in[k]] = 1;
+    }
+}
+
 /* Whether node n came from an ONNX node that --keep-fp32 names (by node name or by
  * operator type), marking the entries it matches, or computes a quantization's
- * scaling. */
+ * scaling or its float32 input (quant_region). */
 static bool kept(F16Map *m, const IrNode *n)
 {
-    bool any = quant_scaling(n);
+    bool any = quant_scaling(n) || (n->nout > 0 && m->qreg[n->out[0]] == 1);
     for (int k = 0; k < m->nkeep; k++)
         if (keep_eq(m, k, n->origin.name) || keep_eq(m, k, n->origin.op_type)) {
             m->matched[k] = true;
@@ -353,6 +399,10 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
         in[i] = mapped(m, n->in[i]);
         if (keep && in[i] != IR_NONE && n->in[i] < m->n && m->f32[n->in[i]] != IR_NONE)
             in[i] = m->f32[n->in[i]];
+        else if (keep && in[i] != IR_NONE && ir_val(g, n->in[i])->kind != IR_VAL_ACT &&
+                 ir_vtype(g, n->in[i])->dtype == IR_DT_F32)
+            in[i] = n->in[i];              /* a kept node reads float32 constants (scales,
+                                              zero points) and graph inputs unrounded */
         /* a BITCAST of float16 reinterprets float16 bits */
         IrDType wide = n->op == IR_OP_BITCAST && in[i] != IR_NONE
                            ? ir_vtype(g, n->in[i])->dtype : IR_DT_F32;
@@ -372,6 +422,8 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
         }
     if (!keep && n->nout == 1 && mask_node(g, m, n, in[0], n->nin > 1 ? in[1] : IR_NONE, to))
         return true;
+    if (n->op == IR_OP_CAST && ir_attr_get_int(n, "to", -1) == IR_DT_DLF16)
+        to = IR_DT_DLF16;                  /* a rounding to DLFloat16 the model made */
     if (to == IR_DT_DLF16 && ir_vtype(g, in[0])->dtype == IR_DT_DLF16) {
         m->rep[n->out[0]] = in[0];         /* float16 <-> float32 of DLFloat16: nothing */
         return true;
@@ -388,7 +440,7 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
         return false;
     for (int k = 0; k < n->nout; k++) {
         ValId r = g->nodes[id].out[k];
-        if (keep && ir_vtype(g, r)->dtype == IR_DT_F32)
+        if ((keep || m->qreg[n->out[k]] == 2) && ir_vtype(g, r)->dtype == IR_DT_F32)
             m->f32[n->out[k]] = r;
         if (card_float(ir_vtype(g, r)->dtype))
             r = ir_cast(g, r, IR_DT_DLF16, &n->origin);
@@ -428,6 +480,9 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
         m.rep[v] = m.f32[v] = m.ieee[v] = IR_NONE;
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
+    uint8_t *qreg = ir_scratch(g, (size_t)m.n + 1);
+    quant_region(g, &m, old, n, uses, qreg);
+    m.qreg = qreg;
     for (uint32_t v = 0; v < m.n; v++) {
         const IrValue *val = ir_val(g, v);
         if (!card_float(val->type.dtype) || !uses[v])
@@ -446,6 +501,8 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
         ValId v = g->outputs[i], r = mapped(&m, v);
         if (m.ieee[v] != IR_NONE)
             m.rep[v] = m.ieee[v];          /* float16 made by an IEEE cast stays as it is */
+        else if (m.f32[v] != IR_NONE && ir_vtype(g, v)->dtype == IR_DT_F32)
+            m.rep[v] = m.f32[v];           /* a kept node's float32 result, not rounded */
         else if (r != v && ir_val(g, v)->kind != IR_VAL_INPUT)
             m.rep[v] = ir_vtype(g, r)->dtype == IR_DT_DLF16
                            ? ir_cast(g, r, ir_vtype(g, v)->dtype, NULL) : r;
@@ -454,6 +511,7 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
     }
     ir_replace_outputs(g, edge_out, &m);
     keep_report(g, &m);
-    /* the masks that were added in select form are no longer read */
-    return !ir_failed(g) && (m.masks == 0 || pass_dce(g, opt));
+    /* the masks that were added in select form are no longer read, nor are the
+       DLFloat16 roundings of kept nodes whose consumers are all kept */
+    return !ir_failed(g) && pass_dce(g, opt);
 }

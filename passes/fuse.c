@@ -21,7 +21,9 @@
  * contiguous table rows. A CONCAT whose inputs are all single-use kernel results is
  * done in place: each producer stores into its slice of the output (no kernel).
  * Every kernel writes exactly one value, produced by its last node, so running kernels
- * in the order of that node keeps the graph's dependencies. At -O0 nothing is fused.
+ * in the order of that node keeps the graph's dependencies. Once the groups are known,
+ * a requantization whose 8-bit value stays inside one is folded (requant.c). At -O0
+ * nothing is fused.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 #include "isa.h"
 #include "pass.h"
 #include "plan/plan.h"
+#include "requant.h"
 #include "tile.h"
 
 enum { ROLE_NONE = 0, ROLE_PRO, ROLE_ANCHOR, ROLE_EPI };
@@ -407,12 +410,8 @@ static int trailing_reduce(IrGraph *g, const IrNode *n)
 /* True if every consumer of v is in group gi (and v is not a graph output). */
 static bool uses_inside(Fuse *f, ValId v, uint32_t gi)
 {
-    if (f->is_out[v])
-        return false;
-    for (uint32_t i = f->ufirst[v]; i < f->ufirst[v + 1]; i++)
-        if (f->grp[f->ulist[i]] != gi)
-            return false;
-    return true;
+    FoldUses u = {f->grp, f->nuse, f->ufirst, f->ulist, f->is_out};
+    return fuse_uses_inside(&u, v, gi);
 }
 
 /* True if shape t broadcasts into s (right-aligned, dims equal or 1). */
@@ -860,6 +859,10 @@ bool pass_fuse(IrGraph *g, const PassOptions *opt)
     if (!group_nodes(&f))
         return false;
     claim_outputs(&f);
+    if (f.fuse) {
+        FoldUses fu = {f.grp, f.nuse, f.ufirst, f.ulist, f.is_out};
+        fuse_fold_requant(g, &fu);
+    }
     GroupKey *order = ir_scratch(g, (f.ngs + 1) * sizeof *order);
     for (uint32_t i = 0; i < f.ngs; i++) {
         const Group *gr = &f.gs[i];

@@ -28,6 +28,25 @@ Plan *plan_new(IrGraph *g)
     return p;
 }
 
+/* Extend p to the values added to g since it was made (constants a pass makes while it
+ * fills the plan): dense views of their own, no segment yet. */
+void plan_add_vals(IrGraph *g, Plan *p)
+{
+    if (g->nvals <= p->nvals)
+        return;
+    PlanValue *nv = ir_alloc(g, (g->nvals + 1) * sizeof *nv);
+    memcpy(nv, p->val, p->nvals * sizeof *nv);
+    for (ValId v = p->nvals; v < g->nvals; v++) {
+        nv[v].view.root = v;
+        plan_dense_strides(ir_vtype(g, v), nv[v].view.stride);
+        nv[v].claim = -1;
+        nv[v].seg = UINT32_MAX;
+        nv[v].dram_offset = -1;
+    }
+    p->val = nv;
+    p->nvals = g->nvals;
+}
+
 /* Element count of t (product of dims; rank 0 = 1). */
 int64_t plan_numel(const IrType *t)
 {

@@ -243,6 +243,7 @@ typedef struct {
 /* A new empty plan sized to g, hung on g->plan (every view its own row-major
  * storage, nothing virtual, no kernel). Called by pass_fuse. */
 Plan *plan_new(IrGraph *g);
+void plan_add_vals(IrGraph *g, Plan *p);   /* extend p to values added since */
 int64_t plan_numel(const IrType *t);
 void plan_dense_strides(const IrType *t, int64_t *stride); /* row-major, elements */
 /* Storage size of a root value in its layout (bytes, device dtype). */

@@ -93,6 +93,26 @@ quant_fp8_calib() {
     result "quant/fp8-calib-$1-better" $? "$log"
 }
 
+# quant_qdq_fp16 DIR: a QDQ model of the tree's own (tests/models/DIR) compiled with
+# --precision=fp16 keeps its quantizations' float32 regions: the same number of kernels
+# as in the default precision, and onnxruntime's output to float32 rounding.
+quant_qdq_fp16() {
+    local m=tests/models/$1 d=$W/quant log k32 k16
+    log=$(logname "quant/qdq-fp16-$1")
+    {
+        "$SPYREC" $m/model.onnx -o "$d/$1.q32.sbin" &&
+            "$SPYREC" $m/model.onnx --precision=fp16 -o "$d/$1.q16.sbin" &&
+            k32=$("$SPYRUN" "$d/$1.q32.sbin" --input-dir $m/test_data_set_0 -q |
+                  sed -n 's/.*per inference (\([0-9]*\) kernels).*/\1/p') &&
+            "$SPYRUN" "$d/$1.q16.sbin" --check $m/test_data_set_0 -q \
+                --metric rel-l2=1e-4 --metric cosine=0.99999 >"$d/$1.q16.out" &&
+            k16=$(sed -n 's/.*per inference (\([0-9]*\) kernels).*/\1/p' "$d/$1.q16.out") &&
+            echo "kernels: $k32 (default precision), $k16 (fp16)" &&
+            [ -n "$k32" ] && [ "$k32" = "$k16" ]
+    } >"$log" 2>&1
+    result "quant/qdq-fp16-$1" $? "$log"
+}
+
 part_cli_quant() {
     local ex=examples/models/tiny_cnn d=$W/quant log
     mkdir -p "$d"
@@ -131,6 +151,7 @@ part_cli_quant() {
     } >"$log" 2>&1
     result quant/int8-keep-fp16 $? "$log"
     quant_merged_qkv
+    for m in qdq_attn qdq_attn_long qdq_cnn; do quant_qdq_fp16 $m; done
     for m in gpt2_tiny bert_tiny llama_tiny; do quant_fp8 $m; done
     quant_fp8_calib gpt2_tiny better
     quant_fp8_calib llama_tiny
