@@ -64,11 +64,12 @@ quant_rell2() {
     sed -n 's/^  rel-l2 \([0-9.e+-]*\),.*/\1/p' "$1" | head -1
 }
 
-# quant_fp8_calib NAME [better]: an fp8 compile of NAME with --calibrate (the bias
-# correction of passes/fp8.c) passes its goldens by the fp8 defaults and its report
-# lists calibrated weights; with "better", its rel-l2 is also below that of the fp8
-# bundle without calibration (quant_fp8's), which fails if the correction stops
-# removing error.
+# quant_fp8_calib NAME [better]: an fp8 compile of NAME with --calibrate (GPTQ rounding
+# and the bias correction of passes/fp8.c) passes its goldens by the fp8 defaults and
+# its report lists calibrated weights; with "better", its rel-l2 is also below that of
+# the fp8 bundle without calibration (quant_fp8's), and that of the bias correction
+# alone (--calibrate-method=bias) with weights rounded by GPTQ: this fails if either
+# stops removing error.
 quant_fp8_calib() {
     local m d=$W/quant log td
     m=$(quant_model "$1")
@@ -91,6 +92,20 @@ quant_fp8_calib() {
             awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && a < b) }'
     } >"$log" 2>&1
     result "quant/fp8-calib-$1-better" $? "$log"
+    log=$(logname "quant/fp8-calib-$1-gptq")
+    {
+        n=$("$JSONCHECK" "$d/$1.f8c.json" --get quantization.gptq_rounded) && echo "gptq $n" &&
+            [ "$n" -gt 0 ] &&
+            "$SPYREC" "$m" --precision=fp8 --calibrate tests/calib/$1/set_* \
+                --calibrate-method=bias --report "$d/$1.f8b.json" -o "$d/$1.f8b.sbin" &&
+            [ "$("$JSONCHECK" "$d/$1.f8b.json" --get quantization.gptq_rounded)" = 0 ] &&
+            { "$SPYRUN" "$d/$1.f8b.sbin" --input-dir "$td" --check "$td" >"$d/$1.f8b.log" 2>&1 ||
+                true; } &&
+            a=$(quant_rell2 "$(logname "quant/fp8-calib-$1-check")") &&
+            b=$(quant_rell2 "$d/$1.f8b.log") && echo "gptq $a, bias only $b" &&
+            awk -v a="$a" -v b="$b" 'BEGIN { exit !(a > 0 && b > 0 && a < b) }'
+    } >"$log" 2>&1
+    result "quant/fp8-calib-$1-gptq" $? "$log"
 }
 
 part_cli_quant() {
