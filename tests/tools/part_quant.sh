@@ -6,6 +6,9 @@
 # input, not the test input itself. Accuracy bounds are spyrun's defaults for the
 # bundle's precision (int8: rel-l2 <= 0.1, cosine >= 0.99; fp8: rel-l2 <= 0.05,
 # cosine >= 0.99, read from the bundle's META flags), checked against the fp32 goldens.
+# gpt2_tiny has 16 sets (--sets 16), 256 token rows: GPTQ's second moments need more
+# rows than the products' inputs have components (128, 512) to fit the inputs the
+# test data has rather than those of the calibration set alone.
 # A model of SHARED/models that is absent is skipped.
 
 # quant_model NAME: the model file of NAME (tiny_cnn: the shipped example), or "".
