@@ -161,7 +161,8 @@ typedef struct {
     uint32_t base, n;
     double **m1, **m2;
     float **h;
-    int64_t *k, *sets;
+    double *x4;                    /* sum over the rows of |x|^4 (GPTQ's shrinkage) */
+    int64_t *k, *sets, *rows;
     bool oom;                      /* an H accumulation ran out of memory */
 } Fp8Sums;
 
@@ -186,6 +187,13 @@ static void observe_fp8(void *ctx, uint32_t out, const void *data, const IrType 
     }
     if (s->h[i] && !gptq_h_accumulate(s->h[i], x, rows, k))
         s->oom = true;
+    for (int64_t r = 0; r < rows; r++) {
+        double n2 = 0;
+        for (int64_t j = 0; j < k; j++)
+            n2 += (double)x[r * k + j] * x[r * k + j];
+        s->x4[i] += n2 * n2;
+    }
+    s->rows[i] += rows;
     s->sets[i]++;
 }
 
@@ -307,6 +315,8 @@ static void fp8_sums_free(Fp8Sums *s)
     free(s->h);
     free(s->k);
     free(s->sets);
+    free(s->rows);
+    free(s->x4);
 }
 
 bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassFp8Calib *c,
@@ -325,8 +335,10 @@ bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassF
     s.k = calloc(s.n + 1, sizeof *s.k);
     s.sets = calloc(s.n + 1, sizeof *s.sets);
     s.h = calloc(s.n + 1, sizeof *s.h);
+    s.rows = calloc(s.n + 1, sizeof *s.rows);
+    s.x4 = calloc(s.n + 1, sizeof *s.x4);
     PassFp8Mean *w = calloc(nw + 1, sizeof *w);
-    bool ok = s.m1 && s.m2 && s.k && s.sets && s.h && w;
+    bool ok = s.m1 && s.m2 && s.k && s.sets && s.h && s.rows && s.x4 && w;
     int64_t hbytes = 0;
     for (uint32_t i = 0; ok && i < s.n; i++) {
         const IrType *t = ir_vtype(g, g->outputs[base + i]);
@@ -352,6 +364,7 @@ bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassF
         if (outs[i] < 0 || s.sets[o] < 2)
             continue;                      /* shared weight, or too few sets */
         w[n].h = s.h[o];
+        w[n].shrink = s.h[o] ? gptq_shrinkage(s.h[o], s.k[o], s.rows[o], s.x4[o]) : 1;
         ok = fp8_mean(&s, (uint32_t)o, names[i], &w[n++]);
     }
     for (uint32_t i = 0; i < n; i++)       /* the weights own their H now */

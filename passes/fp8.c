@@ -33,7 +33,8 @@
  * (correction()), so that a model without such components gets none.
  * With --calibrate the weights are also rounded with GPTQ (passes/fp8_gptq.c, unless
  * --calibrate-method=bias) where the calibration measured the input second moments
- * H = sum x x^T (inputs of K <= 4096): the scales stay those above, and each row of B
+ * H = sum x x^T (inputs of K <= 4096; shrunk towards I where the calibration rows are
+ * too few to measure it): the scales stay those above, and each row of B
  * is rounded after the rounding errors of the rows before it were fed back, so that
  * the product's error over the calibration inputs is small, not each weight's. Its
  * mean error is then small too, and the bias correction, computed from the GPTQ codes,
@@ -133,7 +134,7 @@ static bool gptq_b(const uint16_t *x, int64_t N, const float *s, const PassFp8Me
     bool ok = w && c;
     for (int64_t i = 0; ok && i < K * N; i++)
         w[i] = spy_dlf16_to_f32(x[i]);
-    ok = ok && gptq_coefficients(m->h, K, c) && gptq_round(w, K, N, s, c, f32_to_e4m3, lut, q);
+    ok = ok && gptq_coefficients(m->h, K, m->shrink, c) && gptq_round(w, K, N, s, c, f32_to_e4m3, lut, q);
     free(w);
     free(c);
     return ok;

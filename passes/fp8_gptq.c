@@ -19,7 +19,12 @@
  *
  * leaves M[i][i] (t_i - s q_i) in component i: one rounding error per row, as GPTQ's
  * update does. H is dampened first (1% of its mean diagonal on the diagonal), as in
- * GPTQ, which also covers inputs that are always zero.
+ * GPTQ, which also covers inputs that are always zero. A calibration set of few rows
+ * (tokens) against K measures H poorly, and GPTQ then fits the calibration inputs
+ * rather than the model's (llama_tiny, 64 rows for K = 128: rel-L2 0.057 where the
+ * bias correction alone gave 0.048); H is shrunk towards a multiple of I first, by
+ * the Ledoit-Wolf estimate of how much of it is sampling noise (gptq_shrinkage; with
+ * H = I the rounding is to nearest).
  *
  * Cost for K = 3072: the factorisation K^3/6 multiply-adds (blocked, right-looking,
  * the trailing update as row axpys that the compiler vectorises) and the rounding
@@ -135,18 +140,36 @@ bool gptq_cholesky(double *a, int64_t k)
     return ok;
 }
 
-bool gptq_coefficients(const float *h, int64_t k, float *c)
+double gptq_shrinkage(const float *h, int64_t k, int64_t rows, double x4)
+{
+    double n = (double)rows, tr = 0, ss = 0;
+    for (int64_t i = 0; i < k; i++)
+        tr += h[i * k + i];
+    for (int64_t i = 0; i < k * k; i++)
+        ss += (double)h[i] * h[i];
+    if (!(rows > 1 && tr > 0))
+        return 1;
+    /* S = H / n: mu = tr(S) / k, delta^2 = |S - mu I|^2, beta^2 = (x4 / n - |S|^2) / n */
+    double mu = tr / n / (double)k, s2 = ss / (n * n), d2 = s2 - mu * mu * (double)k;
+    double b2 = (x4 / n - s2) / n;
+    if (!(d2 > 0))
+        return 1;
+    b2 = b2 < 0 ? 0 : b2 > d2 ? d2 : b2;
+    return b2 / d2;
+}
+
+bool gptq_coefficients(const float *h, int64_t k, double shrink, float *c)
 {
     double *a = malloc((size_t)(k * k + 1) * sizeof *a), tr = 0;
     if (!a)
         return false;
     for (int64_t i = 0; i < k; i++)
         tr += h[i * k + i];
-    double damp = 0.01 * tr / (double)k;
+    double damp = 0.01 * tr / (double)k, keep = 1 - shrink, diag = shrink * tr / (double)k + damp;
     /* reversed index order: a = J H J, so that M = J L^T J is lower triangular */
     for (int64_t i = 0; i < k; i++)
         for (int64_t j = 0; j <= i; j++)
-            a[i * k + j] = h[(k - 1 - i) * k + (k - 1 - j)] + (i == j ? damp : 0);
+            a[i * k + j] = keep * h[(k - 1 - i) * k + (k - 1 - j)] + (i == j ? diag : 0);
     bool ok = damp > 0 && isfinite(damp) && gptq_cholesky(a, k);
     /* M[i][j] = L[k-1-j][k-1-i] */
     for (int64_t i = 0; ok && i < k; i++) {

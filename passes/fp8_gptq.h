@@ -21,10 +21,20 @@ void gptq_h_mirror(float *h, int64_t k);
  * triangle (the upper one is left as it was). False when a is not positive definite. */
 bool gptq_cholesky(double *a, int64_t k);
 
-/* The coefficients of GPTQ's error feedback for H [k, k] (damped by 1% of its mean
- * diagonal): c [k, k] row-major, c[i][j] (j < i) the weight of row j's rounding error
- * in row i's target. False (c untouched) when H is zero or not positive definite. */
-bool gptq_coefficients(const float *h, int64_t k, float *c);
+/* The coefficients of GPTQ's error feedback for H [k, k], shrunk towards its mean
+ * diagonal times I by the fraction shrink (gptq_shrinkage) and damped by 1% of its
+ * mean diagonal: c [k, k] row-major, c[i][j] (j < i) the weight of row j's rounding
+ * error in row i's target. False (c untouched) when H is zero or not positive
+ * definite. */
+bool gptq_coefficients(const float *h, int64_t k, double shrink, float *c);
+
+/* The Ledoit-Wolf shrinkage (Ledoit and Wolf, "A well-conditioned estimator for large-
+ * dimensional covariance matrices", 2004) of the second moments H [k, k] of rows
+ * rows, x4 the sum over the rows of |x|^4: the fraction in [0, 1] of H to replace by
+ * its mean diagonal times I, large when the rows are too few to measure H (then GPTQ
+ * would fit the calibration set rather than the inputs; with H = I it rounds to
+ * nearest). */
+double gptq_shrinkage(const float *h, int64_t k, int64_t rows, double x4);
 
 /* Round w [k, n] (row-major, float32; k the input dimension) column-scaled by s [n]
  * with error feedback c (gptq_coefficients): row i is rounded after its target was

@@ -61,6 +61,8 @@ typedef struct {
     const double *mean, *var;      /* [k] */
     const float *h;                /* [k, k] sum of x x^T over the calibration rows, for
                                       GPTQ rounding (passes/fp8_gptq.c); NULL: none */
+    double shrink;                 /* how much of h to replace by a multiple of I
+                                      (gptq_shrinkage: few rows, less trust in h) */
 } PassFp8Mean;
 
 typedef struct PassFp8Calib {

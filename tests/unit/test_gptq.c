@@ -6,7 +6,9 @@
  *  - the second moments H = X^T X accumulate as a direct double-precision sum does;
  *  - on correlated inputs X, GPTQ's output error ||X (B - s Q)|| is well below that of
  *    rounding to nearest (the same routine with no error feedback), and that
- *    rounding to nearest is exactly the codes' nearest values.
+ *    rounding to nearest is exactly the codes' nearest values;
+ *  - the Ledoit-Wolf shrinkage is small for correlated inputs with many rows, large
+ *    for fewer rows than components of independent ones, and in [0, 1].
  */
 #include <math.h>
 #include <setjmp.h>
@@ -135,8 +137,8 @@ static void test_gptq_beats_rounding(void **state)
                 d += (double)x[r * K + i] * x[r * K + j];
             assert_true(fabs(h[i * K + j] - d) <= 1e-4 * fabs(d) + 1e-3);
         }
-    assert_false(gptq_coefficients(zero, K, c));  /* no inputs: no feedback */
-    assert_true(gptq_coefficients(h, K, c));
+    assert_false(gptq_coefficients(zero, K, 0, c));  /* no inputs: no feedback */
+    assert_true(gptq_coefficients(h, K, 0, c));
     assert_true(gptq_round(b, K, N, s, c, round_int7, lut, qg));
     assert_true(gptq_round(b, K, N, s, zero, round_int7, lut, qn));
     for (int i = 0; i < K * N; i++)
@@ -153,10 +155,52 @@ static void test_gptq_beats_rounding(void **state)
     free(qn);
 }
 
+/* The shrinkage of H (and |x|^4) of the first rows of x [., k]. */
+static double shrink_of(const float *x, int64_t rows, int64_t k)
+{
+    float *h = calloc((size_t)(k * k), sizeof *h);
+    double x4 = 0;
+    assert_true(gptq_h_accumulate(h, x, rows, k));
+    gptq_h_mirror(h, k);
+    for (int64_t r = 0; r < rows; r++) {
+        double n2 = 0;
+        for (int64_t j = 0; j < k; j++)
+            n2 += (double)x[r * k + j] * x[r * k + j];
+        x4 += n2 * n2;
+    }
+    double a = gptq_shrinkage(h, k, rows, x4);
+    free(h);
+    return a;
+}
+
+/* Two factors over 64 components, 2000 rows: H is measured, little shrinkage; 40
+ * rows of independent components: mostly noise, shrunk far towards I. */
+static void test_shrinkage(void **state)
+{
+    (void)state;
+    enum { R = 2000, K = 64 };
+    float *x = malloc(R * K * sizeof *x);
+    uint64_t st = 5;
+    for (int r = 0; r < R; r++) {
+        double z0 = uni(&st), z1 = uni(&st);
+        for (int i = 0; i < K; i++)
+            x[r * K + i] = (float)(z0 * (i % 3) + z1 * (i % 5) + 0.1 * uni(&st));
+    }
+    double lo = shrink_of(x, R, K);
+    for (int i = 0; i < R * K; i++)
+        x[i] = (float)uni(&st);
+    double hi = shrink_of(x, 40, K);
+    printf("shrinkage: correlated %.3f, independent few rows %.3f\n", lo, hi);
+    assert_true(lo >= 0 && lo < 0.1);
+    assert_true(hi > 0.5 && hi <= 1);
+    free(x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cholesky_known),
+        cmocka_unit_test(test_shrinkage),
         cmocka_unit_test(test_gptq_beats_rounding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
