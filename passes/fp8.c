@@ -38,7 +38,7 @@
  * is rounded after the rounding errors of the rows before it were fed back, so that
  * the product's error over the calibration inputs is small, not each weight's. Its
  * mean error is then small too, and the bias correction, computed from the GPTQ codes,
- * is mostly shrunk to nothing (gpt2_124m: none of its 48 products keeps one).
+ * is mostly shrunk to nothing (gpt2_124m: 1 of its 48 products keeps one).
  * With any other precision the pass does nothing.
  */
 #include <math.h>
