@@ -63,11 +63,15 @@ static void usage(FILE *f)
             "  --calibrate DIR...    with --precision=int8: the calibration set, folders of\n"
             "                        input_K.pb files; activation ranges come from running\n"
             "                        the model on them in the compiler's reference evaluator;\n"
-            "                        with --precision=fp8 (optional): input means for a bias\n"
-            "                        correction of the fp8 products\n"
+            "                        with --precision=fp8 (optional): input statistics for\n"
+            "                        error-compensating (GPTQ) rounding of the fp8 weights\n"
+            "                        and a bias correction of the fp8 products\n"
             "  --calibrate-method=minmax|percentile:P\n"
             "                        the activation range: min and max (default) or the\n"
             "                        P-th percentile of the values (such as percentile:99.99)\n"
+            "  --calibrate-method=gptq|bias\n"
+            "                        with --precision=fp8: GPTQ rounding and bias correction\n"
+            "                        (default), or the bias correction alone\n"
             "  --dim-buckets=N       with bounded dynamic dims: compile at most N size buckets\n"
             "                        (boxes of smaller bounds) into the bundle; the runtime\n"
             "                        runs the smallest that holds the actual sizes (default\n"
@@ -365,20 +369,22 @@ static int parse_calib_dirs(Args *a, int argc, char **argv, int *i, const char *
     }
 }
 
-/* --calibrate-method=minmax|percentile:P (0 < P < 100). Returns -1 to go on, else
- * an exit status. */
+/* --calibrate-method=minmax|percentile:P (0 < P < 100) for int8, gptq|bias for fp8.
+ * Returns -1 to go on, else an exit status. */
 static int parse_calib_method(Args *a, const char *v)
 {
     char *end = NULL;
-    if (!strcmp(v, "minmax"))
+    if (!strcmp(v, "gptq") || !strcmp(v, "bias"))
+        a->calib_bias_only = !strcmp(v, "bias");
+    else if (!strcmp(v, "minmax"))
         a->calib_percentile = 0;
     else if (!strncmp(v, "percentile:", 11) &&
              (a->calib_percentile = strtod(v + 11, &end), end && end != v + 11 && !*end) &&
              a->calib_percentile > 0 && a->calib_percentile < 100)
         ;
     else
-        return usage_error("bad --calibrate-method '%s' (minmax or percentile:P, 0 < P < 100)",
-                           v);
+        return usage_error("bad --calibrate-method '%s' (minmax, percentile:P with 0 < P < "
+                           "100, gptq or bias)", v);
     flags_add(&a->flags, "--calibrate-method");
     flags_add(&a->flags, v);
     return -1;
@@ -392,6 +398,8 @@ static int check_precision_args(const Args *a)
         return usage_error("%s", "--precision=int8 needs --calibrate DIR...");
     if (a->ncalib && a->precision != PASS_PREC_INT8 && a->precision != PASS_PREC_FP8)
         return usage_error("%s", "--calibrate goes with --precision=int8 or fp8");
+    if (a->calib_bias_only && a->precision != PASS_PREC_FP8)
+        return usage_error("%s", "--calibrate-method=bias goes with --precision=fp8");
     if (a->keep_fp16 && a->precision != PASS_PREC_INT8)
         return usage_error("%s", "--keep-fp16 goes with --precision=int8");
     return -1;

@@ -37,6 +37,7 @@ typedef struct {
     const char *calib_dirs[CALIB_MAX]; /* --calibrate DIR...: calibration input sets */
     int ncalib;
     double calib_percentile;       /* --calibrate-method=percentile:P (0: minmax) */
+    bool calib_bias_only;          /* --calibrate-method=bias (fp8: no GPTQ rounding) */
     size_t max_memory;             /* --max-memory in bytes, 0 = unlimited */
     char *flags;                   /* argv without input/output, for the bundle's meta */
     bool print_ops;                /* --print-ops: list the model's operators and exit */

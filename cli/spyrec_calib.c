@@ -14,7 +14,8 @@
  * With --precision=fp8 (cli_fp8_calibrate) the copy is lowered by the passes that run
  * before fp16 (so that the weights keep the names the fp8 pass sees), and what is
  * gathered is the mean of each matrix product's data input, per column, for the fp8
- * pass's bias correction.
+ * pass's bias correction, and (unless --calibrate-method=bias) the sum H of x x^T over
+ * its rows x, for the GPTQ rounding of its weight (passes/fp8_gptq.c).
  */
 #include <jansson.h>
 #include <math.h>
@@ -26,7 +27,13 @@
 #include "cli/cli.h"
 #include "cli/spyrec_args.h"
 #include "cli/spyrec_calib.h"
+#include "passes/fp8_gptq.h"
 #include "passes/pass.h"
+
+/* fp8 GPTQ: inputs wider than this get no second-moment matrix H, nor any once the
+ * H matrices would take more than GPTQ_H_CAP bytes in all (gpt2_124m takes 540 MB) */
+#define GPTQ_MAX_K 4096
+#define GPTQ_H_CAP ((int64_t)1 << 30)
 
 #define HIST_BINS 4096
 
@@ -148,11 +155,15 @@ static void quant_params(PassQParam *p, double lo, double hi)
 
 /* fp8 calibration: per observed input (output index base + i; sum[i] NULL when not
  * observed), the sums over the calibration sets of its per-set column means, m1, and
- * of their squares, m2, and the number of sets seen. */
+ * of their squares, m2, the number of sets seen, and (for GPTQ, NULL when skipped) the
+ * sum h of x x^T over all its rows x. */
 typedef struct {
     uint32_t base, n;
     double **m1, **m2;
-    int64_t *k, *sets;
+    float **h;
+    double *x4;                    /* sum over the rows of |x|^4 (GPTQ's shrinkage) */
+    int64_t *k, *sets, *rows;
+    bool oom;                      /* an H accumulation ran out of memory */
 } Fp8Sums;
 
 /* ir_run_graph visitor: add one set's column means of an observed input. */
@@ -174,6 +185,15 @@ static void observe_fp8(void *ctx, uint32_t out, const void *data, const IrType 
         s->m1[i][j] += m;
         s->m2[i][j] += m * m;
     }
+    if (s->h[i] && !gptq_h_accumulate(s->h[i], x, rows, k))
+        s->oom = true;
+    for (int64_t r = 0; r < rows; r++) {
+        double n2 = 0;
+        for (int64_t j = 0; j < k; j++)
+            n2 += (double)x[r * k + j] * x[r * k + j];
+        s->x4[i] += n2 * n2;
+    }
+    s->rows[i] += rows;
     s->sets[i]++;
 }
 
@@ -285,14 +305,18 @@ static bool fp8_mean(const Fp8Sums *s, uint32_t o, const char *name, PassFp8Mean
 /* Free the sums of s. */
 static void fp8_sums_free(Fp8Sums *s)
 {
-    for (uint32_t i = 0; s->m1 && s->m2 && i < s->n; i++) {
+    for (uint32_t i = 0; s->m1 && s->m2 && s->h && i < s->n; i++) {
         free(s->m1[i]);
         free(s->m2[i]);
+        free(s->h[i]);
     }
     free(s->m1);
     free(s->m2);
+    free(s->h);
     free(s->k);
     free(s->sets);
+    free(s->rows);
+    free(s->x4);
 }
 
 bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassFp8Calib *c,
@@ -310,22 +334,43 @@ bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassF
     s.m2 = calloc(s.n + 1, sizeof *s.m2);
     s.k = calloc(s.n + 1, sizeof *s.k);
     s.sets = calloc(s.n + 1, sizeof *s.sets);
+    s.h = calloc(s.n + 1, sizeof *s.h);
+    s.rows = calloc(s.n + 1, sizeof *s.rows);
+    s.x4 = calloc(s.n + 1, sizeof *s.x4);
     PassFp8Mean *w = calloc(nw + 1, sizeof *w);
-    bool ok = s.m1 && s.m2 && s.k && s.sets && w;
+    bool ok = s.m1 && s.m2 && s.k && s.sets && s.h && s.rows && s.x4 && w;
+    int64_t hbytes = 0;
     for (uint32_t i = 0; ok && i < s.n; i++) {
         const IrType *t = ir_vtype(g, g->outputs[base + i]);
         s.k[i] = t->rank ? t->dims[t->rank - 1] : 0;
         ok = s.k[i] > 0 && (s.m1[i] = calloc((size_t)s.k[i], sizeof **s.m1)) &&
              (s.m2[i] = calloc((size_t)s.k[i], sizeof **s.m2));
+        int64_t hb = ok ? s.k[i] * s.k[i] * (int64_t)sizeof(float) : 0;
+        if (a->calib_bias_only)
+            continue;                      /* --calibrate-method=bias: no H */
+        if (ok && s.k[i] <= GPTQ_MAX_K && hbytes + hb <= GPTQ_H_CAP &&
+            (s.h[i] = calloc((size_t)(s.k[i] * s.k[i]), sizeof(float))))
+            hbytes += hb;
+        else
+            c->nhskipped++;
     }
-    ok = ok && sweep(g, a, observe_fp8, &s, g->diag);
+    ok = ok && sweep(g, a, observe_fp8, &s, g->diag) && !s.oom;
+    for (uint32_t i = 0; ok && i < s.n; i++)
+        if (s.h[i])
+            gptq_h_mirror(s.h[i], s.k[i]);
     uint32_t n = 0;
     for (uint32_t i = 0; ok && i < nw; i++) {
         int64_t o = outs[i] - (int64_t)base;
         if (outs[i] < 0 || s.sets[o] < 2)
             continue;                      /* shared weight, or too few sets */
+        w[n].h = s.h[o];
+        w[n].shrink = s.h[o] ? gptq_shrinkage(s.h[o], s.k[o], s.rows[o], s.x4[o]) : 1;
         ok = fp8_mean(&s, (uint32_t)o, names[i], &w[n++]);
     }
+    for (uint32_t i = 0; i < n; i++)       /* the weights own their H now */
+        for (uint32_t j = 0; j < s.n; j++)
+            if (s.h[j] == w[i].h)
+                s.h[j] = NULL;
     fp8_sums_free(&s);
     c->w = w;
     c->nw = n;
@@ -339,6 +384,11 @@ bool cli_fp8_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassF
 void cli_fp8_calib_free(PassFp8Calib *c)
 {
     for (uint32_t i = 0; i < c->nw; i++) {
+        bool shared = false;               /* weights of one input share its H */
+        for (uint32_t j = 0; j < i; j++)
+            shared = shared || c->w[j].h == c->w[i].h;
+        if (!shared)
+            free((float *)c->w[i].h);
         free((char *)c->w[i].name);
         free((double *)c->w[i].mean);
         free((double *)c->w[i].var);
@@ -349,9 +399,10 @@ void cli_fp8_calib_free(PassFp8Calib *c)
 
 json_t *cli_fp8_calib_report_json(const PassFp8Calib *c, int ninputs, double seconds)
 {
-    return json_pack("{s:s,s:i,s:f,s:i,s:i}", "precision", "fp8", "calibration_sets", ninputs,
-                     "calibration_seconds", seconds, "weights_calibrated", (int)c->nw,
-                     "bias_corrected", (int)c->ncorrected);
+    return json_pack("{s:s,s:i,s:f,s:i,s:i,s:i,s:i}", "precision", "fp8", "calibration_sets",
+                     ninputs, "calibration_seconds", seconds, "weights_calibrated", (int)c->nw,
+                     "bias_corrected", (int)c->ncorrected, "gptq_rounded", (int)c->ngptq,
+                     "gptq_inputs_skipped", (int)c->nhskipped);
 }
 
 void cli_calib_free(PassQuant *q)

@@ -59,12 +59,18 @@ typedef struct {
     const char *name;              /* the weight's value name */
     int64_t k;
     const double *mean, *var;      /* [k] */
+    const float *h;                /* [k, k] sum of x x^T over the calibration rows, for
+                                      GPTQ rounding (passes/fp8_gptq.c); NULL: none */
+    double shrink;                 /* how much of h to replace by a multiple of I
+                                      (gptq_shrinkage: few rows, less trust in h) */
 } PassFp8Mean;
 
 typedef struct PassFp8Calib {
     const PassFp8Mean *w;
     uint32_t nw;
     uint32_t ncorrected;           /* out: products given a bias correction */
+    uint32_t ngptq;                /* out: products whose weight got GPTQ rounding */
+    uint32_t nhskipped;            /* observed inputs without H (K or memory cap) */
 } PassFp8Calib;
 
 typedef struct {
