@@ -327,6 +327,8 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
     }
 }
 
+#include "rt_kern_mmw.h"
+
 /* The offset of every B row of window x from its base, in the packing buffer: k's
  * (i_0, i_1, i_2) advance like an odometer (no division: a depthwise convolution's
  * MATMUL is a few hundred multiply-adds, and a division per k cost more). */
@@ -375,6 +377,13 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
     int mode = x->ns1 == 1 ? MMT_KOFF : x->ns1 == 2 ? MMT_KOFF2 : MMT_KOFFG;
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+        if (rows <= 2 && mode != MMT_KOFFG) {   /* several blocks a call (rt_kern_mmw.h) */
+            MMT_NAME(WQueue) q = {.x = &y, .i0 = i0, .rows = rows, .zero = x->zero, .mode = mode};
+            for (size_t j = 0; j < g; j += MMT_NR)
+                MMT_NAME(wpush)(&q, x->b + (int64_t)j * x->ns1, j, (int64_t)(g - j));
+            MMT_NAME(wflush)(&q);
+            continue;
+        }
         for (size_t j = 0; j < g; j += MMT_NR) {
             int64_t left = (int64_t)(g - j);
             MMT_NAME(micros)[rows](&y, x->b + (int64_t)j * x->ns1, 0, i0, j, 0, x->k,
@@ -407,8 +416,18 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
         (uint64_t)x->k * 4 > RT_PACK_BYTES || (4 * ne1 < 3 * used && (!few || grid)))
         return false;
     x->koff = MMT_NAME(win_koff)(c, x);
+    int mode = x->ns1 == 1 ? MMT_KOFF : MMT_KOFF2;
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+        if (rows <= 2) {    /* several pixel rows a call (rt_kern_mmw.h) */
+            MMT_NAME(WQueue) q = {.x = x, .i0 = i0, .rows = rows, .zero = x->zero, .mode = mode};
+            for (size_t r = 0; r < ne0; r++)
+                for (size_t j = 0; j < ne1; j += MMT_NR)
+                    MMT_NAME(wpush)(&q, x->b + (int64_t)r * x->ns0 + (int64_t)j * x->ns1,
+                                    r * ne1 + j, (int64_t)(ne1 - j));
+            MMT_NAME(wflush)(&q);
+            continue;
+        }
         for (size_t r = 0; r < ne0; r++)
             for (size_t j = 0; j < ne1; j += MMT_NR) {
                 int64_t left = (int64_t)(ne1 - j);
