@@ -329,22 +329,21 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
 
 #include "rt_kern_mmw.h"
 
-/* The offset of every B row of window x from its base, in the packing buffer: k's
- * (i_0, i_1, i_2) advance like an odometer (no division: a depthwise convolution's
- * MATMUL is a few hundred multiply-adds, and a division per k cost more). */
+/* The offset of every B row of window x from its base, in the packing buffer: three
+ * nested loops over k's (i_0, i_1, i_2), the innermost a run of ke2 offsets ks2 apart
+ * (no division and no branch per k: a depthwise convolution's MATMUL is a few hundred
+ * multiply-adds, and either cost more). The verifier checked that the extents
+ * multiply to k, so none is 0 when k is not. */
 MMT_INLINE int32_t *MMT_NAME(win_koff)(RtCore *c, const MMT_NAME(Args) *x) {
     int32_t *koff = (int32_t *)c->pack;
-    int64_t o0 = 0, o1 = 0, o2 = 0;
-    uint32_t i1 = 0, i2 = 0;
-    for (uint32_t k = 0; k < x->k; k++) {
-        koff[k] = (int32_t)(o0 + o1 + o2);
-        o2 += x->ks2;
-        if (++i2 == x->ke2) {
-            i2 = 0, o2 = 0, o1 += x->ks1;
-            if (++i1 == x->ke1)
-                i1 = 0, o1 = 0, o0 += x->ks0;
+    uint32_t k = 0;
+    for (int64_t o0 = 0; k < x->k; o0 += x->ks0)
+        for (uint32_t i1 = 0; i1 < x->ke1; i1++) {
+            int64_t o = o0 + (int64_t)i1 * x->ks1;
+            for (uint32_t i2 = 0; i2 < x->ke2; i2++, o += x->ks2)
+                koff[k + i2] = (int32_t)o;
+            k += x->ke2;
         }
-    }
     return koff;
 }
 
