@@ -49,10 +49,28 @@ static bool gap_load(const SpyDma *x, GapLoad *g) {
     return true;
 }
 
-/* Sets LX bytes [a, b) of core c to byte v (nothing when b <= a). */
-static void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
-    if (b > a)
-        memset(c->lx + a, v, (size_t)(b - a));
+/* Sets LX bytes [a, b) of core c to byte v (nothing when b <= a). Gaps are mostly
+ * the few bytes of padding between the rows of a patch: those are written inline,
+ * 8 bytes at a time (the last move overlapping the one before), not by a call. */
+static inline void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
+    if (b <= a)
+        return;
+    uint8_t *p = c->lx + a;
+    size_t n = (size_t)(b - a);
+    uint64_t w = 0x0101010101010101ull * (uint8_t)v;
+    if (n > 64) {
+        memset(p, v, n);
+    } else if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8)
+            memcpy(p + i, &w, 8);
+        memcpy(p + n - 8, &w, 8);
+    } else if (n >= 4) {
+        memcpy(p, &w, 4);
+        memcpy(p + n - 4, &w, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            p[i] = (uint8_t)v;
+    }
 }
 
 /* Runs VFILL f, followed in the program by the n instructions at next, filling only

@@ -113,16 +113,25 @@ static const MMT_NAME(WFn) MMT_NAME(wmicros)[2][MMW_T] = {
 };
 
 /* Blocks gathered for the wide micro-kernel of rows [i0, i0 + rows) (rows 1 or 2),
- * run MMW_T at a time as they come. */
+ * run cap at a time as they come (MMT_NAME(wcap)). */
 typedef struct {
     const MMT_NAME(Args) *x;
     size_t i0;
     uint32_t rows;
     bool zero;
     int mode;
+    int cap;
     int nb;
     MMT_NAME(WBlk) bl[MMW_T];
 } MMT_NAME(WQueue);
+
+/* Blocks a call for nb blocks in all: as few calls as MMW_T a call would take, with
+ * blocks spread evenly over them (5 blocks as 3 + 2, not 4 + 1: a call of one block
+ * of two rows has 4 chains, and runs at the latency of an FMA). */
+static inline int MMT_NAME(wcap)(size_t nb) {
+    size_t calls = (nb + MMW_T - 1) / MMW_T;
+    return calls ? (int)((nb + calls - 1) / calls) : MMW_T;
+}
 
 /* Runs the blocks gathered in q, if any. */
 MMT_INLINE void MMT_NAME(wflush)(MMT_NAME(WQueue) *q) {
@@ -132,9 +141,9 @@ MMT_INLINE void MMT_NAME(wflush)(MMT_NAME(WQueue) *q) {
 }
 
 /* Adds the block of C columns [j, j + left) (at most MMT_NR) whose B rows are at b +
- * koff[k] to q, running q when full. */
+ * koff[k] to q, running q when it holds cap blocks. */
 MMT_INLINE void MMT_NAME(wpush)(MMT_NAME(WQueue) *q, const float *b, size_t j, int64_t left) {
     q->bl[q->nb++] = (MMT_NAME(WBlk)){b, j, MMT_LANES(left), MMT_LANES(left - MMT_VL)};
-    if (q->nb == MMW_T)
+    if (q->nb == q->cap)
         MMT_NAME(wflush)(q);
 }
