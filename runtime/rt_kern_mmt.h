@@ -45,7 +45,9 @@
  * those rows are short, along the padded-width grid into a grid-shaped C (win_grid);
  * other products with fewer than MMT_PACK_M rows gather it a k-chunk at a time into a
  * dense B read in place (win_dense); the rest pack its panels straight from the window
- * (pack_win). Column strides 1 and 2 use plain loads, others gathers.
+ * (pack_win). Column strides 1 and 2 use plain loads, others gathers. With one or two
+ * rows of C, win_inplace and win_grid run several column blocks a call
+ * (rt_kern_mmw.h), so that the FMA chains of one row do not wait for each other.
  *
  * isa.md semantics: every C element accumulates its products in increasing k from 0
  * (or from the old C with ACCUM), each step one fused multiply-add. Between k blocks
