@@ -119,7 +119,8 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
 
 /* Runs code[0..n) on core c; returns RT_XOK or the first error (c->err_*). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
-    RtDefer d = {0};
+    RtDefer d;          /* views v[0..n) only are ever read: v is not cleared */
+    d.n = 0;
     for (uint32_t i = 0; i < n; i++) {
         const SpyInsn *in = &code[i];
         int rc = RT_XOK;
