@@ -16,6 +16,8 @@
 
 #define RT_GAP_LOADS 16      /* LOADs after a VFILL looked at */
 #define RT_GAP_MIN 4096      /* fill bytes from which gaps are worth finding */
+#define RT_GAP_L1 16384      /* fill bytes up to which a fill of many short gaps */
+#define RT_GAP_RUN 320       /* (fewer bytes than this a gap) runs in full instead */
 
 /* The LX side of a LOAD as ordered disjoint runs: up to two outer dims (dim[0],
  * dim[1], byte strides st[0], st[1]) of runs of len contiguous bytes at lo. */
@@ -94,6 +96,14 @@ bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n
     }
     if (k == 0)
         return false;
+    uint64_t runs = 1;                    /* gaps: one before each run, one at the end */
+    for (uint32_t j = 0; j < k; j++)
+        runs += g[j].dim[0] * g[j].dim[1];
+    if (hi - lo <= RT_GAP_L1 && hi - lo < RT_GAP_RUN * runs) {
+        memset(c->lx + lo, v, (size_t)(hi - lo));  /* a small patch of short rows: */
+        return true;    /* one memset costs less than a store per gap (tiny_cnn's 7 KiB
+                           patches of 128-byte rows) */
+    }
     uint64_t at = lo;
     for (uint32_t j = 0; j < k; j++)
         for (uint64_t a = 0; a < g[j].dim[0]; a++)
