@@ -127,7 +127,12 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
         if (d.n && in->opcode != ISA_LOAD)
             rt_defer_before(c, &d, in);
         switch (in->opcode) {
-        case ISA_LOAD: rt_defer_load(c, &d, &in->dma); break;
+        case ISA_LOAD:
+            if (!d.n && rt_defer_useless(in, n - i))   /* read in LX anyway */
+                rt_dma(c, &in->dma, false);
+            else
+                rt_defer_load(c, &d, &in->dma);
+            break;
         case ISA_STORE: rt_dma(c, &in->dma, true); break;
         case ISA_GATHER: rc = rt_gather(c, &in->gather); break;
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
