@@ -379,7 +379,8 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
         if (rows <= 2 && mode != MMT_KOFFG) {   /* several blocks a call (rt_kern_mmw.h) */
-            MMT_NAME(WQueue) q = {.x = &y, .i0 = i0, .rows = rows, .zero = x->zero, .mode = mode,
+            MMT_NAME(WQueue) q = {.x = &y, .i0 = i0, .rows = rows, .zero = x->zero,
+                                  .mode = mode,
                                   .cap = MMT_NAME(wcap)((g + MMT_NR - 1) / MMT_NR)};
             for (size_t j = 0; j < g; j += MMT_NR)
                 MMT_NAME(wpush)(&q, x->b + (int64_t)j * x->ns1, j, (int64_t)(g - j));
@@ -422,8 +423,9 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
         if (rows <= 2) {    /* several pixel rows a call (rt_kern_mmw.h) */
-            MMT_NAME(WQueue) q = {.x = x, .i0 = i0, .rows = rows, .zero = x->zero, .mode = mode,
-                                  .cap = MMT_NAME(wcap)(ne0 * ((ne1 + MMT_NR - 1) / MMT_NR))};
+            size_t nb = ne0 * ((ne1 + MMT_NR - 1) / MMT_NR);
+            MMT_NAME(WQueue) q = {.x = x, .i0 = i0, .rows = rows, .zero = x->zero,
+                                  .mode = mode, .cap = MMT_NAME(wcap)(nb)};
             for (size_t r = 0; r < ne0; r++)
                 for (size_t j = 0; j < ne1; j += MMT_NR)
                     MMT_NAME(wpush)(&q, x->b + (int64_t)r * x->ns0 + (int64_t)j * x->ns1,

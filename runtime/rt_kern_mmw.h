@@ -104,8 +104,10 @@ typedef void (*MMT_NAME(WFn))(const MMT_NAME(Args) *, const MMT_NAME(WBlk) *, si
                               int);
 static const MMT_NAME(WFn) MMT_NAME(wmicros)[2][MMW_T] = {
 #if MMW_T == 4
-    {MMT_NAME(wmicro_1_1), MMT_NAME(wmicro_1_2), MMT_NAME(wmicro_1_3), MMT_NAME(wmicro_1_4)},
-    {MMT_NAME(wmicro_2_1), MMT_NAME(wmicro_2_2), MMT_NAME(wmicro_2_3), MMT_NAME(wmicro_2_4)},
+    {MMT_NAME(wmicro_1_1), MMT_NAME(wmicro_1_2), MMT_NAME(wmicro_1_3),
+     MMT_NAME(wmicro_1_4)},
+    {MMT_NAME(wmicro_2_1), MMT_NAME(wmicro_2_2), MMT_NAME(wmicro_2_3),
+     MMT_NAME(wmicro_2_4)},
 #else
     {MMT_NAME(wmicro_1_1), MMT_NAME(wmicro_1_2)},
     {MMT_NAME(wmicro_2_1), MMT_NAME(wmicro_2_2)},
@@ -142,7 +144,8 @@ MMT_INLINE void MMT_NAME(wflush)(MMT_NAME(WQueue) *q) {
 
 /* Adds the block of C columns [j, j + left) (at most MMT_NR) whose B rows are at b +
  * koff[k] to q, running q when it holds cap blocks. */
-MMT_INLINE void MMT_NAME(wpush)(MMT_NAME(WQueue) *q, const float *b, size_t j, int64_t left) {
+MMT_INLINE void MMT_NAME(wpush)(MMT_NAME(WQueue) *q, const float *b, size_t j,
+                                 int64_t left) {
     q->bl[q->nb++] = (MMT_NAME(WBlk)){b, j, MMT_LANES(left), MMT_LANES(left - MMT_VL)};
     if (q->nb == q->cap)
         MMT_NAME(wflush)(q);
