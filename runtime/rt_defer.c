@@ -182,6 +182,25 @@ static bool join_pending(RtDefer *d, const RtView *w) {
     return false;
 }
 
+/* Whether deferring the LOAD code[0] would only cost: it writes only LX bytes that
+ * the window MATMUL right after the run of LOADs it begins (at most RT_MAX_VIEWS * 4
+ * instructions) reads in LX, so its view would be carried out there anyway (a
+ * convolution's input patch). */
+bool rt_defer_useless(const SpyInsn *code, uint32_t n) {
+    uint32_t e = 1;
+    while (e < n && e < RT_MAX_VIEWS * 4 && code[e].opcode == ISA_LOAD)
+        e++;
+    if (e >= n || code[e].opcode != ISA_MATMUL || !(code[e].mm.flags & ISA_F_BWIN))
+        return false;
+    const SpyMatmul *mm = &code[e].mm;
+    unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
+    int64_t wlo, whi, lo, hi;
+    rt_mm_win_range(mm, es, &wlo, &whi);
+    dma_span(&code[0].dma, true, &lo, &hi);
+    lo += code[0].dma.lx, hi += code[0].dma.lx;
+    return lo < hi && lo >= wlo * (int64_t)es && hi <= whi * (int64_t)es;
+}
+
 /* A LOAD: deferred as a view when it moves whole rows, at least RT_DEFER_MIN bytes
  * (below, a copy costs less than keeping track of it), and a slot is free; else (and
  * for the views it partly overwrites) carried out. */

@@ -145,9 +145,13 @@ static void copy_transpose4(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t r
 static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, int64_t rs,
                        int64_t len, int64_t ds, int64_t ss, unsigned esize) {
     size_t nb = (size_t)len * esize;
-    if (ss == (int64_t)esize && ds == (int64_t)esize && nb <= 32 &&
-        copy_blocks(d, s, 1, 0, 0, nr, rd, rs, nb))
+    if (ss == (int64_t)esize && ds == (int64_t)esize) {
+        if (nb <= 32 && copy_blocks(d, s, 1, 0, 0, nr, rd, rs, nb))
+            return;
+        for (uint64_t r = 0; r < nr; r++)   /* contiguous rows: the copy inline */
+            rt_copy_bytes(d + (int64_t)r * rd, s + (int64_t)r * rs, nb);
         return;
+    }
     if (esize == 4 && rs == 4 && ds == 4 && ss != 4 && nr >= 4) {
         copy_transpose4(d, s, nr, rd, len, ss);
         return;

@@ -119,14 +119,20 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
 
 /* Runs code[0..n) on core c; returns RT_XOK or the first error (c->err_*). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
-    RtDefer d = {0};
+    RtDefer d;          /* views v[0..n) only are ever read: v is not cleared */
+    d.n = 0;
     for (uint32_t i = 0; i < n; i++) {
         const SpyInsn *in = &code[i];
         int rc = RT_XOK;
         if (d.n && in->opcode != ISA_LOAD)
             rt_defer_before(c, &d, in);
         switch (in->opcode) {
-        case ISA_LOAD: rt_defer_load(c, &d, &in->dma); break;
+        case ISA_LOAD:
+            if (!d.n && rt_defer_useless(in, n - i))   /* read in LX anyway */
+                rt_dma(c, &in->dma, false);
+            else
+                rt_defer_load(c, &d, &in->dma);
+            break;
         case ISA_STORE: rt_dma(c, &in->dma, true); break;
         case ISA_GATHER: rc = rt_gather(c, &in->gather); break;
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;

@@ -76,6 +76,7 @@ typedef struct {
     bool t;
 } RtOperand;
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x);
+bool rt_defer_useless(const SpyInsn *code, uint32_t n);
 void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in);
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
                            uint32_t ld, unsigned es, bool take_t);

@@ -16,6 +16,8 @@
 
 #define RT_GAP_LOADS 16      /* LOADs after a VFILL looked at */
 #define RT_GAP_MIN 4096      /* fill bytes from which gaps are worth finding */
+#define RT_GAP_L1 16384      /* fill bytes up to which a fill of many short gaps */
+#define RT_GAP_RUN 320       /* (fewer bytes than this a gap) runs in full instead */
 
 /* The LX side of a LOAD as ordered disjoint runs: up to two outer dims (dim[0],
  * dim[1], byte strides st[0], st[1]) of runs of len contiguous bytes at lo. */
@@ -49,10 +51,28 @@ static bool gap_load(const SpyDma *x, GapLoad *g) {
     return true;
 }
 
-/* Sets LX bytes [a, b) of core c to byte v (nothing when b <= a). */
-static void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
-    if (b > a)
-        memset(c->lx + a, v, (size_t)(b - a));
+/* Sets LX bytes [a, b) of core c to byte v (nothing when b <= a). Gaps are mostly
+ * the few bytes of padding between the rows of a patch: those are written inline,
+ * 8 bytes at a time (the last move overlapping the one before), not by a call. */
+static inline void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
+    if (b <= a)
+        return;
+    uint8_t *p = c->lx + a;
+    size_t n = (size_t)(b - a);
+    uint64_t w = 0x0101010101010101ull * (uint8_t)v;
+    if (n > 64) {
+        memset(p, v, n);
+    } else if (n >= 8) {
+        for (size_t i = 0; i + 8 < n; i += 8)
+            memcpy(p + i, &w, 8);
+        memcpy(p + n - 8, &w, 8);
+    } else if (n >= 4) {
+        memcpy(p, &w, 4);
+        memcpy(p + n - 4, &w, 4);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            p[i] = (uint8_t)v;
+    }
 }
 
 /* Runs VFILL f, followed in the program by the n instructions at next, filling only
@@ -76,6 +96,14 @@ bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n
     }
     if (k == 0)
         return false;
+    uint64_t runs = 1;                    /* gaps: one before each run, one at the end */
+    for (uint32_t j = 0; j < k; j++)
+        runs += g[j].dim[0] * g[j].dim[1];
+    if (hi - lo <= RT_GAP_L1 && hi - lo < RT_GAP_RUN * runs) {
+        memset(c->lx + lo, v, (size_t)(hi - lo));  /* a small patch of short rows: */
+        return true;    /* one memset costs less than a store per gap (tiny_cnn's 7 KiB
+                           patches of 128-byte rows) */
+    }
     uint64_t at = lo;
     for (uint32_t j = 0; j < k; j++)
         for (uint64_t a = 0; a < g[j].dim[0]; a++)

@@ -45,7 +45,9 @@
  * those rows are short, along the padded-width grid into a grid-shaped C (win_grid);
  * other products with fewer than MMT_PACK_M rows gather it a k-chunk at a time into a
  * dense B read in place (win_dense); the rest pack its panels straight from the window
- * (pack_win). Column strides 1 and 2 use plain loads, others gathers.
+ * (pack_win). Column strides 1 and 2 use plain loads, others gathers. With one or two
+ * rows of C, win_inplace and win_grid run several column blocks a call
+ * (rt_kern_mmw.h), so that the FMA chains of one row do not wait for each other.
  *
  * isa.md semantics: every C element accumulates its products in increasing k from 0
  * (or from the old C with ACCUM), each step one fused multiply-add. Between k blocks
@@ -327,22 +329,23 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
     }
 }
 
-/* The offset of every B row of window x from its base, in the packing buffer: k's
- * (i_0, i_1, i_2) advance like an odometer (no division: a depthwise convolution's
- * MATMUL is a few hundred multiply-adds, and a division per k cost more). */
+#include "rt_kern_mmw.h"
+
+/* The offset of every B row of window x from its base, in the packing buffer: three
+ * nested loops over k's (i_0, i_1, i_2), the innermost a run of ke2 offsets ks2 apart
+ * (no division and no branch per k: a depthwise convolution's MATMUL is a few hundred
+ * multiply-adds, and either cost more). The verifier checked that the extents
+ * multiply to k, so none is 0 when k is not. */
 MMT_INLINE int32_t *MMT_NAME(win_koff)(RtCore *c, const MMT_NAME(Args) *x) {
     int32_t *koff = (int32_t *)c->pack;
-    int64_t o0 = 0, o1 = 0, o2 = 0;
-    uint32_t i1 = 0, i2 = 0;
-    for (uint32_t k = 0; k < x->k; k++) {
-        koff[k] = (int32_t)(o0 + o1 + o2);
-        o2 += x->ks2;
-        if (++i2 == x->ke2) {
-            i2 = 0, o2 = 0, o1 += x->ks1;
-            if (++i1 == x->ke1)
-                i1 = 0, o1 = 0, o0 += x->ks0;
+    uint32_t k = 0;
+    for (int64_t o0 = 0; k < x->k; o0 += x->ks0)
+        for (uint32_t i1 = 0; i1 < x->ke1; i1++) {
+            int64_t o = o0 + (int64_t)i1 * x->ks1;
+            for (uint32_t i2 = 0; i2 < x->ke2; i2++, o += x->ks2)
+                koff[k + i2] = (int32_t)o;
+            k += x->ke2;
         }
-    }
     return koff;
 }
 
@@ -375,6 +378,15 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
     int mode = x->ns1 == 1 ? MMT_KOFF : x->ns1 == 2 ? MMT_KOFF2 : MMT_KOFFG;
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+        if (rows <= 2 && mode != MMT_KOFFG) {   /* several blocks a call (rt_kern_mmw.h) */
+            MMT_NAME(WQueue) q = {.x = &y, .i0 = i0, .rows = rows, .zero = x->zero,
+                                  .mode = mode,
+                                  .cap = MMT_NAME(wcap)((g + MMT_NR - 1) / MMT_NR)};
+            for (size_t j = 0; j < g; j += MMT_NR)
+                MMT_NAME(wpush)(&q, x->b + (int64_t)j * x->ns1, j, (int64_t)(g - j));
+            MMT_NAME(wflush)(&q);
+            continue;
+        }
         for (size_t j = 0; j < g; j += MMT_NR) {
             int64_t left = (int64_t)(g - j);
             MMT_NAME(micros)[rows](&y, x->b + (int64_t)j * x->ns1, 0, i0, j, 0, x->k,
@@ -407,8 +419,20 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
         (uint64_t)x->k * 4 > RT_PACK_BYTES || (4 * ne1 < 3 * used && (!few || grid)))
         return false;
     x->koff = MMT_NAME(win_koff)(c, x);
+    int mode = x->ns1 == 1 ? MMT_KOFF : MMT_KOFF2;
     for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
         uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+        if (rows <= 2) {    /* several pixel rows a call (rt_kern_mmw.h) */
+            size_t nb = ne0 * ((ne1 + MMT_NR - 1) / MMT_NR);
+            MMT_NAME(WQueue) q = {.x = x, .i0 = i0, .rows = rows, .zero = x->zero,
+                                  .mode = mode, .cap = MMT_NAME(wcap)(nb)};
+            for (size_t r = 0; r < ne0; r++)
+                for (size_t j = 0; j < ne1; j += MMT_NR)
+                    MMT_NAME(wpush)(&q, x->b + (int64_t)r * x->ns0 + (int64_t)j * x->ns1,
+                                    r * ne1 + j, (int64_t)(ne1 - j));
+            MMT_NAME(wflush)(&q);
+            continue;
+        }
         for (size_t r = 0; r < ne0; r++)
             for (size_t j = 0; j < ne1; j += MMT_NR) {
                 int64_t left = (int64_t)(ne1 - j);
