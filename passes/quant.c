@@ -84,6 +84,33 @@ static bool candidate(IrGraph *g, const IrNode *n, const char *keep32, const cha
     return !kept(g, n, keep32) && !kept(g, n, keep16);
 }
 
+#define ACT_DEPTH_MIN 64                  /* products of activations this deep stay float */
+
+/* Whether n is an ONNX MatMul of two float activations this pass quantizes (attention's
+ * weighted sum P.V): not kept, and summing more than ACT_DEPTH_MIN products. A shallower
+ * one (attention's scores over heads of 64) stays DLFloat16: an int8 operand row of 64
+ * bytes is half a 128-byte stick, which DRAM transfers charge whole, so int8 operands
+ * would read no fewer bytes, and quantizing them costs a kernel of its own where their
+ * producer cannot take it (the slices of a merged projection). */
+static bool act_product(IrGraph *g, const IrNode *n, const char *keep32, const char *keep16)
+{
+    if (n->op != IR_OP_FOREIGN || n->dead || (n->foreign.domain && n->foreign.domain[0]) ||
+        strcmp(n->foreign.op_type, "MatMul") != 0 || n->nin != 2 || n->nout < 1 ||
+        n->in[0] == IR_NONE)
+        return false;
+    const IrType *ta = ir_vtype(g, n->in[0]);
+    if (ta->rank < 2 || ta->dims[ta->rank - 1] <= ACT_DEPTH_MIN)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        if (n->in[i] == IR_NONE || ir_is_const(g, n->in[i]))
+            return false;
+        IrDType t = ir_vtype(g, n->in[i])->dtype;
+        if (t != IR_DT_F32 && t != IR_DT_UNDEF)
+            return false;
+    }
+    return !kept(g, n, keep32) && !kept(g, n, keep16);
+}
+
 uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_fp16,
                             const char ***names)
 {
@@ -93,9 +120,11 @@ uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_
     uint32_t nn = g->nnodes;
     for (uint32_t i = 0; i < nn; i++) {
         int ws, axis;
-        if (!candidate(g, &g->nodes[i], keep_fp32, keep_fp16, &ws, &axis))
+        bool prod = act_product(g, &g->nodes[i], keep_fp32, keep_fp16);
+        if (!prod && !candidate(g, &g->nodes[i], keep_fp32, keep_fp16, &ws, &axis))
             continue;
-        ValId v2[2] = {g->nodes[i].in[0], g->nodes[i].out[0]};
+        ValId v2[2] = {g->nodes[i].in[0], g->nodes[i].nin > 1 && prod ? g->nodes[i].in[1]
+                                                                        : g->nodes[i].out[0]};
         for (int j = 0; j < 2; j++)
             if (!seen[v2[j]] && !ir_is_const(g, v2[j])) {
                 seen[v2[j]] = 1;
@@ -277,6 +306,15 @@ static bool const_arith(IrGraph *g, const IrNode *r, ValId v)
     return false;
 }
 
+/* Whether live node r reads v. */
+static bool reads_val(const IrNode *r, ValId v)
+{
+    for (int i = 0; !r->dead && i < r->nin; i++)
+        if (r->in[i] == v)
+            return true;
+    return false;
+}
+
 /* Whether every reader of v among later[0..nlater) (directly or through view ops and
  * arithmetic with constants) is
  * a float product of two activations (attention's scores and weighted sum), and there
@@ -291,10 +329,7 @@ static bool float_products_only(IrGraph *g, const IrNode *later, uint32_t nlater
             return false;
     for (uint32_t j = 0; j < nlater; j++) {
         const IrNode *r = &later[j];
-        bool reads = false;
-        for (int i = 0; !r->dead && i < r->nin; i++)
-            reads |= r->in[i] == v;
-        if (!reads)
+        if (!reads_val(r, v))
             continue;
         any = true;
         if ((view_op(r) || const_arith(g, r, v)) && depth < VIEW_CHAIN_MAX) {
@@ -310,6 +345,27 @@ static bool float_products_only(IrGraph *g, const IrNode *later, uint32_t nlater
 
 #define MERGE_MAX 8                       /* sibling products merged into one */
 
+/* Whether a reader of v among later[0..nlater) (directly or through view ops and
+ * arithmetic with constants) is a product of activations this pass quantizes: v's
+ * producer then quantizes it in its epilogue, which the slice of a merged product
+ * could not (its kernel stores the float product for all its members). */
+static bool feeds_act_product(IrGraph *g, const IrNode *later, uint32_t nlater, ValId v,
+                              const PassOptions *opt, int depth)
+{
+    for (uint32_t j = 0; j < nlater; j++) {
+        const IrNode *r = &later[j];
+        if (!reads_val(r, v))
+            continue;
+        if (act_product(g, r, opt->keep_fp32, opt->quant->keep_fp16) &&
+            find_param(opt->quant, ir_val(g, v)->name))
+            return true;
+        if ((view_op(r) || const_arith(g, r, v)) && depth < VIEW_CHAIN_MAX &&
+            feeds_act_product(g, later + j + 1, nlater - j - 1, r->out[0], opt, depth + 1))
+            return true;
+    }
+    return false;
+}
+
 /* Whether node n is a MatMul this pass quantizes whose weight is a 2-D [K, N] float
  * constant and whose result stays float (nothing after it, later[0..nlater), needs it
  * quantized): a candidate for merge_siblings. */
@@ -321,6 +377,8 @@ static bool mergeable(IrGraph *g, const IrNode *n, const IrNode *later, uint32_t
         strcmp(n->foreign.op_type, "MatMul") != 0 || n->nin != 2 || n->nout != 1 ||
         ir_vtype(g, n->in[1])->rank != 2 || ir_is_const(g, n->in[0]) ||
         !ir_val(g, n->in[1])->data)
+        return false;
+    if (feeds_act_product(g, later, nlater, n->out[0], opt, 0))
         return false;
     return !find_param(opt->quant, ir_val(g, n->out[0])->name) ||
            float_products_only(g, later, nlater, n->out[0], 0);
@@ -447,6 +505,51 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     }
 }
 
+/* The symmetric int8 parameters (zero point 0, scale max(|lo|, |hi|) / 127) of the
+ * calibrated range of p: a product of two activations with zero points 0 is a plain
+ * int8 product, without the correction sums (each a kernel of its own) that zero
+ * points need; softmax's probabilities in [0, 1] keep 7 bits. */
+static PassQParam symmetric(const PassQParam *p)
+{
+    PassQParam s = *p;
+    double m = fmax(fabs(p->lo), fabs(p->hi));
+    s.scale = m > 0 ? (double)(float)(m / 127) : 1;
+    s.zero_point = 0;
+    return s;
+}
+
+/* Give product n of two activations (re-added here) symmetric int8 Q/DQ pairs on both
+ * inputs (quantized above the views that make them, like a contraction's data input);
+ * left float when the calibration has no range for one of them. xq, later, uses: as
+ * for quantize_node. */
+static void quantize_product(IrGraph *g, const IrNode *n, PassQuant *q, ValId *xq,
+                             uint32_t nxq, IrNode *later, uint32_t nlater, const uint32_t *uses)
+{
+    const PassQParam *p[2];
+    for (int i = 0; i < 2; i++) {
+        p[i] = n->in[i] < nxq ? find_param(q, ir_val(g, n->in[i])->name) : NULL;
+        if (!p[i] && n->in[i] < nxq) {
+            ir_readd_node(g, n);
+            return;
+        }
+    }
+    IrNode nd = *n;
+    nd.in = ir_scratch(g, (size_t)n->nin * sizeof(ValId));
+    memcpy(nd.in, n->in, (size_t)n->nin * sizeof(ValId));
+    for (int i = 0; i < 2; i++) {
+        if (!p[i])
+            continue;                      /* quantized already by an earlier reader */
+        if (xq[n->in[i]] == IR_NONE) {
+            PassQParam s = symmetric(p[i]);
+            xq[n->in[i]] = quant_input(g, n->in[i], &s, &n->origin, uses, nxq);
+            requant_readers(later, nlater, n->in[i], xq[n->in[i]]);
+        }
+        nd.in[i] = xq[n->in[i]];
+    }
+    ir_readd_node(g, &nd);
+    q->nquantized++;
+}
+
 bool pass_quantize(IrGraph *g, const PassOptions *opt)
 {
     PassQuant *q = opt->quant;
@@ -464,6 +567,8 @@ bool pass_quantize(IrGraph *g, const PassOptions *opt)
             continue;
         if (candidate(g, &old[i], opt->keep_fp32, q->keep_fp16, &ws, &axis))
             quantize_node(g, &old[i], ws, axis, q, xq, nv, old + i + 1, nold - i - 1, uses);
+        else if (act_product(g, &old[i], opt->keep_fp32, q->keep_fp16))
+            quantize_product(g, &old[i], q, xq, nv, old + i + 1, nold - i - 1, uses);
         else
             ir_readd_node(g, &old[i]);
     }
