@@ -21,11 +21,17 @@
  *    add as well as the projection), so that its producer stores only the int8 tensor;
  *    one that reaches the contraction through view ops or a MaxPool is quantized
  *    above them (they commute with a per-tensor quantization), so they move int8; a
- *    result that only float products of activations read (attention's Q, K, V) is left
- *    float (its kernel stores a float for them anyway);
- *  - MatMuls of one activation whose results stay float that way (attention's Q, K and V
- *    projections) become first one product of their weights side by side, read through
- *    a Slice per member (merge_siblings): one kernel with all cores streams the weights.
+ *    result that only products of activations read (attention's Q, K, V) is left
+ *    float there (its kernel stores a float for them, or they quantize it themselves);
+ *  - products of two activations more than 64 deep (attention's weighted sum P.V; see
+ *    act_product) get symmetric int8 operands per tensor (zero point 0, scale
+ *    max(|lo|, |hi|)/127 from the calibrated range): a plain int8 x int8 -> int32
+ *    product, with no zero-point correction sums; their result stays float;
+ *  - MatMuls of one activation whose results stay float that way and feed no quantized
+ *    product of activations (attention's Q and K projections) become first one product
+ *    of their weights side by side, read through a Slice per member (merge_siblings):
+ *    one kernel with all cores streams the weights. V's projection stays alone, so that
+ *    its epilogue stores V quantized for P.V.
  * The decomposition lowers the pairs to float arithmetic (fake quantization: the
  * values are exactly those of int8), which gives the accuracy of int8; the
  * weights' DequantizeLinear folds to a constant.
@@ -112,11 +118,12 @@ static bool act_product(IrGraph *g, const IrNode *n, const char *keep32, const c
 }
 
 uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_fp16,
-                            const char ***names)
+                            const char ***names, uint8_t **symmetric)
 {
     uint32_t cap = 2 * g->nnodes + 1, k = 0;
     const char **nm = ir_alloc(g, cap * sizeof *nm);
-    uint8_t *seen = ir_alloc(g, g->nvals + 1);
+    uint8_t *sym = ir_alloc(g, cap);
+    uint32_t *seen = ir_alloc(g, (g->nvals + 1) * sizeof *seen);   /* index + 1 */
     uint32_t nn = g->nnodes;
     for (uint32_t i = 0; i < nn; i++) {
         int ws, axis;
@@ -127,12 +134,16 @@ uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_
                                                                         : g->nodes[i].out[0]};
         for (int j = 0; j < 2; j++)
             if (!seen[v2[j]] && !ir_is_const(g, v2[j])) {
-                seen[v2[j]] = 1;
+                seen[v2[j]] = k + 1;
+                sym[k] = prod;
                 nm[k++] = ir_val(g, v2[j])->name;
                 ir_add_output(g, v2[j]);
+            } else if (seen[v2[j]] && prod) {
+                sym[seen[v2[j]] - 1] = 1;
             }
     }
     *names = nm;
+    *symmetric = sym;
     return k;
 }
 
@@ -505,21 +516,10 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     }
 }
 
-/* The symmetric int8 parameters (zero point 0, scale max(|lo|, |hi|) / 127) of the
- * calibrated range of p: a product of two activations with zero points 0 is a plain
- * int8 product, without the correction sums (each a kernel of its own) that zero
- * points need; softmax's probabilities in [0, 1] keep 7 bits. */
-static PassQParam symmetric(const PassQParam *p)
-{
-    PassQParam s = *p;
-    double m = fmax(fabs(p->lo), fabs(p->hi));
-    s.scale = m > 0 ? (double)(float)(m / 127) : 1;
-    s.zero_point = 0;
-    return s;
-}
-
-/* Give product n of two activations (re-added here) symmetric int8 Q/DQ pairs on both
- * inputs (quantized above the views that make them, like a contraction's data input);
+/* Give product n of two activations (re-added here) int8 Q/DQ pairs on both inputs
+ * (symmetric: the calibration gives such operands zero point 0, which makes the product
+ * a plain int8 one, without the correction sums, each a kernel of its own, that zero
+ * points need; quantized above the views that make them, like a contraction's data input);
  * left float when the calibration has no range for one of them. xq, later, uses: as
  * for quantize_node. */
 static void quantize_product(IrGraph *g, const IrNode *n, PassQuant *q, ValId *xq,
@@ -540,8 +540,7 @@ static void quantize_product(IrGraph *g, const IrNode *n, PassQuant *q, ValId *x
         if (!p[i])
             continue;                      /* quantized already by an earlier reader */
         if (xq[n->in[i]] == IR_NONE) {
-            PassQParam s = symmetric(p[i]);
-            xq[n->in[i]] = quant_input(g, n->in[i], &s, &n->origin, uses, nxq);
+            xq[n->in[i]] = quant_input(g, n->in[i], p[i], &n->origin, uses, nxq);
             requant_readers(later, nlater, n->in[i], xq[n->in[i]]);
         }
         nd.in[i] = xq[n->in[i]];
