@@ -153,6 +153,18 @@ static void quant_params(PassQParam *p, double lo, double hi)
     p->zero_point = (int)fmax(-128, fmin(127, zp));
 }
 
+/* The symmetric int8 parameters of range [lo, hi] (widened to contain 0): scale
+ * max(|lo|, |hi|) / 127 and zero point 0 (the operands of a product of two activations,
+ * which then needs no zero-point corrections). */
+static void quant_params_symmetric(PassQParam *p, double lo, double hi)
+{
+    double m = fmax(fabs(lo), fabs(hi));
+    p->lo = fmin(lo, 0);
+    p->hi = fmax(hi, 0);
+    p->scale = m > 0 ? (double)(float)(m / 127) : 1;
+    p->zero_point = 0;
+}
+
 /* fp8 calibration: per observed input (output index base + i; sum[i] NULL when not
  * observed), the sums over the calibration sets of its per-set column means, m1, and
  * of their squares, m2, the number of sets seen, and (for GPTQ, NULL when skipped) the
@@ -235,7 +247,9 @@ bool cli_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassQuant
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const char **names;
-    uint32_t base = g->noutputs, n = pass_quant_observe(g, a->keep_fp32, a->keep_fp16, &names);
+    uint8_t *sym;
+    uint32_t base = g->noutputs,
+             n = pass_quant_observe(g, a->keep_fp32, a->keep_fp16, &names, &sym);
     if (!lower(g, target))
         return false;
     CalibStats s = {.base = base, .n = n, .lo = malloc((n + 1) * sizeof(double)),
@@ -262,6 +276,8 @@ bool cli_calibrate(IrGraph *g, const Args *a, const SpyTarget *target, PassQuant
         p[np].name = strdup(names[i]);
         if (!p[np].name)
             ok = false;
+        else if (sym[i])
+            quant_params_symmetric(&p[np++], s.lo[i], s.hi[i]);
         else
             quant_params(&p[np++], s.lo[i], s.hi[i]);
     }

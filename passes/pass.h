@@ -147,9 +147,11 @@ bool pass_fp8(IrGraph *g, const PassOptions *opt);         /* --precision=fp8 (f
 uint32_t pass_fp8_observe(IrGraph *g, const char ***wnames, int64_t **outs);
 /* Calibration (quant.c): make the activation tensors that pass_quantize would quantize
  * extra graph outputs of g (a graph straight from the frontend); returns their count
- * and their names in *names (g's arena), in the order of the new outputs. */
+ * and their names in *names (g's arena), in the order of the new outputs; (*symmetric)[i]
+ * says that tensor i is to be quantized symmetrically (zero point 0: an operand of a
+ * product of two activations). */
 uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_fp16,
-                            const char ***names);
+                            const char ***names, uint8_t **symmetric);
 /* Whether precision p stores float tensors on the card as DLFloat16 (fp16, int8, fp8). */
 static inline bool pass_prec_half(int p) { return p != PASS_PREC_MODEL; }
 

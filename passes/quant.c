@@ -21,11 +21,17 @@
  *    add as well as the projection), so that its producer stores only the int8 tensor;
  *    one that reaches the contraction through view ops or a MaxPool is quantized
  *    above them (they commute with a per-tensor quantization), so they move int8; a
- *    result that only float products of activations read (attention's Q, K, V) is left
- *    float (its kernel stores a float for them anyway);
- *  - MatMuls of one activation whose results stay float that way (attention's Q, K and V
- *    projections) become first one product of their weights side by side, read through
- *    a Slice per member (merge_siblings): one kernel with all cores streams the weights.
+ *    result that only products of activations read (attention's Q, K, V) is left
+ *    float there (its kernel stores a float for them, or they quantize it themselves);
+ *  - products of two activations more than 64 deep (attention's weighted sum P.V; see
+ *    act_product) get symmetric int8 operands per tensor (zero point 0, scale
+ *    max(|lo|, |hi|)/127 from the calibrated range): a plain int8 x int8 -> int32
+ *    product, with no zero-point correction sums; their result stays float;
+ *  - MatMuls of one activation whose results stay float that way and feed no quantized
+ *    product of activations (attention's Q and K projections) become first one product
+ *    of their weights side by side, read through a Slice per member (merge_siblings):
+ *    one kernel with all cores streams the weights. V's projection stays alone, so that
+ *    its epilogue stores V quantized for P.V.
  * The decomposition lowers the pairs to float arithmetic (fake quantization: the
  * values are exactly those of int8), which gives the accuracy of int8; the
  * weights' DequantizeLinear folds to a constant.
@@ -84,26 +90,60 @@ static bool candidate(IrGraph *g, const IrNode *n, const char *keep32, const cha
     return !kept(g, n, keep32) && !kept(g, n, keep16);
 }
 
+#define ACT_DEPTH_MIN 64                  /* products of activations this deep stay float */
+
+/* Whether n is an ONNX MatMul of two float activations this pass quantizes (attention's
+ * weighted sum P.V): not kept, and summing more than ACT_DEPTH_MIN products. A shallower
+ * one (attention's scores over heads of 64) stays DLFloat16: an int8 operand row of 64
+ * bytes is half a 128-byte stick, which DRAM transfers charge whole, so int8 operands
+ * would read no fewer bytes, and quantizing them costs a kernel of its own where their
+ * producer cannot take it (the slices of a merged projection). */
+static bool act_product(IrGraph *g, const IrNode *n, const char *keep32, const char *keep16)
+{
+    if (n->op != IR_OP_FOREIGN || n->dead || (n->foreign.domain && n->foreign.domain[0]) ||
+        strcmp(n->foreign.op_type, "MatMul") != 0 || n->nin != 2 || n->nout < 1 ||
+        n->in[0] == IR_NONE)
+        return false;
+    const IrType *ta = ir_vtype(g, n->in[0]);
+    if (ta->rank < 2 || ta->dims[ta->rank - 1] <= ACT_DEPTH_MIN)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        if (n->in[i] == IR_NONE || ir_is_const(g, n->in[i]))
+            return false;
+        IrDType t = ir_vtype(g, n->in[i])->dtype;
+        if (t != IR_DT_F32 && t != IR_DT_UNDEF)
+            return false;
+    }
+    return !kept(g, n, keep32) && !kept(g, n, keep16);
+}
+
 uint32_t pass_quant_observe(IrGraph *g, const char *keep_fp32, const char *keep_fp16,
-                            const char ***names)
+                            const char ***names, uint8_t **symmetric)
 {
     uint32_t cap = 2 * g->nnodes + 1, k = 0;
     const char **nm = ir_alloc(g, cap * sizeof *nm);
-    uint8_t *seen = ir_alloc(g, g->nvals + 1);
+    uint8_t *sym = ir_alloc(g, cap);
+    uint32_t *seen = ir_alloc(g, (g->nvals + 1) * sizeof *seen);   /* index + 1 */
     uint32_t nn = g->nnodes;
     for (uint32_t i = 0; i < nn; i++) {
         int ws, axis;
-        if (!candidate(g, &g->nodes[i], keep_fp32, keep_fp16, &ws, &axis))
+        bool prod = act_product(g, &g->nodes[i], keep_fp32, keep_fp16);
+        if (!prod && !candidate(g, &g->nodes[i], keep_fp32, keep_fp16, &ws, &axis))
             continue;
-        ValId v2[2] = {g->nodes[i].in[0], g->nodes[i].out[0]};
+        ValId v2[2] = {g->nodes[i].in[0], g->nodes[i].nin > 1 && prod ? g->nodes[i].in[1]
+                                                                        : g->nodes[i].out[0]};
         for (int j = 0; j < 2; j++)
             if (!seen[v2[j]] && !ir_is_const(g, v2[j])) {
-                seen[v2[j]] = 1;
+                seen[v2[j]] = k + 1;
+                sym[k] = prod;
                 nm[k++] = ir_val(g, v2[j])->name;
                 ir_add_output(g, v2[j]);
+            } else if (seen[v2[j]] && prod) {
+                sym[seen[v2[j]] - 1] = 1;
             }
     }
     *names = nm;
+    *symmetric = sym;
     return k;
 }
 
@@ -277,6 +317,15 @@ static bool const_arith(IrGraph *g, const IrNode *r, ValId v)
     return false;
 }
 
+/* Whether live node r reads v. */
+static bool reads_val(const IrNode *r, ValId v)
+{
+    for (int i = 0; !r->dead && i < r->nin; i++)
+        if (r->in[i] == v)
+            return true;
+    return false;
+}
+
 /* Whether every reader of v among later[0..nlater) (directly or through view ops and
  * arithmetic with constants) is
  * a float product of two activations (attention's scores and weighted sum), and there
@@ -291,10 +340,7 @@ static bool float_products_only(IrGraph *g, const IrNode *later, uint32_t nlater
             return false;
     for (uint32_t j = 0; j < nlater; j++) {
         const IrNode *r = &later[j];
-        bool reads = false;
-        for (int i = 0; !r->dead && i < r->nin; i++)
-            reads |= r->in[i] == v;
-        if (!reads)
+        if (!reads_val(r, v))
             continue;
         any = true;
         if ((view_op(r) || const_arith(g, r, v)) && depth < VIEW_CHAIN_MAX) {
@@ -310,6 +356,27 @@ static bool float_products_only(IrGraph *g, const IrNode *later, uint32_t nlater
 
 #define MERGE_MAX 8                       /* sibling products merged into one */
 
+/* Whether a reader of v among later[0..nlater) (directly or through view ops and
+ * arithmetic with constants) is a product of activations this pass quantizes: v's
+ * producer then quantizes it in its epilogue, which the slice of a merged product
+ * could not (its kernel stores the float product for all its members). */
+static bool feeds_act_product(IrGraph *g, const IrNode *later, uint32_t nlater, ValId v,
+                              const PassOptions *opt, int depth)
+{
+    for (uint32_t j = 0; j < nlater; j++) {
+        const IrNode *r = &later[j];
+        if (!reads_val(r, v))
+            continue;
+        if (act_product(g, r, opt->keep_fp32, opt->quant->keep_fp16) &&
+            find_param(opt->quant, ir_val(g, v)->name))
+            return true;
+        if ((view_op(r) || const_arith(g, r, v)) && depth < VIEW_CHAIN_MAX &&
+            feeds_act_product(g, later + j + 1, nlater - j - 1, r->out[0], opt, depth + 1))
+            return true;
+    }
+    return false;
+}
+
 /* Whether node n is a MatMul this pass quantizes whose weight is a 2-D [K, N] float
  * constant and whose result stays float (nothing after it, later[0..nlater), needs it
  * quantized): a candidate for merge_siblings. */
@@ -321,6 +388,8 @@ static bool mergeable(IrGraph *g, const IrNode *n, const IrNode *later, uint32_t
         strcmp(n->foreign.op_type, "MatMul") != 0 || n->nin != 2 || n->nout != 1 ||
         ir_vtype(g, n->in[1])->rank != 2 || ir_is_const(g, n->in[0]) ||
         !ir_val(g, n->in[1])->data)
+        return false;
+    if (feeds_act_product(g, later, nlater, n->out[0], opt, 0))
         return false;
     return !find_param(opt->quant, ir_val(g, n->out[0])->name) ||
            float_products_only(g, later, nlater, n->out[0], 0);
@@ -447,6 +516,39 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
     }
 }
 
+/* Give product n of two activations (re-added here) int8 Q/DQ pairs on both inputs
+ * (symmetric: the calibration gives such operands zero point 0, which makes the product
+ * a plain int8 one, without the correction sums, each a kernel of its own, that zero
+ * points need; quantized above the views that make them, like a contraction's data input);
+ * left float when the calibration has no range for one of them. xq, later, uses: as
+ * for quantize_node. */
+static void quantize_product(IrGraph *g, const IrNode *n, PassQuant *q, ValId *xq,
+                             uint32_t nxq, IrNode *later, uint32_t nlater, const uint32_t *uses)
+{
+    const PassQParam *p[2];
+    for (int i = 0; i < 2; i++) {
+        p[i] = n->in[i] < nxq ? find_param(q, ir_val(g, n->in[i])->name) : NULL;
+        if (!p[i] && n->in[i] < nxq) {
+            ir_readd_node(g, n);
+            return;
+        }
+    }
+    IrNode nd = *n;
+    nd.in = ir_scratch(g, (size_t)n->nin * sizeof(ValId));
+    memcpy(nd.in, n->in, (size_t)n->nin * sizeof(ValId));
+    for (int i = 0; i < 2; i++) {
+        if (!p[i])
+            continue;                      /* quantized already by an earlier reader */
+        if (xq[n->in[i]] == IR_NONE) {
+            xq[n->in[i]] = quant_input(g, n->in[i], p[i], &n->origin, uses, nxq);
+            requant_readers(later, nlater, n->in[i], xq[n->in[i]]);
+        }
+        nd.in[i] = xq[n->in[i]];
+    }
+    ir_readd_node(g, &nd);
+    q->nquantized++;
+}
+
 bool pass_quantize(IrGraph *g, const PassOptions *opt)
 {
     PassQuant *q = opt->quant;
@@ -464,6 +566,8 @@ bool pass_quantize(IrGraph *g, const PassOptions *opt)
             continue;
         if (candidate(g, &old[i], opt->keep_fp32, q->keep_fp16, &ws, &axis))
             quantize_node(g, &old[i], ws, axis, q, xq, nv, old + i + 1, nold - i - 1, uses);
+        else if (act_product(g, &old[i], opt->keep_fp32, q->keep_fp16))
+            quantize_product(g, &old[i], q, xq, nv, old + i + 1, nold - i - 1, uses);
         else
             ir_readd_node(g, &old[i]);
     }

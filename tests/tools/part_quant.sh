@@ -169,10 +169,40 @@ part_cli_quant() {
     } >"$log" 2>&1
     result quant/int8-keep-fp16 $? "$log"
     quant_merged_qkv
+    quant_int8_attention
     for m in qdq_attn qdq_attn_long qdq_cnn; do quant_qdq_fp16 $m; done
     for m in gpt2_tiny bert_tiny llama_tiny; do quant_fp8 $m; done
     quant_fp8_calib gpt2_tiny better
     quant_fp8_calib llama_tiny
+}
+
+# quant_int8_attention: in the int8 IR of tests/models/attn_long_f32 (one attention head
+# over 72 positions) the weighted sum P.V, a product of two activations 72 deep, is an
+# int32 product of symmetric int8 operands (no zero-point correction products: 4 int32
+# products in all, with the merged Q/K and separate V projections and the output one),
+# the scores Q.K^T (16 deep) stay float, and the bundle passes its fp32 goldens by the
+# int8 defaults; --keep-fp16=weighted_sum leaves P.V float (and V merged: 2 int32
+# products).
+quant_int8_attention() {
+    local m=tests/models/attn_long_f32 d=$W/quant log
+    local cal=(tests/calib/attn_long_f32/set_*)
+    expect_rc quant/int8-attention-compile 0 "$SPYREC" $m/model.onnx --precision=int8 \
+        --calibrate "${cal[@]}" -o "$d/attn.i8.sbin"
+    expect_rc quant/int8-attention-check 0 "$SPYRUN" "$d/attn.i8.sbin" \
+        --input-dir $m/test_data_set_0 --check $m/test_data_set_0
+    log=$(logname quant/int8-attention-ir)
+    {
+        "$SPYREC" $m/model.onnx --precision=int8 --calibrate "${cal[@]}" --emit=ir \
+            -o "$d/attn.ir" &&
+            grep -q "i32\[1,72,16\] = matmul(.*# 'weighted_sum'" "$d/attn.ir" &&
+            grep -q "f32\[1,72,72\] = matmul(%q, %kt)" "$d/attn.ir" &&
+            [ "$(grep -c 'i32\[.*= matmul(' "$d/attn.ir")" = 4 ] &&
+            "$SPYREC" $m/model.onnx --precision=int8 --calibrate "${cal[@]}" --emit=ir \
+                --keep-fp16=weighted_sum -o "$d/attn.k.ir" &&
+            grep -q "f32\[1,72,16\] = matmul(.*# 'weighted_sum'" "$d/attn.k.ir" &&
+            [ "$(grep -c 'i32\[.*= matmul(' "$d/attn.k.ir")" = 2 ]
+    } >"$log" 2>&1
+    result quant/int8-attention-ir $? "$log"
 }
 
 # quant_merged_qkv: in the int8 IR of bert_tiny (2 layers) the Q, K and V projections of
