@@ -326,9 +326,23 @@ static void touch(DramRange *rng, uint32_t *slot, ValId r, uint32_t ki)
     x->last = x->last == UINT32_MAX || ki > x->last ? ki : x->last;
 }
 
+/* Whether constants a and b may share one DRAM range: the same type, device layout and
+ * bytes (the constant pool of size buckets, passes/cpool.c, stores identical constants
+ * once). */
+static bool same_constant(const PVfy *v, const DramRange *a, const DramRange *b)
+{
+    const IrValue *x = ir_val(v->g, a->v), *y = ir_val(v->g, b->v);
+    if (a->off != b->off || a->end != b->end || x->type.dtype != y->type.dtype ||
+        x->type.rank != y->type.rank || v->p->val[a->v].layout != v->p->val[b->v].layout ||
+        memcmp(x->type.dims, y->type.dims, (size_t)x->type.rank * sizeof x->type.dims[0]))
+        return false;
+    size_t n = ir_type_bytes(&x->type);
+    return !n || (x->data && y->data && !memcmp(x->data, y->data, n));
+}
+
 /* The n ranges of one segment of size bytes, sorted by offset here: each inside the
  * segment; no two overlapping when their kernel intervals meet (always: constants,
- * live for the whole run). */
+ * live for the whole run, unless they are identical and share their bytes). */
 static void check_segment(PVfy *v, DramRange *rng, uint32_t n, uint64_t size, bool always)
 {
     qsort(rng, n, sizeof *rng, cmp_range);
@@ -340,7 +354,8 @@ static void check_segment(PVfy *v, DramRange *rng, uint32_t n, uint64_t size, bo
         for (uint32_t j = i + 1; j < n && rng[j].off < rng[i].end; j++) {
             bool meet = always || (rng[i].first != UINT32_MAX && rng[j].first != UINT32_MAX &&
                                    rng[i].first <= rng[j].last && rng[j].first <= rng[i].last);
-            if (meet && rng[j].end > rng[j].off)
+            if (meet && rng[j].end > rng[j].off &&
+                !(always && same_constant(v, &rng[i], &rng[j])))
                 fail(v, "'%s' [%llu, %llu) and '%s' [%llu, %llu) overlap in DRAM while both "
                      "are live", ir_val(v->g, rng[i].v)->name, (unsigned long long)rng[i].off,
                      (unsigned long long)rng[i].end, ir_val(v->g, rng[j].v)->name,
