@@ -49,6 +49,7 @@ MMT_TARGET static inline __m256 load_s2_8(int64_t n, const float *p) {
 }
 
 #define MMT_LOADS2(n, p) load_s2_8((n), (p))
+#define MMT_PERM(v, i) _mm256_permutevar8x32_ps((v), (i))
 #define MMT_MCOUNT(m) __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)))
 #define MMT_FEATURE RT_HOST_AVX2_FMA
 #define MMT_EXPORT rt_mm_f32_256

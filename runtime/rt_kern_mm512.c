@@ -50,6 +50,7 @@ MMT_TARGET static inline __m512 load_s2_16(int64_t n, const float *p) {
 }
 
 #define MMT_LOADS2(n, p) load_s2_16((n), (p))
+#define MMT_PERM(v, i) _mm512_permutexvar_ps((i), (v))
 #define MMT_MCOUNT(m) __builtin_popcount(m)
 #define MMT_FEATURE RT_HOST_AVX512
 #define MMT_EXPORT rt_mm_f32_512
