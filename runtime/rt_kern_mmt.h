@@ -464,21 +464,25 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
 }
 
 /* Copies a window's k-row at row into the dense row d (win_dense) when its pixel
- * rows have column stride 2 and at most a vector's elements (resnet50's 7 x 7 and
- * 14 x 14 windows of stride 2), with the masks made once: a row of at most half a
- * vector is one masked load of its 2 * ne1 - 1 floats with its even lanes permuted to
- * the front (even: lane i = 2i), a longer one MMT_LOADS2. The general copy
- * (win_seg) took about half the time of those products (now -26 to -46%). */
+ * rows have column stride 2, with the masks made once (mout: the last vector's lanes
+ * of a row): a row of at most half a vector is one masked load of its 2 * ne1 - 1
+ * floats with its even lanes permuted to the front (even: lane i = 2i), a longer one
+ * MMT_LOADS2 a vector at a time. The general copy (win_seg) took about half the time
+ * of resnet50's 7 x 7 and 14 x 14 stride-2 products (now -26 to -46%). */
 MMT_INLINE void MMT_NAME(dense_s2)(const MMT_NAME(Args) *x, float *d, const float *row,
                                     MMT_M min, MMT_M mout, MMT_VI even) {
-    size_t ne1 = x->ne1, ne0 = x->n / ne1;
+    size_t ne1 = x->ne1, ne0 = x->n / ne1, full = (ne1 - 1) / MMT_VL * MMT_VL;
     if (2 * ne1 <= MMT_VL)
         for (size_t r = 0; r < ne0; r++)
             MMT_STOREM(d + r * ne1, mout,
                        MMT_PERM(MMT_LOADM(min, row + (int64_t)r * x->ns0), even));
     else
-        for (size_t r = 0; r < ne0; r++)
-            MMT_STOREM(d + r * ne1, mout, MMT_LOADS2((int64_t)ne1, row + (int64_t)r * x->ns0));
+        for (size_t r = 0; r < ne0; r++, d += ne1) {
+            const float *s = row + (int64_t)r * x->ns0;
+            for (size_t o = 0; o < full; o += MMT_VL)
+                MMT_STOREU(d + o, MMT_LOADS2(MMT_VL, s + 2 * o));
+            MMT_STOREM(d + full, mout, MMT_LOADS2((int64_t)(ne1 - full), s + 2 * full));
+        }
 }
 
 /* A window's MATMUL with fewer than MMT_PACK_M rows of C (read in place like a plain
@@ -494,8 +498,9 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
     y.b = c->pack;
     y.ldb = n;
     MMT_VI idx = MMT_IDX((int32_t)x->ns1);
-    bool s2 = x->ns1 == 2 && ne1 <= MMT_VL;      /* short stride-2 pixel rows */
-    MMT_M min = MMT_LANES((int64_t)(2 * ne1 - 1)), mout = MMT_LANES((int64_t)ne1);
+    bool s2 = x->ns1 == 2;                        /* stride-2 pixel rows */
+    MMT_M min = MMT_LANES((int64_t)(2 * ne1 - 1));
+    MMT_M mout = MMT_LANES((int64_t)(ne1 - (ne1 - 1) / MMT_VL * MMT_VL));
     uint32_t i2 = 0, i1 = 0, i0 = 0;
     for (uint32_t k0 = 0; k0 < x->k; k0 += (uint32_t)kb) {
         uint32_t kc = x->k - k0 < kb ? x->k - k0 : (uint32_t)kb;
