@@ -26,8 +26,9 @@
  * into contiguous zero-padded panels of 2 vectors' width (MMT_KC x NR floats: the panel
  * a micro-kernel call streams stays in the L1 cache), then every block of MMT_MR rows
  * of C runs over all panels, broadcasting A straight from its rows (those MMT_MR rows
- * stay in L1 across the panels). The last rows use the same micro-kernel with fewer
- * rows, the last columns are masked at n (one vector when the second would be empty).
+ * stay in L1 across the panels). The rows are cut into equal blocks of at most
+ * MMT_MR (no thin remainder), the last columns are masked at n (one vector when the
+ * second would be empty, a half-width one for at most half a vector's lanes).
  * Products with fewer than MMT_PACK_M rows (8 row blocks) read B in place, a panel's
  * width at a time for all row blocks (all of k at once, or MMT_KC rows at a time when
  * the panel would not stay in the L1 cache), through the same micro-kernel with
