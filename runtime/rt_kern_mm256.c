@@ -28,6 +28,11 @@
 #define MMT_IDX(s) _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(s))
 #define MMT_GATHERM(m, p, i) _mm256_mask_i32gather_ps(_mm256_setzero_ps(), (p), (i), _mm256_castsi256_ps(m), 4)
 #define MMT_NAME(x) mm256_##x
+#define MMT_HALF 0 /* no half vectors: a 4-float FMA costs as much as an 8-float one */
+#define MMT_HV __m256
+#define MMT_HLO(v) (v)
+#define MMT_HUP(h) (h)
+#define MMT_HFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 
 /* Mask of the first n lanes (n clamped to 0..8): lane i all ones when i < n. */
 MMT_TARGET static inline __m256i lanes8(int64_t n) {
@@ -44,6 +49,7 @@ MMT_TARGET static inline __m256 load_s2_8(int64_t n, const float *p) {
 }
 
 #define MMT_LOADS2(n, p) load_s2_8((n), (p))
+#define MMT_PERM(v, i) _mm256_permutevar8x32_ps((v), (i))
 #define MMT_MCOUNT(m) __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)))
 #define MMT_FEATURE RT_HOST_AVX2_FMA
 #define MMT_EXPORT rt_mm_f32_256

@@ -28,6 +28,13 @@
 #define MMT_IDX(s) _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), _mm512_set1_epi32(s))
 #define MMT_GATHERM(m, p, i) _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (m), (i), (p), 4)
 #define MMT_NAME(x) mm512_##x
+/* Half vectors: 8-float ymm FMAs (AVX-512 hosts that split a zmm FMA in two, such as
+ * AMD Zen 4, run twice as many); loads, masks and stores stay zmm ones (no AVX512VL). */
+#define MMT_HALF 1
+#define MMT_HV __m256
+#define MMT_HLO(v) _mm512_castps512_ps256(v)
+#define MMT_HUP(h) _mm512_castps256_ps512(h)
+#define MMT_HFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 
 /* Mask of the first n lanes (n clamped to 0..16). */
 static inline __mmask16 lanes16(int64_t n) {
@@ -43,6 +50,7 @@ MMT_TARGET static inline __m512 load_s2_16(int64_t n, const float *p) {
 }
 
 #define MMT_LOADS2(n, p) load_s2_16((n), (p))
+#define MMT_PERM(v, i) _mm512_permutexvar_ps((i), (v))
 #define MMT_MCOUNT(m) __builtin_popcount(m)
 #define MMT_FEATURE RT_HOST_AVX512
 #define MMT_EXPORT rt_mm_f32_512

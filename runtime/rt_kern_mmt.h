@@ -12,8 +12,12 @@
  *   MMT_SET1(f), MMT_ZERO(), MMT_FMA(a, b, c) = a * b + c with one rounding
  *   MMT_VI         an index vector; MMT_IDX(s) lane i = i * s; MMT_GATHERM(m, p, vi)
  *                  masked gather (zeroing) of p[vi[i]]; MMT_LOADS2(n, p) lanes i < n
- *                  of p[2*i]; MMT_MCOUNT(m) the number of lanes of mask m
+ *                  of p[2*i]; MMT_MCOUNT(m) the number of lanes of mask m;
+ *                  MMT_PERM(v, vi) lane i = lane vi[i] of v
  *   MMT_NAME(x)    the name of this instance's function x
+ *   MMT_HALF       1 when a half-width vector MMT_HV runs its FMA (MMT_HFMA) at twice
+ *                  the full vector's rate: MMT_HLO(v) its low half, MMT_HUP(h) a full
+ *                  vector whose low half is h (the rest undefined); else 0
  *   MMT_FEATURE    the RT_HOST_* bits the host needs; MMT_EXPORT the exported entry
  *
  * Blocked like a BLAS GEMM for the small products an LX tile holds: k is cut into
@@ -22,8 +26,9 @@
  * into contiguous zero-padded panels of 2 vectors' width (MMT_KC x NR floats: the panel
  * a micro-kernel call streams stays in the L1 cache), then every block of MMT_MR rows
  * of C runs over all panels, broadcasting A straight from its rows (those MMT_MR rows
- * stay in L1 across the panels). The last rows use the same micro-kernel with fewer
- * rows, the last columns are masked at n (one vector when the second would be empty).
+ * stay in L1 across the panels). The rows are cut into equal blocks of at most
+ * MMT_MR (no thin remainder), the last columns are masked at n (one vector when the
+ * second would be empty, a half-width one for at most half a vector's lanes).
  * Products with fewer than MMT_PACK_M rows (8 row blocks) read B in place, a panel's
  * width at a time for all row blocks (all of k at once, or MMT_KC rows at a time when
  * the panel would not stay in the L1 cache), through the same micro-kernel with
@@ -189,22 +194,36 @@ MMT_INLINE void MMT_NAME(pack_win)(const MMT_NAME(Args) *x, float *bp, uint32_t 
  * apart (a packed panel: ldb = NR, m0 / m1 only for C; in place: ldb of B, and the
  * masks also keep B's loads inside its columns). zero starts from 0 instead of C. NV
  * is 2, or 1 when m1 is empty (the last columns: the second vector would only be
- * multiplied by zeros). */
+ * multiplied by zeros). H: the last vector has at most MMT_VL / 2 lanes of C and runs
+ * as a half-width vector (MMT_HV; MMT_HALF hosts only): a row of 56 output pixels
+ * costs 3.5 vectors' FMAs instead of 4 on a host that runs a full vector's FMA as two
+ * halves; the same FMA per lane, so the same bits. */
 MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t ldb,
                                  size_t i0, size_t j0, uint32_t k0, uint32_t kc, bool zero,
                                  MMT_M m0, MMT_M m1, const int mode, const int R,
-                                 const int NV) {
+                                 const int NV, const int H) {
     const bool packed = mode == MMT_PACKED;
     const int32_t *koff = mode >= MMT_KOFF ? x->koff + k0 : NULL;
     const int64_t n0 = mode == MMT_KOFF2 ? MMT_MCOUNT(m0) : 0;
     const int64_t n1 = mode == MMT_KOFF2 ? MMT_MCOUNT(m1) : 0;
+    const bool h0 = H && NV == 1, h1 = H && NV == 2;   /* which vector is half */
     MMT_V acc[MMT_MR][2];
+    MMT_HV hacc[MMT_MR];
     float *c = x->c + i0 * x->ldc + j0;
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
-        acc[r][0] = zero ? MMT_ZERO() : MMT_LOADM(m0, c + r * x->ldc);
-        if (NV == 2)
-            acc[r][1] = zero ? MMT_ZERO() : MMT_LOADM(m1, c + r * x->ldc + MMT_VL);
+        MMT_V c0 = zero ? MMT_ZERO() : MMT_LOADM(m0, c + r * x->ldc);
+        if (h0)
+            hacc[r] = MMT_HLO(c0);
+        else
+            acc[r][0] = c0;
+        if (NV == 2) {
+            MMT_V c1 = zero ? MMT_ZERO() : MMT_LOADM(m1, c + r * x->ldc + MMT_VL);
+            if (h1)
+                hacc[r] = MMT_HLO(c1);
+            else
+                acc[r][1] = c1;
+        }
     }
     const rt_f32 *a = x->a + i0 * x->lda + k0;
     size_t lda = x->lda;
@@ -229,48 +248,62 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
             if (NV == 2)
                 b1 = packed ? MMT_LOAD(bk + MMT_VL) : MMT_LOADM(m1, bk + MMT_VL);
         }
+        MMT_HV hb = MMT_HLO(h0 ? b0 : b1);
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             MMT_V av = MMT_SET1(a[r * lda + k]);
-            acc[r][0] = MMT_FMA(av, b0, acc[r][0]);
-            if (NV == 2)
+            if (h0)
+                hacc[r] = MMT_HFMA(MMT_HLO(av), hb, hacc[r]);
+            else
+                acc[r][0] = MMT_FMA(av, b0, acc[r][0]);
+            if (h1)
+                hacc[r] = MMT_HFMA(MMT_HLO(av), hb, hacc[r]);
+            else if (NV == 2)
                 acc[r][1] = MMT_FMA(av, b1, acc[r][1]);
         }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
-        MMT_STOREM(c + r * x->ldc, m0, acc[r][0]);
+        MMT_STOREM(c + r * x->ldc, m0, h0 ? MMT_HUP(hacc[r]) : acc[r][0]);
         if (NV == 2)
-            MMT_STOREM(c + r * x->ldc + MMT_VL, m1, acc[r][1]);
+            MMT_STOREM(c + r * x->ldc + MMT_VL, m1, h1 ? MMT_HUP(hacc[r]) : acc[r][1]);
     }
 }
 
-/* The micro-kernel of R rows and NV vectors for B's mode (a switch over the modes). */
-#define MMT_MICRO_MODES(R, NV)                                                           \
+/* The micro-kernel of R rows, NV vectors and half last vector H for B's mode (a
+ * switch over the modes; gathers never take the half vector). */
+#define MMT_MICRO_MODES(R, NV, H)                                                        \
     do {                                                                                 \
         if (mode == MMT_PACKED)                                                          \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_PACKED, R, NV); \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_PACKED, R, NV, H); \
         else if (mode == MMT_KOFF)                                                       \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF, R, NV);   \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF, R, NV, H); \
         else if (mode == MMT_KOFF2)                                                      \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF2, R, NV);  \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF2, R, NV, H); \
         else if (mode == MMT_KOFFG)                                                      \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFFG, R, NV);  \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFFG, R, NV, 0); \
         else                                                                             \
-            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_INPLACE, R, NV);\
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_INPLACE, R, NV, H); \
     } while (0)
 
 /* One function per row count, so each keeps its accumulators in registers; one
- * vector of columns when the second has no lane of C. */
+ * vector of columns when the second has no lane of C; the last one half-width when
+ * it has at most half a vector's lanes (MMT_HALF hosts, not for gathers). */
 #define MMT_MICRO(R)                                                                     \
     MMT_TARGET static void MMT_NAME(micro_##R)(const MMT_NAME(Args) *x, const float *b,   \
                                                size_t ldb, size_t i0, size_t j0,         \
                                                uint32_t k0, uint32_t kc, bool zero,      \
                                                MMT_M m0, MMT_M m1, int mode) {           \
-        if (MMT_MCOUNT(m1))                                                              \
-            MMT_MICRO_MODES(R, 2);                                                       \
+        int last = MMT_MCOUNT(m1) ? MMT_MCOUNT(m1) : MMT_MCOUNT(m0);                     \
+        bool half = MMT_HALF && mode != MMT_KOFFG && 2 * last <= MMT_VL;                 \
+        if (MMT_MCOUNT(m1) && half)                                                      \
+            MMT_MICRO_MODES(R, 2, 1);                                                    \
+        else if (MMT_MCOUNT(m1))                                                         \
+            MMT_MICRO_MODES(R, 2, 0);                                                    \
+        else if (half)                                                                   \
+            MMT_MICRO_MODES(R, 1, 1);                                                    \
         else                                                                             \
-            MMT_MICRO_MODES(R, 1);                                                       \
+            MMT_MICRO_MODES(R, 1, 0);                                                    \
     }
 
 MMT_MICRO(1)
@@ -301,6 +334,15 @@ static const MMT_NAME(MicroFn) MMT_NAME(micros)[MMT_MR + 1] = {
 #endif
 };
 
+/* Rows of C of the next micro-kernel call when left rows remain: the fewest blocks
+ * of at most MMT_MR rows, of equal size (16 rows: 8 + 8, not 12 + 4; 64: 11 x 4 +
+ * 10 x 2), so no call is a thin remainder whose FMAs have little else to hide the
+ * loads and loop behind. */
+MMT_INLINE uint32_t MMT_NAME(block_rows)(uint32_t left) {
+    uint32_t nb = (left + MMT_MR - 1) / MMT_MR;
+    return (left + nb - 1) / nb;
+}
+
 /* Columns [j0, j0 + nc) of C over k rows [k0, k0 + kc): packs those columns of B
  * into panels, then runs every row block of C over all of them. */
 MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pack,
@@ -319,8 +361,9 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
             MMT_NAME(transpose_in)(x, pack + p * kc * MMT_NR, MMT_NR, k0, kc, j0 + p * MMT_NR,
                                    left < MMT_NR ? (size_t)left : MMT_NR);
     }
-    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
-        MMT_NAME(MicroFn) f = MMT_NAME(micros)[x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR];
+    for (uint32_t i0 = 0, rows; i0 < x->m; i0 += rows) {
+        rows = MMT_NAME(block_rows)(x->m - i0);
+        MMT_NAME(MicroFn) f = MMT_NAME(micros)[rows];
         for (size_t p = 0; p < np; p++) {
             int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
             f(x, pack + p * kc * MMT_NR, MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero,
@@ -376,8 +419,8 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
                 rt_copy_bytes((uint8_t *)(y.c + i * g + r * w),
                               (const uint8_t *)(x->c + i * x->ldc + r * ne1), ne1 * 4);
     int mode = x->ns1 == 1 ? MMT_KOFF : x->ns1 == 2 ? MMT_KOFF2 : MMT_KOFFG;
-    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
-        uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+    for (uint32_t i0 = 0, rows; i0 < x->m; i0 += rows) {
+        rows = MMT_NAME(block_rows)(x->m - i0);
         if (rows <= 2 && mode != MMT_KOFFG) {   /* several blocks a call (rt_kern_mmw.h) */
             MMT_NAME(WQueue) q = {.x = &y, .i0 = i0, .rows = rows, .zero = x->zero,
                                   .mode = mode,
@@ -420,8 +463,8 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
         return false;
     x->koff = MMT_NAME(win_koff)(c, x);
     int mode = x->ns1 == 1 ? MMT_KOFF : MMT_KOFF2;
-    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_MR) {
-        uint32_t rows = x->m - i0 < MMT_MR ? x->m - i0 : MMT_MR;
+    for (uint32_t i0 = 0, rows; i0 < x->m; i0 += rows) {
+        rows = MMT_NAME(block_rows)(x->m - i0);
         if (rows <= 2) {    /* several pixel rows a call (rt_kern_mmw.h) */
             size_t nb = ne0 * ((ne1 + MMT_NR - 1) / MMT_NR);
             MMT_NAME(WQueue) q = {.x = x, .i0 = i0, .rows = rows, .zero = x->zero,
@@ -445,6 +488,28 @@ MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
     return true;
 }
 
+/* Copies a window's k-row at row into the dense row d (win_dense) when its pixel
+ * rows have column stride 2, with the masks made once (mout: the last vector's lanes
+ * of a row): a row of at most half a vector is one masked load of its 2 * ne1 - 1
+ * floats with its even lanes permuted to the front (even: lane i = 2i), a longer one
+ * MMT_LOADS2 a vector at a time. The general copy (win_seg) took about half the time
+ * of resnet50's 7 x 7 and 14 x 14 stride-2 products (now -26 to -46%). */
+MMT_INLINE void MMT_NAME(dense_s2)(const MMT_NAME(Args) *x, float *d, const float *row,
+                                    MMT_M min, MMT_M mout, MMT_VI even) {
+    size_t ne1 = x->ne1, ne0 = x->n / ne1, full = (ne1 - 1) / MMT_VL * MMT_VL;
+    if (2 * ne1 <= MMT_VL)
+        for (size_t r = 0; r < ne0; r++)
+            MMT_STOREM(d + r * ne1, mout,
+                       MMT_PERM(MMT_LOADM(min, row + (int64_t)r * x->ns0), even));
+    else
+        for (size_t r = 0; r < ne0; r++, d += ne1) {
+            const float *s = row + (int64_t)r * x->ns0;
+            for (size_t o = 0; o < full; o += MMT_VL)
+                MMT_STOREU(d + o, MMT_LOADS2(MMT_VL, s + 2 * o));
+            MMT_STOREM(d + full, mout, MMT_LOADS2((int64_t)(ne1 - full), s + 2 * full));
+        }
+}
+
 /* A window's MATMUL with fewer than MMT_PACK_M rows of C (read in place like a plain
  * one's B): the window's rows are gathered, as many as the packing buffer holds at a
  * time, into a dense k-chunk of B there, and every row block of C runs over the chunk
@@ -458,12 +523,17 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
     y.b = c->pack;
     y.ldb = n;
     MMT_VI idx = MMT_IDX((int32_t)x->ns1);
+    bool s2 = x->ns1 == 2;                        /* stride-2 pixel rows */
+    MMT_M min = MMT_LANES((int64_t)(2 * ne1 - 1));
+    MMT_M mout = MMT_LANES((int64_t)(ne1 - (ne1 - 1) / MMT_VL * MMT_VL));
     uint32_t i2 = 0, i1 = 0, i0 = 0;
     for (uint32_t k0 = 0; k0 < x->k; k0 += (uint32_t)kb) {
         uint32_t kc = x->k - k0 < kb ? x->k - k0 : (uint32_t)kb;
         for (uint32_t k = 0; k < kc; k++) {
             const float *row = x->b + i0 * x->ks0 + i1 * x->ks1 + i2 * x->ks2;
-            for (size_t r = 0; r < ne0; r++)
+            if (s2)
+                MMT_NAME(dense_s2)(x, c->pack + k * n, row, min, mout, idx);
+            for (size_t r = 0; !s2 && r < ne0; r++)
                 MMT_NAME(win_seg)(c->pack + k * n + r * ne1, row + (int64_t)r * x->ns0, ne1,
                                   x->ns1, idx);
             if (++i2 == x->ke2) {
@@ -473,8 +543,8 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
             }
         }
         y.a = x->a + k0;
-        for (uint32_t r0 = 0; r0 < x->m; r0 += MMT_MR) {
-            uint32_t rows = x->m - r0 < MMT_MR ? x->m - r0 : MMT_MR;
+        for (uint32_t r0 = 0, rows; r0 < x->m; r0 += rows) {
+            rows = MMT_NAME(block_rows)(x->m - r0);
             for (size_t j = 0; j < n; j += MMT_NR) {
                 int64_t left = (int64_t)(n - j);
                 MMT_NAME(micros)[rows](&y, y.b + j, n, r0, j, 0, kc, x->zero && k0 == 0,
@@ -654,8 +724,8 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
             int64_t left = (int64_t)x.n - (int64_t)j0;
             for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
                 uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb;
-                for (uint32_t i0 = 0; i0 < x.m; i0 += MMT_MR) {
-                    uint32_t rows = x.m - i0 < MMT_MR ? x.m - i0 : MMT_MR;
+                for (uint32_t i0 = 0, rows; i0 < x.m; i0 += rows) {
+                    rows = MMT_NAME(block_rows)(x.m - i0);
                     MMT_NAME(micros)[rows](&x, x.b + k0 * x.ldb + j0, x.ldb, i0, j0, k0, kc,
                                            x.zero && k0 == 0, MMT_LANES(left),
                                            MMT_LANES(left - MMT_VL), MMT_INPLACE);

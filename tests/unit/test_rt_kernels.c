@@ -211,7 +211,10 @@ static void test_matmul_window(void **state) {
          * groups and a partial one, in place (stride 1 and 2) and on the grid */
         {1, 3, 3, 3, 1, 1, 16, 32}, {2, 3, 3, 3, 1, 1, 7, 32},  {1, 1, 5, 5, 1, 1, 14, 28},
         {2, 6, 5, 5, 1, 1, 10, 10}, {2, 2, 3, 3, 2, 1, 5, 40},  {1, 2, 3, 3, 2, 1, 9, 20},
-        {2, 8, 3, 3, 1, 1, 16, 16}};
+        {2, 8, 3, 3, 1, 1, 16, 16},
+        /* dense k-chunks of stride-2 pixel rows of at most half a vector, a vector, more */
+        {16, 4, 3, 3, 2, 1, 7, 7},  {24, 2, 3, 3, 2, 1, 5, 3},  {32, 3, 3, 3, 2, 1, 4, 14},
+        {20, 2, 3, 3, 2, 1, 3, 20}};
     uint32_t seed = 11;
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int acc = 0; acc < 2; acc++) {
