@@ -235,6 +235,14 @@ static int64_t dw_row_at(const IrGeom *geo, int64_t h, int64_t ph, int64_t rh, i
     return (x % s0 * rh + x / s0) * ww;
 }
 
+/* Rows per phase plane of the depthwise patch (plan_dw_patch's size over s0 planes of
+ * ww), with its pitch and width; the call comes first (operands of / are unsequenced). */
+static int64_t dw_plane_rows(const IrGeom *geo, int64_t len3, int64_t *pitch, int64_t *ww)
+{
+    int64_t bytes = plan_dw_patch(geo, len3, pitch, ww);
+    return bytes / (geo->s2[0] * *ww);
+}
+
 /* Depthwise form: one LOAD of the padded patch rows h + g*s0 + p (g < q, p < np: each
  * group of rows in consecutive phase planes) of the gl channels of the item at start
  * (phase ph, padded row 0 = input row r0) into the patch [gl, s0 planes of rh rows, ww].
@@ -244,8 +252,8 @@ static void dw_rows(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64
 {
     const IrView *xv = &e->s->val[geo->x].view;
     int64_t s0 = geo->s2[0], sx = xv->stride[2], sy = geo->nsp == 2 ? xv->stride[3] : 1;
-    int64_t pitch, ww, rh, rlo, rhi;
-    rh = plan_dw_patch(geo, len[3], &pitch, &ww) / (s0 * ww);
+    int64_t pitch, ww, rlo, rhi;
+    int64_t rh = dw_plane_rows(geo, len[3], &pitch, &ww);
     int64_t ph = dw_rows_of(geo, start, len, &rlo, &rhi);
     int64_t r0 = start[3] * s0 - geo->pad_lo[0];
     uint32_t es = op_es(e, k), seg;
@@ -268,7 +276,7 @@ static void dw_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int6
                      const int64_t *len)
 {
     int64_t s0 = geo->s2[0], pitch, ww, rlo, rhi;
-    int64_t rh = plan_dw_patch(geo, len[3], &pitch, &ww) / (s0 * ww);
+    int64_t rh = dw_plane_rows(geo, len[3], &pitch, &ww);
     dw_rows_of(geo, start, len, &rlo, &rhi);
     int dt = op_dtype(e, k);
     if (s0 > 1)            /* where a row lies moves with the phase: no border is reused */
