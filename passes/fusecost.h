@@ -33,4 +33,16 @@ bool pass_fusecost_rows_matmul(const SpyTarget *t, const FuseRowsMatmul *f);
 bool pass_fusecost_rows_group(IrGraph *g, const SpyTarget *t, NodeId mm, const NodeId *mem,
                               uint32_t nmem, const uint32_t *grp, uint32_t gi, ValId out);
 
+/* Share of a tile that its busiest sharer loads from DRAM when `sharers` items share it
+ * over the ring: the tile goes in pieces (at most one per sharer, at most `pieces`
+ * and 32, CG_CACHE_MAX / 2, per depth chunk), dealt round-robin (codegen/cg_ring.c
+ * cg_load_shared); nck depth chunks. */
+double pass_fusecost_ring_share(uint64_t sharers, double pieces, double nck);
+
+/* Depth chunk of an mt x nt tile of a kk-deep product with operand elements of es
+ * bytes, epi LX bytes per output element and an LX budget of `budget` bytes, as
+ * pass_tile keeps it (passes/divide.c). */
+int64_t pass_divide_fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, double epi,
+                              double budget);
+
 #endif
