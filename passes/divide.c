@@ -112,6 +112,8 @@ typedef struct {
     double nck;                  /* depth chunks */
     bool arow;                   /* A's rows step over whole sticks: shared in one-row
                                     pieces (cg_load_shared), else in pieces of 8 rows */
+    double bpieces;              /* pieces B's depth chunk can be cut into (its rows, one
+                                    each when they step over whole sticks, else 8 each) */
 } CEst;
 
 /* Modelled time of the busiest core for tiling e on target t. */
@@ -136,7 +138,7 @@ static double contract_time(const SpyTarget *t, const CEst *e)
         ring += na * (e->a - a);
     }
     if (e->ring && sb > 1) {
-        b = e->b * pass_fusecost_ring_share(sb, 8, e->nck);
+        b = e->b * pass_fusecost_ring_share(sb, e->bpieces, e->nck);
         ring += nb * (e->b - b);
     }
     return model_time(t, cycles, na * a + nb * b + (double)q * e->ce, (double)q * e->c,
@@ -291,7 +293,8 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
                       col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(g, k),
                       (double)mt * nt * kk, (double)mt, kf >= kk, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
-                      (double)((kk + kf - 1) / kf), sz.es * (double)kk >= t->stick_bytes};
+                      (double)((kk + kf - 1) / kf), sz.es * (double)kk >= t->stick_bytes,
+                      sz.es * (double)nt >= t->stick_bytes ? (double)kf : (double)((kf + 7) / 8)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -363,7 +366,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(g, k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
                       (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
-                      sz.dt, true, (double)((kk + kt - 1) / kt), false};
+                      sz.dt, true, (double)((kk + kt - 1) / kt), false, 8};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
