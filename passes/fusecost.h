@@ -14,7 +14,8 @@
  * operands (es, with the matrix rate of ISA dtype dt), of C as stored when the group
  * is a kernel of its own (ec) and of the group's result (eo); B shared by every batch
  * entry (a weight) or one per entry; ext: bytes of the group's other inputs; steps:
- * the group's nodes (vector passes over each row). */
+ * the group's vector work per output element, in passes over 4-byte elements (each
+ * node counts its widest device element and its share of the output's elements). */
 typedef struct {
     double batch, m, n, k;
     double es, ec, eo, ext, steps;
