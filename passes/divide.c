@@ -20,6 +20,7 @@
 
 #include "costmodel.h"
 #include "devtype.h"
+#include "fusecost.h"
 #include "pass.h"
 #include "plan/plan.h"
 
@@ -111,18 +112,9 @@ typedef struct {
     double nck;                  /* depth chunks */
     bool arow;                   /* A's rows step over whole sticks: shared in one-row
                                     pieces (cg_load_shared), else in pieces of 8 rows */
+    double bpieces;              /* pieces B's depth chunk can be cut into (its rows, one
+                                    each when they step over whole sticks, else 8 each) */
 } CEst;
-
-/* Share of a tile that its busiest sharer loads from DRAM when `sharers` items share it
- * over the ring: the tile goes in pieces (at most one per sharer, at most `pieces`
- * and 32, CG_CACHE_MAX / 2, per depth chunk), dealt round-robin (codegen/cg_ring.c
- * cg_load_shared). */
-static double ring_share(uint64_t sharers, double pieces, double nck)
-{
-    double np = (double)sharers < pieces ? (double)sharers : pieces;
-    np = (np < 32 ? np : 32) * (nck > 1 ? nck : 1);
-    return (double)(((uint64_t)np + sharers - 1) / sharers) / np;
-}
 
 /* Modelled time of the busiest core for tiling e on target t. */
 static double contract_time(const SpyTarget *t, const CEst *e)
@@ -142,11 +134,11 @@ static double contract_time(const SpyTarget *t, const CEst *e)
     uint64_t sa = e->nb / q, sb = e->na / q;     /* cores sharing one A / B tile */
     if (e->ring && sa > 1) {
         double rows = e->arow ? e->m : (double)(((uint64_t)e->m + 7) / 8);
-        a = e->a * ring_share(sa, rows, e->nck);
+        a = e->a * pass_fusecost_ring_share(sa, rows, e->nck);
         ring += na * (e->a - a);
     }
     if (e->ring && sb > 1) {
-        b = e->b * ring_share(sb, 8, e->nck);
+        b = e->b * pass_fusecost_ring_share(sb, e->bpieces, e->nck);
         ring += nb * (e->b - b);
     }
     return model_time(t, cycles, na * a + nb * b + (double)q * e->ce, (double)q * e->c,
@@ -254,8 +246,9 @@ static double col_tile_bytes(const SpyTarget *t, double rows, double tile, doubl
 /* Depth chunk pass_tile keeps for an mt x nt tile of a kk-deep product (passes/tile.c
  * fit_matmul: the whole depth, halved while the A and B tiles and the epilogue's
  * epi bytes per output element exceed the budget, never below 256): the ring shares
- * its operands in pieces per depth chunk, so the estimate needs the real count. */
-static int64_t fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, double epi,
+ * its operands in pieces per depth chunk, so the estimates (here and in fusecost.c)
+ * need the real count. */
+int64_t pass_divide_fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, double epi,
                          double budget)
 {
     int64_t kt = kk;
@@ -292,14 +285,16 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
             if (sz.es * (mt * kt + kt * nt) + epi_lx_bytes(k, &sz) * mt * nt > budget &&
                 (i + 1 < nm || j + 1 < nn))
                 continue;
-            int64_t kf = fit_depth(sz.es, mt, nt, kk, epi_lx_bytes(k, &sz), budget);
+            int64_t kf = pass_divide_fit_depth(sz.es, mt, nt, kk, epi_lx_bytes(k, &sz),
+                                               budget);
             double c = col_tile_bytes(t, (double)mt, sz.eo * nt, sz.eo * n);
             CEst e = {(uint64_t)batch, (uint64_t)((m + mt - 1) / mt),
                       (uint64_t)((n + nt - 1) / nt), cost_rows_bytes(t, (double)mt, sz.es * kk),
                       col_tile_bytes(t, (double)kk, sz.es * nt, sz.es * n), c, c * epi_loads(g, k),
                       (double)mt * nt * kk, (double)mt, kf >= kk, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
-                      (double)((kk + kf - 1) / kf), sz.es * (double)kk >= t->stick_bytes};
+                      (double)((kk + kf - 1) / kf), sz.es * (double)kk >= t->stick_bytes,
+                      sz.es * (double)nt >= t->stick_bytes ? (double)kf : (double)((kf + 7) / 8)};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
@@ -371,7 +366,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(g, k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
                       (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
-                      sz.dt, true, (double)((kk + kt - 1) / kt), false};
+                      sz.dt, true, (double)((kk + kt - 1) / kt), false, 8};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
