@@ -287,7 +287,7 @@ static void test_matmul_window_dlf16(void **state) {
 static void check_mm_bf8(uint32_t m, uint32_t n, uint32_t k, bool acc, bool wide,
                          uint32_t seed) {
     uint32_t lda = k + 2, ldb = n + 3, ldc = n + 1;
-    uint32_t a = 64, b = a + 2 * m * lda + 16, c = b + k * ldb + 64;
+    uint32_t a = 64, b = a + 2 * m * lda + 16, c = (b + k * ldb + 64 + 63) & ~63u; /* C aligned */
     assert_true(c + 4 * m * ldc < LX_BYTES / 2);
     float *wa = malloc(4 * (size_t)m * lda), *wb = malloc(4 * (size_t)k * ldb);
     float *ref = malloc(4 * (size_t)m * ldc);
