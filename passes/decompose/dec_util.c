@@ -127,6 +127,10 @@ bool dec_axis(DecCtx *c, int64_t a, int r, int *out)
  * constant, naming the value so that the user can bind it with spyrec --bind. */
 void dec_dynamic_err(DecCtx *c, ValId x, const char *what)
 {
+    if (x == IR_NONE || x >= c->g->nvals) {     /* an optional input left out */
+        dec_err(c, "missing %s input", what);
+        return;
+    }
     const IrValue *v = ir_val(c->g, x);
     dec_err(c, "unsupported: dynamic %s input '%s'%s", what, v->name,
             v->kind == IR_VAL_INPUT ? " (a graph input: specialise it with --bind)" : "");

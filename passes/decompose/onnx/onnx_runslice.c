@@ -79,7 +79,7 @@ static SliceAxis slice_axis_rt(DecCtx *c, ValId axes, ValId st, ValId en, ValId 
  * scalars) at capacity cap: output element o reads x where map sends its index along
  * each axis, or fill (a scalar of x's dtype) where map says invalid. The result (a value
  * of runtime shape) becomes c's output 0. */
-static void prefix_gather(DecCtx *c, ValId x, const ValId *lens, int64_t cap, AxisMap map,
+static bool prefix_gather(DecCtx *c, ValId x, const ValId *lens, int64_t cap, AxisMap map,
                           const void *arg, ValId fill)
 {
     const IrType *t = dec_ty(c, x);
@@ -108,8 +108,15 @@ static void prefix_gather(DecCtx *c, ValId x, const ValId *lens, int64_t cap, Ax
     if (fill != IR_NONE)
         y = y == IR_NONE ? dec_expand(c, fill, &cap, 1) : dec_select(c, ok, y, fill);
     y = dec_reshape(c, y, dims, r);
-    ir_dyn_add_shape(c->g, y, dec_rt_dims32(c, dec_concat(c, lv, r, 0)));
+    ValId sh = dec_rt_dims32(c, dec_concat(c, lv, r, 0));
+    const IrType *st = sh == IR_NONE ? NULL : dec_ty(c, sh);
+    if (y == IR_NONE || !st || st->rank != 1 || st->dims[0] != r) {   /* malformed sizes */
+        dec_err(c, "unsupported: runtime sizes that are not one integer per axis");
+        return false;
+    }
+    ir_dyn_add_shape(c->g, y, sh);
     c->out[0] = y;
+    return true;
 }
 
 /* Slice's map: start + i * step. */
@@ -144,8 +151,7 @@ bool dec_rt_slice(DecCtx *c, ValId x)
         s[a] = slice_axis_rt(c, axes, st, en, sp, a, t->dims[a]);
         lens[a] = s[a].len;
     }
-    prefix_gather(c, x, lens, cap, slice_map, s, IR_NONE);
-    return true;
+    return prefix_gather(c, x, lens, cap, slice_map, s, IR_NONE);
 }
 
 /* Element i of the i64 vector v as a rank-0 value. */
@@ -188,8 +194,7 @@ bool dec_rt_expand(DecCtx *c, ValId x)
         lens[a] = xd[a] == 1 ? sa : dec_select(c, fits, dec_scalar(c->g, IR_DT_I64, (double)xd[a]),
                                                dec_scalar(c->g, IR_DT_I64, -1));
     }
-    prefix_gather(c, x, lens, cap, expand_map, NULL, IR_NONE);
-    return true;
+    return prefix_gather(c, x, lens, cap, expand_map, NULL, IR_NONE);
 }
 
 /* Tile's map: i mod d. */
@@ -208,8 +213,7 @@ bool dec_rt_tile(DecCtx *c, ValId x)
     ValId rep = vec_in(c, 1, t->rank, NULL), lens[IR_MAX_RANK];
     for (int a = 0; a < t->rank; a++)
         lens[a] = dec_bin_s(c, IR_BIN_MUL, at(c, rep, a), (double)t->dims[a]);
-    prefix_gather(c, x, lens, cap, tile_map, NULL, IR_NONE);
-    return true;
+    return prefix_gather(c, x, lens, cap, tile_map, NULL, IR_NONE);
 }
 
 typedef struct {
@@ -273,8 +277,7 @@ bool dec_rt_pad(DecCtx *c, ValId x, const char *mode)
         if (fill == IR_NONE)
             return false;
     }
-    prefix_gather(c, x, lens, cap, pad_map, &m, fill);
-    return true;
+    return prefix_gather(c, x, lens, cap, pad_map, &m, fill);
 }
 
 /* CenterCropPad to a runtime shape: x read at i plus the centring offset of the axis
@@ -304,8 +307,7 @@ bool dec_rt_center_crop_pad(DecCtx *c, ValId x)
         m.off[a] = dec_select(c, dec_bin(c, IR_BIN_LT, want, d), crop, pad);
         lens[a] = want;
     }
-    prefix_gather(c, x, lens, cap, pad_map, &m, dec_scalar(c->g, t->dtype, 0));
-    return true;
+    return prefix_gather(c, x, lens, cap, pad_map, &m, dec_scalar(c->g, t->dtype, 0));
 }
 
 /* The identity map: the box of the bound. */

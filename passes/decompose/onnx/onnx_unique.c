@@ -110,6 +110,8 @@ static ValId per_unique(DecCtx *c, const Uq *u, ValId v, ValId sel, ValId count)
 /* Unique(X) -> Y, indices, inverse_indices, counts. */
 bool dec_unique(DecCtx *c)
 {
+    if (!dec_need_in(c, 0))
+        return false;
     ValId x = dec_in(c, 0);
     IrType xt = *dec_ty(c, x);
     bool has_axis = dec_has_attr(c, "axis"), sorted = dec_ai(c, "sorted", 1) != 0;
