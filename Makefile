@@ -90,6 +90,10 @@ $(call obj,$(FE_SRC)) $(call obj,$(wildcard cli/*.c)): $(GEN_PROTO_H)
 
 # GPTQ's loops (passes/fp8_gptq.c) need the vectoriser's full cost model: 4x faster
 $(BUILD)/obj/passes/fp8_gptq.o: CFLAGS += $(if $(filter release,$(MODE)),-O3)
+# the SIMD matrix kernels take KERN_SANFLAGS after the others: the fuzz build
+# (tests/fuzz/fuzz.mk) drops UBSan there, whose checks of their inlined micro-kernels
+# make one file take minutes to compile (make ubsan still checks them)
+$(call obj,runtime/rt_kern_mm512.c runtime/rt_kern_mm256.c): CFLAGS += $(KERN_SANFLAGS)
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@

@@ -125,7 +125,9 @@ bool plan_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out)
         for (int i = 0; i < it->rank; i++) {
             if (plan_numel(ot) > 0)
                 r.off += a[i] * in->stride[i];
-            r.stride[i] = in->stride[i] * b[i];
+            /* an axis of one element keeps its stride: a step as large as the
+               axis (possibly huge) never multiplies it */
+            r.stride[i] = ot->dims[i] > 1 ? in->stride[i] * b[i] : in->stride[i];
         }
         break;
     case IR_OP_EXPAND:

@@ -192,7 +192,8 @@ bool aten_slice(DecCtx *c)
     int64_t d = dec_ty(c, x)->dims[ax], st, en, step = dec_ai(c, "step", 1);
     if (strcmp(op_name(c, buf, sizeof buf), "narrow") == 0) {
         st = clamp_bound(dec_ai(c, "start", 0), d);
-        en = st + dec_ai(c, "length", 0);
+        int64_t len = dec_ai(c, "length", 0);
+        en = len > d - st ? d + 1 : st + len;  /* past the end is refused below */
     } else {
         st = clamp_bound(dec_ai(c, "start", 0), d);
         en = clamp_bound(dec_ai(c, "end", INT64_MAX), d);
@@ -201,8 +202,8 @@ bool aten_slice(DecCtx *c)
         dec_err(c, "slice step must be positive and the end inside the dimension");
         return false;
     }
-    int64_t size = en > st ? (en - st + step - 1) / step : 0;
-    c->out[0] = dec_slice_axis(c, x, ax, size ? st : 0, step, size);
+    int64_t size = en > st ? (en - st - 1) / step + 1 : 0; /* no overflow at huge steps */
+    c->out[0] = dec_slice_axis(c, x, ax, size ? st : 0, size > 1 ? step : 1, size);
     return true;
 }
 

@@ -344,11 +344,14 @@ bool dec_split(DecCtx *c)
     return true;
 }
 
-/* One axis of ONNX Slice, clamped as the spec says; writes start and size. */
-static bool slice_axis(DecCtx *c, int64_t d, int64_t st, int64_t en, int64_t step,
+/* One axis of ONNX Slice, clamped as the spec says; writes start and size, and sets
+ * *step to 1 when at most one element is taken (a step of any size, INT64_MAX
+ * included, then means nothing and must not reach stride arithmetic). */
+static bool slice_axis(DecCtx *c, int64_t d, int64_t st, int64_t en, int64_t *step,
                        int64_t *ostart, int64_t *osize)
 {
-    if (step == 0) {
+    int64_t sp = *step;
+    if (sp == 0) {
         dec_err(c, "slice step is zero");
         return false;
     }
@@ -356,18 +359,20 @@ static bool slice_axis(DecCtx *c, int64_t d, int64_t st, int64_t en, int64_t ste
         st += d;
     if (en < 0)
         en += d;
-    int64_t size;
-    if (step > 0) {
+    int64_t size;                          /* ceil(extent / |step|), without overflow */
+    if (sp > 0) {
         st = st < 0 ? 0 : st > d ? d : st;
         en = en < 0 ? 0 : en > d ? d : en;
-        size = en > st ? (en - st + step - 1) / step : 0;
+        size = en > st ? (en - st - 1) / sp + 1 : 0;
     } else {
         st = st < 0 ? 0 : st > d - 1 ? d - 1 : st;
         en = en < -1 ? -1 : en > d - 1 ? d - 1 : en;
-        size = st > en ? (st - en + (-step) - 1) / (-step) : 0;
+        size = st > en ? (sp < -d ? 1 : (st - en - 1) / -sp + 1) : 0;
     }
     *ostart = size > 0 ? st : 0;
     *osize = size;
+    if (size <= 1)
+        *step = 1;
     return true;
 }
 
@@ -411,7 +416,7 @@ bool dec_slice_op(DecCtx *c)
         }
         seen[a] = true;
         osp[a] = np >= 0 ? sp[i] : 1;
-        if (!slice_axis(c, t->dims[a], st[i], en[i], osp[a], &ost[a], &osz[a]))
+        if (!slice_axis(c, t->dims[a], st[i], en[i], &osp[a], &ost[a], &osz[a]))
             return false;
     }
     c->out[0] = dec_slice(c, x, ost, osp, osz);

@@ -246,6 +246,45 @@ static void slices(void)
            "node 'slice1' (Slice): axis 6 out of range for rank 4");
 }
 
+/* Models that make fuzz (the onnx target) found aborting or overflowing the compiler. */
+static void found_fuzz(void)
+{
+    /* Unique whose one input is left out (an empty name) */
+    Buf g = {0};
+    g_node(&g, "Unique", "uniq1", IN(""), IN("y"), AEND);
+    g_input(&g, "x", ONNX_FLOAT, DIMS(6));
+    g_output(&g, "y", ONNX_FLOAT, NULL, -1);
+    g_case("onnx/unique_no_input.onnx", &g, 13, "node 'uniq1' (Unique)");
+    /* AffineGrid with its size input left out */
+    g = (Buf){0};
+    g_node(&g, "AffineGrid", "grid1", IN("theta", ""), IN("y"), AEND);
+    g_input(&g, "theta", ONNX_FLOAT, DIMS(1, 2, 3));
+    g_output(&g, "y", ONNX_FLOAT, NULL, -1);
+    g_case("onnx/affinegrid_no_size.onnx", &g, 20, "node 'grid1' (AffineGrid)");
+    /* a Slice whose starts come at run time as a 2x2 matrix, not one integer per axis */
+    g = (Buf){0};
+    g_node(&g, "Slice", "slice1", IN("x", "starts", "ends"), IN("y"), AEND);
+    g_input(&g, "starts", ONNX_INT64, DIMS(2, 2));
+    g_init_i64(&g, "ends", (int64_t[]){3, 3}, 2);
+    g_input(&g, "x", ONNX_FLOAT, DIMS(4, 5));
+    g_output(&g, "y", ONNX_FLOAT, NULL, -1);
+    g_case("onnx/slice_runtime_starts_matrix.onnx", &g, 13, "node 'slice1' (Slice)");
+    /* a valid Slice with steps as large as int64 allows: one element per axis, and no
+       stride times step overflow while its view is composed */
+    g = (Buf){0};
+    g_node(&g, "Slice", "slice1", IN("x", "starts", "ends", "axes", "steps"), IN("s"), AEND);
+    g_init_i64(&g, "starts", (int64_t[]){1, 2}, 2);
+    g_init_i64(&g, "ends", (int64_t[]){INT64_MAX, INT64_MAX}, 2);
+    g_init_i64(&g, "axes", (int64_t[]){0, 1}, 2);
+    g_init_i64(&g, "steps", (int64_t[]){INT64_MAX, INT64_MAX - 1}, 2);
+    g_node(&g, "Relu", "relu1", IN("s"), IN("y"), AEND);
+    g_input(&g, "x", ONNX_FLOAT, DIMS(4, 5));
+    g_output(&g, "y", ONNX_FLOAT, DIMS(1, 1));
+    Buf m = ox_model(13, &g);
+    gen_case("onnx/slice_step_huge.onnx", m.p, m.n, "spyrec", 0, "", NULL);
+    buf_free(&m);
+}
+
 /* Operands whose shapes, dtypes or counts do not fit their operator. */
 static void mismatches(void)
 {
@@ -333,6 +372,7 @@ static void found(void)
     g_output(&g, "y", ONNX_INT64, DIMS(2));
     g_case("onnx/int64_const_past_int32.onnx", &g, 13,
            "constant 'c' holds 1099511627776 at element 0, outside the int32 range");
+    found_fuzz();
 }
 
 void gen_onnx_ops(void)
