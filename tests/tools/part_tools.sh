@@ -434,8 +434,9 @@ t_cache_damage() {
     done
 }
 
-# cache_size DIR: bytes of the cache files in DIR.
-cache_size() { cat "$1"/*.entry "$1"/*.files "$1"/*.hint 2>/dev/null | wc -c; }
+# cache_size DIR: bytes of the cache files in DIR, all that --cache-max bounds
+# (spyrec_cache.c, is_cache_file), the model's .stat record included
+cache_size() { cat "$1"/*.entry "$1"/*.files "$1"/*.hint "$1"/*.stat 2>/dev/null | wc -c; }
 
 t_cache_evict() {
     local d=$W/tools/cacheevict c sa sd a=$TOOLS_TINY/model.onnx
