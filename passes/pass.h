@@ -128,6 +128,8 @@ void pass_rowsel(IrGraph *g);                              /* row selections pus
 void pass_readd_reshape(IrGraph *g, const IrNode *n, ValId v); /* n re-added as reshape(v) (rowsel.c) */
 void pass_rotary(IrGraph *g);                              /* rotary embeddings split by halves (rotary.c) */
 void pass_siblings(IrGraph *g, const PassOptions *opt);    /* sibling products merged (siblings.c) */
+bool pass_requant_id(IrGraph *g, const PassOptions *opt);  /* requantization identities (requant_id.c) */
+bool pass_qsiblings(IrGraph *g, const PassOptions *opt);   /* int8 siblings merged (qsiblings.c) */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
 bool pass_window(IrGraph *g, const PassOptions *opt);      /* reads within core windows */
 bool pass_dequant(IrGraph *g, const PassOptions *opt);     /* dequantize per consumer */

@@ -20,6 +20,8 @@ const PassInfo pass_pipeline[] = {
     {"simplify", pass_simplify, 1, "cancel transposes/reshapes, algebraic identities, CSE"},
     {"bnfold", pass_bnfold, 1, "fold per-channel affine ops into convolutions/matmuls"},
     {"dce", pass_dce, 0, "remove nodes whose results are never used"},
+    {"requantid", pass_requant_id, 1, "a requantization with its input's parameters is the 8-bit input"},
+    {"qsiblings", pass_qsiblings, 1, "merge int8 products of one activation and their chains"},
     {"dynamic", pass_dynamic, 0, "carry data-dependent extents to the graph outputs"},
     {"fp16", pass_fp16, 0, "store float32 tensors as DLFloat16 (--precision=fp16)"},
     {"fp8", pass_fp8, 0, "matrix weights as float8 e4m3 (--precision=fp8)"},

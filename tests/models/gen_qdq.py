@@ -3,7 +3,7 @@
 
 Each is a float model built here with fixed-seed weights, quantized by onnxruntime's
 quantize_static (QDQ format, per-channel symmetric int8 weights; activations int8 with
-a zero point for qdq_cnn, uint8 for qdq_attn and qdq_attn_long) on a calibration set of random inputs
+a zero point for qdq_cnn and qdq_qk, uint8 for qdq_attn and qdq_attn_long) on a calibration set of random inputs
 (seeds other than the test input's), with test_data_set_0 = a further random input and
 onnxruntime's output of the QDQ model on it, run as the graph says (graph optimizations
 off: its fused QLinear* kernels round differently, by up to two steps). Run in build/venv (numpy, onnx,
@@ -75,6 +75,39 @@ def attn_long(rng):
     return attn(rng, seq=72)
 
 
+def qk(rng, seq=8, heads=2, dh=16):
+    """BERT-like attention: Q, K, V projections of one input, each a MatMul and the Add of
+    a bias of zeros (as exported BERT models have; the QDQ pair after the Add then
+    requantizes with the MatMul's own parameters), heads split by Reshape / Transpose,
+    scaled scores, Softmax, weighted sum, heads merged."""
+    h = heads * dh
+    nodes = []
+    for p in ("q", "k", "v"):
+        nodes += [helper.make_node("MatMul", ["x", "w" + p], [p + "m"]),
+                  helper.make_node("Add", [p + "m", "b" + p], [p + "b"]),
+                  helper.make_node("Reshape", [p + "b", "split"], [p + "r"])]
+    nodes += [
+        helper.make_node("Transpose", ["qr"], ["qt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["kr"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("Transpose", ["vr"], ["vt"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["qt", "kt"], ["s"]),
+        helper.make_node("Mul", ["s", "scale"], ["ss"]),
+        helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "vt"], ["o"]),
+        helper.make_node("Transpose", ["o"], ["ot"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["ot", "merge"], ["y"]),
+    ]
+    inits = [init(rng, "w" + p, [h, h]) for p in ("q", "k", "v")]
+    inits += [numpy_helper.from_array(np.zeros([h], np.float32), "b" + p) for p in ("q", "k", "v")]
+    inits += [numpy_helper.from_array(np.array([1, seq, heads, dh], np.int64), "split"),
+              numpy_helper.from_array(np.array([1, seq, h], np.int64), "merge"),
+              numpy_helper.from_array(np.array(dh ** -0.5, np.float32), "scale")]
+    g = helper.make_graph(nodes, "qdq_qk",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, h])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, seq, h])], inits)
+    return g, {"x": [1, seq, h]}
+
+
 class Reader(CalibrationDataReader):
     """Eight random inputs (seeds 100..107)."""
 
@@ -117,3 +150,4 @@ if __name__ == "__main__":
     make("qdq_cnn", cnn, QuantType.QInt8)
     make("qdq_attn", attn, QuantType.QUInt8)
     make("qdq_attn_long", attn_long, QuantType.QUInt8)
+    make("qdq_qk", qk, QuantType.QInt8)

@@ -48,12 +48,13 @@ struct DecQdqTab {
 };
 
 /* Ops that only move or select elements: a per-tensor dequantization commutes with
- * them (MaxPool: with a positive scale, which keeps the order; its padding is the
+ * them (Gather: an embedding table's rows are gathered as 8-bit data, a quarter of the
+ * float32 bytes, and the folded float32 table is not stored; MaxPool: with a positive scale, which keeps the order; its padding is the
  * lowest 8-bit value, which dequantizes below every input as -inf does). */
 static bool move_op(const char *op)
 {
     static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten",
-                                      "MaxPool"};
+                                      "MaxPool", "Gather"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
         if (strcmp(op, ops[i]) == 0)
             return true;
