@@ -37,20 +37,30 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
 /* Write buf to path atomically (temporary file in the same folder, fsync, rename);
  * "-" is standard output. Prints "spyrec: PATH: ..." and returns false on failure. */
 bool cli_write_atomic(const char *path, const void *buf, size_t len);
+/* An open file whose bytes from off to its end are the bytes of a buffer mapped from
+ * it (a compile-cache entry's output), so that they can be cloned; fd -1: none. */
+typedef struct {
+    int fd;
+    uint64_t off;
+} CliSource;
 /* The same for a page-aligned buf that already lies in the page cache (a mapped file,
- * as a compile-cache hit has) and must have CRC32C crc: its whole pages go to the file
+ * as a compile-cache hit has) and must have CRC32C crc: where the file system can
+ * clone (FICLONERANGE: btrfs, XFS) and src names buf's file, the file shares src's
+ * blocks (copy on write: nothing is written); else its whole pages go to the file
  * with direct I/O, so they are neither copied into the page cache a second time nor
  * written back by the fsync (where the file system has no direct I/O: as
- * cli_write_atomic), while a second thread checks the CRC. When the CRC differs,
- * *damaged is set, the temporary file is removed and path is left as it was. */
+ * cli_write_atomic). Either way a second thread checks the CRC of buf. When it
+ * differs, *damaged is set, the temporary file is removed and path is left as it
+ * was. */
 bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
-                              bool *damaged);
+                              CliSource src, bool *damaged);
 /* cli_write_atomic_checked in two halves, so that the write runs while the caller
  * works out whether it wants it (a compile-cache hit's guessed entry, spyrec.c): a
  * thread writes buf to a temporary file next to path, another checks its CRC.
  * NULL (message printed) when the temporary file cannot be made. Not for "-". */
 typedef struct CliWriter CliWriter;
-CliWriter *cli_write_begin(const char *path, const void *buf, size_t len, uint32_t crc);
+CliWriter *cli_write_begin(const char *path, const void *buf, size_t len, uint32_t crc,
+                           CliSource src);
 /* Wait for it and free w. keep: when the CRC matched, fsync and rename over path (false
  * with a message when that fails), else set *damaged and leave path as it was; !keep:
  * stop the write early and remove the temporary file. */
@@ -216,9 +226,11 @@ typedef struct {
     char key[2 * CLI_HASH_BYTES + 1];  /* hex key of the entry; "" when not known */
     const uint8_t *out;            /* a hit: the output bytes (in entry) */
     size_t out_len;
+    CliSource out_src;             /* a hit: the entry file and where out starts in it */
     const uint8_t *guess_out;      /* cli_cache_guess: the likely output, or NULL */
     size_t guess_len;
     uint32_t guess_crc;            /* the CRC32C guess_out must have */
+    CliSource guess_src;           /* its entry file and where guess_out starts in it */
     bool guess_right;              /* a hit whose output is guess_out */
     /* private to spyrec_cache.c */
     CliCacheSpec spec;

@@ -535,7 +535,7 @@ static void cache_lookup(const Args *a, IrDiag *diag)
     cli_cache_guess(&live.cache, &spec);
     if (live.cache.guess_out && strcmp(a->output, "-")) {
         live.writer = cli_write_begin(a->output, live.cache.guess_out, live.cache.guess_len,
-                                      live.cache.guess_crc);
+                                      live.cache.guess_crc, live.cache.guess_src);
         live.unwritable = !live.writer;    /* said why; a hit would only say it again */
     }
     cli_cache_lookup(&live.cache, diag, a->deps ? &live.files : NULL);
@@ -560,7 +560,7 @@ static int write_hit(const Args *a, IrDiag *diag)
         return EXIT_INTERNAL;
     if (w ? !cli_write_end(w, true, &damaged)
           : !cli_write_atomic_checked(a->output, live.cache.out, live.cache.out_len,
-                                      live.cache.out_crc, &damaged))
+                                      live.cache.out_crc, live.cache.out_src, &damaged))
         return EXIT_INTERNAL;
     if (damaged) {                         /* a miss after all: compile (the caller) */
         cli_cache_damaged(&live.cache);

@@ -27,12 +27,14 @@ typedef struct {
     int n;                         /* buckets in the section */
 } CliBuckets;
 
-/* The boxes of the size buckets (the bounds' own box excluded): per symbol min itself,
- * the powers of two between, and max; while the product of the counts is above limit,
- * the symbol with the most values (the first of a tie) loses one: the value between
- * min and max whose neighbours are closest (ratio; the smallest such value of a tie),
- * or min when only min and max are left. Boxes (nsyms caps each) go to boxes[], ordered by their product, then
- * lexicographically; returns how many (at most cap). */
+/* The boxes of the size buckets (the bounds' own box excluded; spyrec_bucketgrid.c):
+ * symbols with the same min and max form a class that takes one value per box; a
+ * class's values are min, max and the numbers between with at most three significant
+ * bits (thinned, the class with the most values first, while the grid has more than
+ * 1024 points); from the bounds' box, the box of that grid that lowers the expected
+ * waste (box volume over size volume, sizes log-uniform per class) the most is added
+ * until limit boxes or none lowers it. Boxes (nsyms caps each) go to boxes[], ordered
+ * by their product, then lexicographically; returns how many (at most cap). */
 int cli_bucket_grid(const int64_t *min, const int64_t *max, int nsyms, int limit,
                     int64_t *boxes, int cap);
 

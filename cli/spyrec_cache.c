@@ -40,10 +40,14 @@
  *                 .entry: u64 output bytes, u64 warning bytes, u32 CRC32C of the
  *                 output, u32 zero, the warnings (each NUL-terminated), zeros up to the
  *                 next multiple of OUT_ALIGN (4096) of the file offset, the output
- * The output starts on a page boundary of the file, so that its mapping is page
- * aligned too and a hit writes it to the output file with direct I/O straight from
- * the cache's page cache (cli_write_atomic_checked): no second copy of the bytes in
- * the page cache, nothing left for the final fsync to write back. Its CRC is checked
+ * The output starts on a page boundary of the file and ends with it, so that a hit
+ * can clone it (FICLONERANGE from the entry's open file to its end, where the file
+ * system shares blocks: copy on write, no byte written) and its mapping is page
+ * aligned too, so that elsewhere a hit writes it to the output file with direct I/O
+ * straight from the cache's page cache (cli_write_atomic_checked): no second copy of
+ * the bytes in the page cache, nothing left for the final fsync to write back. The
+ * mapping and the clone come from one open file (entries are replaced by rename, never
+ * written in place), so the CRC of the mapping is that of the output. Its CRC is checked
  * by a second thread while it is written; when it fails, the written file is removed
  * before it ever takes the output's name, and the compile runs (spyrec.c).
  * Files are written atomically (a temporary file in the folder, then rename; .hint and
@@ -285,9 +289,10 @@ static uint64_t checked_bytes(uint32_t kind, const uint8_t *p, uint64_t len)
 /* Map the cache file path of the given kind and key (read-only, so that a hit
  * writes the output straight from the page cache). Returns the mapping (*size
  * bytes) with *payload and *len set to its payload, or NULL: *damaged tells whether
- * the file was there but failed a check. */
-uint8_t *cli_cache_map_file(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
-                            const uint8_t **payload, size_t *len, bool *damaged)
+ * the file was there but failed a check. keep_fd (may be NULL) receives the open file
+ * of a mapping returned, so that a hit can clone its output from that very file. */
+static uint8_t *map_file(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
+                         const uint8_t **payload, size_t *len, bool *damaged, int *keep_fd)
 {
     *damaged = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -300,7 +305,6 @@ uint8_t *cli_cache_map_file(const char *path, uint32_t kind, const uint8_t *key,
         *size = (size_t)st.st_size;
         buf = mmap(NULL, *size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     }
-    close(fd);
     bool ok = buf != MAP_FAILED && !memcmp(buf, CACHE_MAGIC, 8) &&
               get_le(buf + 60, 4) == spy_crc32c(0, buf, 60) &&
               get_le(buf + 8, 4) == CACHE_VERSION && get_le(buf + 12, 4) == kind &&
@@ -314,11 +318,30 @@ uint8_t *cli_cache_map_file(const char *path, uint32_t kind, const uint8_t *key,
         *damaged = true;
         if (buf != MAP_FAILED)
             munmap(buf, *size);
-        return NULL;
     }
+    if (ok && keep_fd)
+        *keep_fd = fd;
+    else
+        close(fd);
+    if (!ok)
+        return NULL;
     *payload = buf + HEADER_BYTES;
     *len = *size - HEADER_BYTES;
     return buf;
+}
+
+uint8_t *cli_cache_map_file(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
+                            const uint8_t **payload, size_t *len, bool *damaged)
+{
+    return map_file(path, kind, key, size, payload, len, damaged, NULL);
+}
+
+/* Close *fd when open and mark it closed. */
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
 }
 
 /* Write the parts to path through a temporary file of its folder and a rename, without
@@ -418,6 +441,7 @@ static bool take_hit(CliCache *c, const uint8_t *p, const char *rels, size_t nre
     uint64_t nwarns = get_le(p + 8, 8);
     c->out_len = (size_t)get_le(p, 8);
     c->out = p + entry_out_offset(nwarns);
+    c->out_src.off = HEADER_BYTES + entry_out_offset(nwarns);
     c->out_crc = (uint32_t)get_le(p + 16, 4);
     for (size_t off = 24; off < 24 + nwarns; off += strlen((const char *)p + off) + 1)
         ir_diag_warn(diag, "%s", (const char *)p + off);
@@ -499,8 +523,8 @@ static void guess_entry(CliCache *c)
         !memcmp(hkey + CLI_HASH_BYTES, stamp, STAMP_BYTES)) {
         memcpy(c->guess_key, hkey, CLI_HASH_BYTES);
         epath = cache_path(c->spec.dir, c->guess_key, ".entry");
-        c->guess_entry = epath ? cli_cache_map_file(epath, KIND_ENTRY, c->guess_key, &c->guess_size, &p,
-                                          &len, &damaged)
+        c->guess_entry = epath ? map_file(epath, KIND_ENTRY, c->guess_key, &c->guess_size, &p, &len,
+                                          &damaged, &c->guess_src.fd)
                                : NULL;
     }
     if (c->guess_entry && entry_sane(p, len)) {
@@ -508,9 +532,11 @@ static void guess_entry(CliCache *c)
         c->guess_out = p + entry_out_offset(nwarns);
         c->guess_len = (size_t)get_le(p, 8);
         c->guess_crc = (uint32_t)get_le(p + 16, 4);
+        c->guess_src.off = HEADER_BYTES + entry_out_offset(nwarns);
     } else if (c->guess_entry) {
         munmap(c->guess_entry, c->guess_size);
         c->guess_entry = NULL;
+        close_fd(&c->guess_src.fd);
     }
     if (hint)
         munmap(hint, hsize);
@@ -541,14 +567,17 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
             c->entry = c->guess_entry, c->entry_size = c->guess_size, damaged = false;
             p = c->entry + HEADER_BYTES, len = c->entry_size - HEADER_BYTES;
             c->guess_entry = NULL;
+            c->out_src.fd = c->guess_src.fd;   /* the writer started on it keeps using it */
+            c->guess_src.fd = -1;
         } else {
-            c->entry = epath ? cli_cache_map_file(epath, KIND_ENTRY, key, &c->entry_size, &p, &len,
-                                        &damaged)
+            c->entry = epath ? map_file(epath, KIND_ENTRY, key, &c->entry_size, &p, &len, &damaged,
+                                        &c->out_src.fd)
                              : NULL;
         }
         if (c->entry && !entry_sane(p, len)) {   /* the guess stays: it may be being written */
             munmap(c->entry, c->entry_size);
             c->entry = NULL;
+            close_fd(&c->out_src.fd);
             damaged = true;
         }
         if (!c->entry && damaged)
@@ -573,6 +602,7 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
 void cli_cache_guess(CliCache *c, const CliCacheSpec *s)
 {
     memset(c, 0, sizeof *c);
+    c->out_src.fd = c->guess_src.fd = -1;
     c->spec = *s;
     c->status = CLI_CACHE_OFF;
     if (!s->dir)
@@ -772,6 +802,8 @@ void cli_cache_free(CliCache *c)
     c->guess_out = NULL;
     c->entry = NULL;
     c->out = NULL;
+    close_fd(&c->guess_src.fd);
+    close_fd(&c->out_src.fd);
     free(c->entry_path);
     c->entry_path = NULL;
 }

@@ -12,8 +12,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/fs.h>
 
 #include "cli/cli.h"
 #include "spyrt.h"
@@ -220,12 +223,32 @@ static size_t write_direct(int fd, const uint8_t *buf, size_t len, const atomic_
     return done;
 }
 
+/* Make fd (empty) share the blocks of src from src.off to its end, which must be len
+ * bytes: FICLONERANGE, on file systems that clone (btrfs, XFS, ...). Returns 1 when it
+ * did, 0 when not (EOPNOTSUPP, EXDEV, EINVAL: fd is still empty, the caller writes),
+ * -1 (errno set) when a clone of the wrong size could not be undone. */
+static int clone_source(int fd, CliSource src, size_t len)
+{
+    struct stat st;
+    if (src.fd < 0 || len == 0 || fstat(src.fd, &st) != 0 ||
+        (uint64_t)st.st_size != src.off + len)
+        return 0;
+    struct file_clone_range r = {.src_fd = src.fd, .src_offset = src.off, .src_length = 0,
+                                 .dest_offset = 0};   /* length 0: to the end of src */
+    if (ioctl(fd, FICLONERANGE, &r) != 0)
+        return 0;
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_size == len)
+        return 1;
+    return ftruncate(fd, 0) == 0 ? 0 : -1;   /* src changed meanwhile: write instead */
+}
+
 /* A write of one buffer to the temporary file of path by a thread, its CRC32C checked
  * by another meanwhile (cli_write_begin). */
 struct CliWriter {
     const char *path;
     const uint8_t *buf;
     size_t len;
+    CliSource src;                     /* buf's file, to clone from */
     uint32_t want, crc;                /* the CRC32C buf must have, and its own */
     int fd, err;                       /* err: errno of a failed write, 0 */
     atomic_bool stop;                  /* no longer wanted: stop early */
@@ -233,10 +256,16 @@ struct CliWriter {
     bool writing, checking;            /* the threads were started */
 };
 
-/* Thread body: write w->buf to w->fd (whole pages direct, the rest buffered). */
+/* Thread body: clone w->buf's file into w->fd, else write w->buf (whole pages direct,
+ * the rest buffered). */
 static void *write_job(void *arg)
 {
     CliWriter *w = arg;
+    int cloned = clone_source(w->fd, w->src, w->len);
+    if (cloned < 0)
+        w->err = errno ? errno : EIO;
+    if (cloned)
+        return NULL;
     size_t done = write_direct(w->fd, w->buf, w->len, &w->stop);
     if (!atomic_load(&w->stop) && !write_all(w->fd, w->buf + done, w->len - done))
         w->err = errno ? errno : EIO;
@@ -272,14 +301,15 @@ static void *crc_job(void *arg)
     return NULL;
 }
 
-CliWriter *cli_write_begin(const char *path, const void *buf, size_t len, uint32_t crc)
+CliWriter *cli_write_begin(const char *path, const void *buf, size_t len, uint32_t crc,
+                           CliSource src)
 {
     CliWriter *w = calloc(1, sizeof *w);
     if (!w) {
         fprintf(stderr, "spyrec: out of memory\n");
         return NULL;
     }
-    *w = (CliWriter){.path = path, .buf = buf, .len = len, .want = crc};
+    *w = (CliWriter){.path = path, .buf = buf, .len = len, .src = src, .want = crc};
     atomic_init(&w->stop, false);
     if ((w->fd = cli_atomic_open(path)) < 0) {
         free(w);
@@ -316,14 +346,14 @@ bool cli_write_end(CliWriter *w, bool keep, bool *damaged)
 }
 
 bool cli_write_atomic_checked(const char *path, const void *buf, size_t len, uint32_t crc,
-                              bool *damaged)
+                              CliSource src, bool *damaged)
 {
     *damaged = false;
     if (!strcmp(path, "-")) {              /* nothing can be taken back: check first */
         *damaged = spy_crc32c(0, buf, len) != crc;
         return *damaged || cli_write_atomic(path, buf, len);
     }
-    CliWriter *w = cli_write_begin(path, buf, len, crc);
+    CliWriter *w = cli_write_begin(path, buf, len, crc, src);
     return w && cli_write_end(w, true, damaged);
 }
 

@@ -60,7 +60,7 @@ $(BUILD)/tests/test_cli_cache: $(call obj,cli/spyrec_hash.c cli/spyrec_hashfiles
                                 cli/spyrec_cachestat.c \
                                 cli/spyrec_progress.c cli/spyrec_deps.c)
 $(BUILD)/tests/test_cli_metrics: $(call obj,cli/spyrun_metrics.c)
-$(BUILD)/tests/test_cli_buckets: $(call obj,cli/spyrec_buckets.c)
+$(BUILD)/tests/test_cli_buckets: $(call obj,cli/spyrec_buckets.c cli/spyrec_bucketgrid.c)
 $(UNIT_CLI_TESTS): $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIBSPYREC) $(LIBRT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(filter %.o,$^) $(LIBSPYREC) $(LIBRT_A) \

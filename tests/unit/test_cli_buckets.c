@@ -1,8 +1,11 @@
 /* test_cli_buckets.c: unit tests of size buckets (spyrec --dim-buckets). The grid
- * (cli/spyrec_buckets.c): per symbol min, the powers of two between and max; the bounds'
- * own box left out; coarsening, one value at a time, of the symbol with the most values
- * while the product is above the limit (the value between the closest neighbours, min
- * when only min and max are left); boxes ordered by product, then lexicographically.
+ * (cli/spyrec_bucketgrid.c): symbols bounded alike form one class and take one value
+ * per box; a class takes min, max and the numbers between with at most three
+ * significant bits; from the bounds' box, boxes are added one at a time, each the one
+ * that lowers the expected waste (box volume over size volume, sizes log-uniform per
+ * class) the most; the bounds' own box left out; boxes ordered by product, then
+ * lexicographically. The waste is computed here again, size by size, independently of
+ * the grid's own bookkeeping.
  * The runtime's choice (runtime/rt_variants.c): the first bucket whose box holds every
  * input's size on its symbolic axes, else the bounds. */
 #include <setjmp.h>
@@ -18,13 +21,6 @@
 #include "cli/spyrec_buckets.h"
 #include "rt_model.h"
 
-/* Box k's caps must be want[0..n). */
-static void expect_box(const int64_t *boxes, int n, int k, const int64_t *want)
-{
-    for (int s = 0; s < n; s++)
-        assert_int_equal(boxes[(size_t)k * (size_t)n + (size_t)s], want[s]);
-}
-
 /* Are the boxes in order: product, then lexicographic (no box twice)? */
 static void expect_ordered(const int64_t *boxes, int n, int nb)
 {
@@ -39,78 +35,168 @@ static void expect_ordered(const int64_t *boxes, int n, int nb)
     }
 }
 
-/* batch 1..8, seq 2..128, 16 buckets: seq loses 4, 16 and 64 (4 x 4 = 16 boxes; the
- * bounds' own one is the bundle itself: 15). */
-static void test_two_symbols(void **st)
+/* Is x min, max, or a number between with at most three significant bits? */
+static bool grid_value(int64_t x, int64_t min, int64_t max)
 {
-    (void)st;
-    int64_t boxes[64 * 2];
-    int nb = cli_bucket_grid((int64_t[]){1, 2}, (int64_t[]){8, 128}, 2, 16, boxes, 64);
-    assert_int_equal(nb, 15);
-    expect_ordered(boxes, 2, nb);
-    expect_box(boxes, 2, 0, (int64_t[]){1, 2});
-    expect_box(boxes, 2, 1, (int64_t[]){2, 2});
-    expect_box(boxes, 2, 2, (int64_t[]){1, 8});
-    expect_box(boxes, 2, 14, (int64_t[]){4, 128});
-    for (int k = 0; k < nb; k++) {
-        int64_t b = boxes[2 * k], q = boxes[2 * k + 1];
-        assert_true(b == 1 || b == 2 || b == 4 || b == 8);
-        assert_true(q == 2 || q == 8 || q == 32 || q == 128);
-        assert_false(b == 8 && q == 128);
-    }
-    /* room for all 28: nothing coarsened */
-    assert_int_equal(cli_bucket_grid((int64_t[]){1, 2}, (int64_t[]){8, 128}, 2, 28, boxes, 64),
-                     27);
+    if (x == min || x == max)
+        return x >= min && x <= max;
+    while (x >= 8 && x % 2 == 0)
+        x /= 2;
+    return x < 8;
 }
 
-/* One symbol: min not a power of two, coarsening by closest neighbours. */
+/* Every box within the bounds, on the grid, not the bounds' own, in order. */
+static void expect_valid(const int64_t *boxes, int nb, int n, const int64_t *min,
+                         const int64_t *max)
+{
+    expect_ordered(boxes, n, nb);
+    for (int k = 0; k < nb; k++) {
+        bool bounds = true;
+        for (int s = 0; s < n; s++) {
+            int64_t v = boxes[(size_t)k * (size_t)n + (size_t)s];
+            assert_true(v >= min[s] && v <= max[s]);
+            assert_true(grid_value(v, min[s], max[s]));
+            bounds &= v == max[s];
+        }
+        assert_false(bounds);
+    }
+}
+
+/* The expected waste of boxes (nb of two symbols, plus the bounds) over every size
+ * [a, b] within the bounds, each of weight 1/(a*b): the smallest box holding the size,
+ * its volume over a*b. */
+static double waste2(const int64_t *boxes, int nb, const int64_t *min, const int64_t *max)
+{
+    double sum = 0, norm = 0;
+    for (int64_t a = min[0]; a <= max[0]; a++)
+        for (int64_t b = min[1]; b <= max[1]; b++) {
+            double best = (double)(max[0] * max[1]);
+            for (int k = 0; k < nb; k++)
+                if (a <= boxes[2 * k] && b <= boxes[2 * k + 1] &&
+                    (double)(boxes[2 * k] * boxes[2 * k + 1]) < best)
+                    best = (double)(boxes[2 * k] * boxes[2 * k + 1]);
+            sum += best / (double)(a * b) / (double)(a * b);
+            norm += 1 / (double)(a * b);
+        }
+    return sum / norm;
+}
+
+/* batch 1..8, seq 2..128 (two classes): the boxes of limit L + 1 are those of limit L
+ * and one more, which lowers the waste at least as much as any other box of the grid
+ * would (brute force over every pair of grid values). */
+static void test_greedy(void **st)
+{
+    (void)st;
+    const int64_t min[2] = {1, 2}, max[2] = {8, 128};
+    int64_t prev[16 * 2], next[17 * 2];
+    int np = cli_bucket_grid(min, max, 2, 6, prev, 16);
+    assert_int_equal(np, 5);
+    expect_valid(prev, np, 2, min, max);
+    int nn = cli_bucket_grid(min, max, 2, 7, next, 17);
+    assert_int_equal(nn, 6);
+    expect_valid(next, nn, 2, min, max);
+    int found = 0;                         /* every old box is still there */
+    for (int i = 0; i < np; i++)
+        for (int k = 0; k < nn; k++)
+            found += !memcmp(prev + 2 * i, next + 2 * k, 2 * sizeof *prev);
+    assert_int_equal(found, np);
+    double got = waste2(next, nn, min, max), best = waste2(prev, np, min, max);
+    assert_true(got < best);
+    for (int64_t a = 1; a <= 8; a++)
+        for (int64_t b = 2; b <= 128; b++) {
+            if (!grid_value(b, 2, 128) || (a == 8 && b == 128))
+                continue;
+            prev[2 * np] = a, prev[2 * np + 1] = b;
+            double w = waste2(prev, np + 1, min, max);
+            if (w < got - 1e-9 * got)
+                fail_msg("adding [%lld, %lld] gives waste %.6f, the grid's choice %.6f",
+                         (long long)a, (long long)b, w, got);
+        }
+    /* room for more: more boxes, less waste */
+    int64_t many[64 * 2];
+    int nm = cli_bucket_grid(min, max, 2, 16, many, 64);
+    assert_int_equal(nm, 15);
+    expect_valid(many, nm, 2, min, max);
+    assert_true(waste2(many, nm, min, max) < got);
+}
+
+/* Symbols bounded alike (h and w of an image) take one value in every box: diagonal
+ * boxes; batch, bounded otherwise, its own. */
+static void test_classes(void **st)
+{
+    (void)st;
+    const int64_t min[3] = {1, 32, 32}, max[3] = {8, 512, 512};
+    int64_t boxes[64 * 3];
+    for (int limit = 2; limit <= 16; limit += 7) {
+        int nb = cli_bucket_grid(min, max, 3, limit, boxes, 64);
+        assert_int_equal(nb, limit - 1);
+        expect_valid(boxes, nb, 3, min, max);
+        for (int k = 0; k < nb; k++)
+            assert_int_equal(boxes[3 * k + 1], boxes[3 * k + 2]);
+    }
+    /* h and w bounded differently: two classes, boxes need not be diagonal */
+    const int64_t max2[3] = {8, 512, 256};
+    int nb = cli_bucket_grid(min, max2, 3, 16, boxes, 64);
+    assert_int_equal(nb, 15);
+    expect_valid(boxes, nb, 3, min, max2);
+    int off = 0;
+    for (int k = 0; k < nb; k++)
+        off += boxes[3 * k + 1] != boxes[3 * k + 2];
+    assert_true(off > 0);
+}
+
+/* One symbol: the first box is the value that minimises the waste (brute force over
+ * every grid value between 3 and 100). */
 static void test_one_symbol(void **st)
 {
     (void)st;
-    int64_t boxes[64];
-    int nb = cli_bucket_grid((int64_t[]){32}, (int64_t[]){512}, 1, 16, boxes, 64);
-    assert_int_equal(nb, 4);
-    expect_box(boxes, 1, 0, (int64_t[]){32});
-    expect_box(boxes, 1, 3, (int64_t[]){256});
-    /* 3, 4, 8, 16, 32, 64, 100 -> 4 left: 4 (8/3), then 64 (100/32), then 16 (32/8) go */
-    nb = cli_bucket_grid((int64_t[]){3}, (int64_t[]){100}, 1, 4, boxes, 64);
-    assert_int_equal(nb, 3);
-    expect_box(boxes, 1, 0, (int64_t[]){3});
-    expect_box(boxes, 1, 1, (int64_t[]){8});
-    expect_box(boxes, 1, 2, (int64_t[]){32});
-    /* two values left, one more to go: min goes, max stays: no bucket */
-    assert_int_equal(cli_bucket_grid((int64_t[]){3}, (int64_t[]){100}, 1, 1, boxes, 64), 0);
+    int64_t boxes[64], best = 0;
+    double least = 0;
+    for (int64_t v = 3; v < 100; v++) {
+        if (!grid_value(v, 3, 100))
+            continue;
+        double sum = 0, norm = 0;
+        for (int64_t x = 3; x <= 100; x++) {
+            sum += (double)(x <= v ? v : 100) / (double)x / (double)x;
+            norm += 1 / (double)x;
+        }
+        if (best == 0 || sum / norm < least)
+            least = sum / norm, best = v;
+    }
+    assert_int_equal(cli_bucket_grid((int64_t[]){3}, (int64_t[]){100}, 1, 2, boxes, 64), 1);
+    assert_int_equal(boxes[0], best);
+    /* every grid value 3..100 is a bucket when the limit allows: 3 4 5 6 7 8 10 12 14 16
+     * 20 24 28 32 40 48 56 64 80 96 (20) and the bounds */
+    int nb = cli_bucket_grid((int64_t[]){3}, (int64_t[]){100}, 1, 64, boxes, 64);
+    assert_int_equal(nb, 20);
+    expect_valid(boxes, nb, 1, (int64_t[]){3}, (int64_t[]){100});
 }
 
 /* A limit of 1 leaves the bounds only; a fixed-size symbol (min = max) has one value;
- * the cap on the number of boxes is kept. */
+ * the cap on the number of boxes is kept; wide ranges of many symbols are thinned to a
+ * grid the choice can afford. */
 static void test_limits(void **st)
 {
     (void)st;
-    int64_t boxes[256 * 3];
+    int64_t boxes[256 * 4];
     assert_int_equal(cli_bucket_grid((int64_t[]){1, 2}, (int64_t[]){8, 128}, 2, 1, boxes, 64), 0);
     int nb = cli_bucket_grid((int64_t[]){5, 1}, (int64_t[]){5, 4}, 2, 16, boxes, 64);
-    assert_int_equal(nb, 2);
-    expect_box(boxes, 2, 0, (int64_t[]){5, 1});
-    expect_box(boxes, 2, 1, (int64_t[]){5, 2});
-    nb = cli_bucket_grid((int64_t[]){1, 32, 32}, (int64_t[]){8, 512, 512}, 3, 16, boxes, 256);
-    assert_true(nb >= 1 && nb <= 15);
-    expect_ordered(boxes, 3, nb);
-    expect_box(boxes, 3, 0, (int64_t[]){1, 32, 32});
+    assert_int_equal(nb, 3);
+    for (int k = 0; k < nb; k++)
+        assert_int_equal(boxes[2 * k], 5);
     nb = cli_bucket_grid((int64_t[]){1, 32, 32}, (int64_t[]){8, 512, 512}, 3, 256, boxes, 10);
     assert_int_equal(nb, 10);
+    const int64_t min[4] = {1, 1, 2, 1}, max[4] = {64, 4096, 1 << 20, 1000};
+    nb = cli_bucket_grid(min, max, 4, 255, boxes, 256);
+    assert_true(nb >= 1 && nb <= 254);
+    expect_valid(boxes, nb, 4, min, max);
 }
 
-/* The choice among the buckets of the grid of test_two_symbols: an input ids[b, q]
- * (tensor 0, symbols 0 and 1) runs in the first box, in grid order, that holds it. */
-static void test_choice(void **st)
+/* The runtime's table of boxes (nb of [b, q], tensor 0's axes 0 and 1) in m. */
+static void make_table(spy_model *m, spy_model *bk, spy_model **vars, SpyDimRef (*refs)[2],
+                       const int64_t *boxes, int nb)
 {
-    (void)st;
-    int64_t boxes[64 * 2];
-    int nb = cli_bucket_grid((int64_t[]){1, 2}, (int64_t[]){8, 128}, 2, 16, boxes, 64);
-    spy_model bk[64], outer, *vars[64];
-    SpyDimRef refs[64][2];
-    memset(&outer, 0, sizeof outer);
+    memset(m, 0, sizeof *m);
     for (int v = 0; v < nb; v++) {
         memset(&bk[v], 0, sizeof bk[v]);
         refs[v][0] = (SpyDimRef){0, 0, 0, 0, 1, boxes[2 * v]};
@@ -120,8 +206,23 @@ static void test_choice(void **st)
         bk[v].nvis_in = 1;
         vars[v] = &bk[v];
     }
-    outer.variants = vars;
-    outer.nvariants = (uint32_t)nb;
+    m->variants = vars;
+    m->nvariants = (uint32_t)nb;
+}
+
+/* The choice among a table of boxes (any boxes within the bounds are valid: here batch
+ * 1, 2, 4, 8 times seq 2, 8, 32, 128, by product): an input ids[b, q] runs in the first
+ * box that holds it; then, for the grid's own boxes, every size runs in a box that
+ * holds it and that no earlier box holds. */
+static void test_choice(void **st)
+{
+    (void)st;
+    static const int64_t table[15 * 2] = {1, 2,  2, 2,  1, 8,   4, 2,  2, 8,
+                                          8, 2,  1, 32, 4, 8,   2, 32, 8, 8,
+                                          1, 128, 4, 32, 2, 128, 8, 32, 4, 128};
+    spy_model bk[64], outer, *vars[64];
+    SpyDimRef refs[64][2];
+    make_table(&outer, bk, vars, refs, table, 15);
     static const struct {
         int64_t b, q;
         int64_t want_b, want_q;   /* the box that must run; 8, 128: the bounds */
@@ -131,20 +232,31 @@ static void test_choice(void **st)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int64_t dims[SPY_MAX_RANK] = {cases[i].b, cases[i].q};
         int v = rt_variant_pick(&outer, dims);
-        int64_t gb = v < 0 ? 8 : boxes[2 * v], gq = v < 0 ? 128 : boxes[2 * v + 1];
+        int64_t gb = v < 0 ? 8 : table[2 * v], gq = v < 0 ? 128 : table[2 * v + 1];
         if (gb != cases[i].want_b || gq != cases[i].want_q)
             fail_msg("[%lld, %lld] ran in [%lld, %lld], not [%lld, %lld]",
                      (long long)cases[i].b, (long long)cases[i].q, (long long)gb,
                      (long long)gq, (long long)cases[i].want_b, (long long)cases[i].want_q);
-        for (int w = 0; w < v; w++)          /* no earlier box holds it */
-            assert_false(cases[i].b <= boxes[2 * w] && cases[i].q <= boxes[2 * w + 1]);
     }
+    int64_t boxes[64 * 2];
+    int nb = cli_bucket_grid((int64_t[]){1, 2}, (int64_t[]){8, 128}, 2, 16, boxes, 64);
+    make_table(&outer, bk, vars, refs, boxes, nb);
+    for (int64_t b = 1; b <= 8; b++)
+        for (int64_t q = 2; q <= 128; q++) {
+            int64_t dims[SPY_MAX_RANK] = {b, q};
+            int v = rt_variant_pick(&outer, dims);
+            if (v >= 0)
+                assert_true(b <= boxes[2 * v] && q <= boxes[2 * v + 1]);
+            for (int w = 0; w < (v < 0 ? nb : v); w++)   /* no earlier box holds it */
+                assert_false(b <= boxes[2 * w] && q <= boxes[2 * w + 1]);
+        }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_two_symbols),
+        cmocka_unit_test(test_greedy),
+        cmocka_unit_test(test_classes),
         cmocka_unit_test(test_one_symbol),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_choice),
