@@ -326,6 +326,29 @@ static double conv_rows_bytes(const SpyTarget *t, const IrGeom *geo, int64_t es,
     return sum / (double)n;
 }
 
+/* Bytes charged (whole sticks) for storing the output tile of one CONV item, mt of the
+ * m output channels by rc of the ext output rows of pix elements each (a dense
+ * NCHW-like output: a channel's rows are one run, channels a plane apart), averaged
+ * over the items: a chunk's runs start where its first row falls in a stick, which
+ * moves with the channel when a plane is not whole sticks (a 28 x 28 fp16 plane is
+ * 12.25 sticks: a 4-row run of 224 bytes then touches 2.5 sticks on average). Summed
+ * over the row chunks of all m channels, shared by the ceil(m / mt) channel tiles. */
+static double conv_out_bytes(const SpyTarget *t, int64_t eo, int64_t m, int64_t mt,
+                             int64_t rc, int64_t ext, int64_t pix)
+{
+    int64_t n = (ext + rc - 1) / rc, tiles = (m + mt - 1) / mt;
+    if (ext * pix > INT32_MAX || m > UINT32_MAX || n <= 0 || tiles <= 0)
+        return cost_rows_bytes(t, (double)mt, (double)(eo * rc * pix));
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r0 = j * rc, rows = ext - r0 < rc ? ext - r0 : rc;
+        uint32_t dims[2] = {(uint32_t)m, (uint32_t)(rows * pix)};
+        int32_t st[2] = {(int32_t)(ext * pix), 1};
+        sum += (double)cost_transfer_bytes(t, r0 * pix * eo, eo, 2, dims, st);
+    }
+    return sum / (double)(n * tiles);
+}
+
 /* CONV: output-channel tiles and output-row chunks with the least modelled time. */
 static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarget *t)
 {
@@ -359,7 +382,8 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
             if (sz.es * mt * kt + bbuf + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
                 (i + 1 < nm || j + 1 < nr))
                 continue;
-            double c = cost_rows_bytes(t, (double)mt, sz.eo * (double)p);
+            double c = conv_out_bytes(t, (int64_t)sz.eo, gr->ext[2], mt, rc[j], gr->ext[3],
+                                      pix);
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
