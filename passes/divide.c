@@ -158,6 +158,31 @@ static int candidates(int64_t ext, int64_t gran, int64_t *out)
     }
 }
 
+/* Adds to out[0..n) (at most max entries) the tile sizes of ext that split it into
+ * c = 2..cmax tiles of whole granules (ceil(ext / c) rounded up to gran), which the
+ * halvings miss (a 2304-column product in 12 tiles of 192), and sorts them largest
+ * first (the last, smallest, is the fallback when none fits LX); returns the count. */
+static int even_candidates(int64_t ext, int64_t gran, int64_t cmax, int64_t *out, int n,
+                           int max)
+{
+    for (int64_t c = 2; c <= cmax && n < max; c++) {
+        int64_t x = (ext + c - 1) / c;
+        x = (x + gran - 1) / gran * gran;
+        bool seen = x >= ext;
+        for (int i = 0; i < n && !seen; i++)
+            seen = out[i] == x;
+        if (!seen)
+            out[n++] = x;
+    }
+    for (int i = 1; i < n; i++)          /* largest first, as the halvings: the last is */
+        for (int j = i; j > 0 && out[j - 1] < out[j]; j--) {   /* the fallback */
+            int64_t x = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = x;
+        }
+    return n;
+}
+
 /* Element sizes of a contraction (the split estimate charges what the kernel really
  * moves): operand elements es and the matrix rate of the operands' device dtype dt
  * (DLFloat16 in fp16 mode), output and epilogue-input elements eo. */
@@ -271,12 +296,15 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
         gr->chunk[d] = 1;
         batch *= gr->ext[d];
     }
-    int64_t mc[40], nc[40], kt = kk < 256 ? kk : 256;
+    int64_t mc[120], nc[120], kt = kk < 256 ? kk : 256;
+    CSizes sz = contract_sizes(g, k);
+    int64_t sg = (int64_t)(t->stick_bytes / sz.es) > 0 ? (int64_t)(t->stick_bytes / sz.es) : 1;
     int nm = candidates(m, 8, mc), nn = candidates(n, 32, nc);
+    nm = even_candidates(m, 8, t->cores, mc, nm, 120);
+    nn = even_candidates(n, sg, t->cores, nc, nn, 120);
     if (k->nred > 0)                           /* epilogue reduces whole rows: nc[0] = n */
         nn = 1;
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
-    CSizes sz = contract_sizes(g, k);
     gr->chunk[r - 2] = mc[nm - 1];
     gr->chunk[r - 1] = nc[nn - 1];
     for (int i = 0; i < nm; i++)
