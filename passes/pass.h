@@ -127,6 +127,7 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement
 void pass_rowsel(IrGraph *g);                              /* row selections pushed up (rowsel.c) */
 void pass_readd_reshape(IrGraph *g, const IrNode *n, ValId v); /* n re-added as reshape(v) (rowsel.c) */
 void pass_rotary(IrGraph *g, const PassOptions *opt);      /* rotary embeddings: halves or R product (rotary.c) */
+void pass_gqa(IrGraph *g);                                 /* grouped-query attention on split heads (gqa.c) */
 void pass_siblings(IrGraph *g, const PassOptions *opt);    /* sibling products merged (siblings.c) */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
 bool pass_window(IrGraph *g, const PassOptions *opt);      /* reads within core windows */
