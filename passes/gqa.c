@@ -153,6 +153,8 @@ static ValId gq_node(Gqa *q, const IrNode *n, bool build, int *hx_out, int64_t *
     if (c != IR_CLS_ELEM && !(n->op == IR_OP_REDUCE && nax > 0 &&
                               ir_attr_get_int(n, "keepdims", 1) == 1))
         return IR_NONE;
+    if (c == IR_CLS_ELEM && (ir_attr_find(n, "axis") || ir_attr_find(n, "axes")))
+        return IR_NONE;                         /* an axis would name the wrong dim */
     for (int i = 0; i < nax; i++)
         if (ax[i] <= hx)                        /* only trailing reductions */
             return IR_NONE;
