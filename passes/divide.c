@@ -158,6 +158,31 @@ static int candidates(int64_t ext, int64_t gran, int64_t *out)
     }
 }
 
+/* Adds to out[0..n) (at most max entries) the tile sizes of ext that split it into
+ * c = 2..cmax tiles of whole granules (ceil(ext / c) rounded up to gran), which the
+ * halvings miss (a 2304-column product in 12 tiles of 192), and sorts them largest
+ * first (the last, smallest, is the fallback when none fits LX); returns the count. */
+static int even_candidates(int64_t ext, int64_t gran, int64_t cmax, int64_t *out, int n,
+                           int max)
+{
+    for (int64_t c = 2; c <= cmax && n < max; c++) {
+        int64_t x = (ext + c - 1) / c;
+        x = (x + gran - 1) / gran * gran;
+        bool seen = x >= ext;
+        for (int i = 0; i < n && !seen; i++)
+            seen = out[i] == x;
+        if (!seen)
+            out[n++] = x;
+    }
+    for (int i = 1; i < n; i++)          /* largest first, as the halvings: the last is */
+        for (int j = i; j > 0 && out[j - 1] < out[j]; j--) {   /* the fallback */
+            int64_t x = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = x;
+        }
+    return n;
+}
+
 /* Element sizes of a contraction (the split estimate charges what the kernel really
  * moves): operand elements es and the matrix rate of the operands' device dtype dt
  * (DLFloat16 in fp16 mode), output and epilogue-input elements eo. */
@@ -271,12 +296,15 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
         gr->chunk[d] = 1;
         batch *= gr->ext[d];
     }
-    int64_t mc[40], nc[40], kt = kk < 256 ? kk : 256;
+    int64_t mc[120], nc[120], kt = kk < 256 ? kk : 256;
+    CSizes sz = contract_sizes(g, k);
+    int64_t sg = (int64_t)(t->stick_bytes / sz.es) > 0 ? (int64_t)(t->stick_bytes / sz.es) : 1;
     int nm = candidates(m, 8, mc), nn = candidates(n, 32, nc);
+    nm = even_candidates(m, 8, t->cores, mc, nm, 120);
+    nn = even_candidates(n, sg, t->cores, nc, nn, 120);
     if (k->nred > 0)                           /* epilogue reduces whole rows: nc[0] = n */
         nn = 1;
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
-    CSizes sz = contract_sizes(g, k);
     gr->chunk[r - 2] = mc[nm - 1];
     gr->chunk[r - 1] = nc[nn - 1];
     for (int i = 0; i < nm; i++)
@@ -326,6 +354,29 @@ static double conv_rows_bytes(const SpyTarget *t, const IrGeom *geo, int64_t es,
     return sum / (double)n;
 }
 
+/* Bytes charged (whole sticks) for storing the output tile of one CONV item, mt of the
+ * m output channels by rc of the ext output rows of pix elements each (a dense
+ * NCHW-like output: a channel's rows are one run, channels a plane apart), averaged
+ * over the items: a chunk's runs start where its first row falls in a stick, which
+ * moves with the channel when a plane is not whole sticks (a 28 x 28 fp16 plane is
+ * 12.25 sticks: a 4-row run of 224 bytes then touches 2.5 sticks on average). Summed
+ * over the row chunks of all m channels, shared by the ceil(m / mt) channel tiles. */
+static double conv_out_bytes(const SpyTarget *t, int64_t eo, int64_t m, int64_t mt,
+                             int64_t rc, int64_t ext, int64_t pix)
+{
+    int64_t n = (ext + rc - 1) / rc, tiles = (m + mt - 1) / mt;
+    if (ext * pix > INT32_MAX || m > UINT32_MAX || n <= 0 || tiles <= 0)
+        return cost_rows_bytes(t, (double)mt, (double)(eo * rc * pix));
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r0 = j * rc, rows = ext - r0 < rc ? ext - r0 : rc;
+        uint32_t dims[2] = {(uint32_t)m, (uint32_t)(rows * pix)};
+        int32_t st[2] = {(int32_t)(ext * pix), 1};
+        sum += (double)cost_transfer_bytes(t, r0 * pix * eo, eo, 2, dims, st);
+    }
+    return sum / (double)(n * tiles);
+}
+
 /* CONV: output-channel tiles and output-row chunks with the least modelled time. */
 static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarget *t)
 {
@@ -359,7 +410,8 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
             if (sz.es * mt * kt + bbuf + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
                 (i + 1 < nm || j + 1 < nr))
                 continue;
-            double c = cost_rows_bytes(t, (double)mt, sz.eo * (double)p);
+            double c = conv_out_bytes(t, (int64_t)sz.eo, gr->ext[2], mt, rc[j], gr->ext[3],
+                                      pix);
             CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),

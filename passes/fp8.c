@@ -171,13 +171,42 @@ static ValId quant_b(IrGraph *g, ValId b, const PassFp8Mean *m, ValId *scale, Va
     return ir_add_const(g, ir_fresh_name(g, nm), &tq, q);
 }
 
-/* Whether n is a MATMUL of DLFloat16 operands whose B is a constant. */
+/* Whether the DLFloat16 constant b [K, N] is a signed permutation (one +-1 in every row
+ * and column, zeros elsewhere: passes/rotary.c's rotate-half matrix). Its product is
+ * exact in DLFloat16; an fp8 copy would add a rounded scale and save nothing. */
+static bool signed_perm(IrGraph *g, ValId b)
+{
+    const IrType *t = ir_vtype(g, b);
+    const uint16_t *x = ir_val(g, b)->data;
+    int64_t k = t->dims[0], n = t->dims[1];
+    if (t->rank != 2 || k != n || !x || n > 4096)
+        return false;
+    uint16_t one = spy_f32_to_dlf16(1.0f);
+    int64_t nz = 0;
+    uint8_t *col = ir_scratch(g, (size_t)n);
+    for (int64_t i = 0; i < k; i++) {
+        int64_t row = 0;
+        for (int64_t j = 0; j < n; j++) {
+            uint16_t v = (uint16_t)(x[i * n + j] & 0x7FFF);
+            if (v == 0)
+                continue;
+            if (v != one || col[j]++ || row++)
+                return false;
+            nz++;
+        }
+    }
+    return nz == n;
+}
+
+/* Whether n is a MATMUL of DLFloat16 operands whose B is a constant (not a signed
+ * permutation). */
 static bool fp8_candidate(IrGraph *g, const IrNode *n)
 {
     if (n->op != IR_OP_MATMUL || n->dead)
         return false;
     return ir_vtype(g, n->in[0])->dtype == IR_DT_DLF16 && ir_is_const(g, n->in[1]) &&
-           ir_vtype(g, n->in[1])->dtype == IR_DT_DLF16 && ir_vtype(g, n->in[1])->rank >= 2;
+           ir_vtype(g, n->in[1])->dtype == IR_DT_DLF16 && ir_vtype(g, n->in[1])->rank >= 2 &&
+           !signed_perm(g, n->in[1]);
 }
 
 bool pass_fp8(IrGraph *g, const PassOptions *opt)

@@ -126,7 +126,8 @@ bool pass_symdim(IrGraph *g);      /* bounded symbolic input dims (symdim.c), fr
 bool pass_simplify(IrGraph *g, const PassOptions *opt);    /* algebraic/movement cleanups */
 void pass_rowsel(IrGraph *g);                              /* row selections pushed up (rowsel.c) */
 void pass_readd_reshape(IrGraph *g, const IrNode *n, ValId v); /* n re-added as reshape(v) (rowsel.c) */
-void pass_rotary(IrGraph *g);                              /* rotary embeddings split by halves (rotary.c) */
+void pass_rotary(IrGraph *g, const PassOptions *opt);      /* rotary embeddings: halves or R product (rotary.c) */
+void pass_gqa(IrGraph *g);                                 /* grouped-query attention on split heads (gqa.c) */
 void pass_siblings(IrGraph *g, const PassOptions *opt);    /* sibling products merged (siblings.c) */
 bool pass_requant_id(IrGraph *g, const PassOptions *opt);  /* requantization identities (requant_id.c) */
 bool pass_qsiblings(IrGraph *g, const PassOptions *opt);   /* int8 siblings merged (qsiblings.c) */

@@ -11,9 +11,22 @@
  * them (pass_fuse). Each element gets the same operations on the same operands (a - b
  * rounds like a + -b), so the values are unchanged. The old nodes are left without
  * users for pass_dce; the ADD becomes a reshape of the concat, so output names stay.
+ *
+ * When a half row is not a whole number of device sticks (a head of 64 in DLFloat16:
+ * 64 bytes, half a stick), each half kernel reads both halves as runs that touch a
+ * whole stick each and writes half sticks: DRAM moves about three times the bytes the
+ * rotation needs. There the rotated copy is instead one matrix product by a constant
+ * signed permutation R [d, d] (R[j+h][j] = -1 and R[j][j+h] = 1 for j < h):
+ *     out = x * C + (x @ R) * S
+ * one kernel whose loads and stores are whole rows (the product's epilogue takes the
+ * multiplies and the add). x @ R is exact (one product by +-1 plus zeros, accumulated
+ * in float32), so the values are the split form's for finite x; a non-finite element
+ * of x makes its whole rotated row NaN (inf * 0), where the split form keeps it to
+ * its partner element.
  */
 #include <string.h>
 
+#include "devtype.h"
 #include "pass.h"
 
 typedef struct {
@@ -21,6 +34,9 @@ typedef struct {
     const uint32_t *uses;                  /* use counts before the rewrite */
     uint32_t nvals;
     const IrOrigin *origin;                /* of the ADD being split */
+    const PassOptions *opt;                /* precision and stick size: which form */
+    ValId perm[2];                         /* R of the last head size perm_d[i] made */
+    int64_t perm_d[2];
 } Rot;
 
 /* Live producer of value v when it is a node of op `op` (fn `fn` for pointwise ops,
@@ -100,6 +116,48 @@ static bool rot_match_mul_cat(Rot *r, const IrNode *mul, const IrNode **cat, Val
     return false;
 }
 
+/* Whether the rotary embedding of x (float32 before pass_fp16, last axis d) takes the
+ * product form (header): a half row is not whole sticks at the device element size
+ * (DLFloat16 when --precision makes float32 tensors 16-bit), and R is small. */
+static bool rot_by_product(Rot *r, const IrType *xt, int64_t d)
+{
+    const SpyTarget *t = r->opt ? r->opt->target : NULL;
+    if (!t || xt->dtype != IR_DT_F32 || d < 2 || d > 512 || t->stick_bytes == 0)
+        return false;
+    int64_t es = r->opt->precision != PASS_PREC_MODEL ? 2 : pass_dev_esize(xt->dtype);
+    return es > 0 && (d / 2 * es) % t->stick_bytes != 0;
+}
+
+/* The constant signed permutation R [d, d] of the product form (header), one per head
+ * size. */
+static ValId rot_perm(Rot *r, int64_t d)
+{
+    for (int i = 0; i < 2; i++)
+        if (r->perm[i] != IR_NONE && r->perm_d[i] == d)
+            return r->perm[i];
+    IrType t = {IR_DT_F32, 2, {d, d}};
+    float *w = ir_scratch(r->g, sizeof(float) * (size_t)(d * d));
+    int64_t h = d / 2;
+    memset(w, 0, sizeof(float) * (size_t)(d * d));
+    for (int64_t j = 0; j < h; j++) {
+        w[(j + h) * d + j] = -1.0f;     /* out[j] = -x[j + h] */
+        w[j * d + j + h] = 1.0f;        /* out[j + h] = x[j] */
+    }
+    ValId v = ir_add_const(r->g, ir_fresh_name(r->g, "rotate_half"), &t, w);
+    int i = r->perm[0] == IR_NONE ? 0 : 1;
+    r->perm[i] = v;
+    r->perm_d[i] = d;
+    return v;
+}
+
+/* The product form x * C + (x @ R) * S of a rotary embedding (header). */
+static ValId rot_product(Rot *r, ValId x, ValId c, ValId s, int64_t d)
+{
+    ValId in[2] = {x, rot_perm(r, d)};
+    ValId xr = ir_node(r->g, ir_add_node(r->g, IR_OP_MATMUL, in, 2, NULL, 0, r->origin))->out[0];
+    return rot_bin(r, IR_BIN_ADD, rot_bin(r, IR_BIN_MUL, x, c), rot_bin(r, IR_BIN_MUL, xr, s));
+}
+
 /* If ADD node n is a rotary embedding (header), the value of its split form. */
 static ValId rot_split(Rot *r, const IrNode *n)
 {
@@ -132,6 +190,8 @@ static ValId rot_split(Rot *r, const IrNode *n)
             continue;
         ValId c = m1->in[1 - j], vl = cat->in[1], vh = ng->in[0];
         int64_t d = ot->dims[ot->rank - 1];
+        if (rot_by_product(r, xt, d))
+            return rot_product(r, x, c, s, d);
         ValId c0 = rot_half_of(r, c, d, 0), c1 = rot_half_of(r, c, d, 1);
         ValId s0 = rot_half_of(r, s, d, 0), s1 = rot_half_of(r, s, d, 1);
         ValId h0 = rot_bin(r, IR_BIN_SUB, rot_bin(r, IR_BIN_MUL, vl, c0),
@@ -145,10 +205,11 @@ static ValId rot_split(Rot *r, const IrNode *n)
     return IR_NONE;
 }
 
-/* Split every rotary embedding of g by halves (header). */
-void pass_rotary(IrGraph *g)
+/* Split every rotary embedding of g by halves or take its product form (header). */
+void pass_rotary(IrGraph *g, const PassOptions *opt)
 {
-    Rot r = {.g = g, .uses = ir_use_counts(g), .nvals = g->nvals};
+    Rot r = {.g = g, .uses = ir_use_counts(g), .nvals = g->nvals, .opt = opt,
+             .perm = {IR_NONE, IR_NONE}};
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
     for (uint32_t i = 0; i < n && !ir_failed(g); i++) {

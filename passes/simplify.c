@@ -12,7 +12,10 @@
  *    pushed above the row-wise ops and contractions that compute only for them, so
  *    only the selected rows are computed (pass_rowsel, rowsel.c);
  *  - rotary embeddings x * C + concat(-x2, x1) * S computed per half of the last axis,
- *    without the NEG and CONCAT kernels (pass_rotary, rotary.c);
+ *    or as x * C + (x @ R) * S with a signed permutation R where half rows are not
+ *    whole sticks, without the NEG and CONCAT kernels (pass_rotary, rotary.c);
+ *  - grouped-query attention's repeats of K and V (copy kernels) replaced by products
+ *    and row-wise ops on the head axis split into [groups, repeats] (pass_gqa, gqa.c);
  *  - matrix products of one activation by constant weights of one depth (attention's
  *    Q, K, V projections) merged into one product (pass_siblings, siblings.c).
  * Values that are graph outputs are never replaced, so output names stay. Nodes left
@@ -319,7 +322,9 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
     if (!ir_failed(g))
         pass_rowsel(g);
     if (!ir_failed(g))
-        pass_rotary(g);
+        pass_rotary(g, opt);
+    if (!ir_failed(g))
+        pass_gqa(g);
     if (!ir_failed(g))
         pass_siblings(g, opt);
     return !ir_failed(g);
