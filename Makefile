@@ -6,6 +6,7 @@
 #   make bench      compile time, host latency and onnxruntime ratio per model (needs PyPI)
 #   make zoo-large  materialise the large models (../shared/models-large) in build/zoo-large
 #   make bench-large  compile, memory, load and latency of the large models, long chains, GFLOP/s
+#   make bench-tiles  GFLOP/s of the MATMUL tile kernel alone on resnet50's convolution tiles
 #   make bench-cache  compile-cache timings: plain compile, miss and hit per model, best of 5
 #   make zoo-qdq    QDQ (int8) resnet50 and bert_base from build/zoo-large in build/zoo-qdq
 #   make qdq-check  compile them and check them against onnxruntime's output

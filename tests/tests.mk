@@ -121,6 +121,17 @@ $(BUILD)/tests/fma_peak: tests/bench/fma_peak.c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -std=c11 -O2 -march=native -ffp-contract=fast $(WARN) -o $@ $< -lpthread
 
+# the MATMUL tile kernel alone on resnet50's convolution tiles, A warm and cold
+# (tests/bench/mm_tiles.c), after one core's FMA peak
+$(BUILD)/tests/mm_tiles: tests/bench/mm_tiles.c $(LIBRT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBRT_A) $(LDLIBS)
+
+.PHONY: bench-tiles
+bench-tiles: $(BUILD)/tests/mm_tiles $(BUILD)/tests/fma_peak
+	$(BUILD)/tests/fma_peak 1
+	$(BUILD)/tests/mm_tiles
+
 bench-large: all $(VENV)/.ok zoo-large $(BUILD)/tests/fma_peak
 	$(VENV)/bin/python tests/bench/bench_large.py --build $(BUILD) --zoo $(ZOO_LARGE)
 
