@@ -32,8 +32,9 @@
  * Products with fewer than MMT_PACK_M rows (8 row blocks) read B in place, a panel's
  * width at a time for all row blocks (all of k at once, or MMT_KC rows at a time when
  * the panel would not stay in the L1 cache), through the same micro-kernel with
- * masked loads: packing costs more than it saves when few row blocks reuse a panel
- * (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
+ * masked loads, the first row block storing the panel packed for the others as it
+ * reads it: a packing pass of its own costs more than it saves when few row blocks
+ * reuse a panel (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
  * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
  * decode step) streams B by rows instead, MMT_GEMV_G rows a pass, each row read once,
  * contiguously, from wherever it is (a deferred LOAD's DRAM), with the row of C in the
@@ -89,6 +90,8 @@ typedef struct {
     const char *pf;          /* a micro-kernel call's k step k < pfn prefetches pf + k*pfst */
     uint32_t pfn;            /* (a line of each row of the next block of B: MMT_NAME(ahead)) */
     size_t pfst;
+    float *pk;               /* B in place: the call also stores B's rows here, as a packed
+                                panel (kc rows of MMT_NR floats), for the next row blocks */
 } MMT_NAME(Args);
 
 /* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, in place
@@ -252,6 +255,10 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
             b0 = packed ? MMT_LOAD(bk) : MMT_LOADM(m0, bk);
             if (NV == 2)
                 b1 = packed ? MMT_LOAD(bk + MMT_VL) : MMT_LOADM(m1, bk + MMT_VL);
+            if (mode == MMT_INPLACE && x->pk) {
+                MMT_STORE(x->pk + (size_t)k * MMT_NR, b0);
+                MMT_STORE(x->pk + (size_t)k * MMT_NR + MMT_VL, b1);
+            }
         }
         MMT_HV hb = MMT_HLO(h0 ? b0 : b1);
 #pragma GCC unroll 16
@@ -734,7 +741,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
-                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0};
+                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_inplace)(c, &x) ||
@@ -747,7 +754,11 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
     if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* B read in place */
         /* a block of MMT_KC rows of B when it is larger than the L1 cache (B in
          * DRAM: a weight), every panel of it, every row block over each panel; the
-         * calls prefetch the next block */
+         * calls prefetch the next block. The first row block reads the panel in place
+         * and stores it packed as it goes; the others read that copy (B's rows are
+         * kilobytes apart: in place they share a few L1 sets and came from L2 again
+         * for every row block; one pass more over the block, packing it first, cost
+         * more than it saved) */
         uint32_t kb = x.k > 2 * MMT_KC ? MMT_KC : x.k;
         MMT_NAME(Args) y = x;
         for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
@@ -759,9 +770,13 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                 for (uint32_t i0 = 0, rows; i0 < x.m; i0 += rows) {
                     rows = MMT_NAME(block_rows)(x.m - i0);
                     MMT_NAME(ahead)(&y, &x, t++, nk0, nkc, 0, x.n);
-                    MMT_NAME(micros)[rows](&y, x.b + k0 * x.ldb + j0, x.ldb, i0, j0, k0, kc,
+                    bool again = i0 > 0 && c->pack;   /* the panel the first block packed */
+                    y.pk = i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
+                    MMT_NAME(micros)[rows](&y, again ? c->pack : x.b + k0 * x.ldb + j0,
+                                           again ? MMT_NR : x.ldb, i0, j0, k0, kc,
                                            x.zero && k0 == 0, MMT_LANES(left),
-                                           MMT_LANES(left - MMT_VL), MMT_INPLACE);
+                                           MMT_LANES(left - MMT_VL),
+                                           again ? MMT_PACKED : MMT_INPLACE);
                 }
             }
             if (x.k == 0)
