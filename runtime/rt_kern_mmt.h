@@ -365,10 +365,13 @@ MMT_INLINE uint32_t MMT_NAME(block_rows)(uint32_t left) {
  * DRAM (bert_base's 32- and 64-row products: 70-83 -> 85-89 GFLOP/s on one thread). */
 MMT_INLINE void MMT_NAME(ahead)(MMT_NAME(Args) *y, const MMT_NAME(Args) *x, size_t t,
                                  uint32_t k0, uint32_t kc, size_t j0, size_t nc) {
+    y->pf = NULL;
+    if (!kc || !nc)     /* no next block */
+        return;
     const char *row = (const char *)(x->b + (size_t)k0 * x->ldb + j0);
     const char *line = (const char *)((uintptr_t)row & ~(uintptr_t)63);
     size_t lines = ((size_t)(row - line) + nc * 4 + 63) / 64;
-    y->pf = kc && nc && t < lines ? line + t * 64 : NULL;
+    y->pf = t < lines ? line + t * 64 : NULL;
     y->pfn = kc;
     y->pfst = x->ldb * 4;
 }
