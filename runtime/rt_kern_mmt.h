@@ -32,8 +32,9 @@
  * Products with fewer than MMT_PACK_M rows (8 row blocks) read B in place, a panel's
  * width at a time for all row blocks (all of k at once, or MMT_KC rows at a time when
  * the panel would not stay in the L1 cache), through the same micro-kernel with
- * masked loads: packing costs more than it saves when few row blocks reuse a panel
- * (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
+ * masked loads, the first row block storing the panel packed for the others as it
+ * reads it: a packing pass of its own costs more than it saves when few row blocks
+ * reuse a panel (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
  * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
  * decode step) streams B by rows instead, MMT_GEMV_G rows a pass, each row read once,
  * contiguously, from wherever it is (a deferred LOAD's DRAM), with the row of C in the
@@ -86,6 +87,11 @@ typedef struct {
     const int32_t *koff;     /* in-place window rows: offset of each B row from b */
     MMT_VI gidx;             /* MMT_KOFFG: lane offsets, lane * ns1 */
     bool bt;                 /* B given transposed: element (k,j) at b[j * ldb + k] */
+    const char *pf;          /* a micro-kernel call's k step k < pfn prefetches pf + k*pfst */
+    uint32_t pfn;            /* (a line of each row of the next block of B: MMT_NAME(ahead)) */
+    size_t pfst;
+    float *pk;               /* B in place: the call also stores B's rows here, as a packed
+                                panel (kc rows of MMT_NR floats), for the next row blocks */
 } MMT_NAME(Args);
 
 /* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, in place
@@ -239,7 +245,9 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
             if (NV == 2)
                 b1 = MMT_GATHERM(m1, bk + MMT_VL * x->ns1, x->gidx);
         } else {
-            if (mode == MMT_INPLACE) {   /* rows far apart (B in DRAM): fetch ahead */
+            if (x->pf && k < x->pfn)     /* the next block of B, into L2 */
+                __builtin_prefetch(x->pf + k * x->pfst, 0, 2);
+            else if (mode == MMT_INPLACE) {   /* rows far apart (B in DRAM): fetch ahead */
                 __builtin_prefetch(bk + MMT_PF_ROWS * ldb, 0, 3);
                 if (NV == 2)
                     __builtin_prefetch(bk + MMT_PF_ROWS * ldb + MMT_VL, 0, 3);
@@ -247,6 +255,10 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
             b0 = packed ? MMT_LOAD(bk) : MMT_LOADM(m0, bk);
             if (NV == 2)
                 b1 = packed ? MMT_LOAD(bk + MMT_VL) : MMT_LOADM(m1, bk + MMT_VL);
+            if (mode == MMT_INPLACE && x->pk) {
+                MMT_STORE(x->pk + (size_t)k * MMT_NR, b0);
+                MMT_STORE(x->pk + (size_t)k * MMT_NR + MMT_VL, b1);
+            }
         }
         MMT_HV hb = MMT_HLO(h0 ? b0 : b1);
 #pragma GCC unroll 16
@@ -343,12 +355,36 @@ MMT_INLINE uint32_t MMT_NAME(block_rows)(uint32_t left) {
     return (left + nb - 1) / nb;
 }
 
+/* Points y's prefetch at line t of every row of the next block of B (x's B in place,
+ * not transposed: rows [k0, k0 + kc), columns [j0, j0 + nc)), for the t-th
+ * micro-kernel call of the current block; none when t is past the block's lines.
+ * The calls of a block each fetch one line of every row of the next block, a line
+ * per k step, so that when the next block starts its rows are in L2: a weight's
+ * rows are kilobytes apart in DRAM, too far apart for the hardware prefetcher, and
+ * fetching them only a few rows ahead left the first pass over each block waiting on
+ * DRAM (bert_base's 32- and 64-row products: 70-83 -> 85-89 GFLOP/s on one thread). */
+MMT_INLINE void MMT_NAME(ahead)(MMT_NAME(Args) *y, const MMT_NAME(Args) *x, size_t t,
+                                 uint32_t k0, uint32_t kc, size_t j0, size_t nc) {
+    y->pf = NULL;
+    if (!kc || !nc)     /* no next block */
+        return;
+    const char *row = (const char *)(x->b + (size_t)k0 * x->ldb + j0);
+    const char *line = (const char *)((uintptr_t)row & ~(uintptr_t)63);
+    size_t lines = ((size_t)(row - line) + nc * 4 + 63) / 64;
+    y->pf = t < lines ? line + t * 64 : NULL;
+    y->pfn = kc;
+    y->pfst = x->ldb * 4;
+}
+
 /* Columns [j0, j0 + nc) of C over k rows [k0, k0 + kc): packs those columns of B
- * into panels, then runs every row block of C over all of them. */
+ * into panels, then runs every row block of C over all of them (prefetching the
+ * next block, rows [nk0, nk0 + nkc) and columns [nj0, nj0 + nnc), of a plain B). */
 MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pack,
                                               uint32_t k0, uint32_t kc, size_t j0,
-                                              size_t nc) {
-    size_t np = (nc + MMT_NR - 1) / MMT_NR;
+                                              size_t nc, uint32_t nk0, uint32_t nkc,
+                                              size_t nj0, size_t nnc) {
+    size_t np = (nc + MMT_NR - 1) / MMT_NR, t = 0;
+    MMT_NAME(Args) y = *x;
     bool zero = x->zero && k0 == 0;
     if (!x->win && !x->bt)
         MMT_NAME(pack_rows)(x, pack, k0, kc, j0, nc);
@@ -366,7 +402,9 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
         MMT_NAME(MicroFn) f = MMT_NAME(micros)[rows];
         for (size_t p = 0; p < np; p++) {
             int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
-            f(x, pack + p * kc * MMT_NR, MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero,
+            if (!x->win && !x->bt)
+                MMT_NAME(ahead)(&y, x, t++, nk0, nkc, nj0, nnc);
+            f(&y, pack + p * kc * MMT_NR, MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero,
               MMT_LANES(left), MMT_LANES(left - MMT_VL), MMT_PACKED);
         }
     }
@@ -706,7 +744,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
-                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt};
+                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_inplace)(c, &x) ||
@@ -717,30 +755,48 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         return true;
     }
     if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* B read in place */
-        /* a panel of B, then every row block over it; a panel larger than the L1
-         * cache (B in DRAM: a weight) MMT_KC rows of it at a time */
+        /* a block of MMT_KC rows of B when it is larger than the L1 cache (B in
+         * DRAM: a weight), every panel of it, every row block over each panel; the
+         * calls prefetch the next block. The first row block reads the panel in place
+         * and stores it packed as it goes; the others read that copy (B's rows are
+         * kilobytes apart: in place they share a few L1 sets and came from L2 again
+         * for every row block; one pass more over the block, packing it first, cost
+         * more than it saved) */
         uint32_t kb = x.k > 2 * MMT_KC ? MMT_KC : x.k;
-        for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
-            int64_t left = (int64_t)x.n - (int64_t)j0;
-            for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
-                uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb;
+        MMT_NAME(Args) y = x;
+        for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
+            uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb, nk0 = k0 + kc;
+            uint32_t nkc = x.k - nk0 < kb ? x.k - nk0 : kb;
+            size_t t = 0;
+            for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
+                int64_t left = (int64_t)x.n - (int64_t)j0;
                 for (uint32_t i0 = 0, rows; i0 < x.m; i0 += rows) {
                     rows = MMT_NAME(block_rows)(x.m - i0);
-                    MMT_NAME(micros)[rows](&x, x.b + k0 * x.ldb + j0, x.ldb, i0, j0, k0, kc,
+                    MMT_NAME(ahead)(&y, &x, t++, nk0, nkc, 0, x.n);
+                    bool again = i0 > 0 && c->pack;   /* the panel the first block packed */
+                    y.pk = i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
+                    MMT_NAME(micros)[rows](&y, again ? c->pack : x.b + k0 * x.ldb + j0,
+                                           again ? MMT_NR : x.ldb, i0, j0, k0, kc,
                                            x.zero && k0 == 0, MMT_LANES(left),
-                                           MMT_LANES(left - MMT_VL), MMT_INPLACE);
+                                           MMT_LANES(left - MMT_VL),
+                                           again ? MMT_PACKED : MMT_INPLACE);
                 }
-                if (x.k == 0)
-                    break;
             }
+            if (x.k == 0)
+                break;
         }
         return true;
     }
     for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += MMT_KC) {
         uint32_t kc = x.k - k0 < MMT_KC ? x.k - k0 : MMT_KC;
-        for (size_t j0 = 0; j0 < x.n; j0 += MMT_NC)
-            MMT_NAME(packed_block)(&x, c->pack, k0, kc, j0,
-                                   x.n - j0 < MMT_NC ? x.n - j0 : MMT_NC);
+        for (size_t j0 = 0; j0 < x.n; j0 += MMT_NC) {
+            size_t nc = x.n - j0 < MMT_NC ? x.n - j0 : MMT_NC, nj0 = j0 + nc;
+            uint32_t nk0 = nj0 < x.n ? k0 : k0 + kc;   /* the next block */
+            uint32_t nkc = x.k - nk0 < MMT_KC ? x.k - nk0 : MMT_KC;
+            nj0 = nj0 < x.n ? nj0 : 0;
+            MMT_NAME(packed_block)(&x, c->pack, k0, kc, j0, nc, nk0, nkc, nj0,
+                                   x.n - nj0 < MMT_NC ? x.n - nj0 : MMT_NC);
+        }
         if (x.k == 0)
             break;
     }
