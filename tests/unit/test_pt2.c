@@ -547,6 +547,35 @@ static void test_hop_inlined(void **state)
     free(prog);
 }
 
+/* An in-place op on a view writes into the viewed tensor (torch.export's training IR
+ * keeps `c[1, 1:3] = 5` as slice, select, fill_): the output c must see the 5s. */
+static void test_inplace_view(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.slice.Tensor", "s", TARG("self", "c")
+             ",{\"name\":\"dim\",\"arg\":{\"as_int\":1},\"kind\":1}"
+             ",{\"name\":\"start\",\"arg\":{\"as_int\":1},\"kind\":1}"
+             ",{\"name\":\"end\",\"arg\":{\"as_int\":9223372036854775807},\"kind\":1}", OUT("s")) ","
+        NODE("torch.ops.aten.select.int", "t", TARG("self", "s")
+             ",{\"name\":\"dim\",\"arg\":{\"as_int\":0},\"kind\":1}"
+             ",{\"name\":\"index\",\"arg\":{\"as_int\":1},\"kind\":1}", OUT("t")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "f", TARG("self", "t")
+             ",{\"name\":\"value\",\"arg\":{\"as_float\":5.0},\"kind\":1}", OUT("f"));
+    const char *values = "\"c\":" M23 ",\"s\":" META("7", I(2) "," I(2), I(3) "," I(1))
+                         ",\"t\":" META("7", I(2), I(1)) ",\"f\":" META("7", I(2), I(1));
+    ZEnt e[8];
+    char *prog = program(nodes, values, "c", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("view.pt2"), e, n);
+    float out[6];
+    load_eval(tmp_path("view.pt2"), x_data, out, 6);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], i == 4 || i == 5 ? 5.0f : x_data[i], 0);
+    free(prog);
+}
+
 /* ---- ATen coverage: tests/unit/pt2 (made by gen_cases.py with PyTorch) ---- */
 
 #define CASES "tests/unit/pt2"
@@ -903,6 +932,7 @@ int main(void)
         cmocka_unit_test(test_basic_program),
         cmocka_unit_test(test_scalar_arguments),
         cmocka_unit_test(test_hop_inlined),
+        cmocka_unit_test(test_inplace_view),
         cmocka_unit_test(test_aten_cases),
         cmocka_unit_test(test_missing_and_not_zip),
         cmocka_unit_test(test_bad_entry_names),
