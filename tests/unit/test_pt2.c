@@ -576,6 +576,50 @@ static void test_inplace_view(void **state)
     free(prog);
 }
 
+/* In-place writes through whole views go back through the inverse view: select of a
+ * transpose (c[:, 1] = 5), select of a permute (c[:, 2] = 7), then mul_ of a flat view
+ * (c.view(6) *= 2); the output c sees all three. */
+static void test_inplace_whole_views(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.transpose.int", "t", TARG("self", "c")
+             ",{\"name\":\"dim0\",\"arg\":{\"as_int\":0},\"kind\":1}"
+             ",{\"name\":\"dim1\",\"arg\":{\"as_int\":1},\"kind\":1}", OUT("t")) ","
+        NODE("torch.ops.aten.select.int", "s", TARG("self", "t")
+             ",{\"name\":\"dim\",\"arg\":{\"as_int\":0},\"kind\":1}"
+             ",{\"name\":\"index\",\"arg\":{\"as_int\":1},\"kind\":1}", OUT("s")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "f", TARG("self", "s")
+             ",{\"name\":\"value\",\"arg\":{\"as_float\":5.0},\"kind\":1}", OUT("f")) ","
+        NODE("torch.ops.aten.permute.default", "p", TARG("self", "c")
+             ",{\"name\":\"dims\",\"arg\":{\"as_ints\":[1,0]},\"kind\":1}", OUT("p")) ","
+        NODE("torch.ops.aten.select.int", "q", TARG("self", "p")
+             ",{\"name\":\"dim\",\"arg\":{\"as_int\":0},\"kind\":1}"
+             ",{\"name\":\"index\",\"arg\":{\"as_int\":2},\"kind\":1}", OUT("q")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "g", TARG("self", "q")
+             ",{\"name\":\"value\",\"arg\":{\"as_float\":7.0},\"kind\":1}", OUT("g")) ","
+        NODE("torch.ops.aten.view.default", "v", TARG("self", "c")
+             ",{\"name\":\"size\",\"arg\":{\"as_ints\":[6]},\"kind\":1}", OUT("v")) ","
+        NODE("torch.ops.aten.mul_.Scalar", "m", TARG("self", "v")
+             ",{\"name\":\"other\",\"arg\":{\"as_float\":2.0},\"kind\":1}", OUT("m"));
+    const char *m32 = META("7", I(3) "," I(2), I(1) "," I(3));
+    const char *m2 = META("7", I(2), I(3)), *m6 = META("7", I(6), I(1));
+    char values[4096];
+    snprintf(values, sizeof values,
+             "\"c\":" M23 ",\"t\":%s,\"s\":%s,\"f\":%s,\"p\":%s,\"q\":%s,\"g\":%s,\"v\":%s,"
+             "\"m\":%s", m32, m2, m2, m32, m2, m2, m6, m6);
+    ZEnt e[8];
+    char *prog = program(nodes, values, "c", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path("wview.pt2"), e, n);
+    float out[6];
+    load_eval(tmp_path("wview.pt2"), x_data, out, 6);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], 2 * (i % 3 == 1 ? 5.0f : i % 3 == 2 ? 7.0f : x_data[i]), 0);
+    free(prog);
+}
+
 /* ---- ATen coverage: tests/unit/pt2 (made by gen_cases.py with PyTorch) ---- */
 
 #define CASES "tests/unit/pt2"
@@ -933,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_scalar_arguments),
         cmocka_unit_test(test_hop_inlined),
         cmocka_unit_test(test_inplace_view),
+        cmocka_unit_test(test_inplace_whole_views),
         cmocka_unit_test(test_aten_cases),
         cmocka_unit_test(test_missing_and_not_zip),
         cmocka_unit_test(test_bad_entry_names),
