@@ -62,7 +62,8 @@ def main():
              "z": rng.standard_normal((4, 6, 8)).astype(np.float32),
              "q": rng.standard_normal((4, 16)).astype(np.float32)}
     res = ort.InferenceSession(path).run(None, feeds)
-    files = [("input_%d" % i, numpy_helper.from_array(v, k)) for i, (k, v) in enumerate(feeds.items())]
+    files = [("input_%d" % i, numpy_helper.from_array(v, k))
+             for i, (k, v) in enumerate(feeds.items())]
     files += [("output_%d" % i, numpy_helper.from_array(v, n))
               for i, (n, v) in enumerate(zip(("fold", "cat"), res))]
     for name, arr in files:
