@@ -584,6 +584,25 @@ static void test_inplace_view(void **state)
         assert_float_equal(out[i], i == 4 || i == 5 ? 5.0f : x_data[i], 0);
 }
 
+/* A write through a stepped slice (c[:, ::2] = 5) goes back as a stepped
+ * slice_scatter. */
+static void test_inplace_stepped(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.slice.Tensor", "s",
+             TARG("self", "c") IARG("dim", 1) IARG("start", 0) IARG("end", 3) IARG("step", 2),
+             OUT("s")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "f", TARG("self", "s") FARG("value", 5.0), OUT("f"));
+    const char *values = "\"c\":" M23 ",\"s\":" META("7", I(2) "," I(2), I(3) "," I(2))
+                         ",\"f\":" META("7", I(2) "," I(2), I(3) "," I(2));
+    float out[6];
+    eval_c(nodes, values, "step.pt2", out);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], (i % 3 != 1 ? 5.0f : x_data[i]), 0);
+}
+
 /* In-place writes through whole views go back through the inverse view: select of a
  * transpose (c[:, 1] = 5), select of a permute (c[:, 2] = 7), then mul_ of a flat view
  * (c.view(6) *= 2); the output c sees all three. */
@@ -975,6 +994,7 @@ int main(void)
         cmocka_unit_test(test_hop_inlined),
         cmocka_unit_test(test_inplace_view),
         cmocka_unit_test(test_inplace_whole_views),
+        cmocka_unit_test(test_inplace_stepped),
         cmocka_unit_test(test_aten_cases),
         cmocka_unit_test(test_missing_and_not_zip),
         cmocka_unit_test(test_bad_entry_names),
