@@ -603,6 +603,30 @@ static void test_inplace_stepped(void **state)
         assert_float_equal(out[i], (i % 3 != 1 ? 5.0f : x_data[i]), 0);
 }
 
+/* index_put_ with a constant index tensor on axis 1 (c[:, arange(0, 3, 2)] = c[:, 0],
+ * values broadcast over the rows): columns 0 and 2 of each row take x[:, 0]'s values
+ * in order. */
+static void test_index_put(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.arange.start_step", "a", "{\"name\":\"start\",\"arg\":{\"as_int\":0},\"kind\":1}" IARG("end", 3)
+             IARG("step", 2), OUT("a")) ","
+        NODE("torch.ops.aten.select.int", "v", TARG("self", "x") IARG("dim", 1)
+             IARG("index", 0), OUT("v")) ","
+        NODE("torch.ops.aten.index_put_.default", "p", TARG("self", "c")
+             ",{\"name\":\"indices\",\"arg\":{\"as_optional_tensors\":[{\"as_none\":true},"
+             "{\"as_tensor\":{\"name\":\"a\"}}]},\"kind\":1}," TARG("values", "v"), OUT("p"));
+    const char *values = "\"c\":" M23 ",\"a\":" META("5", I(2), I(1))
+                         ",\"v\":" META("7", I(2), I(3)) ",\"p\":" M23;
+    float out[6];
+    eval_c(nodes, values, "iput.pt2", out);
+    const float want[6] = {-3, -2, 0, -3, 1, 0};
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], want[i], 0);
+}
+
 /* In-place writes through whole views go back through the inverse view: select of a
  * transpose (c[:, 1] = 5), select of a permute (c[:, 2] = 7), then mul_ of a flat view
  * (c.view(6) *= 2); the output c sees all three. */
@@ -995,6 +1019,7 @@ int main(void)
         cmocka_unit_test(test_inplace_view),
         cmocka_unit_test(test_inplace_whole_views),
         cmocka_unit_test(test_inplace_stepped),
+        cmocka_unit_test(test_index_put),
         cmocka_unit_test(test_aten_cases),
         cmocka_unit_test(test_missing_and_not_zip),
         cmocka_unit_test(test_bad_entry_names),
