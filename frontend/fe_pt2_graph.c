@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "frontend/fe_pt2_graph.h"
+#include "frontend/fe_pt2_views.h"
 
 #define MAX_NODE_OUTPUTS 4096
 
@@ -156,9 +157,14 @@ static bool convert_call(FePt2Build *b, FePt2Scope *s, json_t *node, const IrFor
         return false;
     json_t *first = json_array_get(fe_pt2_arr(node, "inputs"), 0), *val = NULL;
     const char *tag = fe_pt2_tag(fe_pt2_obj(first, "arg"), &val);
-    if (is_inplace(f->op_type) && nout >= 1 && names[0] && tag &&
-        strcmp(tag, "as_tensor") == 0 && fe_pt2_str(val, "name"))
-        fe_pt2_bind(s, fe_pt2_str(val, "name"), ir_node(b->g, id)->out[0]);
+    const char *self = tag && strcmp(tag, "as_tensor") == 0 ? fe_pt2_str(val, "name") : NULL;
+    if (nout >= 1 && names[0])
+        fe_pt2_view_note(s, f, self, names[0], id);
+    if (is_inplace(f->op_type) && nout >= 1 && names[0] && self) {
+        ValId v = ir_node(b->g, id)->out[0];
+        fe_pt2_bind(s, self, v);
+        return fe_pt2_view_writeback(b, s, self, v, o);
+    }
     return true;
 }
 
@@ -218,8 +224,9 @@ static bool inline_hop(FePt2Build *b, FePt2Scope *s, json_t *node, const IrOrigi
                  "results", json_array_size(sin), json_array_size(sout), nops, nout);
         return false;
     }
-    FePt2Scope inner = {sub, new_names(b), fe_pt2_obj(sub, "tensor_values"), s->depth + 1};
-    if (!inner.names) {
+    FePt2Scope inner = {sub, new_names(b), fe_pt2_obj(sub, "tensor_values"), s->depth + 1,
+                        new_names(b)};
+    if (!inner.names || !inner.views) {
         ir_error(b->g, o, "out of memory");
         return false;
     }
@@ -393,8 +400,9 @@ bool fe_pt2_build(FePt2 *p, json_t *gm)
     }
     FePt2Build b = {p, p->g, malloc(sizeof(FePt2Args))};
     p->scratch[2] = b.args; /* freed by the loader if an allocation fails */
-    FePt2Scope s = {graph, new_names(&b), fe_pt2_obj(graph, "tensor_values"), 0};
-    bool ok = b.args && s.names && s.tensor_values;
+    FePt2Scope s = {graph, new_names(&b), fe_pt2_obj(graph, "tensor_values"), 0,
+                    new_names(&b)};
+    bool ok = b.args && s.names && s.views && s.tensor_values;
     if (!ok)
         ir_diag_error(p->diag, "%s: no tensor_values (or out of memory)", p->json_entry);
     for (size_t i = 0; ok && i < json_array_size(ispecs); i++)

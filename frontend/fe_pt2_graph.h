@@ -13,6 +13,8 @@ typedef struct {
     json_t *names;                         /* name -> ValId (json integers), owned */
     json_t *tensor_values;                 /* name -> TensorMeta (borrowed) */
     int depth;                             /* 0 for the top graph */
+    json_t *views;                         /* view name -> [base name, view NodeId]
+                                            * (fe_pt2_views.c), owned like names */
 } FePt2Scope;
 
 /* The converted arguments of one node. */

@@ -134,7 +134,7 @@ static bool concat_in_place(Fuse *f, NodeId n)
 {
     IrGraph *g = f->g;
     const IrNode *nd = &g->nodes[n];
-    if (!f->fuse)
+    if (!f->fuse || f->force[n])
         return false;
     for (int i = 0; i < nd->nin; i++) {
         ValId v = nd->in[i];
@@ -211,6 +211,29 @@ static void mark_transposes(Fuse *f)
     }
 }
 
+/* A materialised RESHAPE (a MOVE kernel iterating its input's dims) stores through the
+ * view that an in-place consumer (a CONCAT's slice, a TRANSPOSE's order) gives its
+ * result only when that view can be read over the input's dims (tile.c move_accesses);
+ * where it cannot, that consumer gets a kernel of its own (force). False if any did. */
+static bool check_reshape_stores(Fuse *f)
+{
+    IrGraph *g = f->g;
+    Plan *s = f->s;
+    bool ok = true;
+    for (NodeId n = 0; n < g->nnodes; n++) {
+        const IrNode *nd = &g->nodes[n];
+        ValId o = nd->out[0];
+        IrView tmp;
+        if (nd->dead || nd->op != IR_OP_RESHAPE || s->node[n].virt || !s->val[o].virt ||
+            plan_view_reshape(ir_vtype(g, o), &s->val[o].view, ir_vtype(g, nd->in[0]), &tmp))
+            continue;
+        IR_ASSERT(f->nuse[o] == 1 && f->ufirst[o] < f->ufirst[o + 1]);
+        f->force[f->ulist[f->ufirst[o]]] = 1;
+        ok = false;
+    }
+    return ok;
+}
+
 /* Decide which view nodes are virtual (and which CONCATs are done in place) and
  * compute the (row-major) views through plan_compute_views. Returns false when a
  * gather forced another view to be materialised (the caller repeats). */
@@ -233,7 +256,7 @@ static bool choose_views(Fuse *f)
         if (!g->nodes[n].dead && g->nodes[n].op == IR_OP_CONCAT && concat_in_place(f, n))
             s->node[n].virt = true;
     plan_compute_views(g, NULL);           /* with the in-place concats' slices */
-    bool stable = true;
+    bool stable = check_reshape_stores(f);
     for (NodeId n = 0; n < g->nnodes; n++) {
         IrNode *nd = &g->nodes[n];
         if (nd->dead || nd->op != IR_OP_GATHER || s->node[n].virt)

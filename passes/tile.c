@@ -439,8 +439,10 @@ static void move_accesses(Tctx *c)
     if (n->op == IR_OP_RESHAPE) {              /* iterate the input's dims */
         const IrType *it = ir_vtype(g, n->in[0]);
         view_access(it, &s->val[n->in[0]].view, &k->acc[0]);
-        IrView dst = {.root = s->val[k->out].view.root, .off = s->val[k->out].view.off};
-        plan_dense_strides(it, dst.stride);
+        IrView dst;                            /* the output's view (a slice of an in-place
+                                                  concat, an in-place transpose's order)
+                                                  over the input's dims; fuse.c checked it */
+        IR_ASSERT(plan_view_reshape(ot, &s->val[k->out].view, it, &dst));
         view_access(it, &dst, &k->acc[1]);
     } else if (ir_op_info[n->op].flags & IR_OPF_VIEW) {
         IrView vw;

@@ -284,6 +284,10 @@ bool plan_edge_f32(IrGraph *g, ValId v);
  * strides (a reshape of a non-contiguous view, other gathers). */
 bool plan_view_apply(IrGraph *g, const IrNode *n, const IrView *in, IrView *out);
 bool plan_view_dense(IrGraph *g, ValId v, const IrView *vw); /* dense, full, offset 0 */
+/* View v of a tensor of type `from` read as type `to` (same element count, row-major
+ * order): out keeps v's root and offset. False when not expressible as strides. */
+bool plan_view_reshape(const IrType *from, const IrView *v, const IrType *to, IrView *out);
+
 /* GATHER n with constant indices first + k*step (in range): a strided view. */
 bool plan_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step);
 

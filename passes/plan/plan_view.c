@@ -43,6 +43,12 @@ static bool reshape_strides(const IrType *it, const int64_t *ost, const IrType *
     return vd == -1;
 }
 
+bool plan_view_reshape(const IrType *from, const IrView *v, const IrType *to, IrView *out)
+{
+    *out = *v;
+    return reshape_strides(from, v->stride, to, out->stride);
+}
+
 /* First index and step when the indices of GATHER node n are a constant arithmetic
  * progression inside the table (negative ones wrapped): then the gather is a strided
  * view of its data. False otherwise. */

@@ -114,6 +114,10 @@ static void write_zip(const char *path, const ZEnt *e, int n)
 #define M3 META("7", I(3), I(1))
 #define TARG(arg, t) "{\"name\":\"" arg "\",\"arg\":{\"as_tensor\":{\"name\":\"" t "\"}},\"kind\":1}"
 #define OUT(t) "{\"as_tensor\":{\"name\":\"" t "\"}}"
+#define IARG(arg, v) ",{\"name\":\"" arg "\",\"arg\":{\"as_int\":" #v \
+                          "},\"kind\":1}"
+/* (IARG, FARG: an int / float argument after a TARG) */
+#define FARG(arg, v) ",{\"name\":\"" arg "\",\"arg\":{\"as_float\":" #v "},\"kind\":1}"
 #define NODE(target, name, ins, outs)                                                         \
     "{\"target\":\"" target "\",\"inputs\":[" ins "],\"outputs\":[" outs "],"                 \
     "\"metadata\":{\"stack_trace\":\"File model.py, line 7\"},\"name\":\"" name "\"}"
@@ -547,6 +551,115 @@ static void test_hop_inlined(void **state)
     free(prog);
 }
 
+/* Archive the program of nodes (extra tensor_values `values`) whose output is "c" as
+ * file, and evaluate it on x_data into out[6]. */
+static void eval_c(const char *nodes, const char *values, const char *file, float *out)
+{
+    ZEnt e[8];
+    char *prog = program(nodes, values, "c", 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path(file), e, n);
+    load_eval(tmp_path(file), x_data, out, 6);
+    free(prog);
+}
+
+/* An in-place op on a view writes into the viewed tensor (torch.export's training IR
+ * keeps `c[1, 1:3] = 5` as slice, select, fill_): the output c must see the 5s. */
+static void test_inplace_view(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.slice.Tensor", "s",
+             TARG("self", "c") IARG("dim", 1) IARG("start", 1) IARG("end", 9223372036854775807),
+             OUT("s")) ","
+        NODE("torch.ops.aten.select.int", "t", TARG("self", "s") IARG("dim", 0) IARG("index", 1),
+             OUT("t")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "f", TARG("self", "t") FARG("value", 5.0), OUT("f"));
+    const char *values = "\"c\":" M23 ",\"s\":" META("7", I(2) "," I(2), I(3) "," I(1))
+                         ",\"t\":" META("7", I(2), I(1)) ",\"f\":" META("7", I(2), I(1));
+    float out[6];
+    eval_c(nodes, values, "view.pt2", out);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], i == 4 || i == 5 ? 5.0f : x_data[i], 0);
+}
+
+/* A write through a stepped slice (c[:, ::2] = 5) goes back as a stepped
+ * slice_scatter. */
+static void test_inplace_stepped(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.slice.Tensor", "s",
+             TARG("self", "c") IARG("dim", 1) IARG("start", 0) IARG("end", 3) IARG("step", 2),
+             OUT("s")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "f", TARG("self", "s") FARG("value", 5.0), OUT("f"));
+    const char *values = "\"c\":" M23 ",\"s\":" META("7", I(2) "," I(2), I(3) "," I(2))
+                         ",\"f\":" META("7", I(2) "," I(2), I(3) "," I(2));
+    float out[6];
+    eval_c(nodes, values, "step.pt2", out);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], (i % 3 != 1 ? 5.0f : x_data[i]), 0);
+}
+
+/* index_put_ with a constant index tensor on axis 1 (c[:, arange(0, 3, 2)] = c[:, 0],
+ * values broadcast over the rows): columns 0 and 2 of each row take x[:, 0]'s values
+ * in order. */
+static void test_index_put(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.arange.start_step", "a", "{\"name\":\"start\",\"arg\":{\"as_int\":0},\"kind\":1}" IARG("end", 3)
+             IARG("step", 2), OUT("a")) ","
+        NODE("torch.ops.aten.select.int", "v", TARG("self", "x") IARG("dim", 1)
+             IARG("index", 0), OUT("v")) ","
+        NODE("torch.ops.aten.index_put_.default", "p", TARG("self", "c")
+             ",{\"name\":\"indices\",\"arg\":{\"as_optional_tensors\":[{\"as_none\":true},"
+             "{\"as_tensor\":{\"name\":\"a\"}}]},\"kind\":1}," TARG("values", "v"), OUT("p"));
+    const char *values = "\"c\":" M23 ",\"a\":" META("5", I(2), I(1))
+                         ",\"v\":" META("7", I(2), I(3)) ",\"p\":" M23;
+    float out[6];
+    eval_c(nodes, values, "iput.pt2", out);
+    const float want[6] = {-3, -2, 0, -3, 1, 0};
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], want[i], 0);
+}
+
+/* In-place writes through whole views go back through the inverse view: select of a
+ * transpose (c[:, 1] = 5), select of a permute (c[:, 2] = 7), then mul_ of a flat view
+ * (c.view(6) *= 2); the output c sees all three. */
+static void test_inplace_whole_views(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.transpose.int", "t", TARG("self", "c") IARG("dim0", 0) IARG("dim1", 1),
+             OUT("t")) ","
+        NODE("torch.ops.aten.select.int", "s", TARG("self", "t") IARG("dim", 0) IARG("index", 1),
+             OUT("s")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "f", TARG("self", "s") FARG("value", 5.0), OUT("f")) ","
+        NODE("torch.ops.aten.permute.default", "p", TARG("self", "c")
+             ",{\"name\":\"dims\",\"arg\":{\"as_ints\":[1,0]},\"kind\":1}", OUT("p")) ","
+        NODE("torch.ops.aten.select.int", "q", TARG("self", "p") IARG("dim", 0) IARG("index", 2),
+             OUT("q")) ","
+        NODE("torch.ops.aten.fill_.Scalar", "g", TARG("self", "q") FARG("value", 7.0), OUT("g")) ","
+        NODE("torch.ops.aten.view.default", "v", TARG("self", "c")
+             ",{\"name\":\"size\",\"arg\":{\"as_ints\":[6]},\"kind\":1}", OUT("v")) ","
+        NODE("torch.ops.aten.mul_.Scalar", "m", TARG("self", "v") FARG("other", 2.0), OUT("m"));
+    const char *m32 = META("7", I(3) "," I(2), I(1) "," I(3));
+    const char *m2 = META("7", I(2), I(3)), *m6 = META("7", I(6), I(1));
+    char values[4096];
+    snprintf(values, sizeof values,
+             "\"c\":" M23 ",\"t\":%s,\"s\":%s,\"f\":%s,\"p\":%s,\"q\":%s,\"g\":%s,\"v\":%s,"
+             "\"m\":%s", m32, m2, m2, m32, m2, m2, m6, m6);
+    float out[6];
+    eval_c(nodes, values, "wview.pt2", out);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], 2 * (i % 3 == 1 ? 5.0f : i % 3 == 2 ? 7.0f : x_data[i]), 0);
+}
+
 /* ---- ATen coverage: tests/unit/pt2 (made by gen_cases.py with PyTorch) ---- */
 
 #define CASES "tests/unit/pt2"
@@ -903,6 +1016,10 @@ int main(void)
         cmocka_unit_test(test_basic_program),
         cmocka_unit_test(test_scalar_arguments),
         cmocka_unit_test(test_hop_inlined),
+        cmocka_unit_test(test_inplace_view),
+        cmocka_unit_test(test_inplace_whole_views),
+        cmocka_unit_test(test_inplace_stepped),
+        cmocka_unit_test(test_index_put),
         cmocka_unit_test(test_aten_cases),
         cmocka_unit_test(test_missing_and_not_zip),
         cmocka_unit_test(test_bad_entry_names),

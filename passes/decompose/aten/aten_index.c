@@ -1,8 +1,11 @@
-/* aten_index.c: ATen indexing (index.Tensor, index_select, gather).
+/* aten_index.c: ATen indexing (index.Tensor, index_put, index_select, gather).
  *
  * Advanced indexing becomes one GATHER: the indexed dims are merged into one, the
  * index tensors combined into a linear index over it (negative indices wrapped).
  */
+#include <stdint.h>
+#include <string.h>
+
 #include "aten.h"
 #include "passes/decompose/dec_index.h"
 
@@ -77,6 +80,48 @@ bool aten_index(DecCtx *c)
     ValId y = dec_gather(c, dec_reshape(c, x, md, r), lin, first);
     const IrType *o = aten_oty(c, 0);
     c->out[0] = dec_reshape(c, y, o->dims, o->rank);
+    return true;
+}
+
+/* index_put(self, indices, values, accumulate=False) with one constant 1-D integer
+ * index tensor, the other entries None (x[:, idx] = v): a GATHER along that axis from
+ * concat(self, values broadcast to the indexed shape); a position indexed twice reads
+ * the later value. */
+bool aten_index_put(DecCtx *c)
+{
+    ValId x, v, idx[IR_MAX_RANK + 1];
+    if (!aten_need(c, "self", &x) || !aten_need(c, "values", &v))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int n = aten_ins(c, "indices", idx, IR_MAX_RANK + 1), ax = -1, cnt = 0;
+    for (int i = 0; i < n && ax != -2; i++)
+        if (idx[i] != IR_NONE)
+            ax = ax == -1 && i < t->rank ? i : -2;
+    if (ax < 0 || n > t->rank || dec_ai(c, "accumulate", 0)) {
+        dec_err(c, "index_put is supported with one index tensor and accumulate=False");
+        return false;
+    }
+    int64_t d = t->dims[ax], m = dec_numel(dec_ty(c, idx[ax]));
+    int64_t *iv = ir_alloc(c->g, (size_t)(m + 1) * sizeof *iv);
+    int64_t *map = ir_alloc(c->g, (size_t)(d + 1) * sizeof *map);
+    if (m > INT32_MAX || !dec_const_ints(c, idx[ax], "index_put indices", iv, (int)m, &cnt))
+        return false;
+    for (int64_t j = 0; j < d; j++)
+        map[j] = j;
+    for (int u = 0; u < cnt; u++) {
+        int64_t j = iv[u] < 0 ? iv[u] + d : iv[u];
+        if (j < 0 || j >= d) {
+            dec_err(c, "index %lld out of range for a dimension of %lld", (long long)iv[u],
+                    (long long)d);
+            return false;
+        }
+        map[j] = d + u;
+    }
+    int64_t vd[IR_MAX_RANK];
+    memcpy(vd, t->dims, sizeof vd);
+    vd[ax] = cnt;
+    ValId both[2] = {x, dec_expand(c, dec_cast(c, v, t->dtype), vd, t->rank)};
+    c->out[0] = dec_gather(c, dec_concat(c, both, 2, ax), dec_const_i64(c->g, &d, 1, map), ax);
     return true;
 }
 

@@ -540,9 +540,26 @@ bool aten_movedim(DecCtx *c)
     return true;
 }
 
+/* A stepped slice_scatter: self with positions st, st+step, ... (n of them) along ax
+ * replaced by src, as a GATHER along ax from concat(self, src) with constant indices
+ * (position j reads src's row (j - st) / step where the slice has it, else self's j). */
+static ValId stepped_scatter(DecCtx *c, ValId x, ValId src, int ax, int64_t st, int64_t step,
+                             int64_t n)
+{
+    const IrType *t = dec_ty(c, x);
+    int64_t d = t->dims[ax];
+    int64_t *idx = ir_alloc(c->g, (size_t)(d + 1) * sizeof *idx);
+    for (int64_t j = 0; j < d; j++) {
+        int64_t k = (j - st) / step;
+        idx[j] = j >= st && (j - st) % step == 0 && k < n ? d + k : j;
+    }
+    ValId both[2] = {x, dec_cast(c, src, t->dtype)};
+    return dec_gather(c, dec_concat(c, both, 2, ax), dec_const_i64(c->g, &d, 1, idx), ax);
+}
+
 /* slice_scatter(self, src, dim, start, end, step=1) and select_scatter(self, src,
  * dim, index): self with a slice replaced by src, as a CONCAT of the kept parts
- * and src (unit steps only). */
+ * and src (unit steps), or a GATHER from self and src (other positive steps). */
 bool aten_scatter_view(DecCtx *c)
 {
     char buf[128];
@@ -567,10 +584,15 @@ bool aten_scatter_view(DecCtx *c)
         st = clamp_bound(dec_ai(c, "start", 0), d);
         en = clamp_bound(dec_ai(c, "end", INT64_MAX), d);
     }
-    if (dec_ai(c, "step", 1) != 1 || st < 0 || en > d || st > en ||
-        dec_ty(c, src)->dims[ax] != en - st) {
-        dec_err(c, "only unit-step scatters whose source fills the slice are supported");
+    int64_t step = sel ? 1 : dec_ai(c, "step", 1);
+    int64_t cnt = step > 0 && en > st ? (en - st + step - 1) / step : 0;
+    if (step < 1 || st < 0 || en > d || st > en || dec_ty(c, src)->dims[ax] != cnt) {
+        dec_err(c, "only positive-step scatters whose source fills the slice are supported");
         return false;
+    }
+    if (step > 1) {
+        c->out[0] = stepped_scatter(c, x, src, ax, st, step, cnt);
+        return true;
     }
     ValId parts[3];
     int n = 0;

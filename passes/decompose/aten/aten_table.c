@@ -123,7 +123,8 @@ static const AtenEntry aten_table[] = {
     {"replication_pad2d", aten_pad}, {"replication_pad3d", aten_pad},
     {"tril", aten_tri}, {"triu", aten_tri},
     /* indexing, reductions, scans */
-    {"index", aten_index}, {"index_select", aten_index_select}, {"gather", aten_gather},
+    {"index", aten_index}, {"index_put", aten_index_put},
+    {"index_select", aten_index_select}, {"gather", aten_gather},
     {"sum", aten_reduce}, {"mean", aten_reduce}, {"amax", aten_reduce},
     {"amin", aten_reduce}, {"prod", aten_reduce}, {"any", aten_reduce},
     {"all", aten_reduce}, {"logsumexp", aten_reduce}, {"linalg_vector_norm", aten_reduce},
