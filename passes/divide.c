@@ -158,6 +158,24 @@ static int candidates(int64_t ext, int64_t gran, int64_t *out)
     }
 }
 
+/* Adds to the n candidates of an extent ext the column tiles of whole sticks of se
+ * elements that divide it most evenly (ext in ceil(sticks / j) stick tiles, j = 2...):
+ * the halvings of a width of 6 int8 sticks (768) give 384, 192, 96 but never 256 or
+ * 128, and a halving that splits a stick charges the stick twice. Returns the new n. */
+static int stick_candidates(int64_t ext, int64_t se, int64_t *out, int n)
+{
+    int64_t ns = (ext + se - 1) / se;
+    for (int64_t j = 2; j <= ns && n < 40; j++) {
+        int64_t w = (ns + j - 1) / j * se;
+        bool dup = false;
+        for (int q = 0; q < n; q++)
+            dup = dup || out[q] == w;
+        if (!dup && w < ext)
+            out[n++] = w;
+    }
+    return n;
+}
+
 /* Element sizes of a contraction (the split estimate charges what the kernel really
  * moves): operand elements es and the matrix rate of the operands' device dtype dt
  * (DLFloat16 in fp16 mode), output and epilogue-input elements eo. */
@@ -277,6 +295,8 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
         nn = 1;
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
     CSizes sz = contract_sizes(g, k);
+    if (k->nred == 0 && sz.dt == ISA_DT_I8)    /* int8 B tiles of whole sticks too */
+        nn = stick_candidates(n, t->stick_bytes, nc, nn);
     gr->chunk[r - 2] = mc[nm - 1];
     gr->chunk[r - 1] = nc[nn - 1];
     for (int i = 0; i < nm; i++)
