@@ -161,10 +161,11 @@ static int candidates(int64_t ext, int64_t gran, int64_t *out)
 /* Adds to the n candidates of an extent ext the column tiles of whole sticks of se
  * elements that divide it most evenly (ext in ceil(sticks / j) stick tiles, j = 2...):
  * the halvings of a width of 6 int8 sticks (768) give 384, 192, 96 but never 256 or
- * 128, and a halving that splits a stick charges the stick twice. Returns the new n. */
+ * 128, and a halving that splits a stick charges the stick twice. The smallest
+ * halving stays last (matmul_divide's fallback when no tile fits). Returns the new n. */
 static int stick_candidates(int64_t ext, int64_t se, int64_t *out, int n)
 {
-    int64_t ns = (ext + se - 1) / se;
+    int64_t ns = (ext + se - 1) / se, last = out[n - 1];
     for (int64_t j = 2; j <= ns && n < 40; j++) {
         int64_t w = (ns + j - 1) / j * se;
         bool dup = false;
@@ -173,6 +174,12 @@ static int stick_candidates(int64_t ext, int64_t se, int64_t *out, int n)
         if (!dup && w < ext)
             out[n++] = w;
     }
+    for (int q = 0; q + 1 < n; q++)      /* move the smallest halving to the end */
+        if (out[q] == last) {
+            memmove(out + q, out + q + 1, (size_t)(n - 1 - q) * sizeof *out);
+            out[n - 1] = last;
+            break;
+        }
     return n;
 }
 
