@@ -369,6 +369,9 @@ bool cli_metric_parse(const char *s, CliMetricSpec *spec);
 bool cli_metric_any(const CliMetricSpec *spec);
 /* fp16 / int8 / fp8 defaults when META's flags record that --precision and spec has none. */
 const char *cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec);
+/* The fp16 thresholds (rel-l2 2e-2, cosine 0.999, top1 1) into spec: a half-precision
+ * output checked with no --metric, --rtol or --atol. */
+void cli_metric_half_defaults(CliMetricSpec *spec);
 bool cli_metrics_pass(const CliMetrics *m, const CliMetricSpec *spec, char *why, size_t n);
 void cli_metrics_print(FILE *f, const CliMetrics *m);
 

@@ -44,6 +44,7 @@ typedef struct {
     const char *check_dir;
     int npy;                       /* --format npy */
     double rtol, atol;
+    bool tol_given;                /* --rtol or --atol was given */
     bool profile;
     const char *trace;             /* --trace FILE.json, NULL if not given */
     bool quiet;
@@ -215,9 +216,11 @@ static int parse_valued(int argc, char **argv, int *i, Args *a, bool *missing)
     } else if ((v = opt_value(argc, argv, i, "--rtol", missing))) {
         if (!parse_tol(v, &a->rtol))
             return 2 + usage_error("bad --rtol value", v);
+        a->tol_given = true;
     } else if ((v = opt_value(argc, argv, i, "--atol", missing))) {
         if (!parse_tol(v, &a->atol))
             return 2 + usage_error("bad --atol value", v);
+        a->tol_given = true;
     } else if ((v = opt_value(argc, argv, i, "--metric", missing))) {
         if (!cli_metric_parse(v, &a->metrics))
             return 2 + usage_error("--metric wants rel-l2=X (X >= 0), cosine=X (-1..1) or "
@@ -592,11 +595,19 @@ static int print_check(const Args *a, int k, const spy_tensor_info *info, const 
     CliMetrics mt;
     char why[160] = "";
     bool fl = ir_dtype_is_float((IrDType)info->dtype);
-    bool by_metrics = fl && cli_metric_any(&a->metrics);
+    CliMetricSpec spec = a->metrics;
+    bool half = info->dtype == IR_DT_F16 || info->dtype == IR_DT_BF16;
+    if (half && !cli_metric_any(&spec) && !a->tol_given) {
+        cli_metric_half_defaults(&spec);   /* float16 goldens: the fp16 metrics */
+        printf("output %d '%s' is %s: passes by rel-l2 <= %g, cosine >= %g, top1 = 1\n", k,
+               info->name, info->dtype == IR_DT_F16 ? "float16" : "bfloat16",
+               spec.thr[CLI_MET_REL_L2], spec.thr[CLI_MET_COSINE]);
+    }
+    bool by_metrics = fl && cli_metric_any(&spec);
     compare(info->dtype, got, exp, n, a->rtol, a->atol, &r);
     if (fl)
         cli_metrics(info->dtype, got, exp, n, info->rank ? info->dims[info->rank - 1] : 0, &mt);
-    bool ok = by_metrics ? cli_metrics_pass(&mt, &a->metrics, why, sizeof why) : r.bad == 0;
+    bool ok = by_metrics ? cli_metrics_pass(&mt, &spec, why, sizeof why) : r.bad == 0;
     printf("output %d '%s': max abs err %.3g, max rel err %.3g: ", k, info->name, r.max_abs,
            r.max_rel);
     if (ok)

@@ -177,18 +177,24 @@ static inline uint64_t cost_dma_sticks(const SpyTarget *t, int64_t off, uint64_t
  * its contiguous runs touch. The runs are found in DRAM address order, whatever the
  * order of the dims on the scratchpad side (a transposing load of a contiguous block
  * reads whole sticks): dims sorted by stride, those that step exactly over the run so
- * far join it, the others give runs at their own offsets. */
+ * far join it, the others give runs at their own offsets. A dim of stride 0 (a
+ * broadcast) moves the same runs once per index: it multiplies the sticks, and takes no
+ * part in forming the runs (sorted first, it would cut every run to one element). */
 static inline uint64_t cost_transfer_bytes(const SpyTarget *t, int64_t off, int64_t es, int nd,
                                            const uint32_t *dims, const int32_t *stride)
 {
     int64_t run = es, st[16];
-    uint64_t cnt[16];
+    uint64_t cnt[16], rep = 1;
     int n = 0, first = 0;
     for (int d = 0; d < nd && d < 16; d++) {
         if (dims[d] == 0)
             return 0;
         if (dims[d] == 1)
             continue;
+        if (stride[d] == 0) {                      /* a broadcast: the same runs again */
+            rep *= dims[d];
+            continue;
+        }
         int64_t s = (int64_t)stride[d] * es;
         int j = n++;
         for (; j > 0 && st[j - 1] > s; j--) {      /* insertion sort by stride */
@@ -200,7 +206,7 @@ static inline uint64_t cost_transfer_bytes(const SpyTarget *t, int64_t off, int6
     }
     for (; first < n && st[first] == run; first++)
         run *= (int64_t)cnt[first];
-    return cost_dma_sticks(t, off, (uint64_t)run, n - first, cnt + first, st + first) *
+    return rep * cost_dma_sticks(t, off, (uint64_t)run, n - first, cnt + first, st + first) *
            t->stick_bytes;
 }
 

@@ -8,6 +8,10 @@ cli) from the shipped example's test data:
                              (exit 0 with --atol 0.01, or --metric rel-l2=0.02 ...)
     top1_swap/output_0.pb    the golden with the top two classes of row 1 swapped
                                                            -> exit 1 with --metric top1=1
+    half/model.onnx          y = 3 * x in float16 (x f16[8,32]), its test_data_set_0
+                             golden with four elements 2 ulps off (float16 goldens pass by
+                             the fp16 metrics: exit 0; with --rtol 1e-3 exit 1), and
+    half/wrong/output_0.pb   the golden with one row negated -> exit 1
 
 and the spyrec cases of the other corpora:
 
@@ -20,7 +24,7 @@ import os
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "examples", "models", "tiny_cnn", "test_data_set_0")
@@ -57,7 +61,30 @@ def unsupported_ops_model():
     return model
 
 
+def half_cases():
+    x = (np.random.default_rng(7).standard_normal((8, 32)) + 2.0).astype(np.float16)
+    node = helper.make_node("Mul", ["x", "three"], ["y"], name="scale")
+    three = numpy_helper.from_array(np.array(3.0, dtype=np.float16), "three")
+    graph = helper.make_graph(
+        [node], "half_scale",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, [8, 32])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, [8, 32])], [three])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    os.makedirs(os.path.join(HERE, "half"), exist_ok=True)
+    onnx.save(model, os.path.join(HERE, "half", "model.onnx"))
+    y = (x * np.float16(3)).astype(np.float16)
+    save(x, "x", "half", "test_data_set_0", "input_0.pb")
+    bits = y.view(np.uint16).copy()
+    bits.flat[[5, 40, 100, 200]] += 2          # 2 ulps: above rtol 1e-3, within fp16 noise
+    save(bits.view(np.float16), "y", "half", "test_data_set_0", "output_0.pb")
+    wrong = y.copy()
+    wrong[3] = -wrong[3]
+    save(wrong, "y", "half", "wrong", "output_0.pb")
+
+
 def main():
+    half_cases()
     root = os.path.join(HERE, "..")
     os.makedirs(os.path.join(root, "golden", "cli"), exist_ok=True)
     onnx.save(unsupported_ops_model(), os.path.join(root, "golden", "cli", "unsupported_ops.onnx"))

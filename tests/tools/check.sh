@@ -313,6 +313,17 @@ part_cli() {
     expect_rc cli/spyrun-metric-top1-fail 1 "$SPYRUN" "$sbin" --input-dir $ex/test_data_set_0 \
         --check tests/cli/top1_swap --metric top1=1
     expect_rc cli/spyrun-metric-bad 2 "$SPYRUN" "$sbin" --metric cosine=2
+    # float16 outputs: checked by the fp16 metrics unless a tolerance is given
+    if "$SPYREC" tests/cli/half/model.onnx -o "$W/cli/half.sbin" >"$LOGS/cli_half.log" 2>&1; then
+        expect_rc cli/spyrun-half-metrics 0 "$SPYRUN" "$W/cli/half.sbin" \
+            --check tests/cli/half/test_data_set_0
+        expect_rc cli/spyrun-half-rtol 1 "$SPYRUN" "$W/cli/half.sbin" \
+            --check tests/cli/half/test_data_set_0 --rtol 1e-3
+        expect_rc cli/spyrun-half-wrong 1 "$SPYRUN" "$W/cli/half.sbin" \
+            --input-dir tests/cli/half/test_data_set_0 --check tests/cli/half/wrong
+    else
+        result cli/spyrec-half 1 "$LOGS/cli_half.log"
+    fi
     part_cli_fp16
     part_cli_quant
     part_cli_compare

@@ -56,6 +56,11 @@ static void test_sticks(void **state)
     assert_int_equal(cost_transfer_bytes(&t, 0, 4, 2, dt, sT), 5 * 128);
     assert_int_equal(cost_transfer_bytes(&t, 0, 4, 2, dc, sc), 4 * 128);
     assert_int_equal(cost_transfer_bytes(&t, 64, 4, 2, d2, s2), 4 * 128);
+    /* a row of 64 floats (two sticks) broadcast over 8 rows (stride 0): the same two
+     * sticks moved 8 times, not one stick per element */
+    uint32_t db[2] = {8, 64};
+    int32_t sb[2] = {0, 1};
+    assert_int_equal(cost_transfer_bytes(&t, 0, 4, 2, db, sb), 8 * 2 * 128);
     /* a gather row of 12 bytes with an odd pitch may straddle */
     assert_int_equal(cost_row_sticks_max(&t, 0, 128, 12), 1);
     assert_int_equal(cost_row_sticks_max(&t, 0, 12, 12), 2);
