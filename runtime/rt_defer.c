@@ -201,6 +201,28 @@ bool rt_defer_useless(const SpyInsn *code, uint32_t n) {
     return lo < hi && lo >= wlo * (int64_t)es && hi <= whi * (int64_t)es;
 }
 
+/* Places the view w of a LOAD (view: w is one; else lo / hi is the LX span the LOAD
+ * writes): drops the pending views it rewrites entirely, carries out those it partly
+ * overwrites, then joins or keeps w when it moves at least RT_DEFER_MIN bytes and a
+ * slot is free. False: the caller carries out the LOAD now. */
+static bool place_view(RtCore *c, RtDefer *d, const RtView *w, bool view, int64_t lo,
+                       int64_t hi) {
+    bool keep = view && w->rows * w->rowb >= RT_DEFER_MIN;
+    if (d->n) {
+        for (int i = d->n - 1; view && i >= 0; i--)
+            if (d->v[i].lo < w->hi && w->lo < d->v[i].hi && covers(w, &d->v[i]))
+                d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
+        flush_lx(c, d, lo, hi);
+    }
+    if (keep && join_pending(d, w))
+        return true;
+    if (keep && d->n < RT_MAX_VIEWS) {
+        d->v[d->n++] = *w;
+        return true;
+    }
+    return false;
+}
+
 /* A LOAD: deferred as a view when it moves whole rows, at least RT_DEFER_MIN bytes
  * (below, a copy costs less than keeping track of it), and a slot is free; else (and
  * for the views it partly overwrites) carried out. */
@@ -216,24 +238,29 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
     }
     RtView w = {0};
     bool view = load_view(c, x, &w);
-    bool keep = view && w.rows * w.rowb >= RT_DEFER_MIN;
-    if (d->n) {
-        int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
-        if (!view) {
-            dma_span(x, true, &lo, &hi);
-            lo += x->lx, hi += x->lx;
-        }
-        for (int i = d->n - 1; view && i >= 0; i--)
-            if (d->v[i].lo < w.hi && w.lo < d->v[i].hi && covers(&w, &d->v[i]))
-                d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
-        flush_lx(c, d, lo, hi);
+    int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
+    if (d->n && !view) {
+        dma_span(x, true, &lo, &hi);
+        lo += x->lx, hi += x->lx;
     }
-    if (keep && join_pending(d, &w))
-        return;
-    if (keep && d->n < RT_MAX_VIEWS)
-        d->v[d->n++] = w;
-    else
+    if (!place_view(c, d, &w, view, lo, hi))
         rt_dma(c, x, false);
+}
+
+/* A LOAD, or a run of LOADs continuing each other (rt_prep.c), that copies `bytes`
+ * contiguous bytes from x's DRAM address to x's LX address: deferred as one view of a
+ * single row (carried out by its row) as rt_defer_load would, else copied. */
+void rt_defer_copy(RtCore *c, RtDefer *d, const SpyDma *x, uint64_t bytes) {
+    uint8_t *dst = c->lx + x->lx;
+    const uint8_t *src = c->seg[x->seg] + x->dram_off;
+    if (!d->n && bytes < RT_DEFER_MIN) {
+        rt_copy_bytes(dst, src, (size_t)bytes);
+        return;
+    }
+    RtView w = {.lo = x->lx, .hi = x->lx + bytes, .rows = 1, .rowb = bytes, .src = src,
+                .shi = src + bytes, .x = NULL};
+    if (!place_view(c, d, &w, true, (int64_t)w.lo, (int64_t)w.hi))
+        rt_copy_bytes(dst, src, (size_t)bytes);
 }
 
 /* A DRAM row pitch that is a multiple of this many bytes maps every row of an operand
