@@ -47,13 +47,13 @@ static void dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
     *hi = (mx + 1) * x->esize;
 }
 
-/* Carries out the LOAD of view i (the LOADs of a joined view: its rows, copied as
- * they stand) and removes it. */
+/* Carries out the LOAD of view i (a transpose: by rt_dma; else its rows, copied as they
+ * stand, the LOAD's or those of a joined view) and removes it. */
 static void flush_one(RtCore *c, RtDefer *d, int i) {
     const RtView *v = &d->v[i];
-    if (v->x)
+    if (v->t)
         rt_dma(c, v->x, false);
-    else
+    else                             /* the rows of the view are the LOAD's */
         for (uint64_t r = 0; r < v->rows; r++)
             rt_copy_bytes(c->lx + v->lo + r * v->lrs, v->src + (int64_t)r * v->drs,
                           (size_t)v->rowb);
@@ -247,20 +247,30 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
         rt_dma(c, x, false);
 }
 
-/* A LOAD, or a run of LOADs continuing each other (rt_prep.c), that copies `bytes`
- * contiguous bytes from x's DRAM address to x's LX address: deferred as one view of a
- * single row (carried out by its row) as rt_defer_load would, else copied. */
-void rt_defer_copy(RtCore *c, RtDefer *d, const SpyDma *x, uint64_t bytes) {
+/* Copies rows of rowb contiguous bytes, byte strides ds (destination) and ss (source). */
+void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint32_t rows,
+                  uint32_t rowb) {
+    for (uint32_t r = 0; r < rows; r++)
+        rt_copy_bytes(dst + (int64_t)r * ds, src + (int64_t)r * ss, rowb);
+}
+
+/* A LOAD planned RT_PH_ROWS (rt_prep.c), or the run of one-row LOADs it begins (their
+ * p->merged bytes): deferred as one view as rt_defer_load would (a merged run as a
+ * joined view, x = NULL), else copied. */
+void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const RtPrep *p) {
     uint8_t *dst = c->lx + x->lx;
     const uint8_t *src = c->seg[x->seg] + x->dram_off;
-    if (!d->n && bytes < RT_DEFER_MIN) {
-        rt_copy_bytes(dst, src, (size_t)bytes);
+    uint32_t rowb = p->rows == 1 ? p->merged : p->rowb;
+    if (!d->n && (uint64_t)p->rows * rowb < RT_DEFER_MIN) {
+        rt_copy_rows(dst, p->lrs, src, p->drs, p->rows, rowb);
         return;
     }
-    RtView w = {.lo = x->lx, .hi = x->lx + bytes, .rows = 1, .rowb = bytes, .src = src,
-                .shi = src + bytes, .x = NULL};
+    RtView w = {.lo = x->lx, .rows = p->rows, .rowb = rowb, .lrs = p->lrs, .drs = p->drs,
+                .src = src, .x = p->run == 1 ? x : NULL};
+    w.hi = w.lo + (w.rows - 1) * w.lrs + w.rowb;
+    w.shi = w.src + (w.rows - 1) * (uint64_t)w.drs + w.rowb;
     if (!place_view(c, d, &w, true, (int64_t)w.lo, (int64_t)w.hi))
-        rt_copy_bytes(dst, src, (size_t)bytes);
+        rt_copy_rows(dst, p->lrs, src, p->drs, p->rows, rowb);
 }
 
 /* A DRAM row pitch that is a multiple of this many bytes maps every row of an operand

@@ -148,14 +148,14 @@ static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     }
 }
 
-/* A LOAD with plan p (the run of p->run LOADs it begins when one contiguous copy). */
+/* A LOAD with plan p (with the run of p->run one-row LOADs it begins). */
 static void exec_load(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
-    if (p->how == RT_PH_COPY) {
+    if (p->how == RT_PH_ROWS) {
         if (p->useless && !d->n)     /* read in LX anyway */
-            rt_copy_bytes(c->lx + in->dma.lx, c->seg[in->dma.seg] + in->dma.dram_off,
-                          (size_t)p->merged);
+            rt_copy_rows(c->lx + in->dma.lx, p->lrs, c->seg[in->dma.seg] + in->dma.dram_off,
+                         p->drs, p->rows, p->rows == 1 ? p->merged : p->rowb);
         else
-            rt_defer_copy(c, d, &in->dma, p->merged);
+            rt_defer_rows(c, d, &in->dma, p);
     } else if (p->useless && !d->n) {
         rt_dma(c, &in->dma, false);
     } else {
@@ -181,9 +181,9 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
             i += p->run - 1;
             break;
         case ISA_STORE:
-            if (p->how == RT_PH_COPY)
-                rt_copy_bytes(c->seg[in->dma.seg] + in->dma.dram_off, c->lx + in->dma.lx,
-                              (size_t)p->bytes);
+            if (p->how == RT_PH_ROWS)
+                rt_copy_rows(c->seg[in->dma.seg] + in->dma.dram_off, p->drs,
+                             c->lx + in->dma.lx, p->lrs, p->rows, p->rowb);
             else
                 rt_dma(c, &in->dma, true);
             break;

@@ -9,27 +9,41 @@
  * next BARRIER: every program ends with one and holds no other), so programs need not be
  * told apart. Modelled time is computed from the bundle and does not change.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "rt_exec.h"
 #include "rt_model.h"
 
-/* Bytes of the one contiguous run a LOAD / STORE moves (the same count on both sides),
- * or 0 when it is not one (strided, converting, or empty). */
-static uint64_t contiguous_bytes(const SpyDma *x) {
-    if (x->flags & ISA_F_F32)
-        return 0;
-    RtCopyPlan p;
-    if (!rt_plan_copy(&p, x->dims, x->dram_stride, x->lx_stride, x->esize) || p.n != 1 ||
-        p.ss[0] != (int64_t)x->esize || p.ds[0] != (int64_t)x->esize)
-        return 0;
-    return p.dim[0] * x->esize;
+/* The plan of a LOAD / STORE x: RT_PH_ROWS (rows of contiguous bytes, once unit dims are
+ * dropped and dims contiguous on both sides merged) when its rows do not overlap where
+ * they are written and both row strides are >= 0; else RT_PH_NONE (strided elements,
+ * a converting or an empty transfer). */
+static void prep_rows(const SpyDma *x, bool store, RtPrep *p) {
+    RtCopyPlan c;                   /* ss: DRAM, ds: LX, in bytes */
+    if ((x->flags & ISA_F_F32) ||
+        !rt_plan_copy(&c, x->dims, x->dram_stride, x->lx_stride, x->esize) || c.n > 2)
+        return;
+    int in = c.n - 1;
+    if (c.ss[in] != (int64_t)x->esize || c.ds[in] != (int64_t)x->esize ||
+        c.dim[in] * x->esize > UINT32_MAX)
+        return;
+    uint64_t rowb = c.dim[in] * x->esize, rows = c.n == 2 ? c.dim[0] : 1;
+    int64_t drs = c.n == 2 ? c.ss[0] : 0, lrs = c.n == 2 ? c.ds[0] : 0;
+    if (rows > 1 && (drs < 0 || lrs < 0 || lrs > UINT32_MAX || rows > UINT32_MAX ||
+                     (uint64_t)(store ? drs : lrs) < rowb))
+        return;
+    p->how = RT_PH_ROWS;
+    p->rows = (uint32_t)rows;
+    p->rowb = p->merged = (uint32_t)rowb;
+    p->drs = drs;
+    p->lrs = (uint32_t)lrs;
 }
 
-/* Whether the contiguous LOAD b (nb bytes) starts where the contiguous LOAD a (na bytes)
- * ends, in LX and in the same DRAM segment. */
-static bool continues(const SpyDma *a, uint64_t na, const SpyDma *b) {
-    return b->seg == a->seg && (uint64_t)b->lx == a->lx + na &&
+/* Whether the one-row LOAD b starts where the one-row LOAD a (na bytes) ends, in LX and
+ * in the same DRAM segment. */
+static bool continues(const SpyDma *a, uint32_t na, const SpyDma *b) {
+    return b->seg == a->seg && (uint64_t)b->lx == (uint64_t)a->lx + na &&
            b->dram_off == a->dram_off + (int64_t)na;
 }
 
@@ -39,9 +53,7 @@ static void prep_dma(const SpyInsn *code, uint32_t n, RtPrep *p) {
         uint8_t op = code[i].opcode;
         if (op != ISA_LOAD && op != ISA_STORE)
             continue;
-        p[i].bytes = contiguous_bytes(&code[i].dma);
-        p[i].merged = p[i].bytes;
-        p[i].how = p[i].bytes ? RT_PH_COPY : RT_PH_NONE;
+        prep_rows(&code[i].dma, op == ISA_STORE, &p[i]);
         p[i].useless = op == ISA_LOAD && rt_defer_useless(&code[i], n - i);
     }
     /* merged LOAD runs, from the end, so that each entry covers the rest of its run;
@@ -51,11 +63,12 @@ static void prep_dma(const SpyInsn *code, uint32_t n, RtPrep *p) {
         const RtPrep *b = &p[i];
         RtPrep *a = &p[i - 1];
         if (code[i].opcode != ISA_LOAD || code[i - 1].opcode != ISA_LOAD ||
-            a->how != RT_PH_COPY || b->how != RT_PH_COPY || a->useless != b->useless ||
-            !continues(&code[i - 1].dma, a->bytes, &code[i].dma))
+            a->how != RT_PH_ROWS || b->how != RT_PH_ROWS || a->rows != 1 || b->rows != 1 ||
+            a->useless != b->useless || (uint64_t)a->rowb + b->merged > UINT32_MAX ||
+            !continues(&code[i - 1].dma, a->rowb, &code[i].dma))
             continue;
         a->run = 1 + b->run;
-        a->merged = a->bytes + b->merged;
+        a->merged = a->rowb + b->merged;
     }
 }
 
