@@ -314,23 +314,35 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
     return o;
 }
 
+/* Carries out the views a STORE x may read in LX ([lo, hi) relative to x->lx) or whose
+ * DRAM source it may write ([dlo, dhi) relative to its DRAM address). */
+static void flush_store(RtCore *c, RtDefer *d, const SpyDma *x, int64_t lo, int64_t hi,
+                        int64_t dlo, int64_t dhi) {
+    flush_lx(c, d, (int64_t)x->lx + lo, (int64_t)x->lx + hi);
+    const uint8_t *b = c->seg[x->seg] + x->dram_off;
+    for (int i = d->n - 1; dhi > dlo && i >= 0; i--)
+        if (b + dlo < d->v[i].shi && d->v[i].src < b + dhi)
+            flush_one(c, d, i);
+}
+
 /* Carries out the views that instruction in (not a LOAD; a MATMUL's A and B are
  * resolved by rt_defer_operand) may read or write in LX, or whose DRAM source it may
- * write. */
-void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in) {
+ * write. p: its plan (rt_prep.c), or NULL. */
+void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     if (!d->n)
         return;
     switch (in->opcode) {
     case ISA_STORE: {
-        const SpyDma *x = &in->dma;
-        int64_t lo, hi;
-        dma_span(x, true, &lo, &hi);
-        flush_lx(c, d, (int64_t)x->lx + lo, (int64_t)x->lx + hi);
-        dma_span(x, false, &lo, &hi);
-        const uint8_t *b = c->seg[x->seg] + x->dram_off;
-        for (int i = d->n - 1; hi > lo && i >= 0; i--)
-            if (b + lo < d->v[i].shi && d->v[i].src < b + hi)
-                flush_one(c, d, i);
+        int64_t lo, hi, dlo, dhi;
+        if (p && p->how == RT_PH_ROWS) {   /* rows: the spans from the plan */
+            lo = dlo = 0;
+            hi = (int64_t)(p->rows - 1) * p->lrs + p->rowb;
+            dhi = (int64_t)(p->rows - 1) * p->drs + p->rowb;
+        } else {
+            dma_span(&in->dma, true, &lo, &hi);
+            dma_span(&in->dma, false, &dlo, &dhi);
+        }
+        flush_store(c, d, &in->dma, lo, hi, dlo, dhi);
         break;
     }
     case ISA_GATHER: {

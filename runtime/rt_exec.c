@@ -139,7 +139,7 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
  * instructions of the run may touch), or the instruction alone. */
 static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     for (uint32_t j = 1; j < p->run && d->n; j++)
-        rt_defer_before(c, d, &in[j]);
+        rt_defer_before(c, d, &in[j], NULL);
     switch (p->how) {
     case RT_PH_TAPS: rt_vec_taps(c, in, p->run); return RT_XOK;
     case RT_PH_POOL: rt_vec_pool(c, in, p->run); return RT_XOK;
@@ -174,7 +174,7 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
         const RtPrep *p = prep ? &prep[i] : (rt_prep_code(in, 1, &alone), &alone);
         int rc = RT_XOK;
         if (d.n && in->opcode != ISA_LOAD)
-            rt_defer_before(c, &d, in);
+            rt_defer_before(c, &d, in, p);
         switch (in->opcode) {
         case ISA_LOAD:
             exec_load(c, &d, in, p);

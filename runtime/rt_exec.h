@@ -81,7 +81,7 @@ void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const struct RtPrep *
 void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint32_t rows,
                   uint32_t rowb);
 bool rt_defer_useless(const SpyInsn *code, uint32_t n);
-void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in);
+void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const struct RtPrep *p);
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
                            uint32_t ld, unsigned es, bool take_t);
 
