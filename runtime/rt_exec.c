@@ -1,6 +1,7 @@
 /* rt_exec.c: the instruction interpreter: runs one verified core program in order,
- * dispatching each instruction to its tile kernel. Stops at the first run-time data
- * error and records which instruction failed.
+ * dispatching each instruction to its tile kernel by the plan rt_prep.c made for it
+ * at load (rows of a LOAD / STORE, runs of LOADs carried out as one copy, VEC runs).
+ * Stops at the first run-time data error and records which instruction failed.
  *
  * A run of F32 VEC instructions that all write the same region in place (an epilogue
  * such as add-bias, max, min over a matmul result, or the FMAs of a depthwise
@@ -212,7 +213,8 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
 }
 
 /* Runs code[0..n) on core c, planning it first (tests and tools without a loaded
- * model; without memory for the plans, each instruction alone); returns RT_XOK or the first error (c->err_*). */
+ * model; without memory for the plans, each instruction alone); returns RT_XOK or the
+ * first error (c->err_*). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
     RtPrep one[64];
     RtPrep *p = n <= 64 ? one : malloc((size_t)n * sizeof *p);
