@@ -41,6 +41,7 @@ void spy_model_free(spy_model *m) {
     free(m->serial);
     free(m->active);
     free(m->active_first);
+    free(m->prep);
     free(m->io);
     free(m->meta_text);
     for (uint32_t v = 0; v < m->nvariants; v++)

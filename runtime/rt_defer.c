@@ -47,13 +47,13 @@ static void dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
     *hi = (mx + 1) * x->esize;
 }
 
-/* Carries out the LOAD of view i (the LOADs of a joined view: its rows, copied as
- * they stand) and removes it. */
+/* Carries out the LOAD of view i (a transpose: by rt_dma; else its rows, copied as they
+ * stand, the LOAD's or those of a joined view) and removes it. */
 static void flush_one(RtCore *c, RtDefer *d, int i) {
     const RtView *v = &d->v[i];
-    if (v->x)
+    if (v->t)
         rt_dma(c, v->x, false);
-    else
+    else                             /* the rows of the view are the LOAD's */
         for (uint64_t r = 0; r < v->rows; r++)
             rt_copy_bytes(c->lx + v->lo + r * v->lrs, v->src + (int64_t)r * v->drs,
                           (size_t)v->rowb);
@@ -201,6 +201,28 @@ bool rt_defer_useless(const SpyInsn *code, uint32_t n) {
     return lo < hi && lo >= wlo * (int64_t)es && hi <= whi * (int64_t)es;
 }
 
+/* Places the view w of a LOAD (view: w is one; else lo / hi is the LX span the LOAD
+ * writes): drops the pending views it rewrites entirely, carries out those it partly
+ * overwrites, then joins or keeps w when it moves at least RT_DEFER_MIN bytes and a
+ * slot is free. False: the caller carries out the LOAD now. */
+static bool place_view(RtCore *c, RtDefer *d, const RtView *w, bool view, int64_t lo,
+                       int64_t hi) {
+    bool keep = view && w->rows * w->rowb >= RT_DEFER_MIN;
+    if (d->n) {
+        for (int i = d->n - 1; view && i >= 0; i--)
+            if (d->v[i].lo < w->hi && w->lo < d->v[i].hi && covers(w, &d->v[i]))
+                d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
+        flush_lx(c, d, lo, hi);
+    }
+    if (keep && join_pending(d, w))
+        return true;
+    if (keep && d->n < RT_MAX_VIEWS) {
+        d->v[d->n++] = *w;
+        return true;
+    }
+    return false;
+}
+
 /* A LOAD: deferred as a view when it moves whole rows, at least RT_DEFER_MIN bytes
  * (below, a copy costs less than keeping track of it), and a slot is free; else (and
  * for the views it partly overwrites) carried out. */
@@ -216,24 +238,39 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
     }
     RtView w = {0};
     bool view = load_view(c, x, &w);
-    bool keep = view && w.rows * w.rowb >= RT_DEFER_MIN;
-    if (d->n) {
-        int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
-        if (!view) {
-            dma_span(x, true, &lo, &hi);
-            lo += x->lx, hi += x->lx;
-        }
-        for (int i = d->n - 1; view && i >= 0; i--)
-            if (d->v[i].lo < w.hi && w.lo < d->v[i].hi && covers(&w, &d->v[i]))
-                d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
-        flush_lx(c, d, lo, hi);
+    int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
+    if (d->n && !view) {
+        dma_span(x, true, &lo, &hi);
+        lo += x->lx, hi += x->lx;
     }
-    if (keep && join_pending(d, &w))
-        return;
-    if (keep && d->n < RT_MAX_VIEWS)
-        d->v[d->n++] = w;
-    else
+    if (!place_view(c, d, &w, view, lo, hi))
         rt_dma(c, x, false);
+}
+
+/* Copies rows of rowb contiguous bytes, byte strides ds (destination) and ss (source). */
+void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint32_t rows,
+                  uint32_t rowb) {
+    for (uint32_t r = 0; r < rows; r++)
+        rt_copy_bytes(dst + (int64_t)r * ds, src + (int64_t)r * ss, rowb);
+}
+
+/* A LOAD planned RT_PH_ROWS (rt_prep.c), or the run of one-row LOADs it begins (their
+ * p->merged bytes): deferred as one view as rt_defer_load would (a merged run as a
+ * joined view, x = NULL), else copied. */
+void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const RtPrep *p) {
+    uint8_t *dst = c->lx + x->lx;
+    const uint8_t *src = c->seg[x->seg] + x->dram_off;
+    uint32_t rowb = p->rows == 1 ? p->merged : p->rowb;
+    if (!d->n && (uint64_t)p->rows * rowb < RT_DEFER_MIN) {
+        rt_copy_rows(dst, p->lrs, src, p->drs, p->rows, rowb);
+        return;
+    }
+    RtView w = {.lo = x->lx, .rows = p->rows, .rowb = rowb, .lrs = p->lrs, .drs = p->drs,
+                .src = src, .x = p->run == 1 ? x : NULL};
+    w.hi = w.lo + (w.rows - 1) * w.lrs + w.rowb;
+    w.shi = w.src + (w.rows - 1) * (uint64_t)w.drs + w.rowb;
+    if (!place_view(c, d, &w, true, (int64_t)w.lo, (int64_t)w.hi))
+        rt_copy_rows(dst, p->lrs, src, p->drs, p->rows, rowb);
 }
 
 /* A DRAM row pitch that is a multiple of this many bytes maps every row of an operand
@@ -277,23 +314,35 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
     return o;
 }
 
+/* Carries out the views a STORE x may read in LX ([lo, hi) relative to x->lx) or whose
+ * DRAM source it may write ([dlo, dhi) relative to its DRAM address). */
+static void flush_store(RtCore *c, RtDefer *d, const SpyDma *x, int64_t lo, int64_t hi,
+                        int64_t dlo, int64_t dhi) {
+    flush_lx(c, d, (int64_t)x->lx + lo, (int64_t)x->lx + hi);
+    const uint8_t *b = c->seg[x->seg] + x->dram_off;
+    for (int i = d->n - 1; dhi > dlo && i >= 0; i--)
+        if (b + dlo < d->v[i].shi && d->v[i].src < b + dhi)
+            flush_one(c, d, i);
+}
+
 /* Carries out the views that instruction in (not a LOAD; a MATMUL's A and B are
  * resolved by rt_defer_operand) may read or write in LX, or whose DRAM source it may
- * write. */
-void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in) {
+ * write. p: its plan (rt_prep.c), or NULL. */
+void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     if (!d->n)
         return;
     switch (in->opcode) {
     case ISA_STORE: {
-        const SpyDma *x = &in->dma;
-        int64_t lo, hi;
-        dma_span(x, true, &lo, &hi);
-        flush_lx(c, d, (int64_t)x->lx + lo, (int64_t)x->lx + hi);
-        dma_span(x, false, &lo, &hi);
-        const uint8_t *b = c->seg[x->seg] + x->dram_off;
-        for (int i = d->n - 1; hi > lo && i >= 0; i--)
-            if (b + lo < d->v[i].shi && d->v[i].src < b + hi)
-                flush_one(c, d, i);
+        int64_t lo, hi, dlo, dhi;
+        if (p && p->how == RT_PH_ROWS) {   /* rows: the spans from the plan */
+            lo = dlo = 0;
+            hi = (int64_t)(p->rows - 1) * p->lrs + p->rowb;
+            dhi = (int64_t)(p->rows - 1) * p->drs + p->rowb;
+        } else {
+            dma_span(&in->dma, true, &lo, &hi);
+            dma_span(&in->dma, false, &dlo, &dhi);
+        }
+        flush_store(c, d, &in->dma, lo, hi, dlo, dhi);
         break;
     }
     case ISA_GATHER: {

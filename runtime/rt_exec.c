@@ -1,6 +1,7 @@
 /* rt_exec.c: the instruction interpreter: runs one verified core program in order,
- * dispatching each instruction to its tile kernel. Stops at the first run-time data
- * error and records which instruction failed.
+ * dispatching each instruction to its tile kernel by the plan rt_prep.c made for it
+ * at load (rows of a LOAD / STORE, runs of LOADs carried out as one copy, VEC runs).
+ * Stops at the first run-time data error and records which instruction failed.
  *
  * A run of F32 VEC instructions that all write the same region in place (an epilogue
  * such as add-bias, max, min over a matmul result, or the FMAs of a depthwise
@@ -18,8 +19,10 @@
  * straight from DRAM, and any other instruction that may see the LOAD's LX bytes, or
  * write its DRAM source, carries it out first.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "rt_copy.h"
 #include "rt_exec.h"
 
 #define RT_STRIP_MIN 16384   /* region bytes from which a run is strip-mined */
@@ -117,53 +120,81 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     rt_matmul_src(c, mm, &s);
 }
 
-/* Runs code[0..n) on core c; returns RT_XOK or the first error (c->err_*). */
-int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
+/* The plan of the VEC code[0] (see rt_exec.h): the first of the one-pass runs that
+ * applies, tried in the order depthwise taps, pooling taps, strip-mining. */
+void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
+    uint32_t k;
+    p->how = RT_PH_NONE;
+    p->run = 1;
+    if ((k = rt_vec_taps_run(code, n)) != 0)
+        p->how = RT_PH_TAPS;
+    else if ((k = rt_vec_pool_run(code, n)) != 0)
+        p->how = RT_PH_POOL;
+    else if ((k = strip_run(code, n)) != 0)
+        p->how = RT_PH_STRIP;
+    if (k)
+        p->run = k;
+}
+
+/* A VEC with plan p: its one-pass run (carrying out first the deferred LOADs the later
+ * instructions of the run may touch), or the instruction alone. */
+static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
+    for (uint32_t j = 1; j < p->run && d->n; j++)
+        rt_defer_before(c, d, &in[j], NULL);
+    switch (p->how) {
+    case RT_PH_TAPS: rt_vec_taps(c, in, p->run); return RT_XOK;
+    case RT_PH_POOL: rt_vec_pool(c, in, p->run); return RT_XOK;
+    case RT_PH_STRIP: strip_mine(c, in, p->run); return RT_XOK;
+    default: return rt_vec(c, &in->vec);
+    }
+}
+
+/* A LOAD with plan p (with the run of p->run one-row LOADs it begins). */
+static void exec_load(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
+    if (p->how == RT_PH_ROWS) {
+        if (p->useless && !d->n)     /* read in LX anyway */
+            rt_copy_rows(c->lx + in->dma.lx, p->lrs, c->seg[in->dma.seg] + in->dma.dram_off,
+                         p->drs, p->rows, p->rows == 1 ? p->merged : p->rowb);
+        else
+            rt_defer_rows(c, d, &in->dma, p);
+    } else if (p->useless && !d->n) {
+        rt_dma(c, &in->dma, false);
+    } else {
+        rt_defer_load(c, d, &in->dma);
+    }
+}
+
+/* Runs code[0..n) on core c with the plans prep[0..n) (NULL: each instruction planned
+ * alone, nothing merged); returns RT_XOK or the first error (c->err_*). */
+int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_t n) {
     RtDefer d;          /* views v[0..n) only are ever read: v is not cleared */
     d.n = 0;
     for (uint32_t i = 0; i < n; i++) {
         const SpyInsn *in = &code[i];
+        RtPrep alone;
+        const RtPrep *p = prep ? &prep[i] : (rt_prep_code(in, 1, &alone), &alone);
         int rc = RT_XOK;
         if (d.n && in->opcode != ISA_LOAD)
-            rt_defer_before(c, &d, in);
+            rt_defer_before(c, &d, in, p);
         switch (in->opcode) {
         case ISA_LOAD:
-            if (!d.n && rt_defer_useless(in, n - i))   /* read in LX anyway */
-                rt_dma(c, &in->dma, false);
-            else
-                rt_defer_load(c, &d, &in->dma);
+            exec_load(c, &d, in, p);
+            i += p->run - 1;
             break;
-        case ISA_STORE: rt_dma(c, &in->dma, true); break;
+        case ISA_STORE:
+            if (p->how == RT_PH_ROWS)
+                rt_copy_rows(c->seg[in->dma.seg] + in->dma.dram_off, p->drs,
+                             c->lx + in->dma.lx, p->lrs, p->rows, p->rowb);
+            else
+                rt_dma(c, &in->dma, true);
+            break;
         case ISA_GATHER: rc = rt_gather(c, &in->gather); break;
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
         case ISA_MATMUL: matmul(c, &d, &in->mm); break;
-        case ISA_VEC: {
-            uint32_t nt = rt_vec_taps_run(in, n - i);
-            for (uint32_t j = 1; j < nt && d.n; j++)
-                rt_defer_before(c, &d, &in[j]);
-            if (nt) {
-                rt_vec_taps(c, in, nt);
-                i += nt - 1;
-                break;
-            }
-            if ((nt = rt_vec_pool_run(in, n - i)) != 0) {
-                for (uint32_t j = 1; j < nt && d.n; j++)
-                    rt_defer_before(c, &d, &in[j]);
-                rt_vec_pool(c, in, nt);
-                i += nt - 1;
-                break;
-            }
-            uint32_t k = strip_run(in, n - i);
-            for (uint32_t j = 1; j < k && d.n; j++)
-                rt_defer_before(c, &d, &in[j]);
-            if (k) {
-                strip_mine(c, in, k);
-                i += k - 1;
-            } else {
-                rc = rt_vec(c, &in->vec);
-            }
+        case ISA_VEC:
+            rc = exec_vec(c, &d, in, p);
+            i += p->run - 1;
             break;
-        }
         case ISA_VREDUCE: rt_vreduce(c, &in->red); break;
         case ISA_VFILL:
             if (!rt_vfill_gaps(c, &in->fill, in + 1, n - i - 1))
@@ -179,4 +210,19 @@ int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
         }
     }
     return RT_XOK;
+}
+
+/* Runs code[0..n) on core c, planning it first (tests and tools without a loaded
+ * model; without memory for the plans, each instruction alone); returns RT_XOK or the
+ * first error (c->err_*). */
+int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n) {
+    RtPrep one[64];
+    RtPrep *p = n <= 64 ? one : malloc((size_t)n * sizeof *p);
+    if (!p)
+        return rt_exec_prepared(c, code, NULL, n);
+    rt_prep_code(code, n, p);
+    int rc = rt_exec_prepared(c, code, p, n);
+    if (p != one)
+        free(p);
+    return rc;
 }

@@ -76,13 +76,45 @@ typedef struct {
     bool t;
 } RtOperand;
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x);
+struct RtPrep;
+void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const struct RtPrep *p);
+void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint32_t rows,
+                  uint32_t rowb);
 bool rt_defer_useless(const SpyInsn *code, uint32_t n);
-void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in);
+void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const struct RtPrep *p);
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
                            uint32_t ld, unsigned es, bool take_t);
 
-/* rt_exec.c: runs n instructions; returns RT_XOK or the error (details in c). */
+/* rt_prep.c: the execution plan of an instruction, computed once at load from the
+ * code alone (the instruction and those after it up to its program's end). */
+enum {
+    RT_PH_NONE = 0,          /* run as the instruction says */
+    RT_PH_ROWS = 1,          /* LOAD / STORE: rows of contiguous bytes (see RtPrep) */
+    RT_PH_TAPS = 2,          /* VEC: a run of depthwise taps (rt_vec_taps) */
+    RT_PH_POOL = 3,          /* VEC: a run of pooling taps (rt_vec_pool) */
+    RT_PH_STRIP = 4          /* VEC: a run strip-mined over one region (rt_exec.c) */
+};
+typedef struct RtPrep {
+    int64_t drs;             /* RT_PH_ROWS: DRAM byte stride between rows (>= 0) */
+    uint32_t rows, rowb;     /* RT_PH_ROWS: rows of rowb bytes, at least one */
+    uint32_t lrs;            /* RT_PH_ROWS: LX byte stride between rows (>= 0); the
+                                destination's stride is at least rowb; 0 when one row */
+    uint32_t merged;         /* RT_PH_ROWS of one row: bytes of the `run` LOADs */
+    uint32_t run;            /* instructions carried out together from this one (>= 1):
+                                one-row RT_PH_ROWS LOADs continuing each other in LX and
+                                DRAM, or the VEC run of RT_PH_TAPS / POOL / STRIP */
+    uint8_t how;             /* RT_PH_* */
+    bool useless;            /* LOAD: rt_defer_useless holds (for every LOAD of the run) */
+} RtPrep;
+void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
+
+/* rt_exec.c: runs n instructions (prep: their plans, or NULL to plan them first);
+ * returns RT_XOK or the error (details in c). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
+int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_t n);
+/* The plan of the VEC code[0] (how, run) as rt_exec_prepared runs it; n: instructions
+ * to the program's end. */
+void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p);
 
 /* rt_dma.c */
 /* An N-d copy with unit dims dropped and dims contiguous on both sides merged. */

@@ -310,7 +310,7 @@ static spy_status load_owned(uint8_t *buf, size_t size, bool mapped, const char 
     m->size = size;
     m->mapped = mapped;
     if (rt_model_parse(m, &e) == SPY_OK && rt_verify_tables(m, &e) == SPY_OK &&
-        rt_timing_compute(m, &e) == SPY_OK)
+        rt_timing_compute(m, &e) == SPY_OK && rt_prep_model(m, &e) == SPY_OK)
         rt_variants_load(m, &e);
     if (mapped)       /* sessions read constants in any order: default read-ahead */
         madvise(buf, size, MADV_NORMAL);

@@ -96,6 +96,7 @@ struct spy_model {
     uint32_t *active;        /* program indices (within their kernel) of the programs that
                                 hold more than their BARRIER, kernel by kernel */
     uint32_t *active_first;  /* [nkernels + 1] kernel k's are active[active_first[k]..] */
+    struct RtPrep *prep;           /* [ncode] execution plans (rt_prep.c) */
     bool all_serial;         /* every scheduled kernel is serial: a run needs no worker */
     double device_us;        /* sum over the schedule */
     size_t staging_bytes;    /* staging buffers a session needs */
@@ -111,6 +112,9 @@ void rt_err_set(RtErr *e, spy_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 spy_status rt_model_parse(spy_model *m, RtErr *e);
 void rt_model_release(spy_model *m);
+
+/* rt_prep.c: m->prep from the verified code */
+spy_status rt_prep_model(spy_model *m, RtErr *e);
 
 /* rt_verify.c: verifies every table after the section layout was checked. */
 spy_status rt_verify_tables(spy_model *m, RtErr *e);

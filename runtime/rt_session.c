@@ -233,7 +233,8 @@ static void run_program(spy_session *s, RtCore *c, uint32_t pos, uint32_t j) {
     if (s->poison)
         memset(c->lx, 0xff, m->target.lx_budget_bytes);
     c->err = RT_XOK;
-    if (rt_exec_program(c, m->code + pd->first_insn, pd->ninsns) != RT_XOK)
+    if (rt_exec_prepared(c, m->code + pd->first_insn, m->prep + pd->first_insn,
+                         pd->ninsns) != RT_XOK)
         record_error(s, pos, pd->core, c);
 }
 

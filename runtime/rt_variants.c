@@ -115,7 +115,8 @@ spy_status rt_variants_load(spy_model *m, RtErr *e)
         b->size = (size_t)d[k].size;
         RtErr be = {SPY_OK, ""};
         if (rt_model_parse(b, &be) == SPY_OK && rt_verify_tables(b, &be) == SPY_OK &&
-            rt_timing_compute(b, &be) == SPY_OK && rt_variants_load(b, &be) == SPY_OK &&
+            rt_timing_compute(b, &be) == SPY_OK && rt_prep_model(b, &be) == SPY_OK &&
+            rt_variants_load(b, &be) == SPY_OK &&
             (why = check_same(m, b, buf, sizeof buf)))
             rt_err_set(&be, SPY_E_BAD_BUNDLE, "%s", why);
         if (be.status != SPY_OK)

@@ -9,7 +9,8 @@
  * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
  * product, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
  * in LX, the views under its range carried out); LOADs in pieces joined into one view;
- * a VFILL filling only the gaps the LOADs after it leave (rt_fill.c). And the
+ * a VFILL filling only the gaps the LOADs after it leave (rt_fill.c); the plans of
+ * rt_prep.c (runs of LOADs merged into one copy, rows of LOADs and STOREs). And the
  * transposed B of each F32
  * kernel (streamed and packed) against a scalar reference.
  */
@@ -118,8 +119,8 @@ static void check(const Prog *p, uint32_t seed) {
     memcpy(dram, dram0, DRAM_BYTES);
     memset(lx, 0xff, LX_BYTES);
     for (uint32_t i = 0; i < p->n; i++) {
-        if (p->in[i].opcode == ISA_LOAD)
-            rt_dma(&core, &p->in[i].dma, false);
+        if (p->in[i].opcode == ISA_LOAD || p->in[i].opcode == ISA_STORE)
+            rt_dma(&core, &p->in[i].dma, p->in[i].opcode == ISA_STORE);
         else
             assert_int_equal(rt_exec_program(&core, &p->in[i], 1), RT_XOK);
     }
@@ -321,6 +322,59 @@ static void test_defer_joined(void **state) {
     }
 }
 
+/* The plans of rt_prep.c: one-row LOADs continuing each other in LX and DRAM form one
+ * run (not across a DRAM gap, a 2-d LOAD, nor a STORE); LOADs and STOREs of rows get
+ * their row bytes and strides, strided or overlapping ones none. Then programs with such
+ * runs, below and above RT_DEFER_MIN bytes, read by a VEC, a MATMUL (A over a merged
+ * run), partly overwritten by a later LOAD, run as the copies would. */
+static void test_prep_merged(void **state) {
+    (void)state;
+    Prog p = {.n = 0};
+    for (uint32_t q = 0; q < 3; q++)               /* 0..2: one run of 3 x 512 B */
+        dma(&p, false, 0x200 * q, 0x1000 + 0x200 * q, 1, 128, 0, 1, 0, 1);
+    dma(&p, false, 0x600, 0x1700, 1, 128, 0, 1, 0, 1);   /* 3: DRAM gap: a new run */
+    dma(&p, false, 0x800, 0x1900, 1, 128, 0, 1, 0, 1);   /* 4: continues 3 */
+    dma(&p, false, 0xa00, 0x1b00, 4, 32, 64, 1, 32, 1);  /* 5: rows of 128 B */
+    dma(&p, false, 0xc00, 0x1d00, 4, 32, 64, 2, 32, 1);  /* 6: strided elements */
+    dma(&p, false, 0xe00, 0x1f00, 4, 32, 64, 1, 16, 1);  /* 7: LX rows overlap */
+    dma(&p, true, 0xa00, OUT, 4, 32, 48, 1, 32, 1);      /* 8: STORE of rows */
+    RtPrep pl[MAXP];
+    rt_prep_code(p.in, p.n, pl);
+    assert_int_equal(pl[0].how, RT_PH_ROWS);
+    assert_int_equal(pl[0].run, 3);
+    assert_int_equal(pl[0].merged, 3 * 512);
+    assert_int_equal(pl[1].run, 2);
+    assert_int_equal(pl[3].run, 2);
+    assert_int_equal(pl[3].merged, 2 * 512);
+    assert_int_equal(pl[4].run, 1);
+    assert_int_equal(pl[5].how, RT_PH_ROWS);
+    assert_int_equal(pl[5].rows, 4);
+    assert_int_equal(pl[5].rowb, 128);
+    assert_int_equal(pl[5].drs, 256);
+    assert_int_equal(pl[5].lrs, 128);
+    assert_int_equal(pl[6].how, RT_PH_NONE);
+    assert_int_equal(pl[7].how, RT_PH_NONE);
+    assert_int_equal(pl[8].how, RT_PH_ROWS);
+    assert_int_equal(pl[8].drs, 192);
+    check(&p, 90);
+    for (int v = 0; v < 3; v++) {
+        p.n = 0;
+        uint32_t pieces = v == 0 ? 3 : 8;        /* 1.5 KB: copied; 4 KB: a view */
+        for (uint32_t q = 0; q < pieces; q++)
+            dma(&p, false, 0x200 * q, 0x4000 + 0x200 * q, 1, 128, 0, 1, 0, 1);
+        dma(&p, false, 0x10000, 0x20000, 128, 40, 50, 1, 40, 1);
+        if (v == 2)                              /* partly over the merged run */
+            dma(&p, false, 0x300, 0x9000, 1, 64, 0, 1, 0, 1);
+        if (v == 0)
+            vadd(&p, 0x100, 1, 200, 200);
+        mm(&p, 0, 0x10000, 0x30000, pieces / 4 ? pieces / 4 : 1, 40, 128, 128, 40, 40,
+           false);
+        dma(&p, true, 0x30000, OUT, 2, 40, 40, 1, 40, 1);
+        dma(&p, true, 0, OUT + 0x1000, 1, 128 * pieces, 0, 1, 0, 1);
+        check(&p, 91 + (uint32_t)v);
+    }
+}
+
 /* A VFILL of a patch whose interior LOADs after it rewrite (a convolution's padding),
  * then a window MATMUL over it and a STORE of the whole patch: every byte the same as
  * with the full fill. Also fills the gaps do not apply to: a non-zero value, LOADs out
@@ -397,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_defer_flushes),
         cmocka_unit_test(test_defer_window),
         cmocka_unit_test(test_defer_joined),
+        cmocka_unit_test(test_prep_merged),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),
     };

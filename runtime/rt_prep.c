@@ -1,0 +1,97 @@
+/* rt_prep.c: execution plans of the instructions, computed once when a bundle is loaded
+ * (RtPrep, rt_exec.h) so that the interpreter does not redo, on every run, work that
+ * depends only on the code: which LOADs and STOREs are one contiguous run of bytes and
+ * how many bytes, which neighbouring LOADs continue each other in LX and in DRAM and can
+ * be carried out as one copy, whether a LOAD is one rt_defer_useless would copy at once,
+ * and the length of the VEC runs rt_exec.c executes in one pass.
+ *
+ * An entry depends only on the instructions from it to the end of its program (the
+ * next BARRIER: every program ends with one and holds no other), so programs need not be
+ * told apart. Modelled time is computed from the bundle and does not change.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "rt_exec.h"
+#include "rt_model.h"
+
+/* The plan of a LOAD / STORE x: RT_PH_ROWS (rows of contiguous bytes, once unit dims are
+ * dropped and dims contiguous on both sides merged) when its rows do not overlap where
+ * they are written and both row strides are >= 0; else RT_PH_NONE (strided elements,
+ * a converting or an empty transfer). */
+static void prep_rows(const SpyDma *x, bool store, RtPrep *p) {
+    RtCopyPlan c;                   /* ss: DRAM, ds: LX, in bytes */
+    if ((x->flags & ISA_F_F32) ||
+        !rt_plan_copy(&c, x->dims, x->dram_stride, x->lx_stride, x->esize) || c.n > 2)
+        return;
+    int in = c.n - 1;
+    if (c.ss[in] != (int64_t)x->esize || c.ds[in] != (int64_t)x->esize ||
+        c.dim[in] * x->esize > UINT32_MAX)
+        return;
+    uint64_t rowb = c.dim[in] * x->esize, rows = c.n == 2 ? c.dim[0] : 1;
+    int64_t drs = c.n == 2 ? c.ss[0] : 0, lrs = c.n == 2 ? c.ds[0] : 0;
+    if (rows > 1 && (drs < 0 || lrs < 0 || lrs > UINT32_MAX || rows > UINT32_MAX ||
+                     (uint64_t)(store ? drs : lrs) < rowb))
+        return;
+    p->how = RT_PH_ROWS;
+    p->rows = (uint32_t)rows;
+    p->rowb = p->merged = (uint32_t)rowb;
+    p->drs = drs;
+    p->lrs = (uint32_t)lrs;
+}
+
+/* Whether the one-row LOAD b starts where the one-row LOAD a (na bytes) ends, in LX and
+ * in the same DRAM segment. */
+static bool continues(const SpyDma *a, uint32_t na, const SpyDma *b) {
+    return b->seg == a->seg && (uint64_t)b->lx == (uint64_t)a->lx + na &&
+           b->dram_off == a->dram_off + (int64_t)na;
+}
+
+/* Plans the LOADs and STOREs of code[0..n) (n: to the end of the program) into p[0..n). */
+static void prep_dma(const SpyInsn *code, uint32_t n, RtPrep *p) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t op = code[i].opcode;
+        if (op != ISA_LOAD && op != ISA_STORE)
+            continue;
+        prep_rows(&code[i].dma, op == ISA_STORE, &p[i]);
+        p[i].useless = op == ISA_LOAD && rt_defer_useless(&code[i], n - i);
+    }
+    /* merged LOAD runs, from the end, so that each entry covers the rest of its run;
+     * the members agree on useless (a run that is useless is copied at once, one that
+     * is not goes through the deferral as a whole) */
+    for (uint32_t i = n; i-- > 1;) {
+        const RtPrep *b = &p[i];
+        RtPrep *a = &p[i - 1];
+        if (code[i].opcode != ISA_LOAD || code[i - 1].opcode != ISA_LOAD ||
+            a->how != RT_PH_ROWS || b->how != RT_PH_ROWS || a->rows != 1 || b->rows != 1 ||
+            a->useless != b->useless || (uint64_t)a->rowb + b->merged > UINT32_MAX ||
+            !continues(&code[i - 1].dma, a->rowb, &code[i].dma))
+            continue;
+        a->run = 1 + b->run;
+        a->merged = a->rowb + b->merged;
+    }
+}
+
+/* Fills p[0..n) for code[0..n): any instructions of verified programs. */
+void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
+    uint64_t s = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        p[i] = (RtPrep){.run = 1};
+        if (code[i].opcode == ISA_BARRIER || i + 1 == n) {  /* a program ends here */
+            prep_dma(code + s, (uint32_t)(i + 1 - s), p + s);
+            for (uint64_t j = s; j <= i; j++)
+                if (code[j].opcode == ISA_VEC)
+                    rt_exec_prep_vec(code + j, (uint32_t)(i + 1 - j), &p[j]);
+            s = i + 1;
+        }
+    }
+}
+
+/* Plans every instruction of the verified model m (m->prep). */
+spy_status rt_prep_model(spy_model *m, RtErr *e) {
+    m->prep = malloc(((size_t)m->ncode + 1) * sizeof *m->prep);
+    if (!m->prep)
+        return rt_err_set(e, SPY_E_NOMEM, "out of memory"), e->status;
+    rt_prep_code(m->code, m->ncode, m->prep);
+    return SPY_OK;
+}
