@@ -1,18 +1,21 @@
-/* mm_gemv [THREADS [FILTER]]: read bandwidth of the emulator's one-row F32 MATMUL (a decode
- * step's vector-matrix products) against a plain streaming read of the same bytes.
+/* mm_gemv [THREADS [FILTER]]: read bandwidth of the emulator's one-row F32 MATMUL (a
+ * decode step's vector-matrix products) against a plain streaming read of the same bytes.
  *
  * B is a 2048 x 8192 F32 weight (64 MiB, rows 32 KiB apart), as the MLP projections of
  * a 1B Llama, in the tiles spyrec cuts it into for 32 cores: each host thread takes an
  * equal range of the columns, 1184 columns (a core's) at a time, and runs 8 MATMULs
  * of k 256 over them (the first from zero, the others accumulating), reading B in
- * place from the weight (a deferred LOAD). The transposed case is the decode step's tied LM head: B given transposed
- * (element (k, j) at b[j * 2048 + k]), tiles of k 256 x n 1024. Several weights rotate
- * through a buffer of 512 MiB, so B comes from DRAM as in a whole inference.
+ * place from the weight (a deferred LOAD). The transposed case is the decode step's
+ * tied LM head: B given transposed (element (k, j) at b[j * 2048 + k]), tiles of
+ * k 256 x n 1024. Several weights rotate through a buffer of 512 MiB, so B comes from
+ * DRAM as in a whole inference.
  *
  * Printed for 1 and THREADS threads (default 2): GB/s of B by wall time and by the
  * threads' CPU time (bytes / (sum of their CPU seconds / threads)), best of 8 rounds,
  * for the plain read (sum of the floats, 4 independent vector chains) and the
- * products (FILTER: only the rows whose name contains it). Not a test: nothing here asserts on time. Built by `make bench-gemv`.
+ * products (FILTER: only the rows whose name contains it). On a shared host the wall
+ * figure of 2 threads is only meaningful when both had a CPU of their own. Not a
+ * test: nothing here asserts on time. Built by `make bench-gemv`.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -75,7 +78,8 @@ __attribute__((target("avx512f"))) static float read_sum(const float *p, size_t 
 /* Thread j->tid's share of weight w: an equal range of the columns, cut into core
  * tiles of nt columns, each over all k by MATMULs of KT rows. */
 static void products(Job *j, const float *w, bool bt) {
-    uint32_t nt = bt ? NTT : NT, part = N / (uint32_t)j->nthreads, end = part * (uint32_t)(j->tid + 1);
+    uint32_t nt = bt ? NTT : NT, part = N / (uint32_t)j->nthreads;
+    uint32_t end = part * (uint32_t)(j->tid + 1);
     RtCore c = {.lx = (uint8_t *)g_lx[j->tid], .pack = g_pack[j->tid]};
     for (uint32_t j0 = part * (uint32_t)j->tid; j0 < end; j0 += nt) {
         uint32_t n = end - j0 < nt ? end - j0 : nt;
@@ -107,7 +111,8 @@ static void *worker(void *arg) {
 }
 
 /* Best of ROUNDS rounds of mode on nt threads: GB/s by wall time and by CPU time. */
-static void measure(int mode, int nt, const float *buf, const float *a, double *gw, double *gc) {
+static void measure(int mode, int nt, const float *buf, const float *a, double *gw,
+                    double *gc) {
     static int round;
     double bw = 1e30, bc = 1e30;
     for (int r = 0; r < ROUNDS + 1; r++, round++) {
