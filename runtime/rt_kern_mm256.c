@@ -48,7 +48,35 @@ MMT_TARGET static inline __m256 load_s2_8(int64_t n, const float *p) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), 0xD8));
 }
 
+/* The 8 x 8 floats of r[0..8) transposed in place (lane j of r[i] to lane i of r[j]):
+ * pairs of rows interleaved by 32 and 64 bits within 128-bit halves, then the halves
+ * exchanged; 24 shuffles. */
+MMT_TARGET __attribute__((always_inline)) static inline void transpose8(__m256 r[8]) {
+    __m256 t[8];
+#pragma GCC unroll 16
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 8; i += 4) {   /* r[i + c], half H: column 4H + c of rows i..i+3 */
+        r[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        r[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        r[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        r[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < 4; c++) {
+        t[c] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x20);
+        t[c + 4] = _mm256_permute2f128_ps(r[c], r[c + 4], 0x31);
+    }
+#pragma GCC unroll 16
+    for (int c = 0; c < 8; c++)
+        r[c] = t[c];
+}
+
 #define MMT_LOADS2(n, p) load_s2_8((n), (p))
+#define MMT_TRANSPOSE(v) transpose8(v)
 #define MMT_PERM(v, i) _mm256_permutevar8x32_ps((v), (i))
 #define MMT_MCOUNT(m) __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)))
 #define MMT_FEATURE RT_HOST_AVX2_FMA

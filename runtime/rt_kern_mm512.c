@@ -49,7 +49,40 @@ MMT_TARGET static inline __m512 load_s2_16(int64_t n, const float *p) {
         lo, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hi);
 }
 
+/* The 16 x 16 floats of r[0..16) transposed in place (lane j of r[i] to lane i of r[j]):
+ * pairs of rows interleaved by 32 and 64 bits within 128-bit lanes, then 128-bit
+ * lanes exchanged twice; 64 shuffles. */
+MMT_TARGET __attribute__((always_inline)) static inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; i += 4)    /* r[i + c], lane L: column 4L + c of rows i..i+3 */
+#pragma GCC unroll 16
+        for (int h = 0; h < 2; h++) {
+            __m512d lo = _mm512_castps_pd(t[i + h]), hi = _mm512_castps_pd(t[i + h + 2]);
+            r[i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
+            r[i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
+        }
+#pragma GCC unroll 16
+    for (int g = 0; g < 16; g += 8)
+#pragma GCC unroll 16
+        for (int c = 0; c < 4; c++) {
+            t[g + c] = _mm512_shuffle_f32x4(r[g + c], r[g + c + 4], 0x88);
+            t[g + c + 4] = _mm512_shuffle_f32x4(r[g + c], r[g + c + 4], 0xdd);
+        }
+#pragma GCC unroll 16
+    for (int c = 0; c < 8; c++) {
+        r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
+        r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xdd);
+    }
+}
+
 #define MMT_LOADS2(n, p) load_s2_16((n), (p))
+#define MMT_TRANSPOSE(v) transpose16(v)
 #define MMT_PERM(v, i) _mm512_permutexvar_ps((i), (v))
 #define MMT_MCOUNT(m) __builtin_popcount(m)
 #define MMT_FEATURE RT_HOST_AVX512

@@ -13,7 +13,8 @@
  *   MMT_VI         an index vector; MMT_IDX(s) lane i = i * s; MMT_GATHERM(m, p, vi)
  *                  masked gather (zeroing) of p[vi[i]]; MMT_LOADS2(n, p) lanes i < n
  *                  of p[2*i]; MMT_MCOUNT(m) the number of lanes of mask m;
- *                  MMT_PERM(v, vi) lane i = lane vi[i] of v
+ *                  MMT_PERM(v, vi) lane i = lane vi[i] of v; MMT_TRANSPOSE(v) transposes
+ *                  the MMT_VL x MMT_VL floats of the vectors v[0..MMT_VL) in place
  *   MMT_NAME(x)    the name of this instance's function x
  *   MMT_HALF       1 when a half-width vector MMT_HV runs its FMA (MMT_HFMA) at twice
  *                  the full vector's rate: MMT_HLO(v) its low half, MMT_HUP(h) a full
@@ -38,12 +39,11 @@
  * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
  * decode step) streams B by rows instead, MMT_GEMV_G rows a pass, each row read once,
  * contiguously, from wherever it is (a deferred LOAD's DRAM), with the row of C in the
- * L1 cache. A B given
- * transposed (a deferred transposing LOAD, RtMmSrc.bt; needs the packing buffer) is
- * transposed while it is packed, 4 x 4 blocks at a time; products of at most
- * MMT_GEMV_M rows transpose blocks of MMT_VL of its rows into the packing buffer,
- * MMT_GEMV_K elements at a time, and C's MMT_VL columns accumulate over them in
- * registers.
+ * L1 cache (rt_kern_mmv.h). A B given transposed (a deferred transposing LOAD,
+ * RtMmSrc.bt; needs the packing buffer) is transposed while it is packed, 4 x 4
+ * blocks at a time; products of at most MMT_GEMV_M rows read MMT_VL of its stored rows
+ * at a time, a vector of each, transpose them in registers and accumulate C's MMT_VL
+ * columns over them in registers (rt_kern_mmv.h).
  *
  * A window B (ISA_F_BWIN: a convolution's implicit-GEMM operand read from its input
  * patch) is never copied out whole: with few rows of C it is read in place, a row of
@@ -71,7 +71,6 @@
 #define MMT_GEMV_ROWS 1                    /* at most this many: B streamed by rows */
 #define MMT_GEMV_AHEAD 2                   /* rows of B prefetched ahead when streamed */
 #define MMT_GEMV_G 8                       /* rows of B a pass of a one-row product */
-#define MMT_GEMV_K 512                     /* k of a transposed block of B */
 #define MMT_INLINE MMT_TARGET __attribute__((always_inline)) static inline
 
 typedef struct {
@@ -594,146 +593,7 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
     return true;
 }
 
-/* The row c of C accumulates a_k * (row k of B) for k below a multiple of
- * MMT_GEMV_G: MMT_GEMV_G rows of B in one pass over c, each element's FMAs still in
- * increasing k (the same chain as a row at a time). The rows are streams the
- * hardware prefetcher follows; measured on the decode step's 256 x 1024 and 512 x 512
- * tiles of B read from DRAM (rows 32 KiB apart) 1.6x the speed of a row at a time
- * with software prefetch, which does not help here (prefetching the rows two passes
- * ahead into L2 did not either, measured again on the 4 KiB and 2 KiB rows of the
- * decode step's tiles). Returns the first k left. */
-MMT_INLINE uint32_t MMT_NAME(gemv_rows)(const MMT_NAME(Args) *x, float *c, const rt_f32 *a) {
-    size_t n = x->n, nv = n / MMT_VL * MMT_VL, ldb = x->ldb;
-    MMT_M mt = MMT_LANES((int64_t)(n - nv));
-    uint32_t kg = x->k / MMT_GEMV_G * MMT_GEMV_G;
-    for (uint32_t k = 0; k < kg; k += MMT_GEMV_G) {
-        const float *b = x->b + k * ldb;
-        MMT_V av[MMT_GEMV_G];
-        for (int g = 0; g < MMT_GEMV_G; g++)
-            av[g] = MMT_SET1(a[k + g]);
-        for (size_t j = 0; j < nv; j += MMT_VL) {
-            MMT_V v = MMT_LOADU(c + j);
-            for (int g = 0; g < MMT_GEMV_G; g++)
-                v = MMT_FMA(av[g], MMT_LOADU(b + g * ldb + j), v);
-            MMT_STOREU(c + j, v);
-        }
-        if (nv < n) {
-            MMT_V v = MMT_LOADM(mt, c + nv);
-            for (int g = 0; g < MMT_GEMV_G; g++)
-                v = MMT_FMA(av[g], MMT_LOADM(mt, b + g * ldb + nv), v);
-            MMT_STOREM(c + nv, mt, v);
-        }
-    }
-    return kg;
-}
-
-/* C rows [i0, i0 + R) accumulate a_ik * (row k of B), k increasing: each row of B is
- * read once, contiguously, for all R rows of C (in the L1 cache meanwhile). */
-MMT_INLINE void MMT_NAME(gemv)(const MMT_NAME(Args) *x, size_t i0, const int R) {
-    size_t n = x->n, nv = n / MMT_VL * MMT_VL;
-    MMT_M mt = MMT_LANES((int64_t)(n - nv));
-    float *c[4];
-    for (int r = 0; r < R; r++) {
-        c[r] = x->c + (i0 + r) * x->ldc;
-        if (x->zero)
-            for (size_t j = 0; j < n; j++)
-                c[r][j] = 0.0f;
-    }
-    const rt_f32 *a = x->a + i0 * x->lda;
-    uint32_t k = 0;
-    if (R == 1)                     /* one row of C: MMT_GEMV_G rows of B a pass */
-        k = MMT_NAME(gemv_rows)(x, c[0], a);
-    for (; k < x->k; k++) {
-        const float *b = x->b + k * x->ldb;
-        MMT_V av[4];
-        for (int r = 0; r < R; r++)
-            av[r] = MMT_SET1(a[r * x->lda + k]);
-        const float *pf = x->b + (k + MMT_GEMV_AHEAD < x->k ? k + MMT_GEMV_AHEAD : k) * x->ldb;
-        for (size_t j = 0; j < nv; j += MMT_VL) {
-            if (j % 16 == 0)
-                __builtin_prefetch(pf + j, 0, 3);   /* a row ahead: rows are pages apart */
-            MMT_V bv = MMT_LOADU(b + j);
-            for (int r = 0; r < R; r++)
-                MMT_STOREU(c[r] + j, MMT_FMA(av[r], bv, MMT_LOADU(c[r] + j)));
-        }
-        if (nv < n) {
-            MMT_V bv = MMT_LOADM(mt, b + nv);
-            for (int r = 0; r < R; r++)
-                MMT_STOREM(c[r] + nv, mt, MMT_FMA(av[r], bv, MMT_LOADM(mt, c[r] + nv)));
-        }
-    }
-}
-
-/* Columns [j0, j0 + MMT_VL) of C rows [i0, i0 + R) over k rows [k0, k0 + kc) of a B
- * given transposed (x->b: element (k,j) at b[j * ldb + k]), through bp: the block is
- * transposed there first (lanes past n zero), then each k is one FMA per row of C.
- * That FMA chain reads no memory, so meanwhile the same k range of the next block's
- * rows is prefetched into L2, a cache line an FMA: B's rows are pages apart and only
- * kc floats of each are read (1 KiB of the decode step's tied LM head, 8 KiB apart),
- * too short for the hardware prefetcher (about 20% less CPU time on those tiles). */
-MMT_INLINE void MMT_NAME(gemv_t_block)(const MMT_NAME(Args) *x, float *bp, size_t i0,
-                                        size_t j0, uint32_t k0, uint32_t kc, const int R) {
-    size_t nj = x->n - j0 < MMT_VL ? x->n - j0 : MMT_VL;
-    MMT_NAME(transpose_in)(x, bp, MMT_VL, k0, kc, j0, nj);
-    MMT_M mj = MMT_LANES((int64_t)nj);
-    MMT_V acc[4];
-    const rt_f32 *a[4];
-    for (int r = 0; r < R; r++) {
-        float *c = x->c + (i0 + r) * x->ldc + j0;
-        acc[r] = x->zero && k0 == 0 ? MMT_ZERO() : MMT_LOADM(mj, c);
-        a[r] = x->a + (i0 + r) * x->lda + k0;
-    }
-    const float *nx = j0 + 2 * MMT_VL <= x->n ? x->b + (j0 + MMT_VL) * x->ldb + k0 : NULL;
-    for (uint32_t k = 0; k < kc; k++) {
-        uint32_t col = k / MMT_VL * 16;   /* a cache line of the next block's row k % VL */
-        if (nx && col < kc)
-            __builtin_prefetch(nx + k % MMT_VL * x->ldb + col, 0, 2);
-        MMT_V bv = MMT_LOAD(bp + k * MMT_VL);
-        for (int r = 0; r < R; r++)
-            acc[r] = MMT_FMA(MMT_SET1(a[r][k]), bv, acc[r]);
-    }
-    for (int r = 0; r < R; r++)
-        MMT_STOREM(x->c + (i0 + r) * x->ldc + j0, mj, acc[r]);
-}
-
-/* C rows [i0, i0 + R) from a B given transposed (MMT_NAME(gemv_t_block)), bp the
- * packing buffer. */
-MMT_INLINE void MMT_NAME(gemv_t)(const MMT_NAME(Args) *x, float *bp, size_t i0, const int R) {
-    for (size_t j0 = 0; j0 < x->n; j0 += MMT_VL)
-        for (uint32_t k0 = 0; k0 < x->k || k0 == 0; k0 += MMT_GEMV_K) {
-            uint32_t kc = x->k - k0 < MMT_GEMV_K ? x->k - k0 : MMT_GEMV_K;
-            MMT_NAME(gemv_t_block)(x, bp, i0, j0, k0, kc, R);
-            if (!x->k)
-                break;
-        }
-}
-
-/* One function per row count of the streamed products (MMT_NAME(gemv), MMT_NAME(gemv_t):
- * bp NULL for B as it is, else the packing buffer for a B given transposed). */
-#define MMT_GEMV(R)                                                                      \
-    MMT_TARGET static void MMT_NAME(gemv_##R)(const MMT_NAME(Args) *x, float *bp,        \
-                                              size_t i0) {                               \
-        if (bp)                                                                          \
-            MMT_NAME(gemv_t)(x, bp, i0, R);                                              \
-        else                                                                             \
-            MMT_NAME(gemv)(x, i0, R);                                                    \
-    }
-MMT_GEMV(1)
-MMT_GEMV(2)
-MMT_GEMV(3)
-MMT_GEMV(4)
-
-/* The rows of C in groups of up to MMT_GEMV_M through the streamed product (bp: see
- * MMT_GEMV). */
-MMT_TARGET static void MMT_NAME(gemv_all)(const MMT_NAME(Args) *x, float *bp) {
-    for (uint32_t i0 = 0; i0 < x->m; i0 += MMT_GEMV_M)
-        switch (x->m - i0 < MMT_GEMV_M ? x->m - i0 : MMT_GEMV_M) {
-        case 1: MMT_NAME(gemv_1)(x, bp, i0); break;
-        case 2: MMT_NAME(gemv_2)(x, bp, i0); break;
-        case 3: MMT_NAME(gemv_3)(x, bp, i0); break;
-        default: MMT_NAME(gemv_4)(x, bp, i0); break;
-        }
-}
+#include "rt_kern_mmv.h"
 
 /* Runs a verified F32 MATMUL mm on core c (A and B where s says; a window's B is in LX)
  * with this instance's instruction set; false (nothing done) for a window this kernel
@@ -751,7 +611,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                 MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
         return true;
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
-        MMT_NAME(gemv_all)(&x, s->bt ? c->pack : NULL);
+        MMT_NAME(gemv_all)(&x);
         return true;
     }
     if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* B read in place */

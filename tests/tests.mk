@@ -196,3 +196,13 @@ $(BUILD)/tests/irrun: tests/tools/irrun.c $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) -Ipasses $(CFLAGS) $(LDFLAGS) -o $@ $< \
 	    $(LIBSPYREC) $(LIBRT_A) $(COMPILER_LIBS) $(LDLIBS)
+
+# the one-row F32 MATMUL (a decode step's products) against a plain read of the same
+# DRAM-resident weight, 1 and 2 threads (tests/bench/mm_gemv.c)
+$(BUILD)/tests/mm_gemv: tests/bench/mm_gemv.c $(LIBRT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBRT_A) $(LDLIBS) -lpthread
+
+.PHONY: bench-gemv
+bench-gemv: $(BUILD)/tests/mm_gemv
+	$(BUILD)/tests/mm_gemv 2

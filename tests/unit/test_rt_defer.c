@@ -407,27 +407,36 @@ static void test_fill_gaps(void **state) {
 }
 
 /* A B given transposed (RtMmSrc.bt) through each F32 kernel this host runs: the same
- * bits as the scalar reference (increasing k, one fused multiply-add each). */
+ * bits as the scalar reference (increasing k, one fused multiply-add each), from 0 or
+ * accumulating onto C (odd shapes): row counts 1 to 4 (the streamed product) and
+ * more, columns and k at, under and past whole vectors of 8 and 16. */
 static void test_kernels_bt(void **state) {
     (void)state;
-    const uint32_t shapes[][3] = {{1, 45, 600}, {3, 16, 7},    {4, 33, 513},
-                                  {2, 8, 0},    {100, 45, 300}, {8, 70, 130}};
+    const uint32_t shapes[][3] = {{1, 45, 600}, {3, 16, 7},   {4, 33, 513}, {2, 8, 0},
+                                  {100, 45, 300}, {8, 70, 130}, {1, 1, 1},  {1, 16, 16},
+                                  {2, 17, 15},  {1, 64, 256}, {3, 31, 33},  {4, 7, 9},
+                                  {1, 40, 8},   {2, 24, 40}};
     for (int sh = 0; sh < (int)(sizeof shapes / sizeof shapes[0]); sh++) {
         uint32_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2], ldt = k + 5;
+        bool acc = sh % 2;
         fill(50 + (uint32_t)sh);
-        float *a = (float *)dram0, *bt = a + 65536, *want = (float *)lx;
+        float *a = (float *)dram0, *bt = a + 65536, *c0 = bt + 65536, *want = (float *)lx;
         for (uint32_t i = 0; i < m; i++)
             for (uint32_t j = 0; j < n; j++) {
-                volatile float acc = 0.0f;
+                volatile float s = acc ? c0[i * n + j] : 0.0f;
                 for (uint32_t q = 0; q < k; q++)
-                    acc = fmaf(a[i * k + q], bt[j * ldt + q], acc);
-                want[i * n + j] = acc;
+                    s = fmaf(a[i * k + q], bt[j * ldt + q], s);
+                want[i * n + j] = s;
             }
         SpyMatmul x = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
-                       .c = 0x10000, .m = m, .n = n, .k = k, .lda = k, .ldb = n, .ldc = n};
+                       .flags = acc ? ISA_F_ACCUM : 0, .c = 0x10000, .m = m, .n = n, .k = k,
+                       .lda = k, .ldb = n, .ldc = n};
         RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true};
         for (int kind = 0; kind < 3; kind++) {
-            memset(lx + x.c, 0xff, 4 * m * n);
+            if (acc)
+                memcpy(lx + x.c, c0, 4 * m * n);
+            else
+                memset(lx + x.c, 0xff, 4 * m * n);
             bool ran = true;
             if (kind == 2)
                 rt_mm_portable(&core, &x, &src);
