@@ -98,6 +98,27 @@ static bool candidate(IrGraph *g, const IrNode *n, const char *keep32, const cha
  * bytes is half a 128-byte stick, which DRAM transfers charge whole, so int8 operands
  * would read no fewer bytes, and quantizing them costs a kernel of its own where their
  * producer cannot take it (the slices of a merged projection). */
+#define VIEW_CHAIN_MAX 8                  /* view ops a quantization moves above */
+
+static bool view_op(const IrNode *n);
+
+/* Whether v is a constant or a chain of view ops over one (a tied weight read
+ * transposed, GPT-2's LM head over its embedding table): not an activation, and not
+ * a constant weight that candidate() quantizes at compile time either, so its product
+ * stays float rather than quantizing 38M weights at every run. */
+static bool const_view(IrGraph *g, ValId v)
+{
+    for (int i = 0; i < VIEW_CHAIN_MAX && v != IR_NONE; i++) {
+        if (ir_is_const(g, v))
+            return true;
+        NodeId p = ir_val(g, v)->def;
+        if (p == IR_NONE || !view_op(&g->nodes[p]))
+            return false;
+        v = g->nodes[p].in[0];
+    }
+    return false;
+}
+
 static bool act_product(IrGraph *g, const IrNode *n, const char *keep32, const char *keep16)
 {
     if (n->op != IR_OP_FOREIGN || n->dead || (n->foreign.domain && n->foreign.domain[0]) ||
@@ -108,7 +129,7 @@ static bool act_product(IrGraph *g, const IrNode *n, const char *keep32, const c
     if (ta->rank < 2 || ta->dims[ta->rank - 1] <= ACT_DEPTH_MIN)
         return false;
     for (int i = 0; i < 2; i++) {
-        if (n->in[i] == IR_NONE || ir_is_const(g, n->in[i]))
+        if (n->in[i] == IR_NONE || const_view(g, n->in[i]))
             return false;
         IrDType t = ir_vtype(g, n->in[i])->dtype;
         if (t != IR_DT_F32 && t != IR_DT_UNDEF)
@@ -239,7 +260,6 @@ static void requant_readers(IrNode *later, uint32_t nlater, ValId x, ValId xq)
                 later[j].in[i] = xq;
 }
 
-#define VIEW_CHAIN_MAX 8                  /* view ops a quantization moves above */
 
 /* Whether node n is an ONNX op that only rearranges or selects the elements of its
  * first input: a per-tensor quantization commutes with it (MaxPool: quantization is

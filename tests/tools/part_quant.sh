@@ -146,7 +146,7 @@ part_cli_quant() {
         --calibrate tests/calib/mlp/set_0 -o "$d/x.sbin"
     grep -q "not of the type of input" "$(logname quant/calibrate-wrong-input)"
     result quant/calibrate-wrong-input-message $? "$(logname quant/calibrate-wrong-input)"
-    for m in tiny_cnn mlp lenet_bn bert_tiny; do quant_int8 $m; done
+    for m in tiny_cnn mlp lenet_bn bert_tiny gpt2_tiny; do quant_int8 $m; done
     # percentile ranges: another bundle, still within the bounds
     expect_rc quant/int8-percentile 0 "$SPYREC" $ex/model.onnx --precision=int8 \
         --calibrate tests/calib/tiny_cnn/set_* --calibrate-method=percentile:99.9 -o "$d/p.sbin"
