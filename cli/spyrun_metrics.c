@@ -156,11 +156,7 @@ bool cli_metric_any(const CliMetricSpec *spec)
     return false;
 }
 
-/* The pass thresholds of a reduced-precision bundle: when spec has none and the
- * bundle's META flags line (spy_model_meta) records "--precision P", spec gets P's
- * defaults (the README's): fp16 rel-l2 2e-2, cosine 0.999 and top1 1; int8 (W8A8)
- * rel-l2 0.1 and cosine 0.99; fp8 (e4m3 weights) rel-l2 5e-2 and cosine 0.99.
- * Returns P's name ("fp16", "int8", "fp8") when it did, else NULL. */
+/* The pass thresholds that each --precision flag in META implies (the README's). */
 static const struct {
     const char *flag;
     CliMetricSpec spec;
@@ -169,7 +165,6 @@ static const struct {
     {"--precision int8", {{true, true, false}, {0.1, 0.99, 0}}},
     {"--precision fp8", {{true, true, false}, {5e-2, 0.99, 0}}},
 };
-#define defs metric_defs
 
 /* The fp16 thresholds, for a float16 or bfloat16 output checked without --metric,
  * --rtol or --atol: its golden holds float16 roundings of its own (an exporter's or
@@ -180,25 +175,29 @@ void cli_metric_half_defaults(CliMetricSpec *spec)
     *spec = metric_defs[0].spec;
 }
 
+/* The pass thresholds of a reduced-precision bundle: when spec has none and the
+ * bundle's META flags line (spy_model_meta) records "--precision P", spec gets P's
+ * defaults (the README's): fp16 rel-l2 2e-2, cosine 0.999 and top1 1; int8 (W8A8)
+ * rel-l2 0.1 and cosine 0.99; fp8 (e4m3 weights) rel-l2 5e-2 and cosine 0.99.
+ * Returns P's name ("fp16", "int8", "fp8") when it did, else NULL. */
 const char *cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
 {
     const char *f = meta ? strstr(meta, "flags=") : NULL;
     if (!f || cli_metric_any(spec))
         return NULL;
     size_t len = strcspn(f, "\n");
-    for (size_t d = 0; d < sizeof defs / sizeof defs[0]; d++) {
-        size_t fl = strlen(defs[d].flag);
-        for (const char *p = f; (p = strstr(p, defs[d].flag)) && p < f + len; p++) {
+    for (size_t d = 0; d < sizeof metric_defs / sizeof metric_defs[0]; d++) {
+        size_t fl = strlen(metric_defs[d].flag);
+        for (const char *p = f; (p = strstr(p, metric_defs[d].flag)) && p < f + len; p++) {
             char next = p[fl];
             if ((p[-1] == '=' || p[-1] == ' ') && (next == ' ' || next == '\n' || next == '\0')) {
-                *spec = defs[d].spec;
-                return defs[d].flag + 12;
+                *spec = metric_defs[d].spec;
+                return metric_defs[d].flag + 12;
             }
         }
     }
     return NULL;
 }
-#undef defs
 
 /* Whether m meets every threshold of spec (top1 holds when there are no counted rows);
  * when not, why names the first failing one ("rel-l2 0.05 > 0.02"). */
