@@ -4,7 +4,10 @@
  * MATMUL item (batch index, M tile, N tile): per K chunk, A [m,k] and B [k,n] tiles
  * are loaded (strides from the operands' views: broadcast batch dims have stride 0)
  * and multiplied into C [m,n] (ISA_F_ACCUM after the first chunk). A tile identical
- * to the one already in LX (same rows, single K chunk) is not reloaded.
+ * to the one already in LX (same rows, single K chunk) is not reloaded. A kernel with
+ * side sums (plan_sums.c) also multiplies each A tile by a column of ones and a row of
+ * ones by each B tile (one VFILL of ones per item), accumulated like C, for its
+ * epilogue's zero-point corrections.
  *
  * CONV item (n, group, output-channel tile, output-row chunk) is an im2col matmul:
  * A = weights [m, c*taps] (the weight tensor read as a matrix), B = one N-d LOAD of
@@ -52,9 +55,10 @@ static bool b_fp8(CgEmit *e, const IrKernel *k)
     return n->op == IR_OP_MATMUL && ir_vtype(e->g, n->in[1])->dtype == IR_DT_F8E4M3FN;
 }
 
-/* One MATMUL instruction on the kernel's A (row pitch lda), B, C buffers. */
-static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, int64_t lda,
-                   bool acc)
+/* One MATMUL instruction of kernel k's operand dtype: C [m,n] (row pitch n) at c = A
+ * [m,kk] (row pitch lda) at a x B [kk,n] (row pitch ldb) at b. */
+static void mm_insn(CgEmit *e, const IrKernel *k, uint32_t a, uint32_t b, uint32_t c, int64_t m,
+                    int64_t n, int64_t kk, int64_t lda, int64_t ldb, bool acc)
 {
     SpyInsn in;
     memset(&in, 0, sizeof in);
@@ -63,16 +67,48 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
     mm->dtype = (uint8_t)op_dtype(e, k);
     mm->out_dtype = mm->dtype == ISA_DT_I8 ? ISA_DT_I32 : ISA_DT_F32;
     mm->flags = (uint8_t)((acc ? ISA_F_ACCUM : 0) | (b_fp8(e, k) ? ISA_F_BF8 : 0));
-    mm->a = k->buf[0];
-    mm->b = k->buf[1];
-    mm->c = k->buf[2];
+    mm->a = a;
+    mm->b = b;
+    mm->c = c;
     mm->m = (uint32_t)m;
     mm->n = (uint32_t)n;
     mm->k = (uint32_t)kk;
     mm->lda = (uint32_t)lda;
-    mm->ldb = (uint32_t)n;
+    mm->ldb = (uint32_t)ldb;
     mm->ldc = (uint32_t)n;
     cg_push(e, &in);
+}
+
+/* One MATMUL instruction on the kernel's A (row pitch lda), B, C buffers. */
+static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t kk, int64_t lda,
+                   bool acc)
+{
+    mm_insn(e, k, k->buf[0], k->buf[1], k->buf[2], m, n, kk, lda, n, acc);
+}
+
+/* Fill the row of kl ones (buf[3]) the side sums multiply by (plan_sums.c). */
+static void ones_fill(CgEmit *e, const IrKernel *k, int64_t kl)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    in.fill.opcode = ISA_VFILL;
+    in.fill.dtype = ISA_DT_I8;
+    in.fill.dst = k->buf[3];
+    in.fill.n = (uint32_t)kl;
+    in.fill.value = 1;
+    cg_push(e, &in);
+}
+
+/* The side sums of the item's K chunk (plan_sums.c), beside its product: A [m,kl] x the
+ * ones as a column into the row sums (buf[4], [m,1]), the ones as a row x B [kl,n] into
+ * the column sums (buf[5], [1,n]); accumulated over the chunks like C. */
+static void side_sums(CgEmit *e, const IrKernel *k, bool rows, bool cols, int64_t m, int64_t n,
+                      int64_t kl, bool acc)
+{
+    if (rows)
+        mm_insn(e, k, k->buf[0], k->buf[3], k->buf[4], m, 1, kl, kl, 1, acc);
+    if (cols)
+        mm_insn(e, k, k->buf[3], k->buf[1], k->buf[5], 1, n, kl, kl, n, acc);
 }
 
 /* MATMUL work item; grid dims [batch..., M, N], inner [K]. */
@@ -82,8 +118,14 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     int64_t st[IR_ITER_MAX] = {0};
     memcpy(st, start, (size_t)r * sizeof *st);
     int64_t kext = k->inner.ext[0], kt = k->inner.chunk[0];
-    if (kext == 0)
+    bool rows = plan_side_sum(e->g, k, PLAN_SUM_ROWS) != IR_NONE;
+    bool cols = plan_side_sum(e->g, k, PLAN_SUM_COLS) != IR_NONE;
+    if ((rows || cols) && kext > 0)
+        ones_fill(e, k, kext < kt ? kext : kt);
+    if (kext == 0) {
         matmul(e, k, len[M], len[N], 0, 0, false);
+        side_sums(e, k, rows, cols, len[M], len[N], 0, false);
+    }
     for (int64_t k0 = 0; k0 < kext; k0 += kt) {
         int64_t kl = kext - k0 < kt ? kext - k0 : kt;
         st[K] = k0;
@@ -93,6 +135,7 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
         cg_load_shared(e, k, &k->acc[1], st, r + 1, k->buf[1], b_fp8(e, k) ? 1 : op_es(e, k), lb,
                        db, 2, 0, k0 / kt);
         matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
+        side_sums(e, k, rows, cols, len[M], len[N], kl, k0 > 0);
     }
     cg_tp_run(e, &k->tp[1], start, len);
 }

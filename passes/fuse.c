@@ -8,7 +8,9 @@
  *             the same shape (the epilogue: bias, relu, residual add, ...); a CONV
  *             also absorbs the spatial zero PAD that produces its input; a MATMUL
  *             also anchors a row-resident group over its result that reduces the
- *             last axis (attention: scale, mask, softmax), its N tile whole rows
+ *             last axis (attention: scale, mask, softmax), its N tile whole rows;
+ *             a MATMUL takes in the side sums of its int8 operands that only its
+ *             epilogue reads (zero-point corrections, plan_sums.c) as prologue members
  *   REDUCE    one REDUCE/ARGREDUCE/WINDOW/CUMSUM with a pointwise prologue tree on its
  *             single-use input and an epilogue tree like a contraction's
  *   MOVE      one PAD, CONCAT, GATHER, or a view op that must be materialised
@@ -509,7 +511,7 @@ static bool row_fits(Fuse *f, const IrType *s, int k)
     }
     sp.steps = steps;
     sp.nsteps = f->nmem;
-    sp.seed = IR_NONE;
+    sp.seed = sp.xseed[0] = sp.xseed[1] = IR_NONE;
     sp.result = g->nodes[f->mem[0]].out[0];
     sp.store = true;
     bool ok = tile_prog_build(g, &sp, 0, &tp) && tp.lx_hi <= f->lx_budget / 2;
@@ -572,6 +574,27 @@ static bool rows_valid(Fuse *f, ValId *ref, int *nred)
     return row_fits(f, s, k);
 }
 
+/* A MATMUL anchor of group gi (members in f->mem) takes in the side sums of its
+ * operands that only the group reads (plan_sums.c): they become prologue members,
+ * computed on the operand tiles the kernel loads. */
+static void absorb_sums(Fuse *f, NodeId anchor, uint32_t gi)
+{
+    IrGraph *g = f->g;
+    if (!f->fuse || g->nodes[anchor].op != IR_OP_MATMUL)
+        return;
+    for (uint32_t m = 0; m < f->nmem; m++) {
+        const IrNode *nd = &g->nodes[f->mem[m]];
+        for (int i = 0; f->grp[f->mem[m]] == gi && i < nd->nin; i++) {
+            NodeId p = ir_val(g, nd->in[i])->def;
+            if (live(f, p) && f->grp[p] == IR_NONE && uses_inside(f, nd->in[i], gi) &&
+                plan_side_kind(g, anchor, p)) {
+                f->grp[p] = gi;
+                f->role[p] = ROLE_PRO;
+            }
+        }
+    }
+}
+
 /* Row-resident group gi (members in f->mem) reducing the last axis only: if one of its
  * leaves is a single-use MATMUL result of exactly the reduced shape, that matmul
  * becomes the anchor of a CONTRACT kernel whose epilogue is the whole group (scores
@@ -610,6 +633,7 @@ static void absorb_rows_matmul(Fuse *f, uint32_t gi)
     gr->anchor = best;
     f->grp[best] = gi;
     f->role[best] = ROLE_ANCHOR;
+    absorb_sums(f, best, gi);
 }
 
 /* Try a row-resident ELEM group rooted at node n (softmax, layer norm: reductions
@@ -716,6 +740,8 @@ static bool group_nodes(Fuse *f)
                     collect_prologue(f, a, gi);
                 else if (g->nodes[a].op == IR_OP_CONV)
                     absorb_pad(f, a, gi);
+                else
+                    absorb_sums(f, a, gi);
             }
             break;
         }
@@ -830,7 +856,9 @@ static void build_kernel(Fuse *f, uint32_t gi, const NodeId *mem, uint32_t nmem,
         k->flops += ir_op_info[nd->op].work(g, nd);
         for (int i = 0; i < nd->nin; i++) {
             NodeId p = ir_val(g, nd->in[i])->def;
-            if (p == IR_NONE || f->grp[p] != gi || !live(f, p))
+            bool ones = f->role[n] == ROLE_PRO && nd->op == IR_OP_MATMUL &&
+                        ir_is_const(g, nd->in[i]);     /* a side sum's ones: made in LX */
+            if ((p == IR_NONE || f->grp[p] != gi || !live(f, p)) && !ones)
                 add_in(k, nd->in[i], nin + 1);
         }
         if (shown++ < 5 && len < (int)sizeof name - 24)

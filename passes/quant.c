@@ -538,10 +538,10 @@ static void quantize_node(IrGraph *g, const IrNode *n, int ws, int axis, PassQua
 
 /* Give product n of two activations (re-added here) int8 Q/DQ pairs on both inputs
  * (symmetric: the calibration gives such operands zero point 0, which makes the product
- * a plain int8 one, without the correction sums, each a kernel of its own, that zero
- * points need; quantized above the views that make them, like a contraction's data input);
- * left float when the calibration has no range for one of them. xq, later, uses: as
- * for quantize_node. */
+ * a plain int8 one, without the correction sums that zero points need, products with
+ * ones beside it in its kernel, plan_sums.c; quantized above the views that make them,
+ * like a contraction's data input); left float when the calibration has no range for
+ * one of them. xq, later, uses: as for quantize_node. */
 static void quantize_product(IrGraph *g, const IrNode *n, PassQuant *q, ValId *xq,
                              uint32_t nxq, IrNode *later, uint32_t nlater, const uint32_t *uses)
 {

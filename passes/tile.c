@@ -70,7 +70,7 @@ static void spec_box(TileSpec *sp, const TileMap *m, const IrGrid *gr)
         sp->order[d] = d;
         sp->cap[d] = gr->chunk[d];
     }
-    sp->seed = IR_NONE;
+    sp->seed = sp->xseed[0] = sp->xseed[1] = IR_NONE;
 }
 
 /* ELEM: one tile program over a box of ref's shape; with row-resident reductions the
@@ -116,16 +116,37 @@ static bool contract_epi(Tctx *c, const TileMap *m, int nrow, uint32_t seed_lx, 
     sp.nsteps = k->nepi;
     sp.seed = ir_node(c->g, k->anchor)->out[0];
     sp.seed_lx = seed_lx;
+    sp.xseed[0] = plan_side_sum(c->g, k, PLAN_SUM_ROWS);
+    sp.xseed_lx[0] = k->buf[4];
+    sp.xseed[1] = plan_side_sum(c->g, k, PLAN_SUM_COLS);
+    sp.xseed_lx[1] = k->buf[5];
     sp.result = k->out;
     sp.store = true;
     return tile_prog_build(c->g, &sp, base, &k->tp[1]);
 }
 
-/* Place the contraction buffers A, B, C (and the conv input patch, size d, if any). */
-static uint32_t place_abc(IrKernel *k, uint64_t a, uint64_t b, uint64_t cc, uint64_t d)
+/* Side-sum buffers (plan_sums.c) of a matmul kernel at its current chunks, in bytes:
+ * a row of kt int8 ones, mt int32 row sums, nt int32 column sums (0: none). */
+static void side_sizes(Tctx *c, uint64_t *sz)
 {
-    uint64_t sz[4] = {tile_align(a), tile_align(b), tile_align(cc), tile_align(d)}, cur = 0;
-    for (int i = 0; i < 4; i++) {
+    IrKernel *k = c->k;
+    ValId rs = plan_side_sum(c->g, k, PLAN_SUM_ROWS), cs = plan_side_sum(c->g, k, PLAN_SUM_COLS);
+    int r = k->grid.rank;
+    bool any = rs != IR_NONE || cs != IR_NONE;
+    sz[0] = any ? (uint64_t)k->inner.chunk[0] : 0;
+    sz[1] = rs != IR_NONE ? 4 * (uint64_t)k->grid.chunk[r - 2] : 0;
+    sz[2] = cs != IR_NONE ? 4 * (uint64_t)k->grid.chunk[r - 1] : 0;
+}
+
+/* Place the contraction buffers A, B, C, the conv input patch (size d, if any) or the
+ * matmul's side-sum buffers (side: ones, row sums, column sums). */
+static uint32_t place_abc(IrKernel *k, uint64_t a, uint64_t b, uint64_t cc, uint64_t d,
+                          const uint64_t *side)
+{
+    uint64_t sz[IR_KBUF_MAX] = {tile_align(a), tile_align(b), tile_align(cc),
+                                tile_align(d ? d : side[0]), tile_align(side[1]),
+                                tile_align(side[2])}, cur = 0;
+    for (int i = 0; i < IR_KBUF_MAX; i++) {
         k->buf[i] = cur > UINT32_MAX ? UINT32_MAX : (uint32_t)cur;
         k->buf_bytes[i] = sz[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)sz[i];
         cur += sz[i];
@@ -138,7 +159,9 @@ static bool contract_try(Tctx *c, const TileMap *m, int nrow, uint64_t a, uint64
                          uint64_t cc, uint64_t d, bool *err, uint64_t *need)
 {
     IrKernel *k = c->k;
-    uint32_t base = place_abc(k, a, b, cc, d);
+    uint64_t side[3];
+    side_sizes(c, side);
+    uint32_t base = place_abc(k, a, b, cc, d, side);
     if (!contract_epi(c, m, nrow, k->buf[2], base)) {
         *err = true;
         return false;

@@ -23,6 +23,9 @@ typedef struct {
     uint32_t nsteps;
     ValId seed;                /* value already in LX (IR_NONE if none) */
     uint32_t seed_lx;
+    ValId xseed[2];            /* more values already in LX: a matmul's side sums (row,
+                                  column; IR_NONE if none) */
+    uint32_t xseed_lx[2];
     ValId result;
     bool force_full;           /* the result must be a full rows x cols tile */
     bool store;                /* store the result through its own view */

@@ -118,12 +118,16 @@ static int add_val(IrGraph *g, IrTileProg *tp, ValId v, uint8_t src)
 /* Collect the program's values with their sources, classes and last uses. */
 static bool collect_vals(IrGraph *g, const TileSpec *sp, IrTileProg *tp)
 {
-    if (sp->seed != IR_NONE) {
-        int i = add_val(g, tp, sp->seed, IR_TV_SEED);
+    ValId seeds[3] = {sp->seed, sp->xseed[0], sp->xseed[1]};
+    uint32_t lx[3] = {sp->seed_lx, sp->xseed_lx[0], sp->xseed_lx[1]};
+    for (int s = 0; s < 3; s++) {
+        if (seeds[s] == IR_NONE)
+            continue;
+        int i = add_val(g, tp, seeds[s], IR_TV_SEED);
         IrAccess a;
-        tile_access(g, sp->map, sp->seed, true, &a);
+        tile_access(g, sp->map, seeds[s], true, &a);
         tp->vals[i].cls = access_class(sp, &a);
-        tp->vals[i].lx = sp->seed_lx;
+        tp->vals[i].lx = lx[s];
     }
     for (uint32_t s = 0; s < sp->nsteps; s++) {
         const IrNode *n = ir_node(g, sp->steps[s]);
@@ -233,7 +237,7 @@ bool tile_prog_build(IrGraph *g, const TileSpec *sp, uint32_t lx_base, IrTilePro
     tp->nrow = sp->nrow;
     memcpy(tp->order, sp->order, sizeof tp->order);
     memcpy(tp->cap, sp->cap, sizeof tp->cap);
-    uint32_t cap = 4 * sp->nsteps + 3;
+    uint32_t cap = 4 * sp->nsteps + 5;
     tp->vals = ir_scratch(g, cap * sizeof *tp->vals);
     tp->index_mask = plan_tp_index_slots(cap) - 1;
     tp->index = ir_scratch(g, ((size_t)tp->index_mask + 1) * sizeof *tp->index);

@@ -51,7 +51,7 @@
 #define IR_LX_ALIGN 128      /* LX buffers start on stick boundaries */
 #define IR_DRAM_ALIGN 128    /* DRAM tensors start on stick (128-byte) boundaries: transfers
                                 move whole aligned sticks (costmodel.h) */
-#define IR_KBUF_MAX 4        /* anchor LX buffers per kernel */
+#define IR_KBUF_MAX 6        /* anchor LX buffers per kernel */
 
 /* Device layout of a value's own storage (chosen by pass_layout).
  * ROWMAJOR: dense row-major, no padding.
@@ -143,7 +143,8 @@ typedef struct IrKernel {
     IrKernelKind kind;
     NodeId anchor;           /* CONTRACT/REDUCE/MOVE main node, IR_NONE otherwise */
     NodeId root;             /* node producing out (kernels run in root order) */
-    NodeId *pro;             /* REDUCE prologue (pointwise), topological */
+    NodeId *pro;             /* REDUCE prologue (pointwise), topological; CONV: a fused
+                                PAD; MATMUL: side sums of its operands (plan_sums.c) */
     uint32_t npro;
     NodeId *epi;             /* ELEM body / CONTRACT and REDUCE epilogue, topological */
     uint32_t nepi;
@@ -171,7 +172,9 @@ typedef struct IrKernel {
     IrTileProg tp[2];        /* ELEM: tp[0]; CONTRACT: tp[1]; REDUCE: tp[0] pro, tp[1] epi */
     IrAccess acc[3];         /* matmul A,B; conv X,W; MOVE/COPY src (0) and dst (1) */
     uint32_t buf[IR_KBUF_MAX];       /* anchor buffers: CONTRACT A, B, C (conv: and the
-                                        input patch); REDUCE acc; MOVE tile, indices */
+                                        input patch; matmul with side sums: a row of
+                                        ones, A's row sums, B's column sums); REDUCE
+                                        acc; MOVE tile, indices */
     uint32_t buf_bytes[IR_KBUF_MAX];
     uint32_t lx_bytes;       /* LX high-water mark of every core */
     ValId *reads;            /* root values read from DRAM, ascending */
@@ -313,6 +316,17 @@ int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww
 /* Whether kernel k (geometry geo) runs in the depthwise form: geo->dw and blocks of at
  * least two channels per work item (one channel keeps the window MATMUL). */
 bool plan_dw_form(const IrKernel *k, const IrGeom *geo);
+
+/* ---- plan_sums.c: side sums of an int8 product inside its kernel ---- */
+enum { PLAN_SUM_ROWS = 1, PLAN_SUM_COLS = 2 };
+/* Whether MATMUL node p computes, for the MATMUL anchor's product of int8 operands, the
+ * sums of A's rows (A x a column of ones: PLAN_SUM_ROWS) or of B's columns (a row of
+ * ones x B: PLAN_SUM_COLS) over the depth, per output row / column of the anchor's
+ * result (its shape with 1 along N / M); 0 otherwise. */
+int plan_side_kind(IrGraph *g, NodeId anchor, NodeId p);
+/* The value of the side sums of `kind` that matmul CONTRACT kernel k computes beside
+ * its product (a prologue member), or IR_NONE. */
+ValId plan_side_sum(IrGraph *g, const IrKernel *k, int kind);
 
 /* ---- plan_verify.c ---- */
 /* Check the invariants of the plan that the passes up to after_pass ("fuse",

@@ -15,8 +15,8 @@
  * dequantized int32 tensor with scale sx * sw (and no zero point) is added to S in
  * int32 first, as onnxruntime's QLinearConv does. A product of two activations over
  * a depth of at most QDQ_CENTER_DEPTH multiplies their centered values in DLFloat16
- * instead (centered_ok): exact, and without the zero points' correction sums, each a
- * kernel of its own. What follows y (a QuantizeLinear:
+ * instead (centered_ok): exact, and without the zero points' correction sums (extra
+ * matrix passes in the product's kernel, plan_sums.c). What follows y (a QuantizeLinear:
  * scale, round half to even, zero point, saturate; or Relu, Add, ...) stays ordinary
  * pointwise ops, which the back end fuses into the contraction's epilogue, so a
  * requantized layer stores int8 activations.
@@ -235,8 +235,9 @@ static ValId centered16_src(DecCtx *c, ValId x, ValId zp)
 }
 
 /* Whether the product of 8-bit activations (B not a constant) with zero points is done
- * on centered DLFloat16 operands instead of int8 ones: the int8 form needs a separate
- * kernel per zero point for its correction sums (B's depth sums, A's row sums). The
+ * on centered DLFloat16 operands instead of int8 ones: the int8 form needs correction
+ * sums per zero point (B's depth sums, A's row sums: products with ones that its kernel
+ * computes on the operand tiles, plan_sums.c). The
  * products of centered values (at most 255 * 255) summed over a depth of at most
  * QDQ_CENTER_DEPTH stay below 2^24, so the float32 accumulation is the same exact
  * integer; and an int8 operand row that short (attention's heads of 64) is half a

@@ -7,9 +7,10 @@
  * point alike), so the centered values do not change. Zero points are then handled by
  * correction terms instead of centering the operands (which would need 9 bits):
  *   sum_k (a - za)(b - zb) = sum_k a b - za colsum(b) - zb rowsum(a) + K za zb
- * (constant operands fold their sums at compile time). A convolution pads its input
- * with the input's zero point, so padded taps add nothing, and subtracts zx * sum(w)
- * per output channel; a convolution whose weight zero point is not zero after the
+ * (constant operands fold their sums at compile time; an activation's are int8
+ * products with ones, which the contraction's kernel computes on its operand tiles).
+ * A convolution pads its input with the input's zero point, so padded taps add
+ * nothing, and subtracts zx * sum(w) per output channel; a convolution whose weight zero point is not zero after the
  * offset takes the float path: the reduction dimension split into chunks of at most
  * QL_CHUNK products, each an exact float32 CONV cast to int32, summed in int32.
  * QLinear* then scale the int32 accumulator in float32, round half to even, add the
@@ -20,7 +21,6 @@
 #include "onnx.h"
 
 #define QL_CHUNK 256                      /* products per exact float32 partial sum */
-#define QL_VIEWS_MAX 4                    /* views looked through by depth_sums_src */
 
 static const int64_t ql_scalar[1] = {0}; /* dims of a rank-0 reshape */
 
@@ -95,97 +95,36 @@ static ValId sum_i32(DecCtx *c, ValId x, int64_t axis)
     return dec_reduce(c, IR_RED_SUM, dec_cast(c, x, IR_DT_I32), &axis, 1, true);
 }
 
-/* The int8 product of a row of ones with activation b (rank >= 2): its sums over axis
- * rank-2, kept. */
+/* The int8 product of a row of ones [1, K] with activation b (rank >= 2): its sums
+ * over axis rank-2, kept, as int32. */
 static ValId ones_product(DecCtx *c, ValId b)
 {
-    const IrType *tb = dec_ty(c, b);
-    int rb = tb->rank;
-    int64_t dims[IR_MAX_RANK];
-    memcpy(dims, tb->dims, (size_t)rb * sizeof dims[0]);
-    dims[rb - 1] = dims[rb - 2];
-    dims[rb - 2] = 1;
-    ValId ones = dec_expand(c, dec_scalar(c->g, IR_DT_I8, 1.0), dims, rb);
+    int64_t dims[2] = {1, dec_ty(c, b)->dims[dec_ty(c, b)->rank - 2]};
+    ValId ones = dec_expand(c, dec_scalar(c->g, IR_DT_I8, 1.0), dims, 2);
     return ir_matmul(c->g, ones, b, c->o);
 }
 
-/* Axis of RESHAPE node p's input that its output axis `a` is (same extent, same
- * extent before it), or -1 when the reshape merges or splits it. */
-static int reshape_src_axis(DecCtx *c, const IrNode *p, int a)
+/* The int8 product of activation a (rank >= 2) with a column of ones [K, 1]: its sums
+ * over the last axis, kept, as int32. */
+static ValId product_ones(DecCtx *c, ValId a)
 {
-    const IrType *ti = dec_ty(c, p->in[0]), *to = dec_ty(c, p->out[0]);
-    int64_t before = 1, pi = 1;
-    for (int i = 0; i < a; i++)
-        before *= to->dims[i];
-    for (int j = 0; j < ti->rank; j++) {
-        if (pi == before && ti->dims[j] == to->dims[a])
-            return j;
-        pi *= ti->dims[j];
-    }
-    return -1;
+    int64_t dims[2] = {dec_ty(c, a)->dims[dec_ty(c, a)->rank - 1], 1};
+    ValId ones = dec_expand(c, dec_scalar(c->g, IR_DT_I8, 1.0), dims, 2);
+    return ir_matmul(c->g, a, ones, c->o);
 }
 
-/* The depth sums of activation b computed on the source of the views (RESHAPE,
- * TRANSPOSE) that make b, when b's depth axis is the source's second-to-last: the
- * views then repeated on the sums (that axis of extent 1). Attention's V is such a
- * view of its projection [tokens, heads x 64]: read through the views, each row of a
- * head is half a stick, charged whole; the source's rows are whole sticks. IR_NONE
- * when b is no such view. */
-static ValId depth_sums_src(DecCtx *c, ValId b)
+/* Sums over the depth of int8 x as int32: for B (rows) the sums over axis rank-2, for A
+ * (rows false) over the last axis, kept. A constant folds as a reduction; an
+ * activation's sums are int8 products of it with ones, on the operand itself: the fuser
+ * computes them inside the contraction that needs them, on the operand tiles it loads
+ * anyway (pass_fuse, plan_side_sum), where a reduction would be a kernel of its own
+ * reading the operand again. */
+static ValId depth_sums(DecCtx *c, ValId x, bool rows)
 {
-    const IrNode *st[QL_VIEWS_MAX];
-    int ax[QL_VIEWS_MAX], n = 0, a = dec_ty(c, b)->rank - 2;
-    ValId v = b;
-    while (n < QL_VIEWS_MAX) {
-        const IrValue *val = ir_val(c->g, v);
-        if (val->kind != IR_VAL_ACT || val->def == IR_NONE)
-            break;
-        const IrNode *p = &c->g->nodes[val->def];
-        const int64_t *pm = NULL;
-        int src = -1;
-        if (!p->dead && p->op == IR_OP_TRANSPOSE &&
-            ir_attr_get_ints(p, "perm", &pm) == dec_ty(c, p->out[0])->rank)
-            src = (int)pm[a];
-        else if (!p->dead && p->op == IR_OP_RESHAPE)
-            src = reshape_src_axis(c, p, a);
-        if (src < 0)
-            break;
-        ax[n] = a;
-        st[n++] = p;
-        a = src;
-        v = p->in[0];
-    }
-    if (n == 0 || a != dec_ty(c, v)->rank - 2)
-        return IR_NONE;
-    v = ones_product(c, v);
-    for (int i = n - 1; i >= 0; i--) {
-        if (st[i]->op == IR_OP_TRANSPOSE) {
-            const int64_t *pm = NULL;
-            ir_attr_get_ints(st[i], "perm", &pm);
-            v = dec_transpose(c, v, pm);
-        } else {
-            const IrType *to = dec_ty(c, st[i]->out[0]);
-            int64_t dims[IR_MAX_RANK];
-            memcpy(dims, to->dims, (size_t)to->rank * sizeof dims[0]);
-            dims[ax[i]] = 1;
-            v = dec_reshape(c, v, dims, to->rank);
-        }
-    }
-    return v;
-}
-
-/* Sums over the depth (axis rank-2, kept) of int8 B as int32. A constant B (weights)
- * folds as a reduction; an activation's column sums are the int8 product of a row of
- * ones with it (on the source of its views when they allow, depth_sums_src): a
- * reduction along its strided axis would read every row's few columns as whole
- * sticks, a product loads B's rows as the contraction itself does. */
-static ValId depth_sums(DecCtx *c, ValId b)
-{
-    int rb = dec_ty(c, b)->rank;
-    if (ir_is_const(c->g, b) || rb < 2)
-        return sum_i32(c, b, rb - 2);
-    ValId s = depth_sums_src(c, b);
-    return s != IR_NONE ? s : ones_product(c, b);
+    int r = dec_ty(c, x)->rank;
+    if (ir_is_const(c->g, x))
+        return sum_i32(c, x, rows ? r - 2 : r - 1);
+    return rows ? ones_product(c, x) : product_ones(c, x);
 }
 
 ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
@@ -198,9 +137,9 @@ ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
     b = as_i8(c, b);
     ValId acc = ir_matmul(c->g, a, b, c->o);
     if (za32 != IR_NONE)
-        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, za32, depth_sums(c, b)));
+        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, za32, depth_sums(c, b, true)));
     if (zb32 != IR_NONE) {
-        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, zb32, sum_i32(c, a, ra - 1)));
+        acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, zb32, depth_sums(c, a, false)));
         if (za32 != IR_NONE)
             acc = dec_bin(c, IR_BIN_ADD, acc,
                           dec_bin_s(c, IR_BIN_MUL, dec_bin(c, IR_BIN_MUL, za32, zb32), (double)k));
