@@ -4,8 +4,8 @@
  * A QDQ model's attention projections decompose (onnx_qdq.c) to int8 products of one
  * 8-bit activation by constant 8-bit weights of one depth, each followed by a chain of
  * pointwise ops on its result alone (the zero-point correction, the scale, the
- * requantization and its round trips, the centering for the scores product) whose
- * structure is the same for Q and K and whose constants differ. Merged, they become one
+ * requantization and its round trips, the offset of uint8 data into int8) whose
+ * structure is the same for Q, K and V and whose constants differ. Merged, they become one
  * product of the weights side by side, followed by one chain of the same ops whose
  * constants are the members' side by side (a scalar that differs between members
  * becomes a per-column vector of the merged width; one they share stays a scalar),
@@ -13,8 +13,8 @@
  * result and name. One kernel then reads the activation once and streams all the
  * weights, where there were a kernel and a read of the activation per member. Every
  * output column is computed by the same operations on the same operands as before,
- * so the values are unchanged. Members whose chains differ in structure (V's ends
- * in int8, Q's and K's in DLFloat16) are not merged with each other.
+ * so the values are unchanged. Members whose chains differ in structure are not
+ * merged with each other.
  *
  * pass_siblings (siblings.c) merges float products (which have no chains yet); the
  * int8 mode of calibrated models merges before it quantizes (quant.c). Runs after dce,

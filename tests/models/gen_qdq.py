@@ -70,8 +70,8 @@ def attn(rng, seq=6):
 
 
 def attn_long(rng):
-    """attn over 72 positions: the weighted sum's depth (72) takes the int8 product with
-    zero-point corrections, the scores' (16) the centered DLFloat16 one."""
+    """attn over 72 positions: the weighted sum's depth (72) is that of BERT's attention
+    (over 64, more than a half stick of int8 per row)."""
     return attn(rng, seq=72)
 
 

@@ -13,10 +13,10 @@
  * where S is the exact int32 contraction of the 8-bit data with its zero points
  * (dec_int_conv, dec_int_matmul: the int8 matrix unit). A bias that is itself a
  * dequantized int32 tensor with scale sx * sw (and no zero point) is added to S in
- * int32 first, as onnxruntime's QLinearConv does. A product of two activations over
- * a depth of at most QDQ_CENTER_DEPTH multiplies their centered values in DLFloat16
- * instead (centered_ok): exact, and without the zero points' correction sums (extra
- * matrix passes in the product's kernel, plan_sums.c). What follows y (a QuantizeLinear:
+ * int32 first, as onnxruntime's QLinearConv does. A product of two activations
+ * (attention's scores and weighted sum) is such an int8 product too: the sums its zero
+ * points' corrections need are computed beside it in its kernel (plan_sums.c), so its
+ * operands cross DRAM as 8-bit data. What follows y (a QuantizeLinear:
  * scale, round half to even, zero point, saturate; or Relu, Add, ...) stays ordinary
  * pointwise ops, which the back end fuses into the contraction's epilogue, so a
  * requantized layer stores int8 activations.
@@ -25,10 +25,6 @@
 #include <string.h>
 
 #include "onnx.h"
-
-#define QDQ_CENTER_DEPTH 64                /* half a 128-byte stick of int8 (centered_ok);
-                                              64 * 255 * 255 < 2^24 */
-#define QDQ_VIEWS_MAX 4                    /* views looked through by centered16_src */
 
 typedef struct {
     ValId out;                             /* the float result of DequantizeLinear */
@@ -188,72 +184,6 @@ bool dec_qdq_conv(DecCtx *c, bool *ok)
     return true;
 }
 
-/* x - zp (zp per tensor, or none) of 8-bit data x as DLFloat16: an integer of magnitude
- * at most 255, which DLFloat16 (10 significant bits) holds exactly. */
-static ValId centered16(DecCtx *c, ValId x, ValId zp)
-{
-    ValId v = dec_cast(c, x, IR_DT_F32);
-    if (zp != IR_NONE)
-        v = dec_bin(c, IR_BIN_SUB, v, dec_reshape(c, dec_cast(c, zp, IR_DT_F32), NULL, 0));
-    return dec_cast(c, v, IR_DT_DLF16);
-}
-
-/* centered16 of x computed on the source of the views (RESHAPE, TRANSPOSE) that make x,
- * the views then repeated on its result: the centering fuses into the epilogue of the
- * source's producer, which stores the DLFloat16 values, instead of being a kernel of its
- * own that reads the 8-bit data through the views. */
-static ValId centered16_src(DecCtx *c, ValId x, ValId zp)
-{
-    int64_t perm[QDQ_VIEWS_MAX][IR_MAX_RANK], dims[QDQ_VIEWS_MAX][IR_MAX_RANK];
-    int rank[QDQ_VIEWS_MAX], n = 0;
-    bool tr[QDQ_VIEWS_MAX];
-    ValId v = x;
-    while (n < QDQ_VIEWS_MAX) {
-        const IrValue *val = ir_val(c->g, v);
-        if (val->kind != IR_VAL_ACT || val->def == IR_NONE)
-            break;
-        const IrNode *p = &c->g->nodes[val->def];
-        if (p->dead || (p->op != IR_OP_RESHAPE && p->op != IR_OP_TRANSPOSE))
-            break;
-        const IrType *t = ir_vtype(c->g, p->out[0]);
-        const int64_t *pm = NULL;
-        tr[n] = p->op == IR_OP_TRANSPOSE;
-        if (tr[n] && ir_attr_get_ints(p, "perm", &pm) != t->rank)
-            break;
-        rank[n] = t->rank;
-        for (int i = 0; i < t->rank; i++) {
-            dims[n][i] = t->dims[i];
-            perm[n][i] = tr[n] ? pm[i] : i;
-        }
-        n++;
-        v = p->in[0];
-    }
-    v = centered16(c, v, zp);
-    for (int i = n - 1; i >= 0; i--)
-        v = tr[i] ? dec_transpose(c, v, perm[i]) : dec_reshape(c, v, dims[i], rank[i]);
-    return v;
-}
-
-/* Whether the product of 8-bit activations (B not a constant) with zero points is done
- * on centered DLFloat16 operands instead of int8 ones: the int8 form needs correction
- * sums per zero point (B's depth sums, A's row sums: products with ones that its kernel
- * computes on the operand tiles, plan_sums.c). The
- * products of centered values (at most 255 * 255) summed over a depth of at most
- * QDQ_CENTER_DEPTH stay below 2^24, so the float32 accumulation is the same exact
- * integer; and an int8 operand row that short (attention's heads of 64) is half a
- * 128-byte stick, which DRAM transfers charge whole, so its DLFloat16 row costs the
- * same to read. Deeper products (attention's weighted sum) keep int8: their DLFloat16
- * operands would double the bytes. The zero points must be per tensor. */
-static bool centered_ok(DecCtx *c, const DecQdq *qa, const DecQdq *qb, int64_t depth)
-{
-    if (ir_is_const(c->g, qb->x) || depth > QDQ_CENTER_DEPTH)
-        return false;
-    bool za = qa->zp != IR_NONE || dec_ty(c, qa->x)->dtype == IR_DT_U8;
-    bool zb = qb->zp != IR_NONE || dec_ty(c, qb->x)->dtype == IR_DT_U8;
-    return (za || zb) && (qa->zp == IR_NONE || dec_numel(dec_ty(c, qa->zp)) == 1) &&
-           (qb->zp == IR_NONE || dec_numel(dec_ty(c, qb->zp)) == 1);
-}
-
 ValId dec_qdq_matmul(DecCtx *c, ValId a, ValId b, bool trans_b, ValId *bias)
 {
     const DecQdq *qa = find(c, a), *qb = find(c, b);
@@ -268,14 +198,6 @@ ValId dec_qdq_matmul(DecCtx *c, ValId a, ValId b, bool trans_b, ValId *bias)
         if (rb != 2)
             return IR_NONE;
         bq = dec_transpose(c, bq, t2);
-    }
-    int64_t depth = dec_ty(c, qa->x)->dims[dec_ty(c, qa->x)->rank - 1];
-    if (centered_ok(c, qa, qb, depth)) {  /* float accumulator; the caller adds a bias */
-        ValId ca = centered16_src(c, qa->x, qa->zp), cb = centered16_src(c, bq, zb);
-        ValId acc = ir_matmul(c->g, ca, cb, c->o);
-        ValId nobias = IR_NONE;
-        int r = dec_ty(c, acc)->rank;
-        return scale_out(c, acc, qa, qb, &nobias, r - 1, r);
     }
     ValId acc = dec_int_matmul(c, qa->x, qa->zp, bq, zb);
     int r = dec_ty(c, acc)->rank;

@@ -21,6 +21,7 @@
 #include "onnx.h"
 
 #define QL_CHUNK 256                      /* products per exact float32 partial sum */
+#define QL_VIEWS_MAX 4                    /* views looked through by as_i8_src */
 
 static const int64_t ql_scalar[1] = {0}; /* dims of a rank-0 reshape */
 
@@ -61,6 +62,42 @@ static ValId as_i8(DecCtx *c, ValId x)
     if (dec_ty(c, x)->dtype == IR_DT_I8)
         return x;
     return dec_cast(c, dec_bin_s(c, IR_BIN_SUB, dec_cast(c, x, IR_DT_I32), 128.0), IR_DT_I8);
+}
+
+/* as_i8 of x computed on the source of the views (RESHAPE, TRANSPOSE) that make x, the
+ * views then repeated on its result: the offset fuses into the epilogue of the source's
+ * producer, which stores the int8 values, instead of being a kernel of its own that
+ * reads the 8-bit data through the views (attention's K, transposed per head). */
+static ValId as_i8_src(DecCtx *c, ValId x)
+{
+    int64_t perm[QL_VIEWS_MAX][IR_MAX_RANK], dims[QL_VIEWS_MAX][IR_MAX_RANK];
+    int rank[QL_VIEWS_MAX], n = 0;
+    bool tr[QL_VIEWS_MAX];
+    ValId v = x;
+    while (n < QL_VIEWS_MAX && dec_ty(c, x)->dtype != IR_DT_I8) {
+        const IrValue *val = ir_val(c->g, v);
+        if (val->kind != IR_VAL_ACT || val->def == IR_NONE)
+            break;
+        const IrNode *p = &c->g->nodes[val->def];
+        if (p->dead || (p->op != IR_OP_RESHAPE && p->op != IR_OP_TRANSPOSE))
+            break;
+        const IrType *t = ir_vtype(c->g, p->out[0]);
+        const int64_t *pm = NULL;
+        tr[n] = p->op == IR_OP_TRANSPOSE;
+        if (tr[n] && ir_attr_get_ints(p, "perm", &pm) != t->rank)
+            break;
+        rank[n] = t->rank;
+        for (int i = 0; i < t->rank; i++) {
+            dims[n][i] = t->dims[i];
+            perm[n][i] = tr[n] ? pm[i] : i;
+        }
+        n++;
+        v = p->in[0];
+    }
+    v = as_i8(c, v);
+    for (int i = n - 1; i >= 0; i--)
+        v = tr[i] ? dec_transpose(c, v, perm[i]) : dec_reshape(c, v, dims[i], rank[i]);
+    return v;
 }
 
 /* Whether v is a constant whose elements are all zero. */
@@ -133,8 +170,8 @@ ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
     int ra = ta->rank, rb = tb->rank;
     int64_t k = ta->dims[ra - 1];
     ValId za32 = zp_i32(c, za, ta->dtype, ra - 2, ra), zb32 = zp_i32(c, zb, tb->dtype, rb - 1, rb);
-    a = as_i8(c, a);
-    b = as_i8(c, b);
+    a = as_i8_src(c, a);
+    b = as_i8_src(c, b);
     ValId acc = ir_matmul(c->g, a, b, c->o);
     if (za32 != IR_NONE)
         acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, za32, depth_sums(c, b, true)));
