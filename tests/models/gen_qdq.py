@@ -3,7 +3,7 @@
 
 Each is a float model built here with fixed-seed weights, quantized by onnxruntime's
 quantize_static (QDQ format, per-channel symmetric int8 weights; activations int8 with
-a zero point for qdq_cnn and qdq_qk, uint8 for qdq_attn and qdq_attn_long) on a calibration set of random inputs
+a zero point for qdq_cnn and qdq_qk, uint8 for qdq_attn, qdq_attn_long and qdq_attn_deep) on a calibration set of random inputs
 (seeds other than the test input's), with test_data_set_0 = a further random input and
 onnxruntime's output of the QDQ model on it, run as the graph says (graph optimizations
 off: its fused QLinear* kernels round differently, by up to two steps). Run in build/venv (numpy, onnx,
@@ -73,6 +73,13 @@ def attn_long(rng):
     """attn over 72 positions: the weighted sum's depth (72) is that of BERT's attention
     (over 64, more than a half stick of int8 per row)."""
     return attn(rng, seq=72)
+
+
+def attn_deep(rng):
+    """attn over 320 positions: the weighted sum's depth (320) is split into chunks when
+    the scratchpad is small (part_quant.sh compiles it for a 16 KiB one), so the row and
+    column sums its zero points need accumulate over the chunks like the product."""
+    return attn(rng, seq=320)
 
 
 def qk(rng, seq=8, heads=2, dh=16):
@@ -150,4 +157,5 @@ if __name__ == "__main__":
     make("qdq_cnn", cnn, QuantType.QInt8)
     make("qdq_attn", attn, QuantType.QUInt8)
     make("qdq_attn_long", attn_long, QuantType.QUInt8)
+    make("qdq_attn_deep", attn_deep, QuantType.QUInt8)
     make("qdq_qk", qk, QuantType.QInt8)

@@ -131,6 +131,29 @@ quant_qdq_fp16() {
     result "quant/qdq-fp16-$1" $? "$log"
 }
 
+# quant_qdq_chunked DIR BUDGET: a QDQ model of the tree's own compiled for a scratchpad
+# of BUDGET bytes (the reference target otherwise), small enough that a product whose
+# zero-point corrections' row and column sums its kernel computes (prologue members,
+# passes/plan/plan_sums.c) splits its depth into chunks ("inner [K/k]", k < K): the
+# sums accumulate over the chunks like the product, and the outputs are onnxruntime's.
+quant_qdq_chunked() {
+    local m=tests/models/$1 d=$W/quant log
+    log=$(logname "quant/qdq-chunked-$1")
+    {
+        sed "s/^lx_budget_bytes:.*/lx_budget_bytes: $2/" schemas/spyre32.yaml >"$d/lx$2.yaml" &&
+            "$SPYREC" $m/model.onnx --target "$d/lx$2.yaml" --dump-after=tile \
+                -o "$d/$1.lx.sbin" 2>"$d/$1.lx.plan" &&
+            awk '/^kernel /    { side = 0; con = / \(contract\)/ }
+                 /^    nodes:/ { side = con && /prologue/ }
+                 side && match($0, /inner \[[0-9]+\/[0-9]+\]/) {
+                     split(substr($0, RSTART + 7, RLENGTH - 8), kk, "/")
+                     if (kk[2] + 0 < kk[1] + 0) found = 1 }
+                 END { exit !found }' "$d/$1.lx.plan" &&
+            "$SPYRUN" "$d/$1.lx.sbin" --check $m/test_data_set_0 -q
+    } >"$log" 2>&1
+    result "quant/qdq-chunked-$1" $? "$log"
+}
+
 part_cli_quant() {
     local ex=examples/models/tiny_cnn d=$W/quant log
     mkdir -p "$d"
@@ -171,6 +194,7 @@ part_cli_quant() {
     quant_merged_qkv
     quant_int8_attention
     for m in qdq_attn qdq_attn_long qdq_cnn; do quant_qdq_fp16 $m; done
+    quant_qdq_chunked qdq_attn_deep 1024
     for m in gpt2_tiny bert_tiny llama_tiny; do quant_fp8 $m; done
     quant_fp8_calib gpt2_tiny better
     quant_fp8_calib llama_tiny
