@@ -386,13 +386,45 @@ static bool ieee_cast(IrGraph *g, F16Map *m, const IrNode *n)
     return !ir_failed(g);
 }
 
+/* Whether reduction node n sums in float32 (REDUCE other than MAX / MIN): its float32
+ * result, before the rounding, is kept in m->f32 for the statistics nodes below. */
+static bool stat_source(const IrNode *n)
+{
+    return n->op == IR_OP_REDUCE && reads_f32(n);
+}
+
+/* Whether node n computes on per-row statistics: a UNARY or BINARY whose operands are
+ * all constants or float32 results of summing reductions or of other such nodes (the
+ * mean, var + eps, rsqrt of a layer / RMS norm), with at least one of the latter and
+ * no more elements than it. It computes in float32, as a kept node, and its result is
+ * rounded once: an epsilon below DLFloat16's smallest normal (1e-12 of BERT-style
+ * norms) rounds to zero as a constant, and a zero variance (a constant row: a zero
+ * class token) then gives rsqrt(0) = inf and 0 * inf = NaN, where float32 gives 0.
+ * Statistics have one element per row, so this costs next to nothing. */
+static bool stat_node(IrGraph *g, const F16Map *m, const IrNode *n)
+{
+    if (n->op != IR_OP_UNARY && n->op != IR_OP_BINARY)
+        return false;
+    int64_t big = -1;
+    for (int i = 0; i < n->nin; i++) {
+        ValId v = n->in[i];
+        if (v == IR_NONE || ir_is_const(g, v))
+            continue;
+        if (v >= m->n || m->f32[v] == IR_NONE)
+            return false;
+        int64_t k = ir_type_numel(ir_vtype(g, v));
+        big = k > big ? k : big;
+    }
+    return big > 0 && n->nout == 1 && ir_type_numel(ir_vtype(g, n->out[0])) <= big;
+}
+
 /* Re-add node n with its operands mapped, in the precision of the mode (float32 when
  * --keep-fp32 names it); maps its outputs. False on an inference failure (reported). */
 static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
 {
     ValId in[64];
     IR_ASSERT(n->nin <= 64);
-    bool changed = false, keep = kept(m, n), f32 = keep || reads_f32(n);
+    bool changed = false, keep = kept(m, n) || stat_node(g, m, n), f32 = keep || reads_f32(n);
     if (!keep && ieee_cast(g, m, n))
         return true;
     for (int i = 0; i < n->nin; i++) {
@@ -440,7 +472,7 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
         return false;
     for (int k = 0; k < n->nout; k++) {
         ValId r = g->nodes[id].out[k];
-        if ((keep || m->qreg[n->out[k]] == 2) && ir_vtype(g, r)->dtype == IR_DT_F32)
+        if ((keep || stat_source(n) || m->qreg[n->out[k]] == 2) && ir_vtype(g, r)->dtype == IR_DT_F32)
             m->f32[n->out[k]] = r;
         if (card_float(ir_vtype(g, r)->dtype))
             r = ir_cast(g, r, IR_DT_DLF16, &n->origin);
