@@ -3,10 +3,10 @@
  * the bound (pass_symdim masks the padding; DIMREFS, the dims input), loaded, and run
  * at every size within the bounds; each result must have the actual shape and the
  * values a C reference computes at that size (softmax and mean over the symbolic axis,
- * a matrix product contracting it, a padded max pool over symbolic height and width).
- * Also: the runtime's refusals (a size outside the bounds, two inputs disagreeing on a
- * shared symbol) and the compiler's (a scan along a symbolic axis, an average pool
- * whose divisors were folded for the bound).
+ * a matrix product contracting it, a padded max pool over symbolic height and width, a
+ * forward running sum along it). Also: the runtime's refusals (a size outside the
+ * bounds, two inputs disagreeing on a shared symbol) and the compiler's (a reverse scan
+ * along a symbolic axis, an average pool whose divisors were folded for the bound).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -215,13 +215,47 @@ static void test_avgpool_excluding_pad_refused(void **state)
     assert_true(ut_has_msg(&f->d, "average pool that excludes its padding"));
 }
 
-/* A scan along a symbolic axis is refused, naming the dimension. */
-static void test_scan_refused(void **state)
+/* A forward CumSum along a symbolic axis (position ids of RoBERTa-style models):
+ * each result reads only the elements before it, so x f32[2, 1..8] gives the exact
+ * running sums at every size. */
+static void test_cumsum_every_size(void **state)
 {
     UtFx *f = *state;
     ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
     ValId ax = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
     ir_add_output(f->g, ut_onnx_op(f->g, "CumSum", 14, (ValId[]){x, ax}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[16], out[16], want[16];
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 2 * n, 0.9f, -0.3f);
+        for (int r = 0; r < 2; r++) {
+            double acc = 0;
+            for (int c = 0; c < n; c++)
+                want[r * n + c] = (float)(acc += in[r * n + c]);
+        }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 2, (int64_t[]){2, n});
+        ut_expect_close(out, want, 2 * n, 1e-5);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* A reverse scan along a symbolic axis would read the padding: refused, naming the
+ * dimension. */
+static void test_reverse_scan_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId ax = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
+    IrAttr rev = ir_attr_int("reverse", 1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "CumSum", 14, (ValId[]){x, ax}, 2, &rev, 1));
     ut_decompose_ok(f);
     PassOptions po = f->opt;
     assert_false(pass_run_pipeline(f->g, &po));
@@ -236,7 +270,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pool_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_avgpool_excluding_pad_refused, ut_setup,
                                         ut_teardown),
-        cmocka_unit_test_setup_teardown(test_scan_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_cumsum_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
