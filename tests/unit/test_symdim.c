@@ -4,7 +4,7 @@
  * at every size within the bounds; each result must have the actual shape and the
  * values a C reference computes at that size (softmax and mean over the symbolic axis,
  * a matrix product contracting it, a padded max pool over symbolic height and width, a
- * forward running sum along it). Also: the runtime's refusals (a size outside the
+ * forward running sum along it, attention scores over it). Also: the runtime's refusals (a size outside the
  * bounds, two inputs disagreeing on a shared symbol) and the compiler's (a reverse scan
  * along a symbolic axis, an average pool whose divisors were folded for the bound).
  */
@@ -247,6 +247,57 @@ static void test_cumsum_every_size(void **state)
     spy_model_free(m);
 }
 
+/* Attention scores softmax(q k^T * 0.17) with q f32[4,2,seq,32], k f32[4,2,32,seq],
+ * seq in 2..40 (a dynamic BERT's first layer): a core works on several items, and
+ * each item's padding mask (positions < seq) is written in place over its loaded
+ * position tile; the next item must load all of that tile again (cg_cache_invalidate),
+ * or it computes on overwritten positions (seq 34..40 went wrong). */
+static void test_attention_every_size(void **state)
+{
+    enum { B = 4, H = 2, S = 40, D = 32 };
+    UtFx *f = *state;
+    ValId q = sym_input(f->g, "q", 4, (int64_t[]){B, H, S, D}, 2, 2, "seq");
+    ValId k = sym_input(f->g, "k", 4, (int64_t[]){B, H, D, S}, 3, 2, "seq");
+    ValId sc = ut_const(f->g, IR_DT_F32, 0, NULL, (float[]){0.17f});
+    ValId mm = ut_onnx_op(f->g, "MatMul", 13, (ValId[]){q, k}, 2, NULL, 0);
+    ValId x = ut_onnx_op(f->g, "Mul", 13, (ValId[]){mm, sc}, 2, NULL, 0);
+    IrAttr ax = ir_attr_int("axis", -1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &x, 1, &ax, 1));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    static float qv[B * H * S * D], kv[B * H * D * S], out[B * H * S * S], want[B * H * S * S];
+    for (int n = 34; n <= S; n += 2) {
+        ut_fill(qv, B * H * n * D, 0.3f, -0.1f);
+        ut_fill(kv, B * H * D * n, 0.2f, 0.05f);
+        for (int bh = 0; bh < B * H; bh++)
+            for (int i = 0; i < n; i++) {
+                double sc_row[S], mx = -INFINITY, sum = 0;
+                for (int j = 0; j < n; j++) {
+                    double acc = 0;
+                    for (int d = 0; d < D; d++)
+                        acc += (double)qv[(bh * n + i) * D + d] * kv[(bh * D + d) * n + j];
+                    sc_row[j] = (double)(float)acc * 0.17;
+                    mx = fmax(mx, sc_row[j]);
+                }
+                for (int j = 0; j < n; j++)
+                    sum += exp(sc_row[j] - mx);
+                for (int j = 0; j < n; j++)
+                    want[(bh * n + i) * n + j] = (float)(exp(sc_row[j] - mx) / sum);
+            }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 4, (int64_t[]){B, H, n, D}), SPY_OK);
+        assert_int_equal(spy_session_set_input_shape(s, 1, 4, (int64_t[]){B, H, D, n}), SPY_OK);
+        const void *ins[2] = {qv, kv};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 4, (int64_t[]){B, H, n, n});
+        ut_expect_close(out, want, B * H * n * n, 1e-4);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
 /* A reverse scan along a symbolic axis would read the padding: refused, naming the
  * dimension. */
 static void test_reverse_scan_refused(void **state)
@@ -272,6 +323,7 @@ int main(void)
                                         ut_teardown),
         cmocka_unit_test_setup_teardown(test_cumsum_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
