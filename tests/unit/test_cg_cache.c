@@ -34,6 +34,13 @@ static void load8(CgEmit *e, int64_t off, uint32_t lx)
     cg_load_cached(e, 0, off, lx, 4, &d);
 }
 
+/* The two pieces of a shared tile: 8 int32 (32 bytes) each at 0x100 and 0x120. */
+static void load_pieces(CgEmit *e)
+{
+    load8(e, 0, 0x100);
+    load8(e, 32, 0x120);
+}
+
 /* Two pieces of 8 int32 (32 bytes each) at 0x100 and 0x120; a 40-byte write at 0x100
  * covers the first and 8 bytes of the second: both are loaded again. */
 static void test_overlapping_write_forgets_pieces(void **state)
@@ -42,15 +49,12 @@ static void test_overlapping_write_forgets_pieces(void **state)
     CgEmit e;
     SpyTarget t;
     emitter(&e, &t);
-    load8(&e, 0, 0x100);
-    load8(&e, 32, 0x120);
+    load_pieces(&e);
     assert_int_equal(e.n, 2);
-    load8(&e, 0, 0x100);                       /* still there: skipped */
-    load8(&e, 32, 0x120);
+    load_pieces(&e);                           /* still there: skipped */
     assert_int_equal(e.n, 2);
     cg_cache_invalidate(&e, 0x100, 40);
-    load8(&e, 0, 0x100);
-    load8(&e, 32, 0x120);
+    load_pieces(&e);
     assert_int_equal(e.n, 4);
     free(e.code);
 }

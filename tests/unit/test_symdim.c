@@ -52,17 +52,23 @@ static void expect_out_shape(spy_session *s, int r, const int64_t *dims)
         assert_int_equal(d[i], dims[i]);
 }
 
+/* Graph output softmax(x) over the last axis; decompose, compile and open a session. */
+static void softmax_open(UtFx *f, ValId x, spy_model **m, spy_session **s)
+{
+    IrAttr ax = ir_attr_int("axis", -1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &x, 1, &ax, 1));
+    ut_decompose_ok(f);
+    open_fx(f, m, s);
+}
+
 /* Softmax over a symbolic last axis: x f32[3, 1..8]. */
 static void test_softmax_every_size(void **state)
 {
     UtFx *f = *state;
     ValId x = sym_input(f->g, "x", 2, (int64_t[]){3, 8}, 1, 1, "n");
-    IrAttr ax = ir_attr_int("axis", -1);
-    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &x, 1, &ax, 1));
-    ut_decompose_ok(f);
     spy_model *m;
     spy_session *s;
-    open_fx(f, &m, &s);
+    softmax_open(f, x, &m, &s);
     assert_int_equal(spy_model_num_inputs(m), 1);
     int64_t lo = 0, hi = 0;
     assert_int_equal(spy_model_input_dim_bounds(m, 0, 1, &lo, &hi), 1);
@@ -261,12 +267,9 @@ static void test_attention_every_size(void **state)
     ValId sc = ut_const(f->g, IR_DT_F32, 0, NULL, (float[]){0.17f});
     ValId mm = ut_onnx_op(f->g, "MatMul", 13, (ValId[]){q, k}, 2, NULL, 0);
     ValId x = ut_onnx_op(f->g, "Mul", 13, (ValId[]){mm, sc}, 2, NULL, 0);
-    IrAttr ax = ir_attr_int("axis", -1);
-    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &x, 1, &ax, 1));
-    ut_decompose_ok(f);
     spy_model *m;
     spy_session *s;
-    open_fx(f, &m, &s);
+    softmax_open(f, x, &m, &s);
     static float qv[B * H * S * D], kv[B * H * D * S], out[B * H * S * S], want[B * H * S * S];
     for (int n = 34; n <= S; n += 2) {
         ut_fill(qv, B * H * n * D, 0.3f, -0.1f);
