@@ -162,11 +162,23 @@ void cg_load_cached(CgEmit *e, uint32_t seg, int64_t off, uint32_t lx, unsigned 
     *ent = (CgCached){true, lx, seg, off, esize, c};
 }
 
-void cg_cache_invalidate(CgEmit *e, uint32_t lx)
+/* Bytes of LX from a cached load's start to the end of its last element. */
+static int64_t cached_bytes(const CgCached *c)
 {
-    for (int i = 0; i < CG_CACHE_MAX; i++)
-        if (e->cache[i].lx == lx)
-            e->cache[i].valid = false;
+    int64_t last = 0;
+    for (int i = 0; i < c->d.n; i++)
+        last += (c->d.len[i] - 1) * (c->d.ls[i] < 0 ? -c->d.ls[i] : c->d.ls[i]);
+    return (last + 1) * (int64_t)c->esize;
+}
+
+void cg_cache_invalidate(CgEmit *e, uint32_t lx, int64_t bytes)
+{
+    for (int i = 0; i < CG_CACHE_MAX; i++) {
+        CgCached *c = &e->cache[i];
+        if (c->lx == lx || ((int64_t)c->lx < (int64_t)lx + bytes &&
+                            (int64_t)lx < (int64_t)c->lx + cached_bytes(c)))
+            c->valid = false;
+    }
 }
 
 void cg_cache_reset(CgEmit *e)

@@ -89,7 +89,10 @@ void cg_load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64
 /* LOAD unless the same data is known to be at lx already. */
 void cg_load_cached(CgEmit *e, uint32_t seg, int64_t off, uint32_t lx, unsigned esize,
                     const CgDims *d);
-void cg_cache_invalidate(CgEmit *e, uint32_t lx);
+/* Forget the cached loads that overlap the bytes [lx, lx + bytes) an instruction
+ * writes (a result written in place over a loaded tile of the next work item: the
+ * pieces of a shared load after its first one too). */
+void cg_cache_invalidate(CgEmit *e, uint32_t lx, int64_t bytes);
 /* Forget every cached load and the conv patch state (start of a core program). */
 void cg_cache_reset(CgEmit *e);
 

@@ -24,7 +24,9 @@
  *  - reductions (REDUCE, ARGREDUCE, WINDOW, CUMSUM: the statistics of softmax, layer
  *    and RMS norms, means) and BITCAST read float32: their DLFloat16 operands are
  *    widened (exact) by a CAST, they accumulate in float32 and a CAST rounds their
- *    float results back to DLFloat16.
+ *    float results back to DLFloat16. The elementwise nodes that compute on the
+ *    float32 results of summing reductions and constants alone (a norm's var + eps and
+ *    rsqrt, stat_node) stay float32 and are rounded once, so a tiny epsilon survives;
  *  - additive attention masks (selects between 0 and -inf, saturated to the most
  *    negative finite value) are added in select form (mask_node): the DLFloat16 sum of
  *    two saturated -inf would overflow to NINF, which reads as NaN, where float32
@@ -77,6 +79,8 @@ typedef struct {
     const uint8_t *is_out;                 /* old value -> 1 when a graph output */
     const uint8_t *qreg;                   /* old value -> 1 when a result of a node of a
                                               quantization's float32 region, quant_region */
+    uint8_t *stat;                         /* old value -> 1 when a float32 statistic: a
+                                              summing reduction's or stat_node's result */
     uint32_t n;
     const char *keep[KEEP_MAX];
     size_t keeplen[KEEP_MAX];
@@ -386,13 +390,47 @@ static bool ieee_cast(IrGraph *g, F16Map *m, const IrNode *n)
     return !ir_failed(g);
 }
 
+/* Whether reduction node n sums in float32 (REDUCE other than MAX / MIN): its float32
+ * result, before the rounding, is kept in m->f32 for the statistics nodes below. */
+static bool stat_source(const IrNode *n)
+{
+    return n->op == IR_OP_REDUCE && reads_f32(n);
+}
+
+/* Whether node n computes on per-row statistics: a UNARY or BINARY whose operands are
+ * all constants or statistics (m->stat: float32 results of summing reductions or of
+ * other such nodes; not those of --keep-fp32 nodes), with at least one statistic and
+ * no more elements than it (the mean, var + eps, rsqrt of a layer / RMS norm). It
+ * computes in float32, as a kept node, and its result is rounded once: an epsilon
+ * below DLFloat16's smallest normal (1e-12 of BERT-style norms) rounds to zero as a
+ * constant, and a zero variance (a constant row: a zero class token) then gives
+ * rsqrt(0) = inf and 0 * inf = NaN, where float32 gives 0. Statistics have one
+ * element per row, so this costs next to nothing. */
+static bool stat_node(IrGraph *g, const F16Map *m, const IrNode *n)
+{
+    if (n->op != IR_OP_UNARY && n->op != IR_OP_BINARY)
+        return false;
+    int64_t big = -1;
+    for (int i = 0; i < n->nin; i++) {
+        ValId v = n->in[i];
+        if (v == IR_NONE || ir_is_const(g, v))
+            continue;
+        if (v >= m->n || !m->stat[v] || m->f32[v] == IR_NONE)
+            return false;
+        int64_t k = ir_type_numel(ir_vtype(g, v));
+        big = k > big ? k : big;
+    }
+    return big > 0 && n->nout == 1 && ir_type_numel(ir_vtype(g, n->out[0])) <= big;
+}
+
 /* Re-add node n with its operands mapped, in the precision of the mode (float32 when
  * --keep-fp32 names it); maps its outputs. False on an inference failure (reported). */
 static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
 {
     ValId in[64];
     IR_ASSERT(n->nin <= 64);
-    bool changed = false, keep = kept(m, n), f32 = keep || reads_f32(n);
+    bool stat = stat_node(g, m, n), changed = false, keep = kept(m, n) || stat;
+    bool f32 = keep || reads_f32(n);
     if (!keep && ieee_cast(g, m, n))
         return true;
     for (int i = 0; i < n->nin; i++) {
@@ -440,8 +478,9 @@ static bool rewrite_node(IrGraph *g, F16Map *m, const IrNode *n)
         return false;
     for (int k = 0; k < n->nout; k++) {
         ValId r = g->nodes[id].out[k];
-        if ((keep || m->qreg[n->out[k]] == 2) && ir_vtype(g, r)->dtype == IR_DT_F32)
+        if ((keep || stat_source(n) || m->qreg[n->out[k]] == 2) && ir_vtype(g, r)->dtype == IR_DT_F32)
             m->f32[n->out[k]] = r;
+        m->stat[n->out[k]] = (stat || stat_source(n)) && ir_vtype(g, r)->dtype == IR_DT_F32;
         if (card_float(ir_vtype(g, r)->dtype))
             r = ir_cast(g, r, IR_DT_DLF16, &n->origin);
         m->rep[n->out[k]] = r;
@@ -468,7 +507,8 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
         return true;
     F16Map m = {.rep = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)),
                 .f32 = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)),
-                .ieee = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)), .n = g->nvals};
+                .ieee = ir_scratch(g, (size_t)g->nvals * sizeof(ValId)),
+                .stat = ir_scratch(g, (size_t)g->nvals + 1), .n = g->nvals};
     if (!keep_parse(g, &m, opt->keep_fp32))
         return false;
     uint32_t *uses = ir_use_counts(g);
@@ -478,6 +518,7 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
     m.is_out = is_out;
     for (uint32_t v = 0; v < m.n; v++)
         m.rep[v] = m.f32[v] = m.ieee[v] = IR_NONE;
+    memset(m.stat, 0, (size_t)m.n + 1);
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
     uint8_t *qreg = ir_scratch(g, (size_t)m.n + 1);
@@ -502,7 +543,8 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
         if (m.ieee[v] != IR_NONE)
             m.rep[v] = m.ieee[v];          /* float16 made by an IEEE cast stays as it is */
         else if (m.f32[v] != IR_NONE && ir_vtype(g, v)->dtype == IR_DT_F32)
-            m.rep[v] = m.f32[v];           /* a kept node's float32 result, not rounded */
+            m.rep[v] = m.f32[v];           /* a kept node's (or a statistic's) float32
+                                              result, not rounded */
         else if (r != v && ir_val(g, v)->kind != IR_VAL_INPUT)
             m.rep[v] = ir_vtype(g, r)->dtype == IR_DT_DLF16
                            ? ir_cast(g, r, ir_vtype(g, v)->dtype, NULL) : r;

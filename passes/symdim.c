@@ -18,7 +18,8 @@
  * the table: the runtime gives them their actual extents).
  *
  * Ops that move data along a symbolic axis other than as a whole (slices and concats
- * on it, gathers from it by data, scans, a reshape that splits it) are refused, naming
+ * on it, gathers from it by data, reverse scans, a reshape that splits it) are refused
+ * (a forward running sum reads only what precedes each position: it is exact), naming
  * the node and the dimension. Constants folded from the bound (position ids, causal
  * masks) are taken as the bound's row-major prefix of those of a smaller size, which
  * holds for what Range, Trilu and comparisons of positions compute.
@@ -526,6 +527,27 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
     return true;
 }
 
+/* CumSum: a running sum reads only the elements before each position, so along a
+ * symbolic axis of one factor (the actual data first, the padding after it) the first
+ * actual-size results are exact and the rest is padding like any other (position ids
+ * of RoBERTa-style models, cumsum(ids != pad)). A reverse sum reads the padding, and
+ * an axis merging factors puts padding between the data: those are refused. Other
+ * symbolic axes carry over. */
+static bool prop_cumsum(Sd *d, const IrNode *n, const SdVal *s)
+{
+    int r = ir_vtype(d->g, n->in[0])->rank;
+    int axis = (int)ir_attr_get_int(n, "axis", 0);
+    axis = axis < 0 ? axis + r : axis;
+    const SdAxis *x = &s->ax[axis];
+    if (ax_sym(x) && (ir_attr_get_int(n, "reverse", 0) || x->n != 1))
+        return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1),
+                      "a reverse running sum, or one over merged dimensions,");
+    SdVal *o = ir_scratch(d->g, sizeof *o);
+    *o = *s;
+    d->val[n->out[0]] = sd_keep(o, r);
+    return true;
+}
+
 /* Does an input of n have a padded axis (only windows may read one)? */
 static bool reads_padded(const Sd *d, const IrNode *n)
 {
@@ -574,6 +596,8 @@ static bool prop_node(Sd *d, IrNode *n)
         return prop_matmul(d, n);
     case IR_OP_GATHER:
         return prop_gather(d, n);
+    case IR_OP_CUMSUM:
+        return prop_cumsum(d, n, s);
     default:
         lead_axes(d->g, n, lead);
         return prop_lead(d, n, lead, n->op == IR_OP_CONV ? "a convolution window"

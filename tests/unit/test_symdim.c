@@ -3,10 +3,10 @@
  * the bound (pass_symdim masks the padding; DIMREFS, the dims input), loaded, and run
  * at every size within the bounds; each result must have the actual shape and the
  * values a C reference computes at that size (softmax and mean over the symbolic axis,
- * a matrix product contracting it, a padded max pool over symbolic height and width).
- * Also: the runtime's refusals (a size outside the bounds, two inputs disagreeing on a
- * shared symbol) and the compiler's (a scan along a symbolic axis, an average pool
- * whose divisors were folded for the bound).
+ * a matrix product contracting it, a padded max pool over symbolic height and width, a
+ * forward running sum along it, attention scores over it). Also: the runtime's refusals (a size outside the
+ * bounds, two inputs disagreeing on a shared symbol) and the compiler's (a reverse scan
+ * along a symbolic axis, an average pool whose divisors were folded for the bound).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -52,17 +52,23 @@ static void expect_out_shape(spy_session *s, int r, const int64_t *dims)
         assert_int_equal(d[i], dims[i]);
 }
 
+/* Graph output softmax(x) over the last axis; decompose, compile and open a session. */
+static void softmax_open(UtFx *f, ValId x, spy_model **m, spy_session **s)
+{
+    IrAttr ax = ir_attr_int("axis", -1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &x, 1, &ax, 1));
+    ut_decompose_ok(f);
+    open_fx(f, m, s);
+}
+
 /* Softmax over a symbolic last axis: x f32[3, 1..8]. */
 static void test_softmax_every_size(void **state)
 {
     UtFx *f = *state;
     ValId x = sym_input(f->g, "x", 2, (int64_t[]){3, 8}, 1, 1, "n");
-    IrAttr ax = ir_attr_int("axis", -1);
-    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &x, 1, &ax, 1));
-    ut_decompose_ok(f);
     spy_model *m;
     spy_session *s;
-    open_fx(f, &m, &s);
+    softmax_open(f, x, &m, &s);
     assert_int_equal(spy_model_num_inputs(m), 1);
     int64_t lo = 0, hi = 0;
     assert_int_equal(spy_model_input_dim_bounds(m, 0, 1, &lo, &hi), 1);
@@ -215,13 +221,95 @@ static void test_avgpool_excluding_pad_refused(void **state)
     assert_true(ut_has_msg(&f->d, "average pool that excludes its padding"));
 }
 
-/* A scan along a symbolic axis is refused, naming the dimension. */
-static void test_scan_refused(void **state)
+/* A forward CumSum along a symbolic axis (position ids of RoBERTa-style models):
+ * each result reads only the elements before it, so x f32[2, 1..8] gives the exact
+ * running sums at every size. */
+static void test_cumsum_every_size(void **state)
 {
     UtFx *f = *state;
     ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
     ValId ax = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
     ir_add_output(f->g, ut_onnx_op(f->g, "CumSum", 14, (ValId[]){x, ax}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[16], out[16], want[16];
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 2 * n, 0.9f, -0.3f);
+        for (int r = 0; r < 2; r++) {
+            double acc = 0;
+            for (int c = 0; c < n; c++)
+                want[r * n + c] = (float)(acc += in[r * n + c]);
+        }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 2, (int64_t[]){2, n});
+        ut_expect_close(out, want, 2 * n, 1e-5);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* Attention scores softmax(q k^T * 0.17) with q f32[4,2,seq,32], k f32[4,2,32,seq],
+ * seq in 2..40 (a dynamic BERT's first layer): a core works on several items, and
+ * each item's padding mask (positions < seq) is written in place over its loaded
+ * position tile; the next item must load all of that tile again (cg_cache_invalidate),
+ * or it computes on overwritten positions (seq 34..40 went wrong). */
+static void test_attention_every_size(void **state)
+{
+    enum { B = 4, H = 2, S = 40, D = 32 };
+    UtFx *f = *state;
+    ValId q = sym_input(f->g, "q", 4, (int64_t[]){B, H, S, D}, 2, 2, "seq");
+    ValId k = sym_input(f->g, "k", 4, (int64_t[]){B, H, D, S}, 3, 2, "seq");
+    ValId sc = ut_const(f->g, IR_DT_F32, 0, NULL, (float[]){0.17f});
+    ValId mm = ut_onnx_op(f->g, "MatMul", 13, (ValId[]){q, k}, 2, NULL, 0);
+    ValId x = ut_onnx_op(f->g, "Mul", 13, (ValId[]){mm, sc}, 2, NULL, 0);
+    spy_model *m;
+    spy_session *s;
+    softmax_open(f, x, &m, &s);
+    static float qv[B * H * S * D], kv[B * H * D * S], out[B * H * S * S], want[B * H * S * S];
+    for (int n = 34; n <= S; n += 2) {
+        ut_fill(qv, B * H * n * D, 0.3f, -0.1f);
+        ut_fill(kv, B * H * D * n, 0.2f, 0.05f);
+        for (int bh = 0; bh < B * H; bh++)
+            for (int i = 0; i < n; i++) {
+                double sc_row[S], mx = -INFINITY, sum = 0;
+                for (int j = 0; j < n; j++) {
+                    double acc = 0;
+                    for (int d = 0; d < D; d++)
+                        acc += (double)qv[(bh * n + i) * D + d] * kv[(bh * D + d) * n + j];
+                    sc_row[j] = (double)(float)acc * 0.17;
+                    mx = fmax(mx, sc_row[j]);
+                }
+                for (int j = 0; j < n; j++)
+                    sum += exp(sc_row[j] - mx);
+                for (int j = 0; j < n; j++)
+                    want[(bh * n + i) * n + j] = (float)(exp(sc_row[j] - mx) / sum);
+            }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 4, (int64_t[]){B, H, n, D}), SPY_OK);
+        assert_int_equal(spy_session_set_input_shape(s, 1, 4, (int64_t[]){B, H, D, n}), SPY_OK);
+        const void *ins[2] = {qv, kv};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 4, (int64_t[]){B, H, n, n});
+        ut_expect_close(out, want, B * H * n * n, 1e-4);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* A reverse scan along a symbolic axis would read the padding: refused, naming the
+ * dimension. */
+static void test_reverse_scan_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId ax = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
+    IrAttr rev = ir_attr_int("reverse", 1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "CumSum", 14, (ValId[]){x, ax}, 2, &rev, 1));
     ut_decompose_ok(f);
     PassOptions po = f->opt;
     assert_false(pass_run_pipeline(f->g, &po));
@@ -236,7 +324,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pool_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_avgpool_excluding_pad_refused, ut_setup,
                                         ut_teardown),
-        cmocka_unit_test_setup_teardown(test_scan_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_cumsum_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
