@@ -12,7 +12,7 @@
  * when no other instruction of the program writes those LX bytes (so at the end of the
  * program they still hold what the run wrote, unless a LOAD of it was left as a view:
  * rt_memo_kept) and no STORE of the kernel writes the DRAM the run reads (so within
- * the kernel it reads the same bytes every time). Equal runs (the same instructions;
+ * the kernel it reads the same bytes every time; two caller buffers count as one). Equal runs (the same instructions;
  * a LOAD's ring flag, a timing attribute, aside) get the same id, and the kernel's
  * programs are listed (m->active) with equal patches next to each other.
  *
@@ -75,6 +75,17 @@ static bool lx_writes(const SpyInsn *in, Span *s) {
     }
 }
 
+/* The DRAM bytes a LOAD or STORE x reads or writes (ISA_F_F32: 4-byte elements in
+ * DRAM for its 2-byte ones in LX). */
+static Span dram_span(const SpyDma *x) {
+    Span s = {0, 0, x->seg};
+    rt_dma_span(x, false, &s.lo, &s.hi);
+    if (x->flags & ISA_F_F32)
+        s.lo *= 2, s.hi *= 2;
+    s.lo += x->dram_off, s.hi += x->dram_off;
+    return s;
+}
+
 /* Whether spans a and b share a byte. */
 static bool overlap(const Span *a, const Span *b) {
     return a->lo < a->hi && b->lo < b->hi && a->lo < b->hi && b->lo < a->hi;
@@ -93,22 +104,19 @@ static bool kernel_stores(const spy_model *m, const SpyKernelDesc *kd, Span *st,
                 return false;
             if (in->opcode != ISA_STORE)
                 continue;
-            rt_dma_span(&in->dma, false, &st[*n].lo, &st[*n].hi);
-            st[*n].lo += in->dma.dram_off, st[*n].hi += in->dma.dram_off;
-            st[*n].seg = in->dma.seg;
-            (*n)++;
+            st[(*n)++] = dram_span(&in->dma);
         }
     }
     return true;
 }
 
-/* Whether the LOAD x reads DRAM that one of the kernel's STOREs st[0..n) writes. */
-static bool reads_stored(const SpyDma *x, const Span *st, uint32_t n) {
-    Span r = {0, 0, x->seg};
-    rt_dma_span(x, false, &r.lo, &r.hi);
-    r.lo += x->dram_off, r.hi += x->dram_off;
+/* Whether the LOAD x may read DRAM that one of the kernel's STOREs st[0..n) writes:
+ * the same bytes of one segment, or any bytes of two segments that are caller buffers
+ * (ioseg: they may be one buffer). */
+static bool reads_stored(const SpyDma *x, const Span *st, uint32_t n, const bool *ioseg) {
+    Span r = dram_span(x);
     for (uint32_t i = 0; i < n; i++)
-        if (st[i].seg == r.seg && overlap(&st[i], &r))
+        if (st[i].seg == r.seg ? overlap(&st[i], &r) : ioseg[st[i].seg] && ioseg[r.seg])
             return true;
     return false;
 }
@@ -116,7 +124,7 @@ static bool reads_stored(const SpyDma *x, const Span *st, uint32_t n) {
 /* The patch of program code[0..n) (see the top of the file): its first instruction and
  * length and the LX bytes it owns; false when it has none that may be reused. */
 static bool find_patch(const SpyInsn *code, uint32_t n, const Span *st, uint32_t nst,
-                       uint32_t *first, uint32_t *len, Span *own) {
+                       const bool *ioseg, uint32_t *first, uint32_t *len, Span *own) {
     uint32_t b = 0;
     while (b < n && !(code[b].opcode == ISA_MATMUL && (code[b].mm.flags & ISA_F_BWIN)))
         b++;
@@ -136,7 +144,7 @@ static bool find_patch(const SpyInsn *code, uint32_t n, const Span *st, uint32_t
             own->lo = s.lo < own->lo ? s.lo : own->lo;
             own->hi = s.hi > own->hi ? s.hi : own->hi;
         }
-        if (code[a - 1].opcode == ISA_LOAD && reads_stored(&code[a - 1].dma, st, nst))
+        if (code[a - 1].opcode == ISA_LOAD && reads_stored(&code[a - 1].dma, st, nst, ioseg))
             return false;
         a--;
     }
@@ -165,6 +173,7 @@ static bool same_insn(const SpyInsn *x, const SpyInsn *y) {
 typedef struct {
     Span *st;
     uint32_t cap;            /* entries of st */
+    bool *ioseg;             /* [nsegs] a segment is bound to a caller's buffer */
     uint32_t *first, *len, *rank; /* [active programs of the kernel] */
 } Work;
 
@@ -183,7 +192,7 @@ static void memo_kernel(spy_model *m, uint32_t k, const Work *w) {
         Span own;
         len[q] = 0;
         rank[q] = na;
-        if (!find_patch(code, pd->ninsns, st, nst, &first[q], &len[q], &own))
+        if (!find_patch(code, pd->ninsns, st, nst, w->ioseg, &first[q], &len[q], &own))
             continue;
         first[q] += pd->first_insn;
         rank[q] = q;
@@ -218,7 +227,11 @@ void rt_memo_model(spy_model *m) {
     Work w = {.cap = 4096};
     w.st = malloc(w.cap * sizeof *w.st);
     w.first = malloc(3 * ((size_t)most + 1) * sizeof *w.first);
-    if (w.st && w.first) {
+    w.ioseg = calloc((size_t)m->nsegs + 1, sizeof *w.ioseg);
+    if (w.st && w.first && w.ioseg) {
+        for (uint32_t i = 0; i < m->ntensors; i++)
+            if (m->io[i].direct && m->io[i].seg < m->nsegs)
+                w.ioseg[m->io[i].seg] = true;
         w.len = w.first + most + 1;
         w.rank = w.len + most + 1;
         for (uint32_t k = 0; k < m->nkernels; k++)
@@ -226,6 +239,7 @@ void rt_memo_model(spy_model *m) {
     }
     free(w.st);
     free(w.first);
+    free(w.ioseg);
 }
 
 /* Whether the patch planned at p is in LX at the end of a program: no view of d over
