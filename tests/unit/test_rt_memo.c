@@ -5,7 +5,8 @@
  * the loads of a patch LX already holds (1 and 2 threads) give the same bits as runs
  * that poison LX before every program (which never reuse one), for two different
  * inputs in a row (a patch is never carried from one run to the next), close to a
- * direct C convolution. Reusing a patch of the other part of the image fails here.
+ * direct C convolution. Reusing a patch of the other part of the image fails here. A
+ * convolution from the caller's input buffer into its output buffer plans none.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,21 +28,25 @@ enum { CI = 256, CO = 256, H = 14, W = 14, K = 3 };
 
 static const IrOrigin O = {"n", "Test", NULL};
 
-/* y = conv(pad(x), w), pads 1 (a PAD the convolution's patch takes in): the graph. */
-static IrGraph *build(IrDiag *diag, const float *w)
+/* y = conv(pad(relu(x)), w), or conv(pad(x), w) without relu, pads 1 (a PAD the
+ * convolution's patch takes in): the graph. The relu's kernel puts the convolution's
+ * input in the arena: a patch read from a caller's buffer by a kernel that stores into
+ * another is not reused (they may be one buffer). */
+static IrGraph *build(IrDiag *diag, const float *w, bool relu)
 {
     IrGraph *g = ir_graph_new(diag);
     ValId x = ut_input(g, "x", IR_DT_F32, 4, (const int64_t[]){1, CI, H, W});
     ValId wv = ut_const(g, IR_DT_F32, 4, (const int64_t[]){CO, CI, K, K}, w);
+    ValId h = relu ? ir_unary(g, IR_UN_RELU, x, &O) : x;   /* relu: from the arena */
     IrAttr pads = ir_attr_ints(g, "pads", (const int64_t[]){0, 0, 1, 1, 0, 0, 1, 1}, 8);
-    NodeId p = ir_add_node(g, IR_OP_PAD, &x, 1, &pads, 1, &O);
+    NodeId p = ir_add_node(g, IR_OP_PAD, &h, 1, &pads, 1, &O);
     NodeId n = ir_add_node(g, IR_OP_CONV, (const ValId[]){g->nodes[p].out[0], wv}, 2, NULL, 0,
                            &O);
     ir_add_output(g, g->nodes[n].out[0]);
     return g;
 }
 
-/* Direct convolution with pads 1, stride 1. */
+/* Direct convolution of relu(x) with pads 1, stride 1. */
 static void reference(const float *x, const float *w, float *y)
 {
     for (int o = 0; o < CO; o++)
@@ -52,9 +57,9 @@ static void reference(const float *x, const float *w, float *y)
                     for (int a = 0; a < K; a++)
                         for (int b = 0; b < K; b++) {
                             int r = i + a - 1, q = j + b - 1;
-                            if (r >= 0 && r < H && q >= 0 && q < W)
-                                s += (double)x[(c * H + r) * W + q] *
-                                     w[((o * CI + c) * K + a) * K + b];
+                            float v = r >= 0 && r < H && q >= 0 && q < W ? x[(c * H + r) * W + q]
+                                                                         : 0.0f;
+                            s += (double)(v > 0 ? v : 0) * w[((o * CI + c) * K + a) * K + b];
                         }
                 y[(o * H + i) * W + j] = (float)s;
             }
@@ -93,7 +98,7 @@ static void test_patch_reuse(void **state)
     ut_fill(x2, (int64_t)nx, 0.5f, 0.25f);
     IrDiag diag;
     ir_diag_init(&diag, "memo.ir");
-    IrGraph *g = build(&diag, w);
+    IrGraph *g = build(&diag, w, true);
     size_t len = 0;
     uint8_t *buf = ut_compile(g, &len);
     assert_non_null(buf);
@@ -119,10 +124,35 @@ static void test_patch_reuse(void **state)
     free(w), free(x1), free(x2), free(ref);
 }
 
+/* The convolution reads the caller's input buffer and stores into the caller's output
+ * buffer, which may be the same memory: no patch is planned reusable. */
+static void test_caller_buffers(void **state)
+{
+    (void)state;
+    size_t nw = (size_t)CO * CI * K * K;
+    float *w = calloc(nw, 4);
+    IrDiag diag;
+    ir_diag_init(&diag, "memo_io.ir");
+    IrGraph *g = build(&diag, w, false);
+    size_t len = 0;
+    uint8_t *buf = ut_compile(g, &len);
+    assert_non_null(buf);
+    spy_model *m = NULL;
+    char err[512];
+    assert_int_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
+    assert_int_equal(patches(m), 0);
+    spy_model_free(m);
+    free(buf);
+    ir_graph_free(g);
+    ir_diag_free(&diag);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_patch_reuse),
+        cmocka_unit_test(test_caller_buffers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
