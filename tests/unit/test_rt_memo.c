@@ -85,6 +85,24 @@ static uint32_t patches(const spy_model *m)
     return n;
 }
 
+/* The graph of build(w, relu) compiled and loaded; *buf: the bundle, which the model
+ * reads in place (freed after it). */
+static spy_model *load(const float *w, bool relu, uint8_t **buf)
+{
+    IrDiag diag;
+    ir_diag_init(&diag, "memo.ir");
+    IrGraph *g = build(&diag, w, relu);
+    size_t len = 0;
+    *buf = ut_compile(g, &len);
+    assert_non_null(*buf);
+    spy_model *m = NULL;
+    char err[512];
+    assert_int_equal(spy_model_load_memory(*buf, len, &m, err, sizeof err), SPY_OK);
+    ir_graph_free(g);
+    ir_diag_free(&diag);
+    return m;
+}
+
 static void test_patch_reuse(void **state)
 {
     (void)state;
@@ -96,15 +114,8 @@ static void test_patch_reuse(void **state)
     ut_fill(w, (int64_t)nw, 0.05f, 0.0f);
     ut_fill(x1, (int64_t)nx, 1.0f, 0.0f);
     ut_fill(x2, (int64_t)nx, 0.5f, 0.25f);
-    IrDiag diag;
-    ir_diag_init(&diag, "memo.ir");
-    IrGraph *g = build(&diag, w, true);
-    size_t len = 0;
-    uint8_t *buf = ut_compile(g, &len);
-    assert_non_null(buf);
-    spy_model *m = NULL;
-    char err[512];
-    assert_int_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
+    uint8_t *buf = NULL;
+    spy_model *m = load(w, true, &buf);
     assert_true(patches(m) >= 2);           /* the cores' common patch is planned */
     spy_session_options poison = {.num_threads = 2, .debug_lx_poison = 1};
     spy_session_options one = {.num_threads = 1}, two = {.num_threads = 2};
@@ -117,8 +128,6 @@ static void test_patch_reuse(void **state)
     ut_expect_close(y[5], ref, (int64_t)ny, 1e-3);
     spy_model_free(m);
     free(buf);
-    ir_graph_free(g);
-    ir_diag_free(&diag);
     for (int i = 0; i < 6; i++)
         free(y[i]);
     free(w), free(x1), free(x2), free(ref);
@@ -131,20 +140,11 @@ static void test_caller_buffers(void **state)
     (void)state;
     size_t nw = (size_t)CO * CI * K * K;
     float *w = calloc(nw, 4);
-    IrDiag diag;
-    ir_diag_init(&diag, "memo_io.ir");
-    IrGraph *g = build(&diag, w, false);
-    size_t len = 0;
-    uint8_t *buf = ut_compile(g, &len);
-    assert_non_null(buf);
-    spy_model *m = NULL;
-    char err[512];
-    assert_int_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
+    uint8_t *buf = NULL;
+    spy_model *m = load(w, false, &buf);
     assert_int_equal(patches(m), 0);
     spy_model_free(m);
     free(buf);
-    ir_graph_free(g);
-    ir_diag_free(&diag);
     free(w);
 }
 
