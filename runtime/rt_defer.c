@@ -32,7 +32,7 @@ static void span2(uint64_t rows, int64_t rs, uint64_t cols, int64_t cs, unsigned
 
 /* Byte span [lo, hi) relative to its base of the LX (lx = true) or DRAM side of a
  * LOAD or STORE. */
-static void dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
+void rt_dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
     int64_t mn = 0, mx = 0;
     for (int i = 0; i < ISA_MAX_DIMS; i++) {
         int64_t e = (int64_t)(x->dims[i] - 1) * (lx ? x->lx_stride[i] : x->dram_stride[i]);
@@ -196,7 +196,7 @@ bool rt_defer_useless(const SpyInsn *code, uint32_t n) {
     unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
     int64_t wlo, whi, lo, hi;
     rt_mm_win_range(mm, es, &wlo, &whi);
-    dma_span(&code[0].dma, true, &lo, &hi);
+    rt_dma_span(&code[0].dma, true, &lo, &hi);
     lo += code[0].dma.lx, hi += code[0].dma.lx;
     return lo < hi && lo >= wlo * (int64_t)es && hi <= whi * (int64_t)es;
 }
@@ -240,7 +240,7 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
     bool view = load_view(c, x, &w);
     int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
     if (d->n && !view) {
-        dma_span(x, true, &lo, &hi);
+        rt_dma_span(x, true, &lo, &hi);
         lo += x->lx, hi += x->lx;
     }
     if (!place_view(c, d, &w, view, lo, hi))
@@ -339,8 +339,8 @@ void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) 
             hi = (int64_t)(p->rows - 1) * p->lrs + p->rowb;
             dhi = (int64_t)(p->rows - 1) * p->drs + p->rowb;
         } else {
-            dma_span(&in->dma, true, &lo, &hi);
-            dma_span(&in->dma, false, &dlo, &dhi);
+            rt_dma_span(&in->dma, true, &lo, &hi);
+            rt_dma_span(&in->dma, false, &dlo, &dhi);
         }
         flush_store(c, d, &in->dma, lo, hi, dlo, dhi);
         break;

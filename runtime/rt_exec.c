@@ -17,7 +17,9 @@
  * A VFILL whose bytes the LOADs right after it rewrite fills only the rest
  * (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a MATMUL reads such an operand
  * straight from DRAM, and any other instruction that may see the LOAD's LX bytes, or
- * write its DRAM source, carries it out first.
+ * write its DRAM source, carries it out first. A convolution's input patch that the
+ * previous program on this core's scratchpad left in place is not loaded again
+ * (rt_memo.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -168,12 +170,22 @@ static void exec_load(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p)
  * alone, nothing merged); returns RT_XOK or the first error (c->err_*). */
 int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_t n) {
     RtDefer d;          /* views v[0..n) only are ever read: v is not cleared */
+    const RtPrep *patch = NULL;   /* the input patch of this program (rt_memo.c) */
+    uint32_t held = c->memo;
     d.n = 0;
+    c->memo = 0;
     for (uint32_t i = 0; i < n; i++) {
         const SpyInsn *in = &code[i];
         RtPrep alone;
         const RtPrep *p = prep ? &prep[i] : (rt_prep_code(in, 1, &alone), &alone);
         int rc = RT_XOK;
+        if (p->memo_len && c->memo_on) {
+            patch = p;
+            if (held == p->memo_id) {    /* LX holds it: the previous program loaded it */
+                i += p->memo_len - 1;
+                continue;
+            }
+        }
         if (d.n && in->opcode != ISA_LOAD)
             rt_defer_before(c, &d, in, p);
         switch (in->opcode) {
@@ -209,6 +221,8 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
             return rc;
         }
     }
+    if (patch && rt_memo_kept(&d, patch))
+        c->memo = patch->memo_id;
     return RT_XOK;
 }
 

@@ -44,6 +44,9 @@ typedef struct {
     uint32_t wide;           /* byte offset from lx of 2 * lx_budget_bytes + RT_LX_SLACK
                                 bytes where a DLF16 MATMUL widens its operands (C stays
                                 in place); 0: none (a temporary buffer is used) */
+    uint32_t memo;           /* RtPrep.memo_id of the input patch LX holds (rt_memo.c), 0:
+                                none; valid within one schedule entry */
+    bool memo_on;            /* a session's core: patches may be reused (rt_memo.c) */
     int err;                 /* RT_X* of the first failing instruction */
     int64_t err_value;       /* offending index value */
     uint32_t err_insn;       /* instruction index within the program */
@@ -75,6 +78,7 @@ typedef struct {
     size_t ld;
     bool t;
 } RtOperand;
+void rt_dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi);
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x);
 struct RtPrep;
 void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const struct RtPrep *p);
@@ -105,8 +109,16 @@ typedef struct RtPrep {
                                 DRAM, or the VEC run of RT_PH_TAPS / POOL / STRIP */
     uint8_t how;             /* RT_PH_* */
     bool useless;            /* LOAD: rt_defer_useless holds (for every LOAD of the run) */
+    uint32_t memo_len;       /* > 0: the first of a reusable input patch's memo_len LOADs
+                                and VFILLs (rt_memo.c); 0 elsewhere */
+    uint32_t memo_id;        /* its patch: equal ids load equal LX bytes (> 0) */
+    uint32_t memo_lo, memo_hi; /* the LX bytes [lo, hi) the patch's instructions own */
 } RtPrep;
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
+
+/* rt_memo.c: whether the patch planned at p is what LX holds at the end of a program
+ * (no view of d pending over its bytes). */
+bool rt_memo_kept(const RtDefer *d, const RtPrep *p);
 
 /* rt_exec.c: runs n instructions (prep: their plans, or NULL to plan them first);
  * returns RT_XOK or the error (details in c). */

@@ -87,11 +87,13 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
     }
 }
 
-/* Plans every instruction of the verified model m (m->prep). */
+/* Plans every instruction of the verified model m (m->prep), and its reusable input
+ * patches (rt_memo.c: also the order of m->active). */
 spy_status rt_prep_model(spy_model *m, RtErr *e) {
     m->prep = malloc(((size_t)m->ncode + 1) * sizeof *m->prep);
     if (!m->prep)
         return rt_err_set(e, SPY_E_NOMEM, "out of memory"), e->status;
     rt_prep_code(m->code, m->ncode, m->prep);
+    rt_memo_model(m);
     return SPY_OK;
 }

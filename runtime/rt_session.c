@@ -252,6 +252,7 @@ static void run_entry(spy_session *s, RtCore *core, uint32_t pos, int tid, bool 
     RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
     bool skip = atomic_load(&s->fail_pos) < pos; /* final: pos - 1 is complete */
     unsigned ran = 0;
+    core->memo = 0;     /* a patch of an earlier entry: its DRAM may have changed since */
     for (;;) {
         unsigned j = serial ? ran : atomic_fetch_add(&s->next[pos], 1u);
         if (j >= na)
@@ -289,7 +290,8 @@ static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
-                   .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid])};
+                   .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
+                   .memo_on = !s->poison};
     bool one = s->nthreads == 1 || s->solo;
     for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];

@@ -21,7 +21,9 @@
 #include "rt_exec.h"
 
 /* A tile: m x n x k, and for a window B its k extents and strides and its output
- * pixel extents and strides (elements, isa.md ISA_F_BWIN). */
+ * pixel extents and strides (elements, isa.md ISA_F_BWIN); A's row stride where
+ * spyrec pads the weight's rows (1024 and 2048 floats: 4 and 8 KiB apart, all the rows
+ * of a row block would share a few L1 sets). */
 typedef struct {
     const char *name;
     uint32_t m, n, k;
@@ -30,24 +32,30 @@ typedef struct {
     int32_t ks[3];
     uint32_t ne[2];
     int32_t ns[2];
+    uint32_t lda;            /* A's row stride as the bundle has it (0: k) */
 } Tile;
 
 static const Tile tiles[] = {
-    {"w3x3 s1 m16 n98 k2304", 16, 98, 2304, 1, {256, 3, 3}, {144, 16, 1}, {7, 14}, {16, 1}},
-    {"w3x3 s1 m16 n392 k576", 16, 392, 576, 1, {64, 3, 3}, {522, 58, 1}, {7, 56}, {58, 1}},
-    {"w3x3 s1 m16 n196 k1152", 16, 196, 1152, 1, {128, 3, 3}, {270, 30, 1}, {7, 28}, {30, 1}},
-    {"w3x3 s1 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {81, 9, 1}, {7, 7}, {9, 1}},
-    {"w3x3 s2 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {240, 16, 1}, {7, 7}, {32, 2}},
-    {"w3x3 s2 m32 n112 k1152", 32, 112, 1152, 1, {128, 3, 3}, {522, 58, 1}, {4, 28}, {116, 2}},
-    {"w1x1 s2 m512 n28 k256", 512, 28, 256, 1, {256, 1, 1}, {56, 56, 1}, {1, 28}, {112, 2}},
-    {"w7x7 s2 m16 n1568 k147", 16, 1568, 147, 1, {3, 7, 7}, {7590, 230, 1}, {14, 112}, {460, 2}},
-    {"plain m256 n28 k256", 256, 28, 256, 0, {0}, {0}, {0}, {0}},
-    {"plain m64 n28 k1024", 64, 28, 1024, 0, {0}, {0}, {0}, {0}},
-    {"plain m128 n224 k64", 128, 224, 64, 0, {0}, {0}, {0}, {0}},
-    {"plain m128 n112 k128", 128, 112, 128, 0, {0}, {0}, {0}, {0}},
-    {"plain m32 n112 k512", 32, 112, 512, 0, {0}, {0}, {0}, {0}},
-    {"plain m16 n49 k2048", 16, 49, 2048, 0, {0}, {0}, {0}, {0}},
-    {"plain m128 n49 k512", 128, 49, 512, 0, {0}, {0}, {0}, {0}},
+    {"w3x3 s1 m16 n98 k2304", 16, 98, 2304, 1, {256, 3, 3}, {144, 16, 1}, {7, 14}, {16, 1}, 0},
+    {"w3x3 s1 m16 n392 k576", 16, 392, 576, 1, {64, 3, 3}, {522, 58, 1}, {7, 56}, {58, 1}, 0},
+    {"w3x3 s1 m16 n196 k1152", 16, 196, 1152, 1, {128, 3, 3}, {270, 30, 1}, {7, 28}, {30, 1}, 0},
+    {"w3x3 s1 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {81, 9, 1}, {7, 7}, {9, 1}, 0},
+    {"w3x3 s2 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {240, 16, 1}, {7, 7}, {32, 2}, 0},
+    {"w3x3 s2 m32 n112 k1152", 32, 112, 1152, 1, {128, 3, 3}, {522, 58, 1}, {4, 28}, {116, 2}, 0},
+    {"w1x1 s2 m512 n28 k256", 512, 28, 256, 1, {256, 1, 1}, {56, 56, 1}, {1, 28}, {112, 2}, 0},
+    {"w3x3 s2 m32 n56 k2304", 32, 56, 2304, 1, {256, 3, 3}, {270, 30, 1}, {4, 14}, {60, 2}, 0},
+    {"w1x1 s2 m128 n112 k256", 128, 112, 256, 1, {256, 1, 1}, {392, 56, 1}, {4, 28}, {112, 2}, 0},
+    {"w1x1 s2 m128 n56 k512", 128, 56, 512, 1, {512, 1, 1}, {196, 28, 1}, {4, 14}, {56, 2}, 0},
+    {"w1x1 s2 m128 n49 k1024", 128, 49, 1024, 1, {1024, 1, 1}, {182, 14, 1}, {7, 7}, {28, 2},
+     1040},
+    {"w7x7 s2 m16 n1568 k147", 16, 1568, 147, 1, {3, 7, 7}, {7590, 230, 1}, {14, 112}, {460, 2}, 0},
+    {"plain m256 n28 k256", 256, 28, 256, 0, {0}, {0}, {0}, {0}, 0},
+    {"plain m64 n28 k1024", 64, 28, 1024, 0, {0}, {0}, {0}, {0}, 0},
+    {"plain m128 n224 k64", 128, 224, 64, 0, {0}, {0}, {0}, {0}, 0},
+    {"plain m128 n112 k128", 128, 112, 128, 0, {0}, {0}, {0}, {0}, 0},
+    {"plain m32 n112 k512", 32, 112, 512, 0, {0}, {0}, {0}, {0}, 0},
+    {"plain m16 n49 k2048", 16, 49, 2048, 0, {0}, {0}, {0}, {0}, 2064},
+    {"plain m128 n49 k512", 128, 49, 512, 0, {0}, {0}, {0}, {0}, 0},
 };
 
 #define LX_BYTES ((size_t)8 << 20)     /* the scratchpad: B at 1 MiB, C at 6 MiB */
@@ -65,7 +73,7 @@ static double cpu_s(void) {
 static SpyMatmul tile_insn(const Tile *t) {
     SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
                     .b = 1u << 20, .c = 6u << 20, .m = t->m, .n = t->n, .k = t->k,
-                    .lda = t->k, .ldb = t->n, .ldc = t->n};
+                    .lda = t->lda ? t->lda : t->k, .ldb = t->n, .ldc = t->n};
     if (t->win) {
         mm.flags = ISA_F_BWIN;
         mm.ldb = 0;
@@ -82,10 +90,10 @@ static SpyMatmul tile_insn(const Tile *t) {
 static double time_tile(RtCore *c, const Tile *t, const float *weights, const float *bdram,
                         bool cold) {
     SpyMatmul mm = tile_insn(t);
-    RtMmSrc src = {(const uint8_t *)weights, (const uint8_t *)bdram, t->k, t->n, false};
+    RtMmSrc src = {(const uint8_t *)weights, (const uint8_t *)bdram, mm.lda, t->n, false};
     if (t->win)
         src.b = c->lx + mm.b, src.ldb = 0;
-    size_t abytes = ((size_t)t->m * t->k * 4 + 4095) & ~(size_t)4095;
+    size_t abytes = ((size_t)t->m * mm.lda * 4 + 4095) & ~(size_t)4095;
     size_t slots = COLD_BYTES / abytes, slot = 0;
     double flops = 2.0 * t->m * t->n * t->k, best = 1e30;
     int calls = flops > 2e9 ? 3 : (int)(2e9 / flops);
