@@ -31,9 +31,10 @@ static void span2(uint64_t rows, int64_t rs, uint64_t cols, int64_t cs, unsigned
 }
 
 /* Byte span [lo, hi) relative to its base of the LX (lx = true) or DRAM side of a
- * LOAD or STORE. */
+ * LOAD or STORE (with ISA_F_F32 an element is 4 bytes in DRAM, 2 in LX). */
 void rt_dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
     int64_t mn = 0, mx = 0;
+    int64_t es = !lx && (x->flags & ISA_F_F32) ? 4 : x->esize;  /* float32 in DRAM */
     for (int i = 0; i < ISA_MAX_DIMS; i++) {
         int64_t e = (int64_t)(x->dims[i] - 1) * (lx ? x->lx_stride[i] : x->dram_stride[i]);
         if (!x->dims[i]) {
@@ -43,8 +44,8 @@ void rt_dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
         mn += e < 0 ? e : 0;
         mx += e > 0 ? e : 0;
     }
-    *lo = mn * x->esize;
-    *hi = (mx + 1) * x->esize;
+    *lo = mn * es;
+    *hi = (mx + 1) * es;
 }
 
 /* Carries out the LOAD of view i (a transpose: by rt_dma; else its rows, copied as they

@@ -75,13 +75,11 @@ static bool lx_writes(const SpyInsn *in, Span *s) {
     }
 }
 
-/* The DRAM bytes a LOAD or STORE x reads or writes (ISA_F_F32: 4-byte elements in
- * DRAM for its 2-byte ones in LX). */
+/* The DRAM bytes a LOAD or STORE x reads or writes (rt_dma_span counts ISA_F_F32's
+ * 4-byte elements in DRAM). */
 static Span dram_span(const SpyDma *x) {
     Span s = {0, 0, x->seg};
     rt_dma_span(x, false, &s.lo, &s.hi);
-    if (x->flags & ISA_F_F32)
-        s.lo *= 2, s.hi *= 2;
     s.lo += x->dram_off, s.hi += x->dram_off;
     return s;
 }

@@ -4,7 +4,7 @@
  * once (rt_dma); the DRAM each leaves behind must be the same bytes. The programs
  * (their LOADs of at least RT_DEFER_MIN bytes are the deferred ones) cover what must
  * carry a deferred LOAD out: a later LOAD partly over it, a STORE overwriting its DRAM
- * source, VEC / GATHER / MATMUL-C accesses to its LX bytes, more LOADs than view
+ * source (a widening ISA_F_F32 one too), VEC / GATHER / MATMUL-C accesses to its LX bytes, more LOADs than view
  * slots, operands that do not match the view's rows; and what reads it straight from
  * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
  * product, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
@@ -236,6 +236,16 @@ static void test_defer_flushes(void **state) {
     dma(&p, true, 0x1000, OUT, 1, 512, 0, 1, 0, 1);
     dma(&p, true, 0x4000, OUT + 0x1000, 1, 512, 0, 1, 0, 1);
     check(&p, 43);
+    /* a STORE that widens DLFloat16 to float32 (ISA_F_F32: 4 DRAM bytes an element)
+     * overwrites the view's source only with the upper half of its DRAM bytes */
+    p.n = 0;
+    dma(&p, false, 0x8000, 0x9000, 1, 128, 0, 1, 0, 1);         /* 256 halves to store */
+    dma(&p, false, 0x1000, 0x2000, 16, 32, 32, 1, 32, 1);
+    dma(&p, true, 0x8000, 0x2000 - 0x200, 1, 256, 0, 1, 0, 1);
+    p.in[p.n - 1].dma.flags = ISA_F_F32, p.in[p.n - 1].dma.esize = 2;
+    vadd(&p, 0x1000, 16, 32, 32);
+    dma(&p, true, 0x1000, OUT, 16, 32, 32, 1, 32, 1);
+    check(&p, 44);
 }
 
 /* Appends an F32 MATMUL whose B is a 3 x 3 window (ISA_F_BWIN) over a patch of ch
