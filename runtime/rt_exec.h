@@ -92,11 +92,13 @@ enum {
     RT_PH_ROWS = 1,          /* LOAD / STORE: rows of contiguous bytes (see RtPrep) */
     RT_PH_TAPS = 2,          /* VEC: a run of depthwise taps (rt_vec_taps) */
     RT_PH_POOL = 3,          /* VEC: a run of pooling taps (rt_vec_pool) */
-    RT_PH_STRIP = 4          /* VEC: a run strip-mined over one region (rt_exec.c) */
+    RT_PH_STRIP = 4,         /* VEC: a run strip-mined over one region (rt_exec.c) */
+    RT_PH_FAST = 5           /* VEC: the direct path of rt_kern_vfast.c, its checks done */
 };
 typedef struct RtPrep {
     int64_t drs;             /* RT_PH_ROWS: DRAM byte stride between rows (>= 0) */
-    uint32_t rows, rowb;     /* RT_PH_ROWS: rows of rowb bytes, at least one */
+    uint32_t rows, rowb;     /* RT_PH_ROWS: rows of rowb bytes, at least one; RT_PH_FAST:
+                                the VEC's rows of rowb bytes once rows are merged */
     uint32_t lrs;            /* RT_PH_ROWS: LX byte stride between rows (>= 0); the
                                 destination's stride is at least rowb; 0 when one row */
     uint32_t merged;         /* RT_PH_ROWS of one row: bytes of the `run` LOADs */
@@ -105,6 +107,7 @@ typedef struct RtPrep {
                                 DRAM, or the VEC run of RT_PH_TAPS / POOL / STRIP */
     uint8_t how;             /* RT_PH_* */
     bool useless;            /* LOAD: rt_defer_useless holds (for every LOAD of the run) */
+    uint8_t kinds;           /* RT_PH_FAST: operand kinds (rt_kern_vfast.c) */
 } RtPrep;
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
 
@@ -172,6 +175,8 @@ bool rt_mm_i8_fast(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 /* rt_kern_vfast.c: the common F32 VEC steps computed in place; false (nothing done)
  * when v does not qualify. */
 bool rt_vec_fast(RtCore *c, const SpyVec *v);
+bool rt_vec_fast_prep(const SpyVec *v, RtPrep *p);
+void rt_vec_fast_prepared(RtCore *c, const SpyVec *v, const RtPrep *p);
 
 /* rt_kern_vec.c */
 int rt_vec(RtCore *c, const SpyVec *v);
