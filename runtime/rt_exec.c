@@ -14,10 +14,10 @@
  * A run of F32 VEC MAX / MIN over a pooling window's taps runs in one pass too
  * (rt_kern_vpool.c).
  *
- * A VFILL whose bytes the LOADs right after it rewrite fills only the rest
- * (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a MATMUL reads such an operand
- * straight from DRAM, and any other instruction that may see the LOAD's LX bytes, or
- * write its DRAM source, carries it out first.
+ * A VFILL whose bytes the LOADs right after it rewrite fills only the rest, as
+ * planned at load (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a
+ * MATMUL reads such an operand straight from DRAM, and any other instruction that may
+ * see the LOAD's LX bytes, or write its DRAM source, carries it out first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -200,10 +200,7 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
             i += p->run - 1;
             break;
         case ISA_VREDUCE: rt_vreduce(c, &in->red); break;
-        case ISA_VFILL:
-            if (!rt_vfill_gaps(c, &in->fill, in + 1, n - i - 1))
-                rt_vfill(c, &in->fill);
-            break;
+        case ISA_VFILL: rt_vfill_planned(c, &in->fill, in + 1, n - i - 1, p->how); break;
         case ISA_VSCAN: rt_vscan(c, &in->scan); break;
         default: break; /* NOP, BARRIER */
         }

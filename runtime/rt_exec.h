@@ -93,7 +93,9 @@ enum {
     RT_PH_TAPS = 2,          /* VEC: a run of depthwise taps (rt_vec_taps) */
     RT_PH_POOL = 3,          /* VEC: a run of pooling taps (rt_vec_pool) */
     RT_PH_STRIP = 4,         /* VEC: a run strip-mined over one region (rt_exec.c) */
-    RT_PH_FAST = 5           /* VEC: the direct path of rt_kern_vfast.c, its checks done */
+    RT_PH_FAST = 5,          /* VEC: the direct path of rt_kern_vfast.c, its checks done */
+    RT_PH_FILL0 = 6,         /* VFILL: one memset of its bytes (rt_fill.c) */
+    RT_PH_GAPS = 7           /* VFILL: only the bytes the LOADs after it leave (rt_fill.c) */
 };
 typedef struct RtPrep {
     int64_t drs;             /* RT_PH_ROWS: DRAM byte stride between rows (>= 0) */
@@ -192,8 +194,10 @@ uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n);
 void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt);
 void rt_vfill(RtCore *c, const SpyVFill *f);
 
-/* rt_fill.c: a VFILL that fills only what the LOADs after it leave; false: not done */
-bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n);
+/* rt_fill.c: the plan of a VFILL (RT_PH_NONE, FILL0 or GAPS) and its run by that plan */
+uint8_t rt_vfill_prep(const SpyInsn *code, uint32_t n);
+void rt_vfill_planned(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n,
+                      uint8_t how);
 
 /* rt_kern_red.c */
 void rt_vreduce(RtCore *c, const SpyVReduce *r);
