@@ -446,6 +446,29 @@ static spy_status run_variant(spy_session *s, int v, const void *const *inputs,
     return SPY_OK;
 }
 
+/* Starts the next run's generation: its counters reset and tagged with it, then the
+ * generation published (the resets need no fence of their own: a worker reads the
+ * generation, or the pool's job word, before the counters, and a worker of an earlier
+ * run tells them apart by their tag whichever value it sees). */
+static void reset_run(spy_session *s) {
+    const spy_model *m = s->m;
+    uint32_t gen = atomic_load(&s->gen) + 1;
+    for (uint32_t i = 0; i < m->nsched; i++) {
+        atomic_store_explicit(&s->next[i], tagged(gen, 0), memory_order_relaxed);
+        atomic_store_explicit(&s->done[i], tagged(gen, 0), memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->fail_pos, UINT32_MAX, memory_order_relaxed);
+    atomic_store_explicit(&s->hooked, tagged(gen, s->hook ? 0 : UINT32_MAX), /* no hook: */
+                          memory_order_relaxed);                      /* none to wait for */
+    atomic_store_explicit(&s->failed, 0, memory_order_relaxed);
+    memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
+    if (s->span)
+        memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
+    s->run_t0 = now_us();
+    s->solo = m->all_serial;
+    atomic_store(&s->gen, gen);
+}
+
 /* Runs one inference: inputs[i] / outputs[i] are caller buffers in host dtypes. */
 spy_status spy_session_run(spy_session *s, const void *const *inputs, void *const *outputs) {
     if (!s)
@@ -475,22 +498,7 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
     if (st == SPY_OK)
         st = bind_io(s, in, outputs);
     if (st == SPY_OK) {
-        uint32_t gen = atomic_load(&s->gen) + 1;
-        for (uint32_t i = 0; i < m->nsched; i++) {
-            atomic_store(&s->next[i], tagged(gen, 0));
-            atomic_store(&s->done[i], tagged(gen, 0));
-        }
-        atomic_store(&s->fail_pos, UINT32_MAX);
-        atomic_store(&s->hooked, tagged(gen, s->hook ? 0 : UINT32_MAX)); /* no hook: none
-                                                to wait for */
-        memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
-        if (s->span)
-            memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
-        s->run_t0 = now_us();
-        atomic_store(&s->failed, 0);
-        s->solo = m->all_serial;
-        atomic_store(&s->gen, gen);          /* after the counters: a worker that reads
-                                                it finds them reset */
+        reset_run(s);
         if (s->solo)
             run_thread(s, 0);
         else
