@@ -14,12 +14,12 @@
  * A run of F32 VEC MAX / MIN over a pooling window's taps runs in one pass too
  * (rt_kern_vpool.c).
  *
- * A VFILL whose bytes the LOADs right after it rewrite fills only the rest
- * (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a MATMUL reads such an operand
- * straight from DRAM, and any other instruction that may see the LOAD's LX bytes, or
- * write its DRAM source, carries it out first. A convolution's input patch that the
- * previous program on this core's scratchpad left in place is not loaded again
- * (rt_memo.c).
+ * A VFILL whose bytes the LOADs right after it rewrite fills only the rest, as
+ * planned at load (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a
+ * MATMUL reads such an operand straight from DRAM, and any other instruction that may
+ * see the LOAD's LX bytes, or write its DRAM source, carries it out first. A
+ * convolution's input patch that the previous program on this core's scratchpad left
+ * in place is not loaded again (rt_memo.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -123,7 +123,8 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
 }
 
 /* The plan of the VEC code[0] (see rt_exec.h): the first of the one-pass runs that
- * applies, tried in the order depthwise taps, pooling taps, strip-mining. */
+ * applies, tried in the order depthwise taps, pooling taps, strip-mining; else the
+ * direct path with its checks done (rt_vec_fast_prep) when it takes it. */
 void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
     uint32_t k;
     p->how = RT_PH_NONE;
@@ -136,6 +137,8 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
         p->how = RT_PH_STRIP;
     if (k)
         p->run = k;
+    else
+        rt_vec_fast_prep(&code[0].vec, p);
 }
 
 /* A VEC with plan p: its one-pass run (carrying out first the deferred LOADs the later
@@ -147,6 +150,7 @@ static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     case RT_PH_TAPS: rt_vec_taps(c, in, p->run); return RT_XOK;
     case RT_PH_POOL: rt_vec_pool(c, in, p->run); return RT_XOK;
     case RT_PH_STRIP: strip_mine(c, in, p->run); return RT_XOK;
+    case RT_PH_FAST: rt_vec_fast_prepared(c, &in->vec, p); return RT_XOK;
     default: return rt_vec(c, &in->vec);
     }
 }
@@ -208,10 +212,7 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
             i += p->run - 1;
             break;
         case ISA_VREDUCE: rt_vreduce(c, &in->red); break;
-        case ISA_VFILL:
-            if (!rt_vfill_gaps(c, &in->fill, in + 1, n - i - 1))
-                rt_vfill(c, &in->fill);
-            break;
+        case ISA_VFILL: rt_vfill_planned(c, &in->fill, in + 1, n - i - 1, p->how); break;
         case ISA_VSCAN: rt_vscan(c, &in->scan); break;
         default: break; /* NOP, BARRIER */
         }

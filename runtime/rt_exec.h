@@ -96,11 +96,15 @@ enum {
     RT_PH_ROWS = 1,          /* LOAD / STORE: rows of contiguous bytes (see RtPrep) */
     RT_PH_TAPS = 2,          /* VEC: a run of depthwise taps (rt_vec_taps) */
     RT_PH_POOL = 3,          /* VEC: a run of pooling taps (rt_vec_pool) */
-    RT_PH_STRIP = 4          /* VEC: a run strip-mined over one region (rt_exec.c) */
+    RT_PH_STRIP = 4,         /* VEC: a run strip-mined over one region (rt_exec.c) */
+    RT_PH_FAST = 5,          /* VEC: the direct path of rt_kern_vfast.c, its checks done */
+    RT_PH_FILL0 = 6,         /* VFILL: one memset of its bytes (rt_fill.c) */
+    RT_PH_GAPS = 7           /* VFILL: only the bytes the LOADs after it leave (rt_fill.c) */
 };
 typedef struct RtPrep {
     int64_t drs;             /* RT_PH_ROWS: DRAM byte stride between rows (>= 0) */
-    uint32_t rows, rowb;     /* RT_PH_ROWS: rows of rowb bytes, at least one */
+    uint32_t rows, rowb;     /* RT_PH_ROWS: rows of rowb bytes, at least one; RT_PH_FAST:
+                                the VEC's rows of rowb bytes once rows are merged */
     uint32_t lrs;            /* RT_PH_ROWS: LX byte stride between rows (>= 0); the
                                 destination's stride is at least rowb; 0 when one row */
     uint32_t merged;         /* RT_PH_ROWS of one row: bytes of the `run` LOADs */
@@ -113,6 +117,7 @@ typedef struct RtPrep {
                                 and VFILLs (rt_memo.c); 0 elsewhere */
     uint32_t memo_id;        /* its patch: equal ids load equal LX bytes (> 0) */
     uint32_t memo_lo, memo_hi; /* the LX bytes [lo, hi) the patch's instructions own */
+    uint8_t kinds;           /* RT_PH_FAST: operand kinds (rt_kern_vfast.c) */
 } RtPrep;
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
 
@@ -184,6 +189,8 @@ bool rt_mm_i8_fast(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 /* rt_kern_vfast.c: the common F32 VEC steps computed in place; false (nothing done)
  * when v does not qualify. */
 bool rt_vec_fast(RtCore *c, const SpyVec *v);
+bool rt_vec_fast_prep(const SpyVec *v, RtPrep *p);
+void rt_vec_fast_prepared(RtCore *c, const SpyVec *v, const RtPrep *p);
 
 /* rt_kern_vec.c */
 int rt_vec(RtCore *c, const SpyVec *v);
@@ -199,8 +206,10 @@ uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n);
 void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt);
 void rt_vfill(RtCore *c, const SpyVFill *f);
 
-/* rt_fill.c: a VFILL that fills only what the LOADs after it leave; false: not done */
-bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n);
+/* rt_fill.c: the plan of a VFILL (RT_PH_NONE, FILL0 or GAPS) and its run by that plan */
+uint8_t rt_vfill_prep(const SpyInsn *code, uint32_t n);
+void rt_vfill_planned(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n,
+                      uint8_t how);
 
 /* rt_kern_red.c */
 void rt_vreduce(RtCore *c, const SpyVReduce *r);

@@ -6,8 +6,9 @@
  * fill holds what the full fill and the LOADs would have left. Taken only for fills
  * whose value is the same in every byte (zero), so that a gap may start or end
  * anywhere, and for LOADs whose runs of LX bytes are in increasing address order and
- * disjoint (checked here); anything else fills in full. Modelled time is computed
- * from the bundle and does not change.
+ * disjoint (checked here); anything else fills in full. Which of these applies
+ * depends on the code alone and is planned at load (rt_vfill_prep, the VFILL's RtPrep).
+ * Modelled time is computed from the bundle and does not change.
  */
 #include <string.h>
 
@@ -75,34 +76,62 @@ static inline void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
     }
 }
 
-/* Runs VFILL f, followed in the program by the n instructions at next, filling only
- * the bytes the LOADs at the start of next do not rewrite; false (nothing done) when
- * that does not apply, and f is then run in full by the caller. */
-bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n) {
+/* How VFILL f, followed in the program by the n instructions at next, is carried out:
+ * RT_PH_GAPS (only the bytes the LOADs g[0..*k) at the start of next leave, each byte
+ * *v), RT_PH_FILL0 (a small patch of short rows: one memset of its bytes, *v, costs
+ * less than a store per gap) or RT_PH_NONE (in full, rt_vfill). Depends on the code
+ * alone, so rt_prep.c plans it once at load. */
+static uint8_t gap_plan(const SpyVFill *f, const SpyInsn *next, uint32_t n, GapLoad *g,
+                        uint32_t *k, int *v) {
     unsigned es = rt_dtype_size(f->dtype);
     uint64_t lo = f->dst, hi = f->dst + (uint64_t)f->n * es;
     if (es == 0 || es > 4 || hi - lo < RT_GAP_MIN)
-        return false;
-    int v = (int)(f->value & 0xff);
+        return RT_PH_NONE;
+    *v = (int)(f->value & 0xff);
     for (unsigned b = 1; b < es; b++)
-        if ((int)((f->value >> (8 * b)) & 0xff) != v)
-            return false;
-    GapLoad g[RT_GAP_LOADS];
-    uint32_t k = 0;
-    for (uint64_t end = lo; k < n && k < RT_GAP_LOADS && next[k].opcode == ISA_LOAD; k++) {
-        if (!gap_load(&next[k].dma, &g[k]) || g[k].lo < end || g[k].hi > hi)
+        if ((int)((f->value >> (8 * b)) & 0xff) != *v)
+            return RT_PH_NONE;
+    uint32_t nl = 0;                      /* LOADs whose bytes are runs in order */
+    for (uint64_t end = lo; nl < n && nl < RT_GAP_LOADS && next[nl].opcode == ISA_LOAD; nl++) {
+        if (!gap_load(&next[nl].dma, &g[nl]) || g[nl].lo < end || g[nl].hi > hi)
             break;
-        end = g[k].hi;
+        end = g[nl].hi;
     }
-    if (k == 0)
-        return false;
+    *k = nl;
+    if (nl == 0)
+        return RT_PH_NONE;
     uint64_t runs = 1;                    /* gaps: one before each run, one at the end */
-    for (uint32_t j = 0; j < k; j++)
+    for (uint32_t j = 0; j < nl; j++)
         runs += g[j].dim[0] * g[j].dim[1];
-    if (hi - lo <= RT_GAP_L1 && hi - lo < RT_GAP_RUN * runs) {
-        memset(c->lx + lo, v, (size_t)(hi - lo));  /* a small patch of short rows: */
-        return true;    /* one memset costs less than a store per gap (tiny_cnn's 7 KiB
-                           patches of 128-byte rows) */
+    if (hi - lo <= RT_GAP_L1 && hi - lo < RT_GAP_RUN * runs)
+        return RT_PH_FILL0; /* tiny_cnn's 7 KiB patches of 128-byte rows */
+    return RT_PH_GAPS;
+}
+
+/* The plan of VFILL code[0] (n: instructions to the program's end), see gap_plan. */
+uint8_t rt_vfill_prep(const SpyInsn *code, uint32_t n) {
+    GapLoad g[RT_GAP_LOADS];
+    uint32_t k;
+    int v;
+    return gap_plan(&code[0].fill, code + 1, n - 1, g, &k, &v);
+}
+
+/* Runs VFILL f, followed in the program by the n instructions at next, by its plan
+ * how (rt_vfill_prep): one memset (RT_PH_FILL0), only the bytes the LOADs at the
+ * start of next do not rewrite (RT_PH_GAPS: found again from those LOADs), or in full. */
+void rt_vfill_planned(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n,
+                      uint8_t how) {
+    uint64_t lo = f->dst, hi = f->dst + (uint64_t)f->n * rt_dtype_size(f->dtype);
+    if (how == RT_PH_FILL0) {             /* every byte of the value is its low byte */
+        memset(c->lx + lo, (int)(f->value & 0xff), (size_t)(hi - lo));
+        return;
+    }
+    GapLoad g[RT_GAP_LOADS];
+    uint32_t k;
+    int v;
+    if (how != RT_PH_GAPS || gap_plan(f, next, n, g, &k, &v) != RT_PH_GAPS) {
+        rt_vfill(c, f);
+        return;
     }
     uint64_t at = lo;
     for (uint32_t j = 0; j < k; j++)
@@ -113,5 +142,4 @@ bool rt_vfill_gaps(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_t n
                 at = s + g[j].len;
             }
     gap(c, at, hi, v);
-    return true;
 }

@@ -121,9 +121,9 @@ static bool apart(const uint8_t *p, size_t pn, const uint8_t *q, size_t qn) {
     return p + pn <= q || q + qn <= p;
 }
 
-/* Operand q's address in row r (NULL for the immediate). */
-static const uint8_t *row_src(RtCore *c, const SpyVec *v, const bool *imm, int q, uint64_t r) {
-    return imm[q] ? NULL : c->lx + v->src[q] + (int64_t)r * v->src_rs[q] * 4;
+/* The same for LX byte offsets. */
+static bool apart_lx(uint64_t p, uint64_t pn, uint64_t q, uint64_t qn) {
+    return p + pn <= q || q + qn <= p;
 }
 
 /* One row of an F32 SELECT: d[i] = m[i] ? a[i] : b[i], the BOOL condition m (one byte
@@ -202,16 +202,28 @@ static bool fast_select(RtCore *c, const SpyVec *v) {
     return true;
 }
 
-/* Runs v on the direct path if it qualifies; false (nothing done) otherwise. */
-bool rt_vec_fast(RtCore *c, const SpyVec *v) {
-    if (v->fn == ISA_VF_SELECT)
-        return fast_select(c, v);
+/* The direct-path plan of an arithmetic VEC: operand kinds and rows x cols after
+ * merging rows that follow each other in every operand. Depends on the instruction
+ * alone (LX offsets), so rt_prep.c computes it once at load. */
+typedef struct {
+    int ka, kb;              /* OP_ROW or OP_SCALAR */
+    uint64_t rows, cols;
+} FastPlan;
+
+/* Operand q's LX byte offset in row r of v (q not an immediate). */
+static uint64_t row_off(const SpyVec *v, int q, uint64_t r) {
+    return v->src[q] + (uint64_t)((int64_t)r * v->src_rs[q] * 4);
+}
+
+/* Fills fp when the arithmetic VEC v (not SELECT) qualifies for the direct path:
+ * F32, contiguous rows or scalars, every row in place or apart from the
+ * destination's; false otherwise. */
+static bool fast_plan(const SpyVec *v, FastPlan *fp) {
     int ar = fast_arity(v->fn);
     if (!ar || v->dtype != ISA_DT_F32 || (v->src_dtype && v->src_dtype != ISA_DT_F32) ||
         (v->flags & ~(uint8_t)(ISA_F_IMM | ISA_F_IMM_A)) ||
         ((v->flags & ISA_F_IMM) && (v->flags & ISA_F_IMM_A)) || (ar == 1 && v->flags))
         return false;
-    Fast f = {v->fn, OP_ROW, OP_SCALAR, 0, 0};
     bool imm[2] = {(v->flags & ISA_F_IMM_A) != 0, (v->flags & ISA_F_IMM) != 0};
     int kind[2] = {OP_ROW, OP_SCALAR};
     for (int q = 0; q < ar; q++) {
@@ -221,7 +233,6 @@ bool rt_vec_fast(RtCore *c, const SpyVec *v) {
     }
     if (kind[0] == OP_SCALAR && (ar == 1 || kind[1] == OP_SCALAR))
         return false;
-    f.ka = kind[0], f.kb = kind[1];
     /* rows that follow each other in every operand run as one */
     uint64_t rows = v->rows, cols = v->cols;
     bool merge = rows > 1 && v->dst_rs == (int64_t)cols;
@@ -230,26 +241,69 @@ bool rt_vec_fast(RtCore *c, const SpyVec *v) {
             merge = false;
     if (merge)
         cols *= rows, rows = 1;
-    size_t rowb = (size_t)cols * 4;
+    uint64_t rowb = cols * 4;
     for (uint64_t r = 0; r < rows; r++) { /* every row in place or apart, else no */
-        const uint8_t *d = c->lx + v->dst + (int64_t)r * v->dst_rs * 4;
+        uint64_t d = v->dst + (uint64_t)((int64_t)r * v->dst_rs * 4);
         for (int q = 0; q < ar; q++) {
-            const uint8_t *p = row_src(c, v, imm, q, r);
-            if (p && (kind[q] == OP_ROW ? p != d && !apart(p, rowb, d, rowb)
-                                        : !apart(p, 4, d, rowb)))
+            if (imm[q])
+                continue;
+            uint64_t o = row_off(v, q, r);
+            if (kind[q] == OP_ROW ? o != d && !apart_lx(o, rowb, d, rowb)
+                                  : !apart_lx(o, 4, d, rowb))
                 return false;
         }
     }
+    *fp = (FastPlan){kind[0], kind[1], rows, cols};
+    return true;
+}
+
+/* Runs the arithmetic VEC v by its plan fp: fast_row over each row. */
+static void fast_run(RtCore *c, const SpyVec *v, const FastPlan *fp) {
+    Fast f = {v->fn, fp->ka, fp->kb, 0, 0};
+    bool imm[2] = {(v->flags & ISA_F_IMM_A) != 0, (v->flags & ISA_F_IMM) != 0};
+    bool two = fast_arity(v->fn) > 1;
     if (imm[0] || imm[1])
         memcpy(imm[0] ? &f.sa : &f.sb, &v->imm, 4);
-    for (uint64_t r = 0; r < rows; r++) {
+    for (uint64_t r = 0; r < fp->rows; r++) {
         uint8_t *d = c->lx + v->dst + (int64_t)r * v->dst_rs * 4;
-        const uint8_t *p[2] = {row_src(c, v, imm, 0, r), ar > 1 ? row_src(c, v, imm, 1, r) : NULL};
-        if (p[0] && kind[0] == OP_SCALAR)
+        const uint8_t *p[2] = {imm[0] ? NULL : c->lx + row_off(v, 0, r),
+                               !two || imm[1] ? NULL : c->lx + row_off(v, 1, r)};
+        if (p[0] && f.ka == OP_SCALAR)
             memcpy(&f.sa, p[0], 4);
-        if (p[1] && kind[1] == OP_SCALAR)
+        if (p[1] && f.kb == OP_SCALAR)
             memcpy(&f.sb, p[1], 4);
-        fast_row(&f, d, p[0], p[1], (uint32_t)cols);
+        fast_row(&f, d, p[0], p[1], (uint32_t)fp->cols);
     }
+}
+
+/* Runs v on the direct path if it qualifies; false (nothing done) otherwise. */
+bool rt_vec_fast(RtCore *c, const SpyVec *v) {
+    if (v->fn == ISA_VF_SELECT)
+        return fast_select(c, v);
+    FastPlan fp;
+    if (!fast_plan(v, &fp))
+        return false;
+    fast_run(c, v, &fp);
     return true;
+}
+
+/* The plan of a VEC that takes the direct path as it is (RT_PH_FAST: rows rows of rowb
+ * bytes, the operand kinds in kinds); false (p untouched) when it does not, or its
+ * merged row does not fit the plan's fields. */
+bool rt_vec_fast_prep(const SpyVec *v, RtPrep *p) {
+    FastPlan fp;
+    if (v->fn == ISA_VF_SELECT || !fast_plan(v, &fp) || fp.cols * 4 > UINT32_MAX ||
+        fp.rows > UINT32_MAX)
+        return false;
+    p->how = RT_PH_FAST;
+    p->rows = (uint32_t)fp.rows;
+    p->rowb = (uint32_t)(fp.cols * 4);
+    p->kinds = (uint8_t)(fp.ka | fp.kb << 1);
+    return true;
+}
+
+/* Runs the VEC v planned by rt_vec_fast_prep into p. */
+void rt_vec_fast_prepared(RtCore *c, const SpyVec *v, const RtPrep *p) {
+    FastPlan fp = {p->kinds & 1, (p->kinds >> 1) & 1, p->rows, p->rowb / 4};
+    fast_run(c, v, &fp);
 }

@@ -1,15 +1,18 @@
-/* rt_pool.c: the session's worker threads. rt_pool_run publishes a new job generation
- * and the caller works as thread 0; a worker takes part only if it joins while the
- * job is open. When the caller's fn returns it closes the job and waits only for the
- * workers that joined (they are running), never for one the system has not yet
- * scheduled: the job word packs generation, a closed bit and the joined count.
+/* rt_pool.c: the session's worker threads. A pool runs one function, fixed when it is
+ * made. rt_pool_run publishes a new job generation and the caller works as thread 0;
+ * a worker takes part only if it joins while the job is open. When the caller's call
+ * returns the job is closed and rt_pool_run returns at once: it never waits for a
+ * worker, not even one that joined (a worker the system preempted may be scheduled
+ * again only milliseconds later). The function therefore makes the completion of
+ * the work visible through its own counters and lets a late worker, still inside the
+ * call of an earlier job or joining after the caller returned, find nothing left to do
+ * (rt_session.c tags its counters with the run's generation).
  *
- * Every wait (a worker waiting for the next job, a thread waiting for a counter, the
- * caller waiting for joined workers to leave) first spins for a short time, then
- * yields the CPU between checks, and only after RT_SPIN_US sleeps on a condition
- * variable: kernels and back-to-back inferences are often shorter than the time the
- * system takes to wake a sleeping thread. A sleeper registers itself, so the waker
- * only takes the mutex and signals when someone sleeps.
+ * Every wait (a worker waiting for the next job, a thread waiting for a counter) first
+ * spins for a short time, then yields the CPU between checks, and only after
+ * RT_SPIN_US sleeps on a condition variable: kernels and back-to-back inferences are
+ * often shorter than the time the system takes to wake a sleeping thread. A sleeper
+ * registers itself, so the waker only takes the mutex and signals when someone sleeps.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -24,9 +27,8 @@
 #define RT_PAUSE_US 5        /* busy spinning of a wait, microseconds */
 #define RT_SPIN_US 100       /* spinning and yielding before a wait sleeps */
 
-/* The job word: generation << 32 | RT_JOB_CLOSED | joined workers. */
+/* The job word: generation << 32 | RT_JOB_CLOSED. */
 #define RT_JOB_CLOSED ((uint64_t)1 << 31)
-#define RT_JOB_COUNT (RT_JOB_CLOSED - 1)
 
 struct RtPool {
     int n;                   /* threads including the caller */
@@ -34,10 +36,10 @@ struct RtPool {
     int started;             /* worker threads actually created */
     pthread_mutex_t mu;
     pthread_cond_t cv;       /* every state change below is broadcast here */
-    _Atomic uint64_t job;    /* generation, closed bit, joined count */
+    _Atomic uint64_t job;    /* generation, closed bit */
     atomic_int quit;
     atomic_int sleepers;     /* threads blocked (or about to block) on cv */
-    RtPoolFn fn;
+    RtPoolFn fn;             /* what every job runs, fixed at rt_pool_create */
     void *arg;
 };
 
@@ -61,12 +63,12 @@ static double now_us(void) {
 }
 
 /* Condition of a wait on word w (may be NULL): true when the waiter may go on. */
-typedef bool (*WaitDone)(RtPool *p, atomic_uint *w, unsigned v);
+typedef bool (*WaitDone)(RtPool *p, _Atomic uint64_t *w, uint64_t v);
 
 /* Waits until done(p, w, v): spins for RT_PAUSE_US, then yields the CPU between checks
  * (a thread it waits for may be queued on the same CPU when the host is busy) until
  * RT_SPIN_US, then sleeps on the pool's condition variable (woken by wake_all). */
-static void wait_until(RtPool *p, WaitDone done, atomic_uint *w, unsigned v) {
+static void wait_until(RtPool *p, WaitDone done, _Atomic uint64_t *w, uint64_t v) {
     double t0 = 0;
     for (unsigned i = 1;; i++) {
         if (done(p, w, v))
@@ -104,58 +106,44 @@ static void wake_all(RtPool *p) {
 }
 
 /* A job of a generation other than v was posted, or quit. */
-static bool job_posted(RtPool *p, atomic_uint *w, unsigned v) {
+static bool job_posted(RtPool *p, _Atomic uint64_t *w, uint64_t v) {
     (void)w;
-    return (unsigned)(atomic_load(&p->job) >> 32) != v || atomic_load(&p->quit);
+    return (atomic_load(&p->job) >> 32) != v || atomic_load(&p->quit);
 }
 
-/* Every worker that joined the (closed) current job left it. */
-static bool joined_left(RtPool *p, atomic_uint *w, unsigned v) {
-    (void)w, (void)v;
-    return (atomic_load(&p->job) & RT_JOB_COUNT) == 0;
+/* The tagged counter *w (tag << 32 | count) reached the count of v, or carries
+ * another tag than v (a later use of the counter), or quit. */
+static bool counter_reached(RtPool *p, _Atomic uint64_t *w, uint64_t v) {
+    uint64_t x = atomic_load(w);
+    return (x >> 32) != (v >> 32) || (uint32_t)x >= (uint32_t)v || atomic_load(&p->quit);
 }
 
-/* The counter *w reached v. */
-static bool counter_reached(RtPool *p, atomic_uint *w, unsigned v) {
-    (void)p;
-    return atomic_load(w) >= v;
-}
-
-/* Joins the job of generation gen if it is still open; true when joined. */
-static bool job_join(RtPool *p, unsigned gen) {
-    uint64_t j = atomic_load(&p->job);
-    while ((unsigned)(j >> 32) == gen && !(j & RT_JOB_CLOSED))
-        if (atomic_compare_exchange_weak(&p->job, &j, j + 1))
-            return true;
-    return false;
-}
-
-/* Worker thread body: joins jobs (when still open) until told to quit. */
+/* Worker thread body: takes part in each job it finds open, until told to quit. */
 static void *worker_main(void *wa) {
     Worker w = *(Worker *)wa;
     free(wa);
     RtPool *p = w.p;
-    unsigned seen = 0;
+    uint64_t seen = 0;
     for (;;) {
         wait_until(p, job_posted, NULL, seen);
         if (atomic_load(&p->quit))
             break;
-        seen = (unsigned)(atomic_load(&p->job) >> 32);
-        if (!job_join(p, seen))
-            continue; /* the caller already finished that job */
-        p->fn(p->arg, w.tid); /* fn, arg were written before the generation */
-        if ((atomic_fetch_sub(&p->job, 1) & RT_JOB_COUNT) == 1)
-            wake_all(p);
+        uint64_t j = atomic_load(&p->job);
+        seen = j >> 32;
+        if (!(j & RT_JOB_CLOSED))
+            p->fn(p->arg, w.tid);
     }
     return NULL;
 }
 
-/* Creates a pool of n threads (the caller plus n - 1 workers). */
-RtPool *rt_pool_create(int n) {
+/* Creates a pool of n threads (the caller plus n - 1 workers) whose jobs run fn(arg). */
+RtPool *rt_pool_create(int n, RtPoolFn fn, void *arg) {
     RtPool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
     p->n = n < 1 ? 1 : n;
+    p->fn = fn;
+    p->arg = arg;
     p->th = calloc((size_t)p->n, sizeof *p->th);
     if (!p->th || pthread_mutex_init(&p->mu, NULL) || pthread_cond_init(&p->cv, NULL)) {
         free(p->th);
@@ -180,27 +168,25 @@ RtPool *rt_pool_create(int n) {
     return p;
 }
 
-/* Runs fn(arg, 0) on the caller and fn(arg, tid) on the workers that join in time;
- * returns when the caller's call and every joined worker's call returned. */
-void rt_pool_run(RtPool *p, RtPoolFn fn, void *arg) {
+/* Runs fn(arg, 0) on the caller and fn(arg, tid) on the workers that join while it
+ * runs; returns when the caller's call returned (see the top of the file). */
+void rt_pool_run(RtPool *p) {
     if (p->n == 1) {
-        fn(arg, 0);
+        p->fn(p->arg, 0);
         return;
     }
-    p->fn = fn; /* no worker is inside a job here: the last one was closed and left */
-    p->arg = arg;
     uint64_t gen = (atomic_load(&p->job) >> 32) + 1;
     atomic_store(&p->job, (gen & 0xffffffffu) << 32);
     wake_all(p);
-    fn(arg, 0);
+    p->fn(p->arg, 0);
     atomic_fetch_or(&p->job, RT_JOB_CLOSED);
-    wait_until(p, joined_left, NULL, 0);
 }
 
-/* Blocks until *counter >= target (another thread of the job advances it and then
+/* Blocks until the tagged counter *counter (tag << 32 | count) has target's tag and
+ * at least its count, or another tag (another thread of the job advances it and then
  * calls rt_pool_notify). */
-void rt_pool_wait(RtPool *p, atomic_uint *counter, unsigned target) {
-    if (atomic_load(counter) < target)
+void rt_pool_wait(RtPool *p, _Atomic uint64_t *counter, uint64_t target) {
+    if (!counter_reached(p, counter, target))
         wait_until(p, counter_reached, counter, target);
 }
 

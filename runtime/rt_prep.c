@@ -3,7 +3,8 @@
  * depends only on the code: which LOADs and STOREs are one contiguous run of bytes and
  * how many bytes, which neighbouring LOADs continue each other in LX and in DRAM and can
  * be carried out as one copy, whether a LOAD is one rt_defer_useless would copy at once,
- * and the length of the VEC runs rt_exec.c executes in one pass.
+ * the length of the VEC runs rt_exec.c executes in one pass, the direct path of a VEC,
+ * and how much of a VFILL the LOADs after it leave to fill.
  *
  * An entry depends only on the instructions from it to the end of its program (the
  * next BARRIER: every program ends with one and holds no other), so programs need not be
@@ -82,6 +83,8 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
             for (uint64_t j = s; j <= i; j++)
                 if (code[j].opcode == ISA_VEC)
                     rt_exec_prep_vec(code + j, (uint32_t)(i + 1 - j), &p[j]);
+                else if (code[j].opcode == ISA_VFILL)
+                    p[j].how = rt_vfill_prep(code + j, (uint32_t)(i + 1 - j));
             s = i + 1;
         }
     }

@@ -4,7 +4,9 @@
  * taken from a shared counter by the session's threads (programs that are only their
  * BARRIER are skipped); a thread starts a kernel's programs once every program of
  * the previous schedule entry is done (a per-entry completion counter), so no thread
- * waits for one that has nothing to do or has not been scheduled yet.
+ * waits for one that has nothing to do or has not been scheduled yet. The counters
+ * carry the run's generation (gen << 32 | count): a worker still inside an earlier
+ * run when the caller has returned (rt_pool.h) takes nothing of a later one.
  * Each core program runs start to end on one thread, so results do not depend on
  * the number of threads.
  */
@@ -35,8 +37,9 @@ struct spy_session {
     uint8_t **seg;           /* [nsegs] bound segment base pointers */
     uint8_t *staging;        /* one block for all converted tensors */
     uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
-    atomic_uint *next;       /* [nsched] next program index per schedule entry */
-    atomic_uint *done;       /* [nsched] programs finished per schedule entry */
+    _Atomic uint64_t *next;  /* [nsched] gen << 32 | next program index per entry */
+    _Atomic uint64_t *done;  /* [nsched] gen << 32 | programs finished per entry */
+    _Atomic uint32_t gen;    /* generation of the current (or last) run */
     double *host_us;         /* [nkernels] host time of the last run */
     int64_t *dyn_dims;       /* [ntensors * SPY_MAX_RANK] dims of the outputs after the
                                 last run (dynamic and shaped ones: the actual dims); of
@@ -61,13 +64,20 @@ struct spy_session {
     spy_kernel_hook hook;
     void *hook_user;
     int hook_kernel;         /* kernel whose hook runs now, -1 */
-    atomic_uint hooked;
+    _Atomic uint64_t hooked; /* gen << 32 | entries whose hook returned (all: no hook) */
     /* size buckets (rt_variants.c): a session per bucket, made at its first run */
     spy_session **vsub;      /* [m->nvariants] or NULL */
     int variant;             /* bucket of the last run, -1: the bounds */
 };
 
 static uint8_t rt_empty_buffer[8]; /* bound to zero-size tensors passed as NULL */
+
+static void run_thread(void *arg, int tid);
+
+/* A value of a tagged counter: generation gen, count n. */
+static uint64_t tagged(uint32_t gen, uint32_t n) {
+    return (uint64_t)gen << 32 | n;
+}
 
 /* Monotonic clock in microseconds. */
 static double now_us(void) {
@@ -138,7 +148,7 @@ static spy_status session_alloc(spy_session *s) {
         }
     s->seg[0] = (uint8_t *)m->consts; /* read-only: the verifier forbids stores */
     s->seg[1] = s->arena;
-    s->pool = rt_pool_create(s->nthreads);
+    s->pool = rt_pool_create(s->nthreads, run_thread, s);
     return s->pool ? SPY_OK : SPY_E_NOMEM;
 }
 
@@ -244,73 +254,94 @@ static uint32_t entry_programs(const spy_model *m, uint32_t pos) {
     return m->active_first[k + 1] - m->active_first[k];
 }
 
+/* Takes the next program of the counter next (tag gen, na programs) into *j; false
+ * when none is left or the counter belongs to another run. */
+static bool take_program(_Atomic uint64_t *next, uint32_t gen, uint32_t na, uint32_t *j) {
+    uint64_t v = atomic_load(next);
+    while ((uint32_t)(v >> 32) == gen && (uint32_t)v < na)
+        if (atomic_compare_exchange_weak(next, &v, v + 1)) {
+            *j = (uint32_t)v;
+            return true;
+        }
+    return false;
+}
+
 /* Takes programs of schedule entry pos from its counter (all of them when serial)
  * and runs them, unless an earlier entry failed; then counts them done. */
-static void run_entry(spy_session *s, RtCore *core, uint32_t pos, int tid, bool serial) {
+static void run_entry(spy_session *s, RtCore *core, uint32_t gen, uint32_t pos, int tid,
+                      bool serial) {
     const spy_model *m = s->m;
     uint32_t a = m->active_first[m->schedule[pos]], na = entry_programs(m, pos);
     RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
     bool skip = atomic_load(&s->fail_pos) < pos; /* final: pos - 1 is complete */
-    unsigned ran = 0;
+    uint32_t ran = 0, j;
     core->memo = 0;     /* a patch of an earlier entry: its DRAM may have changed since */
-    for (;;) {
-        unsigned j = serial ? ran : atomic_fetch_add(&s->next[pos], 1u);
-        if (j >= na)
-            break;
+    while (serial ? (j = ran) < na : take_program(&s->next[pos], gen, na, &j)) {
         if (sp && sp->n++ == 0)
             sp->start = now_us();
         if (!skip)
             run_program(s, core, pos, m->active[a + j]);
         ran++;
     }
-    if (sp && sp->n)
+    if (sp && ran)                           /* ran: this run's span row is ours */
         sp->end = now_us();
-    if (ran && atomic_fetch_add(&s->done[pos], ran) + ran == na)
+    if (ran && (uint32_t)atomic_fetch_add(&s->done[pos], ran) + ran == na)
         rt_pool_notify(s->pool);
 }
 
 /* Calls the kernel hook after schedule entry pos (kernel k) unless it failed, then lets
  * the other threads go on to the next entry. */
-static void call_hook(spy_session *s, uint32_t pos, uint32_t k) {
+static void call_hook(spy_session *s, uint32_t gen, uint32_t pos, uint32_t k) {
     if (atomic_load(&s->fail_pos) > pos) {
         s->hook_kernel = (int)k;
         s->hook(s, (int)pos, (int)k, s->hook_user);
         s->hook_kernel = -1;
     }
-    atomic_store(&s->hooked, pos + 1);
+    atomic_store(&s->hooked, tagged(gen, pos + 1));
     rt_pool_notify(s->pool);
+}
+
+/* Whether entry pos has no program left for a worker of run gen (or is serial). */
+static bool nothing_left(spy_session *s, uint32_t gen, uint32_t pos) {
+    uint64_t v = atomic_load(&s->next[pos]);
+    return s->m->serial[s->m->schedule[pos]] || (uint32_t)(v >> 32) != gen ||
+           (uint32_t)v >= entry_programs(s->m, pos);
 }
 
 /* Thread body of a run (any subset of the threads, thread 0 always among them). A
  * kernel marked serial runs all its programs on thread 0; the others share their
  * programs through a counter. Before taking programs of an entry a thread waits for
  * the previous entry to complete; thread 0 also waits for each entry it worked on,
- * so when it returns every program ran. A worker skips entries with no program left. */
+ * so when it returns every program ran. A worker skips entries with no program left,
+ * and all of them once the run is over (a later run's generation). */
 static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
+    uint32_t gen = atomic_load(&s->gen);
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
                    .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
                    .memo_on = !s->poison};
-    bool one = s->nthreads == 1 || s->solo;
+    bool one = tid == 0 && (s->nthreads == 1 || s->solo);
     for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];
-        bool serial = one || m->serial[k];
-        if (tid != 0 && (serial || atomic_load(&s->next[pos]) >= entry_programs(m, pos)))
+        if (tid != 0 && nothing_left(s, gen, pos)) {
+            if (atomic_load(&s->gen) != gen)
+                return;
             continue;
-        if (pos > 0)
-            rt_pool_wait(s->pool, &s->done[pos - 1], entry_programs(m, pos - 1));
-        if (pos > 0 && s->hook)
-            rt_pool_wait(s->pool, &s->hooked, pos);
+        }
+        if (pos > 0) {
+            rt_pool_wait(s->pool, &s->done[pos - 1], tagged(gen, entry_programs(m, pos - 1)));
+            rt_pool_wait(s->pool, &s->hooked, tagged(gen, pos));
+        }
         double t0 = tid == 0 && s->profile ? now_us() : 0;
-        run_entry(s, &core, pos, tid, serial);
+        run_entry(s, &core, gen, pos, tid, one || m->serial[k]);
         if (tid != 0)
             continue;
-        rt_pool_wait(s->pool, &s->done[pos], entry_programs(m, pos));
+        rt_pool_wait(s->pool, &s->done[pos], tagged(gen, entry_programs(m, pos)));
         if (s->profile)
             s->host_us[k] += now_us() - t0;
         if (s->hook)
-            call_hook(s, pos, k);
+            call_hook(s, gen, pos, k);
     }
 }
 
@@ -417,6 +448,29 @@ static spy_status run_variant(spy_session *s, int v, const void *const *inputs,
     return SPY_OK;
 }
 
+/* Starts the next run's generation: its counters reset and tagged with it, then the
+ * generation published (the resets need no fence of their own: a worker reads the
+ * generation, or the pool's job word, before the counters, and a worker of an earlier
+ * run tells them apart by their tag whichever value it sees). */
+static void reset_run(spy_session *s) {
+    const spy_model *m = s->m;
+    uint32_t gen = atomic_load(&s->gen) + 1;
+    for (uint32_t i = 0; i < m->nsched; i++) {
+        atomic_store_explicit(&s->next[i], tagged(gen, 0), memory_order_relaxed);
+        atomic_store_explicit(&s->done[i], tagged(gen, 0), memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->fail_pos, UINT32_MAX, memory_order_relaxed);
+    atomic_store_explicit(&s->hooked, tagged(gen, s->hook ? 0 : UINT32_MAX), /* no hook: */
+                          memory_order_relaxed);                      /* none to wait for */
+    atomic_store_explicit(&s->failed, 0, memory_order_relaxed);
+    memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
+    if (s->span)
+        memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
+    s->run_t0 = now_us();
+    s->solo = m->all_serial;
+    atomic_store(&s->gen, gen);
+}
+
 /* Runs one inference: inputs[i] / outputs[i] are caller buffers in host dtypes. */
 spy_status spy_session_run(spy_session *s, const void *const *inputs, void *const *outputs) {
     if (!s)
@@ -446,22 +500,11 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
     if (st == SPY_OK)
         st = bind_io(s, in, outputs);
     if (st == SPY_OK) {
-        for (uint32_t i = 0; i < m->nsched; i++) {
-            atomic_store(&s->next[i], 0u);
-            atomic_store(&s->done[i], 0u);
-        }
-        atomic_store(&s->fail_pos, UINT32_MAX);
-        atomic_store(&s->hooked, 0u);
-        memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
-        if (s->span)
-            memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
-        s->run_t0 = now_us();
-        atomic_store(&s->failed, 0);
-        s->solo = m->all_serial;
+        reset_run(s);
         if (s->solo)
             run_thread(s, 0);
         else
-            rt_pool_run(s->pool, run_thread, s);
+            rt_pool_run(s->pool);
         if (atomic_load(&s->failed)) {
             format_run_error(s);
             st = SPY_E_RUNTIME;
