@@ -14,13 +14,10 @@
 #include "rt_model.h"
 
 /* A kernel whose estimated host work (about one unit per element moved or computed,
- * or per 16 multiply-adds) is below this runs on one host thread: sharing it would
- * cost more in synchronisation than it saves, and a busy host may not run the other
- * threads promptly. The small kernels of the transformer models of ../shared/models
- * (layer norms, attention heads) run 3000 to 6000 units a microsecond on one thread,
- * so 16384 units are some 3 to 5 us, above which a second thread, when it runs,
- * shortens the kernel by more than the hand-over costs. */
-#define RT_SERIAL_WORK 16384.0
+ * or per 16 multiply-adds; 65536 units take some 10 us) is below this runs on one
+ * host thread: sharing it would cost more in synchronisation than it saves, and a
+ * busy host may not run the other threads promptly. */
+#define RT_SERIAL_WORK 65536.0
 
 /* Modelled cost of one instruction. */
 typedef struct {
