@@ -8,6 +8,7 @@
 #   make bench-large  compile, memory, load and latency of the large models, long chains, GFLOP/s
 #   make bench-tiles  GFLOP/s of the MATMUL tile kernel alone on resnet50's convolution tiles
 #   make bench-gemv   GB/s of the one-row MATMUL (a decode step) against a plain read of B
+#   make bench-gemm   GFLOP/s of the MATMUL tile kernel on bench-large's GEMM products
 #   make bench-cache  compile-cache timings: plain compile, miss and hit per model, best of 5
 #   make zoo-qdq    QDQ (int8) resnet50 and bert_base from build/zoo-large in build/zoo-qdq
 #   make qdq-check  compile them and check them against onnxruntime's output

@@ -202,10 +202,58 @@ bool rt_defer_useless(const SpyInsn *code, uint32_t n) {
     return lo < hi && lo >= wlo * (int64_t)es && hi <= whi * (int64_t)es;
 }
 
+/* Whether view w rewrites every byte of the n rows of rowb bytes at LX byte lo, lrs
+ * apart: w is contiguous over them, or has their pitch and spans them row for row. */
+static bool rewrites_rows(const RtView *w, uint64_t lo, uint64_t n, uint64_t rowb,
+                          uint64_t lrs) {
+    if (lo < w->lo)
+        return false;
+    if (w->rows == 1 || w->lrs == w->rowb)
+        return lo + (n - 1) * lrs + rowb <= w->hi;
+    uint64_t q = (lo - w->lo) / lrs;
+    return w->lrs == lrs && (lo - w->lo) % lrs + rowb <= w->rowb && q + n <= w->rows;
+}
+
+/* Cuts out of the pending view i (rows, not a transpose) the rows that view w writes
+ * to, when w rewrites all of them: the rows before stay view i, those after become a
+ * view of their own (a free slot needed when both remain). A tile loaded again in
+ * pieces over an older one (the next k block of a product) then copies nothing of
+ * the older tile, whose remaining rows the next pieces rewrite too. False: view i is
+ * unchanged (the caller carries it out). */
+static bool cut_rows(RtDefer *d, int i, const RtView *w) {
+    RtView *v = &d->v[i];
+    if (v->t || v->rows < 2 || w->hi <= v->lo || v->hi <= w->lo)
+        return false;
+    uint64_t r0 = w->lo > v->lo ? (w->lo - v->lo) / v->lrs : 0;
+    if (v->lo + r0 * v->lrs + v->rowb <= w->lo)
+        r0++;                        /* w starts in the gap after row r0 */
+    uint64_t r1 = (w->hi - v->lo + v->lrs - 1) / v->lrs;
+    r1 = r1 < v->rows ? r1 : v->rows;
+    if (r0 >= r1 || !rewrites_rows(w, v->lo + r0 * v->lrs, r1 - r0, v->rowb, v->lrs) ||
+        (r0 > 0 && r1 < v->rows && d->n == RT_MAX_VIEWS))
+        return false;
+    RtView t = *v;                   /* the rows after the cut */
+    t.lo = v->lo + r1 * v->lrs, t.src = v->src + (int64_t)r1 * v->drs;
+    t.rows = v->rows - r1, t.x = NULL;
+    if (r0 > 0) {
+        v->rows = r0, v->x = NULL;
+        v->hi = v->lo + (r0 - 1) * v->lrs + v->rowb;
+        v->shi = v->src + (int64_t)(r0 - 1) * v->drs + v->rowb;
+        if (t.rows)
+            d->v[d->n++] = t;
+    } else if (t.rows) {
+        *v = t;
+    } else {
+        d->v[i] = d->v[--d->n];
+    }
+    return true;
+}
+
 /* Places the view w of a LOAD (view: w is one; else lo / hi is the LX span the LOAD
- * writes): drops the pending views it rewrites entirely, carries out those it partly
- * overwrites, then joins or keeps w when it moves at least RT_DEFER_MIN bytes and a
- * slot is free. False: the caller carries out the LOAD now. */
+ * writes): drops the pending views it rewrites entirely, cuts out of those it partly
+ * overwrites the rows it rewrites, carries out the rest that it overwrites, then joins
+ * or keeps w when it moves at least RT_DEFER_MIN bytes and a slot is free. False: the
+ * caller carries out the LOAD now. */
 static bool place_view(RtCore *c, RtDefer *d, const RtView *w, bool view, int64_t lo,
                        int64_t hi) {
     bool keep = view && w->rows * w->rowb >= RT_DEFER_MIN;
@@ -213,6 +261,8 @@ static bool place_view(RtCore *c, RtDefer *d, const RtView *w, bool view, int64_
         for (int i = d->n - 1; view && i >= 0; i--)
             if (d->v[i].lo < w->hi && w->lo < d->v[i].hi && covers(w, &d->v[i]))
                 d->v[i] = d->v[--d->n];  /* rewritten entirely: never read again */
+        for (int i = d->n - 1; view && i >= 0; i--)
+            cut_rows(d, i, w);
         flush_lx(c, d, lo, hi);
     }
     if (keep && join_pending(d, w))
@@ -277,15 +327,17 @@ void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const RtPrep *p) {
 /* A DRAM row pitch that is a multiple of this many bytes maps every row of an operand
  * to the same host cache sets: the MATMUL kernel reading narrow rows (half the pitch
  * or less) in place from a joined view ran about 20% slower than on the LX copy (the
- * B tiles of a 1024 x 1024 float32 GEMM), so such an operand is read from LX (the same
- * bits, by the documented copy); whole rows (resnet's weights) stay in place. */
+ * B tiles of a 1024 x 1024 float32 GEMM read in place), so such an operand is read
+ * from LX (the same bits, by the documented copy) unless the kernel packs it (reads
+ * each row once a block); whole rows (resnet's weights) stay in place. */
 #define RT_ALIAS_PITCH 4096
 
 /* Where a MATMUL operand of rows x cols elements of es bytes at LX byte a, row stride
  * ld, is read from: a view's DRAM when it lies inside one row for row (transposed
- * only when take_t); else LX, after carrying out the views it touches. */
+ * only when take_t; packed: the kernel packs it, rt_mm_packs); else LX, after
+ * carrying out the views it touches. */
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
-                           uint32_t ld, unsigned es, bool take_t) {
+                           uint32_t ld, unsigned es, bool take_t, bool packed) {
     RtOperand o = {c->lx + a, ld, false};
     if (!rows || !cols)
         return o;                    /* nothing is read */
@@ -294,7 +346,7 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
         const RtView *v = &d->v[i];
         if (a < v->lo || a >= v->hi)
             continue;
-        if (!v->x && rows > 1 && v->drs % RT_ALIAS_PITCH == 0 &&
+        if (!packed && !v->x && rows > 1 && v->drs % RT_ALIAS_PITCH == 0 &&
             (uint64_t)cols * es * 2 <= (uint64_t)v->drs)
             break;                   /* narrow rows at a page-multiple pitch: copy first */
         uint64_t off = a - v->lo;

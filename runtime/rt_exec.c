@@ -113,11 +113,12 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
         return;
     }
     unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
-    RtOperand a = rt_defer_operand(c, d, mm->a, mm->m, mm->k, mm->lda, es, false);
+    bool packs = rt_mm_packs(c, mm);
+    RtOperand a = rt_defer_operand(c, d, mm->a, mm->m, mm->k, mm->lda, es, false, packs);
     RtOperand b = {c->lx + mm->b, mm->ldb, false};
     if (!(mm->flags & ISA_F_BWIN))
         b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
-                             (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm));
+                             (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm), packs);
     RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t};
     rt_matmul_src(c, mm, &s);
 }

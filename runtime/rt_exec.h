@@ -87,7 +87,7 @@ void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint
 bool rt_defer_useless(const SpyInsn *code, uint32_t n);
 void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const struct RtPrep *p);
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
-                           uint32_t ld, unsigned es, bool take_t);
+                           uint32_t ld, unsigned es, bool take_t, bool packed);
 
 /* rt_prep.c: the execution plan of an instruction, computed once at load from the
  * code alone (the instruction and those after it up to its program's end). */
@@ -163,6 +163,7 @@ typedef struct {
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 bool rt_mm_takes_bt(const RtCore *c, const SpyMatmul *mm);
+bool rt_mm_packs(const RtCore *c, const SpyMatmul *mm);
 bool rt_mm_win_takes_a(const RtCore *c, const SpyMatmul *mm);
 void rt_mm_win_range(const SpyMatmul *mm, size_t es, int64_t *lo, int64_t *hi);
 
@@ -179,6 +180,8 @@ void rt_mm_portable(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 #define RT_HAVE_X86_KERNELS 1
 bool rt_mm_f32_512(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
 bool rt_mm_f32_256(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
+bool rt_mm_f32_512_packs(const RtCore *c, const SpyMatmul *mm);
+bool rt_mm_f32_256_packs(const RtCore *c, const SpyMatmul *mm);
 /* rt_kern_mmi8.c: I8 -> I32 MATMUL with AVX-512BW (VNNI) or AVX2; false (nothing done)
  * on hosts without them or for a B given transposed. */
 bool rt_mm_i8_fast(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);

@@ -312,6 +312,23 @@ bool rt_mm_takes_bt(const RtCore *c, const SpyMatmul *mm) {
 #endif
 }
 
+/* Whether rt_matmul_src runs the MATMUL mm (not a window) with A and B packed, block by
+ * block, into contiguous panels (the F32 vector kernels' large products): each of
+ * their rows is then read once a block, wherever it lies, and a DRAM pitch that maps
+ * every row to the same host cache sets costs nothing (rt_defer_operand). */
+bool rt_mm_packs(const RtCore *c, const SpyMatmul *mm) {
+#if RT_HAVE_X86_KERNELS
+    if (mm->dtype != ISA_DT_F32 || (mm->flags & ISA_F_BWIN))
+        return false;
+    if (rt_host_has(RT_HOST_AVX512))
+        return rt_mm_f32_512_packs(c, mm);
+    return rt_mm_f32_256_packs(c, mm);
+#else
+    (void)c, (void)mm;
+    return false;
+#endif
+}
+
 /* Executes a verified MATMUL with its operands in LX. */
 void rt_matmul(RtCore *c, const SpyMatmul *mm) {
     RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false};

@@ -81,6 +81,7 @@ MMT_TARGET __attribute__((always_inline)) static inline void transpose8(__m256 r
 #define MMT_MCOUNT(m) __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)))
 #define MMT_FEATURE RT_HOST_AVX2_FMA
 #define MMT_EXPORT rt_mm_f32_256
+#define MMT_PACKS rt_mm_f32_256_packs
 
 #include "rt_kern_mmt.h"
 

@@ -87,6 +87,7 @@ MMT_TARGET __attribute__((always_inline)) static inline void transpose16(__m512 
 #define MMT_MCOUNT(m) __builtin_popcount(m)
 #define MMT_FEATURE RT_HOST_AVX512
 #define MMT_EXPORT rt_mm_f32_512
+#define MMT_PACKS rt_mm_f32_512_packs
 
 #include "rt_kern_mmt.h"
 

@@ -19,17 +19,22 @@
  *   MMT_HALF       1 when a half-width vector MMT_HV runs its FMA (MMT_HFMA) at twice
  *                  the full vector's rate: MMT_HLO(v) its low half, MMT_HUP(h) a full
  *                  vector whose low half is h (the rest undefined); else 0
- *   MMT_FEATURE    the RT_HOST_* bits the host needs; MMT_EXPORT the exported entry
+ *   MMT_FEATURE    the RT_HOST_* bits the host needs; MMT_EXPORT the exported entry,
+ *                  MMT_PACKS the exported test of whether it packs A and B
  *
  * Blocked like a BLAS GEMM for the small products an LX tile holds: k is cut into
- * blocks of MMT_KC rows; for each block the columns of B, MMT_NC at a time, are packed
- * (a row of B at a time, into all panels: one contiguous read per row)
- * into contiguous zero-padded panels of 2 vectors' width (MMT_KC x NR floats: the panel
- * a micro-kernel call streams stays in the L1 cache), then every block of MMT_MR rows
- * of C runs over all panels, broadcasting A straight from its rows (those MMT_MR rows
- * stay in L1 across the panels). The rows are cut into equal blocks of at most
- * MMT_MR (no thin remainder), the last columns are masked at n (one vector when the
- * second would be empty, a half-width one for at most half a vector's lanes).
+ * blocks of MMT_KCP rows; for each block the columns of B, MMT_NC at a time, go into
+ * contiguous zero-padded panels of 2 vectors' width (MMT_KCP x NR floats, in L2), and
+ * every block of MMT_MR rows of C has its rows of A copied MMT_AP floats apart (in L1)
+ * and runs over all panels, one pointer for A and one for B in the micro-kernel's
+ * loop. The first row block reads a plain B in place and stores each panel as it goes
+ * (B's DRAM stream overlaps its multiply-adds; a packing pass of its own waited on
+ * it); a window or transposed B is packed first. Read in place, rows of A a multiple
+ * of 4 KiB apart shared a few L1 sets, and the loop kept a pointer per row (spilled):
+ * the 1024^3 GEMM's tiles ran at 78% of one core's peak, 86% packed. The rows are cut
+ * into equal blocks of at most MMT_MR (no thin remainder), the last columns are masked
+ * at n (one vector when the second would be empty, a half-width one for at most half a
+ * vector's lanes).
  * Products with fewer than MMT_PACK_M rows (8 row blocks) read B in place, a panel's
  * width at a time for all row blocks (all of k at once, or MMT_KC rows at a time when
  * the panel would not stay in the L1 cache), through the same micro-kernel with
@@ -62,10 +67,13 @@
  */
 
 #define MMT_NR (2 * MMT_VL)                /* columns of a packed panel */
-#define MMT_KC 128                         /* k rows of a packed panel */
-#define MMT_NC (RT_PACK_BYTES / (4 * MMT_KC)) /* columns of B packed at a time */
+#define MMT_KC 128                         /* k rows of B read in place at a time */
+#define MMT_KCP 256                        /* k rows of a packed panel (A and B packed) */
+#define MMT_AP (MMT_KCP + 16)              /* row pitch of a row block's packed A */
+#define MMT_NC ((RT_PACK_BYTES / 4 - MMT_MR * MMT_AP) / MMT_KCP / MMT_NR * MMT_NR)
+                                           /* columns of B packed at a time (room left
+                                              for a row block's packed A) */
 #define MMT_PACK_M (8 * MMT_MR)            /* fewer rows of C: B is read in place */
-#define MMT_PACK_AHEAD 8                   /* rows of B prefetched ahead when packed */
 #define MMT_PF_ROWS 8                      /* rows of B prefetched ahead when in place */
 #define MMT_GEMV_M 4                       /* at most this many rows: B^T taken */
 #define MMT_GEMV_ROWS 1                    /* at most this many: B streamed by rows */
@@ -91,12 +99,15 @@ typedef struct {
     size_t pfst;
     float *pk;               /* B in place: the call also stores B's rows here, as a packed
                                 panel (kc rows of MMT_NR floats), for the next row blocks */
+    const float *ap;         /* MMT_PACKAB: the row block's A packed (MMT_NAME(pack_a)),
+                                rows MMT_AP apart */
 } MMT_NAME(Args);
 
-/* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, in place
- * through the row offsets x->koff (a window), those rows with column stride 2, or
- * gathered with column stride ns1 (x->gidx). */
-enum { MMT_INPLACE, MMT_PACKED, MMT_KOFF, MMT_KOFF2, MMT_KOFFG };
+/* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, a packed
+ * panel or in place with A packed (x->ap; the other modes read A from its rows in
+ * place), in place through the row offsets x->koff (a window), those rows with column
+ * stride 2, or gathered with column stride ns1 (x->gidx). */
+enum { MMT_INPLACE, MMT_PACKED, MMT_PACKAB, MMT_INPLACEA, MMT_KOFF, MMT_KOFF2, MMT_KOFFG };
 
 /* Copies rows k0..k0+kc of columns j0..j0+w of a B given transposed into bp (kc rows
  * of w floats, w a multiple of 4; columns past nj 0), 4 x 4 blocks through vector
@@ -128,25 +139,25 @@ MMT_INLINE void MMT_NAME(transpose_in)(const MMT_NAME(Args) *x, float *bp, size_
     }
 }
 
-/* Packs B[k0..k0+kc, j0..j0+nc) (not transposed) into its np = ceil(nc / NR) panels
- * at bp (kc rows of NR floats each, columns past nc 0), a row of B at a time: each
- * row is read once, contiguously, for all panels (B in DRAM: one stream). */
-MMT_INLINE void MMT_NAME(pack_rows)(const MMT_NAME(Args) *x, float *bp, uint32_t k0,
-                                     uint32_t kc, size_t j0, size_t nc) {
-    size_t np = (nc + MMT_NR - 1) / MMT_NR, pstride = (size_t)kc * MMT_NR;
-    const float *b = x->b + k0 * x->ldb + j0;
-    for (uint32_t k = 0; k < kc; k++, b += x->ldb) {
-        if (k + MMT_PACK_AHEAD < kc)   /* rows far apart (B in DRAM): fetch ahead */
-            for (size_t q = 0; q < nc; q += 16)
-                __builtin_prefetch(b + MMT_PACK_AHEAD * x->ldb + q, 0, 3);
-        float *d = bp + (size_t)k * MMT_NR;
-        for (size_t p = 0; p < np; p++, d += pstride) {
-            int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
-            const float *s = b + p * MMT_NR;
-            MMT_STORE(d, MMT_LOADM(MMT_LANES(left), s));
-            MMT_STORE(d + MMT_VL, MMT_LOADM(MMT_LANES(left - MMT_VL), s + MMT_VL));
-        }
+/* Packs rows [i0, i0 + R) of A, k columns [k0, k0 + kc), into ap, rows MMT_AP floats
+ * apart: each row is read once, contiguously, wherever it is, and the micro-kernel
+ * addresses all rows from one pointer (constant offsets). Rows a multiple of 4 KiB
+ * apart (a deferred LOAD's DRAM), broadcast from in place, shared a few L1 sets; here
+ * MMT_AP floats are 16 lines plus one, so the rows spread over the sets. The next row
+ * block's Rn rows are fetched into L2 as it goes, to arrive while this block computes. */
+MMT_INLINE void MMT_NAME(pack_a)(const MMT_NAME(Args) *x, float *ap, size_t i0, uint32_t k0,
+                                  uint32_t kc, int R, int Rn) {
+    const rt_f32 *a = x->a + i0 * x->lda + k0;
+    for (int r = 0; r < R; r++, a += x->lda, ap += MMT_AP) {
+        for (uint32_t k = 0; k < kc; k += 16)
+            if (r < Rn)
+                __builtin_prefetch(a + R * x->lda + k, 0, 2);
+        for (uint32_t k = 0; k < kc; k += MMT_VL)
+            MMT_STORE(ap + k, MMT_LOADM(MMT_LANES((int64_t)kc - k), a + k));
     }
+    for (int r = R; r < Rn; r++)
+        for (uint32_t k = 0; k < kc; k += 16)
+            __builtin_prefetch(a + r * x->lda + k, 0, 2);
 }
 
 /* Copies len elements of a window row, stride st apart from src, to dst (masked
@@ -207,7 +218,9 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
                                  size_t i0, size_t j0, uint32_t k0, uint32_t kc, bool zero,
                                  MMT_M m0, MMT_M m1, const int mode, const int R,
                                  const int NV, const int H) {
-    const bool packed = mode == MMT_PACKED;
+    const bool packed = mode == MMT_PACKED || mode == MMT_PACKAB;
+    const bool apk = mode == MMT_PACKAB || mode == MMT_INPLACEA; /* A at x->ap, MMT_AP apart */
+    const bool inpl = mode == MMT_INPLACE || mode == MMT_INPLACEA;
     const int32_t *koff = mode >= MMT_KOFF ? x->koff + k0 : NULL;
     const int64_t n0 = mode == MMT_KOFF2 ? MMT_MCOUNT(m0) : 0;
     const int64_t n1 = mode == MMT_KOFF2 ? MMT_MCOUNT(m1) : 0;
@@ -230,8 +243,8 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
                 acc[r][1] = c1;
         }
     }
-    const rt_f32 *a = x->a + i0 * x->lda + k0;
-    size_t lda = x->lda;
+    const rt_f32 *a = apk ? x->ap : x->a + i0 * x->lda + k0;
+    size_t lda = apk ? MMT_AP : x->lda;   /* packed: a constant, one pointer for all rows */
     for (uint32_t k = 0; k < kc; k++, b += ldb) {
         const float *bk = mode >= MMT_KOFF ? b + koff[k] : b;
         MMT_V b0, b1 = MMT_ZERO();
@@ -244,9 +257,11 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
             if (NV == 2)
                 b1 = MMT_GATHERM(m1, bk + MMT_VL * x->ns1, x->gidx);
         } else {
-            if (x->pf && k < x->pfn)     /* the next block of B, into L2 */
+            bool pfk = x->pf && k < x->pfn;
+            if (pfk)                     /* the next block of B, into L2 */
                 __builtin_prefetch(x->pf + k * x->pfst, 0, 2);
-            else if (mode == MMT_INPLACE) {   /* rows far apart (B in DRAM): fetch ahead */
+            if (mode == MMT_INPLACEA || (mode == MMT_INPLACE && !pfk)) {
+                /* rows far apart (B in DRAM): fetch ahead */
                 __builtin_prefetch(bk + MMT_PF_ROWS * ldb, 0, 3);
                 if (NV == 2)
                     __builtin_prefetch(bk + MMT_PF_ROWS * ldb + MMT_VL, 0, 3);
@@ -254,7 +269,7 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
             b0 = packed ? MMT_LOAD(bk) : MMT_LOADM(m0, bk);
             if (NV == 2)
                 b1 = packed ? MMT_LOAD(bk + MMT_VL) : MMT_LOADM(m1, bk + MMT_VL);
-            if (mode == MMT_INPLACE && x->pk) {
+            if (inpl && x->pk) {
                 MMT_STORE(x->pk + (size_t)k * MMT_NR, b0);
                 MMT_STORE(x->pk + (size_t)k * MMT_NR + MMT_VL, b1);
             }
@@ -293,6 +308,10 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
             MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFF2, R, NV, H); \
         else if (mode == MMT_KOFFG)                                                      \
             MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_KOFFG, R, NV, 0); \
+        else if (mode == MMT_PACKAB)                                                     \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_PACKAB, R, NV, H); \
+        else if (mode == MMT_INPLACEA)                                                   \
+            MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_INPLACEA, R, NV, H); \
         else                                                                             \
             MMT_NAME(micro)(x, b, ldb, i0, j0, k0, kc, zero, m0, m1, MMT_INPLACE, R, NV, H); \
     } while (0)
@@ -384,10 +403,8 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
                                               size_t nj0, size_t nnc) {
     size_t np = (nc + MMT_NR - 1) / MMT_NR, t = 0;
     MMT_NAME(Args) y = *x;
-    bool zero = x->zero && k0 == 0;
-    if (!x->win && !x->bt)
-        MMT_NAME(pack_rows)(x, pack, k0, kc, j0, nc);
-    for (size_t p = 0; (x->win || x->bt) && p < np; p++) {
+    bool zero = x->zero && k0 == 0, plain = !x->win && !x->bt;
+    for (size_t p = 0; !plain && p < np; p++) {
         int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
         if (x->win)
             MMT_NAME(pack_win)(x, pack + p * kc * MMT_NR, k0, kc, j0 + p * MMT_NR,
@@ -396,15 +413,23 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
             MMT_NAME(transpose_in)(x, pack + p * kc * MMT_NR, MMT_NR, k0, kc, j0 + p * MMT_NR,
                                    left < MMT_NR ? (size_t)left : MMT_NR);
     }
+    float *ap = pack + np * kc * MMT_NR;    /* a row block's A, after B's panels */
+    y.ap = ap;
     for (uint32_t i0 = 0, rows; i0 < x->m; i0 += rows) {
         rows = MMT_NAME(block_rows)(x->m - i0);
         MMT_NAME(MicroFn) f = MMT_NAME(micros)[rows];
+        uint32_t next = i0 + rows < x->m ? MMT_NAME(block_rows)(x->m - i0 - rows) : 0;
+        MMT_NAME(pack_a)(x, ap, i0, k0, kc, (int)rows, (int)next);
         for (size_t p = 0; p < np; p++) {
             int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
-            if (!x->win && !x->bt)
+            float *panel = pack + p * kc * MMT_NR;
+            bool first = plain && i0 == 0;   /* B in place, packed as it is read */
+            if (plain)
                 MMT_NAME(ahead)(&y, x, t++, nk0, nkc, nj0, nnc);
-            f(&y, pack + p * kc * MMT_NR, MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero,
-              MMT_LANES(left), MMT_LANES(left - MMT_VL), MMT_PACKED);
+            y.pk = first ? panel : NULL;
+            f(&y, first ? x->b + (size_t)k0 * x->ldb + j0 + p * MMT_NR : panel,
+              first ? x->ldb : MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero, MMT_LANES(left),
+              MMT_LANES(left - MMT_VL), first ? MMT_INPLACEA : MMT_PACKAB);
         }
     }
 }
@@ -604,7 +629,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
-                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL};
+                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_inplace)(c, &x) ||
@@ -647,12 +672,12 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         }
         return true;
     }
-    for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += MMT_KC) {
-        uint32_t kc = x.k - k0 < MMT_KC ? x.k - k0 : MMT_KC;
+    for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += MMT_KCP) {
+        uint32_t kc = x.k - k0 < MMT_KCP ? x.k - k0 : MMT_KCP;
         for (size_t j0 = 0; j0 < x.n; j0 += MMT_NC) {
             size_t nc = x.n - j0 < MMT_NC ? x.n - j0 : MMT_NC, nj0 = j0 + nc;
             uint32_t nk0 = nj0 < x.n ? k0 : k0 + kc;   /* the next block */
-            uint32_t nkc = x.k - nk0 < MMT_KC ? x.k - nk0 : MMT_KC;
+            uint32_t nkc = x.k - nk0 < MMT_KCP ? x.k - nk0 : MMT_KCP;
             nj0 = nj0 < x.n ? nj0 : 0;
             MMT_NAME(packed_block)(&x, c->pack, k0, kc, j0, nc, nk0, nkc, nj0,
                                    x.n - nj0 < MMT_NC ? x.n - nj0 : MMT_NC);
@@ -661,6 +686,11 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
             break;
     }
     return true;
+}
+
+/* Whether run takes mm (F32, not a window) by the packed blocks: A and B packed. */
+bool MMT_PACKS(const RtCore *c, const SpyMatmul *mm) {
+    return rt_host_has(MMT_FEATURE) && c->pack && mm->m >= MMT_PACK_M;
 }
 
 /* Runs a verified F32 MATMUL (A and B where s says) with this instance's instruction

@@ -206,3 +206,16 @@ $(BUILD)/tests/mm_gemv: tests/bench/mm_gemv.c $(LIBRT_A)
 .PHONY: bench-gemv
 bench-gemv: $(BUILD)/tests/mm_gemv
 	$(BUILD)/tests/mm_gemv 2
+
+# the F32 MATMUL tile kernel on the products of bench-large's GEMM table, tiled as
+# spyrec tiles them, 1 and 2 threads' CPU time (tests/bench/mm_gemm.c), after one
+# core's FMA peak
+$(BUILD)/tests/mm_gemm: tests/bench/mm_gemm.c $(LIBRT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIBRT_A) $(LDLIBS) -lpthread
+
+.PHONY: bench-gemm
+bench-gemm: $(BUILD)/tests/mm_gemm $(BUILD)/tests/fma_peak
+	$(BUILD)/tests/fma_peak 1
+	$(BUILD)/tests/mm_gemm 1
+	$(BUILD)/tests/mm_gemm 2

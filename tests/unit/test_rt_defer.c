@@ -9,7 +9,8 @@
  * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
  * product, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
  * in LX, the views under its range carried out); LOADs in pieces joined into one view;
- * a VFILL filling only the gaps the LOADs after it leave (rt_fill.c); the plans of
+ * LOADs over part of a view of rows (the rows they rewrite cut out of it); a VFILL
+ * filling only the gaps the LOADs after it leave (rt_fill.c); the plans of
  * rt_prep.c (runs of LOADs merged into one copy, rows of LOADs and STOREs). And the
  * transposed B of each F32
  * kernel (streamed and packed) against a scalar reference.
@@ -332,6 +333,40 @@ static void test_defer_joined(void **state) {
     }
 }
 
+/* LOADs over part of a pending view of rows (rt_defer.c cut_rows): a tile of A loaded
+ * again in pieces over the one a product read (the next k block), the old rows still
+ * read by a VEC and a product before the pieces reach them; a piece in the middle of a
+ * view (the view split in two), a 1-d LOAD over whole rows with gaps between them,
+ * and one over part of a row only (the view carried out). */
+static void test_defer_cut(void **state) {
+    (void)state;
+    Prog p;
+    for (int v = 0; v < 4; v++) {
+        p.n = 0;
+        for (uint32_t q = 0; q < 4; q++)     /* A: 32 x 64, pieces of 8 rows */
+            dma(&p, false, 0x1000 + 8 * 64 * 4 * q, 0x1000 * q, 8, 64, 128, 1, 64, 1);
+        dma(&p, false, 0x10000, 0x40000, 64, 48, 48, 1, 48, 1);      /* B */
+        mm(&p, 0x1000, 0x10000, 0x30000, 32, 48, 64, 64, 48, 48, false);
+        uint32_t row0 = v == 1 ? 12 : 0;                             /* 8 rows over row0.. */
+        if (v == 2)       /* 1-d over rows 4..8 of a view with gaps (LX pitch 80) */
+            dma(&p, false, 0x20000, 0x50000, 16, 64, 64, 1, 80, 1);
+        if (v == 2)
+            dma(&p, false, 0x20000 + 80 * 4 * 4, 0x60000, 1, 80 * 4, 0, 1, 0, 1);
+        else if (v == 3)  /* part of a row only */
+            dma(&p, false, 0x1000 + 64 * 4 * 9 + 32, 0x60000, 1, 600, 0, 1, 0, 1);
+        else
+            dma(&p, false, 0x1000 + 64 * 4 * row0, 0x20000, 8, 64, 64, 1, 64, 1);
+        vadd(&p, 0x1000 + 64 * 4 * 24, 2, 64, 64);                   /* old rows 24..26 */
+        mm(&p, 0x1000, 0x10000, 0x30000, 32, 48, 64, 64, 48, 48, true);
+        if (v == 2)
+            mm(&p, 0x20000, 0x10000, 0x38000, 16, 48, 64, 80, 48, 48, false);
+        dma(&p, true, 0x30000, OUT, 32, 48, 48, 1, 48, 1);
+        dma(&p, true, 0x38000, OUT + 0x8000, 16, 48, 48, 1, 48, 1);
+        dma(&p, true, 0x1000, OUT + 0x10000, 1, 32 * 64, 0, 1, 0, 1);
+        check(&p, 90 + (uint32_t)v);
+    }
+}
+
 /* The plans of rt_prep.c: one-row LOADs continuing each other in LX and DRAM form one
  * run (not across a DRAM gap, a 2-d LOAD, nor a STORE); LOADs and STOREs of rows get
  * their row bytes and strides, strided or overlapping ones none. Then programs with such
@@ -470,6 +505,7 @@ int main(void) {
         cmocka_unit_test(test_defer_flushes),
         cmocka_unit_test(test_defer_window),
         cmocka_unit_test(test_defer_joined),
+        cmocka_unit_test(test_defer_cut),
         cmocka_unit_test(test_prep_merged),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),

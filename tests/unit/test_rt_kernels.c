@@ -135,7 +135,7 @@ static void test_matmul_shapes(void **state) {
                                          {16, 385, 64}, {23, 33, 1}, {13, 129, 40}, {2, 15, 0},
                                          {29, 70, 300}, {9, 1100, 20}, {12, 32, 129},
                                          {100, 40, 140}, {97, 1030, 3}, {1, 45, 301},
-                                         {30, 100, 600}};
+                                         {30, 100, 600}, {100, 70, 600}, {120, 33, 515}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
