@@ -357,7 +357,6 @@ static void dw_vec(CgEmit *e, int fn, int sdt, uint32_t dst, int64_t rows, int64
     if (v->nsrc > 2)
         v->src[2] = dst, v->src_rs[2] = (int32_t)drs, v->src_cs[2] = 1;
     cg_push(e, &in);
-    cg_cache_invalidate(e, dst, ((int64_t)(rows - 1) * drs + cols) * 4);
 }
 
 /* Depthwise form: per kernel tap one VEC over the item's channels (rows) and all its

@@ -148,35 +148,21 @@ void cg_load_cached(CgEmit *e, uint32_t seg, int64_t off, uint32_t lx, unsigned 
     CgDims c;
     if (!coalesce(d, &c))
         return;
-    for (int i = 0; i < CG_CACHE_MAX; i++) {
-        CgCached *ent = &e->cache[i];
-        if (ent->valid && ent->lx == lx) {
-            if (same_load(ent, seg, off, esize, &c))
-                return;
-            ent->valid = false;
-        }
-    }
+    for (int i = 0; i < CG_CACHE_MAX; i++)
+        if (same_load(&e->cache[i], seg, off, esize, &c) && e->cache[i].lx == lx)
+            return;
     emit_from(e, ISA_LOAD, seg, off, lx, esize, &c, 0);
     CgCached *ent = &e->cache[e->next_cache];
     e->next_cache = (e->next_cache + 1) % CG_CACHE_MAX;
-    *ent = (CgCached){true, lx, seg, off, esize, c};
+    *ent = (CgCached){true, lx, seg, off, esize, c, {0}};
+    cg_span_make(&ent->held, lx, esize, c.n, c.len, c.ls);
 }
 
-/* Bytes of LX from a cached load's start to the end of its last element. */
-static int64_t cached_bytes(const CgCached *c)
-{
-    int64_t last = 0;
-    for (int i = 0; i < c->d.n; i++)
-        last += (c->d.len[i] - 1) * (c->d.ls[i] < 0 ? -c->d.ls[i] : c->d.ls[i]);
-    return (last + 1) * (int64_t)c->esize;
-}
-
-void cg_cache_invalidate(CgEmit *e, uint32_t lx, int64_t bytes)
+void cg_cache_invalidate(CgEmit *e, const CgSpan *w)
 {
     for (int i = 0; i < CG_CACHE_MAX; i++) {
         CgCached *c = &e->cache[i];
-        if (c->lx == lx || ((int64_t)c->lx < (int64_t)lx + bytes &&
-                            (int64_t)lx < (int64_t)c->lx + cached_bytes(c)))
+        if (c->valid && cg_span_overlap(&c->held, w))
             c->valid = false;
     }
 }

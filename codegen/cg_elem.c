@@ -124,7 +124,6 @@ static void emit_reduce(CgEmit *e, const IrTileProg *tp, const IrNode *n, int64_
     r->src_cs = (x->cls & IR_TC_COL) ? 1 : 0;
     r->dst_rs = 1;
     cg_push(e, &in);
-    cg_cache_invalidate(e, o->lx, (int64_t)r->rows * o->esize);
 }
 
 /* One VEC for step node n. */
@@ -177,7 +176,6 @@ static void emit_step(CgEmit *e, const IrTileProg *tp, const IrNode *n, int64_t 
     if ((v->flags & ISA_F_IMM) && (v->flags & ISA_F_IMM_A))
         IR_ASSERT(!"two immediates");
     cg_push(e, &in);
-    cg_cache_invalidate(e, o->lx, r * c * (int64_t)o->esize);
 }
 
 /* fp16 mode: when tile program tp stores a graph output whose last step is the CAST

@@ -22,6 +22,9 @@ void cg_push(CgEmit *e, const SpyInsn *in)
         e->code = nc;
     }
     e->code[e->n++] = *in;
+    CgSpan w;
+    if (cg_insn_lx_write(in, &w))
+        cg_cache_invalidate(e, &w);
 }
 
 void cg_root(CgEmit *e, ValId r, uint32_t *seg, int64_t *off)

@@ -22,6 +22,16 @@ typedef struct {
     int64_t ls[CG_DIMS_MAX];     /* LX strides */
 } CgDims;
 
+/* A set of LX bytes: runs of width bytes at lo + sum_i j_i * stride[i] (bytes, > 0),
+ * 0 <= j_i < len[i], outermost first (cg_lxspan.c). Empty when width is 0. */
+typedef struct {
+    int64_t lo, width;
+    int64_t ext;                 /* bytes from lo to the end of the last run */
+    int n;
+    int64_t len[CG_DIMS_MAX];
+    int64_t stride[CG_DIMS_MAX];
+} CgSpan;
+
 /* A load whose data is still in LX (so that an identical load can be skipped). */
 typedef struct {
     bool valid;
@@ -29,6 +39,7 @@ typedef struct {
     int64_t off;
     unsigned esize;
     CgDims d;
+    CgSpan held;                 /* the LX bytes it filled */
 } CgCached;
 
 /* A conv input patch in LX whose border holds the pad value (cg_contract.c): rows
@@ -57,7 +68,16 @@ typedef struct {
 } CgEmit;
 
 /* ---- cg_emit.c ---- */
+/* Append instruction in to the code; the cached loads its LX write overlaps are forgotten. */
 void cg_push(CgEmit *e, const SpyInsn *in);
+/* ---- cg_lxspan.c ---- */
+/* The set of the elements (len[i], LX stride ls[i] elements; n dims) of es bytes at lo. */
+void cg_span_make(CgSpan *s, int64_t lo, unsigned es, int n, const int64_t *len,
+                  const int64_t *ls);
+/* The LX bytes instruction in writes; false if it writes no LX. */
+bool cg_insn_lx_write(const SpyInsn *in, CgSpan *s);
+/* Whether a and b share a byte (true also when too many runs to compare one by one). */
+bool cg_span_overlap(const CgSpan *a, const CgSpan *b);
 /* DRAM segment and byte offset of the storage of root value r. */
 void cg_root(CgEmit *e, ValId r, uint32_t *seg, int64_t *off);
 /* Segment and byte offset of access a at iteration point start (dims nd). */
@@ -89,10 +109,11 @@ void cg_load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64
 /* LOAD unless the same data is known to be at lx already. */
 void cg_load_cached(CgEmit *e, uint32_t seg, int64_t off, uint32_t lx, unsigned esize,
                     const CgDims *d);
-/* Forget the cached loads that overlap the bytes [lx, lx + bytes) an instruction
- * writes (a result written in place over a loaded tile of the next work item: the
- * pieces of a shared load after its first one too). */
-void cg_cache_invalidate(CgEmit *e, uint32_t lx, int64_t bytes);
+/* Forget the cached loads that overlap the bytes w an instruction writes (called by
+ * cg_push for every instruction that writes LX: a result written in place over a
+ * loaded tile of the next work item, the pieces of a shared load after its first one
+ * too, a LOAD over part of another cached piece). */
+void cg_cache_invalidate(CgEmit *e, const CgSpan *w);
 /* Forget every cached load and the conv patch state (start of a core program). */
 void cg_cache_reset(CgEmit *e);
 

@@ -155,7 +155,6 @@ static void window_taps(CgEmit *e, const IrTileVal *x, uint16_t vf, uint32_t dst
             push_tap(e, x, vf, d, drs, tap == 1 ? s : d, at, rows, ow, srs, sw);
         }
     }
-    cg_cache_invalidate(e, dst, (int64_t)es * ((groups - 1) * gd + (rows - 1) * drs + ow));
 }
 
 /* 2-d MAX / MIN pooling from a patch: when the window's tile is the input itself (no

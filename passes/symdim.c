@@ -11,7 +11,10 @@
  * replaces the padding by the op's neutral element (0 for sums and products' K, -inf
  * for max, ...) with a SELECT against the actual size (symdim_mask.c), so no padding
  * reaches a reduction, softmax, norm or attention; a mean divides by the actual count.
- * Row-wise ops need nothing: padded rows are computed and thrown away. A pad on a
+ * Row-wise ops need nothing: padded rows are computed and thrown away, except that a
+ * gather's indices along a symbolic axis are set to 0 at the padding (computed there,
+ * e.g. position ids that count on through it, they could fail the device's range
+ * check; real positions keep theirs, and the check). A pad on a
  * symbolic spatial axis masks its input first, and a convolution or pooling window
  * over it gives a derived size ((h + pads - extent) / stride + 1, computed on the
  * device). Graph outputs keep each symbolic axis whole (recorded as output entries of
@@ -339,9 +342,33 @@ static bool relabel_axes(IrGraph *g, ValId idx, const SdAxis *x, int *fax)
     return true;
 }
 
+/* The indices of gather n along their symbolic axes (si): at padding positions they
+ * are computed from the padding (position ids counting on through it) and may lie past
+ * the table, where the GATHER's range check would fault although those rows are never
+ * observed; they are replaced by 0 (a valid row) with the padding mask, in one SELECT
+ * where pass_symdim_mask_pad can (nothing for a graph input: its padding is zero).
+ * Real positions keep their indices, and the range check. */
+static bool mask_indices(Sd *d, IrNode *n, const SdVal *si)
+{
+    const IrType *ti = ir_vtype(d->g, n->in[1]);
+    bool axes[IR_MAX_RANK] = {false}, any = false;
+    for (int a = 0; a < ti->rank; a++)
+        axes[a] = ax_sym(&si->ax[a]), any |= axes[a];
+    ValId x = any ? pass_symdim_mask_pad(d, n->in[1], si, axes, 0, &n->origin) : n->in[1];
+    if (x == IR_NONE) {                        /* a view, or several factors: axis by axis */
+        x = n->in[1];
+        for (int a = 0; a < ti->rank; a++)
+            if (axes[a] && (x = pass_symdim_mask(d, x, &si->ax[a], a, 0, &n->origin)) == IR_NONE)
+                return refuse(d, n, first_sym(si, ti->rank), "a gather's indices");
+    }
+    n->in[1] = x;
+    return true;
+}
+
 /* Gather: the indices' axes replace the table's gathered axis, which must be static
- * or only relabelled by constant indices (relabel_axes). */
-static bool prop_gather(Sd *d, const IrNode *n)
+ * or only relabelled by constant indices (relabel_axes); indices along a symbolic axis
+ * are masked at its padding (mask_indices). */
+static bool prop_gather(Sd *d, IrNode *n)
 {
     const SdVal *st = sd_get(d, n->in[0]), *si = sd_get(d, n->in[1]);
     const IrType *tt = ir_vtype(d->g, n->in[0]), *ti = ir_vtype(d->g, n->in[1]);
@@ -364,7 +391,7 @@ static bool prop_gather(Sd *d, const IrNode *n)
     for (int a = 0; si && a < ti->rank; a++)
         o->ax[axis + a] = si->ax[a];
     d->val[n->out[0]] = sd_keep(o, ot->rank);
-    return true;
+    return !si || mask_indices(d, n, si);
 }
 
 /* Ops that keep some leading axes as they are and work inside the others: those must

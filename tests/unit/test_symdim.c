@@ -4,7 +4,8 @@
  * at every size within the bounds; each result must have the actual shape and the
  * values a C reference computes at that size (softmax and mean over the symbolic axis,
  * a matrix product contracting it, a padded max pool over symbolic height and width, a
- * forward running sum along it, attention scores over it). Also: the runtime's refusals (a size outside the
+ * forward running sum along it, attention scores over it, position ids computed along
+ * it gathering from a table smaller than the bound). Also: the runtime's refusals (a size outside the
  * bounds, two inputs disagreeing on a shared symbol) and the compiler's (a reverse scan
  * along a symbolic axis, an average pool whose divisors were folded for the bound).
  */
@@ -301,6 +302,71 @@ static void test_attention_every_size(void **state)
     spy_model_free(m);
 }
 
+/* RoBERTa-style embeddings over ids i64[1, seq], seq in 1..128, with a position table
+ * of 80 rows: pos = cumsum(ids != 1) * (ids != 1) + 1 keeps counting through the
+ * padding (the runtime zeroes it, and 0 is not the pad id 1), up to 129 at the bound,
+ * where the GATHER's range check faulted at every size (its rows are never observed);
+ * the padding's indices must select a valid row. Out = word[ids] + posemb[pos]. Real
+ * data keeps the check: an id past the word table is reported. */
+enum { PE_V = 50, PE_P = 80, PE_D = 4, PE_S = 128 };
+
+/* The C reference of the embeddings of ids (n of them) into want [n, PE_D]. */
+static void pos_emb_want(const int64_t *ids, int n, const float *word, const float *pos,
+                         float *want)
+{
+    int64_t cnt = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t m = ids[i] != 1, p = (cnt += m) * m + 1;
+        for (int c = 0; c < PE_D; c++)
+            want[i * PE_D + c] = word[ids[i] * PE_D + c] + pos[p * PE_D + c];
+    }
+}
+
+static void test_position_ids_every_size(void **state)
+{
+    UtFx *f = *state;
+    static float word[PE_V * PE_D], pos[PE_P * PE_D], out[PE_S * PE_D], want[PE_S * PE_D];
+    ut_fill(word, PE_V * PE_D, 0.7f, -0.2f);
+    ut_fill(pos, PE_P * PE_D, 0.4f, 0.1f);
+    ValId ids = ut_input(f->g, "ids", IR_DT_I64, 2, (int64_t[]){1, PE_S});
+    ir_sym_add(f->g, ids, 1, 1, PE_S, "seq");
+    ValId one = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
+    ValId ax = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
+    ValId eq = ut_onnx_op(f->g, "Equal", 13, (ValId[]){ids, one}, 2, NULL, 0);
+    ValId ne = ut_onnx_op(f->g, "Not", 1, &eq, 1, NULL, 0);
+    IrAttr to = ir_attr_int("to", 7);
+    ValId mk = ut_onnx_op(f->g, "Cast", 13, &ne, 1, &to, 1);
+    ValId cs = ut_onnx_op(f->g, "CumSum", 14, (ValId[]){mk, ax}, 2, NULL, 0);
+    ValId inc = ut_onnx_op(f->g, "Mul", 13, (ValId[]){cs, mk}, 2, NULL, 0);
+    ValId pid = ut_onnx_op(f->g, "Add", 13, (ValId[]){inc, one}, 2, NULL, 0);
+    ValId wt = ut_const(f->g, IR_DT_F32, 2, (int64_t[]){PE_V, PE_D}, word);
+    ValId pt = ut_const(f->g, IR_DT_F32, 2, (int64_t[]){PE_P, PE_D}, pos);
+    ValId we = ut_onnx_op(f->g, "Gather", 13, (ValId[]){wt, ids}, 2, NULL, 0);
+    ValId pe = ut_onnx_op(f->g, "Gather", 13, (ValId[]){pt, pid}, 2, NULL, 0);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Add", 13, (ValId[]){we, pe}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    int64_t idv[PE_S];
+    const void *ins[1] = {idv};
+    void *outs[1] = {out};
+    for (int n = 1; n <= PE_P - 2; n += 11) {
+        for (int i = 0; i < n; i++)
+            idv[i] = i + 1 == n && n > 2 ? 1 : 2 + (i * 7) % (PE_V - 2);  /* a trailing pad */
+        pos_emb_want(idv, n, word, pos, want);
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){1, n}), SPY_OK);
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 3, (int64_t[]){1, n, PE_D});
+        ut_expect_close(out, want, (int64_t)n * PE_D, 1e-6);
+    }
+    idv[3] = PE_V + 10;                        /* a real id past the word table */
+    assert_int_equal(spy_session_run(s, ins, outs), SPY_E_RUNTIME);
+    assert_non_null(strstr(spy_session_error(s), "index 60 out of range"));
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
 /* A reverse scan along a symbolic axis would read the padding: refused, naming the
  * dimension. */
 static void test_reverse_scan_refused(void **state)
@@ -327,6 +393,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cumsum_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_position_ids_every_size, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
