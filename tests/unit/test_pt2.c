@@ -861,8 +861,9 @@ static void check_cases(const char *name, const char *suffix)
 static void test_aten_cases(void **state)
 {
     (void)state;
-    static const char *const cats[] = {"act", "img", "seq"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const cats[] = {"act", "img", "seq", "sw_index_copy", "sw_sort",
+                                       "sw_topk_idx", "sw_grid_bil", "sw_bicubic"};
+    for (int i = 0; i < 8; i++) {
         check_cases(cats[i], "");
         check_cases(cats[i], "_core");
     }

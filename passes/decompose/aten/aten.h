@@ -128,6 +128,7 @@ bool aten_scatter_view(DecCtx *c);        /* slice_scatter, select_scatter */
 /* ---- aten_index.c (indexing) ---- */
 bool aten_index(DecCtx *c);               /* index.Tensor: advanced indexing */
 bool aten_index_put(DecCtx *c);
+bool aten_index_copy(DecCtx *c);
 bool aten_index_select(DecCtx *c);
 bool aten_gather(DecCtx *c);              /* torch.gather (dix_take_along) */
 

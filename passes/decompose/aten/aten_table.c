@@ -125,7 +125,7 @@ static const AtenEntry aten_table[] = {
     {"replication_pad2d", aten_pad}, {"replication_pad3d", aten_pad},
     {"tril", aten_tri}, {"triu", aten_tri},
     /* indexing, reductions, scans */
-    {"index", aten_index}, {"index_put", aten_index_put},
+    {"index", aten_index}, {"index_put", aten_index_put}, {"index_copy", aten_index_copy},
     {"index_select", aten_index_select}, {"gather", aten_gather},
     {"sum", aten_reduce}, {"mean", aten_reduce}, {"amax", aten_reduce},
     {"amin", aten_reduce}, {"prod", aten_reduce}, {"any", aten_reduce},
