@@ -660,6 +660,111 @@ static void test_inplace_whole_views(void **state)
         assert_float_equal(out[i], 2 * (i % 3 == 1 ? 5.0f : i % 3 == 2 ? 7.0f : x_data[i]), 0);
 }
 
+/* Archive the program of nodes (extra tensor_values `values`) whose output is `name`
+ * as file, and evaluate it on x_data into out[nout]. */
+static void eval_named(const char *nodes, const char *values, const char *name,
+                       const char *file, float *out, int nout)
+{
+    ZEnt e[8];
+    char *prog = program(nodes, values, name, 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path(file), e, n);
+    load_eval(tmp_path(file), x_data, out, nout);
+    free(prog);
+}
+
+#define BARG(arg, v) ",{\"name\":\"" arg "\",\"arg\":{\"as_bool\":" #v "},\"kind\":1}"
+#define M22 META("7", I(2) "," I(2), I(2) "," I(1))
+#define M22I META("5", I(2) "," I(2), I(2) "," I(1))
+
+/* topk (k = 2, smallest) and sort (descending) along dim 1: values of each row of
+ * x = [[-3, -2, -1], [0, 1, 2]]; the second output (indices) is bound but unused. */
+static void test_topk_sort(void **state)
+{
+    (void)state;
+    const char *topk =
+        NODE("torch.ops.aten.topk.default", "tk", TARG("self", "x") IARG("k", 2) IARG("dim", 1)
+             BARG("largest", false), OUT("v") "," OUT("i"));
+    float out[6];
+    eval_named(topk, "\"v\":" M22 ",\"i\":" M22I, "v", "topk.pt2", out, 4);
+    const float want_k[4] = {-3, -2, 0, 1};
+    for (int i = 0; i < 4; i++)
+        assert_float_equal(out[i], want_k[i], 0);
+    const char *sort =
+        NODE("torch.ops.aten.sort.default", "st", TARG("self", "x") IARG("dim", 1)
+             BARG("descending", true), OUT("v") "," OUT("i"));
+    eval_named(sort, "\"v\":" M23 ",\"i\":" META("5", I(2) "," I(3), I(3) "," I(1)), "v",
+               "sort.pt2", out, 6);
+    const float want_s[6] = {-1, -2, -3, 2, 1, 0};
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], want_s[i], 0);
+}
+
+/* upsample_bicubic2d of x viewed [1, 1, 2, 3] to [2, 5], align_corners: output
+ * columns 0, 2, 4 are the input columns, 1 and 3 use four taps with weights
+ * (-0.09375, 0.59375, 0.59375, -0.09375), the taps outside clamped to the edge. */
+static void test_upsample_bicubic(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.view.default", "v", TARG("self", "x")
+             ",{\"name\":\"size\",\"arg\":{\"as_ints\":[1,1,2,3]},\"kind\":1}", OUT("v")) ","
+        NODE("torch.ops.aten.upsample_bicubic2d.vec", "u", TARG("input", "v")
+             ",{\"name\":\"output_size\",\"arg\":{\"as_ints\":[2,5]},\"kind\":1}"
+             BARG("align_corners", true), OUT("u"));
+    const char *values = "\"v\":" META("7", I(1) "," I(1) "," I(2) "," I(3),
+                                       I(6) "," I(6) "," I(3) "," I(1))
+                         ",\"u\":" META("7", I(1) "," I(1) "," I(2) "," I(5),
+                                        I(10) "," I(10) "," I(5) "," I(1));
+    float out[10];
+    eval_named(nodes, values, "u", "bicubic.pt2", out, 10);
+    const float want[10] = {-3, -2.59375f, -2, -1.40625f, -1, 0, 0.40625f, 1, 1.59375f, 2};
+    for (int i = 0; i < 10; i++)
+        assert_float_equal(out[i], want[i], 1e-5);
+}
+
+/* grid_sampler_2d with align_corners on the image x = [[-3, -2, -1], [0, 1, 2]]
+ * ([1, 1, 2, 3]) at the grid x * 0.25 viewed [1, 1, 3, 2]: points (gx, gy) =
+ * (-0.75, -0.5), (-0.25, 0), (0.25, 0.5), i.e. pixels (0.25, 0.25), (0.75, 0.5),
+ * (1.25, 0.75). The image is affine (-3 + ix + 3 iy), so bilinear is exact there;
+ * nearest rounds to the pixels (0, 0), (1, 0), (1, 1) (half to even). */
+static void sampler_case(int mode, const float *want)
+{
+    char nodes[4096];
+    snprintf(nodes, sizeof nodes, "%s",
+             NODE("torch.ops.aten.view.default", "v", TARG("self", "x")
+                  ",{\"name\":\"size\",\"arg\":{\"as_ints\":[1,1,2,3]},\"kind\":1}", OUT("v")) ","
+             NODE("torch.ops.aten.mul.Tensor", "m", TARG("self", "x") FARG("other", 0.25),
+                  OUT("m")) ","
+             NODE("torch.ops.aten.view.default", "g", TARG("self", "m")
+                  ",{\"name\":\"size\",\"arg\":{\"as_ints\":[1,1,3,2]},\"kind\":1}", OUT("g")));
+    size_t o = strlen(nodes);
+    snprintf(nodes + o, sizeof nodes - o,
+             ",{\"target\":\"torch.ops.aten.grid_sampler_2d.default\",\"inputs\":["
+             TARG("input", "v") "," TARG("grid", "g")
+             ",{\"name\":\"interpolation_mode\",\"arg\":{\"as_int\":%d},\"kind\":1}"
+             IARG("padding_mode", 0) BARG("align_corners", true) "],\"outputs\":[" OUT("s")
+             "],\"metadata\":{},\"name\":\"s\"}", mode);
+    const char *values = "\"v\":" META("7", I(1) "," I(1) "," I(2) "," I(3),
+                                       I(6) "," I(6) "," I(3) "," I(1))
+                         ",\"m\":" M23 ",\"g\":" META("7", I(1) "," I(1) "," I(3) "," I(2),
+                                                      I(6) "," I(6) "," I(2) "," I(1))
+                         ",\"s\":" META("7", I(1) "," I(1) "," I(1) "," I(3),
+                                        I(3) "," I(3) "," I(3) "," I(1));
+    float out[3];
+    eval_named(nodes, values, "s", "grid.pt2", out, 3);
+    for (int i = 0; i < 3; i++)
+        assert_float_equal(out[i], want[i], 1e-5);
+}
+
+static void test_grid_sampler(void **state)
+{
+    (void)state;
+    const float bilinear[3] = {-2, -0.75f, 0.5f}, nearest[3] = {-3, -2, 1};
+    sampler_case(0, bilinear);
+    sampler_case(1, nearest);
+}
+
 /* ---- ATen coverage: tests/unit/pt2 (made by gen_cases.py with PyTorch) ---- */
 
 #define CASES "tests/unit/pt2"
@@ -756,8 +861,9 @@ static void check_cases(const char *name, const char *suffix)
 static void test_aten_cases(void **state)
 {
     (void)state;
-    static const char *const cats[] = {"act", "img", "seq"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const cats[] = {"act", "img", "seq", "sw_index_copy", "sw_sort",
+                                       "sw_topk_idx", "sw_grid_bil", "sw_bicubic"};
+    for (int i = 0; i < 8; i++) {
         check_cases(cats[i], "");
         check_cases(cats[i], "_core");
     }
@@ -1020,6 +1126,9 @@ int main(void)
         cmocka_unit_test(test_inplace_whole_views),
         cmocka_unit_test(test_inplace_stepped),
         cmocka_unit_test(test_index_put),
+        cmocka_unit_test(test_topk_sort),
+        cmocka_unit_test(test_upsample_bicubic),
+        cmocka_unit_test(test_grid_sampler),
         cmocka_unit_test(test_aten_cases),
         cmocka_unit_test(test_missing_and_not_zip),
         cmocka_unit_test(test_bad_entry_names),

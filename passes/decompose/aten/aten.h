@@ -71,6 +71,10 @@ bool aten_copy(DecCtx *c);
 bool aten_eye(DecCtx *c);
 bool aten_ternary(DecCtx *c);             /* lerp, addcmul, addcdiv */
 
+/* ---- aten_sort.c (topk, sort, argsort) ---- */
+bool aten_topk(DecCtx *c);
+bool aten_sort(DecCtx *c);
+
 /* ---- aten_activation.c ---- */
 bool aten_activation(DecCtx *c);
 
@@ -90,6 +94,7 @@ bool aten_avg_pool(DecCtx *c);
 bool aten_adaptive_pool(DecCtx *c);
 bool aten_upsample(DecCtx *c);
 bool aten_pixel_shuffle(DecCtx *c);
+bool aten_grid_sampler(DecCtx *c);
 
 /* ---- aten_norm.c ---- */
 bool aten_batch_norm(DecCtx *c);
@@ -123,6 +128,7 @@ bool aten_scatter_view(DecCtx *c);        /* slice_scatter, select_scatter */
 /* ---- aten_index.c (indexing) ---- */
 bool aten_index(DecCtx *c);               /* index.Tensor: advanced indexing */
 bool aten_index_put(DecCtx *c);
+bool aten_index_copy(DecCtx *c);
 bool aten_index_select(DecCtx *c);
 bool aten_gather(DecCtx *c);              /* torch.gather (dix_take_along) */
 

@@ -1,4 +1,4 @@
-/* aten_index.c: ATen indexing (index.Tensor, index_put, index_select, gather).
+/* aten_index.c: ATen indexing (index.Tensor, index_put, index_copy, index_select, gather).
  *
  * Advanced indexing becomes one GATHER: the indexed dims are merged into one, the
  * index tensors combined into a linear index over it (negative indices wrapped).
@@ -83,28 +83,17 @@ bool aten_index(DecCtx *c)
     return true;
 }
 
-/* index_put(self, indices, values, accumulate=False) with one constant 1-D integer
- * index tensor, the other entries None (x[:, idx] = v): a GATHER along that axis from
- * concat(self, values broadcast to the indexed shape); a position indexed twice reads
- * the later value. */
-bool aten_index_put(DecCtx *c)
+/* x with the positions idx (constant 1-D integers) along axis ax replaced by v
+ * (broadcast to the indexed shape): a GATHER along ax from concat(x, v); a position
+ * indexed twice reads the later value. */
+static bool put_along(DecCtx *c, ValId x, int ax, ValId index, ValId v)
 {
-    ValId x, v, idx[IR_MAX_RANK + 1];
-    if (!aten_need(c, "self", &x) || !aten_need(c, "values", &v))
-        return false;
     const IrType *t = dec_ty(c, x);
-    int n = aten_ins(c, "indices", idx, IR_MAX_RANK + 1), ax = -1, cnt = 0;
-    for (int i = 0; i < n && ax != -2; i++)
-        if (idx[i] != IR_NONE)
-            ax = ax == -1 && i < t->rank ? i : -2;
-    if (ax < 0 || n > t->rank || dec_ai(c, "accumulate", 0)) {
-        dec_err(c, "index_put is supported with one index tensor and accumulate=False");
-        return false;
-    }
-    int64_t d = t->dims[ax], m = dec_numel(dec_ty(c, idx[ax]));
+    int cnt = 0;
+    int64_t d = t->dims[ax], m = dec_numel(dec_ty(c, index));
     int64_t *iv = ir_alloc(c->g, (size_t)(m + 1) * sizeof *iv);
     int64_t *map = ir_alloc(c->g, (size_t)(d + 1) * sizeof *map);
-    if (m > INT32_MAX || !dec_const_ints(c, idx[ax], "index_put indices", iv, (int)m, &cnt))
+    if (m > INT32_MAX || !dec_const_ints(c, index, "index_put indices", iv, (int)m, &cnt))
         return false;
     for (int64_t j = 0; j < d; j++)
         map[j] = j;
@@ -123,6 +112,40 @@ bool aten_index_put(DecCtx *c)
     ValId both[2] = {x, dec_expand(c, dec_cast(c, v, t->dtype), vd, t->rank)};
     c->out[0] = dec_gather(c, dec_concat(c, both, 2, ax), dec_const_i64(c->g, &d, 1, map), ax);
     return true;
+}
+
+/* index_put(self, indices, values, accumulate=False) with one constant 1-D integer
+ * index tensor, the other entries None (x[:, idx] = v). */
+bool aten_index_put(DecCtx *c)
+{
+    ValId x, v, idx[IR_MAX_RANK + 1];
+    if (!aten_need(c, "self", &x) || !aten_need(c, "values", &v))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int n = aten_ins(c, "indices", idx, IR_MAX_RANK + 1), ax = -1;
+    for (int i = 0; i < n && ax != -2; i++)
+        if (idx[i] != IR_NONE)
+            ax = ax == -1 && i < t->rank ? i : -2;
+    if (ax < 0 || n > t->rank || dec_ai(c, "accumulate", 0)) {
+        dec_err(c, "index_put is supported with one index tensor and accumulate=False");
+        return false;
+    }
+    return put_along(c, x, ax, idx[ax], v);
+}
+
+/* index_copy(self, dim, index, source): self with the slices index (constant) along
+ * dim replaced by those of source. */
+bool aten_index_copy(DecCtx *c)
+{
+    ValId x, idx, src;
+    int ax;
+    if (!aten_need(c, "self", &x) || !aten_need(c, "index", &idx) ||
+        !aten_need(c, "source", &src))
+        return false;
+    int r = dec_ty(c, x)->rank;
+    if (r == 0 || !dec_axis(c, dec_ai(c, "dim", 0), r, &ax))
+        return false;
+    return put_along(c, x, ax, idx, src);
 }
 
 /* index_select(self, dim, index). */

@@ -1,6 +1,7 @@
 /* aten_pool.c: ATen pooling and resampling: max/avg pools (PAD + WINDOW), adaptive
  * pools (WINDOW when the sizes divide, else a pooling matrix per axis), nearest and
- * (bi)linear upsampling (EXPAND or GATHER per axis), pixel_shuffle/unshuffle.
+ * (bi)linear and bicubic upsampling (EXPAND or GATHER per axis), pixel_shuffle/unshuffle, grid_sampler (the
+ * sampling of ONNX GridSample).
  *
  * Output sizes are the ones torch.export recorded; the pools derive their end padding
  * from them, which covers ceil_mode.
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "aten.h"
+#include "passes/decompose/onnx/onnx.h"
 
 /* Number of spatial dims from the op name ("max_pool2d" -> 2). */
 static int name_dims(const DecCtx *c)
@@ -304,13 +306,57 @@ static ValId linear_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, boo
     return dec_bin(c, IR_BIN_ADD, a, dec_bin(c, IR_BIN_MUL, dec_bin(c, IR_BIN_SUB, b, a), l));
 }
 
+/* Weights of the four taps f-1..f+2 of torch's cubic convolution (A = -0.75) at
+ * fraction t past tap f. */
+static void cubic_weights(double t, double *w)
+{
+    const double A = -0.75;
+    double u = 1.0 - t;
+    w[0] = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A;
+    w[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+    w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+    w[3] = ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A;
+}
+
+/* Bicubic interpolation of axis ax (torch's upsample_bicubic2d: source coordinates
+ * not clamped, taps clamped to the edge): four GATHERs weighted and summed. */
+static ValId cubic_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, bool align)
+{
+    const IrType *t = dec_ty(c, x);
+    int64_t in = t->dims[ax], ld[IR_MAX_RANK];
+    if (in == out)
+        return x;
+    double scale = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0)
+                         : (sf > 0 ? 1.0 / sf : (double)in / (double)out);
+    int lr = t->rank - ax;
+    for (int i = 0; i < lr; i++)
+        ld[i] = i == 0 ? out : 1;
+    ValId y = IR_NONE;
+    for (int k = 0; k < 4; k++) {
+        int64_t *idx = ir_scratch(c->g, (size_t)(out + 1) * sizeof *idx);
+        double *wk = ir_scratch(c->g, (size_t)(out + 1) * sizeof *wk), w[4];
+        for (int64_t o = 0; o < out; o++) {
+            double src = align ? (double)o * scale : ((double)o + 0.5) * scale - 0.5;
+            int64_t f = (int64_t)floor(src), j = f - 1 + k;
+            cubic_weights(src - (double)f, w);
+            idx[o] = j < 0 ? 0 : j > in - 1 ? in - 1 : j;
+            wk[o] = w[k];
+        }
+        ValId g = dec_bin(c, IR_BIN_MUL, dec_gather(c, x, dec_const_i64(c->g, &out, 1, idx), ax),
+                          dec_const(c->g, t->dtype, ld, lr, wk));
+        y = y == IR_NONE ? g : dec_bin(c, IR_BIN_ADD, y, g);
+    }
+    return y;
+}
+
 /* upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d, upsample_linear1d,
- * upsample_bilinear2d (.vec/.default). */
+ * upsample_bilinear2d, upsample_bicubic2d (.vec/.default). */
 bool aten_upsample(DecCtx *c)
 {
     char buf[128];
     const char *nm = aten_base(c->n->foreign.op_type, buf, sizeof buf);
     bool linear = strstr(nm, "linear") != NULL, exact = strstr(nm, "exact") != NULL;
+    bool cubic = strstr(nm, "bicubic") != NULL;
     ValId x = aten_in(c, "input");
     if (x == IR_NONE && !aten_need(c, "self", &x))
         return false;
@@ -320,7 +366,7 @@ bool aten_upsample(DecCtx *c)
         dec_err(c, "upsample input of rank %d does not fit %d spatial dims", r, nsp);
         return false;
     }
-    if (linear && !ir_dtype_is_float(dec_ty(c, x)->dtype)) {
+    if ((linear || cubic) && !ir_dtype_is_float(dec_ty(c, x)->dtype)) {
         dec_err(c, "linear upsampling needs a float input");
         return false;
     }
@@ -332,8 +378,10 @@ bool aten_upsample(DecCtx *c)
                     (long long)o->dims[ax]);
             return false;
         }
-        x = linear ? linear_axis(c, x, ax, o->dims[ax], sf, dec_ai(c, "align_corners", 0))
-                   : nearest_axis(c, x, ax, o->dims[ax], sf, exact);
+        bool align = dec_ai(c, "align_corners", 0) != 0;
+        x = cubic ? cubic_axis(c, x, ax, o->dims[ax], sf, align)
+            : linear ? linear_axis(c, x, ax, o->dims[ax], sf, align)
+                     : nearest_axis(c, x, ax, o->dims[ax], sf, exact);
     }
     c->out[0] = x;
     return true;
@@ -370,4 +418,25 @@ bool aten_pixel_shuffle(DecCtx *c)
     ValId y = dec_transpose(c, dec_reshape(c, x, d, b + 5), perm);
     c->out[0] = dec_reshape(c, y, o->dims, o->rank);
     return true;
+}
+
+/* grid_sampler / grid_sampler_2d / grid_sampler_3d(input, grid, interpolation_mode
+ * (0 bilinear, 1 nearest, 2 bicubic), padding_mode (0 zeros, 1 border, 2 reflection),
+ * align_corners): the sampling of ONNX GridSample. */
+bool aten_grid_sampler(DecCtx *c)
+{
+    static const DixMode modes[3] = {DIX_LINEAR, DIX_NEAREST, DIX_CUBIC};
+    static const DixPad pads[3] = {DIX_PAD_ZEROS, DIX_PAD_BORDER, DIX_PAD_REFLECT};
+    ValId x, grid;
+    if (!aten_need(c, "input", &x) || !aten_need(c, "grid", &grid))
+        return false;
+    int64_t m = dec_ai(c, "interpolation_mode", 0), p = dec_ai(c, "padding_mode", 0);
+    if (m < 0 || m > 2 || p < 0 || p > 2) {
+        dec_err(c, "unknown interpolation_mode %lld or padding_mode %lld", (long long)m,
+                (long long)p);
+        return false;
+    }
+    c->out[0] = dec_grid_sample_core(c, x, grid, modes[m], pads[p],
+                                     dec_ai(c, "align_corners", 0) != 0);
+    return c->out[0] != IR_NONE;
 }

@@ -97,9 +97,11 @@ static const AtenEntry aten_table[] = {
     {"scaled_dot_product_attention", aten_sdpa},
     {"upsample_nearest1d", aten_upsample}, {"upsample_nearest2d", aten_upsample},
     {"upsample_nearest3d", aten_upsample}, {"upsample_bilinear2d", aten_upsample},
+    {"upsample_bicubic2d", aten_upsample},
     {"upsample_linear1d", aten_upsample}, {"_upsample_nearest_exact1d", aten_upsample},
     {"_upsample_nearest_exact2d", aten_upsample}, {"_upsample_nearest_exact3d", aten_upsample},
-    {"pixel_shuffle", aten_pixel_shuffle},
+    {"pixel_shuffle", aten_pixel_shuffle}, {"grid_sampler", aten_grid_sampler},
+    {"grid_sampler_2d", aten_grid_sampler}, {"grid_sampler_3d", aten_grid_sampler},
     {"pixel_unshuffle", aten_pixel_shuffle},
     /* views and data movement */
     {"view", aten_view}, {"_unsafe_view", aten_view}, {"reshape", aten_view},
@@ -123,7 +125,7 @@ static const AtenEntry aten_table[] = {
     {"replication_pad2d", aten_pad}, {"replication_pad3d", aten_pad},
     {"tril", aten_tri}, {"triu", aten_tri},
     /* indexing, reductions, scans */
-    {"index", aten_index}, {"index_put", aten_index_put},
+    {"index", aten_index}, {"index_put", aten_index_put}, {"index_copy", aten_index_copy},
     {"index_select", aten_index_select}, {"gather", aten_gather},
     {"sum", aten_reduce}, {"mean", aten_reduce}, {"amax", aten_reduce},
     {"amin", aten_reduce}, {"prod", aten_reduce}, {"any", aten_reduce},
@@ -131,6 +133,7 @@ static const AtenEntry aten_table[] = {
     {"var", aten_var}, {"std", aten_var}, {"var_mean", aten_var}, {"std_mean", aten_var}, {"argmax", aten_argminmax},
     {"argmin", aten_argminmax}, {"max", aten_minmax_dim}, {"min", aten_minmax_dim},
     {"cumsum", aten_cumsum}, {"diff", aten_diff},
+    {"topk", aten_topk}, {"sort", aten_sort}, {"argsort", aten_sort},
 };
 
 #define ATEN_TABLE_LEN ((int)(sizeof aten_table / sizeof aten_table[0]))

@@ -7,6 +7,7 @@
 #define SPYREC_ONNX_H
 
 #include "passes/decompose/dec.h"
+#include "passes/decompose/dec_index.h"
 
 /* onnx_elementwise.c: pointwise ops, casts, activations, constant generators */
 bool dec_unary_op(DecCtx *c);             /* op_type -> UNARY fn */
@@ -200,6 +201,9 @@ bool dec_col2im(DecCtx *c);
 /* onnx_resize.c, onnx_grid_sample.c, onnx_roi_align.c: resampling */
 bool dec_resize(DecCtx *c);               /* Resize, Upsample */
 bool dec_grid_sample(DecCtx *c);
+/* The sampling itself (also for ATen grid_sampler); IR_NONE (reported) on bad shapes. */
+ValId dec_grid_sample_core(DecCtx *c, ValId x, ValId grid, DixMode mode, DixPad pad,
+                           bool align);
 bool dec_affine_grid(DecCtx *c);
 bool dec_roi_align(DecCtx *c);
 
@@ -219,6 +223,10 @@ bool dec_cumprod(DecCtx *c);
 
 /* onnx_topk.c */
 bool dec_topk(DecCtx *c);
+/* k largest (smallest) along axis, sorted, ties by lower index; kv a runtime k or
+ * IR_NONE (see onnx_topk.c). */
+bool dec_topk_axis(DecCtx *c, ValId x, int axis, int64_t k, ValId kv, bool largest,
+                   ValId *vals, ValId *idxs);
 
 /* onnx_signal.c */
 bool dec_dft(DecCtx *c);

@@ -45,26 +45,18 @@ static bool sample_pad(DecCtx *c, DixPad *p)
     return true;
 }
 
-/* GridSample: Y[n, c, o...] = interpolation of X[n, c] at grid[n, o...]. */
-bool dec_grid_sample(DecCtx *c)
+/* Y[n, c, o...] = interpolation of X[n, c] at grid[n, o...] (normalised coordinates,
+ * last axis x first); shared with the ATen grid_sampler handler. */
+ValId dec_grid_sample_core(DecCtx *c, ValId x, ValId grid, DixMode mode, DixPad pad,
+                           bool align)
 {
-    ValId x = dec_in(c, 0), grid = dec_in(c, 1);
-    DixMode mode;
-    DixPad pad;
-    if (x == IR_NONE || grid == IR_NONE) {
-        dec_err(c, "missing X or grid input");
-        return false;
-    }
-    if (!sample_mode(c, &mode) || !sample_pad(c, &pad))
-        return false;
     IrType tx = *dec_ty(c, x), tg = *dec_ty(c, grid);
     int k = tx.rank - 2;
     if (k < 1 || tg.rank != k + 2 || tg.dims[0] != tx.dims[0] || tg.dims[k + 1] != k ||
         !ir_dtype_is_float(tx.dtype)) {
         dec_err(c, "grid must be [N, spatial..., %d] for a float X of rank %d", k, tx.rank);
-        return false;
+        return IR_NONE;
     }
-    bool align = dec_ai(c, "align_corners", 0) != 0;
     int64_t N = tx.dims[0], C = tx.dims[1], P = 1;
     for (int i = 0; i < k; i++)
         P *= tg.dims[1 + i];
@@ -88,15 +80,30 @@ bool dec_grid_sample(DecCtx *c)
     ValId xs = dec_cast(c, x, IR_DT_F32);
     ValId y = dix_sample(c, xs, coord, k, mode, pad, lo, hi); /* [N, P, C] */
     if (y == IR_NONE)
-        return false;
+        return IR_NONE;
     int64_t perm[3] = {0, 2, 1}, od[IR_MAX_RANK];
     od[0] = N;
     od[1] = C;
     for (int i = 0; i < k; i++)
         od[2 + i] = tg.dims[1 + i];
     y = dec_reshape(c, dec_transpose(c, y, perm), od, k + 2);
-    c->out[0] = dec_cast(c, y, tx.dtype);
-    return true;
+    return dec_cast(c, y, tx.dtype);
+}
+
+/* GridSample: Y[n, c, o...] = interpolation of X[n, c] at grid[n, o...]. */
+bool dec_grid_sample(DecCtx *c)
+{
+    ValId x = dec_in(c, 0), grid = dec_in(c, 1);
+    DixMode mode;
+    DixPad pad;
+    if (x == IR_NONE || grid == IR_NONE) {
+        dec_err(c, "missing X or grid input");
+        return false;
+    }
+    if (!sample_mode(c, &mode) || !sample_pad(c, &pad))
+        return false;
+    c->out[0] = dec_grid_sample_core(c, x, grid, mode, pad, dec_ai(c, "align_corners", 0) != 0);
+    return c->out[0] != IR_NONE;
 }
 
 /* Spatial sizes of AffineGrid's output: from a constant size input, else from the

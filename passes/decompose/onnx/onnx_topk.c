@@ -51,28 +51,16 @@ static ValId topk_rank(DecCtx *c, ValId xt, int64_t M, int64_t n, bool largest)
     return dec_reduce(c, IR_RED_SUM, before, &ax, 1, false);
 }
 
-/* TopK: values and int64 indices of the k largest (or smallest) along axis,
- * sorted; ties keep the lower index first. */
-bool dec_topk(DecCtx *c)
+/* Values and int64 indices of the k largest (or smallest) of x along axis, sorted;
+ * ties keep the lower index first. kv: IR_NONE, or a runtime k (then k is the axis
+ * length and the first kv along axis become the valid extent). Shared with the
+ * ATen topk/sort handlers. */
+bool dec_topk_axis(DecCtx *c, ValId x, int axis, int64_t k, ValId kv, bool largest,
+                   ValId *vals, ValId *idxs)
 {
-    ValId x = dec_in(c, 0);
-    if (x == IR_NONE) {
-        dec_err(c, "missing input X");
-        return false;
-    }
     IrType tx = *dec_ty(c, x);
-    int r = tx.rank, axis;
-    if (r < 1) {
-        dec_err(c, "X must have rank >= 1");
-        return false;
-    }
-    if (!dec_axis(c, dec_ai(c, "axis", -1), r, &axis))
-        return false;
-    int64_t n = tx.dims[axis], k, M = 1;
-    ValId kv;
-    if (!topk_k(c, axis, n, &k, &kv))
-        return false;
-    bool largest = dec_ai(c, "largest", 1) != 0;
+    int r = tx.rank;
+    int64_t n = tx.dims[axis], M = 1;
     int64_t perm[IR_MAX_RANK], inv[IR_MAX_RANK], tdims[IR_MAX_RANK];
     for (int i = 0, j = 0; i < r; i++)
         if (i != axis)
@@ -102,12 +90,37 @@ bool dec_topk(DecCtx *c)
         idx = dec_select(c, dec_bin(c, IR_BIN_LT, dix_iota(c, IR_DT_I64, n, 2, 1), kv), idx,
                          dec_scalar(c->g, IR_DT_I64, 0));
     tdims[r - 1] = k;
-    c->out[0] = dec_transpose(c, dec_reshape(c, val, tdims, r), inv);
-    c->out[1] = dec_transpose(c, dec_reshape(c, idx, tdims, r), inv);
+    *vals = dec_transpose(c, dec_reshape(c, val, tdims, r), inv);
+    *idxs = dec_transpose(c, dec_reshape(c, idx, tdims, r), inv);
     if (kv != IR_NONE) {                   /* the first k along axis: a runtime extent */
         ValId kc = dec_cast(c, kv, IR_DT_I32);
-        ir_dyn_add(c->g, c->out[0], axis, kc);
-        ir_dyn_add(c->g, c->out[1], axis, kc);
+        ir_dyn_add(c->g, *vals, axis, kc);
+        ir_dyn_add(c->g, *idxs, axis, kc);
     }
     return true;
+}
+
+/* TopK: values and int64 indices of the k largest (or smallest) along axis,
+ * sorted; ties keep the lower index first. */
+bool dec_topk(DecCtx *c)
+{
+    ValId x = dec_in(c, 0);
+    if (x == IR_NONE) {
+        dec_err(c, "missing input X");
+        return false;
+    }
+    IrType tx = *dec_ty(c, x);
+    int r = tx.rank, axis;
+    if (r < 1) {
+        dec_err(c, "X must have rank >= 1");
+        return false;
+    }
+    if (!dec_axis(c, dec_ai(c, "axis", -1), r, &axis))
+        return false;
+    int64_t k;
+    ValId kv;
+    if (!topk_k(c, axis, tx.dims[axis], &k, &kv))
+        return false;
+    return dec_topk_axis(c, x, axis, k, kv, dec_ai(c, "largest", 1) != 0, &c->out[0],
+                         &c->out[1]);
 }

@@ -167,6 +167,17 @@ SEQ = [
 ]
 
 
+# Single-case categories sw_NAME (from the .pt2 model sweep): ops found missing or
+# misread there; each on torch.manual_seed(3); torch.randn(2, 4, 6, 6).
+SWEEP = [
+    ("index_copy", lambda m, x: x.index_copy(1, torch.tensor([3, 0]), x[:, :2] * 2)),
+    ("sort", lambda m, x: torch.sort(x, dim=-1, descending=True)[0]),
+    ("topk_idx", lambda m, x: torch.topk(x, 3, dim=1, largest=False)[1]),
+    ("grid_bil", lambda m, x: F.grid_sample(x, x[:, :2].permute(0, 2, 3, 1).tanh(), align_corners=False)),
+    ("bicubic", lambda m, x: F.interpolate(x, scale_factor=2, mode="bicubic")),
+]
+
+
 class Img(nn.Module):
     def __init__(self):
         super().__init__()
@@ -270,6 +281,9 @@ def main():
     act = [(n, (lambda fn: lambda m, x: fn(x))(fn)) for n, fn in ACT]
     export_category("act", Unary(), act, (torch.randn(3, 17) * 2,), outdir)
     export_category("seq", Seq(), SEQ, (x_seq(), torch.randint(0, 4, (2, 5))), outdir)
+    for name, fn in SWEEP:
+        torch.manual_seed(3)
+        export_category("sw_" + name, Unary(), [("p_" + name, fn)], (torch.randn(2, 4, 6, 6),), outdir)
 
 
 if __name__ == "__main__":
