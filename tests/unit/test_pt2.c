@@ -1021,10 +1021,13 @@ static void test_unknown_ops(void **state)
         NODE("torch.ops.aten.frobnicate.default", "f", TARG("self", "x"), OUT("f")) ","
         NODE("torch.ops.aten.neg.default", "n", TARG("self", "f"), OUT("n")) ","
         NODE("torch.ops.aten.defrobnicate.Tensor", "g", TARG("self", "n"), OUT("g")) ","
-        NODE("torch.ops.aten.frobnicate.default", "f2", TARG("self", "g"), OUT("f2"));
-    const char *values = "\"f\":" M23 ",\"n\":" M23 ",\"g\":" M23 ",\"f2\":" M23;
+        NODE("torch.ops.aten.frobnicate.default", "f2", TARG("self", "g"), OUT("f2")) ","
+        /* not a view op: its "_copy" does not make it neg (index_copy is not index) */
+        NODE("torch.ops.aten.neg_copy.default", "h", TARG("self", "f2"), OUT("h"));
+    const char *values = "\"f\":" M23 ",\"n\":" M23 ",\"g\":" M23 ",\"f2\":" M23
+                         ",\"h\":" M23;
     ZEnt e[8];
-    char *prog = program(nodes, values, "f2", 8);
+    char *prog = program(nodes, values, "h", 8);
     int n = archive(e, prog, WCFG("false"), sizeof w_data);
     write_zip(tmp_path("unknown.pt2"), e, n);
     IrDiag d;
@@ -1036,7 +1039,8 @@ static void test_unknown_ops(void **state)
     assert_true(diag_has(&d, "aten.frobnicate.default"));
     assert_true(diag_has(&d, "aten.defrobnicate.Tensor"));
     assert_false(diag_has(&d, "aten.neg.default"));
-    assert_int_equal(d.nerrors, 2); /* one per distinct operator */
+    assert_true(diag_has(&d, "aten.neg_copy.default"));
+    assert_int_equal(d.nerrors, 3); /* one per distinct operator */
     ir_graph_free(g);
     ir_diag_free(&d);
     free(prog);

@@ -147,6 +147,22 @@ static DecFn find_name(const char *name)
     return NULL;
 }
 
+/* Whether stem is an ATen view op, whose functional form stem_copy (what
+ * functionalization emits) computes the same values. Only these lose their "_copy":
+ * other ops whose names end in it (index_copy) are ops of their own. */
+static bool is_view_stem(const char *stem)
+{
+    static const char *const views[] = {
+        "alias", "as_strided", "detach", "diagonal", "expand", "lift_fresh", "narrow",
+        "permute", "_reshape_alias", "select", "slice", "split", "split_with_sizes",
+        "squeeze", "t", "transpose", "unbind", "unfold", "unsqueeze", "view", "_unsafe_view",
+    };
+    for (size_t i = 0; i < sizeof views / sizeof views[0]; i++)
+        if (strcmp(stem, views[i]) == 0)
+            return true;
+    return false;
+}
+
 /* "aten.relu_.default" -> "relu" (see aten.h). Returns NULL if op_type is not an
  * ATen op type. */
 const char *aten_base(const char *op_type, char *buf, size_t len)
@@ -169,7 +185,7 @@ const char *aten_base(const char *op_type, char *buf, size_t len)
     }
     if (n > 5 && strcmp(buf + n - 5, "_copy") == 0) {     /* functional view copies */
         buf[n - 5] = 0;
-        if (find_name(buf))
+        if (is_view_stem(buf) && find_name(buf))
             return buf;
         buf[n - 5] = '_';
     }
