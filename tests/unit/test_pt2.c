@@ -861,9 +861,18 @@ static void check_cases(const char *name, const char *suffix)
 static void test_aten_cases(void **state)
 {
     (void)state;
-    static const char *const cats[] = {"act", "img", "seq", "sw_index_copy", "sw_sort",
-                                       "sw_topk_idx", "sw_grid_bil", "sw_bicubic"};
-    for (int i = 0; i < 8; i++) {
+    static const char *const cats[] = {
+        "act", "img", "seq", "sw_index_copy", "sw_sort", "sw_topk_idx", "sw_grid_bil",
+        "sw_bicubic",
+        /* the second sweep (SWEEP2 in gen_cases.py) */
+        "sw_scatter_src", "sw_scatter_val", "sw_scatter_add", "sw_sred_sum", "sw_sred_prod",
+        "sw_sred_mean", "sw_sred_mean_ns", "sw_sred_amax", "sw_sred_amin_ns",
+        "sw_scatter_red_add", "sw_index_add", "sw_masked_scatter", "sw_cumprod",
+        "sw_logcumsumexp", "sw_meshgrid", "sw_ebag_sum", "sw_ebag_mean", "sw_ebag_max",
+        "sw_ebag_2d", "sw_as_strided", "sw_weight_norm0", "sw_weight_norm1", "sw_lstm",
+        "sw_gru", "sw_nan_to_num", "sw_bucketize", "sw_bucketize_r32", "sw_searchsorted",
+        "sw_erfinv", "sw_isin", "sw_isin_inv"};
+    for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
         check_cases(cats[i], "");
         check_cases(cats[i], "_core");
     }

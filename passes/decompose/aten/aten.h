@@ -101,6 +101,7 @@ bool aten_batch_norm(DecCtx *c);
 bool aten_layer_norm(DecCtx *c);
 bool aten_group_norm(DecCtx *c);
 bool aten_instance_norm(DecCtx *c);
+bool aten_weight_norm(DecCtx *c);         /* _weight_norm, _weight_norm_interface */
 
 /* ---- aten_shape.c (views and data movement) ---- */
 bool aten_view(DecCtx *c);
@@ -138,6 +139,36 @@ bool aten_var(DecCtx *c);
 bool aten_argminmax(DecCtx *c);
 bool aten_minmax_dim(DecCtx *c);         /* max/min: .dim, .default and .other */
 bool aten_cumsum(DecCtx *c);
+bool aten_cumprod(DecCtx *c);
+bool aten_logcumsumexp(DecCtx *c);
 bool aten_diff(DecCtx *c);
+
+/* ---- aten_scatter.c (scatter family, index_add, masked_scatter) ---- */
+bool aten_scatter(DecCtx *c);             /* scatter, scatter_add, scatter_reduce */
+bool aten_index_add(DecCtx *c);
+/* x with src (broadcast to x's shape with idx's length along ax) scattered along ax
+ * at the 1-D indices idx (constant or not), combined by red (DIX_RED_NONE: the last
+ * write wins; IR_RED_SUM: accumulate). index_add, index_put, index_copy. IR_NONE
+ * when reported. */
+ValId aten_put_along(DecCtx *c, ValId x, int ax, ValId idx, ValId src, int red);
+bool aten_masked_scatter(DecCtx *c);
+
+/* ---- aten_search.c (isin, bucketize, searchsorted) ---- */
+bool aten_isin(DecCtx *c);
+bool aten_bucketize(DecCtx *c);           /* bucketize, searchsorted */
+
+/* ---- aten_special.c (pointwise functions built from core ops) ---- */
+bool aten_erfinv(DecCtx *c);
+bool aten_nan_to_num(DecCtx *c);
+
+/* ---- aten_layout.c (static index maps) ---- */
+bool aten_meshgrid(DecCtx *c);
+bool aten_as_strided(DecCtx *c);
+
+/* ---- aten_bag.c (embedding_bag) ---- */
+bool aten_embedding_bag(DecCtx *c);
+
+/* ---- aten_rnn.c (lstm, gru: the ONNX recurrence core) ---- */
+bool aten_rnn(DecCtx *c);
 
 #endif

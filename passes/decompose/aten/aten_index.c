@@ -114,8 +114,9 @@ static bool put_along(DecCtx *c, ValId x, int ax, ValId index, ValId v)
     return true;
 }
 
-/* index_put(self, indices, values, accumulate=False) with one constant 1-D integer
- * index tensor, the other entries None (x[:, idx] = v). */
+/* index_put(self, indices, values, accumulate) with one 1-D integer index tensor,
+ * the other entries None (x[:, idx] = v, or += with accumulate): a constant source
+ * map for constant indices, else a scatter (aten_put_along). */
 bool aten_index_put(DecCtx *c)
 {
     ValId x, v, idx[IR_MAX_RANK + 1];
@@ -126,9 +127,14 @@ bool aten_index_put(DecCtx *c)
     for (int i = 0; i < n && ax != -2; i++)
         if (idx[i] != IR_NONE)
             ax = ax == -1 && i < t->rank ? i : -2;
-    if (ax < 0 || n > t->rank || dec_ai(c, "accumulate", 0)) {
-        dec_err(c, "index_put is supported with one index tensor and accumulate=False");
+    if (ax < 0 || n > t->rank) {
+        dec_err(c, "index_put is supported with one index tensor");
         return false;
+    }
+    if (dec_ai(c, "accumulate", 0) || !ir_is_const(c->g, idx[ax])) {
+        c->out[0] = aten_put_along(c, x, ax, idx[ax], v,
+                                   dec_ai(c, "accumulate", 0) ? IR_RED_SUM : DIX_RED_NONE);
+        return c->out[0] != IR_NONE;
     }
     return put_along(c, x, ax, idx[ax], v);
 }

@@ -1,6 +1,6 @@
 /* aten_norm.c: ATen normalisations: batch_norm (inference statistics become one
  * per-channel multiply and add; training mode uses the batch statistics), layer_norm,
- * rms_norm, group_norm and instance_norm (reductions and pointwise ops).
+ * rms_norm, group_norm, instance_norm and weight_norm (reductions and pointwise ops).
  *
  * The native_* forms also return the mean and the reciprocal standard deviation;
  * those outputs are produced when torch records them with a shape this code makes.
@@ -194,5 +194,32 @@ bool aten_instance_norm(DecCtx *c)
     if (b != IR_NONE)
         y = dec_bin(c, IR_BIN_ADD, y, chan(c, dec_cast(c, b, t), r));
     c->out[0] = y;
+    return true;
+}
+
+/* _weight_norm(v, g, dim) and _weight_norm_interface (which also returns the norms):
+ * w = v * g / ||v||, the 2-norm over every dim but dim (over all of v for dim -1,
+ * as norm_except_dim does). */
+bool aten_weight_norm(DecCtx *c)
+{
+    ValId v, g;
+    if (!aten_need(c, "v", &v) || !aten_need(c, "g", &g))
+        return false;
+    const IrType *t = dec_ty(c, v);
+    int64_t dim = dec_ai(c, "dim", 0), axes[IR_MAX_RANK];
+    int n = 0, keep = -1;
+    if (!ir_dtype_is_float(t->dtype)) {
+        dec_err(c, "weight norm of a %s tensor", ir_dtype_name(t->dtype));
+        return false;
+    }
+    if (dim != -1 && !dec_axis(c, dim, t->rank, &keep))
+        return false;
+    for (int i = 0; i < t->rank; i++)
+        if (i != keep)
+            axes[n++] = i;
+    ValId sq = dec_bin(c, IR_BIN_MUL, v, v);
+    ValId norm = dec_un(c, IR_UN_SQRT, dec_reduce(c, IR_RED_SUM, sq, axes, n, true));
+    c->out[0] = dec_bin(c, IR_BIN_MUL, v, dec_bin(c, IR_BIN_DIV, dec_cast(c, g, t->dtype), norm));
+    extra_out(c, 1, norm);
     return true;
 }

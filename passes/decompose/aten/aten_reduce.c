@@ -1,11 +1,13 @@
 /* aten_reduce.c: ATen reductions (sum/mean/amax/amin/prod/any/all/logsumexp/vector
- * norm, var/std, argmax/argmin, max/min) and scans (cumsum, diff), as REDUCE,
- * ARGREDUCE, CUMSUM and pointwise core ops.
+ * norm, var/std, argmax/argmin, max/min) and scans (cumsum, cumprod, logcumsumexp,
+ * diff), as REDUCE, ARGREDUCE, CUMSUM and pointwise core ops; cumprod and
+ * logcumsumexp share the doubling scan of ONNX CumProd (dec_scan_axis).
  */
 #include <math.h>
 #include <string.h>
 
 #include "aten.h"
+#include "passes/decompose/onnx/onnx.h"
 
 /* Reduction axes from "dim" (int, list, absent or empty = all), sorted and unique. */
 static bool reduce_axes(DecCtx *c, int r, int64_t *axes, int *n)
@@ -197,6 +199,57 @@ bool aten_cumsum(DecCtx *c)
         return false;
     IrAttr at = ir_attr_int("axis", ax);
     c->out[0] = dec_op(c, IR_OP_CUMSUM, &x, 1, &at, 1);
+    return true;
+}
+
+/* self cast to output 0's dtype and its scan axis (from "dim"); false when reported.
+ * A 0-d self is its own scan (*ax = -1). */
+static bool scan_args(DecCtx *c, ValId *x, int *ax)
+{
+    if (!aten_need(c, "self", x))
+        return false;
+    *x = aten_like_out(c, *x, 0);
+    int r = dec_ty(c, *x)->rank;
+    *ax = -1;
+    return r == 0 || dec_axis(c, dec_ai(c, "dim", 0), r, ax);
+}
+
+/* cumprod(self, dim, dtype) (the ONNX CumProd scan). */
+bool aten_cumprod(DecCtx *c)
+{
+    ValId x;
+    int ax;
+    if (!scan_args(c, &x, &ax))
+        return false;
+    c->out[0] = ax < 0 ? x : dec_cumprod_axis(c, x, ax, false, false);
+    return true;
+}
+
+/* log(exp(a) + exp(b)) = max + log(1 + exp(min - max)); max itself when min is -inf
+ * or max is +inf (where the difference could be NaN). */
+static ValId logaddexp(DecCtx *c, ValId a, ValId b)
+{
+    ValId hi = dec_bin(c, IR_BIN_MAX, a, b), lo = dec_bin(c, IR_BIN_MIN, a, b);
+    ValId e = dec_un(c, IR_UN_EXP, dec_bin(c, IR_BIN_SUB, lo, hi));
+    ValId y = dec_bin(c, IR_BIN_ADD, hi, dec_un(c, IR_UN_LOG, dec_bin_s(c, IR_BIN_ADD, e, 1)));
+    ValId inf = dec_bin(c, IR_BIN_OR, dec_bin_s(c, IR_BIN_EQ, lo, -INFINITY),
+                        dec_bin_s(c, IR_BIN_EQ, hi, INFINITY));
+    return dec_select(c, inf, hi, y);
+}
+
+/* logcumsumexp(self, dim): a scan of logaddexp, exact for any spread of values (no
+ * shared shift that could underflow early terms). */
+bool aten_logcumsumexp(DecCtx *c)
+{
+    ValId x;
+    int ax;
+    if (!scan_args(c, &x, &ax))
+        return false;
+    if (!ir_dtype_is_float(dec_ty(c, x)->dtype)) {
+        dec_err(c, "logcumsumexp needs a float tensor");
+        return false;
+    }
+    c->out[0] = ax < 0 ? x : dec_scan_axis(c, x, ax, false, -INFINITY, logaddexp);
     return true;
 }
 

@@ -132,8 +132,18 @@ static const AtenEntry aten_table[] = {
     {"all", aten_reduce}, {"logsumexp", aten_reduce}, {"linalg_vector_norm", aten_reduce},
     {"var", aten_var}, {"std", aten_var}, {"var_mean", aten_var}, {"std_mean", aten_var}, {"argmax", aten_argminmax},
     {"argmin", aten_argminmax}, {"max", aten_minmax_dim}, {"min", aten_minmax_dim},
-    {"cumsum", aten_cumsum}, {"diff", aten_diff},
-    {"topk", aten_topk}, {"sort", aten_sort}, {"argsort", aten_sort},
+    {"cumsum", aten_cumsum}, {"cumprod", aten_cumprod}, {"logcumsumexp", aten_logcumsumexp},
+    {"diff", aten_diff}, {"topk", aten_topk}, {"sort", aten_sort}, {"argsort", aten_sort},
+    {"scatter", aten_scatter}, {"scatter_add", aten_scatter}, {"scatter_reduce", aten_scatter},
+    {"index_add", aten_index_add}, {"masked_scatter", aten_masked_scatter},
+    {"isin", aten_isin}, {"bucketize", aten_bucketize}, {"searchsorted", aten_bucketize},
+    /* special functions, index maps, bags, recurrences */
+    {"erfinv", aten_erfinv}, {"nan_to_num", aten_nan_to_num},
+    {"meshgrid", aten_meshgrid}, {"as_strided", aten_as_strided},
+    {"_weight_norm", aten_weight_norm}, {"_weight_norm_interface", aten_weight_norm},
+    {"embedding_bag", aten_embedding_bag}, {"_embedding_bag", aten_embedding_bag},
+    {"_embedding_bag_forward_only", aten_embedding_bag},
+    {"lstm", aten_rnn}, {"gru", aten_rnn},
 };
 
 #define ATEN_TABLE_LEN ((int)(sizeof aten_table / sizeof aten_table[0]))

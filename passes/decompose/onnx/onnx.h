@@ -118,6 +118,18 @@ bool dec_causal_conv_state(DecCtx *c);    /* CausalConvWithState */
 bool dec_rnn(DecCtx *c);                  /* RNN */
 bool dec_gru(DecCtx *c);                  /* GRU */
 bool dec_lstm(DecCtx *c);                 /* LSTM */
+/* One recurrent layer in ONNX terms (layout 0, gate orders i,o,f,c and z,r,h). */
+typedef struct {
+    ValId x;                               /* [T, B, I] */
+    ValId w, r, b;                         /* [D, G*H, I], [D, G*H, H], [D, 2*G*H] or IR_NONE */
+    ValId h0, c0;                          /* [D, B, H] or IR_NONE (zeros) */
+    int dirs;                              /* D: 1 forward, 2 bidirectional */
+    bool lstm;                             /* LSTM (G = 4), else GRU, linear_before_reset */
+} DecRnnLayer;
+/* Unroll one layer with the default activations (shapes checked by the caller):
+ * out[0] = Y [T, D, B, H], out[1] = Y_h, out[2] = Y_c (LSTM) [D, B, H]. False
+ * (reported) for an empty or too long sequence. (aten.lstm / aten.gru) */
+bool dec_rnn_layer(DecCtx *c, const DecRnnLayer *L, ValId out[3]);
 
 /* onnx_linalg.c, onnx_tfidf.c */
 bool dec_det(DecCtx *c);                  /* Det */
@@ -194,6 +206,11 @@ bool dec_reverse_sequence(DecCtx *c);
 /* onnx_scatter.c */
 bool dec_scatter_nd(DecCtx *c);           /* ScatterND: every reduction, runtime indices */
 bool dec_scatter_elements(DecCtx *c);     /* ScatterElements and Scatter (opset 9/10) */
+/* data with upd scattered along axis at idx (same rank as data; upd shaped like idx;
+ * indices may be negative or known only at run time), combined by red (DIX_RED_NONE:
+ * the last update wins, or an IrRedFn with data): ScatterElements and the ATen
+ * scatter family. IR_NONE (reported) on a shape mismatch. */
+ValId dec_scatter_along(DecCtx *c, ValId data, ValId idx, ValId upd, int axis, int red);
 bool dec_tensor_scatter(DecCtx *c);
 bool dec_max_unpool(DecCtx *c);
 bool dec_col2im(DecCtx *c);
@@ -220,6 +237,13 @@ bool dec_softmax(DecCtx *c);              /* Softmax LogSoftmax Hardmax */
 bool dec_argminmax(DecCtx *c);
 bool dec_cumsum(DecCtx *c);
 bool dec_cumprod(DecCtx *c);
+/* Inclusive/exclusive, forward/reverse cumulative product of x along axis (CumProd,
+ * aten.cumprod). */
+ValId dec_cumprod_axis(DecCtx *c, ValId x, int axis, bool excl, bool rev);
+/* Inclusive scan of x along axis (reverse: from the end) with an associative op whose
+ * identity is fill: log2(n) rounds of combining with a shifted copy. */
+typedef ValId (*DecCombine)(DecCtx *c, ValId a, ValId b);
+ValId dec_scan_axis(DecCtx *c, ValId x, int axis, bool rev, double fill, DecCombine op);
 
 /* onnx_topk.c */
 bool dec_topk(DecCtx *c);

@@ -287,20 +287,32 @@ static ValId shift_axis(DecCtx *c, ValId x, int axis, int64_t d, bool rev, doubl
     return dec_pad(c, s, pads, NULL, fill);
 }
 
-/* Inclusive/exclusive, forward/reverse cumulative product along axis. */
-static ValId cumprod_axis(DecCtx *c, ValId x, int axis, bool excl, bool rev)
+/* See onnx.h: log2(n) rounds of combining with a copy shifted by 1, 2, 4, ... */
+ValId dec_scan_axis(DecCtx *c, ValId x, int axis, bool rev, double fill, DecCombine op)
 {
     int64_t n = dec_ty(c, x)->dims[axis];
-    ValId y = excl ? shift_axis(c, x, axis, 1, rev, 1.0) : x;
     for (int64_t d = 1; d < n; d *= 2)
-        y = dec_bin(c, IR_BIN_MUL, y, shift_axis(c, y, axis, d, rev, 1.0));
-    return y;
+        x = op(c, x, shift_axis(c, x, axis, d, rev, fill));
+    return x;
+}
+
+/* a * b (the cumulative product's combination). */
+static ValId mul_op(DecCtx *c, ValId a, ValId b)
+{
+    return dec_bin(c, IR_BIN_MUL, a, b);
+}
+
+/* See onnx.h. */
+ValId dec_cumprod_axis(DecCtx *c, ValId x, int axis, bool excl, bool rev)
+{
+    ValId y = excl ? shift_axis(c, x, axis, 1, rev, 1.0) : x;
+    return dec_scan_axis(c, y, axis, rev, 1.0, mul_op);
 }
 
 /* cumprod_axis with the node's exclusive and reverse attributes. */
 static ValId cumprod_scan(DecCtx *c, ValId x, int axis)
 {
-    return cumprod_axis(c, x, axis, dec_ai(c, "exclusive", 0) != 0, dec_ai(c, "reverse", 0) != 0);
+    return dec_cumprod_axis(c, x, axis, dec_ai(c, "exclusive", 0) != 0, dec_ai(c, "reverse", 0) != 0);
 }
 
 /* CumProd(x, axis): the axis may be a runtime scalar. */
@@ -321,7 +333,7 @@ bool dec_cumprod(DecCtx *c)
     if (dix_const_int(c, 1, &a)) {
         if (!dec_axis(c, a, r, &axis))
             return false;
-        c->out[0] = cumprod_axis(c, x, axis, excl, rev);
+        c->out[0] = dec_cumprod_axis(c, x, axis, excl, rev);
         return true;
     }
     ValId av = dix_scalar(c, dec_in(c, 1), "axis", IR_DT_I64);

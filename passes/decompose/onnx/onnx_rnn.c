@@ -363,10 +363,11 @@ static int64_t step_time(const Rnn *s, int d, int64_t k, bool reverse_only)
 
 /* Assemble Y [T, D, B, H] (layout 0) or [B, T, D, H], Y_h and Y_c from the
  * per-direction results. */
-static void rnn_outputs(DecCtx *c, const Rnn *s, RnnDirOut *dirs, bool lstm)
+static void rnn_outputs(DecCtx *c, const Rnn *s, RnnDirOut *dirs, bool lstm, ValId *out,
+                        bool need_y)
 {
     int64_t one_bh[3] = {1, s->B, s->H}, one4[4] = {1, 1, s->B, s->H};
-    if (dec_out_used(c, 0)) {
+    if (need_y) {
         ValId perdir[2];
         for (int d = 0; d < s->D; d++) {
             ValId *rows = ir_scratch(c->g, sizeof(ValId) * (size_t)(s->T + 1));
@@ -376,7 +377,7 @@ static void rnn_outputs(DecCtx *c, const Rnn *s, RnnDirOut *dirs, bool lstm)
         }
         ValId y = dec_concat(c, perdir, (int)s->D, 1);
         static const int64_t p[4] = {2, 0, 1, 3};
-        c->out[0] = s->layout ? dec_transpose(c, y, p) : y;
+        out[0] = s->layout ? dec_transpose(c, y, p) : y;
     }
     ValId hs[2], cs[2];
     for (int d = 0; d < s->D; d++) {
@@ -385,10 +386,10 @@ static void rnn_outputs(DecCtx *c, const Rnn *s, RnnDirOut *dirs, bool lstm)
             cs[d] = dec_reshape(c, dirs[d].cst, one_bh, 3);
     }
     ValId yh = dec_concat(c, hs, (int)s->D, 0);
-    c->out[1] = s->layout ? swap01(c, yh) : yh;
+    out[1] = s->layout ? swap01(c, yh) : yh;
     if (lstm) {
         ValId yc = dec_concat(c, cs, (int)s->D, 0);
-        c->out[2] = s->layout ? swap01(c, yc) : yc;
+        out[2] = s->layout ? swap01(c, yc) : yc;
     }
 }
 
@@ -545,7 +546,7 @@ bool dec_rnn(DecCtx *c)
     alloc_dirs(c, &s, dirs);
     for (int d = 0; d < s.D; d++)
         rnn_dir(c, &s, d, is_reverse(c), &dirs[d]);
-    rnn_outputs(c, &s, dirs, false);
+    rnn_outputs(c, &s, dirs, false, c->out, dec_out_used(c, 0));
     return true;
 }
 
@@ -560,7 +561,7 @@ bool dec_gru(DecCtx *c)
     alloc_dirs(c, &s, dirs);
     for (int d = 0; d < s.D; d++)
         gru_dir(c, &s, d, is_reverse(c), lbr, &dirs[d]);
-    rnn_outputs(c, &s, dirs, false);
+    rnn_outputs(c, &s, dirs, false, c->out, dec_out_used(c, 0));
     return true;
 }
 
@@ -578,6 +579,40 @@ bool dec_lstm(DecCtx *c)
     alloc_dirs(c, &s, dirs);
     for (int d = 0; d < s.D; d++)
         lstm_dir(c, &s, d, is_reverse(c), p, &dirs[d]);
-    rnn_outputs(c, &s, dirs, true);
+    rnn_outputs(c, &s, dirs, true, c->out, dec_out_used(c, 0));
+    return true;
+}
+
+/* See onnx.h: the Rnn of one layer with the default activations, unrolled. */
+bool dec_rnn_layer(DecCtx *c, const DecRnnLayer *L, ValId out[3])
+{
+    static const RnnActKind lstm_act[3] = {RA_SIGMOID, RA_TANH, RA_TANH};
+    static const RnnActKind gru_act[2] = {RA_SIGMOID, RA_TANH};
+    const IrType *tx = dec_ty(c, L->x);
+    Rnn s;
+    memset(&s, 0, sizeof s);
+    s.G = L->lstm ? 4 : 3;
+    s.T = tx->dims[0], s.B = tx->dims[1], s.I = tx->dims[2], s.H = dec_ty(c, L->r)->dims[2];
+    s.D = L->dirs;
+    s.dt = tx->dtype;
+    s.x = L->x, s.w = L->w, s.r = L->r, s.b = L->b, s.h0 = L->h0, s.c0 = L->c0;
+    s.seqlen = IR_NONE;
+    s.nact = L->lstm ? 3 : 2;
+    for (int i = 0; i < s.nact * s.D; i++) {
+        bool ta, tb;
+        s.act[i].kind = L->lstm ? lstm_act[i % 3] : gru_act[i % 2];
+        act_defaults(&s.act[i], &ta, &tb);
+    }
+    if (!nonempty(c, &s))
+        return false;
+    RnnDirOut dirs[2];
+    alloc_dirs(c, &s, dirs);
+    for (int d = 0; d < s.D; d++) {
+        if (L->lstm)
+            lstm_dir(c, &s, d, false, IR_NONE, &dirs[d]);
+        else
+            gru_dir(c, &s, d, false, true, &dirs[d]);
+    }
+    rnn_outputs(c, &s, dirs, L->lstm, out, true);
     return true;
 }

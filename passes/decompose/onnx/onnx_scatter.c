@@ -87,22 +87,15 @@ static bool scatter_nd_const(DecCtx *c, ValId data, ValId idx)
     return true;
 }
 
-/* ScatterElements, reduction none, constant indices (checked by the caller): a
+/* Scatter along axis, reduction none, constant indices (checked by the caller): a
  * GATHER through a constant source map. */
-static bool scatter_elements_const(DecCtx *c, ValId data, ValId idx)
+static ValId scatter_elements_const(DecCtx *c, ValId data, ValId idx, ValId upd, int axis)
 {
     const IrType *td = dec_ty(c, data), *ti = dec_ty(c, idx);
-    int r = td->rank, axis;
-    if (!dec_axis(c, dec_ai(c, "axis", 0), r, &axis))
-        return false;
-    if (ti->rank != r || !ir_dtype_is_int(ti->dtype) ||
-        dec_numel(dec_ty(c, dec_in(c, 2))) != dec_numel(ti)) {
-        dec_err(c, "indices must be integers of the data's rank, shaped like updates");
-        return false;
-    }
+    int r = td->rank;
     int64_t nd = dec_numel(td), ni = dec_numel(ti);
     if (!dec_fits(c, nd, 2 * sizeof(int64_t), "scatter source map"))
-        return false;
+        return IR_NONE;
     int64_t *map = ir_scratch(c->g, sizeof(int64_t) * (size_t)(nd + 1));
     for (int64_t i = 0; i < nd; i++)
         map[i] = i;
@@ -116,7 +109,7 @@ static bool scatter_elements_const(DecCtx *c, ValId data, ValId idx)
                 int64_t v = dec_load_int(ti->dtype, ip, p), d = td->dims[i];
                 if (v < -d || v >= d) {
                     dec_err(c, "index %lld out of range for dimension %lld", (long long)v, (long long)d);
-                    return false;
+                    return IR_NONE;
                 }
                 co = v < 0 ? v + d : v;
             }
@@ -125,8 +118,7 @@ static bool scatter_elements_const(DecCtx *c, ValId data, ValId idx)
         }
         map[off] = nd + p;
     }
-    c->out[0] = scatter_by_map(c, data, dec_in(c, 2), map);
-    return true;
+    return scatter_by_map(c, data, upd, map);
 }
 
 /* ScatterND: data[idx[u, :q]] (reduction)= updates[u]. */
@@ -171,29 +163,36 @@ bool dec_scatter_nd(DecCtx *c)
     return true;
 }
 
-/* ScatterElements (and Scatter, opset 9/10): along axis, data[.., idx[u], ..]
- * (reduction)= updates[u]. The axis moves last; the other dims index batches. */
-bool dec_scatter_elements(DecCtx *c)
+/* Checks of dec_scatter_along's operands; reports the first mismatch. */
+static bool along_shapes_ok(DecCtx *c, const IrType *td, const IrType *ti, const IrType *tu)
 {
-    int red, axis;
-    if (!have_inputs(c, 3) || !scatter_red(c, &red))
-        return false;
-    ValId data = dec_in(c, 0), idx = dec_in(c, 1), upd = dec_in(c, 2);
-    if (red == DIX_RED_NONE && ir_is_const(c->g, idx))
-        return scatter_elements_const(c, data, idx);
-    IrType td = *dec_ty(c, data), ti = *dec_ty(c, idx);
-    int r = td.rank;
-    if (r < 1) {
+    if (td->rank < 1) {
         dec_err(c, "data must have rank >= 1");
         return false;
     }
-    if (!dec_axis(c, dec_ai(c, "axis", 0), r, &axis))
-        return false;
-    if (ti.rank != r || !ir_dtype_is_int(ti.dtype) || dec_ty(c, upd)->rank != r ||
-        dec_numel(dec_ty(c, upd)) != dec_numel(&ti)) {
+    if (ti->rank != td->rank || !ir_dtype_is_int(ti->dtype) || tu->rank != td->rank ||
+        dec_numel(tu) != dec_numel(ti)) {
         dec_err(c, "indices must be integers of the data's rank, shaped like updates");
         return false;
     }
+    for (int i = 0; i < td->rank; i++)
+        if (ti->dims[i] > td->dims[i] && ti->dims[i] > 0) {
+            dec_err(c, "indices dim %d (%lld) exceeds the data's (%lld)", i,
+                    (long long)ti->dims[i], (long long)td->dims[i]);
+            return false;
+        }
+    return true;
+}
+
+/* See onnx.h. The axis moves last; the other dims index batches. */
+ValId dec_scatter_along(DecCtx *c, ValId data, ValId idx, ValId upd, int axis, int red)
+{
+    IrType td = *dec_ty(c, data), ti = *dec_ty(c, idx);
+    int r = td.rank;
+    if (!along_shapes_ok(c, &td, &ti, dec_ty(c, upd)))
+        return IR_NONE;
+    if (red == DIX_RED_NONE && ir_is_const(c->g, idx))
+        return scatter_elements_const(c, data, idx, upd, axis);
     int64_t perm[IR_MAX_RANK], inv[IR_MAX_RANK], pads[2 * IR_MAX_RANK] = {0}, B = 1;
     for (int i = 0, j = 0; i < r; i++)
         if (i != axis)
@@ -201,14 +200,8 @@ bool dec_scatter_elements(DecCtx *c)
     perm[r - 1] = axis;
     for (int i = 0; i < r; i++)
         inv[perm[i]] = i;
-    for (int i = 0; i < r; i++) {
-        if (i != axis && ti.dims[i] > td.dims[i]) {
-            dec_err(c, "indices dim %d (%lld) exceeds the data's (%lld)", i,
-                    (long long)ti.dims[i], (long long)td.dims[i]);
-            return false;
-        }
+    for (int i = 0; i < r; i++)
         pads[r + inv[i]] = i == axis ? 0 : td.dims[i] - ti.dims[i];
-    }
     for (int i = 0; i < r - 1; i++)
         B *= td.dims[perm[i]];
     int64_t D = td.dims[axis], K = ti.dims[axis];
@@ -220,12 +213,30 @@ bool dec_scatter_elements(DecCtx *c)
     ValId dt = dec_reshape(c, dec_transpose(c, data, perm), d3, 3);
     ValId y = dix_scatter(c, dt, dec_reshape(c, it, p2, 2), dec_reshape(c, ut, u3, 3), red);
     if (y == IR_NONE)
-        return false;
+        return IR_NONE;
     int64_t tdims[IR_MAX_RANK];
     for (int i = 0; i < r; i++)
         tdims[i] = td.dims[perm[i]];
-    c->out[0] = dec_transpose(c, dec_reshape(c, y, tdims, r), inv);
-    return true;
+    return dec_transpose(c, dec_reshape(c, y, tdims, r), inv);
+}
+
+/* ScatterElements (and Scatter, opset 9/10): along axis, data[.., idx[u], ..]
+ * (reduction)= updates[u]. */
+bool dec_scatter_elements(DecCtx *c)
+{
+    int red, axis;
+    if (!have_inputs(c, 3) || !scatter_red(c, &red))
+        return false;
+    ValId data = dec_in(c, 0);
+    int r = dec_ty(c, data)->rank;
+    if (r < 1) {
+        dec_err(c, "data must have rank >= 1");
+        return false;
+    }
+    if (!dec_axis(c, dec_ai(c, "axis", 0), r, &axis))
+        return false;
+    c->out[0] = dec_scatter_along(c, data, dec_in(c, 1), dec_in(c, 2), axis, red);
+    return c->out[0] != IR_NONE;
 }
 
 /* TensorScatter: write update into past_cache along axis at write_indices[b]

@@ -178,6 +178,89 @@ SWEEP = [
 ]
 
 
+def perm_idx(x):
+    """Distinct positions along the last dim (a plain scatter with repeated targets is
+    nondeterministic in PyTorch): the first three of each row's argsort."""
+    return x.argsort(dim=3)[..., :3]
+
+
+def dup_idx(x):
+    """Positions along the last dim with repeats, shape (2, 4, 3, 4) (smaller than
+    self and src in every dim: the general scatter form)."""
+    return (x[:, :, :3, :4].abs() * 2).long().clamp(max=5)
+
+
+BOUNDS = [-1.0, -0.2, 0.0, 0.7, 1.5]
+BAG_OFFSETS = [0, 3, 3, 7]  # bag 1 is empty
+
+
+def bag_idx(x):
+    return (x[0, 0].abs() * 3).long().clamp(max=9).flatten()[:12]
+
+
+# The second sweep's ops, each on the same input as SWEEP (holder: Mods).
+SWEEP2 = [
+    ("scatter_src", lambda m, x: x.scatter(3, perm_idx(x), x[..., :3] * 2)),
+    ("scatter_val", lambda m, x: x.scatter(3, perm_idx(x), -0.5)),
+    ("scatter_add", lambda m, x: x.scatter_add(3, dup_idx(x), x[:, :, 1:5] * 2)),
+    ("sred_sum", lambda m, x: x.scatter_reduce(3, dup_idx(x), x[:, :, 1:5], "sum")),
+    ("sred_prod", lambda m, x: x.scatter_reduce(3, dup_idx(x), x[:, :, 1:5], "prod", include_self=False)),
+    ("sred_mean", lambda m, x: x.scatter_reduce(3, dup_idx(x), x[:, :, 1:5], "mean")),
+    ("sred_mean_ns", lambda m, x: x.scatter_reduce(3, dup_idx(x), x[:, :, 1:5], "mean", include_self=False)),
+    ("sred_amax", lambda m, x: x.scatter_reduce(3, dup_idx(x), x[:, :, 1:5], "amax")),
+    ("sred_amin_ns", lambda m, x: x.scatter_reduce(3, dup_idx(x), x[:, :, 1:5], "amin", include_self=False)),
+    ("scatter_red_add", lambda m, x: x.scatter(3, dup_idx(x), x[:, :, 1:5], reduce="add")),
+    ("index_add", lambda m, x: x.index_add(1, torch.tensor([3, 0, 3]), x[:, :3] * 2, alpha=0.5)),
+    ("masked_scatter", lambda m, x: x.masked_scatter(x > 0.3, x.flip(3) * 2)),
+    ("cumprod", lambda m, x: (x * 0.5 + 1).cumprod(2)),
+    ("logcumsumexp", lambda m, x: torch.logcumsumexp(x, 3)),
+    ("meshgrid", lambda m, x: torch.stack(torch.meshgrid(x[0, 0, 0], x[0, 0, :4, 0], indexing="xy"))),
+    ("ebag_sum", lambda m, x: m.bag_sum(bag_idx(x), torch.tensor(BAG_OFFSETS), x[1, 1].flatten()[:12])),
+    ("ebag_mean", lambda m, x: m.bag_mean(bag_idx(x), torch.tensor(BAG_OFFSETS))),
+    ("ebag_max", lambda m, x: m.bag_max(bag_idx(x), torch.tensor(BAG_OFFSETS))),
+    ("ebag_2d", lambda m, x: m.bag_mean(bag_idx(x).view(3, 4))),
+    ("as_strided", lambda m, x: (x * 2).as_strided((2, 3, 4), (100, 7, 2), 5)),
+    ("weight_norm0", lambda m, x: x[0, 0] @ torch._weight_norm(m.wv, m.wg0, 0).t()),
+    ("weight_norm1", lambda m, x: x[0, 0] @ torch._weight_norm(m.wv, m.wg1, 1).t()),
+    ("lstm", lambda m, x: torch.cat([t.flatten() for t in (lambda o: (o[0], *o[1]))(m.lstm(x[:, 0]))])),
+    ("gru", lambda m, x: torch.cat([t.flatten() for t in m.gru(x[0], x[1, :1, :, :4].contiguous())])),
+    ("nan_to_num", lambda m, x: torch.nan_to_num(torch.log(x) / (x > 0.5).float(), nan=0.1, posinf=5.0)),
+    ("bucketize", lambda m, x: torch.bucketize(x, torch.tensor(BOUNDS))),
+    ("bucketize_r32", lambda m, x: torch.bucketize(x, torch.tensor(BOUNDS), out_int32=True, right=True)),
+    ("searchsorted", lambda m, x: torch.searchsorted(torch.tensor(BOUNDS), x, right=True)),
+    ("erfinv", lambda m, x: torch.erfinv((x * 0.5).tanh())),
+    ("isin", lambda m, x: torch.isin((x * 2).long(), torch.tensor([-1, 0, 3]))),
+    ("isin_inv", lambda m, x: torch.isin((x * 2).long(), torch.tensor([-1, 0, 3]), invert=True)),
+]
+
+
+def holder_for(fn):
+    """A holder with only the Mods members fn's code names (unused parameters would
+    still be lifted into the archive), from Mods made on torch.manual_seed(5)."""
+    torch.manual_seed(5)
+    mods, holder = Mods(), Unary()
+    for attr in fn.__code__.co_names:
+        if hasattr(mods, attr) and attr not in dir(nn.Module):
+            setattr(holder, attr, getattr(mods, attr))
+    return holder.eval()
+
+
+class Mods(nn.Module):
+    """Holder of the modules and parameters the second sweep uses."""
+
+    def __init__(self):
+        super().__init__()
+        self.bag_sum = nn.EmbeddingBag(10, 5, mode="sum")
+        self.bag_mean = nn.EmbeddingBag(10, 5, mode="mean")
+        self.bag_max = nn.EmbeddingBag(10, 5, mode="max")
+        self.wv = nn.Parameter(torch.randn(5, 6))
+        self.wg0 = nn.Parameter(torch.rand(5, 1) + 0.5)
+        self.wg1 = nn.Parameter(torch.rand(1, 6) + 0.5)
+        self.lstm = nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(6, 4, bias=False)
+        self.eval()
+
+
 class Img(nn.Module):
     def __init__(self):
         super().__init__()
@@ -284,6 +367,10 @@ def main():
     for name, fn in SWEEP:
         torch.manual_seed(3)
         export_category("sw_" + name, Unary(), [("p_" + name, fn)], (torch.randn(2, 4, 6, 6),), outdir)
+    for name, fn in SWEEP2:
+        torch.manual_seed(3)
+        x = torch.randn(2, 4, 6, 6)
+        export_category("sw_" + name, holder_for(fn), [("p_" + name, fn)], (x,), outdir)
 
 
 if __name__ == "__main__":
