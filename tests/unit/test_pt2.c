@@ -807,6 +807,20 @@ static bool values_match(IrDType t, const void *got, const void *want, int64_t n
     return true;
 }
 
+/* Largest |got - want| over the finite pairs of f32 values (0 for other dtypes). */
+static double max_abs_err(IrDType t, const void *got, const void *want, int64_t n)
+{
+    double m = 0;
+    for (int64_t i = 0; t == IR_DT_F32 && i < n; i++) {
+        float fa, fb;
+        memcpy(&fa, (const float *)got + i, sizeof fa);
+        memcpy(&fb, (const char *)want + (size_t)i * sizeof fb, sizeof fb);
+        if (isfinite(fa) && isfinite(fb) && fabs((double)fa - fb) > m)
+            m = fabs((double)fa - fb);
+    }
+    return m;
+}
+
 /* Load archive NAME(suffix).pt2, evaluate it on NAME.in.bin and compare each output
  * (one ATen case each, named in NAME.cases.txt) with NAME.out.bin. */
 static void check_cases(const char *name, const char *suffix)
@@ -835,11 +849,13 @@ static void check_cases(const char *name, const char *suffix)
     assert_non_null(data);
     char *save = NULL, *cname = strtok_r(names, "\n", &save);
     int bad = 0;
+    double err = 0;
     off = 0;
     for (uint32_t i = 0; i < g->noutputs; i++, cname = strtok_r(NULL, "\n", &save)) {
         const IrType *t = ir_vtype(g, g->outputs[i]);
         size_t nb = ir_type_bytes(t);
         assert_true(off + nb <= outlen);
+        err = fmax(err, max_abs_err(t->dtype, data[g->outputs[i]], out + off, ir_type_numel(t)));
         if (!values_match(t->dtype, data[g->outputs[i]], out + off, ir_type_numel(t))) {
             print_message("%s%s: case '%s' (output %u) differs from PyTorch\n", name, suffix,
                           cname ? cname : "?", i);
@@ -848,6 +864,7 @@ static void check_cases(const char *name, const char *suffix)
         off += nb;
     }
     assert_int_equal(off, outlen);
+    print_message("%s%s: %u outputs, max abs error %.3g\n", name, suffix, g->noutputs, err);
     assert_int_equal(bad, 0);
     free(data);
     ir_graph_free(g);
@@ -1055,6 +1072,58 @@ static void test_unknown_ops(void **state)
     free(prog);
 }
 
+/* Archive nodes (output `out`) as file, decompose, and check that it is refused
+ * with one error naming node `node` and containing `why`. */
+static void expect_refused(const char *nodes, const char *values, const char *out,
+                           const char *file, const char *node, const char *why)
+{
+    ZEnt e[8];
+    char *prog = program(nodes, values, out, 8);
+    int n = archive(e, prog, WCFG("false"), sizeof w_data);
+    write_zip(tmp_path(file), e, n);
+    IrDiag d;
+    ir_diag_init(&d, tmp_path(file));
+    IrGraph *g = fe_load_pt2(tmp_path(file), &d, NULL);
+    assert_non_null(g);
+    assert_false(decompose(g));
+    print_diag(&d);
+    assert_true(diag_has(&d, node));
+    assert_true(diag_has(&d, why));
+    ir_graph_free(g);
+    ir_diag_free(&d);
+    free(prog);
+}
+
+#define TLIST(arg, ...) ",{\"name\":\"" arg "\",\"arg\":{\"as_tensors\":[" __VA_ARGS__ "]},\"kind\":1}"
+#define TN(t) "{\"name\":\"" t "\"}"
+
+/* Forms of the second sweep's ops that are not supported are refused, naming the
+ * node and what is missing. */
+static void test_unsupported_forms(void **state)
+{
+    (void)state;
+    /* lstm with proj_size: 3 weights per layer and direction (w_ih, w_hh, w_hr) */
+    expect_refused(NODE("torch.ops.aten.lstm.input", "lstm", TARG("input", "x")
+                        TLIST("hx") TLIST("params", TN("p_w") "," TN("p_w") "," TN("p_w"))
+                        BARG("has_biases", false) IARG("num_layers", 1) FARG("dropout", 0.0)
+                        BARG("train", false) BARG("bidirectional", false)
+                        BARG("batch_first", false), OUT("y") "," OUT("h") "," OUT("c")),
+                   "\"y\":" M23 ",\"h\":" M23 ",\"c\":" M23, "y", "lstm_proj.pt2",
+                   "aten.lstm.input", "proj_size");
+    /* searchsorted with a sorter */
+    expect_refused(NODE("torch.ops.aten.searchsorted.Tensor", "ss", TARG("sorted_sequence", "p_w")
+                        "," TARG("self", "x") "," TARG("sorter", "p_w"), OUT("ss")),
+                   "\"ss\":" META("5", I(2) "," I(3), I(3) "," I(1)), "ss", "sorter.pt2",
+                   "aten.searchsorted.Tensor", "sorter");
+    /* as_strided reading past the end of its input (6 elements) */
+    expect_refused(NODE("torch.ops.aten.as_strided.default", "as", TARG("self", "x")
+                        ",{\"name\":\"size\",\"arg\":{\"as_ints\":[4]},\"kind\":1}"
+                        ",{\"name\":\"stride\",\"arg\":{\"as_ints\":[2]},\"kind\":1}",
+                        OUT("as")),
+                   "\"as\":" META("7", I(4), I(1)), "as", "strided.pt2",
+                   "aten.as_strided.default", "reads element 6");
+}
+
 /* Every truncation of a valid archive is refused cleanly. */
 static void test_truncation(void **state)
 {
@@ -1150,6 +1219,7 @@ int main(void)
         cmocka_unit_test(test_bad_json),
         cmocka_unit_test(test_bad_graphs),
         cmocka_unit_test(test_unknown_ops),
+        cmocka_unit_test(test_unsupported_forms),
         cmocka_unit_test(test_truncation),
         cmocka_unit_test(test_alloc_failures),
     };
