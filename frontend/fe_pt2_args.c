@@ -56,6 +56,19 @@ static bool add_input(FePt2Build *b, FePt2Args *a, const char *argname, ValId v)
     return true;
 }
 
+/* Whether torch recorded tensor name as a strided view (strides or storage offset of
+ * something other than a dense tensor). Unreadable metadata counts as dense: the
+ * node's type check reports it. */
+static bool is_strided(FePt2Scope *s, const char *name)
+{
+    json_t *meta = name ? fe_pt2_obj(s->tensor_values, name) : NULL;
+    IrType t;
+    int64_t strides[IR_MAX_RANK] = {0}, off = 0;
+    char err[128];
+    return meta && fe_pt2_tensor_meta(meta, &t, strides, &off, err, sizeof err) &&
+           !fe_pt2_is_dense(&t, strides, off);
+}
+
 /* Tensor-valued arguments: as_tensor, as_tensors, as_optional_tensor(s). Returns 1 if
  * handled, 0 if the tag is not a tensor kind, -1 on error (reported). */
 static int tensor_arg(FePt2Build *b, FePt2Scope *s, FePt2Args *a, const char *argname,
@@ -89,6 +102,7 @@ static int tensor_arg(FePt2Build *b, FePt2Scope *s, FePt2Args *a, const char *ar
             ir_error(b->g, o, "more than %d tensor arguments", FE_PT2_MAX_NODE_INPUTS);
             return -1;
         }
+        a->in_strided[a->nin - 1] = v != IR_NONE && is_strided(s, fe_pt2_str(e, "name"));
     }
     return 1;
 }
@@ -254,6 +268,27 @@ static bool attr_arg(FePt2Build *b, FePt2Scope *s, FePt2Args *a, const char *arg
     return true;
 }
 
+/* The _in_strided attribute, when an input was recorded as a strided view (handlers
+ * whose result depends on the storage layout, as_strided, refuse those). */
+static void add_strided(FePt2Build *b, FePt2Args *a)
+{
+    bool any = false;
+    for (int i = 0; i < a->nin; i++)
+        any |= a->in_strided[i] != 0;
+    if (!any)
+        return;
+    IrAttr at;
+    memset(&at, 0, sizeof at);
+    at.name = FE_PT2_IN_STRIDED;
+    at.kind = IR_ATTR_INTS;
+    at.tensor = IR_NONE;
+    int64_t *v = ir_alloc(b->g, (size_t)(a->nin + 1) * sizeof *v);
+    memcpy(v, a->in_strided, (size_t)a->nin * sizeof *v);
+    at.ints = v;
+    at.n = (uint32_t)a->nin;
+    a->attrs[a->nattrs++] = at;
+}
+
 /* Convert every named argument of a node (see the file comment). */
 bool fe_pt2_args(FePt2Build *b, FePt2Scope *s, json_t *inputs, const IrOrigin *o,
                  FePt2Args *a)
@@ -288,5 +323,6 @@ bool fe_pt2_args(FePt2Build *b, FePt2Scope *s, json_t *inputs, const IrOrigin *o
     names.strings = copy;
     names.n = (uint32_t)a->nin;
     a->attrs[a->nattrs++] = names;
+    add_strided(b, a);
     return true;
 }

@@ -5,7 +5,8 @@
 #include "frontend/fe_pt2_priv.h"
 
 #define FE_PT2_MAX_NODE_INPUTS 4096      /* tensor inputs of one node */
-#define FE_PT2_MAX_NODE_ATTRS 256        /* arguments of one node (+1 for _in_names) */
+#define FE_PT2_MAX_NODE_ATTRS 256        /* arguments of one node (+1 for _in_names, +1
+                                            for _in_strided) */
 
 /* One graph level (the top graph or an inlined subgraph): tensor names are local. */
 typedef struct {
@@ -21,6 +22,7 @@ typedef struct {
 typedef struct {
     ValId in[FE_PT2_MAX_NODE_INPUTS];
     const char *in_names[FE_PT2_MAX_NODE_INPUTS];
+    int64_t in_strided[FE_PT2_MAX_NODE_INPUTS]; /* 1: recorded as a strided view */
     int nin;
     IrAttr attrs[FE_PT2_MAX_NODE_ATTRS + 1];
     int nattrs;

@@ -29,7 +29,9 @@
  *   of the target) and foreign.op_type "aten.NAME.OVERLOAD"; its inputs are the tensor
  *   arguments in schema order (a tensor list contributes one input per element, an
  *   absent optional tensor in a list is IR_NONE); the STRINGS attribute "_in_names"
- *   gives, per input, the schema name of the argument it came from. Every other
+ *   gives, per input, the schema name of the argument it came from; when an input was
+ *   recorded as a strided view (strides or storage offset of something other than a
+ *   dense tensor) the INTS attribute "_in_strided" flags it (1 per such input). Every other
  *   argument is an attribute named after its schema argument: int/bool/SymInt -> INT,
  *   int[]/bool[] -> INTS, float -> FLOAT (also "inf"/"nan"), float[] -> FLOATS,
  *   str -> STRING, ScalarType -> INT holding the IrDType, layout/memory format -> INT,
@@ -50,6 +52,9 @@
 #include "ir.h"
 
 #define FE_PT2_IN_NAMES "_in_names"      /* attribute: schema name of each input */
+#define FE_PT2_IN_STRIDED "_in_strided"  /* attribute (only when one is): per input, 1 if
+                                            torch recorded it as a strided view (not
+                                            the dense prefix of its storage) */
 #define FE_PT2_MAX_ENTRIES 100000        /* zip entries */
 #define FE_PT2_MAX_JSON_BYTES (256u << 20) /* one JSON document */
 #define FE_PT2_MAX_HOP_DEPTH 16          /* nested higher-order-op subgraphs */
@@ -104,6 +109,9 @@ const char *fe_pt2_dtype_name(int64_t code);
  * optional outputs (strides has IR_MAX_RANK entries). On error writes err. */
 bool fe_pt2_tensor_meta(json_t *meta, IrType *t, int64_t *strides, int64_t *offset,
                         char *err, size_t errlen);
+/* True if a tensor of type t with these strides and storage offset is the dense
+ * row-major prefix of its storage. */
+bool fe_pt2_is_dense(const IrType *t, const int64_t *strides, int64_t offset);
 
 /* ---- the loader's state ---- */
 typedef struct {

@@ -81,8 +81,8 @@ static bool view_extent(const IrType *t, const int64_t *strides, int64_t offset,
     return true;
 }
 
-/* True if the view is the dense row-major prefix of its storage. */
-static bool is_dense(const IrType *t, const int64_t *strides, int64_t offset)
+/* See fe_pt2_priv.h. */
+bool fe_pt2_is_dense(const IrType *t, const int64_t *strides, int64_t offset)
 {
     int64_t expect = 1;
     for (int i = t->rank - 1; i >= 0; i--) {
@@ -205,7 +205,7 @@ ValId fe_pt2_load_tensor(FePt2 *p, const char *fqn, const IrType *want)
         return IR_NONE;
     p->scratch[0] = buf; /* ir_add_const may longjmp on allocation failure */
     ValId v = IR_NONE;
-    if (is_dense(&t, strides, offset)) {
+    if (fe_pt2_is_dense(&t, strides, offset)) {
         v = ir_add_const(p->g, fqn, &t, buf);
     } else {
         uint8_t *dense = malloc(ir_type_bytes(&t) + 1);

@@ -677,6 +677,41 @@ static void eval_named(const char *nodes, const char *values, const char *name,
 #define M22 META("7", I(2) "," I(2), I(2) "," I(1))
 #define M22I META("5", I(2) "," I(2), I(2) "," I(1))
 
+/* Indices computed at run time: index_put_ with accumulate at argmin(x, 1) = [0, 0]
+ * (both writes add up), and index_copy at argsort(x[0], descending) = [2, 1, 0]. */
+static void test_index_put_runtime(void **state)
+{
+    (void)state;
+    const char *put =
+        NODE("torch.ops.aten.clone.default", "c", TARG("self", "x"), OUT("c")) ","
+        NODE("torch.ops.aten.argmin.default", "a", TARG("self", "x") IARG("dim", 1), OUT("a")) ","
+        NODE("torch.ops.aten.select.int", "v", TARG("self", "x") IARG("dim", 1)
+             IARG("index", 0), OUT("v")) ","
+        NODE("torch.ops.aten.index_put_.default", "p", TARG("self", "c")
+             ",{\"name\":\"indices\",\"arg\":{\"as_optional_tensors\":[{\"as_none\":true},"
+             "{\"as_tensor\":{\"name\":\"a\"}}]},\"kind\":1}," TARG("values", "v")
+             BARG("accumulate", true), OUT("p"));
+    const char *values = "\"c\":" M23 ",\"a\":" META("5", I(2), I(1))
+                         ",\"v\":" META("7", I(2), I(3)) ",\"p\":" M23;
+    float out[6];
+    eval_c(put, values, "iput_rt.pt2", out);
+    const float want[6] = {-6, -2, -1, -3, 1, 2};
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], want[i], 0);
+    const char *copy =
+        NODE("torch.ops.aten.select.int", "r", TARG("self", "x") IARG("dim", 0)
+             IARG("index", 0), OUT("r")) ","
+        NODE("torch.ops.aten.argsort.default", "a", TARG("self", "r") IARG("dim", 0)
+             BARG("descending", true), OUT("a")) ","
+        NODE("torch.ops.aten.index_copy.default", "p", TARG("self", "x") IARG("dim", 1) ","
+             TARG("index", "a") "," TARG("source", "x"), OUT("p"));
+    const char *cvalues = "\"r\":" M3 ",\"a\":" META("5", I(3), I(1)) ",\"p\":" M23;
+    eval_named(copy, cvalues, "p", "icopy_rt.pt2", out, 6);
+    const float want_c[6] = {-1, -2, -3, 2, 1, 0};
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(out[i], want_c[i], 0);
+}
+
 /* topk (k = 2, smallest) and sort (descending) along dim 1: values of each row of
  * x = [[-3, -2, -1], [0, 1, 2]]; the second output (indices) is bound but unused. */
 static void test_topk_sort(void **state)
@@ -1122,6 +1157,15 @@ static void test_unsupported_forms(void **state)
                         OUT("as")),
                    "\"as\":" META("7", I(4), I(1)), "as", "strided.pt2",
                    "aten.as_strided.default", "reads element 6");
+    /* as_strided of a transpose (recorded strides [1, 3]): its storage is x's */
+    expect_refused(NODE("torch.ops.aten.t.default", "t", TARG("self", "x"), OUT("t")) ","
+                   NODE("torch.ops.aten.as_strided.default", "as", TARG("self", "t")
+                        ",{\"name\":\"size\",\"arg\":{\"as_ints\":[2]},\"kind\":1}"
+                        ",{\"name\":\"stride\",\"arg\":{\"as_ints\":[1]},\"kind\":1}",
+                        OUT("as")),
+                   "\"t\":" META("7", I(3) "," I(2), I(1) "," I(3)) ",\"as\":"
+                   META("7", I(2), I(1)), "as", "strided_t.pt2", "aten.as_strided.default",
+                   "strided view");
 }
 
 /* Every truncation of a valid archive is refused cleanly. */
@@ -1208,6 +1252,7 @@ int main(void)
         cmocka_unit_test(test_inplace_whole_views),
         cmocka_unit_test(test_inplace_stepped),
         cmocka_unit_test(test_index_put),
+        cmocka_unit_test(test_index_put_runtime),
         cmocka_unit_test(test_topk_sort),
         cmocka_unit_test(test_upsample_bicubic),
         cmocka_unit_test(test_grid_sampler),

@@ -19,6 +19,7 @@
 
 #define ATEN_MAX_LIST 1024                 /* tensors in one list argument */
 #define ATEN_IN_NAMES "_in_names"          /* written by the .pt2 frontend */
+#define ATEN_IN_STRIDED "_in_strided"      /* likewise, when an input is a strided view */
 #define ATEN_MAX_CONST ((int64_t)1 << 24)  /* elements of a constant a handler builds */
 
 /* ---- aten_table.c ---- */
@@ -31,6 +32,9 @@ const char *aten_base(const char *op_type, char *buf, size_t len);
 ValId aten_in(const DecCtx *c, const char *name);
 /* Every tensor input named name (a list argument), in order; returns the count. */
 int aten_ins(const DecCtx *c, const char *name, ValId *out, int max);
+/* Whether tensor input name was recorded by torch as a strided view (not the dense
+ * row-major prefix of its storage). */
+bool aten_in_strided(const DecCtx *c, const char *name);
 /* Required tensor input: reports "missing tensor argument" when absent. */
 bool aten_need(DecCtx *c, const char *name, ValId *out);
 /* Numeric scalar argument (int, bool or float attribute); false when absent. */

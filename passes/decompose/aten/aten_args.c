@@ -29,6 +29,17 @@ int aten_ins(const DecCtx *c, const char *name, ValId *out, int max)
     return n;
 }
 
+bool aten_in_strided(const DecCtx *c, const char *name)
+{
+    const IrAttr *a = in_names(c), *s = ir_attr_find(c->n, ATEN_IN_STRIDED);
+    if (!a || !s || s->kind != IR_ATTR_INTS || s->n != a->n)
+        return false;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (strcmp(a->strings[i], name) == 0 && s->ints[i])
+            return true;
+    return false;
+}
+
 bool aten_need(DecCtx *c, const char *name, ValId *out)
 {
     *out = aten_in(c, name);

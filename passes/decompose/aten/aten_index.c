@@ -139,8 +139,8 @@ bool aten_index_put(DecCtx *c)
     return put_along(c, x, ax, idx[ax], v);
 }
 
-/* index_copy(self, dim, index, source): self with the slices index (constant) along
- * dim replaced by those of source. */
+/* index_copy(self, dim, index, source): self with the slices index along dim
+ * replaced by those of source (a scatter when the index is not a constant). */
 bool aten_index_copy(DecCtx *c)
 {
     ValId x, idx, src;
@@ -151,6 +151,10 @@ bool aten_index_copy(DecCtx *c)
     int r = dec_ty(c, x)->rank;
     if (r == 0 || !dec_axis(c, dec_ai(c, "dim", 0), r, &ax))
         return false;
+    if (!ir_is_const(c->g, idx)) {
+        c->out[0] = aten_put_along(c, x, ax, idx, src, DIX_RED_NONE);
+        return c->out[0] != IR_NONE;
+    }
     return put_along(c, x, ax, idx, src);
 }
 

@@ -39,15 +39,21 @@ bool aten_meshgrid(DecCtx *c)
 }
 
 /* as_strided(self, size, stride, storage_offset): element p of the result is
- * element offset + sum(p_k * stride_k) of self in row-major order, i.e. of its
- * storage when self is contiguous, which is how a functional graph's values are
- * laid out. One GATHER through a constant map. */
+ * element offset + sum(p_k * stride_k) of self's storage. That is self in row-major
+ * order when torch recorded self as dense; a self recorded as a strided view (a
+ * transpose, a slice with an offset) is refused, its storage being unknown here.
+ * One GATHER through a constant map. */
 bool aten_as_strided(DecCtx *c)
 {
     ValId x;
     int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK];
     if (!aten_need(c, "self", &x))
         return false;
+    if (aten_in_strided(c, "self")) {
+        dec_err(c, "unsupported: as_strided of a tensor recorded as a strided view (not "
+                "contiguous, or with a storage offset)");
+        return false;
+    }
     int r = aten_ints(c, "size", size, IR_MAX_RANK, 0);
     int rs = aten_ints(c, "stride", stride, IR_MAX_RANK, 0);
     int64_t off = dec_ai(c, "storage_offset", 0), n = 1, have = dec_numel(dec_ty(c, x));
