@@ -712,6 +712,62 @@ static void test_index_put_runtime(void **state)
         assert_float_equal(out[i], want_c[i], 0);
 }
 
+/* embedding_bag of weight w viewed [3, 1] = [[1], [0.5], [-1]] at indices [0, 1, 2]
+ * (argsort of x[1], known at run time) in bags [0, 2) and [2, 3): offsets computed at
+ * run time (argsort(x[1])[:2] * 2) or constant (arange(0, 3, 2)); mode and padding_idx
+ * as given (the padding entry counts in no bag). */
+static void bag_case(const char *offsets_node, int mode, int pad, const float *want)
+{
+    static const char *const head =
+        NODE("torch.ops.aten.view.default", "w", TARG("self", "p_w")
+             ",{\"name\":\"size\",\"arg\":{\"as_ints\":[3,1]},\"kind\":1}", OUT("w")) ","
+        NODE("torch.ops.aten.select.int", "r", TARG("self", "x") IARG("dim", 0)
+             IARG("index", 1), OUT("r")) ","
+        NODE("torch.ops.aten.argsort.default", "a", TARG("self", "r") IARG("dim", 0), OUT("a"));
+    static const char *const bag =
+        "{\"target\":\"torch.ops.aten.embedding_bag.padding_idx\",\"inputs\":["
+        TARG("weight", "w") "," TARG("indices", "a") "," TARG("offsets", "off")
+        BARG("scale_grad_by_freq", false) IARG("mode", %d) BARG("sparse", false)
+        BARG("include_last_offset", false) "%s],\"outputs\":[" OUT("eb") "," OUT("o2b")
+        "," OUT("bs") "," OUT("mi") "],\"metadata\":{},\"name\":\"eb\"}";
+    static const char *const values =
+        "\"w\":" META("7", I(3) "," I(1), I(1) "," I(1)) ",\"r\":" M3 ",\"a\":"
+        META("5", I(3), I(1)) ",\"s\":" META("5", I(2), I(1)) ",\"off\":"
+        META("5", I(2), I(1)) ",\"eb\":" META("7", I(2) "," I(1), I(1) "," I(1))
+        ",\"o2b\":" META("5", I(3), I(1)) ",\"bs\":" META("5", I(2), I(1))
+        ",\"mi\":" META("5", I(2), I(1));
+    char pad_arg[128] = "", tail[1024], nodes[8192];
+    if (pad >= 0)
+        snprintf(pad_arg, sizeof pad_arg,
+                 ",{\"name\":\"padding_idx\",\"arg\":{\"as_int\":%d},\"kind\":1}", pad);
+    snprintf(tail, sizeof tail, bag, mode, pad_arg);
+    snprintf(nodes, sizeof nodes, "%s,%s,%s", head, offsets_node, tail);
+    float out[2];
+    eval_named(nodes, values, "eb", "bag.pt2", out, 2);
+    for (int i = 0; i < 2; i++)
+        assert_float_equal(out[i], want[i], 1e-6);
+}
+
+/* Both embedding_bag layouts (membership matrix, constant map), with padding_idx. */
+static void test_embedding_bag_forms(void **state)
+{
+    (void)state;
+    const char *rt_off =
+        NODE("torch.ops.aten.slice.Tensor", "s", TARG("self", "a") IARG("dim", 0)
+             IARG("start", 0) IARG("end", 2), OUT("s")) ","
+        NODE("torch.ops.aten.mul.Tensor", "off", TARG("self", "s") IARG("other", 2), OUT("off"));
+    const char *const_off =
+        NODE("torch.ops.aten.arange.start_step", "off", "{\"name\":\"start\",\"arg\":"
+             "{\"as_int\":0},\"kind\":1}" IARG("end", 3) IARG("step", 2), OUT("off"));
+    const float sum[2] = {1.5f, -1.0f}, padded[2] = {1.0f, -1.0f};
+    bag_case(rt_off, 0, -1, sum);      /* runtime offsets, sum */
+    bag_case(rt_off, 1, 1, padded);    /* runtime offsets, mean without index 1 */
+    bag_case(rt_off, 2, 1, padded);    /* runtime offsets, max without index 1 */
+    bag_case(const_off, 0, -1, sum);   /* constant offsets */
+    bag_case(const_off, 1, 1, padded);
+    bag_case(const_off, 2, 1, padded);
+}
+
 /* topk (k = 2, smallest) and sort (descending) along dim 1: values of each row of
  * x = [[-3, -2, -1], [0, 1, 2]]; the second output (indices) is bound but unused. */
 static void test_topk_sort(void **state)
@@ -1253,6 +1309,7 @@ int main(void)
         cmocka_unit_test(test_inplace_stepped),
         cmocka_unit_test(test_index_put),
         cmocka_unit_test(test_index_put_runtime),
+        cmocka_unit_test(test_embedding_bag_forms),
         cmocka_unit_test(test_topk_sort),
         cmocka_unit_test(test_upsample_bicubic),
         cmocka_unit_test(test_grid_sampler),
