@@ -748,6 +748,35 @@ static void bag_case(const char *offsets_node, int mode, int pad, const float *w
         assert_float_equal(out[i], want[i], 1e-6);
 }
 
+/* scatter_reduce amax with include_self=False on int64: a = argsort(x[1]) = [0, 1, 2]
+ * gets src (a * -5 = [0, -5, -10], cut to the index's 2 entries) at [0, 1]: position
+ * 1 takes -5 (not max(1, -5)), position 2 keeps 2; the targets start from int64's
+ * minimum, which a double cannot hold. */
+static void test_scatter_reduce_int(void **state)
+{
+    (void)state;
+    const char *nodes =
+        NODE("torch.ops.aten.select.int", "r", TARG("self", "x") IARG("dim", 0)
+             IARG("index", 1), OUT("r")) ","
+        NODE("torch.ops.aten.argsort.default", "a", TARG("self", "r") IARG("dim", 0), OUT("a")) ","
+        NODE("torch.ops.aten.slice.Tensor", "i", TARG("self", "a") IARG("dim", 0)
+             IARG("start", 0) IARG("end", 2), OUT("i")) ","
+        NODE("torch.ops.aten.mul.Tensor", "s", TARG("self", "a") IARG("other", -5), OUT("s")) ","
+        NODE("torch.ops.aten.scatter_reduce.two", "sr", TARG("self", "a") IARG("dim", 0) ","
+             TARG("index", "i") "," TARG("src", "s")
+             ",{\"name\":\"reduce\",\"arg\":{\"as_string\":\"amax\"},\"kind\":1}"
+             BARG("include_self", false), OUT("sr")) ","
+        NODE("torch.ops.aten.mul.Tensor", "f", TARG("self", "sr") FARG("other", 1.0), OUT("f"));
+    const char *values = "\"r\":" M3 ",\"a\":" META("5", I(3), I(1)) ",\"i\":"
+                         META("5", I(2), I(1)) ",\"s\":" META("5", I(3), I(1))
+                         ",\"sr\":" META("5", I(3), I(1)) ",\"f\":" M3;
+    float out[3];
+    eval_named(nodes, values, "f", "sred_int.pt2", out, 3);
+    const float want[3] = {0, -5, 2};
+    for (int i = 0; i < 3; i++)
+        assert_float_equal(out[i], want[i], 0);
+}
+
 /* Both embedding_bag layouts (membership matrix, constant map), with padding_idx. */
 static void test_embedding_bag_forms(void **state)
 {
@@ -1310,6 +1339,7 @@ int main(void)
         cmocka_unit_test(test_index_put),
         cmocka_unit_test(test_index_put_runtime),
         cmocka_unit_test(test_embedding_bag_forms),
+        cmocka_unit_test(test_scatter_reduce_int),
         cmocka_unit_test(test_topk_sort),
         cmocka_unit_test(test_upsample_bicubic),
         cmocka_unit_test(test_grid_sampler),

@@ -9,6 +9,7 @@
  * original where nothing landed.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "aten.h"
@@ -34,24 +35,31 @@ static int reduce_code(DecCtx *c, const char *s)
 }
 
 /* The identity of reduction red in dtype t (what a target without updates starts
- * from when self is excluded). */
-static double red_identity(IrDType t, int red)
+ * from when self is excluded), as a rank-0 constant: exact for every integer type
+ * (i64's extremes are not doubles, so they are built as integers). */
+static ValId red_identity(DecCtx *c, IrDType t, int red)
 {
-    bool fl = ir_dtype_is_float(t);
-    double big = fl ? INFINITY : ldexp(1.0, (int)(8 * ir_dtype_size(t)) - 1);
-    switch (red) {
-    case IR_RED_PROD: return 1.0;
-    case IR_RED_MAX: return -big;
-    case IR_RED_MIN: return fl ? big : big - 1.0;
-    default: return 0.0;
+    if (red == IR_RED_PROD || (red != IR_RED_MAX && red != IR_RED_MIN))
+        return dec_scalar(c->g, t, red == IR_RED_PROD ? 1.0 : 0.0);
+    bool mx = red == IR_RED_MAX;
+    if (ir_dtype_is_float(t))
+        return dec_scalar(c->g, t, mx ? -INFINITY : INFINITY);
+    if (t == IR_DT_I64) {
+        int64_t v = mx ? INT64_MIN : INT64_MAX, one = 1;
+        return dec_const_i64(c->g, &one, 0, &v);
     }
+    bool uns = t == IR_DT_U8 || t == IR_DT_U16 || t == IR_DT_U32 || t == IR_DT_BOOL;
+    double span = ldexp(1.0, (int)(8 * ir_dtype_size(t)) - (uns ? 0 : 1));
+    if (t == IR_DT_BOOL)
+        span = 2.0;
+    return dec_scalar(c->g, t, mx ? (uns ? 0.0 : -span) : span - 1.0);
 }
 
-/* A value of x's type filled with v. */
-static ValId filled(DecCtx *c, ValId x, double v)
+/* A value of x's type filled with the rank-0 value v. */
+static ValId filled(DecCtx *c, ValId x, ValId v)
 {
     const IrType *t = dec_ty(c, x);
-    return dec_expand(c, dec_scalar(c->g, t->dtype, v), t->dims, t->rank);
+    return dec_expand(c, v, t->dims, t->rank);
 }
 
 /* Number of updates landing on each element of x (x's dtype). */
@@ -59,7 +67,8 @@ static ValId landed(DecCtx *c, ValId x, ValId idx, int ax)
 {
     const IrType *ti = dec_ty(c, idx);
     ValId ones = dec_expand(c, dec_scalar(c->g, dec_ty(c, x)->dtype, 1), ti->dims, ti->rank);
-    return dec_scatter_along(c, filled(c, x, 0), idx, ones, ax, IR_RED_SUM);
+    return dec_scatter_along(c, filled(c, x, dec_scalar(c->g, dec_ty(c, x)->dtype, 0)), idx,
+                             ones, ax, IR_RED_SUM);
 }
 
 /* scatter_reduce of src into x at idx along ax with reduction red (an IrRedFn or
@@ -69,13 +78,17 @@ static ValId scatter_red(DecCtx *c, ValId x, ValId idx, ValId src, int ax, int r
     if (red != SCAT_MEAN && self)
         return dec_scatter_along(c, x, idx, src, ax, red);
     IrDType t = dec_ty(c, x)->dtype;
+    if (t == IR_DT_U64 && !self) {
+        dec_err(c, "unsupported: scatter_reduce with include_self=False on u64");
+        return IR_NONE;
+    }
     if (red == SCAT_MEAN && !ir_dtype_is_float(t)) {
         dec_err(c, "unsupported: scatter_reduce 'mean' on %s (integer division)",
                 ir_dtype_name(t));
         return IR_NONE;
     }
     int fn = red == SCAT_MEAN ? IR_RED_SUM : red;
-    ValId base = self ? x : filled(c, x, red_identity(t, fn));
+    ValId base = self ? x : filled(c, x, red_identity(c, t, fn));
     ValId y = dec_scatter_along(c, base, idx, src, ax, fn);
     ValId n = y == IR_NONE ? IR_NONE : landed(c, x, idx, ax);
     if (n == IR_NONE)

@@ -10,6 +10,11 @@ likewise) and OUTDIR/NAME.cases.txt (the case of each output, one per line). The
 archives are repacked with deflate and without sample inputs. A case that
 torch.export cannot handle is dropped with a message. The committed files were made
 with PyTorch 2.11 (CPU).
+
+SWEEP and SWEEP2 are single-case categories sw_NAME (ops found missing in .pt2 model
+sweeps), each on torch.manual_seed(3); torch.randn(2, 4, 6, 6); a SWEEP2 case that
+uses modules (embedding bags, LSTM/GRU, weight-norm parameters) gets a holder with
+only those (holder_for).
 """
 import os
 import sys
