@@ -204,6 +204,11 @@ static void dump_kernels(const uint8_t *buf, const spy_model *m) {
     for (int o = 0; o < ISA_OPCODE_COUNT; o++)
         if (hist[o])
             printf(" %s %llu", op[o], (unsigned long long)hist[o]);
+    uint64_t guarded = 0;                    /* isa.md "Guards" */
+    for (uint64_t i = 0; i < nc && (((const SpyHeader *)buf)->features & SPY_FEAT_GUARDS); i++)
+        guarded += spy_insn_guard(&code[i]).n > 0;
+    if (guarded)
+        printf("; %llu guarded (skipped at small sizes)", (unsigned long long)guarded);
     printf("\n\nkernels (%llu):\n", (unsigned long long)nk);
     for (uint64_t i = 0; i < nk; i++) {
         spy_kernel_profile pr;

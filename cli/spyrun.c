@@ -781,7 +781,7 @@ static int run_model(const Args *a, const spy_model *m)
     int v = spy_session_variant(s);        /* size buckets: the one this run used */
     const spy_model *rm = v >= 0 ? spy_model_variant(m, v) : m;
     printf("modelled device time: %.3f us per inference (%d kernels)%s",
-           spy_model_device_us(rm), spy_model_num_kernels(rm),
+           spy_session_device_us(s), spy_model_num_kernels(rm),
            v >= 0 ? "" : bounded ? " at the bounds of its dynamic dimensions" : "");
     if (v >= 0)
         print_bucket(rm, v, spy_model_num_variants(m));

@@ -139,6 +139,9 @@ static void print_insn(FILE *f, const SpyInsn *in)
     }
     default: fprintf(f, "unknown opcode %u", in->opcode); break;
     }
+    SpyGuard g = spy_insn_guard(in);          /* isa.md "Guards" (zero bytes: none) */
+    for (int i = 0; i < g.n && i < ISA_GUARD_MAX; i++)
+        fprintf(f, "%ssym%u<=%u", i ? " or " : "  skip if ", g.sym[i], g.lo[i]);
     fputc('\n', f);
 }
 

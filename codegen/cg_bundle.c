@@ -464,7 +464,7 @@ static uint32_t ring_feature(const CgEmit *e)
 
 /* The header of a bundle with sections st[0..nsec). */
 static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySection *st,
-                             int nsec)
+                             int nsec, bool guards)
 {
     SpyHeader h;
     memset(&h, 0, sizeof h);
@@ -473,7 +473,7 @@ static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySec
     h.minor = SPY_SBIN_MINOR;
     h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | bwin_feature(e) | ring_feature(e) |
                  (opt->debug ? SPY_FEAT_DEBUG : 0) | (e->g->nsymdims ? SPY_FEAT_DYNDIM : 0) |
-                 (opt->variants ? SPY_FEAT_VARIANTS : 0);
+                 (opt->variants ? SPY_FEAT_VARIANTS : 0) | (guards ? SPY_FEAT_GUARDS : 0);
     h.header_bytes = sizeof h;
     h.nsections = (uint32_t)nsec;
     h.target = *e->t;
@@ -507,6 +507,7 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
         w.sec[i].w = &w;
     Buf *sec = w.sec;
     tables(e, opt, progs, sec);
+    bool guards = cg_guards(e, progs);
     put(&sec[SPY_SEC_CODE], e->code, (size_t)e->n * sizeof(SpyInsn));
     const char *meta = opt->meta ? opt->meta : "";
     put(&sec[SPY_SEC_META], meta, strlen(meta));
@@ -532,7 +533,7 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
             st->crc32c = spy_crc32c(0, sec[order[i]].p, sec[order[i]].n);
         off = (off + st->size + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     }
-    hdr.h = make_header(e, opt, hdr.st, nsec);
+    hdr.h = make_header(e, opt, hdr.st, nsec, guards);
     if (o->fd < 0) {                       /* one block of the final size */
         put(&w.file, NULL, hdr.h.file_size);
         w.file.n = 0;

@@ -74,6 +74,8 @@ void cg_push(CgEmit *e, const SpyInsn *in);
 /* The set of the elements (len[i], LX stride ls[i] elements; n dims) of es bytes at lo. */
 void cg_span_make(CgSpan *s, int64_t lo, unsigned es, int n, const int64_t *len,
                   const int64_t *ls);
+/* Bytes of one LX element of device dtype dt (sub-byte and 8-bit types: one). */
+int64_t cg_dev_bytes(int dt);
 /* The LX bytes instruction in writes; false if it writes no LX. */
 bool cg_insn_lx_write(const SpyInsn *in, CgSpan *s);
 /* Whether a and b share a byte (true also when too many runs to compare one by one). */
@@ -146,6 +148,11 @@ typedef struct {
     size_t len;                            /* bytes of the bundle */
     int err;                               /* errno of a failed write, else 0 */
 } CgOut;
+/* ---- cg_guard.c ---- */
+/* Guards (isa.md "Guards") on e's code, programs progs, of a graph with bounded symbolic
+ * dimensions: each instruction whose results only padding needs, at the sizes its guard
+ * names, is skipped then; true when some instruction got one (SPY_FEAT_GUARDS). */
+bool cg_guards(CgEmit *e, const SpyProgramDesc *progs);
 /* Serialise the plan and the programs to o; false when a write failed (o->err). */
 bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs, CgOut *o);
 /* Device bits of a float constant in dtype dt (for VFILL). */

@@ -15,7 +15,7 @@
 
 /* Bytes of one LX element of device dtype dt (isa.h: sub-byte and 8-bit types take
  * one byte). */
-static int64_t dev_bytes(int dt)
+int64_t cg_dev_bytes(int dt)
 {
     switch (dt) {
     case ISA_DT_F32: case ISA_DT_I32: return 4;
@@ -95,24 +95,24 @@ bool cg_insn_lx_write(const SpyInsn *in, CgSpan *s)
                   in->gather.row_elems, in->gather.esize);
         return true;
     case ISA_MATMUL:
-        span_rows(s, in->mm.c, in->mm.m, in->mm.ldc, in->mm.n, dev_bytes(in->mm.out_dtype));
+        span_rows(s, in->mm.c, in->mm.m, in->mm.ldc, in->mm.n, cg_dev_bytes(in->mm.out_dtype));
         return true;
     case ISA_VEC:
         span_rows(s, in->vec.dst, in->vec.rows, in->vec.dst_rs, in->vec.cols,
-                  dev_bytes(in->vec.dtype));
+                  cg_dev_bytes(in->vec.dtype));
         return true;
     case ISA_VREDUCE: {
         bool arg = in->red.fn == ISA_RF_ARGMAX || in->red.fn == ISA_RF_ARGMIN;
         span_rows(s, in->red.dst, in->red.rows, in->red.dst_rs, 1,
-                  arg ? 4 : dev_bytes(in->red.dtype));
+                  arg ? 4 : cg_dev_bytes(in->red.dtype));
         return true;
     }
     case ISA_VFILL:
-        span_rows(s, in->fill.dst, 1, 0, in->fill.n, dev_bytes(in->fill.dtype));
+        span_rows(s, in->fill.dst, 1, 0, in->fill.n, cg_dev_bytes(in->fill.dtype));
         return true;
     case ISA_VSCAN:
         span_rows(s, in->scan.dst, in->scan.rows, in->scan.dst_rs, in->scan.len,
-                  dev_bytes(in->scan.dtype));
+                  cg_dev_bytes(in->scan.dtype));
         return true;
     default:                                   /* STORE, SCATTER, BARRIER: no LX write */
         return false;

@@ -171,19 +171,54 @@ static void exec_load(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p)
     }
 }
 
+/* Instructions the plan p of code[0] runs as one (a run of LOADs or VECs), at most n. */
+static uint32_t plan_len(const SpyInsn *code, const RtPrep *p, uint32_t n) {
+    uint32_t k = (code->opcode == ISA_LOAD || code->opcode == ISA_VEC) && p->run ? p->run : 1;
+    return k < n ? k : n;
+}
+
+/* Of the k instructions from code (one plan), how many the sizes dims skip. */
+static uint32_t skipped_in(const SpyInsn *code, uint32_t k, const int32_t *dims) {
+    uint32_t s = 0;
+    for (uint32_t j = 0; j < k; j++)
+        s += spy_guard_skips(&code[j], dims);
+    return s;
+}
+
 /* Runs code[0..n) on core c with the plans prep[0..n) (NULL: each instruction planned
- * alone, nothing merged); returns RT_XOK or the first error (c->err_*). */
+ * alone, nothing merged); returns RT_XOK or the first error (c->err_*).
+ * With c->dims (a bundle with guards) an instruction its guard skips is not run: a
+ * planned run (of LOADs, of VECs) all of whose instructions are skipped is passed over,
+ * one of which only some are runs instruction by instruction, each planned alone. A
+ * program that skipped anything leaves no input patch for the next (rt_memo.c). */
 int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_t n) {
     RtDefer d;          /* views v[0..n) only are ever read: v is not cleared */
     const RtPrep *patch = NULL;   /* the input patch of this program (rt_memo.c) */
-    uint32_t held = c->memo;
+    uint32_t held = c->memo, alone_until = 0;
+    bool skipped = false;
     d.n = 0;
     c->memo = 0;
     for (uint32_t i = 0; i < n; i++) {
         const SpyInsn *in = &code[i];
         RtPrep alone;
-        const RtPrep *p = prep ? &prep[i] : (rt_prep_code(in, 1, &alone), &alone);
+        const RtPrep *p = prep && i >= alone_until ? &prep[i]
+                                                   : (rt_prep_code(in, 1, &alone), &alone);
         int rc = RT_XOK;
+        if (c->dims && i >= alone_until) {
+            uint32_t k = plan_len(in, p, n - i), s = skipped_in(in, k, c->dims);
+            skipped |= s > 0;
+            if (s == k) {
+                i += k - 1;
+                continue;
+            }
+            if (s) {                 /* a run partly skipped: each of it alone */
+                alone_until = i + k;
+                rt_prep_code(in, 1, &alone);
+                p = &alone;
+            }
+        }
+        if (c->dims && i < alone_until && spy_guard_skips(in, c->dims))
+            continue;
         if (p->memo_len && c->memo_on) {
             patch = p;
             if (held == p->memo_id) {    /* LX holds it: the previous program loaded it */
@@ -223,7 +258,7 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
             return rc;
         }
     }
-    if (patch && rt_memo_kept(&d, patch))
+    if (patch && !skipped && rt_memo_kept(&d, patch))
         c->memo = patch->memo_id;
     return RT_XOK;
 }

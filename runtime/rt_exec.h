@@ -47,6 +47,9 @@ typedef struct {
     uint32_t memo;           /* RtPrep.memo_id of the input patch LX holds (rt_memo.c), 0:
                                 none; valid within one schedule entry */
     bool memo_on;            /* a session's core: patches may be reused (rt_memo.c) */
+    const int32_t *dims;     /* the symbols' actual sizes when the bundle has guards
+                                (isa.h SpyGuard): guarded instructions they skip are not
+                                run; NULL: every instruction runs */
     int err;                 /* RT_X* of the first failing instruction */
     int64_t err_value;       /* offending index value */
     uint32_t err_insn;       /* instruction index within the program */

@@ -99,6 +99,7 @@ struct spy_model {
     struct RtPrep *prep;           /* [ncode] execution plans (rt_prep.c) */
     bool all_serial;         /* every scheduled kernel is serial: a run needs no worker */
     double device_us;        /* sum over the schedule */
+    bool guards;             /* SPY_FEAT_GUARDS: instructions skipped for small sizes */
     size_t staging_bytes;    /* staging buffers a session needs */
     /* size buckets (SPY_FEAT_VARIANTS, rt_variants.c) */
     const spy_model *parent; /* a bucket: the bundle holding it (whose CONSTS it reads;
@@ -182,6 +183,10 @@ int rt_session_hook_kernel(const spy_session *s);
 
 /* rt_timing.c: per-kernel modelled times (after verification). */
 spy_status rt_timing_compute(spy_model *m, RtErr *e);
+/* Modelled device time (us) of one inference of m, a bundle with guards, when its
+ * symbols have the sizes dims: every kernel timed as at load but from the instructions
+ * the sizes do not skip; kernel_us[nkernels] receives each kernel's time. */
+double rt_timing_guarded(const spy_model *m, const int32_t *dims, double *kernel_us);
 /* Name of an RT_LIM_* limiter ("matrix", "vector", "dram", "8-row passes", "barrier"). */
 const char *rt_timing_limiter_name(int lim);
 

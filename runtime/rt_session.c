@@ -68,6 +68,10 @@ struct spy_session {
     /* size buckets (rt_variants.c): a session per bucket, made at its first run */
     spy_session **vsub;      /* [m->nvariants] or NULL */
     int variant;             /* bucket of the last run, -1: the bounds */
+    /* guards (SPY_FEAT_GUARDS): the modelled time of the sizes of the last run */
+    double *guard_kus;       /* [nkernels] per kernel, computed for guard_key */
+    int32_t *guard_key;      /* [nsyms] the sizes it was computed for; [0] = -1: none */
+    double guard_us;         /* its sum over the schedule */
 };
 
 static uint8_t rt_empty_buffer[8]; /* bound to zero-size tensors passed as NULL */
@@ -125,6 +129,13 @@ static spy_status session_alloc(spy_session *s) {
     for (uint32_t i = 0; i < m->ntensors; i++)       /* upper bounds until a run */
         for (int d = 0; d < m->io[i].info.rank; d++)
             s->dyn_dims[i * SPY_MAX_RANK + (uint32_t)d] = m->io[i].info.dims[d];
+    if (m->guards) {
+        s->guard_kus = calloc(m->nkernels + 1, sizeof *s->guard_kus);
+        s->guard_key = calloc(m->nsyms + 1, sizeof *s->guard_key);
+        if (!s->guard_kus || !s->guard_key)
+            return SPY_E_NOMEM;
+        s->guard_key[0] = -1;
+    }
     s->pad = calloc(m->ninputs + 1, sizeof *s->pad);
     s->bound_in = calloc(m->ninputs + 1, sizeof *s->bound_in);
     if (!s->pad || !s->bound_in)
@@ -201,6 +212,8 @@ void spy_session_free(spy_session *s) {
     free((void *)s->next);
     free((void *)s->done);
     free(s->host_us);
+    free(s->guard_kus);
+    free(s->guard_key);
     free(s->dyn_dims);
     for (uint32_t i = 0; s->pad && i < s->m->ninputs; i++)
         free(s->pad[i]);
@@ -320,7 +333,8 @@ static void run_thread(void *arg, int tid) {
     uint32_t gen = atomic_load(&s->gen);
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
                    .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
-                   .memo_on = !s->poison};
+                   .memo_on = !s->poison,
+                   .dims = m->guards ? (const int32_t *)s->stage[m->ninputs - 1] : NULL};
     bool one = tid == 0 && (s->nthreads == 1 || s->solo);
     for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];
@@ -471,6 +485,16 @@ static void reset_run(spy_session *s) {
     atomic_store(&s->gen, gen);
 }
 
+/* The modelled time of a run at the sizes symv of a bundle with guards: computed from
+ * the instructions the sizes leave (rt_timing_guarded) once per new tuple of sizes. */
+static void guard_time(spy_session *s, const int32_t *symv) {
+    const spy_model *m = s->m;
+    if (memcmp(s->guard_key, symv, m->nsyms * sizeof *symv) == 0)
+        return;
+    s->guard_us = rt_timing_guarded(m, symv, s->guard_kus);
+    memcpy(s->guard_key, symv, m->nsyms * sizeof *symv);
+}
+
 /* Runs one inference: inputs[i] / outputs[i] are caller buffers in host dtypes. */
 spy_status spy_session_run(spy_session *s, const void *const *inputs, void *const *outputs) {
     if (!s)
@@ -497,6 +521,8 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
         st = rt_sym_inputs(m, s->dyn_dims, inputs, s->pad, s->bound_in,
                            (int32_t *)s->stage[m->ninputs - 1], s->err, sizeof s->err);
     }
+    if (st == SPY_OK && m->guards)
+        guard_time(s, (const int32_t *)s->stage[m->ninputs - 1]);
     if (st == SPY_OK)
         st = bind_io(s, in, outputs);
     if (st == SPY_OK) {
@@ -531,7 +557,21 @@ spy_status spy_session_kernel_profile(const spy_session *s, int i, spy_kernel_pr
     spy_status st = spy_model_kernel_profile(s->m, i, p);
     if (st == SPY_OK)
         p->host_us = s->profile ? s->host_us[i] : 0;
+    if (st == SPY_OK && s->m->guards && s->guard_key[0] >= 0)   /* what ran of it */
+        p->device_us = s->guard_kus[i] * s->m->sched_count[i];
     return st;
+}
+
+/* Modelled device time of the last run: the model's (its bucket's), or, in a bundle
+ * with guards, that of the instructions the run's sizes left to run. */
+double spy_session_device_us(const spy_session *s) {
+    if (!s)
+        return 0;
+    if (s->variant >= 0)
+        return spy_session_device_us(s->vsub[s->variant]);
+    if (s->m->guards && s->guard_key[0] >= 0)
+        return s->guard_us;
+    return s->m->device_us;
 }
 
 /* Size bucket the last run used (spy_model_variant), -1: the bundle's bounds. */

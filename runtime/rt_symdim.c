@@ -53,6 +53,11 @@ spy_status rt_sym_verify(spy_model *m, RtErr *e)
                           "input %s: all three or none", feat ? "set" : "not set",
                           m->dimrefs ? "present" : "absent", has_dims ? "present" : "absent"),
                e->status;
+    if (!feat && (m->hdr->features & SPY_FEAT_GUARDS))
+        return rt_err_set(e, SPY_E_BAD_BUNDLE, "feature GUARDS without bounded symbolic "
+                          "dimensions (DYNDIM)"),
+               e->status;
+    m->guards = (m->hdr->features & SPY_FEAT_GUARDS) != 0;
     if (!feat)
         return SPY_OK;
     if (last->host_dtype != 6 || last->dev_dtype != 6 /* int32 */ || last->rank != 1 ||

@@ -287,40 +287,77 @@ static int limiter(double core_s, double bar_s, double comp_s, double dram_s, do
     return floor * 2 > mat ? RT_LIM_PASSES : RT_LIM_MATRIX;
 }
 
-/* Models kernel k: per-core times, slowest core + barrier, roofline, limiter. */
-static void kernel_time(spy_model *m, uint32_t k, const Prefix *p, RtKernelTime *kt) {
+/* Modelled figures of one core program: cycles, work, DRAM and ring bytes. */
+typedef struct {
+    double mat, floor, vec, work, flops;
+    uint64_t ld, st, ring;
+} CoreSums;
+
+/* The sums of program d: from the prefix arrays, or (dims, a bundle with guards) over
+ * the instructions the sizes dims do not skip. */
+static void core_sums(const spy_model *m, const Prefix *p, const SpyProgramDesc *d,
+                      const int32_t *dims, CoreSums *s) {
+    uint64_t a = d->first_insn, b = d->first_insn + d->ninsns;
+    if (!dims) {
+        *s = (CoreSums){p->mat[b] - p->mat[a], p->floor[b] - p->floor[a], p->vec[b] - p->vec[a],
+                        p->work[b] - p->work[a], p->flops[b] - p->flops[a],
+                        p->ld[b] - p->ld[a], p->st[b] - p->st[a], p->ring[b] - p->ring[a]};
+        return;
+    }
+    memset(s, 0, sizeof *s);
+    for (uint64_t i = a; i < b; i++) {
+        if (spy_guard_skips(&m->code[i], dims))
+            continue;
+        InsnCost c;
+        insn_cost(&m->target, &m->code[i], &c);
+        s->mat += c.mat, s->floor += c.floor, s->vec += c.vec, s->work += c.work;
+        s->flops += c.flops, s->ld += c.ld, s->st += c.st, s->ring += c.ring;
+    }
+}
+
+/* Models kernel k: per-core times, slowest core + barrier; with dims (the sizes of a
+ * run of a bundle with guards) over the instructions they leave, kt's device time and
+ * per-core times only; else also the roofline, limiter and serial mark. */
+static void kernel_time(spy_model *m, uint32_t k, const Prefix *p, const int32_t *dims,
+                        RtKernelTime *kt) {
     const SpyTarget *t = &m->target;
     const SpyKernelDesc *kd = &m->kernels[k];
     double clock_hz = t->clock_mhz * 1e6, work = 0, flops = 0;
     uint64_t ld = 0, st = 0;
     uint32_t active = 0;
-    for (uint32_t j = 0; j < kd->ncores; j++) {
-        const SpyProgramDesc *d = &m->programs[kd->first_program + j];
-        uint64_t a = d->first_insn, b = d->first_insn + d->ninsns;
-        uint64_t l = p->ld[b] - p->ld[a], s = p->st[b] - p->st[a];
-        work += p->work[b] - p->work[a];
-        flops += p->flops[b] - p->flops[a];
-        ld += l;
-        st += s;
-        active += (l + s) > 0;
+    CoreSums one[64], *cs = kd->ncores <= 64 ? one : malloc(kd->ncores * sizeof *cs);
+    if (!cs) {
+        kt->device_us = 0;
+        return;
     }
-    m->serial[k] = work < RT_SERIAL_WORK;
+    for (uint32_t j = 0; j < kd->ncores; j++) {
+        CoreSums *c = &cs[j];
+        core_sums(m, p, &m->programs[kd->first_program + j], dims, c);
+        work += c->work;
+        flops += c->flops;
+        ld += c->ld;
+        st += c->st;
+        active += (c->ld + c->st) > 0;
+    }
+    if (!dims)
+        m->serial[k] = work < RT_SERIAL_WORK;
     double bw = cost_dram_bw(t, (double)ld, (double)st), slowest = -1;
     double bar_s = cost_barrier_s(t);
     for (uint32_t j = 0; j < kd->ncores; j++) {
         const SpyProgramDesc *d = &m->programs[kd->first_program + j];
-        uint64_t a = d->first_insn, b = d->first_insn + d->ninsns;
-        double mat = p->mat[b] - p->mat[a], vec = p->vec[b] - p->vec[a];
-        double comp = (mat + vec) / clock_hz;
-        double dram = cost_dram_s((double)(p->ld[b] - p->ld[a] + p->st[b] - p->st[a]), active, bw) +
-                      cost_ring_s(t, (double)(p->ring[b] - p->ring[a]));
+        const CoreSums *c = &cs[j];
+        double comp = (c->mat + c->vec) / clock_hz;
+        double dram = cost_dram_s((double)(c->ld + c->st), active, bw) +
+                      cost_ring_s(t, (double)c->ring);
         double core_s = cost_core_s(t, comp, dram);
         kt->core_us[d->core] = core_s * 1e6;
         if (core_s > slowest) {
             slowest = core_s;
-            kt->limiter = limiter(core_s, bar_s, comp, dram, mat, p->floor[b] - p->floor[a], vec);
+            kt->limiter = limiter(core_s, bar_s, comp, dram, c->mat, c->floor, c->vec);
         }
     }
+    if (cs != one)
+        free(cs);
     if (slowest < 0) {
         slowest = 0;
         kt->limiter = RT_LIM_BARRIER;
@@ -328,8 +365,25 @@ static void kernel_time(spy_model *m, uint32_t k, const Prefix *p, RtKernelTime 
     kt->device_us = (slowest + bar_s) * 1e6;
     kt->dram_bytes = ld + st;
     kt->flops = (uint64_t)flops;
+    if (dims)
+        return;
     kt->min_dram_bytes = compulsory_bytes(m, kd);
     kt->roofline_us = cost_roofline_s(t, flops, (double)kt->min_dram_bytes) * 1e6;
+}
+
+double rt_timing_guarded(const spy_model *m, const int32_t *dims, double *kernel_us) {
+    double *core_us = malloc(((size_t)m->target.cores + 1) * sizeof *core_us), total = 0;
+    if (!core_us)
+        return m->device_us;
+    for (uint32_t k = 0; k < m->nkernels; k++) {
+        RtKernelTime kt = {.core_us = core_us};
+        kernel_time((spy_model *)m, k, NULL, dims, &kt);   /* writes nothing of m's */
+        kernel_us[k] = kt.device_us;
+    }
+    for (uint32_t i = 0; i < m->nsched; i++)
+        total += kernel_us[m->schedule[i]];
+    free(core_us);
+    return total;
 }
 
 /* Lists the programs of every kernel that do more than reach their barrier (the
@@ -366,7 +420,7 @@ spy_status rt_timing_compute(spy_model *m, RtErr *e) {
     } else {
         for (uint32_t k = 0; k < m->nkernels; k++) {
             m->ktime[k].core_us = core_us + (size_t)k * cores;
-            kernel_time(m, k, &p, &m->ktime[k]);
+            kernel_time(m, k, &p, NULL, &m->ktime[k]);
         }
         if (m->nkernels == 0)
             free(core_us);

@@ -352,9 +352,58 @@ static bool v_vscan(Vctx *v, const SpyVScan *s) {
            lx2(v, "VSCAN dst", s->dst, s->rows, s->dst_rs, s->len, 1, es);
 }
 
+/* The bounds [*min, *max] of symbol sym of m (its first DIMREFS entry; verified). */
+static void sym_bounds(const spy_model *m, uint32_t sym, int64_t *min, int64_t *max) {
+    *min = 1, *max = 0;
+    for (uint32_t k = 0; k < m->ndimrefs; k++)
+        if (m->dimrefs[k].sym == sym) {
+            *min = m->dimrefs[k].min, *max = m->dimrefs[k].max;
+            return;
+        }
+}
+
+/* The guard of in (bundles with SPY_FEAT_GUARDS; without it the bytes are padding,
+ * ignored): at most ISA_GUARD_MAX conditions, none on a BARRIER or NOP, each naming a
+ * symbol of the dims input with min <= lo < max (one that can hold and can fail),
+ * unused entries zero. */
+static bool v_guard(Vctx *v, const SpyInsn *in) {
+    if (!(v->m->hdr->features & SPY_FEAT_GUARDS))
+        return true;
+    SpyGuard g = spy_insn_guard(in);
+    if (g.n > ISA_GUARD_MAX)
+        return fail(v, "guard with %u conditions (at most %d)", g.n, ISA_GUARD_MAX);
+    if (g.n && (in->opcode == ISA_BARRIER || in->opcode == ISA_NOP))
+        return fail(v, "guard on a %s", rt_opcode_name(in->opcode));
+    for (int i = 0; i < ISA_GUARD_MAX; i++) {
+        if (i >= g.n) {
+            if (g.sym[i] || g.lo[i])
+                return fail(v, "guard entry %d past its %u conditions is not zero", i, g.n);
+            continue;
+        }
+        if (g.sym[i] >= v->m->nsyms)
+            return fail(v, "guard condition %d: symbol %u past the %u symbols", i, g.sym[i],
+                        v->m->nsyms);
+        int64_t lo, hi;
+        sym_bounds(v->m, g.sym[i], &lo, &hi);
+        if ((int64_t)g.lo[i] < lo || (int64_t)g.lo[i] >= hi)
+            return fail(v, "guard condition %d: size of symbol %u <= %u outside [%lld, %lld)",
+                        i, g.sym[i], g.lo[i], (long long)lo, (long long)hi);
+    }
+    return true;
+}
+
+/* Verifies the fields of one instruction of m but its guard. */
+static bool verify_fields(Vctx *v, const SpyInsn *in);
+
 /* Verifies one instruction of m; on failure writes the reason into msg. */
 bool rt_verify_insn(const spy_model *m, const SpyInsn *in, char *msg, size_t msglen) {
     Vctx v = {m, msg, msglen};
+    return verify_fields(&v, in) && v_guard(&v, in);
+}
+
+static bool verify_fields(Vctx *vc, const SpyInsn *in) {
+    Vctx v = *vc;
+    const spy_model *m = v.m;
     switch (in->opcode) {
     case ISA_NOP: return true;
     case ISA_LOAD:

@@ -158,6 +158,10 @@ spy_status spy_session_set_input_shape(spy_session *s, int i, int rank, const in
 int spy_model_num_variants(const spy_model *m);
 const spy_model *spy_model_variant(const spy_model *m, int v);
 int spy_session_variant(const spy_session *s);
+/* Modelled device time of the last run of s, microseconds (before a run: the bounds'):
+ * the bucket's it ran in, and, where the bundle has guards (isa.md "Guards"), that of the
+ * instructions its sizes left to run, which follows the actual sizes inside the box. */
+double spy_session_device_us(const spy_session *s);
 
 /* CRC32C (Castagnoli), as used for bundle sections. */
 uint32_t spy_crc32c(uint32_t crc, const void *data, size_t n);

@@ -14,6 +14,7 @@
 #ifndef SPYREC_ISA_H
 #define SPYREC_ISA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define ISA_MAX_DIMS 6
@@ -201,6 +202,21 @@ typedef union {
     uint8_t raw[128];
 } SpyInsn;
 
+/* Guard (bundle feature SPY_FEAT_GUARDS; isa.md "Guards"): bytes [ISA_GUARD_OFF, 128) of
+ * every instruction, padding in each layout above, may hold a SpyGuard. With n > 0 the
+ * instruction is skipped at launch when, for some i < n, the actual size of symbol
+ * sym[i] (element sym[i] of the SPY_TF_DIMS input) is at most lo[i]: the compiler
+ * proved that then nothing an instruction that does run reads depends on what it
+ * writes (it only computes padding). n = 0: always runs. */
+#define ISA_GUARD_OFF 112
+#define ISA_GUARD_MAX 3
+typedef struct {
+    uint8_t n;               /* conditions, 0 .. ISA_GUARD_MAX */
+    uint8_t sym[ISA_GUARD_MAX];  /* symbols (unused entries 0) */
+    uint32_t lo[ISA_GUARD_MAX];  /* skipped when dims[sym[i]] <= lo[i] (unused 0) */
+} SpyGuard;
+
+_Static_assert(sizeof(SpyGuard) == 128 - ISA_GUARD_OFF, "SpyGuard size");
 _Static_assert(sizeof(SpyDma) == 128, "SpyDma size");
 _Static_assert(sizeof(SpyGather) == 128, "SpyGather size");
 _Static_assert(sizeof(SpyScatter) == 128, "SpyScatter size");
@@ -211,5 +227,26 @@ _Static_assert(sizeof(SpyVFill) == 128, "SpyVFill size");
 _Static_assert(sizeof(SpyVScan) == 128, "SpyVScan size");
 _Static_assert(sizeof(SpyBarrier) == 128, "SpyBarrier size");
 _Static_assert(sizeof(SpyInsn) == 128, "SpyInsn size");
+
+/* The guard of instruction in (a copy: the bytes are unaligned padding). */
+static inline SpyGuard spy_insn_guard(const SpyInsn *in)
+{
+    SpyGuard g;
+    __builtin_memcpy(&g, in->raw + ISA_GUARD_OFF, sizeof g);
+    return g;
+}
+
+/* Whether a guarded instruction in is skipped when the symbols have the sizes dims. */
+static inline bool spy_guard_skips(const SpyInsn *in, const int32_t *dims)
+{
+    uint8_t n = in->raw[ISA_GUARD_OFF];
+    if (!n)
+        return false;
+    SpyGuard g = spy_insn_guard(in);
+    for (int i = 0; i < n && i < ISA_GUARD_MAX; i++)
+        if ((int64_t)dims[g.sym[i]] <= (int64_t)g.lo[i])
+            return true;
+    return false;
+}
 
 #endif

@@ -58,8 +58,10 @@ typedef struct {
 #define SPY_FEAT_RING 0x40u      /* CODE uses LOAD with ISA_F_RING (a tile fed over the ring) */
 #define SPY_FEAT_VARIANTS 0x100u /* size buckets: a VARIANTS section of bundles for smaller
                                     boxes of the symbolic dims, sharing CONSTS */
+#define SPY_FEAT_GUARDS 0x200u  /* CODE has guarded instructions (isa.h SpyGuard): skipped
+                                    at launch for small symbol sizes (SPY_FEAT_DYNDIM) */
 #define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_DYNDIM | \
-                            SPY_FEAT_FP8W | SPY_FEAT_RING | SPY_FEAT_VARIANTS)
+                            SPY_FEAT_FP8W | SPY_FEAT_RING | SPY_FEAT_VARIANTS | SPY_FEAT_GUARDS)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */

@@ -1,0 +1,698 @@
+/* cg_guard.c: guards (isa.h SpyGuard, isa.md "Guards") on the instructions of a bundle
+ * with bounded symbolic dimensions: an instruction whose results, at small sizes, only
+ * reach padding is skipped at launch, so that the work of a run follows the actual
+ * sizes inside the box it was planned for.
+ *
+ * The proof is a backward pass over the finished code, kernel by kernel from the last,
+ * each core program from its end, that computes for every byte (LX of the core, DRAM of
+ * the arena and the outputs) under which sizes its value is still needed later:
+ *   - a demand is, per symbol s (the first ISA_GUARD_MAX), a threshold t_s: the value is
+ *     not needed when the size of some s is at most t_s (-1: no such condition; NEVER:
+ *     not needed at all);
+ *   - at the end, an element of an output with symbolic axes is not needed when a
+ *     symbol is at most its index along an axis of that symbol (the runtime drops it),
+ *     every other output byte is needed, the arena and LX are not;
+ *   - an instruction's guard is the meet (per symbol the least threshold) of the
+ *     demands of every byte it writes: skipping it then skips only values nobody reads;
+ *     the bytes it writes in whole are then no longer needed before it (a guarded
+ *     writer is skipped only when all their readers are), and the bytes it reads are
+ *     needed under its own guard's complement (the join: per symbol the least).
+ * So an instruction that runs reads exactly the bytes it read without guards: the last
+ * writer of each is skipped only where the reader is too. Its results are the same,
+ * and so are its errors (an index a GATHER reads is never one left stale).
+ * Conservative where the code does not say enough: bytes are tracked in granules (a
+ * granule written in part is not freed, read in part counts as read), a SCATTER or a
+ * write outside the tracked segments never gets a guard, and a kernel that reads DRAM
+ * it also writes gets none (its cores' order is not known). LX contents do not outlive
+ * a program (isa.md), so each program starts with no LX demand.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_internal.h"
+
+#define GD_NS ISA_GUARD_MAX          /* symbols tracked (the first of the bundle's) */
+#define LX_G 4                       /* bytes per LX granule */
+#define DR_G 64                      /* bytes per DRAM granule */
+#define NEVER INT32_MAX              /* threshold: not needed at any size */
+#define ACC_MAX 4                    /* accesses of one instruction, one way */
+
+typedef struct {                     /* when a value is not needed (see above) */
+    int32_t t[GD_NS];
+} Dem;
+
+typedef struct {                     /* one access: LX (seg -1) or a DRAM segment */
+    int64_t seg;
+    CgSpan sp;
+} Acc;
+
+typedef struct {
+    int ns;                          /* symbols tracked */
+    int64_t min[GD_NS], max[GD_NS];  /* their bounds */
+    Dem *lx;                         /* [lx granules] demand in the current program */
+    uint32_t *lx_gen, gen;           /* a granule of an older gen holds NEVER */
+    uint64_t lx_n;
+    uint32_t nseg;
+    Dem **dr;                        /* [nseg] per tracked segment (arena, outputs) */
+    uint32_t **dr_stamp;             /* [nseg] kernel + 1 that last wrote a granule */
+    uint32_t **dr_first;             /* [nseg] first kernel that writes a granule */
+    uint64_t *dr_n;                  /* [nseg] granules */
+} Gd;
+
+static const Dem dem_never = {{NEVER, NEVER, NEVER}};
+static const Dem dem_always = {{-1, -1, -1}};
+
+_Static_assert(GD_NS == 3, "dem_never and dem_always list GD_NS thresholds");
+
+/* acc := the meet (and equally the join) of acc and x: per symbol the least. */
+static void dem_min(Dem *acc, const Dem *x)
+{
+    for (int s = 0; s < GD_NS; s++)
+        acc->t[s] = x->t[s] < acc->t[s] ? x->t[s] : acc->t[s];
+}
+
+/* Granule size of space seg. */
+static int64_t gsize(int64_t seg)
+{
+    return seg < 0 ? LX_G : DR_G;
+}
+
+typedef enum { OP_MEET, OP_GEN, OP_KILL, OP_STAMP, OP_CLASH, OP_FIRST } GdOp;
+
+typedef struct {
+    Gd *d;
+    GdOp op;
+    Dem *dem;                        /* OP_MEET: accumulates; OP_GEN: the reader's */
+    uint32_t kernel;                 /* OP_STAMP, OP_CLASH */
+    bool hit;                        /* OP_MEET: an untracked byte; OP_CLASH: a clash */
+} Visit;
+
+/* Whether DRAM segment seg is tracked. */
+static bool tracked(const Gd *d, int64_t seg)
+{
+    return seg < 0 || ((uint64_t)seg < d->nseg && d->dr[seg]);
+}
+
+/* Whether x is the demand "needed at every size". */
+static bool is_always(const Dem *x)
+{
+    for (int s = 0; s < GD_NS; s++)
+        if (x->t[s] >= 0)
+            return false;
+    return true;
+}
+
+/* OP_MEET / OP_GEN over LX granules [q0, q1]: a granule of an older gen is NEVER. */
+static void lx_run(Visit *v, uint64_t q0, uint64_t q1)
+{
+    Gd *d = v->d;
+    if (q1 >= d->lx_n) {
+        v->hit |= v->op == OP_MEET;          /* past the scratchpad: untracked */
+        if (q0 >= d->lx_n)
+            return;
+        q1 = d->lx_n - 1;
+    }
+    for (uint64_t q = q0; q <= q1; q++) {
+        bool live = d->lx_gen[q] == d->gen;
+        if (v->op == OP_MEET) {
+            if (live)
+                dem_min(v->dem, &d->lx[q]);
+        } else if (live) {
+            dem_min(&d->lx[q], v->dem);
+        } else {
+            d->lx_gen[q] = d->gen;
+            d->lx[q] = *v->dem;
+        }
+    }
+}
+
+/* Applies v's operation to the bytes [a, a + w) of space seg. */
+static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
+{
+    int64_t g = gsize(seg);
+    if (w <= 0 || a < 0)
+        return;
+    uint64_t q0 = (uint64_t)(a / g), q1 = (uint64_t)((a + w - 1) / g);
+    if (v->op == OP_KILL) {          /* granules written whole only */
+        q0 = (uint64_t)((a + g - 1) / g);
+        q1 = (uint64_t)((a + w) / g);
+        for (uint64_t q = q0; q < q1; q++) {
+            if (seg < 0 && q < v->d->lx_n)
+                v->d->lx_gen[q] = 0;         /* an older gen: NEVER */
+            else if (seg >= 0 && q < v->d->dr_n[seg])
+                v->d->dr[seg][q] = dem_never;
+        }
+        return;
+    }
+    if (v->op == OP_STAMP || v->op == OP_CLASH || v->op == OP_FIRST) {
+        uint32_t *st = v->d->dr_stamp[seg], *fw = v->d->dr_first[seg];
+        for (uint64_t q = q0; q <= q1 && q < v->d->dr_n[seg]; q++) {
+            if (v->op == OP_STAMP)
+                st[q] = v->kernel + 1;
+            else if (v->op == OP_FIRST)
+                fw[q] = v->kernel;
+            else
+                v->hit |= st[q] == v->kernel + 1;
+        }
+        return;
+    }
+    if (seg < 0) {
+        lx_run(v, q0, q1);
+        return;
+    }
+    if (q1 >= v->d->dr_n[seg])
+        v->hit |= v->op == OP_MEET;
+    for (uint64_t q = q0; q <= q1 && q < v->d->dr_n[seg]; q++) {
+        Dem *x = &v->d->dr[seg][q];
+        dem_min(v->op == OP_MEET ? v->dem : x, v->op == OP_MEET ? x : v->dem);
+    }
+}
+
+/* Applies v to every run of access x (a MEET stops once nothing can lower it). */
+static void visit(Visit *v, const Acc *x)
+{
+    const CgSpan *s = &x->sp;
+    if (s->width == 0)
+        return;
+    if (!tracked(v->d, x->seg)) {
+        v->hit |= v->op == OP_MEET;          /* a write there: never guarded */
+        return;
+    }
+    if ((v->op == OP_STAMP || v->op == OP_CLASH || v->op == OP_FIRST) && x->seg < 0)
+        return;
+    int64_t idx[CG_DIMS_MAX] = {0};
+    for (;;) {
+        if (v->op == OP_MEET && (v->hit || is_always(v->dem)))
+            return;
+        int64_t a = s->lo;
+        for (int i = 0; i < s->n; i++)
+            a += idx[i] * s->stride[i];
+        visit_run(v, x->seg, a, s->width);
+        int i = s->n - 1;
+        while (i >= 0 && ++idx[i] == s->len[i])
+            idx[i--] = 0;
+        if (i < 0)
+            return;
+    }
+}
+
+/* An access of n dims (len, strides in elements, any sign) of es-byte elements at
+ * byte lo of space seg. */
+static void acc_make(Acc *x, int64_t seg, int64_t lo, int64_t es, int n, const int64_t *len,
+                     const int64_t *st)
+{
+    for (int i = 0; i < n; i++)
+        if (st[i] < 0 && len[i] > 0)
+            lo += (len[i] - 1) * st[i] * es;
+    x->seg = seg;
+    cg_span_make(&x->sp, lo, (unsigned)es, n, len, st);
+}
+
+/* rows x cols elements of es bytes at LX byte lo, row stride rs, column stride cs. */
+static void acc_rows(Acc *x, int64_t lo, int64_t rows, int64_t rs, int64_t cols, int64_t cs,
+                     int64_t es)
+{
+    int64_t len[2] = {rows, cols}, st[2] = {rs, cs};
+    acc_make(x, -1, lo, es, 2, len, st);
+}
+
+/* The LX bytes [lo, hi) as one access. */
+static void acc_range(Acc *x, int64_t seg, int64_t lo, int64_t hi)
+{
+    int64_t len = hi - lo, st = 1;
+    acc_make(x, seg, lo, 1, 1, &len, &st);
+}
+
+/* The DRAM or LX side of a LOAD / STORE. */
+static void acc_dma(Acc *x, const SpyDma *d, bool dram)
+{
+    int64_t len[ISA_MAX_DIMS], st[ISA_MAX_DIMS];
+    for (int i = 0; i < ISA_MAX_DIMS; i++)
+        len[i] = d->dims[i], st[i] = dram ? d->dram_stride[i] : d->lx_stride[i];
+    int64_t es = dram && (d->flags & ISA_F_F32) ? 4 : d->esize;
+    acc_make(x, dram ? (int64_t)d->seg : -1, dram ? d->dram_off : (int64_t)d->lx, es, ISA_MAX_DIMS, len, st);
+}
+
+/* Operands of a VEC function: 1, 2 or 3 (isa.h's order of SpyVecFn). */
+static int vec_arity(int fn)
+{
+    if (fn == ISA_VF_SELECT || fn == ISA_VF_FMA)
+        return 3;
+    return fn >= ISA_VF_ADD && fn <= ISA_VF_ATAN2 ? 2 : 1;
+}
+
+/* The bytes a MATMUL's window B may read (isa.h SpyMatmul, ISA_F_BWIN). */
+static void acc_bwin(Acc *x, const SpyMatmul *mm, int64_t es)
+{
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < 5; i++) {
+        int64_t ext = i < 3 ? mm->bw_kext[i] : mm->bw_next[i - 3];
+        int64_t st = i < 3 ? mm->bw_ks[i] : mm->bw_ns[i - 3];
+        int64_t r = (ext > 0 ? ext - 1 : 0) * st;
+        lo += r < 0 ? r : 0;
+        hi += r > 0 ? r : 0;
+    }
+    acc_range(x, -1, mm->b + lo * es, mm->b + (hi + 1) * es);
+}
+
+/* The accesses of in: reads into r (returns their count), writes into w (*nw). */
+static int accesses(const SpyInsn *in, Acc *r, Acc *w, int *nw)
+{
+    int nr = 0;
+    *nw = 0;
+    switch (in->opcode) {
+    case ISA_LOAD:
+        acc_dma(&r[nr++], &in->dma, true);
+        acc_dma(&w[(*nw)++], &in->dma, false);
+        break;
+    case ISA_STORE:
+        acc_dma(&r[nr++], &in->dma, false);
+        acc_dma(&w[(*nw)++], &in->dma, true);
+        break;
+    case ISA_GATHER: {
+        const SpyGather *g = &in->gather;
+        int64_t len[2] = {g->bound, g->row_elems}, st[2] = {g->row_stride, 1};
+        acc_rows(&r[nr++], g->lx_idx, 1, 0, g->nidx, 1, 4);
+        acc_make(&r[nr++], g->seg, g->dram_off, g->esize, 2, len, st);
+        acc_rows(&w[(*nw)++], g->lx_dst, g->nidx, g->dst_row_stride, g->row_elems, 1, g->esize);
+        break;
+    }
+    case ISA_MATMUL: {
+        const SpyMatmul *mm = &in->mm;
+        int64_t ea = cg_dev_bytes(mm->dtype), eb = (mm->flags & ISA_F_BF8) ? 1 : ea;
+        int64_t ec = cg_dev_bytes(mm->out_dtype);
+        acc_rows(&r[nr++], mm->a, mm->m, mm->lda, mm->k, 1, ea);
+        if (mm->flags & ISA_F_BWIN)
+            acc_bwin(&r[nr++], mm, ea);
+        else
+            acc_rows(&r[nr++], mm->b, mm->k, mm->ldb, mm->n, 1, eb);
+        if (mm->flags & ISA_F_ACCUM)
+            acc_rows(&r[nr++], mm->c, mm->m, mm->ldc, mm->n, 1, ec);
+        acc_rows(&w[(*nw)++], mm->c, mm->m, mm->ldc, mm->n, 1, ec);
+        break;
+    }
+    case ISA_VEC: {
+        const SpyVec *v = &in->vec;
+        int sdt = v->src_dtype ? v->src_dtype : v->dtype;
+        int imm = (v->flags & ISA_F_IMM) ? 1 : (v->flags & ISA_F_IMM_A) ? 0 : -1;
+        for (int q = 0; q < vec_arity(v->fn); q++) {
+            if (q == imm)
+                continue;
+            int qdt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
+                    : (v->fn == ISA_VF_FMA && q == 2) ? v->dtype : sdt;
+            acc_rows(&r[nr++], v->src[q], v->rows, v->src_rs[q], v->cols, v->src_cs[q],
+                     cg_dev_bytes(qdt));
+        }
+        acc_rows(&w[(*nw)++], v->dst, v->rows, v->dst_rs, v->cols, 1, cg_dev_bytes(v->dtype));
+        break;
+    }
+    case ISA_VREDUCE: {
+        const SpyVReduce *x = &in->red;
+        bool arg = x->fn == ISA_RF_ARGMAX || x->fn == ISA_RF_ARGMIN;
+        int64_t ed = arg ? 4 : cg_dev_bytes(x->dtype);
+        acc_rows(&r[nr++], x->src, x->rows, x->src_rs, x->len, x->src_cs,
+                 cg_dev_bytes(x->dtype));
+        if (x->flags & ISA_F_ACCUM)
+            acc_rows(&r[nr++], x->dst, x->rows, x->dst_rs, 1, 1, ed);
+        acc_rows(&w[(*nw)++], x->dst, x->rows, x->dst_rs, 1, 1, ed);
+        break;
+    }
+    case ISA_VFILL:
+        acc_rows(&w[(*nw)++], in->fill.dst, 1, 0, in->fill.n, 1, cg_dev_bytes(in->fill.dtype));
+        break;
+    case ISA_VSCAN: {
+        const SpyVScan *x = &in->scan;
+        int64_t es = cg_dev_bytes(x->dtype);
+        acc_rows(&r[nr++], x->src, x->rows, x->src_rs, x->len, 1, es);
+        acc_rows(&w[(*nw)++], x->dst, x->rows, x->dst_rs, x->len, 1, es);
+        break;
+    }
+    default:                         /* NOP, BARRIER; SCATTER: handled by the caller */
+        break;
+    }
+    return nr;
+}
+
+/* The guard of a writer whose written bytes have the meet m: the conditions that can
+ * hold and fail within the bounds; *eff gets the demand its reads are made under (a
+ * kept condition's threshold, -1 for the others). No guard (eff: always) when some
+ * byte is untracked or needed, or when it would skip the instruction at every size
+ * (nothing reads what it writes: left as it was). */
+static SpyGuard guard_of(const Gd *d, const Dem *m, bool untracked, Dem *eff)
+{
+    SpyGuard g;
+    memset(&g, 0, sizeof g);
+    *eff = dem_always;
+    if (untracked)
+        return g;
+    for (int s = 0; s < d->ns; s++)
+        if (m->t[s] >= d->max[s])
+            return g;
+    for (int s = 0; s < d->ns; s++)
+        if (m->t[s] >= d->min[s]) {
+            g.sym[g.n] = (uint8_t)s;
+            g.lo[g.n++] = (uint32_t)m->t[s];
+            eff->t[s] = m->t[s];
+        }
+    return g;
+}
+
+/* One instruction, backward: its guard from the demand of what it writes (DRAM writes
+ * are met here and freed by free_stores once the kernel is done), then LX bytes written
+ * whole freed, then its reads needed under it. force: no guard (the kernel's DRAM
+ * order is not known); source: a DRAM LOAD whose tile a core receives over the ring,
+ * whose read ring_sources makes once every core's guards are known. Returns whether it
+ * got a guard. */
+static bool step(Gd *d, SpyInsn *in, bool force, bool source)
+{
+    Acc r[ACC_MAX], w[ACC_MAX];
+    int nw, nr = accesses(in, r, w, &nw);
+    Dem meet = dem_never, eff = dem_always;
+    Visit v = {d, OP_MEET, &meet, 0, false};
+    for (int i = 0; i < nw; i++)
+        visit(&v, &w[i]);
+    SpyGuard g;
+    memset(&g, 0, sizeof g);
+    if (nw && !force && in->opcode != ISA_SCATTER)
+        g = guard_of(d, &meet, v.hit, &eff);
+    if (in->opcode == ISA_SCATTER) {            /* LX reads: rows and indices */
+        const SpyScatter *s = &in->scatter;
+        acc_rows(&r[nr++], s->lx_src, s->nidx, s->src_row_stride, s->row_elems, 1, s->esize);
+        acc_rows(&r[nr++], s->lx_idx, 1, 0, s->nidx, 1, 4);
+    }
+    Visit k = {d, OP_KILL, NULL, 0, false};
+    for (int i = 0; i < nw; i++)
+        if (w[i].seg < 0)
+            visit(&k, &w[i]);
+    Visit gen = {d, OP_GEN, &eff, 0, false};
+    for (int i = 0; i < nr && !source; i++)    /* a ring source: once all cores are done */
+        visit(&gen, &r[i]);
+    memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
+    return g.n > 0;
+}
+
+/* Whether kernel k (its programs progs[0..cores)) reads DRAM bytes it writes. */
+static bool kernel_clash(Gd *d, SpyInsn *code, const SpyProgramDesc *progs, uint32_t cores,
+                         uint32_t k)
+{
+    Visit st = {d, OP_STAMP, NULL, k, false}, cl = {d, OP_CLASH, NULL, k, false};
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t j = 0; j < cores; j++)
+            for (uint64_t i = progs[j].first_insn; i < progs[j].first_insn + progs[j].ninsns;
+                 i++) {
+                Acc r[ACC_MAX], w[ACC_MAX];
+                int nw, nr = accesses(&code[i], r, w, &nw);
+                if (code[i].opcode == ISA_SCATTER) {
+                    const SpyScatter *s = &code[i].scatter;
+                    int64_t len[2] = {s->bound, s->row_elems}, sst[2] = {s->row_stride, 1};
+                    acc_make(&w[nw++], s->seg, s->dram_off, s->esize, 2, len, sst);
+                }
+                for (int q = 0; pass == 0 && q < nw; q++)
+                    if (w[q].seg >= 0)
+                        visit(&st, &w[q]);
+                for (int q = 0; pass == 1 && q < nr; q++)
+                    if (r[q].seg >= 0)
+                        visit(&cl, &r[q]);
+            }
+    return cl.hit;
+}
+
+/* Frees the DRAM bytes kernel k's STOREs write whole (after all its cores were met). */
+static void free_stores(Gd *d, const SpyInsn *code, const SpyProgramDesc *progs, uint32_t cores)
+{
+    Visit k = {d, OP_KILL, NULL, 0, false};
+    for (uint32_t j = 0; j < cores; j++)
+        for (uint64_t i = progs[j].first_insn; i < progs[j].first_insn + progs[j].ninsns; i++)
+            if (code[i].opcode == ISA_STORE) {
+                Acc x;
+                acc_dma(&x, &code[i].dma, true);
+                visit(&k, &x);
+            }
+}
+
+/* The demand of output j's bytes (segment seg): per element, per symbol of its axes
+ * the largest index along one (not needed when the symbol is at most that), met per
+ * granule. */
+static void seed_output(Gd *d, IrGraph *g, uint32_t j, uint32_t seg)
+{
+    const IrType *t = ir_vtype(g, g->outputs[j]);
+    int sym[IR_MAX_RANK], any = 0;
+    for (int a = 0; a < t->rank; a++)
+        sym[a] = -1;
+    for (uint32_t i = 0; i < g->nsymdims; i++) {
+        const IrSymDim *s = &g->symdims[i];
+        if (s->output && s->input == j && s->sym < d->ns)
+            sym[s->axis] = s->sym, any = 1;
+    }
+    Dem *dm = d->dr[seg];
+    for (uint64_t q = 0; q < d->dr_n[seg]; q++)
+        dm[q] = any ? dem_never : dem_always;
+    if (!any)
+        return;
+    int64_t es = pass_dev_esize(t->dtype), n = plan_numel(t), idx[IR_MAX_RANK] = {0};
+    for (int64_t e = 0; e < n; e++) {
+        Dem x = dem_always;
+        for (int a = 0; a < t->rank; a++)
+            if (sym[a] >= 0 && idx[a] > x.t[sym[a]])
+                x.t[sym[a]] = (int32_t)idx[a];
+        dem_min(&dm[(uint64_t)(e * es) / DR_G], &x);
+        dem_min(&dm[(uint64_t)((e + 1) * es - 1) / DR_G], &x);
+        for (int a = t->rank - 1; a >= 0 && ++idx[a] == t->dims[a]; a--)
+            idx[a] = 0;
+    }
+}
+
+/* Sets up d: tracked symbols and their bounds, LX and the tracked DRAM segments
+ * (segment 1, the arena, not needed at the end; the outputs, seeded). */
+static bool gd_init(Gd *d, CgEmit *e)
+{
+    IrGraph *g = e->g;
+    memset(d, 0, sizeof *d);
+    d->ns = ir_sym_count(g) < GD_NS ? ir_sym_count(g) : GD_NS;
+    for (int s = 0; s < d->ns; s++)
+        for (uint32_t i = 0; i < g->nsymdims; i++)
+            if (g->symdims[i].sym == s)
+                d->min[s] = g->symdims[i].min, d->max[s] = g->symdims[i].max;
+    d->lx_n = (e->t->lx_bytes + LX_G - 1) / LX_G;
+    d->lx = malloc(d->lx_n * sizeof *d->lx);
+    d->lx_gen = calloc(d->lx_n, sizeof *d->lx_gen);
+    d->nseg = ISA_SEG_IO0 + g->ninputs + g->noutputs;
+    d->dr = calloc(d->nseg, sizeof *d->dr);
+    d->dr_stamp = calloc(d->nseg, sizeof *d->dr_stamp);
+    d->dr_first = calloc(d->nseg, sizeof *d->dr_first);
+    d->dr_n = calloc(d->nseg, sizeof *d->dr_n);
+    if (!d->lx || !d->lx_gen || !d->dr || !d->dr_stamp || !d->dr_first || !d->dr_n)
+        return false;
+    for (uint32_t s = ISA_SEG_ARENA; s < d->nseg; s++) {
+        if (s >= ISA_SEG_IO0 && s < ISA_SEG_IO0 + g->ninputs)
+            continue;                            /* inputs: no kernel writes them */
+        uint64_t bytes = s == ISA_SEG_ARENA ? e->s->arena_bytes
+                       : (uint64_t)plan_numel(ir_vtype(g, g->outputs[s - ISA_SEG_IO0 - g->ninputs])) *
+                             (uint64_t)pass_dev_esize(ir_vtype(g, g->outputs[s - ISA_SEG_IO0 - g->ninputs])->dtype);
+        d->dr_n[s] = (bytes + DR_G - 1) / DR_G;
+        d->dr[s] = malloc((d->dr_n[s] + 1) * sizeof *d->dr[s]);
+        d->dr_stamp[s] = calloc(d->dr_n[s] + 1, sizeof *d->dr_stamp[s]);
+        d->dr_first[s] = malloc((d->dr_n[s] + 1) * sizeof *d->dr_first[s]);
+        if (!d->dr[s] || !d->dr_stamp[s] || !d->dr_first[s])
+            return false;
+        memset(d->dr_first[s], 0xff, (d->dr_n[s] + 1) * sizeof *d->dr_first[s]);
+        if (s == ISA_SEG_ARENA)
+            for (uint64_t q = 0; q < d->dr_n[s]; q++)
+                d->dr[s][q] = dem_never;
+        else
+            seed_output(d, g, s - ISA_SEG_IO0 - g->ninputs, s);
+    }
+    return true;
+}
+
+/* Frees what gd_init allocated. */
+static void gd_free(Gd *d)
+{
+    for (uint32_t s = 0; d->dr && s < d->nseg; s++) {
+        free(d->dr[s]);
+        free(d->dr_stamp[s]);
+        free(d->dr_first[s]);
+    }
+    free(d->dr_first);
+    free(d->dr);
+    free(d->dr_stamp);
+    free(d->dr_n);
+    free(d->lx);
+    free(d->lx_gen);
+}
+
+/* The DRAM byte range a LOAD's tile spans (bounding). */
+static void dram_range(const SpyDma *x, int64_t *lo, int64_t *hi)
+{
+    Acc a;
+    acc_dma(&a, x, true);
+    *lo = a.sp.lo;
+    *hi = a.sp.lo + a.sp.ext;
+}
+
+typedef struct {                     /* the LOADs over the ring of one kernel */
+    uint64_t n, cap;
+    uint64_t *at;                    /* their CODE indices */
+} Rings;
+
+/* Lists kernel k's LOADs over the ring (programs kp) into r. */
+static void list_rings(Rings *r, const SpyInsn *code, const SpyProgramDesc *kp, uint32_t cores)
+{
+    r->n = 0;
+    for (uint32_t j = 0; j < cores; j++)
+        for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++) {
+            if (code[i].opcode != ISA_LOAD || !(code[i].dma.flags & ISA_F_RING))
+                continue;
+            if (r->n == r->cap) {
+                r->cap = r->cap ? 2 * r->cap : 64;
+                uint64_t *p = realloc(r->at, r->cap * sizeof *p);
+                IR_ASSERT(p);
+                r->at = p;
+            }
+            r->at[r->n++] = i;
+        }
+}
+
+/* Whether the DRAM LOAD in may send its tile over the ring (a listed LOAD over the
+ * ring reads DRAM it reads). */
+static bool is_source(const SpyInsn *in, const SpyInsn *code, const Rings *r)
+{
+    if (!r->n || in->opcode != ISA_LOAD || (in->dma.flags & ISA_F_RING))
+        return false;
+    int64_t lo, hi, rlo, rhi;
+    dram_range(&in->dma, &lo, &hi);
+    for (uint64_t q = 0; q < r->n; q++) {
+        const SpyDma *x = &code[r->at[q]].dma;
+        dram_range(x, &rlo, &rhi);
+        if (x->seg == in->dma.seg && rlo < hi && lo < rhi)
+            return true;
+    }
+    return false;
+}
+
+/* The demand a guard stands for: its conditions' thresholds, -1 for the other symbols. */
+static Dem dem_of(const SpyGuard *g)
+{
+    Dem x = dem_always;
+    for (int i = 0; i < g->n; i++)
+        x.t[g->sym[i]] = (int32_t)g->lo[i];
+    return x;
+}
+
+/* Final guards of kernel k's ring sources: a source is skipped only where every LOAD
+ * over the ring that may receive its tile is (isa.md "LOAD / STORE": a tile received
+ * was sent), so its guard is met with theirs; then its DRAM read is made under it. */
+static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_t cores,
+                         const Rings *r)
+{
+    for (uint32_t j = 0; j < cores; j++)
+        for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++) {
+            SpyInsn *in = &code[i];
+            if (!is_source(in, code, r))
+                continue;
+            SpyGuard g = spy_insn_guard(in);
+            Dem m = g.n ? dem_of(&g) : dem_always, eff = dem_always;
+            int64_t lo, hi, rlo, rhi;
+            dram_range(&in->dma, &lo, &hi);
+            for (uint64_t q = 0; q < r->n && g.n; q++) {
+                SpyGuard rg = spy_insn_guard(&code[r->at[q]]);
+                dram_range(&code[r->at[q]].dma, &rlo, &rhi);
+                if (code[r->at[q]].dma.seg == in->dma.seg && rlo < hi && lo < rhi) {
+                    Dem x = rg.n ? dem_of(&rg) : dem_always;
+                    dem_min(&m, &x);
+                }
+            }
+            memset(&g, 0, sizeof g);
+            if (!is_always(&m))
+                g = guard_of(d, &m, false, &eff);
+            memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
+            Acc a;
+            acc_dma(&a, &in->dma, true);
+            Visit gen = {d, OP_GEN, &eff, 0, false};
+            visit(&gen, &a);
+        }
+}
+
+/* Records, per tracked DRAM granule, the first kernel that writes it (STORE, SCATTER). */
+static void first_writers(Gd *d, const SpyInsn *code, const SpyProgramDesc *progs,
+                          uint32_t cores, uint32_t nk)
+{
+    for (uint32_t k = nk; k-- > 0;)
+        for (uint32_t j = 0; j < cores; j++) {
+            const SpyProgramDesc *p = &progs[(size_t)k * cores + j];
+            for (uint64_t i = p->first_insn; i < p->first_insn + p->ninsns; i++) {
+                Acc a;
+                if (code[i].opcode == ISA_STORE) {
+                    acc_dma(&a, &code[i].dma, true);
+                } else if (code[i].opcode == ISA_SCATTER) {
+                    const SpyScatter *x = &code[i].scatter;
+                    int64_t len[2] = {x->bound, x->row_elems}, st[2] = {x->row_stride, 1};
+                    acc_make(&a, x->seg, x->dram_off, x->esize, 2, len, st);
+                } else {
+                    continue;
+                }
+                Visit v = {d, OP_FIRST, NULL, k, false};
+                visit(&v, &a);
+            }
+        }
+}
+
+/* Whether some tracked DRAM byte that kernel k or one before it writes is needed at some
+ * sizes only: else no instruction from k back can get a guard (what it writes is needed
+ * at every size or never, and so is, in turn, what it reads), and the pass can stop. */
+static bool any_conditional(const Gd *d, uint32_t k)
+{
+    for (uint32_t s = 0; s < d->nseg; s++)
+        for (uint64_t q = 0; d->dr[s] && q < d->dr_n[s]; q++) {
+            const Dem *x = &d->dr[s][q];
+            if (d->dr_first[s][q] > k)
+                continue;
+            for (int c = 0; c < GD_NS; c++)
+                if (x->t[c] >= 0 && x->t[c] != NEVER)
+                    return true;
+        }
+    return false;
+}
+
+bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
+{
+    IrGraph *g = e->g;
+    uint32_t cores = e->t->cores, nk = g->plan->nkernels;
+    if (!g->nsymdims || e->n == 0)
+        return false;
+    Gd d;
+    Rings rings = {0, 0, NULL};
+    bool any = false;
+    if (!gd_init(&d, e)) {
+        gd_free(&d);
+        return false;                            /* no memory: no guards (all run) */
+    }
+    first_writers(&d, e->code, progs, cores, nk);
+    for (uint32_t k = nk; k-- > 0;) {
+        const SpyProgramDesc *kp = &progs[(size_t)k * cores];
+        if (!any_conditional(&d, k)) {              /* nothing more to find: no guards */
+            for (uint32_t q = 0; q < (k + 1) * cores; q++)
+                for (uint64_t i = progs[q].first_insn; i < progs[q].first_insn + progs[q].ninsns;
+                     i++)
+                    memset(e->code[i].raw + ISA_GUARD_OFF, 0, sizeof(SpyGuard));
+            break;
+        }
+        bool force = kernel_clash(&d, e->code, kp, cores, k);
+        list_rings(&rings, e->code, kp, cores);
+        for (uint32_t j = 0; j < cores; j++) {
+            d.gen++;
+            for (uint64_t i = kp[j].first_insn + kp[j].ninsns; i-- > kp[j].first_insn;)
+                step(&d, &e->code[i], force, is_source(&e->code[i], e->code, &rings));
+        }
+        ring_sources(&d, e->code, kp, cores, &rings);
+        for (uint32_t j = 0; j < cores; j++)
+            for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++)
+                any |= e->code[i].raw[ISA_GUARD_OFF] != 0;
+        if (!force)                              /* else its reads may follow them */
+            free_stores(&d, e->code, kp, cores);
+    }
+    free(rings.at);
+    gd_free(&d);
+    return any;
+}

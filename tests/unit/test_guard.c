@@ -1,0 +1,246 @@
+/* test_guard.c: unit tests of guards (isa.md "Guards", codegen/cg_guard.c): in a bundle
+ * with a symbolic axis, the instructions that only compute padding at small sizes are
+ * skipped then. A row-wise network (x f32[1..96, 64] -> MatMul -> Relu -> MatMul) is
+ * compiled at its bound and must
+ *   - carry guards (the feature bit, guarded instructions) and give, at every size, the
+ *     values a C reference computes, bit for bit those of the same bundle with every
+ *     instruction the size skips replaced by a NOP;
+ *   - model, at a small size, less time than at the bound (not in proportion: the split
+ *     over cores is the bound's, and the core that holds the first rows does its whole
+ *     share), and exactly the time of that NOP-replaced bundle (the sum over the
+ *     instructions that run);
+ *   - be refused at load when a guard is malformed, naming the kernel, the core and the
+ *     instruction's offset.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ir.h"
+#include "isa.h"
+#include "sbin.h"
+#include "spyrt.h"
+#include "unit_util.h"
+
+#define ROWS 96
+#define K 64
+#define H 80
+#define N 24
+
+/* Deterministic weights. */
+static void weights(float *w1, float *w2)
+{
+    for (int i = 0; i < K * H; i++)
+        w1[i] = (float)((i * 37 % 101) - 50) / 400.0f;
+    for (int i = 0; i < H * N; i++)
+        w2[i] = (float)((i * 53 % 97) - 48) / 300.0f;
+}
+
+/* The network's result for n rows of x. */
+static void reference(const float *x, int n, const float *w1, const float *w2, float *y)
+{
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < N; j++) {
+            double acc = 0;
+            for (int h = 0; h < H; h++) {
+                double t = 0;
+                for (int k = 0; k < K; k++)
+                    t += (double)x[r * K + k] * w1[k * H + h];
+                acc += (t > 0 ? t : 0) * w2[h * N + j];
+            }
+            y[r * N + j] = (float)acc;
+        }
+}
+
+/* Compiles the network with rows symbolic in [1, ROWS]; returns the bundle. */
+static uint8_t *compile_mlp(UtFx *f, size_t *len)
+{
+    float w1[K * H], w2[H * N];
+    weights(w1, w2);
+    ValId x = ut_input(f->g, "x", IR_DT_F32, 2, (int64_t[]){ROWS, K});
+    ir_sym_add(f->g, x, 0, 1, ROWS, "rows");
+    ValId a = ut_const(f->g, IR_DT_F32, 2, (int64_t[]){K, H}, w1);
+    ValId b = ut_const(f->g, IR_DT_F32, 2, (int64_t[]){H, N}, w2);
+    ValId h = ut_onnx_op(f->g, "MatMul", 13, (ValId[]){x, a}, 2, NULL, 0);
+    ValId r = ut_onnx_op(f->g, "Relu", 14, &h, 1, NULL, 0);
+    ir_add_output(f->g, ut_onnx_op(f->g, "MatMul", 13, (ValId[]){r, b}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    uint8_t *buf = ut_compile(f->g, len);
+    assert_non_null(buf);
+    return buf;
+}
+
+/* The CODE section of bundle buf: its instructions and their count. */
+static SpyInsn *code_of(uint8_t *buf, uint64_t *n)
+{
+    const SpyHeader *h = (const SpyHeader *)buf;
+    const SpySection *st = (const SpySection *)(buf + sizeof *h);
+    for (uint32_t i = 0; i < h->nsections; i++)
+        if (st[i].id == SPY_SEC_CODE) {
+            *n = st[i].size / sizeof(SpyInsn);
+            return (SpyInsn *)(buf + st[i].offset);
+        }
+    fail_msg("no CODE section");
+    return NULL;
+}
+
+/* A copy of bundle buf in which every instruction that the size n of the one symbol
+ * skips is a NOP (no guard left on it). */
+static uint8_t *nop_skipped(const uint8_t *buf, size_t len, int32_t n)
+{
+    uint8_t *c = malloc(len);
+    assert_non_null(c);
+    memcpy(c, buf, len);
+    uint64_t cnt;
+    SpyInsn *code = code_of(c, &cnt);
+    for (uint64_t i = 0; i < cnt; i++)
+        if (spy_guard_skips(&code[i], &n))
+            memset(&code[i], 0, sizeof code[i]);
+    ut_fix_crcs(c);
+    return c;
+}
+
+/* Runs session s at n rows of x into y. */
+static void run_rows(spy_session *s, const float *x, int n, float *y)
+{
+    assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){n, K}), SPY_OK);
+    const void *ins[1] = {x};
+    void *outs[1] = {y};
+    memset(y, 0x5a, sizeof(float) * ROWS * N);
+    assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+}
+
+/* Guards are there, and every size gives the reference's values, the same bits as the
+ * bundle with the skipped instructions made NOPs, and its modelled time. */
+static void test_guarded_every_size(void **state)
+{
+    UtFx *f = *state;
+    size_t len = 0;
+    uint8_t *buf = compile_mlp(f, &len);
+    assert_true(((const SpyHeader *)buf)->features & SPY_FEAT_GUARDS);
+    uint64_t cnt, guarded = 0;
+    SpyInsn *code = code_of(buf, &cnt);
+    for (uint64_t i = 0; i < cnt; i++)
+        guarded += spy_insn_guard(&code[i]).n > 0;
+    assert_true(guarded > 0);
+    static float x[ROWS * K], y[ROWS * N], y2[ROWS * N], want[ROWS * N];
+    float w1[K * H], w2[H * N];
+    weights(w1, w2);
+    ut_fill(x, ROWS * K, 0.37f, -0.1f);
+    uint8_t *keep = malloc(len);
+    assert_non_null(keep);
+    memcpy(keep, buf, len);
+    spy_model *m;
+    spy_session *s;
+    ut_open(buf, len, &m, &s);
+    double bound_us = spy_model_device_us(m), small_us = 0;
+    for (int n = 1; n <= ROWS; n += (n < 8 ? 1 : 7)) {
+        run_rows(s, x, n, y);
+        reference(x, n, w1, w2, want);
+        ut_expect_close(y, want, (int64_t)n * N, 1e-4);
+        double us = spy_session_device_us(s);
+        assert_true(us <= bound_us * (1 + 1e-12));
+        if (n == 1)
+            small_us = us;
+        spy_model *m2;
+        spy_session *s2;
+        ut_open(nop_skipped(keep, len, n), len, &m2, &s2);
+        run_rows(s2, x, n, y2);
+        assert_memory_equal(y, y2, sizeof(float) * (size_t)n * N);
+        assert_true(fabs(spy_model_device_us(m2) - us) <= 1e-9 * us);
+        assert_true(fabs(spy_session_device_us(s2) - us) <= 1e-9 * us);
+        spy_session_free(s2);
+        spy_model_free(m2);
+    }
+    run_rows(s, x, ROWS, y);                           /* the bound: nothing skipped */
+    assert_true(fabs(spy_session_device_us(s) - bound_us) <= 1e-9 * bound_us);
+    assert_true(small_us < bound_us);                  /* one row of 96: less work */
+    free(keep);
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* The first guarded instruction of buf, and its index. */
+static SpyInsn *first_guarded(uint8_t *buf, uint64_t *at)
+{
+    uint64_t cnt;
+    SpyInsn *code = code_of(buf, &cnt);
+    for (uint64_t i = 0; i < cnt; i++)
+        if (spy_insn_guard(&code[i]).n) {
+            *at = i;
+            return &code[i];
+        }
+    fail_msg("no guarded instruction");
+    return NULL;
+}
+
+/* Writes guard g into in. */
+static void set_guard(SpyInsn *in, const SpyGuard *g)
+{
+    memcpy(in->raw + ISA_GUARD_OFF, g, sizeof *g);
+}
+
+/* Malformed guards are refused at load, naming the instruction and what is wrong. */
+static void test_malformed_guard_refused(void **state)
+{
+    UtFx *f = *state;
+    size_t len = 0;
+    uint8_t *buf = compile_mlp(f, &len);
+    const struct {
+        SpyGuard g;
+        const char *why;
+    } bad[] = {
+        {{1, {1, 0, 0}, {4, 0, 0}}, "symbol 1 past the 1 symbols"},
+        {{1, {0, 0, 0}, {ROWS, 0, 0}}, "outside [1, 96)"},
+        {{1, {0, 0, 0}, {0, 0, 0}}, "outside [1, 96)"},
+        {{4, {0, 0, 0}, {4, 0, 0}}, "4 conditions"},
+        {{1, {0, 0, 0}, {4, 7, 0}}, "past its 1 conditions is not zero"},
+    };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        uint8_t *c = malloc(len);
+        assert_non_null(c);
+        memcpy(c, buf, len);
+        uint64_t at;
+        set_guard(first_guarded(c, &at), &bad[b].g);
+        ut_fix_crcs(c);
+        char where[64];
+        snprintf(where, sizeof where, "(CODE %llu, offset ", (unsigned long long)at);
+        ut_expect_refused(c, len, where);
+        ut_expect_refused(c, len, bad[b].why);
+        free(c);
+    }
+    uint8_t *c = malloc(len);                          /* a guard on a BARRIER */
+    assert_non_null(c);
+    memcpy(c, buf, len);
+    uint64_t cnt;
+    SpyInsn *code = code_of(c, &cnt);
+    for (uint64_t i = 0; i < cnt; i++)
+        if (code[i].opcode == ISA_BARRIER) {
+            set_guard(&code[i], &(SpyGuard){1, {0, 0, 0}, {4, 0, 0}});
+            break;
+        }
+    ut_fix_crcs(c);
+    ut_expect_refused(c, len, "guard on a BARRIER");
+    memcpy(c, buf, len);                               /* the feature without DYNDIM */
+    ((SpyHeader *)c)->features &= ~SPY_FEAT_DYNDIM;
+    ut_fix_crcs(c);
+    ut_expect_refused(c, len, "");
+    free(c);
+    free(buf);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_guarded_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_guard_refused, ut_setup, ut_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
