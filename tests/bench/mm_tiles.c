@@ -11,6 +11,11 @@
  * (fma_peak): where the kernel is near the peak, the lanes it computes past n (a
  * column block of 2 vectors, the padded grid of a window) are the rest of the cost.
  *
+ * The table is every convolution MATMUL shape of resnet50's bundle (spydump --asm; the
+ * classifier's four one-row products left out) with its count per inference; the last
+ * column and line weigh the cold times by it: the convolutions' MATMUL host time of one
+ * inference on one thread (to set against spyrun's latency times its threads).
+ *
  * Not a test: nothing here asserts on time. Built by `make bench-tiles`.
  */
 #include <stdio.h>
@@ -33,29 +38,39 @@ typedef struct {
     uint32_t ne[2];
     int32_t ns[2];
     uint32_t lda;            /* A's row stride as the bundle has it (0: k) */
+    uint32_t count;          /* MATMULs of this shape in one inference */
 } Tile;
 
 static const Tile tiles[] = {
-    {"w3x3 s1 m16 n98 k2304", 16, 98, 2304, 1, {256, 3, 3}, {144, 16, 1}, {7, 14}, {16, 1}, 0},
-    {"w3x3 s1 m16 n392 k576", 16, 392, 576, 1, {64, 3, 3}, {522, 58, 1}, {7, 56}, {58, 1}, 0},
-    {"w3x3 s1 m16 n196 k1152", 16, 196, 1152, 1, {128, 3, 3}, {270, 30, 1}, {7, 28}, {30, 1}, 0},
-    {"w3x3 s1 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {81, 9, 1}, {7, 7}, {9, 1}, 0},
-    {"w3x3 s2 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {240, 16, 1}, {7, 7}, {32, 2}, 0},
-    {"w3x3 s2 m32 n112 k1152", 32, 112, 1152, 1, {128, 3, 3}, {522, 58, 1}, {4, 28}, {116, 2}, 0},
-    {"w1x1 s2 m512 n28 k256", 512, 28, 256, 1, {256, 1, 1}, {56, 56, 1}, {1, 28}, {112, 2}, 0},
-    {"w3x3 s2 m32 n56 k2304", 32, 56, 2304, 1, {256, 3, 3}, {270, 30, 1}, {4, 14}, {60, 2}, 0},
-    {"w1x1 s2 m128 n112 k256", 128, 112, 256, 1, {256, 1, 1}, {392, 56, 1}, {4, 28}, {112, 2}, 0},
-    {"w1x1 s2 m128 n56 k512", 128, 56, 512, 1, {512, 1, 1}, {196, 28, 1}, {4, 14}, {56, 2}, 0},
+    {"w3x3 s1 m16 n98 k2304", 16, 98, 2304, 1, {256, 3, 3}, {144, 16, 1}, {7, 14}, {16, 1}, 0, 160},
+    {"plain m16 n196 k1024", 16, 196, 1024, 0, {0}, {0}, {0}, {0}, 1040, 112},
+    {"plain m128 n224 k64", 128, 224, 64, 0, {0}, {0}, {0}, {0}, 0, 112},
+    {"plain m128 n112 k128", 128, 112, 128, 0, {0}, {0}, {0}, {0}, 0, 112},
+    {"plain m64 n49 k512", 64, 49, 512, 0, {0}, {0}, {0}, {0}, 0, 96},
+    {"plain m64 n196 k256", 64, 196, 256, 0, {0}, {0}, {0}, {0}, 0, 96},
+    {"w3x3 s1 m16 n392 k576", 16, 392, 576, 1, {64, 3, 3}, {522, 58, 1}, {7, 56}, {58, 1}, 0, 96},
+    {"w3x3 s1 m16 n196 k1152", 16, 196, 1152, 1, {128, 3, 3}, {270, 30, 1}, {7, 28}, {30, 1}, 0,
+     96},
+    {"plain m32 n112 k512", 32, 112, 512, 0, {0}, {0}, {0}, {0}, 0, 84},
+    {"w3x3 s1 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {81, 9, 1}, {7, 7}, {9, 1}, 0, 64},
+    {"plain m16 n49 k2048", 16, 49, 2048, 0, {0}, {0}, {0}, {0}, 2064, 64},
+    {"plain m32 n224 k256", 32, 224, 256, 0, {0}, {0}, {0}, {0}, 0, 56},
+    {"w3x3 s2 m16 n49 k4608", 16, 49, 4608, 1, {512, 3, 3}, {240, 16, 1}, {7, 7}, {32, 2}, 0, 32},
+    {"w7x7 s2 m16 n1568 k147", 16, 1568, 147, 1, {3, 7, 7}, {7590, 230, 1}, {14, 112}, {460, 2},
+     0, 32},
+    {"plain m64 n224 k256", 64, 224, 256, 0, {0}, {0}, {0}, {0}, 0, 28},
+    {"plain m64 n112 k512", 64, 112, 512, 0, {0}, {0}, {0}, {0}, 0, 28},
+    {"plain m32 n224 k64", 32, 224, 64, 0, {0}, {0}, {0}, {0}, 0, 28},
+    {"w3x3 s2 m32 n112 k1152", 32, 112, 1152, 1, {128, 3, 3}, {522, 58, 1}, {4, 28}, {116, 2}, 0,
+     28},
+    {"w1x1 s2 m128 n112 k256", 128, 112, 256, 1, {256, 1, 1}, {392, 56, 1}, {4, 28}, {112, 2}, 0,
+     28},
+    {"w3x3 s2 m32 n56 k2304", 32, 56, 2304, 1, {256, 3, 3}, {270, 30, 1}, {4, 14}, {60, 2}, 0, 24},
+    {"w1x1 s2 m128 n56 k512", 128, 56, 512, 1, {512, 1, 1}, {196, 28, 1}, {4, 14}, {56, 2}, 0, 24},
     {"w1x1 s2 m128 n49 k1024", 128, 49, 1024, 1, {1024, 1, 1}, {182, 14, 1}, {7, 7}, {28, 2},
-     1040},
-    {"w7x7 s2 m16 n1568 k147", 16, 1568, 147, 1, {3, 7, 7}, {7590, 230, 1}, {14, 112}, {460, 2}, 0},
-    {"plain m256 n28 k256", 256, 28, 256, 0, {0}, {0}, {0}, {0}, 0},
-    {"plain m64 n28 k1024", 64, 28, 1024, 0, {0}, {0}, {0}, {0}, 0},
-    {"plain m128 n224 k64", 128, 224, 64, 0, {0}, {0}, {0}, {0}, 0},
-    {"plain m128 n112 k128", 128, 112, 128, 0, {0}, {0}, {0}, {0}, 0},
-    {"plain m32 n112 k512", 32, 112, 512, 0, {0}, {0}, {0}, {0}, 0},
-    {"plain m16 n49 k2048", 16, 49, 2048, 0, {0}, {0}, {0}, {0}, 2064},
-    {"plain m128 n49 k512", 128, 49, 512, 0, {0}, {0}, {0}, {0}, 0},
+     1040, 16},
+    {"w3x3 s2 m32 n28 k2304", 32, 28, 2304, 1, {256, 3, 3}, {150, 30, 1}, {2, 14}, {60, 2}, 0, 8},
+    {"w1x1 s2 m128 n28 k512", 128, 28, 512, 1, {512, 1, 1}, {84, 28, 1}, {2, 14}, {56, 2}, 0, 8},
 };
 
 #define LX_BYTES ((size_t)8 << 20)     /* the scratchpad: B at 1 MiB, C at 6 MiB */
@@ -132,7 +147,9 @@ int main(int argc, char **argv) {
     fill(weights, COLD_BYTES / 4, 104729);
     fill(bdram, ((size_t)8 << 20) / 4, 15485863);
     RtCore c = {.lx = lx, .pack = pack};
-    printf("%-24s %10s %8s %10s %8s\n", "tile", "warm us", "GFLOP/s", "cold us", "GFLOP/s");
+    printf("%-24s %10s %8s %10s %8s %5s %8s\n", "tile", "warm us", "GFLOP/s", "cold us", "GFLOP/s",
+           "count", "cold ms");
+    double total_s = 0, total_flops = 0;
     for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
         const Tile *t = &tiles[i];
         if (filter && !strstr(t->name, filter))
@@ -140,9 +157,15 @@ int main(int argc, char **argv) {
         double flops = 2.0 * t->m * t->n * t->k;
         double warm = time_tile(&c, t, weights, bdram, false);
         double cold = time_tile(&c, t, weights, bdram, true);
-        printf("%-24s %10.2f %8.1f %10.2f %8.1f\n", t->name, warm * 1e6, flops / warm * 1e-9,
-               cold * 1e6, flops / cold * 1e-9);
+        printf("%-24s %10.2f %8.1f %10.2f %8.1f %5u %8.2f\n", t->name, warm * 1e6,
+               flops / warm * 1e-9, cold * 1e6, flops / cold * 1e-9, t->count,
+               cold * t->count * 1e3);
+        total_s += cold * t->count;
+        total_flops += flops * t->count;
     }
+    if (total_s > 0)
+        printf("total (count x cold, one thread) %.2f ms, %.1f GFLOP/s\n", total_s * 1e3,
+               total_flops / total_s * 1e-9);
     free(lx);
     free(pack);
     free(weights);
