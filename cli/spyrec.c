@@ -674,5 +674,6 @@ int main(int argc, char **argv)
     rc = compile(&a);
     cli_report_free(live.report);
     cli_spyrec_free_args(&a);
+    cli_io_finish();
     return rc;
 }
