@@ -5,14 +5,11 @@
  * Nothing depends on pointers, time or hash order, so the same plan always gives the
  * same bytes. SpyKernelDesc.flags holds the IrKernelKind.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cg_internal.h"
 #include "dtconv.h"
