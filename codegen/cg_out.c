@@ -1,20 +1,20 @@
 /* cg_out.c: the file a bundle is streamed into (cg_bundle.c), written front to back
- * through one page-aligned staging buffer.
+ * through two page-aligned staging buffers.
  *
- * Why a staging buffer and direct I/O: a large bundle is mostly constants, converted
+ * Why staging buffers and direct I/O: a large bundle is mostly constants, converted
  * once and written once. Through the page cache each written byte costs a freshly
  * allocated cache page (and, on a virtual machine, the host backing it), then its
  * writeback, then the freeing of those pages when the next compile replaces the file;
  * that system time is several times the time the disk needs. When the caller does not
  * read the bundle back (CgOut.direct), full staging buffers go to the disk with direct
- * I/O (O_DIRECT): from this buffer, reused, to the device, with no page-cache copy. A
- * file system that refuses direct I/O (EINVAL: tmpfs, ...) is written the usual way,
- * with writeback started every WRITEBACK_STEP bytes so that the final fsync has little
- * left to wait for. The last partial block and the header patch at offset 0 are always
+ * I/O (O_DIRECT): from the buffer, reused, to the device, with no page-cache copy. A
+ * file system that refuses direct I/O (EINVAL) is written the usual way, with
+ * writeback started every WRITEBACK_STEP bytes so that the final fsync has little left
+ * to wait for. The last partial block and the header patch at offset 0 are always
  * written the usual way (direct I/O needs whole blocks); the kernel keeps the two kinds
- * of write coherent. There are two staging buffers: a thread writes a full one while
- * the caller converts constants into the other, so that the disk and the processor
- * work at the same time (without the thread, the caller writes them itself).
+ * of write coherent. A thread writes a full buffer while the caller converts constants
+ * into the other, so that the disk and the processor work at the same time (without
+ * the thread, the caller writes them itself).
  */
 #include <errno.h>
 #include <fcntl.h>
