@@ -74,6 +74,9 @@ int cli_atomic_open(const char *path);
 bool cli_atomic_close(const char *path, int fd, int err);
 /* Remove the temporary file of a write cut short (out of memory). */
 void cli_io_abandon(void);
+/* Wait for the release of the outputs replaced so far (cli_atomic_close closes them
+ * in a thread); before the process exits. */
+void cli_io_finish(void);
 /* Remove it on SIGINT, SIGTERM and SIGHUP too. */
 void cli_io_signals(void);
 /* A whole text file (.ir models), NUL-terminated and malloc'd; NULL with the reason

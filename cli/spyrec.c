@@ -207,7 +207,8 @@ static int emit_dot(IrGraph *g, IrDiag *diag, const Args *a)
 
 /* --emit=sbin to a file: the bundle is streamed into the output, so that its constants
  * are never held whole in memory. When the cache or the report needs its bytes, the
- * written file is mapped (live.bundle). Returns the exit status. */
+ * written file is mapped (live.bundle); otherwise nothing reads it back, and it is
+ * written with direct I/O (cg_out.c). Returns the exit status. */
 static int stream_bundle(IrGraph *g, IrDiag *diag, const Args *a, const CgOptions *co)
 {
     int fd = cli_atomic_open(a->output);
@@ -215,14 +216,14 @@ static int stream_bundle(IrGraph *g, IrDiag *diag, const Args *a, const CgOption
         return EXIT_INTERNAL;
     size_t len = 0;
     int err = 0;
-    bool ok = cg_emit_bundle_fd(g, co, fd, &len, &err);
+    bool keep = live.cache.status == CLI_CACHE_MISS || a->report;
+    bool ok = cg_emit_bundle_fd(g, co, fd, !keep, &len, &err);
     if ((!ok && !err) || ir_failed(g)) {
         close(fd);
         cli_io_abandon();
         return failure_status(diag, "code generation");
     }
     print_diags(diag);                     /* warnings */
-    bool keep = live.cache.status == CLI_CACHE_MISS || a->report;
     void *map = keep && !err && len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
     if (map == MAP_FAILED)
         map = NULL;
@@ -384,7 +385,7 @@ static double whatif_fp16_us(const Args *a, const SpyTarget *target)
         int err = 0;
         spy_model *m = NULL;
         char msg[256];
-        if (cg_emit_bundle_fd(g, &co, fd, &len, &err) && !err && !ir_failed(g) &&
+        if (cg_emit_bundle_fd(g, &co, fd, false, &len, &err) && !err && !ir_failed(g) &&
             spy_model_load_file(path, &m, msg, sizeof msg) == SPY_OK)
             us = spy_model_device_us(m);
         spy_model_free(m);
@@ -673,5 +674,6 @@ int main(int argc, char **argv)
     rc = compile(&a);
     cli_report_free(live.report);
     cli_spyrec_free_args(&a);
+    cli_io_finish();
     return rc;
 }

@@ -2,7 +2,10 @@
  * output (bundle, IR, assembly, graph, dependency file, report), written atomically:
  * a temporary file in the output's folder, fsync, rename. A failed compile, an
  * interrupt (SIGINT, SIGTERM, SIGHUP) or an out-of-memory exit never leaves a partial
- * file behind.
+ * file behind. The file replaced by the rename is held open across it and closed by a
+ * thread, so that freeing its blocks (with a discard of each, on a file system mounted
+ * with discard: as long as the disk takes for a multi-GB bundle) overlaps the rest of
+ * the run; cli_io_finish waits for it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +146,49 @@ int cli_atomic_open(const char *path)
     return fd;
 }
 
+/* The closing of a replaced output (release_old), when a thread does it. */
+static pthread_t releaser;
+static bool releasing;
+
+/* Thread body: close the replaced output's descriptor, its last reference. */
+static void *close_job(void *arg)
+{
+    close((int)(intptr_t)arg);
+    return NULL;
+}
+
+/* A read-only descriptor of the regular file path names now (the output about to be
+ * replaced), or -1. */
+static int hold_old(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+/* Close old (hold_old), the replaced output, in a thread when none is busy with one,
+ * else here. */
+static void release_old(int old)
+{
+    if (old < 0)
+        return;
+    if (releasing || pthread_create(&releaser, NULL, close_job, (void *)(intptr_t)old) != 0)
+        close(old);
+    else
+        releasing = true;
+}
+
+void cli_io_finish(void)
+{
+    if (releasing)
+        pthread_join(releaser, NULL);
+    releasing = false;
+}
+
 bool cli_atomic_close(const char *path, int fd, int err)
 {
     bool ok = err == 0 && fsync(fd) == 0;
@@ -151,10 +197,12 @@ bool cli_atomic_close(const char *path, int fd, int err)
         ok = false;
         saved = errno;
     }
+    int old = ok ? hold_old(path) : -1;
     if (ok && rename(tmp_path, path) != 0) {
         ok = false;
         saved = errno;
     }
+    release_old(old);
     if (!ok) {
         unlink(tmp_path);
         fprintf(stderr, "spyrec: %s: cannot write: %s\n", path, strerror(saved));

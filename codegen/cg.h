@@ -42,9 +42,12 @@ bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *out
 /* The same bytes written to fd, an empty regular file open for writing (the header
  * is written last, at offset 0). The constants are converted into their device
  * layout piece by piece as they are written, so the bundle is never held in memory.
+ * direct: the caller will not read the file back soon, so it is written with direct
+ * I/O where the file system allows it (cg_out.c), bypassing the page cache.
  * *outlen gets the bundle's size. Returns false with errors in g->diag, or with
  * *err = the errno of a failed write (0 otherwise). */
-bool cg_emit_bundle_fd(IrGraph *g, const CgOptions *opt, int fd, size_t *outlen, int *err);
+bool cg_emit_bundle_fd(IrGraph *g, const CgOptions *opt, int fd, bool direct, size_t *outlen,
+                       int *err);
 
 /* Human-readable disassembly of a bundle in memory (for --emit=asm and golden tests). */
 bool cg_disassemble(const uint8_t *bundle, size_t len, FILE *f);

@@ -5,14 +5,11 @@
  * Nothing depends on pointers, time or hash order, so the same plan always gives the
  * same bytes. SpyKernelDesc.flags holds the IrKernelKind.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cg_internal.h"
 #include "dtconv.h"
@@ -32,10 +29,7 @@ struct Writer {
     CgOut *out;                            /* where the bundle goes */
     Buf sec[SPY_SEC_MAX];                  /* sections by id (all but CONSTS) */
     Buf file;                              /* the bundle, when written to memory */
-    uint64_t pos, synced;                  /* bytes written to the file; handed to
-                                              writeback (out_put) */
-    uint8_t *chunk;                        /* constants being converted (put_consts) */
-    size_t nchunk;
+    CgSink sink;                           /* the bundle, when written to a file */
     uint32_t crc;                          /* CRC32C of the constants so far */
 };
 
@@ -46,17 +40,15 @@ static _Noreturn void writer_oom(Writer *w)
     for (int i = 0; i < SPY_SEC_MAX; i++)
         free(w->sec[i].p);
     free(w->file.p);
-    free(w->chunk);
+    cg_sink_free(&w->sink);
     free(w->e->code);
     w->e->code = NULL;
     ir_oom(w->e->g);
 }
 
-/* Append n bytes (zeros when d is NULL). */
-static void put(Buf *b, const void *d, size_t n)
+/* Room for n more bytes in b. */
+static void reserve(Buf *b, size_t n)
 {
-    if (n == 0)
-        return;
     if (b->n + n > b->cap) {
         size_t c = b->cap ? b->cap : 4096;
         while (c < b->n + n) {
@@ -70,6 +62,14 @@ static void put(Buf *b, const void *d, size_t n)
         b->p = np;
         b->cap = c;
     }
+}
+
+/* Append n bytes (zeros when d is NULL). */
+static void put(Buf *b, const void *d, size_t n)
+{
+    if (n == 0)
+        return;
+    reserve(b, n);
     if (d)
         memcpy(b->p + b->n, d, n);
     else
@@ -139,106 +139,86 @@ uint32_t cg_value_bits(int dt, double v)
     return (uint32_t)(int32_t)c;
 }
 
-/* Output buffer of the constant segment: converted in pieces of this many bytes. */
-#define CONST_CHUNK ((size_t)1 << 20)
+/* Constants are converted in pieces of at most this many bytes, so that their CRC
+ * reads them back from the processor's cache. */
+#define CONST_PIECE ((size_t)256 << 10)
 
-/* Written bytes handed to the disk while the bundle is being written (out_put), so
- * that the final fsync has little left to wait for. */
-#define WRITEBACK_STEP ((uint64_t)64 << 20)
-
-/* Send n bytes (zeros when d is NULL) to the output: appended to the memory bundle,
- * or written to the file (after a failed write, nothing more is written); every
- * WRITEBACK_STEP bytes start their writeback. */
+/* Send n bytes (zeros when d is NULL) to the output: appended to the memory bundle or
+ * staged for the file (cg_out.c). */
 static void out_put(Writer *w, const void *d, size_t n)
 {
-    if (w->out->fd < 0) {
+    if (w->out->fd < 0)
         put(&w->file, d, n);
-        return;
-    }
-    static const uint8_t zeros[4096];
-    while (n > 0 && !w->out->err) {
-        size_t k = d ? n : n < sizeof zeros ? n : sizeof zeros;
-        ssize_t r = write(w->out->fd, d ? d : zeros, k > ((size_t)1 << 30) ? (size_t)1 << 30 : k);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            w->out->err = r < 0 ? errno : EIO;
-            return;
-        }
-        if (d)
-            d = (const uint8_t *)d + r;
-        n -= (size_t)r;
-        w->pos += (uint64_t)r;
-    }
-    if (w->pos - w->synced >= WRITEBACK_STEP) {  /* a hint: fsync reports errors */
-        sync_file_range(w->out->fd, (off_t)w->synced, (off_t)(w->pos - w->synced),
-                        SYNC_FILE_RANGE_WRITE);
-        w->synced = w->pos;
-    }
+    else
+        cg_sink_put(&w->sink, d, n);
 }
 
-/* Write the converted constants held in w->chunk; they extend the segment's CRC. */
-static void chunk_flush(Writer *w)
+/* Where the next constant bytes go: room for at least es bytes, at most CONST_PIECE
+ * (*room gets it); const_commit counts them. */
+static uint8_t *const_room(Writer *w, size_t es, size_t *room)
 {
-    w->crc = spy_crc32c(w->crc, w->chunk, w->nchunk);
-    out_put(w, w->chunk, w->nchunk);
-    w->nchunk = 0;
+    uint8_t *p;
+    if (w->out->fd >= 0) {
+        p = cg_sink_room(&w->sink, es, room);
+    } else {
+        reserve(&w->file, es);
+        p = w->file.p + w->file.n;
+        *room = w->file.cap - w->file.n;
+    }
+    if (*room > CONST_PIECE)
+        *room = CONST_PIECE;
+    return p;
 }
 
-/* Room for at least one element of es bytes at the end of w->chunk (flushing it when
- * full); *room gets the free bytes. */
-static uint8_t *chunk_room(Writer *w, size_t es, size_t *room)
+/* The n constant bytes just placed at p (const_room): they extend the segment's CRC. */
+static void const_commit(Writer *w, const uint8_t *p, size_t n)
 {
-    if (CONST_CHUNK - w->nchunk < es)
-        chunk_flush(w);
-    *room = CONST_CHUNK - w->nchunk;
-    return w->chunk + w->nchunk;
+    w->crc = spy_crc32c(w->crc, p, n);
+    if (w->out->fd >= 0)
+        cg_sink_commit(&w->sink, n);
+    else
+        w->file.n += n;
 }
 
-/* n zero bytes of the constant segment. */
-static void chunk_zeros(Writer *w, uint64_t n)
+/* n constant bytes of d (zeros when d is NULL). */
+static void const_put(Writer *w, const uint8_t *d, uint64_t n)
 {
     while (n > 0) {
         size_t room;
-        uint8_t *p = chunk_room(w, 1, &room);
+        uint8_t *p = const_room(w, 1, &room);
         size_t k = n < room ? (size_t)n : room;
-        memset(p, 0, k);
-        w->nchunk += k;
+        if (d) {
+            memcpy(p, d, k);
+            d += k;
+        } else {
+            memset(p, 0, k);
+        }
+        const_commit(w, p, k);
         n -= k;
     }
 }
 
 /* Elements [e, e + count) of constant v in their device dtype: the same bytes when
- * the device holds the dtype as itself (whole chunks of them written straight from
- * the constant), else converted one by one (pass_dev_elem; dram_plan has checked
- * that every integer fits). */
-static void chunk_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
+ * the device holds the dtype as itself, else converted one by one (pass_dev_elem;
+ * dram_plan has checked that every integer fits). */
+static void const_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
 {
     IrDType dt = v->type.dtype;
     size_t ds = (size_t)pass_dev_esize(dt);
-    bool same = ds == ir_dtype_size(dt) && !pass_dev_narrows_int(dt);
+    if (ds == ir_dtype_size(dt) && !pass_dev_narrows_int(dt)) {
+        const_put(w, (const uint8_t *)v->data + (size_t)e * ds, (uint64_t)count * ds);
+        return;
+    }
     while (count > 0) {
-        if (same && w->nchunk == 0 && (uint64_t)count * ds >= CONST_CHUNK) {
-            const uint8_t *q = (const uint8_t *)v->data + (size_t)e * ds;
-            w->crc = spy_crc32c(w->crc, q, CONST_CHUNK);   /* whole chunks: no copy */
-            out_put(w, q, CONST_CHUNK);
-            e += (int64_t)(CONST_CHUNK / ds);
-            count -= (int64_t)(CONST_CHUNK / ds);
-            continue;
-        }
         size_t room;
-        uint8_t *p = chunk_room(w, ds, &room);
+        uint8_t *p = const_room(w, ds, &room);
         int64_t k = (int64_t)(room / ds) < count ? (int64_t)(room / ds) : count;
-        if (same) {
-            memcpy(p, (const uint8_t *)v->data + (size_t)e * ds, (size_t)k * ds);
-        } else {
-            for (int64_t i = 0; i < k; i++) {
-                int64_t x;
-                bool fits = pass_dev_elem(dt, v->data, e + i, p + (size_t)i * ds, &x);
-                IR_ASSERT(fits);
-            }
+        for (int64_t i = 0; i < k; i++) {
+            int64_t x;
+            bool fits = pass_dev_elem(dt, v->data, e + i, p + (size_t)i * ds, &x);
+            IR_ASSERT(fits);
         }
-        w->nchunk += (size_t)k * ds;
+        const_commit(w, p, (size_t)k * ds);
         e += k;
         count -= k;
     }
@@ -246,9 +226,9 @@ static void chunk_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
 
 /* Constant segment from byte base on, streamed to the output: every planned constant
  * converted to its device dtype and layout (sticked rows padded with zeros) at its DRAM
- * offset, zeros between. Each constant is converted once, into a chunk that is written
- * and reused, so the segment is never held whole in memory. With a shared pool (size
- * buckets) a constant placed below what was written (before base, or an identical one
+ * offset, zeros between. Each constant is converted once, straight into the output's
+ * staging buffer (or the memory bundle), piece by piece, so the segment is never held
+ * whole in memory. With a shared pool (size buckets) a constant placed below what was written (before base, or an identical one
  * written already) is skipped, and the buckets' extra bytes (opt) follow the graph's
  * own. Returns its CRC32C. */
 static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
@@ -256,10 +236,6 @@ static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
     IrGraph *g = w->e->g;
     const SpyTarget *t = w->e->t;
     Plan *s = g->plan;
-    w->chunk = malloc(CONST_CHUNK);
-    if (!w->chunk)
-        writer_oom(w);
-    w->nchunk = 0;
     w->crc = 0;
     uint64_t at = base;                    /* end of the segment produced so far */
     for (uint32_t i = 0; i < s->nconsts; i++) {
@@ -269,7 +245,7 @@ static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
         if (n == 0 || (opt->shared_consts && (uint64_t)pv->dram_offset < at))
             continue;                      /* before base, or shared with one written */
         IR_ASSERT((uint64_t)pv->dram_offset >= at);   /* placed in increasing order */
-        chunk_zeros(w, (uint64_t)pv->dram_offset - at);
+        const_put(w, NULL, (uint64_t)pv->dram_offset - at);
         size_t ds = (size_t)pass_dev_esize(v->type.dtype);
         int64_t row = v->type.rank ? v->type.dims[v->type.rank - 1] : 1, prow = row;
         if (pv->layout == IR_LAYOUT_STICKED) {
@@ -277,30 +253,23 @@ static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
             prow = (row + se - 1) / se * se;
         }
         if (prow == row) {
-            chunk_elems(w, v, 0, n);
+            const_elems(w, v, 0, n);
         } else {
             for (int64_t e = 0; e < n; e += row) {
-                chunk_elems(w, v, e, row);
-                chunk_zeros(w, (uint64_t)(prow - row) * ds);
+                const_elems(w, v, e, row);
+                const_put(w, NULL, (uint64_t)(prow - row) * ds);
             }
         }
         at = (uint64_t)pv->dram_offset + (uint64_t)(n / row * prow) * ds;
     }
     if (opt->const_extra_len) {
         IR_ASSERT(at <= opt->const_extra_off);
-        chunk_zeros(w, opt->const_extra_off - at);
-        for (size_t k = 0; k < opt->const_extra_len; k++) {
-            size_t room;
-            *chunk_room(w, 1, &room) = opt->const_extra[k];
-            w->nchunk++;
-        }
+        const_put(w, NULL, opt->const_extra_off - at);
+        const_put(w, opt->const_extra, opt->const_extra_len);
         at = opt->const_extra_off + opt->const_extra_len;
     }
     IR_ASSERT(at <= s->seg0_bytes);
-    chunk_zeros(w, s->seg0_bytes - at);
-    chunk_flush(w);
-    free(w->chunk);
-    w->chunk = NULL;
+    const_put(w, NULL, s->seg0_bytes - at);
     return w->crc;
 }
 
@@ -422,23 +391,14 @@ static void tables(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs,
     }
 }
 
-/* Write the header and section table (hdr, hlen bytes) at offset 0 of the output,
+/* End the output: the header and section table (hdr, hlen bytes) written at offset 0,
  * over the zeros that held their place. */
 static void patch_header(Writer *w, const uint8_t *hdr, size_t hlen)
 {
-    if (w->out->fd < 0) {
+    if (w->out->fd < 0)
         memcpy(w->file.p, hdr, hlen);
-        return;
-    }
-    for (size_t k = 0; k < hlen && !w->out->err;) {
-        ssize_t r = pwrite(w->out->fd, hdr + k, hlen - k, (off_t)k);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            w->out->err = r < 0 ? errno : EIO;
-        else
-            k += (size_t)r;
-    }
+    else
+        cg_sink_finish(&w->sink, hdr, hlen);
 }
 
 /* SPY_FEAT_BWIN when some MATMUL reads a window B, SPY_FEAT_FP8W when some MATMUL
@@ -534,10 +494,10 @@ bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *prog
         off = (off + st->size + SPY_SBIN_ALIGN - 1) / SPY_SBIN_ALIGN * SPY_SBIN_ALIGN;
     }
     hdr.h = make_header(e, opt, hdr.st, nsec, guards);
-    if (o->fd < 0) {                       /* one block of the final size */
-        put(&w.file, NULL, hdr.h.file_size);
-        w.file.n = 0;
-    }
+    if (o->fd < 0)                         /* one block of the final size */
+        reserve(&w.file, hdr.h.file_size);
+    else if (!cg_sink_open(&w.sink, o))
+        writer_oom(&w);
     out_put(&w, NULL, hlen);               /* its place; written last */
     uint64_t at = hlen;
     for (int i = 0; i < nsec; i++) {

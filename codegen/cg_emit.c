@@ -114,10 +114,11 @@ bool cg_emit_bundle(IrGraph *g, const CgOptions *opt, uint8_t **out, size_t *out
     return ok;
 }
 
-bool cg_emit_bundle_fd(IrGraph *g, const CgOptions *opt, int fd, size_t *outlen, int *err)
+bool cg_emit_bundle_fd(IrGraph *g, const CgOptions *opt, int fd, bool direct, size_t *outlen,
+                       int *err)
 {
     IR_ASSERT(fd >= 0 && outlen && err);
-    CgOut o = {.fd = fd};
+    CgOut o = {.fd = fd, .direct = direct};
     bool ok = emit_bundle(g, opt, &o);
     *outlen = o.len;
     *err = o.err;

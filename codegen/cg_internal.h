@@ -2,6 +2,7 @@
 #ifndef SPYREC_CG_INTERNAL_H
 #define SPYREC_CG_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -139,11 +140,12 @@ bool cg_uses_scatter(const CgEmit *e);     /* the code needs SPY_FEAT_SCATTER */
 uint32_t cg_debug_entries(CgEmit *e, const CgOptions *opt, SpyDebugDesc **out,
                           const char ***names);
 
-/* ---- cg_bundle.c ---- */
+/* ---- the output (cg_bundle.c, cg_out.c) ---- */
 /* Where the bundle goes: fd >= 0, a file written front to back from offset 0 (the
- * header last, with pwrite at 0); otherwise a malloc'd buffer returned in mem. */
+ * header last, at 0); otherwise a malloc'd buffer returned in mem. */
 typedef struct {
     int fd;
+    bool direct;                           /* fd: with direct I/O where allowed (cg_out.c) */
     uint8_t *mem;
     size_t len;                            /* bytes of the bundle */
     int err;                               /* errno of a failed write, else 0 */
@@ -153,6 +155,42 @@ typedef struct {
  * dimensions: each instruction whose results only padding needs, at the sizes its guard
  * names, is skipped then; true when some instruction got one (SPY_FEAT_GUARDS). */
 bool cg_guards(CgEmit *e, const SpyProgramDesc *progs);
+
+/* ---- cg_out.c ---- */
+/* The file of a CgOut being written front to back through two staging buffers, one
+ * filled by the caller while a writer thread writes the other (cg_out.c). */
+typedef struct {
+    CgOut *out;
+    uint8_t *buf[2];                       /* staging buffers (page aligned) */
+    int cur;                               /* the one being filled */
+    size_t n;                              /* bytes staged in it */
+    uint64_t pos, synced;                  /* file offset of its first byte; bytes handed
+                                              to writeback (buffered writes) */
+    bool direct;                           /* O_DIRECT is on */
+    bool threaded, busy, quit;             /* the writer thread: started; writing job;
+                                              told to stop */
+    pthread_t thread;
+    pthread_mutex_t mu;                    /* guards busy, quit and job */
+    pthread_cond_t cv;
+    const uint8_t *job;                    /* what it writes: job_len bytes at job_off */
+    size_t job_len;
+    uint64_t job_off;
+} CgSink;
+/* Start writing o's file at offset 0 (direct I/O when o->direct and the file takes it);
+ * false when out of memory. */
+bool cg_sink_open(CgSink *s, CgOut *o);
+/* Where the next bytes go, with at least min (<= 4096) bytes of room; *room gets all of
+ * it. Bytes placed there count once committed (cg_sink_commit). */
+uint8_t *cg_sink_room(CgSink *s, size_t min, size_t *room);
+void cg_sink_commit(CgSink *s, size_t n);
+/* Append n bytes of d (zeros when d is NULL). */
+void cg_sink_put(CgSink *s, const void *d, size_t n);
+/* Write what is staged, then head (hlen bytes) over the start of the file; frees the
+ * buffer. A failed write shows in out->err. */
+void cg_sink_finish(CgSink *s, const void *head, size_t hlen);
+/* Free the buffer (after an error). */
+void cg_sink_free(CgSink *s);
+
 /* Serialise the plan and the programs to o; false when a write failed (o->err). */
 bool cg_write_bundle(CgEmit *e, const CgOptions *opt, const SpyProgramDesc *progs, CgOut *o);
 /* Device bits of a float constant in dtype dt (for VFILL). */

@@ -367,12 +367,33 @@ static bool read_external(const Onnx__TensorProto *tp, FeData *d, size_t nbytes,
     return true;
 }
 
+/* Release of a malloc'd constant handed to the graph (fe_tensor_const). */
+static void free_kept(void *p, size_t n)
+{
+    (void)n;
+    free(p);
+}
+
+/* Decoded tensors of at least this many bytes are handed to the graph as they are
+ * (malloc'd), not copied into its arena: one copy of the bytes fewer. */
+#define FE_KEEP_MIN ((size_t)16 << 10)
+
 ValId fe_tensor_const(IrGraph *g, const char *name, FeTensor *t)
 {
     IrType ty = {.dtype = t->dtype, .rank = t->rank};
     memcpy(ty.dims, t->dims, sizeof ty.dims);
-    ValId v = t->borrowed ? ir_add_const_ref(g, name, &ty, t->data)
-                          : ir_add_const(g, name, &ty, t->data);
+    ValId v;
+    size_t n = ir_type_bytes(&ty);
+    if (t->borrowed) {
+        v = ir_add_const_ref(g, name, &ty, t->data);
+    } else if (n >= FE_KEEP_MIN && ((uintptr_t)t->data & 15) == 0) {
+        void *p = t->data;
+        t->data = NULL;                    /* the graph owns it now (even on OOM) */
+        ir_graph_keep(g, p, n, free_kept);
+        v = ir_add_const_ref(g, name, &ty, p);
+    } else {
+        v = ir_add_const(g, name, &ty, t->data);
+    }
     fe_tensor_free(t);
     return v;
 }

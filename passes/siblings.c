@@ -59,13 +59,16 @@ static bool sib_member(IrGraph *g, const IrNode *old, uint32_t i, const uint32_t
 }
 
 /* Constant of the members' [K, Ni] weights (rank 2) or [Ni] biases (rank 1) side by
- * side along the last axis. */
+ * side along the last axis, written straight into the new constant's data (one copy
+ * of the bytes, not a scratch copy copied again). */
 static ValId sib_concat(IrGraph *g, const Sib *m, int nm, bool bias, const char *name)
 {
     int64_t rows = bias ? 1 : ir_vtype(g, m[0].w)->dims[0], n = 0, off = 0;
     for (int i = 0; i < nm; i++)
         n += ir_vtype(g, m[i].w)->dims[1];
-    float *d = ir_scratch(g, (size_t)(rows * n) * sizeof *d);
+    IrType t = {.dtype = IR_DT_F32, .rank = bias ? 1 : 2, .dims = {bias ? n : rows, n}};
+    ValId c = ir_add_const(g, ir_fresh_name(g, name), &t, NULL);
+    float *d = (float *)(uintptr_t)g->vals[c].data;
     for (int i = 0; i < nm; i++) {
         int64_t ni = ir_vtype(g, m[i].w)->dims[1];
         const float *src = ir_val(g, bias ? m[i].b : m[i].w)->data;
@@ -73,8 +76,7 @@ static ValId sib_concat(IrGraph *g, const Sib *m, int nm, bool bias, const char 
             memcpy(d + r * n + off, src + r * ni, (size_t)ni * sizeof *d);
         off += ni;
     }
-    IrType t = {.dtype = IR_DT_F32, .rank = bias ? 1 : 2, .dims = {bias ? n : rows, n}};
-    return ir_add_const(g, ir_fresh_name(g, name), &t, d);
+    return c;
 }
 
 /* Add the merged product of members m[0..nm) and a SLICE of it per member, which takes

@@ -7,7 +7,11 @@ Three tables, after a header naming the host and the onnxruntime version:
 
    weights MiB   model.onnx plus its external data
    compile s     wall time of `spyrec model.onnx -o NAME.sbin`, default flags, best of
-                 --compiles runs (a failed compile: the first line of spyrec's message)
+                 --compiles runs (a failed compile: the first line of spyrec's message).
+                 Each run starts after os.sync(), so that writeback still pending from
+                 earlier work (the previous run's bundle, written over) is not charged to
+                 it; the compile's own writes, its fsync and the freeing of the bundle it
+                 replaces are timed
    peak RSS MiB  the largest peak resident set of those compiles (wait4 of each child)
    bundle MiB    size of the bundle
    load ms       spy_model_load_file (libspyrert.so through ctypes, in a child process):
@@ -119,11 +123,12 @@ def first_line(text):
 
 
 def compile_best(args, model, sbin, runs, timeout, slow_s=None):
-    """Compile up to runs times; a run that fails, times out or takes slow_s seconds or
-    more ends it. Returns a dict: best_s, rss_mib (the largest peak), error (None, the
+    """Compile up to runs times, each after os.sync(); a run that fails, times out or
+    takes slow_s seconds or more ends it. Returns a dict: best_s, rss_mib (the largest peak), error (None, the
     first line of spyrec's message, or "> N s")."""
     res = {"best_s": None, "rss_mib": None, "error": None}
     for _ in range(max(1, runs)):
+        os.sync()                          # earlier writeback is not this compile's cost
         r = run_measured([os.path.join(args.build, "spyrec"), model, "-o", sbin], timeout)
         res["rss_mib"] = max(res["rss_mib"] or 0, r["rss_mib"])
         if r["timed_out"]:

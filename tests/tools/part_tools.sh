@@ -80,6 +80,17 @@ t_deps_file() {
     "$SPYREC" "$d/ext/model.onnx" -o - --target schemas/spyre32.yaml | cmp - "$d/m.sbin"
 }
 
+# a bundle larger than several of the file writer's 4 MiB staging buffers (written by its
+# thread, with direct I/O where the file system allows it: codegen/cg_out.c) is the same
+# bytes as the one written from memory (standard output)
+t_big_stream() {
+    local d=$W/tools/bigstream big=$MODELS/mobilenet_v2/model.onnx
+    rm -rf "$d" && mkdir -p "$d"
+    [ -f "$big" ] || cannot "$big not found" || return
+    "$SPYREC" "$big" -o "$d/big.sbin" && "$SPYREC" "$big" -o - | cmp - "$d/big.sbin" || return 1
+    [ "$(stat -c %s "$d/big.sbin")" -gt $((12 << 20)) ] || die "bundle smaller than 12 MiB"
+}
+
 t_deps_failure() {
     local d=$W/tools/depsfail rc
     rm -rf "$d" && mkdir -p "$d"
@@ -512,6 +523,7 @@ part_tools() {
         return
     }
     tools_run deps-file t_deps_file
+    tools_run big-stream t_big_stream
     tools_run deps-failure t_deps_failure
     tools_run report-ok t_report_ok
     tools_run report-error t_report_error
