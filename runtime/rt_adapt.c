@@ -1,16 +1,20 @@
 /* rt_adapt.c: the session's share policy (rt_adapt.h), chosen by measurement.
  *
  * The runs of a session come in periods of RT_PERIOD_RUNS runs per policy worth trying.
- * A period's first run uses the best policy known; then each such policy runs a trial
- * of RT_TRIAL consecutive runs (consecutive, so that a policy that shares finds the
- * worker awake as it would in its steady state); the policy with the lowest median
- * trial time becomes the best one for the rest of the period. Trials repeat every
- * period because the host's load changes. A bundle whose kernels all have one rank
+ * A period's first RT_HEAD runs use the best policy known (the first runs of a session
+ * are still warming caches); then each such policy runs a trial of RT_TRIAL
+ * consecutive runs (consecutive, so that a policy that shares finds the worker awake
+ * as it would in its steady state); the policy with the lowest median trial time
+ * becomes the best one for the rest of the period, a policy sharing more kernels only
+ * when it is faster by RT_MARGIN (a tie keeps the calling thread's caches and leaves
+ * the other CPUs to the host). Trials repeat every period because the host's load
+ * changes. A bundle whose kernels all have one rank
  * policy (or a session of one thread) has one policy and measures nothing.
  */
 #include "rt_adapt.h"
 
 #define RT_PERIOD_RUNS 32    /* runs of a period per policy tried (trials: ~10%) */
+#define RT_MARGIN 0.03       /* a policy sharing more must be this much faster */
 
 /* Host work from which policy p shares a kernel, in the units of rt_timing.c's
  * estimate (about one per element moved or computed, or per 16 multiply-adds; one
@@ -56,9 +60,9 @@ static int trial_policy(const RtAdapt *a) {
     if (n < 2)
         return -1;
     uint32_t slot = a->runs % (uint32_t)(RT_PERIOD_RUNS * n);
-    if (slot == 0 || slot > (uint32_t)(RT_TRIAL * n))
+    if (slot < RT_HEAD || slot >= (uint32_t)(RT_HEAD + RT_TRIAL * n))
         return -1;
-    return nth_policy(a, (int)(slot - 1) / RT_TRIAL);
+    return nth_policy(a, (int)(slot - RT_HEAD) / RT_TRIAL);
 }
 
 /* Policy the next run uses. */
@@ -80,13 +84,14 @@ static double median3(const double *t) {
     return c < a ? a : c > b ? b : c;
 }
 
-/* Picks the best policy from the complete trials of the period, then clears them. */
+/* Picks the best policy from the complete trials of the period (policies in
+ * increasing order of sharing), then clears them. */
 static void pick_best(RtAdapt *a) {
     double best = -1;
     for (int p = 0; p < RT_NPOLICY; p++) {
         if (a->ntrial[p] == RT_TRIAL) {
             double m = median3(a->trial[p]);
-            if (best < 0 || m < best) {
+            if (best < 0 || m < best * (1 - RT_MARGIN)) {
                 best = m;
                 a->best = (uint8_t)p;
             }
@@ -102,6 +107,6 @@ void rt_adapt_record(RtAdapt *a, int p, double us) {
         a->trial[p][a->ntrial[p]++] = us;
     a->runs++;
     uint32_t n = (uint32_t)npolicies(a);
-    if (n > 1 && a->runs % (RT_PERIOD_RUNS * n) == RT_TRIAL * n + 1)
+    if (n > 1 && a->runs % (RT_PERIOD_RUNS * n) == RT_HEAD + RT_TRIAL * n)
         pick_best(a);
 }

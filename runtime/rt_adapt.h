@@ -18,6 +18,7 @@
 
 #define RT_NPOLICY 3         /* share policies; a kernel of rank RT_NPOLICY is never shared */
 #define RT_TRIAL 3           /* runs of one policy per trial */
+#define RT_HEAD 2            /* runs of a period before its trials */
 
 typedef struct {
     uint32_t mask;           /* bit p: policy p is worth trying (bit 0 always) */

@@ -1,8 +1,9 @@
 /* test_rt_adapt.c: the session's share policy (runtime/rt_adapt.c). The ranks follow
  * the work bounds; a choice among one policy never trials; with two, each period
- * starts with the best policy, trials each policy for RT_TRIAL runs in a row and then
- * runs the one of the lowest median trial time (one slow run of a trial does not
- * decide), and the next period measures again (the host's load changes).
+ * starts with RT_HEAD runs of the best policy, trials each policy for RT_TRIAL runs in
+ * a row and then runs the one of the lowest median trial time (one slow run of a trial
+ * does not decide; sharing more must win by a margin), and the next period measures
+ * again (the host's load changes).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -50,17 +51,17 @@ static void test_trials(void **state) {
     RtAdapt a;
     rt_adapt_init(&a, 1u << 2);   /* policies 0 and 2 */
     const double fast2[] = {10, 99, 5}, fast0[] = {5, 99, 10};
-    /* run 0: the default; runs 1..3: policy 0; runs 4..6: policy 2 */
+    /* the head: the default; then the trials of policy 0 and of policy 2 */
     assert_int_equal(rt_adapt_policy(&a), 0);
-    assert_int_equal(run(&a, 1 + RT_TRIAL, fast2), 1u);
+    assert_int_equal(run(&a, RT_HEAD + RT_TRIAL, fast2), 1u);
     for (int i = 0; i < RT_TRIAL; i++)
         assert_int_equal(run(&a, 1, fast2), 1u << 2);
     /* the rest of the period (64 runs for two policies): the faster */
-    assert_int_equal(run(&a, 64 - 1 - 2 * RT_TRIAL, fast2), 1u << 2);
-    /* next period: its first run the best so far, then both trials again */
-    assert_int_equal(run(&a, 1, fast0), 1u << 2);
+    assert_int_equal(run(&a, 64 - RT_HEAD - 2 * RT_TRIAL, fast2), 1u << 2);
+    /* next period: its head the best so far, then both trials again */
+    assert_int_equal(run(&a, RT_HEAD, fast0), 1u << 2);
     assert_int_equal(run(&a, 2 * RT_TRIAL, fast0), 1u | 1u << 2);
-    assert_int_equal(run(&a, 64 - 1 - 2 * RT_TRIAL, fast0), 1u);
+    assert_int_equal(run(&a, 64 - RT_HEAD - 2 * RT_TRIAL, fast0), 1u);
 }
 
 static void test_median(void **state) {
@@ -69,17 +70,30 @@ static void test_median(void **state) {
     rt_adapt_init(&a, 1u << 1);
     /* policy 1 is faster but one of its trial runs is very slow (a preemption) */
     int n = 0;
-    for (; n < 1 + 2 * RT_TRIAL; n++) {
+    for (; n < RT_HEAD + 2 * RT_TRIAL; n++) {
         int p = rt_adapt_policy(&a);
-        rt_adapt_record(&a, p, p == 1 && n == 1 + RT_TRIAL ? 1e6 : p == 1 ? 5 : 10);
+        rt_adapt_record(&a, p, p == 1 && n == RT_HEAD + RT_TRIAL ? 1e6 : p == 1 ? 5 : 10);
     }
     assert_int_equal(rt_adapt_policy(&a), 1);
     /* a run recorded under another policy than the trial's is not its sample */
     rt_adapt_init(&a, 1u << 1);
-    run(&a, 1, (double[]){10, 5, 0});
+    run(&a, RT_HEAD, (double[]){10, 5, 0});
     for (int i = 0; i < RT_TRIAL; i++)
         rt_adapt_record(&a, 1, 1);          /* slots of policy 0's trial */
     run(&a, RT_TRIAL, (double[]){10, 5, 0});
+    assert_int_equal(rt_adapt_policy(&a), 1);
+}
+
+static void test_margin(void **state) {
+    (void)state;
+    RtAdapt a;
+    rt_adapt_init(&a, 1u << 1);
+    /* sharing more by 1% faster: a tie, policy 0 stays */
+    run(&a, RT_HEAD + 2 * RT_TRIAL, (double[]){100, 99, 0});
+    assert_int_equal(rt_adapt_policy(&a), 0);
+    /* by 10%: policy 1 */
+    rt_adapt_init(&a, 1u << 1);
+    run(&a, RT_HEAD + 2 * RT_TRIAL, (double[]){100, 90, 0});
     assert_int_equal(rt_adapt_policy(&a), 1);
 }
 
@@ -89,6 +103,7 @@ int main(void) {
         cmocka_unit_test(test_one_policy),
         cmocka_unit_test(test_trials),
         cmocka_unit_test(test_median),
+        cmocka_unit_test(test_margin),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
