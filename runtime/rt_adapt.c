@@ -8,12 +8,13 @@
  * becomes the best one for the rest of the period, a policy sharing more kernels only
  * when it is faster by RT_MARGIN (a tie keeps the calling thread's caches and leaves
  * the other CPUs to the host). Trials repeat every period because the host's load
- * changes. A bundle whose kernels all have one rank
- * policy (or a session of one thread) has one policy and measures nothing.
+ * changes. A bundle whose policies all share the same kernels (or a session of one
+ * thread) has one policy and measures nothing.
  */
 #include "rt_adapt.h"
 
-#define RT_PERIOD_RUNS 32    /* runs of a period per policy tried (trials: ~10%) */
+#define RT_PERIOD_RUNS 32    /* runs of a period per policy tried (the trials of the
+                                policies that are not the best: under 10% of runs) */
 #define RT_MARGIN 0.03       /* a policy sharing more must be this much faster */
 
 /* Host work from which policy p shares a kernel, in the units of rt_timing.c's

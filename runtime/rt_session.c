@@ -6,9 +6,9 @@
  * the previous schedule entry is done (a per-entry completion counter), so no thread
  * waits for one that has nothing to do or has not been scheduled yet. A kernel the
  * run's share policy (rt_adapt.h, chosen per run from the session's timings) leaves
- * serial runs all its programs on the calling thread. The counters
- * carry the run's generation (gen << 32 | count): a worker still inside an earlier
- * run when the caller has returned (rt_pool.h) takes nothing of a later one.
+ * serial runs all its programs on the calling thread. The counters carry the run's
+ * generation (gen << 32 | count): a worker still inside an earlier run when the
+ * caller has returned (rt_pool.h) takes nothing of a later one.
  * Each core program runs start to end on one thread, so results do not depend on
  * the number of threads.
  */
@@ -322,11 +322,12 @@ static bool nothing_left(spy_session *s, uint32_t gen, uint32_t pos, int pol) {
 
 /* Thread body of a run (any subset of the threads, thread 0 always among them). A
  * kernel serial under the run's share policy runs all its programs on thread 0; the
- * others share their programs through a counter. (A worker that reads the policy of a
- * later run than gen takes nothing: the counters carry that run's tag.) Before taking programs of an entry a thread waits for
- * the previous entry to complete; thread 0 also waits for each entry it worked on,
- * so when it returns every program ran. A worker skips entries with no program left,
- * and all of them once the run is over (a later run's generation). */
+ * others share their programs through a counter (a worker that reads the policy of a
+ * later run than gen takes nothing: the counters carry that run's tag). Before taking
+ * programs of an entry a thread waits for the previous entry to complete; thread 0
+ * also waits for each entry it worked on, so when it returns every program ran. A
+ * worker skips entries with no program left, and all of them once the run is over (a
+ * later run's generation). */
 static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
