@@ -38,7 +38,7 @@ void spy_model_free(spy_model *m) {
         free(m->ktime[0].core_us);
     free(m->ktime);
     free(m->sched_count);
-    free(m->serial);
+    free(m->share_rank);
     free(m->active);
     free(m->active_first);
     free(m->prep);

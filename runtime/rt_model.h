@@ -92,12 +92,16 @@ struct spy_model {
     char *meta_text;         /* NUL-terminated copy of META */
     RtKernelTime *ktime;     /* [nkernels] */
     uint32_t *sched_count;   /* [nkernels] times the schedule runs each kernel */
-    uint8_t *serial;         /* [nkernels] 1: too little host work to share over threads */
+    uint8_t *share_rank;     /* [nkernels] lowest share policy that shares the kernel over
+                                threads (rt_adapt.h); RT_NPOLICY: never */
     uint32_t *active;        /* program indices (within their kernel) of the programs that
                                 hold more than their BARRIER, kernel by kernel */
     uint32_t *active_first;  /* [nkernels + 1] kernel k's are active[active_first[k]..] */
     struct RtPrep *prep;           /* [ncode] execution plans (rt_prep.c) */
-    bool all_serial;         /* every scheduled kernel is serial: a run needs no worker */
+    uint8_t min_rank;        /* lowest share rank scheduled: policies below it need no
+                                worker */
+    uint32_t share_policies; /* bit p: policy p shares another kernel than p - 1 (bit 0
+                                always) */
     double device_us;        /* sum over the schedule */
     bool guards;             /* SPY_FEAT_GUARDS: instructions skipped for small sizes */
     size_t staging_bytes;    /* staging buffers a session needs */
@@ -180,6 +184,8 @@ const spy_model *rt_session_model(const spy_session *s);
 const uint8_t *rt_session_seg(const spy_session *s, uint32_t seg);
 /* The kernel whose hook (spy_session_set_kernel_hook) session s is in now; -1 none. */
 int rt_session_hook_kernel(const spy_session *s);
+/* Share policy of the session's last run (rt_adapt.h). */
+int rt_session_policy(const spy_session *s);
 
 /* rt_timing.c: per-kernel modelled times (after verification). */
 spy_status rt_timing_compute(spy_model *m, RtErr *e);

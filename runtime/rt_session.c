@@ -4,9 +4,11 @@
  * taken from a shared counter by the session's threads (programs that are only their
  * BARRIER are skipped); a thread starts a kernel's programs once every program of
  * the previous schedule entry is done (a per-entry completion counter), so no thread
- * waits for one that has nothing to do or has not been scheduled yet. The counters
- * carry the run's generation (gen << 32 | count): a worker still inside an earlier
- * run when the caller has returned (rt_pool.h) takes nothing of a later one.
+ * waits for one that has nothing to do or has not been scheduled yet. A kernel the
+ * run's share policy (rt_adapt.h, chosen per run from the session's timings) leaves
+ * serial runs all its programs on the calling thread. The counters carry the run's
+ * generation (gen << 32 | count): a worker still inside an earlier run when the
+ * caller has returned (rt_pool.h) takes nothing of a later one.
  * Each core program runs start to end on one thread, so results do not depend on
  * the number of threads.
  */
@@ -17,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rt_adapt.h"
 #include "rt_exec.h"
 #include "rt_io.h"
 #include "rt_model.h"
@@ -47,6 +50,8 @@ struct spy_session {
     uint8_t **pad;           /* [ninputs] bound-shaped copies of symbolic inputs */
     const void **bound_in;   /* [ninputs] the buffers bound for the inputs of a run */
     RtPool *pool;
+    RtAdapt adapt;           /* choice of the share policy (rt_adapt.c) */
+    atomic_int policy;       /* share policy of the current (or last) run */
     bool solo;               /* this run is on the caller alone (every kernel serial) */
     atomic_int busy;
     /* first run-time error of the current run (lowest schedule entry, then core) */
@@ -159,6 +164,7 @@ static spy_status session_alloc(spy_session *s) {
         }
     s->seg[0] = (uint8_t *)m->consts; /* read-only: the verifier forbids stores */
     s->seg[1] = s->arena;
+    rt_adapt_init(&s->adapt, s->nthreads > 1 ? m->share_policies : 1);
     s->pool = rt_pool_create(s->nthreads, run_thread, s);
     return s->pool ? SPY_OK : SPY_E_NOMEM;
 }
@@ -314,23 +320,32 @@ static void call_hook(spy_session *s, uint32_t gen, uint32_t pos, uint32_t k) {
     rt_pool_notify(s->pool);
 }
 
-/* Whether entry pos has no program left for a worker of run gen (or is serial). */
-static bool nothing_left(spy_session *s, uint32_t gen, uint32_t pos) {
+/* Whether kernel k runs all its programs on thread 0 under share policy pol. */
+static bool kernel_serial(const spy_model *m, uint32_t k, int pol) {
+    return m->share_rank[k] > pol;
+}
+
+/* Whether entry pos has no program left for a worker of run gen (or is serial under
+ * share policy pol). */
+static bool nothing_left(spy_session *s, uint32_t gen, uint32_t pos, int pol) {
     uint64_t v = atomic_load(&s->next[pos]);
-    return s->m->serial[s->m->schedule[pos]] || (uint32_t)(v >> 32) != gen ||
+    return kernel_serial(s->m, s->m->schedule[pos], pol) || (uint32_t)(v >> 32) != gen ||
            (uint32_t)v >= entry_programs(s->m, pos);
 }
 
 /* Thread body of a run (any subset of the threads, thread 0 always among them). A
- * kernel marked serial runs all its programs on thread 0; the others share their
- * programs through a counter. Before taking programs of an entry a thread waits for
- * the previous entry to complete; thread 0 also waits for each entry it worked on,
- * so when it returns every program ran. A worker skips entries with no program left,
- * and all of them once the run is over (a later run's generation). */
+ * kernel serial under the run's share policy runs all its programs on thread 0; the
+ * others share their programs through a counter (a worker that reads the policy of a
+ * later run than gen takes nothing: the counters carry that run's tag). Before taking
+ * programs of an entry a thread waits for the previous entry to complete; thread 0
+ * also waits for each entry it worked on, so when it returns every program ran. A
+ * worker skips entries with no program left, and all of them once the run is over (a
+ * later run's generation). */
 static void run_thread(void *arg, int tid) {
     spy_session *s = arg;
     const spy_model *m = s->m;
     uint32_t gen = atomic_load(&s->gen);
+    int pol = atomic_load_explicit(&s->policy, memory_order_relaxed);
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
                    .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
                    .memo_on = !s->poison,
@@ -338,7 +353,7 @@ static void run_thread(void *arg, int tid) {
     bool one = tid == 0 && (s->nthreads == 1 || s->solo);
     for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];
-        if (tid != 0 && nothing_left(s, gen, pos)) {
+        if (tid != 0 && nothing_left(s, gen, pos, pol)) {
             if (atomic_load(&s->gen) != gen)
                 return;
             continue;
@@ -348,7 +363,7 @@ static void run_thread(void *arg, int tid) {
             rt_pool_wait(s->pool, &s->hooked, tagged(gen, pos));
         }
         double t0 = tid == 0 && s->profile ? now_us() : 0;
-        run_entry(s, &core, gen, pos, tid, one || m->serial[k]);
+        run_entry(s, &core, gen, pos, tid, one || kernel_serial(m, k, pol));
         if (tid != 0)
             continue;
         rt_pool_wait(s->pool, &s->done[pos], tagged(gen, entry_programs(m, pos)));
@@ -480,8 +495,10 @@ static void reset_run(spy_session *s) {
     memset(s->host_us, 0, (m->nkernels + 1) * sizeof *s->host_us);
     if (s->span)
         memset(s->span, 0, (size_t)m->nsched * (size_t)s->nthreads * sizeof *s->span);
+    int pol = rt_adapt_policy(&s->adapt);
+    atomic_store_explicit(&s->policy, pol, memory_order_relaxed);
+    s->solo = pol < m->min_rank;
     s->run_t0 = now_us();
-    s->solo = m->all_serial;
     atomic_store(&s->gen, gen);
 }
 
@@ -534,6 +551,9 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
         if (atomic_load(&s->failed)) {
             format_run_error(s);
             st = SPY_E_RUNTIME;
+        } else {
+            rt_adapt_record(&s->adapt, atomic_load_explicit(&s->policy, memory_order_relaxed),
+                            now_us() - s->run_t0);
         }
     }
     for (uint32_t i = m->ninputs; st == SPY_OK && i < m->ntensors; i++)
@@ -659,4 +679,9 @@ const uint8_t *rt_session_seg(const spy_session *s, uint32_t seg) {
 /* The kernel whose hook s is calling now, -1 outside hooks (rt_debug.c). */
 int rt_session_hook_kernel(const spy_session *s) {
     return s->hook_kernel;
+}
+
+/* Share policy of the session's last run (rt_adapt.h). */
+int rt_session_policy(const spy_session *s) {
+    return atomic_load_explicit(&s->policy, memory_order_relaxed);
 }

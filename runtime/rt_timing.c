@@ -10,14 +10,9 @@
 #include <string.h>
 
 #include "costmodel.h"
+#include "rt_adapt.h"
 #include "rt_exec.h"
 #include "rt_model.h"
-
-/* A kernel whose estimated host work (about one unit per element moved or computed,
- * or per 16 multiply-adds; 65536 units take some 10 us) is below this runs on one
- * host thread: sharing it would cost more in synchronisation than it saves, and a
- * busy host may not run the other threads promptly. */
-#define RT_SERIAL_WORK 65536.0
 
 /* Modelled cost of one instruction. */
 typedef struct {
@@ -340,7 +335,7 @@ static void kernel_time(spy_model *m, uint32_t k, const Prefix *p, const int32_t
         active += (c->ld + c->st) > 0;
     }
     if (!dims)
-        m->serial[k] = work < RT_SERIAL_WORK;
+        m->share_rank[k] = rt_adapt_rank(work); /* estimated host work (insn_work) */
     double bw = cost_dram_bw(t, (double)ld, (double)st), slowest = -1;
     double bar_s = cost_barrier_s(t);
     for (uint32_t j = 0; j < kd->ncores; j++) {
@@ -405,15 +400,29 @@ static bool list_active(spy_model *m) {
     return true;
 }
 
+/* The share policies the schedule tells apart (rt_adapt.h): m->share_policies and
+ * m->min_rank. */
+static void share_policies(spy_model *m) {
+    m->min_rank = RT_NPOLICY;
+    m->share_policies = 1;
+    for (uint32_t i = 0; i < m->nsched; i++) {
+        uint8_t r = m->share_rank[m->schedule[i]];
+        if (r < m->min_rank)
+            m->min_rank = r;
+        if (r < RT_NPOLICY)
+            m->share_policies |= 1u << r;
+    }
+}
+
 /* Computes m->ktime and m->device_us from the verified bundle. */
 spy_status rt_timing_compute(spy_model *m, RtErr *e) {
     Prefix p = {0};
     uint32_t cores = m->target.cores;
     m->ktime = calloc(m->nkernels ? m->nkernels : 1, sizeof *m->ktime);
     m->sched_count = calloc(m->nkernels ? m->nkernels : 1, sizeof *m->sched_count);
-    m->serial = calloc(m->nkernels ? m->nkernels : 1, 1);
+    m->share_rank = calloc(m->nkernels ? m->nkernels : 1, 1);
     double *core_us = calloc((size_t)m->nkernels * cores + 1, sizeof *core_us);
-    if (!m->ktime || !m->sched_count || !m->serial || !core_us || !build_prefix(m, &p) ||
+    if (!m->ktime || !m->sched_count || !m->share_rank || !core_us || !build_prefix(m, &p) ||
         !list_active(m)) {
         free(core_us);
         rt_err_set(e, SPY_E_NOMEM, "out of memory");
@@ -425,9 +434,7 @@ spy_status rt_timing_compute(spy_model *m, RtErr *e) {
         if (m->nkernels == 0)
             free(core_us);
         m->device_us = 0;
-        m->all_serial = true;
-        for (uint32_t i = 0; i < m->nsched; i++)
-            m->all_serial = m->all_serial && m->serial[m->schedule[i]];
+        share_policies(m);
         for (uint32_t i = 0; i < m->nsched; i++) {
             m->device_us += m->ktime[m->schedule[i]].device_us;
             m->sched_count[m->schedule[i]]++;

@@ -76,7 +76,9 @@ int spy_model_num_kernels(const spy_model *m);
 size_t spy_model_session_bytes(const spy_model *m);
 
 typedef struct {
-    int num_threads;         /* host threads emulating the cores; 0 = one per host CPU */
+    int num_threads;         /* host threads emulating the cores; 0 = one per host CPU
+                                (with several, which small kernels they share the
+                                session decides from the times of its own runs) */
     int profile;             /* record per-kernel host time (modelled time is always kept) */
     int debug_lx_poison;     /* fill scratchpads with 0xFF before each core program, to
                                 catch programs that read LX bytes they never wrote */

@@ -1,7 +1,7 @@
 /* test_runtime.c: unit tests of libspyrert on bundles built by hand in this file
  * (a tiny writer below lays out header, section table, payloads and CRCs): results of
  * DMA/VEC/MATMUL/GATHER/VREDUCE/VSCAN programs, the verifier's refusals, version and
- * argument checks, int64 narrowing, and thread-count invariance.
+ * argument checks, int64 narrowing, and thread-count and share-policy invariance.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -15,6 +15,8 @@
 #include <cmocka.h>
 
 #include "isa.h"
+#include "rt_adapt.h"
+#include "rt_model.h"
 #include "sbin.h"
 #include "spyrt.h"
 
@@ -657,6 +659,41 @@ static void test_threads_invariant(void **state) {
     free(b);
 }
 
+/* A kernel of middling host work (32 cores x 256 elements: share rank 1) runs under
+ * both share policies of its session's 2 threads, serial and shared, through the
+ * trials of the first periods: every run gives the bits of the 1-thread run. */
+static void test_share_policies(void **state) {
+    (void)state;
+    TB *b = build_pointwise_n(32, 256);
+    spy_model *m = NULL;
+    char err[512];
+    assert_int_equal(tb_load(b, &m, err, sizeof err), SPY_OK);
+    assert_int_equal(m->share_rank[0], 1);
+    assert_int_equal(m->share_policies, 1u | 1u << 1);
+    size_t n = 32 * 256;
+    float *x = malloc(n * 4), *y1 = malloc(n * 4), *y2 = malloc(n * 4);
+    for (size_t i = 0; i < n; i++)
+        x[i] = cosf((float)i) * 7.0f;
+    assert_int_equal(run1(m, 1, x, y1, err, sizeof err), SPY_OK);
+    spy_session *s;
+    spy_session_options o = {.num_threads = 2};
+    assert_int_equal(spy_session_create(m, &o, &s), SPY_OK);
+    const void *ins[1] = {x};
+    void *outs[1] = {y2};
+    unsigned used = 0;
+    for (int r = 0; r < 200; r++) {
+        memset(y2, 0, n * 4);
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        used |= 1u << rt_session_policy(s);
+        assert_memory_equal(y1, y2, n * 4);
+    }
+    assert_int_equal(used, 1u | 1u << 1);
+    spy_session_free(s);
+    free(x), free(y1), free(y2);
+    spy_model_free(m);
+    free(b);
+}
+
 /* ---- verifier refusals -------------------------------------------------------------- */
 
 /* Loads buf and expects status want with a message containing needle. */
@@ -887,7 +924,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pointwise),         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_gather),            cmocka_unit_test(test_vector_unit),
-        cmocka_unit_test(test_threads_invariant), cmocka_unit_test(test_corrupt_container),
+        cmocka_unit_test(test_threads_invariant), cmocka_unit_test(test_share_policies),
+        cmocka_unit_test(test_corrupt_container),
         cmocka_unit_test(test_verifier),          cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_int_ops),           cmocka_unit_test(test_load_file),
