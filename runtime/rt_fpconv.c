@@ -45,12 +45,11 @@ void rt_f16_to_f32_n(float *dst, const uint8_t *src, size_t n) {
         o += e == 0 ? 1u << 23 : 0;
         float f, magic, sub;
         memcpy(&f, &o, 4);
-        uint32_t mb = e == 0 ? 113u << 23 : 0;
+        uint32_t mb = 113u << 23, sb;
         memcpy(&magic, &mb, 4);
-        sub = f - magic;
-        uint32_t r;
-        memcpy(&r, &sub, 4);
-        r |= (uint32_t)(h & 0x8000) << 16;
+        sub = f - magic;                    /* used for subnormals only (a NaN stays as is) */
+        memcpy(&sb, &sub, 4);
+        uint32_t r = (e == 0 ? sb : o) | (uint32_t)(h & 0x8000) << 16;
         memcpy(dst + i, &r, 4);
     }
 }
