@@ -1,8 +1,7 @@
 /* siblings.c: pass_simplify's merge of sibling matrix products (pass_siblings).
  *
  * Matrix products of one activation by 2-D float32 constant weights of the same depth
- * (attention's Q, K and V projections; float16/bfloat16 weights of one dtype, which the
- * products widen per tile, passes/halfweight.c, are merged in that dtype), each optionally followed by the add of a 1-D
+ * (attention's Q, K and V projections), each optionally followed by the add of a 1-D
  * constant bias used by it alone, become one product of the weights side by side (and
  * one add of the biases side by side), read through a SLICE of the last axis per
  * member, which takes over the member's result (and name). One kernel with all cores
@@ -23,14 +22,11 @@ typedef struct {
     ValId w, b, out;                       /* weight, bias (IR_NONE), member's result */
 } Sib;
 
-/* Whether value v is a float32 constant of rank `rank` with its data at hand; with
- * `half`, a float16/bfloat16 one too (a weight a float32 product widens per tile,
- * passes/halfweight.c). */
-static bool sib_const(IrGraph *g, ValId v, int rank, bool half)
+/* Whether value v is a float32 constant of rank `rank` with its data at hand. */
+static bool sib_const(IrGraph *g, ValId v, int rank)
 {
     const IrType *t = ir_vtype(g, v);
-    bool dt = t->dtype == IR_DT_F32 || (half && (t->dtype == IR_DT_F16 || t->dtype == IR_DT_BF16));
-    return ir_is_const(g, v) && ir_val(g, v)->data && dt && t->rank == rank;
+    return ir_is_const(g, v) && ir_val(g, v)->data && t->dtype == IR_DT_F32 && t->rank == rank;
 }
 
 /* Member at old node i when it is a MATMUL of a float32 activation by a [K, N]
@@ -44,7 +40,7 @@ static bool sib_member(IrGraph *g, const IrNode *old, uint32_t i, const uint32_t
 {
     const IrNode *n = &old[i];
     if (n->dead || n->op != IR_OP_MATMUL || ir_is_const(g, n->in[0]) ||
-        ir_vtype(g, n->in[0])->dtype != IR_DT_F32 || !sib_const(g, n->in[1], 2, true))
+        ir_vtype(g, n->in[0])->dtype != IR_DT_F32 || !sib_const(g, n->in[1], 2))
         return false;
     *s = (Sib){i, UINT32_MAX, n->in[1], IR_NONE, n->out[0]};
     ValId y = n->out[0];
@@ -52,7 +48,7 @@ static bool sib_member(IrGraph *g, const IrNode *old, uint32_t i, const uint32_t
         const IrNode *a = &old[user[y]];
         int bi = a->nin == 2 && a->in[0] == y ? 1 : 0;
         if (!a->dead && a->op == IR_OP_BINARY && ir_attr_get_int(a, "fn", -1) == IR_BIN_ADD &&
-            a->nin == 2 && a->in[1 - bi] == y && sib_const(g, a->in[bi], 1, false) &&
+            a->nin == 2 && a->in[1 - bi] == y && sib_const(g, a->in[bi], 1) &&
             ir_vtype(g, a->in[bi])->dims[0] == ir_vtype(g, n->in[1])->dims[1]) {
             s->add = user[y];
             s->b = a->in[bi];
@@ -62,24 +58,22 @@ static bool sib_member(IrGraph *g, const IrNode *old, uint32_t i, const uint32_t
     return !cut[s->out];
 }
 
-/* Constant of the members' [K, Ni] weights (rank 2, all of one dtype) or [Ni] float32
- * biases (rank 1) side by side along the last axis. */
+/* Constant of the members' [K, Ni] weights (rank 2) or [Ni] biases (rank 1) side by
+ * side along the last axis. */
 static ValId sib_concat(IrGraph *g, const Sib *m, int nm, bool bias, const char *name)
 {
     int64_t rows = bias ? 1 : ir_vtype(g, m[0].w)->dims[0], n = 0, off = 0;
-    IrDType dt = bias ? IR_DT_F32 : ir_vtype(g, m[0].w)->dtype;
-    size_t es = ir_dtype_size(dt);
     for (int i = 0; i < nm; i++)
         n += ir_vtype(g, m[i].w)->dims[1];
-    uint8_t *d = ir_scratch(g, (size_t)(rows * n) * es);
+    float *d = ir_scratch(g, (size_t)(rows * n) * sizeof *d);
     for (int i = 0; i < nm; i++) {
         int64_t ni = ir_vtype(g, m[i].w)->dims[1];
-        const uint8_t *src = ir_val(g, bias ? m[i].b : m[i].w)->data;
+        const float *src = ir_val(g, bias ? m[i].b : m[i].w)->data;
         for (int64_t r = 0; r < rows; r++)
-            memcpy(d + (size_t)(r * n + off) * es, src + (size_t)(r * ni) * es, (size_t)ni * es);
+            memcpy(d + r * n + off, src + r * ni, (size_t)ni * sizeof *d);
         off += ni;
     }
-    IrType t = {.dtype = dt, .rank = bias ? 1 : 2, .dims = {bias ? n : rows, n}};
+    IrType t = {.dtype = IR_DT_F32, .rank = bias ? 1 : 2, .dims = {bias ? n : rows, n}};
     return ir_add_const(g, ir_fresh_name(g, name), &t, d);
 }
 
@@ -132,8 +126,7 @@ static int sib_group(IrGraph *g, const IrNode *old, uint32_t nold, const uint32_
         Sib s;
         if (done[j] || old[j].op != IR_OP_MATMUL || old[j].in[0] != old[m[0].mm].in[0] ||
             !sib_member(g, old, j, uses, user, cut, &s) || (s.b == IR_NONE) != (m[0].b == IR_NONE) ||
-            ir_vtype(g, s.w)->dims[0] != k || (s.add != UINT32_MAX && done[s.add]) ||
-            ir_vtype(g, s.w)->dtype != ir_vtype(g, m[0].w)->dtype)
+            ir_vtype(g, s.w)->dims[0] != k || (s.add != UINT32_MAX && done[s.add]))
             continue;
         m[nm++] = s;
     }
