@@ -7,7 +7,8 @@
  * to the one already in LX (same rows, single K chunk) is not reloaded. A kernel with
  * side sums (plan_sums.c) also multiplies each A tile by a column of ones and a row of
  * ones by each B tile (one VFILL of ones per item), accumulated like C, for its
- * epilogue's zero-point corrections.
+ * epilogue's zero-point corrections. A float16/bfloat16 B (a half weight of a float32
+ * product, passes/halfweight.c) is loaded at its size and widened in LX (half_b).
  *
  * CONV item (n, group, output-channel tile, output-row chunk) is an im2col matmul:
  * A = weights [m, c*taps] (the weight tensor read as a matrix), B = one N-d LOAD of
@@ -111,6 +112,33 @@ static void side_sums(CgEmit *e, const IrKernel *k, bool rows, bool cols, int64_
         mm_insn(e, k, k->buf[3], k->buf[1], k->buf[5], 1, n, kl, kl, n, acc);
 }
 
+/* B tile [kl, n] of a float16/bfloat16 B (plan_half_b, passes/halfweight.c): loaded at
+ * its own size into buf[3], then widened exactly to float32 into buf[1] by one VEC
+ * CAST. When every piece of the load was already in buf[3] (the load cache skipped it),
+ * buf[1] still holds its widened copy (only this CAST writes buf[1], right after the
+ * load), so the CAST is skipped too. */
+static void half_b(CgEmit *e, const IrKernel *k, const int64_t *st, int nd, const int64_t *lb,
+                   const int *db, int64_t c)
+{
+    const IrNode *n = ir_node(e->g, k->anchor);
+    uint64_t before = e->n;
+    cg_load_shared(e, k, &k->acc[1], st, nd, k->buf[3], plan_half_b(e->g, k), lb, db, 2, 0, c);
+    if (e->n == before || lb[0] * lb[1] == 0)
+        return;
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyVec *v = &in.vec;
+    v->opcode = ISA_VEC;
+    v->fn = ISA_VF_CAST;
+    v->dtype = ISA_DT_F32;
+    v->src_dtype = (uint8_t)pass_dev_dtype(ir_vtype(e->g, n->in[1])->dtype);
+    v->nsrc = 1;
+    v->rows = (uint32_t)lb[0], v->cols = (uint32_t)lb[1];
+    v->dst = k->buf[1], v->dst_rs = (int32_t)lb[1];
+    v->src[0] = k->buf[3], v->src_rs[0] = (int32_t)lb[1], v->src_cs[0] = 1;
+    cg_push(e, &in);
+}
+
 /* MATMUL work item; grid dims [batch..., M, N], inner [K]. */
 static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
@@ -132,8 +160,11 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
         int64_t la[2] = {len[M], kl}, lb[2] = {kl, len[N]};
         int da[2] = {M, K}, db[2] = {K, N};
         cg_load_shared(e, k, &k->acc[0], st, r + 1, k->buf[0], op_es(e, k), la, da, 2, 0, k0 / kt);
-        cg_load_shared(e, k, &k->acc[1], st, r + 1, k->buf[1], b_fp8(e, k) ? 1 : op_es(e, k), lb,
-                       db, 2, 0, k0 / kt);
+        if (plan_half_b(e->g, k))
+            half_b(e, k, st, r + 1, lb, db, k0 / kt);
+        else
+            cg_load_shared(e, k, &k->acc[1], st, r + 1, k->buf[1], b_fp8(e, k) ? 1 : op_es(e, k),
+                           lb, db, 2, 0, k0 / kt);
         matmul(e, k, len[M], len[N], kl, kl, k0 > 0);
         side_sums(e, k, rows, cols, len[M], len[N], kl, k0 > 0);
     }

@@ -28,6 +28,12 @@
  * pass_fold still folds one whose constant has no other reader (ir_fold_transpose_dense):
  * the copy replaces it, stored once in the layout its reader wants. */
 #define IR_FOLD_TRANSPOSE_MAX ((size_t)1 << 20)
+/* While g->keep_half_weights is set, a CAST that widens a float16/bfloat16 constant to
+ * float32 with a result larger than this is not folded: a matrix product may read the
+ * half constant itself and widen it per tile in the scratchpad (passes/halfweight.c,
+ * which folds the CASTs it cannot use that way), so the weight is stored once, at its
+ * own size, instead of twice as large. */
+#define IR_FOLD_HALF_WIDEN_MIN ((size_t)64 << 10)
 #define IR_NONE UINT32_MAX
 
 typedef uint32_t ValId;
@@ -281,6 +287,8 @@ typedef struct IrGraph {
     bool fold_consts;                      /* ir_add_node folds all-constant core ops */
     bool half_native;                      /* float16 arithmetic stays float16 (fp16 mode:
                                               passes/halfwiden.c leaves it to fp16.c) */
+    bool keep_half_weights;                /* large widening CASTs of half constants stay
+                                              nodes (IR_FOLD_HALF_WIDEN_MIN) */
     size_t fold_budget;                    /* max bytes the results of one fold may have
                                               (IR_FOLD_BUDGET_DEFAULT) */
     struct IrGraphPriv *priv;              /* ir.c private: name set, owned subgraphs */
@@ -482,5 +490,12 @@ bool ir_fold_node(IrGraph *g, IrNode *n);
  * constant has no other reader, so the dense transposed copy replaces it (stored once,
  * in the layout its MATMUL reads; a tied weight with several readers stays a view). */
 bool ir_fold_transpose_dense(IrGraph *g, IrNode *n);
+/* Whether n is a CAST that ir_fold_node leaves while g->keep_half_weights is set: it
+ * widens a float16/bfloat16 constant to float32, the result larger than
+ * IR_FOLD_HALF_WIDEN_MIN. */
+bool ir_fold_keeps_half(IrGraph *g, const IrNode *n);
+/* ir_fold_node that also folds such a CAST (the caller found no reader that widens
+ * the half constant itself). */
+bool ir_fold_half_widen(IrGraph *g, IrNode *n);
 
 #endif

@@ -356,7 +356,8 @@ bool ir_infer_matmul(IrInferCtx *c)
     if (a->rank < 2 || b->rank < 2)
         return fail(c, "matmul operands must have rank >= 2, got %s and %s",
                     tstr(a, b1, sizeof b1), tstr(b, b2, sizeof b2));
-    if (a->dtype != b->dtype && !(a->dtype == IR_DT_DLF16 && b->dtype == IR_DT_F8E4M3FN))
+    if (a->dtype != b->dtype && !(a->dtype == IR_DT_DLF16 && b->dtype == IR_DT_F8E4M3FN) &&
+        !(a->dtype == IR_DT_F32 && (b->dtype == IR_DT_F16 || b->dtype == IR_DT_BF16)))
         return fail(c, "matmul operands have different dtypes %s and %s",
                     ir_dtype_name(a->dtype), ir_dtype_name(b->dtype));
     if (!ir_dtype_is_float(a->dtype) && !ir_dtype_is_int(a->dtype))

@@ -77,7 +77,9 @@ static bool check_node(IrGraph *g, const IrNode *n)
     for (int i = 0; i < n->nin + n->nout; i++) {
         ValId v = i < n->nin ? n->in[i] : n->out[i - n->nin];
         IrDType t = ir_vtype(g, v)->dtype;
-        bool fp8_b = n->op == IR_OP_MATMUL && i == 1 && t == IR_DT_F8E4M3FN; /* fp8.c */
+        bool fp8_b = n->op == IR_OP_MATMUL && i == 1 &&
+                     (t == IR_DT_F8E4M3FN ||                           /* fp8.c */
+                      t == IR_DT_F16 || t == IR_DT_BF16);              /* halfweight.c */
         if (!pass_dtype_computable(t) && !fp8_b) {
             ir_error(g, &n->origin, "%s arithmetic is not supported on the device "
                      "(unsupported: it can only move %s data)", pass_dtype_long_name(t),

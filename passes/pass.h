@@ -140,6 +140,7 @@ bool pass_divide(IrGraph *g, const PassOptions *opt);      /* split kernels over
 bool pass_tile(IrGraph *g, const PassOptions *opt);        /* LX tiling */
 bool pass_dram_plan(IrGraph *g, const PassOptions *opt);   /* DRAM planning */
 bool pass_halfwiden(IrGraph *g, const PassOptions *opt);   /* f16/bf16 arithmetic in f32 */
+bool pass_halfweight(IrGraph *g, const PassOptions *opt);  /* f16/bf16 weights kept half */
 bool pass_fp16(IrGraph *g, const PassOptions *opt);        /* --precision=fp16 */
 bool pass_quantize(IrGraph *g, const PassOptions *opt);    /* --precision=int8 (quant.c) */
 bool pass_fp8(IrGraph *g, const PassOptions *opt);         /* --precision=fp8 (fp8.c) */

@@ -17,6 +17,7 @@ const PassInfo pass_pipeline[] = {
     {"decompose", pass_decompose, 0, "lower frontend operators to core ops"},
     {"halfwiden", pass_halfwiden, 0, "compute float16/bfloat16 arithmetic in float32"},
     {"fold", pass_fold, 0, "evaluate nodes whose inputs are all constants"},
+    {"halfweight", pass_halfweight, 0, "float16/bfloat16 matrix weights widened per tile"},
     {"simplify", pass_simplify, 1, "cancel transposes/reshapes, algebraic identities, CSE"},
     {"bnfold", pass_bnfold, 1, "fold per-channel affine ops into convolutions/matmuls"},
     {"dce", pass_dce, 0, "remove nodes whose results are never used"},

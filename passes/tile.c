@@ -138,8 +138,9 @@ static void side_sizes(Tctx *c, uint64_t *sz)
     sz[2] = cs != IR_NONE ? 4 * (uint64_t)k->grid.chunk[r - 1] : 0;
 }
 
-/* Place the contraction buffers A, B, C, the conv input patch (size d, if any) or the
- * matmul's side-sum buffers (side: ones, row sums, column sums). */
+/* Place the contraction buffers A, B, C, the conv input patch or a matmul's half B
+ * tile (size d, if any) or the matmul's side-sum buffers (side: ones, row sums, column
+ * sums). */
 static uint32_t place_abc(IrKernel *k, uint64_t a, uint64_t b, uint64_t cc, uint64_t d,
                           const uint64_t *side)
 {
@@ -182,7 +183,8 @@ static uint64_t operand_es(Tctx *c)
     return (uint64_t)pass_dev_esize(ir_vtype(c->g, ir_node(c->g, c->k->anchor)->in[0])->dtype);
 }
 
-/* MATMUL: A [mt,kt], B [kt,nt], C [mt,nt] + epilogue. */
+/* MATMUL: A [mt,kt], B [kt,nt], C [mt,nt] + epilogue; a half B (plan_half_b) also
+ * its tile before widening [kt,nt] (buf[3]). */
 static bool fit_matmul(Tctx *c)
 {
     IrKernel *k = c->k;
@@ -194,9 +196,9 @@ static bool fit_matmul(Tctx *c)
         int64_t mt = gr->chunk[r - 2], nt = gr->chunk[r - 1], kt = k->inner.chunk[0];
         bool err = false;
         uint64_t need = 0;
-        uint64_t es = operand_es(c);
+        uint64_t es = operand_es(c), hb = plan_half_b(c->g, k);  /* + B before widening */
         if (contract_try(c, &m, r - 1, es * (uint64_t)(mt * kt), es * (uint64_t)(kt * nt),
-                         4 * (uint64_t)(mt * nt), 0, &err, &need))
+                         4 * (uint64_t)(mt * nt), hb * (uint64_t)(kt * nt), &err, &need))
             return true;
         if (err)
             return false;

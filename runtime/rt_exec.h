@@ -223,6 +223,7 @@ void rt_vscan(RtCore *c, const SpyVScan *s);
 
 /* rt_fpconv.c: narrow float storage types <-> float32 (round to nearest even) */
 float rt_f16_to_f32(uint16_t h);
+void rt_f16_to_f32_n(float *dst, const uint8_t *src, size_t n); /* contiguous, exact */
 uint16_t rt_f32_to_f16(float f);
 float rt_bf16_to_f32(uint16_t h);
 uint16_t rt_f32_to_bf16(float f);

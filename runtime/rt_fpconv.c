@@ -31,6 +31,29 @@ float rt_f16_to_f32(uint16_t h) {
     return f;
 }
 
+/* Exact binary16 -> float32 of n contiguous elements (rt_f16_to_f32's bits), without
+ * branches so that the loop vectorises: the exponent is rebiased; a subnormal becomes
+ * the normal 2^-14 * (1 + m/1024) minus 2^-14 (exact); infinity and NaN keep the top
+ * exponent. Widening a float16 weight tile per MATMUL (isa.md CAST) runs here. */
+void rt_f16_to_f32_n(float *dst, const uint8_t *src, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, src + 2 * i, 2);
+        uint32_t o = (uint32_t)(h & 0x7fff) << 13, e = o & 0x0f800000u;
+        o += (uint32_t)(127 - 15) << 23;
+        o += e == 0x0f800000u ? (uint32_t)(128 - 16) << 23 : 0;
+        o += e == 0 ? 1u << 23 : 0;
+        float f, magic, sub;
+        memcpy(&f, &o, 4);
+        uint32_t mb = 113u << 23, sb;
+        memcpy(&magic, &mb, 4);
+        sub = f - magic;                    /* used for subnormals only (a NaN stays as is) */
+        memcpy(&sb, &sub, 4);
+        uint32_t r = (e == 0 ? sb : o) | (uint32_t)(h & 0x8000) << 16;
+        memcpy(dst + i, &r, 4);
+    }
+}
+
 /* float32 -> binary16, round to nearest even; overflow to infinity. */
 uint16_t rt_f32_to_f16(float f) {
     uint32_t x;

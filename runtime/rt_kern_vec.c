@@ -67,6 +67,8 @@ static void load_half(float *buf, const Opnd *o, const uint8_t *p, int n) {
                 rt_dlf16_to_f32_n(buf + i0, g, (size_t)m);
             }
         }
+    } else if (o->dt == ISA_DT_F16 && cs == 2) {
+        rt_f16_to_f32_n(buf, p, (size_t)n);
     } else if (o->dt != ISA_DT_F16 && o->dt != ISA_DT_BF16) {
         for (int i = 0; i < n; i++)
             buf[i] = spy_narrow_to_f32(p[i * cs], o->dt);

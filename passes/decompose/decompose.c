@@ -343,6 +343,7 @@ bool pass_decompose(IrGraph *g, const PassOptions *opt)
     bool fold = g->fold_consts;
     g->fold_consts = true;
     g->half_native = pass_prec_half(opt->precision);
+    g->keep_half_weights = !g->half_native;    /* resolved by pass_halfweight */
 
     DecState s = {0};
     s.uses = ir_use_counts(g);

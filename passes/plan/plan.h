@@ -173,7 +173,8 @@ typedef struct IrKernel {
     IrAccess acc[3];         /* matmul A,B; conv X,W; MOVE/COPY src (0) and dst (1) */
     uint32_t buf[IR_KBUF_MAX];       /* anchor buffers: CONTRACT A, B, C (conv: and the
                                         input patch; matmul with side sums: a row of
-                                        ones, A's row sums, B's column sums); REDUCE
+                                        ones, A's row sums, B's column sums; matmul of
+                                        a half B: its tile before widening); REDUCE
                                         acc; MOVE tile, indices */
     uint32_t buf_bytes[IR_KBUF_MAX];
     uint32_t lx_bytes;       /* LX high-water mark of every core */
@@ -316,6 +317,10 @@ int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww
 /* Whether kernel k (geometry geo) runs in the depthwise form: geo->dw and blocks of at
  * least two channels per work item (one channel keeps the window MATMUL). */
 bool plan_dw_form(const IrKernel *k, const IrGeom *geo);
+/* Element size (2) of the float16/bfloat16 B operand that MATMUL kernel k widens per
+ * tile (passes/halfweight.c: B is loaded into buf[3] and a VEC CAST writes the float32
+ * tile into buf[1]); 0 when B is read as it is. */
+unsigned plan_half_b(IrGraph *g, const IrKernel *k);
 
 /* ---- plan_sums.c: side sums of an int8 product inside its kernel ---- */
 enum { PLAN_SUM_ROWS = 1, PLAN_SUM_COLS = 2 };

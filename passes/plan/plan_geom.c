@@ -178,6 +178,15 @@ bool plan_dw_form(const IrKernel *k, const IrGeom *geo)
     return geo->dw && k->grid.rank > 1 && k->grid.chunk[1] >= 2;
 }
 
+unsigned plan_half_b(IrGraph *g, const IrKernel *k)
+{
+    const IrNode *n = ir_node(g, k->anchor);
+    if (n->op != IR_OP_MATMUL)
+        return 0;
+    IrDType a = ir_vtype(g, n->in[0])->dtype, b = ir_vtype(g, n->in[1])->dtype;
+    return a == IR_DT_F32 && (b == IR_DT_F16 || b == IR_DT_BF16) ? 2 : 0;
+}
+
 /* Row pitch (elements) of a convolution's weight tile of kk columns. */
 int64_t plan_conv_lda(int64_t kk, unsigned es)
 {

@@ -12,6 +12,10 @@ cli) from the shipped example's test data:
                              golden with four elements 2 ulps off (float16 goldens pass by
                              the fp16 metrics: exit 0; with --rtol 1e-3 exit 1), and
     half/wrong/output_0.pb   the golden with one row negated -> exit 1
+    halfweight/model.onnx    y = x @ W in float16 and z = u @ V in bfloat16 (W, V
+                             [256,256] initializers: stored in their own dtype, widened
+                             per tile), its test_data_set_0 golden computed in float64 from
+                             the widened operands and rounded once
 
 and the spyrec cases of the other corpora:
 
@@ -83,8 +87,55 @@ def half_cases():
     save(wrong, "y", "half", "wrong", "output_0.pb")
 
 
+def to_bf16_bits(a):
+    """float64 array -> bfloat16 bit patterns (uint16), round to nearest even."""
+    b = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return b.astype(np.uint16)
+
+
+def bf16_tensor(bits, name, dims):
+    t = onnx.TensorProto()
+    t.name, t.data_type = name, onnx.TensorProto.BFLOAT16
+    t.dims.extend(dims)
+    t.raw_data = bits.astype("<u2").tobytes()
+    return t
+
+
+def halfweight_cases():
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 256)).astype(np.float16)
+    w = (rng.standard_normal((256, 256)) * 0.05).astype(np.float16)
+    ub = to_bf16_bits(rng.standard_normal((4, 256)))
+    vb = to_bf16_bits(rng.standard_normal((256, 256)) * 0.05)
+    widen = lambda bits: (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"], name="mm_f16"),
+             helper.make_node("MatMul", ["u", "V"], ["z"], name="mm_bf16")]
+    F16, BF16 = onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16
+    graph = helper.make_graph(
+        nodes, "halfweight",
+        [helper.make_tensor_value_info("x", F16, [4, 256]),
+         helper.make_tensor_value_info("u", BF16, [4, 256])],
+        [helper.make_tensor_value_info("y", F16, [4, 256]),
+         helper.make_tensor_value_info("z", BF16, [4, 256])],
+        [numpy_helper.from_array(w, "W"), bf16_tensor(vb, "V", [256, 256])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    d = os.path.join(HERE, "halfweight")
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    onnx.save(model, os.path.join(d, "model.onnx"))
+    save(x, "x", "halfweight", "test_data_set_0", "input_0.pb")
+    y = (x.astype(np.float64) @ w.astype(np.float64)).astype(np.float16)
+    save(y, "y", "halfweight", "test_data_set_0", "output_0.pb")
+    for name, bits, f in (("u", ub, "input_1.pb"), ("z", to_bf16_bits(widen(ub) @ widen(vb)),
+                                                   "output_1.pb")):
+        with open(os.path.join(d, "test_data_set_0", f), "wb") as fh:
+            fh.write(bf16_tensor(bits, name, [4, 256]).SerializeToString())
+
+
 def main():
     half_cases()
+    halfweight_cases()
     root = os.path.join(HERE, "..")
     os.makedirs(os.path.join(root, "golden", "cli"), exist_ok=True)
     onnx.save(unsupported_ops_model(), os.path.join(root, "golden", "cli", "unsupported_ops.onnx"))

@@ -324,11 +324,26 @@ part_cli() {
     else
         result cli/spyrec-half 1 "$LOGS/cli_half.log"
     fi
+    part_cli_halfweight
     part_cli_fp16
     part_cli_quant
     part_cli_compare
     expect_rc cli/spyrun-unknown-input 2 "$SPYRUN" "$sbin" --input nope=$ex/test_data_set_0/input_0.pb
     expect_rc cli/spyrun-no-input 2 "$SPYRUN" "$sbin"
+}
+
+# float16/bfloat16 weights of matrix products (passes/halfweight.c): the bundle stores
+# them in their own dtype (its constants are exactly the two weights' 2 x 131072 bytes,
+# where widened copies would take twice that) and the outputs match a float64 golden
+# within an ulp of the output dtype.
+part_cli_halfweight() {
+    local d=tests/cli/halfweight h=$W/cli/halfweight.sbin log
+    expect_rc cli/spyrec-halfweight 0 "$SPYREC" $d/model.onnx -o "$h"
+    expect_rc cli/spyrun-halfweight-check 0 "$SPYRUN" "$h" --check $d/test_data_set_0 \
+        --rtol 8e-3 --atol 1e-3
+    log=$(logname cli/spyrec-halfweight)
+    "$B/spydump" "$h" >"$log" 2>&1 && awk '$2 == "CONSTS" {print $4}' "$log" | grep -qx 262144
+    result cli/halfweight-consts-own-dtype $? "$log"
 }
 
 # --precision: fp16 bundles pass the golden outputs by the fp16 metric defaults (read

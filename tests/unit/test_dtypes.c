@@ -104,6 +104,16 @@ static void test_half_conversions(void **st)
         if (!isnan(b))
             assert_int_equal(rt_f32_to_bf16(b), h);
     }
+    /* the row conversion (VEC CAST of a contiguous float16 row) gives the same bits */
+    static uint16_t all[65536];
+    static float row[65536];
+    for (uint32_t h = 0; h < 65536; h++)
+        all[h] = (uint16_t)h;
+    rt_f16_to_f32_n(row, (const uint8_t *)all, 65536);
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = rt_f16_to_f32((uint16_t)h);
+        assert_memory_equal(&row[h], &f, 4);
+    }
     assert_int_equal(rt_f32_to_f16(1.0f + ldexpf(1, -11)), 0x3c00);          /* tie: even */
     assert_int_equal(rt_f32_to_f16(1.0f + 3 * ldexpf(1, -11)), 0x3c02);      /* tie: even */
     assert_int_equal(rt_f32_to_f16(ldexpf(1, -25)), 0x0000);                 /* tie: 0 */
