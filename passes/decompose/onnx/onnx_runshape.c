@@ -46,6 +46,8 @@ ValId dec_rt_dims32(DecCtx *c, ValId d)
 static void finish(DecCtx *c, ValId y, ValId d)
 {
     ValId d32 = dec_rt_dims32(c, d);
+    if (ir_failed(c->g))                   /* y or d is a stand-in after a reported error */
+        return;
     ir_dyn_add_shape(c->g, y, d32);
     c->out[0] = y;
 }

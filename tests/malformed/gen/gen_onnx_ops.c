@@ -283,6 +283,14 @@ static void found_fuzz(void)
     Buf m = ox_model(13, &g);
     gen_case("onnx/slice_step_huge.onnx", m.p, m.n, "spyrec", 0, "", NULL);
     buf_free(&m);
+    /* a ReduceSum over runtime axes of an empty tensor, whose candidates cannot be
+       combined: the error is reported, not followed by an assertion on its stand-in */
+    g = (Buf){0};
+    g_node(&g, "ReduceSum", "rsum1", IN("x", "axes"), IN("y"), AEND);
+    g_input(&g, "x", ONNX_FLOAT, DIMS(0, 0, 4));
+    g_input(&g, "axes", ONNX_INT64, DIMS(1));
+    g_output(&g, "y", ONNX_FLOAT, DIMS(2, 1, 4));
+    g_case("onnx/reduce_runtime_axes_empty.onnx", &g, 18, "node 'rsum1' (ReduceSum)");
 }
 
 /* Operands whose shapes, dtypes or counts do not fit their operator. */
