@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "devtype.h"
+#include "dtconv.h"
 #include "pass.h"
 
 /* Device bytes of `rows` rows of d (dims after axis, the innermost rounded up to whole
@@ -88,6 +89,26 @@ static ValId gather(IrGraph *g, ValId table, ValId j, int axis, const IrOrigin *
     return g->nodes[n].out[0];
 }
 
+/* x's bits as dtype to (of the same element size): a BITCAST view. */
+static ValId bitcast(IrGraph *g, ValId x, IrDType to, const IrOrigin *o)
+{
+    IrAttr a = ir_attr_int("to", (int64_t)to);
+    NodeId n = ir_add_node(g, IR_OP_BITCAST, &x, 1, &a, 1, o);
+    return g->nodes[n].out[0];
+}
+
+/* The dtype the SELECTs combining the parts of a table of dtype t run on: t, or for a
+ * storage-only float (float16, bfloat16, float8: the vector unit only moves them) the
+ * integer of its element size, whose SELECT moves the same bits. */
+static IrDType select_dtype(IrDType t)
+{
+    if (t == IR_DT_F16 || t == IR_DT_BF16)
+        return IR_DT_I16;
+    if (!pass_dtype_computable(t) && spy_dt_narrow_float(pass_dev_dtype(t)))
+        return IR_DT_I8;
+    return t;
+}
+
 /* Number of parts (of at most one window each) for a table of `rows` rows along axis;
  * 0 when the table fits one window or cannot be cut (rows before the axis, a row wider
  * than the window). */
@@ -127,6 +148,7 @@ static void split_gather(IrGraph *g, const IrNode *n, int64_t nparts)
         mdims[mr++] = it->dims[i];
     for (int i = axis + 1; i < tr; i++)
         mdims[mr++] = 1;
+    IrDType tt = ir_vtype(g, table)->dtype, st = select_dtype(tt);
     ValId res = IR_NONE;
     for (int64_t p = 0; p < nparts; p++) {
         int64_t lo = p * per, hi = lo + per < rows ? lo + per : rows;
@@ -134,14 +156,20 @@ static void split_gather(IrGraph *g, const IrNode *n, int64_t nparts)
         if (p == 0) {                      /* rows of the other parts read row 0 */
             j = ir_select(g, in_range(g, w, hi, rows, o), zero, w, o);
             res = gather(g, part, j, axis, o);
+            if (st != tt)
+                res = bitcast(g, res, st, o);
             continue;
         }
         ValId in = in_range(g, w, lo, hi, o);
         j = ir_select(g, in, ir_binary(g, IR_BIN_SUB, w, int_scalar(g, dt, lo), o), zero, o);
         ValId gp = gather(g, part, j, axis, o);
+        if (st != tt)
+            gp = bitcast(g, gp, st, o);
         ValId m = mr == it->rank ? in : ir_reshape(g, in, mdims, mr, o);
         res = ir_select(g, m, gp, res, o);
     }
+    if (st != tt)
+        res = bitcast(g, res, tt, o);
     ir_replace_uses(g, n->out[0], res);
 }
 
