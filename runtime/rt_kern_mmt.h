@@ -619,6 +619,7 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
 }
 
 #include "rt_kern_mmv.h"
+#include "rt_kern_mmc.h"
 
 /* Runs a verified F32 MATMUL mm on core c (A and B where s says; a window's B is in LX)
  * with this instance's instruction set; false (nothing done) for a window this kernel
@@ -632,8 +633,11 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
-    if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_inplace)(c, &x) ||
+    if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_chan)(c, &x) ||
+                MMT_NAME(win_inplace)(c, &x) ||
                 MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
+        return true;
+    if (!win && MMT_NAME(plain_chan)(c, &x))
         return true;
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
         MMT_NAME(gemv_all)(&x);

@@ -135,7 +135,13 @@ static void test_matmul_shapes(void **state) {
                                          {16, 385, 64}, {23, 33, 1}, {13, 129, 40}, {2, 15, 0},
                                          {29, 70, 300}, {9, 1100, 20}, {12, 32, 129},
                                          {100, 40, 140}, {97, 1030, 3}, {1, 45, 301},
-                                         {30, 100, 600}, {100, 70, 600}, {120, 33, 515}};
+                                         {30, 100, 600}, {100, 70, 600}, {120, 33, 515},
+                                         /* one or two vectors of rows: channels in the
+                                            lanes (rt_kern_mmc.h), pixel blocks of 1 to
+                                            16 */
+                                         {16, 2, 5}, {32, 57, 37}, {16, 98, 1},
+                                         {32, 300, 129}, {16, 49, 2048}, {8, 23, 17},
+                                         {32, 1, 9}, {16, 15, 300}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
@@ -214,7 +220,13 @@ static void test_matmul_window(void **state) {
         {2, 8, 3, 3, 1, 1, 16, 16},
         /* dense k-chunks of stride-2 pixel rows of at most half a vector, a vector, more */
         {16, 4, 3, 3, 2, 1, 7, 7},  {24, 2, 3, 3, 2, 1, 5, 3},  {32, 3, 3, 3, 2, 1, 4, 14},
-        {20, 2, 3, 3, 2, 1, 3, 20}};
+        {20, 2, 3, 3, 2, 1, 3, 20},
+        /* one or two vectors of rows (rt_kern_mmc.h): pixel rows of 2 to 56, split into
+         * equal blocks of at most 16 (14 for two vectors), stride 1 and 2, dilation */
+        {16, 5, 3, 3, 1, 1, 7, 7},  {16, 3, 3, 3, 2, 1, 7, 7},  {32, 4, 3, 3, 1, 1, 3, 14},
+        {32, 2, 3, 3, 2, 1, 4, 15}, {16, 2, 3, 3, 1, 1, 2, 16}, {16, 1, 7, 7, 2, 1, 2, 33},
+        {16, 3, 1, 1, 1, 1, 1, 2},  {32, 2, 3, 3, 1, 2, 3, 29}, {16, 2, 3, 3, 3, 1, 4, 9},
+        {8, 3, 3, 3, 1, 1, 5, 13},  {16, 2, 3, 3, 1, 1, 2, 56}, {32, 1, 3, 3, 2, 1, 2, 17}};
     uint32_t seed = 11;
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int acc = 0; acc < 2; acc++) {

@@ -1,0 +1,192 @@
+/* rt_kern_mmc.h: a window MATMUL with channels in the vector lanes, included by
+ * rt_kern_mmt.h (its MMT_* parameters and MMT_NAME(Args) in scope).
+ *
+ * A convolution split over the 32 cores by output channels leaves each core one or two
+ * vectors' worth of rows of C (resnet50's 3 x 3 convolutions: 16 channels) over pixel
+ * rows of awkward widths (7, 14, 28, 56). The other kernels put pixels in the lanes: a
+ * row of 7 or 14 pixels fills half or less of a 2-vector block, and a row block of C is
+ * 8 rows, so each k does 16 FMAs on lanes that are up to half empty. Here C is computed
+ * transposed: MV vectors of channels (m = MV x MMT_VL) times R pixels of one pixel row,
+ * R accumulators per vector; per k one vector load of A's transpose per MV (packed once
+ * per MATMUL, MMT_VL x MMT_VL blocks transposed in registers) and one broadcast per
+ * pixel, every lane useful. C is transposed back in registers (one MMT_VL x MMT_VL
+ * transpose per vector; R <= MMT_VL) when it is stored (and loaded, for ACCUM).
+ *
+ * Each C element accumulates a_ik * b_kj in increasing k from 0 (or the old C), one fused
+ * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
+ */
+
+#if MMT_VL == 16
+#define MMC_R1 16            /* pixels a call, one vector of channels: 16 zmm accumulators */
+#define MMC_R2 14            /* two vectors: 28 zmm accumulators */
+#else
+#define MMC_R1 8             /* 16 ymm registers */
+#define MMC_R2 6
+#endif
+
+/* A's transpose for win_chan: at, MV * MMT_VL floats a k (row i of A at lane i), k
+ * rows; MMT_VL x MMT_VL blocks through registers, a last partial block of k zero-filled
+ * past k (its rows past k are not stored). */
+MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv) {
+    for (int v = 0; v < mv; v++)
+        for (uint32_t k0 = 0; k0 < x->k; k0 += MMT_VL) {
+            MMT_V t[MMT_VL];
+            MMT_M mk = MMT_LANES((int64_t)x->k - k0);
+            uint32_t nk = x->k - k0 < MMT_VL ? x->k - k0 : MMT_VL;
+#pragma GCC unroll 16
+            for (int i = 0; i < MMT_VL; i++)
+                t[i] = MMT_LOADM(mk, x->a + (size_t)(v * MMT_VL + i) * x->lda + k0);
+            MMT_TRANSPOSE(t);
+            for (uint32_t i = 0; i < nk; i++)
+                MMT_STORE(at + (size_t)(k0 + i) * mv * MMT_VL + v * MMT_VL, t[i]);
+        }
+}
+
+/* C rows [0, MV * MMT_VL), columns [j, j + R) (pixels at b + r * S from the k row's
+ * offset) over all k; A's transpose at at. zero starts from 0 instead of C. */
+MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, const float *b,
+                                      size_t j, bool zero, const int MV, const int R,
+                                      const int S) {
+    MMT_V acc[2][MMC_R1], t[MMT_VL];
+    MMT_M mr = MMT_LANES(R);
+#pragma GCC unroll 2
+    for (int v = 0; v < MV; v++) {
+        if (zero) {
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++)
+                acc[v][r] = MMT_ZERO();
+            continue;
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < MMT_VL; i++)
+            t[i] = MMT_LOADM(mr, x->c + (size_t)(v * MMT_VL + i) * x->ldc + j);
+        MMT_TRANSPOSE(t);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+            acc[v][r] = t[r];
+    }
+    const int32_t *koff = x->koff;
+    for (uint32_t k = 0; k < x->k; k++, at += MV * MMT_VL) {
+        const float *bk = b + koff[k];
+        MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            MMT_V bb = MMT_SET1(bk[r * S]);
+            acc[0][r] = MMT_FMA(a0, bb, acc[0][r]);
+            if (MV == 2)
+                acc[1][r] = MMT_FMA(a1, bb, acc[1][r]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int v = 0; v < MV; v++) {
+#pragma GCC unroll 16
+        for (int r = 0; r < MMT_VL; r++)
+            t[r] = r < R ? acc[v][r] : MMT_ZERO();
+        MMT_TRANSPOSE(t);
+#pragma GCC unroll 16
+        for (int i = 0; i < MMT_VL; i++)
+            MMT_STOREM(x->c + (size_t)(v * MMT_VL + i) * x->ldc + j, mr, t[i]);
+    }
+}
+
+/* One chan_micro function per (vectors, pixel stride, pixels): R a constant, so the
+ * accumulators stay in registers. */
+#define MMC_FN(MV, S, R)                                                                  \
+    MMT_TARGET static void MMT_NAME(chan_##MV##_##S##_##R)(                                \
+        const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero) { \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, MV, R, S);                                \
+    }
+#define MMC_FNS(MV, S)                                                                    \
+    MMC_FN(MV, S, 1) MMC_FN(MV, S, 2) MMC_FN(MV, S, 3) MMC_FN(MV, S, 4) MMC_FN(MV, S, 5)  \
+    MMC_FN(MV, S, 6) MMC_FN(MV, S, 7) MMC_FN(MV, S, 8)
+MMC_FNS(1, 1)
+MMC_FNS(1, 2)
+MMC_FNS(2, 1)
+MMC_FNS(2, 2)
+#if MMT_VL == 16
+#define MMC_FNS16(MV, S)                                                                  \
+    MMC_FN(MV, S, 9) MMC_FN(MV, S, 10) MMC_FN(MV, S, 11) MMC_FN(MV, S, 12)                \
+    MMC_FN(MV, S, 13) MMC_FN(MV, S, 14)
+MMC_FNS16(1, 1)
+MMC_FNS16(1, 2)
+MMC_FNS16(2, 1)
+MMC_FNS16(2, 2)
+MMC_FN(1, 1, 15) MMC_FN(1, 1, 16) MMC_FN(1, 2, 15) MMC_FN(1, 2, 16)
+#endif
+
+typedef void (*MMT_NAME(ChanFn))(const MMT_NAME(Args) *, const float *, const float *, size_t,
+                                 bool);
+#define MMC_ROW(MV, S)                                                                    \
+    {NULL, MMT_NAME(chan_##MV##_##S##_1), MMT_NAME(chan_##MV##_##S##_2),                   \
+     MMT_NAME(chan_##MV##_##S##_3), MMT_NAME(chan_##MV##_##S##_4),                         \
+     MMT_NAME(chan_##MV##_##S##_5), MMT_NAME(chan_##MV##_##S##_6),                         \
+     MMT_NAME(chan_##MV##_##S##_7), MMT_NAME(chan_##MV##_##S##_8) MMC_ROW16(MV, S)}
+#if MMT_VL == 16
+#define MMC_ROW16(MV, S)                                                                  \
+    , MMT_NAME(chan_##MV##_##S##_9), MMT_NAME(chan_##MV##_##S##_10),                      \
+        MMT_NAME(chan_##MV##_##S##_11), MMT_NAME(chan_##MV##_##S##_12),                   \
+        MMT_NAME(chan_##MV##_##S##_13), MMT_NAME(chan_##MV##_##S##_14) MMC_ROW16B(MV, S)
+#define MMC_ROW16B(MV, S) MMC_ROW16B_##MV(S)
+#define MMC_ROW16B_1(S) , MMT_NAME(chan_1_##S##_15), MMT_NAME(chan_1_##S##_16)
+#define MMC_ROW16B_2(S)
+#else
+#define MMC_ROW16(MV, S)
+#endif
+/* [vectors - 1][stride - 1][pixels]: NULL past the register budget */
+static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][MMC_R1 + 1] = {
+    {MMC_ROW(1, 1), MMC_ROW(1, 2)}, {MMC_ROW(2, 1), MMC_ROW(2, 2)}};
+
+/* C's columns as ne0 rows of ne1 pixels (pixel (r, j) of B at b + r * ns0 + j * S from
+ * the k row's offset koff[k]) by chan_micro, each row in blocks of equal size; A's
+ * transpose packed first (at). */
+MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, int mv, int s,
+                                     size_t ne0, size_t ne1, int64_t ns0) {
+    size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
+    MMT_NAME(chan_pack_a)(x, at, mv);
+    for (size_t r0 = 0; r0 < ne0; r0++)
+        for (size_t j = 0, q = 0; q < nb; q++) {
+            size_t w = (ne1 - j + (nb - q) - 1) / (nb - q);
+            MMT_NAME(chans)[mv - 1][s - 1][w](x, at, x->b + (int64_t)r0 * ns0 + (int64_t)j * s,
+                                              r0 * ne1 + j, x->zero);
+            j += w;
+        }
+}
+
+/* Whether chan_rows takes a product of m rows and k: one or two vectors' worth of rows
+ * of C, A's transpose and the k offsets in the packing buffer (at kb bytes). */
+MMT_INLINE bool MMT_NAME(chan_fits)(const RtCore *c, uint32_t m, uint32_t k, size_t *kb) {
+    *kb = ((size_t)k * 4 + 63) & ~(size_t)63;
+    return c->pack && m % MMT_VL == 0 && m / MMT_VL >= 1 && m / MMT_VL <= 2 && k > 0 &&
+           *kb + (size_t)k * m * 4 <= RT_PACK_BYTES;
+}
+
+/* A window's MATMUL with channels in the lanes (see the top of the file): taken when C
+ * has one or two vectors' worth of rows and its pixel rows have column stride 1 or 2
+ * and are at least 2 pixels wide (narrower ones are better served by win_grid). False:
+ * not this way. */
+MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
+    size_t kb, ne1 = x->ne1;
+    if (!MMT_NAME(chan_fits)(c, x->m, x->k, &kb) || (x->ns1 != 1 && x->ns1 != 2) || ne1 < 2)
+        return false;
+    x->koff = MMT_NAME(win_koff)(c, x);
+    MMT_NAME(chan_rows)(x, (float *)((uint8_t *)c->pack + kb), (int)(x->m / MMT_VL),
+                        (int)x->ns1, x->n / ne1, ne1, x->ns0);
+    return true;
+}
+
+/* A plain MATMUL (B in place, not transposed) with channels in the lanes: its n
+ * columns as one row of pixels, B's row k at k * ldb. Taken for one or two vectors'
+ * worth of rows of C and k * ldb within the offsets' range. False: not this way. */
+MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x) {
+    size_t kb;
+    if (x->win || x->bt || !MMT_NAME(chan_fits)(c, x->m, x->k, &kb) || x->n < 2 ||
+        (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
+        return false;
+    int32_t *koff = (int32_t *)c->pack;
+    for (uint32_t k = 0; k < x->k; k++)
+        koff[k] = (int32_t)(k * x->ldb);
+    x->koff = koff;
+    MMT_NAME(chan_rows)(x, (float *)((uint8_t *)c->pack + kb), (int)(x->m / MMT_VL), 1, 1,
+                        x->n, 0);
+    return true;
+}
