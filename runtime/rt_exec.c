@@ -119,7 +119,7 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     if (!(mm->flags & ISA_F_BWIN))
         b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
                              (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm), packs);
-    RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t};
+    RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t, b.p != c->lx + mm->b};
     rt_matmul_src(c, mm, &s);
 }
 

@@ -157,11 +157,14 @@ void rt_scatter(RtCore *c, const SpyScatter *s);
 
 /* rt_kern_matmul.c: a MATMUL reading A and B from LX, or from where s says (element
  * (0,0) and row strides in elements: LX, or DRAM for a deferred LOAD; bt: B given
- * transposed, element (k,j) at b[j * ldb + k], only where rt_mm_takes_bt). */
+ * transposed, element (k,j) at b[j * ldb + k], only where rt_mm_takes_bt; bdram: B
+ * read from DRAM). */
 typedef struct {
     const uint8_t *a, *b;
     size_t lda, ldb;
     bool bt;
+    bool bdram;              /* B is read from DRAM (a deferred LOAD's view, maybe not in
+                                the host's caches); false: in LX, just written */
 } RtMmSrc;
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);

@@ -138,11 +138,10 @@ static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][MMC_R1 + 1] = {
 
 /* C's columns as ne0 rows of ne1 pixels (pixel (r, j) of B at b + r * ns0 + j * S from
  * the k row's offset koff[k]) by chan_micro, each row in blocks of equal size; A's
- * transpose packed first (at). */
-MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, int mv, int s,
+ * transpose at at (chan_pack_a). */
+MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, const float *at, int mv, int s,
                                      size_t ne0, size_t ne1, int64_t ns0) {
     size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
-    MMT_NAME(chan_pack_a)(x, at, mv);
     for (size_t r0 = 0; r0 < ne0; r0++)
         for (size_t j = 0, q = 0; q < nb; q++) {
             size_t w = (ne1 - j + (nb - q) - 1) / (nb - q);
@@ -168,25 +167,31 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
     size_t kb, ne1 = x->ne1;
     if (!MMT_NAME(chan_fits)(c, x->m, x->k, &kb) || (x->ns1 != 1 && x->ns1 != 2) || ne1 < 2)
         return false;
+    float *at = (float *)((uint8_t *)c->pack + kb);
     x->koff = MMT_NAME(win_koff)(c, x);
-    MMT_NAME(chan_rows)(x, (float *)((uint8_t *)c->pack + kb), (int)(x->m / MMT_VL),
-                        (int)x->ns1, x->n / ne1, ne1, x->ns0);
+    MMT_NAME(chan_pack_a)(x, at, (int)(x->m / MMT_VL));
+    MMT_NAME(chan_rows)(x, at, (int)(x->m / MMT_VL), (int)x->ns1, x->n / ne1, ne1, x->ns0);
     return true;
 }
 
 /* A plain MATMUL (B in place, not transposed) with channels in the lanes: its n
  * columns as one row of pixels, B's row k at k * ldb. Taken for one or two vectors'
- * worth of rows of C and k * ldb within the offsets' range. False: not this way. */
-MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x) {
+ * worth of rows of C when B is in LX (bdram false): this kernel reads B column block
+ * after column block, each over all of k, and a B streamed from DRAM (a weight: bert's
+ * 32-row products) then comes a strided line at a time, at a third of the speed of
+ * the other kernels. False: not this way. */
+MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram) {
     size_t kb;
-    if (x->win || x->bt || !MMT_NAME(chan_fits)(c, x->m, x->k, &kb) || x->n < 2 ||
+    if (x->win || x->bt || bdram || x->n < 2 || !MMT_NAME(chan_fits)(c, x->m, x->k, &kb) ||
         (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
         return false;
+    int mv = (int)(x->m / MMT_VL);
+    float *at = (float *)((uint8_t *)c->pack + kb);
     int32_t *koff = (int32_t *)c->pack;
     for (uint32_t k = 0; k < x->k; k++)
         koff[k] = (int32_t)(k * x->ldb);
     x->koff = koff;
-    MMT_NAME(chan_rows)(x, (float *)((uint8_t *)c->pack + kb), (int)(x->m / MMT_VL), 1, 1,
-                        x->n, 0);
+    MMT_NAME(chan_pack_a)(x, at, mv);
+    MMT_NAME(chan_rows)(x, at, mv, 1, 1, x->n, 0);
     return true;
 }

@@ -59,6 +59,11 @@
  * (pack_win). Column strides 1 and 2 use plain loads, others gathers. With one or two
  * rows of C, win_inplace and win_grid run several column blocks a call
  * (rt_kern_mmw.h), so that the FMA chains of one row do not wait for each other.
+ * Before all of these, a product with one or two vectors' worth of rows of C (a
+ * convolution split 16 or 32 output channels a core) and a window of column stride 1
+ * or 2, or a plain B in LX, runs with channels in the lanes instead of pixels
+ * (rt_kern_mmc.h): no lane is wasted on a pixel row of 7 or 14, and a k step does 16
+ * or more FMAs where a block of 8 rows did 16 on half-empty vectors.
  *
  * isa.md semantics: every C element accumulates its products in increasing k from 0
  * (or from the old C with ACCUM), each step one fused multiply-add. Between k blocks
@@ -637,7 +642,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                 MMT_NAME(win_inplace)(c, &x) ||
                 MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
         return true;
-    if (!win && MMT_NAME(plain_chan)(c, &x))
+    if (!win && MMT_NAME(plain_chan)(c, &x, s->bdram))
         return true;
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
         MMT_NAME(gemv_all)(&x);

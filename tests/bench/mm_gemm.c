@@ -54,7 +54,8 @@ static void run_tiles(const Job *j, uint8_t *lx, float *pack) {
                             .b = 1u << 20, .m = j->tm, .n = j->tn, .k = j->tk, .lda = j->tk,
                             .ldb = j->tn, .ldc = j->tn};
             RtMmSrc s = {(const uint8_t *)(j->a + i0 * j->k + k0),
-                         (const uint8_t *)(j->b + (size_t)k0 * j->n + j0), j->k, j->n, false};
+                         (const uint8_t *)(j->b + (size_t)k0 * j->n + j0), j->k, j->n, false,
+                         true};
             rt_matmul_src(&c, &mm, &s);
         }
         for (uint32_t r = 0; r < j->tm; r++)

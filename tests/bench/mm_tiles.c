@@ -105,9 +105,10 @@ static SpyMatmul tile_insn(const Tile *t) {
 static double time_tile(RtCore *c, const Tile *t, const float *weights, const float *bdram,
                         bool cold) {
     SpyMatmul mm = tile_insn(t);
-    RtMmSrc src = {(const uint8_t *)weights, (const uint8_t *)bdram, mm.lda, t->n, false};
+    RtMmSrc src = {(const uint8_t *)weights, (const uint8_t *)bdram, mm.lda, t->n, false,
+                  true};
     if (t->win)
-        src.b = c->lx + mm.b, src.ldb = 0;
+        src.b = c->lx + mm.b, src.ldb = 0, src.bdram = false;
     size_t abytes = ((size_t)t->m * mm.lda * 4 + 4095) & ~(size_t)4095;
     size_t slots = COLD_BYTES / abytes, slot = 0;
     double flops = 2.0 * t->m * t->n * t->k, best = 1e30;
