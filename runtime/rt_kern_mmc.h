@@ -16,6 +16,7 @@
  * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
  */
 
+#define MMC_WIN_V 8          /* vectors' worth of rows of C a window takes, at most */
 #if MMT_VL == 16
 #define MMC_R1 16            /* pixels a call, one vector of channels: 16 zmm accumulators */
 #define MMC_R2 14            /* two vectors: 28 zmm accumulators */
@@ -151,26 +152,44 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, const float *at, in
         }
 }
 
-/* Whether chan_rows takes a product of m rows and k: one or two vectors' worth of rows
- * of C, A's transpose and the k offsets in the packing buffer (at kb bytes). */
-MMT_INLINE bool MMT_NAME(chan_fits)(const RtCore *c, uint32_t m, uint32_t k, size_t *kb) {
+/* Whether chan_groups takes a product of m rows and k: a multiple of a vector's worth
+ * of rows, at most vmax vectors, and a group's A transpose and the k offsets in the
+ * packing buffer (the transpose at kb bytes). */
+MMT_INLINE bool MMT_NAME(chan_fits)(const RtCore *c, uint32_t m, uint32_t k, uint32_t vmax,
+                                     size_t *kb) {
+    uint32_t g = m < 2 * MMT_VL ? m : 2 * MMT_VL;
     *kb = ((size_t)k * 4 + 63) & ~(size_t)63;
-    return c->pack && m % MMT_VL == 0 && m / MMT_VL >= 1 && m / MMT_VL <= 2 && k > 0 &&
-           *kb + (size_t)k * m * 4 <= RT_PACK_BYTES;
+    return c->pack && m % MMT_VL == 0 && m / MMT_VL >= 1 && m / MMT_VL <= vmax && k > 0 &&
+           *kb + (size_t)k * g * 4 <= RT_PACK_BYTES;
+}
+
+/* All of C by chan_rows (pixel rows as there), in groups of two vectors' worth of rows
+ * (the last one or two), each group's A transposed first into at. */
+MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, int s, size_t ne0,
+                                       size_t ne1, int64_t ns0) {
+    for (uint32_t g0 = 0; g0 < x->m; g0 += 2 * MMT_VL) {
+        MMT_NAME(Args) y = *x;
+        int mv = x->m - g0 >= 2 * MMT_VL ? 2 : 1;
+        y.a = x->a + (size_t)g0 * x->lda;
+        y.c = x->c + (size_t)g0 * x->ldc;
+        y.m = (uint32_t)mv * MMT_VL;
+        MMT_NAME(chan_pack_a)(&y, at, mv);
+        MMT_NAME(chan_rows)(&y, at, mv, s, ne0, ne1, ns0);
+    }
 }
 
 /* A window's MATMUL with channels in the lanes (see the top of the file): taken when C
- * has one or two vectors' worth of rows and its pixel rows have column stride 1 or 2
- * and are at least 2 pixels wide (narrower ones are better served by win_grid). False:
- * not this way. */
+ * has up to MMC_WIN_V vectors' worth of rows (past them, the packed blocks' panels
+ * serve enough rows each) and its pixel rows have column stride 1 or 2 and are at
+ * least 2 pixels wide. False: not this way. */
 MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
     size_t kb, ne1 = x->ne1;
-    if (!MMT_NAME(chan_fits)(c, x->m, x->k, &kb) || (x->ns1 != 1 && x->ns1 != 2) || ne1 < 2)
+    if (!MMT_NAME(chan_fits)(c, x->m, x->k, MMC_WIN_V, &kb) || (x->ns1 != 1 && x->ns1 != 2) ||
+        ne1 < 2)
         return false;
-    float *at = (float *)((uint8_t *)c->pack + kb);
     x->koff = MMT_NAME(win_koff)(c, x);
-    MMT_NAME(chan_pack_a)(x, at, (int)(x->m / MMT_VL));
-    MMT_NAME(chan_rows)(x, at, (int)(x->m / MMT_VL), (int)x->ns1, x->n / ne1, ne1, x->ns0);
+    MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (int)x->ns1, x->n / ne1, ne1,
+                          x->ns0);
     return true;
 }
 
@@ -182,16 +201,13 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
  * the other kernels. False: not this way. */
 MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram) {
     size_t kb;
-    if (x->win || x->bt || bdram || x->n < 2 || !MMT_NAME(chan_fits)(c, x->m, x->k, &kb) ||
+    if (x->win || x->bt || bdram || x->n < 2 || !MMT_NAME(chan_fits)(c, x->m, x->k, 2, &kb) ||
         (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
         return false;
-    int mv = (int)(x->m / MMT_VL);
-    float *at = (float *)((uint8_t *)c->pack + kb);
     int32_t *koff = (int32_t *)c->pack;
     for (uint32_t k = 0; k < x->k; k++)
         koff[k] = (int32_t)(k * x->ldb);
     x->koff = koff;
-    MMT_NAME(chan_pack_a)(x, at, mv);
-    MMT_NAME(chan_rows)(x, at, mv, 1, 1, x->n, 0);
+    MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), 1, 1, x->n, 0);
     return true;
 }

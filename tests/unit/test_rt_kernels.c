@@ -221,12 +221,15 @@ static void test_matmul_window(void **state) {
         /* dense k-chunks of stride-2 pixel rows of at most half a vector, a vector, more */
         {16, 4, 3, 3, 2, 1, 7, 7},  {24, 2, 3, 3, 2, 1, 5, 3},  {32, 3, 3, 3, 2, 1, 4, 14},
         {20, 2, 3, 3, 2, 1, 3, 20},
-        /* one or two vectors of rows (rt_kern_mmc.h): pixel rows of 2 to 56, split into
-         * equal blocks of at most 16 (14 for two vectors), stride 1 and 2, dilation */
+        /* vectors of rows (rt_kern_mmc.h): pixel rows of 2 to 56, split into equal
+         * blocks of at most 16 (14 for two vectors), stride 1 and 2, dilation */
         {16, 5, 3, 3, 1, 1, 7, 7},  {16, 3, 3, 3, 2, 1, 7, 7},  {32, 4, 3, 3, 1, 1, 3, 14},
         {32, 2, 3, 3, 2, 1, 4, 15}, {16, 2, 3, 3, 1, 1, 2, 16}, {16, 1, 7, 7, 2, 1, 2, 33},
         {16, 3, 1, 1, 1, 1, 1, 2},  {32, 2, 3, 3, 1, 2, 3, 29}, {16, 2, 3, 3, 3, 1, 4, 9},
-        {8, 3, 3, 3, 1, 1, 5, 13},  {16, 2, 3, 3, 1, 1, 2, 56}, {32, 1, 3, 3, 2, 1, 2, 17}};
+        {8, 3, 3, 3, 1, 1, 5, 13},  {16, 2, 3, 3, 1, 1, 2, 56}, {32, 1, 3, 3, 2, 1, 2, 17},
+        /* more rows: groups of two vectors' worth, the last of one */
+        {48, 2, 3, 3, 1, 1, 5, 9},  {80, 2, 3, 3, 2, 1, 3, 7},  {128, 3, 1, 1, 2, 1, 4, 14},
+        {144, 2, 3, 3, 1, 1, 2, 5}};
     uint32_t seed = 11;
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int acc = 0; acc < 2; acc++) {
