@@ -1,4 +1,4 @@
-/* rt_kern_mmc.h: a window MATMUL with channels in the vector lanes, included by
+/* rt_kern_mmc.h: a MATMUL with channels in the vector lanes, included by
  * rt_kern_mmt.h (its MMT_* parameters and MMT_NAME(Args) in scope).
  *
  * A convolution split over the 32 cores by output channels leaves each core one or two
@@ -6,11 +6,14 @@
  * rows of awkward widths (7, 14, 28, 56). The other kernels put pixels in the lanes: a
  * row of 7 or 14 pixels fills half or less of a 2-vector block, and a row block of C is
  * 8 rows, so each k does 16 FMAs on lanes that are up to half empty. Here C is computed
- * transposed: MV vectors of channels (m = MV x MMT_VL) times R pixels of one pixel row,
- * R accumulators per vector; per k one vector load of A's transpose per MV (packed once
- * per MATMUL, MMT_VL x MMT_VL blocks transposed in registers) and one broadcast per
- * pixel, every lane useful. C is transposed back in registers (one MMT_VL x MMT_VL
- * transpose per vector; R <= MMT_VL) when it is stored (and loaded, for ACCUM).
+ * transposed: MV (1 or 2) vectors of channels times R pixels of one pixel row, R
+ * accumulators per vector; per k one vector load of A's transpose per MV (packed once
+ * per group of rows, MMT_VL x MMT_VL blocks transposed in registers) and one broadcast
+ * per pixel, every lane useful. C is transposed back in registers (one MMT_VL x MMT_VL
+ * transpose per vector; R <= MMT_VL) when it is stored (and loaded, for ACCUM). More
+ * rows of C (a window's, up to MMC_WIN_V vectors: resnet50's stride-2 1 x 1
+ * convolutions, 128 channels a core) run in groups of two vectors' worth, each over the
+ * whole window again (it is in LX, in the host's caches).
  *
  * Each C element accumulates a_ik * b_kj in increasing k from 0 (or the old C), one fused
  * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
