@@ -300,15 +300,18 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
 /* The MAX / MIN of isa.md: a when it is better or NaN, else b (rt_kern_vfast.c). */
 #define SELV(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
 /* x[t] = EXPR of P and Q over the block: P the chain value and Q the operand (A0), or
- * the other way round (A1), or of P alone (A). */
+ * the other way round (A1), or of P alone (A); the operand's vector t is read at
+ * yp + ystr * t, when it is needed (eight of them would not stay in registers). */
 #define A0(EXPR)                                                                         \
     _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) {                               \
-        v8f P = x[t], Q = y[t];                                                          \
+        v8f P = x[t], Q;                                                                 \
+        memcpy(&Q, yp + ystr * t, sizeof Q);                                             \
         x[t] = (EXPR);                                                                   \
     }
 #define A1(EXPR)                                                                         \
     _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) {                               \
-        v8f P = y[t], Q = x[t];                                                          \
+        v8f Q = x[t], P;                                                                 \
+        memcpy(&P, yp + ystr * t, sizeof P);                                             \
         x[t] = (EXPR);                                                                   \
     }
 #define A(EXPR)                                                                          \
@@ -325,17 +328,12 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
     for (; j + 8 * (N) <= cols; j += 8 * (N)) {                                          \
         enum { NV = (N) };                                                               \
         size_t o = (size_t)j * 4;                                                        \
-        v8f x[NV], y[NV];                                                                \
+        v8f x[NV];                                                                       \
         LDB(x, xs + o);                                                                  \
         for (int i = 0; i < f->n; i++) {                                                 \
             const FuseOp *op = &f->op[i];                                                \
-            if (ystep[i]) {                                                              \
-                LDB(y, ys[i] + o);                                                       \
-            } else {                                                                     \
-                v8f s;                                                                   \
-                memcpy(&s, ys[i], sizeof s);                                             \
-                _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) y[t] = s;           \
-            }                                                                            \
+            const uint8_t *yp = ys[i] + (ystep[i] ? o : 0);                              \
+            size_t ystr = ystep[i] ? 32 : 0;                                             \
             switch (FP(op->fn, op->pos)) {                                               \
             case FP(ISA_VF_ADD, 0): A0(P + Q); break;                                    \
             case FP(ISA_VF_ADD, 1): A1(P + Q); break;                                    \
