@@ -24,6 +24,8 @@
 #include "rt_model.h"
 
 #define FUSE_BLOCK 64        /* floats of a row through the chain at a time */
+#define FUSE_MIN 16384       /* bytes of a region from which a chain is fused: below, its
+                                setup costs more than the passes over the L1 cache */
 
 /* 8-float vectors, FUSE_BLOCK / 8 of them a block (the comparisons of MAX / MIN map
  * to blends on every clone; on 16-float vectors the AVX-512F clone had no mask moves
@@ -274,9 +276,12 @@ static uint16_t keep_mask(const Fuse *f, const SpyInsn *after, uint32_t n) {
 /* The plan of a chain at code[0..n) (p: the plans of code[0..n), its STOREs' made):
  * RT_PH_FUSE with p->run its VECs (and the STORE it takes), p->keep the VECs whose
  * results go to LX, p->kinds 1 when it takes the STORE; false (p untouched) when no
- * chain of two VECs, or of one and a STORE, starts here. */
+ * chain of two VECs, or of one and a STORE, over FUSE_MIN bytes or more starts here. */
 bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
     Fuse f;
+    const SpyVec *v = &code[0].vec;
+    if ((uint64_t)v->rows * v->cols * 4 < FUSE_MIN)
+        return false;
     int k = chain_decode(code, n, RT_FUSE_MAX, &f);
     if (!k)
         return false;
