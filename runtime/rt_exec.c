@@ -11,8 +11,10 @@
  * operands of the run do not overlap the region, so the results are the same; F32
  * VECs never fail, so neither does the error reporting change.
  *
- * A run of F32 VEC MAX / MIN over a pooling window's taps runs in one pass too
- * (rt_kern_vpool.c).
+ * A chain of F32 VECs of one shape, each reading the result of the one before (an
+ * epilogue), runs in one pass in registers, with the STORE of its result when one
+ * follows it (rt_fuse.c); it is tried before strip-mining. A run of F32 VEC MAX / MIN
+ * over a pooling window's taps runs in one pass too (rt_kern_vpool.c).
  *
  * A VFILL whose bytes the LOADs right after it rewrite fills only the rest, as
  * planned at load (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a
