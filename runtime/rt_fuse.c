@@ -152,7 +152,16 @@ static bool fits(const Fuse *f, int i) {
 
 /* Adds the VEC v to the chain f as its VEC i when it continues it (reads the result of
  * VEC i - 1, or for i = 0 a row, as one operand); false otherwise. */
-static bool chain_add(Fuse *f, const SpyVec *v, int i) {
+static bool chain_add(Fuse *f, const SpyVec *vin, int i) {
+    SpyVec one;
+    const SpyVec *v = vin;
+    if (vin->rows == 1) {        /* one row: its row strides do not matter, made alike */
+        one = *vin;
+        one.dst_rs = (int32_t)one.cols;
+        for (int q = 0; q < 3; q++)
+            one.src_rs[q] = one.src_cs[q] ? (int32_t)one.cols : 0;
+        v = &one;
+    }
     int ar = chain_arity(v);
     if (!ar || v->rows != f->rows || v->cols != f->cols || v->dst_rs < (int32_t)v->cols)
         return false;

@@ -250,6 +250,17 @@ static void test_chain_forms(void **state) {
     pl = plan_of(p, 3);
     assert_int_not_equal(pl.how, RT_PH_FUSE);
     check_both(p, 3, false);
+    /* one row, its operands' row strides 0 (a depthwise convolution's epilogue) */
+    Shape row = {1, 12544, 12544};
+    p[0] = chain_vec(&row, ISA_VF_ADD, REG_C, REG_C, 0, 1, 0, 0);
+    p[1] = chain_vec(&row, ISA_VF_MIN, REG_C, REG_C, 0, 0, 0, 6.0f);
+    p[0].vec.src_rs[0] = p[0].vec.src_rs[1] = p[1].vec.src_rs[0] = 0;
+    p[2] = store_insn(&row, REG_C, false);
+    fill(&row, &seed);
+    pl = plan_of(p, 3);
+    assert_int_equal(pl.how, RT_PH_FUSE);
+    assert_int_equal(pl.run, 3);
+    check_both(p, 3, false);
     /* a region of fewer than 16 KiB: its VECs one by one */
     Shape small = {4, 100, 100};
     p[0] = chain_vec(&small, ISA_VF_ADD, REG_C, REG_C, 0, 1, 0, 0);
