@@ -13,10 +13,13 @@
  * the start of the next program (isa.md), so nothing can see the difference.
  *
  * Every element goes through the same IEEE operations, in the same order, as with the
- * instructions one by one (the expressions of rt_kern_vfast.c's direct path); the
- * regions of a chain are pairwise identical or disjoint and its scalars lie in none of
- * them, so no element sees another's value: LX and DRAM get the same bits. Modelled
- * time is computed from the bundle and does not change.
+ * instructions one by one (the expressions of rt_kern_vfast.c's direct path, which
+ * also leave it to the compiler which of two NaN operands an ADD or MUL passes on);
+ * the regions of a chain are pairwise identical or disjoint and its scalars lie in
+ * none of them, so no element sees another's value: LX and DRAM get the same bits.
+ * Regions under FUSE_MIN bytes are left to the VECs one by one (all in the L1 cache,
+ * where the chain's setup cost more than it saved). Modelled time is computed from the
+ * bundle and does not change.
  */
 #include <string.h>
 
