@@ -41,7 +41,6 @@ typedef int32_t v8i __attribute__((vector_size(32)));
 typedef struct {
     uint16_t fn;
     uint8_t pos;             /* operand position of the chain value */
-    uint8_t unary;
     uint8_t ykind;           /* FY_* */
     uint32_t y;              /* the other operand's LX byte offset (FY_ROW, FY_SCALAR) */
     int64_t yrs;             /* its row stride, bytes */
@@ -169,7 +168,7 @@ static bool chain_add(Fuse *f, const SpyVec *vin, int i) {
     if (!ar || v->rows != f->rows || v->cols != f->cols || v->dst_rs < (int32_t)v->cols)
         return false;
     FuseOp *op = &f->op[i];
-    *op = (FuseOp){.fn = v->fn, .unary = ar == 1, .dst = v->dst, .drs = (int64_t)v->dst_rs * 4};
+    *op = (FuseOp){.fn = v->fn, .dst = v->dst, .drs = (int64_t)v->dst_rs * 4};
     if (i == 0) {                /* the chain's input: the first row operand */
         int q = ar == 2 && !is_region(v, 0, v->src[0], (int64_t)v->src_rs[0] * 4) ? 1 : 0;
         if (!is_region(v, q, v->src[q], (int64_t)v->src_rs[q] * 4))
