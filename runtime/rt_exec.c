@@ -11,8 +11,10 @@
  * operands of the run do not overlap the region, so the results are the same; F32
  * VECs never fail, so neither does the error reporting change.
  *
- * A run of F32 VEC MAX / MIN over a pooling window's taps runs in one pass too
- * (rt_kern_vpool.c).
+ * A chain of F32 VECs of one shape, each reading the result of the one before (an
+ * epilogue), runs in one pass in registers, with the STORE of its result when one
+ * follows it (rt_fuse.c); it is tried before strip-mining. A run of F32 VEC MAX / MIN
+ * over a pooling window's taps runs in one pass too (rt_kern_vpool.c).
  *
  * A VFILL whose bytes the LOADs right after it rewrite fills only the rest, as
  * planned at load (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a
@@ -124,8 +126,9 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
 }
 
 /* The plan of the VEC code[0] (see rt_exec.h): the first of the one-pass runs that
- * applies, tried in the order depthwise taps, pooling taps, strip-mining; else the
- * direct path with its checks done (rt_vec_fast_prep) when it takes it. */
+ * applies, tried in the order depthwise taps, pooling taps, a chain (rt_fuse.c),
+ * strip-mining; else the direct path with its checks done (rt_vec_fast_prep) when it
+ * takes it. */
 void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
     uint32_t k;
     p->how = RT_PH_NONE;
@@ -134,6 +137,8 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
         p->how = RT_PH_TAPS;
     else if ((k = rt_vec_pool_run(code, n)) != 0)
         p->how = RT_PH_POOL;
+    else if (rt_fuse_prep(code, n, p))
+        return;
     else if ((k = strip_run(code, n)) != 0)
         p->how = RT_PH_STRIP;
     if (k)
@@ -150,6 +155,7 @@ static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     switch (p->how) {
     case RT_PH_TAPS: rt_vec_taps(c, in, p->run); return RT_XOK;
     case RT_PH_POOL: rt_vec_pool(c, in, p->run); return RT_XOK;
+    case RT_PH_FUSE: rt_fuse_run(c, in, p); return RT_XOK;
     case RT_PH_STRIP: strip_mine(c, in, p->run); return RT_XOK;
     case RT_PH_FAST: rt_vec_fast_prepared(c, &in->vec, p); return RT_XOK;
     default: return rt_vec(c, &in->vec);

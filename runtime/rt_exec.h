@@ -102,7 +102,9 @@ enum {
     RT_PH_STRIP = 4,         /* VEC: a run strip-mined over one region (rt_exec.c) */
     RT_PH_FAST = 5,          /* VEC: the direct path of rt_kern_vfast.c, its checks done */
     RT_PH_FILL0 = 6,         /* VFILL: one memset of its bytes (rt_fill.c) */
-    RT_PH_GAPS = 7           /* VFILL: only the bytes the LOADs after it leave (rt_fill.c) */
+    RT_PH_GAPS = 7,          /* VFILL: only the bytes the LOADs after it leave (rt_fill.c) */
+    RT_PH_FUSE = 8           /* VEC: a chain of VECs in one pass, maybe with the STORE after
+                                it (rt_fuse.c) */
 };
 typedef struct RtPrep {
     int64_t drs;             /* RT_PH_ROWS: DRAM byte stride between rows (>= 0) */
@@ -120,7 +122,9 @@ typedef struct RtPrep {
                                 and VFILLs (rt_memo.c); 0 elsewhere */
     uint32_t memo_id;        /* its patch: equal ids load equal LX bytes (> 0) */
     uint32_t memo_lo, memo_hi; /* the LX bytes [lo, hi) the patch's instructions own */
-    uint8_t kinds;           /* RT_PH_FAST: operand kinds (rt_kern_vfast.c) */
+    uint8_t kinds;           /* RT_PH_FAST: operand kinds (rt_kern_vfast.c); RT_PH_FUSE: 1
+                                when the run ends with the STORE it takes */
+    uint16_t keep;           /* RT_PH_FUSE: bit i, VEC i of the run writes its LX region */
 } RtPrep;
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
 
@@ -133,8 +137,15 @@ bool rt_memo_kept(const RtDefer *d, const RtPrep *p);
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
 int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_t n);
 /* The plan of the VEC code[0] (how, run) as rt_exec_prepared runs it; n: instructions
- * to the program's end. */
+ * to the program's end, p: their plans, those of the LOADs and STOREs made. */
 void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p);
+
+/* rt_fuse.c: a chain of F32 VECs of one shape (at most RT_FUSE_MAX) in one pass, with
+ * the STORE after it when that stores its result: the plan at code[0..n) (p: their
+ * plans, the STOREs' made; false when none), and its run. */
+#define RT_FUSE_MAX 16
+bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p);
+void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p);
 
 /* rt_dma.c */
 /* An N-d copy with unit dims dropped and dims contiguous on both sides merged. */

@@ -81,9 +81,11 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
         if (code[i].opcode == ISA_BARRIER || i + 1 == n) {  /* a program ends here */
             prep_dma(code + s, (uint32_t)(i + 1 - s), p + s);
             for (uint64_t j = s; j <= i; j++)
-                if (code[j].opcode == ISA_VEC)
+                if (code[j].opcode == ISA_VEC) {
                     rt_exec_prep_vec(code + j, (uint32_t)(i + 1 - j), &p[j]);
-                else if (code[j].opcode == ISA_VFILL)
+                    if (p[j].how == RT_PH_FUSE)  /* the rest of the chain runs with it */
+                        j += p[j].run - 1;
+                } else if (code[j].opcode == ISA_VFILL)
                     p[j].how = rt_vfill_prep(code + j, (uint32_t)(i + 1 - j));
             s = i + 1;
         }

@@ -657,21 +657,32 @@ static SpyInsn vec_insn(int fn, uint32_t dst, uint32_t rows, uint32_t cols, uint
 
 /* Runs prog[0..n) through the interpreter and one instruction at a time from the same
  * start (with nans, some inputs NaN of either sign); the results must be equal bit for
- * bit. */
+ * bit. A VEC COPY of the bytes to LX byte 600000 ends the program, so that every
+ * result is read after the run (LX is undefined after a program: a run may leave out
+ * what nothing reads, rt_fuse.c). */
 static void check_strip(const SpyInsn *prog, uint32_t n, uint32_t bytes, uint32_t *seed,
                         bool nans) {
     uint8_t *init = malloc(bytes), *one = malloc(bytes);
+    SpyInsn *all = malloc((n + 1) * sizeof *all);
+    memcpy(all, prog, n * sizeof *all);
+    memset(&all[n], 0, sizeof all[n]);
+    all[n].vec = (SpyVec){.opcode = ISA_VEC, .dtype = ISA_DT_F32, .src_dtype = ISA_DT_F32,
+                          .fn = ISA_VF_COPY, .nsrc = 1, .dst = 600000, .rows = 1,
+                          .cols = bytes / 4, .dst_rs = (int32_t)(bytes / 4)};
+    all[n].vec.src_cs[0] = 1;
+    assert_true(600000 + bytes <= LX_BYTES);
     for (uint32_t i = 0; i < bytes / 4; i++)
         fp(0)[i] = nans && i % 97 == 5 ? NAN : nans && i % 89 == 7 ? -NAN : rnd(seed);
     memcpy(init, lx, bytes);
-    for (uint32_t i = 0; i < n; i++)
-        assert_int_equal(rt_vec(&core, &prog[i].vec), RT_XOK);
+    for (uint32_t i = 0; i <= n; i++)
+        assert_int_equal(rt_vec(&core, &all[i].vec), RT_XOK);
     memcpy(one, lx, bytes);
     memcpy(lx, init, bytes);
-    assert_int_equal(rt_exec_program(&core, prog, n), RT_XOK);
+    assert_int_equal(rt_exec_program(&core, all, n + 1), RT_XOK);
     assert_memory_equal(lx, one, bytes);
     free(init);
     free(one);
+    free(all);
 }
 
 static void test_strip_mined_runs(void **state) {

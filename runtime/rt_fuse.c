@@ -1,0 +1,471 @@
+/* rt_fuse.c: a chain of F32 VECs over one shape computed in one pass (RT_PH_FUSE).
+ *
+ * An epilogue (bias add, max, min over a MATMUL's result; a bias add, then a residual
+ * add into another tile) is a run of VECs of the same rows x cols in which each reads
+ * the result of the one before (in place or into another region), its other operand an
+ * immediate, a scalar per row or a row of another region. One instruction at a time,
+ * or strip-mined, every VEC reads and writes its whole region; here each block of
+ * FUSE_BLOCK elements of a row goes through the whole chain in registers and is
+ * written once: to the LX regions that a later instruction may touch and, when the
+ * STORE right after the run stores the chain's last region row for row, straight to
+ * that STORE's DRAM (the STORE is then part of the run). A region that no later
+ * instruction of the program touches is not written to LX at all: LX is undefined at
+ * the start of the next program (isa.md), so nothing can see the difference.
+ *
+ * Every element goes through the same IEEE operations, in the same order, as with the
+ * instructions one by one (the expressions of rt_kern_vfast.c's direct path, which
+ * also leave it to the compiler which of two NaN operands an ADD or MUL passes on);
+ * the regions of a chain are pairwise identical or disjoint and its scalars lie in
+ * none of them, so no element sees another's value: LX and DRAM get the same bits.
+ * Regions under FUSE_MIN bytes are left to the VECs one by one (all in the L1 cache,
+ * where the chain's setup cost more than it saved). Modelled time is computed from the
+ * bundle and does not change.
+ */
+#include <string.h>
+
+#include "rt_exec.h"
+#include "rt_model.h"
+
+#define FUSE_BLOCK 64        /* floats of a row through the chain at a time */
+#define FUSE_MIN 16384       /* bytes of a region from which a chain is fused: below, its
+                                setup costs more than the passes over the L1 cache */
+
+/* 8-float vectors, FUSE_BLOCK / 8 of them a block (the comparisons of MAX / MIN map
+ * to blends on every clone; on 16-float vectors the AVX-512F clone had no mask moves
+ * and scalarised them) */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+#define FUSE_NV (FUSE_BLOCK / 8)
+
+/* One VEC of a chain: x = fn(x, y) (pos 0) or fn(y, x) (pos 1), or fn(x) (unary). */
+typedef struct {
+    uint16_t fn;
+    uint8_t pos;             /* operand position of the chain value */
+    uint8_t ykind;           /* FY_* */
+    uint32_t y;              /* the other operand's LX byte offset (FY_ROW, FY_SCALAR) */
+    int64_t yrs;             /* its row stride, bytes */
+    float imm;               /* FY_IMM */
+    uint32_t dst;            /* region written: LX byte offset, row stride in bytes */
+    int64_t drs;
+} FuseOp;
+
+enum { FY_NONE, FY_ROW, FY_SCALAR, FY_IMM };
+
+typedef struct {
+    uint32_t rows, cols;
+    uint32_t x;              /* the chain's input region (a row operand of VEC 0) */
+    int64_t xrs;
+    int n;                   /* VECs */
+    FuseOp op[RT_FUSE_MAX];
+} Fuse;
+
+/* Bytes [lo, hi) of LX that rows x cols elements of 4 bytes at a, row stride rs
+ * (bytes, >= 0), column stride cs (0 or 4) span. */
+static void region_span(uint64_t a, uint32_t rows, int64_t rs, uint32_t cols, int64_t cs,
+                        int64_t *lo, int64_t *hi) {
+    *lo = (int64_t)a;
+    *hi = (int64_t)a + (int64_t)(rows - 1) * rs + (int64_t)(cols - 1) * cs + 4;
+}
+
+/* Whether regions a and b (rows x cols, contiguous rows) are the same or apart. */
+static bool same_or_apart(uint64_t a, int64_t ars, uint64_t b, int64_t brs, uint32_t rows,
+                          uint32_t cols) {
+    if (a == b && ars == brs)
+        return true;
+    int64_t alo, ahi, blo, bhi;
+    region_span(a, rows, ars, cols, 4, &alo, &ahi);
+    region_span(b, rows, brs, cols, 4, &blo, &bhi);
+    return ahi <= blo || bhi <= alo;
+}
+
+/* Whether the F32 VEC v's function has a chain form (the direct path's functions). */
+static int chain_arity(const SpyVec *v) {
+    if (v->opcode != ISA_VEC || v->dtype != ISA_DT_F32 ||
+        (v->src_dtype && v->src_dtype != ISA_DT_F32) ||
+        (v->flags & ~(uint8_t)(ISA_F_IMM | ISA_F_IMM_A)) ||
+        ((v->flags & ISA_F_IMM) && (v->flags & ISA_F_IMM_A)))
+        return 0;
+    switch (v->fn) {
+    case ISA_VF_ADD: case ISA_VF_SUB: case ISA_VF_MUL: case ISA_VF_DIV:
+    case ISA_VF_MAX: case ISA_VF_MIN: return 2;
+    case ISA_VF_RELU: case ISA_VF_NEG: case ISA_VF_ABS: return v->flags ? 0 : 1;
+    default: return 0;
+    }
+}
+
+/* Operand q of v as the other operand of op (kind, offset, stride); false when it is
+ * neither an immediate, a scalar per row nor a contiguous row. */
+static bool other_operand(const SpyVec *v, int q, FuseOp *op) {
+    bool imm = q == 0 ? (v->flags & ISA_F_IMM_A) : (v->flags & ISA_F_IMM);
+    if (imm) {
+        op->ykind = FY_IMM;
+        memcpy(&op->imm, &v->imm, 4);
+        return true;
+    }
+    if (v->src_rs[q] < 0 || (v->src_cs[q] != 0 && v->src_cs[q] != 1))
+        return false;
+    op->ykind = v->src_cs[q] ? FY_ROW : FY_SCALAR;
+    op->y = v->src[q];
+    op->yrs = (int64_t)v->src_rs[q] * 4;
+    return true;
+}
+
+/* Whether operand q of v is the row region (a, rs): not an immediate, column stride 1. */
+static bool is_region(const SpyVec *v, int q, uint64_t a, int64_t rs) {
+    bool imm = q == 0 ? (v->flags & ISA_F_IMM_A) : (v->flags & ISA_F_IMM);
+    return !imm && v->src_cs[q] == 1 && v->src[q] == a && (int64_t)v->src_rs[q] * 4 == rs;
+}
+
+/* Whether the row or scalar operand y (kind FY_ROW / FY_SCALAR, byte stride yrs) and
+ * the region written at d (stride drs) may share a byte of LX: a row the same as the
+ * region does not (same_ok: each element is read before it is written). */
+static bool clash(const Fuse *f, int kind, uint64_t y, int64_t yrs, uint64_t d, int64_t drs,
+                  bool same_ok) {
+    if (kind == FY_ROW)
+        return (y == d && yrs == drs) ? !same_ok
+                                      : !same_or_apart(y, yrs, d, drs, f->rows, f->cols);
+    if (kind != FY_SCALAR)
+        return false;
+    int64_t lo, hi, dlo, dhi;
+    region_span(y, f->rows, yrs, 1, 0, &lo, &hi);
+    region_span(d, f->rows, drs, f->cols, 4, &dlo, &dhi);
+    return lo < dhi && dlo < hi;
+}
+
+/* Whether VEC i (f->op[i], its operands set) keeps every value of the chain where it
+ * is: its region is the same as or apart from the chain's input and every region
+ * and row operand before it (a scalar before it in none), and its own row operand
+ * is the same as or apart from its region and apart from those written before it
+ * (their elements no longer hold what the instruction read), its scalar in none. */
+static bool fits(const Fuse *f, int i) {
+    const FuseOp *op = &f->op[i];
+    if (!same_or_apart(f->x, f->xrs, op->dst, op->drs, f->rows, f->cols) ||
+        clash(f, op->ykind, op->y, op->yrs, op->dst, op->drs, true))
+        return false;
+    for (int j = 0; j < i; j++) {
+        const FuseOp *w = &f->op[j];
+        if (!same_or_apart(w->dst, w->drs, op->dst, op->drs, f->rows, f->cols) ||
+            clash(f, w->ykind, w->y, w->yrs, op->dst, op->drs, true) ||
+            clash(f, op->ykind, op->y, op->yrs, w->dst, w->drs, false))
+            return false;
+    }
+    return true;
+}
+
+/* Adds the VEC v to the chain f as its VEC i when it continues it (reads the result of
+ * VEC i - 1, or for i = 0 a row, as one operand); false otherwise. */
+static bool chain_add(Fuse *f, const SpyVec *vin, int i) {
+    SpyVec one;
+    const SpyVec *v = vin;
+    if (vin->rows == 1) {        /* one row: its row strides do not matter, made alike */
+        one = *vin;
+        one.dst_rs = (int32_t)one.cols;
+        for (int q = 0; q < 3; q++)
+            one.src_rs[q] = one.src_cs[q] ? (int32_t)one.cols : 0;
+        v = &one;
+    }
+    int ar = chain_arity(v);
+    if (!ar || v->rows != f->rows || v->cols != f->cols || v->dst_rs < (int32_t)v->cols)
+        return false;
+    FuseOp *op = &f->op[i];
+    *op = (FuseOp){.fn = v->fn, .dst = v->dst, .drs = (int64_t)v->dst_rs * 4};
+    if (i == 0) {                /* the chain's input: the first row operand */
+        int q = ar == 2 && !is_region(v, 0, v->src[0], (int64_t)v->src_rs[0] * 4) ? 1 : 0;
+        if (!is_region(v, q, v->src[q], (int64_t)v->src_rs[q] * 4))
+            return false;
+        f->x = v->src[q];
+        f->xrs = (int64_t)v->src_rs[q] * 4;
+    }
+    uint64_t x = i ? f->op[i - 1].dst : f->x;
+    int64_t xrs = i ? f->op[i - 1].drs : f->xrs;
+    if (is_region(v, 0, x, xrs))
+        op->pos = 0;
+    else if (ar == 2 && is_region(v, 1, x, xrs))
+        op->pos = 1;
+    else
+        return false;
+    if (ar == 2 && !other_operand(v, 1 - op->pos, op))
+        return false;
+    return fits(f, i);
+}
+
+/* Decodes the chain of at most max VECs at code[0..n) into f: the number of VECs. */
+static int chain_decode(const SpyInsn *code, uint32_t n, int max, Fuse *f) {
+    const SpyVec *v0 = &code[0].vec;
+    *f = (Fuse){.rows = v0->rows, .cols = v0->cols};
+    if (!v0->rows || !v0->cols)
+        return 0;
+    int k = 0;
+    while (k < max && (uint32_t)k < n && code[k].opcode == ISA_VEC &&
+           chain_add(f, &code[k].vec, k))
+        k++;
+    f->n = k;
+    return k;
+}
+
+/* Whether the STORE x (planned p) stores the chain's last region row for row: the
+ * same rows of cols elements (or, the region contiguous, one row of all of them). */
+static bool store_matches(const Fuse *f, const SpyDma *x, const RtPrep *p) {
+    const FuseOp *last = &f->op[f->n - 1];
+    uint64_t rowb = (uint64_t)f->cols * 4;
+    if (p->how != RT_PH_ROWS || x->lx != last->dst || x->esize != 4)
+        return false;
+    if (p->rows == f->rows && p->rowb == rowb && (f->rows == 1 || p->lrs == last->drs))
+        return true;
+    return p->rows == 1 && last->drs == (int64_t)rowb && p->rowb == rowb * f->rows;
+}
+
+/* Whether instruction in may read or write LX bytes [lo, hi) (true when unsure). */
+static bool touches(const SpyInsn *in, int64_t lo, int64_t hi) {
+    int64_t a, b;
+    switch (in->opcode) {
+    case ISA_NOP: case ISA_BARRIER: return false;
+    case ISA_LOAD: case ISA_STORE:
+        rt_dma_span(&in->dma, true, &a, &b);
+        a += in->dma.lx, b += in->dma.lx;
+        return a < hi && lo < b;
+    case ISA_VFILL: {
+        unsigned es = rt_dtype_size(in->fill.dtype);
+        a = in->fill.dst, b = a + (int64_t)(es ? es : 8) * in->fill.n;
+        return a < hi && lo < b;
+    }
+    case ISA_VEC: {
+        const SpyVec *v = &in->vec;
+        if (!v->rows || !v->cols)
+            return false;
+        if (v->dst_rs < 0)
+            return true;
+        a = v->dst, b = a + 8 * ((int64_t)(v->rows - 1) * v->dst_rs + v->cols);
+        if (a < hi && lo < b)
+            return true;
+        for (int q = 0; q < v->nsrc && q < 3; q++) {
+            if ((q == 0 && (v->flags & ISA_F_IMM_A)) || (q == 1 && (v->flags & ISA_F_IMM)))
+                continue;
+            if (v->src_rs[q] < 0 || v->src_cs[q] < 0)
+                return true;
+            a = v->src[q];
+            b = a + 8 * ((int64_t)(v->rows - 1) * v->src_rs[q] +
+                         (int64_t)(v->cols - 1) * v->src_cs[q] + 1);
+            if (a < hi && lo < b)
+                return true;
+        }
+        return false;
+    }
+    default: return true;    /* MATMUL, GATHER, SCATTER, VREDUCE, VSCAN: not needed */
+    }
+}
+
+/* Whether an instruction of code[0..n) may touch region (a, rs) of the chain f. */
+static bool live_after(const Fuse *f, uint64_t a, int64_t rs, const SpyInsn *code,
+                       uint32_t n) {
+    int64_t lo, hi;
+    region_span(a, f->rows, rs, f->cols, 4, &lo, &hi);
+    for (uint32_t i = 0; i < n; i++)
+        if (touches(&code[i], lo, hi))
+            return true;
+    return false;
+}
+
+/* Bit i set when VEC i of the chain writes its result to LX: a later VEC of the chain
+ * reads its region as its other operand, or no later VEC rewrites the region and an
+ * instruction after the run (code[0..n)) may touch it. */
+static uint16_t keep_mask(const Fuse *f, const SpyInsn *after, uint32_t n) {
+    uint16_t keep = 0;
+    for (int i = 0; i < f->n; i++) {
+        const FuseOp *op = &f->op[i];
+        bool read = false, rewritten = false;
+        for (int j = i + 1; j < f->n && !rewritten; j++) {
+            read |= f->op[j].ykind == FY_ROW && f->op[j].y == op->dst;
+            rewritten = f->op[j].dst == op->dst;
+        }
+        if (read || (!rewritten && live_after(f, op->dst, op->drs, after, n)))
+            keep |= (uint16_t)(1u << i);
+    }
+    return keep;
+}
+
+/* The plan of a chain at code[0..n) (p: the plans of code[0..n), its STOREs' made):
+ * RT_PH_FUSE with p->run its VECs (and the STORE it takes), p->keep the VECs whose
+ * results go to LX, p->kinds 1 when it takes the STORE; false (p untouched) when no
+ * chain of two VECs, or of one and a STORE, over FUSE_MIN bytes or more starts here. */
+bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
+    Fuse f;
+    const SpyVec *v = &code[0].vec;
+    if ((uint64_t)v->rows * v->cols * 4 < FUSE_MIN)
+        return false;
+    int k = chain_decode(code, n, RT_FUSE_MAX, &f);
+    if (!k)
+        return false;
+    bool st = (uint32_t)k < n && code[k].opcode == ISA_STORE &&
+              store_matches(&f, &code[k].dma, &p[k]);
+    if (k < 2 && !st)
+        return false;
+    uint32_t run = (uint32_t)k + st;
+    p->how = RT_PH_FUSE;
+    p->run = run;
+    p->kinds = st;
+    p->keep = keep_mask(&f, code + run, n - run);
+    return true;
+}
+
+/* Loads / stores the FUSE_NV vectors of a block. */
+#define LDB(v, p)                                                                        \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) memcpy(&(v)[t], (p) + 32 * t, 32)
+#define STB(p, v)                                                                        \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) memcpy((p) + 32 * t, &(v)[t], 32)
+/* The MAX / MIN of isa.md: a when it is better or NaN, else b (rt_kern_vfast.c). */
+#define SELV(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
+/* x[t] = EXPR of P and Q over the block: P the chain value and Q the operand (A0), or
+ * the other way round (A1), or of P alone (A); the operand's vector t is read at
+ * yp + ystr * t, when it is needed (eight of them would not stay in registers). */
+#define A0(EXPR)                                                                         \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) {                               \
+        v8f P = x[t], Q;                                                                 \
+        memcpy(&Q, yp + ystr * t, sizeof Q);                                             \
+        x[t] = (EXPR);                                                                   \
+    }
+#define A1(EXPR)                                                                         \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) {                               \
+        v8f Q = x[t], P;                                                                 \
+        memcpy(&P, yp + ystr * t, sizeof P);                                             \
+        x[t] = (EXPR);                                                                   \
+    }
+#define A(EXPR)                                                                          \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) {                               \
+        v8f P = x[t];                                                                    \
+        x[t] = (EXPR);                                                                   \
+    }
+/* The case of function fn with the chain value at operand position pos. */
+#define FP(fn, pos) ((fn) * 2 + (pos))
+
+/* Steps of N vectors (8 floats each) of the chain f over a row from element j while
+ * N vectors fit before cols (in registers: see chain_row). */
+#define CHAIN_STEPS(N)                                                                   \
+    for (; j + 8 * (N) <= cols; j += 8 * (N)) {                                          \
+        enum { NV = (N) };                                                               \
+        size_t o = (size_t)j * 4;                                                        \
+        v8f x[NV];                                                                       \
+        LDB(x, xs + o);                                                                  \
+        for (int i = 0; i < f->n; i++) {                                                 \
+            const FuseOp *op = &f->op[i];                                                \
+            const uint8_t *yp = ys[i] + (ystep[i] ? o : 0);                              \
+            size_t ystr = ystep[i] ? 32 : 0;                                             \
+            switch (FP(op->fn, op->pos)) {                                               \
+            case FP(ISA_VF_ADD, 0): A0(P + Q); break;                                    \
+            case FP(ISA_VF_ADD, 1): A1(P + Q); break;                                    \
+            case FP(ISA_VF_SUB, 0): A0(P - Q); break;                                    \
+            case FP(ISA_VF_SUB, 1): A1(P - Q); break;                                    \
+            case FP(ISA_VF_MUL, 0): A0(P * Q); break;                                    \
+            case FP(ISA_VF_MUL, 1): A1(P * Q); break;                                    \
+            case FP(ISA_VF_DIV, 0): A0(P / Q); break;                                    \
+            case FP(ISA_VF_DIV, 1): A1(P / Q); break;                                    \
+            case FP(ISA_VF_MAX, 0): A0(SELV((P > Q) | (P != P), P, Q)); break;           \
+            case FP(ISA_VF_MAX, 1): A1(SELV((P > Q) | (P != P), P, Q)); break;           \
+            case FP(ISA_VF_MIN, 0): A0(SELV((P < Q) | (P != P), P, Q)); break;           \
+            case FP(ISA_VF_MIN, 1): A1(SELV((P < Q) | (P != P), P, Q)); break;           \
+            case FP(ISA_VF_RELU, 0): A(SELV(P < zero, zero, P)); break;                  \
+            case FP(ISA_VF_NEG, 0): A(-P); break;                                        \
+            default: A((v8f)((v8i)P & 0x7fffffff)); break; /* ABS */                     \
+            }                                                                            \
+            if (ds[i])                                                                   \
+                STB(ds[i] + o, x);                                                       \
+        }                                                                                \
+        if (st)                                                                          \
+            STB(st + o, x);                                                              \
+    }
+
+/* Runs the chain f over the whole blocks of one row of cols elements, FUSE_BLOCK at a
+ * time in registers: the input at xs, op i's other operand at ys[i] (a row, or 8
+ * copies of its scalar when ystep[i] is 0; zeros for a unary one), its result written
+ * to ds[i] when not NULL, the last one also to st when not NULL. */
+RT_HOT static void chain_row(const Fuse *f, const uint8_t *xs, const uint8_t *const *ys,
+                             const uint8_t *ystep, uint8_t *const *ds, uint8_t *st,
+                             uint32_t cols) {
+    const v8f zero = {0};
+    uint32_t j = 0;
+    CHAIN_STEPS(FUSE_NV)
+}
+
+/* The last cols (< FUSE_BLOCK) elements of a row, from byte o of its rows: through
+ * one block of the staging buffers sx (input), sy (row operands; the other pointers of
+ * ys as they are) and sd (results, ds[i] and then st copied out of it). */
+static void chain_part(const Fuse *f, const uint8_t *xs, const uint8_t *const *ys,
+                       const uint8_t *ystep, uint8_t *const *ds, uint8_t *st, size_t o,
+                       uint32_t cols, float *sx, float (*sy)[FUSE_BLOCK],
+                       float (*sd)[FUSE_BLOCK]) {
+    const uint8_t *ty[RT_FUSE_MAX];
+    uint8_t *td[RT_FUSE_MAX];
+    size_t nb = (size_t)cols * 4;
+    memcpy(sx, xs + o, nb);
+    for (int i = 0; i < f->n; i++) {
+        ty[i] = ys[i];
+        if (ystep[i]) {
+            memcpy(sy[i], ys[i] + o, nb);
+            ty[i] = (const uint8_t *)sy[i];
+        }
+        td[i] = ds[i] ? (uint8_t *)sd[i] : NULL;
+    }
+    chain_row(f, (const uint8_t *)sx, ty, ystep, td, st ? (uint8_t *)sd[RT_FUSE_MAX] : NULL,
+              FUSE_BLOCK);
+    for (int i = 0; i < f->n; i++)
+        if (ds[i])
+            memcpy(ds[i] + o, sd[i], nb);
+    if (st)
+        memcpy(st + o, sd[RT_FUSE_MAX], nb);
+}
+
+/* Runs the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c,
+ * row by row: its whole blocks in place, the rest of each row through chain_part. */
+void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
+    Fuse f;
+    uint32_t nst = p->kinds ? 1 : 0, k = p->run - nst;
+    chain_decode(code, k, (int)k, &f);
+    _Alignas(32) float bc[RT_FUSE_MAX][8];           /* scalars, broadcast */
+    _Alignas(32) float sx[FUSE_BLOCK], sy[RT_FUSE_MAX][FUSE_BLOCK],
+        sd[RT_FUSE_MAX + 1][FUSE_BLOCK];              /* staging of chain_part */
+    const uint8_t *ys[RT_FUSE_MAX];
+    uint8_t ystep[RT_FUSE_MAX], *ds[RT_FUSE_MAX];
+    uint8_t *st = NULL;
+    int64_t sdrs = 0;
+    if (nst) {                   /* the STORE's rows, as store_matches took them */
+        const RtPrep *sp = &p[k];
+        st = c->seg[code[k].dma.seg] + code[k].dma.dram_off;
+        sdrs = sp->rows == f.rows ? sp->drs : (int64_t)f.cols * 4;
+    }
+    uint32_t full = f.cols / FUSE_BLOCK * FUSE_BLOCK, part = f.cols - full;
+    memset(bc, 0, sizeof bc);
+    if (part) {                  /* the staged lanes past the row: defined values */
+        memset(sx, 0, sizeof sx);
+        for (int i = 0; i < f.n; i++)
+            if (f.op[i].ykind == FY_ROW)
+                memset(sy[i], 0, sizeof sy[i]);
+    }
+    for (int i = 0; i < f.n; i++) {
+        const FuseOp *op = &f.op[i];
+        ystep[i] = op->ykind == FY_ROW;
+        ys[i] = (const uint8_t *)bc[i];
+        if (op->ykind == FY_IMM)
+            for (int t = 0; t < 8; t++)
+                bc[i][t] = op->imm;
+    }
+    for (uint32_t r = 0; r < f.rows; r++) {
+        for (int i = 0; i < f.n; i++) {
+            const FuseOp *op = &f.op[i];
+            if (op->ykind == FY_SCALAR) {
+                float s;
+                memcpy(&s, c->lx + op->y + (int64_t)r * op->yrs, 4);
+                for (int t = 0; t < 8; t++)
+                    bc[i][t] = s;
+            } else if (op->ykind == FY_ROW) {
+                ys[i] = c->lx + op->y + (int64_t)r * op->yrs;
+            }
+            ds[i] = (p->keep >> i & 1) ? c->lx + op->dst + (int64_t)r * op->drs : NULL;
+        }
+        const uint8_t *xs = c->lx + f.x + (int64_t)r * f.xrs;
+        uint8_t *sr = st ? st + (int64_t)r * sdrs : NULL;
+        if (full)
+            chain_row(&f, xs, ys, ystep, ds, sr, full);
+        if (part)
+            chain_part(&f, xs, ys, ystep, ds, sr, (size_t)full * 4, part, sx, sy, sd);
+    }
+}
