@@ -5,7 +5,10 @@
  * file behind. The file replaced by the rename is held open across it and closed by a
  * thread, so that freeing its blocks (with a discard of each, on a file system mounted
  * with discard: as long as the disk takes for a multi-GB bundle) overlaps the rest of
- * the run; cli_io_finish waits for it.
+ * the run; cli_io_finish waits for it. It must be waited for somewhere: the kernel frees
+ * the blocks at the last close, and a process's exit closes its files and finishes that
+ * work before its parent's wait returns; handing the descriptor to a detached process
+ * would only let spyrec return while its disk space is still being freed.
  *
  * A compile-cache hit may give the output the cache entry's file itself, by a hard link
  * (cli_link_checked; the temporary name is then that link, and an output that already
