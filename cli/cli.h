@@ -11,6 +11,7 @@
  *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
  *   cli/spyrec_cache.c     the compile cache (spyrec --cache-dir)
  *   cli/spyrec_cachestat.c its records of file digests by stat
+ *   cli/spyrec_cacheevict.c its bound (--cache-max): least recently used first
  *   cli/spyrec_hash.c      SHA-256, the hash of the cache's keys
  * The spyrec_* files link into spyrec, spyrun_* into spyrun (see the Makefile).
  */
@@ -293,6 +294,10 @@ void cli_cache_free(CliCache *c);
  * report it, remove the entry and make the status a miss (the compile then runs and
  * stores a new one). */
 void cli_cache_damaged(CliCache *c);
+/* cli/spyrec_cacheevict.c: remove the least recently used cache files of the folder dir
+ * (an entry's KEY.entry and KEY.out together) until it holds at most max bytes of them,
+ * and temporary files an hour old. */
+void cli_cache_evict(const char *dir, uint64_t max);
 /* Kinds of cache file (spyrec_cache.c): KEY.files, KEY.entry, KEY.hint, KEY.stat (KEY.out
  * has no header). */
 enum { CLI_CACHE_FILES = 1, CLI_CACHE_ENTRY, CLI_CACHE_HINT, CLI_CACHE_STAT };

@@ -59,8 +59,10 @@
  * in-place editor) changes the entry and every other output linked to it. The entry
  * is then found damaged by its CRC at its next use and compiled again, never used, but
  * the other outputs keep the new bytes: use --cache-copy where outputs are modified in
- * place. A hit sets the modification time of KEY.out, and so of the outputs linked to
- * it, to now (make then sees the output as new); --cache-max counts KEY.out whole even
+ * place. A linked output has the owner and mode of KEY.out (the kernel's
+ * protected_hardlinks refuses a link to another user's file: a copy then). A hit sets
+ * the modification time of KEY.out, and so of the outputs linked to it, to now (make
+ * then sees the output as new); --cache-max counts KEY.out whole even
  * when outputs share it, and evicting it frees its blocks only once no output links it.
  *
  * Files are written atomically (a temporary file in the folder, then rename; .hint and
@@ -71,14 +73,12 @@
  * now; after a store, the least recently used files go until the folder holds at most
  * --cache-max bytes (KEY.entry and KEY.out together). Failed compiles are not stored.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -88,7 +88,6 @@
 #define CACHE_VERSION 3u                  /* 3: the output in its own file, KEY.out */
 #define HEADER_BYTES 64
 #define ENTRY_META 24                     /* .entry payload before the warnings */
-#define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
 #define STAMP_BYTES 32                    /* a .hint's stamp of the model file */
 
 enum { KIND_FILES = CLI_CACHE_FILES, KIND_ENTRY = CLI_CACHE_ENTRY, KIND_HINT = CLI_CACHE_HINT };
@@ -687,122 +686,6 @@ CliCacheStatus cli_cache_lookup(CliCache *c, IrDiag *diag, FeFileList *files)
     return lookup_entry(c, diag, files);
 }
 
-/* One file of the cache folder, for eviction. */
-typedef struct {
-    char *name;
-    uint64_t size;
-    struct timespec mtime;
-    bool gone;                             /* removed by this eviction */
-} CacheFile;
-
-/* Order of eviction: least recently used first, then by name. */
-static int cmp_age(const void *pa, const void *pb)
-{
-    const CacheFile *a = pa, *b = pb;
-    if (a->mtime.tv_sec != b->mtime.tv_sec)
-        return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
-    if (a->mtime.tv_nsec != b->mtime.tv_nsec)
-        return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
-    return strcmp(a->name, b->name);
-}
-
-/* Whether name is a cache file (KEY.entry, KEY.out, KEY.files, KEY.hint or KEY.stat). */
-static bool is_cache_file(const char *name)
-{
-    size_t n = strlen(name);
-    return (n == 2 * CLI_HASH_BYTES + 4 && !strcmp(name + n - 4, ".out")) ||
-           (n == 2 * CLI_HASH_BYTES + 6 && (!strcmp(name + n - 6, ".entry") ||
-                                            !strcmp(name + n - 6, ".files"))) ||
-           (n == 2 * CLI_HASH_BYTES + 5 && (!strcmp(name + n - 5, ".hint") ||
-                                            !strcmp(name + n - 5, ".stat")));
-}
-
-/* Order of names, of pointers to cache files. */
-static int cmp_name(const void *pa, const void *pb)
-{
-    return strcmp((*(CacheFile *const *)pa)->name, (*(CacheFile *const *)pb)->name);
-}
-
-/* The other file of an entry (KEY.out of KEY.entry and back) among the n files sorted
- * by name in byname, or NULL. */
-static CacheFile *partner(CacheFile **byname, size_t n, const char *name)
-{
-    char want[2 * CLI_HASH_BYTES + 8];
-    int k = 2 * CLI_HASH_BYTES;
-    if (!strcmp(name + k, ".entry") || !strcmp(name + k, ".out"))
-        snprintf(want, sizeof want, "%.*s%s", k, name, name[k + 1] == 'e' ? ".out" : ".entry");
-    else
-        return NULL;
-    CacheFile key = {.name = want}, *kp = &key, **f = byname ? bsearch(&kp, byname, n, sizeof *byname, cmp_name)
-                                                             : NULL;
-    return f ? *f : NULL;
-}
-
-/* Remove cache file f of the folder d (once) and take its size off *total. */
-static void remove_file(DIR *d, CacheFile *f, uint64_t *total)
-{
-    if (!f || f->gone)
-        return;
-    f->gone = true;
-    if (unlinkat(dirfd(d), f->name, 0) == 0 || errno == ENOENT)
-        *total -= f->size;
-}
-
-/* Remove the least recently used cache files until the folder holds at most max
- * bytes of them; temporary files left by killed compiles go once they are an hour
- * old. Files that vanish meanwhile (another compile evicting) are skipped. */
-static void evict(const char *dir, uint64_t max)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    CacheFile *fs = NULL;
-    size_t n = 0, cap = 0;
-    uint64_t total = 0;
-    time_t now = time(NULL);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp") &&
-            now - st.st_mtim.tv_sec > STALE_TMP_SECONDS) {
-            unlinkat(dirfd(d), e->d_name, 0);
-            continue;
-        }
-        if (!is_cache_file(e->d_name))
-            continue;
-        if (n == cap) {
-            CacheFile *p = realloc(fs, (cap = cap ? 2 * cap : 64) * sizeof *p);
-            if (!p)
-                break;
-            fs = p;
-        }
-        if (!(fs[n].name = strdup(e->d_name)))
-            break;
-        fs[n].size = (uint64_t)st.st_size;
-        fs[n].mtime = st.st_mtim;
-        fs[n].gone = false;
-        total += fs[n++].size;
-    }
-    qsort(fs, n, sizeof *fs, cmp_age);
-    CacheFile **byname = calloc(n + 1, sizeof *byname);
-    for (size_t i = 0; byname && i < n; i++)
-        byname[i] = &fs[i];
-    if (byname)
-        qsort(byname, n, sizeof *byname, cmp_name);
-    for (size_t i = 0; i < n && total > max; i++)
-        if (!fs[i].gone) {                 /* an entry's two files go together */
-            remove_file(d, &fs[i], &total);
-            remove_file(d, partner(byname, n, fs[i].name), &total);
-        }
-    for (size_t i = 0; i < n; i++)
-        free(fs[i].name);
-    free(byname);
-    free(fs);
-    closedir(d);
-}
-
 /* The relative paths (NUL-terminated, one after the other) of the external data
  * files in files, malloc'd, with their byte count in *n; NULL when one lies outside
  * the model's folder or out of memory. */
@@ -916,7 +799,7 @@ void cli_cache_store(CliCache *c, const void *out, size_t len, const CliOutFile 
         fprintf(stderr, "spyrec: warning: the compile was not stored in the cache %s\n",
                 c->spec.dir);
     else if (c->spec.max_bytes)
-        evict(c->spec.dir, c->spec.max_bytes);
+        cli_cache_evict(c->spec.dir, c->spec.max_bytes);
     free(rels);
     free(warns);
 }
