@@ -33,6 +33,9 @@ typedef struct {
     const void *data;
     size_t len;
 } CliPart;
+/* Write all of buf to fd (in pieces, again after EINTR); false with errno set on
+ * failure. */
+bool cli_write_all(int fd, const void *buf, size_t len);
 /* Write the parts, one after the other, to path atomically (as cli_write_atomic). */
 bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
 /* Write buf to path atomically (temporary file in the same folder, fsync, rename);

@@ -114,8 +114,7 @@ char *cli_read_text(const char *path, IrDiag *diag)
     return buf;
 }
 
-/* Write all of buf to fd; false with errno set on failure. */
-static bool write_all(int fd, const void *buf, size_t len)
+bool cli_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
@@ -245,7 +244,7 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts)
         return false;
     bool ok = true;
     for (int i = 0; ok && i < nparts; i++)
-        ok = write_all(fd, parts[i].data, parts[i].len);
+        ok = cli_write_all(fd, parts[i].data, parts[i].len);
     return cli_atomic_close(path, fd, ok ? 0 : errno ? errno : EIO);
 }
 
@@ -385,7 +384,7 @@ static void *write_job(void *arg)
     if (cloned)
         return NULL;
     size_t done = write_direct(w->fd, w->buf, w->len, &w->stop);
-    if (!atomic_load(&w->stop) && !write_all(w->fd, w->buf + done, w->len - done))
+    if (!atomic_load(&w->stop) && !cli_write_all(w->fd, w->buf + done, w->len - done))
         w->err = errno ? errno : EIO;
     return NULL;
 }
