@@ -11,6 +11,7 @@
  *   cli/spyrec_seq.c       --input-shape NAME=N:D0xD1,...|none (spyrec)
  *   cli/spyrec_cache.c     the compile cache (spyrec --cache-dir)
  *   cli/spyrec_cachestat.c its records of file digests by stat
+ *   cli/spyrec_cacheevict.c its bound (--cache-max): least recently used first
  *   cli/spyrec_hash.c      SHA-256, the hash of the cache's keys
  * The spyrec_* files link into spyrec, spyrun_* into spyrun (see the Makefile).
  */
@@ -32,20 +33,37 @@ typedef struct {
     const void *data;
     size_t len;
 } CliPart;
+/* Write all of buf to fd (in pieces, again after EINTR); false with errno set on
+ * failure. */
+bool cli_write_all(int fd, const void *buf, size_t len);
 /* Write the parts, one after the other, to path atomically (as cli_write_atomic). */
 bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts);
 /* Write buf to path atomically (temporary file in the same folder, fsync, rename);
  * "-" is standard output. Prints "spyrec: PATH: ..." and returns false on failure. */
 bool cli_write_atomic(const char *path, const void *buf, size_t len);
 /* An open file whose bytes from off to its end are the bytes of a buffer mapped from
- * it (a compile-cache entry's output), so that they can be cloned; fd -1: none. */
+ * it (a compile-cache entry's output), so that they can be cloned; fd -1: none. path:
+ * the file's name when the output may be a hard link to it (off 0), else NULL. */
 typedef struct {
     int fd;
     uint64_t off;
+    const char *path;
 } CliSource;
+/* Which file a name stood for when it was checked: device, inode, size. */
+typedef struct {
+    uint64_t dev, ino, size;
+} CliFileId;
+/* The identity of the regular file open as fd; false when fd is not one. */
+bool cli_file_id(int fd, CliFileId *id);
+/* Hard-link src to name (which must not exist), keeping the link only when it is the
+ * file id (src may have been replaced meanwhile). False, nothing made, otherwise or
+ * when the link is refused (another file system, ...). */
+bool cli_link_checked(const char *src, const char *name, const CliFileId *id);
 /* The same for a page-aligned buf that already lies in the page cache (a mapped file,
- * as a compile-cache hit has) and must have CRC32C crc: where the file system can
- * clone (FICLONERANGE: btrfs, XFS) and src names buf's file, the file shares src's
+ * as a compile-cache hit has) and must have CRC32C crc: where src.path names buf's
+ * file, which is all of buf, and a hard link to it can be made next to path, the
+ * output becomes that file (nothing is written; an output that is that file already
+ * stays); else where the file system can clone (FICLONERANGE: btrfs, XFS) and src names buf's file, the file shares src's
  * blocks (copy on write: nothing is written); else its whole pages go to the file
  * with direct I/O, so they are neither copied into the page cache a second time nor
  * written back by the fsync (where the file system has no direct I/O: as
@@ -221,32 +239,38 @@ typedef struct {
     int ninputs;
     const char *argv0;             /* to find the compiler when /proc is absent */
     const char *version;           /* the compiler's version string */
+    bool link;                     /* outputs may be hard links to entries (a bundle
+                                    * file, no --cache-copy; spyrec_cache.c) */
 } CliCacheSpec;
+
+/* An output file as written (a bundle streamed to its file), which a cache entry may
+ * share by a hard link: its path and the file it was then. path NULL: none. */
+typedef struct {
+    const char *path;
+    CliFileId id;
+} CliOutFile;
 
 /* One compile's use of the cache. */
 typedef struct {
     CliCacheStatus status;
     char key[2 * CLI_HASH_BYTES + 1];  /* hex key of the entry; "" when not known */
-    const uint8_t *out;            /* a hit: the output bytes (in entry) */
+    const uint8_t *out;            /* a hit: the output bytes (KEY.out, mapped) */
     size_t out_len;
-    CliSource out_src;             /* a hit: the entry file and where out starts in it */
+    CliSource out_src;             /* a hit: KEY.out, open (offset 0) */
     const uint8_t *guess_out;      /* cli_cache_guess: the likely output, or NULL */
     size_t guess_len;
     uint32_t guess_crc;            /* the CRC32C guess_out must have */
-    CliSource guess_src;           /* its entry file and where guess_out starts in it */
+    CliSource guess_src;           /* its file, open (offset 0) */
     bool guess_right;              /* a hit whose output is guess_out */
     /* private to spyrec_cache.c */
     CliCacheSpec spec;
     CliHash base;                  /* the key so far, without the external data */
     uint32_t out_crc;              /* a hit: the CRC32C the output must have */
-    uint8_t *entry;                /* a hit: the entry file, mapped */
-    char *entry_path;              /* a hit: its path */
-    size_t entry_size;
+    char *out_path;                /* a hit: its file, KEY.out */
     uint8_t key_bytes[CLI_HASH_BYTES];  /* the key, once key[] is set */
     uint8_t hint_key[CLI_HASH_BYTES];   /* names the .hint file */
     uint8_t guess_key[CLI_HASH_BYTES];  /* the key the hint names */
-    uint8_t *guess_entry;          /* its entry, mapped (until the lookup takes it) */
-    size_t guess_size;
+    char *guess_path;              /* its KEY.out (until the lookup takes it) */
     bool have_manifest;            /* the list of external data files was found */
     bool unkeyed;                  /* an input could not be hashed: store nothing */
 } CliCache;
@@ -261,17 +285,24 @@ void cli_cache_guess(CliCache *c, const CliCacheSpec *s);
  * compile are added to diag, and files receives the model's external data files (for
  * -MD). A damaged entry is removed, reported, and counts as a miss. */
 CliCacheStatus cli_cache_lookup(CliCache *c, IrDiag *diag, struct FeFileList *files);
-/* After a successful compile that missed: store its output, its warnings and the
- * external data files the frontend read (files), then evict the least recently used
- * entries past s->max_bytes. A failure to store is only a warning. */
-void cli_cache_store(CliCache *c, const void *out, size_t len, const IrDiag *diag,
-                     const struct FeFileList *files);
+/* After a successful compile that missed: store its output (out; of: the output file,
+ * which the entry then shares by a hard link where s->link allows and the file system
+ * can, else copied), its warnings and the external data files the frontend read
+ * (files), then evict the least recently used entries past s->max_bytes. A failure to
+ * store is only a warning. */
+void cli_cache_store(CliCache *c, const void *out, size_t len, const CliOutFile *of,
+                     const IrDiag *diag, const struct FeFileList *files);
 void cli_cache_free(CliCache *c);
 /* A hit whose output failed its CRC while it was written (cli_write_atomic_checked):
  * report it, remove the entry and make the status a miss (the compile then runs and
  * stores a new one). */
 void cli_cache_damaged(CliCache *c);
-/* Kinds of cache file (spyrec_cache.c): KEY.files, KEY.entry, KEY.hint, KEY.stat. */
+/* cli/spyrec_cacheevict.c: remove the least recently used cache files of the folder dir
+ * (an entry's KEY.entry and KEY.out together) until it holds at most max bytes of them,
+ * and temporary files an hour old. */
+void cli_cache_evict(const char *dir, uint64_t max);
+/* Kinds of cache file (spyrec_cache.c): KEY.files, KEY.entry, KEY.hint, KEY.stat (KEY.out
+ * has no header). */
 enum { CLI_CACHE_FILES = 1, CLI_CACHE_ENTRY, CLI_CACHE_HINT, CLI_CACHE_STAT };
 /* Map the cache file path of the given kind and key, checked (magic, version, kind,
  * length, key, CRCs): the mapping (*size bytes) with its payload in *payload / *len,

@@ -4,7 +4,7 @@
  *          [--emit=sbin|ir|asm|dot] [--verify] [--max-memory=MIB] [-MD [-MF FILE] [-MT T]]
  *          [--report FILE.json] [--bind NAME=FILE] [--input-shape NAME=SHAPE]
  *          [--input-seq NAME=FILE] [--print-ops] [--cache-dir DIR] [--cache-max=SIZE]
- *          [--no-cache]
+ *          [--cache-copy] [--no-cache]
  *
  * MODEL (.onnx, .pt2, or .ir text for golden tests) -> frontend -> pass pipeline ->
  * codegen -> bundle, written atomically (temporary file in the output's folder, fsync,
@@ -150,6 +150,7 @@ static struct {
     bool unwritable;               /* the guessed output's temporary file could not be made */
     const void *out;               /* what was written to the output */
     size_t out_len;
+    CliOutFile out_file;           /* the bundle's file as written (stream_bundle) */
     double whatif_us;              /* --report: modelled time in fp16 mode, -1: none */
     PassQuant quant;               /* --precision=int8: the calibration */
     PassFp8Calib fp8cal;           /* --precision=fp8 --calibrate: input means */
@@ -227,6 +228,8 @@ static int stream_bundle(IrGraph *g, IrDiag *diag, const Args *a, const CgOption
     void *map = keep && !err && len ? mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0) : NULL;
     if (map == MAP_FAILED)
         map = NULL;
+    if (map && cli_file_id(fd, &live.out_file.id))
+        live.out_file.path = a->output;
     if (!cli_atomic_close(a->output, fd, err)) {
         if (map)
             munmap(map, len);
@@ -532,6 +535,7 @@ static void cache_lookup(const Args *a, IrDiag *diag)
         .ninputs = n,
         .argv0 = a->argv0,
         .version = SPYREC_VERSION,
+        .link = a->emit == EMIT_SBIN && !a->cache_copy && strcmp(a->output, "-"),
     };
     cli_cache_guess(&live.cache, &spec);
     if (live.cache.guess_out && strcmp(a->output, "-")) {
@@ -624,7 +628,8 @@ static int compile(const Args *a)
             if (rc == 0 && a->deps)
                 rc = write_deps(a);
             if (rc == 0 && cached)
-                cli_cache_store(&live.cache, live.out, live.out_len, diag, &live.files);
+                cli_cache_store(&live.cache, live.out, live.out_len, &live.out_file, diag,
+                                &live.files);
         }
     }
 done:

@@ -103,7 +103,10 @@ static void usage(FILE *f)
             "                        neither is set)\n"
             "  --cache-max=SIZE      bound the cache folder (512M, 2G, ...): the least\n"
             "                        recently used entries are removed\n"
-            "  --no-cache            do not use the cache, whatever the two above say\n"
+            "  --cache-copy          write the output as a copy of the cache entry, never\n"
+            "                        as a hard link to it (the default for a bundle where\n"
+            "                        the cache folder is on the output's file system)\n"
+            "  --no-cache            do not use the cache, whatever the options above say\n"
             "  --version             print the version and exit\n"
             "  -h, --help            print this help and exit\n"
             "\n"
@@ -534,6 +537,8 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
                 return usage_error("bad --cache-max value '%s' (bytes, or 512K, 64M, 2G, 1T)", v);
         } else if (!strcmp(arg, "--no-cache")) {
             a->no_cache = true;
+        } else if (!strcmp(arg, "--cache-copy")) {
+            a->cache_copy = true;
         } else if (missing) {
             return usage_error("option '%s' needs a value", arg);
         } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' && arg[2] <= '2' && !arg[3]) {

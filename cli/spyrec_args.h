@@ -58,6 +58,7 @@ typedef struct {
     const char *cache_dir;         /* --cache-dir or SPYREC_CACHE_DIR; NULL: no cache */
     uint64_t cache_max;            /* --cache-max in bytes, 0 = unbounded */
     bool no_cache;                 /* --no-cache */
+    bool cache_copy;               /* --cache-copy: outputs never hard links to entries */
 } Args;
 
 

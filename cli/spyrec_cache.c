@@ -10,72 +10,84 @@
  *   the flags recorded in the bundle (-O, --emit, --verify, --input-shape, ...);
  *   the --target file's bytes and the bytes of every --bind / --input-seq file.
  * Which external data files an ONNX model names is only known once it is parsed, so
- * the folder holds two kinds of files:
+ * the folder holds these files:
  *   MKEY.files   the external data files of a model (paths relative to its folder);
  *                MKEY covers all of the above but the external data
- *   KEY.entry    the output of one compile and its warnings; KEY covers everything
+ *   KEY.entry    what one compile gave besides its output: the output's length and
+ *                CRC32C, and the warnings; KEY covers everything
+ *   KEY.out      the output of that compile, its bytes exactly (no header), so that the
+ *                output file can be this very file (below)
  *   HKEY.hint    the KEY of the entry last stored or hit for a compile named as this
  *                one (HKEY: the model's and the other input files' paths, not their
  *                bytes; the flags, the version): only a guess, never trusted, and
  *                not made when the model file changed since (its stat stamp)
  *   SKEY.stat    the digest of a large input file, taken instead of hashing it while
  *                the file's stat matches (spyrec_cachestat.c)
- * A lookup reads HKEY.hint and maps the entry it names (cli_cache_guess), so that the
- * caller can start writing that entry's output while the inputs are hashed; it then
- * hashes the inputs, reads MKEY.files, hashes the files it lists and reads KEY.entry
+ * A lookup reads HKEY.hint and maps the output the entry it names (cli_cache_guess), so
+ * that the caller can start writing it while the inputs are hashed; it then hashes the
+ * inputs, reads MKEY.files, hashes the files it lists and reads KEY.entry and KEY.out
  * (cli_cache_lookup): nothing is parsed or compiled. The guessed output takes the
  * output's name only when KEY is the guessed key and the output's CRC matches.
  *
- * File layout (little-endian):
+ * File layout (little-endian) of all but KEY.out:
  *    0  magic "SPYCACHE"               8 bytes
- *    8  format version (1)             u32
+ *    8  format version (3)             u32
  *   12  kind (1 .files, 2 .entry, 3 .hint, 4 .stat) u32
  *   16  payload bytes                  u64
  *   24  key (the file's name)          32 bytes
- *   56  CRC32C of the payload          u32   (.entry: of the payload before the output)
+ *   56  CRC32C of the payload          u32
  *   60  CRC32C of bytes 0..59          u32
  *   64  payload   .files: relative paths, each NUL-terminated
  *                 .hint: the 32-byte key of an entry, then the model file's size,
  *                 modification time (s, ns) and inode (u64 each) when it was written
  *                 .entry: u64 output bytes, u64 warning bytes, u32 CRC32C of the
- *                 output, u32 zero, the warnings (each NUL-terminated), zeros up to the
- *                 next multiple of OUT_ALIGN (4096) of the file offset, the output
- * The output starts on a page boundary of the file and ends with it, so that a hit
- * can clone it (FICLONERANGE from the entry's open file to its end, where the file
- * system shares blocks: copy on write, no byte written) and its mapping is page
- * aligned too, so that elsewhere a hit writes it to the output file with direct I/O
- * straight from the cache's page cache (cli_write_atomic_checked): no second copy of
- * the bytes in the page cache, nothing left for the final fsync to write back. The
- * mapping and the clone come from one open file (entries are replaced by rename, never
- * written in place), so the CRC of the mapping is that of the output. Its CRC is checked
- * by a second thread while it is written; when it fails, the written file is removed
- * before it ever takes the output's name, and the compile runs (spyrec.c).
- * Files are written atomically (a temporary file in the folder, then rename; .hint and
- * .stat without fsync, their loss only costing some hashing), so
- * concurrent compiles of one model each write a whole file and the last rename wins.
+ *                 output (KEY.out), u32 zero, the warnings (each NUL-terminated)
+ *
+ * Outputs by hard link. A bundle's KEY.out is stored as the output file itself where the
+ * two share a file system (a miss links the output it wrote into the folder instead of
+ * writing the bytes again), and a hit makes the output a hard link to KEY.out (its CRC
+ * checked first): no byte is written either way, and a rebuild whose output already is
+ * the entry's file frees nothing. Otherwise (another file system, a file system without
+ * hard links, a file of another user under the kernel's protected_hardlinks,
+ * --cache-copy, an output other than a bundle, standard output) the output is a copy:
+ * cloned where the file system shares blocks (FICLONERANGE, btrfs, XFS), else its whole
+ * pages written with direct I/O from KEY.out's page cache (cli_write_atomic_checked).
+ * What a user must know, since the output and the entry are then one file: spyrec
+ * itself never writes a file in place (always a new file renamed over the old), and
+ * neither do mv, make rules that write and rename, or a later compile; but a program
+ * that writes into the output in place (cp onto an existing file, dd conv=notrunc, an
+ * in-place editor) changes the entry and every other output linked to it. The entry
+ * is then found damaged by its CRC at its next use and compiled again, never used, but
+ * the other outputs keep the new bytes: use --cache-copy where outputs are modified in
+ * place. A linked output has the owner and mode of KEY.out (the kernel's
+ * protected_hardlinks refuses a link to another user's file: a copy then). A hit sets
+ * the modification time of KEY.out, and so of the outputs linked to it, to now (make
+ * then sees the output as new); --cache-max counts KEY.out whole even
+ * when outputs share it, and evicting it frees its blocks only once no output links it.
+ *
+ * Files are written atomically (a temporary file in the folder, then rename, without
+ * fsync: write_unsynced; KEY.out before KEY.entry),
+ * so concurrent compiles of one model each write a whole file and the last rename wins.
  * Readers check the length, both CRCs and the key: a damaged file is never used, it
  * is removed and the compile runs. A hit sets the modification time of its files to
  * now; after a store, the least recently used files go until the folder holds at most
- * --cache-max bytes. Failed compiles are not stored.
+ * --cache-max bytes (KEY.entry and KEY.out together). Failed compiles are not stored.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "frontend/fe.h"
 
 #define CACHE_MAGIC "SPYCACHE"
-#define CACHE_VERSION 2u                  /* 2: the output page-aligned in .entry */
+#define CACHE_VERSION 3u                  /* 3: the output in its own file, KEY.out */
 #define HEADER_BYTES 64
-#define OUT_ALIGN 4096                    /* file offset of the output in .entry */
-#define STALE_TMP_SECONDS 3600            /* temporary files older than this are debris */
+#define ENTRY_META 24                     /* .entry payload before the warnings */
 #define STAMP_BYTES 32                    /* a .hint's stamp of the model file */
 
 enum { KIND_FILES = CLI_CACHE_FILES, KIND_ENTRY = CLI_CACHE_ENTRY, KIND_HINT = CLI_CACHE_HINT };
@@ -206,7 +218,7 @@ static bool key_base(CliHash *h, const CliCacheSpec *s)
         all = cli_cache_hash_files(s->dir, paths, n, d, ok);
     }
     cli_hash_init(h);
-    cli_hash_field(h, "spyrec compile cache", "2", 1);
+    cli_hash_field(h, "spyrec compile cache", "3", 1);
     cli_hash_field(h, "version", s->version, strlen(s->version));
     if (all)
         key_compiler(h, s, d[0], ok[0]);
@@ -270,29 +282,11 @@ static void key_files(const CliCache *c, uint8_t *key)
     cli_hash_final(&h, key);
 }
 
-/* Offset in an entry's payload of the output that follows nwarns bytes of warnings. */
-static uint64_t entry_out_offset(uint64_t nwarns)
-{
-    uint64_t at = HEADER_BYTES + 24 + nwarns;                  /* file offset */
-    return (at + OUT_ALIGN - 1) / OUT_ALIGN * OUT_ALIGN - HEADER_BYTES;
-}
-
-/* Bytes of a payload of kind `kind` that the header's CRC covers: all of a .files, the
- * part before the output of an .entry (its output has its own CRC, entry_out_offset). */
-static uint64_t checked_bytes(uint32_t kind, const uint8_t *p, uint64_t len)
-{
-    if (kind != KIND_ENTRY)
-        return len;
-    return len < 24 || get_le(p + 8, 8) > len ? UINT64_MAX : entry_out_offset(get_le(p + 8, 8));
-}
-
-/* Map the cache file path of the given kind and key (read-only, so that a hit
- * writes the output straight from the page cache). Returns the mapping (*size
- * bytes) with *payload and *len set to its payload, or NULL: *damaged tells whether
- * the file was there but failed a check. keep_fd (may be NULL) receives the open file
- * of a mapping returned, so that a hit can clone its output from that very file. */
+/* Map the cache file path of the given kind and key (read-only). Returns the mapping
+ * (*size bytes) with *payload and *len set to its payload, or NULL: *damaged tells
+ * whether the file was there but failed a check. */
 static uint8_t *map_file(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
-                         const uint8_t **payload, size_t *len, bool *damaged, int *keep_fd)
+                         const uint8_t **payload, size_t *len, bool *damaged)
 {
     *damaged = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -305,26 +299,19 @@ static uint8_t *map_file(const char *path, uint32_t kind, const uint8_t *key, si
         *size = (size_t)st.st_size;
         buf = mmap(NULL, *size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     }
+    close(fd);
     bool ok = buf != MAP_FAILED && !memcmp(buf, CACHE_MAGIC, 8) &&
               get_le(buf + 60, 4) == spy_crc32c(0, buf, 60) &&
               get_le(buf + 8, 4) == CACHE_VERSION && get_le(buf + 12, 4) == kind &&
               get_le(buf + 16, 8) == *size - HEADER_BYTES &&
               !memcmp(buf + 24, key, CLI_HASH_BYTES) &&
-              checked_bytes(kind, buf + HEADER_BYTES, *size - HEADER_BYTES) <= *size - HEADER_BYTES &&
-              get_le(buf + 56, 4) == spy_crc32c(0, buf + HEADER_BYTES,
-                                                checked_bytes(kind, buf + HEADER_BYTES,
-                                                              *size - HEADER_BYTES));
+              get_le(buf + 56, 4) == spy_crc32c(0, buf + HEADER_BYTES, *size - HEADER_BYTES);
     if (!ok) {
         *damaged = true;
         if (buf != MAP_FAILED)
             munmap(buf, *size);
-    }
-    if (ok && keep_fd)
-        *keep_fd = fd;
-    else
-        close(fd);
-    if (!ok)
         return NULL;
+    }
     *payload = buf + HEADER_BYTES;
     *len = *size - HEADER_BYTES;
     return buf;
@@ -333,7 +320,7 @@ static uint8_t *map_file(const char *path, uint32_t kind, const uint8_t *key, si
 uint8_t *cli_cache_map_file(const char *path, uint32_t kind, const uint8_t *key, size_t *size,
                             const uint8_t **payload, size_t *len, bool *damaged)
 {
-    return map_file(path, kind, key, size, payload, len, damaged, NULL);
+    return map_file(path, kind, key, size, payload, len, damaged);
 }
 
 /* Close *fd when open and mark it closed. */
@@ -344,23 +331,36 @@ static void close_fd(int *fd)
     *fd = -1;
 }
 
-/* Write the parts to path through a temporary file of its folder and a rename, without
- * fsync and without the output's temporary-file bookkeeping (cli_atomic_open), which
- * a guessed output may be using meanwhile: for the small .hint and .stat files, whose
- * loss or damage (caught by their CRC) only costs the next compile some hashing. */
-static bool write_small(const char *path, const CliPart *parts, int nparts)
+/* A new temporary file next to path (".NAME.tmpXXXXXX", which eviction removes once it
+ * is old debris): its descriptor, its name in *tmp (malloc'd, with room for one more
+ * character), or -1. */
+static int temp_file(const char *path, char **tmp)
 {
-    size_t n = strlen(path) + 16;
-    char *tmp = malloc(n);
+    size_t n = strlen(path) + 17;
     const char *slash = strrchr(path, '/');
     int dirlen = slash ? (int)(slash - path) + 1 : 0;
+    if (!(*tmp = malloc(n)))
+        return -1;
+    snprintf(*tmp, n, "%.*s.%s.tmpXXXXXX", dirlen, path, path + dirlen);
+    return mkstemp(*tmp);
+}
+
+/* Write the parts to path through a temporary file of its folder and a rename, without
+ * the output's temporary-file bookkeeping (cli_atomic_open), which a guessed output may
+ * be using meanwhile, and without fsync: every cache file is checked (length, CRCs) each
+ * time it is used, so one that a crash left short or empty is found damaged and only
+ * costs a compile, while an fsync would make a miss wait for the disk (and for the
+ * journal to commit the freeing of the output the compile replaced: 80 ms for
+ * gpt2_124m's). */
+static bool write_unsynced(const char *path, const CliPart *parts, int nparts)
+{
+    char *tmp;
+    int fd = temp_file(path, &tmp);
     if (!tmp)
         return false;
-    snprintf(tmp, n, "%.*s.%s.tmpXXXXXX", dirlen, path, path + dirlen);
-    int fd = mkstemp(tmp);
     bool ok = fd >= 0;
     for (int i = 0; ok && i < nparts; i++)
-        ok = write(fd, parts[i].data, parts[i].len) == (ssize_t)parts[i].len;
+        ok = cli_write_all(fd, parts[i].data, parts[i].len);
     mode_t mask = umask(0);
     umask(mask);
     if (fd >= 0)
@@ -394,9 +394,7 @@ bool cli_cache_write_file(const char *path, uint32_t kind, const uint8_t *key,
     memcpy(head + 24, key, CLI_HASH_BYTES);
     put_le(head + 56, crc, 4);
     put_le(head + 60, spy_crc32c(0, head, 60), 4);
-    if (kind == KIND_HINT || kind == CLI_CACHE_STAT)
-        return write_small(path, parts, nparts + 1);
-    return cli_write_atomic_parts(path, parts, nparts + 1);
+    return write_unsynced(path, parts, nparts + 1);
 }
 
 /* A damaged cache file: say so and remove it (the compile then replaces it). */
@@ -406,6 +404,21 @@ static void drop_damaged(const char *path)
     fprintf(stderr, "spyrec: warning: cache file %s is damaged (length or CRC); "
                     "compiling again\n", path);
     unlink(path);
+}
+
+/* Remove the entry of key (KEY.entry and KEY.out), saying which of its files was
+ * damaged (bad; NULL: none, an entry whose output is missing). */
+static void drop_entry(const char *dir, const uint8_t *key, const char *bad)
+{
+    char *e = cache_path(dir, key, ".entry"), *o = cache_path(dir, key, ".out");
+    if (bad)
+        drop_damaged(bad);
+    if (e)
+        unlink(e);
+    if (o)
+        unlink(o);
+    free(e);
+    free(o);
 }
 
 /* Add dir-prefix + rel to the file list (what the frontend would have listed). */
@@ -428,8 +441,8 @@ static bool files_add(FeFileList *l, const char *model, const char *rel)
     return true;
 }
 
-/* A hit: take the output and the warnings out of the entry and list the external
- * data files for -MD. False when out of memory. */
+/* A hit: replay the entry's warnings (payload p) and list the external data files for
+ * -MD. False when out of memory. */
 static bool take_hit(CliCache *c, const uint8_t *p, const char *rels, size_t nrels,
                      IrDiag *diag, FeFileList *files)
 {
@@ -439,24 +452,64 @@ static bool take_hit(CliCache *c, const uint8_t *p, const char *rels, size_t nre
             return false;
         }
     uint64_t nwarns = get_le(p + 8, 8);
-    c->out_len = (size_t)get_le(p, 8);
-    c->out = p + entry_out_offset(nwarns);
-    c->out_src.off = HEADER_BYTES + entry_out_offset(nwarns);
-    c->out_crc = (uint32_t)get_le(p + 16, 4);
-    for (size_t off = 24; off < 24 + nwarns; off += strlen((const char *)p + off) + 1)
+    for (size_t off = ENTRY_META; off < ENTRY_META + nwarns;
+         off += strlen((const char *)p + off) + 1)
         ir_diag_warn(diag, "%s", (const char *)p + off);
     return true;
 }
 
-/* Whether an entry's payload is well formed: its warnings end with a NUL and the
- * output fills the rest after the padding (its CRC is checked as it is written). */
+/* Whether an entry's payload is well formed: the warnings fill the rest and end with a
+ * NUL. */
 static bool entry_sane(const uint8_t *p, size_t len)
 {
-    if (len < 24)
+    if (len < ENTRY_META)
         return false;
-    uint64_t nout = get_le(p, 8), nwarns = get_le(p + 8, 8);
-    return nwarns <= len - 24 && (nwarns == 0 || p[24 + nwarns - 1] == '\0') &&
-           entry_out_offset(nwarns) <= len && len - entry_out_offset(nwarns) == nout;
+    uint64_t nwarns = get_le(p + 8, 8);
+    return nwarns == len - ENTRY_META && (nwarns == 0 || p[len - 1] == '\0');
+}
+
+/* Map the entry file epath of key and check it (map_file, entry_sane): the mapping
+ * (*size bytes, payload *p of *len), or NULL with *damaged telling whether the file was
+ * there but failed a check. */
+static uint8_t *map_entry(const char *epath, const uint8_t *key, const uint8_t **p, size_t *len,
+                          size_t *size, bool *damaged)
+{
+    uint8_t *m = epath ? map_file(epath, KIND_ENTRY, key, size, p, len, damaged) : NULL;
+    if (m && !entry_sane(*p, *len)) {
+        munmap(m, *size);
+        *damaged = true;
+        return NULL;
+    }
+    return m;
+}
+
+/* Open and map an entry's output file path (KEY.out), which must be len bytes: the
+ * mapping (read-only, so that a copy is written straight from the page cache; its CRC
+ * is checked as it is written or linked), its open file in *fd (to link or clone from
+ * that very file), or NULL: *damaged tells whether it was there but not of that
+ * length. */
+static const uint8_t *map_out(const char *path, size_t len, int *fd, bool *damaged)
+{
+    static const uint8_t empty[1];
+    struct stat st;
+    void *m = MAP_FAILED;
+    *damaged = false;
+    *fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (*fd < 0)
+        return NULL;
+    if (fstat(*fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size == len)
+        m = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, *fd, 0) : (void *)empty;
+    *damaged = m == MAP_FAILED;
+    if (*damaged)
+        close_fd(fd);
+    return *damaged ? NULL : m;
+}
+
+/* Unmap an output mapped by map_out. */
+static void unmap_out(const uint8_t *m, size_t len)
+{
+    if (m && len)
+        munmap((void *)m, len);
 }
 
 /* The key of the compile's hint: what names its inputs (their paths, the model's
@@ -507,36 +560,32 @@ static void write_hint(const CliCache *c, const uint8_t *key)
     free(path);
 }
 
-/* The entry that the hint names, mapped into c->guess_* when it passes its checks.
- * Quiet: a damaged or stale guess is only not taken (the lookup reports damage). */
+/* The output of the entry that the hint names, mapped into c->guess_* when the entry
+ * passes its checks. Quiet: a damaged or stale guess is only not taken (the lookup
+ * reports damage). */
 static void guess_entry(CliCache *c)
 {
     char *hpath = cache_path(c->spec.dir, c->hint_key, ".hint"), *epath = NULL;
     const uint8_t *hkey, *p;
-    size_t hsize, hlen, len;
+    size_t hsize, hlen, len, esize;
     bool damaged;
     uint8_t *hint = hpath ? cli_cache_map_file(hpath, KIND_HINT, c->hint_key, &hsize, &hkey, &hlen,
-                                     &damaged)
-                          : NULL, stamp[STAMP_BYTES];
+                                               &damaged)
+                          : NULL, stamp[STAMP_BYTES], *entry = NULL;
     model_stamp(&c->spec, stamp);
     if (hint && hlen == CLI_HASH_BYTES + STAMP_BYTES &&
         !memcmp(hkey + CLI_HASH_BYTES, stamp, STAMP_BYTES)) {
         memcpy(c->guess_key, hkey, CLI_HASH_BYTES);
         epath = cache_path(c->spec.dir, c->guess_key, ".entry");
-        c->guess_entry = epath ? map_file(epath, KIND_ENTRY, c->guess_key, &c->guess_size, &p, &len,
-                                          &damaged, &c->guess_src.fd)
-                               : NULL;
+        entry = map_entry(epath, c->guess_key, &p, &len, &esize, &damaged);
     }
-    if (c->guess_entry && entry_sane(p, len)) {
-        uint64_t nwarns = get_le(p + 8, 8);
-        c->guess_out = p + entry_out_offset(nwarns);
+    if (entry) {
         c->guess_len = (size_t)get_le(p, 8);
         c->guess_crc = (uint32_t)get_le(p + 16, 4);
-        c->guess_src.off = HEADER_BYTES + entry_out_offset(nwarns);
-    } else if (c->guess_entry) {
-        munmap(c->guess_entry, c->guess_size);
-        c->guess_entry = NULL;
-        close_fd(&c->guess_src.fd);
+        c->guess_path = cache_path(c->spec.dir, c->guess_key, ".out");
+        c->guess_out = map_out(c->guess_path, c->guess_len, &c->guess_src.fd, &damaged);
+        c->guess_src.path = c->spec.link ? c->guess_path : NULL;
+        munmap(entry, esize);
     }
     if (hint)
         munmap(hint, hsize);
@@ -544,14 +593,38 @@ static void guess_entry(CliCache *c)
     free(epath);
 }
 
-/* The lookup after the base key: the .files entry, the key, the entry. */
+/* The output of the entry of key, whose payload is p: the guessed one when it is that
+ * entry's (c->guess_right), else KEY.out mapped; into c->out / out_len / out_crc /
+ * out_src / out_path. False when it is missing or of the wrong length (*damaged: the
+ * latter). */
+static bool entry_output(CliCache *c, const uint8_t *key, const uint8_t *p, bool *damaged)
+{
+    size_t nout = (size_t)get_le(p, 8);
+    uint32_t crc = (uint32_t)get_le(p + 16, 4);
+    *damaged = false;
+    c->guess_right = c->guess_out && !memcmp(key, c->guess_key, CLI_HASH_BYTES) &&
+                     c->guess_len == nout && c->guess_crc == crc;
+    if (c->guess_right) {                  /* the writer started on it keeps using it */
+        c->out = c->guess_out, c->out_src = c->guess_src, c->out_path = c->guess_path;
+        c->guess_out = NULL, c->guess_src.fd = -1, c->guess_path = NULL;
+    } else {
+        c->out_path = cache_path(c->spec.dir, key, ".out");
+        c->out = map_out(c->out_path, nout, &c->out_src.fd, damaged);
+        c->out_src.path = c->spec.link ? c->out_path : NULL;
+    }
+    c->out_len = nout;
+    c->out_crc = crc;
+    return c->out != NULL;
+}
+
+/* The lookup after the base key: the .files entry, the key, the entry and its output. */
 static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
 {
-    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES];
+    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], *entry = NULL;
     key_files(c, fkey);
     char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
     const uint8_t *rels = NULL, *p;
-    size_t nrels = 0, len, fsize;
+    size_t nrels = 0, len, fsize, esize;
     bool damaged;
     uint8_t *fbuf = fpath ? cli_cache_map_file(fpath, KIND_FILES, fkey, &fsize, &rels, &nrels, &damaged)
                           : NULL;
@@ -562,36 +635,22 @@ static CliCacheStatus lookup_entry(CliCache *c, IrDiag *diag, FeFileList *files)
         memcpy(c->key_bytes, key, CLI_HASH_BYTES);
         cli_hash_hex(key, CLI_HASH_BYTES, c->key);
         epath = cache_path(c->spec.dir, key, ".entry");
-        c->guess_right = c->guess_entry && !memcmp(key, c->guess_key, CLI_HASH_BYTES);
-        if (c->guess_right) {              /* mapped and checked already */
-            c->entry = c->guess_entry, c->entry_size = c->guess_size, damaged = false;
-            p = c->entry + HEADER_BYTES, len = c->entry_size - HEADER_BYTES;
-            c->guess_entry = NULL;
-            c->out_src.fd = c->guess_src.fd;   /* the writer started on it keeps using it */
-            c->guess_src.fd = -1;
-        } else {
-            c->entry = epath ? map_file(epath, KIND_ENTRY, key, &c->entry_size, &p, &len, &damaged,
-                                        &c->out_src.fd)
-                             : NULL;
-        }
-        if (c->entry && !entry_sane(p, len)) {   /* the guess stays: it may be being written */
-            munmap(c->entry, c->entry_size);
-            c->entry = NULL;
-            close_fd(&c->out_src.fd);
-            damaged = true;
-        }
-        if (!c->entry && damaged)
-            drop_damaged(epath);
-        if (c->entry && take_hit(c, p, (const char *)rels, nrels, diag, files)) {
-            utimensat(AT_FDCWD, epath, NULL, 0);
+        entry = map_entry(epath, key, &p, &len, &esize, &damaged);
+        if (!entry && damaged)
+            drop_entry(c->spec.dir, key, epath);
+        else if (entry && !entry_output(c, key, p, &damaged))
+            drop_entry(c->spec.dir, key, damaged ? c->out_path : NULL);
+        else if (entry && take_hit(c, p, (const char *)rels, nrels, diag, files)) {
+            utimensat(AT_FDCWD, epath, NULL, 0);   /* for eviction, and the linked */
+            utimensat(AT_FDCWD, c->out_path, NULL, 0);   /* output is new for make */
             utimensat(AT_FDCWD, fpath, NULL, 0);
             c->status = CLI_CACHE_HIT;
             if (!c->guess_right)
                 write_hint(c, key);
-            c->entry_path = epath;         /* for cli_cache_damaged */
-            epath = NULL;
         }
     }
+    if (entry)
+        munmap(entry, esize);
     if (fbuf)
         munmap(fbuf, fsize);
     free(fpath);
@@ -626,80 +685,6 @@ CliCacheStatus cli_cache_lookup(CliCache *c, IrDiag *diag, FeFileList *files)
     if (c->unkeyed)
         return c->status;
     return lookup_entry(c, diag, files);
-}
-
-/* One file of the cache folder, for eviction. */
-typedef struct {
-    char *name;
-    uint64_t size;
-    struct timespec mtime;
-} CacheFile;
-
-/* Order of eviction: least recently used first, then by name. */
-static int cmp_age(const void *pa, const void *pb)
-{
-    const CacheFile *a = pa, *b = pb;
-    if (a->mtime.tv_sec != b->mtime.tv_sec)
-        return a->mtime.tv_sec < b->mtime.tv_sec ? -1 : 1;
-    if (a->mtime.tv_nsec != b->mtime.tv_nsec)
-        return a->mtime.tv_nsec < b->mtime.tv_nsec ? -1 : 1;
-    return strcmp(a->name, b->name);
-}
-
-/* Whether name is a cache file (KEY.entry, KEY.files, KEY.hint or KEY.stat). */
-static bool is_cache_file(const char *name)
-{
-    size_t n = strlen(name);
-    return (n == 2 * CLI_HASH_BYTES + 6 && (!strcmp(name + n - 6, ".entry") ||
-                                            !strcmp(name + n - 6, ".files"))) ||
-           (n == 2 * CLI_HASH_BYTES + 5 && (!strcmp(name + n - 5, ".hint") ||
-                                            !strcmp(name + n - 5, ".stat")));
-}
-
-/* Remove the least recently used cache files until the folder holds at most max
- * bytes of them; temporary files left by killed compiles go once they are an hour
- * old. Files that vanish meanwhile (another compile evicting) are skipped. */
-static void evict(const char *dir, uint64_t max)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    CacheFile *fs = NULL;
-    size_t n = 0, cap = 0;
-    uint64_t total = 0;
-    time_t now = time(NULL);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        struct stat st;
-        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp") &&
-            now - st.st_mtim.tv_sec > STALE_TMP_SECONDS) {
-            unlinkat(dirfd(d), e->d_name, 0);
-            continue;
-        }
-        if (!is_cache_file(e->d_name))
-            continue;
-        if (n == cap) {
-            CacheFile *p = realloc(fs, (cap = cap ? 2 * cap : 64) * sizeof *p);
-            if (!p)
-                break;
-            fs = p;
-        }
-        if (!(fs[n].name = strdup(e->d_name)))
-            break;
-        fs[n].size = (uint64_t)st.st_size;
-        fs[n].mtime = st.st_mtim;
-        total += fs[n++].size;
-    }
-    qsort(fs, n, sizeof *fs, cmp_age);
-    for (size_t i = 0; i < n && total > max; i++)
-        if (unlinkat(dirfd(d), fs[i].name, 0) == 0 || errno == ENOENT)
-            total -= fs[i].size;
-    for (size_t i = 0; i < n; i++)
-        free(fs[i].name);
-    free(fs);
-    closedir(d);
 }
 
 /* The relative paths (NUL-terminated, one after the other) of the external data
@@ -744,13 +729,42 @@ static char *warning_text(const IrDiag *diag, size_t *n)
     return text;
 }
 
-/* Write the .files entry (unless the lookup found it) and the .entry of the compile. */
-static bool store_files(CliCache *c, const void *out, size_t len, const char *rels,
-                        size_t nrels, const char *warns, size_t nwarns)
+/* Store the output out (len bytes) as path (KEY.out): where allowed (c->spec.link), the
+ * output file itself (of) by a hard link, made under a name of its own next to a new
+ * temporary file of the folder and renamed to path (atomic); else, or where the link
+ * is refused, a copy. */
+static bool store_out(const CliCache *c, const char *path, const void *out, size_t len,
+                      const CliOutFile *of)
 {
-    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], meta[24] = {0};
+    char *tmp = NULL, *lnk = NULL;
+    int fd = c->spec.link && of && of->path ? temp_file(path, &tmp) : -1;
+    bool ok = false;
+    if (fd >= 0 && (lnk = malloc(strlen(tmp) + 2))) {
+        snprintf(lnk, strlen(tmp) + 2, "%sL", tmp);
+        ok = cli_link_checked(of->path, lnk, &of->id);
+        if (ok && rename(lnk, path) != 0) {
+            unlink(lnk);
+            ok = false;
+        }
+    }
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmp);
+    }
+    free(tmp);
+    free(lnk);
+    CliPart part = {out, len};
+    return ok || write_unsynced(path, &part, 1);
+}
+
+/* Write the .files entry (unless the lookup found it), then the KEY.out and the
+ * KEY.entry of the compile. */
+static bool store_files(CliCache *c, const void *out, size_t len, const CliOutFile *of,
+                        const char *rels, size_t nrels, const char *warns, size_t nwarns)
+{
+    uint8_t fkey[CLI_HASH_BYTES], key[CLI_HASH_BYTES], meta[ENTRY_META] = {0};
     key_files(c, fkey);
-    char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL;
+    char *fpath = cache_path(c->spec.dir, fkey, ".files"), *epath = NULL, *opath = NULL;
     CliPart flist = {rels, nrels};
     bool ok = fpath && (c->have_manifest || cli_cache_write_file(fpath, KIND_FILES, fkey, &flist, 1, 1));
     if (ok && c->key[0])                   /* the lookup hashed the external data */
@@ -759,60 +773,58 @@ static bool store_files(CliCache *c, const void *out, size_t len, const char *re
         ok = ok && key_full(c, rels, nrels, key);
     if (ok) {
         cli_hash_hex(key, CLI_HASH_BYTES, c->key);
-        static const uint8_t zeros[OUT_ALIGN];
         put_le(meta, len, 8);
         put_le(meta + 8, nwarns, 8);
         put_le(meta + 16, spy_crc32c(0, out, len), 4);
-        CliPart parts[4] = {{meta, 24}, {warns, nwarns},
-                            {zeros, entry_out_offset(nwarns) - 24 - nwarns}, {out, len}};
-        ok = (epath = cache_path(c->spec.dir, key, ".entry")) &&
-             cli_cache_write_file(epath, KIND_ENTRY, key, parts, 4, 3);
+        CliPart parts[2] = {{meta, ENTRY_META}, {warns, nwarns}};
+        ok = (opath = cache_path(c->spec.dir, key, ".out")) && store_out(c, opath, out, len, of) &&
+             (epath = cache_path(c->spec.dir, key, ".entry")) &&
+             cli_cache_write_file(epath, KIND_ENTRY, key, parts, 2, 2);
     }
     if (ok)
         write_hint(c, key);
     free(fpath);
     free(epath);
+    free(opath);
     return ok;
 }
 
-void cli_cache_store(CliCache *c, const void *out, size_t len, const IrDiag *diag,
-                     const FeFileList *files)
+void cli_cache_store(CliCache *c, const void *out, size_t len, const CliOutFile *of,
+                     const IrDiag *diag, const FeFileList *files)
 {
     if (c->status != CLI_CACHE_MISS || c->unkeyed)
         return;
     size_t nrels = 0, nwarns = 0;
     char *rels = relative_files(c->spec.model, files, &nrels);
     char *warns = warning_text(diag, &nwarns);
-    if (!rels || !warns || !store_files(c, out, len, rels, nrels, warns, nwarns))
+    if (!rels || !warns || !store_files(c, out, len, of, rels, nrels, warns, nwarns))
         fprintf(stderr, "spyrec: warning: the compile was not stored in the cache %s\n",
                 c->spec.dir);
     else if (c->spec.max_bytes)
-        evict(c->spec.dir, c->spec.max_bytes);
+        cli_cache_evict(c->spec.dir, c->spec.max_bytes);
     free(rels);
     free(warns);
 }
 
 void cli_cache_free(CliCache *c)
 {
-    if (c->entry)
-        munmap(c->entry, c->entry_size);
-    if (c->guess_entry)
-        munmap(c->guess_entry, c->guess_size);
-    c->guess_entry = NULL;
+    unmap_out(c->out, c->out_len);
+    unmap_out(c->guess_out, c->guess_len);
     c->guess_out = NULL;
-    c->entry = NULL;
     c->out = NULL;
     close_fd(&c->guess_src.fd);
     close_fd(&c->out_src.fd);
-    free(c->entry_path);
-    c->entry_path = NULL;
+    free(c->out_path);
+    free(c->guess_path);
+    c->out_path = c->guess_path = NULL;
+    c->out_src.path = c->guess_src.path = NULL;
 }
 
 void cli_cache_damaged(CliCache *c)
 {
     if (c->status != CLI_CACHE_HIT)
         return;
-    drop_damaged(c->entry_path);
+    drop_entry(c->spec.dir, c->key_bytes, c->out_path);
     cli_cache_free(c);
     c->status = CLI_CACHE_MISS;
 }

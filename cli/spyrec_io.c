@@ -5,7 +5,17 @@
  * file behind. The file replaced by the rename is held open across it and closed by a
  * thread, so that freeing its blocks (with a discard of each, on a file system mounted
  * with discard: as long as the disk takes for a multi-GB bundle) overlaps the rest of
- * the run; cli_io_finish waits for it.
+ * the run; cli_io_finish waits for it. It must be waited for somewhere: the kernel frees
+ * the blocks at the last close, and a process's exit closes its files and finishes that
+ * work before its parent's wait returns; handing the descriptor to a detached process
+ * would only let spyrec return while its disk space is still being freed.
+ *
+ * A compile-cache hit may give the output the cache entry's file itself, by a hard link
+ * (cli_link_checked; the temporary name is then that link, and an output that already
+ * is the entry's file is left as it is): no byte is written and no block freed. The
+ * cache's entries are replaced by rename, never written in place, and their CRC is
+ * checked on every hit, so the link is as safe as a copy as long as nobody writes the
+ * output in place (spyrec_cache.c says what a user must know).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,15 +36,18 @@
 
 #define MAX_IR_TEXT ((size_t)256 << 20)   /* largest .ir text file accepted */
 
-/* The temporary file being written, seen by the signal handler. */
-static volatile sig_atomic_t have_tmp;
-static char tmp_path[4096];
+/* The temporary file being written, seen by the signal handler; link_path: the name
+ * a hard link is made under before it replaces the temporary file (link_temp). */
+static volatile sig_atomic_t have_tmp, have_link;
+static char tmp_path[4096], link_path[4096 + 2];
 
 /* Remove the temporary output file on SIGINT/SIGTERM/SIGHUP, then die of the signal. */
 static void on_signal(int sig)
 {
     if (have_tmp)
         unlink(tmp_path);
+    if (have_link)
+        unlink(link_path);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -101,8 +114,7 @@ char *cli_read_text(const char *path, IrDiag *diag)
     return buf;
 }
 
-/* Write all of buf to fd; false with errno set on failure. */
-static bool write_all(int fd, const void *buf, size_t len)
+bool cli_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
@@ -232,7 +244,7 @@ bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts)
         return false;
     bool ok = true;
     for (int i = 0; ok && i < nparts; i++)
-        ok = write_all(fd, parts[i].data, parts[i].len);
+        ok = cli_write_all(fd, parts[i].data, parts[i].len);
     return cli_atomic_close(path, fd, ok ? 0 : errno ? errno : EIO);
 }
 
@@ -290,46 +302,105 @@ static int clone_source(int fd, CliSource src, size_t len)
     return ftruncate(fd, 0) == 0 ? 0 : -1;   /* src changed meanwhile: write instead */
 }
 
+bool cli_file_id(int fd, CliFileId *id)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    *id = (CliFileId){(uint64_t)st.st_dev, (uint64_t)st.st_ino, (uint64_t)st.st_size};
+    return true;
+}
+
+/* Whether path names the file id now. */
+static bool names_file(const char *path, const CliFileId *id)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && (uint64_t)st.st_dev == id->dev &&
+           (uint64_t)st.st_ino == id->ino;
+}
+
+bool cli_link_checked(const char *src, const char *name, const CliFileId *id)
+{
+    struct stat st;
+    if (link(src, name) != 0)
+        return false;
+    if (lstat(name, &st) == 0 && (uint64_t)st.st_dev == id->dev &&
+        (uint64_t)st.st_ino == id->ino && (uint64_t)st.st_size == id->size)
+        return true;
+    unlink(name);                          /* src names another file now */
+    return false;
+}
+
 /* A write of one buffer to the temporary file of path by a thread, its CRC32C checked
  * by another meanwhile (cli_write_begin). */
 struct CliWriter {
     const char *path;
     const uint8_t *buf;
     size_t len;
-    CliSource src;                     /* buf's file, to clone from */
+    CliSource src;                     /* buf's file, to link or clone from */
     uint32_t want, crc;                /* the CRC32C buf must have, and its own */
     int fd, err;                       /* err: errno of a failed write, 0 */
     atomic_bool stop;                  /* no longer wanted: stop early */
     pthread_t writer, checker;
     bool writing, checking;            /* the threads were started */
+    bool linked;                       /* the temporary name is a hard link to src */
+    CliFileId id;                      /* src's file, when linked */
 };
 
-/* Thread body: clone w->buf's file into w->fd, else write w->buf (whole pages direct,
- * the rest buffered). */
+/* Make the temporary file a hard link to w->src.path, when that still names the file
+ * w->buf was mapped from (w->src.fd) and the output is all of it: the link is made
+ * under link_path (the temporary name and "L": no one else makes such a name while the
+ * temporary name is ours) and renamed over the empty temporary file. False, nothing
+ * changed, when the file system or the kernel refuses (another file system, no hard
+ * links, a file of another owner under protected_hardlinks, too many links) or the path
+ * names another file now: the caller copies. */
+static bool link_temp(CliWriter *w)
+{
+    if (!w->src.path || w->src.off != 0 || !cli_file_id(w->src.fd, &w->id) ||
+        w->id.size != w->len)
+        return false;
+    snprintf(link_path, sizeof link_path, "%sL", tmp_path);
+    have_link = 1;
+    bool ok = cli_link_checked(w->src.path, link_path, &w->id);
+    if (ok && rename(link_path, tmp_path) != 0) {
+        unlink(link_path);
+        ok = false;
+    }
+    have_link = 0;
+    w->linked = ok;
+    return ok;
+}
+
+/* Thread body: link w->buf's file as the temporary file, else clone it into w->fd,
+ * else write w->buf (whole pages direct, the rest buffered). */
 static void *write_job(void *arg)
 {
     CliWriter *w = arg;
+    if (link_temp(w))
+        return NULL;
     int cloned = clone_source(w->fd, w->src, w->len);
     if (cloned < 0)
         w->err = errno ? errno : EIO;
     if (cloned)
         return NULL;
     size_t done = write_direct(w->fd, w->buf, w->len, &w->stop);
-    if (!atomic_load(&w->stop) && !write_all(w->fd, w->buf + done, w->len - done))
+    if (!atomic_load(&w->stop) && !cli_write_all(w->fd, w->buf + done, w->len - done))
         w->err = errno ? errno : EIO;
     return NULL;
 }
 
 /* Drop the page cache of the file that path names now (the output about to be
  * replaced), so that the rename does not have to free those pages while the caller
- * waits; pages another process has mapped stay. */
+ * waits; pages another process has mapped stay. Not when the file has other names (a
+ * cache entry's file that the output was linked to): its blocks stay, and so should its
+ * pages. */
 static void drop_old_pages(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     struct stat st;
     if (fd < 0)
         return;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1)
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     close(fd);
 }
@@ -386,6 +457,9 @@ bool cli_write_end(CliWriter *w, bool keep, bool *damaged)
         *damaged = keep;
         close(w->fd);
         cli_io_abandon();
+    } else if (w->linked && names_file(w->path, &w->id)) {
+        close(w->fd);                      /* path is the entry's file already (a rename */
+        cli_io_abandon();                  /* of one link over another does nothing) */
     } else {
         ok = cli_atomic_close(w->path, w->fd, w->err);
     }

@@ -57,7 +57,7 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT
 UNIT_CLI_TESTS := $(BUILD)/tests/test_cli_cache $(BUILD)/tests/test_cli_metrics \
                   $(BUILD)/tests/test_cli_buckets
 $(BUILD)/tests/test_cli_cache: $(call obj,cli/spyrec_hash.c cli/spyrec_hashfiles.c cli/spyrec_cache.c cli/spyrec_io.c \
-                                cli/spyrec_cachestat.c \
+                                cli/spyrec_cachestat.c cli/spyrec_cacheevict.c \
                                 cli/spyrec_progress.c cli/spyrec_deps.c)
 $(BUILD)/tests/test_cli_metrics: $(call obj,cli/spyrun_metrics.c)
 $(BUILD)/tests/test_cli_buckets: $(call obj,cli/spyrec_buckets.c cli/spyrec_bucketgrid.c)

@@ -414,40 +414,117 @@ t_cache_miss() {
     [ "$(cache_use "$d/bad.json")" = miss ] || die "a failed compile was cached"
 }
 
-# cache_entry DIR: the one .entry file of the cache folder DIR.
-cache_entry() {
+# cache_file DIR SUFFIX: the one KEY.SUFFIX file (entry, out) of the cache folder DIR.
+cache_file() {
     local e
-    e=$(ls "$1"/*.entry)
-    [ "$(echo "$e" | wc -l)" = 1 ] || die "expected one entry in $1, found: $e" || return 1
+    e=$(ls "$1"/*."$2")
+    [ "$(echo "$e" | wc -l)" = 1 ] || die "expected one .$2 file in $1, found: $e" || return 1
     echo "$e"
 }
 
+# flip_bit FILE OFFSET: flip one bit of the byte at OFFSET of FILE, in place.
+flip_bit() {
+    printf "$(printf '\\%03o' $(($(od -An -tu1 -j "$2" -N1 "$1") ^ 4)))" |
+        dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+# same_file A B: fail unless A and B are one file (hard links: device and inode).
+same_file() {
+    [ "$(stat -c %d:%i "$1")" = "$(stat -c %d:%i "$2")" ] || die "$1 is not a link to $2"
+}
+
+# cache_redo M D FLAGS...: the entry of M in cache folder D was damaged: a compile must
+# say so, give the right bundle and store a new entry, which the next compile hits.
+cache_redo() {
+    local m=$1 c=$2
+    shift 2
+    cache_expect miss "$m" -o "$d/f.sbin" --cache-dir "$c" "$@" 2>"$d/err" || return 1
+    cat "$d/err"
+    has "$d/err" "is damaged" && cmp "$d/ref.sbin" "$d/f.sbin" || return 1
+    cache_expect hit "$m" -o "$d/f2.sbin" --cache-dir "$c" "$@" && cmp "$d/ref.sbin" "$d/f2.sbin"
+}
+
 t_cache_damage() {
-    local d=$W/tools/cachedamage c e size
+    local d=$W/tools/cachedamage c e o size osize m=$TOOLS_TINY/model.onnx damage
     c=$d/cache
     rm -rf "$d" && mkdir -p "$d" || return 1
-    "$SPYREC" "$TOOLS_TINY/model.onnx" -o "$d/ref.sbin" --cache-dir "$c" && e=$(cache_entry "$c") || return 1
-    size=$(stat -c %s "$e")
-    # truncated: detected, compiled again, replaced
-    truncate -s $((size - 100)) "$e" || return 1
-    cache_expect miss "$TOOLS_TINY/model.onnx" -o "$d/t.sbin" --cache-dir "$c" 2>"$d/err" || return 1
-    cat "$d/err"
-    has "$d/err" "is damaged" && cmp "$d/ref.sbin" "$d/t.sbin" || return 1
-    [ "$(stat -c %s "$e")" = "$size" ] || die "the damaged entry was not replaced" || return 1
-    cache_expect hit "$TOOLS_TINY/model.onnx" -o "$d/t2.sbin" --cache-dir "$c" && cmp "$d/ref.sbin" "$d/t2.sbin" || return 1
-    # one flipped bit in the stored bundle, then one in the header
-    for off in $((size / 2)) 20; do
-        printf "$(printf '\\%03o' $(($(od -An -tu1 -j $off -N1 "$e") ^ 4)))" |
-            dd of="$e" bs=1 seek=$off conv=notrunc 2>/dev/null || return 1
-        cache_expect miss "$TOOLS_TINY/model.onnx" -o "$d/f.sbin" --cache-dir "$c" 2>"$d/err" || return 1
-        has "$d/err" "is damaged" && cmp "$d/ref.sbin" "$d/f.sbin" || return 1
-        cache_expect hit "$TOOLS_TINY/model.onnx" -o "$d/f2.sbin" --cache-dir "$c" && cmp "$d/ref.sbin" "$d/f2.sbin" || return 1
+    "$SPYREC" "$m" -o "$d/ref.sbin" --no-cache || return 1
+    # --cache-copy: the entry's output file is not the output, so it can be damaged alone
+    "$SPYREC" "$m" -o "$d/first.sbin" --cache-dir "$c" --cache-copy || return 1
+    e=$(cache_file "$c" entry) && o=$(cache_file "$c" out) || return 1
+    [ "$(stat -c %h "$o")" = 1 ] || die "--cache-copy: the entry's output has other names" || return 1
+    size=$(stat -c %s "$e") osize=$(stat -c %s "$o")
+    # the entry truncated, a bit flipped in its header and in its payload (the output's
+    # length); the output truncated, a bit flipped in its middle: each detected, compiled
+    # again, replaced
+    for damage in "truncate -s $((size - 10)) $e" "flip_bit $e 20" "flip_bit $e 66" \
+        "truncate -s $((osize - 100)) $o" "flip_bit $o $((osize / 2))"; do
+        say "$damage"
+        $damage || return 1
+        cache_redo "$m" "$c" --cache-copy || return 1
+        [ "$(stat -c %s "$e")" = "$size" ] && [ "$(stat -c %s "$o")" = "$osize" ] ||
+            die "the damaged entry was not replaced" || return 1
     done
+    # an entry whose output file is gone: a miss (nothing to report), then stored again
+    rm "$o" && cache_expect miss "$m" -o "$d/g.sbin" --cache-dir "$c" --cache-copy &&
+        cache_expect hit "$m" -o "$d/g2.sbin" --cache-dir "$c" --cache-copy && cmp "$d/ref.sbin" "$d/g2.sbin"
+}
+
+# The output as a hard link to the entry's output file (the default for a bundle on the
+# cache's file system), the copy of --cache-copy and of another file system, and an
+# output written in place (which damages the entry: found, never used).
+t_cache_link() {
+    local d=$W/tools/cachelink c o m=$TOOLS_TINY/model.onnx shm
+    c=$d/cache
+    rm -rf "$d" && mkdir -p "$d" || return 1
+    "$SPYREC" "$m" -o "$d/ref.sbin" --no-cache || return 1
+    # a miss keeps the output it wrote as the entry's output file: one file, two names
+    cache_expect miss "$m" -o "$d/a.sbin" --cache-dir "$c" && o=$(cache_file "$c" out) || return 1
+    same_file "$d/a.sbin" "$o" && cmp "$d/ref.sbin" "$d/a.sbin" || return 1
+    # a hit makes its output that file too
+    cache_expect hit "$m" -o "$d/b.sbin" --cache-dir "$c" && same_file "$d/b.sbin" "$o" &&
+        cmp "$d/ref.sbin" "$d/b.sbin" || return 1
+    # a hit over an output that is that file already keeps it, made new for make
+    touch -d "@$(($(date +%s) - 3600))" "$d/b.sbin" || return 1
+    cache_expect hit "$m" -o "$d/b.sbin" --cache-dir "$c" && same_file "$d/b.sbin" "$o" || return 1
+    [ "$(stat -c %Y "$d/b.sbin")" -ge $(($(date +%s) - 600)) ] || die "the hit left the output old" || return 1
+    # a hit over another file (a plain compile's output) replaces it by the link
+    "$SPYREC" "$m" -o "$d/p.sbin" --no-cache && cache_expect hit "$m" -o "$d/p.sbin" --cache-dir "$c" &&
+        same_file "$d/p.sbin" "$o" || return 1
+    # --cache-copy: a file of its own
+    cache_expect hit "$m" -o "$d/c.sbin" --cache-dir "$c" --cache-copy && cmp "$d/ref.sbin" "$d/c.sbin" || return 1
+    [ "$(stat -c %h "$d/c.sbin")" = 1 ] || die "--cache-copy gave a link" || return 1
+    # other output kinds are copies (text is edited in place)
+    cache_expect miss "$m" --emit=asm -o "$d/a.s" --cache-dir "$c" &&
+        cache_expect hit "$m" --emit=asm -o "$d/b.s" --cache-dir "$c" || return 1
+    [ "$(stat -c %h "$d/a.s")" = 1 ] && [ "$(stat -c %h "$d/b.s")" = 1 ] || die "a text output was linked" || return 1
+    [ -z "$(ls -A "$d" "$c" | grep '^\.')" ] || die "temporary files left" || return 1
+    # an output written in place changes the entry (and its other links): the next
+    # compile finds it damaged by its CRC and compiles again, giving the right bundle
+    flip_bit "$d/a.sbin" $(($(stat -c %s "$d/a.sbin") / 2)) || return 1
+    cmp -s "$d/ref.sbin" "$d/b.sbin" && die "b.sbin is not a link to a.sbin" && return 1
+    cache_redo "$m" "$c" || return 1
+    same_file "$d/f.sbin" "$c/$("$JSONCHECK" "$d/r.json" --get cache_key).out" || return 1
+    # another file system (tmpfs): the output is copied both ways
+    shm=$(mktemp -d /dev/shm/spyrec-test.XXXXXX 2>/dev/null)
+    if [ -z "$shm" ] || [ "$(stat -c %d "$shm")" = "$(stat -c %d "$d")" ]; then
+        say "no second file system here (/dev/shm): the copy is tested by --cache-copy alone"
+        [ -z "$shm" ] || rm -rf "$shm"
+        return 0
+    fi
+    cache_expect miss "$m" -o "$d/x.sbin" --cache-dir "$shm/c" &&
+        cache_expect hit "$m" -o "$d/y.sbin" --cache-dir "$shm/c" || { rm -rf "$shm"; return 1; }
+    cmp "$d/ref.sbin" "$d/x.sbin" && cmp "$d/ref.sbin" "$d/y.sbin" &&
+        [ "$(stat -c %h "$d/x.sbin")" = 1 ] && [ "$(stat -c %h "$d/y.sbin")" = 1 ] ||
+        die "across file systems: not a copy"
+    local rc=$?
+    rm -rf "$shm"
+    return $rc
 }
 
 # cache_size DIR: bytes of the cache files in DIR, all that --cache-max bounds
 # (spyrec_cache.c, is_cache_file), the model's .stat record included
-cache_size() { cat "$1"/*.entry "$1"/*.files "$1"/*.hint "$1"/*.stat 2>/dev/null | wc -c; }
+cache_size() { cat "$1"/*.entry "$1"/*.out "$1"/*.files "$1"/*.hint "$1"/*.stat 2>/dev/null | wc -c; }
 
 t_cache_evict() {
     local d=$W/tools/cacheevict c sa sd a=$TOOLS_TINY/model.onnx
@@ -469,7 +546,7 @@ t_cache_evict() {
         cache_expect miss "$TOOLS_EXT/model.onnx" -o "$d/x.sbin" --cache-dir "$c" || return 1
     # a bound below one entry keeps no entry; a bad size is a usage error
     cache_expect miss "$a" -O0 -o "$d/x.sbin" --cache-dir "$d/tiny" --cache-max=1K || return 1
-    [ "$(cache_size "$d/tiny")" -le 1024 ] && ! ls "$d/tiny"/*.entry 2>/dev/null ||
+    [ "$(cache_size "$d/tiny")" -le 1024 ] && ! ls "$d/tiny"/*.entry "$d/tiny"/*.out 2>/dev/null ||
         die "an entry left past a 1K bound" || return 1
     "$SPYREC" "$a" -o "$d/x.sbin" --cache-dir "$c" --cache-max=12Q
     [ $? = 2 ] || die "--cache-max=12Q should be a usage error"
@@ -493,7 +570,7 @@ t_cache_concurrent() {
     done
     ls -la "$c"
     # besides them, .stat records of the inputs of 8 MiB or more (the model, a large compiler)
-    [ "$(ls "$c" | grep -vc '\.stat$')" = 3 ] && [ -z "$(ls -A "$c" | grep '^\.')" ] || die "expected one .files, one .entry, one .hint, no temporary files" || return 1
+    [ "$(ls "$c" | grep -vc '\.stat$')" = 4 ] && [ -z "$(ls -A "$c" | grep '^\.')" ] || die "expected one .files, one .entry, one .out, one .hint, no temporary files" || return 1
     cache_expect hit "$m" -o "$d/5.sbin" --cache-dir "$c" && cmp "$d/ref.sbin" "$d/5.sbin"
 }
 
@@ -506,7 +583,7 @@ t_cache_env() {
     # --no-cache wins over the variable and over --cache-dir; --cache-dir over the variable
     SPYREC_CACHE_DIR=$d/env cache_expect off "$a" -O1 -o "$d/x.sbin" --no-cache &&
         cache_expect off "$a" -O1 -o "$d/x.sbin" --cache-dir "$d/env" --no-cache || return 1
-    [ "$(ls "$d/env" | grep -vc '\.stat$')" = 3 ] || die "--no-cache wrote to the cache" || return 1
+    [ "$(ls "$d/env" | grep -vc '\.stat$')" = 4 ] || die "--no-cache wrote to the cache" || return 1
     SPYREC_CACHE_DIR=$d/env cache_expect miss "$a" -o "$d/x.sbin" --cache-dir "$d/flag" &&
         [ -n "$(ls "$d/flag")" ] || return 1
     # --dump-after prints to standard error, which a hit could not: no cache
@@ -544,6 +621,7 @@ part_tools() {
     tools_run cache-hit t_cache_hit
     tools_run cache-miss t_cache_miss
     tools_run cache-damage t_cache_damage
+    tools_run cache-link t_cache_link
     tools_run cache-evict t_cache_evict
     tools_run cache-concurrent t_cache_concurrent
     tools_run cache-env t_cache_env
