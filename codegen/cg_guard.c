@@ -58,6 +58,9 @@ typedef struct {
     uint32_t **dr_stamp;             /* [nseg] kernel + 1 that last wrote a granule */
     uint32_t **dr_first;             /* [nseg] first kernel that writes a granule */
     uint64_t *dr_n;                  /* [nseg] granules */
+    Dem *rowdem;                     /* [row_cap] per row of one instruction (row_clamp) */
+    int32_t *rowt;                   /* [row_cap] one symbol's thresholds of those rows */
+    uint32_t row_cap;
 } Gd;
 
 static const Dem dem_never = {{NEVER, NEVER, NEVER}};
@@ -358,6 +361,106 @@ static SpyGuard guard_of(const Gd *d, const Dem *m, bool untracked, Dem *eff)
     return g;
 }
 
+#define ROWS_MAX 65536                /* rows of an instruction a row clamp is tried on */
+
+/* Room in d for the per-row demands of an instruction of e rows. */
+static bool rows_room(Gd *d, uint32_t e)
+{
+    if (e <= d->row_cap)
+        return true;
+    Dem *a = realloc(d->rowdem, e * sizeof *a);
+    if (a)
+        d->rowdem = a;
+    int32_t *b = realloc(d->rowt, e * sizeof *b);
+    if (b)
+        d->rowt = b;
+    if (!a || !b)
+        return false;
+    d->row_cap = e;
+    return true;
+}
+
+/* The row clamp of in (isa.h ISA_GUARD_ROWS; cg_guard_rows.c) over the skip guard *g:
+ * per row the meet of the demand of the bytes it writes, per symbol the fit of a clamp
+ * to those thresholds; the fit that leaves out the most rows is kept, with one of g's
+ * skip conditions on another symbol. Returns false (g unchanged) when no clamp fits,
+ * a row writes an untracked byte, or in has no rows (or is a LOAD over the ring). */
+static bool row_clamp(Gd *d, const SpyInsn *in, SpyGuard *g)
+{
+    uint32_t e = spy_insn_rows(in), per = 0, off = 0;
+    if (e < 2 || e > ROWS_MAX || (in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING)) ||
+        !rows_room(d, e))
+        return false;
+    for (uint32_t r = 0; r < e; r++) {
+        SpyInsn x;
+        Acc rd[ACC_MAX], wr[ACC_MAX];
+        int nw;
+        cg_row_insn(in, r, &x);
+        accesses(&x, rd, wr, &nw);
+        d->rowdem[r] = dem_never;
+        Visit v = {d, OP_MEET, &d->rowdem[r], 0, false};
+        for (int i = 0; i < nw; i++)
+            visit(&v, &wr[i]);
+        if (v.hit)
+            return false;
+    }
+    int best = -1;
+    int64_t best_score = 0;
+    for (int s = 0; s < d->ns; s++) {
+        uint32_t p, o;
+        int64_t score;
+        for (uint32_t r = 0; r < e; r++)        /* sizes are >= 1: -1 is 0 */
+            d->rowt[r] = d->rowdem[r].t[s] < 0 ? 0 : d->rowdem[r].t[s];
+        if (cg_row_fit(d->rowt, e, d->min[s], d->max[s], &p, &o, &score) &&
+            score > best_score)
+            best = s, best_score = score, per = p, off = o;
+    }
+    if (best < 0)
+        return false;
+    SpyGuard c;
+    memset(&c, 0, sizeof c);
+    for (int i = 0; i < (g->n & ISA_GUARD_NMASK) && !c.n; i++)
+        if (g->sym[i] != best)
+            c.n = 1, c.sym[0] = g->sym[i], c.lo[0] = g->lo[i];
+    c.n |= ISA_GUARD_ROWS;
+    c.sym[1] = (uint8_t)best;
+    c.lo[1] = per;
+    c.lo[2] = off;
+    *g = c;
+    return true;
+}
+
+/* The reads of a row-clamped instruction in (guard g), backward: those of row r needed
+ * where it runs (its symbol above floor((r + off) / per), and g's skip condition not
+ * holding). A read that does not move with the row (MATMUL's B, a broadcast operand)
+ * is made once, under row 0's demand (the least). */
+static void row_reads(Gd *d, const SpyInsn *in, const SpyGuard *g)
+{
+    Acc first[ACC_MAX];
+    int nfirst = 0;
+    for (uint32_t r = 0, e = spy_insn_rows(in); r < e; r++) {
+        SpyInsn x;
+        Acc rd[ACC_MAX], wr[ACC_MAX];
+        int nw, nr;
+        cg_row_insn(in, r, &x);
+        nr = accesses(&x, rd, wr, &nw);
+        Dem dem = dem_always;
+        if (g->n & ISA_GUARD_NMASK)
+            dem.t[g->sym[0]] = (int32_t)g->lo[0];
+        int64_t f = ((int64_t)r + g->lo[2]) / g->lo[1];
+        dem.t[g->sym[1]] = f > INT32_MAX - 1 ? INT32_MAX - 1 : (int32_t)f;
+        Visit gen = {d, OP_GEN, &dem, 0, false};
+        for (int i = 0; i < nr; i++) {
+            if (r == 0 && nfirst < ACC_MAX)
+                first[nfirst++] = rd[i];
+            else if (r > 0 && i < nfirst && rd[i].seg == first[i].seg &&
+                     rd[i].sp.lo == first[i].sp.lo)
+                continue;                        /* did not move: made at row 0 */
+            visit(&gen, &rd[i]);
+        }
+    }
+}
+
 /* One instruction, backward: its guard from the demand of what it writes (DRAM writes
  * are met here and freed by free_stores once the kernel is done), then LX bytes written
  * whole freed, then its reads needed under it. force: no guard (the kernel's DRAM
@@ -374,8 +477,11 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
         visit(&v, &w[i]);
     SpyGuard g;
     memset(&g, 0, sizeof g);
-    if (nw && !force && in->opcode != ISA_SCATTER)
+    bool clamp = false;
+    if (nw && !force && in->opcode != ISA_SCATTER) {
         g = guard_of(d, &meet, v.hit, &eff);
+        clamp = !v.hit && !source && row_clamp(d, in, &g);
+    }
     if (in->opcode == ISA_SCATTER) {            /* LX reads: rows and indices */
         const SpyScatter *s = &in->scatter;
         acc_rows(&r[nr++], s->lx_src, s->nidx, s->src_row_stride, s->row_elems, 1, s->esize);
@@ -386,8 +492,10 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
         if (w[i].seg < 0)
             visit(&k, &w[i]);
     Visit gen = {d, OP_GEN, &eff, 0, false};
-    for (int i = 0; i < nr && !source; i++)    /* a ring source: once all cores are done */
-        visit(&gen, &r[i]);
+    if (clamp)
+        row_reads(d, in, &g);
+    for (int i = 0; i < nr && !source && !clamp; i++)  /* a ring source: once all cores */
+        visit(&gen, &r[i]);                             /* are done */
     memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
     return g.n > 0;
 }
@@ -520,6 +628,8 @@ static void gd_free(Gd *d)
     free(d->dr_n);
     free(d->lx);
     free(d->lx_gen);
+    free(d->rowdem);
+    free(d->rowt);
 }
 
 /* The DRAM byte range a LOAD's tile spans (bounding). */
@@ -575,8 +685,8 @@ static bool is_source(const SpyInsn *in, const SpyInsn *code, const Rings *r)
 static Dem dem_of(const SpyGuard *g)
 {
     Dem x = dem_always;
-    for (int i = 0; i < g->n; i++)
-        x.t[g->sym[i]] = (int32_t)g->lo[i];
+    for (int i = 0; i < (g->n & ISA_GUARD_NMASK); i++)   /* LOADs over the ring: */
+        x.t[g->sym[i]] = (int32_t)g->lo[i];                 /* no row clamps */
     return x;
 }
 

@@ -124,7 +124,7 @@ def bucket_boxes(spydump_out, model):
     """The buckets' boxes ({symbol: max}) from spydump's size-bucket table."""
     out = []
     for line in spydump_out.splitlines():
-        m = re.match(r"\s+\d+\s+(\S+) (\d+(?:x\d+)*)\s+\d+\s+\d+\s+[\d.]+$", line)
+        m = re.match(r"\s+\d+\s+(\S+) (\d+(?:x\d+)*)[, ].*\s\d+\s+\d+\s+[\d.]+$", line)
         if m and m.group(1) == model.inputs[0][0]:
             out.append(model.size_of(0, [int(x) for x in m.group(2).split("x")]))
     return out
