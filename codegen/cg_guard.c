@@ -17,6 +17,10 @@
  *     the bytes it writes in whole are then no longer needed before it (a guarded
  *     writer is skipped only when all their readers are), and the bytes it reads are
  *     needed under its own guard's complement (the join: per symbol the least).
+ *   - an instruction with rows (VEC, VREDUCE, MATMUL, LOAD, STORE) whose rows' demands
+ *     rise along its rows with a symbol (batch items, positions) gets a row clamp
+ *     instead (isa.h ISA_GUARD_ROWS, cg_guard_rows.c): row r runs only above a size
+ *     under each of its bytes' thresholds, and row r's reads are needed only there;
  * So an instruction that runs reads exactly the bytes it read without guards: the last
  * writer of each is skipped only where the reader is too. Its results are the same,
  * and so are its errors (an index a GATHER reads is never one left stale).
@@ -24,7 +28,9 @@
  * granule written in part is not freed, read in part counts as read), a SCATTER or a
  * write outside the tracked segments never gets a guard, and a kernel that reads DRAM
  * it also writes gets none (its cores' order is not known). LX contents do not outlive
- * a program (isa.md), so each program starts with no LX demand.
+ * a program (isa.md), so each program starts with no LX demand. The pass stops (the
+ * kernels before get no guards: they run whole, which is always exact) once nothing
+ * more can be guarded or after GD_WORK_MAX granule visits.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -37,6 +43,9 @@
 #define DR_G 64                      /* bytes per DRAM granule */
 #define NEVER INT32_MAX              /* threshold: not needed at any size */
 #define ACC_MAX 4                    /* accesses of one instruction, one way */
+#define GD_WORK_MAX (1ull << 28)     /* granules visited before the kernels left (the
+                                        first ones) get no guards: bounds compile time
+                                        (a box of 8x512x512 images would take ~10^10) */
 
 typedef struct {                     /* when a value is not needed (see above) */
     int32_t t[GD_NS];
@@ -61,6 +70,7 @@ typedef struct {
     Dem *rowdem;                     /* [row_cap] per row of one instruction (row_clamp) */
     int32_t *rowt;                   /* [row_cap] one symbol's thresholds of those rows */
     uint32_t row_cap;
+    uint64_t work;                   /* granules visited so far (GD_WORK_MAX) */
 } Gd;
 
 static const Dem dem_never = {{NEVER, NEVER, NEVER}};
@@ -137,6 +147,7 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
     if (w <= 0 || a < 0)
         return;
     uint64_t q0 = (uint64_t)(a / g), q1 = (uint64_t)((a + w - 1) / g);
+    v->d->work += q1 - q0 + 1;
     if (v->op == OP_KILL) {          /* granules written whole only */
         q0 = (uint64_t)((a + g - 1) / g);
         q1 = (uint64_t)((a + w) / g);
@@ -380,30 +391,63 @@ static bool rows_room(Gd *d, uint32_t e)
     return true;
 }
 
+typedef struct {                     /* an instruction's accesses as functions of a row */
+    Acc r[ACC_MAX], w[ACC_MAX];      /* those of row 0 (reads, writes) */
+    int64_t dr[ACC_MAX], dw[ACC_MAX];  /* bytes each moves per row (0: does not move) */
+    int nr, nw;
+} RowAcc;
+
+/* The accesses of in's rows (at least 2): row r's are row 0's moved by r steps (the
+ * instruction restricted to a row, cg_row_insn, is linear in the row). */
+static void row_acc(const SpyInsn *in, RowAcc *ra)
+{
+    SpyInsn x;
+    Acc r1[ACC_MAX], w1[ACC_MAX];
+    int nw1;
+    cg_row_insn(in, 0, &x);
+    ra->nr = accesses(&x, ra->r, ra->w, &ra->nw);
+    cg_row_insn(in, 1, &x);
+    accesses(&x, r1, w1, &nw1);
+    for (int i = 0; i < ra->nr; i++)
+        ra->dr[i] = r1[i].sp.lo - ra->r[i].sp.lo;
+    for (int i = 0; i < ra->nw; i++)
+        ra->dw[i] = w1[i].sp.lo - ra->w[i].sp.lo;
+}
+
+/* The meet of the demand of the bytes row r of ra writes into *m; false when one is
+ * untracked. */
+static bool row_meet(Gd *d, const RowAcc *ra, uint32_t r, Dem *m)
+{
+    *m = dem_never;
+    Visit v = {d, OP_MEET, m, 0, false};
+    for (int i = 0; i < ra->nw; i++) {
+        Acc x = ra->w[i];
+        x.sp.lo += (int64_t)r * ra->dw[i];
+        visit(&v, &x);
+    }
+    return !v.hit;
+}
+
 /* The row clamp of in (isa.h ISA_GUARD_ROWS; cg_guard_rows.c) over the skip guard *g:
  * per row the meet of the demand of the bytes it writes, per symbol the fit of a clamp
  * to those thresholds; the fit that leaves out the most rows is kept, with one of g's
  * skip conditions on another symbol. Returns false (g unchanged) when no clamp fits,
- * a row writes an untracked byte, or in has no rows (or is a LOAD over the ring). */
-static bool row_clamp(Gd *d, const SpyInsn *in, SpyGuard *g)
+ * a row writes an untracked byte, the last row is needed at every size (a clamp
+ * leaves it out first), or in has no rows (or is a LOAD over the ring). */
+static bool row_clamp(Gd *d, const SpyInsn *in, const RowAcc *ra, SpyGuard *g)
 {
     uint32_t e = spy_insn_rows(in), per = 0, off = 0;
-    if (e < 2 || e > ROWS_MAX || (in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING)) ||
-        !rows_room(d, e))
+    Dem last;
+    bool cond = false;
+    if (!row_meet(d, ra, e - 1, &last))
         return false;
-    for (uint32_t r = 0; r < e; r++) {
-        SpyInsn x;
-        Acc rd[ACC_MAX], wr[ACC_MAX];
-        int nw;
-        cg_row_insn(in, r, &x);
-        accesses(&x, rd, wr, &nw);
-        d->rowdem[r] = dem_never;
-        Visit v = {d, OP_MEET, &d->rowdem[r], 0, false};
-        for (int i = 0; i < nw; i++)
-            visit(&v, &wr[i]);
-        if (v.hit)
+    for (int s = 0; s < d->ns; s++)
+        cond |= last.t[s] >= d->min[s];
+    if (!cond || !rows_room(d, e))
+        return false;
+    for (uint32_t r = 0; r < e; r++)
+        if (!row_meet(d, ra, r, &d->rowdem[r]))
             return false;
-    }
     int best = -1;
     int64_t best_score = 0;
     for (int s = 0; s < d->ns; s++) {
@@ -430,33 +474,25 @@ static bool row_clamp(Gd *d, const SpyInsn *in, SpyGuard *g)
     return true;
 }
 
-/* The reads of a row-clamped instruction in (guard g), backward: those of row r needed
- * where it runs (its symbol above floor((r + off) / per), and g's skip condition not
- * holding). A read that does not move with the row (MATMUL's B, a broadcast operand)
- * is made once, under row 0's demand (the least). */
-static void row_reads(Gd *d, const SpyInsn *in, const SpyGuard *g)
+/* The reads of a row-clamped instruction in (guard g, accesses ra), backward: those
+ * of row r needed where it runs (its symbol above floor((r + off) / per), and g's skip
+ * condition not holding). A read that does not move with the row (MATMUL's B, a
+ * broadcast operand) is made once, under row 0's demand (the least). */
+static void row_reads(Gd *d, const SpyInsn *in, const RowAcc *ra, const SpyGuard *g)
 {
-    Acc first[ACC_MAX];
-    int nfirst = 0;
     for (uint32_t r = 0, e = spy_insn_rows(in); r < e; r++) {
-        SpyInsn x;
-        Acc rd[ACC_MAX], wr[ACC_MAX];
-        int nw, nr;
-        cg_row_insn(in, r, &x);
-        nr = accesses(&x, rd, wr, &nw);
         Dem dem = dem_always;
         if (g->n & ISA_GUARD_NMASK)
             dem.t[g->sym[0]] = (int32_t)g->lo[0];
         int64_t f = ((int64_t)r + g->lo[2]) / g->lo[1];
         dem.t[g->sym[1]] = f > INT32_MAX - 1 ? INT32_MAX - 1 : (int32_t)f;
         Visit gen = {d, OP_GEN, &dem, 0, false};
-        for (int i = 0; i < nr; i++) {
-            if (r == 0 && nfirst < ACC_MAX)
-                first[nfirst++] = rd[i];
-            else if (r > 0 && i < nfirst && rd[i].seg == first[i].seg &&
-                     rd[i].sp.lo == first[i].sp.lo)
+        for (int i = 0; i < ra->nr; i++) {
+            if (r > 0 && ra->dr[i] == 0)
                 continue;                        /* did not move: made at row 0 */
-            visit(&gen, &rd[i]);
+            Acc x = ra->r[i];
+            x.sp.lo += (int64_t)r * ra->dr[i];
+            visit(&gen, &x);
         }
     }
 }
@@ -478,9 +514,15 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
     SpyGuard g;
     memset(&g, 0, sizeof g);
     bool clamp = false;
+    RowAcc ra;
     if (nw && !force && in->opcode != ISA_SCATTER) {
         g = guard_of(d, &meet, v.hit, &eff);
-        clamp = !v.hit && !source && row_clamp(d, in, &g);
+        uint32_t e = spy_insn_rows(in);
+        if (!v.hit && !source && e >= 2 && e <= ROWS_MAX &&
+            !(in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING))) {
+            row_acc(in, &ra);
+            clamp = row_clamp(d, in, &ra, &g);
+        }
     }
     if (in->opcode == ISA_SCATTER) {            /* LX reads: rows and indices */
         const SpyScatter *s = &in->scatter;
@@ -493,7 +535,7 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
             visit(&k, &w[i]);
     Visit gen = {d, OP_GEN, &eff, 0, false};
     if (clamp)
-        row_reads(d, in, &g);
+        row_reads(d, in, &ra, &g);
     for (int i = 0; i < nr && !source && !clamp; i++)  /* a ring source: once all cores */
         visit(&gen, &r[i]);                             /* are done */
     memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
@@ -781,7 +823,8 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
     first_writers(&d, e->code, progs, cores, nk);
     for (uint32_t k = nk; k-- > 0;) {
         const SpyProgramDesc *kp = &progs[(size_t)k * cores];
-        if (!any_conditional(&d, k)) {              /* nothing more to find: no guards */
+        if (!any_conditional(&d, k) || d.work > GD_WORK_MAX) {  /* nothing more to find, */
+                                                                /* or the budget spent */
             for (uint32_t q = 0; q < (k + 1) * cores; q++)
                 for (uint64_t i = progs[q].first_insn; i < progs[q].first_insn + progs[q].ninsns;
                      i++)

@@ -79,7 +79,8 @@ static bool fit_ok(const int32_t *t, uint32_t e, int64_t per, int64_t off)
  * *per rows, each step one size further, the first step shortened by *off mod per.
  * Taken from the first two changes of t (a row of batch items, of positions) and
  * checked against every row; false when none fits, or when it would clamp no size of
- * [min, max] or run no row at max. *score: the rows it leaves out over the sizes. */
+ * [min, max] or run no row at max. *score: the rows it leaves out, summed over the
+ * sizes of [min, max]. */
 bool cg_row_fit(const int32_t *t, uint32_t e, int64_t min, int64_t max, uint32_t *per,
                 uint32_t *off, int64_t *score)
 {
@@ -101,9 +102,11 @@ bool cg_row_fit(const int32_t *t, uint32_t e, int64_t min, int64_t max, uint32_t
             return false;
         *per = (uint32_t)p;
         *off = (uint32_t)c;
-        *score = 0;
-        for (int64_t v = min; v <= max; v++)
-            *score += e - spy_clamp_rows(v, (uint32_t)p, (uint32_t)c, e);
+        *score = 0;                  /* row r is left out at the sizes [min, f(r)] */
+        for (uint32_t r = 0; r < e; r++) {
+            int64_t f = floor_div((int64_t)r + c, p);
+            *score += (f < max ? f : max) >= min ? (f < max ? f : max) - min + 1 : 0;
+        }
         return true;
     }
     return false;
