@@ -13,7 +13,7 @@ host ms      the emulator's median host latency (spyrun --repeat N), the dynamic
              the static bundle alternating, best of --rounds medians each
 modelled us  the modelled device time of one inference (spyrun's "modelled device
              time"; for the dynamic bundle: of the bucket that ran, with its guards)
-A '*' marks a ratio over 1.3 (issue 14: within 1.3x of a static compile).
+A '*' marks a ratio over 1.3 (the aim: within 1.3x of a static compile).
 
 Sizes without a data set run on generated inputs (token ids drawn from the ids of the
 model's first data set, masks of ones, images of normal noise; seeded). Results are not
