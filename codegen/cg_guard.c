@@ -428,23 +428,38 @@ static bool row_meet(Gd *d, const RowAcc *ra, uint32_t r, Dem *m)
     return !v.hit;
 }
 
+/* Whether some byte the last of the e rows of in writes is needed only at some sizes
+ * within the bounds (else no clamp can leave out a row: a clamp leaves out the last
+ * row first). Checked before the rows' accesses are made (most instructions fail). */
+static bool last_row_conditional(Gd *d, const SpyInsn *in, uint32_t e)
+{
+    SpyInsn x;
+    Acc rd[ACC_MAX], wr[ACC_MAX];
+    int nw;
+    Dem m = dem_never;
+    cg_row_insn(in, e - 1, &x);
+    accesses(&x, rd, wr, &nw);
+    Visit v = {d, OP_MEET, &m, 0, false};
+    for (int i = 0; i < nw; i++)
+        visit(&v, &wr[i]);
+    for (int s = 0; s < d->ns && !v.hit; s++)
+        if (m.t[s] >= d->min[s])
+            return true;
+    return false;
+}
+
 /* The row clamp of in (isa.h ISA_GUARD_ROWS; cg_guard_rows.c) over the skip guard *g:
  * per row the meet of the demand of the bytes it writes, per symbol the fit of a clamp
  * to those thresholds; the fit that leaves out the most rows is kept, with one of g's
- * skip conditions on another symbol. Returns false (g unchanged) when no clamp fits,
- * a row writes an untracked byte, the last row is needed at every size (a clamp
- * leaves it out first), or in has no rows (or is a LOAD over the ring). */
-static bool row_clamp(Gd *d, const SpyInsn *in, const RowAcc *ra, SpyGuard *g)
+ * skip conditions on another symbol; *ra gets in's row accesses when the last row is
+ * conditional. Returns false (g unchanged) when no clamp fits, a row writes an
+ * untracked byte or the last row is needed at every size. */
+static bool row_clamp(Gd *d, const SpyInsn *in, RowAcc *ra, SpyGuard *g)
 {
     uint32_t e = spy_insn_rows(in), per = 0, off = 0;
-    Dem last;
-    bool cond = false;
-    if (!row_meet(d, ra, e - 1, &last))
+    if (!last_row_conditional(d, in, e) || !rows_room(d, e))
         return false;
-    for (int s = 0; s < d->ns; s++)
-        cond |= last.t[s] >= d->min[s];
-    if (!cond || !rows_room(d, e))
-        return false;
+    row_acc(in, ra);
     for (uint32_t r = 0; r < e; r++)
         if (!row_meet(d, ra, r, &d->rowdem[r]))
             return false;
@@ -519,10 +534,8 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
         g = guard_of(d, &meet, v.hit, &eff);
         uint32_t e = spy_insn_rows(in);
         if (!v.hit && !source && e >= 2 && e <= ROWS_MAX &&
-            !(in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING))) {
-            row_acc(in, &ra);
+            !(in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING)))
             clamp = row_clamp(d, in, &ra, &g);
-        }
     }
     if (in->opcode == ISA_SCATTER) {            /* LX reads: rows and indices */
         const SpyScatter *s = &in->scatter;
