@@ -36,47 +36,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cg_internal.h"
+#include "cg_guard.h"
 
-#define GD_NS ISA_GUARD_MAX          /* symbols tracked (the first of the bundle's) */
 #define LX_G 4                       /* bytes per LX granule */
 #define DR_G 64                      /* bytes per DRAM granule */
-#define NEVER INT32_MAX              /* threshold: not needed at any size */
-#define ACC_MAX 4                    /* accesses of one instruction, one way */
 #define GD_WORK_MAX (1ull << 28)     /* granules visited before the kernels left (the
                                         first ones) get no guards: bounds compile time
                                         (a box of 8x512x512 images would take ~10^10) */
 
-typedef struct {                     /* when a value is not needed (see above) */
-    int32_t t[GD_NS];
-} Dem;
+const Dem gd_never = {{NEVER, NEVER, NEVER}};
+const Dem gd_always = {{-1, -1, -1}};
 
-typedef struct {                     /* one access: LX (seg -1) or a DRAM segment */
-    int64_t seg;
-    CgSpan sp;
-} Acc;
-
-typedef struct {
-    int ns;                          /* symbols tracked */
-    int64_t min[GD_NS], max[GD_NS];  /* their bounds */
-    Dem *lx;                         /* [lx granules] demand in the current program */
-    uint32_t *lx_gen, gen;           /* a granule of an older gen holds NEVER */
-    uint64_t lx_n;
-    uint32_t nseg;
-    Dem **dr;                        /* [nseg] per tracked segment (arena, outputs) */
-    uint32_t **dr_stamp;             /* [nseg] kernel + 1 that last wrote a granule */
-    uint32_t **dr_first;             /* [nseg] first kernel that writes a granule */
-    uint64_t *dr_n;                  /* [nseg] granules */
-    Dem *rowdem;                     /* [row_cap] per row of one instruction (row_clamp) */
-    int32_t *rowt;                   /* [row_cap] one symbol's thresholds of those rows */
-    uint32_t row_cap;
-    uint64_t work;                   /* granules visited so far (GD_WORK_MAX) */
-} Gd;
-
-static const Dem dem_never = {{NEVER, NEVER, NEVER}};
-static const Dem dem_always = {{-1, -1, -1}};
-
-_Static_assert(GD_NS == 3, "dem_never and dem_always list GD_NS thresholds");
+_Static_assert(GD_NS == 3, "gd_never and gd_always list GD_NS thresholds");
 
 /* acc := the meet (and equally the join) of acc and x: per symbol the least. */
 static void dem_min(Dem *acc, const Dem *x)
@@ -90,16 +61,6 @@ static int64_t gsize(int64_t seg)
 {
     return seg < 0 ? LX_G : DR_G;
 }
-
-typedef enum { OP_MEET, OP_GEN, OP_KILL, OP_STAMP, OP_CLASH, OP_FIRST } GdOp;
-
-typedef struct {
-    Gd *d;
-    GdOp op;
-    Dem *dem;                        /* OP_MEET: accumulates; OP_GEN: the reader's */
-    uint32_t kernel;                 /* OP_STAMP, OP_CLASH */
-    bool hit;                        /* OP_MEET: an untracked byte; OP_CLASH: a clash */
-} Visit;
 
 /* Whether DRAM segment seg is tracked. */
 static bool tracked(const Gd *d, int64_t seg)
@@ -155,7 +116,7 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
             if (seg < 0 && q < v->d->lx_n)
                 v->d->lx_gen[q] = 0;         /* an older gen: NEVER */
             else if (seg >= 0 && q < v->d->dr_n[seg])
-                v->d->dr[seg][q] = dem_never;
+                v->d->dr[seg][q] = gd_never;
         }
         return;
     }
@@ -184,7 +145,7 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
 }
 
 /* Applies v to every run of access x (a MEET stops once nothing can lower it). */
-static void visit(Visit *v, const Acc *x)
+void gd_visit(Visit *v, const Acc *x)
 {
     const CgSpan *s = &x->sp;
     if (s->width == 0)
@@ -271,7 +232,7 @@ static void acc_bwin(Acc *x, const SpyMatmul *mm, int64_t es)
 }
 
 /* The accesses of in: reads into r (returns their count), writes into w (*nw). */
-static int accesses(const SpyInsn *in, Acc *r, Acc *w, int *nw)
+int gd_accesses(const SpyInsn *in, Acc *r, Acc *w, int *nw)
 {
     int nr = 0;
     *nw = 0;
@@ -357,7 +318,7 @@ static SpyGuard guard_of(const Gd *d, const Dem *m, bool untracked, Dem *eff)
 {
     SpyGuard g;
     memset(&g, 0, sizeof g);
-    *eff = dem_always;
+    *eff = gd_always;
     if (untracked)
         return g;
     for (int s = 0; s < d->ns; s++)
@@ -372,146 +333,6 @@ static SpyGuard guard_of(const Gd *d, const Dem *m, bool untracked, Dem *eff)
     return g;
 }
 
-#define ROWS_MAX 65536                /* rows of an instruction a row clamp is tried on */
-
-/* Room in d for the per-row demands of an instruction of e rows. */
-static bool rows_room(Gd *d, uint32_t e)
-{
-    if (e <= d->row_cap)
-        return true;
-    Dem *a = realloc(d->rowdem, e * sizeof *a);
-    if (a)
-        d->rowdem = a;
-    int32_t *b = realloc(d->rowt, e * sizeof *b);
-    if (b)
-        d->rowt = b;
-    if (!a || !b)
-        return false;
-    d->row_cap = e;
-    return true;
-}
-
-typedef struct {                     /* an instruction's accesses as functions of a row */
-    Acc r[ACC_MAX], w[ACC_MAX];      /* those of row 0 (reads, writes) */
-    int64_t dr[ACC_MAX], dw[ACC_MAX];  /* bytes each moves per row (0: does not move) */
-    int nr, nw;
-} RowAcc;
-
-/* The accesses of in's rows (at least 2): row r's are row 0's moved by r steps (the
- * instruction restricted to a row, cg_row_insn, is linear in the row). */
-static void row_acc(const SpyInsn *in, RowAcc *ra)
-{
-    SpyInsn x;
-    Acc r1[ACC_MAX], w1[ACC_MAX];
-    int nw1;
-    cg_row_insn(in, 0, &x);
-    ra->nr = accesses(&x, ra->r, ra->w, &ra->nw);
-    cg_row_insn(in, 1, &x);
-    accesses(&x, r1, w1, &nw1);
-    for (int i = 0; i < ra->nr; i++)
-        ra->dr[i] = r1[i].sp.lo - ra->r[i].sp.lo;
-    for (int i = 0; i < ra->nw; i++)
-        ra->dw[i] = w1[i].sp.lo - ra->w[i].sp.lo;
-}
-
-/* The meet of the demand of the bytes row r of ra writes into *m; false when one is
- * untracked. */
-static bool row_meet(Gd *d, const RowAcc *ra, uint32_t r, Dem *m)
-{
-    *m = dem_never;
-    Visit v = {d, OP_MEET, m, 0, false};
-    for (int i = 0; i < ra->nw; i++) {
-        Acc x = ra->w[i];
-        x.sp.lo += (int64_t)r * ra->dw[i];
-        visit(&v, &x);
-    }
-    return !v.hit;
-}
-
-/* Whether some byte the last of the e rows of in writes is needed only at some sizes
- * within the bounds (else no clamp can leave out a row: a clamp leaves out the last
- * row first). Checked before the rows' accesses are made (most instructions fail). */
-static bool last_row_conditional(Gd *d, const SpyInsn *in, uint32_t e)
-{
-    SpyInsn x;
-    Acc rd[ACC_MAX], wr[ACC_MAX];
-    int nw;
-    Dem m = dem_never;
-    cg_row_insn(in, e - 1, &x);
-    accesses(&x, rd, wr, &nw);
-    Visit v = {d, OP_MEET, &m, 0, false};
-    for (int i = 0; i < nw; i++)
-        visit(&v, &wr[i]);
-    for (int s = 0; s < d->ns && !v.hit; s++)
-        if (m.t[s] >= d->min[s])
-            return true;
-    return false;
-}
-
-/* The row clamp of in (isa.h ISA_GUARD_ROWS; cg_guard_rows.c) over the skip guard *g:
- * per row the meet of the demand of the bytes it writes, per symbol the fit of a clamp
- * to those thresholds; the fit that leaves out the most rows is kept, with one of g's
- * skip conditions on another symbol; *ra gets in's row accesses when the last row is
- * conditional. Returns false (g unchanged) when no clamp fits, a row writes an
- * untracked byte or the last row is needed at every size. */
-static bool row_clamp(Gd *d, const SpyInsn *in, RowAcc *ra, SpyGuard *g)
-{
-    uint32_t e = spy_insn_rows(in), per = 0, off = 0;
-    if (!last_row_conditional(d, in, e) || !rows_room(d, e))
-        return false;
-    row_acc(in, ra);
-    for (uint32_t r = 0; r < e; r++)
-        if (!row_meet(d, ra, r, &d->rowdem[r]))
-            return false;
-    int best = -1;
-    int64_t best_score = 0;
-    for (int s = 0; s < d->ns; s++) {
-        uint32_t p, o;
-        int64_t score;
-        for (uint32_t r = 0; r < e; r++)        /* sizes are >= 1: -1 is 0 */
-            d->rowt[r] = d->rowdem[r].t[s] < 0 ? 0 : d->rowdem[r].t[s];
-        if (cg_row_fit(d->rowt, e, d->min[s], d->max[s], &p, &o, &score) &&
-            score > best_score)
-            best = s, best_score = score, per = p, off = o;
-    }
-    if (best < 0)
-        return false;
-    SpyGuard c;
-    memset(&c, 0, sizeof c);
-    for (int i = 0; i < (g->n & ISA_GUARD_NMASK) && !c.n; i++)
-        if (g->sym[i] != best)
-            c.n = 1, c.sym[0] = g->sym[i], c.lo[0] = g->lo[i];
-    c.n |= ISA_GUARD_ROWS;
-    c.sym[1] = (uint8_t)best;
-    c.lo[1] = per;
-    c.lo[2] = off;
-    *g = c;
-    return true;
-}
-
-/* The reads of a row-clamped instruction in (guard g, accesses ra), backward: those
- * of row r needed where it runs (its symbol above floor((r + off) / per), and g's skip
- * condition not holding). A read that does not move with the row (MATMUL's B, a
- * broadcast operand) is made once, under row 0's demand (the least). */
-static void row_reads(Gd *d, const SpyInsn *in, const RowAcc *ra, const SpyGuard *g)
-{
-    for (uint32_t r = 0, e = spy_insn_rows(in); r < e; r++) {
-        Dem dem = dem_always;
-        if (g->n & ISA_GUARD_NMASK)
-            dem.t[g->sym[0]] = (int32_t)g->lo[0];
-        int64_t f = ((int64_t)r + g->lo[2]) / g->lo[1];
-        dem.t[g->sym[1]] = f > INT32_MAX - 1 ? INT32_MAX - 1 : (int32_t)f;
-        Visit gen = {d, OP_GEN, &dem, 0, false};
-        for (int i = 0; i < ra->nr; i++) {
-            if (r > 0 && ra->dr[i] == 0)
-                continue;                        /* did not move: made at row 0 */
-            Acc x = ra->r[i];
-            x.sp.lo += (int64_t)r * ra->dr[i];
-            visit(&gen, &x);
-        }
-    }
-}
-
 /* One instruction, backward: its guard from the demand of what it writes (DRAM writes
  * are met here and freed by free_stores once the kernel is done), then LX bytes written
  * whole freed, then its reads needed under it. force: no guard (the kernel's DRAM
@@ -521,21 +342,18 @@ static void row_reads(Gd *d, const SpyInsn *in, const RowAcc *ra, const SpyGuard
 static bool step(Gd *d, SpyInsn *in, bool force, bool source)
 {
     Acc r[ACC_MAX], w[ACC_MAX];
-    int nw, nr = accesses(in, r, w, &nw);
-    Dem meet = dem_never, eff = dem_always;
+    int nw, nr = gd_accesses(in, r, w, &nw);
+    Dem meet = gd_never, eff = gd_always;
     Visit v = {d, OP_MEET, &meet, 0, false};
     for (int i = 0; i < nw; i++)
-        visit(&v, &w[i]);
+        gd_visit(&v, &w[i]);
     SpyGuard g;
     memset(&g, 0, sizeof g);
     bool clamp = false;
-    RowAcc ra;
+    GdRowAcc ra;
     if (nw && !force && in->opcode != ISA_SCATTER) {
         g = guard_of(d, &meet, v.hit, &eff);
-        uint32_t e = spy_insn_rows(in);
-        if (!v.hit && !source && e >= 2 && e <= ROWS_MAX &&
-            !(in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING)))
-            clamp = row_clamp(d, in, &ra, &g);
+        clamp = !v.hit && !source && gd_row_clamp(d, in, &ra, &g);
     }
     if (in->opcode == ISA_SCATTER) {            /* LX reads: rows and indices */
         const SpyScatter *s = &in->scatter;
@@ -545,12 +363,12 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
     Visit k = {d, OP_KILL, NULL, 0, false};
     for (int i = 0; i < nw; i++)
         if (w[i].seg < 0)
-            visit(&k, &w[i]);
+            gd_visit(&k, &w[i]);
     Visit gen = {d, OP_GEN, &eff, 0, false};
     if (clamp)
-        row_reads(d, in, &ra, &g);
+        gd_row_reads(d, in, &ra, &g);
     for (int i = 0; i < nr && !source && !clamp; i++)  /* a ring source: once all cores */
-        visit(&gen, &r[i]);                             /* are done */
+        gd_visit(&gen, &r[i]);                             /* are done */
     memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
     return g.n > 0;
 }
@@ -565,7 +383,7 @@ static bool kernel_clash(Gd *d, SpyInsn *code, const SpyProgramDesc *progs, uint
             for (uint64_t i = progs[j].first_insn; i < progs[j].first_insn + progs[j].ninsns;
                  i++) {
                 Acc r[ACC_MAX], w[ACC_MAX];
-                int nw, nr = accesses(&code[i], r, w, &nw);
+                int nw, nr = gd_accesses(&code[i], r, w, &nw);
                 if (code[i].opcode == ISA_SCATTER) {
                     const SpyScatter *s = &code[i].scatter;
                     int64_t len[2] = {s->bound, s->row_elems}, sst[2] = {s->row_stride, 1};
@@ -573,10 +391,10 @@ static bool kernel_clash(Gd *d, SpyInsn *code, const SpyProgramDesc *progs, uint
                 }
                 for (int q = 0; pass == 0 && q < nw; q++)
                     if (w[q].seg >= 0)
-                        visit(&st, &w[q]);
+                        gd_visit(&st, &w[q]);
                 for (int q = 0; pass == 1 && q < nr; q++)
                     if (r[q].seg >= 0)
-                        visit(&cl, &r[q]);
+                        gd_visit(&cl, &r[q]);
             }
     return cl.hit;
 }
@@ -590,7 +408,7 @@ static void free_stores(Gd *d, const SpyInsn *code, const SpyProgramDesc *progs,
             if (code[i].opcode == ISA_STORE) {
                 Acc x;
                 acc_dma(&x, &code[i].dma, true);
-                visit(&k, &x);
+                gd_visit(&k, &x);
             }
 }
 
@@ -610,12 +428,12 @@ static void seed_output(Gd *d, IrGraph *g, uint32_t j, uint32_t seg)
     }
     Dem *dm = d->dr[seg];
     for (uint64_t q = 0; q < d->dr_n[seg]; q++)
-        dm[q] = any ? dem_never : dem_always;
+        dm[q] = any ? gd_never : gd_always;
     if (!any)
         return;
     int64_t es = pass_dev_esize(t->dtype), n = plan_numel(t), idx[IR_MAX_RANK] = {0};
     for (int64_t e = 0; e < n; e++) {
-        Dem x = dem_always;
+        Dem x = gd_always;
         for (int a = 0; a < t->rank; a++)
             if (sym[a] >= 0 && idx[a] > x.t[sym[a]])
                 x.t[sym[a]] = (int32_t)idx[a];
@@ -662,7 +480,7 @@ static bool gd_init(Gd *d, CgEmit *e)
         memset(d->dr_first[s], 0xff, (d->dr_n[s] + 1) * sizeof *d->dr_first[s]);
         if (s == ISA_SEG_ARENA)
             for (uint64_t q = 0; q < d->dr_n[s]; q++)
-                d->dr[s][q] = dem_never;
+                d->dr[s][q] = gd_never;
         else
             seed_output(d, g, s - ISA_SEG_IO0 - g->ninputs, s);
     }
@@ -739,7 +557,7 @@ static bool is_source(const SpyInsn *in, const SpyInsn *code, const Rings *r)
 /* The demand a guard stands for: its conditions' thresholds, -1 for the other symbols. */
 static Dem dem_of(const SpyGuard *g)
 {
-    Dem x = dem_always;
+    Dem x = gd_always;
     for (int i = 0; i < (g->n & ISA_GUARD_NMASK); i++)   /* LOADs over the ring: */
         x.t[g->sym[i]] = (int32_t)g->lo[i];                 /* no row clamps */
     return x;
@@ -757,14 +575,14 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             if (!is_source(in, code, r))
                 continue;
             SpyGuard g = spy_insn_guard(in);
-            Dem m = g.n ? dem_of(&g) : dem_always, eff = dem_always;
+            Dem m = g.n ? dem_of(&g) : gd_always, eff = gd_always;
             int64_t lo, hi, rlo, rhi;
             dram_range(&in->dma, &lo, &hi);
             for (uint64_t q = 0; q < r->n && g.n; q++) {
                 SpyGuard rg = spy_insn_guard(&code[r->at[q]]);
                 dram_range(&code[r->at[q]].dma, &rlo, &rhi);
                 if (code[r->at[q]].dma.seg == in->dma.seg && rlo < hi && lo < rhi) {
-                    Dem x = rg.n ? dem_of(&rg) : dem_always;
+                    Dem x = rg.n ? dem_of(&rg) : gd_always;
                     dem_min(&m, &x);
                 }
             }
@@ -775,7 +593,7 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             Acc a;
             acc_dma(&a, &in->dma, true);
             Visit gen = {d, OP_GEN, &eff, 0, false};
-            visit(&gen, &a);
+            gd_visit(&gen, &a);
         }
 }
 
@@ -798,7 +616,7 @@ static void first_writers(Gd *d, const SpyInsn *code, const SpyProgramDesc *prog
                     continue;
                 }
                 Visit v = {d, OP_FIRST, NULL, k, false};
-                visit(&v, &a);
+                gd_visit(&v, &a);
             }
         }
 }

@@ -156,14 +156,6 @@ typedef struct {
  * names, is skipped then; true when some instruction got one (SPY_FEAT_GUARDS). */
 bool cg_guards(CgEmit *e, const SpyProgramDesc *progs);
 
-/* ---- cg_guard_rows.c ---- */
-/* x := in as if it were its row r alone (extent 1, row operands moved); false when in
- * has no rows (isa.h spy_insn_rows). */
-bool cg_row_insn(const SpyInsn *in, uint32_t r, SpyInsn *x);
-/* The row clamp (rows per step *per, offset *off) under the thresholds t[0..e) of the
- * rows of one symbol of bounds [min, max]; false when none fits or it clamps nothing. */
-bool cg_row_fit(const int32_t *t, uint32_t e, int64_t min, int64_t max, uint32_t *per,
-                uint32_t *off, int64_t *score);
 
 /* ---- cg_out.c ---- */
 /* The file of a CgOut being written front to back through two staging buffers, one
