@@ -39,6 +39,9 @@ def parse_args():
     ap.add_argument("--list", default="tests/models-dynamic.list", help="model list file")
     ap.add_argument("--only", action="append", default=[], help="only this list entry")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="spyrun --threads (default: spyrun's, one per CPU); 1 is steadier "
+                         "on a loaded machine")
     ap.add_argument("--budget-ms", type=float, default=600.0,
                     help="host time per timed spyrun call, sets --repeat (default 600)")
     return ap.parse_args()
@@ -165,8 +168,9 @@ def gen_inputs(model, size, ref_dir, out_dir):
 
 def spyrun_once(args, sbin, inflags, repeat):
     """(median host ms, modelled us, bucket text) of one spyrun --repeat call."""
+    threads = ["--threads", str(args.threads)] if args.threads else []
     out = run([os.path.join(args.build, "spyrun"), sbin, "-q", "--repeat", str(repeat)]
-              + inflags)
+              + threads + inflags)
     ms = float(re.search(r"host latency: median ([\d.]+) ms", out).group(1))
     m = re.search(r"modelled device time: ([\d.]+) us.*?(?:in size bucket \d+ of \d+ \((.*)\))?$",
                   out, re.M)
