@@ -10,6 +10,7 @@
 #   make bench-gemv   GB/s of the one-row MATMUL (a decode step) against a plain read of B
 #   make bench-gemm   GFLOP/s of the MATMUL tile kernel on bench-large's GEMM products
 #   make bench-cache  compile-cache timings: plain compile, miss and hit per model, best of 5
+#   make bench-dynamic  dynamic bundles against static compiles of each size
 #   make zoo-qdq    QDQ (int8) resnet50 and bert_base from build/zoo-large in build/zoo-qdq
 #   make qdq-check  compile them and check them against onnxruntime's output
 #   make asan|ubsan make check under sanitizers;  SANITIZER=address|undefined

@@ -140,8 +140,10 @@ static void print_insn(FILE *f, const SpyInsn *in)
     default: fprintf(f, "unknown opcode %u", in->opcode); break;
     }
     SpyGuard g = spy_insn_guard(in);          /* isa.md "Guards" (zero bytes: none) */
-    for (int i = 0; i < g.n && i < ISA_GUARD_MAX; i++)
+    for (int i = 0; i < (g.n & ISA_GUARD_NMASK) && i < ISA_GUARD_MAX; i++)
         fprintf(f, "%ssym%u<=%u", i ? " or " : "  skip if ", g.sym[i], g.lo[i]);
+    if (g.n & ISA_GUARD_ROWS)                 /* a row clamp: rows sym * per - off */
+        fprintf(f, "  rows sym%u*%u-%u", g.sym[1], g.lo[1], g.lo[2]);
     fputc('\n', f);
 }
 

@@ -17,6 +17,10 @@
  *     the bytes it writes in whole are then no longer needed before it (a guarded
  *     writer is skipped only when all their readers are), and the bytes it reads are
  *     needed under its own guard's complement (the join: per symbol the least).
+ *   - an instruction with rows (VEC, VREDUCE, MATMUL, LOAD, STORE) whose rows' demands
+ *     rise along its rows with a symbol (batch items, positions) gets a row clamp
+ *     instead (isa.h ISA_GUARD_ROWS, cg_guard_rows.c): row r runs only above a size
+ *     under each of its bytes' thresholds, and row r's reads are needed only there;
  * So an instruction that runs reads exactly the bytes it read without guards: the last
  * writer of each is skipped only where the reader is too. Its results are the same,
  * and so are its errors (an index a GATHER reads is never one left stale).
@@ -24,46 +28,26 @@
  * granule written in part is not freed, read in part counts as read), a SCATTER or a
  * write outside the tracked segments never gets a guard, and a kernel that reads DRAM
  * it also writes gets none (its cores' order is not known). LX contents do not outlive
- * a program (isa.md), so each program starts with no LX demand.
+ * a program (isa.md), so each program starts with no LX demand. The pass stops (the
+ * kernels before get no guards: they run whole, which is always exact) once nothing
+ * more can be guarded or after GD_WORK_MAX granule visits.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cg_internal.h"
+#include "cg_guard.h"
 
-#define GD_NS ISA_GUARD_MAX          /* symbols tracked (the first of the bundle's) */
 #define LX_G 4                       /* bytes per LX granule */
 #define DR_G 64                      /* bytes per DRAM granule */
-#define NEVER INT32_MAX              /* threshold: not needed at any size */
-#define ACC_MAX 4                    /* accesses of one instruction, one way */
+#define GD_WORK_MAX (1ull << 28)     /* granules visited before the kernels left (the
+                                        first ones) get no guards: bounds compile time
+                                        (a box of 8x512x512 images would take ~10^10) */
 
-typedef struct {                     /* when a value is not needed (see above) */
-    int32_t t[GD_NS];
-} Dem;
+const Dem gd_never = {{NEVER, NEVER, NEVER}};
+const Dem gd_always = {{-1, -1, -1}};
 
-typedef struct {                     /* one access: LX (seg -1) or a DRAM segment */
-    int64_t seg;
-    CgSpan sp;
-} Acc;
-
-typedef struct {
-    int ns;                          /* symbols tracked */
-    int64_t min[GD_NS], max[GD_NS];  /* their bounds */
-    Dem *lx;                         /* [lx granules] demand in the current program */
-    uint32_t *lx_gen, gen;           /* a granule of an older gen holds NEVER */
-    uint64_t lx_n;
-    uint32_t nseg;
-    Dem **dr;                        /* [nseg] per tracked segment (arena, outputs) */
-    uint32_t **dr_stamp;             /* [nseg] kernel + 1 that last wrote a granule */
-    uint32_t **dr_first;             /* [nseg] first kernel that writes a granule */
-    uint64_t *dr_n;                  /* [nseg] granules */
-} Gd;
-
-static const Dem dem_never = {{NEVER, NEVER, NEVER}};
-static const Dem dem_always = {{-1, -1, -1}};
-
-_Static_assert(GD_NS == 3, "dem_never and dem_always list GD_NS thresholds");
+_Static_assert(GD_NS == 3, "gd_never and gd_always list GD_NS thresholds");
 
 /* acc := the meet (and equally the join) of acc and x: per symbol the least. */
 static void dem_min(Dem *acc, const Dem *x)
@@ -77,16 +61,6 @@ static int64_t gsize(int64_t seg)
 {
     return seg < 0 ? LX_G : DR_G;
 }
-
-typedef enum { OP_MEET, OP_GEN, OP_KILL, OP_STAMP, OP_CLASH, OP_FIRST } GdOp;
-
-typedef struct {
-    Gd *d;
-    GdOp op;
-    Dem *dem;                        /* OP_MEET: accumulates; OP_GEN: the reader's */
-    uint32_t kernel;                 /* OP_STAMP, OP_CLASH */
-    bool hit;                        /* OP_MEET: an untracked byte; OP_CLASH: a clash */
-} Visit;
 
 /* Whether DRAM segment seg is tracked. */
 static bool tracked(const Gd *d, int64_t seg)
@@ -134,6 +108,7 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
     if (w <= 0 || a < 0)
         return;
     uint64_t q0 = (uint64_t)(a / g), q1 = (uint64_t)((a + w - 1) / g);
+    v->d->work += q1 - q0 + 1;
     if (v->op == OP_KILL) {          /* granules written whole only */
         q0 = (uint64_t)((a + g - 1) / g);
         q1 = (uint64_t)((a + w) / g);
@@ -141,7 +116,7 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
             if (seg < 0 && q < v->d->lx_n)
                 v->d->lx_gen[q] = 0;         /* an older gen: NEVER */
             else if (seg >= 0 && q < v->d->dr_n[seg])
-                v->d->dr[seg][q] = dem_never;
+                v->d->dr[seg][q] = gd_never;
         }
         return;
     }
@@ -170,7 +145,7 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
 }
 
 /* Applies v to every run of access x (a MEET stops once nothing can lower it). */
-static void visit(Visit *v, const Acc *x)
+void gd_visit(Visit *v, const Acc *x)
 {
     const CgSpan *s = &x->sp;
     if (s->width == 0)
@@ -257,7 +232,7 @@ static void acc_bwin(Acc *x, const SpyMatmul *mm, int64_t es)
 }
 
 /* The accesses of in: reads into r (returns their count), writes into w (*nw). */
-static int accesses(const SpyInsn *in, Acc *r, Acc *w, int *nw)
+int gd_accesses(const SpyInsn *in, Acc *r, Acc *w, int *nw)
 {
     int nr = 0;
     *nw = 0;
@@ -343,7 +318,7 @@ static SpyGuard guard_of(const Gd *d, const Dem *m, bool untracked, Dem *eff)
 {
     SpyGuard g;
     memset(&g, 0, sizeof g);
-    *eff = dem_always;
+    *eff = gd_always;
     if (untracked)
         return g;
     for (int s = 0; s < d->ns; s++)
@@ -367,15 +342,19 @@ static SpyGuard guard_of(const Gd *d, const Dem *m, bool untracked, Dem *eff)
 static bool step(Gd *d, SpyInsn *in, bool force, bool source)
 {
     Acc r[ACC_MAX], w[ACC_MAX];
-    int nw, nr = accesses(in, r, w, &nw);
-    Dem meet = dem_never, eff = dem_always;
+    int nw, nr = gd_accesses(in, r, w, &nw);
+    Dem meet = gd_never, eff = gd_always;
     Visit v = {d, OP_MEET, &meet, 0, false};
     for (int i = 0; i < nw; i++)
-        visit(&v, &w[i]);
+        gd_visit(&v, &w[i]);
     SpyGuard g;
     memset(&g, 0, sizeof g);
-    if (nw && !force && in->opcode != ISA_SCATTER)
+    bool clamp = false;
+    GdRowAcc ra;
+    if (nw && !force && in->opcode != ISA_SCATTER) {
         g = guard_of(d, &meet, v.hit, &eff);
+        clamp = !v.hit && !source && gd_row_clamp(d, in, &ra, &g);
+    }
     if (in->opcode == ISA_SCATTER) {            /* LX reads: rows and indices */
         const SpyScatter *s = &in->scatter;
         acc_rows(&r[nr++], s->lx_src, s->nidx, s->src_row_stride, s->row_elems, 1, s->esize);
@@ -384,10 +363,12 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
     Visit k = {d, OP_KILL, NULL, 0, false};
     for (int i = 0; i < nw; i++)
         if (w[i].seg < 0)
-            visit(&k, &w[i]);
+            gd_visit(&k, &w[i]);
     Visit gen = {d, OP_GEN, &eff, 0, false};
-    for (int i = 0; i < nr && !source; i++)    /* a ring source: once all cores are done */
-        visit(&gen, &r[i]);
+    if (clamp)
+        gd_row_reads(d, in, &ra, &g);
+    for (int i = 0; i < nr && !source && !clamp; i++)  /* a ring source: once all cores */
+        gd_visit(&gen, &r[i]);                             /* are done */
     memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
     return g.n > 0;
 }
@@ -402,7 +383,7 @@ static bool kernel_clash(Gd *d, SpyInsn *code, const SpyProgramDesc *progs, uint
             for (uint64_t i = progs[j].first_insn; i < progs[j].first_insn + progs[j].ninsns;
                  i++) {
                 Acc r[ACC_MAX], w[ACC_MAX];
-                int nw, nr = accesses(&code[i], r, w, &nw);
+                int nw, nr = gd_accesses(&code[i], r, w, &nw);
                 if (code[i].opcode == ISA_SCATTER) {
                     const SpyScatter *s = &code[i].scatter;
                     int64_t len[2] = {s->bound, s->row_elems}, sst[2] = {s->row_stride, 1};
@@ -410,10 +391,10 @@ static bool kernel_clash(Gd *d, SpyInsn *code, const SpyProgramDesc *progs, uint
                 }
                 for (int q = 0; pass == 0 && q < nw; q++)
                     if (w[q].seg >= 0)
-                        visit(&st, &w[q]);
+                        gd_visit(&st, &w[q]);
                 for (int q = 0; pass == 1 && q < nr; q++)
                     if (r[q].seg >= 0)
-                        visit(&cl, &r[q]);
+                        gd_visit(&cl, &r[q]);
             }
     return cl.hit;
 }
@@ -427,7 +408,7 @@ static void free_stores(Gd *d, const SpyInsn *code, const SpyProgramDesc *progs,
             if (code[i].opcode == ISA_STORE) {
                 Acc x;
                 acc_dma(&x, &code[i].dma, true);
-                visit(&k, &x);
+                gd_visit(&k, &x);
             }
 }
 
@@ -447,12 +428,12 @@ static void seed_output(Gd *d, IrGraph *g, uint32_t j, uint32_t seg)
     }
     Dem *dm = d->dr[seg];
     for (uint64_t q = 0; q < d->dr_n[seg]; q++)
-        dm[q] = any ? dem_never : dem_always;
+        dm[q] = any ? gd_never : gd_always;
     if (!any)
         return;
     int64_t es = pass_dev_esize(t->dtype), n = plan_numel(t), idx[IR_MAX_RANK] = {0};
     for (int64_t e = 0; e < n; e++) {
-        Dem x = dem_always;
+        Dem x = gd_always;
         for (int a = 0; a < t->rank; a++)
             if (sym[a] >= 0 && idx[a] > x.t[sym[a]])
                 x.t[sym[a]] = (int32_t)idx[a];
@@ -499,7 +480,7 @@ static bool gd_init(Gd *d, CgEmit *e)
         memset(d->dr_first[s], 0xff, (d->dr_n[s] + 1) * sizeof *d->dr_first[s]);
         if (s == ISA_SEG_ARENA)
             for (uint64_t q = 0; q < d->dr_n[s]; q++)
-                d->dr[s][q] = dem_never;
+                d->dr[s][q] = gd_never;
         else
             seed_output(d, g, s - ISA_SEG_IO0 - g->ninputs, s);
     }
@@ -520,6 +501,8 @@ static void gd_free(Gd *d)
     free(d->dr_n);
     free(d->lx);
     free(d->lx_gen);
+    free(d->rowdem);
+    free(d->rowt);
 }
 
 /* The DRAM byte range a LOAD's tile spans (bounding). */
@@ -574,9 +557,9 @@ static bool is_source(const SpyInsn *in, const SpyInsn *code, const Rings *r)
 /* The demand a guard stands for: its conditions' thresholds, -1 for the other symbols. */
 static Dem dem_of(const SpyGuard *g)
 {
-    Dem x = dem_always;
-    for (int i = 0; i < g->n; i++)
-        x.t[g->sym[i]] = (int32_t)g->lo[i];
+    Dem x = gd_always;
+    for (int i = 0; i < (g->n & ISA_GUARD_NMASK); i++)   /* LOADs over the ring: */
+        x.t[g->sym[i]] = (int32_t)g->lo[i];                 /* no row clamps */
     return x;
 }
 
@@ -592,14 +575,14 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             if (!is_source(in, code, r))
                 continue;
             SpyGuard g = spy_insn_guard(in);
-            Dem m = g.n ? dem_of(&g) : dem_always, eff = dem_always;
+            Dem m = g.n ? dem_of(&g) : gd_always, eff = gd_always;
             int64_t lo, hi, rlo, rhi;
             dram_range(&in->dma, &lo, &hi);
             for (uint64_t q = 0; q < r->n && g.n; q++) {
                 SpyGuard rg = spy_insn_guard(&code[r->at[q]]);
                 dram_range(&code[r->at[q]].dma, &rlo, &rhi);
                 if (code[r->at[q]].dma.seg == in->dma.seg && rlo < hi && lo < rhi) {
-                    Dem x = rg.n ? dem_of(&rg) : dem_always;
+                    Dem x = rg.n ? dem_of(&rg) : gd_always;
                     dem_min(&m, &x);
                 }
             }
@@ -610,7 +593,7 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             Acc a;
             acc_dma(&a, &in->dma, true);
             Visit gen = {d, OP_GEN, &eff, 0, false};
-            visit(&gen, &a);
+            gd_visit(&gen, &a);
         }
 }
 
@@ -633,7 +616,7 @@ static void first_writers(Gd *d, const SpyInsn *code, const SpyProgramDesc *prog
                     continue;
                 }
                 Visit v = {d, OP_FIRST, NULL, k, false};
-                visit(&v, &a);
+                gd_visit(&v, &a);
             }
         }
 }
@@ -671,7 +654,8 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
     first_writers(&d, e->code, progs, cores, nk);
     for (uint32_t k = nk; k-- > 0;) {
         const SpyProgramDesc *kp = &progs[(size_t)k * cores];
-        if (!any_conditional(&d, k)) {              /* nothing more to find: no guards */
+        if (!any_conditional(&d, k) || d.work > GD_WORK_MAX) {  /* nothing more to find, */
+                                                                /* or the budget spent */
             for (uint32_t q = 0; q < (k + 1) * cores; q++)
                 for (uint64_t i = progs[q].first_insn; i < progs[q].first_insn + progs[q].ninsns;
                      i++)

@@ -156,6 +156,7 @@ typedef struct {
  * names, is skipped then; true when some instruction got one (SPY_FEAT_GUARDS). */
 bool cg_guards(CgEmit *e, const SpyProgramDesc *progs);
 
+
 /* ---- cg_out.c ---- */
 /* The file of a CgOut being written front to back through two staging buffers, one
  * filled by the caller while a writer thread writes the other (cg_out.c). */

@@ -183,20 +183,46 @@ static uint32_t plan_len(const SpyInsn *code, const RtPrep *p, uint32_t n) {
     return k < n ? k : n;
 }
 
-/* Of the k instructions from code (one plan), how many the sizes dims skip. */
-static uint32_t skipped_in(const SpyInsn *code, uint32_t k, const int32_t *dims) {
+/* Of the k instructions from code (one plan), how many the sizes dims skip (*skip)
+ * and how many they do not leave as written (skipped or row-clamped: the result). */
+static uint32_t changed_in(const SpyInsn *code, uint32_t k, const int32_t *dims,
+                           uint32_t *skip) {
     uint32_t s = 0;
-    for (uint32_t j = 0; j < k; j++)
-        s += spy_guard_skips(&code[j], dims);
+    *skip = 0;
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t rows = spy_guard_rows(&code[j], dims);
+        *skip += rows == 0;
+        s += rows != UINT32_MAX;
+    }
     return s;
+}
+
+/* Runs the first `rows` rows of instruction in (a row clamp, isa.h spy_guard_rows) as
+ * one instruction of that extent, alone: the deferred LOADs it may touch carried out
+ * first (before a LOAD, all of them; it is not deferred itself, since a view keeps the
+ * instruction it was made from). Returns RT_XOK or a VEC's error. */
+static int exec_clamped(RtCore *c, RtDefer *d, const SpyInsn *in, uint32_t rows) {
+    SpyInsn x = *in;
+    spy_insn_set_rows(&x, rows);
+    rt_defer_before(c, d, &x, NULL);
+    switch (x.opcode) {
+    case ISA_LOAD: rt_dma(c, &x.dma, false); return RT_XOK;
+    case ISA_STORE: rt_dma(c, &x.dma, true); return RT_XOK;
+    case ISA_MATMUL: matmul(c, d, &x.mm); return RT_XOK;
+    case ISA_VEC: return rt_vec(c, &x.vec);
+    case ISA_VREDUCE: rt_vreduce(c, &x.red); return RT_XOK;
+    default: return RT_XOK;          /* the verifier allows row clamps on these only */
+    }
 }
 
 /* Runs code[0..n) on core c with the plans prep[0..n) (NULL: each instruction planned
  * alone, nothing merged); returns RT_XOK or the first error (c->err_*).
- * With c->dims (a bundle with guards) an instruction its guard skips is not run: a
- * planned run (of LOADs, of VECs) all of whose instructions are skipped is passed over,
- * one of which only some are runs instruction by instruction, each planned alone. A
- * program that skipped anything leaves no input patch for the next (rt_memo.c). */
+ * With c->dims (a bundle with guards) an instruction its guard skips is not run, one
+ * it row-clamps runs its first rows alone (exec_clamped): a planned run (of LOADs, of
+ * VECs) all of whose instructions are skipped is passed over, one of which only some
+ * are skipped or clamped runs instruction by instruction, each planned alone. A
+ * program that skipped or clamped anything leaves no input patch for the next
+ * (rt_memo.c). */
 int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_t n) {
     RtDefer d;          /* views v[0..n) only are ever read: v is not cleared */
     const RtPrep *patch = NULL;   /* the input patch of this program (rt_memo.c) */
@@ -211,20 +237,31 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
                                                    : (rt_prep_code(in, 1, &alone), &alone);
         int rc = RT_XOK;
         if (c->dims && i >= alone_until) {
-            uint32_t k = plan_len(in, p, n - i), s = skipped_in(in, k, c->dims);
-            skipped |= s > 0;
-            if (s == k) {
+            uint32_t k = plan_len(in, p, n - i), sk, ch = changed_in(in, k, c->dims, &sk);
+            skipped |= ch > 0;
+            if (sk == k) {
                 i += k - 1;
                 continue;
             }
-            if (s) {                 /* a run partly skipped: each of it alone */
+            if (ch) {                /* a run partly skipped or clamped: each alone */
                 alone_until = i + k;
                 rt_prep_code(in, 1, &alone);
                 p = &alone;
             }
         }
-        if (c->dims && i < alone_until && spy_guard_skips(in, c->dims))
-            continue;
+        if (c->dims && i < alone_until) {
+            uint32_t rows = spy_guard_rows(in, c->dims);
+            if (rows == 0)
+                continue;
+            if (rows != UINT32_MAX) {
+                if ((rc = exec_clamped(c, &d, in, rows)) != RT_XOK) {
+                    c->err = rc;
+                    c->err_insn = i;
+                    return rc;
+                }
+                continue;
+            }
+        }
         if (p->memo_len && c->memo_on) {
             patch = p;
             if (held == p->memo_id) {    /* LX holds it: the previous program loaded it */

@@ -442,8 +442,8 @@ static spy_status bind_io(spy_session *s, const void *const *inputs, void *const
 
 /* Runs the inference on size bucket v of s's model, in a session of its own (made at
  * its first use, with s's options): the inputs at their actual shapes, the outputs into
- * the caller's buffers (sized for the bounds: zeroed past the bucket's size), their
- * shapes copied for spy_session_output_shape. */
+ * the caller's buffers (sized for the bounds; the bucket writes its own size, the rest
+ * is left as it was), their shapes copied for spy_session_output_shape. */
 static spy_status run_variant(spy_session *s, int v, const void *const *inputs,
                               void *const *outputs) {
     const spy_model *m = s->m, *b = m->variants[v];
@@ -467,9 +467,6 @@ static spy_status run_variant(spy_session *s, int v, const void *const *inputs,
         return st;
     }
     for (uint32_t j = 0; j < m->nvisible; j++) {
-        size_t have = b->io[m->ninputs + j].info.nbytes, all = m->io[m->ninputs + j].info.nbytes;
-        if (all > have)
-            memset((uint8_t *)outputs[j] + have, 0, all - have);
         memcpy(s->dyn_dims + (size_t)(m->ninputs + j) * SPY_MAX_RANK,
                sub->dyn_dims + (size_t)(m->ninputs + j) * SPY_MAX_RANK,
                SPY_MAX_RANK * sizeof *s->dyn_dims);

@@ -9,7 +9,8 @@
  * SPY_TF_DIMS input that the kernels read to mask padding, and copies each input into a
  * buffer of its bound shape (the actual data at the start of every axis, zeros after).
  * After the run each symbolic output's valid box is moved to the row-major prefix of
- * its actual shape, which spy_session_output_shape reports.
+ * its actual shape, which spy_session_output_shape reports (the rest of the buffer is
+ * not written: nothing per run costs host time in proportion to the bounds).
  */
 #include <stdio.h>
 #include <string.h>
@@ -155,10 +156,11 @@ spy_status rt_sym_inputs(const spy_model *m, const int64_t *in_dims, const void 
 }
 
 /* Moves the box of dims ad at the start of every axis of the row-major buffer p (dims
- * dd, rank r, es-byte elements, nbytes in all) to its row-major prefix; zeroes the
- * rest. Rows only move towards the start, in order, so memmove suffices. */
-static void compact_box(uint8_t *p, size_t nbytes, int r, const int64_t *dd, const int64_t *ad,
-                        size_t es)
+ * dd, rank r, es-byte elements) to its row-major prefix. Rows only move towards the
+ * start, in order, so memmove suffices. The bytes after the prefix are left as they are
+ * (spyrt.h: unspecified), so that the host time of a run follows the actual size, not
+ * the bounds. */
+static void compact_box(uint8_t *p, int r, const int64_t *dd, const int64_t *ad, size_t es)
 {
     size_t row = (size_t)(r ? ad[r - 1] : 1) * es, rows = 1;
     for (int i = 0; i + 1 < r; i++)
@@ -166,8 +168,6 @@ static void compact_box(uint8_t *p, size_t nbytes, int r, const int64_t *dd, con
     for (size_t k = 0; k < rows && row; k++) {
         memmove(p + k * row, p + box_row(k, r, dd, ad, es), row);
     }
-    if (rows * row < nbytes)
-        memset(p + rows * row, 0, nbytes - rows * row);
 }
 
 void rt_sym_outputs(const spy_model *m, const int32_t *symv, void *const *outputs,
@@ -180,7 +180,7 @@ void rt_sym_outputs(const spy_model *m, const int32_t *symv, void *const *output
         int64_t *ad = dims + (size_t)i * SPY_MAX_RANK;
         for (int a = 0; a < io->info.rank; a++)
             ad[a] = io->sym[a] >= 0 ? symv[io->sym[a]] : io->info.dims[a];
-        compact_box(outputs[i - m->ninputs], io->info.nbytes, io->info.rank, io->info.dims, ad,
+        compact_box(outputs[i - m->ninputs], io->info.rank, io->info.dims, ad,
                     rt_dtype_size(io->info.dtype));
     }
 }

@@ -289,7 +289,7 @@ typedef struct {
 } CoreSums;
 
 /* The sums of program d: from the prefix arrays, or (dims, a bundle with guards) over
- * the instructions the sizes dims do not skip. */
+ * the instructions the sizes dims do not skip, each at the rows its row clamp runs. */
 static void core_sums(const spy_model *m, const Prefix *p, const SpyProgramDesc *d,
                       const int32_t *dims, CoreSums *s) {
     uint64_t a = d->first_insn, b = d->first_insn + d->ninsns;
@@ -301,10 +301,14 @@ static void core_sums(const spy_model *m, const Prefix *p, const SpyProgramDesc 
     }
     memset(s, 0, sizeof *s);
     for (uint64_t i = a; i < b; i++) {
-        if (spy_guard_skips(&m->code[i], dims))
+        uint32_t rows = spy_guard_rows(&m->code[i], dims);
+        if (rows == 0)
             continue;
         InsnCost c;
-        insn_cost(&m->target, &m->code[i], &c);
+        SpyInsn x = m->code[i];
+        if (rows != UINT32_MAX)                  /* a row clamp: the rows that run */
+            spy_insn_set_rows(&x, rows);
+        insn_cost(&m->target, &x, &c);
         s->mat += c.mat, s->floor += c.floor, s->vec += c.vec, s->work += c.work;
         s->flops += c.flops, s->ld += c.ld, s->st += c.st, s->ring += c.ring;
     }

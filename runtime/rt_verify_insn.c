@@ -362,34 +362,64 @@ static void sym_bounds(const spy_model *m, uint32_t sym, int64_t *min, int64_t *
         }
 }
 
+/* A skip condition of in's guard (slot i): a symbol of the dims input and min <= lo <
+ * max (one that can hold and can fail). */
+static bool v_cond(Vctx *v, const SpyGuard *g, int i) {
+    if (g->sym[i] >= v->m->nsyms)
+        return fail(v, "guard condition %d: symbol %u past the %u symbols", i, g->sym[i],
+                    v->m->nsyms);
+    int64_t lo, hi;
+    sym_bounds(v->m, g->sym[i], &lo, &hi);
+    if ((int64_t)g->lo[i] < lo || (int64_t)g->lo[i] >= hi)
+        return fail(v, "guard condition %d: size of symbol %u <= %u outside [%lld, %lld)",
+                    i, g->sym[i], g->lo[i], (long long)lo, (long long)hi);
+    return true;
+}
+
+/* A row clamp (slots 1 and 2 of in's guard, isa.h ISA_GUARD_ROWS): on an instruction
+ * with rows (at least 2; not a LOAD over the ring, whose tile is sent whole), a symbol of the dims input, at least one row per step, and
+ * rows clamped at some size within the bounds and run at some (else it is no clamp). */
+static bool v_clamp(Vctx *v, const SpyInsn *in, const SpyGuard *g) {
+    uint32_t e = spy_insn_rows(in);
+    if (e < 2 || (in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING)))
+        return fail(v, "row clamp on a %s%s of %u rows", rt_opcode_name(in->opcode),
+                    e >= 2 ? " over the ring" : "", e);
+    if (g->sym[1] >= v->m->nsyms || g->sym[2] || g->lo[1] == 0)
+        return fail(v, "row clamp: symbol %u of %u, %u rows per step, slot 2 symbol %u",
+                    g->sym[1], v->m->nsyms, g->lo[1], g->sym[2]);
+    int64_t lo, hi;
+    sym_bounds(v->m, g->sym[1], &lo, &hi);
+    if (spy_clamp_rows(lo, g->lo[1], g->lo[2], e) == e || spy_clamp_rows(hi, g->lo[1], g->lo[2], e) == 0)
+        return fail(v, "row clamp: %u rows per step, offset %u: rows of symbol %u's sizes "
+                    "[%lld, %lld] all or none of %u", g->lo[1], g->lo[2], g->sym[1],
+                    (long long)lo, (long long)hi, e);
+    return true;
+}
+
 /* The guard of in (bundles with SPY_FEAT_GUARDS; without it the bytes are padding,
- * ignored): at most ISA_GUARD_MAX conditions, none on a BARRIER or NOP, each naming a
- * symbol of the dims input with min <= lo < max (one that can hold and can fail),
- * unused entries zero. */
+ * ignored): at most ISA_GUARD_MAX skip conditions (one with a row clamp), none on a
+ * BARRIER or NOP, each valid (v_cond, v_clamp), unused entries zero. */
 static bool v_guard(Vctx *v, const SpyInsn *in) {
     if (!(v->m->hdr->features & SPY_FEAT_GUARDS))
         return true;
     SpyGuard g = spy_insn_guard(in);
-    if (g.n > ISA_GUARD_MAX)
-        return fail(v, "guard with %u conditions (at most %d)", g.n, ISA_GUARD_MAX);
+    int k = g.n & ISA_GUARD_NMASK, used = (g.n & ISA_GUARD_ROWS) ? 3 : k;
+    if (k > ((g.n & ISA_GUARD_ROWS) ? 1 : ISA_GUARD_MAX))
+        return fail(v, "guard with %d conditions (at most %d)", k,
+                    (g.n & ISA_GUARD_ROWS) ? 1 : ISA_GUARD_MAX);
     if (g.n && (in->opcode == ISA_BARRIER || in->opcode == ISA_NOP))
         return fail(v, "guard on a %s", rt_opcode_name(in->opcode));
     for (int i = 0; i < ISA_GUARD_MAX; i++) {
-        if (i >= g.n) {
+        if (i >= used) {
             if (g.sym[i] || g.lo[i])
-                return fail(v, "guard entry %d past its %u conditions is not zero", i, g.n);
-            continue;
+                return fail(v, "guard entry %d past its %d conditions is not zero", i, k);
+        } else if (i < k && !v_cond(v, &g, i)) {
+            return false;
+        } else if (i >= k && i < 1 && (g.sym[i] || g.lo[i])) {
+            return fail(v, "guard entry %d (no skip condition) is not zero", i);
         }
-        if (g.sym[i] >= v->m->nsyms)
-            return fail(v, "guard condition %d: symbol %u past the %u symbols", i, g.sym[i],
-                        v->m->nsyms);
-        int64_t lo, hi;
-        sym_bounds(v->m, g.sym[i], &lo, &hi);
-        if ((int64_t)g.lo[i] < lo || (int64_t)g.lo[i] >= hi)
-            return fail(v, "guard condition %d: size of symbol %u <= %u outside [%lld, %lld)",
-                        i, g.sym[i], g.lo[i], (long long)lo, (long long)hi);
     }
-    return true;
+    return !(g.n & ISA_GUARD_ROWS) || v_clamp(v, in, &g);
 }
 
 /* Verifies the fields of one instruction of m but its guard. */

@@ -144,8 +144,9 @@ int spy_model_output_dynamic_axis(const spy_model *m, int i);
  * gives input i's actual shape (its buffer then holds exactly that many elements,
  * row-major; until set, the upper bound); sizes outside the bounds, or different sizes
  * of one dimension shared by several inputs, fail the run. Output buffers keep their
- * upper-bound size; after the run they hold the actual tensor (row-major, the rest
- * zeroed), whose shape spy_session_output_shape gives. */
+ * upper-bound size; after the run they start with the actual tensor (row-major), whose
+ * shape spy_session_output_shape gives; the bytes after it are unspecified (the run's
+ * host time follows the actual size, so nothing zeroes the rest of the bounds). */
 int spy_model_input_dim_bounds(const spy_model *m, int i, int axis, int64_t *min,
                                int64_t *max);
 spy_status spy_session_set_input_shape(spy_session *s, int i, int rank, const int64_t *dims);

@@ -203,17 +203,26 @@ typedef union {
 } SpyInsn;
 
 /* Guard (bundle feature SPY_FEAT_GUARDS; isa.md "Guards"): bytes [ISA_GUARD_OFF, 128) of
- * every instruction, padding in each layout above, may hold a SpyGuard. With n > 0 the
- * instruction is skipped at launch when, for some i < n, the actual size of symbol
- * sym[i] (element sym[i] of the SPY_TF_DIMS input) is at most lo[i]: the compiler
- * proved that then nothing an instruction that does run reads depends on what it
- * writes (it only computes padding). n = 0: always runs. */
+ * every instruction, padding in each layout above, may hold a SpyGuard. With k = n &
+ * ISA_GUARD_NMASK > 0 the instruction is skipped at launch when, for some i < k, the
+ * actual size of symbol sym[i] (element sym[i] of the SPY_TF_DIMS input) is at most
+ * lo[i]: the compiler proved that then nothing an instruction that does run reads
+ * depends on what it writes (it only computes padding). n = 0: always runs.
+ * With ISA_GUARD_ROWS set in n (a row clamp; k <= 1, slot 0 its skip condition) the
+ * instruction runs only its first R = clamp(dims[sym[1]] * lo[1] - lo[2], 0, E) rows,
+ * E being its row extent (spy_insn_rows: VEC, VREDUCE rows, MATMUL m, LOAD / STORE
+ * dims[0]), as if written with that extent (R = 0: skipped): row r runs when the size
+ * of sym[1] is above floor((r + lo[2]) / lo[1]), the compiler having proved that the
+ * rows past R then only compute padding. */
 #define ISA_GUARD_OFF 112
 #define ISA_GUARD_MAX 3
+#define ISA_GUARD_ROWS 0x80      /* n: a row clamp in slots 1 (symbol, rows per step) and 2 */
+#define ISA_GUARD_NMASK 0x7f     /* n: the skip conditions */
 typedef struct {
-    uint8_t n;               /* conditions, 0 .. ISA_GUARD_MAX */
+    uint8_t n;               /* skip conditions, 0 .. ISA_GUARD_MAX, | ISA_GUARD_ROWS */
     uint8_t sym[ISA_GUARD_MAX];  /* symbols (unused entries 0) */
-    uint32_t lo[ISA_GUARD_MAX];  /* skipped when dims[sym[i]] <= lo[i] (unused 0) */
+    uint32_t lo[ISA_GUARD_MAX];  /* skipped when dims[sym[i]] <= lo[i] (unused 0); a row
+                                    clamp: lo[1] rows per step (>= 1), lo[2] the offset */
 } SpyGuard;
 
 _Static_assert(sizeof(SpyGuard) == 128 - ISA_GUARD_OFF, "SpyGuard size");
@@ -236,17 +245,64 @@ static inline SpyGuard spy_insn_guard(const SpyInsn *in)
     return g;
 }
 
-/* Whether a guarded instruction in is skipped when the symbols have the sizes dims. */
-static inline bool spy_guard_skips(const SpyInsn *in, const int32_t *dims)
+/* The row extent of in (the extent a row clamp shortens): VEC, VREDUCE rows, MATMUL m,
+ * LOAD / STORE dims[0]; 0 for the other instructions (they have no row clamp). */
+static inline uint32_t spy_insn_rows(const SpyInsn *in)
+{
+    switch (in->opcode) {
+    case ISA_VEC: return in->vec.rows;
+    case ISA_VREDUCE: return in->red.rows;
+    case ISA_MATMUL: return in->mm.m;
+    case ISA_LOAD:
+    case ISA_STORE: return in->dma.dims[0];
+    default: return 0;
+    }
+}
+
+/* in with its row extent set to rows (spy_insn_rows; its instructions only). */
+static inline void spy_insn_set_rows(SpyInsn *in, uint32_t rows)
+{
+    switch (in->opcode) {
+    case ISA_VEC: in->vec.rows = rows; break;
+    case ISA_VREDUCE: in->red.rows = rows; break;
+    case ISA_MATMUL: in->mm.m = rows; break;
+    case ISA_LOAD:
+    case ISA_STORE: in->dma.dims[0] = rows; break;
+    default: break;
+    }
+}
+
+/* The rows of a row clamp (lo[1] rows per step, offset lo[2]) at size v of its symbol,
+ * for an instruction of row extent e. */
+static inline uint32_t spy_clamp_rows(int64_t v, uint32_t per, uint32_t off, uint32_t e)
+{
+    int64_t r = v * (int64_t)per - (int64_t)off;
+    return r <= 0 ? 0 : r >= (int64_t)e ? e : (uint32_t)r;
+}
+
+/* How many of its rows (spy_insn_rows) a guarded instruction in runs when the symbols
+ * have the sizes dims: 0 when skipped, all (UINT32_MAX for an instruction without rows)
+ * when it runs as written, else the clamped extent. */
+static inline uint32_t spy_guard_rows(const SpyInsn *in, const int32_t *dims)
 {
     uint8_t n = in->raw[ISA_GUARD_OFF];
     if (!n)
-        return false;
+        return UINT32_MAX;
     SpyGuard g = spy_insn_guard(in);
-    for (int i = 0; i < n && i < ISA_GUARD_MAX; i++)
+    for (int i = 0; i < (n & ISA_GUARD_NMASK) && i < ISA_GUARD_MAX; i++)
         if ((int64_t)dims[g.sym[i]] <= (int64_t)g.lo[i])
-            return true;
-    return false;
+            return 0;
+    if (!(n & ISA_GUARD_ROWS))
+        return UINT32_MAX;
+    uint32_t e = spy_insn_rows(in);
+    uint32_t r = spy_clamp_rows(dims[g.sym[1]], g.lo[1], g.lo[2], e);
+    return r == e ? UINT32_MAX : r;
+}
+
+/* Whether a guarded instruction in is skipped when the symbols have the sizes dims. */
+static inline bool spy_guard_skips(const SpyInsn *in, const int32_t *dims)
+{
+    return spy_guard_rows(in, dims) == 0;
 }
 
 #endif

@@ -13,6 +13,8 @@
 #   make golden-update   rewrite every .expect file from the current compiler output
 #   make bench     compile time and latency per model against onnxruntime (needs PyPI)
 #   make bench-cache  per model: a plain compile, a compile-cache miss and a hit, best of 5
+#   make bench-dynamic  per model of tests/models-dynamic.list and size: the dynamic bundle
+#                  against a static compile of that size (host latency, modelled time)
 #   make zoo-large materialise the models of SHARED/models-large into BUILD/zoo-large/NAME
 #                  (weights refilled by zoo_regen.py; gigabytes; skips models already there)
 #   make bench-large  per large model: compile time and peak RSS, bundle size, load time,
@@ -90,6 +92,12 @@ $(VENV)/.ok:
 bench: all $(VENV)/.ok
 	$(VENV)/bin/python tests/bench/bench.py --build $(BUILD) --shared $(SHARED)
 
+# dynamic-shape bundles against static compiles of each size: emulator host latency and
+# modelled time per (model, size) of tests/models-dynamic.list, ratios over 1.3 marked
+# (tests/bench/bench_dynamic.py; not part of make check)
+bench-dynamic: all $(VENV)/.ok
+	$(VENV)/bin/python tests/bench/bench_dynamic.py --build $(BUILD) --shared $(SHARED)
+
 # compile-cache timings: a plain compile, a miss (compile and store) and a hit per model,
 # best of 5, with the ratios (needs the large models for resnet50 and gpt2_124m)
 bench-cache: all
@@ -106,7 +114,7 @@ ZOO_LARGE := $(BUILD)/zoo-large
 ZOO_LARGE_NAMES := $(notdir $(patsubst %/skeleton.json,%,$(wildcard $(ZOO_LARGE_SRC)/*/skeleton.json)))
 ZOO_LARGE_STAMPS := $(patsubst %,$(ZOO_LARGE)/%/.ok,$(ZOO_LARGE_NAMES))
 
-.PHONY: zoo-large bench-large bench-cache
+.PHONY: zoo-large bench-large bench-cache bench-dynamic
 zoo-large: $(ZOO_LARGE_STAMPS)
 	@test -n "$(ZOO_LARGE_NAMES)" || { echo "no skeletons in $(ZOO_LARGE_SRC)" >&2; exit 1; }
 

@@ -4,11 +4,12 @@
  * compiled at its bound and must
  *   - carry guards (the feature bit, guarded instructions) and give, at every size, the
  *     values a C reference computes, bit for bit those of the same bundle with every
- *     instruction the size skips replaced by a NOP;
+ *     instruction the size skips replaced by a NOP and every one its row clamp shortens
+ *     written with the rows that run;
  *   - model, at a small size, less time than at the bound (not in proportion: the split
  *     over cores is the bound's, and the core that holds the first rows does its whole
- *     share), and exactly the time of that NOP-replaced bundle (the sum over the
- *     instructions that run);
+ *     share), and exactly the time of that rewritten bundle (the sum over the
+ *     instructions that run, at the rows they run);
  *   - be refused at load when a guard is malformed, naming the kernel, the core and the
  *     instruction's offset.
  */
@@ -91,18 +92,25 @@ static SpyInsn *code_of(uint8_t *buf, uint64_t *n)
     return NULL;
 }
 
-/* A copy of bundle buf in which every instruction that the size n of the one symbol
- * skips is a NOP (no guard left on it). */
-static uint8_t *nop_skipped(const uint8_t *buf, size_t len, int32_t n)
+/* A copy of bundle buf as the size n of the one symbol runs it: every instruction that
+ * n skips a NOP, every one its row clamp shortens written with the rows that run (no
+ * guard left on either). */
+static uint8_t *as_run(const uint8_t *buf, size_t len, int32_t n)
 {
     uint8_t *c = malloc(len);
     assert_non_null(c);
     memcpy(c, buf, len);
     uint64_t cnt;
     SpyInsn *code = code_of(c, &cnt);
-    for (uint64_t i = 0; i < cnt; i++)
-        if (spy_guard_skips(&code[i], &n))
+    for (uint64_t i = 0; i < cnt; i++) {
+        uint32_t rows = spy_guard_rows(&code[i], &n);
+        if (rows == 0) {
             memset(&code[i], 0, sizeof code[i]);
+        } else if (rows != UINT32_MAX) {
+            spy_insn_set_rows(&code[i], rows);
+            memset(code[i].raw + ISA_GUARD_OFF, 0, sizeof(SpyGuard));
+        }
+    }
     ut_fix_crcs(c);
     return c;
 }
@@ -125,11 +133,14 @@ static void test_guarded_every_size(void **state)
     size_t len = 0;
     uint8_t *buf = compile_mlp(f, &len);
     assert_true(((const SpyHeader *)buf)->features & SPY_FEAT_GUARDS);
-    uint64_t cnt, guarded = 0;
+    uint64_t cnt, guarded = 0, clamped = 0;
     SpyInsn *code = code_of(buf, &cnt);
-    for (uint64_t i = 0; i < cnt; i++)
+    for (uint64_t i = 0; i < cnt; i++) {
         guarded += spy_insn_guard(&code[i]).n > 0;
+        clamped += (spy_insn_guard(&code[i]).n & ISA_GUARD_ROWS) != 0;
+    }
     assert_true(guarded > 0);
+    assert_true(clamped > 0);         /* a core's 3 rows of 96 run in part at some sizes */
     static float x[ROWS * K], y[ROWS * N], y2[ROWS * N], want[ROWS * N];
     float w1[K * H], w2[H * N];
     weights(w1, w2);
@@ -151,7 +162,7 @@ static void test_guarded_every_size(void **state)
             small_us = us;
         spy_model *m2;
         spy_session *s2;
-        ut_open(nop_skipped(keep, len, n), len, &m2, &s2);
+        ut_open(as_run(keep, len, n), len, &m2, &s2);
         run_rows(s2, x, n, y2);
         assert_memory_equal(y, y2, sizeof(float) * (size_t)n * N);
         assert_true(fabs(spy_model_device_us(m2) - us) <= 1e-9 * us);
@@ -214,6 +225,32 @@ static void test_malformed_guard_refused(void **state)
         snprintf(where, sizeof where, "(CODE %llu, offset ", (unsigned long long)at);
         ut_expect_refused(c, len, where);
         ut_expect_refused(c, len, bad[b].why);
+        free(c);
+    }
+    const struct {
+        SpyGuard g;
+        const char *why;
+    } badrows[] = {                                    /* row clamps (ISA_GUARD_ROWS) */
+        {{ISA_GUARD_ROWS, {0, 1, 0}, {0, 4, 0}}, "symbol 1 of 1"},
+        {{ISA_GUARD_ROWS, {0, 0, 0}, {0, 0, 0}}, "0 rows per step"},
+        {{ISA_GUARD_ROWS, {0, 0, 0}, {0, 1, 1000}}, "all or none"},
+        {{ISA_GUARD_ROWS, {0, 0, 0}, {0, 1000, 0}}, "all or none"},
+        {{ISA_GUARD_ROWS | 2, {0, 0, 0}, {4, 1, 0}}, "2 conditions (at most 1)"},
+        {{ISA_GUARD_ROWS, {0, 0, 1}, {0, 1, 0}}, "slot 2 symbol 1"},
+        {{ISA_GUARD_ROWS, {0, 0, 0}, {4, 1, 0}}, "no skip condition) is not zero"},
+    };
+    for (size_t b = 0; b < sizeof badrows / sizeof badrows[0]; b++) {
+        uint8_t *c = malloc(len);
+        assert_non_null(c);
+        memcpy(c, buf, len);
+        uint64_t cnt, at = 0;
+        SpyInsn *code = code_of(c, &cnt);
+        while (at < cnt && !(spy_insn_guard(&code[at]).n & ISA_GUARD_ROWS))
+            at++;
+        assert_true(at < cnt);
+        set_guard(&code[at], &badrows[b].g);
+        ut_fix_crcs(c);
+        ut_expect_refused(c, len, badrows[b].why);
         free(c);
     }
     uint8_t *c = malloc(len);                          /* a guard on a BARRIER */

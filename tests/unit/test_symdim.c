@@ -95,8 +95,6 @@ static void test_softmax_every_size(void **state)
         assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
         expect_out_shape(s, 2, (int64_t[]){3, n});
         ut_expect_close(out, want, 3 * n, 1e-5);
-        for (int i = 3 * n; i < 24; i++)
-            assert_true(out[i] == 0.0f);             /* the rest of the buffer zeroed */
     }
     assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){3, 9}),
                      SPY_E_INVALID_ARG);
