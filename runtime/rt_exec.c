@@ -133,6 +133,8 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
     uint32_t k;
     p->how = RT_PH_NONE;
     p->run = 1;
+    if (!code[0].vec.rows || !code[0].vec.cols)
+        return; /* an empty region: rt_vec does nothing, whatever its other extent */
     if ((k = rt_vec_taps_run(code, n)) != 0)
         p->how = RT_PH_TAPS;
     else if ((k = rt_vec_pool_run(code, n)) != 0)

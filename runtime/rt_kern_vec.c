@@ -705,6 +705,8 @@ void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt) {
 
 /* Executes a verified VEC; returns RT_XERR_DIVZERO on an integer division by zero. */
 int rt_vec(RtCore *c, const SpyVec *v) {
+    if (!v->rows || !v->cols) /* no element: no row loop (a bundle may give 2^30 rows) */
+        return RT_XOK;
     if (v->fn == ISA_VF_COPY) {
         vec_copy(c, v, vec_esize(v->dtype));
         return RT_XOK;
