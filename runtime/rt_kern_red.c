@@ -394,6 +394,8 @@ static void scan_row_dlf16(uint8_t *d, const uint8_t *s, uint32_t len, bool rev,
 void rt_vscan(RtCore *c, const SpyVScan *sc) {
     unsigned es = esz(sc->dtype);
     bool rev = sc->flags & ISA_F_REV, excl = sc->flags & ISA_F_EXCL;
+    if (!sc->len)    /* no element: no row loop (as rt_vec) */
+        return;
     for (uint32_t row = 0; row < sc->rows; row++) {
         const uint8_t *s = c->lx + sc->src + (int64_t)row * sc->src_rs * es;
         uint8_t *d = c->lx + sc->dst + (int64_t)row * sc->dst_rs * es;
