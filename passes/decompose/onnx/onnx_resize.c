@@ -289,6 +289,15 @@ static bool rz_params(DecCtx *c, RzParams *p, bool upsample)
         dec_err(c, "unknown coordinate_transformation_mode '%s'", p->ctm);
         return false;
     }
+    static const char *const nms[] = {"simple", "round_prefer_floor", "round_prefer_ceil",
+                                      "floor", "ceil"};
+    known = false;
+    for (size_t i = 0; i < sizeof nms / sizeof nms[0]; i++)
+        known |= strcmp(nms[i], p->nearest) == 0;
+    if (!known) {
+        dec_err(c, "unknown nearest_mode '%s'", p->nearest);
+        return false;
+    }
     return true;
 }
 

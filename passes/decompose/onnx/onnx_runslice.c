@@ -107,6 +107,10 @@ static bool prefix_gather(DecCtx *c, ValId x, const ValId *lens, int64_t cap, Ax
     ValId y = xn > 0 ? dec_gather(c, dec_reshape(c, x, &xn, 1), src, 0) : IR_NONE;
     if (fill != IR_NONE)
         y = y == IR_NONE ? dec_expand(c, fill, &cap, 1) : dec_select(c, ok, y, fill);
+    if (y == IR_NONE) {         /* a bound of no element (a declared 0): nothing to read */
+        dec_err(c, "unsupported: runtime sizes within a bound that holds no element");
+        return false;
+    }
     y = dec_reshape(c, y, dims, r);
     ValId sh = dec_rt_dims32(c, dec_concat(c, lv, r, 0));
     const IrType *st = sh == IR_NONE ? NULL : dec_ty(c, sh);

@@ -291,6 +291,19 @@ static void found_fuzz(void)
     g_input(&g, "axes", ONNX_INT64, DIMS(1));
     g_output(&g, "y", ONNX_FLOAT, DIMS(2, 1, 4));
     g_case("onnx/reduce_runtime_axes_empty.onnx", &g, 18, "node 'rsum1' (ReduceSum)");
+    /* a Resize to runtime sizes whose declared output (the bound) has a 0: refused, not
+       an assertion on the empty gather; and one with an unknown nearest_mode */
+    for (int k = 0; k < 2; k++) {
+        g = (Buf){0};
+        g_node(&g, "Resize", "rs1", IN("x", "", "", "sizes"), IN("y"),
+               ox_attr_str("mode", "nearest"), ox_attr_str("nearest_mode", k ? "=loor" : "floor"),
+               AEND);
+        g_input(&g, "x", ONNX_FLOAT, DIMS(1, 1, 4, 4));
+        g_input(&g, "sizes", ONNX_INT64, DIMS(4));
+        g_output(&g, "y", ONNX_FLOAT, DIMS(1, 1, 0, 8));
+        g_case(k ? "onnx/resize_nearest_mode_unknown.onnx" : "onnx/resize_runtime_bound_empty.onnx",
+               &g, 19, k ? "unknown nearest_mode '=loor'" : "a bound that holds no element");
+    }
 }
 
 /* Operands whose shapes, dtypes or counts do not fit their operator. */
