@@ -48,7 +48,7 @@
 #define GD_WORK_MAX (1ull << 29)     /* granules visited before the kernels left (the
                                         first ones) get no guards: bounds compile time
                                         (MobileNet V2 in a box of 8x192x192 images takes
-                                        4 * 10^8, 8x512x512 about 3 * 10^9) */
+                                        4 * 10^8, 8x512x512 several 10^9) */
 
 const Dem gd_never = {{NEVER, NEVER, NEVER}};
 const Dem gd_always = {{-1, -1, -1}};
