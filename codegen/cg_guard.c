@@ -130,7 +130,7 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
         int64_t b0 = a > v->lo ? a : v->lo, b1 = a + w < v->hi ? a + w : v->hi;
         for (int64_t b = b0; b < b1;) {
             int64_t q = b / g, e = (q + 1) * g < b1 ? (q + 1) * g : b1, n = e - b;
-            v->cover[q - v->lo / g] |= (n == 64 ? ~0ull : ((1ull << n) - 1)) << (b - q * g);
+            v->cover[q - v->lo / g] |= (n >= 64 ? ~0ull : ((1ull << n) - 1)) << (b - q * g);
             b = e;
         }
         return;
@@ -375,7 +375,7 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
         acc_rows(&r[nr++], s->lx_src, s->nidx, s->src_row_stride, s->row_elems, 1, s->esize);
         acc_rows(&r[nr++], s->lx_idx, 1, 0, s->nidx, 1, 4);
     }
-    Visit k = {.d = d, .op = OP_KILL, .dem = NULL};
+    Visit k = {.d = d, .op = OP_KILL};
     for (int i = 0; i < nw; i++)
         if (w[i].seg < 0)
             gd_visit(&k, &w[i]);
@@ -494,20 +494,24 @@ static void seed_output(Gd *d, IrGraph *g, uint32_t j, uint32_t seg)
     }
 }
 
+#define OUT_G_MAX (1ull << 22)       /* granules of an output (out_granule), 80 MiB */
+
 /* The granule of output j's segment: 64 bytes, halved until it divides the byte stride
  * of every symbolic axis of the output, so that no granule holds elements of two
  * indices along such an axis (their demands differ: a granule's is their meet, and a
  * row of 1000 float32 logits would otherwise share a granule with the row before,
- * which makes every row clamp over it step by two rows instead of one). */
+ * which makes every row clamp over it step by two rows instead of one), while the
+ * output has at most OUT_G_MAX granules. */
 static int64_t out_granule(const Gd *d, IrGraph *g, uint32_t j)
 {
     const IrType *t = ir_vtype(g, g->outputs[j]);
     int64_t gr = DR_G, stride = pass_dev_esize(t->dtype);
+    uint64_t bytes = (uint64_t)plan_numel(t) * (uint64_t)stride;
     for (int a = t->rank - 1; a >= 0; a--) {
         for (uint32_t i = 0; i < g->nsymdims; i++) {
             const IrSymDim *s = &g->symdims[i];
             if (s->output && s->input == j && s->sym < d->ns && s->axis == a)
-                while (gr > 1 && stride % gr)
+                while (gr > 1 && stride % gr && bytes / (uint64_t)(gr / 2) <= OUT_G_MAX)
                     gr /= 2;
         }
         stride *= t->dims[a];
