@@ -61,7 +61,7 @@ static void emit_kernel(CgEmit *e, uint32_t ki, SpyProgramDesc *progs)
         }
         for (uint64_t it = k->core_first[c]; it < k->core_first[c + 1]; it++) {
             int64_t start[IR_ITER_MAX], len[IR_ITER_MAX];
-            plan_grid_item(&k->grid, it, start, len);
+            plan_kernel_item(k, it, start, len);
             switch (k->kind) {
             case IR_KK_ELEM: cg_tp_run(e, &k->tp[0], start, len); break;
             case IR_KK_CONTRACT: cg_contract_item(e, k, start, len); break;

@@ -25,7 +25,9 @@
  * writer of each is skipped only where the reader is too. Its results are the same,
  * and so are its errors (an index a GATHER reads is never one left stale).
  * Conservative where the code does not say enough: bytes are tracked in granules (a
- * granule written in part is not freed, read in part counts as read), a SCATTER or a
+ * granule written in part is not freed, read in part counts as read; but a granule of
+ * a kernel's output in the arena is freed when its STOREs write all of its part of
+ * the output between them, free_stores), a SCATTER or a
  * write outside the tracked segments never gets a guard, and a kernel that reads DRAM
  * it also writes gets none (its cores' order is not known). LX contents do not outlive
  * a program (isa.md), so each program starts with no LX demand. The pass stops (the
@@ -38,11 +40,15 @@
 
 #include "cg_guard.h"
 
-#define LX_G 4                       /* bytes per LX granule */
-#define DR_G 64                      /* bytes per DRAM granule */
-#define GD_WORK_MAX (1ull << 28)     /* granules visited before the kernels left (the
+#define LX_G 16                      /* bytes per LX granule (4 finds the same guards in
+                                        the models of tests/models-dynamic.list, at
+                                        twice the compile time) */
+#define DR_G 64                      /* bytes per DRAM granule (an output's may be less:
+                                        out_granule) */
+#define GD_WORK_MAX (1ull << 29)     /* granules visited before the kernels left (the
                                         first ones) get no guards: bounds compile time
-                                        (a box of 8x512x512 images would take ~10^10) */
+                                        (MobileNet V2 in a box of 8x192x192 images takes
+                                        4 * 10^8, 8x512x512 several 10^9) */
 
 const Dem gd_never = {{NEVER, NEVER, NEVER}};
 const Dem gd_always = {{-1, -1, -1}};
@@ -57,9 +63,9 @@ static void dem_min(Dem *acc, const Dem *x)
 }
 
 /* Granule size of space seg. */
-static int64_t gsize(int64_t seg)
+static int64_t gsize(const Gd *d, int64_t seg)
 {
-    return seg < 0 ? LX_G : DR_G;
+    return seg < 0 ? LX_G : d->dr_g[seg];
 }
 
 /* Whether DRAM segment seg is tracked. */
@@ -104,7 +110,7 @@ static void lx_run(Visit *v, uint64_t q0, uint64_t q1)
 /* Applies v's operation to the bytes [a, a + w) of space seg. */
 static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
 {
-    int64_t g = gsize(seg);
+    int64_t g = gsize(v->d, seg);
     if (w <= 0 || a < 0)
         return;
     uint64_t q0 = (uint64_t)(a / g), q1 = (uint64_t)((a + w - 1) / g);
@@ -117,6 +123,15 @@ static void visit_run(Visit *v, int64_t seg, int64_t a, int64_t w)
                 v->d->lx_gen[q] = 0;         /* an older gen: NEVER */
             else if (seg >= 0 && q < v->d->dr_n[seg])
                 v->d->dr[seg][q] = gd_never;
+        }
+        return;
+    }
+    if (v->op == OP_COVER) {         /* the bytes of [lo, hi) it writes, per granule */
+        int64_t b0 = a > v->lo ? a : v->lo, b1 = a + w < v->hi ? a + w : v->hi;
+        for (int64_t b = b0; b < b1;) {
+            int64_t q = b / g, e = (q + 1) * g < b1 ? (q + 1) * g : b1, n = e - b;
+            v->cover[q - v->lo / g] |= (n >= 64 ? ~0ull : ((1ull << n) - 1)) << (b - q * g);
+            b = e;
         }
         return;
     }
@@ -344,7 +359,7 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
     Acc r[ACC_MAX], w[ACC_MAX];
     int nw, nr = gd_accesses(in, r, w, &nw);
     Dem meet = gd_never, eff = gd_always;
-    Visit v = {d, OP_MEET, &meet, 0, false};
+    Visit v = {.d = d, .op = OP_MEET, .dem = &meet};
     for (int i = 0; i < nw; i++)
         gd_visit(&v, &w[i]);
     SpyGuard g;
@@ -360,11 +375,11 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
         acc_rows(&r[nr++], s->lx_src, s->nidx, s->src_row_stride, s->row_elems, 1, s->esize);
         acc_rows(&r[nr++], s->lx_idx, 1, 0, s->nidx, 1, 4);
     }
-    Visit k = {d, OP_KILL, NULL, 0, false};
+    Visit k = {.d = d, .op = OP_KILL};
     for (int i = 0; i < nw; i++)
         if (w[i].seg < 0)
             gd_visit(&k, &w[i]);
-    Visit gen = {d, OP_GEN, &eff, 0, false};
+    Visit gen = {.d = d, .op = OP_GEN, .dem = &eff};
     if (clamp)
         gd_row_reads(d, in, &ra, &g);
     for (int i = 0; i < nr && !source && !clamp; i++)  /* a ring source: once all cores */
@@ -377,7 +392,7 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
 static bool kernel_clash(Gd *d, SpyInsn *code, const SpyProgramDesc *progs, uint32_t cores,
                          uint32_t k)
 {
-    Visit st = {d, OP_STAMP, NULL, k, false}, cl = {d, OP_CLASH, NULL, k, false};
+    Visit st = {.d = d, .op = OP_STAMP, .kernel = k}, cl = {.d = d, .op = OP_CLASH, .kernel = k};
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t j = 0; j < cores; j++)
             for (uint64_t i = progs[j].first_insn; i < progs[j].first_insn + progs[j].ninsns;
@@ -399,17 +414,52 @@ static bool kernel_clash(Gd *d, SpyInsn *code, const SpyProgramDesc *progs, uint
     return cl.hit;
 }
 
-/* Frees the DRAM bytes kernel k's STOREs write whole (after all its cores were met). */
-static void free_stores(Gd *d, const SpyInsn *code, const SpyProgramDesc *progs, uint32_t cores)
+/* The arena storage [*lo, *hi) of kernel k's output, when it is a value with storage
+ * of its own there (else *hi = 0). Arena blocks are IR_DRAM_ALIGN-aligned and rounded
+ * up to it, so the bytes from *hi to the next granule are that value's padding:
+ * nothing reads them while it lives. */
+static void arena_out(const CgEmit *e, const IrKernel *k, int64_t *lo, int64_t *hi)
 {
-    Visit k = {d, OP_KILL, NULL, 0, false};
+    *lo = *hi = 0;
+    if (k->out == IR_NONE)
+        return;
+    const PlanValue *pv = &e->s->val[k->out];
+    if (pv->virt || pv->seg != ISA_SEG_ARENA || pv->dram_offset < 0)
+        return;
+    *lo = pv->dram_offset;
+    *hi = pv->dram_offset + (int64_t)plan_storage_bytes(e->g, k->out, e->t);
+}
+
+_Static_assert(IR_DRAM_ALIGN % DR_G == 0, "an arena block ends on a granule boundary");
+
+/* Frees the DRAM bytes kernel k's STOREs write whole (after all its cores were met),
+ * and, in the arena storage [lo, hi) of its output (arena_out; hi 0: none), every
+ * granule whose part of [lo, hi) they write between them: the cores' STOREs of a
+ * small value (a mask of 36 bytes, 12 by each of 3 cores) write no granule whole,
+ * and such a granule, never freed, would keep the demand of its readers on the
+ * value that held those bytes before it. */
+static void free_stores(Gd *d, const SpyInsn *code, const SpyProgramDesc *progs, uint32_t cores,
+                        int64_t lo, int64_t hi)
+{
+    uint64_t n = hi > lo ? (uint64_t)((hi - 1) / DR_G - lo / DR_G + 1) : 0;
+    Visit k = {.d = d, .op = OP_KILL};
+    Visit c = {.d = d, .op = OP_COVER, .lo = lo, .hi = hi, .cover = n ? calloc(n, 8) : NULL};
     for (uint32_t j = 0; j < cores; j++)
         for (uint64_t i = progs[j].first_insn; i < progs[j].first_insn + progs[j].ninsns; i++)
             if (code[i].opcode == ISA_STORE) {
                 Acc x;
                 acc_dma(&x, &code[i].dma, true);
                 gd_visit(&k, &x);
+                if (c.cover && x.seg == ISA_SEG_ARENA)
+                    gd_visit(&c, &x);
             }
+    for (uint64_t q = 0; c.cover && q < n; q++) {
+        int64_t g0 = (lo / DR_G + (int64_t)q) * DR_G, m = hi - g0 < DR_G ? hi - g0 : DR_G;
+        uint64_t full = m == 64 ? ~0ull : (1ull << m) - 1;      /* the rest: padding */
+        if ((c.cover[q] & full) == full && (uint64_t)(g0 / DR_G) < d->dr_n[ISA_SEG_ARENA])
+            d->dr[ISA_SEG_ARENA][g0 / DR_G] = gd_never;
+    }
+    free(c.cover);
 }
 
 /* The demand of output j's bytes (segment seg): per element, per symbol of its axes
@@ -437,11 +487,36 @@ static void seed_output(Gd *d, IrGraph *g, uint32_t j, uint32_t seg)
         for (int a = 0; a < t->rank; a++)
             if (sym[a] >= 0 && idx[a] > x.t[sym[a]])
                 x.t[sym[a]] = (int32_t)idx[a];
-        dem_min(&dm[(uint64_t)(e * es) / DR_G], &x);
-        dem_min(&dm[(uint64_t)((e + 1) * es - 1) / DR_G], &x);
+        dem_min(&dm[(uint64_t)(e * es) / (uint64_t)d->dr_g[seg]], &x);
+        dem_min(&dm[(uint64_t)((e + 1) * es - 1) / (uint64_t)d->dr_g[seg]], &x);
         for (int a = t->rank - 1; a >= 0 && ++idx[a] == t->dims[a]; a--)
             idx[a] = 0;
     }
+}
+
+#define OUT_G_MAX (1ull << 22)       /* granules of an output (out_granule), 80 MiB */
+
+/* The granule of output j's segment: 64 bytes, halved until it divides the byte stride
+ * of every symbolic axis of the output, so that no granule holds elements of two
+ * indices along such an axis (their demands differ: a granule's is their meet, and a
+ * row of 1000 float32 logits would otherwise share a granule with the row before,
+ * which makes every row clamp over it step by two rows instead of one), while the
+ * output has at most OUT_G_MAX granules. */
+static int64_t out_granule(const Gd *d, IrGraph *g, uint32_t j)
+{
+    const IrType *t = ir_vtype(g, g->outputs[j]);
+    int64_t gr = DR_G, stride = pass_dev_esize(t->dtype);
+    uint64_t bytes = (uint64_t)plan_numel(t) * (uint64_t)stride;
+    for (int a = t->rank - 1; a >= 0; a--) {
+        for (uint32_t i = 0; i < g->nsymdims; i++) {
+            const IrSymDim *s = &g->symdims[i];
+            if (s->output && s->input == j && s->sym < d->ns && s->axis == a)
+                while (gr > 1 && stride % gr && bytes / (uint64_t)(gr / 2) <= OUT_G_MAX)
+                    gr /= 2;
+        }
+        stride *= t->dims[a];
+    }
+    return gr;
 }
 
 /* Sets up d: tracked symbols and their bounds, LX and the tracked DRAM segments
@@ -463,7 +538,8 @@ static bool gd_init(Gd *d, CgEmit *e)
     d->dr_stamp = calloc(d->nseg, sizeof *d->dr_stamp);
     d->dr_first = calloc(d->nseg, sizeof *d->dr_first);
     d->dr_n = calloc(d->nseg, sizeof *d->dr_n);
-    if (!d->lx || !d->lx_gen || !d->dr || !d->dr_stamp || !d->dr_first || !d->dr_n)
+    d->dr_g = calloc(d->nseg, sizeof *d->dr_g);
+    if (!d->lx || !d->lx_gen || !d->dr || !d->dr_stamp || !d->dr_first || !d->dr_n || !d->dr_g)
         return false;
     for (uint32_t s = ISA_SEG_ARENA; s < d->nseg; s++) {
         if (s >= ISA_SEG_IO0 && s < ISA_SEG_IO0 + g->ninputs)
@@ -471,7 +547,9 @@ static bool gd_init(Gd *d, CgEmit *e)
         uint64_t bytes = s == ISA_SEG_ARENA ? e->s->arena_bytes
                        : (uint64_t)plan_numel(ir_vtype(g, g->outputs[s - ISA_SEG_IO0 - g->ninputs])) *
                              (uint64_t)pass_dev_esize(ir_vtype(g, g->outputs[s - ISA_SEG_IO0 - g->ninputs])->dtype);
-        d->dr_n[s] = (bytes + DR_G - 1) / DR_G;
+        d->dr_g[s] = s == ISA_SEG_ARENA ? DR_G
+                                        : out_granule(d, g, s - ISA_SEG_IO0 - g->ninputs);
+        d->dr_n[s] = (bytes + (uint64_t)d->dr_g[s] - 1) / (uint64_t)d->dr_g[s];
         d->dr[s] = malloc((d->dr_n[s] + 1) * sizeof *d->dr[s]);
         d->dr_stamp[s] = calloc(d->dr_n[s] + 1, sizeof *d->dr_stamp[s]);
         d->dr_first[s] = malloc((d->dr_n[s] + 1) * sizeof *d->dr_first[s]);
@@ -499,6 +577,7 @@ static void gd_free(Gd *d)
     free(d->dr);
     free(d->dr_stamp);
     free(d->dr_n);
+    free(d->dr_g);
     free(d->lx);
     free(d->lx_gen);
     free(d->rowdem);
@@ -517,6 +596,7 @@ static void dram_range(const SpyDma *x, int64_t *lo, int64_t *hi)
 typedef struct {                     /* the LOADs over the ring of one kernel */
     uint64_t n, cap;
     uint64_t *at;                    /* their CODE indices */
+    int64_t *lo, *hi;                /* their DRAM ranges (dram_range), made once */
 } Rings;
 
 /* Lists kernel k's LOADs over the ring (programs kp) into r. */
@@ -532,7 +612,14 @@ static void list_rings(Rings *r, const SpyInsn *code, const SpyProgramDesc *kp, 
                 uint64_t *p = realloc(r->at, r->cap * sizeof *p);
                 IR_ASSERT(p);
                 r->at = p;
+                int64_t *lo = realloc(r->lo, r->cap * sizeof *lo);
+                IR_ASSERT(lo);
+                r->lo = lo;
+                int64_t *hi = realloc(r->hi, r->cap * sizeof *hi);
+                IR_ASSERT(hi);
+                r->hi = hi;
             }
+            dram_range(&code[i].dma, &r->lo[r->n], &r->hi[r->n]);
             r->at[r->n++] = i;
         }
 }
@@ -543,14 +630,11 @@ static bool is_source(const SpyInsn *in, const SpyInsn *code, const Rings *r)
 {
     if (!r->n || in->opcode != ISA_LOAD || (in->dma.flags & ISA_F_RING))
         return false;
-    int64_t lo, hi, rlo, rhi;
+    int64_t lo, hi;
     dram_range(&in->dma, &lo, &hi);
-    for (uint64_t q = 0; q < r->n; q++) {
-        const SpyDma *x = &code[r->at[q]].dma;
-        dram_range(x, &rlo, &rhi);
-        if (x->seg == in->dma.seg && rlo < hi && lo < rhi)
+    for (uint64_t q = 0; q < r->n; q++)
+        if (code[r->at[q]].dma.seg == in->dma.seg && r->lo[q] < hi && lo < r->hi[q])
             return true;
-    }
     return false;
 }
 
@@ -576,12 +660,11 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
                 continue;
             SpyGuard g = spy_insn_guard(in);
             Dem m = g.n ? dem_of(&g) : gd_always, eff = gd_always;
-            int64_t lo, hi, rlo, rhi;
+            int64_t lo, hi;
             dram_range(&in->dma, &lo, &hi);
             for (uint64_t q = 0; q < r->n && g.n; q++) {
                 SpyGuard rg = spy_insn_guard(&code[r->at[q]]);
-                dram_range(&code[r->at[q]].dma, &rlo, &rhi);
-                if (code[r->at[q]].dma.seg == in->dma.seg && rlo < hi && lo < rhi) {
+                if (code[r->at[q]].dma.seg == in->dma.seg && r->lo[q] < hi && lo < r->hi[q]) {
                     Dem x = rg.n ? dem_of(&rg) : gd_always;
                     dem_min(&m, &x);
                 }
@@ -592,7 +675,7 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
             Acc a;
             acc_dma(&a, &in->dma, true);
-            Visit gen = {d, OP_GEN, &eff, 0, false};
+            Visit gen = {.d = d, .op = OP_GEN, .dem = &eff};
             gd_visit(&gen, &a);
         }
 }
@@ -615,7 +698,7 @@ static void first_writers(Gd *d, const SpyInsn *code, const SpyProgramDesc *prog
                 } else {
                     continue;
                 }
-                Visit v = {d, OP_FIRST, NULL, k, false};
+                Visit v = {.d = d, .op = OP_FIRST, .kernel = k};
                 gd_visit(&v, &a);
             }
         }
@@ -645,7 +728,7 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
     if (!g->nsymdims || e->n == 0)
         return false;
     Gd d;
-    Rings rings = {0, 0, NULL};
+    Rings rings = {0, 0, NULL, NULL, NULL};
     bool any = false;
     if (!gd_init(&d, e)) {
         gd_free(&d);
@@ -673,10 +756,15 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
         for (uint32_t j = 0; j < cores; j++)
             for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++)
                 any |= e->code[i].raw[ISA_GUARD_OFF] != 0;
-        if (!force)                              /* else its reads may follow them */
-            free_stores(&d, e->code, kp, cores);
+        if (!force) {                            /* else its reads may follow them */
+            int64_t lo, hi;
+            arena_out(e, &g->plan->kernels[k], &lo, &hi);
+            free_stores(&d, e->code, kp, cores, lo, hi);
+        }
     }
     free(rings.at);
+    free(rings.lo);
+    free(rings.hi);
     gd_free(&d);
     return any;
 }

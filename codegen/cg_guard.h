@@ -29,13 +29,14 @@ typedef struct {
     uint32_t **dr_stamp;             /* [nseg] kernel + 1 that last wrote a granule */
     uint32_t **dr_first;             /* [nseg] first kernel that writes a granule */
     uint64_t *dr_n;                  /* [nseg] granules */
+    int64_t *dr_g;                   /* [nseg] bytes per granule */
     Dem *rowdem;                     /* [row_cap] per row of one instruction (row_clamp) */
     int32_t *rowt;                   /* [row_cap] one symbol's thresholds of those rows */
     uint32_t row_cap;
     uint64_t work;                   /* granules visited so far (GD_WORK_MAX) */
 } Gd;
 
-typedef enum { OP_MEET, OP_GEN, OP_KILL, OP_STAMP, OP_CLASH, OP_FIRST } GdOp;
+typedef enum { OP_MEET, OP_GEN, OP_KILL, OP_STAMP, OP_CLASH, OP_FIRST, OP_COVER } GdOp;
 
 typedef struct {
     Gd *d;
@@ -43,6 +44,8 @@ typedef struct {
     Dem *dem;                        /* OP_MEET: accumulates; OP_GEN: the reader's */
     uint32_t kernel;                 /* OP_STAMP, OP_CLASH */
     bool hit;                        /* OP_MEET: an untracked byte; OP_CLASH: a clash */
+    int64_t lo, hi;                  /* OP_COVER: a value's bytes in the arena */
+    uint64_t *cover;                 /* OP_COVER: per granule of them, the bytes written */
 } Visit;
 
 typedef struct {                     /* an instruction's accesses as functions of a row */

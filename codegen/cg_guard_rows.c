@@ -156,7 +156,7 @@ static void row_acc(const SpyInsn *in, GdRowAcc *ra)
 static bool row_meet(Gd *d, const GdRowAcc *ra, uint32_t r, Dem *m)
 {
     *m = gd_never;
-    Visit v = {d, OP_MEET, m, 0, false};
+    Visit v = {.d = d, .op = OP_MEET, .dem = m};
     for (int i = 0; i < ra->nw; i++) {
         Acc x = ra->w[i];
         x.sp.lo += (int64_t)r * ra->dw[i];
@@ -176,7 +176,7 @@ static bool last_row_conditional(Gd *d, const SpyInsn *in, uint32_t e)
     Dem m = gd_never;
     row_insn(in, e - 1, &x);
     gd_accesses(&x, rd, wr, &nw);
-    Visit v = {d, OP_MEET, &m, 0, false};
+    Visit v = {.d = d, .op = OP_MEET, .dem = &m};
     for (int i = 0; i < nw; i++)
         gd_visit(&v, &wr[i]);
     for (int s = 0; s < d->ns && !v.hit; s++)
@@ -239,7 +239,7 @@ void gd_row_reads(Gd *d, const SpyInsn *in, const GdRowAcc *ra, const SpyGuard *
             dem.t[g->sym[0]] = (int32_t)g->lo[0];
         int64_t f = ((int64_t)r + g->lo[2]) / g->lo[1];
         dem.t[g->sym[1]] = f > INT32_MAX - 1 ? INT32_MAX - 1 : (int32_t)f;
-        Visit gen = {d, OP_GEN, &dem, 0, false};
+        Visit gen = {.d = d, .op = OP_GEN, .dem = &dem};
         for (int i = 0; i < ra->nr; i++) {
             if (r > 0 && ra->dr[i] == 0)
                 continue;                        /* did not move: made at row 0 */

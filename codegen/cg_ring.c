@@ -50,10 +50,7 @@ bool cg_ring_recv(const CgEmit *e, const IrKernel *k, const IrAccess *a, const i
     for (int d = 0; d < gr->rank; d++)
         item = item * (uint64_t)((gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d]) +
                (uint64_t)tile[d];
-    uint32_t c = 0;
-    while (c + 1 < k->ncores && k->core_first[c + 1] <= item)
-        c++;
-    return c != e->core;
+    return plan_item_core(k, item) != e->core;
 }
 
 /* Load the operand tile of access a over dims (len[i], iteration dim dim[i]), i < n,

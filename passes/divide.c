@@ -377,9 +377,13 @@ static double conv_out_bytes(const SpyTarget *t, int64_t eo, int64_t m, int64_t 
     return sum / (double)(n * tiles);
 }
 
-/* CONV: output-channel tiles and output-row chunks with the least modelled time. */
+/* CONV: output-channel tiles and output-row chunks with the least modelled time; in a
+ * bundle with symbolic dims, that of one image (per_image): the batch may be symbolic,
+ * and its images, dealt over the cores (plan_assign_cores), then each take every core,
+ * so that a run of fewer images shortens every core's work. */
 static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarget *t)
 {
+    bool per_image = g->nsymdims > 0;
     IrGeom geo;
     plan_geom(g, k, &geo);
     int64_t pix = 1, taps = 1;
@@ -412,7 +416,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                 continue;
             double c = conv_out_bytes(t, (int64_t)sz.eo, gr->ext[2], mt, rc[j], gr->ext[3],
                                       pix);
-            CEst e = {(uint64_t)(gr->ext[0] * gr->ext[1]),
+            CEst e = {(uint64_t)(per_image ? gr->ext[1] : gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),
                       (uint64_t)((gr->ext[3] + rc[j] - 1) / rc[j]),
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(g, k),
@@ -434,11 +438,11 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
  * vector and DRAM work per core stays the same. A block of one channel keeps the patch
  * form's window MATMUL (fewer instructions than taps + 1 VECs); pass_tile shrinks the
  * block to fit LX (plan_dw_form). */
-static void dw_divide(IrGrid *gr, uint32_t cores)
+static void dw_divide(IrGrid *gr, uint32_t cores, bool per_image)
 {
     int64_t other = 1;
     for (int d = 0; d < gr->rank; d++)
-        if (d != 1)
+        if (d != 1 && !(d == 0 && per_image))
             other *= (gr->ext[d] + gr->chunk[d] - 1) / gr->chunk[d];
     int64_t slots = (int64_t)cores / (other > 0 ? other : 1);
     slots = slots > 1 ? slots : 1;
@@ -475,7 +479,7 @@ static void divide_kernel(IrGraph *g, IrKernel *k, const SpyTarget *t)
     if (k->kind == IR_KK_CONTRACT && ir_node(g, k->anchor)->op == IR_OP_CONV) {
         conv_divide(g, k, gr, t);
         if (geo.dw)
-            dw_divide(gr, cores);
+            dw_divide(gr, cores, g->nsymdims > 0);
     } else if (k->kind == IR_KK_CONTRACT)
         matmul_divide(g, k, gr, t);
     else if (k->kind == IR_KK_ELEM && k->nred > 0) {   /* reduced rows stay whole */

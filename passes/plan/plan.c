@@ -113,22 +113,56 @@ int plan_grid_split(const IrGrid *gr)
     return -1;
 }
 
-/* Give each core a contiguous, balanced range of the kernel's work items (cores
- * 0, 1, ... first when there are fewer items than cores). */
+/* Give each core a balanced range of the positions of the kernel's work items (cores
+ * 0, 1, ... first when there are fewer items than cores). A position is its item
+ * (contiguous items per core) unless the graph has symbolic dims: then the items are
+ * dealt round-robin (IrKernel.dealt), so that the items valid at a small size (the
+ * first ones along a symbolic grid dim: grids are row-major and a symbolic axis keeps
+ * its data at its start) fall to every core and a guarded run's work shrinks on each. */
 void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores)
 {
     k->nitems = (uint64_t)plan_grid_items(&k->grid);
     if (!k->core_first || k->ncores != cores)
         k->core_first = ir_alloc(g, (cores + 1) * sizeof *k->core_first);
     k->ncores = cores;
+    k->dealt = false;
     if (k->kind == IR_KK_MOVE && ir_node(g, k->anchor)->op == IR_OP_SCATTER) {
         for (uint32_t c = 0; c <= cores; c++)   /* one core: it zero-fills, then scatters */
             k->core_first[c] = c ? k->nitems : 0;
         return;
     }
+    k->dealt = g->nsymdims > 0 && k->nitems > cores;
     uint64_t q = k->nitems / cores, r = k->nitems % cores;
     for (uint32_t c = 0; c <= cores; c++)               /* the first r cores get q + 1 */
         k->core_first[c] = c * q + (c < r ? c : r);
+}
+
+uint64_t plan_kernel_item(const IrKernel *k, uint64_t pos, int64_t *start, int64_t *len)
+{
+    uint64_t item = pos;
+    if (k->dealt) {                  /* core c's j-th position: item j * ncores + c */
+        uint64_t q = k->nitems / k->ncores, r = k->nitems % k->ncores, c, j;
+        if (pos < r * (q + 1)) {
+            c = pos / (q + 1);
+            j = pos % (q + 1);
+        } else {
+            c = r + (pos - r * (q + 1)) / q;
+            j = (pos - r * (q + 1)) % q;
+        }
+        item = j * k->ncores + c;
+    }
+    plan_grid_item(&k->grid, item, start, len);
+    return item;
+}
+
+uint32_t plan_item_core(const IrKernel *k, uint64_t item)
+{
+    if (k->dealt)
+        return (uint32_t)(item % k->ncores);
+    uint32_t c = 0;
+    while (c + 1 < k->ncores && k->core_first[c + 1] <= item)
+        c++;
+    return c;
 }
 
 /* Whether input slot `slot` of node n can be the VEC immediate (see plan.h). */

@@ -165,7 +165,12 @@ typedef struct IrKernel {
     IrGrid grid;
     uint64_t nitems;
     uint32_t ncores;
-    uint64_t *core_first;    /* ncores + 1 entries: core c runs items [c], [c+1]) */
+    uint64_t *core_first;    /* ncores + 1 entries: core c runs the items at positions
+                                [c], [c+1]) (plan_kernel_item: which item a position is) */
+    bool dealt;              /* positions deal the items round-robin over the cores (core
+                                c runs items c, c + ncores, ...) instead of in order: a
+                                kernel of a bundle with symbolic dims, whose valid items
+                                at a small size are the first ones (plan_assign_cores) */
 
     /* tiling (pass_tile) */
     IrGrid inner;            /* per-item loop: K chunks, reduced chunks */
@@ -257,8 +262,13 @@ int64_t plan_grid_items(const IrGrid *gr);
 void plan_grid_item(const IrGrid *gr, uint64_t item, int64_t *start, int64_t *len);
 /* Last grid dim whose chunk is smaller than its extent (-1: one item covers all). */
 int plan_grid_split(const IrGrid *gr);
-/* core_first from grid item count: contiguous balanced ranges. */
+/* core_first from grid item count: balanced ranges of positions, each core's items
+ * contiguous, or dealt round-robin when the graph has symbolic dims (IrKernel.dealt). */
 void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores);
+/* The item at position pos of kernel k's core ranges (core_first), and its box. */
+uint64_t plan_kernel_item(const IrKernel *k, uint64_t pos, int64_t *start, int64_t *len);
+/* The core that runs item `item` of kernel k. */
+uint32_t plan_item_core(const IrKernel *k, uint64_t item);
 /* Whether input slot `slot` of pointwise node n takes a scalar constant as the VEC
  * immediate (BINARY: operand 1, or operand 0 when operand 1 is not a scalar constant). */
 bool plan_imm_slot(IrGraph *g, const IrNode *n, int slot);

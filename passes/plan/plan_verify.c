@@ -446,14 +446,16 @@ static void check_access(PVfy *v, uint32_t ki, uint32_t core, const IrAccess *a,
              (unsigned long long)((hi - lo + 1) * es), v->t->core_window_mib);
 }
 
-/* Box of items [first, end) of grid gr (start, len per dim; bounding box). */
-static void items_box(const IrGrid *gr, uint64_t first, uint64_t end, int64_t *start,
+/* Box of the items at positions [first, end) of kernel k (start, len per dim;
+ * bounding box). */
+static void items_box(const IrKernel *k, uint64_t first, uint64_t end, int64_t *start,
                       int64_t *len)
 {
+    const IrGrid *gr = &k->grid;
     int64_t hi[IR_ITER_MAX] = {0};
     for (uint64_t it = first; it < end; it++) {
         int64_t s[IR_ITER_MAX], l[IR_ITER_MAX];
-        plan_grid_item(gr, it, s, l);
+        plan_kernel_item(k, it, s, l);
         for (int d = 0; d < gr->rank; d++) {
             if (it == first || s[d] < start[d])
                 start[d] = s[d];
@@ -479,7 +481,7 @@ static void check_accesses(PVfy *v, uint32_t ki, const IrKernel *k)
     for (uint32_t c = 0; c < k->ncores; c++) {
         if (k->core_first[c + 1] <= k->core_first[c])
             continue;
-        items_box(&k->grid, k->core_first[c], k->core_first[c + 1], start, len);
+        items_box(k, k->core_first[c], k->core_first[c + 1], start, len);
         for (int i = 0; i < 3; i++)
             if (!(i == 0 && geo.patch) && !scatter)
                 check_access(v, ki, c, &k->acc[i], nd, start, len);

@@ -3,7 +3,8 @@
  * plan_verify accepts the plan, breaks one invariant by hand and checks that the
  * verifier reports it: a node in two kernels, a gap in the cores' item ranges,
  * overlapping LX buffers (anchors, or two values of one program), overlapping DRAM ranges of live values, an access wider
- * than a (tiny) core window. */
+ * than a (tiny) core window. Also the cores' items of a graph with symbolic dims:
+ * dealt round-robin (plan_assign_cores, plan_kernel_item, plan_item_core). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -192,6 +193,39 @@ static const Case DRAM_OVERLAP = {GRAPH, dram_overlap, "dram_plan",
 static const Case WINDOW = {COLUMN_SUM, tiny_window, "dram_plan", "MiB window"};
 static const Case OUTSIDE = {COLUMN_SUM, access_outside, "dram_plan", "outside its"};
 
+/* Divide in a graph with symbolic dims: 100 items over the cores are dealt round-robin
+ * (core c runs items c, c + cores, ...), each item once, and plan_item_core names the
+ * core whose positions hold it; without symbolic dims each core's items are a range. */
+static void dealt_items(void **st)
+{
+    Px x;
+    px_compile(&x, COLUMN_SUM);
+    IrKernel *k = &x.g->plan->kernels[0];
+    for (int sym = 1; sym >= 0; sym--) {
+        k->grid = (IrGrid){.rank = 1, .ext = {100}, .chunk = {1}};
+        x.g->nsymdims = (uint32_t)sym;           /* as if an input dim were symbolic */
+        plan_assign_cores(x.g, k, x.t.cores);
+        x.g->nsymdims = 0;
+        assert_int_equal(k->dealt, sym);
+        bool seen[100] = {false};
+        for (uint32_t c = 0; c < k->ncores; c++)
+            for (uint64_t p = k->core_first[c]; p < k->core_first[c + 1]; p++) {
+                int64_t s[IR_ITER_MAX], l[IR_ITER_MAX];
+                uint64_t it = plan_kernel_item(k, p, s, l);
+                assert_true(it < 100 && !seen[it]);
+                seen[it] = true;
+                assert_int_equal(s[0], (int64_t)it);
+                assert_int_equal(l[0], 1);
+                assert_int_equal(sym ? it % k->ncores : p, sym ? c : it);
+                assert_int_equal(plan_item_core(k, it), c);
+            }
+        for (int i = 0; i < 100; i++)
+            assert_true(seen[i]);
+    }
+    ir_graph_free(x.g);
+    ir_diag_free(&x.d);
+}
+
 /* A cmocka test named after its case. */
 #define CASE(c) {#c, run_case, NULL, NULL, (void *)&c}
 
@@ -207,6 +241,7 @@ int main(void)
         CASE(DRAM_OVERLAP),
         CASE(WINDOW),
         CASE(OUTSIDE),
+        cmocka_unit_test(dealt_items),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
