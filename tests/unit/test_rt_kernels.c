@@ -5,7 +5,8 @@
  * short-row VREDUCE, DLF16 VREDUCE and VSCAN, the in-place
  * VEC path, strided VEC COPY, short DMA rows, runs of pooling and depthwise taps),
  * and the vectorised EXP/TANH/ERF/SIGMOID
- * against libm in double precision (ulp bounds and special values).
+ * against libm in double precision (ulp bounds and special values), EXP also against
+ * its formula before the lower clamp skipped the underflowing product (bit for bit).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -921,6 +922,51 @@ static void test_vmath(void **state) {
     assert_true(rt_vm_exp(-104.0f) == 0.0f && rt_vm_exp(-103.0f) > 0.0f);
 }
 
+/* rt_vm_exp as it was before its lower clamp skipped the underflowing product: the
+ * reference its results must still equal bit for bit. */
+static float exp_scaled_twice(float x) {
+    float xc = rt_vm_sel(x != x, 0.0f, x);
+    xc = rt_vm_sel(xc > 88.8f, 88.8f, xc);
+    xc = rt_vm_sel(xc < -104.0f, -104.0f, xc);
+    const float shifter = 12582912.0f;
+    float n = (xc * 1.44269504088896341f + shifter) - shifter;
+    float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+    float z = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
+    float s1 = rt_vm_float((uint32_t)(n1 + 127) << 23);
+    float s2 = rt_vm_float((uint32_t)(n2 + 127) << 23);
+    float e = p * s1 * s2;
+    e = rt_vm_sel(x >= 88.72283935546875f, __builtin_inff(), e);
+    return rt_vm_sel(x != x, x, e);
+}
+
+/* EXP (and TANH, SIGMOID through it) gives the bits of the formula scaled twice on
+ * every 997th float, on every float of [-106, -102] (the lower clamp at -104) and of
+ * [-90, -86] (subnormal results), and on the infinities. */
+static void test_vmath_exp_clamp(void **state) {
+    (void)state;
+    for (uint32_t u = 0; u < 0xffffffffu - 997; u += 997) {
+        float x;
+        memcpy(&x, &u, 4);
+        assert_int_equal(bits(rt_vm_exp(x)), bits(exp_scaled_twice(x)));
+    }
+    const float lo[2] = {-106.0f, -90.0f}, hi[2] = {-102.0f, -86.0f};
+    for (int k = 0; k < 2; k++)
+        for (float x = lo[k]; x <= hi[k]; x = nextafterf(x, 0.0f))
+            assert_int_equal(bits(rt_vm_exp(x)), bits(exp_scaled_twice(x)));
+    assert_int_equal(bits(rt_vm_exp(-INFINITY)), bits(exp_scaled_twice(-INFINITY)));
+    assert_int_equal(bits(rt_vm_exp(INFINITY)), bits(exp_scaled_twice(INFINITY)));
+    assert_int_equal(bits(rt_vm_exp(-104.0f)), 0u);
+    assert_int_equal(bits(rt_vm_sigmoid(-200.0f)), bits(0.0f));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
@@ -931,6 +977,7 @@ int main(void) {
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
         cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
+        cmocka_unit_test(test_vmath_exp_clamp),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
