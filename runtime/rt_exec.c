@@ -128,7 +128,7 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
 /* The plan of the VEC code[0] (see rt_exec.h): the first of the one-pass runs that
  * applies, tried in the order depthwise taps, pooling taps, a chain (rt_fuse.c),
  * strip-mining; else the direct path with its checks done (rt_vec_fast_prep) when it
- * takes it. */
+ * takes it, or the one-element path (rt_vec_one) for a lone F32 element. */
 void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
     uint32_t k;
     p->how = RT_PH_NONE;
@@ -145,8 +145,8 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
         p->how = RT_PH_STRIP;
     if (k)
         p->run = k;
-    else
-        rt_vec_fast_prep(&code[0].vec, p);
+    else if (!rt_vec_fast_prep(&code[0].vec, p) && rt_vec_one_ok(&code[0].vec))
+        p->how = RT_PH_ONE;
 }
 
 /* A VEC with plan p: its one-pass run (carrying out first the deferred LOADs the later
@@ -160,6 +160,7 @@ static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     case RT_PH_FUSE: rt_fuse_run(c, in, p); return RT_XOK;
     case RT_PH_STRIP: strip_mine(c, in, p->run); return RT_XOK;
     case RT_PH_FAST: rt_vec_fast_prepared(c, &in->vec, p); return RT_XOK;
+    case RT_PH_ONE: rt_vec_one(c, &in->vec); return RT_XOK;
     default: return rt_vec(c, &in->vec);
     }
 }

@@ -103,8 +103,10 @@ enum {
     RT_PH_FAST = 5,          /* VEC: the direct path of rt_kern_vfast.c, its checks done */
     RT_PH_FILL0 = 6,         /* VFILL: one memset of its bytes (rt_fill.c) */
     RT_PH_GAPS = 7,          /* VFILL: only the bytes the LOADs after it leave (rt_fill.c) */
-    RT_PH_FUSE = 8           /* VEC: a chain of VECs in one pass, maybe with the STORE after
+    RT_PH_FUSE = 8,          /* VEC: a chain of VECs in one pass, maybe with the STORE after
                                 it (rt_fuse.c) */
+    RT_PH_ONE = 9            /* VEC: one F32 element, without the general kernel's setup
+                                (rt_vec_one) */
 };
 typedef struct RtPrep {
     int64_t drs;             /* RT_PH_ROWS: DRAM byte stride between rows (>= 0) */
@@ -214,6 +216,9 @@ void rt_vec_fast_prepared(RtCore *c, const SpyVec *v, const RtPrep *p);
 
 /* rt_kern_vec.c */
 int rt_vec(RtCore *c, const SpyVec *v);
+/* An F32 VEC of one element: whether it qualifies (RT_PH_ONE), and running it. */
+bool rt_vec_one_ok(const SpyVec *v);
+void rt_vec_one(RtCore *c, const SpyVec *v);
 /* Depthwise-convolution taps (a MUL then FMAs, rt_kern_vec.c): the length of the run
  * at code[0..n) (0: none, at most RT_TAPS_MAX), and running it in one pass. */
 #define RT_TAPS_MAX 32

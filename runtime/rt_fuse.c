@@ -374,55 +374,71 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
             STB(st + o, x);                                                              \
     }
 
-/* Runs the chain f over the whole blocks of one row of cols elements, FUSE_BLOCK at a
- * time in registers: the input at xs, op i's other operand at ys[i] (a row, or 8
- * copies of its scalar when ystep[i] is 0; zeros for a unary one), its result written
- * to ds[i] when not NULL, the last one also to st when not NULL. */
+/* Runs the chain f over the whole vectors of one row of cols elements (a multiple of
+ * 8), FUSE_BLOCK at a time in registers, the rest 32, 16, then 8 at a time: the input
+ * at xs, op i's other operand at ys[i] (a row, or 8 copies of its scalar when ystep[i]
+ * is 0; zeros for a unary one), its result written to ds[i] when not NULL, the last
+ * one also to st when not NULL. */
 RT_HOT static void chain_row(const Fuse *f, const uint8_t *xs, const uint8_t *const *ys,
                              const uint8_t *ystep, uint8_t *const *ds, uint8_t *st,
                              uint32_t cols) {
     const v8f zero = {0};
     uint32_t j = 0;
     CHAIN_STEPS(FUSE_NV)
+    CHAIN_STEPS(4)
+    CHAIN_STEPS(2)
+    CHAIN_STEPS(1)
 }
 
-/* The last cols (< FUSE_BLOCK) elements of a row, from byte o of its rows: through
- * one block of the staging buffers sx (input), sy (row operands; the other pointers of
- * ys as they are) and sd (results, ds[i] and then st copied out of it). */
+/* Copies nb (< 32, a multiple of 4) bytes inline, in two overlapping moves. */
+static inline void copy_tail(uint8_t *d, const uint8_t *s, size_t nb) {
+    if (nb >= 16) {
+        memcpy(d, s, 16);
+        memcpy(d + nb - 16, s + nb - 16, 16);
+    } else if (nb >= 8) {
+        memcpy(d, s, 8);
+        memcpy(d + nb - 8, s + nb - 8, 8);
+    } else if (nb) {
+        memcpy(d, s, 4);
+    }
+}
+
+/* The last cols (< 8) elements of a row, from byte o of its rows (copied inline: a
+ * library call per row cost more than the chain): through one vector of the staging
+ * buffers sx (input), sy (row operands; the other pointers of ys as they
+ * are) and sd (results, ds[i] and then st copied out of it). */
 static void chain_part(const Fuse *f, const uint8_t *xs, const uint8_t *const *ys,
                        const uint8_t *ystep, uint8_t *const *ds, uint8_t *st, size_t o,
-                       uint32_t cols, float *sx, float (*sy)[FUSE_BLOCK],
-                       float (*sd)[FUSE_BLOCK]) {
+                       uint32_t cols, float *sx, float (*sy)[8], float (*sd)[8]) {
     const uint8_t *ty[RT_FUSE_MAX];
     uint8_t *td[RT_FUSE_MAX];
     size_t nb = (size_t)cols * 4;
-    memcpy(sx, xs + o, nb);
+    copy_tail((uint8_t *)sx, xs + o, nb);
     for (int i = 0; i < f->n; i++) {
         ty[i] = ys[i];
         if (ystep[i]) {
-            memcpy(sy[i], ys[i] + o, nb);
+            copy_tail((uint8_t *)sy[i], ys[i] + o, nb);
             ty[i] = (const uint8_t *)sy[i];
         }
         td[i] = ds[i] ? (uint8_t *)sd[i] : NULL;
     }
-    chain_row(f, (const uint8_t *)sx, ty, ystep, td, st ? (uint8_t *)sd[RT_FUSE_MAX] : NULL,
-              FUSE_BLOCK);
+    chain_row(f, (const uint8_t *)sx, ty, ystep, td, st ? (uint8_t *)sd[RT_FUSE_MAX] : NULL, 8);
     for (int i = 0; i < f->n; i++)
         if (ds[i])
-            memcpy(ds[i] + o, sd[i], nb);
+            copy_tail(ds[i] + o, (const uint8_t *)sd[i], nb);
     if (st)
-        memcpy(st + o, sd[RT_FUSE_MAX], nb);
+        copy_tail(st + o, (const uint8_t *)sd[RT_FUSE_MAX], nb);
 }
 
 /* Runs the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c,
- * row by row: its whole blocks in place, the rest of each row through chain_part. */
+ * row by row: its whole vectors in place, the rest of each row (under 8 elements)
+ * through chain_part. */
 void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
     Fuse f;
     uint32_t nst = p->kinds ? 1 : 0, k = p->run - nst;
     chain_decode(code, k, (int)k, &f);
     _Alignas(32) float bc[RT_FUSE_MAX][8];           /* scalars, broadcast */
-    _Alignas(32) float sx[FUSE_BLOCK], sy[RT_FUSE_MAX][FUSE_BLOCK],
-        sd[RT_FUSE_MAX + 1][FUSE_BLOCK];              /* staging of chain_part */
+    _Alignas(32) float sx[8], sy[RT_FUSE_MAX][8], sd[RT_FUSE_MAX + 1][8]; /* chain_part's */
     const uint8_t *ys[RT_FUSE_MAX];
     uint8_t ystep[RT_FUSE_MAX], *ds[RT_FUSE_MAX];
     uint8_t *st = NULL;
@@ -432,7 +448,7 @@ void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
         st = c->seg[code[k].dma.seg] + code[k].dma.dram_off;
         sdrs = sp->rows == f.rows ? sp->drs : (int64_t)f.cols * 4;
     }
-    uint32_t full = f.cols / FUSE_BLOCK * FUSE_BLOCK, part = f.cols - full;
+    uint32_t full = f.cols / 8 * 8, part = f.cols - full;
     memset(bc, 0, sizeof bc);
     if (part) {                  /* the staged lanes past the row: defined values */
         memset(sx, 0, sizeof sx);

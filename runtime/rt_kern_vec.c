@@ -7,6 +7,8 @@
  * inner loops the compiler vectorises, and the result is converted into the
  * destination (storage types only as CAST operands: see isa.md). Rows that are contiguous for every operand are merged first.
  * Buffers are padded to a multiple of 16 so the loops need no scalar tail.
+ * An F32 VEC of one element (rt_vec_one) goes straight to the same function kernels,
+ * without the operand table and chunk loop: a normalisation computes several.
  */
 #include <math.h>
 #include <string.h>
@@ -701,6 +703,52 @@ void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt) {
         else
             taps_row(d, s, w, nt, r->src_cs[0], r->cols);
     }
+}
+
+/* Whether fn is an F32 function of one or two operands that rt_vec_one computes: the
+ * float-domain arithmetic of f_unary / f_binary (no comparison, CAST, COPY, SELECT or
+ * FMA: those have their own paths in vec_chunk). */
+static bool one_fn(int fn) {
+    switch (fn) {
+    case ISA_VF_COPY: case ISA_VF_CAST: case ISA_VF_SELECT: case ISA_VF_FMA: case ISA_VF_NOT:
+    case ISA_VF_AND: case ISA_VF_OR: case ISA_VF_XOR: case ISA_VF_SHL: case ISA_VF_SHR:
+        return false;
+    default: {
+        int ar = rt_vecfn_arity(fn);
+        return (ar == 1 || ar == 2) && !rt_vecfn_compare(fn);
+    }
+    }
+}
+
+/* Whether v is an F32 VEC of one element (a statistic of a normalisation: a mean
+ * scaled, an epsilon added, a square root taken) that rt_vec_one runs. */
+bool rt_vec_one_ok(const SpyVec *v) {
+    return v->opcode == ISA_VEC && v->rows == 1 && v->cols == 1 && v->dtype == ISA_DT_F32 &&
+           (!v->src_dtype || v->src_dtype == ISA_DT_F32) &&
+           !(v->flags & ~(uint8_t)(ISA_F_IMM | ISA_F_IMM_A)) && one_fn(v->fn);
+}
+
+/* Runs a VEC that rt_vec_one_ok takes: its element goes through f_unary / f_binary
+ * (the functions vec_chunk calls, on lanes padded to 16 the same way), without the
+ * operand table and chunk loop of rt_vec, so the bits are those of rt_vec. */
+void rt_vec_one(RtCore *c, const SpyVec *v) {
+    _Alignas(64) float x[3][16];
+    int imm_q = (v->flags & ISA_F_IMM) ? 1 : (v->flags & ISA_F_IMM_A) ? 0 : -1;
+    int ar = rt_vecfn_arity(v->fn);
+    for (int q = 0; q < ar; q++) {
+        float e;
+        if (q == imm_q)
+            memcpy(&e, &v->imm, 4);
+        else
+            memcpy(&e, c->lx + v->src[q], 4);
+        for (int i = 0; i < 16; i++)    /* as load_f pads a scalar operand */
+            x[q][i] = e;
+    }
+    if (ar == 1)
+        f_unary(v->fn, x[2], x[0], 1, 16);
+    else
+        f_binary(v->fn, x[2], x[0], x[1], 1, 16);
+    memcpy(c->lx + v->dst, x[2], 4);
 }
 
 /* Executes a verified VEC; returns RT_XERR_DIVZERO on an integer division by zero. */

@@ -198,7 +198,7 @@ static SpyInsn sink_insn(void) {
 static void test_random_chains(void **state) {
     (void)state;
     static const Shape shapes[] = {{40, 300, 304}, {90, 49, 49}, {1, 5000, 5000}, {70, 64, 64},
-                                   {900, 5, 8},    {40, 130, 136}};
+                                   {900, 5, 8},    {40, 130, 136}, {60, 88, 88}};
     uint32_t seed = 3;
     SpyInsn p[RT_FUSE_MAX + 2];
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {

@@ -5,8 +5,11 @@
  * short-row VREDUCE, DLF16 VREDUCE and VSCAN, the in-place
  * VEC path, strided VEC COPY, short DMA rows, runs of pooling and depthwise taps),
  * and the vectorised EXP/TANH/ERF/SIGMOID
- * against libm in double precision (ulp bounds and special values).
+ * against libm in double precision (ulp bounds and special values), and bit for bit
+ * against their formulas before EXP's lower clamp skipped the underflowing product and
+ * TANH and ERF bounded the argument of their EXP.
  */
+#include <float.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -921,6 +924,110 @@ static void test_vmath(void **state) {
     assert_true(rt_vm_exp(-104.0f) == 0.0f && rt_vm_exp(-103.0f) > 0.0f);
 }
 
+/* rt_vm_exp as it was before its lower clamp skipped the underflowing product: the
+ * reference its results must still equal bit for bit. */
+static float exp_scaled_twice(float x) {
+    float xc = rt_vm_sel(x != x, 0.0f, x);
+    xc = rt_vm_sel(xc > 88.8f, 88.8f, xc);
+    xc = rt_vm_sel(xc < -104.0f, -104.0f, xc);
+    const float shifter = 12582912.0f;
+    float n = (xc * 1.44269504088896341f + shifter) - shifter;
+    float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+    float z = r * r;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * z + r + 1.0f;
+    int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
+    float s1 = rt_vm_float((uint32_t)(n1 + 127) << 23);
+    float s2 = rt_vm_float((uint32_t)(n2 + 127) << 23);
+    float e = p * s1 * s2;
+    e = rt_vm_sel(x >= 88.72283935546875f, __builtin_inff(), e);
+    return rt_vm_sel(x != x, x, e);
+}
+
+/* TANH and ERF as they were before they called rt_vm_exp_mid on a bounded argument:
+ * on rt_vm_exp of the whole range (as exp_scaled_twice). */
+static float tanh_ref(float x) {
+    float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
+    float z = x * x;
+    float p = -5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    float small = p * z * x + x;
+    float big = 1.0f - 2.0f / (exp_scaled_twice(2.0f * ax) + 1.0f);
+    big = rt_vm_float(rt_vm_bits(big) | (rt_vm_bits(x) & 0x80000000u));
+    small = rt_vm_sel(x == 0.0f, x, small);
+    return rt_vm_sel(ax < 0.625f, small, rt_vm_sel(x != x, x, big));
+}
+
+static float erf_ref(float x) {
+    float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
+    float s = x * x;
+    float p = -1.0289278179698158e-05f;
+    p = p * s + 1.1453183833509684e-04f;
+    p = p * s - 8.5061322897672653e-04f;
+    p = p * s + 5.2223140373826027e-03f;
+    p = p * s - 2.6865812018513680e-02f;
+    p = p * s + 1.1283788084983826e-01f;
+    p = p * s - 3.7612637877464294e-01f;
+    p = p * s + 1.1283792257308960e+00f;
+    float small = x * p;
+    float t = rt_vm_sel(ax > 4.0f, 4.0f, ax);
+    float q = 1.6025259128582547e-06f;
+    q = q * t - 4.5355311158346012e-05f;
+    q = q * t + 5.9072155272588134e-04f;
+    q = q * t - 4.7303121536970139e-03f;
+    q = q * t + 2.6335626840591431e-02f;
+    q = q * t - 1.0992533713579178e-01f;
+    q = q * t - 6.3199514150619507e-01f;
+    q = q * t - 1.1301316022872925e+00f;
+    q = q * t + 2.9429889400489628e-04f;
+    float big = 1.0f - exp_scaled_twice(q);
+    big = rt_vm_float(rt_vm_bits(big) | (rt_vm_bits(x) & 0x80000000u));
+    return rt_vm_sel(ax < 0.921875f, small, rt_vm_sel(x != x, x, big));
+}
+
+/* Whether EXP, TANH, ERF and SIGMOID give the reference bits at x. */
+static void same_vmath_bits(float x) {
+    assert_int_equal(bits(rt_vm_exp(x)), bits(exp_scaled_twice(x)));
+    assert_int_equal(bits(rt_vm_tanh(x)), bits(tanh_ref(x)));
+    assert_int_equal(bits(rt_vm_erf(x)), bits(erf_ref(x)));
+    float e = exp_scaled_twice(rt_vm_float(rt_vm_bits(x) | 0x80000000u));
+    assert_int_equal(bits(rt_vm_sigmoid(x)), bits(rt_vm_sel(x < 0.0f, e, 1.0f) / (1.0f + e)));
+}
+
+/* EXP, TANH, ERF and SIGMOID give the bits of the reference formulas (EXP scaled twice
+ * over its whole range, TANH and ERF on it) on every 997th float, on every float near
+ * the bounds that changed (EXP's lower clamp at -104 and its subnormal results, TANH's
+ * argument bound at 40, ERF's at 4, the switches at 0.625 and 0.921875), and on the
+ * infinities and NaNs. */
+static void test_vmath_same_bits(void **state) {
+    (void)state;
+    for (uint32_t u = 0; u < 0xffffffffu - 997; u += 997) {
+        float x;
+        memcpy(&x, &u, 4);
+        same_vmath_bits(x);
+    }
+    static const float lo[] = {-104.1f, -87.4f, 39.9f, 3.99f, 0.62f, 0.92f, 44.3f, 88.7f};
+    static const float hi[] = {-103.9f, -87.2f, 40.1f, 4.01f, 0.63f, 0.925f, 44.4f, 88.8f};
+    for (size_t k = 0; k < sizeof lo / sizeof lo[0]; k++)
+        for (float x = lo[k]; x <= hi[k]; x = nextafterf(x, INFINITY)) {
+            same_vmath_bits(x);
+            same_vmath_bits(-x);
+        }
+    static const float sp[] = {INFINITY, -INFINITY, NAN, -NAN, 0.0f, -0.0f, FLT_MAX, -FLT_MAX};
+    for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++)
+        same_vmath_bits(sp[k]);
+    assert_int_equal(bits(rt_vm_exp(-104.0f)), 0u);
+    assert_int_equal(bits(rt_vm_sigmoid(-200.0f)), 0u);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
@@ -931,6 +1038,7 @@ int main(void) {
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
         cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
+        cmocka_unit_test(test_vmath_same_bits),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
