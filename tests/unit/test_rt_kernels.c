@@ -229,7 +229,11 @@ static void test_matmul_window(void **state) {
         {8, 3, 3, 3, 1, 1, 5, 13},  {16, 2, 3, 3, 1, 1, 2, 56}, {32, 1, 3, 3, 2, 1, 2, 17},
         /* more rows: groups of two vectors' worth, the last of one */
         {48, 2, 3, 3, 1, 1, 5, 9},  {80, 2, 3, 3, 2, 1, 3, 7},  {128, 3, 1, 1, 2, 1, 4, 14},
-        {144, 2, 3, 3, 1, 1, 2, 5}};
+        {144, 2, 3, 3, 1, 1, 2, 5},
+        /* vectors of rows over k in chunks, the running sums kept between them: one
+         * vector (k past 256), two (past 128), a group of each */
+        {16, 40, 3, 3, 1, 1, 7, 7}, {32, 20, 3, 3, 2, 1, 4, 14}, {48, 16, 3, 3, 1, 1, 3, 9},
+        {16, 300, 1, 1, 2, 1, 3, 5}};
     uint32_t seed = 11;
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int acc = 0; acc < 2; acc++) {
