@@ -239,15 +239,26 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
     return true;
 }
 
+#define MMC_PLAIN_L2 (256u << 10) /* bytes of a B that stays in L2 over all groups */
+#define MMC_PLAIN_K 256           /* k from which more than two vectors' worth of rows
+                                     pay for their transposes (mm_tiles, resnet50's
+                                     1 x 1 convolutions: m64 n49 k512 -17%, m64 n196
+                                     k256 -11%; m128 k64 and k128: slower) */
+
 /* A plain MATMUL (B in place, not transposed) with channels in the lanes: its n
  * columns as one row of pixels, B's row k at k * ldb. Taken for one or two vectors'
- * worth of rows of C when B is in LX (bdram false): this kernel reads B column block
- * after column block, each over all of k, and a B streamed from DRAM (a weight: bert's
- * 32-row products) then comes a strided line at a time, at a third of the speed of
- * the other kernels. False: not this way. */
+ * worth of rows of C when B is in LX (bdram false), or when all of B fits in L2
+ * (MMC_PLAIN_L2, wherever it is), then also for up to MMC_WIN_V vectors when k is
+ * at least MMC_PLAIN_K. This kernel reads B column block after column block, each
+ * over all of k, so a larger B streamed from DRAM (a weight: bert's 32-row products)
+ * comes a strided line at a time, at a third of the speed of the other kernels.
+ * False: not this way. */
 MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram) {
     size_t kb;
-    if (x->win || x->bt || bdram || x->n < 2 || !MMT_NAME(chan_fits)(c, x->m, x->k, 2, &kb) ||
+    bool small = (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_L2;
+    if (x->win || x->bt || (bdram && !small) || x->n < 2 ||
+        !MMT_NAME(chan_fits)(c, x->m, x->k, small && x->k >= MMC_PLAIN_K ? MMC_WIN_V : 2,
+                             &kb) ||
         (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
         return false;
     int32_t *koff = (int32_t *)c->pack;

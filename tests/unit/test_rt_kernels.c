@@ -141,7 +141,10 @@ static void test_matmul_shapes(void **state) {
                                             16 */
                                          {16, 2, 5}, {32, 57, 37}, {16, 98, 1},
                                          {32, 300, 129}, {16, 49, 2048}, {8, 23, 17},
-                                         {32, 1, 9}, {16, 15, 300}};
+                                         {32, 1, 9}, {16, 15, 300},
+                                         /* more vectors of rows, k from 256: groups of
+                                            two vectors' worth, the last of one */
+                                         {64, 49, 300}, {48, 57, 256}, {128, 9, 512}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
