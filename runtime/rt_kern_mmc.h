@@ -47,13 +47,14 @@ MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv
 }
 
 /* C rows [0, MV * MMT_VL), columns [j, j + R) (pixels at b + r * S from the k row's
- * offset) over x->k rows of k; A's transpose at at. The running sums start from tin
+ * offset; with R1 > 0, two pixel rows of R1: pixels r >= R1 at b + x->ns0 +
+ * (r - R1) * S) over x->k rows of k; A's transpose at at. The running sums start from tin
  * (MV * R vectors, pixel by pixel: a previous k-chunk's, see chan_rows) when it is not
  * NULL, else from 0 (zero) or C, and end in tout likewise when it is not NULL, else in
  * C (transposed back). */
 MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, const float *b,
                                       size_t j, bool zero, const float *tin, float *tout,
-                                      const int MV, const int R, const int S) {
+                                      const int MV, const int R, const int S, const int R1) {
     MMT_V acc[2][MMC_R1], t[MMT_VL];
     MMT_M mr = MMT_LANES(R);
 #pragma GCC unroll 2
@@ -84,10 +85,13 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
         /* bk in a register: the broadcasts then address base + displacement (an
          * indexed operand splits each FMA into two micro-ops on Intel cores) */
         __asm__("" : "+r"(bk));
+        const float *bk2 = bk + (R1 ? x->ns0 : 0);
+        if (R1)
+            __asm__("" : "+r"(bk2));
         MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
-            MMT_V bb = MMT_SET1(bk[r * S]);
+            MMT_V bb = MMT_SET1(R1 && r >= R1 ? bk2[(r - R1) * S] : bk[r * S]);
             acc[0][r] = MMT_FMA(a0, bb, acc[0][r]);
             if (MV == 2)
                 acc[1][r] = MMT_FMA(a1, bb, acc[1][r]);
@@ -119,7 +123,7 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
     MMT_TARGET static void MMT_NAME(chan_##MV##_##S##_##R)(                                \
         const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
         const float *tin, float *tout) {                                                  \
-        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, R, S);                     \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, R, S, 0);                  \
     }
 #define MMC_FNS(MV, S)                                                                    \
     MMC_FN(MV, S, 1) MMC_FN(MV, S, 2) MMC_FN(MV, S, 3) MMC_FN(MV, S, 4) MMC_FN(MV, S, 5)  \
@@ -161,6 +165,44 @@ typedef void (*MMT_NAME(ChanFn))(const MMT_NAME(Args) *, const float *, const fl
 static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][MMC_R1 + 1] = {
     {MMC_ROW(1, 1), MMC_ROW(1, 2)}, {MMC_ROW(2, 1), MMC_ROW(2, 2)}};
 
+/* One chan_micro function per (vectors, pixel stride, pixels a row) for two pixel rows
+ * a call: a row of R1 pixels alone is R1 FMA chains a vector, too few to hide the
+ * FMA's latency (resnet50's 7 x 7 convolutions, R1 = 7: about 1.2x faster in pairs). */
+#define MMC_FN2(MV, S, R1)                                                                \
+    MMT_TARGET static void MMT_NAME(chan2_##MV##_##S##_##R1)(                              \
+        const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
+        const float *tin, float *tout) {                                                  \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, 2 * R1, S, R1);            \
+    }
+#define MMC_FN2S(MV, S) MMC_FN2(MV, S, 2) MMC_FN2(MV, S, 3) MMC_FN2(MV, S, 4)
+MMC_FN2S(1, 1)
+MMC_FN2S(1, 2)
+#if MMT_VL == 16
+#define MMC_FN2S16(MV, S) MMC_FN2(MV, S, 5) MMC_FN2(MV, S, 6) MMC_FN2(MV, S, 7)
+MMC_FN2S(2, 1)
+MMC_FN2S(2, 2)
+MMC_FN2S16(1, 1)
+MMC_FN2S16(1, 2)
+MMC_FN2S16(2, 1)
+MMC_FN2S16(2, 2)
+MMC_FN2(1, 1, 8) MMC_FN2(1, 2, 8)
+#define MMC_ROW2(MV, S)                                                                   \
+    {NULL, NULL, MMT_NAME(chan2_##MV##_##S##_2), MMT_NAME(chan2_##MV##_##S##_3),           \
+     MMT_NAME(chan2_##MV##_##S##_4), MMT_NAME(chan2_##MV##_##S##_5),                       \
+     MMT_NAME(chan2_##MV##_##S##_6), MMT_NAME(chan2_##MV##_##S##_7) MMC_ROW2B_##MV(S)}
+#define MMC_ROW2B_1(S) , MMT_NAME(chan2_1_##S##_8)
+#define MMC_ROW2B_2(S)
+#else /* two rows of R1 in MMC_R1 (one vector) or MMC_R2 (two) accumulators */
+#define MMC_ROW2(MV, S) MMC_ROW2_##MV(S)
+#define MMC_ROW2_1(S)                                                                     \
+    {NULL, NULL, MMT_NAME(chan2_1_##S##_2), MMT_NAME(chan2_1_##S##_3),                     \
+     MMT_NAME(chan2_1_##S##_4)}
+#define MMC_ROW2_2(S) {NULL}
+#endif
+/* [vectors - 1][stride - 1][pixels a row]: NULL where two rows take too many registers */
+static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[2][2][MMC_R1 / 2 + 1] = {
+    {MMC_ROW2(1, 1), MMC_ROW2(1, 2)}, {MMC_ROW2(2, 1), MMC_ROW2(2, 2)}};
+
 /* Bytes of A's transpose a k-chunk of chan_rows takes: with the window rows it
  * multiplies, it stays in the L1 cache while every pixel block runs over it. */
 #define MMC_CHUNK_BYTES (16u << 10)
@@ -177,13 +219,20 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, const float *at, fl
     size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
     uint32_t kmax = ct ? MMC_CHUNK_BYTES / (uint32_t)(mv * MMT_VL * 4) : x->k;
     uint32_t nch = (x->k + kmax - 1) / kmax, kch = (x->k + nch - 1) / nch;
+    MMT_NAME(ChanFn) pair = ne1 <= MMC_R1 / 2 ? MMT_NAME(chan2s)[mv - 1][s - 1][ne1] : NULL;
     MMT_NAME(Args) y = *x;
     for (uint32_t k0 = 0; k0 < x->k; k0 += kch) {
         y.k = x->k - k0 < kch ? x->k - k0 : kch;
         y.koff = x->koff + k0;
         bool first = k0 == 0, last = k0 + y.k == x->k;
         const float *atk = at + (size_t)k0 * mv * MMT_VL;
-        for (size_t r0 = 0; r0 < ne0; r0++)
+        size_t r0 = 0;
+        for (; pair && r0 + 1 < ne0; r0 += 2) {   /* whole rows, two a call */
+            float *t = first && last ? NULL : ct + r0 * ne1 * mv * MMT_VL;
+            pair(&y, atk, x->b + (int64_t)r0 * ns0, r0 * ne1, x->zero, first ? NULL : t,
+                 last ? NULL : t);
+        }
+        for (; r0 < ne0; r0++)
             for (size_t j = 0, q = 0; q < nb; q++) {
                 size_t w = (ne1 - j + (nb - q) - 1) / (nb - q), p = r0 * ne1 + j;
                 float *t = first && last ? NULL : ct + p * mv * MMT_VL;

@@ -236,7 +236,11 @@ static void test_matmul_window(void **state) {
         /* vectors of rows over k in chunks, the running sums kept between them: one
          * vector (k past 256), two (past 128), a group of each */
         {16, 40, 3, 3, 1, 1, 7, 7}, {32, 20, 3, 3, 2, 1, 4, 14}, {48, 16, 3, 3, 1, 1, 3, 9},
-        {16, 300, 1, 1, 2, 1, 3, 5}};
+        {16, 300, 1, 1, 2, 1, 3, 5},
+        /* two pixel rows of at most half the accumulators a call (and a last one
+         * alone): one and two vectors, stride 1 and 2, over k chunks too */
+        {32, 3, 3, 3, 1, 1, 4, 7},  {32, 2, 3, 3, 2, 1, 5, 6},  {16, 2, 3, 3, 1, 1, 3, 8},
+        {16, 3, 3, 3, 2, 1, 5, 2},  {32, 20, 3, 3, 1, 1, 3, 7}, {16, 40, 3, 3, 2, 1, 4, 4}};
     uint32_t seed = 11;
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int acc = 0; acc < 2; acc++) {
