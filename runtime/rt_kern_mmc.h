@@ -12,8 +12,11 @@
  * per pixel, every lane useful. C is transposed back in registers (one MMT_VL x MMT_VL
  * transpose per vector; R <= MMT_VL) when it is stored (and loaded, for ACCUM). More
  * rows of C (a window's, up to MMC_WIN_V vectors: resnet50's stride-2 1 x 1
- * convolutions, 128 channels a core) run in groups of two vectors' worth, each over the
- * whole window again (it is in LX, in the host's caches).
+ * convolutions, 128 channels a core; a plain B that fits in L2 with k from
+ * MMC_PLAIN_K) run in groups of two vectors' worth, each over the whole window again
+ * (it is in LX, in the host's caches). Pixel rows of at most half the accumulators run
+ * two a call (chan2s). A long k runs in chunks that stay in L1 (chan_rows), the
+ * running sums kept transposed in the packing buffer between chunks.
  *
  * Each C element accumulates a_ik * b_kj in increasing k from 0 (or the old C), one fused
  * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
