@@ -12,8 +12,11 @@
  * per pixel, every lane useful. C is transposed back in registers (one MMT_VL x MMT_VL
  * transpose per vector; R <= MMT_VL) when it is stored (and loaded, for ACCUM). More
  * rows of C (a window's, up to MMC_WIN_V vectors: resnet50's stride-2 1 x 1
- * convolutions, 128 channels a core) run in groups of two vectors' worth, each over the
- * whole window again (it is in LX, in the host's caches).
+ * convolutions, 128 channels a core; a plain B that fits in L2 with k from
+ * MMC_PLAIN_K) run in groups of two vectors' worth, each over the whole window again
+ * (it is in LX, in the host's caches). Pixel rows of at most half the accumulators run
+ * two a call (chan2s). A long k runs in chunks that stay in L1 (chan_rows), the
+ * running sums kept transposed in the packing buffer between chunks.
  *
  * Each C element accumulates a_ik * b_kj in increasing k from 0 (or the old C), one fused
  * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
@@ -47,14 +50,24 @@ MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv
 }
 
 /* C rows [0, MV * MMT_VL), columns [j, j + R) (pixels at b + r * S from the k row's
- * offset) over all k; A's transpose at at. zero starts from 0 instead of C. */
+ * offset; with R1 > 0, two pixel rows of R1: pixels r >= R1 at b + x->ns0 +
+ * (r - R1) * S) over x->k rows of k; A's transpose at at. The running sums start from tin
+ * (MV * R vectors, pixel by pixel: a previous k-chunk's, see chan_rows) when it is not
+ * NULL, else from 0 (zero) or C, and end in tout likewise when it is not NULL, else in
+ * C (transposed back). */
 MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, const float *b,
-                                      size_t j, bool zero, const int MV, const int R,
-                                      const int S) {
+                                      size_t j, bool zero, const float *tin, float *tout,
+                                      const int MV, const int R, const int S, const int R1) {
     MMT_V acc[2][MMC_R1], t[MMT_VL];
     MMT_M mr = MMT_LANES(R);
 #pragma GCC unroll 2
     for (int v = 0; v < MV; v++) {
+        if (tin) {
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++)
+                acc[v][r] = MMT_LOAD(tin + (size_t)(r * MV + v) * MMT_VL);
+            continue;
+        }
         if (zero) {
 #pragma GCC unroll 16
             for (int r = 0; r < R; r++)
@@ -72,14 +85,28 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
     const int32_t *koff = x->koff;
     for (uint32_t k = 0; k < x->k; k++, at += MV * MMT_VL) {
         const float *bk = b + koff[k];
+        /* bk in a register: the broadcasts then address base + displacement (an
+         * indexed operand splits each FMA into two micro-ops on Intel cores) */
+        __asm__("" : "+r"(bk));
+        const float *bk2 = bk + (R1 ? x->ns0 : 0);
+        if (R1)
+            __asm__("" : "+r"(bk2));
         MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
-            MMT_V bb = MMT_SET1(bk[r * S]);
+            MMT_V bb = MMT_SET1(R1 && r >= R1 ? bk2[(r - R1) * S] : bk[r * S]);
             acc[0][r] = MMT_FMA(a0, bb, acc[0][r]);
             if (MV == 2)
                 acc[1][r] = MMT_FMA(a1, bb, acc[1][r]);
         }
+    }
+    if (tout) {
+#pragma GCC unroll 2
+        for (int v = 0; v < MV; v++)
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++)
+                MMT_STORE(tout + (size_t)(r * MV + v) * MMT_VL, acc[v][r]);
+        return;
     }
 #pragma GCC unroll 2
     for (int v = 0; v < MV; v++) {
@@ -97,8 +124,9 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
  * accumulators stay in registers. */
 #define MMC_FN(MV, S, R)                                                                  \
     MMT_TARGET static void MMT_NAME(chan_##MV##_##S##_##R)(                                \
-        const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero) { \
-        MMT_NAME(chan_micro)(x, at, b, j, zero, MV, R, S);                                \
+        const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
+        const float *tin, float *tout) {                                                  \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, R, S, 0);                  \
     }
 #define MMC_FNS(MV, S)                                                                    \
     MMC_FN(MV, S, 1) MMC_FN(MV, S, 2) MMC_FN(MV, S, 3) MMC_FN(MV, S, 4) MMC_FN(MV, S, 5)  \
@@ -119,7 +147,7 @@ MMC_FN(1, 1, 15) MMC_FN(1, 1, 16) MMC_FN(1, 2, 15) MMC_FN(1, 2, 16)
 #endif
 
 typedef void (*MMT_NAME(ChanFn))(const MMT_NAME(Args) *, const float *, const float *, size_t,
-                                 bool);
+                                 bool, const float *, float *);
 #define MMC_ROW(MV, S)                                                                    \
     {NULL, MMT_NAME(chan_##MV##_##S##_1), MMT_NAME(chan_##MV##_##S##_2),                   \
      MMT_NAME(chan_##MV##_##S##_3), MMT_NAME(chan_##MV##_##S##_4),                         \
@@ -140,19 +168,83 @@ typedef void (*MMT_NAME(ChanFn))(const MMT_NAME(Args) *, const float *, const fl
 static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][MMC_R1 + 1] = {
     {MMC_ROW(1, 1), MMC_ROW(1, 2)}, {MMC_ROW(2, 1), MMC_ROW(2, 2)}};
 
+/* One chan_micro function per (vectors, pixel stride, pixels a row) for two pixel rows
+ * a call: a row of R1 pixels alone is R1 FMA chains a vector, too few to hide the
+ * FMA's latency (resnet50's 7 x 7 convolutions, R1 = 7: about 1.2x faster in pairs). */
+#define MMC_FN2(MV, S, R1)                                                                \
+    MMT_TARGET static void MMT_NAME(chan2_##MV##_##S##_##R1)(                              \
+        const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
+        const float *tin, float *tout) {                                                  \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, 2 * R1, S, R1);            \
+    }
+#define MMC_FN2S(MV, S) MMC_FN2(MV, S, 2) MMC_FN2(MV, S, 3) MMC_FN2(MV, S, 4)
+MMC_FN2S(1, 1)
+MMC_FN2S(1, 2)
+#if MMT_VL == 16
+#define MMC_FN2S16(MV, S) MMC_FN2(MV, S, 5) MMC_FN2(MV, S, 6) MMC_FN2(MV, S, 7)
+MMC_FN2S(2, 1)
+MMC_FN2S(2, 2)
+MMC_FN2S16(1, 1)
+MMC_FN2S16(1, 2)
+MMC_FN2S16(2, 1)
+MMC_FN2S16(2, 2)
+MMC_FN2(1, 1, 8) MMC_FN2(1, 2, 8)
+#define MMC_ROW2(MV, S)                                                                   \
+    {NULL, NULL, MMT_NAME(chan2_##MV##_##S##_2), MMT_NAME(chan2_##MV##_##S##_3),           \
+     MMT_NAME(chan2_##MV##_##S##_4), MMT_NAME(chan2_##MV##_##S##_5),                       \
+     MMT_NAME(chan2_##MV##_##S##_6), MMT_NAME(chan2_##MV##_##S##_7) MMC_ROW2B_##MV(S)}
+#define MMC_ROW2B_1(S) , MMT_NAME(chan2_1_##S##_8)
+#define MMC_ROW2B_2(S)
+#else /* two rows of R1 in MMC_R1 (one vector) or MMC_R2 (two) accumulators */
+#define MMC_ROW2(MV, S) MMC_ROW2_##MV(S)
+#define MMC_ROW2_1(S)                                                                     \
+    {NULL, NULL, MMT_NAME(chan2_1_##S##_2), MMT_NAME(chan2_1_##S##_3),                     \
+     MMT_NAME(chan2_1_##S##_4)}
+#define MMC_ROW2_2(S) {NULL}
+#endif
+/* [vectors - 1][stride - 1][pixels a row]: NULL where two rows take too many registers */
+static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[2][2][MMC_R1 / 2 + 1] = {
+    {MMC_ROW2(1, 1), MMC_ROW2(1, 2)}, {MMC_ROW2(2, 1), MMC_ROW2(2, 2)}};
+
+/* Bytes of A's transpose a k-chunk of chan_rows takes: with the window rows it
+ * multiplies, it stays in the L1 cache while every pixel block runs over it. */
+#define MMC_CHUNK_BYTES (16u << 10)
+
 /* C's columns as ne0 rows of ne1 pixels (pixel (r, j) of B at b + r * ns0 + j * S from
  * the k row's offset koff[k]) by chan_micro, each row in blocks of equal size; A's
- * transpose at at (chan_pack_a). */
-MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, const float *at, int mv, int s,
-                                     size_t ne0, size_t ne1, int64_t ns0) {
+ * transpose at at (chan_pack_a). With ct (room for n pixels' MV vectors), k runs in
+ * equal chunks of at most MMC_CHUNK_BYTES of at, every block over one chunk before the
+ * next, the running sums kept in ct between chunks (exact): over all of k at once, a
+ * block read at and the window from L2 (resnet50's 3 x 3 convolutions: k 576 to
+ * 4608), at about the L2's bandwidth. */
+MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, const float *at, float *ct,
+                                     int mv, int s, size_t ne0, size_t ne1, int64_t ns0) {
     size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
-    for (size_t r0 = 0; r0 < ne0; r0++)
-        for (size_t j = 0, q = 0; q < nb; q++) {
-            size_t w = (ne1 - j + (nb - q) - 1) / (nb - q);
-            MMT_NAME(chans)[mv - 1][s - 1][w](x, at, x->b + (int64_t)r0 * ns0 + (int64_t)j * s,
-                                              r0 * ne1 + j, x->zero);
-            j += w;
+    uint32_t kmax = ct ? MMC_CHUNK_BYTES / (uint32_t)(mv * MMT_VL * 4) : x->k;
+    uint32_t nch = (x->k + kmax - 1) / kmax, kch = (x->k + nch - 1) / nch;
+    MMT_NAME(ChanFn) pair = ne1 <= MMC_R1 / 2 ? MMT_NAME(chan2s)[mv - 1][s - 1][ne1] : NULL;
+    MMT_NAME(Args) y = *x;
+    for (uint32_t k0 = 0; k0 < x->k; k0 += kch) {
+        y.k = x->k - k0 < kch ? x->k - k0 : kch;
+        y.koff = x->koff + k0;
+        bool first = k0 == 0, last = k0 + y.k == x->k;
+        const float *atk = at + (size_t)k0 * mv * MMT_VL;
+        size_t r0 = 0;
+        for (; pair && r0 + 1 < ne0; r0 += 2) {   /* whole rows, two a call */
+            float *t = first && last ? NULL : ct + r0 * ne1 * mv * MMT_VL;
+            pair(&y, atk, x->b + (int64_t)r0 * ns0, r0 * ne1, x->zero, first ? NULL : t,
+                 last ? NULL : t);
         }
+        for (; r0 < ne0; r0++)
+            for (size_t j = 0, q = 0; q < nb; q++) {
+                size_t w = (ne1 - j + (nb - q) - 1) / (nb - q), p = r0 * ne1 + j;
+                float *t = first && last ? NULL : ct + p * mv * MMT_VL;
+                MMT_NAME(chans)[mv - 1][s - 1][w](&y, atk,
+                                                  x->b + (int64_t)r0 * ns0 + (int64_t)j * s, p,
+                                                  x->zero, first ? NULL : t, last ? NULL : t);
+                j += w;
+            }
+    }
 }
 
 /* Whether chan_groups takes a product of m rows and k: a multiple of a vector's worth
@@ -167,9 +259,12 @@ MMT_INLINE bool MMT_NAME(chan_fits)(const RtCore *c, uint32_t m, uint32_t k, uin
 }
 
 /* All of C by chan_rows (pixel rows as there), in groups of two vectors' worth of rows
- * (the last one or two), each group's A transposed first into at. */
-MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, int s, size_t ne0,
-                                       size_t ne1, int64_t ns0) {
+ * (the last one or two), each group's A transposed first into at (room floats from at
+ * on: past the transpose, chan_rows' running sums where they fit). */
+MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, size_t room, int s,
+                                       size_t ne0, size_t ne1, int64_t ns0) {
+    size_t g = x->m < 2 * MMT_VL ? x->m : 2 * MMT_VL;
+    float *ct = (size_t)x->k * g + (size_t)x->n * g <= room ? at + (size_t)x->k * g : NULL;
     for (uint32_t g0 = 0; g0 < x->m; g0 += 2 * MMT_VL) {
         MMT_NAME(Args) y = *x;
         int mv = x->m - g0 >= 2 * MMT_VL ? 2 : 1;
@@ -177,7 +272,7 @@ MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, int s,
         y.c = x->c + (size_t)g0 * x->ldc;
         y.m = (uint32_t)mv * MMT_VL;
         MMT_NAME(chan_pack_a)(&y, at, mv);
-        MMT_NAME(chan_rows)(&y, at, mv, s, ne0, ne1, ns0);
+        MMT_NAME(chan_rows)(&y, at, ct, mv, s, ne0, ne1, ns0);
     }
 }
 
@@ -191,26 +286,40 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
         ne1 < 2)
         return false;
     x->koff = MMT_NAME(win_koff)(c, x);
-    MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (int)x->ns1, x->n / ne1, ne1,
-                          x->ns0);
+    MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (RT_PACK_BYTES - kb) / 4,
+                          (int)x->ns1, x->n / ne1, ne1, x->ns0);
     return true;
 }
 
+#define MMC_PLAIN_L2 (256u << 10) /* bytes of a B that stays in L2 over all groups */
+#define MMC_PLAIN_K 256           /* k from which more than two vectors' worth of rows
+                                     pay for their transposes (mm_tiles, resnet50's
+                                     1 x 1 convolutions: m64 n49 k512 -17%, m64 n196
+                                     k256 -11%; m128 k64 and k128: slower) */
+
 /* A plain MATMUL (B in place, not transposed) with channels in the lanes: its n
  * columns as one row of pixels, B's row k at k * ldb. Taken for one or two vectors'
- * worth of rows of C when B is in LX (bdram false): this kernel reads B column block
- * after column block, each over all of k, and a B streamed from DRAM (a weight: bert's
- * 32-row products) then comes a strided line at a time, at a third of the speed of
- * the other kernels. False: not this way. */
+ * worth of rows of C when B is in LX (bdram false), or when all of B fits in L2
+ * (MMC_PLAIN_L2, wherever it is) and n is not a multiple of MMT_NR (the pixel-lane
+ * kernels' last column block would be partly empty: resnet50's 49, 112 and 196;
+ * bert's 64-column attention products stay there), then also for up to MMC_WIN_V
+ * vectors when k is at least MMC_PLAIN_K. This kernel reads B column block after column block, each
+ * over all of k, so a larger B streamed from DRAM (a weight: bert's 32-row products)
+ * comes a strided line at a time, at a third of the speed of the other kernels.
+ * False: not this way. */
 MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram) {
     size_t kb;
-    if (x->win || x->bt || bdram || x->n < 2 || !MMT_NAME(chan_fits)(c, x->m, x->k, 2, &kb) ||
+    bool small = (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_L2 && x->n % MMT_NR;
+    if (x->win || x->bt || (bdram && !small) || x->n < 2 ||
+        !MMT_NAME(chan_fits)(c, x->m, x->k, small && x->k >= MMC_PLAIN_K ? MMC_WIN_V : 2,
+                             &kb) ||
         (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
         return false;
     int32_t *koff = (int32_t *)c->pack;
     for (uint32_t k = 0; k < x->k; k++)
         koff[k] = (int32_t)(k * x->ldb);
     x->koff = koff;
-    MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), 1, 1, x->n, 0);
+    MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (RT_PACK_BYTES - kb) / 4, 1, 1,
+                          x->n, 0);
     return true;
 }

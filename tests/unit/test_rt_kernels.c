@@ -144,7 +144,10 @@ static void test_matmul_shapes(void **state) {
                                             16 */
                                          {16, 2, 5}, {32, 57, 37}, {16, 98, 1},
                                          {32, 300, 129}, {16, 49, 2048}, {8, 23, 17},
-                                         {32, 1, 9}, {16, 15, 300}};
+                                         {32, 1, 9}, {16, 15, 300},
+                                         /* more vectors of rows, k from 256: groups of
+                                            two vectors' worth, the last of one */
+                                         {64, 49, 300}, {48, 57, 256}, {128, 9, 512}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
@@ -232,7 +235,15 @@ static void test_matmul_window(void **state) {
         {8, 3, 3, 3, 1, 1, 5, 13},  {16, 2, 3, 3, 1, 1, 2, 56}, {32, 1, 3, 3, 2, 1, 2, 17},
         /* more rows: groups of two vectors' worth, the last of one */
         {48, 2, 3, 3, 1, 1, 5, 9},  {80, 2, 3, 3, 2, 1, 3, 7},  {128, 3, 1, 1, 2, 1, 4, 14},
-        {144, 2, 3, 3, 1, 1, 2, 5}};
+        {144, 2, 3, 3, 1, 1, 2, 5},
+        /* vectors of rows over k in chunks, the running sums kept between them: one
+         * vector (k past 256), two (past 128), a group of each */
+        {16, 40, 3, 3, 1, 1, 7, 7}, {32, 20, 3, 3, 2, 1, 4, 14}, {48, 16, 3, 3, 1, 1, 3, 9},
+        {16, 300, 1, 1, 2, 1, 3, 5},
+        /* two pixel rows of at most half the accumulators a call (and a last one
+         * alone): one and two vectors, stride 1 and 2, over k chunks too */
+        {32, 3, 3, 3, 1, 1, 4, 7},  {32, 2, 3, 3, 2, 1, 5, 6},  {16, 2, 3, 3, 1, 1, 3, 8},
+        {16, 3, 3, 3, 2, 1, 5, 2},  {32, 20, 3, 3, 1, 1, 3, 7}, {16, 40, 3, 3, 2, 1, 4, 4}};
     uint32_t seed = 11;
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int acc = 0; acc < 2; acc++) {
