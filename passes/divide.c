@@ -114,6 +114,9 @@ typedef struct {
                                     pieces (cg_load_shared), else in pieces of 8 rows */
     double bpieces;              /* pieces B's depth chunk can be cut into (its rows, one
                                     each when they step over whole sticks, else 8 each) */
+    double valid;                /* share of a core's items that run (0: all; see
+                                    sym_contract_time): scales its compute, A, output
+                                    and epilogue bytes, not its B tiles */
 } CEst;
 
 /* Modelled time of the busiest core for tiling e on target t. */
@@ -141,6 +144,9 @@ static double contract_time(const SpyTarget *t, const CEst *e)
         b = e->b * pass_fusecost_ring_share(sb, e->bpieces, e->nck);
         ring += nb * (e->b - b);
     }
+    if (e->valid > 0)                          /* a share of the items (sym_contract_time) */
+        return model_time(t, e->valid * cycles, e->valid * (na * a + (double)q * e->ce) +
+                          nb * b, e->valid * (double)q * e->c, active, ring);
     return model_time(t, cycles, na * a + nb * b + (double)q * e->ce, (double)q * e->c,
                       active, ring);
 }
@@ -282,6 +288,62 @@ int64_t pass_divide_fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, dou
     return kt;
 }
 
+/* Whether an M tile of mt rows keeps to the blocks of a symbolic axis: with bounded
+ * symbolic dims, a product's rows are often the flattened [.., symbolic axis] of the
+ * box (GPT-2's rows b * S_box + s), a block of P rows per index of the axes outside.
+ * A tile within one block has valid rows that form a prefix of it at every size,
+ * which a row clamp on that symbol (codegen/cg_guard_rows.c) can follow; a tile
+ * across two blocks runs the padding between them. P: the largest box extent of a
+ * symbol, of at least 8 rows (the row granule), that divides m and is below it (the
+ * innermost block, a sequence rather than its batch); no such P: every tile. */
+static bool sym_aligned(const IrGraph *g, int64_t m, int64_t mt)
+{
+    int64_t pb = 0;
+    for (uint32_t i = 0; i < g->nsymdims; i++) {
+        int64_t p = g->symdims[i].max;
+        if (p >= 8 && p < m && m % p == 0 && p > pb)
+            pb = p;
+    }
+    return pb == 0 || pb % mt == 0;
+}
+
+/* In a bundle with symbolic dims: the M tile sizes of m (multiples of 8 rows, or m)
+ * that keep to the symbols' blocks (sym_aligned), largest first, into out (at most
+ * max); returns the count, 0 when the bundle has none or no size is aligned. */
+static int sym_m_candidates(const IrGraph *g, int64_t m, int64_t *out, int max)
+{
+    int n = 0;
+    if (g->nsymdims == 0)
+        return 0;
+    for (int64_t x = m; x > 0 && n < max; x = x == m ? (m - 1) / 8 * 8 : x - 8)
+        if (sym_aligned(g, m, x))
+            out[n++] = x;
+    return n;
+}
+
+/* The time of tiling e over the sizes a bundle with symbolic rows runs at (its M
+ * tiles aligned, sym_m_candidates): the mean of contract_time with all of its M tiles
+ * valid (the box), half and a quarter of them, the valid rows a prefix of the tiles.
+ * Items are dealt over the cores (plan_assign_cores), so at a fraction of the tiles a
+ * core runs ceil(valid items / cores) of its q items, and its compute, A, output and
+ * epilogue traffic shrink by that share; its B tiles do not (a core whose item is
+ * skipped still loads the B pieces it forwards over the ring to the others), nor does
+ * the number of cores moving data. A tiling planned for the box alone, one item per
+ * core, then runs a small size as slowly as the box. */
+static double sym_contract_time(const SpyTarget *t, const CEst *e)
+{
+    uint64_t cores = t->cores, items = e->outer * e->na * e->nb;
+    uint64_t q = (items + cores - 1) / cores;
+    double sum = 0;
+    for (uint64_t d = 1; d <= 4 && q > 0; d *= 2) {
+        CEst f = *e;
+        uint64_t vi = e->outer * ((e->na + d - 1) / d) * e->nb;
+        f.valid = (double)((vi + cores - 1) / cores) / (double)q;
+        sum += contract_time(t, &f);
+    }
+    return sum / 3;
+}
+
 /* MATMUL: the M and N tiles (multiples of 8 rows / one stick) with the least
  * modelled time, all cores or fewer: loading A or B once per core can cost more than
  * the parallelism gains. */
@@ -301,6 +363,13 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
     int64_t sg = (int64_t)(t->stick_bytes / sz.es) > 0 ? (int64_t)(t->stick_bytes / sz.es) : 1;
     int nm = candidates(m, 8, mc), nn = candidates(n, 32, nc);
     nm = even_candidates(m, 8, t->cores, mc, nm, 120);
+    int64_t am[120];
+    int na = sym_m_candidates(g, m, am, 120);
+    bool sym = na > 0 && na < nm;              /* some size is not aligned: keep those */
+    if (sym) {
+        memcpy(mc, am, (size_t)na * sizeof *am);
+        nm = na;
+    }
     nn = even_candidates(n, sg, t->cores, nc, nn, 120);
     if (k->nred > 0)                           /* epilogue reduces whole rows: nc[0] = n */
         nn = 1;
@@ -322,8 +391,9 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
                       (double)mt * nt * kk, (double)mt, kf >= kk, bt->rank == 2,
                       int_epi_bytes(k, &sz, (double)mt * nt), sz.dt, true,
                       (double)((kk + kf - 1) / kf), sz.es * (double)kk >= t->stick_bytes,
-                      sz.es * (double)nt >= t->stick_bytes ? (double)kf : (double)((kf + 7) / 8)};
-            double tm = contract_time(t, &e);
+                      sz.es * (double)nt >= t->stick_bytes ? (double)kf : (double)((kf + 7) / 8),
+                      0};
+            double tm = sym ? sym_contract_time(t, &e) : contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
                 gr->chunk[r - 2] = mt;
@@ -422,7 +492,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
                       cost_rows_bytes(t, (double)mt, sz.es * kk), bb, c, c * epi_loads(g, k),
                       (double)mt * p * kk, (double)mt, kk <= 512, false,
                       (geo.patch ? sz.es * kk * p : 0) + int_epi_bytes(k, &sz, (double)mt * p),
-                      sz.dt, true, (double)((kk + kt - 1) / kt), false, 8};
+                      sz.dt, true, (double)((kk + kt - 1) / kt), false, 8, 0};
             double tm = contract_time(t, &e);
             if (best < 0 || tm < best * 0.99) {
                 best = tm;
