@@ -288,15 +288,15 @@ int64_t pass_divide_fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, dou
     return kt;
 }
 
-/* Whether an M tile of mt rows keeps to the blocks of a symbolic axis: with bounded
- * symbolic dims, a product's rows are often the flattened [.., symbolic axis] of the
- * box (GPT-2's rows b * S_box + s), a block of P rows per index of the axes outside.
- * A tile within one block has valid rows that form a prefix of it at every size,
- * which a row clamp on that symbol (codegen/cg_guard_rows.c) can follow; a tile
- * across two blocks runs the padding between them. P: the largest box extent of a
- * symbol, of at least 8 rows (the row granule), that divides m and is below it (the
- * innermost block, a sequence rather than its batch); no such P: every tile. */
-static bool sym_aligned(const IrGraph *g, int64_t m, int64_t mt)
+/* The block of a product's M rows in a bundle with symbolic dims: its rows are often
+ * the flattened [.., symbolic axis] of the box (GPT-2's rows b * S_box + s), a block of
+ * P rows per index of the axes outside. A tile within one block has valid rows that
+ * form a prefix of it at every size, which a row clamp on that symbol
+ * (codegen/cg_guard_rows.c) can follow; a tile across two blocks runs the padding
+ * between them. P: the largest box extent of a symbol, of at least 8 rows (the row
+ * granule), that divides m and is below it (the innermost block, a sequence rather
+ * than its batch); 0 when there is none. */
+static int64_t sym_block(const IrGraph *g, int64_t m)
 {
     int64_t pb = 0;
     for (uint32_t i = 0; i < g->nsymdims; i++) {
@@ -304,19 +304,17 @@ static bool sym_aligned(const IrGraph *g, int64_t m, int64_t mt)
         if (p >= 8 && p < m && m % p == 0 && p > pb)
             pb = p;
     }
-    return pb == 0 || pb % mt == 0;
+    return pb;
 }
 
-/* In a bundle with symbolic dims: the M tile sizes of m (multiples of 8 rows, or m)
- * that keep to the symbols' blocks (sym_aligned), largest first, into out (at most
- * max); returns the count, 0 when the bundle has none or no size is aligned. */
+/* The M tile sizes of m that keep to its block (sym_block): the divisors of the block,
+ * largest first, into out (at most max); returns the count, 0 when m has no block. */
 static int sym_m_candidates(const IrGraph *g, int64_t m, int64_t *out, int max)
 {
     int n = 0;
-    if (g->nsymdims == 0)
-        return 0;
-    for (int64_t x = m; x > 0 && n < max; x = x == m ? (m - 1) / 8 * 8 : x - 8)
-        if (sym_aligned(g, m, x))
+    int64_t p = sym_block(g, m);
+    for (int64_t x = p; x > 0 && n < max; x--)
+        if (p % x == 0)
             out[n++] = x;
     return n;
 }
@@ -365,7 +363,7 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
     nm = even_candidates(m, 8, t->cores, mc, nm, 120);
     int64_t am[120];
     int na = sym_m_candidates(g, m, am, 120);
-    bool sym = na > 0 && na < nm;              /* some size is not aligned: keep those */
+    bool sym = na > 0;                         /* rows in blocks: tiles within one */
     if (sym) {
         memcpy(mc, am, (size_t)na * sizeof *am);
         nm = na;
