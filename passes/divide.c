@@ -14,7 +14,10 @@
  *       ones with the least modelled time (schemas/costmodel.h, the model the runtime
  *       reports: per-core compute at the operand dtype's rate plus shared-bandwidth
  *       DRAM time charged by whole sticks, with overlap), which uses every core when
- *       compute dominates and fewer when replicated panels would cost more.
+ *       compute dominates and fewer when replicated panels would cost more. In a
+ *       bundle with symbolic dims a product's M tiles keep within the blocks of its
+ *       symbolic rows and the tiling is chosen over several sizes, not the box alone
+ *       (sym_block, sym_contract_time; isa.md "Guards").
  */
 #include <string.h>
 
