@@ -310,13 +310,16 @@ static int64_t sym_block(const IrGraph *g, int64_t m)
     return pb;
 }
 
-/* The M tile sizes of m that keep to its block (sym_block): the divisors of the block,
- * largest first, into out (at most max); returns the count, 0 when m has no block. */
+/* The M tile sizes of m that keep to its block (sym_block): the divisors of the block
+ * of at least 8 rows, largest first, into out (at most max); returns the count, 0
+ * when m has no block. Smaller tiles model a little faster still at small sizes (the
+ * matrix time is charged per row), but their many short items double the emulator's
+ * host time. */
 static int sym_m_candidates(const IrGraph *g, int64_t m, int64_t *out, int max)
 {
     int n = 0;
     int64_t p = sym_block(g, m);
-    for (int64_t x = p; x > 0 && n < max; x--)
+    for (int64_t x = p; x >= 8 && n < max; x--)
         if (p % x == 0)
             out[n++] = x;
     return n;
