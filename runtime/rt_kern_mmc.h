@@ -31,15 +31,17 @@
 #define MMC_R2 6
 #endif
 
-/* A's transpose for win_chan: at, MV * MMT_VL floats a k (row i of A at lane i), k
- * rows; MMT_VL x MMT_VL blocks through registers, a last partial block of k zero-filled
- * past k (its rows past k are not stored). */
-MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv) {
+/* A's transpose for win_chan: at, MV * MMT_VL floats a k (row i of A at lane i), rows
+ * [ka, kb) of k (at row k at at + k * MV * MMT_VL, wherever the range starts);
+ * MMT_VL x MMT_VL blocks through registers, a last partial block zero-filled past kb
+ * (its rows past kb are not stored). */
+MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv, uint32_t ka,
+                                       uint32_t kb) {
     for (int v = 0; v < mv; v++)
-        for (uint32_t k0 = 0; k0 < x->k; k0 += MMT_VL) {
+        for (uint32_t k0 = ka; k0 < kb; k0 += MMT_VL) {
             MMT_V t[MMT_VL];
-            MMT_M mk = MMT_LANES((int64_t)x->k - k0);
-            uint32_t nk = x->k - k0 < MMT_VL ? x->k - k0 : MMT_VL;
+            MMT_M mk = MMT_LANES((int64_t)kb - k0);
+            uint32_t nk = kb - k0 < MMT_VL ? kb - k0 : MMT_VL;
 #pragma GCC unroll 16
             for (int i = 0; i < MMT_VL; i++)
                 t[i] = MMT_LOADM(mk, x->a + (size_t)(v * MMT_VL + i) * x->lda + k0);
@@ -47,6 +49,30 @@ MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv
             for (uint32_t i = 0; i < nk; i++)
                 MMT_STORE(at + (size_t)(k0 + i) * mv * MMT_VL + v * MMT_VL, t[i]);
         }
+}
+
+/* Cache lines of A's next k-chunk prefetched a chan_micro call at most, one a k step
+ * (x->pfp, x->pfpn): rows of A are kilobytes apart (usually a weight streamed from
+ * DRAM) and chan_pack_a, in one pass before a chunk's multiply-adds, waited on them
+ * (resnet50: about a tenth of its time); prefetched into L2 while the previous chunk's
+ * multiply-adds run, they are there when it comes (in bursts between calls the
+ * prefetches themselves waited for fill buffers). */
+#define MMC_PF_MAX 1024
+
+/* Lists in tab (room for MMC_PF_MAX) the cache lines of rows [0, rows) of A from a
+ * (x->lda apart), its k range [k0, k0 + kc), row by row; their number (0 when a is
+ * NULL). */
+MMT_INLINE uint32_t MMT_NAME(chan_pf_lines)(const MMT_NAME(Args) *x, const char **tab,
+                                             const rt_f32 *a, uint32_t rows, uint32_t k0,
+                                             uint32_t kc) {
+    if (!a || !kc)
+        return 0;
+    uintptr_t s = (uintptr_t)(a + k0) & ~(uintptr_t)63, e = (uintptr_t)(a + k0 + kc);
+    size_t lines = (e - s + 63) / 64, n = 0;
+    for (uint32_t r = 0; r < rows; r++)
+        for (size_t l = 0; l < lines && n < MMC_PF_MAX; l++)
+            tab[n++] = (const char *)s + r * x->lda * 4 + l * 64;
+    return (uint32_t)n;
 }
 
 /* C rows [0, MV * MMT_VL), columns [j, j + R) (pixels at b + r * S from the k row's
@@ -84,6 +110,8 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
     }
     const int32_t *koff = x->koff;
     for (uint32_t k = 0; k < x->k; k++, at += MV * MMT_VL) {
+        if (k < x->pfpn)    /* the next chunk of A, into L2 (chan_pf_lines) */
+            __builtin_prefetch(x->pfp[k], 0, 2);
         const float *bk = b + koff[k];
         /* bk in a register: the broadcasts then address base + displacement (an
          * indexed operand splits each FMA into two micro-ops on Intel cores) */
@@ -210,28 +238,53 @@ static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[2][2][MMC_R1 / 2 + 1] = {
  * multiplies, it stays in the L1 cache while every pixel block runs over it. */
 #define MMC_CHUNK_BYTES (16u << 10)
 
+/* Gives y's next chan_micro call the next step lines of tab (npf of them, done so far
+ * taken). */
+MMT_INLINE void MMT_NAME(chan_pf_next)(MMT_NAME(Args) *y, const char **tab, uint32_t npf,
+                                        uint32_t step, uint32_t *done) {
+    y->pfp = tab + *done;
+    y->pfpn = npf - *done < step ? npf - *done : step;
+    *done += y->pfpn;
+}
+
 /* C's columns as ne0 rows of ne1 pixels (pixel (r, j) of B at b + r * ns0 + j * S from
  * the k row's offset koff[k]) by chan_micro, each row in blocks of equal size; A's
- * transpose at at (chan_pack_a). With ct (room for n pixels' MV vectors), k runs in
- * equal chunks of at most MMC_CHUNK_BYTES of at, every block over one chunk before the
- * next, the running sums kept in ct between chunks (exact): over all of k at once, a
- * block read at and the window from L2 (resnet50's 3 x 3 convolutions: k 576 to
- * 4608), at about the L2's bandwidth. */
-MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, const float *at, float *ct,
-                                     int mv, int s, size_t ne0, size_t ne1, int64_t ns0) {
+ * transpose at at, packed a k-chunk at a time (chan_pack_a) just before the chunk's
+ * blocks run, while those blocks prefetch the next chunk's A (chan_pf_lines; after the
+ * last chunk, the first of rows na of A, the next group's, when na is not NULL). With
+ * ct (room for n pixels' MV vectors), k runs in equal chunks of at most
+ * MMC_CHUNK_BYTES of at, every block over one chunk before the next, the running sums
+ * kept in ct between chunks (exact): over all of k at once, a block read at and the
+ * window from L2 (resnet50's 3 x 3 convolutions: k 576 to 4608), at about the L2's
+ * bandwidth. */
+MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *ct, int mv,
+                                     int s, size_t ne0, size_t ne1, int64_t ns0,
+                                     const rt_f32 *na, uint32_t nrows) {
     size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
     uint32_t kmax = ct ? MMC_CHUNK_BYTES / (uint32_t)(mv * MMT_VL * 4) : x->k;
     uint32_t nch = (x->k + kmax - 1) / kmax, kch = (x->k + nch - 1) / nch;
     MMT_NAME(ChanFn) pair = ne1 <= MMC_R1 / 2 ? MMT_NAME(chan2s)[mv - 1][s - 1][ne1] : NULL;
+    size_t calls = pair ? ne0 / 2 + ne0 % 2 * nb : ne0 * nb;   /* chan_micro calls a chunk */
+    const char *tab[MMC_PF_MAX];
     MMT_NAME(Args) y = *x;
     for (uint32_t k0 = 0; k0 < x->k; k0 += kch) {
         y.k = x->k - k0 < kch ? x->k - k0 : kch;
         y.koff = x->koff + k0;
         bool first = k0 == 0, last = k0 + y.k == x->k;
-        const float *atk = at + (size_t)k0 * mv * MMT_VL;
+        float *atk = at + (size_t)k0 * mv * MMT_VL;
+        uint32_t npf = last ? MMT_NAME(chan_pf_lines)(x, tab, na, nrows, 0,
+                                                     x->k < kch ? x->k : kch)
+                            : MMT_NAME(chan_pf_lines)(x, tab, x->a, (uint32_t)mv * MMT_VL,
+                                                     k0 + kch, x->k - (k0 + kch) < kch
+                                                                   ? x->k - (k0 + kch)
+                                                                   : kch);
+        uint32_t step = (uint32_t)((npf + calls - 1) / calls), done = 0;
+        step = step < y.k ? step : y.k;
+        MMT_NAME(chan_pack_a)(x, at, mv, k0, k0 + y.k);
         size_t r0 = 0;
         for (; pair && r0 + 1 < ne0; r0 += 2) {   /* whole rows, two a call */
             float *t = first && last ? NULL : ct + r0 * ne1 * mv * MMT_VL;
+            MMT_NAME(chan_pf_next)(&y, tab, npf, step, &done);
             pair(&y, atk, x->b + (int64_t)r0 * ns0, r0 * ne1, x->zero, first ? NULL : t,
                  last ? NULL : t);
         }
@@ -239,11 +292,14 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, const float *at, fl
             for (size_t j = 0, q = 0; q < nb; q++) {
                 size_t w = (ne1 - j + (nb - q) - 1) / (nb - q), p = r0 * ne1 + j;
                 float *t = first && last ? NULL : ct + p * mv * MMT_VL;
+                MMT_NAME(chan_pf_next)(&y, tab, npf, step, &done);
                 MMT_NAME(chans)[mv - 1][s - 1][w](&y, atk,
                                                   x->b + (int64_t)r0 * ns0 + (int64_t)j * s, p,
                                                   x->zero, first ? NULL : t, last ? NULL : t);
                 j += w;
             }
+        for (; done < npf; done++)    /* more lines than the calls took */
+            __builtin_prefetch(tab[done], 0, 2);
     }
 }
 
@@ -259,8 +315,9 @@ MMT_INLINE bool MMT_NAME(chan_fits)(const RtCore *c, uint32_t m, uint32_t k, uin
 }
 
 /* All of C by chan_rows (pixel rows as there), in groups of two vectors' worth of rows
- * (the last one or two), each group's A transposed first into at (room floats from at
- * on: past the transpose, chan_rows' running sums where they fit). */
+ * (the last one or two), each group's A transposed into at as it goes (room floats
+ * from at on: past the transpose, chan_rows' running sums where they fit), the next
+ * group's first k-chunk prefetched during the last chunk of this one. */
 MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, size_t room, int s,
                                        size_t ne0, size_t ne1, int64_t ns0) {
     size_t g = x->m < 2 * MMT_VL ? x->m : 2 * MMT_VL;
@@ -271,8 +328,10 @@ MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, size_t
         y.a = x->a + (size_t)g0 * x->lda;
         y.c = x->c + (size_t)g0 * x->ldc;
         y.m = (uint32_t)mv * MMT_VL;
-        MMT_NAME(chan_pack_a)(&y, at, mv);
-        MMT_NAME(chan_rows)(&y, at, ct, mv, s, ne0, ne1, ns0);
+        uint32_t g1 = g0 + (uint32_t)mv * MMT_VL;
+        uint32_t nrows = x->m - g1 < 2 * MMT_VL ? x->m - g1 : 2 * MMT_VL;
+        MMT_NAME(chan_rows)(&y, at, ct, mv, s, ne0, ne1, ns0,
+                            g1 < x->m ? x->a + (size_t)g1 * x->lda : NULL, nrows);
     }
 }
 

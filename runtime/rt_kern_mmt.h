@@ -106,6 +106,8 @@ typedef struct {
                                 panel (kc rows of MMT_NR floats), for the next row blocks */
     const float *ap;         /* MMT_PACKAB: the row block's A packed (MMT_NAME(pack_a)),
                                 rows MMT_AP apart */
+    const char *const *pfp;  /* chan_micro's k step k < pfpn prefetches pfp[k] (rt_kern_mmc.h) */
+    uint32_t pfpn;
 } MMT_NAME(Args);
 
 /* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, a packed
@@ -635,7 +637,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
-                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL};
+                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL, 0};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_chan)(c, &x) ||

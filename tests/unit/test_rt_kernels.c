@@ -147,7 +147,11 @@ static void test_matmul_shapes(void **state) {
                                          {32, 1, 9}, {16, 15, 300},
                                          /* more vectors of rows, k from 256: groups of
                                             two vectors' worth, the last of one */
-                                         {64, 49, 300}, {48, 57, 256}, {128, 9, 512}};
+                                         {64, 49, 300}, {48, 57, 256}, {128, 9, 512},
+                                         /* A packed a k-chunk at a time, the next
+                                            chunk's and group's lines prefetched: k
+                                            chunks in groups of both widths */
+                                         {80, 49, 1000}, {96, 7, 2100}, {48, 9, 2500}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
@@ -243,7 +247,10 @@ static void test_matmul_window(void **state) {
         /* two pixel rows of at most half the accumulators a call (and a last one
          * alone): one and two vectors, stride 1 and 2, over k chunks too */
         {32, 3, 3, 3, 1, 1, 4, 7},  {32, 2, 3, 3, 2, 1, 5, 6},  {16, 2, 3, 3, 1, 1, 3, 8},
-        {16, 3, 3, 3, 2, 1, 5, 2},  {32, 20, 3, 3, 1, 1, 3, 7}, {16, 40, 3, 3, 2, 1, 4, 4}};
+        {16, 3, 3, 3, 2, 1, 5, 2},  {32, 20, 3, 3, 1, 1, 3, 7}, {16, 40, 3, 3, 2, 1, 4, 4},
+        /* A packed a k-chunk at a time (the next chunk's and group's lines prefetched):
+         * groups of two vectors and a last one of one over several chunks each */
+        {80, 40, 3, 3, 1, 1, 3, 7}, {112, 50, 3, 3, 2, 1, 4, 6}};
     uint32_t seed = 11;
     for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
         for (int acc = 0; acc < 2; acc++) {
