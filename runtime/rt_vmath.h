@@ -85,16 +85,21 @@ RT_VM_INLINE float rt_vm_exp_mid(float x) {
     return p * rt_vm_float((uint32_t)((int32_t)n + 127) << 23);
 }
 
-/* tanh x: an odd polynomial below 0.625 (Cephes tanhf), else 1 - 2 / (e^{2|x|} + 1). */
-RT_VM_INLINE float rt_vm_tanh(float x) {
-    float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
+/* tanh x below 0.625: an odd polynomial (Cephes tanhf). */
+RT_VM_INLINE float rt_vm_tanh_small(float x) {
     float z = x * x;
     float p = -5.70498872745e-3f;
     p = p * z + 2.06390887954e-2f;
     p = p * z - 5.37397155531e-2f;
     p = p * z + 1.33314422036e-1f;
     p = p * z - 3.33332819422e-1f;
-    float small = p * z * x + x;
+    return p * z * x + x;
+}
+
+/* tanh x: rt_vm_tanh_small below 0.625, else 1 - 2 / (e^{2|x|} + 1). */
+RT_VM_INLINE float rt_vm_tanh(float x) {
+    float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
+    float small = rt_vm_tanh_small(x);
     /* beyond |x| = 40, 2 / (e^2|x| + 1) < 2^-25 and big rounds to 1 either way: the
      * argument of EXP is bounded there (NaN too: its lane returns x) */
     float t = rt_vm_sel(ax <= 40.0f, ax, 40.0f);
@@ -104,10 +109,8 @@ RT_VM_INLINE float rt_vm_tanh(float x) {
     return rt_vm_sel(ax < 0.625f, small, rt_vm_sel(x != x, x, big));
 }
 
-/* erf x: x * P(x^2) below 0.921875; above, 1 - e^{Q(|x|)} with Q a fit of log erfc on
- * [0.921875, 4] (erf rounds to 1 beyond). */
-RT_VM_INLINE float rt_vm_erf(float x) {
-    float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
+/* erf x below 0.921875: x * P(x^2). */
+RT_VM_INLINE float rt_vm_erf_small(float x) {
     float s = x * x;
     float p = -1.0289278179698158e-05f;
     p = p * s + 1.1453183833509684e-04f;
@@ -117,8 +120,11 @@ RT_VM_INLINE float rt_vm_erf(float x) {
     p = p * s + 1.1283788084983826e-01f;
     p = p * s - 3.7612637877464294e-01f;
     p = p * s + 1.1283792257308960e+00f;
-    float small = x * p;
-    float t = rt_vm_sel(ax <= 4.0f, ax, 4.0f);    /* NaN: 4 (its lane returns x) */
+    return x * p;
+}
+
+/* Q(t), a fit of log erfc t on [0.921875, 4]: in [-18, 0.0003] there. */
+RT_VM_INLINE float rt_vm_erfc_log(float t) {
     float q = 1.6025259128582547e-06f;
     q = q * t - 4.5355311158346012e-05f;
     q = q * t + 5.9072155272588134e-04f;
@@ -127,8 +133,16 @@ RT_VM_INLINE float rt_vm_erf(float x) {
     q = q * t - 1.0992533713579178e-01f;
     q = q * t - 6.3199514150619507e-01f;
     q = q * t - 1.1301316022872925e+00f;
-    q = q * t + 2.9429889400489628e-04f;
-    float big = 1.0f - rt_vm_exp_mid(q);          /* q in [-18, 0.0003] */
+    return q * t + 2.9429889400489628e-04f;
+}
+
+/* erf x: rt_vm_erf_small below 0.921875; above, 1 - e^{Q(|x|)} (rt_vm_erfc_log; erf
+ * rounds to 1 beyond 4). */
+RT_VM_INLINE float rt_vm_erf(float x) {
+    float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
+    float small = rt_vm_erf_small(x);
+    float t = rt_vm_sel(ax <= 4.0f, ax, 4.0f);    /* NaN: 4 (its lane returns x) */
+    float big = 1.0f - rt_vm_exp_mid(rt_vm_erfc_log(t));
     big = rt_vm_float(rt_vm_bits(big) | (rt_vm_bits(x) & 0x80000000u));
     return rt_vm_sel(ax < 0.921875f, small, rt_vm_sel(x != x, x, big));
 }

@@ -942,23 +942,14 @@ static void test_vmath(void **state) {
     assert_true(rt_vm_exp(-104.0f) == 0.0f && rt_vm_exp(-103.0f) > 0.0f);
 }
 
-/* rt_vm_exp as it was before its lower clamp skipped the underflowing product: the
- * reference its results must still equal bit for bit. */
+/* rt_vm_exp as it was before its lower clamp skipped the underflowing product (its
+ * polynomial, rt_vm_exp_reduced, unchanged): the reference its results must still
+ * equal bit for bit. */
 static float exp_scaled_twice(float x) {
     float xc = rt_vm_sel(x != x, 0.0f, x);
     xc = rt_vm_sel(xc > 88.8f, 88.8f, xc);
     xc = rt_vm_sel(xc < -104.0f, -104.0f, xc);
-    const float shifter = 12582912.0f;
-    float n = (xc * 1.44269504088896341f + shifter) - shifter;
-    float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-    float z = r * r;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * z + r + 1.0f;
+    float n, p = rt_vm_exp_reduced(xc, &n);
     int32_t ni = (int32_t)n, n1 = ni / 2, n2 = ni - n1;
     float s1 = rt_vm_float((uint32_t)(n1 + 127) << 23);
     float s2 = rt_vm_float((uint32_t)(n2 + 127) << 23);
@@ -968,16 +959,11 @@ static float exp_scaled_twice(float x) {
 }
 
 /* TANH and ERF as they were before they called rt_vm_exp_mid on a bounded argument:
- * on rt_vm_exp of the whole range (as exp_scaled_twice). */
+ * on rt_vm_exp of the whole range (as exp_scaled_twice); their polynomials
+ * (rt_vm_tanh_small, rt_vm_erf_small, rt_vm_erfc_log) unchanged. */
 static float tanh_ref(float x) {
     float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
-    float z = x * x;
-    float p = -5.70498872745e-3f;
-    p = p * z + 2.06390887954e-2f;
-    p = p * z - 5.37397155531e-2f;
-    p = p * z + 1.33314422036e-1f;
-    p = p * z - 3.33332819422e-1f;
-    float small = p * z * x + x;
+    float small = rt_vm_tanh_small(x);
     float big = 1.0f - 2.0f / (exp_scaled_twice(2.0f * ax) + 1.0f);
     big = rt_vm_float(rt_vm_bits(big) | (rt_vm_bits(x) & 0x80000000u));
     small = rt_vm_sel(x == 0.0f, x, small);
@@ -986,27 +972,9 @@ static float tanh_ref(float x) {
 
 static float erf_ref(float x) {
     float ax = rt_vm_float(rt_vm_bits(x) & 0x7fffffffu);
-    float s = x * x;
-    float p = -1.0289278179698158e-05f;
-    p = p * s + 1.1453183833509684e-04f;
-    p = p * s - 8.5061322897672653e-04f;
-    p = p * s + 5.2223140373826027e-03f;
-    p = p * s - 2.6865812018513680e-02f;
-    p = p * s + 1.1283788084983826e-01f;
-    p = p * s - 3.7612637877464294e-01f;
-    p = p * s + 1.1283792257308960e+00f;
-    float small = x * p;
+    float small = rt_vm_erf_small(x);
     float t = rt_vm_sel(ax > 4.0f, 4.0f, ax);
-    float q = 1.6025259128582547e-06f;
-    q = q * t - 4.5355311158346012e-05f;
-    q = q * t + 5.9072155272588134e-04f;
-    q = q * t - 4.7303121536970139e-03f;
-    q = q * t + 2.6335626840591431e-02f;
-    q = q * t - 1.0992533713579178e-01f;
-    q = q * t - 6.3199514150619507e-01f;
-    q = q * t - 1.1301316022872925e+00f;
-    q = q * t + 2.9429889400489628e-04f;
-    float big = 1.0f - exp_scaled_twice(q);
+    float big = 1.0f - exp_scaled_twice(rt_vm_erfc_log(t));
     big = rt_vm_float(rt_vm_bits(big) | (rt_vm_bits(x) & 0x80000000u));
     return rt_vm_sel(ax < 0.921875f, small, rt_vm_sel(x != x, x, big));
 }
