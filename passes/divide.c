@@ -297,14 +297,17 @@ int64_t pass_divide_fit_depth(double es, int64_t mt, int64_t nt, int64_t kk, dou
  * form a prefix of it at every size, which a row clamp on that symbol
  * (codegen/cg_guard_rows.c) can follow; a tile across two blocks runs the padding
  * between them. P: the largest box extent of a symbol, of at least 8 rows (the row
- * granule), that divides m and is below it (the innermost block, a sequence rather
- * than its batch); 0 when there is none. */
+ * granule), that divides m (the innermost block, a sequence rather than its batch),
+ * m itself when m is one block (attention's products, M the query rows of one head);
+ * 0 when there is none. Attention's tiles of one query row (what the plain tiling
+ * chose there) shared each head's K^T over the ring in one-column pieces, and took
+ * the emulator 11x the host time of a static compile's (gpt2_tiny, 2x28 box). */
 static int64_t sym_block(const IrGraph *g, int64_t m)
 {
     int64_t pb = 0;
     for (uint32_t i = 0; i < g->nsymdims; i++) {
         int64_t p = g->symdims[i].max;
-        if (p >= 8 && p < m && m % p == 0 && p > pb)
+        if (p >= 8 && p <= m && m % p == 0 && p > pb)
             pb = p;
     }
     return pb;

@@ -21,6 +21,7 @@
 
 #include "rt_adapt.h"
 #include "rt_exec.h"
+#include "rt_special.h"
 #include "rt_io.h"
 #include "rt_model.h"
 #include "rt_pool.h"
@@ -77,6 +78,7 @@ struct spy_session {
     double *guard_kus;       /* [nkernels] per kernel, computed for guard_key */
     int32_t *guard_key;      /* [nsyms] the sizes it was computed for; [0] = -1: none */
     double guard_us;         /* its sum over the schedule */
+    RtSpec spec;             /* the programs specialised to guard_key (rt_special.c) */
 };
 
 static uint8_t rt_empty_buffer[8]; /* bound to zero-size tensors passed as NULL */
@@ -137,7 +139,7 @@ static spy_status session_alloc(spy_session *s) {
     if (m->guards) {
         s->guard_kus = calloc(m->nkernels + 1, sizeof *s->guard_kus);
         s->guard_key = calloc(m->nsyms + 1, sizeof *s->guard_key);
-        if (!s->guard_kus || !s->guard_key)
+        if (!s->guard_kus || !s->guard_key || !rt_spec_init(&s->spec, m))
             return SPY_E_NOMEM;
         s->guard_key[0] = -1;
     }
@@ -220,6 +222,7 @@ void spy_session_free(spy_session *s) {
     free(s->host_us);
     free(s->guard_kus);
     free(s->guard_key);
+    rt_spec_free(&s->spec);
     free(s->dyn_dims);
     for (uint32_t i = 0; s->pad && i < s->m->ninputs; i++)
         free(s->pad[i]);
@@ -262,6 +265,18 @@ static void run_program(spy_session *s, RtCore *c, uint32_t pos, uint32_t j) {
     if (s->poison)
         memset(c->lx, 0xff, m->target.lx_budget_bytes);
     c->err = RT_XOK;
+    RtSpecRun r;
+    const int32_t *dims = c->dims;
+    if (dims && rt_spec_get(&s->spec, m, (uint32_t)(pd - m->programs), dims, &r)) {
+        c->dims = NULL;                  /* specialised to them (rt_special.c) */
+        int rc = rt_exec_prepared(c, r.code, r.prep, r.n);
+        c->dims = dims;
+        if (rc != RT_XOK && r.orig)
+            c->err_insn = r.orig[c->err_insn];
+        if (rc != RT_XOK)
+            record_error(s, pos, pd->core, c);
+        return;
+    }
     if (rt_exec_prepared(c, m->code + pd->first_insn, m->prep + pd->first_insn,
                          pd->ninsns) != RT_XOK)
         record_error(s, pos, pd->core, c);
@@ -507,6 +522,7 @@ static void guard_time(spy_session *s, const int32_t *symv) {
         return;
     s->guard_us = rt_timing_guarded(m, symv, s->guard_kus);
     memcpy(s->guard_key, symv, m->nsyms * sizeof *symv);
+    rt_spec_new_sizes(&s->spec);
 }
 
 /* Runs one inference: inputs[i] / outputs[i] are caller buffers in host dtypes. */

@@ -5,7 +5,8 @@
  *   - carry guards (the feature bit, guarded instructions) and give, at every size, the
  *     values a C reference computes, bit for bit those of the same bundle with every
  *     instruction the size skips replaced by a NOP and every one its row clamp shortens
- *     written with the rows that run;
+ *     written with the rows that run, also when one session runs the sizes in any
+ *     order;
  *   - model, at a small size, less time than at the bound (not in proportion: the split
  *     over cores is the bound's, and the core that holds the first rows does its whole
  *     share), and exactly the time of that rewritten bundle (the sum over the
@@ -167,6 +168,20 @@ static void test_guarded_every_size(void **state)
         assert_memory_equal(y, y2, sizeof(float) * (size_t)n * N);
         assert_true(fabs(spy_model_device_us(m2) - us) <= 1e-9 * us);
         assert_true(fabs(spy_session_device_us(s2) - us) <= 1e-9 * us);
+        spy_session_free(s2);
+        spy_model_free(m2);
+    }
+    /* sizes out of order on the same session: the programs specialised to the sizes
+     * of the last run (runtime/rt_special.c) are remade for each new size */
+    static const int again[] = {50, 2, 96, 2, 17};
+    for (size_t i = 0; i < sizeof again / sizeof *again; i++) {
+        int n = again[i];
+        run_rows(s, x, n, y);
+        spy_model *m2;
+        spy_session *s2;
+        ut_open(as_run(keep, len, n), len, &m2, &s2);
+        run_rows(s2, x, n, y2);
+        assert_memory_equal(y, y2, sizeof(float) * (size_t)n * N);
         spy_session_free(s2);
         spy_model_free(m2);
     }
