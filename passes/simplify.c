@@ -6,8 +6,9 @@
  *  - chains: reshape(reshape(x)) -> reshape(x), transpose(transpose(x)) -> one
  *    transpose with the composed permutation;
  *  - CSE: a node identical to an earlier one (op, inputs, attributes) reuses it;
- *  - a pointwise node reading a reshape that only adds leading unit dims computes on
- *    the reshape's input, the reshape moving to its result (sink_unit_reshape);
+ *  - a pointwise node reading a reshape that only regroups leading dims (adds unit
+ *    dims, or splits [b * s, n] into [b, s, n]) computes on the reshape's input, the
+ *    reshape moving to its result (sink_reshape);
  *  - row selections (a SLICE of one axis, a GATHER of constant evenly spaced indices)
  *    pushed above the row-wise ops and contractions that compute only for them, so
  *    only the selected rows are computed (pass_rowsel, rowsel.c);
@@ -33,7 +34,7 @@ typedef struct {
     NodeId *tab;                           /* CSE hash table over new nodes */
     uint32_t cap;                          /* power of two */
     uint32_t *uses;                        /* old value -> uses by old nodes and outputs */
-    uint8_t *epi;                          /* new value made by sink_unit_reshape: 1 used
+    uint8_t *epi;                          /* new value made by sink_reshape: 1 used
                                               once (its chain goes on), 2 more; 0 other */
     uint32_t nvals2;                       /* entries of epi */
 } Simp;
@@ -80,26 +81,29 @@ static void merge_chain(IrGraph *g, IrNode *n)
     }
 }
 
-/* Leading unit dims that the RESHAPE producing v (if any) only adds to its input *src;
- * 0 when v is not such a reshape. */
-static int unit_prefix(IrGraph *g, ValId v, ValId *src)
+/* Leading dims that the RESHAPE producing v (if any) regroups: its input *src and v
+ * share their trailing dims from some axis on (at least the last one), and the dims
+ * before differ only in how they are grouped (v's [2, 6, 128] of a [12, 128], or
+ * [1, 5, 128] of a [5, 128]). Returns the count of v's leading dims, 0 when v is not
+ * such a reshape. */
+static int regroup_prefix(IrGraph *g, ValId v, ValId *src)
 {
     IrNode *p = v == IR_NONE ? NULL : producer(g, v, IR_OP_RESHAPE);
     if (!p)
         return 0;
     const IrType *x = ir_vtype(g, p->in[0]), *o = ir_vtype(g, v);
-    int d = o->rank - x->rank;
-    for (int i = 0; i < d; i++)
-        if (o->dims[i] != 1)
-            return 0;
-    if (d <= 0 || memcmp(o->dims + d, x->dims, sizeof(int64_t) * (size_t)x->rank) != 0)
+    int sfx = 0;                           /* shared trailing dims */
+    while (sfx < x->rank && sfx < o->rank &&
+           x->dims[x->rank - 1 - sfx] == o->dims[o->rank - 1 - sfx])
+        sfx++;
+    if (sfx == 0 || sfx == o->rank)
         return 0;
     *src = p->in[0];
-    return d;
+    return o->rank - sfx;
 }
 
 /* Whether v (in the new list) may start or continue a sunk epilogue: a contraction's
- * result, a pointwise function of one, or a single-use value sink_unit_reshape made
+ * result, a pointwise function of one, or a single-use value sink_reshape made
  * (a value used twice, such as a residual stream read by a norm, ends the chain, so a
  * norm's nodes keep their shape and stay one row group). */
 static bool epi_source(IrGraph *g, const Simp *s, ValId v)
@@ -120,40 +124,68 @@ static bool epi_source(IrGraph *g, const Simp *s, ValId v)
     return false;
 }
 
-/* Pointwise node n reading a reshape that only adds d leading unit dims: the same op
- * on the reshape's input (other inputs with those unit dims dropped, unless one is a
- * reduction's result), then the reshape of its result, which
- * is returned (IR_NONE: n is not such a node). A matrix product
- * flattened to 2-d and viewed back (gpt2's Conv1D: addmm, view) thus reaches its
- * pointwise epilogue (bias, GELU, residual add) without a view between them, and fuse
- * makes them one kernel. The values computed are the same. */
-static ValId sink_unit_reshape(IrGraph *g, Simp *s, const IrNode *n)
+/* Whether a and b have the same dims. */
+static bool same_dims(const IrType *a, const IrType *b)
 {
-    ValId in[8], src;
+    return a->rank == b->rank && !memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank);
+}
+
+/* Input v of a pointwise node of shape o (d leading dims regrouped) as an operand of
+ * the same node computed on shape x: a value of shape o through the reshape that made
+ * it from x, or viewed as x when it is stored whole (no view of its own to compose);
+ * a value broadcast over o's leading dims without them. IR_NONE when neither. */
+static ValId regrouped_operand(IrGraph *g, ValId v, const IrType *o, int d, const IrType *x,
+                               const IrOrigin *og)
+{
+    IrType t = *ir_vtype(g, v);
+    ValId src;
+    if (same_dims(&t, o)) {
+        if (regroup_prefix(g, v, &src) == d && same_dims(ir_vtype(g, src), x))
+            return src;
+        NodeId p = ir_val(g, v)->def;
+        IrOp op = p == IR_NONE ? IR_OP_FOREIGN : g->nodes[p].op;
+        if (op == IR_OP_RESHAPE || op == IR_OP_TRANSPOSE || op == IR_OP_SLICE ||
+            op == IR_OP_EXPAND || op == IR_OP_GATHER)
+            return IR_NONE;
+        return ir_reshape(g, v, x->dims, x->rank, og);
+    }
+    int e = t.rank - (o->rank - d);        /* its dims over o's leading dims */
+    for (int i = 0; i < e; i++)
+        if (t.dims[i] != 1)
+            return IR_NONE;
+    return e > 0 ? ir_reshape(g, v, t.dims + e, t.rank - e, og) : v;
+}
+
+/* Pointwise node n reading a reshape that regroups its leading dims (regroup_prefix)
+ * into n's shape: the same op on the reshape's input (the other inputs viewed alike,
+ * regrouped_operand), then the reshape of its result, which is returned (IR_NONE: n
+ * is not such a node). A matrix product flattened to 2-d and viewed back (gpt2's
+ * Conv1D: addmm, view to [batch, seq, n]) thus reaches its pointwise epilogue (bias,
+ * GELU, residual add) without a view between them, and fuse makes them one kernel.
+ * The values computed are the same. */
+static ValId sink_reshape(IrGraph *g, Simp *s, const IrNode *n)
+{
+    ValId in[8], src = IR_NONE;
     int d = 0;
     if (ir_op_info[n->op].cls != IR_CLS_ELEM || n->nout != 1 || n->nin > 8)
         return IR_NONE;
-    for (int k = 0; k < n->nin && !d; k++)
-        d = unit_prefix(g, n->in[k], &src) && epi_source(g, s, src) ? unit_prefix(g, n->in[k], &src) : 0;
-    IrType o = *ir_vtype(g, n->out[0]);            /* a copy: adding nodes moves values */
-    for (int i = 0; i < d; i++)
-        if (o.dims[i] != 1)
-            return IR_NONE;
+    IrType o = *ir_vtype(g, n->out[0]);            /* copies: adding nodes moves types */
+    for (int k = 0; k < n->nin && !d; k++) {
+        ValId v;
+        int dk = regroup_prefix(g, n->in[k], &v);
+        if (dk && epi_source(g, s, v) && same_dims(ir_vtype(g, n->in[k]), &o)) {
+            d = dk;
+            src = v;
+        }
+    }
     if (!d)
         return IR_NONE;
+    IrType x = *ir_vtype(g, src);
     for (int k = 0; k < n->nin; k++) {
-        IrType t = n->in[k] == IR_NONE ? o : *ir_vtype(g, n->in[k]);
-        int e = t.rank - (o.rank - d);             /* its dims beyond the new rank */
         in[k] = n->in[k];
-        if (n->in[k] == IR_NONE || e <= 0)
-            continue;
-        for (int i = 0; i < e; i++)
-            if (t.dims[i] != 1)
-                return IR_NONE;
-        if (unit_prefix(g, n->in[k], &src) == e)
-            in[k] = src;
-        else
-            in[k] = ir_reshape(g, n->in[k], t.dims + e, t.rank - e, &n->origin);
+        if (n->in[k] != IR_NONE &&
+            (in[k] = regrouped_operand(g, n->in[k], &o, d, &x, &n->origin)) == IR_NONE)
+            return IR_NONE;
     }
     NodeId m = ir_add_node(g, n->op, in, n->nin, n->attrs, n->nattrs, &n->origin);
     ValId r = ir_node(g, m)->out[0];
@@ -272,7 +304,7 @@ static void simplify_node(IrGraph *g, Simp *s, IrNode *n)
     }
     merge_chain(g, n);
     bool pinned = has_graph_output(s, n);
-    ValId sunk = pinned ? IR_NONE : sink_unit_reshape(g, s, n);
+    ValId sunk = pinned ? IR_NONE : sink_reshape(g, s, n);
     if (sunk != IR_NONE) {
         s->remap[n->out[0]] = sunk;
         return;

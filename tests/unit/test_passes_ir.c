@@ -704,6 +704,45 @@ static void test_simplify(void **state)
     assert_int_equal(g->outputs[1], sum);
 }
 
+/* A product flattened to [b * s, n] and viewed back as [b, s, n] (gpt2's Conv1D), then
+ * + bias[n], + residual[b, s, n], tanh: after simplification both additions compute
+ * on the product's [b * s, n] (so fuse can make them its epilogue; the tanh, the
+ * graph output, keeps its node and shape), the output bit for bit what it was. A
+ * residual broadcast over the batch ([s, n]) cannot be viewed so: only the bias
+ * addition moves. */
+static void sink_case(UtFx *f, bool per_batch)
+{
+    IrGraph *g = f->g;
+    int64_t dx[2] = {6, 8}, dw[2] = {8, 5}, dv[3] = {2, 3, 5}, db[1] = {5};
+    int64_t dr[3] = {2, 3, 5};
+    float x[48], w[40], r[30], b[5];
+    ut_fill(x, 48, 0.37f, -0.2f);
+    ut_fill(w, 40, 0.11f, 0.05f);
+    ut_fill(r, 30, 0.23f, 0.1f);
+    ut_fill(b, 5, 0.5f, -0.3f);
+    ValId xv = in_f32(g, "x", 2, dx), wv = in_f32(g, "w", 2, dw);
+    ValId rv = per_batch ? in_f32(g, "r", 3, dr) : in_f32(g, "r", 2, dr + 1);
+    ValId v = ir_reshape(g, ir_matmul(g, xv, wv, NULL), dv, 3, NULL);
+    ValId a = ir_binary(g, IR_BIN_ADD, v, c_f32(g, 1, db, b), NULL);
+    ValId y = ir_unary(g, IR_UN_TANH, ir_binary(g, IR_BIN_ADD, a, rv, NULL), NULL);
+    ir_add_output(g, y);
+    const void *inputs[3] = {x, w, r};
+    float before[30];
+    memcpy(before, ut_run_graph(g, inputs, 0), sizeof before);
+    assert_true(pass_simplify(g, &f->opt) && pass_dce(g, &f->opt));
+    assert_true(ir_verify(g, "simplify"));
+    int flat = 0;                          /* pointwise nodes on [b * s, n] */
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (ir_op_info[g->nodes[i].op].cls == IR_CLS_ELEM)
+            flat += ir_vtype(g, g->nodes[i].out[0])->rank == 2;
+    assert_int_equal(flat, per_batch ? 2 : 1); /* the output's tanh keeps its node */
+    assert_memory_equal(ut_run_graph(g, inputs, 0), before, sizeof before);
+    assert_int_equal(ir_vtype(g, g->outputs[0])->rank, 3);
+}
+
+static void test_simplify_sink_reshape(void **state) { sink_case(*state, true); }
+static void test_simplify_sink_broadcast(void **state) { sink_case(*state, false); }
+
 /* Rows idx (axis 1) of a norm -> matmul -> transposes chain on x[2,5,8]: after
  * simplification the matmul computes only those rows, and the graph output equals the
  * one before bit for bit (ir_eval_node on both graphs). */
@@ -973,6 +1012,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_fold, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_dce, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_sink_reshape, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_sink_broadcast, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_last, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_strided, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_bnfold, ut_setup, ut_teardown),
