@@ -11,6 +11,9 @@
  * replaces the padding by the op's neutral element (0 for sums and products' K, -inf
  * for max, ...) with a SELECT against the actual size (symdim_mask.c), so no padding
  * reaches a reduction, softmax, norm or attention; a mean divides by the actual count.
+ * A SELECT on a view is applied to the value viewed, for all its users, right after
+ * the op that computes it (symdim_source.c): a first walk over the graph only follows
+ * the axes and plans those SELECTs, the second rewrites the graph.
  * Row-wise ops need nothing: padded rows are computed and thrown away, except that a
  * gather's indices along a symbolic axis are set to 0 at the padding (computed there,
  * e.g. position ids that count on through it, they could fail the device's range
@@ -591,7 +594,8 @@ static bool reads_padded(const Sd *d, const IrNode *n)
 static bool prop_node(Sd *d, IrNode *n)
 {
     bool any = false, lead[IR_MAX_RANK];
-    pass_symdim_mean(d, n);                    /* also when the mean has no symbolic axis left */
+    if (!d->plan)
+        pass_symdim_mean(d, n);                /* also when the mean has no symbolic axis left */
     for (int i = 0; i < n->nin; i++)
         any |= n->in[i] != IR_NONE && sd_get(d, n->in[i]) != NULL;
     if (!any || n->nout != 1)
@@ -667,6 +671,46 @@ static bool mark_outputs(Sd *d)
     return true;
 }
 
+/* The symbolic axes of the graph inputs, as the symbol table gives them (d->val and
+ * d->sum cleared first). */
+static void sd_start(Sd *d)
+{
+    IrGraph *g = d->g;
+    memset(d->val, 0, (d->nvals + 1) * sizeof *d->val);
+    memset(d->sum, 0, (d->nvals + 1) * sizeof *d->sum);
+    for (uint32_t i = 0; i < g->nsymdims; i++) {
+        const IrSymDim *e = &g->symdims[i];
+        if (!d->val[e->input])
+            d->val[e->input] = sd_new(d, ir_vtype(g, e->input));
+        d->val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}, 0, 0};
+    }
+}
+
+/* One walk over nodes[0..n) (copies of them: the planning walk changes nothing);
+ * the rewriting walk re-adds each node after its masks, reading masked sources, and
+ * masks the planned sources it computes (symdim_source.c). */
+static bool sd_walk(Sd *d, const IrNode *nodes, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (nodes[i].dead)
+            continue;
+        IrNode nd = nodes[i];
+        ValId in[16];
+        if (nd.nin <= 16) {
+            memcpy(in, nd.in, nd.nin * sizeof *in);
+            nd.in = in;
+        }
+        if (!prop_node(d, &nd))
+            return false;
+        if (d->plan)
+            continue;
+        pass_symdim_redirect(d, &nd);
+        ir_readd_node(d->g, &nd);
+        pass_symdim_mask_outputs(d, &nd);
+    }
+    return true;
+}
+
 bool pass_symdim(IrGraph *g)
 {
     int nsym = ir_sym_count(g);
@@ -675,34 +719,22 @@ bool pass_symdim(IrGraph *g)
     d.g = g;
     d.val = ir_scratch(g, (g->nvals + 1) * sizeof(SdVal *));
     d.sum = ir_scratch(g, (g->nvals + 1) * sizeof(SdSum *));
+    d.src = ir_scratch(g, (g->nvals + 1) * sizeof(SdSource *));
     d.nvals = g->nvals;
     d.nbase = nsym;
     d.count = ir_scratch(g, (size_t)(nsym + SD_MAXDER) * sizeof(ValId));
     for (int k = 0; k < nsym + SD_MAXDER; k++)
         d.count[k] = IR_NONE;
-    for (uint32_t i = 0; i < g->nsymdims; i++) {
-        const IrSymDim *e = &g->symdims[i];
-        if (!d.val[e->input])
-            d.val[e->input] = sd_new(&d, ir_vtype(g, e->input));
-        d.val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}, 0, 0};
-    }
     IrType st = {.dtype = IR_DT_I32, .rank = 1, .dims = {nsym}};
     d.syms = ir_add_input(g, "spy.dims", &st);
     g->sym_input = d.syms;
+    sd_start(&d);
+    d.plan = true;                             /* which sources to mask for all users */
+    if (!sd_walk(&d, g->nodes, g->nnodes))
+        return false;
+    sd_start(&d);
+    d.plan = false;
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
-    for (uint32_t i = 0; i < n; i++) {
-        if (old[i].dead)
-            continue;
-        IrNode nd = old[i];
-        ValId in[16];
-        if (nd.nin <= 16) {
-            memcpy(in, nd.in, nd.nin * sizeof *in);
-            nd.in = in;
-        }
-        if (!prop_node(&d, &nd))
-            return false;
-        ir_readd_node(g, &nd);
-    }
-    return !ir_failed(g) && mark_outputs(&d);
+    return sd_walk(&d, old, n) && !ir_failed(g) && mark_outputs(&d);
 }

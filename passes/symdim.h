@@ -1,5 +1,6 @@
 /* symdim.h: the state of pass_symdim (passes/symdim.c), shared with its masks
- * (passes/symdim_mask.c): every symbolic axis of every value as a list of factors. */
+ * (passes/symdim_mask.c) and the sources it masks for all their users
+ * (passes/symdim_source.c): every symbolic axis of every value as a list of factors. */
 #ifndef SPYREC_PASSES_SYMDIM_H
 #define SPYREC_PASSES_SYMDIM_H
 
@@ -43,8 +44,18 @@ typedef struct {                           /* one kept mask: its shape and symbo
     ValId mask;                            /* bool, true on the valid positions */
 } SdMask;
 
+#define SD_MAXSRCSYM 8                     /* symbols masked at one source */
+
+typedef struct {                           /* a source masked for all users (symdim_source.c) */
+    double neutral;                        /* the padding's value */
+    int nsym;
+    int sym[SD_MAXSRCSYM];                 /* the symbols whose padding it masks */
+    ValId masked;                          /* the SELECT's result once made, else IR_NONE */
+} SdSource;
+
 typedef struct {
     IrGraph *g;
+    bool plan;                             /* the planning walk: follow axes, make no node */
     SdVal **val;                           /* per value id of the original graph */
     uint32_t nvals;
     ValId syms;                            /* the hidden input: int32 per symbol */
@@ -55,6 +66,7 @@ typedef struct {
     SdSum **sum;                           /* per value: a sum over symbolic axes */
     SdMask masks[SD_MAXMASKS];             /* pass_symdim_mask_pad's, for reuse */
     int nmasks;
+    SdSource **src;                        /* per value: masked for all its users */
 } Sd;
 
 /* The axes of value v (NULL: none symbolic, or a value made by the pass itself). */
@@ -76,10 +88,37 @@ ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
  * factor each) replaced by the scalar neutral in one SELECT, whose mask (the AND of
  * the axes' masks, shaped 1 on the other axes) is made once per shape and symbols and
  * shared by every such SELECT; v itself for a graph input padded with zeros (the
- * runtime zeroes its padding); IR_NONE when it cannot be (the caller masks axis by
+ * runtime zeroes its padding), its masked value when v is a source masked so for all
+ * its users (symdim_source.c); IR_NONE when it cannot be (the caller masks axis by
  * axis). */
 ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, double neutral,
                            const IrOrigin *og);
+/* The bool mask of the valid positions of axis a (factors x) of a rank-r value whose
+ * axis a has len elements: shape [1.., len, ..1]. */
+ValId pass_symdim_axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len,
+                            const IrOrigin *og);
+/* The scalar constant neutral of v's dtype (f32, i32, i64), or IR_NONE for another. */
+ValId pass_symdim_neutral(Sd *d, ValId v, double neutral);
+
+/* symdim_source.c. The planning walk: v, masked along the symbols of factors x with
+ * neutral, is a view whose source is to be masked for all its users. */
+void pass_symdim_plan_source(Sd *d, ValId v, const SdAxis *x, double neutral);
+/* The rewriting walk: v masked along the symbols of x with neutral where the value it
+ * views is computed (v itself when that source is masked so for all its users, which
+ * is also the answer for such a source itself); IR_NONE when v is no view or its
+ * source lacks the symbols. */
+ValId pass_symdim_at_source(Sd *d, ValId v, const SdAxis *x, double neutral,
+                            const IrOrigin *og);
+/* The masked value of source v when it is masked along every symbol ks with neutral,
+ * else IR_NONE. */
+ValId pass_symdim_masked(Sd *d, ValId v, const int *ks, int nk, double neutral);
+/* What users of v read: its masked value when it is a masked source, else v. */
+ValId pass_symdim_now(const Sd *d, ValId v);
+/* Node n (re-added next) reads the masked value of each masked source it reads. */
+void pass_symdim_redirect(Sd *d, IrNode *n);
+/* Node n was re-added: each planned source among its outputs gets its SELECT. */
+void pass_symdim_mask_outputs(Sd *d, const IrNode *n);
+
 /* Node n multiplies a sum over symbolic axes by 1 / (its count at the bounds): the
  * constant becomes 1 / the actual count. false when n is no such product. */
 bool pass_symdim_mean(Sd *d, IrNode *n);

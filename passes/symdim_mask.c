@@ -1,8 +1,8 @@
 /* symdim_mask.c: the masks of pass_symdim (passes/symdim.c): the actual size of each
  * symbol on the device (a slice of the dims input, or derived from another size by a
  * window's arithmetic), the bool mask of an axis's valid positions, the SELECT that
- * replaces padding by a neutral element (where a viewed value is computed, when it
- * can), and the actual divisor of a mean.
+ * replaces padding by a neutral element (where a viewed value is computed when it can:
+ * symdim_source.c), and the actual divisor of a mean.
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,7 +42,8 @@ ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og)
 /* Bool mask of the valid positions of axis a (factors x) of a rank-r value: shape
  * [1.., dims[a], ..1], true where every symbolic factor's coordinate is below its
  * actual size. */
-static ValId axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len, const IrOrigin *og)
+ValId pass_symdim_axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len,
+                            const IrOrigin *og)
 {
     ValId m = IR_NONE;
     int64_t inner = 1;
@@ -63,63 +64,19 @@ static ValId axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len, const 
     return m;
 }
 
-/* v masked where it is computed: when v is a view (reshape, transpose, slice) of an
- * op's result, that result's padding (along every symbol of factors x) is set to the
- * scalar nv and the views are applied again, so that the SELECT joins the producing
- * kernel (a matrix product's epilogue) rather than copying a strided view. Padding is
- * never read by a valid result, so masking a value for all its users is harmless.
- * IR_NONE when v is no view or the symbols cannot be found there. */
-static ValId mask_at_source(Sd *d, ValId v, const SdAxis *x, ValId nv, const IrOrigin *og)
+/* Does dtype t have the scalar constants of pass_symdim_neutral? */
+static bool has_neutral(IrDType t)
 {
-    IrGraph *g = d->g;
-    NodeId chain[16];
-    int n = 0;
-    ValId src = v;
-    while (n < 16 && src < d->nvals && g->vals[src].def != IR_NONE) {
-        const IrNode *p = ir_node(g, g->vals[src].def);
-        if (p->op != IR_OP_RESHAPE && p->op != IR_OP_TRANSPOSE && p->op != IR_OP_SLICE)
-            break;
-        chain[n++] = g->vals[src].def;
-        src = p->in[0];
-    }
-    const SdVal *ss = n ? sd_get(d, src) : NULL;
-    const IrType *st = ss ? ir_vtype(g, src) : NULL;
-    ValId m = IR_NONE;
-    for (int f = 0; ss && f < x->n; f++) {
-        int k = x->sym[f], b = -1;
-        for (int a = 0; k >= 0 && a < st->rank && b < 0; a++)
-            for (int i = 0; i < ss->ax[a].n; i++)
-                b = ss->ax[a].sym[i] == k ? a : b;
-        if (k >= 0 && b < 0)
-            return IR_NONE;
-        if (k < 0)
-            continue;
-        SdAxis y = ss->ax[b];                 /* only symbol k's factors */
-        for (int i = 0; i < y.n; i++)
-            y.sym[i] = y.sym[i] == k ? k : -1;
-        ValId mk = axis_mask(d, &y, b, st->rank, st->dims[b], og);
-        m = m == IR_NONE ? mk : ir_binary(g, IR_BIN_AND, m, mk, og);
-    }
-    if (m == IR_NONE)
-        return IR_NONE;
-    ValId r = ir_select(g, m, src, nv, og);
-    for (int i = n - 1; i >= 0; i--) {
-        IrOp op = ir_node(g, chain[i])->op;
-        const IrAttr *at = ir_node(g, chain[i])->attrs;
-        int na = ir_node(g, chain[i])->nattrs;
-        NodeId nn = ir_add_node(g, op, &r, 1, at, na, og);
-        r = ir_node(g, nn)->out[0];
-    }
-    return r;
+    return t == IR_DT_F32 || t == IR_DT_I32 || t == IR_DT_I64;
 }
 
 /* The scalar constant neutral of v's dtype, or IR_NONE for a dtype without one. */
-static ValId neutral_const(Sd *d, ValId v, double neutral)
+ValId pass_symdim_neutral(Sd *d, ValId v, double neutral)
 {
     const IrType *t = ir_vtype(d->g, v);
     IrType st = {.dtype = t->dtype, .rank = 0};
     uint8_t buf[8] = {0};
-    if (!ir_dtype_is_float(t->dtype) && t->dtype != IR_DT_I32 && t->dtype != IR_DT_I64)
+    if (!has_neutral(t->dtype))
         return IR_NONE;
     if (t->dtype == IR_DT_F32) {
         float f = (float)neutral;
@@ -130,23 +87,29 @@ static ValId neutral_const(Sd *d, ValId v, double neutral)
     } else if (t->dtype == IR_DT_I64) {
         int64_t i = isinf(neutral) ? (neutral > 0 ? INT64_MAX : INT64_MIN) : (int64_t)neutral;
         memcpy(buf, &i, 8);
-    } else {
-        return IR_NONE;
     }
     return ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
 }
 
-/* v with its padding along axis a (factors x) replaced by the scalar neutral. */
+/* v with its padding along axis a (factors x) replaced by the scalar neutral: at the
+ * source of a view (symdim_source.c) when it can be, else by a SELECT on v (its masked
+ * source's value when v is one). The planning walk only records the source's need. */
 ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
                        const IrOrigin *og)
 {
     const IrType *t = ir_vtype(d->g, v);
-    ValId nv = neutral_const(d, v, neutral);
-    if (nv == IR_NONE)
+    if (!has_neutral(t->dtype))
         return IR_NONE;
-    ValId r = mask_at_source(d, v, x, nv, og);
-    return r != IR_NONE ? r : ir_select(d->g, axis_mask(d, x, a, t->rank, t->dims[a], og), v,
-                                        nv, og);
+    if (d->plan) {
+        pass_symdim_plan_source(d, v, x, neutral);
+        return v;
+    }
+    ValId r = pass_symdim_at_source(d, v, x, neutral, og);
+    if (r != IR_NONE)
+        return r;
+    ValId nv = pass_symdim_neutral(d, v, neutral);
+    return ir_select(d->g, pass_symdim_axis_mask(d, x, a, t->rank, t->dims[a], og),
+                     pass_symdim_now(d, v), nv, og);
 }
 
 ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, double neutral,
@@ -166,9 +129,18 @@ ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, dou
         if (axes[a] && (s->ax[a].n != 1 || want.sym[a] < 0))
             return IR_NONE;
     }
-    ValId nv = neutral_const(d, v, neutral);
-    if (nv == IR_NONE)
+    if (!has_neutral(t->dtype))
         return IR_NONE;
+    if (d->plan)
+        return v;                          /* the planning walk makes no node */
+    int ks[IR_MAX_RANK], nk = 0;
+    for (int a = 0; a < t->rank; a++)
+        if (axes[a])
+            ks[nk++] = want.sym[a];
+    ValId done = pass_symdim_masked(d, v, ks, nk, neutral);
+    if (done != IR_NONE)
+        return done;                       /* masked at its source for all its users */
+    ValId nv = pass_symdim_neutral(d, v, neutral);
     for (int i = 0; i < d->nmasks && want.mask == IR_NONE; i++)
         if (d->masks[i].rank == want.rank &&
             !memcmp(d->masks[i].dims, want.dims, (size_t)want.rank * sizeof want.dims[0]) &&
@@ -178,7 +150,7 @@ ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, dou
         for (int a = 0; a < t->rank; a++) {
             if (!axes[a])
                 continue;
-            ValId m = axis_mask(d, &s->ax[a], a, t->rank, t->dims[a], og);
+            ValId m = pass_symdim_axis_mask(d, &s->ax[a], a, t->rank, t->dims[a], og);
             want.mask = want.mask == IR_NONE ? m : ir_binary(g, IR_BIN_AND, want.mask, m, og);
         }
         if (want.mask == IR_NONE)
@@ -186,7 +158,7 @@ ValId pass_symdim_mask_pad(Sd *d, ValId v, const SdVal *s, const bool *axes, dou
         if (d->nmasks < SD_MAXMASKS)
             d->masks[d->nmasks++] = want;
     }
-    return ir_select(g, want.mask, v, nv, og);
+    return ir_select(g, want.mask, pass_symdim_now(d, v), nv, og);
 }
 
 /* A multiplication of a sum over symbolic axes (SdSum) by the constant 1 / (its element

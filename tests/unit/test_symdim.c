@@ -5,9 +5,11 @@
  * values a C reference computes at that size (softmax and mean over the symbolic axis,
  * a matrix product contracting it, a padded max pool over symbolic height and width, a
  * forward running sum along it, attention scores over it, position ids computed along
- * it gathering from a table smaller than the bound). Also: the runtime's refusals (a size outside the
- * bounds, two inputs disagreeing on a shared symbol) and the compiler's (a reverse scan
- * along a symbolic axis, an average pool whose divisors were folded for the bound).
+ * it gathering from a table smaller than the bound, a fused QKV projection whose V
+ * slice is masked at the projection for all three slices). Also: the runtime's
+ * refusals (a size outside the bounds, two inputs disagreeing on a shared symbol) and
+ * the compiler's (a reverse scan along a symbolic axis, an average pool whose divisors
+ * were folded for the bound).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -380,6 +382,95 @@ static void test_reverse_scan_refused(void **state)
     assert_true(ut_has_msg(&f->d, "along the bounded dynamic dimension 'seq'"));
 }
 
+/* A fused QKV projection y = x w (x f32[2, seq, 8], seq in 1..8, y [2, seq, 24]) read
+ * by three slices: out = (q k^T) v. The product by v contracts seq, so v's padding
+ * must be zero; the SELECT that does it is applied to y for all three slices (pass
+ * symdim, symdim_source.c), so that it joins the projection's epilogue: no kernel may
+ * select without a matrix product. Small integers keep every sum exact: the results
+ * must equal the C reference's bit for bit at every size. */
+enum { QK_B = 2, QK_S = 8, QK_D = 8 };
+
+/* The C reference of out [QK_B, n, QK_D] for x [QK_B, n, QK_D] and w [QK_D, 3 QK_D]. */
+static void qkv_want(const float *x, const float *w, int n, float *want)
+{
+    float y[QK_B * QK_S * 3 * QK_D], sc[QK_S * QK_S];
+    for (int r = 0; r < QK_B * n; r++)
+        for (int j = 0; j < 3 * QK_D; j++) {
+            float acc = 0;
+            for (int k = 0; k < QK_D; k++)
+                acc += x[r * QK_D + k] * w[k * 3 * QK_D + j];
+            y[r * 3 * QK_D + j] = acc;
+        }
+    for (int b = 0; b < QK_B; b++) {
+        const float *yb = y + b * n * 3 * QK_D;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < n; j++) {
+                float acc = 0;
+                for (int d = 0; d < QK_D; d++)
+                    acc += yb[i * 3 * QK_D + d] * yb[j * 3 * QK_D + QK_D + d];
+                sc[i * n + j] = acc;
+            }
+        for (int i = 0; i < n; i++)
+            for (int d = 0; d < QK_D; d++) {
+                float acc = 0;
+                for (int j = 0; j < n; j++)
+                    acc += sc[i * n + j] * yb[j * 3 * QK_D + 2 * QK_D + d];
+                want[(b * n + i) * QK_D + d] = acc;
+            }
+    }
+}
+
+/* Slice [lo, lo + QK_D) of the last axis of y. */
+static ValId qkv_part(IrGraph *g, ValId y, int64_t lo)
+{
+    ValId st = ut_const(g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){lo});
+    ValId en = ut_const(g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){lo + QK_D});
+    ValId ax = ut_const(g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){2});
+    return ut_onnx_op(g, "Slice", 13, (ValId[]){y, st, en, ax}, 4, NULL, 0);
+}
+
+static void test_shared_source_masked(void **state)
+{
+    UtFx *f = *state;
+    static float w[QK_D * 3 * QK_D], x[QK_B * QK_S * QK_D], out[QK_B * QK_S * QK_D],
+        want[QK_B * QK_S * QK_D];
+    for (int i = 0; i < QK_D * 3 * QK_D; i++)
+        w[i] = (float)((i * 7 + 3) % 3 - 1);
+    ValId xv = sym_input(f->g, "x", 3, (int64_t[]){QK_B, QK_S, QK_D}, 1, 1, "seq");
+    ValId wv = ut_const(f->g, IR_DT_F32, 2, (int64_t[]){QK_D, 3 * QK_D}, w);
+    ValId y = ut_onnx_op(f->g, "MatMul", 13, (ValId[]){xv, wv}, 2, NULL, 0);
+    IrAttr perm = ir_attr_ints(f->g, "perm", (int64_t[]){0, 2, 1}, 3);
+    ValId kt = ut_onnx_op(f->g, "Transpose", 13, (ValId[]){qkv_part(f->g, y, QK_D)}, 1,
+                          &perm, 1);
+    ValId sc = ut_onnx_op(f->g, "MatMul", 13, (ValId[]){qkv_part(f->g, y, 0), kt}, 2, NULL, 0);
+    ir_add_output(f->g, ut_onnx_op(f->g, "MatMul", 13,
+                                   (ValId[]){sc, qkv_part(f->g, y, 2 * QK_D)}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    for (int i = 0; i < spy_model_num_kernels(m); i++) {
+        spy_kernel_profile p;
+        assert_int_equal(spy_model_kernel_profile(m, i, &p), SPY_OK);
+        if (strstr(p.name, "select") && !strstr(p.name, "matmul"))
+            fail_msg("kernel %s selects on its own", p.name);
+    }
+    for (int n = QK_S; n >= 1; n -= 3) {
+        for (int i = 0; i < QK_B * n * QK_D; i++)
+            x[i] = (float)((i * 5 + n) % 3 - 1);
+        qkv_want(x, w, n, want);
+        assert_int_equal(spy_session_set_input_shape(s, 0, 3, (int64_t[]){QK_B, n, QK_D}),
+                         SPY_OK);
+        const void *ins[1] = {x};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 3, (int64_t[]){QK_B, n, QK_D});
+        assert_memory_equal(out, want, (size_t)QK_B * n * QK_D * sizeof *out);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +483,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_position_ids_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_shared_source_masked, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
