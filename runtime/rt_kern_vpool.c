@@ -69,14 +69,16 @@ uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
 }
 
 /* One row of a pooling run: d[j] = sel(...sel(sel(s_0[j], s_1[j]), s_2[j])..., s_nt[j])
- * over the nt + 1 taps s (column stride cs), sixteen or eight columns at a time in
- * registers. A last block of fewer than eight columns reads up to 15 elements past a
+ * over the nt + 1 taps s (column stride cs), sixteen (AVX-512 hosts) or eight columns
+ * at a time in registers. A last block of fewer than eight columns reads up to 15 elements past a
  * tap's last one (inside the scratchpad's RT_LX_SLACK bytes) and stores only its own
  * columns. */
 RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs,
                             uint32_t n, bool max) {
     uint32_t j = 0;
-    for (; j + 16 <= n; j += 16) {   /* one AVX-512 register (two or four elsewhere) */
+    /* one AVX-512 register; not on other hosts, where a sixteen-lane vector of stride-2
+     * lanes is taken apart element by element through the stack */
+    for (; rt_host_has(RT_HOST_AVX512) && j + 16 <= n; j += 16) {
         v16f acc, x;
         size_t o = 4 * (size_t)(j * cs);
         RT_LOAD16(acc, s[0] + o, cs);

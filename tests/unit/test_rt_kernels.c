@@ -789,6 +789,9 @@ static void test_dw_tap_runs(void **state) {
     n = dw_prog(p, 5, 64, 20000, 60000, 5, 37, 60, 1);             /* a scalar tail */
     assert_int_equal(rt_vec_taps_run(p, n), n);
     check_strip(p, n, 80000, &seed, false);
+    n = dw_prog(p, 9, 64, 20000, 60000, 3, 150, 320, 2); /* four vectors a step, then one */
+    assert_int_equal(rt_vec_taps_run(p, n), n);
+    check_strip(p, n, 80000, &seed, false);
 }
 
 /* ---- DMA: short rows ---------------------------------------------------------------- */
