@@ -130,7 +130,9 @@ RT_INLINE uint32_t fast_row16(const Fast *f, uint8_t *d, const uint8_t *a, const
 }
 
 /* d[0..n) = fn(a, b) for one row; a, b are rows or scalars as f says. The arithmetic
- * functions take 16 lanes at a time, then 8, then one: the same operation per element. */
+ * functions take 16 lanes at a time (AVX-512 hosts: on AVX2 the clone built a 16-lane
+ * vector's scalars through the stack at every call, and spilled them), then 8, then
+ * one: the same operation per element. */
 RT_HOT static void fast_row(const Fast *f, uint8_t *d, const uint8_t *a, const uint8_t *b,
                             uint32_t n) {
     const int fn = f->fn, ka = f->ka, kb = f->kb;
@@ -138,7 +140,7 @@ RT_HOT static void fast_row(const Fast *f, uint8_t *d, const uint8_t *a, const u
     v8f sa = {0}, sb = {0}, x, y, r, zero = {0};
     sa += fa;
     sb += fb;
-    uint32_t i = fast_row16(f, d, a, b, n);
+    uint32_t i = rt_host_has(RT_HOST_AVX512) ? fast_row16(f, d, a, b, n) : 0;
     switch (fn) {
     case ISA_VF_ADD: ROW_LOOP(x + y); break;
     case ISA_VF_SUB: ROW_LOOP(x - y); break;
