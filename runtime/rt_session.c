@@ -21,10 +21,10 @@
 
 #include "rt_adapt.h"
 #include "rt_exec.h"
-#include "rt_special.h"
 #include "rt_io.h"
 #include "rt_model.h"
 #include "rt_pool.h"
+#include "rt_special.h"
 
 /* Host time one thread spent on one schedule entry (profiling only). */
 typedef struct {
@@ -265,21 +265,17 @@ static void run_program(spy_session *s, RtCore *c, uint32_t pos, uint32_t j) {
     if (s->poison)
         memset(c->lx, 0xff, m->target.lx_budget_bytes);
     c->err = RT_XOK;
-    RtSpecRun r;
-    const int32_t *dims = c->dims;
-    if (dims && rt_spec_get(&s->spec, m, (uint32_t)(pd - m->programs), dims, &r)) {
-        c->dims = NULL;                  /* specialised to them (rt_special.c) */
-        int rc = rt_exec_prepared(c, r.code, r.prep, r.n);
-        c->dims = dims;
-        if (rc != RT_XOK && r.orig)
+    RtSpecRun r = {m->code + pd->first_insn, m->prep + pd->first_insn, pd->ninsns, NULL};
+    const int32_t *dims = c->dims;      /* guards: the program specialised to the sizes */
+    if (dims && rt_spec_get(&s->spec, m, (uint32_t)(pd - m->programs), dims, &r))
+        c->dims = NULL;                 /* (rt_special.c), else run through its guards */
+    int rc = rt_exec_prepared(c, r.code, r.prep, r.n);
+    c->dims = dims;
+    if (rc != RT_XOK) {
+        if (r.orig)                      /* the index in the bundle's program */
             c->err_insn = r.orig[c->err_insn];
-        if (rc != RT_XOK)
-            record_error(s, pos, pd->core, c);
-        return;
-    }
-    if (rt_exec_prepared(c, m->code + pd->first_insn, m->prep + pd->first_insn,
-                         pd->ninsns) != RT_XOK)
         record_error(s, pos, pd->core, c);
+    }
 }
 
 /* Programs in schedule entry pos (the active ones of its kernel). */
