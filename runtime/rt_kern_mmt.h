@@ -168,15 +168,22 @@ MMT_INLINE void MMT_NAME(pack_a)(const MMT_NAME(Args) *x, float *ap, size_t i0, 
 }
 
 /* Copies len elements of a window row, stride st apart from src, to dst (masked
- * vector loads for st 1 and 2, else masked gathers of the stride idx). */
+ * vector loads for st 1 and 2, else masked gathers of the stride idx). With over, the
+ * last vector is stored whole, zeros past len: the caller has room for them and
+ * writes whatever they cover later (pack_win's panel rows, left to right, row after
+ * row); a masked store of a short row (resnet50's 7 pixels) cost more on AMD Zen 3
+ * than the loads and shuffles of the row together. */
 MMT_INLINE void MMT_NAME(win_seg)(float *dst, const float *src, size_t len, int64_t st,
-                                   MMT_VI idx) {
+                                   MMT_VI idx, const bool over) {
     for (size_t o = 0; o < len; o += MMT_VL) {
         MMT_M mk = MMT_LANES((int64_t)(len - o));
         MMT_V v = st == 1   ? MMT_LOADM(mk, src + o)
                   : st == 2 ? MMT_LOADS2((int64_t)(len - o), src + 2 * o)
                             : MMT_GATHERM(mk, src + o * st, idx);
-        MMT_STOREM(dst + o, mk, v);
+        if (over)
+            MMT_STOREU(dst + o, v);
+        else
+            MMT_STOREM(dst + o, mk, v);
     }
 }
 
@@ -204,7 +211,7 @@ MMT_INLINE void MMT_NAME(pack_win)(const MMT_NAME(Args) *x, float *bp, uint32_t 
         }
         const float *row = x->b + i0 * x->ks0 + i1 * x->ks1 + i2 * x->ks2;
         for (int s = 0; s < nseg; s++)
-            MMT_NAME(win_seg)(bp + sq[s], row + so[s], sl[s], x->ns1, idx);
+            MMT_NAME(win_seg)(bp + sq[s], row + so[s], sl[s], x->ns1, idx, true);
         if (++i2 == x->ke2) {
             i2 = 0;
             if (++i1 == x->ke1)
@@ -604,7 +611,7 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
                 MMT_NAME(dense_s2)(x, c->pack + k * n, row, min, mout, idx);
             for (size_t r = 0; !s2 && r < ne0; r++)
                 MMT_NAME(win_seg)(c->pack + k * n + r * ne1, row + (int64_t)r * x->ns0, ne1,
-                                  x->ns1, idx);
+                                  x->ns1, idx, false);
             if (++i2 == x->ke2) {
                 i2 = 0;
                 if (++i1 == x->ke1)
