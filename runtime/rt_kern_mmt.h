@@ -633,6 +633,7 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
 }
 
 #include "rt_kern_mmv.h"
+#include "rt_kern_mmn.h"
 #include "rt_kern_mmc.h"
 
 /* Runs a verified F32 MATMUL mm on core c (A and B where s says; a window's B is in LX)
@@ -651,7 +652,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                 MMT_NAME(win_inplace)(c, &x) ||
                 MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
         return true;
-    if (!win && MMT_NAME(plain_chan)(c, &x, s->bdram))
+    if (!win && (MMT_NAME(narrow)(c, &x) || MMT_NAME(plain_chan)(c, &x, s->bdram)))
         return true;
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
         MMT_NAME(gemv_all)(&x);

@@ -89,7 +89,7 @@ MMT_TARGET static void MMT_NAME(gemv_row)(const MMT_NAME(Args) *x, size_t i) {
  * time, then one chain of k FMAs, read its tiles from DRAM about 30% slower (single
  * thread, tests/bench/mm_gemv.c). */
 MMT_INLINE void MMT_NAME(gemv_t_block)(const MMT_NAME(Args) *x, size_t i0, size_t j0,
-                                        const int R) {
+                                        const int R, size_t as) {
     size_t n = x->n, ldb = x->ldb, nj = n - j0 < MMT_VL ? n - j0 : MMT_VL;
     size_t nn = n - j0 - nj < MMT_VL ? n - j0 - nj : MMT_VL;   /* rows of the next block */
     MMT_M mj = MMT_LANES((int64_t)nj);
@@ -114,7 +114,7 @@ MMT_INLINE void MMT_NAME(gemv_t_block)(const MMT_NAME(Args) *x, size_t i0, size_
         for (int q = 0; q < MMT_VL; q++)
 #pragma GCC unroll 4
             for (int r = 0; r < R; r++)
-                acc[r] = MMT_FMA(MMT_SET1(a[r][k0 + q]), t[q], acc[r]);
+                acc[r] = MMT_FMA(MMT_SET1(a[r][(k0 + q) * as]), t[q], acc[r]);
     }
     if (k0 < x->k) {                 /* the last k: masked loads, the FMAs it needs */
         MMT_M mk = MMT_LANES((int64_t)(x->k - k0));
@@ -124,18 +124,23 @@ MMT_INLINE void MMT_NAME(gemv_t_block)(const MMT_NAME(Args) *x, size_t i0, size_
         MMT_TRANSPOSE(t);
         for (uint32_t q = 0; k0 + q < x->k; q++)
             for (int r = 0; r < R; r++)
-                acc[r] = MMT_FMA(MMT_SET1(a[r][k0 + q]), t[q], acc[r]);
+                acc[r] = MMT_FMA(MMT_SET1(a[r][(k0 + q) * as]), t[q], acc[r]);
     }
     for (int r = 0; r < R; r++)
         MMT_STOREM(x->c + (i0 + r) * x->ldc + j0, mj, acc[r]);
 }
 
 /* One function per row count of the products with B given transposed: C rows
- * [i0, i0 + R), MMT_VL columns at a time (MMT_NAME(gemv_t_block)). */
+ * [i0, i0 + R), MMT_VL columns at a time (MMT_NAME(gemv_t_block)); A's element (i, k)
+ * at a[i * lda + k * as] (as > 1: rt_kern_mmn.h's columns of a B as rows of A). */
 #define MMT_GEMV_T(R)                                                                    \
-    MMT_TARGET static void MMT_NAME(gemv_t_##R)(const MMT_NAME(Args) *x, size_t i0) {    \
+    MMT_TARGET static void MMT_NAME(gemv_t_##R)(const MMT_NAME(Args) *x, size_t i0,      \
+                                                size_t as) {                             \
         for (size_t j0 = 0; j0 < x->n; j0 += MMT_VL)                                     \
-            MMT_NAME(gemv_t_block)(x, i0, j0, R);                                        \
+            if (as == 1)                      /* the decode step's: unit stride inlined */ \
+                MMT_NAME(gemv_t_block)(x, i0, j0, R, 1);                                 \
+            else                                                                         \
+                MMT_NAME(gemv_t_block)(x, i0, j0, R, as);                                \
     }
 MMT_GEMV_T(1)
 MMT_GEMV_T(2)
@@ -148,9 +153,9 @@ MMT_TARGET static void MMT_NAME(gemv_all)(const MMT_NAME(Args) *x) {
     for (uint32_t i0 = 0; i0 < x->m; i0 += x->bt ? MMT_GEMV_M : 1)
         switch (!x->bt ? 0 : x->m - i0 < MMT_GEMV_M ? x->m - i0 : MMT_GEMV_M) {
         case 0: MMT_NAME(gemv_row)(x, i0); break;
-        case 1: MMT_NAME(gemv_t_1)(x, i0); break;
-        case 2: MMT_NAME(gemv_t_2)(x, i0); break;
-        case 3: MMT_NAME(gemv_t_3)(x, i0); break;
-        default: MMT_NAME(gemv_t_4)(x, i0); break;
+        case 1: MMT_NAME(gemv_t_1)(x, i0, 1); break;
+        case 2: MMT_NAME(gemv_t_2)(x, i0, 1); break;
+        case 3: MMT_NAME(gemv_t_3)(x, i0, 1); break;
+        default: MMT_NAME(gemv_t_4)(x, i0, 1); break;
         }
 }

@@ -460,7 +460,12 @@ static void test_kernels_bt(void **state) {
     const uint32_t shapes[][3] = {{1, 45, 600}, {3, 16, 7},   {4, 33, 513}, {2, 8, 0},
                                   {100, 45, 300}, {8, 70, 130}, {1, 1, 1},  {1, 16, 16},
                                   {2, 17, 15},  {1, 64, 256}, {3, 31, 33},  {4, 7, 9},
-                                  {1, 40, 8},   {2, 24, 40}};
+                                  {1, 40, 8},   {2, 24, 40},
+                                  /* at most 4 columns, a vector of rows or more: the
+                                     transposed product (rt_kern_mmn.h), C contiguous
+                                     at one column */
+                                  {40, 4, 320}, {9, 1, 17},   {16, 3, 100}, {33, 2, 9},
+                                  {8, 1, 8}};
     for (int sh = 0; sh < (int)(sizeof shapes / sizeof shapes[0]); sh++) {
         uint32_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2], ldt = k + 5;
         bool acc = sh % 2;

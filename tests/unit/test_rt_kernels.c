@@ -98,9 +98,9 @@ static bool run_mm(int kind, const SpyMatmul *mm) {
 
 /* One MATMUL shape with kernel kind: C equals the reference bit for bit, padding
  * intact. */
-static void check_mm_kind(int kind, uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc,
-                          uint32_t seed) {
-    uint32_t lda = k + 3, ldc = n + 5;
+static void check_mm_kind(int kind, uint32_t m, uint32_t n, uint32_t k, uint32_t ldb,
+                          uint32_t ldc, bool acc, uint32_t seed) {
+    uint32_t lda = k + 3;
     uint32_t a = 64 + 4, b = a + 4 * m * lda + 12, c = b + 4 * (k * ldb + n) + 8; /* past all of B */
     uint32_t end = c + 4 * m * ldc;
     assert_true(end < LX_BYTES);
@@ -125,10 +125,16 @@ static void check_mm_kind(int kind, uint32_t m, uint32_t n, uint32_t k, uint32_t
     free(ref);
 }
 
-/* One MATMUL shape with every kernel. */
-static void check_mm(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc, uint32_t seed) {
+/* One MATMUL shape with every kernel, C's rows ldc apart. */
+static void check_mm_ldc(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, uint32_t ldc,
+                         bool acc, uint32_t seed) {
     for (int kind = 0; kind < MM_KINDS; kind++)
-        check_mm_kind(kind, m, n, k, ldb, acc, seed);
+        check_mm_kind(kind, m, n, k, ldb, ldc, acc, seed);
+}
+
+/* One MATMUL shape with every kernel (C padded past its columns). */
+static void check_mm(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc, uint32_t seed) {
+    check_mm_ldc(m, n, k, ldb, n + 5, acc, seed);
 }
 
 static void test_matmul_shapes(void **state) {
@@ -159,6 +165,26 @@ static void test_matmul_shapes(void **state) {
             check_mm(shapes[i][0], n, shapes[i][2], n + (i & 1), acc, seed++);
         }
     check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1) */
+}
+
+/* At most four columns of C and a vector of rows or more (rt_kern_mmn.h: the transposed
+ * product, B^T and C^T through the packing buffer, or in place when one column is
+ * contiguous): column counts 1 to 4, rows at, under and past whole vectors, k short
+ * and past a vector, B's and C's strides unit or not. */
+static void test_matmul_narrow(void **state) {
+    (void)state;
+    static const uint32_t shapes[][5] = {/* m, n, k, ldb, ldc */
+                                         {40, 4, 320, 4, 4},  {320, 1, 320, 1, 1},
+                                         {8, 1, 7, 1, 1},     {17, 3, 33, 5, 3},
+                                         {64, 2, 1, 2, 7},    {9, 1, 300, 2, 1},
+                                         {24, 1, 50, 1, 3},   {31, 4, 9, 4, 6},
+                                         {16, 2, 5, 3, 2}};
+    uint32_t seed = 300;
+    for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int acc = 0; acc < 2; acc++) {
+            const uint32_t *x = shapes[i];
+            check_mm_ldc(x[0], x[1], x[2], x[3], x[4], acc, seed++);
+        }
 }
 
 /* One convolution MATMUL with a window B (ISA_F_BWIN) over a patch [cl, rin, wp] (taps
@@ -1024,6 +1050,7 @@ int main(void) {
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
         cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
         cmocka_unit_test(test_vec_copy_rows),   cmocka_unit_test(test_matmul_window),
+        cmocka_unit_test(test_matmul_narrow),
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
         cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
