@@ -360,14 +360,14 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
  * columns as one row of pixels, B's row k at k * ldb. Taken for one or two vectors'
  * worth of rows of C when B is in LX (bdram false), or when all of B fits in L2
  * (MMC_PLAIN_L2, wherever it is) and n is not a multiple of MMT_NR (the pixel-lane
- * kernels' last column block would be partly empty: resnet50's 49, 112 and 196),
- * then also for up to MMC_WIN_V
- * vectors when k is at least MMC_PLAIN_K. Never when n is a multiple of MMT_NR: the
- * pixel-lane kernels then fill every lane too, without transposing A first (m16 n32
- * k128 with B in LX: 2.19 -> 1.63 us, m8 n16 k128 0.69 -> 0.45 us on AMD Zen 3, one
- * thread; m8 to m16 and n 16 to 96 1.1x to 2x faster, none slower). This kernel
- * reads B column block after column block, each over all of k, so a larger B streamed from DRAM (a weight: bert's 32-row products)
- * comes a strided line at a time, at a third of the speed of the other kernels.
+ * kernels' last column block would be partly empty: resnet50's 49, 112 and 196), then
+ * also for up to MMC_WIN_V vectors when k is at least MMC_PLAIN_K. Never when n is a
+ * multiple of MMT_NR: the pixel-lane kernels then fill every lane too, without
+ * transposing A first (m16 n32 k128 with B in LX: 2.19 -> 1.63 us, m8 n16 k128 0.69 ->
+ * 0.45 us on AMD Zen 3, one thread; m8 to m16 by n 16 to 96: 1.1x to 2x faster, none
+ * slower). This kernel reads B column block after column block, each over all of k,
+ * so a larger B streamed from DRAM (a weight: bert's 32-row products) comes a strided
+ * line at a time, at a third of the speed of the other kernels.
  * False: not this way. */
 MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram) {
     size_t kb;
