@@ -27,17 +27,15 @@
 
 #include "rt_exec.h"
 #include "rt_model.h"
+#include "rt_vlanes.h"
 
 #define FUSE_BLOCK 64        /* floats of a row through the chain at a time */
 #define FUSE_MIN 16384       /* bytes of a region from which a chain is fused: below, its
                                 setup costs more than the passes over the L1 cache */
 
-/* 8-float vectors, FUSE_BLOCK / 8 of them a block (the comparisons of MAX / MIN map
- * to blends on every clone; on 16-float vectors the AVX-512F clone had no mask moves
- * and scalarised them) */
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-typedef int64_t v4l __attribute__((vector_size(32)));
+/* 8-float vectors (v8f of rt_vlanes.h), FUSE_BLOCK / 8 of them a block (the
+ * comparisons of MAX / MIN map to blends on every clone; on 16-float vectors the
+ * AVX-512F clone had no mask moves and scalarised them) */
 #define FUSE_NV (FUSE_BLOCK / 8)
 
 /* One VEC of a chain: x = fn(x, y) (pos 0) or fn(y, x) (pos 1), or fn(x) (unary), or
@@ -392,27 +390,9 @@ typedef struct {
         v8f P = x[t];                                                                    \
         x[t] = (EXPR);                                                                   \
     }
-/* The 8 condition bytes at p as lanes: all ones where the byte is 0 (a SELECT takes
- * its second value there, as select_row of rt_kern_vfast.c: any other byte is true).
- * The 8 bytes broadcast, lane t given the 32-bit half holding byte t, then masked to
- * byte t (x86 is little-endian): a permute, an AND and a compare (GCC 12 took a
- * __builtin_convertvector of the bytes apart lane by lane). */
-#if defined(__clang__)
-#define HALVES(w) __builtin_shufflevector(w, w, 0, 0, 0, 0, 1, 1, 1, 1)
-#else
-#define HALVES(w) __builtin_shuffle(w, (v8i){0, 0, 0, 0, 1, 1, 1, 1})
-#endif
-#define COND0(Z, p)                                                                      \
-    do {                                                                                 \
-        int64_t u_;                                                                      \
-        memcpy(&u_, (p), 8);                                                             \
-        v4l b_ = {u_, u_, u_, u_};                                                       \
-        v8i h_ = HALVES((v8i)b_);                                                        \
-        (Z) = (h_ & (v8i){0xff, 0xff00, 0xff0000, -0x1000000, 0xff, 0xff00, 0xff0000,   \
-                          -0x1000000}) == 0;                                             \
-    } while (0)
 /* x[t] = EXPR of P (the chain value), Q (the operand) and Z (all ones where the
- * condition's byte is 0), the condition's 8 bytes of vector t read at mp + mstr * t. */
+ * condition's byte is 0: RT_COND0), the condition's 8 bytes of vector t read at
+ * mp + mstr * t. */
 #define AM(EXPR)                                                                         \
     {                                                                                    \
         const uint8_t *mp = w->ms[i] + (w->mstep[i] ? j : 0);                            \
@@ -421,7 +401,7 @@ typedef struct {
             v8f P = x[t], Q;                                                             \
             v8i Z;                                                                       \
             memcpy(&Q, yp + ystr * t, sizeof Q);                                         \
-            COND0(Z, mp + mstr * t);                                                     \
+            RT_COND0(Z, mp + mstr * t);                                                  \
             x[t] = (EXPR);                                                               \
         }                                                                                \
     }
