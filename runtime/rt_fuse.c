@@ -1,9 +1,11 @@
 /* rt_fuse.c: a chain of F32 VECs over one shape computed in one pass (RT_PH_FUSE).
  *
  * An epilogue (bias add, max, min over a MATMUL's result; a bias add, then a residual
- * add into another tile) is a run of VECs of the same rows x cols in which each reads
+ * add into another tile; in bundles of bounded dynamic dimensions, the SELECT that
+ * zeroes the padding) is a run of VECs of the same rows x cols in which each reads
  * the result of the one before (in place or into another region), its other operand an
- * immediate, a scalar per row or a row of another region. One instruction at a time,
+ * immediate, a scalar per row or a row of another region, and a SELECT's condition a
+ * BOOL row or scalar per row that no VEC of the chain writes. One instruction at a time,
  * or strip-mined, every VEC reads and writes its whole region; here each block of
  * FUSE_BLOCK elements of a row goes through the whole chain in registers and is
  * written once: to the LX regions that a later instruction may touch and, when the
@@ -25,19 +27,19 @@
 
 #include "rt_exec.h"
 #include "rt_model.h"
+#include "rt_vlanes.h"
 
 #define FUSE_BLOCK 64        /* floats of a row through the chain at a time */
 #define FUSE_MIN 16384       /* bytes of a region from which a chain is fused: below, its
                                 setup costs more than the passes over the L1 cache */
 
-/* 8-float vectors, FUSE_BLOCK / 8 of them a block (the comparisons of MAX / MIN map
- * to blends on every clone; on 16-float vectors the AVX-512F clone had no mask moves
- * and scalarised them) */
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
+/* 8-float vectors (v8f of rt_vlanes.h), FUSE_BLOCK / 8 of them a block (the
+ * comparisons of MAX / MIN map to blends on every clone; on 16-float vectors the
+ * AVX-512F clone had no mask moves and scalarised them) */
 #define FUSE_NV (FUSE_BLOCK / 8)
 
-/* One VEC of a chain: x = fn(x, y) (pos 0) or fn(y, x) (pos 1), or fn(x) (unary). */
+/* One VEC of a chain: x = fn(x, y) (pos 0) or fn(y, x) (pos 1), or fn(x) (unary), or
+ * the SELECT m ? x : y (pos 1) or m ? y : x (pos 2). */
 typedef struct {
     uint16_t fn;
     uint8_t pos;             /* operand position of the chain value */
@@ -47,6 +49,9 @@ typedef struct {
     float imm;               /* FY_IMM */
     uint32_t dst;            /* region written: LX byte offset, row stride in bytes */
     int64_t drs;
+    uint8_t mkind;           /* a SELECT's BOOL condition: FY_ROW or FY_SCALAR, else 0 */
+    uint32_t m;              /* its LX byte offset and row stride (bytes, one an element) */
+    int64_t mrs;
 } FuseOp;
 
 enum { FY_NONE, FY_ROW, FY_SCALAR, FY_IMM };
@@ -78,7 +83,8 @@ static bool same_or_apart(uint64_t a, int64_t ars, uint64_t b, int64_t brs, uint
     return ahi <= blo || bhi <= alo;
 }
 
-/* Whether the F32 VEC v's function has a chain form (the direct path's functions). */
+/* Whether the F32 VEC v's function has a chain form (the direct path's functions, and
+ * SELECT on a condition in LX): its arity. */
 static int chain_arity(const SpyVec *v) {
     if (v->opcode != ISA_VEC || v->dtype != ISA_DT_F32 ||
         (v->src_dtype && v->src_dtype != ISA_DT_F32) ||
@@ -89,15 +95,20 @@ static int chain_arity(const SpyVec *v) {
     case ISA_VF_ADD: case ISA_VF_SUB: case ISA_VF_MUL: case ISA_VF_DIV:
     case ISA_VF_MAX: case ISA_VF_MIN: return 2;
     case ISA_VF_RELU: case ISA_VF_NEG: case ISA_VF_ABS: return v->flags ? 0 : 1;
+    case ISA_VF_SELECT: return (v->flags & ISA_F_IMM_A) ? 0 : 3;
     default: return 0;
     }
+}
+
+/* Whether operand q of v is the immediate (ISA_F_IMM_A: operand 0, ISA_F_IMM: 1). */
+static bool is_imm(const SpyVec *v, int q) {
+    return q == 0 ? (v->flags & ISA_F_IMM_A) != 0 : q == 1 && (v->flags & ISA_F_IMM);
 }
 
 /* Operand q of v as the other operand of op (kind, offset, stride); false when it is
  * neither an immediate, a scalar per row nor a contiguous row. */
 static bool other_operand(const SpyVec *v, int q, FuseOp *op) {
-    bool imm = q == 0 ? (v->flags & ISA_F_IMM_A) : (v->flags & ISA_F_IMM);
-    if (imm) {
+    if (is_imm(v, q)) {
         op->ykind = FY_IMM;
         memcpy(&op->imm, &v->imm, 4);
         return true;
@@ -110,10 +121,21 @@ static bool other_operand(const SpyVec *v, int q, FuseOp *op) {
     return true;
 }
 
+/* The SELECT v's condition (operand 0, BOOL) as op's mask: a row or a scalar per row;
+ * false for any other strides. */
+static bool mask_operand(const SpyVec *v, FuseOp *op) {
+    if (v->src_rs[0] < 0 || (v->src_cs[0] != 0 && v->src_cs[0] != 1))
+        return false;
+    op->mkind = v->src_cs[0] ? FY_ROW : FY_SCALAR;
+    op->m = v->src[0];
+    op->mrs = v->src_rs[0];
+    return true;
+}
+
 /* Whether operand q of v is the row region (a, rs): not an immediate, column stride 1. */
 static bool is_region(const SpyVec *v, int q, uint64_t a, int64_t rs) {
-    bool imm = q == 0 ? (v->flags & ISA_F_IMM_A) : (v->flags & ISA_F_IMM);
-    return !imm && v->src_cs[q] == 1 && v->src[q] == a && (int64_t)v->src_rs[q] * 4 == rs;
+    return !is_imm(v, q) && v->src_cs[q] == 1 && v->src[q] == a &&
+           (int64_t)v->src_rs[q] * 4 == rs;
 }
 
 /* Whether the row or scalar operand y (kind FY_ROW / FY_SCALAR, byte stride yrs) and
@@ -132,21 +154,36 @@ static bool clash(const Fuse *f, int kind, uint64_t y, int64_t yrs, uint64_t d, 
     return lo < dhi && dlo < hi;
 }
 
+/* Whether the condition of op (a SELECT's; none: false) and the region written at d
+ * (stride drs) may share a byte of LX. */
+static bool mask_clash(const Fuse *f, const FuseOp *op, uint64_t d, int64_t drs) {
+    if (!op->mkind)
+        return false;
+    int64_t lo = (int64_t)op->m, dlo, dhi;
+    int64_t hi = lo + (int64_t)(f->rows - 1) * op->mrs +
+                 (op->mkind == FY_ROW ? (int64_t)f->cols : 1);
+    region_span(d, f->rows, drs, f->cols, 4, &dlo, &dhi);
+    return lo < dhi && dlo < hi;
+}
+
 /* Whether VEC i (f->op[i], its operands set) keeps every value of the chain where it
  * is: its region is the same as or apart from the chain's input and every region
- * and row operand before it (a scalar before it in none), and its own row operand
- * is the same as or apart from its region and apart from those written before it
- * (their elements no longer hold what the instruction read), its scalar in none. */
+ * and row operand before it (a scalar or condition before it in none), and its own
+ * row operand is the same as or apart from its region and apart from those written
+ * before it (their elements no longer hold what the instruction read), its scalar and
+ * condition in none. */
 static bool fits(const Fuse *f, int i) {
     const FuseOp *op = &f->op[i];
     if (!same_or_apart(f->x, f->xrs, op->dst, op->drs, f->rows, f->cols) ||
-        clash(f, op->ykind, op->y, op->yrs, op->dst, op->drs, true))
+        clash(f, op->ykind, op->y, op->yrs, op->dst, op->drs, true) ||
+        mask_clash(f, op, op->dst, op->drs))
         return false;
     for (int j = 0; j < i; j++) {
         const FuseOp *w = &f->op[j];
         if (!same_or_apart(w->dst, w->drs, op->dst, op->drs, f->rows, f->cols) ||
             clash(f, w->ykind, w->y, w->yrs, op->dst, op->drs, true) ||
-            clash(f, op->ykind, op->y, op->yrs, w->dst, w->drs, false))
+            clash(f, op->ykind, op->y, op->yrs, w->dst, w->drs, false) ||
+            mask_clash(f, w, op->dst, op->drs) || mask_clash(f, op, w->dst, w->drs))
             return false;
     }
     return true;
@@ -169,8 +206,10 @@ static bool chain_add(Fuse *f, const SpyVec *vin, int i) {
         return false;
     FuseOp *op = &f->op[i];
     *op = (FuseOp){.fn = v->fn, .dst = v->dst, .drs = (int64_t)v->dst_rs * 4};
+    int q0 = ar == 3 ? 1 : 0;    /* the first value operand (a SELECT's: after the mask) */
     if (i == 0) {                /* the chain's input: the first row operand */
-        int q = ar == 2 && !is_region(v, 0, v->src[0], (int64_t)v->src_rs[0] * 4) ? 1 : 0;
+        int q = ar > 1 && !is_region(v, q0, v->src[q0], (int64_t)v->src_rs[q0] * 4) ? q0 + 1
+                                                                                   : q0;
         if (!is_region(v, q, v->src[q], (int64_t)v->src_rs[q] * 4))
             return false;
         f->x = v->src[q];
@@ -178,13 +217,15 @@ static bool chain_add(Fuse *f, const SpyVec *vin, int i) {
     }
     uint64_t x = i ? f->op[i - 1].dst : f->x;
     int64_t xrs = i ? f->op[i - 1].drs : f->xrs;
-    if (is_region(v, 0, x, xrs))
-        op->pos = 0;
-    else if (ar == 2 && is_region(v, 1, x, xrs))
-        op->pos = 1;
+    if (is_region(v, q0, x, xrs))
+        op->pos = (uint8_t)q0;
+    else if (ar > 1 && is_region(v, q0 + 1, x, xrs))
+        op->pos = (uint8_t)(q0 + 1);
     else
         return false;
-    if (ar == 2 && !other_operand(v, 1 - op->pos, op))
+    if (ar > 1 && !other_operand(v, 2 * q0 + 1 - op->pos, op))
+        return false;
+    if (ar == 3 && !mask_operand(v, op))
         return false;
     return fits(f, i);
 }
@@ -308,12 +349,26 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
     return true;
 }
 
+/* The operands of one row of a chain (rt_fuse_run sets them row by row): op i's other
+ * operand at ys[i] (a row, or 8 copies of its scalar when ystep[i] is 0; zeros for a
+ * unary one), a SELECT's condition at ms[i] (a row of bytes, or 8 copies of its byte
+ * when mstep[i] is 0), its result written to ds[i] when not NULL, the last one's also
+ * to st when not NULL. */
+typedef struct {
+    const uint8_t *ys[RT_FUSE_MAX];
+    const uint8_t *ms[RT_FUSE_MAX];
+    uint8_t *ds[RT_FUSE_MAX];
+    uint8_t *st;
+    uint8_t ystep[RT_FUSE_MAX], mstep[RT_FUSE_MAX];
+} FuseRow;
+
 /* Loads / stores the FUSE_NV vectors of a block. */
 #define LDB(v, p)                                                                        \
     _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) memcpy(&(v)[t], (p) + 32 * t, 32)
 #define STB(p, v)                                                                        \
     _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) memcpy((p) + 32 * t, &(v)[t], 32)
-/* The MAX / MIN of isa.md: a when it is better or NaN, else b (rt_kern_vfast.c). */
+/* The MAX / MIN of isa.md: a when it is better or NaN, else b (rt_kern_vfast.c); the
+ * SELECT: the bits of a where m is set, else those of b. */
 #define SELV(m, a, b) ((v8f)(((m) & (v8i)(a)) | (~(m) & (v8i)(b))))
 /* x[t] = EXPR of P and Q over the block: P the chain value and Q the operand (A0), or
  * the other way round (A1), or of P alone (A); the operand's vector t is read at
@@ -335,8 +390,23 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
         v8f P = x[t];                                                                    \
         x[t] = (EXPR);                                                                   \
     }
-/* The case of function fn with the chain value at operand position pos. */
-#define FP(fn, pos) ((fn) * 2 + (pos))
+/* x[t] = EXPR of P (the chain value), Q (the operand) and Z (all ones where the
+ * condition's byte is 0: RT_COND0), the condition's 8 bytes of vector t read at
+ * mp + mstr * t. */
+#define AM(EXPR)                                                                         \
+    {                                                                                    \
+        const uint8_t *mp = w->ms[i] + (w->mstep[i] ? j : 0);                            \
+        size_t mstr = w->mstep[i] ? 8 : 0;                                               \
+        _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) {                           \
+            v8f P = x[t], Q;                                                             \
+            v8i Z;                                                                       \
+            memcpy(&Q, yp + ystr * t, sizeof Q);                                         \
+            RT_COND0(Z, mp + mstr * t);                                                  \
+            x[t] = (EXPR);                                                               \
+        }                                                                                \
+    }
+/* The case of function fn with the chain value at operand position pos (0 to 2). */
+#define FP(fn, pos) ((fn) * 4 + (pos))
 
 /* Steps of N vectors (8 floats each) of the chain f over a row from element j while
  * N vectors fit before cols (in registers: see chain_row). */
@@ -348,8 +418,8 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
         LDB(x, xs + o);                                                                  \
         for (int i = 0; i < f->n; i++) {                                                 \
             const FuseOp *op = &f->op[i];                                                \
-            const uint8_t *yp = ys[i] + (ystep[i] ? o : 0);                              \
-            size_t ystr = ystep[i] ? 32 : 0;                                             \
+            const uint8_t *yp = w->ys[i] + (w->ystep[i] ? o : 0);                        \
+            size_t ystr = w->ystep[i] ? 32 : 0;                                          \
             switch (FP(op->fn, op->pos)) {                                               \
             case FP(ISA_VF_ADD, 0): A0(P + Q); break;                                    \
             case FP(ISA_VF_ADD, 1): A1(P + Q); break;                                    \
@@ -363,24 +433,23 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
             case FP(ISA_VF_MAX, 1): A1(SELV((P > Q) | (P != P), P, Q)); break;           \
             case FP(ISA_VF_MIN, 0): A0(SELV((P < Q) | (P != P), P, Q)); break;           \
             case FP(ISA_VF_MIN, 1): A1(SELV((P < Q) | (P != P), P, Q)); break;           \
+            case FP(ISA_VF_SELECT, 1): AM(SELV(Z, Q, P)); break;                         \
+            case FP(ISA_VF_SELECT, 2): AM(SELV(Z, P, Q)); break;                         \
             case FP(ISA_VF_RELU, 0): A(SELV(P < zero, zero, P)); break;                  \
             case FP(ISA_VF_NEG, 0): A(-P); break;                                        \
             default: A((v8f)((v8i)P & 0x7fffffff)); break; /* ABS */                     \
             }                                                                            \
-            if (ds[i])                                                                   \
-                STB(ds[i] + o, x);                                                       \
+            if (w->ds[i])                                                                \
+                STB(w->ds[i] + o, x);                                                    \
         }                                                                                \
-        if (st)                                                                          \
-            STB(st + o, x);                                                              \
+        if (w->st)                                                                       \
+            STB(w->st + o, x);                                                           \
     }
 
 /* Runs the chain f over the whole vectors of one row of cols elements (a multiple of
  * 8), FUSE_BLOCK at a time in registers, the rest 32, 16, then 8 at a time: the input
- * at xs, op i's other operand at ys[i] (a row, or 8 copies of its scalar when ystep[i]
- * is 0; zeros for a unary one), its result written to ds[i] when not NULL, the last
- * one also to st when not NULL. */
-RT_HOT static void chain_row(const Fuse *f, const uint8_t *xs, const uint8_t *const *ys,
-                             const uint8_t *ystep, uint8_t *const *ds, uint8_t *st,
+ * at xs, the other operands, conditions and results as w says. */
+RT_HOT static void chain_row(const Fuse *f, const uint8_t *xs, const FuseRow *w,
                              uint32_t cols) {
     const v8f zero = {0};
     uint32_t j = 0;
@@ -403,31 +472,66 @@ static inline void copy_tail(uint8_t *d, const uint8_t *s, size_t nb) {
     }
 }
 
-/* The last cols (< 8) elements of a row, from byte o of its rows (copied inline: a
+/* The staging buffers of chain_part, one vector each: the input (sx), row operands
+ * (sy), conditions (sm), results (sd, the STORE's last); their lanes past a row hold
+ * defined values (rt_fuse_run zeroes them). */
+typedef struct {
+    _Alignas(32) float sx[8], sy[RT_FUSE_MAX][8], sd[RT_FUSE_MAX + 1][8];
+    uint8_t sm[RT_FUSE_MAX][8];
+} FuseStage;
+
+/* The last cols (< 8) elements of a row, from element j of its rows (copied inline: a
  * library call per row cost more than the chain): through one vector of the staging
- * buffers sx (input), sy (row operands; the other pointers of ys as they
- * are) and sd (results, ds[i] and then st copied out of it). */
-static void chain_part(const Fuse *f, const uint8_t *xs, const uint8_t *const *ys,
-                       const uint8_t *ystep, uint8_t *const *ds, uint8_t *st, size_t o,
-                       uint32_t cols, float *sx, float (*sy)[8], float (*sd)[8]) {
-    const uint8_t *ty[RT_FUSE_MAX];
-    uint8_t *td[RT_FUSE_MAX];
-    size_t nb = (size_t)cols * 4;
-    copy_tail((uint8_t *)sx, xs + o, nb);
+ * buffers s (row operands and conditions staged, the other pointers of w as they are;
+ * results ds[i] and st copied out of them). */
+static void chain_part(const Fuse *f, const uint8_t *xs, const FuseRow *w, size_t j,
+                       uint32_t cols, FuseStage *s) {
+    FuseRow t;
+    size_t nb = (size_t)cols * 4, o = j * 4;
+    copy_tail((uint8_t *)s->sx, xs + o, nb);
     for (int i = 0; i < f->n; i++) {
-        ty[i] = ys[i];
-        if (ystep[i]) {
-            copy_tail((uint8_t *)sy[i], ys[i] + o, nb);
-            ty[i] = (const uint8_t *)sy[i];
+        t.ys[i] = w->ys[i], t.ystep[i] = w->ystep[i];
+        t.ms[i] = w->ms[i], t.mstep[i] = w->mstep[i];
+        if (w->ystep[i]) {
+            copy_tail((uint8_t *)s->sy[i], w->ys[i] + o, nb);
+            t.ys[i] = (const uint8_t *)s->sy[i];
         }
-        td[i] = ds[i] ? (uint8_t *)sd[i] : NULL;
+        if (w->mstep[i]) {
+            for (uint32_t k = 0; k < cols; k++)
+                s->sm[i][k] = w->ms[i][j + k];
+            t.ms[i] = s->sm[i];
+        }
+        t.ds[i] = w->ds[i] ? (uint8_t *)s->sd[i] : NULL;
     }
-    chain_row(f, (const uint8_t *)sx, ty, ystep, td, st ? (uint8_t *)sd[RT_FUSE_MAX] : NULL, 8);
+    t.st = w->st ? (uint8_t *)s->sd[RT_FUSE_MAX] : NULL;
+    chain_row(f, (const uint8_t *)s->sx, &t, 8);
     for (int i = 0; i < f->n; i++)
-        if (ds[i])
-            copy_tail(ds[i] + o, (const uint8_t *)sd[i], nb);
-    if (st)
-        copy_tail(st + o, (const uint8_t *)sd[RT_FUSE_MAX], nb);
+        if (w->ds[i])
+            copy_tail(w->ds[i] + o, (const uint8_t *)s->sd[i], nb);
+    if (w->st)
+        copy_tail(w->st + o, (const uint8_t *)s->sd[RT_FUSE_MAX], nb);
+}
+
+/* Points w at row r of the chain f's other operands, conditions and kept results
+ * (keep), broadcasting the scalars into bc and the scalar conditions into bm. */
+static void row_operands(RtCore *c, const Fuse *f, uint16_t keep, uint32_t r, FuseRow *w,
+                         float (*bc)[8], uint8_t (*bm)[8]) {
+    for (int i = 0; i < f->n; i++) {
+        const FuseOp *op = &f->op[i];
+        if (op->ykind == FY_SCALAR) {
+            float s;
+            memcpy(&s, c->lx + op->y + (int64_t)r * op->yrs, 4);
+            for (int t = 0; t < 8; t++)
+                bc[i][t] = s;
+        } else if (op->ykind == FY_ROW) {
+            w->ys[i] = c->lx + op->y + (int64_t)r * op->yrs;
+        }
+        if (op->mkind == FY_SCALAR)
+            memset(bm[i], c->lx[op->m + (int64_t)r * op->mrs], 8);
+        else if (op->mkind == FY_ROW)
+            w->ms[i] = c->lx + op->m + (int64_t)r * op->mrs;
+        w->ds[i] = (keep >> i & 1) ? c->lx + op->dst + (int64_t)r * op->drs : NULL;
+    }
 }
 
 /* Runs the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c,
@@ -438,9 +542,9 @@ void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
     uint32_t nst = p->kinds ? 1 : 0, k = p->run - nst;
     chain_decode(code, k, (int)k, &f);
     _Alignas(32) float bc[RT_FUSE_MAX][8];           /* scalars, broadcast */
-    _Alignas(32) float sx[8], sy[RT_FUSE_MAX][8], sd[RT_FUSE_MAX + 1][8]; /* chain_part's */
-    const uint8_t *ys[RT_FUSE_MAX];
-    uint8_t ystep[RT_FUSE_MAX], *ds[RT_FUSE_MAX];
+    uint8_t bm[RT_FUSE_MAX][8];                      /* scalar conditions, broadcast */
+    FuseStage sg;                                    /* chain_part's */
+    FuseRow w;
     uint8_t *st = NULL;
     int64_t sdrs = 0;
     if (nst) {                   /* the STORE's rows, as store_matches took them */
@@ -451,37 +555,31 @@ void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
     uint32_t full = f.cols / 8 * 8, part = f.cols - full;
     memset(bc, 0, sizeof bc);
     if (part) {                  /* the staged lanes past the row: defined values */
-        memset(sx, 0, sizeof sx);
-        for (int i = 0; i < f.n; i++)
+        memset(sg.sx, 0, sizeof sg.sx);
+        for (int i = 0; i < f.n; i++) {
             if (f.op[i].ykind == FY_ROW)
-                memset(sy[i], 0, sizeof sy[i]);
+                memset(sg.sy[i], 0, sizeof sg.sy[i]);
+            if (f.op[i].mkind == FY_ROW)
+                memset(sg.sm[i], 0, sizeof sg.sm[i]);
+        }
     }
     for (int i = 0; i < f.n; i++) {
         const FuseOp *op = &f.op[i];
-        ystep[i] = op->ykind == FY_ROW;
-        ys[i] = (const uint8_t *)bc[i];
+        w.ystep[i] = op->ykind == FY_ROW;
+        w.ys[i] = (const uint8_t *)bc[i];
+        w.mstep[i] = op->mkind == FY_ROW;
+        w.ms[i] = bm[i];
         if (op->ykind == FY_IMM)
             for (int t = 0; t < 8; t++)
                 bc[i][t] = op->imm;
     }
     for (uint32_t r = 0; r < f.rows; r++) {
-        for (int i = 0; i < f.n; i++) {
-            const FuseOp *op = &f.op[i];
-            if (op->ykind == FY_SCALAR) {
-                float s;
-                memcpy(&s, c->lx + op->y + (int64_t)r * op->yrs, 4);
-                for (int t = 0; t < 8; t++)
-                    bc[i][t] = s;
-            } else if (op->ykind == FY_ROW) {
-                ys[i] = c->lx + op->y + (int64_t)r * op->yrs;
-            }
-            ds[i] = (p->keep >> i & 1) ? c->lx + op->dst + (int64_t)r * op->drs : NULL;
-        }
+        row_operands(c, &f, p->keep, r, &w, bc, bm);
         const uint8_t *xs = c->lx + f.x + (int64_t)r * f.xrs;
-        uint8_t *sr = st ? st + (int64_t)r * sdrs : NULL;
+        w.st = st ? st + (int64_t)r * sdrs : NULL;
         if (full)
-            chain_row(&f, xs, ys, ystep, ds, sr, full);
+            chain_row(&f, xs, &w, full);
         if (part)
-            chain_part(&f, xs, ys, ystep, ds, sr, (size_t)full * 4, part, sx, sy, sd);
+            chain_part(&f, xs, &w, full, part, &sg);
     }
 }

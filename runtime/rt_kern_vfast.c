@@ -13,12 +13,8 @@
 #include <string.h>
 
 #include "rt_exec.h"
+#include "rt_vlanes.h"
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef int32_t v8i __attribute__((vector_size(32)));
-typedef float v16f __attribute__((vector_size(64)));
-typedef int32_t v16i __attribute__((vector_size(64)));
-typedef uint8_t v8u8 __attribute__((vector_size(8)));
 
 /* Operand kinds of a direct row. */
 enum { OP_ROW = 0, OP_SCALAR = 1 };
@@ -195,12 +191,10 @@ RT_HOT static void select_row(uint8_t *d, const uint8_t *m, int km, const uint8_
         v8i vb = {0};
         vb += (int32_t)sb;
         for (; i + 8 <= n; i += 8) {           /* eight bytes of condition at a time */
-            v8u8 mb;
-            v8i x;
-            memcpy(&mb, m + i, sizeof mb);
-            v8i t = __builtin_convertvector(mb, v8i) != 0;
+            v8i x, z;
+            RT_COND0(z, m + i);
             memcpy(&x, a + 4 * (size_t)i, sizeof x);
-            x = (x & t) | (vb & ~t);
+            x = (vb & z) | (x & ~z);
             memcpy(d + 4 * (size_t)i, &x, sizeof x);
         }
         for (; i < n; i++) {

@@ -1,10 +1,12 @@
 /* test_rt_fuse.c: unit tests of the fused VEC chains (runtime/rt_fuse.c): random chains
  * of F32 VECs over one shape (in place, into a second region, with immediates, scalars
- * per row and rows as the other operand, the chain value first or second), with and
- * without the STORE after them, run through the interpreter and one instruction at a
+ * per row and rows as the other operand, the chain value first or second; SELECTs on
+ * BOOL conditions of bytes 0, 1 and others, a row per row, one row for all or a
+ * scalar per row), with and without the STORE after them, run through the interpreter and one instruction at a
  * time (rt_vec, rt_dma) from the same start: DRAM, and LX wherever an instruction
  * after the chain reads it, must be equal bit for bit; regions that overlap in part,
- * and regions of fewer than 16 KiB, are not fused and give the same bits too.
+ * conditions that the chain writes, and regions of fewer than 16 KiB, are not fused
+ * and give the same bits too.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -24,6 +26,7 @@
 #define REG_R 300000u        /* a second region (the residual tile of conv_add_add) */
 #define REG_Y 500000u        /* rows read as the other operand */
 #define REG_S 64u            /* scalars per row */
+#define REG_M 280000u        /* SELECT conditions (BOOL bytes) */
 #define SINK 560000u         /* bytes [0, SINK) a closing copy reads, writing past them */
 
 static uint8_t *lx, *dram;
@@ -92,6 +95,33 @@ static SpyInsn chain_vec(const Shape *sh, int fn, uint32_t dst, uint32_t x, int 
     return in;
 }
 
+/* Mask forms of select_vec: a row per row, one row for every row, a scalar per row. */
+enum { MK_ROWS, MK_ONE_ROW, MK_SCALAR };
+
+/* An F32 SELECT writing region dst from the condition at m (form mk) and the chain
+ * value at region x as operand pos (1: chosen where the condition is set, 2: where
+ * not), the other value operand of kind as chain_vec's (an immediate only as
+ * operand 1: with the chain value second). */
+static SpyInsn select_vec(const Shape *sh, uint32_t dst, uint32_t x, int pos, int kind,
+                          uint32_t y, float imm, uint32_t m, int mk) {
+    SpyInsn in = chain_vec(sh, ISA_VF_ADD, dst, x, 0, 1, 0, 0);
+    SpyVec *v = &in.vec;
+    int o = 3 - pos;
+    v->fn = ISA_VF_SELECT, v->nsrc = 3;
+    v->src[0] = m, v->src_cs[0] = mk == MK_SCALAR ? 0 : 1;
+    v->src_rs[0] = mk == MK_ROWS ? (int32_t)sh->rs : mk == MK_ONE_ROW ? 0 : 1;
+    v->src[pos] = x, v->src_rs[pos] = (int32_t)sh->rs, v->src_cs[pos] = 1;
+    if (kind == 0 && o == 1) {
+        v->flags = ISA_F_IMM;
+        memcpy(&v->imm, &imm, 4);
+    } else if (kind != 2) {
+        v->src[o] = REG_S, v->src_rs[o] = 1, v->src_cs[o] = 0;
+    } else {
+        v->src[o] = y, v->src_rs[o] = (int32_t)sh->rs, v->src_cs[o] = 1;
+    }
+    return in;
+}
+
 /* A STORE of region a (rows x cols at row stride rs) to DRAM byte 128, rows 8 apart
  * beyond cols (or the whole region as one row when contiguous and one_row). */
 static SpyInsn store_insn(const Shape *sh, uint32_t a, bool one_row) {
@@ -116,15 +146,20 @@ static SpyInsn store_insn(const Shape *sh, uint32_t a, bool one_row) {
 static uint32_t random_chain(SpyInsn *p, uint32_t n, const Shape *sh, uint32_t *seed,
                              uint32_t *last) {
     static const int fns[] = {ISA_VF_ADD, ISA_VF_SUB, ISA_VF_MUL, ISA_VF_DIV, ISA_VF_MAX,
-                              ISA_VF_MIN, ISA_VF_RELU, ISA_VF_NEG, ISA_VF_ABS};
+                              ISA_VF_MIN, ISA_VF_RELU, ISA_VF_NEG, ISA_VF_ABS, ISA_VF_SELECT};
     uint32_t x = REG_C;
     for (uint32_t i = 0; i < n; i++) {
-        int fn = fns[rnd32(seed) % 9];
+        int fn = fns[rnd32(seed) % 10];
         uint32_t dst = rnd32(seed) % 4 == 0 ? (x == REG_C ? REG_R : REG_C) : x;
         if (i > 0 && dst != x && dst == REG_C)
             dst = x;                 /* REG_C was written: it stays the chain's */
-        p[i] = chain_vec(sh, fn, dst, x, (int)(rnd32(seed) % 2), (int)(rnd32(seed) % 3),
-                         REG_Y, (float)(rnd32(seed) % 7) - 3.0f);
+        int pos = (int)(rnd32(seed) % 2), kind = (int)(rnd32(seed) % 3);
+        float imm = (float)(rnd32(seed) % 7) - 3.0f;
+        if (fn == ISA_VF_SELECT)
+            p[i] = select_vec(sh, dst, x, pos + 1, kind, REG_Y, imm, REG_M,
+                              (int)(rnd32(seed) % 3));
+        else
+            p[i] = chain_vec(sh, fn, dst, x, pos, kind, REG_Y, imm);
         x = dst;
     }
     *last = x;
@@ -145,6 +180,9 @@ static void fill(const Shape *sh, uint32_t *seed) {
     }
     for (uint32_t r = 0; r < sh->rows; r++)
         ((float *)(lx + REG_S))[r] = rndf(seed, false);
+    static const uint8_t conds[] = {0, 1, 0, 1, 0, 1, 2, 0x80, 0xff, 0x10};
+    for (size_t i = 0; i < rb / 4; i++)
+        lx[REG_M + i] = conds[rnd32(seed) % 10];
     for (size_t i = 0; i < DRAM_BYTES; i++)
         dram[i] = (uint8_t)(i * 13 + 5);
 }
@@ -220,6 +258,23 @@ static void test_random_chains(void **state) {
     }
 }
 
+/* Fills LX and DRAM for sh (seed), checks the plan of p[0..n): a chain of run
+ * instructions, or (run 0) none, then runs p both ways (sink: LX compared too);
+ * returns the plan. */
+static RtPrep expect_run(const SpyInsn *p, uint32_t n, const Shape *sh, uint32_t *seed,
+                         uint32_t run, bool sink) {
+    fill(sh, seed);
+    RtPrep pl = plan_of(p, n);
+    if (run) {
+        assert_int_equal(pl.how, RT_PH_FUSE);
+        assert_int_equal(pl.run, run);
+    } else {
+        assert_int_not_equal(pl.how, RT_PH_FUSE);
+    }
+    check_both(p, n, sink);
+    return pl;
+}
+
 /* conv_add_add (mobilenet_v2): the bias added in place, then the result added into the
  * residual tile, which is stored; a chain of two VECs without a STORE, and one over a
  * region whose other operand overlaps it in part (not fused). */
@@ -231,45 +286,88 @@ static void test_chain_forms(void **state) {
     p[0] = chain_vec(&sh, ISA_VF_ADD, REG_C, REG_C, 0, 1, 0, 0);
     p[1] = chain_vec(&sh, ISA_VF_ADD, REG_R, REG_C, 1, 2, REG_R, 0);
     p[2] = store_insn(&sh, REG_R, false);
-    fill(&sh, &seed);
-    RtPrep pl = plan_of(p, 3);
-    assert_int_equal(pl.how, RT_PH_FUSE);
-    assert_int_equal(pl.run, 3);
-    assert_int_equal(pl.keep, 0);                /* neither region is read after */
-    check_both(p, 3, false);
+    assert_int_equal(expect_run(p, 3, &sh, &seed, 3, false).keep, 0); /* none read after */
     p[2] = sink_insn();                          /* no STORE: both regions kept */
-    fill(&sh, &seed);
-    pl = plan_of(p, 3);
-    assert_int_equal(pl.run, 2);
-    assert_int_equal(pl.keep, 3);
-    check_both(p, 3, true);
+    assert_int_equal(expect_run(p, 3, &sh, &seed, 2, true).keep, 3);
     /* the other operand one row into the region: no chain */
     p[1] = chain_vec(&sh, ISA_VF_MUL, REG_C, REG_C, 0, 2, REG_C + 4 * sh.rs, 0);
     p[2] = store_insn(&sh, REG_C, false);
-    fill(&sh, &seed);
-    pl = plan_of(p, 3);
-    assert_int_not_equal(pl.how, RT_PH_FUSE);
-    check_both(p, 3, false);
+    expect_run(p, 3, &sh, &seed, 0, false);
     /* one row, its operands' row strides 0 (a depthwise convolution's epilogue) */
     Shape row = {1, 12544, 12544};
     p[0] = chain_vec(&row, ISA_VF_ADD, REG_C, REG_C, 0, 1, 0, 0);
     p[1] = chain_vec(&row, ISA_VF_MIN, REG_C, REG_C, 0, 0, 0, 6.0f);
     p[0].vec.src_rs[0] = p[0].vec.src_rs[1] = p[1].vec.src_rs[0] = 0;
     p[2] = store_insn(&row, REG_C, false);
-    fill(&row, &seed);
-    pl = plan_of(p, 3);
-    assert_int_equal(pl.how, RT_PH_FUSE);
-    assert_int_equal(pl.run, 3);
-    check_both(p, 3, false);
+    expect_run(p, 3, &row, &seed, 3, false);
     /* a region of fewer than 16 KiB: its VECs one by one */
     Shape small = {4, 100, 100};
     p[0] = chain_vec(&small, ISA_VF_ADD, REG_C, REG_C, 0, 1, 0, 0);
     p[1] = chain_vec(&small, ISA_VF_MAX, REG_C, REG_C, 0, 0, 0, 0);
     p[2] = store_insn(&small, REG_C, false);
-    fill(&small, &seed);
-    pl = plan_of(p, 3);
-    assert_int_not_equal(pl.how, RT_PH_FUSE);
-    check_both(p, 3, false);
+    expect_run(p, 3, &small, &seed, 0, false);
+}
+
+/* The epilogue of a bundle with bounded dynamic dimensions: bias, max, min, then the
+ * SELECT that zeroes the padding columns (its condition one row for every row, a row
+ * per row or a scalar per row; the fill a scalar in LX), and the STORE or not; the
+ * SELECT in the middle of a chain, into another region, with an immediate. */
+static void test_select_chains(void **state) {
+    (void)state;
+    static const Shape shapes[] = {{32, 144, 144}, {24, 224, 224}, {40, 130, 136}};
+    uint32_t seed = 21;
+    SpyInsn p[6];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const Shape *sh = &shapes[s];
+        for (int mk = MK_ROWS; mk <= MK_SCALAR; mk++) {
+            p[0] = chain_vec(sh, ISA_VF_ADD, REG_C, REG_C, 0, 2, REG_Y, 0);
+            p[1] = chain_vec(sh, ISA_VF_MAX, REG_C, REG_C, 0, 0, 0, 0.0f);
+            p[2] = chain_vec(sh, ISA_VF_MIN, REG_C, REG_C, 0, 0, 0, 6.0f);
+            p[3] = select_vec(sh, REG_C, REG_C, 1, 1, 0, 0, REG_M, mk);
+            p[3].vec.src_rs[2] = 0;              /* the fill: one scalar */
+            p[4] = store_insn(sh, REG_C, false);
+            expect_run(p, 5, sh, &seed, 5, false);
+            p[4] = sink_insn();                  /* no STORE: the region kept */
+            assert_int_equal(expect_run(p, 5, sh, &seed, 4, true).keep, 8);
+            /* in the middle, into the second region, the chain value where not set */
+            p[1] = select_vec(sh, REG_R, REG_C, 2, 0, 0, -1.5f, REG_M, mk);
+            p[2] = chain_vec(sh, ISA_VF_MUL, REG_R, REG_R, 1, 2, REG_Y, 0);
+            p[3] = select_vec(sh, REG_R, REG_R, 2, 2, REG_Y, 0, REG_M, mk);
+            p[4] = store_insn(sh, REG_R, sh->rs == sh->cols);
+            expect_run(p, 5, sh, &seed, 5, false);
+        }
+    }
+}
+
+/* SELECTs whose condition the chain writes are not taken into it (before the SELECT,
+ * by the SELECT itself, after it), nor one on an immediate condition; the same bits. */
+static void test_select_clashes(void **state) {
+    (void)state;
+    Shape sh = {24, 224, 224};
+    uint32_t seed = 34;
+    SpyInsn p[4];
+    /* the condition in the region that VEC 1, after the SELECT, writes */
+    p[0] = select_vec(&sh, REG_C, REG_C, 2, 0, 0, 3.0f, REG_R + 64, MK_ROWS);
+    p[1] = chain_vec(&sh, ISA_VF_ADD, REG_R, REG_C, 0, 2, REG_Y, 0);
+    p[2] = store_insn(&sh, REG_R, false);
+    expect_run(p, 3, &sh, &seed, 0, false);
+    /* the condition in the first region, which VEC 0 writes: the chain stops there */
+    p[0] = chain_vec(&sh, ISA_VF_ADD, REG_C, REG_C, 0, 1, 0, 0);
+    p[1] = chain_vec(&sh, ISA_VF_MAX, REG_R, REG_C, 0, 0, 0, 0.0f);
+    p[2] = select_vec(&sh, REG_R, REG_R, 1, 1, 0, 0, REG_C + 4 * sh.rs, MK_ONE_ROW);
+    p[3] = store_insn(&sh, REG_R, false);
+    expect_run(p, 4, &sh, &seed, 2, false);
+    /* the condition in the SELECT's own region (a scalar, its last byte) */
+    p[2] = select_vec(&sh, REG_R, REG_R, 1, 1, 0, 0, REG_R + 4 * sh.rs * sh.rows - 1,
+                      MK_SCALAR);
+    p[2].vec.src_rs[0] = 0;
+    expect_run(p, 4, &sh, &seed, 2, false);
+    /* the condition an immediate */
+    p[0] = select_vec(&sh, REG_C, REG_C, 2, 1, 0, 0, REG_M, MK_ROWS);
+    p[0].vec.flags = ISA_F_IMM_A;
+    p[0].vec.imm = 1;
+    p[1] = store_insn(&sh, REG_C, false);
+    expect_run(p, 2, &sh, &seed, 0, false);
 }
 
 /* VECs over an empty region (no columns under 2^32 - 1 rows, or no rows) do nothing
@@ -302,6 +400,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_chains),
         cmocka_unit_test(test_chain_forms),
+        cmocka_unit_test(test_select_chains),
+        cmocka_unit_test(test_select_clashes),
         cmocka_unit_test(test_empty_regions),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

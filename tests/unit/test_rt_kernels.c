@@ -601,7 +601,8 @@ static void test_vec_direct(void **state) {
 }
 
 /* F32 SELECT on a BOOL condition (the masks of dynamic dimensions, taken by the direct
- * path): condition a row or a scalar, the values rows or scalars, in place or apart;
+ * path): condition a row or a scalar (its true bytes 1 to 0xff), the values rows or
+ * scalars, in place or apart;
  * every element the bits of the operand the condition picks (NaN payloads too), the
  * padding of the destination rows untouched. */
 static void test_vec_select(void **state) {
@@ -612,7 +613,8 @@ static void test_vec_select(void **state) {
         for (int ip = 0; ip < 2; ip++) {
             uint32_t d = ip ? s1 : 131072;
             for (uint32_t i = 0; i < rows * rs + 16; i++) {
-                core.lx[m + i] = (uint8_t)(rnd(&seed) > 0.0f ? 1 + i % 3 : 0);
+                static const uint8_t trues[] = {1, 2, 3, 0x10, 0x80, 0xff}; /* any byte */
+                core.lx[m + i] = rnd(&seed) > 0.0f ? trues[i % 6] : 0;
                 fp(s1)[i] = rnd(&seed);
                 fp(s2)[i] = rnd(&seed);
                 fp(131072)[i] = 1234.0f;
