@@ -35,12 +35,19 @@ typedef int64_t rt_i64 __attribute__((aligned(1), may_alias));
 /* Bytes of a host thread's MATMUL packing buffer (RtCore.pack). */
 #define RT_PACK_BYTES (512u << 10)
 
+/* Bytes allocated past the packing buffer, as RT_LX_SLACK past a scratchpad: a kernel
+ * may store a whole vector where only its first lanes are wanted by reading the rest
+ * and writing them back unchanged (rt_kern_mm256.c: a masked store costs about 13
+ * cycles on AMD Zen 3). Both buffers are the host thread's own. */
+#define RT_PACK_SLACK 64
+
 enum { RT_XOK = 0, RT_XERR_INDEX = 1, RT_XERR_DIVZERO = 2 };
 
 typedef struct {
     uint8_t *lx;             /* scratchpad of lx_budget_bytes */
     uint8_t *const *seg;     /* DRAM segment base pointers */
-    float *pack;             /* RT_PACK_BYTES for the MATMUL kernel, 64-aligned; or NULL */
+    float *pack;             /* RT_PACK_BYTES (+ RT_PACK_SLACK) for the MATMUL kernel,
+                                64-aligned; or NULL */
     uint32_t wide;           /* byte offset from lx of 2 * lx_budget_bytes + RT_LX_SLACK
                                 bytes where a DLF16 MATMUL widens its operands (C stays
                                 in place); 0: none (a temporary buffer is used) */

@@ -41,15 +41,17 @@ MMT_TARGET static inline __m256i lanes8(int64_t n) {
 }
 
 /* Stores the lanes of v that mask m selects to p: a plain store when m selects all of
- * them. A masked store (VMASKMOVPS) costs about 13 cycles on AMD Zen 3 against about
- * one for a plain store (and one on Intel cores); the micro-kernels store 12 vectors a
- * call, nearly all whole, so on Zen 3 a product with k 16 spent more time storing C than
- * multiplying. */
+ * them, else the other lanes' floats read and written back unchanged (p is in the host
+ * thread's scratchpad or packing buffer, with RT_LX_SLACK or RT_PACK_SLACK bytes past
+ * their ends). A masked store (VMASKMOVPS) costs about 13 cycles on AMD Zen 3 against
+ * about one for a plain store (and one on Intel cores): the micro-kernels store 12
+ * vectors a call, so a product with k 16 spent more time storing C than multiplying,
+ * and the channel-lane kernel stores rows of 7 pixels (squeezenet, resnet50) 8 at a
+ * time. */
 MMT_TARGET static inline void store8m(float *p, __m256i m, __m256 v) {
-    if (_mm256_movemask_ps(_mm256_castsi256_ps(m)) == 0xff)
-        _mm256_storeu_ps(p, v);
-    else
-        _mm256_maskstore_ps(p, m, v);
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(m)) != 0xff)
+        v = _mm256_blendv_ps(_mm256_loadu_ps(p), v, _mm256_castsi256_ps(m));
+    _mm256_storeu_ps(p, v);
 }
 
 /* Lanes i < n (n clamped to 0..8) of p[2*i], reading no element past p[2*n - 2]. */

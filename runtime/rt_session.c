@@ -98,11 +98,11 @@ static double now_us(void) {
 }
 
 /* Bytes allocated per host thread: the scratchpad with its slack, then the MATMUL
- * packing buffer, 64-aligned within the block (pack_buffer), then the widening area of
+ * packing buffer with its slack, 64-aligned within the block (pack_buffer), then the widening area of
  * DLF16 MATMULs (wide_offset). */
 static size_t lx_alloc_bytes(const spy_model *m) {
     return (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64 + RT_PACK_BYTES +
-           2 * (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64;
+           RT_PACK_SLACK + 2 * (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64;
 }
 
 /* The packing buffer within a thread's block lx (see lx_alloc_bytes). */
@@ -114,7 +114,8 @@ static float *pack_buffer(const spy_model *m, uint8_t *lx) {
 /* Byte offset of the widening area (RtCore.wide) within a thread's block lx, 64-aligned
  * in memory. */
 static uint32_t wide_offset(const spy_model *m, const uint8_t *lx) {
-    uintptr_t p = (uintptr_t)pack_buffer(m, (uint8_t *)(uintptr_t)lx) + RT_PACK_BYTES;
+    uintptr_t p = (uintptr_t)pack_buffer(m, (uint8_t *)(uintptr_t)lx) + RT_PACK_BYTES +
+                  RT_PACK_SLACK;
     return (uint32_t)(((p + 63) & ~(uintptr_t)63) - (uintptr_t)lx);
 }
 

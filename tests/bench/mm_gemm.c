@@ -68,7 +68,7 @@ static void *thread_main(void *arg) {
     Job *j = arg;
     size_t lx_bytes = ((size_t)2 << 20) + RT_LX_SLACK;
     uint8_t *lx = aligned_alloc(64, lx_bytes);
-    float *pack = aligned_alloc(64, RT_PACK_BYTES);
+    float *pack = aligned_alloc(64, RT_PACK_BYTES + RT_PACK_SLACK);
     j->best_s = -1;
     if (!lx || !pack)
         goto out;

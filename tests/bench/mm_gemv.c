@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
         a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (int t = 0; t < threads; t++) {
         g_lx[t] = aligned_alloc(64, ((size_t)1 << 20) + RT_LX_SLACK);
-        g_pack[t] = aligned_alloc(64, RT_PACK_BYTES);
+        g_pack[t] = aligned_alloc(64, RT_PACK_BYTES + RT_PACK_SLACK);
         if (!g_lx[t] || !g_pack[t])
             return fprintf(stderr, "mm_gemv: out of memory\n"), 1;
     }

@@ -137,7 +137,7 @@ static void fill(float *p, size_t n, uint32_t mul) {
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
     uint8_t *lx = aligned_alloc(64, LX_BYTES + RT_LX_SLACK);
-    float *pack = aligned_alloc(64, RT_PACK_BYTES);
+    float *pack = aligned_alloc(64, RT_PACK_BYTES + RT_PACK_SLACK);
     float *weights = aligned_alloc(64, COLD_BYTES);
     float *bdram = aligned_alloc(64, (size_t)8 << 20);
     if (!lx || !pack || !weights || !bdram) {

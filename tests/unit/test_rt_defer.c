@@ -41,7 +41,7 @@ static int setup(void **state) {
     dram = malloc(DRAM_BYTES);
     dram0 = malloc(DRAM_BYTES);
     segs[0] = dram;
-    core = (RtCore){.lx = lx, .seg = segs, .pack = aligned_alloc(64, RT_PACK_BYTES)};
+    core = (RtCore){.lx = lx, .seg = segs, .pack = aligned_alloc(64, RT_PACK_BYTES + RT_PACK_SLACK)};
     return lx && dram && dram0 && core.pack ? 0 : -1;
 }
 

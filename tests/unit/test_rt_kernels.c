@@ -50,7 +50,7 @@ static uint32_t bits(float f) {
 static int setup(void **state) {
     (void)state;
     lx = calloc(LX_BYTES + 256, 1);
-    core = (RtCore){.lx = lx, .pack = aligned_alloc(64, RT_PACK_BYTES)};
+    core = (RtCore){.lx = lx, .pack = aligned_alloc(64, RT_PACK_BYTES + RT_PACK_SLACK)};
     return lx && core.pack ? 0 : -1;
 }
 
