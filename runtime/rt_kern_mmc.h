@@ -26,9 +26,12 @@
 #if MMT_VL == 16
 #define MMC_R1 16            /* pixels a call, one vector of channels: 16 zmm accumulators */
 #define MMC_R2 14            /* two vectors: 28 zmm accumulators */
+#define MMC_PLAIN_V MMC_WIN_V /* vectors' worth of rows a plain B takes from MMC_PLAIN_K */
 #else
 #define MMC_R1 8             /* 16 ymm registers */
 #define MMC_R2 6
+#define MMC_PLAIN_V 2        /* more did not pay for the transposes on AMD Zen 3 (the
+                                pixel-lane kernels: m64 n49 k512 -11%, m64 n196 k256 -8%) */
 #endif
 
 /* A's transpose for win_chan: at, MV * MMT_VL floats a k (row i of A at lane i), rows
@@ -361,7 +364,7 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
  * worth of rows of C when B is in LX (bdram false), or when all of B fits in L2
  * (MMC_PLAIN_L2, wherever it is) and n is not a multiple of MMT_NR (the pixel-lane
  * kernels' last column block would be partly empty: resnet50's 49, 112 and 196), then
- * also for up to MMC_WIN_V vectors when k is at least MMC_PLAIN_K. Never when n is a
+ * also for up to MMC_PLAIN_V vectors when k is at least MMC_PLAIN_K. Never when n is a
  * multiple of MMT_NR: the pixel-lane kernels then fill every lane too, without
  * transposing A first (m16 n32 k128 with B in LX: 2.19 -> 1.63 us, m8 n16 k128 0.69 ->
  * 0.45 us on AMD Zen 3, one thread; m8 to m16 by n 16 to 96: 1.1x to 2x faster, none
@@ -373,7 +376,7 @@ MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool b
     size_t kb;
     bool small = (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_L2 && x->n % MMT_NR;
     if (x->win || x->bt || (bdram && !small) || x->n < 2 || x->n % MMT_NR == 0 ||
-        !MMT_NAME(chan_fits)(c, x->m, x->k, small && x->k >= MMC_PLAIN_K ? MMC_WIN_V : 2,
+        !MMT_NAME(chan_fits)(c, x->m, x->k, small && x->k >= MMC_PLAIN_K ? MMC_PLAIN_V : 2,
                              &kb) ||
         (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
         return false;
