@@ -7,10 +7,12 @@ For each model (tests/models.list on ../shared/models, the shipped examples, and
     model  compile ms  spyrun ms  ort ms  spyrun/ort  device us  eff %
 
 compile ms   wall time of `spyrec model.onnx -o x.sbin` (median of --compiles runs)
-spyrun ms    host latency of one inference on the emulator: median of --repeat runs
-             after --warmup runs (spyrun --repeat), emulator threads = host CPUs
-ort ms       onnxruntime CPU latency on the same inputs, median of --repeat runs after
+spyrun ms    host latency of one inference on the emulator: median of N runs after
+             --warmup runs (spyrun --repeat N), emulator threads = host CPUs
+ort ms       onnxruntime CPU latency on the same inputs, median of N runs after
              --warmup runs, intra-op threads = host CPUs
+             (N: --repeat, or for a fast model as many as fill --budget-ms by
+             onnxruntime's warm-up runs, at most 3000; the same N on both sides)
 device us    modelled time of one inference on the accelerator (timing model)
 eff %        modelled efficiency: the sum of the kernels' rooflines over the sum of their
              modelled times (the total row of `spyrun --profile`)
@@ -38,7 +40,12 @@ def parse_args():
     ap.add_argument("--list", default="tests/models.list", help="model list file")
     ap.add_argument("--model", action="append", default=[],
                     help="extra model.onnx (its test_data_set_0 beside it); repeatable")
-    ap.add_argument("--repeat", type=int, default=20, help="timed runs (default 20)")
+    ap.add_argument("--repeat", type=int, default=20, help="timed runs, at least (default 20)")
+    ap.add_argument("--budget-ms", type=float, default=300.0,
+                    help="more timed runs for a fast model, up to this much time per side "
+                         "(estimated from onnxruntime's warm-up runs; default 300, at most "
+                         "3000 runs): a median of 20 runs of 0.05 ms moved by half on a "
+                         "shared host")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up runs (default 3)")
     ap.add_argument("--compiles", type=int, default=3, help="compile runs (default 3)")
     ap.add_argument("--json", help="also write the results to this JSON file")
@@ -83,10 +90,11 @@ def compile_model(args, model, sbin):
     return statistics.median(times)
 
 
-def run_spyrun(args, sbin, data):
-    """(median host latency ms, modelled device us) from spyrun --repeat."""
+def run_spyrun(args, sbin, data, repeat=None):
+    """(median host latency ms, modelled device us) from spyrun --repeat (repeat, else
+    args.repeat, timed runs)."""
     r = subprocess.run([os.path.join(args.build, "spyrun"), sbin, "--input-dir", data, "-q",
-                        "--repeat", str(args.repeat), "--warmup", str(args.warmup)],
+                        "--repeat", str(repeat or args.repeat), "--warmup", str(args.warmup)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("spyrun failed: " + (r.stderr.strip().splitlines() or ["?"])[0])
@@ -111,9 +119,18 @@ def geomean(values):
     return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
 
 
-def run_ort(args, model, data):
+def timed_runs(args, est_ms):
+    """Timed runs for a model whose one run takes about est_ms: args.repeat, or more up
+    to args.budget_ms of runs (when the caller has it), at most 3000."""
+    budget = getattr(args, "budget_ms", 0) or 0
+    more = int(budget / est_ms) if est_ms > 0 else 0
+    return max(args.repeat, min(3000, more))
+
+
+def run_ort(args, model, data, stats=None):
     """Median onnxruntime latency in ms on the inputs of data/input_K.pb (intra-op threads:
-    args.threads when the caller has one, else the host CPUs)."""
+    args.threads when the caller has one, else the host CPUs); timed_runs of them, after
+    the warm-up runs that estimate one (their number in stats["runs"] when given)."""
     import numpy as np  # noqa: F401  (onnxruntime needs it)
     import onnx
     import onnxruntime as ort
@@ -128,10 +145,16 @@ def run_ort(args, model, data):
         with open(os.path.join(data, f"input_{k}.pb"), "rb") as f:
             t.ParseFromString(f.read())
         feeds[inp.name] = numpy_helper.to_array(t)
-    for _ in range(args.warmup):
+    warm = []
+    for _ in range(max(1, args.warmup)):
+        t0 = time.perf_counter()
         sess.run(None, feeds)
+        warm.append((time.perf_counter() - t0) * 1e3)
+    runs = timed_runs(args, statistics.median(warm))
+    if stats is not None:
+        stats["runs"] = runs
     times = []
-    for _ in range(max(1, args.repeat)):
+    for _ in range(max(1, runs)):
         t0 = time.perf_counter()
         sess.run(None, feeds)
         times.append((time.perf_counter() - t0) * 1e3)
@@ -154,7 +177,9 @@ def main():
     args = parse_args()
     rows = []
     models = list_models(args)
-    print(f"host: {os.cpu_count()} CPUs; {args.repeat} timed runs after {args.warmup} warm-up runs")
+    print(f"host: {os.cpu_count()} CPUs; {args.repeat} timed runs (more for a fast model: "
+          f"up to {args.budget_ms:g} ms of them, the same number on both sides) after "
+          f"{args.warmup} warm-up runs")
     head = f"{'model':<24} {'compile ms':>10} {'spyrun ms':>10} {'ort ms':>9} {'spyrun/ort':>10} {'device us':>11} {'eff %':>6}"
     print(head)
     print("-" * len(head))
@@ -167,9 +192,11 @@ def main():
             ort_model = model if model.endswith(".onnx") else os.path.join(
                 os.path.dirname(model), "model.onnx")
             try:
-                row["ort_ms"] = run_ort(args, ort_model, data)
+                stats = {}
+                row["ort_ms"] = run_ort(args, ort_model, data, stats)
                 row["compile_ms"] = compile_model(args, model, sbin)
-                row["spyrun_ms"], row["device_us"] = run_spyrun(args, sbin, data)
+                row["spyrun_ms"], row["device_us"] = run_spyrun(args, sbin, data,
+                                                                 stats["runs"])
                 row["ratio"] = row["spyrun_ms"] / row["ort_ms"]
                 row["eff_pct"] = run_profile(args, sbin, data)
             except Exception as e:  # one model failing must not stop the table
