@@ -15,7 +15,6 @@
 #include "rt_exec.h"
 #include "rt_vlanes.h"
 
-
 /* Operand kinds of a direct row. */
 enum { OP_ROW = 0, OP_SCALAR = 1 };
 

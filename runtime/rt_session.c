@@ -98,8 +98,8 @@ static double now_us(void) {
 }
 
 /* Bytes allocated per host thread: the scratchpad with its slack, then the MATMUL
- * packing buffer with its slack, 64-aligned within the block (pack_buffer), then the widening area of
- * DLF16 MATMULs (wide_offset). */
+ * packing buffer with its slack, 64-aligned within the block (pack_buffer), then the
+ * widening area of DLF16 MATMULs (wide_offset). */
 static size_t lx_alloc_bytes(const spy_model *m) {
     return (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64 + RT_PACK_BYTES +
            RT_PACK_SLACK + 2 * (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64;
