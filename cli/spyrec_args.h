@@ -18,7 +18,7 @@ enum { EXIT_INTERNAL = 1, EXIT_INPUT = 2 };
 typedef enum { EMIT_SBIN, EMIT_IR, EMIT_ASM, EMIT_DOT } EmitKind;
 extern const char *const cli_emit_names[];   /* by EmitKind */
 
-#define CLI_DIM_BUCKETS 16                /* default --dim-buckets */
+#define CLI_DIM_BUCKETS 17                /* default --dim-buckets */
 #define SPEC_MAX 64                       /* --bind / --input-shape options at most */
 #define CALIB_MAX 256                     /* --calibrate folders at most */
 

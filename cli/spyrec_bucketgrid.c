@@ -15,7 +15,12 @@
  *     integer x, every member of a class the same size), the classes independent;
  *   - from the bounds' box, boxes of that grid are added one at a time, each the one
  *     that lowers the expected waste the most (the first in grid order of a tie),
- *     until there are `limit` boxes or none lowers it.
+ *     until there are `limit` - 1 boxes or none lowers it;
+ *   - the last is the minimum's box (every class at its min) when the choice left it
+ *     out, else one more of the greedy kind: the smallest size is a common one (batch
+ *     1, the shortest prompt) and the one where a box's margin costs the most against
+ *     its own work, while a log-uniform weight gives it little mass (one point of a
+ *     wide range). It is taken last so that it leaves the greedy choice as it was.
  * The sums are exact (term by term) below 2^22 terms, so the choice does not depend on
  * the C library's log or pow for the ranges met in practice.
  */
@@ -131,7 +136,8 @@ typedef struct {
     bool *chosen;
 } Grid;
 
-/* Fills the grid of classes cs (nc of them); false when out of memory. */
+/* Fills the grid of classes cs (nc of them), the bounds' box chosen; false when out
+ * of memory. */
 static bool grid_build(Grid *g, const GridClass *cs, int nc)
 {
     g->nc = nc;
@@ -165,6 +171,7 @@ static bool grid_build(Grid *g, const GridClass *cs, int nc)
     return true;
 }
 
+
 static void grid_free(Grid *g)
 {
     free(g->digit);
@@ -195,6 +202,15 @@ static double gain(const Grid *g, int b)
     return s;
 }
 
+/* Adds box cell b: the sizes it holds that ran in a larger box run in it. */
+static void grid_take(Grid *g, int b)
+{
+    g->chosen[b] = true;
+    for (int k = 0; k <= b; k++)
+        if (g->best[k] > g->volume[b] && holds(g, b, k))
+            g->best[k] = g->volume[b];
+}
+
 /* Adds the box that lowers the expected waste the most; false when none does. */
 static bool grid_add(Grid *g)
 {
@@ -209,11 +225,21 @@ static bool grid_add(Grid *g)
     }
     if (pick < 0)
         return false;
-    g->chosen[pick] = true;
-    for (int k = 0; k <= pick; k++)
-        if (g->best[k] > g->volume[pick] && holds(g, pick, k))
-            g->best[k] = g->volume[pick];
+    grid_take(g, pick);
     return true;
+}
+
+/* Chooses the boxes, at most limit with the bounds': the greedy ones, then the
+ * minimum's (cell 0) when the greedy choice left it out. */
+static void grid_choose(Grid *g, int limit)
+{
+    int k = 1;
+    while (k < limit - 1 && grid_add(g))
+        k++;
+    if (g->ncells > 1 && !g->chosen[0])
+        grid_take(g, 0);
+    else if (k < limit)
+        grid_add(g);
 }
 
 /* Symbols per box, for cmp_box (qsort passes no context). */
@@ -283,8 +309,7 @@ int cli_bucket_grid(const int64_t *min, const int64_t *max, int nsyms, int limit
     Grid g = {0};
     int nb = 0;
     if (grid_build(&g, cs, nc)) {
-        for (int k = 1; k < limit && grid_add(&g); k++)
-            ;
+        grid_choose(&g, limit);
         nb = grid_boxes(&g, cs, cls, nsyms, boxes, cap);
     }
     grid_free(&g);

@@ -3,7 +3,8 @@
  * per box; a class takes min, max and the numbers between with at most three
  * significant bits; from the bounds' box, boxes are added one at a time, each the one
  * that lowers the expected waste (box volume over size volume, sizes log-uniform per
- * class) the most; the bounds' own box left out; boxes ordered by product, then
+ * class) the most, the last place kept for the minimum's box; the bounds' own box
+ * left out; boxes ordered by product, then
  * lexicographically. The waste is computed here again, size by size, independently of
  * the grid's own bookkeeping.
  * The runtime's choice (runtime/rt_variants.c): the first bucket whose box holds every
@@ -81,9 +82,23 @@ static double waste2(const int64_t *boxes, int nb, const int64_t *min, const int
     return sum / norm;
 }
 
-/* batch 1..8, seq 2..128 (two classes): the boxes of limit L + 1 are those of limit L
- * and one more, which lowers the waste at least as much as any other box of the grid
- * would (brute force over every pair of grid values). */
+/* Drops box [1, 2] (the minimum's) from boxes (nb of two symbols); returns how many
+ * are left. */
+static int drop_min(int64_t *boxes, int nb)
+{
+    int n = 0;
+    for (int k = 0; k < nb; k++)
+        if (boxes[2 * k] != 1 || boxes[2 * k + 1] != 2) {
+            boxes[2 * n] = boxes[2 * k], boxes[2 * n + 1] = boxes[2 * k + 1];
+            n++;
+        }
+    return n;
+}
+
+/* batch 1..8, seq 2..128 (two classes): the minimum's box [1, 2] comes last; the
+ * others of limit L + 1 are those of limit L and one more, which lowers the waste at
+ * least as much as any other box of the grid would (brute force over every pair of
+ * grid values). */
 static void test_greedy(void **st)
 {
     (void)st;
@@ -92,9 +107,14 @@ static void test_greedy(void **st)
     int np = cli_bucket_grid(min, max, 2, 6, prev, 16);
     assert_int_equal(np, 5);
     expect_valid(prev, np, 2, min, max);
+    assert_memory_equal(prev, min, sizeof min);           /* the smallest: first */
+    np = drop_min(prev, np);
+    assert_int_equal(np, 4);
     int nn = cli_bucket_grid(min, max, 2, 7, next, 17);
     assert_int_equal(nn, 6);
     expect_valid(next, nn, 2, min, max);
+    nn = drop_min(next, nn);
+    assert_int_equal(nn, 5);
     int found = 0;                         /* every old box is still there */
     for (int i = 0; i < np; i++)
         for (int k = 0; k < nn; k++)
@@ -117,7 +137,7 @@ static void test_greedy(void **st)
     int nm = cli_bucket_grid(min, max, 2, 16, many, 64);
     assert_int_equal(nm, 15);
     expect_valid(many, nm, 2, min, max);
-    assert_true(waste2(many, nm, min, max) < got);
+    assert_true(waste2(many, nm, min, max) < waste2(next, nn, min, max));
 }
 
 /* Symbols bounded alike (h and w of an image) take one value in every box: diagonal
@@ -133,6 +153,7 @@ static void test_classes(void **st)
         expect_valid(boxes, nb, 3, min, max);
         for (int k = 0; k < nb; k++)
             assert_int_equal(boxes[3 * k + 1], boxes[3 * k + 2]);
+        assert_memory_equal(boxes, min, sizeof min);   /* the minimum's box first */
     }
     /* h and w bounded differently: two classes, boxes need not be diagonal */
     const int64_t max2[3] = {8, 512, 256};
@@ -145,8 +166,9 @@ static void test_classes(void **st)
     assert_true(off > 0);
 }
 
-/* One symbol: the first box is the value that minimises the waste (brute force over
- * every grid value between 3 and 100). */
+/* One symbol: with a limit of 2 the box is the minimum's; with 3, the minimum's and
+ * the value that minimises the waste (brute force over every grid value between 3 and
+ * 100), chosen before the minimum's. */
 static void test_one_symbol(void **st)
 {
     (void)st;
@@ -164,7 +186,10 @@ static void test_one_symbol(void **st)
             least = sum / norm, best = v;
     }
     assert_int_equal(cli_bucket_grid((int64_t[]){3}, (int64_t[]){100}, 1, 2, boxes, 64), 1);
-    assert_int_equal(boxes[0], best);
+    assert_int_equal(boxes[0], 3);
+    assert_int_equal(cli_bucket_grid((int64_t[]){3}, (int64_t[]){100}, 1, 3, boxes, 64), 2);
+    assert_int_equal(boxes[0], 3);
+    assert_int_equal(boxes[1], best);
     /* every grid value 3..100 is a bucket when the limit allows: 3 4 5 6 7 8 10 12 14 16
      * 20 24 28 32 40 48 56 64 80 96 (20) and the bounds */
     int nb = cli_bucket_grid((int64_t[]){3}, (int64_t[]){100}, 1, 64, boxes, 64);
