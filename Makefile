@@ -6,7 +6,7 @@
 #   make bench      compile time, host latency and onnxruntime ratio per model (needs PyPI)
 #   make zoo-large  materialise the large models (../shared/models-large) in build/zoo-large
 #   make bench-large  compile, memory, load and latency of the large models, long chains, GFLOP/s
-#   make bench-tiles  GFLOP/s of the MATMUL tile kernel alone on resnet50's convolution tiles
+#   make bench-tiles  GFLOP/s of the MATMUL tile kernel alone on resnet50's and bert_base's tiles
 #   make bench-gemv   GB/s of the one-row MATMUL (a decode step) against a plain read of B
 #   make bench-gemm   GFLOP/s of the MATMUL tile kernel on bench-large's GEMM products
 #   make bench-cache  compile-cache timings: plain compile, miss and hit per model, best of 5

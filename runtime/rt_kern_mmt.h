@@ -387,24 +387,37 @@ MMT_INLINE uint32_t MMT_NAME(block_rows)(uint32_t left) {
     return (left + nb - 1) / nb;
 }
 
-/* Points y's prefetch at line t of every row of the next block of B (x's B in place,
- * not transposed: rows [k0, k0 + kc), columns [j0, j0 + nc)), for the t-th
- * micro-kernel call of the current block; none when t is past the block's lines.
- * The calls of a block each fetch one line of every row of the next block, a line
- * per k step, so that when the next block starts its rows are in L2: a weight's
- * rows are kilobytes apart in DRAM, too far apart for the hardware prefetcher, and
- * fetching them only a few rows ahead left the first pass over each block waiting on
- * DRAM (bert_base's 32- and 64-row products: 70-83 -> 85-89 GFLOP/s on one thread). */
+/* The number of row blocks (micro-kernel calls per panel) of m rows. */
+MMT_INLINE size_t MMT_NAME(row_blocks)(uint32_t m) {
+    return m ? (m + MMT_MR - 1) / MMT_MR : 1;
+}
+
+/* Points y's prefetch at its share of the next block of B (x's B in place, not
+ * transposed: rows [k0, k0 + kc), columns [j0, j0 + nc)) for the t-th of the T
+ * micro-kernel calls of the current block: the block's lines are dealt out over all T
+ * calls, a column of lines (line t % lines of each row) to T / lines calls, each taking
+ * its run of rows, one line a k step; none when t is past them. So the next block is
+ * in L2 when it starts: a weight's rows are kilobytes apart in DRAM, too far apart for
+ * the hardware prefetcher, and fetching them only a few rows ahead left the first pass
+ * over each block waiting on DRAM (bert_base's 32- and 64-row products: 70-83 -> 85-89
+ * GFLOP/s on one thread). Spread over all calls, not a line of every row in each of
+ * the first calls: a burst of one prefetch every few cycles filled the miss buffers and
+ * stalled the multiply-adds behind it (AMD Zen 3: bert_base's tiles with B from DRAM at
+ * 63 GFLOP/s, 84 with B in the caches). */
 MMT_INLINE void MMT_NAME(ahead)(MMT_NAME(Args) *y, const MMT_NAME(Args) *x, size_t t,
-                                 uint32_t k0, uint32_t kc, size_t j0, size_t nc) {
+                                 size_t T, uint32_t k0, uint32_t kc, size_t j0, size_t nc) {
     y->pf = NULL;
     if (!kc || !nc)     /* no next block */
         return;
     const char *row = (const char *)(x->b + (size_t)k0 * x->ldb + j0);
     const char *line = (const char *)((uintptr_t)row & ~(uintptr_t)63);
     size_t lines = ((size_t)(row - line) + nc * 4 + 63) / 64;
-    y->pf = t < lines ? line + t * 64 : NULL;
-    y->pfn = kc;
+    size_t per = T > lines ? T / lines : 1;             /* calls per column of lines */
+    size_t run = (kc + per - 1) / per, r0 = t / lines * run;
+    if (t >= per * lines || r0 >= kc)
+        return;
+    y->pf = line + t % lines * 64 + r0 * x->ldb * 4;
+    y->pfn = (uint32_t)(kc - r0 < run ? kc - r0 : run);
     y->pfst = x->ldb * 4;
 }
 
@@ -416,6 +429,7 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
                                               size_t nc, uint32_t nk0, uint32_t nkc,
                                               size_t nj0, size_t nnc) {
     size_t np = (nc + MMT_NR - 1) / MMT_NR, t = 0;
+    size_t calls = np * MMT_NAME(row_blocks)(x->m);
     MMT_NAME(Args) y = *x;
     bool zero = x->zero && k0 == 0, plain = !x->win && !x->bt;
     for (size_t p = 0; !plain && p < np; p++) {
@@ -439,7 +453,7 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
             float *panel = pack + p * kc * MMT_NR;
             bool first = plain && i0 == 0;   /* B in place, packed as it is read */
             if (plain)
-                MMT_NAME(ahead)(&y, x, t++, nk0, nkc, nj0, nnc);
+                MMT_NAME(ahead)(&y, x, t++, calls, nk0, nkc, nj0, nnc);
             y.pk = first ? panel : NULL;
             f(&y, first ? x->b + (size_t)k0 * x->ldb + j0 + p * MMT_NR : panel,
               first ? x->ldb : MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero, MMT_LANES(left),
@@ -671,12 +685,12 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
             uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb, nk0 = k0 + kc;
             uint32_t nkc = x.k - nk0 < kb ? x.k - nk0 : kb;
-            size_t t = 0;
+            size_t t = 0, calls = (x.n + MMT_NR - 1) / MMT_NR * MMT_NAME(row_blocks)(x.m);
             for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
                 int64_t left = (int64_t)x.n - (int64_t)j0;
                 for (uint32_t i0 = 0, rows; i0 < x.m; i0 += rows) {
                     rows = MMT_NAME(block_rows)(x.m - i0);
-                    MMT_NAME(ahead)(&y, &x, t++, nk0, nkc, 0, x.n);
+                    MMT_NAME(ahead)(&y, &x, t++, calls, nk0, nkc, 0, x.n);
                     bool again = i0 > 0 && c->pack;   /* the panel the first block packed */
                     y.pk = i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
                     MMT_NAME(micros)[rows](&y, again ? c->pack : x.b + k0 * x.ldb + j0,

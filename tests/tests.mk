@@ -129,7 +129,8 @@ $(BUILD)/tests/fma_peak: tests/bench/fma_peak.c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -std=c11 -O2 -march=native -ffp-contract=fast $(WARN) -o $@ $< -lpthread
 
-# the MATMUL tile kernel alone on resnet50's convolution tiles, A warm and cold
+# the MATMUL tile kernel alone on resnet50's convolution tiles and bert_base's products,
+# the weight warm and cold
 # (tests/bench/mm_tiles.c), after one core's FMA peak
 $(BUILD)/tests/mm_tiles: tests/bench/mm_tiles.c $(LIBRT_A)
 	@mkdir -p $(dir $@)

@@ -1,20 +1,23 @@
 /* mm_tiles [FILTER]: GFLOP/s of the emulator's F32 MATMUL tile kernel (rt_matmul_src,
  * one host thread) on the tile shapes of resnet50's convolutions as spyrec cuts them
  * for 32 cores: implicit-GEMM windows (3 x 3 at stride 1 and 2, 1 x 1 at stride 2, the
- * 7 x 7 stem) and plain products (1 x 1 convolutions). FILTER keeps the shapes whose
- * name contains it.
+ * 7 x 7 stem) and plain products (1 x 1 convolutions); then those of bert_base (seq
+ * 128), whose weight is B, read in place from DRAM (a deferred LOAD). FILTER keeps the
+ * shapes whose name contains it.
  *
- * Two columns per shape: A (the weight) warm in the caches, and cold, read from a
- * different place of a 128 MiB buffer every call, as a weight streamed from DRAM is
- * in a whole inference. Times are the thread's CPU time (best of 5 rounds), so other
+ * Two columns per shape: the weight (A; B for bert_base) warm in the caches, and cold,
+ * read from a different place of a 128 MiB buffer every call, as a weight streamed from
+ * DRAM is in a whole inference. Times are the thread's CPU time (best of 5 rounds), so other
  * processes on a shared host change them little. Compare with one core's FMA peak
  * (fma_peak): where the kernel is near the peak, the lanes it computes past n (a
  * column block of 2 vectors, the padded grid of a window) are the rest of the cost.
  *
  * The table is every convolution MATMUL shape of resnet50's bundle (spydump --asm; the
  * classifier's four one-row products left out) with its count per inference; the last
- * column and line weigh the cold times by it: the convolutions' MATMUL host time of one
- * inference on one thread (to set against spyrun's latency times its threads).
+ * column and a total line per model weigh the cold times by it: the MATMUL host time
+ * of one inference on one thread (to set against spyrun's latency times its threads).
+ * bert_base's are its four weight products per layer (QKV, attention output, FFN in
+ * and out), 32 cores x 12 layers each; attention's own products left out.
  *
  * Not a test: nothing here asserts on time. Built by `make bench-tiles`.
  */
@@ -73,6 +76,14 @@ static const Tile tiles[] = {
     {"w1x1 s2 m128 n28 k512", 128, 28, 512, 1, {512, 1, 1}, {84, 28, 1}, {2, 14}, {56, 2}, 0, 8},
 };
 
+/* bert_base's: B the weight, a deferred LOAD read in place from DRAM. */
+static const Tile bert_tiles[] = {
+    {"bert m128 n96 k768", 128, 96, 768, 0, {0}, {0}, {0}, {0}, 0, 384},
+    {"bert m32 n96 k3072", 32, 96, 3072, 0, {0}, {0}, {0}, {0}, 0, 384},
+    {"bert m64 n160 k768", 64, 160, 768, 0, {0}, {0}, {0}, {0}, 0, 384},
+    {"bert m32 n96 k768", 32, 96, 768, 0, {0}, {0}, {0}, {0}, 0, 384},
+};
+
 #define LX_BYTES ((size_t)8 << 20)     /* the scratchpad: B at 1 MiB, C at 6 MiB */
 #define COLD_BYTES ((size_t)128 << 20) /* where cold A rotates */
 
@@ -100,16 +111,19 @@ static SpyMatmul tile_insn(const Tile *t) {
     return mm;
 }
 
-/* Seconds per call of tile t, best of 5 rounds; A warm (one place) or cold (rotated
- * through the cold buffer, one A-sized slot a call). */
-static double time_tile(RtCore *c, const Tile *t, const float *weights, const float *bdram,
-                        bool cold) {
+/* Seconds per call of tile t, best of 5 rounds; the weight (A, or B when bw) warm (one
+ * place) or cold (rotated through the cold buffer, one slot a call). */
+static double time_tile(RtCore *c, const Tile *t, bool bw, const float *weights,
+                        const float *bdram, bool cold) {
     SpyMatmul mm = tile_insn(t);
     RtMmSrc src = {(const uint8_t *)weights, (const uint8_t *)bdram, mm.lda, t->n, false,
                   true};
     if (t->win)
         src.b = c->lx + mm.b, src.ldb = 0, src.bdram = false;
-    size_t abytes = ((size_t)t->m * mm.lda * 4 + 4095) & ~(size_t)4095;
+    if (bw)                            /* A in LX, B the weight in DRAM */
+        src.a = c->lx, src.b = (const uint8_t *)weights;
+    size_t wbytes = bw ? (size_t)t->k * t->n * 4 : (size_t)t->m * mm.lda * 4;
+    size_t abytes = (wbytes + 4095) & ~(size_t)4095;
     size_t slots = COLD_BYTES / abytes, slot = 0;
     double flops = 2.0 * t->m * t->n * t->k, best = 1e30;
     int calls = flops > 2e9 ? 3 : (int)(2e9 / flops);
@@ -118,8 +132,11 @@ static double time_tile(RtCore *c, const Tile *t, const float *weights, const fl
     for (int r = 0; r < 5; r++) {
         double t0 = cpu_s();
         for (int i = 0; i < calls; i++) {
-            if (cold)
-                src.a = (const uint8_t *)weights + (slot++ % slots) * abytes;
+            const uint8_t *w = (const uint8_t *)weights + (slot++ % slots) * abytes;
+            if (cold && bw)
+                src.b = w;
+            else if (cold)
+                src.a = w;
             rt_matmul_src(c, &mm, &src);
         }
         double dt = (cpu_s() - t0) / calls;
@@ -132,6 +149,29 @@ static double time_tile(RtCore *c, const Tile *t, const float *weights, const fl
 static void fill(float *p, size_t n, uint32_t mul) {
     for (size_t i = 0; i < n; i++)
         p[i] = (float)((i * mul) % 1000) / 1000.0f - 0.5f;
+}
+
+/* Times the n tiles of model (those whose name holds filter, when not NULL): a row each
+ * and a total line; bw: B is the weight. */
+static void run_table(RtCore *c, const char *model, const Tile *tab, size_t n, bool bw,
+                      const char *filter, const float *weights, const float *bdram) {
+    double total_s = 0, total_flops = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Tile *t = &tab[i];
+        if (filter && !strstr(t->name, filter))
+            continue;
+        double flops = 2.0 * t->m * t->n * t->k;
+        double warm = time_tile(c, t, bw, weights, bdram, false);
+        double cold = time_tile(c, t, bw, weights, bdram, true);
+        printf("%-24s %10.2f %8.1f %10.2f %8.1f %5u %8.2f\n", t->name, warm * 1e6,
+               flops / warm * 1e-9, cold * 1e6, flops / cold * 1e-9, t->count,
+               cold * t->count * 1e3);
+        total_s += cold * t->count;
+        total_flops += flops * t->count;
+    }
+    if (total_s > 0)
+        printf("total %s (count x cold, one thread) %.2f ms, %.1f GFLOP/s\n", model,
+               total_s * 1e3, total_flops / total_s * 1e-9);
 }
 
 int main(int argc, char **argv) {
@@ -150,23 +190,10 @@ int main(int argc, char **argv) {
     RtCore c = {.lx = lx, .pack = pack};
     printf("%-24s %10s %8s %10s %8s %5s %8s\n", "tile", "warm us", "GFLOP/s", "cold us", "GFLOP/s",
            "count", "cold ms");
-    double total_s = 0, total_flops = 0;
-    for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
-        const Tile *t = &tiles[i];
-        if (filter && !strstr(t->name, filter))
-            continue;
-        double flops = 2.0 * t->m * t->n * t->k;
-        double warm = time_tile(&c, t, weights, bdram, false);
-        double cold = time_tile(&c, t, weights, bdram, true);
-        printf("%-24s %10.2f %8.1f %10.2f %8.1f %5u %8.2f\n", t->name, warm * 1e6,
-               flops / warm * 1e-9, cold * 1e6, flops / cold * 1e-9, t->count,
-               cold * t->count * 1e3);
-        total_s += cold * t->count;
-        total_flops += flops * t->count;
-    }
-    if (total_s > 0)
-        printf("total (count x cold, one thread) %.2f ms, %.1f GFLOP/s\n", total_s * 1e3,
-               total_flops / total_s * 1e-9);
+    run_table(&c, "resnet50", tiles, sizeof tiles / sizeof tiles[0], false, filter, weights,
+              bdram);
+    run_table(&c, "bert_base", bert_tiles, sizeof bert_tiles / sizeof bert_tiles[0], true,
+              filter, weights, bdram);
     free(lx);
     free(pack);
     free(weights);
