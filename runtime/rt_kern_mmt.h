@@ -159,7 +159,10 @@ MMT_INLINE void MMT_NAME(pack_a)(const MMT_NAME(Args) *x, float *ap, size_t i0, 
         for (uint32_t k = 0; k < kc; k += 16)
             if (r < Rn)
                 __builtin_prefetch(a + R * x->lda + k, 0, 2);
-        for (uint32_t k = 0; k < kc; k += MMT_VL)
+        uint32_t k = 0;
+        for (; k + MMT_VL <= kc; k += MMT_VL)      /* whole vectors: plain loads */
+            MMT_STORE(ap + k, MMT_LOADU(a + k));
+        if (k < kc)
             MMT_STORE(ap + k, MMT_LOADM(MMT_LANES((int64_t)kc - k), a + k));
     }
     for (int r = R; r < Rn; r++)
