@@ -2,7 +2,8 @@
  *
  * An epilogue (bias add, max, min over a MATMUL's result; a bias add, then a residual
  * add into another tile; in bundles of bounded dynamic dimensions, the SELECT that
- * zeroes the padding) is a run of VECs of the same rows x cols in which each reads
+ * zeroes the padding; an activation through EXP, TANH, ERF or SIGMOID: GELU's five
+ * VECs) is a run of VECs of the same rows x cols in which each reads
  * the result of the one before (in place or into another region), its other operand an
  * immediate, a scalar per row or a row of another region, and a SELECT's condition a
  * BOOL row or scalar per row that no VEC of the chain writes. One instruction at a time,
@@ -28,6 +29,7 @@
 #include "rt_exec.h"
 #include "rt_model.h"
 #include "rt_vlanes.h"
+#include "rt_vmath.h"
 
 #define FUSE_BLOCK 64        /* floats of a row through the chain at a time */
 #define FUSE_MIN 16384       /* bytes of a region from which a chain is fused: below, its
@@ -94,7 +96,9 @@ static int chain_arity(const SpyVec *v) {
     switch (v->fn) {
     case ISA_VF_ADD: case ISA_VF_SUB: case ISA_VF_MUL: case ISA_VF_DIV:
     case ISA_VF_MAX: case ISA_VF_MIN: return 2;
-    case ISA_VF_RELU: case ISA_VF_NEG: case ISA_VF_ABS: return v->flags ? 0 : 1;
+    case ISA_VF_RELU: case ISA_VF_NEG: case ISA_VF_ABS:
+    case ISA_VF_EXP: case ISA_VF_TANH: case ISA_VF_ERF: case ISA_VF_SIGMOID:
+        return v->flags ? 0 : 1;
     case ISA_VF_SELECT: return (v->flags & ISA_F_IMM_A) ? 0 : 3;
     default: return 0;
     }
@@ -362,6 +366,20 @@ typedef struct {
     uint8_t ystep[RT_FUSE_MAX], mstep[RT_FUSE_MAX];
 } FuseRow;
 
+/* v[0..n) = fn(v[i]) for the transcendental unary functions of a chain (EXP, TANH, ERF,
+ * SIGMOID), through the same rt_vmath.h functions as the VECs one by one (f_unary), so
+ * the same bits; a loop the compiler vectorises, out of chain_row so that the four
+ * functions are not inlined into each of its step sizes. */
+#define FOR8(n) for (int i0_ = 0; i0_ < (n); i0_ += 8) for (int i = i0_; i < i0_ + 8; i++)
+RT_HOT static void chain_fn(int fn, float *v, int n) {
+    switch (fn) {   /* n a multiple of 8: inner loops of 8, which the compiler vectorises */
+    case ISA_VF_EXP: FOR8(n) v[i] = rt_vm_exp(v[i]); break;
+    case ISA_VF_TANH: FOR8(n) v[i] = rt_vm_tanh(v[i]); break;
+    case ISA_VF_ERF: FOR8(n) v[i] = rt_vm_erf(v[i]); break;
+    default: FOR8(n) v[i] = rt_vm_sigmoid(v[i]); break;
+    }
+}
+
 /* Loads / stores the FUSE_NV vectors of a block. */
 #define LDB(v, p)                                                                        \
     _Pragma("GCC unroll 8") for (int t = 0; t < NV; t++) memcpy(&(v)[t], (p) + 32 * t, 32)
@@ -437,6 +455,12 @@ typedef struct {
             case FP(ISA_VF_SELECT, 2): AM(SELV(Z, P, Q)); break;                         \
             case FP(ISA_VF_RELU, 0): A(SELV(P < zero, zero, P)); break;                  \
             case FP(ISA_VF_NEG, 0): A(-P); break;                                        \
+            case FP(ISA_VF_EXP, 0): case FP(ISA_VF_TANH, 0): case FP(ISA_VF_ERF, 0):     \
+            case FP(ISA_VF_SIGMOID, 0):                                                  \
+                STB(tb, x);                                                              \
+                chain_fn(op->fn, (float *)tb, NV * 8);                                   \
+                LDB(x, tb);                                                              \
+                break;                                                                   \
             default: A((v8f)((v8i)P & 0x7fffffff)); break; /* ABS */                     \
             }                                                                            \
             if (w->ds[i])                                                                \
@@ -452,6 +476,7 @@ typedef struct {
 RT_HOT static void chain_row(const Fuse *f, const uint8_t *xs, const FuseRow *w,
                              uint32_t cols) {
     const v8f zero = {0};
+    _Alignas(32) uint8_t tb[FUSE_BLOCK * 4];         /* a block through chain_fn */
     uint32_t j = 0;
     CHAIN_STEPS(FUSE_NV)
     CHAIN_STEPS(4)

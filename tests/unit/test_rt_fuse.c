@@ -1,6 +1,7 @@
 /* test_rt_fuse.c: unit tests of the fused VEC chains (runtime/rt_fuse.c): random chains
  * of F32 VECs over one shape (in place, into a second region, with immediates, scalars
- * per row and rows as the other operand, the chain value first or second; SELECTs on
+ * per row and rows as the other operand, the chain value first or second; EXP, TANH,
+ * ERF and SIGMOID; SELECTs on
  * BOOL conditions of bytes 0, 1 and others, a row per row, one row for all or a
  * scalar per row), with and without the STORE after them, run through the interpreter and one instruction at a
  * time (rt_vec, rt_dma) from the same start: DRAM, and LX wherever an instruction
@@ -76,7 +77,9 @@ static SpyInsn chain_vec(const Shape *sh, int fn, uint32_t dst, uint32_t x, int 
     SpyInsn in;
     memset(&in, 0, sizeof in);
     SpyVec *v = &in.vec;
-    bool unary = fn == ISA_VF_RELU || fn == ISA_VF_NEG || fn == ISA_VF_ABS;
+    bool unary = fn == ISA_VF_RELU || fn == ISA_VF_NEG || fn == ISA_VF_ABS ||
+                 fn == ISA_VF_EXP || fn == ISA_VF_TANH || fn == ISA_VF_ERF ||
+                 fn == ISA_VF_SIGMOID;
     v->opcode = ISA_VEC, v->dtype = ISA_DT_F32, v->src_dtype = ISA_DT_F32;
     v->fn = (uint16_t)fn, v->nsrc = unary ? 1 : 2, v->dst = dst, v->rows = sh->rows;
     v->cols = sh->cols, v->dst_rs = (int32_t)sh->rs;
@@ -145,16 +148,20 @@ static SpyInsn store_insn(const Shape *sh, uint32_t a, bool one_row) {
  * in *last. */
 static uint32_t random_chain(SpyInsn *p, uint32_t n, const Shape *sh, uint32_t *seed,
                              uint32_t *last) {
-    static const int fns[] = {ISA_VF_ADD, ISA_VF_SUB, ISA_VF_MUL, ISA_VF_DIV, ISA_VF_MAX,
-                              ISA_VF_MIN, ISA_VF_RELU, ISA_VF_NEG, ISA_VF_ABS, ISA_VF_SELECT};
+    static const int fns[] = {ISA_VF_ADD, ISA_VF_SUB, ISA_VF_MUL, ISA_VF_DIV,
+                              ISA_VF_MAX, ISA_VF_MIN, ISA_VF_RELU, ISA_VF_NEG,
+                              ISA_VF_ABS, ISA_VF_SELECT, ISA_VF_EXP, ISA_VF_TANH,
+                              ISA_VF_ERF, ISA_VF_SIGMOID};
     uint32_t x = REG_C;
     for (uint32_t i = 0; i < n; i++) {
-        int fn = fns[rnd32(seed) % 10];
+        int fn = fns[rnd32(seed) % (sizeof fns / sizeof fns[0])];
         uint32_t dst = rnd32(seed) % 4 == 0 ? (x == REG_C ? REG_R : REG_C) : x;
         if (i > 0 && dst != x && dst == REG_C)
             dst = x;                 /* REG_C was written: it stays the chain's */
         int pos = (int)(rnd32(seed) % 2), kind = (int)(rnd32(seed) % 3);
         float imm = (float)(rnd32(seed) % 7) - 3.0f;
+        if (i == 0 && (fn == ISA_VF_MAX || fn == ISA_VF_MIN) && kind == 2)
+            kind = 1;                /* two rows: a pooling tap, planned as those */
         if (fn == ISA_VF_SELECT)
             p[i] = select_vec(sh, dst, x, pos + 1, kind, REG_Y, imm, REG_M,
                               (int)(rnd32(seed) % 3));
@@ -308,6 +315,27 @@ static void test_chain_forms(void **state) {
     expect_run(p, 3, &small, &seed, 0, false);
 }
 
+/* GELU as spyrec emits it (bert_base): x / sqrt 2, ERF, + 1, 0.5 *, times x (the chain's
+ * input region read again as the other operand), then the STORE; and a row whose
+ * length leaves a partial vector. */
+static void test_gelu_chain(void **state) {
+    (void)state;
+    static const Shape shapes[] = {{4, 3072, 3072}, {40, 130, 136}};
+    uint32_t seed = 34;
+    SpyInsn p[6];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const Shape *sh = &shapes[s];
+        p[0] = chain_vec(sh, ISA_VF_DIV, REG_R, REG_C, 0, 0, 0, 1.41421354f);
+        p[1] = chain_vec(sh, ISA_VF_ERF, REG_R, REG_R, 0, 0, 0, 0);
+        p[2] = chain_vec(sh, ISA_VF_ADD, REG_R, REG_R, 0, 0, 0, 1.0f);
+        p[3] = chain_vec(sh, ISA_VF_MUL, REG_R, REG_R, 1, 0, 0, 0.5f);
+        p[4] = chain_vec(sh, ISA_VF_MUL, REG_C, REG_C, 0, 2, REG_R, 0);
+        p[4].vec.src[1] = REG_R, p[4].vec.src[0] = REG_C;
+        p[5] = store_insn(sh, REG_C, sh->rs == sh->cols);
+        expect_run(p, 6, sh, &seed, 6, false);
+    }
+}
+
 /* The epilogue of a bundle with bounded dynamic dimensions: bias, max, min, then the
  * SELECT that zeroes the padding columns (its condition one row for every row, a row
  * per row or a scalar per row; the fill a scalar in LX), and the STORE or not; the
@@ -401,6 +429,7 @@ int main(void) {
         cmocka_unit_test(test_random_chains),
         cmocka_unit_test(test_chain_forms),
         cmocka_unit_test(test_select_chains),
+        cmocka_unit_test(test_gelu_chain),
         cmocka_unit_test(test_select_clashes),
         cmocka_unit_test(test_empty_regions),
     };
