@@ -51,7 +51,13 @@ import sys
 import threading
 import time
 
-import bench  # tests/bench/bench.py: fmt, run_ort, write_json
+# numpy's BLAS (OpenBLAS from PyPI) keeps its threads spinning for a while after a call:
+# the float64 golden of a GEMM model below left them busy on this 2-CPU host while
+# spyrun ran next (128x768x3072: 7.2 ms instead of 3.7; onnxruntime, timed later, was
+# spared). One BLAS thread, set before numpy is first imported.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import bench  # noqa: E402  tests/bench/bench.py: fmt, run_ort, write_json
 
 MIB = 1 << 20
 
