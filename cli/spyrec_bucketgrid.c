@@ -171,7 +171,6 @@ static bool grid_build(Grid *g, const GridClass *cs, int nc)
     return true;
 }
 
-
 static void grid_free(Grid *g)
 {
     free(g->digit);

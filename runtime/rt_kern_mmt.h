@@ -381,18 +381,18 @@ static const MMT_NAME(MicroFn) MMT_NAME(micros)[MMT_MR + 1] = {
 #endif
 };
 
+/* The number of row blocks (micro-kernel calls per panel) of m rows (at least 1). */
+MMT_INLINE uint32_t MMT_NAME(row_blocks)(uint32_t m) {
+    return m ? (m + MMT_MR - 1) / MMT_MR : 1;
+}
+
 /* Rows of C of the next micro-kernel call when left rows remain: the fewest blocks
  * of at most MMT_MR rows, of equal size (16 rows: 8 + 8, not 12 + 4; 64: 11 x 4 +
  * 10 x 2), so no call is a thin remainder whose FMAs have little else to hide the
  * loads and loop behind. */
 MMT_INLINE uint32_t MMT_NAME(block_rows)(uint32_t left) {
-    uint32_t nb = (left + MMT_MR - 1) / MMT_MR;
+    uint32_t nb = MMT_NAME(row_blocks)(left);
     return (left + nb - 1) / nb;
-}
-
-/* The number of row blocks (micro-kernel calls per panel) of m rows. */
-MMT_INLINE size_t MMT_NAME(row_blocks)(uint32_t m) {
-    return m ? (m + MMT_MR - 1) / MMT_MR : 1;
 }
 
 /* Points y's prefetch at its share of the next block of B (x's B in place, not
@@ -432,7 +432,7 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
                                               size_t nc, uint32_t nk0, uint32_t nkc,
                                               size_t nj0, size_t nnc) {
     size_t np = (nc + MMT_NR - 1) / MMT_NR, t = 0;
-    size_t calls = np * MMT_NAME(row_blocks)(x->m);
+    size_t calls = np * (size_t)MMT_NAME(row_blocks)(x->m);
     MMT_NAME(Args) y = *x;
     bool zero = x->zero && k0 == 0, plain = !x->win && !x->bt;
     for (size_t p = 0; !plain && p < np; p++) {
@@ -688,7 +688,8 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
             uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb, nk0 = k0 + kc;
             uint32_t nkc = x.k - nk0 < kb ? x.k - nk0 : kb;
-            size_t t = 0, calls = (x.n + MMT_NR - 1) / MMT_NR * MMT_NAME(row_blocks)(x.m);
+            size_t t = 0;
+            size_t calls = (x.n + MMT_NR - 1) / MMT_NR * (size_t)MMT_NAME(row_blocks)(x.m);
             for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
                 int64_t left = (int64_t)x.n - (int64_t)j0;
                 for (uint32_t i0 = 0, rows; i0 < x.m; i0 += rows) {
