@@ -120,6 +120,7 @@ typedef struct {
     const char **names0;                   /* value names before the pass (nremap) */
     bool *is_out;                          /* old value is a graph output (nremap); the
                                               outputs change only after the nodes */
+    bool stale_warned;                     /* stale_hint has warned */
 } DecState;
 
 /* Bind the old output value `old` to the new value `nv` made for it. A value made
@@ -158,12 +159,37 @@ static bool same_but_axis(const IrType *a, const IrType *b, int axis)
     return true;
 }
 
+/* Whether declared type a of old, which disagrees with computed type b, is a stale
+ * value_info hint to ignore: in a model with bounded symbolic dimensions, an internal
+ * value (not a graph output) of the same dtype and rank. Such a model's value_info
+ * often keeps the sizes of the export (its inputs made dynamic afterwards by editing
+ * their shapes: onnx.tools.update_model_dims leaves value_info as it was), so a static
+ * size stands where a symbol's bound is computed; onnxruntime merges those leniently.
+ * One warning per graph, naming the first such value. */
+static bool stale_hint(IrGraph *g, DecState *s, const IrNode *n, ValId old, const IrType *a,
+                       const IrType *b)
+{
+    if (!g->nsymdims || old >= s->nremap || s->is_out[old] || a->dtype != b->dtype ||
+        a->rank != b->rank)
+        return false;
+    if (!s->stale_warned) {
+        char sa[160], sb[160];
+        ir_diag_warn(g->diag, "node '%s' (%s): value_info declares '%s' as %s but it computes "
+                     "to %s at the bounds of the symbolic dimensions; value_info shapes that "
+                     "disagree are ignored (stale sizes of the export)",
+                     n->origin.name ? n->origin.name : "", n->foreign.op_type,
+                     g->vals[old].name, type_str(a, sa, sizeof sa), type_str(b, sb, sizeof sb));
+        s->stale_warned = true;
+    }
+    return true;
+}
+
 /* Check that a decomposition agrees with a type the frontend inferred. A result whose
  * extent along one axis is data-dependent (ir_dyn_add) may differ along that axis; one
  * whose whole shape is computed at run time (ir_dyn_add_shape) keeps only its rank, and
  * so does a result computed from one at the same capacity (recorded with the same dims;
  * pass_dynamic refuses it unless only pointwise ops made it). */
-static bool check_type(IrGraph *g, const IrNode *n, ValId old, ValId nv)
+static bool check_type(IrGraph *g, DecState *s, const IrNode *n, ValId old, ValId nv)
 {
     const IrType *a = ir_vtype(g, old), *b = ir_vtype(g, nv);
     const IrDynDim *dd = ir_dyn_find(g, nv);
@@ -184,7 +210,7 @@ static bool check_type(IrGraph *g, const IrNode *n, ValId old, ValId nv)
     }
     if (a->dtype == IR_DT_UNDEF || b->dtype == IR_DT_UNDEF || ir_type_eq(a, b) ||
         (dd && dd->axis == IR_DYN_SHAPE && a->dtype == b->dtype && a->rank == b->rank) ||
-        (dd && dd->axis >= 0 && same_but_axis(a, b, dd->axis)))
+        (dd && dd->axis >= 0 && same_but_axis(a, b, dd->axis)) || stale_hint(g, s, n, old, a, b))
         return true;
     char sa[160], sb[160];
     ir_error(g, &n->origin, "output '%s' computes to %s but the model declares %s",
@@ -272,7 +298,7 @@ static bool decompose_node(IrGraph *g, DecState *s, const IrNode *n,
             }
             continue;
         }
-        if (!check_type(g, n, old, c.out[i]))
+        if (!check_type(g, s, n, old, c.out[i]))
             return false;
         bind_output(g, s, old, c.out[i], first_new);
     }

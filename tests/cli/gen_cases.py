@@ -20,6 +20,9 @@ cli) from the shipped example's test data:
 and the spyrec cases of the other corpora:
 
     tests/golden/cli/unsupported_ops.onnx  two unknown operators: both must be reported
+    tests/golden/cli/dyn_stale_vi.onnx     x f32[-1,4] (batch made symbolic after export)
+                                           whose value_info still declares the export's
+                                           batch 1: compiled with a bound, one warning
     tests/malformed/cli_truncated.onnx     the example model cut at byte 1000
 
 Run with the virtualenv of `make example`: build/venv/bin/python tests/cli/gen_cases.py
@@ -60,6 +63,24 @@ def unsupported_ops_model():
         nodes, "unsupported",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def stale_value_info_model():
+    """Relu then Softmax of x f32[-1, 4], the Relu's result declared f32[1, 4] in
+    value_info: the sizes of an export whose input was made dynamic afterwards."""
+    from onnx import TensorProto, helper
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("Softmax", ["a"], ["y"], name="softmax", axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes, "stale_value_info",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 4])],
+        value_info=[helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 4])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model
@@ -139,6 +160,7 @@ def main():
     root = os.path.join(HERE, "..")
     os.makedirs(os.path.join(root, "golden", "cli"), exist_ok=True)
     onnx.save(unsupported_ops_model(), os.path.join(root, "golden", "cli", "unsupported_ops.onnx"))
+    onnx.save(stale_value_info_model(), os.path.join(root, "golden", "cli", "dyn_stale_vi.onnx"))
     with open(os.path.join(DATA, "..", "model.onnx"), "rb") as f:
         model = f.read()
     os.makedirs(os.path.join(root, "malformed"), exist_ok=True)
