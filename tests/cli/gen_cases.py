@@ -23,6 +23,9 @@ and the spyrec cases of the other corpora:
     tests/golden/cli/dyn_stale_vi.onnx     x f32[-1,4] (batch made symbolic after export)
                                            whose value_info still declares the export's
                                            batch 1: compiled with a bound, one warning
+    tests/golden/cli/if_bad_branch.onnx    an If on a runtime flag whose else branch
+                                           reshapes x f32[2,3] to [4,4]: refused, naming
+                                           the branch and --bind flag=FILE
     tests/malformed/cli_truncated.onnx     the example model cut at byte 1000
 
 Run with the virtualenv of `make example`: build/venv/bin/python tests/cli/gen_cases.py
@@ -81,6 +84,30 @@ def stale_value_info_model():
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 4])],
         value_info=[helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def if_bad_branch_model():
+    """y = If(flag) then Relu(x) else Reshape(x, [4, 4]), x f32[2, 3]: the else branch
+    cannot run at this shape, and the flag is a graph input."""
+    from onnx import TensorProto, helper
+    then_g = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"], name="then_relu")], "then", [],
+        [helper.make_tensor_value_info("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph(
+        [helper.make_node("Constant", [], ["shape"], name="else_shape",
+                          value=numpy_helper.from_array(np.array([4, 4], np.int64))),
+         helper.make_node("Reshape", ["x", "shape"], ["e"], name="else_reshape")], "else", [],
+        [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("If", ["flag"], ["y"], name="choose", then_branch=then_g,
+                              else_branch=else_g)]
+    graph = helper.make_graph(
+        nodes, "if_bad_branch",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+         helper.make_tensor_value_info("flag", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model
@@ -161,6 +188,7 @@ def main():
     os.makedirs(os.path.join(root, "golden", "cli"), exist_ok=True)
     onnx.save(unsupported_ops_model(), os.path.join(root, "golden", "cli", "unsupported_ops.onnx"))
     onnx.save(stale_value_info_model(), os.path.join(root, "golden", "cli", "dyn_stale_vi.onnx"))
+    onnx.save(if_bad_branch_model(), os.path.join(root, "golden", "cli", "if_bad_branch.onnx"))
     with open(os.path.join(DATA, "..", "model.onnx"), "rb") as f:
         model = f.read()
     os.makedirs(os.path.join(root, "malformed"), exist_ok=True)
