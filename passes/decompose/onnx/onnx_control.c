@@ -358,38 +358,14 @@ static ValId take(DecCtx *c, ValId x, int axis, int64_t i)
 
 /* ---- If ---- */
 
-/* The first graph input that value v is computed from (a depth-first walk back
- * through the producing nodes, at most 4096 of them); NULL when none is found. */
-static const char *source_input(IrGraph *g, ValId v)
-{
-    ValId *stack = ir_scratch(g, 4096 * sizeof *stack);
-    bool *seen = ir_scratch(g, g->nvals ? g->nvals : 1);
-    int top = 0, steps = 0;
-    stack[top++] = v;
-    while (top && steps++ < 4096) {
-        ValId x = stack[--top];
-        if (x == IR_NONE || x >= g->nvals || seen[x])
-            continue;
-        seen[x] = true;
-        const IrValue *val = ir_val(g, x);
-        if (val->kind == IR_VAL_INPUT && x != g->sym_input)
-            return val->name;
-        if (val->def == IR_NONE)
-            continue;
-        const IrNode *n = ir_node(g, val->def);
-        for (int i = n->nin - 1; i >= 0 && top < 4096; i--)
-            stack[top++] = n->in[i];
-    }
-    return NULL;
-}
-
 /* A branch of an If whose condition is only known at run time did not compile (its
  * errors are reported): says which, and how to compile only the branch taken. A model
  * may hold a branch that cannot run at the shapes given (silero_vad's 8 kHz branch at
  * a 16 kHz chunk length: onnxruntime fails there too, when that branch is taken). */
 static void branch_err(DecCtx *c, ValId cond, const char *which)
 {
-    const char *in = source_input(c->g, cond);
+    ValId src = ir_dyn_source_input(c->g, cond);
+    const char *in = ir_val(c->g, src)->kind == IR_VAL_INPUT ? ir_val(c->g, src)->name : NULL;
     if (in)
         dec_err(c, "its %s branch does not compile at these shapes (above); the condition "
                 "is computed at run time from input '%s': specialise it with --bind %s=FILE "
