@@ -637,8 +637,27 @@ static bool prop_node(Sd *d, IrNode *n)
     }
 }
 
+/* Whether output v's one symbolic axis, *axis, has a size derived by windows (a
+ * convolution's output width: (w + pads - extent) / stride + 1): then it is recorded
+ * as a data-dependent extent (ir_dyn_add) whose count the device computes from the
+ * dims input, and the runtime gives the output its actual extent (rt_dyn.c) as it does
+ * NonZero's. Only an output with no other symbolic axis (one such extent an output). */
+static bool derived_output(Sd *d, ValId v, const SdVal *s, int *axis)
+{
+    int nsym = 0;
+    *axis = -1;
+    for (int a = 0; a < ir_vtype(d->g, v)->rank; a++)
+        if (ax_sym(&s->ax[a])) {
+            nsym++;
+            if (s->ax[a].n == 1 && s->ax[a].sym[0] >= d->nbase)
+                *axis = a;
+        }
+    return nsym == 1 && *axis >= 0 && !ir_dyn_find(d->g, v);
+}
+
 /* Record the symbolic axes of the graph outputs (output entries of the table); an
- * output axis that merges a symbol with other factors is refused. */
+ * output axis that merges a symbol with other factors is refused, and so is a derived
+ * size but on the one symbolic axis of an output (derived_output). */
 static bool mark_outputs(Sd *d)
 {
     IrGraph *g = d->g;
@@ -646,6 +665,13 @@ static bool mark_outputs(Sd *d)
     for (uint32_t i = 0; i < g->noutputs - g->nhidden; i++) {
         ValId v = g->outputs[i];
         const SdVal *s = sd_get(d, v);
+        int da;
+        if (s && derived_output(d, v, s, &da)) {
+            const IrOrigin og = {g->vals[v].name, "output", NULL};
+            ValId c = pass_symdim_count(d, s->ax[da].sym[0], 1, &og);
+            ir_dyn_add(g, v, da, ir_reshape(g, c, NULL, 0, &og));
+            continue;
+        }
         for (int a = 0; s && a < ir_vtype(g, v)->rank; a++) {
             const SdAxis *x = &s->ax[a];
             if (!ax_sym(x))
@@ -656,7 +682,8 @@ static bool mark_outputs(Sd *d)
                               x->n != 1 ? "merges" : "has a size derived from",
                               sym_name(d, first_sym(&(SdVal){.ax = {*x}}, 1)),
                               x->n != 1 ? " with other dimensions"
-                                        : " (by a window), which only the device computes");
+                                        : " (by a window) beside another symbolic axis: one "
+                                          "derived extent an output, alone, is supported");
                 return false;
             }
             const IrSymDim *src = NULL;

@@ -24,10 +24,13 @@ static const char *check_same(const spy_model *m, const spy_model *b, char *buf,
         return "other inputs, outputs or symbols than the bundle's, or buckets of its own";
     for (uint32_t i = 0; i < m->ninputs + m->nvisible; i++) {
         const spy_tensor_info *x = &m->io[i].info, *y = &b->io[i].info;
-        bool ok = !strcmp(x->name, y->name) && x->dtype == y->dtype && x->rank == y->rank;
-        for (int d = 0; ok && d < x->rank; d++)
+        bool ok = !strcmp(x->name, y->name) && x->dtype == y->dtype && x->rank == y->rank &&
+                  m->io[i].dyn_axis == b->io[i].dyn_axis;
+        for (int d = 0; ok && d < x->rank; d++)     /* smaller on a symbolic axis, or on
+                                                       one whose extent the device computes
+                                                       (a size derived from the symbols) */
             ok = y->dims[d] <= x->dims[d] &&
-                 (m->io[i].sym[d] >= 0 || y->dims[d] == x->dims[d]);
+                 (m->io[i].sym[d] >= 0 || m->io[i].dyn_axis == d || y->dims[d] == x->dims[d]);
         if (!ok)
             return snprintf(buf, len, "tensor %u '%s' differs from the bundle's (name, dtype, "
                             "rank, or a size above its)", i, x->name), buf;

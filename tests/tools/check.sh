@@ -233,11 +233,22 @@ each_dyn_model() {
     bucket_test
 }
 
+# the tree's own dynamic models (tests/models-dyn/DIR: model.onnx, flags, several data
+# sets; made by the gen_*.py beside them)
+each_tree_dyn_model() {
+    local d
+    for d in tests/models-dyn/*/; do
+        # shellcheck disable=SC2046
+        dyn_model_test "dyntest/$(basename "$d")" "$d/model.onnx" $(cat "$d/flags") </dev/null
+    done
+}
+
 # ---- (c) numeric golden tests: the shared models and the shipped examples ---------
 part_models() {
     each_model "" model_test
     each_model "fp16/" model_test_fp16
     each_dyn_model
+    each_tree_dyn_model
 }
 
 # ---- the same models through the front-end passes, on the reference evaluator -------
