@@ -657,7 +657,7 @@ static bool derived_output(Sd *d, ValId v, const SdVal *s, int *axis)
 
 /* Record the symbolic axes of the graph outputs (output entries of the table); an
  * output axis that merges a symbol with other factors is refused, and so is a derived
- * size but on the one symbolic axis of an output (derived_output). */
+ * size anywhere but on an output's only symbolic axis (derived_output). */
 static bool mark_outputs(Sd *d)
 {
     IrGraph *g = d->g;
