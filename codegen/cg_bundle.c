@@ -416,10 +416,14 @@ static uint32_t bwin_feature(const CgEmit *e)
 /* SPY_FEAT_RING when some LOAD is fed over the ring, else 0. */
 static uint32_t ring_feature(const CgEmit *e)
 {
+    uint32_t f = 0;
     for (uint64_t i = 0; i < e->n; i++)
-        if (e->code[i].opcode == ISA_LOAD && (e->code[i].dma.flags & ISA_F_RING))
-            return SPY_FEAT_RING;
-    return 0;
+        if (e->code[i].opcode == ISA_LOAD && (e->code[i].dma.flags & ISA_F_RING)) {
+            f |= SPY_FEAT_RING;
+            if (spy_insn_guard(&e->code[i]).n & ISA_GUARD_ROWS)
+                return SPY_FEAT_RING | SPY_FEAT_RING_CLAMP;
+        }
+    return f;
 }
 
 /* The header of a bundle with sections st[0..nsec). */

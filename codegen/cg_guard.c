@@ -40,9 +40,13 @@
 
 #include "cg_guard.h"
 
-#define LX_G 16                      /* bytes per LX granule (4 finds the same guards in
-                                        the models of tests/models-dynamic.list, at
-                                        twice the compile time) */
+#define LX_G_FINE 4                  /* bytes per LX granule: one float32 per granule,
+                                        so that the per-row values of a tile (a layer
+                                        norm's statistics) have a demand each */
+#define LX_G_COARSE 16               /* ... when the fine ones would take more than the
+                                        work budget (lx_granule) */
+#define LX_FINE_MAX (GD_WORK_MAX / 8)  /* estimated granule visits under which LX
+                                          granules are fine */
 #define DR_G 64                      /* bytes per DRAM granule (an output's may be less:
                                         out_granule) */
 #define GD_WORK_MAX (1ull << 29)     /* granules visited before the kernels left (the
@@ -65,7 +69,7 @@ static void dem_min(Dem *acc, const Dem *x)
 /* Granule size of space seg. */
 static int64_t gsize(const Gd *d, int64_t seg)
 {
-    return seg < 0 ? LX_G : d->dr_g[seg];
+    return seg < 0 ? d->lx_g : d->dr_g[seg];
 }
 
 /* Whether DRAM segment seg is tracked. */
@@ -348,6 +352,19 @@ static SpyGuard guard_of(const Gd *d, const Dem *m, bool untracked, Dem *eff)
     return g;
 }
 
+/* Keeps, for ring_sources, the demand of each row a ring source in writes. */
+static void source_rows(Gd *d, const SpyInsn *in)
+{
+    uint32_t e = spy_insn_rows(in);
+    Dem *rd = e >= 2 ? malloc(e * sizeof *rd) : NULL;
+    GdRowAcc ra;
+    if (rd && d->srcrows && gd_row_demands(d, in, &ra, rd)) {
+        d->srcrows[in - d->code] = rd;
+        return;
+    }
+    free(rd);
+}
+
 /* One instruction, backward: its guard from the demand of what it writes (DRAM writes
  * are met here and freed by free_stores once the kernel is done), then LX bytes written
  * whole freed, then its reads needed under it. force: no guard (the kernel's DRAM
@@ -369,7 +386,10 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
     if (nw && !force && in->opcode != ISA_SCATTER) {
         g = guard_of(d, &meet, v.hit, &eff);
         clamp = !v.hit && !source && gd_row_clamp(d, in, &ra, &g);
+        if (source && !v.hit)
+            source_rows(d, in);
     }
+    bool cols = !clamp && !source && !force && nw && !v.hit && gd_cols_prep(d, in);
     if (in->opcode == ISA_SCATTER) {            /* LX reads: rows and indices */
         const SpyScatter *s = &in->scatter;
         acc_rows(&r[nr++], s->lx_src, s->nidx, s->src_row_stride, s->row_elems, 1, s->esize);
@@ -380,10 +400,17 @@ static bool step(Gd *d, SpyInsn *in, bool force, bool source)
         if (w[i].seg < 0)
             gd_visit(&k, &w[i]);
     Visit gen = {.d = d, .op = OP_GEN, .dem = &eff};
+    const GdMask *m = d->mask ? d->mask[in - d->code] : NULL;
+    int sel = m ? gd_select_data(in) : -1;
     if (clamp)
-        gd_row_reads(d, in, &ra, &g);
-    for (int i = 0; i < nr && !source && !clamp; i++)  /* a ring source: once all cores */
-        gd_visit(&gen, &r[i]);                             /* are done */
+        gd_row_reads(d, in, &ra, &g, m, sel);
+    else if (cols)
+        gd_cols_reads(d, in, &eff);
+    for (int i = 0; i < nr && !source && !clamp && !cols; i++)  /* a ring source: once */
+        if (i != sel)                                      /* all cores are done */
+            gd_visit(&gen, &r[i]);
+    if (sel >= 0 && !clamp && !cols)
+        gd_mask_read(d, in, m, 0, spy_insn_rows(in), &eff);
     memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
     return g.n > 0;
 }
@@ -519,6 +546,30 @@ static int64_t out_granule(const Gd *d, IrGraph *g, uint32_t j)
     return gr;
 }
 
+/* The LX granule of e's code: LX_G_FINE unless the pass would then visit more than
+ * LX_FINE_MAX granules (estimated from the LX bytes every instruction reads and writes,
+ * twice: their demands are met or freed, and made), in which case LX_G_COARSE, with
+ * which the budget covers four times the bytes in a quarter of the time (MobileNet V2
+ * in its box of 8x192x192 images would otherwise leave its first 39 of 69 kernels
+ * unguarded, and its 17 buckets took twice the compile time). */
+static int64_t lx_granule(const CgEmit *e)
+{
+    uint64_t visits = 0;
+    for (uint64_t i = 0; i < e->n && visits <= LX_FINE_MAX; i++) {
+        Acc r[ACC_MAX], w[ACC_MAX];
+        int nw, nr = gd_accesses(&e->code[i], r, w, &nw);
+        for (int j = 0; j < nr + nw; j++) {
+            const Acc *x = j < nr ? &r[j] : &w[j - nr];
+            uint64_t runs = 1;
+            for (int q = 0; q < x->sp.n; q++)
+                runs *= (uint64_t)x->sp.len[q];
+            if (x->seg < 0)
+                visits += 2 * runs * ((uint64_t)x->sp.width / LX_G_FINE + 1);
+        }
+    }
+    return visits <= LX_FINE_MAX ? LX_G_FINE : LX_G_COARSE;
+}
+
 /* Sets up d: tracked symbols and their bounds, LX and the tracked DRAM segments
  * (segment 1, the arena, not needed at the end; the outputs, seeded). */
 static bool gd_init(Gd *d, CgEmit *e)
@@ -530,7 +581,8 @@ static bool gd_init(Gd *d, CgEmit *e)
         for (uint32_t i = 0; i < g->nsymdims; i++)
             if (g->symdims[i].sym == s)
                 d->min[s] = g->symdims[i].min, d->max[s] = g->symdims[i].max;
-    d->lx_n = (e->t->lx_bytes + LX_G - 1) / LX_G;
+    d->lx_g = lx_granule(e);
+    d->lx_n = (e->t->lx_bytes + (uint64_t)d->lx_g - 1) / (uint64_t)d->lx_g;
     d->lx = malloc(d->lx_n * sizeof *d->lx);
     d->lx_gen = calloc(d->lx_n, sizeof *d->lx_gen);
     d->nseg = ISA_SEG_IO0 + g->ninputs + g->noutputs;
@@ -638,13 +690,62 @@ static bool is_source(const SpyInsn *in, const SpyInsn *code, const Rings *r)
     return false;
 }
 
-/* The demand a guard stands for: its conditions' thresholds, -1 for the other symbols. */
-static Dem dem_of(const SpyGuard *g)
+/* The demand under which row r of an instruction with guard g runs: its skip
+ * conditions' thresholds and, with a row clamp, the size under which it leaves row r
+ * out; -1 for the other symbols. */
+static Dem dem_of(const SpyGuard *g, uint32_t r)
 {
     Dem x = gd_always;
-    for (int i = 0; i < (g->n & ISA_GUARD_NMASK); i++)   /* LOADs over the ring: */
-        x.t[g->sym[i]] = (int32_t)g->lo[i];                 /* no row clamps */
+    for (int i = 0; i < (g->n & ISA_GUARD_NMASK); i++)
+        x.t[g->sym[i]] = (int32_t)g->lo[i];
+    if (g->n & ISA_GUARD_ROWS) {
+        int64_t f = ((int64_t)r + g->lo[2]) / g->lo[1];
+        x.t[g->sym[1]] = f > INT32_MAX - 1 ? INT32_MAX - 1 : (int32_t)f;
+    }
     return x;
+}
+
+/* Whether LOADs a and b move the same DRAM tile (so row r of one is row r of the
+ * other). */
+static bool same_tile(const SpyDma *a, const SpyDma *b)
+{
+    return a->seg == b->seg && a->dram_off == b->dram_off && a->esize == b->esize &&
+           (a->flags & ISA_F_F32) == (b->flags & ISA_F_F32) &&
+           !memcmp(a->dims, b->dims, sizeof a->dims) &&
+           !memcmp(a->dram_stride, b->dram_stride, sizeof a->dram_stride);
+}
+
+/* A ring source in (rows rd, its own demand per row) whose every receiver moves its
+ * tile: per row the meet of its own demand and the receivers' (the sizes at which each
+ * runs that row); a row clamp that fits them, over the skip guard of their meet, with
+ * its reads made row by row. False (nothing done) when no clamp fits. */
+static bool source_clamp(Gd *d, SpyInsn *in, Dem *rd, const SpyInsn *code, const Rings *r,
+                         int64_t lo, int64_t hi)
+{
+    uint32_t e = spy_insn_rows(in);
+    for (uint64_t q = 0; q < r->n; q++) {
+        const SpyInsn *rc = &code[r->at[q]];
+        if (rc->dma.seg != in->dma.seg || r->lo[q] >= hi || lo >= r->hi[q])
+            continue;
+        SpyGuard rg = spy_insn_guard(rc);
+        if (!same_tile(&rc->dma, &in->dma) || !rg.n)
+            return false;                    /* a receiver runs whole at some size */
+        for (uint32_t j = 0; j < e; j++) {
+            Dem x = dem_of(&rg, j);
+            dem_min(&rd[j], &x);
+        }
+    }
+    Dem m = gd_never, eff;
+    for (uint32_t j = 0; j < e; j++)
+        dem_min(&m, &rd[j]);
+    SpyGuard g = guard_of(d, &m, false, &eff);
+    GdRowAcc ra;
+    if (!gd_rows_fit(d, rd, e, &g))
+        return false;
+    gd_row_acc(in, &ra);
+    memcpy(in->raw + ISA_GUARD_OFF, &g, sizeof g);
+    gd_row_reads(d, in, &ra, &g, NULL, -1);
+    return true;
 }
 
 /* Final guards of kernel k's ring sources: a source is skipped only where every LOAD
@@ -659,14 +760,20 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             if (!is_source(in, code, r))
                 continue;
             SpyGuard g = spy_insn_guard(in);
-            Dem m = g.n ? dem_of(&g) : gd_always, eff = gd_always;
+            Dem m = g.n ? dem_of(&g, 0) : gd_always, eff = gd_always;
             int64_t lo, hi;
             dram_range(&in->dma, &lo, &hi);
+            Dem *rd = d->srcrows[i];
+            d->srcrows[i] = NULL;
+            bool done = rd && source_clamp(d, in, rd, code, r, lo, hi);
+            free(rd);
+            if (done)
+                continue;
             for (uint64_t q = 0; q < r->n && g.n; q++) {
                 SpyGuard rg = spy_insn_guard(&code[r->at[q]]);
                 if (code[r->at[q]].dma.seg == in->dma.seg && r->lo[q] < hi && lo < r->hi[q]) {
-                    Dem x = rg.n ? dem_of(&rg) : gd_always;
-                    dem_min(&m, &x);
+                    Dem x = rg.n ? dem_of(&rg, 0) : gd_always;   /* its row 0 runs */
+                    dem_min(&m, &x);                               /* the longest */
                 }
             }
             memset(&g, 0, sizeof g);
@@ -704,11 +811,26 @@ static void first_writers(Gd *d, const SpyInsn *code, const SpyProgramDesc *prog
         }
 }
 
+/* The first of the nk kernels (programs progs) with a SELECT whose mask d knows;
+ * UINT32_MAX when none. */
+static uint32_t first_mask_kernel(const Gd *d, const SpyProgramDesc *progs, uint32_t cores,
+                                  uint32_t nk)
+{
+    for (uint32_t q = 0; d->mask && q < nk * cores; q++)
+        for (uint64_t i = progs[q].first_insn; i < progs[q].first_insn + progs[q].ninsns; i++)
+            if (d->mask[i])
+                return q / cores;
+    return UINT32_MAX;
+}
+
 /* Whether some tracked DRAM byte that kernel k or one before it writes is needed at some
- * sizes only: else no instruction from k back can get a guard (what it writes is needed
- * at every size or never, and so is, in turn, what it reads), and the pass can stop. */
+ * sizes only, or one of those kernels has a SELECT with a known mask: else no
+ * instruction from k back can get a guard (what it writes is needed at every size or
+ * never, and so is, in turn, what it reads), and the pass can stop. */
 static bool any_conditional(const Gd *d, uint32_t k)
 {
+    if (k >= d->mask_kmin)
+        return true;
     for (uint32_t s = 0; s < d->nseg; s++)
         for (uint64_t q = 0; d->dr[s] && q < d->dr_n[s]; q++) {
             const Dem *x = &d->dr[s][q];
@@ -734,6 +856,10 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
         gd_free(&d);
         return false;                            /* no memory: no guards (all run) */
     }
+    d.code = e->code;
+    d.mask = gd_masks(e, progs, d.ns);
+    d.mask_kmin = first_mask_kernel(&d, progs, cores, nk);
+    d.srcrows = calloc(e->n, sizeof *d.srcrows);
     first_writers(&d, e->code, progs, cores, nk);
     for (uint32_t k = nk; k-- > 0;) {
         const SpyProgramDesc *kp = &progs[(size_t)k * cores];
@@ -762,6 +888,10 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
             free_stores(&d, e->code, kp, cores, lo, hi);
         }
     }
+    gd_masks_free(d.mask, e->n);
+    for (uint64_t i = 0; d.srcrows && i < e->n; i++)
+        free(d.srcrows[i]);
+    free(d.srcrows);
     free(rings.at);
     free(rings.lo);
     free(rings.hi);

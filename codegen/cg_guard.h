@@ -24,6 +24,7 @@ typedef struct {
     Dem *lx;                         /* [lx granules] demand in the current program */
     uint32_t *lx_gen, gen;           /* a granule of an older gen holds NEVER */
     uint64_t lx_n;
+    int64_t lx_g;                    /* bytes per LX granule (cg_guard.c lx_granule) */
     uint32_t nseg;
     Dem **dr;                        /* [nseg] per tracked segment (arena, outputs) */
     uint32_t **dr_stamp;             /* [nseg] kernel + 1 that last wrote a granule */
@@ -34,6 +35,13 @@ typedef struct {
     int32_t *rowt;                   /* [row_cap] one symbol's thresholds of those rows */
     uint32_t row_cap;
     uint64_t work;                   /* granules visited so far (GD_WORK_MAX) */
+    const SpyInsn *code;             /* the code (instruction indices of mask) */
+    Dem **srcrows;                   /* [code's n] per row of a LOAD that sends its tile
+                                        over the ring, the demand of what it writes
+                                        (NULL: not known) */
+    struct GdMask **mask;            /* [code's n] the known mask of a SELECT, or NULL
+                                        (cg_guard_mask.c); NULL: none known */
+    uint32_t mask_kmin;              /* the first kernel with one (UINT32_MAX: none) */
 } Gd;
 
 typedef enum { OP_MEET, OP_GEN, OP_KILL, OP_STAMP, OP_CLASH, OP_FIRST, OP_COVER } GdOp;
@@ -54,6 +62,11 @@ typedef struct {                     /* an instruction's accesses as functions o
     int nr, nw;
 } GdRowAcc;
 
+typedef struct GdMask {             /* what a SELECT's condition is known to be */
+    int64_t lo, n;                   /* its LX bytes [lo, lo + n) */
+    Dem *dem;                        /* [n] per byte: false when some size is at most t_s */
+} GdMask;
+
 extern const Dem gd_never, gd_always;  /* not needed at any size; needed at every size */
 
 /* Applies v's operation to every byte of access x (cg_guard.c). */
@@ -62,7 +75,41 @@ void gd_visit(Visit *v, const Acc *x);
 int gd_accesses(const SpyInsn *in, Acc *r, Acc *w, int *nw);
 /* The row clamp of in over its skip guard *g (cg_guard_rows.c); *ra: its row accesses. */
 bool gd_row_clamp(Gd *d, const SpyInsn *in, GdRowAcc *ra, SpyGuard *g);
-/* The reads of in, row-clamped by g, made where each row runs (cg_guard_rows.c). */
-void gd_row_reads(Gd *d, const SpyInsn *in, const GdRowAcc *ra, const SpyGuard *g);
+/* A VEC of one row of floats (each result element depends on its column of the
+ * operands only, and computing it from stale ones raises nothing): the demand of each
+ * column of its result into d->rowdem, before they are freed. False when in is none or
+ * writes an untracked byte. */
+bool gd_cols_prep(Gd *d, const SpyInsn *in);
+/* Its reads (after gd_cols_prep), column c needed where in runs (eff) and its result's
+ * column c is needed: it runs whole, its unneeded columns maybe from stale operands. */
+void gd_cols_reads(Gd *d, const SpyInsn *in, const Dem *eff);
+/* The accesses of in's rows (at least 2): row r's are row 0's moved by r steps (the
+ * instruction restricted to a row is linear in the row). */
+void gd_row_acc(const SpyInsn *in, GdRowAcc *ra);
+/* Per row of in (ROWS_MAX at most), the meet of the demand of the bytes it writes, into
+ * rowdem; *ra its row accesses. False when in has no rows to clamp, its last row is
+ * needed at every size (no clamp can leave out a row) or a row writes an untracked
+ * byte. */
+bool gd_row_demands(Gd *d, const SpyInsn *in, GdRowAcc *ra, Dem *rowdem);
+/* The row clamp, over the skip guard *g, that fits the e rows' demands rowdem and
+ * leaves out the most rows (the symbol's); false (g unchanged) when none does. */
+bool gd_rows_fit(Gd *d, const Dem *rowdem, uint32_t e, SpyGuard *g);
+/* The reads of in, row-clamped by g, made where each row runs (cg_guard_rows.c); read
+ * sel (>= 0) of a SELECT with a known mask m by gd_mask_read. */
+void gd_row_reads(Gd *d, const SpyInsn *in, const GdRowAcc *ra, const SpyGuard *g,
+                  const struct GdMask *m, int sel);
+
+/* Per instruction of e's code (programs progs; ns symbols followed): the GdMask of each
+ * SELECT whose condition is known to be false at some sizes, else NULL; NULL when out
+ * of memory or the graph has no dims input (cg_guard_mask.c). */
+GdMask **gd_masks(CgEmit *e, const SpyProgramDesc *progs, int ns);
+void gd_masks_free(GdMask **m, uint64_t n);
+/* The index, among in's reads (gd_accesses), of the operand a SELECT picks where its
+ * condition is true; -1 when in is no SELECT that reads one (cg_guard_mask.c). */
+int gd_select_data(const SpyInsn *in);
+/* That read of the SELECT in (mask m), rows [r0, r0 + nr), made needed under base
+ * joined, per element, with the sizes at which its condition is false. */
+void gd_mask_read(Gd *d, const SpyInsn *in, const GdMask *m, uint32_t r0, uint32_t nr,
+                  const Dem *base);
 
 #endif

@@ -134,9 +134,7 @@ static bool rows_room(Gd *d, uint32_t e)
     return true;
 }
 
-/* The accesses of in's rows (at least 2): row r's are row 0's moved by r steps (the
- * instruction restricted to a row, cg_row_insn, is linear in the row). */
-static void row_acc(const SpyInsn *in, GdRowAcc *ra)
+void gd_row_acc(const SpyInsn *in, GdRowAcc *ra)
 {
     SpyInsn x;
     Acc r1[ACC_MAX], w1[ACC_MAX];
@@ -165,49 +163,49 @@ static bool row_meet(Gd *d, const GdRowAcc *ra, uint32_t r, Dem *m)
     return !v.hit;
 }
 
-/* Whether some byte the last of the e rows of in writes is needed only at some sizes
- * within the bounds (else no clamp can leave out a row: a clamp leaves out the last
- * row first). Checked before the rows' accesses are made (most instructions fail). */
-static bool last_row_conditional(Gd *d, const SpyInsn *in, uint32_t e)
+/* The meet of the demand of the bytes row r of in writes; false when one is untracked. */
+static bool one_row_meet(Gd *d, const SpyInsn *in, uint32_t r, Dem *m)
 {
     SpyInsn x;
     Acc rd[ACC_MAX], wr[ACC_MAX];
     int nw;
-    Dem m = gd_never;
-    row_insn(in, e - 1, &x);
+    *m = gd_never;
+    row_insn(in, r, &x);
     gd_accesses(&x, rd, wr, &nw);
-    Visit v = {.d = d, .op = OP_MEET, .dem = &m};
+    Visit v = {.d = d, .op = OP_MEET, .dem = m};
     for (int i = 0; i < nw; i++)
         gd_visit(&v, &wr[i]);
-    for (int s = 0; s < d->ns && !v.hit; s++)
-        if (m.t[s] >= d->min[s])
+    return !v.hit;
+}
+
+/* Whether a clamp may leave out a row of in's e rows: some byte its last row writes is
+ * needed only at some sizes within the bounds (a clamp leaves out the last row first),
+ * and its first row's demand is not the same (else the skip guard of their meet already
+ * skips every row where the last one is not needed). Checked before the rows'
+ * accesses are made (most instructions fail). */
+static bool rows_may_clamp(Gd *d, const SpyInsn *in, uint32_t e)
+{
+    Dem last, first;
+    if (!one_row_meet(d, in, e - 1, &last) || !one_row_meet(d, in, 0, &first) ||
+        !memcmp(&last, &first, sizeof last))
+        return false;
+    for (int s = 0; s < d->ns; s++)
+        if (last.t[s] >= d->min[s])
             return true;
     return false;
 }
 
-/* The row clamp of in (isa.h ISA_GUARD_ROWS) over the skip guard *g:
- * per row the meet of the demand of the bytes it writes, per symbol the fit of a clamp
- * to those thresholds; the fit that leaves out the most rows is kept, with one of g's
- * skip conditions on another symbol; *ra gets in's row accesses when the last row is
- * conditional. Returns false (g unchanged) when no clamp fits, a row writes an
- * untracked byte or the last row is needed at every size. */
-bool gd_row_clamp(Gd *d, const SpyInsn *in, GdRowAcc *ra, SpyGuard *g)
+bool gd_rows_fit(Gd *d, const Dem *rowdem, uint32_t e, SpyGuard *g)
 {
-    uint32_t e = spy_insn_rows(in), per = 0, off = 0;
-    if (e < 2 || e > ROWS_MAX || (in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING)) ||
-        !last_row_conditional(d, in, e) || !rows_room(d, e))
-        return false;
-    row_acc(in, ra);
-    for (uint32_t r = 0; r < e; r++)
-        if (!row_meet(d, ra, r, &d->rowdem[r]))
-            return false;
+    uint32_t per = 0, off = 0;
     int best = -1;
     int64_t best_score = 0;
     for (int s = 0; s < d->ns; s++) {
         uint32_t p, o;
         int64_t score;
-        for (uint32_t r = 0; r < e; r++)        /* sizes are >= 1: -1 is 0 */
-            d->rowt[r] = d->rowdem[r].t[s] < 0 ? 0 : d->rowdem[r].t[s];
+        for (uint32_t r = 0; r < e; r++)        /* sizes are >= min: any less is min - 1 */
+            d->rowt[r] = rowdem[r].t[s] < d->min[s] - 1 ? (int32_t)(d->min[s] - 1)
+                                                         : rowdem[r].t[s];
         if (row_fit(d->rowt, e, d->min[s], d->max[s], &p, &o, &score) &&
             score > best_score)
             best = s, best_score = score, per = p, off = o;
@@ -227,11 +225,44 @@ bool gd_row_clamp(Gd *d, const SpyInsn *in, GdRowAcc *ra, SpyGuard *g)
     return true;
 }
 
+/* Whether in has rows a clamp may be tried on (at least 2, at most ROWS_MAX) and d
+ * room for their demands. */
+static bool clampable(Gd *d, const SpyInsn *in)
+{
+    uint32_t e = spy_insn_rows(in);
+    return e >= 2 && e <= ROWS_MAX && rows_room(d, e);
+}
+
+bool gd_row_demands(Gd *d, const SpyInsn *in, GdRowAcc *ra, Dem *rowdem)
+{
+    if (!clampable(d, in) || !rows_may_clamp(d, in, spy_insn_rows(in)))
+        return false;
+    gd_row_acc(in, ra);
+    for (uint32_t r = 0, e = spy_insn_rows(in); r < e; r++)
+        if (!row_meet(d, ra, r, &rowdem[r]))
+            return false;
+    return true;
+}
+
+/* The row clamp of in (isa.h ISA_GUARD_ROWS) over the skip guard *g:
+ * per row the meet of the demand of the bytes it writes, per symbol the fit of a clamp
+ * to those thresholds (gd_rows_fit); *ra gets in's row accesses when the last row is
+ * conditional. Returns false (g unchanged) when no clamp fits, a row writes an
+ * untracked byte or the last row is needed at every size. A LOAD over the ring may get
+ * one: the LOAD that sends its tile then runs each row wherever it does
+ * (cg_guard.c ring_sources). */
+bool gd_row_clamp(Gd *d, const SpyInsn *in, GdRowAcc *ra, SpyGuard *g)
+{
+    return clampable(d, in) && gd_row_demands(d, in, ra, d->rowdem) &&
+           gd_rows_fit(d, d->rowdem, spy_insn_rows(in), g);
+}
+
 /* The reads of a row-clamped instruction in (guard g, accesses ra), backward: those
  * of row r needed where it runs (its symbol above floor((r + off) / per), and g's skip
  * condition not holding). A read that does not move with the row (MATMUL's B, a
  * broadcast operand) is made once, under row 0's demand (the least). */
-void gd_row_reads(Gd *d, const SpyInsn *in, const GdRowAcc *ra, const SpyGuard *g)
+void gd_row_reads(Gd *d, const SpyInsn *in, const GdRowAcc *ra, const SpyGuard *g,
+                  const GdMask *m, int sel)
 {
     for (uint32_t r = 0, e = spy_insn_rows(in); r < e; r++) {
         Dem dem = gd_always;
@@ -241,10 +272,68 @@ void gd_row_reads(Gd *d, const SpyInsn *in, const GdRowAcc *ra, const SpyGuard *
         dem.t[g->sym[1]] = f > INT32_MAX - 1 ? INT32_MAX - 1 : (int32_t)f;
         Visit gen = {.d = d, .op = OP_GEN, .dem = &dem};
         for (int i = 0; i < ra->nr; i++) {
+            if (i == sel) {                      /* a SELECT's x: where it is picked */
+                gd_mask_read(d, in, m, r, 1, &dem);
+                continue;
+            }
             if (r > 0 && ra->dr[i] == 0)
                 continue;                        /* did not move: made at row 0 */
             Acc x = ra->r[i];
             x.sp.lo += (int64_t)r * ra->dr[i];
+            gd_visit(&gen, &x);
+        }
+    }
+}
+
+#define COLS_MAX 1024                 /* columns of a one-row VEC read column by column */
+
+/* Whether dt is a float device dtype (a VEC on such elements raises nothing). */
+static bool is_float(int dt)
+{
+    return dt == ISA_DT_F32 || dt == ISA_DT_F16 || dt == ISA_DT_BF16 || dt == ISA_DT_DLF16;
+}
+
+bool gd_cols_prep(Gd *d, const SpyInsn *in)
+{
+    const SpyVec *v = &in->vec;
+    int sdt = v->src_dtype ? v->src_dtype : v->dtype;
+    if (in->opcode != ISA_VEC || v->rows != 1 || v->cols < 2 || v->cols > COLS_MAX ||
+        !is_float(v->dtype) || !is_float(sdt) || !rows_room(d, v->cols))
+        return false;
+    int64_t es = cg_dev_bytes(v->dtype), one = 1;
+    for (uint32_t c = 0; c < v->cols; c++) {
+        Acc x = {.seg = -1};
+        cg_span_make(&x.sp, v->dst + c * es, (unsigned)es, 1, &one, &one);
+        d->rowdem[c] = gd_never;
+        Visit m = {.d = d, .op = OP_MEET, .dem = &d->rowdem[c]};
+        gd_visit(&m, &x);
+        if (m.hit)
+            return false;
+    }
+    return memcmp(&d->rowdem[0], &d->rowdem[v->cols - 1], sizeof d->rowdem[0]) != 0;
+}
+
+void gd_cols_reads(Gd *d, const SpyInsn *in, const Dem *eff)
+{
+    const SpyVec *v = &in->vec;
+    int sdt = v->src_dtype ? v->src_dtype : v->dtype;
+    int n = v->fn == ISA_VF_SELECT || v->fn == ISA_VF_FMA ? 3
+          : v->fn >= ISA_VF_ADD && v->fn <= ISA_VF_ATAN2 ? 2 : 1;
+    int64_t one = 1;
+    for (uint32_t c = 0; c < v->cols; c++) {
+        Dem dem = *eff;
+        for (int s = 0; s < GD_NS; s++)
+            dem.t[s] = d->rowdem[c].t[s] > dem.t[s] ? d->rowdem[c].t[s] : dem.t[s];
+        Visit gen = {.d = d, .op = OP_GEN, .dem = &dem};
+        for (int q = 0; q < n; q++) {
+            if ((q == 1 && (v->flags & ISA_F_IMM)) || (q == 0 && (v->flags & ISA_F_IMM_A)))
+                continue;
+            int qdt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
+                    : (v->fn == ISA_VF_FMA && q == 2) ? v->dtype : sdt;
+            int64_t es = cg_dev_bytes(qdt);
+            Acc x = {.seg = -1};
+            cg_span_make(&x.sp, v->src[q] + (int64_t)c * v->src_cs[q] * es, (unsigned)es, 1,
+                         &one, &one);
             gd_visit(&gen, &x);
         }
     }

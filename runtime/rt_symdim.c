@@ -58,6 +58,10 @@ spy_status rt_sym_verify(spy_model *m, RtErr *e)
         return rt_err_set(e, SPY_E_BAD_BUNDLE, "feature GUARDS without bounded symbolic "
                           "dimensions (DYNDIM)"),
                e->status;
+    if ((m->hdr->features & SPY_FEAT_RING_CLAMP) &&
+        (m->hdr->features & (SPY_FEAT_GUARDS | SPY_FEAT_RING)) != (SPY_FEAT_GUARDS | SPY_FEAT_RING))
+        return rt_err_set(e, SPY_E_BAD_BUNDLE, "feature RING_CLAMP without GUARDS and RING"),
+               e->status;
     m->guards = (m->hdr->features & SPY_FEAT_GUARDS) != 0;
     if (!feat)
         return SPY_OK;

@@ -377,13 +377,15 @@ static bool v_cond(Vctx *v, const SpyGuard *g, int i) {
 }
 
 /* A row clamp (slots 1 and 2 of in's guard, isa.h ISA_GUARD_ROWS): on an instruction
- * with rows (at least 2; not a LOAD over the ring, whose tile is sent whole), a symbol of the dims input, at least one row per step, and
- * rows clamped at some size within the bounds and run at some (else it is no clamp). */
+ * with rows (at least 2; a LOAD over the ring only with SPY_FEAT_RING_CLAMP), a symbol
+ * of the dims input, at least one row per step, and rows clamped at some size within
+ * the bounds and run at some (else it is no clamp). */
 static bool v_clamp(Vctx *v, const SpyInsn *in, const SpyGuard *g) {
     uint32_t e = spy_insn_rows(in);
-    if (e < 2 || (in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING)))
+    bool ring = in->opcode == ISA_LOAD && (in->dma.flags & ISA_F_RING);
+    if (e < 2 || (ring && !(v->m->hdr->features & SPY_FEAT_RING_CLAMP)))
         return fail(v, "row clamp on a %s%s of %u rows", rt_opcode_name(in->opcode),
-                    e >= 2 ? " over the ring" : "", e);
+                    ring ? " over the ring (without feature bit SPY_FEAT_RING_CLAMP)" : "", e);
     if (g->sym[1] >= v->m->nsyms || g->sym[2] || g->lo[1] == 0)
         return fail(v, "row clamp: symbol %u of %u, %u rows per step, slot 2 symbol %u",
                     g->sym[1], v->m->nsyms, g->lo[1], g->sym[2]);

@@ -60,8 +60,11 @@ typedef struct {
                                     boxes of the symbolic dims, sharing CONSTS */
 #define SPY_FEAT_GUARDS 0x200u  /* CODE has guarded instructions (isa.h SpyGuard): skipped
                                     at launch for small symbol sizes (SPY_FEAT_DYNDIM) */
+#define SPY_FEAT_RING_CLAMP 0x400u  /* a LOAD over the ring has a row clamp (SPY_FEAT_GUARDS):
+                                      the tile's origin sends the rows it receives */
 #define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_DYNDIM | \
-                            SPY_FEAT_FP8W | SPY_FEAT_RING | SPY_FEAT_VARIANTS | SPY_FEAT_GUARDS)
+                            SPY_FEAT_FP8W | SPY_FEAT_RING | SPY_FEAT_VARIANTS | SPY_FEAT_GUARDS | \
+                            SPY_FEAT_RING_CLAMP)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */

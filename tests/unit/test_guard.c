@@ -116,14 +116,35 @@ static uint8_t *as_run(const uint8_t *buf, size_t len, int32_t n)
     return c;
 }
 
-/* Runs session s at n rows of x into y. */
-static void run_rows(spy_session *s, const float *x, int n, float *y)
+/* Runs session s at n rows of x into y (at most ROWS * ny floats). */
+static void run_ny(spy_session *s, const float *x, int n, float *y, size_t ny)
 {
     assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){n, K}), SPY_OK);
     const void *ins[1] = {x};
     void *outs[1] = {y};
-    memset(y, 0x5a, sizeof(float) * ROWS * N);
+    memset(y, 0x5a, sizeof(float) * ROWS * ny);
     assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+}
+
+/* Runs session s of compile_mlp at n rows of x into y. */
+static void run_rows(spy_session *s, const float *x, int n, float *y)
+{
+    run_ny(s, x, n, y, N);
+}
+
+/* Expects y, the result of n rows of x (n * ny floats), bit for bit from bundle keep
+ * (len bytes) rewritten as size n runs it (as_run). */
+static void expect_as_run(const uint8_t *keep, size_t len, const float *x, int n,
+                          const float *y, size_t ny)
+{
+    static float y2[ROWS * H];
+    spy_model *m2;
+    spy_session *s2;
+    ut_open(as_run(keep, len, n), len, &m2, &s2);
+    run_ny(s2, x, n, y2, ny);
+    assert_memory_equal(y, y2, sizeof(float) * (size_t)n * ny);
+    spy_session_free(s2);
+    spy_model_free(m2);
 }
 
 /* Guards are there, and every size gives the reference's values, the same bits as the
@@ -177,13 +198,7 @@ static void test_guarded_every_size(void **state)
     for (size_t i = 0; i < sizeof again / sizeof *again; i++) {
         int n = again[i];
         run_rows(s, x, n, y);
-        spy_model *m2;
-        spy_session *s2;
-        ut_open(as_run(keep, len, n), len, &m2, &s2);
-        run_rows(s2, x, n, y2);
-        assert_memory_equal(y, y2, sizeof(float) * (size_t)n * N);
-        spy_session_free(s2);
-        spy_model_free(m2);
+        expect_as_run(keep, len, x, n, y, N);
     }
     run_rows(s, x, ROWS, y);                           /* the bound: nothing skipped */
     assert_true(fabs(spy_session_device_us(s) - bound_us) <= 1e-9 * bound_us);
@@ -191,6 +206,107 @@ static void test_guarded_every_size(void **state)
     free(keep);
     spy_session_free(s);
     spy_model_free(m);
+}
+
+/* Compiles softmax over the rows (symbolic in [1, ROWS]) of x @ w1, as attention's
+ * scores over the keys: along the last axis of its transpose. The product's rows past
+ * the size reach only the padding that symdim's SELECT(mask, ., -inf), in the product's
+ * epilogue, replaces (codegen/cg_guard_mask.c). */
+static uint8_t *compile_masked(UtFx *f, size_t *len)
+{
+    float w1[K * H], w2[H * N];
+    weights(w1, w2);
+    ValId x = ut_input(f->g, "x", IR_DT_F32, 2, (int64_t[]){ROWS, K});
+    ir_sym_add(f->g, x, 0, 1, ROWS, "rows");
+    ValId a = ut_const(f->g, IR_DT_F32, 2, (int64_t[]){K, H}, w1);
+    ValId h = ut_onnx_op(f->g, "MatMul", 13, (ValId[]){x, a}, 2, NULL, 0);
+    IrAttr perm = ir_attr_ints(f->g, "perm", (int64_t[]){1, 0}, 2);
+    ValId t = ut_onnx_op(f->g, "Transpose", 13, &h, 1, &perm, 1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Softmax", 13, &t, 1, NULL, 0));
+    ut_decompose_ok(f);
+    uint8_t *buf = ut_compile(f->g, len);
+    assert_non_null(buf);
+    return buf;
+}
+
+/* Softmax over the n rows of x @ w1, per column, transposed: y[j, r]. */
+static void masked_reference(const float *x, int n, const float *w1, float *y)
+{
+    for (int j = 0; j < H; j++) {
+        double mx = -INFINITY, sum = 0, t[ROWS];
+        for (int r = 0; r < n; r++) {
+            t[r] = 0;
+            for (int k = 0; k < K; k++)
+                t[r] += (double)x[r * K + k] * w1[k * H + j];
+            mx = t[r] > mx ? t[r] : mx;
+        }
+        for (int r = 0; r < n; r++)
+            sum += exp(t[r] - mx);
+        for (int r = 0; r < n; r++)
+            y[j * n + r] = (float)(exp(t[r] - mx) / sum);
+    }
+}
+
+/* A product whose rows reach a reduction only through a mask of padding gets row
+ * clamps (before the masks' values were followed, its every row was needed at every
+ * size), and every size still gives the reference's values, bit for bit those of the
+ * rewritten bundle, at no more modelled time than the bound's. */
+static void test_masked_rows_clamped(void **state)
+{
+    UtFx *f = *state;
+    size_t len = 0;
+    uint8_t *buf = compile_masked(f, &len);
+    uint64_t cnt, mm_clamped = 0;
+    SpyInsn *code = code_of(buf, &cnt);
+    for (uint64_t i = 0; i < cnt; i++)
+        mm_clamped += code[i].opcode == ISA_MATMUL &&
+                      (spy_insn_guard(&code[i]).n & ISA_GUARD_ROWS);
+    assert_true(mm_clamped > 0);
+    static float x[ROWS * K], y[ROWS * H], want[ROWS * H];
+    float w1[K * H], w2[H * N];
+    weights(w1, w2);
+    ut_fill(x, ROWS * K, 0.37f, -0.1f);
+    uint8_t *keep = malloc(len);
+    assert_non_null(keep);
+    memcpy(keep, buf, len);
+    spy_model *m;
+    spy_session *s;
+    ut_open(buf, len, &m, &s);
+    double bound_us = spy_model_device_us(m);
+    for (int n = 1; n <= ROWS; n += (n < 8 ? 1 : 11)) {
+        run_ny(s, x, n, y, H);
+        masked_reference(x, n, w1, want);
+        ut_expect_close(y, want, (int64_t)n * H, 1e-4);
+        assert_true(spy_session_device_us(s) <= bound_us * (1 + 1e-12));
+        expect_as_run(keep, len, x, n, y, H);
+    }
+    free(keep);
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* A row clamp on a LOAD over the ring is refused in a bundle without the feature bit
+ * SPY_FEAT_RING_CLAMP (a reader from before it refuses the bit at the header). */
+static void test_ring_clamp_needs_feature(void **state)
+{
+    UtFx *f = *state;
+    size_t len = 0;
+    uint8_t *buf = compile_masked(f, &len);
+    uint64_t cnt, ring = 0;
+    SpyInsn *code = code_of(buf, &cnt);
+    for (uint64_t i = 0; i < cnt; i++)
+        ring += code[i].opcode == ISA_LOAD && (code[i].dma.flags & ISA_F_RING) &&
+                (spy_insn_guard(&code[i]).n & ISA_GUARD_ROWS);
+    assert_true(ring > 0);
+    assert_true(((const SpyHeader *)buf)->features & SPY_FEAT_RING_CLAMP);
+    ((SpyHeader *)buf)->features &= ~SPY_FEAT_RING_CLAMP;
+    ut_fix_crcs(buf);
+    ut_expect_refused(buf, len, "over the ring (without feature bit SPY_FEAT_RING_CLAMP)");
+    ((SpyHeader *)buf)->features |= SPY_FEAT_RING_CLAMP;
+    ((SpyHeader *)buf)->features &= ~SPY_FEAT_GUARDS;
+    ut_fix_crcs(buf);
+    ut_expect_refused(buf, len, "RING_CLAMP without GUARDS and RING");
+    free(buf);
 }
 
 /* The first guarded instruction of buf, and its index. */
@@ -293,6 +409,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_guarded_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_malformed_guard_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_masked_rows_clamped, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_ring_clamp_needs_feature, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
