@@ -12,7 +12,8 @@
  * by kernel in schedule order, each core program from its start, that follows the
  * values of the few bytes that decide them:
  *   - an int32 constant of segment 0 (positions) and the dims input's word of a symbol
- *     (its actual size), through LOADs into LX;
+ *     (its actual size), through LOADs into LX; a size derived from it by a window's
+ *     arithmetic (+, - and / by constants: floor((size + add) / div) + off);
  *   - the bool result of a compare of the two (LT(c, size), GT(size, c), LE, GE):
  *     false when the size is at most a threshold, which is a demand (cg_guard.h Dem:
  *     per symbol, "at or under t_s");
@@ -40,6 +41,10 @@ enum { MV_NONE, MV_CONST, MV_SIZE, MV_MASK };
 typedef struct {                     /* what is known of one element */
     uint8_t kind;
     int32_t x;                       /* MV_CONST: the value; MV_SIZE: the symbol */
+    int32_t add, div, off;           /* MV_SIZE: floor((size + add) / div) + off, a size
+                                        derived by a window's arithmetic (div >= 1;
+                                        with div > 1, size + add >= 0 at the symbol's
+                                        min, so the device's truncation is the floor) */
     Dem dem;                         /* MV_MASK: false when some size is at most t_s */
 } Mv;
 
@@ -67,6 +72,7 @@ typedef struct {                     /* an element written: its address and valu
 typedef struct {
     CgEmit *e;
     int ns;                          /* symbols followed */
+    int64_t min[GD_NS];              /* their least sizes */
     int64_t dims_seg;                /* segment of the dims input, -2: none */
     MwConst *cst;
     int ncst;
@@ -175,7 +181,7 @@ static Mv mw_read(const Mw *w, int64_t seg, int64_t a, int es)
         return mf_get(&w->lx, seg, a, es);
     if (seg == w->dims_seg) {
         if (es == 4 && a >= 0 && a % 4 == 0 && a / 4 < w->ns)
-            v.kind = MV_SIZE, v.x = (int32_t)(a / 4);
+            v.kind = MV_SIZE, v.x = (int32_t)(a / 4), v.div = 1;
         return v;
     }
     if (seg == ISA_SEG_CONST) {
@@ -227,21 +233,61 @@ static Mv mask_of(int s, int64_t t)
     return v;
 }
 
-/* The value of VEC function fn (of an int32 compare, or a bool AND / COPY) on known
- * operands a, b. */
-static Mv vec_value(int fn, Mv a, Mv b)
+/* The mask c < v of a constant c and a (derived) size v: c < floor((s + add) / div) +
+ * off holds when (c - off + 1) * div <= s + add, so it is false at the sizes s at most
+ * (c - off + 1) * div - add - 1. */
+static Mv mask_lt(int64_t c, const Mv *v)
+{
+    return mask_of(v->x, (c - v->off + 1) * v->div - v->add - 1);
+}
+
+/* A derived size v plus k (sign -1: minus), or divided by k; MV_NONE when the result
+ * is not of the form floor((s + add) / div) + off with a numerator that is never
+ * negative. */
+static Mv size_arith(const Mw *w, int fn, Mv v, int64_t k)
+{
+    Mv none = {.kind = MV_NONE};
+    if (fn == ISA_VF_ADD || fn == ISA_VF_SUB) {
+        int64_t off = v.off + (fn == ISA_VF_ADD ? k : -k);
+        if (off < INT32_MIN / 2 || off > INT32_MAX / 2)
+            return none;
+        v.off = (int32_t)off;
+        return v;
+    }
+    if (k <= 0 || k > 65536 || (int64_t)v.div * k > 65536)
+        return none;
+    if (v.off != 0 && v.div != 1)
+        return none;
+    v.add += v.off;                  /* floor(floor(n / d) / k) = floor(n / (d * k)) */
+    v.off = 0;
+    v.div *= (int32_t)k;
+    return w->min[v.x] + v.add >= 0 ? v : none;
+}
+
+/* The value of VEC function fn (an int32 compare or add, sub, div of a size and a
+ * constant, or a bool AND / COPY) on known operands a, b. */
+static Mv vec_value(const Mw *w, int fn, Mv a, Mv b)
 {
     Mv none = {.kind = MV_NONE};
     switch (fn) {
     case ISA_VF_LT:                  /* c < size: false at sizes <= c */
-    case ISA_VF_LE:                  /* c <= size: false at sizes <= c - 1 */
+    case ISA_VF_LE:                  /* c <= size: c - 1 < size */
         if (a.kind == MV_CONST && b.kind == MV_SIZE)
-            return mask_of(b.x, fn == ISA_VF_LT ? a.x : (int64_t)a.x - 1);
+            return mask_lt(fn == ISA_VF_LT ? a.x : (int64_t)a.x - 1, &b);
         return none;
     case ISA_VF_GT:
     case ISA_VF_GE:
         if (a.kind == MV_SIZE && b.kind == MV_CONST)
-            return mask_of(a.x, fn == ISA_VF_GT ? b.x : (int64_t)b.x - 1);
+            return mask_lt(fn == ISA_VF_GT ? b.x : (int64_t)b.x - 1, &a);
+        return none;
+    case ISA_VF_ADD:
+        if (a.kind == MV_CONST && b.kind == MV_SIZE)
+            return size_arith(w, fn, b, a.x);
+        /* fall through */
+    case ISA_VF_SUB:
+    case ISA_VF_DIV:
+        if (a.kind == MV_SIZE && b.kind == MV_CONST)
+            return size_arith(w, fn, a, b.x);
         return none;
     case ISA_VF_AND:                 /* false where either is */
         if (a.kind == MV_MASK && b.kind == MV_MASK) {
@@ -250,8 +296,6 @@ static Mv vec_value(int fn, Mv a, Mv b)
             return a;
         }
         return a.kind == MV_MASK ? a : b.kind == MV_MASK ? b : none;
-    case ISA_VF_COPY:
-        return a;
     default:
         return none;
     }
@@ -402,22 +446,26 @@ static void mw_vec(Mw *w, const SpyInsn *in, uint64_t i)
     int sdt = v->src_dtype ? v->src_dtype : v->dtype;
     bool cmp = v->fn >= ISA_VF_LT && v->fn <= ISA_VF_GE && sdt == ISA_DT_I32 &&
                v->dtype == ISA_DT_BOOL;
-    bool boolop = (v->fn == ISA_VF_AND || v->fn == ISA_VF_COPY) && sdt == ISA_DT_BOOL &&
-                  v->dtype == ISA_DT_BOOL;
+    bool boolop = v->fn == ISA_VF_AND && sdt == ISA_DT_BOOL && v->dtype == ISA_DT_BOOL;
+    bool arith = (v->fn == ISA_VF_ADD || v->fn == ISA_VF_SUB || v->fn == ISA_VF_DIV) &&
+                 sdt == ISA_DT_I32 && v->dtype == ISA_DT_I32;
+    bool copy = v->fn == ISA_VF_COPY && sdt == v->dtype &&
+                (sdt == ISA_DT_BOOL || sdt == ISA_DT_I32);
+    int64_t es = cg_dev_bytes(v->dtype);
     if (v->fn == ISA_VF_SELECT)
         mw_select(w, v, i);
     w->nput = 0;
-    if ((cmp || boolop) && (int64_t)v->rows * v->cols <= MW_ELEMS_MAX)
+    if ((cmp || boolop || arith || copy) && (int64_t)v->rows * v->cols <= MW_ELEMS_MAX)
         for (int64_t r = 0; r < v->rows; r++)
             for (int64_t c = 0; c < v->cols; c++) {
                 Mv a = vec_operand(w, v, 0, r, c, sdt);
-                Mv b = v->fn == ISA_VF_COPY ? a : vec_operand(w, v, 1, r, c, sdt);
-                mw_put(w, v->dst + r * v->dst_rs + c, vec_value(v->fn, a, b));
+                Mv b = copy ? a : vec_operand(w, v, 1, r, c, sdt);
+                mw_put(w, v->dst + (r * v->dst_rs + c) * es, copy ? a : vec_value(w, v->fn, a, b));
             }
     CgSpan s;
     cg_insn_lx_write(in, &s);
     mf_kill_span(&w->lx, &s);
-    mf_add(w, &w->lx, -1, 1);
+    mf_add(w, &w->lx, -1, (int)es);
 }
 
 /* One instruction (index i) of a core program. */
@@ -489,6 +537,9 @@ GdMask **gd_masks(CgEmit *e, const SpyProgramDesc *progs, int ns)
     w.e = e;
     w.ns = ns;
     w.dims_seg = -2;
+    for (uint32_t k = 0; k < g->nsymdims; k++)
+        if (g->symdims[k].sym < GD_NS)
+            w.min[g->symdims[k].sym] = g->symdims[k].min;
     for (uint32_t j = 0; j < g->ninputs; j++)
         if (g->inputs[j] == g->sym_input)
             w.dims_seg = ISA_SEG_IO0 + j;
