@@ -353,15 +353,26 @@ static void dma_at(const SpyDma *d, int64_t j, int64_t *da, int64_t *la)
     }
 }
 
+/* Whether the current kernel writes some DRAM byte of [lo, hi) of seg (its cores' order
+ * is not known: such a byte may hold the old value or the new). */
+static bool mw_written(const Mw *w, int64_t seg, int64_t lo, int64_t hi)
+{
+    for (int k = 0; k < w->nkill; k++)
+        if (w->kill[k][0] == seg && w->kill[k][1] < hi && lo < w->kill[k][2])
+            return true;
+    return false;
+}
+
 /* A LOAD: the known elements of its DRAM tile move to LX (a tile over the ring holds
- * the DRAM bytes its origin reads). */
+ * the DRAM bytes its origin reads), unless its kernel also writes them. */
 static void mw_load(Mw *w, const SpyInsn *in)
 {
     const SpyDma *d = &in->dma;
     int64_t n = dma_elems(d), lo, hi;
     dims_range(d->dram_off, d->esize, d->dims, d->dram_stride, &lo, &hi);
     w->nput = 0;
-    if (n && !(d->flags & ISA_F_F32) && mw_dram_known(w, d->seg, lo, hi))
+    if (n && !(d->flags & ISA_F_F32) && mw_dram_known(w, d->seg, lo, hi) &&
+        !mw_written(w, d->seg, lo, hi))
         for (int64_t j = 0; j < n; j++) {
             int64_t da, la;
             dma_at(d, j, &da, &la);
@@ -395,10 +406,7 @@ static void mw_kill_later(Mw *w, int64_t seg, int64_t lo, int64_t hi)
 static void mw_store(Mw *w, const SpyInsn *in)
 {
     const SpyDma *d = &in->dma;
-    int64_t n = dma_elems(d), lo, hi, llo, lhi;
-    int es = (d->flags & ISA_F_F32) ? 4 : d->esize;
-    dims_range(d->dram_off, es, d->dims, d->dram_stride, &lo, &hi);
-    mw_kill_later(w, d->seg, lo, hi);
+    int64_t n = dma_elems(d), llo, lhi;
     dims_range(d->lx, d->esize, d->dims, d->lx_stride, &llo, &lhi);
     w->nput = 0;
     if (n && !(d->flags & ISA_F_F32) && mw_lx_known(w, llo, lhi))
@@ -452,7 +460,7 @@ static void mw_vec(Mw *w, const SpyInsn *in, uint64_t i)
     bool copy = v->fn == ISA_VF_COPY && sdt == v->dtype &&
                 (sdt == ISA_DT_BOOL || sdt == ISA_DT_I32);
     int64_t es = cg_dev_bytes(v->dtype);
-    if (v->fn == ISA_VF_SELECT)
+    if (v->fn == ISA_VF_SELECT && !(v->flags & ISA_F_IMM_A))
         mw_select(w, v, i);
     w->nput = 0;
     if ((cmp || boolop || arith || copy) && (int64_t)v->rows * v->cols <= MW_ELEMS_MAX)
@@ -482,14 +490,30 @@ static void mw_insn(Mw *w, const SpyInsn *in, uint64_t i)
     case ISA_VEC:
         mw_vec(w, in, i);
         break;
-    case ISA_SCATTER:                /* rows anywhere in its table: forget the segment */
-        mw_kill_later(w, in->scatter.seg, INT64_MIN, INT64_MAX);
-        break;
     default:
         if (cg_insn_lx_write(in, &s))
             mf_kill_span(&w->lx, &s);
         break;
     }
+}
+
+/* Records the DRAM ranges the STOREs and SCATTERs of a kernel (programs kp) write. */
+static void mw_kernel_writes(Mw *w, const SpyProgramDesc *kp, uint32_t cores)
+{
+    w->nkill = 0;
+    for (uint32_t j = 0; j < cores; j++)
+        for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++) {
+            const SpyInsn *in = &w->e->code[i];
+            int64_t lo, hi;
+            if (in->opcode == ISA_STORE) {
+                const SpyDma *d = &in->dma;
+                dims_range(d->dram_off, (d->flags & ISA_F_F32) ? 4 : d->esize, d->dims,
+                           d->dram_stride, &lo, &hi);
+                mw_kill_later(w, d->seg, lo, hi);
+            } else if (in->opcode == ISA_SCATTER) {    /* rows anywhere in its table */
+                mw_kill_later(w, in->scatter.seg, INT64_MIN, INT64_MAX);
+            }
+        }
 }
 
 /* The DRAM writes of a finished kernel: what they overwrote is forgotten, what they
@@ -552,6 +576,7 @@ GdMask **gd_masks(CgEmit *e, const SpyProgramDesc *progs, int ns)
         return NULL;
     }
     for (uint32_t k = 0; k < nk; k++) {
+        mw_kernel_writes(&w, &progs[(size_t)k * cores], cores);
         for (uint32_t j = 0; j < cores; j++) {
             const SpyProgramDesc *p = &progs[(size_t)k * cores + j];
             mf_clear(&w.lx);         /* LX does not outlive a program */
@@ -616,8 +641,9 @@ void gd_mask_read(Gd *d, const SpyInsn *in, const GdMask *m, uint32_t r0, uint32
 
 int gd_select_data(const SpyInsn *in)
 {
-    if (in->opcode != ISA_VEC || in->vec.fn != ISA_VF_SELECT || (in->vec.flags & ISA_F_IMM) ||
-        in->vec.src_rs[1] < 0 || in->vec.src_cs[1] < 0)
-        return -1;
-    return (in->vec.flags & ISA_F_IMM_A) ? 0 : 1;
+    if (in->opcode != ISA_VEC || in->vec.fn != ISA_VF_SELECT ||
+        (in->vec.flags & (ISA_F_IMM | ISA_F_IMM_A)) || in->vec.src_rs[1] < 0 ||
+        in->vec.src_cs[1] < 0)
+        return -1;                   /* an immediate condition or x: nothing to follow */
+    return 1;
 }
