@@ -66,6 +66,12 @@ static void dem_min(Dem *acc, const Dem *x)
         acc->t[s] = x->t[s] < acc->t[s] ? x->t[s] : acc->t[s];
 }
 
+void gd_dem_or(Dem *acc, const Dem *x)
+{
+    for (int s = 0; s < GD_NS; s++)
+        acc->t[s] = x->t[s] > acc->t[s] ? x->t[s] : acc->t[s];
+}
+
 /* Granule size of space seg. */
 static int64_t gsize(const Gd *d, int64_t seg)
 {

@@ -69,6 +69,9 @@ typedef struct GdMask {             /* what a SELECT's condition is known to be 
 
 extern const Dem gd_never, gd_always;  /* not needed at any size; needed at every size */
 
+/* acc := the demand under which a value is not needed where either acc or x says it is
+ * not (per symbol the greatest threshold; cg_guard.c). */
+void gd_dem_or(Dem *acc, const Dem *x);
 /* Applies v's operation to every byte of access x (cg_guard.c). */
 void gd_visit(Visit *v, const Acc *x);
 /* The accesses of in: reads into r (returns their count), writes into w (*nw). */

@@ -291,8 +291,7 @@ static Mv vec_value(const Mw *w, int fn, Mv a, Mv b)
         return none;
     case ISA_VF_AND:                 /* false where either is */
         if (a.kind == MV_MASK && b.kind == MV_MASK) {
-            for (int s = 0; s < GD_NS; s++)
-                a.dem.t[s] = b.dem.t[s] > a.dem.t[s] ? b.dem.t[s] : a.dem.t[s];
+            gd_dem_or(&a.dem, &b.dem);
             return a;
         }
         return a.kind == MV_MASK ? a : b.kind == MV_MASK ? b : none;
@@ -612,10 +611,8 @@ static Dem mask_dem(const GdMask *m, const SpyVec *v, int64_t r, int64_t c, cons
 {
     Dem x = *base;
     int64_t b = v->src[0] + r * v->src_rs[0] + c * v->src_cs[0] - m->lo;
-    if (b < 0 || b >= m->n)
-        return x;
-    for (int s = 0; s < GD_NS; s++)
-        x.t[s] = m->dem[b].t[s] > x.t[s] ? m->dem[b].t[s] : x.t[s];
+    if (b >= 0 && b < m->n)
+        gd_dem_or(&x, &m->dem[b]);
     return x;
 }
 

@@ -13,6 +13,19 @@
 
 #include "cg_guard.h"
 
+/* v's destination and operands moved by r rows and c columns (an immediate's slot
+ * moves too, unread: gd_accesses skips it). */
+static void vec_move(SpyVec *v, int64_t r, int64_t c)
+{
+    int sdt = v->src_dtype ? v->src_dtype : v->dtype;
+    v->dst += (uint32_t)((r * v->dst_rs + c) * cg_dev_bytes(v->dtype));
+    for (int q = 0; q < 3; q++) {
+        int qdt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
+                : (v->fn == ISA_VF_FMA && q == 2) ? v->dtype : sdt;
+        v->src[q] += (uint32_t)((r * v->src_rs[q] + c * v->src_cs[q]) * cg_dev_bytes(qdt));
+    }
+}
+
 /* x := in restricted to its row r (isa.h spy_insn_rows): extent 1, every operand that
  * moves with the row moved to row r (a broadcast operand, MATMUL's B, stay). Returns
  * false for an instruction without rows. */
@@ -21,17 +34,9 @@ static bool row_insn(const SpyInsn *in, uint32_t r, SpyInsn *x)
     *x = *in;
     int64_t rr = r;
     switch (in->opcode) {
-    case ISA_VEC: {
-        SpyVec *v = &x->vec;
-        int sdt = v->src_dtype ? v->src_dtype : v->dtype;
-        v->dst += (uint32_t)(rr * v->dst_rs * cg_dev_bytes(v->dtype));
-        for (int q = 0; q < 3; q++) {
-            int qdt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
-                    : (v->fn == ISA_VF_FMA && q == 2) ? v->dtype : sdt;
-            v->src[q] += (uint32_t)(rr * v->src_rs[q] * cg_dev_bytes(qdt));
-        }
+    case ISA_VEC:
+        vec_move(&x->vec, rr, 0);
         break;
-    }
     case ISA_VREDUCE: {
         SpyVReduce *d = &x->red;
         bool arg = d->fn == ISA_RF_ARGMAX || d->fn == ISA_RF_ARGMIN;
@@ -315,26 +320,16 @@ bool gd_cols_prep(Gd *d, const SpyInsn *in)
 
 void gd_cols_reads(Gd *d, const SpyInsn *in, const Dem *eff)
 {
-    const SpyVec *v = &in->vec;
-    int sdt = v->src_dtype ? v->src_dtype : v->dtype;
-    int n = v->fn == ISA_VF_SELECT || v->fn == ISA_VF_FMA ? 3
-          : v->fn >= ISA_VF_ADD && v->fn <= ISA_VF_ATAN2 ? 2 : 1;
-    int64_t one = 1;
-    for (uint32_t c = 0; c < v->cols; c++) {
+    for (uint32_t c = 0; c < in->vec.cols; c++) {
         Dem dem = *eff;
-        for (int s = 0; s < GD_NS; s++)
-            dem.t[s] = d->rowdem[c].t[s] > dem.t[s] ? d->rowdem[c].t[s] : dem.t[s];
+        gd_dem_or(&dem, &d->rowdem[c]);
+        SpyInsn x = *in;                     /* in restricted to its column c */
+        vec_move(&x.vec, 0, c);
+        x.vec.cols = 1;
+        Acc r[ACC_MAX], w[ACC_MAX];
+        int nw, nr = gd_accesses(&x, r, w, &nw);
         Visit gen = {.d = d, .op = OP_GEN, .dem = &dem};
-        for (int q = 0; q < n; q++) {
-            if ((q == 1 && (v->flags & ISA_F_IMM)) || (q == 0 && (v->flags & ISA_F_IMM_A)))
-                continue;
-            int qdt = (v->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
-                    : (v->fn == ISA_VF_FMA && q == 2) ? v->dtype : sdt;
-            int64_t es = cg_dev_bytes(qdt);
-            Acc x = {.seg = -1};
-            cg_span_make(&x.sp, v->src[q] + (int64_t)c * v->src_cs[q] * es, (unsigned)es, 1,
-                         &one, &one);
-            gd_visit(&gen, &x);
-        }
+        for (int i = 0; i < nr; i++)
+            gd_visit(&gen, &r[i]);
     }
 }
