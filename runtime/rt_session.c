@@ -285,15 +285,30 @@ static uint32_t entry_programs(const spy_model *m, uint32_t pos) {
     return m->active_first[k + 1] - m->active_first[k];
 }
 
-/* Takes the next program of the counter next (tag gen, na programs) into *j; false
- * when none is left or the counter belongs to another run. */
-static bool take_program(_Atomic uint64_t *next, uint32_t gen, uint32_t na, uint32_t *j) {
+/* Programs taken so far from the front (thread 0) and from the back (the others) of
+ * an entry's counter value v (low 32 bits: front << 16 | back; both below 2^16, as a
+ * kernel has at most RT_MAX_CORES programs). */
+static uint32_t taken_front(uint64_t v) {
+    return (uint32_t)v >> 16;
+}
+static uint32_t taken_back(uint64_t v) {
+    return (uint32_t)v & 0xffff;
+}
+
+/* Takes the next program of the counter next (tag gen, na programs) into *j: thread 0
+ * from the front, the others from the back, so that each thread runs a contiguous run
+ * of programs (neighbouring cores share input patches and weights: rt_memo.c, the
+ * host's caches); false when none is left or the counter belongs to another run. */
+static bool take_program(_Atomic uint64_t *next, uint32_t gen, uint32_t na, int tid,
+                         uint32_t *j) {
     uint64_t v = atomic_load(next);
-    while ((uint32_t)(v >> 32) == gen && (uint32_t)v < na)
-        if (atomic_compare_exchange_weak(next, &v, v + 1)) {
-            *j = (uint32_t)v;
+    while ((uint32_t)(v >> 32) == gen && taken_front(v) + taken_back(v) < na) {
+        uint64_t w = tid == 0 ? v + (1u << 16) : v + 1;
+        if (atomic_compare_exchange_weak(next, &v, w)) {
+            *j = tid == 0 ? taken_front(v) : na - 1 - taken_back(v);
             return true;
         }
+    }
     return false;
 }
 
@@ -307,7 +322,7 @@ static void run_entry(spy_session *s, RtCore *core, uint32_t gen, uint32_t pos, 
     bool skip = atomic_load(&s->fail_pos) < pos; /* final: pos - 1 is complete */
     uint32_t ran = 0, j;
     core->memo = 0;     /* a patch of an earlier entry: its DRAM may have changed since */
-    while (serial ? (j = ran) < na : take_program(&s->next[pos], gen, na, &j)) {
+    while (serial ? (j = ran) < na : take_program(&s->next[pos], gen, na, tid, &j)) {
         if (sp && sp->n++ == 0)
             sp->start = now_us();
         if (!skip)
@@ -342,7 +357,7 @@ static bool kernel_serial(const spy_model *m, uint32_t k, int pol) {
 static bool nothing_left(spy_session *s, uint32_t gen, uint32_t pos, int pol) {
     uint64_t v = atomic_load(&s->next[pos]);
     return kernel_serial(s->m, s->m->schedule[pos], pol) || (uint32_t)(v >> 32) != gen ||
-           (uint32_t)v >= entry_programs(s->m, pos);
+           taken_front(v) + taken_back(v) >= entry_programs(s->m, pos);
 }
 
 /* Thread body of a run (any subset of the threads, thread 0 always among them). A
