@@ -17,10 +17,16 @@ Three tables, after a header naming the host and the onnxruntime version:
    load ms       spy_model_load_file (libspyrert.so through ctypes, in a child process):
                  best of 3; load RSS MiB is that child's peak resident set minus its own
                  before the first load
-   spyrun ms     `spyrun --threads T --repeat N --warmup W`: median host latency
+   spyrun ms     `spyrun --threads T --repeat N --warmup W`: median host latency; with
+                 --rounds R, the median of R such medians
    ort ms        onnxruntime on the same inputs, intra-op threads T, median of N runs after
-                 W warm-up runs (in a child process, so that its memory is given back)
-   ratio         spyrun ms / ort ms
+                 W warm-up runs (in a child process, so that its memory is given back);
+                 likewise the median of R rounds
+   ratio         spyrun ms / ort ms, per round (a round runs spyrun, then onnxruntime,
+                 right after it), the median of the R rounds' ratios: on a shared host
+                 whose speed drifts over minutes, each ratio compares the two under the
+                 same conditions, where one spyrun block and one onnxruntime block could
+                 fall into a slow and a fast minute
    device ms     modelled device time of one inference (total of `spyrun --profile`);
                  tok/s is 1 / device time, for a decode-step model (name with "decode")
    eff %         modelled efficiency: the kernels' rooflines over their modelled times
@@ -46,6 +52,7 @@ in build/venv) and the models of make zoo-large.
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -72,6 +79,8 @@ def parse_args():
     ap.add_argument("--threads", type=int, default=2, help="spyrun and onnxruntime threads (2)")
     ap.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
     ap.add_argument("--warmup", type=int, default=2, help="warm-up runs (default 2)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating spyrun / onnxruntime rounds per model (default 3)")
     ap.add_argument("--compiles", type=int, default=3, help="compile runs (default 3)")
     ap.add_argument("--compile-timeout", type=float, default=600,
                     help="seconds before a model's compile is stopped (default 600)")
@@ -315,20 +324,45 @@ def bench_model(args, name):
         row["bundle_mib"] = file_mib(sbin)
         row["load_ms"], row["load_rss_mib"] = load_stats(args, sbin)
         s = spyrun_stats(args, sbin, data)
-        row.update(spyrun_ms=s["spyrun_ms"], device_us=s["device_us"], eff_pct=s["eff_pct"],
-                   check=s["check"])
+        row.update(device_us=s["device_us"], eff_pct=s["eff_pct"], check=s["check"])
         errors += [s["error"]] if s["error"] else []
         row.update(fp16_stats(args, model, data, os.path.join(args.work, name + ".fp16.sbin")))
         if row["device_us"] and row["fp16_device_us"]:
             row["fp16_gain"] = row["device_us"] / row["fp16_device_us"]
-    row["ort_ms"], err = ort_ms(args, model, data)
-    errors += [err] if err else []
-    if row["spyrun_ms"] and row["ort_ms"]:
-        row["ratio"] = row["spyrun_ms"] / row["ort_ms"]
+    row.update(latency_rounds(args, model, sbin if not c["error"] else None, data, errors))
     if "decode" in name and row["device_us"]:
         row["tok_s"] = 1e6 / row["device_us"]
     row["error"] = "; ".join(errors) or None
     return row
+
+
+def latency_rounds(args, model, sbin, data, errors):
+    """args.rounds rounds of spyrun's median latency (when sbin) then onnxruntime's:
+    dict of spyrun_ms, ort_ms (medians over the rounds) and ratio (the median of the
+    rounds' ratios); an error of either side is appended to errors once."""
+    sp, ort, ratios = [], [], []
+    for _ in range(max(1, args.rounds)):
+        s = spyrun_stats(args, sbin, data, check=False) if sbin else None
+        o, err = ort_ms(args, model, data)
+        if s and s["error"] and s["error"] not in errors:
+            errors.append(s["error"])
+        if err and err not in errors:
+            errors.append(err)
+        if s and s["spyrun_ms"]:
+            sp.append(s["spyrun_ms"])
+        if o:
+            ort.append(o)
+        if s and s["spyrun_ms"] and o:
+            ratios.append(s["spyrun_ms"] / o)
+    return {"spyrun_ms": median_or_none(sp), "ort_ms": median_or_none(ort),
+            "ratio": median_or_none(ratios)}
+
+
+def median_or_none(xs):
+    """The median of xs, None when it is empty."""
+    return statistics.median(xs) if xs else None
+
+
 
 
 MODEL_COLS = [  # (key, heading, unit, format, scale)
