@@ -774,7 +774,7 @@ static int run_model(const Args *a, const spy_model *m)
         goto done;
     for (int k = 0; k < nout; k++)         /* data-dependent shapes: the actual ones */
         actual_shape(m, s, k, &oinfo[k]);
-    bool bounded = false;                  /* bounded dynamic dims: timed at the bounds */
+    bool bounded = false;                  /* bounded dynamic dims: run in the bounds' box */
     for (int i = 0; i < nin; i++)
         for (int d = 0; d < ins[i].rank && !bounded; d++)
             bounded = spy_model_input_dim_bounds(m, i, d, NULL, NULL) == 1;
@@ -782,7 +782,7 @@ static int run_model(const Args *a, const spy_model *m)
     const spy_model *rm = v >= 0 ? spy_model_variant(m, v) : m;
     printf("modelled device time: %.3f us per inference (%d kernels)%s",
            spy_session_device_us(s), spy_model_num_kernels(rm),
-           v >= 0 ? "" : bounded ? " at the bounds of its dynamic dimensions" : "");
+           v >= 0 ? "" : bounded ? " in the box of its dynamic dimensions' bounds" : "");
     if (v >= 0)
         print_bucket(rm, v, spy_model_num_variants(m));
     printf("\n");

@@ -13,6 +13,10 @@ ort ms       onnxruntime CPU latency on the same inputs, median of N runs after
              --warmup runs, intra-op threads = host CPUs
              (N: --repeat, or for a fast model as many as fill --budget-ms by
              onnxruntime's warm-up runs, at most 3000; the same N on both sides)
+             Both in --rounds alternating rounds (onnxruntime, then spyrun right after
+             it): the columns give the medians over the rounds, and spyrun/ort the
+             median of the rounds' ratios, each taken under one moment's conditions of
+             a shared host whose speed drifts over minutes
 device us    modelled time of one inference on the accelerator (timing model)
 eff %        modelled efficiency: the sum of the kernels' rooflines over the sum of their
              modelled times (the total row of `spyrun --profile`)
@@ -47,6 +51,8 @@ def parse_args():
                          "3000 runs): a median of 20 runs of 0.05 ms moved by half on a "
                          "shared host")
     ap.add_argument("--warmup", type=int, default=3, help="warm-up runs (default 3)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternating onnxruntime / spyrun rounds per model (default 3)")
     ap.add_argument("--compiles", type=int, default=3, help="compile runs (default 3)")
     ap.add_argument("--json", help="also write the results to this JSON file")
     return ap.parse_args()
@@ -168,6 +174,23 @@ def write_json(path, data):
             json.dump(data, f, indent=1)
 
 
+def latency_rounds(args, ort_model, sbin, data):
+    """args.rounds rounds of onnxruntime's median latency, then spyrun's over the same
+    number of runs right after it: dict of ort_ms and spyrun_ms (the medians over the
+    rounds), ratio (the median of the rounds' spyrun / ort: each compares the two under
+    the conditions of one moment of a shared host whose speed drifts) and device_us."""
+    ort, sp, ratios, dev = [], [], [], None
+    for _ in range(max(1, args.rounds)):
+        stats = {}
+        o = run_ort(args, ort_model, data, stats)
+        t, dev = run_spyrun(args, sbin, data, stats["runs"])
+        ort.append(o)
+        sp.append(t)
+        ratios.append(t / o)
+    return {"ort_ms": statistics.median(ort), "spyrun_ms": statistics.median(sp),
+            "ratio": statistics.median(ratios), "device_us": dev}
+
+
 def fmt(v, spec):
     """v formatted by spec ("10.3f"), or a right-aligned "-" when missing."""
     return "-".rjust(int(spec.split(".")[0])) if v is None else format(v, spec)
@@ -192,12 +215,8 @@ def main():
             ort_model = model if model.endswith(".onnx") else os.path.join(
                 os.path.dirname(model), "model.onnx")
             try:
-                stats = {}
-                row["ort_ms"] = run_ort(args, ort_model, data, stats)
                 row["compile_ms"] = compile_model(args, model, sbin)
-                row["spyrun_ms"], row["device_us"] = run_spyrun(args, sbin, data,
-                                                                 stats["runs"])
-                row["ratio"] = row["spyrun_ms"] / row["ort_ms"]
+                row.update(latency_rounds(args, ort_model, sbin, data))
                 row["eff_pct"] = run_profile(args, sbin, data)
             except Exception as e:  # one model failing must not stop the table
                 row["error"] = str(e)

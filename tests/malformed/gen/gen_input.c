@@ -74,7 +74,7 @@ static void dynamic_inputs(void)
     put("input/ok/x_buckets_1x8.pb", &b, 0, "in size bucket 0 of 1 (x 2x8)",
         "sbin/ok/relubuckets.sbin --input x={}");
     b = pb_tensor("x", ONNX_FLOAT, DIMS(3, 8), x, 96);   /* above it: the bounds */
-    put("input/ok/x_buckets_3x8.pb", &b, 0, "at the bounds of its dynamic dimensions",
+    put("input/ok/x_buckets_3x8.pb", &b, 0, "in the box of its dynamic dimensions' bounds",
         "sbin/ok/relubuckets.sbin --input x={}");
     b = pb_tensor("x", ONNX_FLOAT, DIMS(5, 8), x, 160);
     put("input/x_dyn_5x8.pb", &b, 2, "the file holds f32[5,8], the model wants f32[4,8]",
