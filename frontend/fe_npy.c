@@ -104,9 +104,10 @@ static bool hdr_shape(Hdr *h, int64_t *dims, size_t *rank)
             return hdr_fail(h, "shape entries must be non-negative integers");
         int64_t v = 0;
         while (h->p < h->end && isdigit((unsigned char)*h->p)) {
-            if (v > (INT64_MAX - 9) / 10)
+            int d = *h->p++ - '0';          /* exact: every int64 entry is read (a .pb's */
+            if (v > (INT64_MAX - d) / 10)   /* dims go up to INT64_MAX, fe_check_dims) */
                 return hdr_fail(h, "shape entry too large");
-            v = v * 10 + (*h->p++ - '0');
+            v = v * 10 + d;
         }
         if (h->p < h->end && *h->p == 'L')
             h->p++;

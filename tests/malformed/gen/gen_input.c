@@ -102,6 +102,15 @@ static void wrong_for_bundle(void)
     put("input/x_shape.npy", &b, 2, "'x'", RELU);
     b = npy("{'descr': '<i4', 'fortran_order': False, 'shape': (4, 8), }", x, 128);
     put("input/x_int32.npy", &b, 2, "'x'", RELU);
+    /* an empty tensor's other extents may be any int64 (as in a .pb): INT64_MAX is
+     * read (then refused for the bundle's shape), one past it is not (fuzzing found the
+     * reader refusing INT64_MAX, so a .pb's tensor could not be read back as .npy) */
+    b = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 0, 9223372036854775807), }",
+            x, 0);
+    put("input/x_empty_huge.npy", &b, 2, "the file holds f32[1,0,9223372036854775807]", RELU);
+    b = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 0, 9223372036854775808), }",
+            x, 0);
+    put("input/x_empty_too_huge.npy", &b, 2, "shape entry too large", RELU);
     b = pb_tensor("ids", ONNX_FLOAT, DIMS(4), x, 16);
     put("input/ids_float.pb", &b, 2, "'ids'", EMBED);
     b = pb_tensor("ids", ONNX_INT32, DIMS(4), (int32_t[]){0, 1, 2, 3}, 16);
