@@ -551,7 +551,14 @@ bool dec_pad_op(DecCtx *c)
             return false;
         pads[a] = pv[i];
         pads[r + a] = pv[nax + i];
-        if (t->dims[a] + pads[a] + pads[r + a] < 0) {
+        int64_t size;                        /* pads are any int64: the sum may overflow */
+        if (__builtin_add_overflow(t->dims[a], pads[a], &size) ||
+            __builtin_add_overflow(size, pads[r + a], &size)) {
+            dec_err(c, "pads of axis %d (%lld, %lld) overflow its size", a, (long long)pads[a],
+                    (long long)pads[r + a]);
+            return false;
+        }
+        if (size < 0) {
             dec_err(c, "pads remove more than the whole axis %d", a);
             return false;
         }
@@ -572,6 +579,8 @@ bool dec_pad_op(DecCtx *c)
             dec_err(c, "cannot %s-pad an empty axis", mode);
             return false;
         }
+        if (!dec_fits(c, n, sizeof(int64_t), "the index table of a padded axis"))
+            return false;
         int64_t *v = ir_scratch(c->g, sizeof(int64_t) * (size_t)(n + 1));
         for (int64_t i = 0; i < n; i++)
             v[i] = pad_src(mode, i - lo, d);

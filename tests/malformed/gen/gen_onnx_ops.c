@@ -385,6 +385,16 @@ static void found(void)
     const_operand_case("onnx/pad_10tb_output.onnx", "Pad",
                        (int64_t[]){0, 0, 134217728, -9, 0, 0, 0, 3327}, 8, AEND,
                        "node 'op1' (Pad): result 'y' needs 10704132562464 bytes");
+    /* Pad whose pads of one axis sum past int64 (found by make fuzz: the check that
+       pads leave a non-negative size overflowed), and a reflect Pad whose index table
+       would pass the compile-time budget */
+    const_operand_case("onnx/pad_sum_overflow.onnx", "Pad",
+                       (int64_t[]){0, 0, INT64_MAX - 8, 0, 0, 0, 3098476543630901248, 0}, 8,
+                       AEND, "node 'op1' (Pad): pads of axis 2");
+    const_operand_case("onnx/pad_reflect_huge.onnx", "Pad",
+                       (int64_t[]){0, 0, 0, 1LL << 50, 0, 0, 0, 0}, 8,
+                       ox_attr_str("mode", "reflect"),
+                       "node 'op1' (Pad): the index table of a padded axis");
     /* an int64 constant that int32 (the device type) cannot hold */
     g = (Buf){0};
     g_init_i64(&g, "c", (const int64_t[]){1LL << 40, 5}, 2);
