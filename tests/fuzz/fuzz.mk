@@ -1,6 +1,6 @@
 # tests/fuzz/fuzz.mk: libFuzzer targets (included from tests/tests.mk).
 #
-#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="onnx bundle tensor"]
+#   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="onnx pt2 bundle tensor"]
 #
 # Builds the libraries with clang and -fsanitize=fuzzer-no-link,address,undefined in
 # their own tree (FUZZ_BUILD, build-fuzz; the SIMD matrix kernels without UBSan, whose
@@ -9,13 +9,14 @@
 # tensor files, bundles compiled from them) when present and from the malformed-input
 # corpus. Prints executions per second and total executions per target. A crash
 # leaves FUZZ_BUILD/fuzz/crash-TARGET-* (add it to the corpus: see tests/malformed).
-#   onnx    fe_load_onnx + pass pipeline + codegen on a model file
+#   onnx    fe_load_model + pass pipeline + codegen on a model.onnx
+#   pt2     the same on a model.pt2 (torch.export archives as seeds)
 #   bundle  spy_model_load_memory (as given and with CRCs fixed) + a run of what loads
 #   tensor  fe_tensor_read_mem (.pb/.npy) + write/read round trips
 
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= onnx bundle tensor
+FUZZ_TARGETS ?= onnx pt2 bundle tensor
 FUZZ_CC ?= clang
 FUZZ_SAN := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
             -fno-omit-frame-pointer
@@ -26,7 +27,8 @@ FUZZ_VARS = BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) MODE=release SANFLAGS="$(FUZZ_SAN)
 .PHONY: fuzz fuzz-bins fuzz-run
 
 # the fuzzers themselves, built inside the fuzz tree (BUILD=FUZZ_BUILD)
-$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_model.h $(LIBSPYREC) $(LIBRT_A) \
+    | $(GEN_PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_LINK) -o $@ $< $(LIBSPYREC) $(LIBRT_A) \
 	    $(COMPILER_LIBS) $(LDLIBS)
@@ -56,7 +58,7 @@ fuzz-run:
 	    TMPDIR=$$(realpath $$F/tmp) $$F/fuzz_$$t -fork=1 \
 	        -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
 	        -max_total_time=$(FUZZ_SECONDS) -timeout=20 -rss_limit_mb=2560 \
-	        -max_len=$$(case $$t in tensor) echo 1048576;; *) echo 400000;; esac) \
+	        -max_len=$$(case $$t in tensor|pt2) echo 1048576;; *) echo 400000;; esac) \
 	        -artifact_prefix=$$F/crash-$$t- $$corpus $$seeds >$$F/fuzz-$$t.log 2>&1; \
 	    last=$$(grep -E '^#[0-9]+: cov:' $$F/fuzz-$$t.log | tail -1); \
 	    runs=$$(echo "$$last" | sed -n 's/^#\([0-9]*\):.*/\1/p'); \
@@ -73,10 +75,12 @@ fuzz_link = i=0; find $(1) 2>/dev/null | while read -r f; do i=$$((i+1)); \
 	ln -sf "$$(realpath "$$f")" "$(SEEDS)/$$i-$$(basename "$$(dirname "$$f")")-$$(basename "$$f")"; \
 	done
 
-.PHONY: fuzz-seeds-onnx fuzz-seeds-bundle fuzz-seeds-tensor
+.PHONY: fuzz-seeds-onnx fuzz-seeds-pt2 fuzz-seeds-bundle fuzz-seeds-tensor
 fuzz-seeds-onnx:
 	@$(call fuzz_link,tests/malformed/onnx examples/models $(SHARED)/onnx-tests/node \
 	    $(SHARED)/models -name '*.onnx' -size -600k)
+fuzz-seeds-pt2:
+	@$(call fuzz_link,tests/malformed/pt2 examples/models $(SHARED)/models -name '*.pt2' -size -1000k)
 fuzz-seeds-bundle:
 	@mkdir -p $(BUILD)/fuzz/bundles
 	@for m in examples/models/tiny_cnn/model.onnx tests/malformed/onnx/valid_base.onnx \
