@@ -1,8 +1,10 @@
 /* spyrec_bucketgrid.c: which boxes of the symbolic dimensions get a size bucket
  * (cli_bucket_grid; spyrec_buckets.h states the rule, sbin.md "Size buckets" too).
  *
- * A size runs in the smallest bucket (by volume, the product of its box's sizes) that
- * holds it, at about the cost of that box: its waste is the box's volume over its own.
+ * The choice takes a size to run at about the cost of the smallest box (by volume, the
+ * product of its sizes) that holds it: its waste is the box's volume over its own (the
+ * runtime takes the holding box of least modelled time, which guards can make a larger
+ * one; the volume is what is known before the buckets are compiled).
  * The boxes are chosen to keep the expected waste small:
  *   - symbols bounded alike (the same min and max: an image's height and width) form
  *     one class and take one value in every box, so boxes are diagonal (1x256x256),

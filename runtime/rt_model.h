@@ -165,9 +165,17 @@ void rt_sym_outputs(const spy_model *m, const int32_t *symv, void *const *output
 /* rt_variants.c: size buckets (SPY_FEAT_VARIANTS, the VARIANTS section). */
 /* Loads and verifies every bucket of m (after m itself was verified and timed). */
 spy_status rt_variants_load(spy_model *m, RtErr *e);
-/* The first bucket of m whose box holds the input dims in_dims (tensor t's at
- * t * SPY_MAX_RANK), or -1 (the bounds: m itself). */
-int rt_variant_pick(const spy_model *m, const int64_t *in_dims);
+/* The bucket chosen for the last tuple of symbol sizes a session ran. */
+typedef struct {
+    bool valid;
+    int v;
+    int32_t key[64];
+} RtPick;
+/* The bucket of m a run at the input dims in_dims (tensor t's at t * SPY_MAX_RANK)
+ * takes: of those whose box holds the sizes and m itself, the least modelled time at
+ * them; -1: the bounds (m itself; also for sizes outside them, which the run refuses).
+ * *memo keeps the choice for the same sizes. */
+int rt_variant_pick(const spy_model *m, const int64_t *in_dims, RtPick *memo);
 
 /* rt_debug.c: the DEBUG section (sbin.h SpyDebugDesc). */
 /* Checks every entry (name, kernel, segment, dtype, shape, byte range inside the

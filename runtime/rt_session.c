@@ -74,6 +74,7 @@ struct spy_session {
     /* size buckets (rt_variants.c): a session per bucket, made at its first run */
     spy_session **vsub;      /* [m->nvariants] or NULL */
     int variant;             /* bucket of the last run, -1: the bounds */
+    RtPick pick;             /* the bucket of the last sizes (rt_variant_pick) */
     /* guards (SPY_FEAT_GUARDS): the modelled time of the sizes of the last run */
     double *guard_kus;       /* [nkernels] per kernel, computed for guard_key */
     int32_t *guard_key;      /* [nsyms] the sizes it was computed for; [0] = -1: none */
@@ -552,7 +553,7 @@ spy_status spy_session_run(spy_session *s, const void *const *inputs, void *cons
     s->err[0] = 0;
     const void *const *in = inputs;
     spy_status st = SPY_OK;
-    s->variant = m->nvariants ? rt_variant_pick(m, s->dyn_dims) : -1;
+    s->variant = m->nvariants ? rt_variant_pick(m, s->dyn_dims, &s->pick) : -1;
     if (s->variant >= 0) {                   /* a size bucket (rt_variants.c) */
         st = run_variant(s, s->variant, inputs, outputs);
         atomic_store(&s->busy, 0);

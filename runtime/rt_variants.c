@@ -5,8 +5,10 @@
  * bundles compiled for smaller boxes of those dimensions (an empty CONSTS: they read
  * this bundle's). The loader verifies each like a file of its own, then that it serves
  * the same caller (inputs, outputs, symbols and their minimums; sizes at most this
- * bundle's). A session runs the first bucket whose box holds the actual sizes, else the
- * bundle itself, so the modelled time is that of a box close to the actual sizes.
+ * bundle's). A session runs, of the buckets whose box holds the actual sizes and the
+ * bundle itself, the one with the least modelled time at those sizes (with guards a
+ * larger box may cost less: a batch of 2 images of 224x224 in a box of 8 such images
+ * than in a box of 2 images of 256x256), chosen once per new tuple of sizes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,21 +132,121 @@ spy_status rt_variants_load(spy_model *m, RtErr *e)
     return SPY_OK;
 }
 
-/* The first bucket whose DIMREFS maximums hold every input size, or -1. */
-int rt_variant_pick(const spy_model *m, const int64_t *in_dims)
+/* The symbol sizes the input dims in_dims give (symv[s]); false when one is outside
+ * m's bounds or inputs sharing a symbol disagree (the run then fails, naming them). */
+static bool sym_sizes(const spy_model *m, const int64_t *in_dims, int32_t *symv)
 {
-    for (uint32_t v = 0; v < m->nvariants; v++) {
-        const spy_model *b = m->variants[v];
-        bool fits = true;
-        for (uint32_t k = 0; fits && k < b->ndimrefs; k++) {
-            const SpyDimRef *r = &b->dimrefs[k];
-            if (r->tensor < b->nvis_in)
-                fits = in_dims[(size_t)r->tensor * SPY_MAX_RANK + r->axis] <= r->max;
-        }
-        if (fits)
-            return (int)v;
+    for (uint32_t s = 0; s < m->nsyms; s++)
+        symv[s] = -1;
+    for (uint32_t k = 0; k < m->ndimrefs; k++) {
+        const SpyDimRef *r = &m->dimrefs[k];
+        if (r->tensor >= m->nvis_in)
+            continue;
+        int64_t v = in_dims[(size_t)r->tensor * SPY_MAX_RANK + r->axis];
+        if (v < r->min || v > r->max || (symv[r->sym] >= 0 && symv[r->sym] != v))
+            return false;
+        symv[r->sym] = (int32_t)v;
     }
-    return -1;
+    return true;
+}
+
+/* The box of bucket b (or of the bounds): each symbol's largest size, into caps. */
+static void box_caps(const spy_model *b, int64_t *caps)
+{
+    for (uint32_t s = 0; s < b->nsyms; s++)
+        caps[s] = 0;
+    for (uint32_t k = 0; k < b->ndimrefs; k++)
+        if (b->dimrefs[k].tensor < b->nvis_in)
+            caps[b->dimrefs[k].sym] = b->dimrefs[k].max;
+}
+
+/* Whether box a lies within box b (every symbol's cap at most b's). */
+static bool box_within(const int64_t *a, const int64_t *b, uint32_t nsyms)
+{
+    for (uint32_t s = 0; s < nsyms; s++)
+        if (a[s] > b[s])
+            return false;
+    return true;
+}
+
+/* Modelled time (us) of a run of b at the symbol sizes symv: with guards, that of the
+ * instructions those sizes leave; without, its box's. */
+static double time_at(const spy_model *b, const int32_t *symv)
+{
+    if (!b->guards)
+        return b->device_us;
+    double *kus = malloc(((size_t)b->nkernels + 1) * sizeof *kus);
+    double us = kus ? rt_timing_guarded(b, symv, kus) : b->device_us;
+    free(kus);
+    return us;
+}
+
+/* The bucket of m for the symbol sizes symv (in m's bounds): of the boxes that hold
+ * them (the buckets' and the bounds') and hold no other such box, the one with the
+ * least modelled time at those sizes, the smaller box of a tie (a box around another
+ * that holds the sizes is not tried: planned for more, it does not cost less; so a
+ * run usually has one or two to time); -1: the bounds. *us gets its time (computed
+ * only when need_us or there is a choice; else 0). */
+static int pick(const spy_model *m, const int32_t *symv, bool need_us, double *us)
+{
+    uint32_t n = m->nvariants + 1, ns = m->nsyms, nc = 0;
+    int64_t *caps = malloc((size_t)n * ns * sizeof *caps);
+    int *cand = malloc((size_t)n * sizeof *cand);
+    int best = (int)m->nvariants;
+    double best_us = 0;
+    for (uint32_t v = 0; caps && cand && v < n; v++) {
+        const spy_model *b = v < m->nvariants ? m->variants[v] : m;
+        box_caps(b, caps + (size_t)v * ns);
+        bool holds = true;
+        for (uint32_t s = 0; s < ns; s++)
+            holds &= symv[s] <= caps[(size_t)v * ns + s];
+        bool around = false;               /* holds a box already listed */
+        for (uint32_t i = 0; holds && i < nc && !around; i++)
+            around = box_within(caps + (size_t)cand[i] * ns, caps + (size_t)v * ns, ns);
+        if (holds && !around)
+            cand[nc++] = (int)v;
+    }
+    for (uint32_t i = 0; i < nc; i++) {
+        double t = nc > 1 || need_us
+                       ? time_at(cand[i] < (int)m->nvariants ? m->variants[cand[i]] : m, symv)
+                       : 0;
+        if (i == 0 || t < best_us) {
+            best = cand[i];
+            best_us = t;
+        }
+    }
+    free(caps);
+    free(cand);
+    *us = best_us;
+    return best == (int)m->nvariants ? -1 : best;
+}
+
+int rt_variant_pick(const spy_model *m, const int64_t *in_dims, RtPick *memo)
+{
+    int32_t symv[64];
+    if (!m->nvariants || !sym_sizes(m, in_dims, symv))
+        return -1;
+    if (memo->valid && !memcmp(memo->key, symv, m->nsyms * sizeof *symv))
+        return memo->v;
+    double us;
+    memo->v = pick(m, symv, false, &us);
+    memcpy(memo->key, symv, m->nsyms * sizeof *symv);
+    memo->valid = true;
+    return memo->v;
+}
+
+double spy_model_device_us_at(const spy_model *m, const int64_t *dims)
+{
+    int32_t symv[64];
+    if (!m || !dims)
+        return -1;
+    if (!m->nsyms)
+        return m->device_us;
+    if (!sym_sizes(m, dims, symv))
+        return -1;
+    double us;
+    pick(m, symv, true, &us);
+    return us;
 }
 
 /* Number of size buckets of m besides its bounds (0: none). */

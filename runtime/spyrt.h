@@ -152,8 +152,9 @@ int spy_model_input_dim_bounds(const spy_model *m, int i, int axis, int64_t *min
 spy_status spy_session_set_input_shape(spy_session *s, int i, int rank, const int64_t *dims);
 
 /* Size buckets (spyrec --dim-buckets): such a bundle also holds code compiled for
- * smaller boxes of its symbolic dimensions, and each run uses the first (smallest) whose
- * box holds the actual sizes, else the bounds. spy_model_num_variants gives how many
+ * smaller boxes of its symbolic dimensions, and each run uses, of the buckets whose box
+ * holds the actual sizes and the bounds, the one with the least modelled time at those
+ * sizes. spy_model_num_variants gives how many
  * buckets there are besides the bounds; spy_model_variant(m, v) one of them as a model
  * for the spy_model_* queries (bounds, kernels, modelled time; it lives as long as m).
  * spy_session_variant gives the bucket of the last run (-1: the bounds); the session's
@@ -165,6 +166,12 @@ int spy_session_variant(const spy_session *s);
  * the bucket's it ran in, and, where the bundle has guards (isa.md "Guards"), that of the
  * instructions its sizes left to run, which follows the actual sizes inside the box. */
 double spy_session_device_us(const spy_session *s);
+/* Modelled device time (us) of one run of m with its inputs at the sizes dims (axis a
+ * of input i at dims[i * SPY_MAX_RANK + a], as spy_session_set_input_shape takes them;
+ * only symbolic axes are read), without running: what spy_session_device_us reports
+ * after such a run. A bundle without dynamic dimensions: spy_model_device_us. -1 for a
+ * NULL argument, sizes outside the bounds, or inputs disagreeing on a dimension. */
+double spy_model_device_us_at(const spy_model *m, const int64_t *dims);
 
 /* CRC32C (Castagnoli), as used for bundle sections. */
 uint32_t spy_crc32c(uint32_t crc, const void *data, size_t n);

@@ -7,8 +7,9 @@
  * left out; boxes ordered by product, then
  * lexicographically. The waste is computed here again, size by size, independently of
  * the grid's own bookkeeping.
- * The runtime's choice (runtime/rt_variants.c): the first bucket whose box holds every
- * input's size on its symbolic axes, else the bounds. */
+ * The runtime's choice (runtime/rt_variants.c): of the buckets whose box holds every
+ * input's size on its symbolic axes (and the bounds) and holds no other such box, the
+ * one with the least modelled time at that size, the first of a tie. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -217,28 +218,51 @@ static void test_limits(void **st)
     expect_valid(boxes, nb, 4, min, max);
 }
 
-/* The runtime's table of boxes (nb of [b, q], tensor 0's axes 0 and 1) in m. */
-static void make_table(spy_model *m, spy_model *bk, spy_model **vars, SpyDimRef (*refs)[2],
-                       const int64_t *boxes, int nb)
+/* Fills model x as a box [b, q] (tensor 0's axes 0 and 1, symbols 0 and 1) without
+ * guards, whose modelled time is us at every size; refs: its two DIMREFS entries. */
+static void make_box(spy_model *x, SpyDimRef *refs, int64_t b, int64_t q, double us)
 {
-    memset(m, 0, sizeof *m);
+    memset(x, 0, sizeof *x);
+    refs[0] = (SpyDimRef){0, 0, 0, 0, 1, b};
+    refs[1] = (SpyDimRef){0, 1, 1, 0, 2, q};
+    x->dimrefs = refs;
+    x->ndimrefs = 2;
+    x->nsyms = 2;
+    x->nvis_in = 1;
+    x->device_us = us;
+}
+
+/* The runtime's table of boxes (nb of [b, q]) in m, whose bounds are [8, 128]: each
+ * box's modelled time its volume, or us[v] where us is given. */
+static void make_table(spy_model *m, spy_model *bk, spy_model **vars, SpyDimRef (*refs)[2],
+                       const int64_t *boxes, int nb, const double *us)
+{
+    make_box(m, refs[nb], 8, 128, 8 * 128);
     for (int v = 0; v < nb; v++) {
-        memset(&bk[v], 0, sizeof bk[v]);
-        refs[v][0] = (SpyDimRef){0, 0, 0, 0, 1, boxes[2 * v]};
-        refs[v][1] = (SpyDimRef){0, 1, 1, 0, 2, boxes[2 * v + 1]};
-        bk[v].dimrefs = refs[v];
-        bk[v].ndimrefs = 2;
-        bk[v].nvis_in = 1;
+        make_box(&bk[v], refs[v], boxes[2 * v], boxes[2 * v + 1],
+                 us ? us[v] : (double)(boxes[2 * v] * boxes[2 * v + 1]));
         vars[v] = &bk[v];
     }
     m->variants = vars;
     m->nvariants = (uint32_t)nb;
 }
 
+/* The box a run of ids[b, q] takes in m (its table boxes): [b, q] of it into got. */
+static void picked(const spy_model *m, const int64_t *boxes, int64_t b, int64_t q,
+                   int64_t *got)
+{
+    RtPick memo = {0};
+    int64_t dims[SPY_MAX_RANK] = {b, q};
+    int v = rt_variant_pick(m, dims, &memo);
+    got[0] = v < 0 ? 8 : boxes[2 * v];
+    got[1] = v < 0 ? 128 : boxes[2 * v + 1];
+    assert_int_equal(rt_variant_pick(m, dims, &memo), v);      /* the memo: the same */
+}
+
 /* The choice among a table of boxes (any boxes within the bounds are valid: here batch
- * 1, 2, 4, 8 times seq 2, 8, 32, 128, by product): an input ids[b, q] runs in the first
- * box that holds it; then, for the grid's own boxes, every size runs in a box that
- * holds it and that no earlier box holds. */
+ * 1, 2, 4, 8 times seq 2, 8, 32, 128, by product), each as costly as its volume: an
+ * input ids[b, q] runs in the first box that holds it; then, for the grid's own boxes,
+ * every size runs in a box that holds it and that no earlier box holds. */
 static void test_choice(void **st)
 {
     (void)st;
@@ -246,8 +270,8 @@ static void test_choice(void **st)
                                           8, 2,  1, 32, 4, 8,   2, 32, 8, 8,
                                           1, 128, 4, 32, 2, 128, 8, 32, 4, 128};
     spy_model bk[64], outer, *vars[64];
-    SpyDimRef refs[64][2];
-    make_table(&outer, bk, vars, refs, table, 15);
+    SpyDimRef refs[65][2];
+    make_table(&outer, bk, vars, refs, table, 15, NULL);
     static const struct {
         int64_t b, q;
         int64_t want_b, want_q;   /* the box that must run; 8, 128: the bounds */
@@ -255,26 +279,62 @@ static void test_choice(void **st)
                  {3, 5, 4, 8},  {1, 9, 1, 32},   {3, 40, 4, 128}, {5, 2, 8, 2},
                  {5, 3, 8, 8},  {8, 33, 8, 128}, {4, 128, 4, 128}, {1, 128, 1, 128}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        int64_t dims[SPY_MAX_RANK] = {cases[i].b, cases[i].q};
-        int v = rt_variant_pick(&outer, dims);
-        int64_t gb = v < 0 ? 8 : table[2 * v], gq = v < 0 ? 128 : table[2 * v + 1];
-        if (gb != cases[i].want_b || gq != cases[i].want_q)
+        int64_t got[2];
+        picked(&outer, table, cases[i].b, cases[i].q, got);
+        if (got[0] != cases[i].want_b || got[1] != cases[i].want_q)
             fail_msg("[%lld, %lld] ran in [%lld, %lld], not [%lld, %lld]",
-                     (long long)cases[i].b, (long long)cases[i].q, (long long)gb,
-                     (long long)gq, (long long)cases[i].want_b, (long long)cases[i].want_q);
+                     (long long)cases[i].b, (long long)cases[i].q, (long long)got[0],
+                     (long long)got[1], (long long)cases[i].want_b, (long long)cases[i].want_q);
     }
+    int64_t dims[SPY_MAX_RANK] = {9, 2};                 /* outside: the bounds refuse it */
+    RtPick memo = {0};
+    assert_int_equal(rt_variant_pick(&outer, dims, &memo), -1);
+    assert_true(spy_model_device_us_at(&outer, dims) == -1);
     int64_t boxes[64 * 2];
     int nb = cli_bucket_grid((int64_t[]){1, 2}, (int64_t[]){8, 128}, 2, 16, boxes, 64);
-    make_table(&outer, bk, vars, refs, boxes, nb);
+    make_table(&outer, bk, vars, refs, boxes, nb, NULL);
     for (int64_t b = 1; b <= 8; b++)
         for (int64_t q = 2; q <= 128; q++) {
-            int64_t dims[SPY_MAX_RANK] = {b, q};
-            int v = rt_variant_pick(&outer, dims);
+            int64_t d2[SPY_MAX_RANK] = {b, q};
+            memo.valid = false;
+            int v = rt_variant_pick(&outer, d2, &memo);
             if (v >= 0)
                 assert_true(b <= boxes[2 * v] && q <= boxes[2 * v + 1]);
             for (int w = 0; w < (v < 0 ? nb : v); w++)   /* no earlier box holds it */
                 assert_false(b <= boxes[2 * w] && q <= boxes[2 * w + 1]);
+            double want = v < 0 ? 8 * 128 : (double)(boxes[2 * v] * boxes[2 * v + 1]);
+            assert_true(spy_model_device_us_at(&outer, d2) == want);
         }
+}
+
+/* The choice by modelled time: of the boxes that hold a size and hold no other that
+ * does, the one with the least time (the first of a tie); a box around another that
+ * holds the size is not taken even when its time is less. */
+static void test_choice_by_time(void **st)
+{
+    (void)st;
+    static const int64_t table[3 * 2] = {4, 32, 2, 128, 8, 32};
+    spy_model bk[3], outer, *vars[3];
+    SpyDimRef refs[4][2];
+    int64_t got[2];
+    make_table(&outer, bk, vars, refs, table, 3, (double[]){500, 256, 100});
+    picked(&outer, table, 2, 20, got);          /* 4x32 (500) or 2x128 (256): 8x32 is */
+    assert_true(got[0] == 2 && got[1] == 128);  /* around 4x32 */
+    picked(&outer, table, 3, 20, got);          /* 4x32 alone: 8x32 is around it */
+    assert_true(got[0] == 4 && got[1] == 32);
+    make_table(&outer, bk, vars, refs, table, 3, (double[]){200, 256, 100});
+    picked(&outer, table, 2, 20, got);
+    assert_true(got[0] == 4 && got[1] == 32);
+    int64_t dims[SPY_MAX_RANK] = {2, 20};
+    assert_true(spy_model_device_us_at(&outer, dims) == 200);
+    make_table(&outer, bk, vars, refs, table, 3, (double[]){256, 256, 100});
+    picked(&outer, table, 2, 20, got);          /* a tie: the first (smaller product) */
+    assert_true(got[0] == 4 && got[1] == 32);
+    make_table(&outer, bk, vars, refs, table, 2, (double[]){2000, 2000});
+    picked(&outer, table, 5, 20, got);          /* only the bounds hold it */
+    assert_true(got[0] == 8 && got[1] == 128);
+    picked(&outer, table, 2, 20, got);          /* the bounds are around both */
+    assert_true(got[0] == 4 && got[1] == 32);
 }
 
 int main(void)
@@ -285,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_one_symbol),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_choice),
+        cmocka_unit_test(test_choice_by_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

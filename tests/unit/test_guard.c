@@ -180,6 +180,8 @@ static void test_guarded_every_size(void **state)
         ut_expect_close(y, want, (int64_t)n * N, 1e-4);
         double us = spy_session_device_us(s);
         assert_true(us <= bound_us * (1 + 1e-12));
+        int64_t at[SPY_MAX_RANK] = {n, K};      /* the same figure without a run */
+        assert_true(fabs(spy_model_device_us_at(m, at) - us) <= 1e-9 * us);
         if (n == 1)
             small_us = us;
         spy_model *m2;
@@ -200,6 +202,9 @@ static void test_guarded_every_size(void **state)
         run_rows(s, x, n, y);
         expect_as_run(keep, len, x, n, y, N);
     }
+    int64_t out[SPY_MAX_RANK] = {ROWS + 1, K};         /* outside the bounds */
+    assert_true(spy_model_device_us_at(m, out) == -1);
+    assert_true(spy_model_device_us_at(m, NULL) == -1);
     run_rows(s, x, ROWS, y);                           /* the bound: nothing skipped */
     assert_true(fabs(spy_session_device_us(s) - bound_us) <= 1e-9 * bound_us);
     assert_true(small_us < bound_us);                  /* one row of 96: less work */
