@@ -165,16 +165,18 @@ void rt_sym_outputs(const spy_model *m, const int32_t *symv, void *const *output
 /* rt_variants.c: size buckets (SPY_FEAT_VARIANTS, the VARIANTS section). */
 /* Loads and verifies every bucket of m (after m itself was verified and timed). */
 spy_status rt_variants_load(spy_model *m, RtErr *e);
-/* The bucket chosen for the last tuple of symbol sizes a session ran. */
+/* The buckets chosen for the last RT_PICK_KEEP tuples of symbol sizes a session ran
+ * (a server alternating between a few prompt lengths times each once). */
+#define RT_PICK_KEEP 8
 typedef struct {
-    bool valid;
-    int v;
-    int32_t key[64];
+    int n, next;                   /* tuples kept; the one to replace next */
+    int v[RT_PICK_KEEP];
+    int32_t key[RT_PICK_KEEP][64];
 } RtPick;
 /* The bucket of m a run at the input dims in_dims (tensor t's at t * SPY_MAX_RANK)
  * takes: of those whose box holds the sizes and m itself, the least modelled time at
  * them; -1: the bounds (m itself; also for sizes outside them, which the run refuses).
- * *memo keeps the choice for the same sizes. */
+ * *memo (zeroed before the first call) keeps the choices of the last sizes. */
 int rt_variant_pick(const spy_model *m, const int64_t *in_dims, RtPick *memo);
 
 /* rt_debug.c: the DEBUG section (sbin.h SpyDebugDesc). */

@@ -74,7 +74,7 @@ struct spy_session {
     /* size buckets (rt_variants.c): a session per bucket, made at its first run */
     spy_session **vsub;      /* [m->nvariants] or NULL */
     int variant;             /* bucket of the last run, -1: the bounds */
-    RtPick pick;             /* the bucket of the last sizes (rt_variant_pick) */
+    RtPick pick;             /* the buckets of the last sizes (rt_variant_pick) */
     /* guards (SPY_FEAT_GUARDS): the modelled time of the sizes of the last run */
     double *guard_kus;       /* [nkernels] per kernel, computed for guard_key */
     int32_t *guard_key;      /* [nsyms] the sizes it was computed for; [0] = -1: none */

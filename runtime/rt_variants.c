@@ -226,13 +226,16 @@ int rt_variant_pick(const spy_model *m, const int64_t *in_dims, RtPick *memo)
     int32_t symv[64];
     if (!m->nvariants || !sym_sizes(m, in_dims, symv))
         return -1;
-    if (memo->valid && !memcmp(memo->key, symv, m->nsyms * sizeof *symv))
-        return memo->v;
+    for (int i = 0; i < memo->n; i++)
+        if (!memcmp(memo->key[i], symv, m->nsyms * sizeof *symv))
+            return memo->v[i];
     double us;
-    memo->v = pick(m, symv, false, &us);
-    memcpy(memo->key, symv, m->nsyms * sizeof *symv);
-    memo->valid = true;
-    return memo->v;
+    int i = memo->next;
+    memo->v[i] = pick(m, symv, false, &us);
+    memcpy(memo->key[i], symv, m->nsyms * sizeof *symv);
+    memo->next = (i + 1) % RT_PICK_KEEP;
+    memo->n += memo->n < RT_PICK_KEEP;
+    return memo->v[i];
 }
 
 double spy_model_device_us_at(const spy_model *m, const int64_t *dims)

@@ -296,7 +296,6 @@ static void test_choice(void **st)
     for (int64_t b = 1; b <= 8; b++)
         for (int64_t q = 2; q <= 128; q++) {
             int64_t d2[SPY_MAX_RANK] = {b, q};
-            memo.valid = false;
             int v = rt_variant_pick(&outer, d2, &memo);
             if (v >= 0)
                 assert_true(b <= boxes[2 * v] && q <= boxes[2 * v + 1]);
