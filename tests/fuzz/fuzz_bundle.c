@@ -42,6 +42,32 @@ static void fix_crcs(uint8_t *p, size_t n)
     memcpy(p, &h, sizeof h);
 }
 
+/* The modelled time at the inputs' smallest and largest sizes (spy_model_device_us_at:
+ * a size bucket chosen among the verified ones and its guards evaluated). */
+static void time_at_sizes(const spy_model *m, int nin)
+{
+    int64_t *lo = calloc((size_t)nin * SPY_MAX_RANK + 1, sizeof *lo);
+    int64_t *hi = calloc((size_t)nin * SPY_MAX_RANK + 1, sizeof *hi);
+    for (int i = 0; lo && hi && i < nin; i++) {
+        spy_tensor_info info;
+        if (spy_model_input_info(m, i, &info) != SPY_OK)
+            continue;
+        for (int a = 0; a < info.rank && a < SPY_MAX_RANK; a++) {
+            int64_t mn, mx;
+            size_t at = (size_t)i * SPY_MAX_RANK + (size_t)a;
+            lo[at] = hi[at] = info.dims[a];
+            if (spy_model_input_dim_bounds(m, i, a, &mn, &mx) == 1)
+                lo[at] = mn, hi[at] = mx;
+        }
+    }
+    if (lo && hi) {
+        (void)spy_model_device_us_at(m, lo);
+        (void)spy_model_device_us_at(m, hi);
+    }
+    free(lo);
+    free(hi);
+}
+
 /* Query everything, then run once if the model is small enough. */
 static void exercise(spy_model *m)
 {
@@ -56,6 +82,7 @@ static void exercise(spy_model *m)
         spy_model_kernel_core_us(m, k, core_us, 64);
     }
     (void)spy_model_meta(m);
+    time_at_sizes(m, nin);
     /* the modelled time comes from the verified instructions (the kernel table's flops
      * are only metadata): a run of at most ~50 us of device time takes milliseconds */
     if (work > 4e7 || spy_model_device_us(m) > 50.0 ||
