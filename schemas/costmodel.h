@@ -142,11 +142,22 @@ static inline uint64_t cost_dma_sticks(const SpyTarget *t, int64_t off, uint64_t
     int64_t s = t->stick_bytes;
     if (s <= 0 || s > COST_MAX_STICK)
         return 0;
+    uint64_t mult = 1;                   /* dims whose stride is whole sticks: their
+                                            runs start on the residues of the others */
+    int live = 0;
+    for (int d = 0; d < nd; d++) {
+        if (count[d] > 1 && stride[d] % s == 0)
+            mult *= count[d];
+        else if (count[d] > 1)
+            live++;
+    }
+    if (live == 0)                       /* every run at off's residue */
+        return mult * cost_run_sticks(t, (uint64_t)(((off % s) + s) % s), run_bytes);
     uint64_t h[COST_MAX_STICK] = {0}, nh[COST_MAX_STICK], step[COST_MAX_STICK];
     h[((off % s) + s) % s] = 1;
     for (int d = 0; d < nd; d++) {
         int64_t st = ((stride[d] % s) + s) % s;
-        if (count[d] <= 1)
+        if (count[d] <= 1 || st == 0)
             continue;
         memset(step, 0, sizeof step);    /* how many i < count land on each residue */
         uint64_t period = 1;
@@ -169,7 +180,7 @@ static inline uint64_t cost_dma_sticks(const SpyTarget *t, int64_t off, uint64_t
     for (int64_t r = 0; r < s; r++)
         if (h[r])
             sticks += h[r] * cost_run_sticks(t, (uint64_t)r, run_bytes);
-    return sticks;
+    return mult * sticks;
 }
 
 /* Bytes charged for a DRAM transfer of element size es (bytes) at byte offset off,

@@ -73,6 +73,47 @@ static void test_sticks(void **state)
     assert_true(cost_matmul_cycles(&t, ISA_DT_DLF16, 64, 64, 64, &fl) == 256.0 && fl == 0);
 }
 
+/* floor(a / b) for b > 0. */
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* cost_dma_sticks against a count run by run (every index tuple's start, the sticks
+ * from its first byte's to its last byte's), over seeded random transfers whose
+ * strides are often whole sticks (rows of a stick-padded tensor), negative, or small. */
+static void test_sticks_brute(void **state)
+{
+    (void)state;
+    SpyTarget t;
+    fe_default_target(&t);
+    uint64_t seed = 12345;
+    for (int iter = 0; iter < 20000; iter++) {
+        uint64_t cnt[3];
+        int64_t str[3];
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int nd = (int)(seed >> 60) % 4;
+        int64_t off = (int64_t)((seed >> 20) % 601) - 300;
+        uint64_t run = 1 + (seed >> 40) % 300;
+        for (int d = 0; d < nd; d++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            cnt[d] = 1 + (seed >> 59) % 7;
+            int64_t k = (int64_t)((seed >> 30) % 9) - 4, small = (int64_t)((seed >> 10) % 200);
+            str[d] = (seed >> 50) % 3 == 0 ? k * 128 : (seed >> 50) % 3 == 1 ? small : -small;
+        }
+        uint64_t want = 0, total = 1;
+        for (int d = 0; d < nd; d++)
+            total *= cnt[d];
+        for (uint64_t i = 0; i < total; i++) {
+            int64_t a = off;
+            for (uint64_t r = i, d = 0; d < (uint64_t)nd; d++, r /= cnt[d - 1])
+                a += (int64_t)(r % cnt[d]) * str[d];
+            want += (uint64_t)(floor_div(a + (int64_t)run - 1, 128) - floor_div(a, 128) + 1);
+        }
+        assert_int_equal(cost_dma_sticks(&t, off, run, nd, cnt, str), want);
+    }
+}
+
 /* Compiles DIR/model.onnx (fp16 when fp16) and checks every kernel: roofline within
  * the modelled time, a limiter named, and the derived compulsory bytes within the
  * charged ones. */
@@ -148,6 +189,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sticks),
+        cmocka_unit_test(test_sticks_brute),
         cmocka_unit_test(test_zoo_efficiency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
