@@ -61,10 +61,14 @@ static void span_fold(CgSpan *s)
 void cg_span_make(CgSpan *s, int64_t lo, unsigned es, int n, const int64_t *len,
                   const int64_t *ls)
 {
-    *s = (CgSpan){.lo = lo, .width = es};
+    s->lo = lo;                            /* the dims past n are never read: not */
+    s->width = es;                         /* cleared (the guard pass makes millions) */
+    s->ext = 0;
+    s->n = 0;
     for (int i = 0; i < n; i++) {
         if (len[i] <= 0) {
-            *s = (CgSpan){.lo = lo};           /* empty */
+            s->width = 0;                      /* empty */
+            s->n = 0;
             return;
         }
         span_push(s, len[i], (ls[i] < 0 ? -ls[i] : ls[i]) * (int64_t)es);
