@@ -269,8 +269,8 @@ static void dump_variants(const uint8_t *buf, const spy_model *m) {
     if (!p || !nv)
         return;
     const SpyVariantDesc *d = (const SpyVariantDesc *)(p + sizeof(SpyVariantsHead));
-    printf("\nsize buckets (%d, smallest first; a run takes the first that holds its sizes):\n",
-           nv);
+    printf("\nsize buckets (%d, smallest first; a run takes, of those that hold its sizes, "
+           "the least modelled time at them):\n", nv);
     printf("  #  %-40s %8s %12s %12s\n", "box (inputs' bound shapes)", "kernels", "bytes",
            "modelled us");
     for (int v = 0; v <= nv; v++) {
