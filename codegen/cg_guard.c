@@ -107,12 +107,18 @@ static void lx_run(Visit *v, uint64_t q0, uint64_t q1)
             return;
         q1 = d->lx_n - 1;
     }
+    if (v->op == OP_MEET) {                  /* stops once it is "every size" */
+        for (uint64_t q = q0; q <= q1; q++)
+            if (d->lx_gen[q] == d->gen) {
+                dem_min(v->dem, &d->lx[q]);
+                if (((q - q0) & 63) == 63 && is_always(v->dem))
+                    return;
+            }
+        return;
+    }
     for (uint64_t q = q0; q <= q1; q++) {
         bool live = d->lx_gen[q] == d->gen;
-        if (v->op == OP_MEET) {
-            if (live)
-                dem_min(v->dem, &d->lx[q]);
-        } else if (live) {
+        if (live) {
             dem_min(&d->lx[q], v->dem);
         } else {
             d->lx_gen[q] = d->gen;
