@@ -623,6 +623,19 @@ void gd_mask_read(Gd *d, const SpyInsn *in, const GdMask *m, uint32_t r0, uint32
     int sdt = v->src_dtype ? v->src_dtype : v->dtype;
     int64_t es = cg_dev_bytes(sdt), one = 1;
     bool per_row = v->src_cs[0] == 0;        /* one condition byte per row */
+    if (!per_row && v->src_rs[0] == 0 && nr > 1) {   /* one condition row for all rows: */
+        for (int64_t c = 0; c < (int64_t)v->cols; c++) {   /* a column's demand is its */
+            Dem dem = mask_dem(m, v, r0, c, base);      /* every row's (the order of */
+            Acc x;                                      /* the GENs does not matter: */
+            int64_t len = nr, rs = v->src_rs[1];        /* a granule's least demand */
+            x.seg = -1;
+            cg_span_make(&x.sp, v->src[1] + ((int64_t)r0 * rs + c * v->src_cs[1]) * es,
+                         (unsigned)es, 1, &len, &rs);
+            Visit gen = {.d = d, .op = OP_GEN, .dem = &dem};
+            gd_visit(&gen, &x);
+        }
+        return;
+    }
     for (int64_t r = r0; r < (int64_t)r0 + nr; r++)
         for (int64_t c = 0; c < (per_row ? 1 : (int64_t)v->cols); c++) {
             Dem dem = mask_dem(m, v, r, c, base);
