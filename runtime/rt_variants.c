@@ -217,7 +217,7 @@ static int pick(const spy_model *m, const int32_t *symv, bool need_us, double *u
     }
     free(caps);
     free(cand);
-    *us = best_us;
+    *us = nc || !need_us ? best_us : time_at(m, symv);   /* no memory: the bounds */
     return best == (int)m->nvariants ? -1 : best;
 }
 
