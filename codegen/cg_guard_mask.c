@@ -616,36 +616,41 @@ static Dem mask_dem(const GdMask *m, const SpyVec *v, int64_t r, int64_t c, cons
     return x;
 }
 
+/* Marks needed under dem the len elements of the SELECT v's x from row r, column c on,
+ * stride elements apart (es-byte elements). */
+static void x_read(Gd *d, const SpyVec *v, int64_t es, int64_t r, int64_t c, int64_t len,
+                   int64_t stride, Dem *dem)
+{
+    Acc x;
+    x.seg = -1;
+    cg_span_make(&x.sp, v->src[1] + (r * v->src_rs[1] + c * v->src_cs[1]) * es,
+                 (unsigned)es, 1, &len, &stride);
+    Visit gen = {.d = d, .op = OP_GEN, .dem = dem};
+    gd_visit(&gen, &x);
+}
+
 void gd_mask_read(Gd *d, const SpyInsn *in, const GdMask *m, uint32_t r0, uint32_t nr,
                   const Dem *base)
 {
     const SpyVec *v = &in->vec;
     int sdt = v->src_dtype ? v->src_dtype : v->dtype;
-    int64_t es = cg_dev_bytes(sdt), one = 1;
+    int64_t es = cg_dev_bytes(sdt);
     bool per_row = v->src_cs[0] == 0;        /* one condition byte per row */
-    if (!per_row && v->src_rs[0] == 0 && nr > 1) {   /* one condition row for all rows: */
-        for (int64_t c = 0; c < (int64_t)v->cols; c++) {   /* a column's demand is its */
-            Dem dem = mask_dem(m, v, r0, c, base);      /* every row's (the order of */
-            Acc x;                                      /* the GENs does not matter: */
-            int64_t len = nr, rs = v->src_rs[1];        /* a granule's least demand */
-            x.seg = -1;
-            cg_span_make(&x.sp, v->src[1] + ((int64_t)r0 * rs + c * v->src_cs[1]) * es,
-                         (unsigned)es, 1, &len, &rs);
-            Visit gen = {.d = d, .op = OP_GEN, .dem = &dem};
-            gd_visit(&gen, &x);
+    if (!per_row && v->src_rs[0] == 0 && nr > 1) {
+        /* one condition row for all rows: a column's demand is its every row's, so its
+         * rows are read at once (the order of the GENs does not matter: a granule keeps
+         * its least demand) */
+        for (int64_t c = 0; c < (int64_t)v->cols; c++) {
+            Dem dem = mask_dem(m, v, r0, c, base);
+            x_read(d, v, es, r0, c, nr, v->src_rs[1], &dem);
         }
         return;
     }
     for (int64_t r = r0; r < (int64_t)r0 + nr; r++)
         for (int64_t c = 0; c < (per_row ? 1 : (int64_t)v->cols); c++) {
             Dem dem = mask_dem(m, v, r, c, base);
-            Acc x;
-            int64_t st = v->src_cs[1], len = per_row && st ? v->cols : 1;
-            x.seg = -1;
-            cg_span_make(&x.sp, v->src[1] + (r * v->src_rs[1] + c * v->src_cs[1]) * es,
-                         (unsigned)es, 1, &len, st ? &st : &one);
-            Visit gen = {.d = d, .op = OP_GEN, .dem = &dem};
-            gd_visit(&gen, &x);
+            int64_t st = v->src_cs[1];
+            x_read(d, v, es, r, c, per_row && st ? v->cols : 1, st ? st : 1, &dem);
         }
 }
 
