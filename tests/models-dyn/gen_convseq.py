@@ -8,7 +8,10 @@ pad 1 -> ReduceMean over height -> [1, 16, w'] -> Transpose [1, w', 16] -> MatMu
 [16, 10] -> logits [1, w', 10]; outputs Softmax over the classes and Softmax over the
 positions (a reduction along the derived axis: the padding past w' must not reach it).
 w' = (width + 2 - 3) / 2 + 1. Data sets at widths 9, 23 and 64 (onnxruntime's outputs);
-flags: --dim width=9..64. Run in build/venv (numpy, onnx, onnxruntime):
+flags: --dim width=9..64. Also tests/models-dyn/convbatch: the same with a fixed batch of
+3 lines (a batch that is not symbolic in a bundle whose width is: its convolutions are
+divided over the whole batch, passes/divide.c conv_per_image). Run in build/venv (numpy,
+onnx, onnxruntime):
 build/venv/bin/python tests/models-dyn/gen_convseq.py
 """
 import os
@@ -18,12 +21,20 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "convseq")
+DIR = os.path.dirname(os.path.abspath(__file__))
 WIDTHS = (9, 23, 64)
 
 
 def main():
-    """Write model.onnx, flags and one test_data_set_K per width."""
+    """Write both models."""
+    write_model("convseq", 1)
+    write_model("convbatch", 3)
+
+
+def write_model(name, batch):
+    """Write DIR/name: model.onnx for `batch` lines, flags and one test_data_set_K per
+    width."""
+    here = os.path.join(DIR, name)
     rng = np.random.default_rng(11)
 
     def init(name, shape, scale):
@@ -46,24 +57,25 @@ def main():
         helper.make_node("Softmax", ["logits"], ["over_positions"], axis=1),
     ]
     graph = helper.make_graph(
-        nodes, "convseq",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, "width"])],
-        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, None, 10]),
-         helper.make_tensor_value_info("over_positions", TensorProto.FLOAT, [1, None, 10])],
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 1, 8, "width"])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [batch, None, 10]),
+         helper.make_tensor_value_info("over_positions", TensorProto.FLOAT,
+                                       [batch, None, 10])],
         inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     onnx.checker.check_model(model)
-    os.makedirs(HERE, exist_ok=True)
-    path = os.path.join(HERE, "model.onnx")
+    os.makedirs(here, exist_ok=True)
+    path = os.path.join(here, "model.onnx")
     onnx.save(model, path)
-    with open(os.path.join(HERE, "flags"), "w") as f:
+    with open(os.path.join(here, "flags"), "w") as f:
         f.write("--dim width=9..64\n")
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     for k, w in enumerate(WIDTHS):
-        d = os.path.join(HERE, f"test_data_set_{k}")
+        d = os.path.join(here, f"test_data_set_{k}")
         os.makedirs(d, exist_ok=True)
-        x = rng.standard_normal((1, 1, 8, w)).astype(np.float32)
+        x = rng.standard_normal((batch, 1, 8, w)).astype(np.float32)
         with open(os.path.join(d, "input_0.pb"), "wb") as f:
             f.write(numpy_helper.from_array(x, "x").SerializeToString())
         for i, (o, meta) in enumerate(zip(sess.run(None, {"x": x}), sess.get_outputs())):
