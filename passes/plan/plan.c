@@ -118,7 +118,9 @@ int plan_grid_split(const IrGrid *gr)
  * (contiguous items per core) unless the graph has symbolic dims: then the items are
  * dealt round-robin (IrKernel.dealt), so that the items valid at a small size (the
  * first ones along a symbolic grid dim: grids are row-major and a symbolic axis keeps
- * its data at its start) fall to every core and a guarded run's work shrinks on each. */
+ * its data at its start) fall to every core and a guarded run's work shrinks on each;
+ * where several split grid dims may be shortened, plan_deal chooses the cores so that
+ * a box of valid items spreads too. */
 void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores)
 {
     k->nitems = (uint64_t)plan_grid_items(&k->grid);
@@ -126,6 +128,8 @@ void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores)
         k->core_first = ir_alloc(g, (cores + 1) * sizeof *k->core_first);
     k->ncores = cores;
     k->dealt = false;
+    k->deal = NULL;
+    k->item_core = NULL;
     if (k->kind == IR_KK_MOVE && ir_node(g, k->anchor)->op == IR_OP_SCATTER) {
         for (uint32_t c = 0; c <= cores; c++)   /* one core: it zero-fills, then scatters */
             k->core_first[c] = c ? k->nitems : 0;
@@ -135,12 +139,16 @@ void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores)
     uint64_t q = k->nitems / cores, r = k->nitems % cores;
     for (uint32_t c = 0; c <= cores; c++)               /* the first r cores get q + 1 */
         k->core_first[c] = c * q + (c < r ? c : r);
+    if (k->dealt)
+        plan_deal(g, k);
 }
 
 uint64_t plan_kernel_item(const IrKernel *k, uint64_t pos, int64_t *start, int64_t *len)
 {
     uint64_t item = pos;
-    if (k->dealt) {                  /* core c's j-th position: item j * ncores + c */
+    if (k->deal) {
+        item = k->deal[pos];
+    } else if (k->dealt) {                  /* core c's j-th position: item j * ncores + c */
         uint64_t q = k->nitems / k->ncores, r = k->nitems % k->ncores, c, j;
         if (pos < r * (q + 1)) {
             c = pos / (q + 1);
@@ -157,6 +165,8 @@ uint64_t plan_kernel_item(const IrKernel *k, uint64_t pos, int64_t *start, int64
 
 uint32_t plan_item_core(const IrKernel *k, uint64_t item)
 {
+    if (k->item_core)
+        return k->item_core[item];
     if (k->dealt)
         return (uint32_t)(item % k->ncores);
     uint32_t c = 0;

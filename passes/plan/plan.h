@@ -171,6 +171,9 @@ typedef struct IrKernel {
                                 c runs items c, c + ncores, ...) instead of in order: a
                                 kernel of a bundle with symbolic dims, whose valid items
                                 at a small size are the first ones (plan_assign_cores) */
+    uint64_t *deal;          /* dealt: the item at each position, where plan_deal chose
+                                the cores (NULL: round-robin) */
+    uint32_t *item_core;     /* with deal: the core of each item */
 
     /* tiling (pass_tile) */
     IrGrid inner;            /* per-item loop: K chunks, reduced chunks */
@@ -265,6 +268,10 @@ int plan_grid_split(const IrGrid *gr);
 /* core_first from grid item count: balanced ranges of positions, each core's items
  * contiguous, or dealt round-robin when the graph has symbolic dims (IrKernel.dealt). */
 void plan_assign_cores(IrGraph *g, IrKernel *k, uint32_t cores);
+/* Dealt kernel k (core_first sized, ncores and nitems set): choose each item's core
+ * so that the items valid at smaller sizes spread over the cores (plan_deal.c); sets
+ * deal, item_core and core_first. False (nothing changed) when it does not apply. */
+bool plan_deal(IrGraph *g, IrKernel *k);
 /* The item at position pos of kernel k's core ranges (core_first), and its box. */
 uint64_t plan_kernel_item(const IrKernel *k, uint64_t pos, int64_t *start, int64_t *len);
 /* The core that runs item `item` of kernel k. */

@@ -4,7 +4,8 @@
  * verifier reports it: a node in two kernels, a gap in the cores' item ranges,
  * overlapping LX buffers (anchors, or two values of one program), overlapping DRAM ranges of live values, an access wider
  * than a (tiny) core window. Also the cores' items of a graph with symbolic dims:
- * dealt round-robin (plan_assign_cores, plan_kernel_item, plan_item_core). */
+ * dealt round-robin (plan_assign_cores, plan_kernel_item, plan_item_core), and over a
+ * 2-d grid spread so that a box of valid items is balanced too (plan_deal). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -226,6 +227,58 @@ static void dealt_items(void **st)
     ir_diag_free(&x.d);
 }
 
+/* Max over the cores of kernel k's items in the box [0, b) x [0, v) of its 2-d grid
+ * of one-chunk items (the items a guarded run at those sizes keeps). */
+static uint32_t box_load(const IrKernel *k, int64_t b, int64_t v)
+{
+    uint32_t most = 0;
+    for (uint32_t c = 0; c < k->ncores; c++) {
+        uint32_t n = 0;
+        for (uint64_t p = k->core_first[c]; p < k->core_first[c + 1]; p++) {
+            int64_t s[IR_ITER_MAX], l[IR_ITER_MAX];
+            plan_kernel_item(k, p, s, l);
+            n += s[0] < b && s[1] < v;
+        }
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
+/* Divide with symbolic dims over a 2-d grid (8 images of 24 row chunks, as a 1x1
+ * convolution's in a box of 8 images): plan_deal keeps every prefix of whole images
+ * as balanced as round-robin, and spreads a box of fewer chunks too: at 3 images of
+ * 20 chunks (60 items) no core runs more than 2 (round-robin: cores 0..3 run 3). No
+ * box of the sizes costs more than one item over its fair share. */
+static void dealt_boxes(void **st)
+{
+    Px x;
+    px_compile(&x, COLUMN_SUM);
+    IrKernel *k = &x.g->plan->kernels[0];
+    k->grid = (IrGrid){.rank = 2, .ext = {8, 24}, .chunk = {1, 1}};
+    x.g->nsymdims = 1;
+    plan_assign_cores(x.g, k, x.t.cores);
+    x.g->nsymdims = 0;
+    assert_non_null(k->deal);
+    bool seen[192] = {false};
+    for (uint32_t c = 0; c < k->ncores; c++)
+        for (uint64_t p = k->core_first[c]; p < k->core_first[c + 1]; p++) {
+            int64_t s[IR_ITER_MAX], l[IR_ITER_MAX];
+            uint64_t it = plan_kernel_item(k, p, s, l);
+            assert_true(it < 192 && !seen[it]);
+            seen[it] = true;
+            assert_int_equal(plan_item_core(k, it), c);
+        }
+    for (int64_t b = 1; b <= 8; b++) {
+        int64_t fair = (b * 24 + x.t.cores - 1) / x.t.cores;
+        assert_int_equal(box_load(k, b, 24), fair);
+        for (int64_t v = 1; v <= 24; v++)
+            assert_true(box_load(k, b, v) <= (b * v + x.t.cores - 1) / x.t.cores + 1);
+    }
+    assert_int_equal(box_load(k, 3, 20), 2);
+    ir_graph_free(x.g);
+    ir_diag_free(&x.d);
+}
+
 /* A cmocka test named after its case. */
 #define CASE(c) {#c, run_case, NULL, NULL, (void *)&c}
 
@@ -242,6 +295,7 @@ int main(void)
         CASE(WINDOW),
         CASE(OUTSIDE),
         cmocka_unit_test(dealt_items),
+        cmocka_unit_test(dealt_boxes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
