@@ -147,7 +147,8 @@ list_models() {
 
 # each_model PREFIX FUNC: FUNC NAME MODEL DATADIR [ARGS...] for each shipped example
 # (NAME PREFIXexample/DIR), each small model of the tree's own (tests/models/DIR, NAME
-# PREFIXtest/DIR: the QDQ models of gen_qdq.py, gen_attn_f32.py's float attention) and each entry of tests/models.list
+# PREFIXtest/DIR: the QDQ models of gen_qdq.py, gen_attn_f32.py's float attention, other
+# exporters' and opsets' models of gen_torch.py) and each entry of tests/models.list
 # (NAME PREFIXmodel/ENTRY); without the model zoo those are counted as skipped.
 each_model() {
     local pre=$1 fn=$2 d entry args path count
