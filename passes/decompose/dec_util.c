@@ -425,6 +425,19 @@ ValId dec_pad(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior, 
     return dec_op(c, IR_OP_PAD, &x, 1, a, 3);
 }
 
+ValId dec_swap_last(DecCtx *c, ValId x)
+{
+    int r = dec_ty(c, x)->rank;
+    if (r < 2)
+        return x;
+    int64_t perm[IR_MAX_RANK];
+    for (int i = 0; i < r; i++)
+        perm[i] = i;
+    perm[r - 2] = r - 1;
+    perm[r - 1] = r - 2;
+    return dec_transpose(c, x, perm);
+}
+
 ValId dec_concat(DecCtx *c, const ValId *xs, int n, int axis)
 {
     if (n == 1)

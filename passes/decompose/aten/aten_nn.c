@@ -35,18 +35,6 @@ static ValId torch_matmul(DecCtx *c, ValId a, ValId b)
     return dec_reshape(c, r, dims, n);
 }
 
-/* The last two dims of x swapped. */
-static ValId swap_last(DecCtx *c, ValId x)
-{
-    int r = dec_ty(c, x)->rank;
-    int64_t perm[IR_MAX_RANK];
-    for (int i = 0; i < r; i++)
-        perm[i] = i;
-    perm[r - 2] = r - 1;
-    perm[r - 1] = r - 2;
-    return dec_transpose(c, x, perm);
-}
-
 /* linear(input, weight, bias): input @ weight^T + bias. */
 bool aten_linear(DecCtx *c)
 {
@@ -57,7 +45,7 @@ bool aten_linear(DecCtx *c)
     x = dec_cast(c, x, t);
     w = dec_cast(c, w, t);
     if (dec_ty(c, w)->rank == 2)
-        w = swap_last(c, w);
+        w = dec_swap_last(c, w);
     ValId r = torch_matmul(c, x, w);
     if (b != IR_NONE)
         r = dec_bin(c, IR_BIN_ADD, r, dec_cast(c, b, t));
@@ -392,7 +380,7 @@ bool aten_sdpa(DecCtx *c)
         k = repeat_heads(c, k, tq->dims[tq->rank - 3]);
         v = repeat_heads(c, v, tq->dims[tq->rank - 3]);
     }
-    ValId s = dec_bin_s(c, IR_BIN_MUL, ir_matmul(c->g, q, swap_last(c, k), c->o), scale);
+    ValId s = dec_bin_s(c, IR_BIN_MUL, ir_matmul(c->g, q, dec_swap_last(c, k), c->o), scale);
     ValId mask = sdpa_mask(c, s);
     if (ir_failed(c->g))
         return false;

@@ -24,6 +24,8 @@ bool dec_clip(DecCtx *c);
 bool dec_activation(DecCtx *c);           /* LeakyRelu Elu Selu Celu HardSigmoid ... */
 bool dec_prelu(DecCtx *c);
 bool dec_gelu(DecCtx *c);
+/* 0.5 x (1 + erf(x / sqrt 2)), or with tanh_approx its tanh approximation. */
+ValId dec_gelu_of(DecCtx *c, ValId x, bool tanh_approx);
 bool dec_isinf(DecCtx *c);
 bool dec_constant(DecCtx *c);
 bool dec_constant_of_shape(DecCtx *c);
@@ -38,6 +40,9 @@ bool dec_conv(DecCtx *c);
 bool dec_conv_pad(DecCtx *c, double pad_value);
 bool dec_conv_transpose(DecCtx *c);
 bool dec_pool(DecCtx *c);                 /* MaxPool AveragePool LpPool */
+/* AveragePool as onnxruntime's QLinearAveragePool computes it: each sum divided by its
+ * count (dec_pool multiplies by the reciprocal, which can differ in the last bit). */
+bool dec_avg_pool_divided(DecCtx *c);
 bool dec_global_pool(DecCtx *c);          /* GlobalAveragePool GlobalMaxPool GlobalLpPool */
 
 /* onnx_kernel_taps.c */
@@ -83,6 +88,28 @@ ValId dec_qdq_requantized(DecCtx *c, ValId x, ValId scale, ValId zp, IrDType out
 ValId dec_qdq_divided(DecCtx *c, ValId x, ValId scale);
 bool dec_qlinear_matmul(DecCtx *c);       /* QLinearMatMul */
 bool dec_qlinear_conv(DecCtx *c);         /* QLinearConv */
+
+/* onnx_msft.c: contrib operators of onnxruntime (domain com.microsoft, and
+ * SimplifiedLayerNormalization of the default domain). dec_sub_run runs handler fn as
+ * if the node had inputs in[0..nin) (at most DEC_SUB_MAX_IN), its own attributes when
+ * attrs (else none) and op_type op (NULL: its own); results into out[DEC_MAX_OUT]. */
+#define DEC_SUB_MAX_IN 16
+bool dec_sub_run(DecCtx *c, DecFn fn, const char *op, const ValId *in, int nin, bool attrs,
+                 ValId *out);
+bool dec_ms_gelu(DecCtx *c);              /* Gelu BiasGelu FastGelu */
+bool dec_quick_gelu(DecCtx *c);           /* QuickGelu */
+bool dec_fused_matmul(DecCtx *c);         /* FusedMatMul */
+bool dec_skip_layernorm(DecCtx *c);       /* SkipLayerNormalization */
+bool dec_skip_simplified_layernorm(DecCtx *c); /* SkipSimplifiedLayerNormalization */
+bool dec_simplified_layernorm(DecCtx *c); /* SimplifiedLayerNormalization */
+/* onnx_qlinear_ms.c: its QOperator-format 8-bit operators, each the float operator
+ * between a DequantizeLinear of every 8-bit input and a QuantizeLinear of the result;
+ * QGemm (onnx_qlinear.c) an exact int32 product like QLinearMatMul. */
+bool dec_qlinear_binary(DecCtx *c);       /* QLinearAdd QLinearMul */
+bool dec_qlinear_unary(DecCtx *c);        /* QLinearSigmoid QLinearLeakyRelu */
+bool dec_qlinear_pool(DecCtx *c);         /* QLinearAveragePool QLinearGlobalAveragePool */
+bool dec_qlinear_concat(DecCtx *c);       /* QLinearConcat */
+bool dec_qgemm(DecCtx *c);                /* QGemm */
 
 /* onnx_quant.c */
 bool dec_quantize(DecCtx *c);             /* QuantizeLinear */

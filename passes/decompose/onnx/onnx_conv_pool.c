@@ -292,7 +292,7 @@ static int64_t taps_in(int64_t o, int64_t k, int64_t s, int64_t d, int64_t lo, i
  * (or a scalar when every window counts the same). */
 static ValId avg_scale(DecCtx *c, IrDType dt, int nsp, const int64_t *out, const int64_t *in,
                        const int64_t *k, const int64_t *s, const int64_t *d, const int64_t *lo,
-                       const int64_t *hi, bool incl)
+                       const int64_t *hi, bool incl, bool counts)
 {
     int64_t dims[IR_MAX_RANK], n = 1;
     dims[0] = dims[1] = 1;
@@ -310,7 +310,7 @@ static ValId avg_scale(DecCtx *c, IrDType dt, int nsp, const int64_t *out, const
             int64_t a = incl ? 0 : lo[i], b = incl ? lo[i] + in[i] + hi[i] : lo[i] + in[i];
             cnt *= taps_in(o, k[i], s[i], d[i], a, b);
         }
-        v[e] = cnt > 0 ? 1.0 / (double)cnt : 0.0;
+        v[e] = counts ? (double)(cnt > 0 ? cnt : 1) : cnt > 0 ? 1.0 / (double)cnt : 0.0;
         uniform &= v[e] == v[0];
     }
     if (uniform)
@@ -356,7 +356,9 @@ static bool pool_geometry(DecCtx *c, const IrType *tx, const int64_t *k, const i
 }
 
 /* MaxPool, AveragePool, LpPool: PAD then WINDOW (then the divisor or root). */
-bool dec_pool(DecCtx *c)
+/* MaxPool, AveragePool (its sums times 1 / count, or with divide over the count),
+ * LpPool. */
+static bool pool_run(DecCtx *c, bool divide)
 {
     const char *op = c->n->foreign.op_type;
     ValId x = dec_in(c, 0);
@@ -397,12 +399,23 @@ bool dec_pool(DecCtx *c)
     ValId y = dec_op(c, IR_OP_WINDOW, &v, 1, a, 4);
     if (strcmp(op, "AveragePool") == 0) {
         bool incl = dec_ai(c, "count_include_pad", 0) != 0;
-        y = dec_bin(c, IR_BIN_MUL, y, avg_scale(c, tx->dtype, nsp, out, tx->dims + 2, k, s, d, lo, hi, incl));
+        y = dec_bin(c, divide ? IR_BIN_DIV : IR_BIN_MUL, y,
+                    avg_scale(c, tx->dtype, nsp, out, tx->dims + 2, k, s, d, lo, hi, incl, divide));
     } else if (is_lp && p != 1) {
         y = p == 2 ? dec_un(c, IR_UN_SQRT, y) : dec_bin_s(c, IR_BIN_POW, y, 1.0 / p);
     }
     c->out[0] = y;
     return true;
+}
+
+bool dec_pool(DecCtx *c)
+{
+    return pool_run(c, false);
+}
+
+bool dec_avg_pool_divided(DecCtx *c)
+{
+    return pool_run(c, true);
 }
 
 /* GlobalAveragePool / GlobalMaxPool / GlobalLpPool: reductions over spatial axes. */

@@ -379,24 +379,30 @@ bool dec_prelu(DecCtx *c)
 }
 
 /* Gelu: exact (erf) or tanh approximation. */
+ValId dec_gelu_of(DecCtx *c, ValId x, bool tanh_approx)
+{
+    ValId inner;
+    if (tanh_approx) {
+        ValId x3 = dec_bin(c, IR_BIN_MUL, dec_bin(c, IR_BIN_MUL, x, x), x);
+        ValId s = dec_bin(c, IR_BIN_ADD, x, dec_bin_s(c, IR_BIN_MUL, x3, 0.044715));
+        inner = dec_un(c, IR_UN_TANH, dec_bin_s(c, IR_BIN_MUL, s, sqrt(2.0 / M_PI)));
+    } else {
+        inner = dec_un(c, IR_UN_ERF, dec_bin_s(c, IR_BIN_MUL, x, M_SQRT1_2));
+    }
+    ValId half_x = dec_bin_s(c, IR_BIN_MUL, x, 0.5);
+    return dec_bin(c, IR_BIN_MUL, half_x, dec_bin_s(c, IR_BIN_ADD, inner, 1.0));
+}
+
 bool dec_gelu(DecCtx *c)
 {
     if (!dec_need_in(c, 0))
         return false;
-    ValId x = dec_in(c, 0), inner;
     const char *ap = dec_as(c, "approximate", "none");
-    if (strcmp(ap, "tanh") == 0) {
-        ValId x3 = dec_bin(c, IR_BIN_MUL, dec_bin(c, IR_BIN_MUL, x, x), x);
-        ValId s = dec_bin(c, IR_BIN_ADD, x, dec_bin_s(c, IR_BIN_MUL, x3, 0.044715));
-        inner = dec_un(c, IR_UN_TANH, dec_bin_s(c, IR_BIN_MUL, s, sqrt(2.0 / M_PI)));
-    } else if (strcmp(ap, "none") == 0) {
-        inner = dec_un(c, IR_UN_ERF, dec_bin_s(c, IR_BIN_MUL, x, M_SQRT1_2));
-    } else {
+    if (strcmp(ap, "tanh") != 0 && strcmp(ap, "none") != 0) {
         dec_err(c, "unknown approximate '%s'", ap);
         return false;
     }
-    ValId half_x = dec_bin_s(c, IR_BIN_MUL, x, 0.5);
-    c->out[0] = dec_bin(c, IR_BIN_MUL, half_x, dec_bin_s(c, IR_BIN_ADD, inner, 1.0));
+    c->out[0] = dec_gelu_of(c, dec_in(c, 0), strcmp(ap, "tanh") == 0);
     return true;
 }
 

@@ -333,6 +333,51 @@ bool dec_qlinear_matmul(DecCtx *c)
     return true;
 }
 
+/* QGemm (com.microsoft, onnxruntime's QOperator format): alpha * op(A) op(B) + C of
+ * 8-bit A and B (op: transposed by transA, transB), C an int32 bias of scale A_scale *
+ * B_scale: the exact int32 product plus C, scaled by alpha * A_scale * B_scale (B's per
+ * output column) and, with a y_scale, requantized like QLinearMatMul (that multiplier
+ * over y_scale, rounded once to float32); else a float32 result. */
+bool dec_qgemm(DecCtx *c)
+{
+    ValId a = dec_in(c, 0), b = dec_in(c, 3), sa = dec_in(c, 1), sb = dec_in(c, 4);
+    if (a == IR_NONE || b == IR_NONE || sa == IR_NONE || sb == IR_NONE) {
+        dec_err(c, "missing A, a_scale, B or b_scale");
+        return false;
+    }
+    if (!is_8bit(c, a, "A") || !is_8bit(c, b, "B"))
+        return false;
+    if (dec_ty(c, a)->rank != 2 || dec_ty(c, b)->rank != 2) {
+        dec_err(c, "A and B must be matrices");
+        return false;
+    }
+    const int64_t swap[2] = {1, 0};
+    if (dec_ai(c, "transA", 0))
+        a = dec_transpose(c, a, swap);
+    if (dec_ai(c, "transB", 0))            /* B's per-column zero points move with it */
+        b = dec_transpose(c, b, swap);
+    if (dec_ty(c, a)->dims[1] != dec_ty(c, b)->dims[0]) {
+        dec_err(c, "inner dimensions differ (%lld and %lld)", (long long)dec_ty(c, a)->dims[1],
+                (long long)dec_ty(c, b)->dims[0]);
+        return false;
+    }
+    ValId acc = dec_int_matmul(c, a, dec_in(c, 2), b, dec_in(c, 5));
+    if (dec_in(c, 6) != IR_NONE)
+        acc = dec_bin(c, IR_BIN_ADD, acc, dec_cast(c, dec_in(c, 6), IR_DT_I32));
+    ValId mult = dec_bin(c, IR_BIN_MUL, scale_along(c, sa, 0, 2), scale_along(c, sb, 1, 2));
+    double alpha = dec_af(c, "alpha", 1.0);
+    if (alpha != 1.0)
+        mult = dec_bin_s(c, IR_BIN_MUL, mult, alpha);
+    ValId sy = dec_in(c, 7);
+    if (sy == IR_NONE) {
+        c->out[0] = dec_bin(c, IR_BIN_MUL, dec_cast(c, acc, IR_DT_F32), mult);
+        return true;
+    }
+    mult = dec_bin(c, IR_BIN_DIV, mult, scale_along(c, sy, 0, 2));
+    c->out[0] = requantize(c, acc, mult, dec_in(c, 8), dec_ty(c, dec_in(c, 0))->dtype);
+    return true;
+}
+
 /* The 8-bit conv operands x (input ix) and w (iw), checked; w's zero points apply per
  * output channel (axis 0). */
 static bool conv_operands(DecCtx *c, int ix, int iw, ValId *x, ValId *w)

@@ -110,7 +110,8 @@ static const OnnxEntry onnx_table[] = {
     {"", "GlobalLpPool", 2, DEC_MAX_OPSET, dec_global_pool},
     {"", "BatchNormalization", 6, DEC_MAX_OPSET, dec_batchnorm},
     {"", "InstanceNormalization", 6, DEC_MAX_OPSET, dec_instancenorm},
-    {"", "LayerNormalization", 17, DEC_MAX_OPSET, dec_layernorm},
+    {"", "LayerNormalization", 1, DEC_MAX_OPSET, dec_layernorm}, /* before 17: onnxruntime's */
+    {"", "SimplifiedLayerNormalization", 1, DEC_MAX_OPSET, dec_simplified_layernorm},
     {"", "GroupNormalization", 18, DEC_MAX_OPSET, dec_groupnorm},
     {"", "RMSNormalization", 23, DEC_MAX_OPSET, dec_rmsnorm},
     {"", "LpNormalization", 1, DEC_MAX_OPSET, dec_lpnorm},
@@ -217,6 +218,22 @@ static const OnnxEntry onnx_table[] = {
     {"", "Optional", 15, DEC_MAX_OPSET, dec_optional_op},
     {"", "OptionalHasElement", 15, DEC_MAX_OPSET, dec_optional_op},
     {"", "OptionalGetElement", 15, DEC_MAX_OPSET, dec_optional_op},
+    /* com.microsoft: onnxruntime's contrib operators in the models it saves (version 1) */
+    {"com.microsoft", "Gelu", 1, 1, dec_ms_gelu},
+    {"com.microsoft", "BiasGelu", 1, 1, dec_ms_gelu},
+    {"com.microsoft", "FastGelu", 1, 1, dec_ms_gelu},
+    {"com.microsoft", "QuickGelu", 1, 1, dec_quick_gelu},
+    {"com.microsoft", "FusedMatMul", 1, 1, dec_fused_matmul},
+    {"com.microsoft", "SkipLayerNormalization", 1, 1, dec_skip_layernorm},
+    {"com.microsoft", "SkipSimplifiedLayerNormalization", 1, 1, dec_skip_simplified_layernorm},
+    {"com.microsoft", "QLinearAdd", 1, 1, dec_qlinear_binary},
+    {"com.microsoft", "QLinearMul", 1, 1, dec_qlinear_binary},
+    {"com.microsoft", "QLinearSigmoid", 1, 1, dec_qlinear_unary},
+    {"com.microsoft", "QLinearLeakyRelu", 1, 1, dec_qlinear_unary},
+    {"com.microsoft", "QLinearAveragePool", 1, 1, dec_qlinear_pool},
+    {"com.microsoft", "QLinearGlobalAveragePool", 1, 1, dec_qlinear_pool},
+    {"com.microsoft", "QLinearConcat", 1, 1, dec_qlinear_concat},
+    {"com.microsoft", "QGemm", 1, 1, dec_qgemm},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
     {"ai.onnx.preview", "FlexAttention", 1, 1, dec_flexattention},
 };
