@@ -9,7 +9,9 @@ QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat, QGemm).
 
     python3 tests/models/gen_msft.py [OUTDIR]   (default: this folder)
 
-writes OUTDIR/msft_transformer and OUTDIR/msft_qoperator (model.onnx and
+writes OUTDIR/msft_transformer, OUTDIR/msft_qoperator and OUTDIR/msft_qmatmul
+(DynamicQuantizeMatMul, MatMulIntegerToFloat, MatMulNBits, 16-bit QuantizeLinear and
+DequantizeLinear of the domain) (model.onnx and
 test_data_set_0, outputs computed by onnxruntime's CPU provider). Needs numpy, onnx and
 onnxruntime (the Makefile's build/venv has them). Weights and inputs are seeded.
 """
@@ -143,6 +145,62 @@ def qoperator():
           helper.make_tensor_value_info("yf", TensorProto.FLOAT, None)], inits, {"x": x})
 
 
+def pack_bits(q, bits):
+    """Unsigned values q (last axis) packed low bits first into bytes."""
+    flat = q.reshape(-1, q.shape[-1]).astype(np.uint32)
+    nbytes = (q.shape[-1] * bits + 7) // 8
+    out = np.zeros((flat.shape[0], nbytes), dtype=np.uint8)
+    for i in range(q.shape[-1]):
+        bit = i * bits
+        out[:, bit // 8] |= ((flat[:, i] << (bit % 8)) & 0xFF).astype(np.uint8)
+        if bit % 8 + bits > 8:
+            out[:, bit // 8 + 1] |= (flat[:, i] >> (8 - bit % 8)).astype(np.uint8)
+    return out.reshape(q.shape[:-1] + (nbytes,))
+
+
+def qmatmul():
+    """Dynamic quantization as onnxruntime's optimizer fuses it, 4-bit weights (MatMulNBits)
+    as LLM exports ship them, and 16-bit QDQ of the com.microsoft domain."""
+    K, N, M = 64, 24, 16
+    b8 = RNG.integers(-100, 100, (K, N), dtype=np.int8)
+    bu = RNG.integers(0, 255, (K, M), dtype=np.uint8)
+    nbits = []
+    for name, bs, zp in (("nb32", 32, True), ("nb16", 16, False)):
+        nb = K // bs
+        q = RNG.integers(0, 16, (N, nb, bs), dtype=np.uint8)
+        z = RNG.integers(0, 16, (N, nb), dtype=np.uint8)
+        nbits.append((name, bs, pack_bits(q, 4), (RNG.random((N, nb)) * 0.05 + 0.01).astype(
+            np.float32).reshape(-1), pack_bits(z, 4).reshape(-1) if zp else None))
+    n = [
+        helper.make_node("DynamicQuantizeMatMul", ["x", "b8", "b8s", "b8z", "bias"], ["y1"],
+                         domain=MS),
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("MatMulIntegerToFloat", ["xq", "bu", "xs", "bus", "xz", "buz", "biasm"],
+                         ["y2"], domain=MS),
+        helper.make_node("QuantizeLinear", ["x", "s16", "z16"], ["x16"], domain=MS),
+        helper.make_node("DequantizeLinear", ["x16", "s16", "z16"], ["y5"], domain=MS),
+    ]
+    inits = [init("b8", b8), init("b8s", (RNG.random(N) * 0.01 + 0.001).astype(np.float32)),
+             init("b8z", np.zeros(N, dtype=np.int8)), init("bias", f32(N)), init("bu", bu),
+             init("bus", np.array(0.004, dtype=np.float32)), init("buz", np.array(127, np.uint8)),
+             init("biasm", f32(M)), init("s16", np.array(0.0003, dtype=np.float32)),
+             init("z16", np.array(1000, dtype=np.uint16))]
+    outs = ["y1", "y2", "y5"]
+    for name, bs, b, sc, zp in nbits:
+        ins = ["x", name + "_b", name + "_s"] + ([name + "_z"] if zp is not None else [])
+        n.append(helper.make_node("MatMulNBits", ins, ["y_" + name], domain=MS, K=K, N=N, bits=4,
+                                  block_size=bs))
+        inits += [init(name + "_b", b), init(name + "_s", sc)]
+        if zp is not None:
+            inits.append(init(name + "_z", zp))
+        outs.append("y_" + name)
+    x = f32(2, 5, K, scale=1.0)
+    save("msft_qmatmul", n, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, K])],
+         [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs], inits,
+         {"x": x}, opset=21)
+
+
 if __name__ == "__main__":
     transformer()
     qoperator()
+    qmatmul()

@@ -110,6 +110,10 @@ bool dec_qlinear_unary(DecCtx *c);        /* QLinearSigmoid QLinearLeakyRelu */
 bool dec_qlinear_pool(DecCtx *c);         /* QLinearAveragePool QLinearGlobalAveragePool */
 bool dec_qlinear_concat(DecCtx *c);       /* QLinearConcat */
 bool dec_qgemm(DecCtx *c);                /* QGemm */
+/* onnx_qmatmul_ms.c: its quantized matrix products */
+bool dec_matmul_int_to_float(DecCtx *c);  /* MatMulIntegerToFloat */
+bool dec_dynamic_quantize_matmul(DecCtx *c); /* DynamicQuantizeMatMul */
+bool dec_matmul_nbits(DecCtx *c);         /* MatMulNBits */
 
 /* onnx_quant.c */
 bool dec_quantize(DecCtx *c);             /* QuantizeLinear */

@@ -234,6 +234,11 @@ static const OnnxEntry onnx_table[] = {
     {"com.microsoft", "QLinearGlobalAveragePool", 1, 1, dec_qlinear_pool},
     {"com.microsoft", "QLinearConcat", 1, 1, dec_qlinear_concat},
     {"com.microsoft", "QGemm", 1, 1, dec_qgemm},
+    {"com.microsoft", "MatMulIntegerToFloat", 1, 1, dec_matmul_int_to_float},
+    {"com.microsoft", "DynamicQuantizeMatMul", 1, 1, dec_dynamic_quantize_matmul},
+    {"com.microsoft", "MatMulNBits", 1, 1, dec_matmul_nbits},
+    {"com.microsoft", "QuantizeLinear", 1, 1, dec_quantize},
+    {"com.microsoft", "DequantizeLinear", 1, 1, dec_dequantize},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
     {"ai.onnx.preview", "FlexAttention", 1, 1, dec_flexattention},
 };
