@@ -11,7 +11,8 @@ QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat, QGemm).
 
 writes OUTDIR/msft_transformer, OUTDIR/msft_qoperator and OUTDIR/msft_qmatmul
 (DynamicQuantizeMatMul, MatMulIntegerToFloat, MatMulNBits, 16-bit QuantizeLinear and
-DequantizeLinear of the domain) (model.onnx and
+DequantizeLinear of the domain) and OUTDIR/msft_bert_fused (EmbedLayerNormalization,
+Attention) (model.onnx and
 test_data_set_0, outputs computed by onnxruntime's CPU provider). Needs numpy, onnx and
 onnxruntime (the Makefile's build/venv has them). Weights and inputs are seeded.
 """
@@ -200,7 +201,51 @@ def qmatmul():
          {"x": x}, opset=21)
 
 
+def bert_fused():
+    """EmbedLayerNormalization and Attention as the transformer optimizer fuses BERT, and
+    Attention's other masks: 2B key ranges, 2-D and 3-D 0/1 masks, causal with Q, K and V
+    of other widths, attention_bias."""
+    B, S, H, V, NH = 2, 6, 32, 50, 4
+    i32 = lambda a: np.asarray(a, dtype=np.int32)
+    n = [
+        helper.make_node("EmbedLayerNormalization", ["ids", "seg", "we", "pe", "se", "g", "b",
+                                                      "mask"], ["emb", "mi", "esum"], domain=MS,
+                         epsilon=1e-12),
+        helper.make_node("Attention", ["emb", "w", "wb", "mi"], ["a1"], domain=MS, num_heads=NH),
+        helper.make_node("SkipLayerNormalization", ["a1", "emb", "g", "b"], ["l1"], domain=MS,
+                         epsilon=1e-12),
+        helper.make_node("Attention", ["l1", "w", "wb", "range"], ["a2"], domain=MS,
+                         num_heads=NH),
+        helper.make_node("Attention", ["l1", "w", "", "mask"], ["a3"], domain=MS, num_heads=NH,
+                         scale=0.3),
+        helper.make_node("Attention", ["l1", "w", "wb", "mask3"], ["a4"], domain=MS,
+                         num_heads=2, mask_filter_value=-1000.0),
+        helper.make_node("Attention", ["l1", "w2", "wb2", "", "", "abias"], ["a5"], domain=MS,
+                         num_heads=NH, unidirectional=1, qkv_hidden_sizes=[32, 32, 16]),
+        helper.make_node("Attention", ["l1", "w", "wb"], ["a6"], domain=MS, num_heads=NH),
+        helper.make_node("Concat", ["a1", "a2", "a3", "a4", "a6"], ["y"], axis=-1),
+    ]
+    inits = [init("we", f32(V, H)), init("pe", f32(16, H)), init("se", f32(2, H)),
+             init("g", 1 + f32(H, scale=0.1)), init("b", f32(H, scale=0.1)),
+             init("w", f32(H, 3 * H, scale=0.3)), init("wb", f32(3 * H, scale=0.1)),
+             init("w2", f32(H, 80, scale=0.3)), init("wb2", f32(80, scale=0.1)),
+             init("range", i32([5, 6, 1, 0])), init("abias", f32(1, NH, S, S))]
+    mask = i32([[1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1]])
+    mask3 = (RNG.random((B, S, S)) > 0.3).astype(np.int32)
+    mask3[:, :, 0] = 1
+    feeds = {"ids": RNG.integers(0, V, (B, S)).astype(np.int32),
+             "seg": RNG.integers(0, 2, (B, S)).astype(np.int32), "mask": mask, "mask3": mask3}
+    ins = [helper.make_tensor_value_info(k, TensorProto.INT32, list(v.shape))
+           for k, v in feeds.items()]
+    save("msft_bert_fused", n, ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                                     helper.make_tensor_value_info("a5", TensorProto.FLOAT, None),
+                                     helper.make_tensor_value_info("mi", TensorProto.INT32, None),
+                                     helper.make_tensor_value_info("esum", TensorProto.FLOAT,
+                                                                   None)], inits, feeds)
+
+
 if __name__ == "__main__":
     transformer()
     qoperator()
     qmatmul()
+    bert_fused()

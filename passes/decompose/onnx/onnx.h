@@ -114,6 +114,9 @@ bool dec_qgemm(DecCtx *c);                /* QGemm */
 bool dec_matmul_int_to_float(DecCtx *c);  /* MatMulIntegerToFloat */
 bool dec_dynamic_quantize_matmul(DecCtx *c); /* DynamicQuantizeMatMul */
 bool dec_matmul_nbits(DecCtx *c);         /* MatMulNBits */
+/* onnx_attn_ms.c: its BERT-style fused embedding and attention */
+bool dec_embed_layernorm(DecCtx *c);      /* EmbedLayerNormalization */
+bool dec_ms_attention(DecCtx *c);         /* Attention (com.microsoft) */
 
 /* onnx_quant.c */
 bool dec_quantize(DecCtx *c);             /* QuantizeLinear */

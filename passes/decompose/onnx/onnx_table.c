@@ -237,6 +237,8 @@ static const OnnxEntry onnx_table[] = {
     {"com.microsoft", "MatMulIntegerToFloat", 1, 1, dec_matmul_int_to_float},
     {"com.microsoft", "DynamicQuantizeMatMul", 1, 1, dec_dynamic_quantize_matmul},
     {"com.microsoft", "MatMulNBits", 1, 1, dec_matmul_nbits},
+    {"com.microsoft", "EmbedLayerNormalization", 1, 1, dec_embed_layernorm},
+    {"com.microsoft", "Attention", 1, 1, dec_ms_attention},
     {"com.microsoft", "QuantizeLinear", 1, 1, dec_quantize},
     {"com.microsoft", "DequantizeLinear", 1, 1, dec_dequantize},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
