@@ -425,6 +425,14 @@ ValId dec_pad(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior, 
     return dec_op(c, IR_OP_PAD, &x, 1, a, 3);
 }
 
+ValId dec_softmax_last(DecCtx *c, ValId x)
+{
+    int64_t last = dec_ty(c, x)->rank - 1;
+    ValId m = dec_reduce(c, IR_RED_MAX, x, &last, 1, true);
+    ValId e = dec_un(c, IR_UN_EXP, dec_bin(c, IR_BIN_SUB, x, m));
+    return dec_bin(c, IR_BIN_DIV, e, dec_reduce(c, IR_RED_SUM, e, &last, 1, true));
+}
+
 ValId dec_swap_last(DecCtx *c, ValId x)
 {
     int r = dec_ty(c, x)->rank;

@@ -11,8 +11,8 @@ QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat, QGemm).
 
 writes OUTDIR/msft_transformer, OUTDIR/msft_qoperator and OUTDIR/msft_qmatmul
 (DynamicQuantizeMatMul, MatMulIntegerToFloat, MatMulNBits, 16-bit QuantizeLinear and
-DequantizeLinear of the domain) and OUTDIR/msft_bert_fused (EmbedLayerNormalization,
-Attention) (model.onnx and
+DequantizeLinear of the domain), OUTDIR/msft_bert_fused (EmbedLayerNormalization,
+Attention) and OUTDIR/msft_mha_rotary (RotaryEmbedding, MultiHeadAttention) (model.onnx and
 test_data_set_0, outputs computed by onnxruntime's CPU provider). Needs numpy, onnx and
 onnxruntime (the Makefile's build/venv has them). Weights and inputs are seeded.
 """
@@ -244,8 +244,51 @@ def bert_fused():
                                                                    None)], inits, feeds)
 
 
+def mha_rotary():
+    """Llama/Whisper-style attention as onnxruntime's optimizer leaves it: RotaryEmbedding
+    (position ids, and an offset) and MultiHeadAttention (causal with a 0/1 key padding
+    mask, key lengths on keys and values in heads, cross-attention with a bias)."""
+    B, S, T, D, NH = 2, 6, 9, 32, 4
+    hd = D // NH
+    n = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("MatMul", ["x", "wv"], ["v"]),
+        helper.make_node("RotaryEmbedding", ["q", "pos", "cos", "sin"], ["qr"], domain=MS,
+                         num_heads=NH),
+        helper.make_node("RotaryEmbedding", ["k", "off", "cos", "sin"], ["kr"], domain=MS,
+                         num_heads=NH, interleaved=1),
+        helper.make_node("MultiHeadAttention", ["qr", "kr", "v", "bias", "kpm"], ["y1"],
+                         domain=MS, num_heads=NH, unidirectional=1),
+        helper.make_node("Reshape", ["kr", "shape4"], ["k4a"]),
+        helper.make_node("Transpose", ["k4a"], ["k4"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["v", "shape4"], ["v4a"]),
+        helper.make_node("Transpose", ["v4a"], ["v4"], perm=[0, 2, 1, 3]),
+        helper.make_node("MultiHeadAttention", ["qr", "k4", "v4", "", "lens"], ["y2"],
+                         domain=MS, num_heads=NH, scale=0.2),
+        helper.make_node("MatMul", ["mem", "wk"], ["mk"]),
+        helper.make_node("MatMul", ["mem", "wv"], ["mv"]),
+        helper.make_node("MultiHeadAttention", ["q", "mk", "mv", "bias", "", "abias"], ["y3"],
+                         domain=MS, num_heads=NH),
+    ]
+    inits = [init("wq", f32(D, D, scale=0.3)), init("wk", f32(D, D, scale=0.3)),
+             init("wv", f32(D, D, scale=0.3)), init("cos", np.cos(f32(16, hd // 2, scale=2.0))),
+             init("sin", np.sin(f32(16, hd // 2, scale=2.0))), init("bias", f32(3 * D, scale=0.1)),
+             init("off", np.array([3], dtype=np.int64)),
+             init("shape4", np.array([B, S, NH, hd], dtype=np.int64)),
+             init("lens", np.array([4, 6], dtype=np.int32)), init("abias", f32(1, NH, S, T))]
+    feeds = {"x": f32(B, S, D, scale=1.0), "mem": f32(B, T, D, scale=1.0),
+             "pos": np.array([[0, 1, 2, 3, 4, 5], [2, 3, 4, 5, 6, 7]], dtype=np.int64),
+             "kpm": np.array([[1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]], dtype=np.int32)}
+    ins = [helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype),
+                                         list(v.shape)) for k, v in feeds.items()]
+    save("msft_mha_rotary", n, ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                     for o in ("y1", "y2", "y3")], inits, feeds)
+
+
 if __name__ == "__main__":
     transformer()
     qoperator()
     qmatmul()
     bert_fused()
+    mha_rotary()

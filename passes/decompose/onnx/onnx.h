@@ -102,6 +102,7 @@ bool dec_fused_matmul(DecCtx *c);         /* FusedMatMul */
 bool dec_skip_layernorm(DecCtx *c);       /* SkipLayerNormalization */
 bool dec_skip_simplified_layernorm(DecCtx *c); /* SkipSimplifiedLayerNormalization */
 bool dec_simplified_layernorm(DecCtx *c); /* SimplifiedLayerNormalization */
+bool dec_ms_rotary(DecCtx *c);            /* RotaryEmbedding (com.microsoft) */
 /* onnx_qlinear_ms.c: its QOperator-format 8-bit operators, each the float operator
  * between a DequantizeLinear of every 8-bit input and a QuantizeLinear of the result;
  * QGemm (onnx_qlinear.c) an exact int32 product like QLinearMatMul. */
@@ -117,6 +118,7 @@ bool dec_matmul_nbits(DecCtx *c);         /* MatMulNBits */
 /* onnx_attn_ms.c: its BERT-style fused embedding and attention */
 bool dec_embed_layernorm(DecCtx *c);      /* EmbedLayerNormalization */
 bool dec_ms_attention(DecCtx *c);         /* Attention (com.microsoft) */
+bool dec_ms_mha(DecCtx *c);               /* MultiHeadAttention */
 
 /* onnx_quant.c */
 bool dec_quantize(DecCtx *c);             /* QuantizeLinear */

@@ -14,6 +14,8 @@
  *       key: a 1-D mask of B key lengths (keys from there on masked) or 2B (ends, then
  *       starts), a 2-D [B, T] or 3-D [B, S, T] mask of 0s (masked) and 1s, and with
  *       unidirectional the keys after each query; plus attention_bias.
+ *   MultiHeadAttention(query, key, value, bias?, key_padding_mask?, attention_bias?)
+ *       the same attention of projections already made (dec_ms_mha)
  * A past key/value state (KV cache), 4-D masks and rotary embedding inside Attention are
  * refused, naming them.
  */
@@ -130,13 +132,35 @@ static bool qkv_sizes(DecCtx *c, int64_t htot, int64_t n, int64_t *hq, int64_t *
     return true;
 }
 
-/* softmax(scores + bias) over the last axis. */
-static ValId softmax_last(DecCtx *c, ValId x)
+/* The attention of heads q [B, n, S, d], k^T [B, n, d, T] and v [B, n, T, dv]: per head
+ * softmax(scale q k^T + mask_index's bias + causal bias + attention_bias) v, returned as
+ * [B, S, n * dv]. m: mask_index (IR_NONE: none), ab: attention_bias (IR_NONE: none). */
+static ValId attend(DecCtx *c, ValId q, ValId kt, ValId v, ValId m, ValId ab, double scale)
 {
-    int64_t ax = dec_ty(c, x)->rank - 1;
-    ValId m = dec_reduce(c, IR_RED_MAX, x, &ax, 1, true);
-    ValId e = dec_un(c, IR_UN_EXP, dec_bin(c, IR_BIN_SUB, x, m));
-    return dec_bin(c, IR_BIN_DIV, e, dec_reduce(c, IR_RED_SUM, e, &ax, 1, true));
+    const IrType *tq = dec_ty(c, q), *tv = dec_ty(c, v);
+    int64_t b = tq->dims[0], n = tq->dims[1], s = tq->dims[2], t = dec_ty(c, kt)->dims[3];
+    double filter = dec_af(c, "mask_filter_value", -10000.0);
+    ValId sc = dec_bin_s(c, IR_BIN_MUL, ir_matmul(c->g, q, kt, c->o), scale);
+    if (m != IR_NONE) {
+        ValId mb = mask_bias(c, m, b, s, t, filter);
+        if (mb == IR_NONE)
+            return IR_NONE;
+        sc = dec_bin(c, IR_BIN_ADD, sc, mb);
+    }
+    if (dec_ai(c, "unidirectional", 0))
+        sc = dec_bin(c, IR_BIN_ADD, sc, causal_bias(c, s, t, filter));
+    if (ab != IR_NONE)
+        sc = dec_bin(c, IR_BIN_ADD, sc, ab);
+    ValId y = ir_matmul(c->g, dec_softmax_last(c, sc), v, c->o);
+    int64_t perm[4] = {0, 2, 1, 3}, d3[3] = {b, s, n * tv->dims[3]};
+    return dec_reshape(c, dec_transpose(c, y, perm), d3, 3);
+}
+
+/* The scale attribute, or 1 / sqrt(head size d) when it is 0 or absent. */
+static double attn_scale(DecCtx *c, int64_t d)
+{
+    double scale = dec_af(c, "scale", 0.0);
+    return scale != 0.0 ? scale : 1.0 / sqrt((double)d);
 }
 
 bool dec_ms_attention(DecCtx *c)
@@ -156,7 +180,6 @@ bool dec_ms_attention(DecCtx *c)
     }
     if (!qkv_sizes(c, tw->dims[1], n, &hq, &hk, &hv))
         return false;
-    int64_t b = tx->dims[0], s = tx->dims[1];
     ValId ab[2] = {x, w};
     if (!dec_sub_run(c, dec_matmul, "MatMul", ab, 2, false, out))
         return false;
@@ -164,22 +187,51 @@ bool dec_ms_attention(DecCtx *c)
     ValId q = heads(c, dec_slice_axis(c, qkv, 2, 0, 1, hq), n, false);
     ValId k = heads(c, dec_slice_axis(c, qkv, 2, hq, 1, hk), n, true);
     ValId v = heads(c, dec_slice_axis(c, qkv, 2, hq + hk, 1, hv), n, false);
-    double scale = dec_af(c, "scale", 0.0), filter = dec_af(c, "mask_filter_value", -10000.0);
-    if (scale == 0.0)
-        scale = 1.0 / sqrt((double)(hq / n));
-    ValId sc = dec_bin_s(c, IR_BIN_MUL, ir_matmul(c->g, q, k, c->o), scale);
-    if (dec_in(c, 3) != IR_NONE) {
-        ValId mb = mask_bias(c, dec_in(c, 3), b, s, s, filter);
-        if (mb == IR_NONE)
-            return false;
-        sc = dec_bin(c, IR_BIN_ADD, sc, mb);
+    c->out[0] = attend(c, q, k, v, dec_in(c, 3), dec_in(c, 5), attn_scale(c, hq / n));
+    return c->out[0] != IR_NONE;
+}
+
+/* MultiHeadAttention's key or value: [B, T, n*d] (plus its part of bias, from column
+ * off) split into heads, or [B, n, T, d] as given; keys transposed for q k^T. */
+static ValId mha_operand(DecCtx *c, ValId x, int64_t n, int64_t off, bool keys)
+{
+    const IrType *t = dec_ty(c, x);
+    if (t->rank == 4) {
+        int64_t pk[4] = {0, 1, 3, 2};
+        return keys ? dec_transpose(c, x, pk) : x;
     }
-    if (dec_ai(c, "unidirectional", 0))
-        sc = dec_bin(c, IR_BIN_ADD, sc, causal_bias(c, s, s, filter));
-    if (dec_in(c, 5) != IR_NONE)
-        sc = dec_bin(c, IR_BIN_ADD, sc, dec_in(c, 5));
-    ValId y = ir_matmul(c->g, softmax_last(c, sc), v, c->o);
-    int64_t perm[4] = {0, 2, 1, 3}, d3[3] = {b, s, hv};
-    c->out[0] = dec_reshape(c, dec_transpose(c, y, perm), d3, 3);
-    return true;
+    if (dec_in(c, 3) != IR_NONE)
+        x = dec_bin(c, IR_BIN_ADD, x, dec_slice_axis(c, dec_in(c, 3), 0, off, 1, t->dims[2]));
+    return heads(c, x, n, keys);
+}
+
+/* MultiHeadAttention(query, key, value, bias?, key_padding_mask?, attention_bias?)
+ * {num_heads, scale, mask_filter_value, unidirectional}: projected Q [B, S, D], K and V
+ * [B, T, D] (or already in heads, [B, n, T, d]), bias [D + D + Dv] added to each;
+ * key_padding_mask as Attention's mask_index. Packed QKV, a past state and the outputs
+ * present_key / present_value are refused. */
+bool dec_ms_mha(DecCtx *c)
+{
+    if (!dec_need_in(c, 0) || !dec_need_in(c, 1) || !dec_need_in(c, 2))
+        return false;
+    if (dec_in(c, 6) != IR_NONE || dec_in(c, 7) != IR_NONE || dec_out_used(c, 1) ||
+        dec_out_used(c, 2)) {
+        dec_err(c, "unsupported: a past key/value state (KV cache)");
+        return false;
+    }
+    ValId q = dec_in(c, 0), k = dec_in(c, 1), v = dec_in(c, 2);
+    int64_t n = dec_ai(c, "num_heads", 0);
+    const IrType *tq = dec_ty(c, q), *tk = dec_ty(c, k);
+    int64_t d = tq->rank == 3 ? tq->dims[2] : 0;
+    if (tq->rank != 3 || n < 1 || d % n || (tk->rank != 3 && tk->rank != 4) ||
+        dec_ty(c, v)->rank != tk->rank || (tk->rank == 3 && tk->dims[2] != d)) {
+        dec_err(c, "needs query [B, S, D] with num_heads dividing D, and key and value "
+                "[B, T, D] or [B, n, T, d] (packed QKV is not supported)");
+        return false;
+    }
+    ValId qh = heads(c, dec_in(c, 3) != IR_NONE ? dec_bin(c, IR_BIN_ADD, q, dec_slice_axis(
+                            c, dec_in(c, 3), 0, 0, 1, d)) : q, n, false);
+    ValId kt = mha_operand(c, k, n, d, true), vh = mha_operand(c, v, n, 2 * d, false);
+    c->out[0] = attend(c, qh, kt, vh, dec_in(c, 4), dec_in(c, 5), attn_scale(c, d / n));
+    return c->out[0] != IR_NONE;
 }

@@ -109,15 +109,6 @@ static ValId fa_mod(DecCtx *c, const char *name, ValId x)
     return r;
 }
 
-/* Softmax over the last axis (the ONNX Softmax: a row of -inf gives NaN). */
-static ValId fa_softmax(DecCtx *c, ValId x)
-{
-    int64_t last = dec_ty(c, x)->rank - 1;
-    ValId m = dec_reduce(c, IR_RED_MAX, x, &last, 1, true);
-    ValId e = dec_un(c, IR_UN_EXP, dec_bin(c, IR_BIN_SUB, x, m));
-    return dec_bin(c, IR_BIN_DIV, e, dec_reduce(c, IR_RED_SUM, e, &last, 1, true));
-}
-
 bool dec_flexattention(DecCtx *c)
 {
     ValId q = dec_in(c, 0), k = dec_in(c, 1), v = dec_in(c, 2);
@@ -146,7 +137,7 @@ bool dec_flexattention(DecCtx *c)
     scores = fa_mod(c, "score_mod", dec_cast(c, scores, p));
     if (scores == IR_NONE)
         return false;
-    ValId probs = fa_mod(c, "prob_mod", fa_softmax(c, scores));
+    ValId probs = fa_mod(c, "prob_mod", dec_softmax_last(c, scores));
     if (probs == IR_NONE)
         return false;
     mm[0] = probs;

@@ -17,6 +17,10 @@
  *   SkipSimplifiedLayerNormalization(input, skip, gamma, bias?) {epsilon}
  *                                the same with the RMS norm: y, (mean: unused),
  *                                inv_std_var, s
+ *   RotaryEmbedding(input, position_ids, cos_cache, sin_cache) {interleaved, num_heads,
+ *       rotary_embedding_dim}   the default domain's RotaryEmbedding (opset 23) with its
+ *                                inputs in that order; position_ids of one element is
+ *                                the offset of position 0 (positions offset + 0 .. S-1)
  * and SimplifiedLayerNormalization(X, scale) {axis, epsilon, stash_type} of the default
  * domain (onnxruntime registers it there): the RMS norm over [axis, rank) computed in
  * the stash type; outputs y and inv_std_var.
@@ -168,5 +172,30 @@ bool dec_simplified_layernorm(DecCtx *c)
         st = dec_ty(c, x)->dtype;
     c->out[0] = rms(c, x, dec_in(c, 1), axis, st, &inv);
     c->out[1] = inv;
+    return true;
+}
+
+bool dec_ms_rotary(DecCtx *c)
+{
+    if (!need_inputs(c, 4))
+        return false;
+    if (dec_af(c, "scale", 1.0) != 1.0 || dec_ai(c, "is_packed_batching", 0)) {
+        dec_err(c, "unsupported: scale other than 1 or is_packed_batching");
+        return false;
+    }
+    ValId x = dec_in(c, 0), pos = dec_in(c, 1), out[DEC_MAX_OUT];
+    const IrType *tx = dec_ty(c, x);
+    if (dec_numel(dec_ty(c, pos)) == 1 && tx->rank >= 3) {   /* an offset: positions */
+        int64_t s = tx->dims[tx->rank == 4 ? 2 : 1], *v = ir_scratch(c->g, (size_t)s * 8 + 8);
+        for (int64_t i = 0; i < s; i++)
+            v[i] = i;
+        int64_t d2[2] = {1, s};
+        ValId off = dec_reshape(c, dec_cast(c, pos, IR_DT_I64), NULL, 0);
+        pos = dec_bin(c, IR_BIN_ADD, dec_const_i64(c->g, d2, 2, v), off);
+    }
+    ValId in[4] = {x, dec_in(c, 2), dec_in(c, 3), pos};
+    if (!dec_sub_run(c, dec_rotary, "RotaryEmbedding", in, 4, true, out))
+        return false;
+    c->out[0] = out[0];
     return true;
 }

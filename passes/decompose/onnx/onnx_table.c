@@ -239,6 +239,8 @@ static const OnnxEntry onnx_table[] = {
     {"com.microsoft", "MatMulNBits", 1, 1, dec_matmul_nbits},
     {"com.microsoft", "EmbedLayerNormalization", 1, 1, dec_embed_layernorm},
     {"com.microsoft", "Attention", 1, 1, dec_ms_attention},
+    {"com.microsoft", "RotaryEmbedding", 1, 1, dec_ms_rotary},
+    {"com.microsoft", "MultiHeadAttention", 1, 1, dec_ms_mha},
     {"com.microsoft", "QuantizeLinear", 1, 1, dec_quantize},
     {"com.microsoft", "DequantizeLinear", 1, 1, dec_dequantize},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
