@@ -74,7 +74,8 @@ void fe_onnx_drop_pending(FeOnnx *cx, IrGraph *g)
     }
 }
 
-/* Opset imports: present, versions valid, each domain once. */
+/* Opset imports: present, versions valid, each domain at one version (skl2onnx lists
+ * the default domain twice at the same version; onnxruntime takes that). */
 static void check_opsets(FeOnnx *cx, IrGraph *g)
 {
     Onnx__ModelProto *m = cx->model;
@@ -88,9 +89,12 @@ static void check_opsets(FeOnnx *cx, IrGraph *g)
         const char *d = fe_onnx_domain(m->opset_import[i]->domain);
         if (!m->opset_import[i]->has_version || m->opset_import[i]->version < 1)
             ir_diag_error(cx->diag, "opset_import of domain '%s' has no valid version", d);
-        if (fe_map_get(&seen, d, NULL))
-            ir_diag_error(cx->diag, "opset_import lists domain '%s' twice", d);
-        fe_map_put(&seen, d, 0);
+        uint32_t prev, ver = (uint32_t)(m->opset_import[i]->version > UINT32_MAX
+                                            ? UINT32_MAX : m->opset_import[i]->version);
+        if (fe_map_get(&seen, d, &prev) && prev != ver)
+            ir_diag_error(cx->diag, "opset_import lists domain '%s' twice, at versions %u "
+                          "and %u", d, prev, ver);
+        fe_map_put(&seen, d, ver);
     }
     cx->default_opset = fe_onnx_find_opset(m->opset_import, m->n_opset_import, "");
 }

@@ -27,7 +27,7 @@ static bool is_function_domain(const FeOnnx *cx, const char *domain)
 
 /* Standard operator domains besides the default one whose nodes are handed to the
  * decomposition (which reports the operators it does not know). */
-static const char *const op_domains[] = {"ai.onnx.preview", "com.microsoft"};
+static const char *const op_domains[] = {"ai.onnx.preview", "com.microsoft", "ai.onnx.ml"};
 
 /* Whether dom is one of op_domains. */
 static bool is_op_domain(const char *dom)
@@ -119,7 +119,7 @@ void fe_node(FeScope *s, const Onnx__NodeProto *n, size_t index)
             ir_error(g, &o, "unknown function '%s' in domain '%s'", op, dom);
         else
             ir_error(g, &o, "unknown domain '%s' (supported: the default ONNX domain, "
-                     "ai.onnx.preview, com.microsoft and the model's own functions)", dom);
+                     "ai.onnx.preview, com.microsoft, ai.onnx.ml and the model's own functions)", dom);
         fail_outputs(s, n);
     }
 }

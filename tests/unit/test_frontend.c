@@ -896,6 +896,13 @@ static void test_model_errors(void **state)
     APPEND(m->opset_import, m->n_opset_import, opset("ai.onnx", 14));
     expect_error(save(m, "twice.onnx"), NULL, "opset_import lists domain '' twice");
 
+    m = mkmodel(relu_graph(), 13);                /* the same version twice (skl2onnx): ok */
+    APPEND(m->opset_import, m->n_opset_import, opset("", 13));
+    Loaded same = load(save(m, "twice_same.onnx"), NULL);
+    assert_non_null(same.g);
+    assert_int_equal(same.d.nerrors, 0);
+    unload(&same);
+
     m = mkmodel(relu_graph(), 0);
     APPEND(m->opset_import, m->n_opset_import, opset("com.x", 1));
     expect_error(save(m, "nodefault.onnx"), NULL, "imports no opset for the default domain");

@@ -120,6 +120,15 @@ bool dec_embed_layernorm(DecCtx *c);      /* EmbedLayerNormalization */
 bool dec_ms_attention(DecCtx *c);         /* Attention (com.microsoft) */
 bool dec_ms_mha(DecCtx *c);               /* MultiHeadAttention */
 
+/* onnx_ml.c, onnx_ml_tree.c: the ai.onnx.ml domain (classical machine learning) */
+bool dec_ml_binarizer(DecCtx *c);         /* Binarizer */
+bool dec_ml_feature_extractor(DecCtx *c); /* ArrayFeatureExtractor */
+bool dec_ml_scaler(DecCtx *c);            /* Scaler */
+bool dec_ml_normalizer(DecCtx *c);        /* Normalizer */
+bool dec_ml_linear_regressor(DecCtx *c);  /* LinearRegressor */
+bool dec_ml_tree_ensemble(DecCtx *c);     /* TreeEnsemble (version 5) */
+bool dec_ml_tree_regressor(DecCtx *c);    /* TreeEnsembleRegressor (versions 1, 3) */
+
 /* onnx_quant.c */
 bool dec_quantize(DecCtx *c);             /* QuantizeLinear */
 bool dec_dequantize(DecCtx *c);           /* DequantizeLinear */

@@ -243,6 +243,14 @@ static const OnnxEntry onnx_table[] = {
     {"com.microsoft", "MultiHeadAttention", 1, 1, dec_ms_mha},
     {"com.microsoft", "QuantizeLinear", 1, 1, dec_quantize},
     {"com.microsoft", "DequantizeLinear", 1, 1, dec_dequantize},
+    /* ai.onnx.ml: classical machine learning (skl2onnx, onnxmltools) */
+    {"ai.onnx.ml", "Binarizer", 1, 5, dec_ml_binarizer},
+    {"ai.onnx.ml", "ArrayFeatureExtractor", 1, 5, dec_ml_feature_extractor},
+    {"ai.onnx.ml", "Scaler", 1, 5, dec_ml_scaler},
+    {"ai.onnx.ml", "Normalizer", 1, 5, dec_ml_normalizer},
+    {"ai.onnx.ml", "LinearRegressor", 1, 5, dec_ml_linear_regressor},
+    {"ai.onnx.ml", "TreeEnsemble", 5, 5, dec_ml_tree_ensemble},
+    {"ai.onnx.ml", "TreeEnsembleRegressor", 1, 4, dec_ml_tree_regressor},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
     {"ai.onnx.preview", "FlexAttention", 1, 1, dec_flexattention},
 };

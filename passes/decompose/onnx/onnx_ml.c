@@ -1,0 +1,116 @@
+/* onnx_ml.c: the elementwise and linear operators of the ai.onnx.ml domain (classical
+ * machine learning, as skl2onnx writes a preprocessing pipeline) as core ops:
+ *   Binarizer {threshold}          x > threshold ? 1 : 0, in x's type
+ *   ArrayFeatureExtractor(X, Y)    X's last axis gathered at the indices Y (a vector X
+ *                                  gives one row)
+ *   Scaler {offset, scale}         (x - offset) * scale per feature (or one for all),
+ *                                  as float
+ *   Normalizer {norm}              each row over its max (MAX), sum of |x| (L1) or
+ *                                  Euclidean norm (L2), as float
+ *   LinearRegressor {coefficients, intercepts, targets, post_transform NONE}
+ *                                  x @ coefficients^T + intercepts
+ * Tree ensembles are in onnx_ml_tree.c.
+ */
+#include <string.h>
+
+#include "onnx.h"
+
+bool dec_ml_binarizer(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId x = dec_in(c, 0);
+    ValId gt = dec_bin_s(c, IR_BIN_GT, x, dec_af(c, "threshold", 0.0));
+    c->out[0] = dec_cast(c, gt, dec_ty(c, x)->dtype);
+    return true;
+}
+
+bool dec_ml_feature_extractor(DecCtx *c)
+{
+    if (!dec_need_in(c, 0) || !dec_need_in(c, 1))
+        return false;
+    ValId x = dec_in(c, 0), y = dec_in(c, 1);
+    const IrType *tx = dec_ty(c, x);
+    if (tx->rank < 1) {
+        dec_err(c, "X must have rank >= 1");
+        return false;
+    }
+    if (tx->rank == 1)
+        x = dec_reshape(c, x, (int64_t[]){1, tx->dims[0]}, 2);
+    int64_t n = dec_numel(dec_ty(c, y));
+    ValId idx = dec_reshape(c, y, &n, 1);
+    c->out[0] = dec_gather(c, x, idx, dec_ty(c, x)->rank - 1);
+    return true;
+}
+
+/* A float list attribute as a constant: one value broadcasts, several lie along the
+ * last axis (features). dflt when the attribute is absent. */
+static ValId ml_row(DecCtx *c, const char *name, double dflt)
+{
+    const IrAttr *a = ir_attr_find(c->n, name);
+    if (!a || a->kind != IR_ATTR_FLOATS || a->n == 0)
+        return dec_scalar(c->g, IR_DT_F32, dflt);
+    if (a->n == 1)
+        return dec_scalar(c->g, IR_DT_F32, a->floats[0]);
+    int64_t d = a->n;
+    return dec_const(c->g, IR_DT_F32, &d, 1, a->floats);
+}
+
+bool dec_ml_scaler(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
+    x = dec_bin(c, IR_BIN_SUB, x, ml_row(c, "offset", 0.0));
+    c->out[0] = dec_bin(c, IR_BIN_MUL, x, ml_row(c, "scale", 1.0));
+    return true;
+}
+
+bool dec_ml_normalizer(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
+    int64_t ax = dec_ty(c, x)->rank - 1;
+    const char *norm = dec_as(c, "norm", "MAX");
+    ValId d;
+    if (!strcmp(norm, "MAX")) {
+        d = dec_reduce(c, IR_RED_MAX, x, &ax, 1, true);
+    } else if (!strcmp(norm, "L1")) {
+        d = dec_reduce(c, IR_RED_SUM, dec_un(c, IR_UN_ABS, x), &ax, 1, true);
+    } else if (!strcmp(norm, "L2")) {
+        d = dec_un(c, IR_UN_SQRT, dec_reduce(c, IR_RED_SUM, dec_bin(c, IR_BIN_MUL, x, x), &ax,
+                                             1, true));
+    } else {
+        dec_err(c, "unknown norm '%s' (MAX, L1 or L2)", norm);
+        return false;
+    }
+    c->out[0] = dec_bin(c, IR_BIN_DIV, x, d);
+    return true;
+}
+
+bool dec_ml_linear_regressor(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
+    const IrType *tx = dec_ty(c, x);
+    const IrAttr *co = ir_attr_find(c->n, "coefficients");
+    int64_t k = dec_ai(c, "targets", 1), f = tx->dims[tx->rank - 1];
+    if (strcmp(dec_as(c, "post_transform", "NONE"), "NONE")) {
+        dec_err(c, "unsupported: post_transform other than NONE");
+        return false;
+    }
+    if (!co || co->kind != IR_ATTR_FLOATS || k < 1 || (int64_t)co->n != k * f) {
+        dec_err(c, "coefficients must hold targets x features (%lld x %lld) values",
+                (long long)k, (long long)f);
+        return false;
+    }
+    if (tx->rank == 1)
+        x = dec_reshape(c, x, (int64_t[]){1, f}, 2);
+    int64_t d2[2] = {k, f}, p[2] = {1, 0};
+    ValId w = dec_transpose(c, dec_const(c->g, IR_DT_F32, d2, 2, co->floats), p);
+    ValId y = ir_matmul(c->g, x, w, c->o);
+    c->out[0] = dec_bin(c, IR_BIN_ADD, y, ml_row(c, "intercepts", 0.0));
+    return true;
+}

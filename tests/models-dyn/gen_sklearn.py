@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""scikit-learn models as skl2onnx exports them (ai.onnx.ml domain), with goldens.
+
+skl2onnx writes a batch dimension with no size and imports the default domain twice;
+the models here are a random forest (its input holds a NaN, which the trees send down
+their false branches), gradient boosting, a two-target decision tree (TreeEnsembleRegressor)
+and a Scaler -> Normalizer -> LinearRegressor pipeline. tests/models-dyn checks each with
+one bundle bounded to 1..8 samples on data sets of 7 and 3 samples.
+
+    python3 tests/models-dyn/gen_sklearn.py [OUTDIR]   (default: this folder)
+
+writes OUTDIR/skl_NAME (model.onnx, flags, test_data_set_0 and _1, outputs computed by
+onnxruntime's CPU provider). Needs scikit-learn, skl2onnx, onnx and onnxruntime; the data
+and the fits are seeded.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+from skl2onnx import to_onnx
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+from sklearn.linear_model import LinearRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import Normalizer, StandardScaler
+from sklearn.tree import DecisionTreeRegressor
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+RNG = np.random.default_rng(0)
+
+
+def main():
+    x = RNG.standard_normal((200, 6)).astype(np.float32)
+    y = (x[:, 0] * 2 + np.sin(x[:, 1]) + x[:, 2] * x[:, 3]).astype(np.float32)
+    y2 = np.stack([y, x[:, 4] - x[:, 5]], 1)
+    models = {
+        "skl_forest": RandomForestRegressor(n_estimators=10, max_depth=5, random_state=0).fit(x, y),
+        "skl_boosting": GradientBoostingRegressor(n_estimators=20, max_depth=3,
+                                                  random_state=0).fit(x, y),
+        "skl_tree2": DecisionTreeRegressor(max_depth=6, random_state=0).fit(x, y2),
+        "skl_linear": make_pipeline(StandardScaler(), Normalizer(), LinearRegression()).fit(x, y),
+    }
+    for name, model in models.items():
+        d = os.path.join(OUT, name)
+        os.makedirs(d, exist_ok=True)
+        onnx.save(to_onnx(model, x[:1], target_opset={"": 15, "ai.onnx.ml": 3}),
+                  os.path.join(d, "model.onnx"))
+        with open(os.path.join(d, "flags"), "w") as f:
+            f.write("--input-shape X=1..8x6\n")
+        s = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
+        for k, n in enumerate((7, 3)):
+            xt = RNG.standard_normal((n, 6)).astype(np.float32)
+            if name == "skl_forest":
+                xt[0, 1] = np.nan
+            sd = os.path.join(d, "test_data_set_%d" % k)
+            os.makedirs(sd, exist_ok=True)
+            meta = s.get_inputs()[0]
+            with open(os.path.join(sd, "input_0.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(xt, meta.name).SerializeToString())
+            for i, (v, om) in enumerate(zip(s.run(None, {meta.name: xt}), s.get_outputs())):
+                with open(os.path.join(sd, "output_%d.pb" % i), "wb") as f:
+                    f.write(numpy_helper.from_array(v, om.name).SerializeToString())
+        print("wrote", d)
+
+
+if __name__ == "__main__":
+    main()

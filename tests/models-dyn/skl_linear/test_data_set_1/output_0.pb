@@ -1,0 +1,1 @@
+BvariableJÌá¿ebZ¿D/@
