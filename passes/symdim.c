@@ -268,6 +268,26 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
     return true;
 }
 
+/* Arg-reduction (ARGREDUCE) over one axis: a static axis keeps the others as they are
+ * (a row's padding gives a padded index, dropped with its row); a symbolic one would
+ * need its padding masked to the neutral element, which is not done: refused. */
+static bool prop_argreduce(Sd *d, const IrNode *n, const SdVal *s)
+{
+    const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
+    int axis = (int)ir_attr_get_int(n, "axis", 0);
+    bool keep = ir_attr_get_int(n, "keepdims", 1) != 0;
+    if (ax_sym(&s->ax[axis]))
+        return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[axis]}}, 1), "an arg-reduction");
+    SdVal *o = sd_new(d, ot);
+    for (int a = 0, oa = 0; a < it->rank; a++) {
+        if (a != axis)
+            o->ax[oa] = s->ax[a];
+        oa += a != axis || keep;
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
 /* Matrix product: a symbolic K zeroes the padding of both operands (0 * a finite
  * padding would do, but the padding of an activation need not be finite); M, N and the
  * broadcast batch axes carry over. */
@@ -627,6 +647,8 @@ static bool prop_node(Sd *d, IrNode *n)
         return prop_matmul(d, n);
     case IR_OP_GATHER:
         return prop_gather(d, n);
+    case IR_OP_ARGREDUCE:
+        return prop_argreduce(d, n, s);
     case IR_OP_CUMSUM:
         return prop_cumsum(d, n, s);
     default:

@@ -2,10 +2,13 @@
 """scikit-learn models as skl2onnx exports them (ai.onnx.ml domain), with goldens.
 
 skl2onnx writes a batch dimension with no size and imports the default domain twice;
-the models here are a random forest (its input holds a NaN, which the trees send down
-their false branches), gradient boosting, a two-target decision tree (TreeEnsembleRegressor)
-and a Scaler -> Normalizer -> LinearRegressor pipeline. tests/models-dyn checks each with
-one bundle bounded to 1..8 samples on data sets of 7 and 3 samples.
+the models here are regressors (TreeEnsembleRegressor: a random forest whose input holds
+a NaN, which the trees send down their false branches, gradient boosting, a two-target
+decision tree; a Scaler -> Normalizer -> LinearRegressor pipeline) and classifiers with
+integer labels and probabilities (zipmap off; TreeEnsembleClassifier: forests and
+boosting, binary (one score column) and with three classes; LinearClassifier: logistic
+regression, binary and three classes). tests/models-dyn checks each with one bundle
+bounded to 1..8 samples on data sets of 7 and 3 samples.
 
     python3 tests/models-dyn/gen_sklearn.py [OUTDIR]   (default: this folder)
 
@@ -21,8 +24,9 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 from skl2onnx import to_onnx
-from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
-from sklearn.linear_model import LinearRegression
+from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
+                              RandomForestClassifier, RandomForestRegressor)
+from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 from sklearn.tree import DecisionTreeRegressor
@@ -42,10 +46,23 @@ def main():
         "skl_tree2": DecisionTreeRegressor(max_depth=6, random_state=0).fit(x, y2),
         "skl_linear": make_pipeline(StandardScaler(), Normalizer(), LinearRegression()).fit(x, y),
     }
+    y2c = (x[:, 0] + x[:, 2] > 0).astype(int)
+    y3c = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0.5).astype(int)
+    models.update({
+        "skl_forest_c2": RandomForestClassifier(n_estimators=5, max_depth=4,
+                                                random_state=0).fit(x, y2c),
+        "skl_boosting_c2": GradientBoostingClassifier(n_estimators=10, max_depth=2,
+                                                      random_state=0).fit(x, y2c),
+        "skl_boosting_c3": GradientBoostingClassifier(n_estimators=10, max_depth=2,
+                                                      random_state=0).fit(x, y3c),
+        "skl_logistic_c2": LogisticRegression().fit(x, y2c),
+        "skl_logistic_c3": LogisticRegression().fit(x, y3c),
+    })
     for name, model in models.items():
         d = os.path.join(OUT, name)
         os.makedirs(d, exist_ok=True)
-        onnx.save(to_onnx(model, x[:1], target_opset={"": 15, "ai.onnx.ml": 3}),
+        onnx.save(to_onnx(model, x[:1], target_opset={"": 15, "ai.onnx.ml": 3},
+                          options={id(model): {"zipmap": False}} if "_c" in name else None),
                   os.path.join(d, "model.onnx"))
         with open(os.path.join(d, "flags"), "w") as f:
             f.write("--input-shape X=1..8x6\n")

@@ -128,6 +128,18 @@ bool dec_ml_normalizer(DecCtx *c);        /* Normalizer */
 bool dec_ml_linear_regressor(DecCtx *c);  /* LinearRegressor */
 bool dec_ml_tree_ensemble(DecCtx *c);     /* TreeEnsemble (version 5) */
 bool dec_ml_tree_regressor(DecCtx *c);    /* TreeEnsembleRegressor (versions 1, 3) */
+bool dec_ml_tree_classifier(DecCtx *c);   /* TreeEnsembleClassifier (versions 1, 3) */
+bool dec_ml_linear_classifier(DecCtx *c); /* LinearClassifier */
+/* onnx_ml_class.c: a classifier's outputs. dec_ml_labels: classlabels_int64s as a
+ * constant (IR_NONE, reported: string labels). dec_ml_classify: from class scores s
+ * [N, C] (bin >= 0: only column bin scores two classes; pos: all weights >= 0; tree:
+ * a tree ensemble's two-class rule; base_values base[0..nbase), nbase -1 for none) the
+ * label (out[0]) and scores (out[1]) outputs. dec_ml_post_code: post_transform as 0
+ * NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT (9 unknown). */
+ValId dec_ml_labels(DecCtx *c);
+bool dec_ml_classify(DecCtx *c, ValId s, ValId labels, int bin, bool pos, bool tree,
+                     const double *base, int64_t nbase);
+int64_t dec_ml_post_code(DecCtx *c);
 
 /* onnx_quant.c */
 bool dec_quantize(DecCtx *c);             /* QuantizeLinear */

@@ -9,6 +9,9 @@
  *                                  Euclidean norm (L2), as float
  *   LinearRegressor {coefficients, intercepts, targets, post_transform NONE}
  *                                  x @ coefficients^T + intercepts
+ *   LinearClassifier {coefficients, intercepts, classlabels_int64s, post_transform}
+ *                                  class scores x @ coefficients^T + intercepts (one row
+ *                                  per class), label and scores (onnx_ml_class.c)
  * Tree ensembles are in onnx_ml_tree.c.
  */
 #include <string.h>
@@ -89,28 +92,51 @@ bool dec_ml_normalizer(DecCtx *c)
     return true;
 }
 
-bool dec_ml_linear_regressor(DecCtx *c)
+/* x [N, F] (a vector: one row) @ coefficients^T [F, k] + intercepts, as float. */
+static ValId ml_linear(DecCtx *c, int64_t k)
 {
-    if (!dec_need_in(c, 0))
-        return false;
     ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
     const IrType *tx = dec_ty(c, x);
     const IrAttr *co = ir_attr_find(c->n, "coefficients");
-    int64_t k = dec_ai(c, "targets", 1), f = tx->dims[tx->rank - 1];
-    if (strcmp(dec_as(c, "post_transform", "NONE"), "NONE")) {
-        dec_err(c, "unsupported: post_transform other than NONE");
-        return false;
-    }
+    int64_t f = tx->dims[tx->rank - 1];
     if (!co || co->kind != IR_ATTR_FLOATS || k < 1 || (int64_t)co->n != k * f) {
-        dec_err(c, "coefficients must hold targets x features (%lld x %lld) values",
+        dec_err(c, "coefficients must hold %lld x %lld values (outputs x features)",
                 (long long)k, (long long)f);
-        return false;
+        return IR_NONE;
     }
     if (tx->rank == 1)
         x = dec_reshape(c, x, (int64_t[]){1, f}, 2);
     int64_t d2[2] = {k, f}, p[2] = {1, 0};
     ValId w = dec_transpose(c, dec_const(c->g, IR_DT_F32, d2, 2, co->floats), p);
-    ValId y = ir_matmul(c->g, x, w, c->o);
-    c->out[0] = dec_bin(c, IR_BIN_ADD, y, ml_row(c, "intercepts", 0.0));
-    return true;
+    return dec_bin(c, IR_BIN_ADD, ir_matmul(c->g, x, w, c->o), ml_row(c, "intercepts", 0.0));
+}
+
+bool dec_ml_linear_regressor(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    if (strcmp(dec_as(c, "post_transform", "NONE"), "NONE")) {
+        dec_err(c, "unsupported: post_transform other than NONE");
+        return false;
+    }
+    c->out[0] = ml_linear(c, dec_ai(c, "targets", 1));
+    return c->out[0] != IR_NONE;
+}
+
+bool dec_ml_linear_classifier(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId labels = dec_ml_labels(c);
+    if (labels == IR_NONE)
+        return false;
+    int64_t nc = dec_numel(dec_ty(c, labels));
+    const IrAttr *ic = ir_attr_find(c->n, "intercepts");
+    if (ic && ic->kind == IR_ATTR_FLOATS && (int64_t)ic->n != nc) {
+        dec_err(c, "unsupported: %u score rows for %lld class labels (one per class only)",
+                ic->n, (long long)nc);
+        return false;
+    }
+    ValId s = ml_linear(c, nc);
+    return s != IR_NONE && dec_ml_classify(c, s, labels, -1, false, false, NULL, -1);
 }

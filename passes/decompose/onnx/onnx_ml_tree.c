@@ -1,6 +1,7 @@
 /* onnx_ml_tree.c: tree ensembles of the ai.onnx.ml domain (what skl2onnx, onnxmltools
  * and the XGBoost / LightGBM converters write for random forests and gradient boosting)
- * as core ops: TreeEnsemble (version 5) and TreeEnsembleRegressor (versions 1 and 3).
+ * as core ops: TreeEnsemble (version 5), TreeEnsembleRegressor and TreeEnsembleClassifier
+ * (versions 1 and 3).
  *
  * Both are read into one form (MlForest: per tree its internal nodes and its leaves,
  * each leaf with the path of branch decisions that reaches it and its weight per
@@ -18,7 +19,8 @@
  * Trees are padded to the largest's nodes I and leaves L; a padding leaf needs -1 true
  * nodes and is never reached. The products' constants are capped (MLT_MAX_ELEMS);
  * larger forests are refused with their size. MIN and MAX aggregation, and the post
- * transforms SOFTMAX_ZERO and PROBIT, are refused by name.
+ * transforms SOFTMAX_ZERO and PROBIT, are refused by name. TreeEnsembleClassifier sums
+ * class weights the same way; onnx_ml_class.c makes its label and scores.
  */
 #include <math.h>
 #include <string.h>
@@ -415,53 +417,53 @@ static int ml_mode(const char *s)
     return -1;
 }
 
-/* TreeEnsembleRegressor (ai.onnx.ml 1 and 3): nodes numbered per tree, LEAF nodes
- * carrying weights per target (target_* arrays), string modes and transforms. */
-bool dec_ml_tree_regressor(DecCtx *c)
+/* The forest of a legacy TreeEnsembleRegressor / Classifier into *f: nodes numbered
+ * per tree (nodes_treeids, nodes_nodeids; children by id), LEAF nodes carrying weights
+ * per target or class in the wp_* arrays (wp "target" or "class": wp_treeids,
+ * wp_nodeids, wp_ids, wp_weights), string modes; k targets or classes. */
+static bool ml_legacy_forest(DecCtx *c, const char *wp, int64_t k, MlForest *f)
 {
-    ValId x = ml_input(c);
-    if (x == IR_NONE)
-        return false;
     const IrAttr *ma = ir_attr_find(c->n, "nodes_modes");
     const int64_t *trees, *ids, *feat, *tc, *fc, *miss = NULL, *ttree, *tnode, *tid;
-    const double *thr, *tw, *base = NULL;
-    int64_t n = dec_aints(c, "nodes_treeids", &trees), k = dec_ai(c, "n_targets", 1);
+    const double *thr, *tw;
+    char an[4][40];
+    snprintf(an[0], sizeof an[0], "%s_treeids", wp);
+    snprintf(an[1], sizeof an[1], "%s_nodeids", wp);
+    snprintf(an[2], sizeof an[2], "%s_ids", wp);
+    snprintf(an[3], sizeof an[3], "%s_weights", wp);
+    int64_t n = dec_aints(c, "nodes_treeids", &trees);
     int64_t nmiss = dec_aints(c, "nodes_missing_value_tracks_true", &miss);
-    int64_t nt = dec_aints(c, "target_treeids", &ttree);
-    int64_t nw = ml_floats(c, "target_weights", &tw);
+    int64_t nt = dec_aints(c, an[0], &ttree), nw = ml_floats(c, an[3], &tw);
+    char ast[64];
+    snprintf(ast, sizeof ast, "%s_as_tensor", an[3]);
     if (nw < 0)
-        nw = ml_floats(c, "target_weights_as_tensor", &tw);
+        nw = ml_floats(c, ast, &tw);
     int64_t nthr = ml_floats(c, "nodes_values", &thr);
     if (nthr < 0)
         nthr = ml_floats(c, "nodes_values_as_tensor", &thr);
-    int64_t nbase = ml_floats(c, "base_values", &base);
-    if (nbase < 0)
-        nbase = ml_floats(c, "base_values_as_tensor", &base);
     if (n < 1 || !ma || ma->kind != IR_ATTR_STRINGS || (int64_t)ma->n != n ||
         dec_aints(c, "nodes_nodeids", &ids) != n || dec_aints(c, "nodes_featureids", &feat) != n ||
         dec_aints(c, "nodes_truenodeids", &tc) != n || dec_aints(c, "nodes_falsenodeids", &fc) != n ||
-        nthr != n || nt < 1 || dec_aints(c, "target_nodeids", &tnode) != nt ||
-        dec_aints(c, "target_ids", &tid) != nt || nw != nt || k < 1 ||
-        (nmiss >= 0 && nmiss != n) || (nbase >= 0 && nbase != k)) {
-        dec_err(c, "inconsistent node, target or base value attributes");
+        nthr != n || nt < 1 || dec_aints(c, an[1], &tnode) != nt ||
+        dec_aints(c, an[2], &tid) != nt || nw != nt || k < 1 || (nmiss >= 0 && nmiss != n)) {
+        dec_err(c, "inconsistent node or %s attributes", wp);
         return false;
     }
     int64_t ntr = 0;
     for (int64_t i = 0; i < n; i++)
         ntr = trees[i] + 1 > ntr ? trees[i] + 1 : ntr;
-    MlForest f = {n, n, ntr, k, ir_scratch(c->g, (size_t)n * sizeof(MlNode)),
-                  ir_scratch(c->g, (size_t)ntr * sizeof(int64_t)),
-                  ir_scratch(c->g, (size_t)(n * k) * sizeof(double)), NULL};
-    memset(f.leafw, 0, (size_t)(n * k) * sizeof(double));
+    *f = (MlForest){n, n, ntr, k, ir_scratch(c->g, (size_t)n * sizeof(MlNode)),
+                    ir_scratch(c->g, (size_t)ntr * sizeof(int64_t)),
+                    ir_scratch(c->g, (size_t)(n * k) * sizeof(double)), NULL};
+    memset(f->leafw, 0, (size_t)(n * k) * sizeof(double));
     for (int64_t t = 0; t < ntr; t++)
-        f.root[t] = INT64_MIN;
+        f->root[t] = INT64_MIN;
     for (int64_t i = 0; i < n; i++) {            /* a leaf node is leaf i, children by id */
         int mode = ml_mode(ma->strings[i]);
         if (mode < 0 || trees[i] < 0) {
             dec_err(c, "node %lld: unsupported mode '%s'", (long long)i, ma->strings[i]);
             return false;
         }
-        MlNode *nd = &f.node[i];
         int64_t ti = ml_find(trees, ids, n, trees[i], tc[i]), fi = ml_find(trees, ids, n, trees[i], fc[i]);
         if (mode != MLT_LEAF && (ti < 0 || fi < 0)) {
             dec_err(c, "node %lld: a child id not in its tree", (long long)i);
@@ -469,23 +471,59 @@ bool dec_ml_tree_regressor(DecCtx *c)
         }
         bool tlf = mode != MLT_LEAF && !strcmp(ma->strings[ti], "LEAF");
         bool flf = mode != MLT_LEAF && !strcmp(ma->strings[fi], "LEAF");
-        *nd = (MlNode){feat[i], ti, fi, 0, 0, thr[i], mode, tlf, flf, nmiss > 0 && miss[i] != 0};
-        if (f.root[trees[i]] == INT64_MIN || ids[i] == 0)
-            f.root[trees[i]] = mode == MLT_LEAF ? -1 - i : i;
+        f->node[i] = (MlNode){feat[i], ti, fi, 0, 0, thr[i], mode, tlf, flf,
+                              nmiss > 0 && miss[i] != 0};
+        if (f->root[trees[i]] == INT64_MIN || ids[i] == 0)
+            f->root[trees[i]] = mode == MLT_LEAF ? -1 - i : i;
     }
     for (int64_t t = 0; t < ntr; t++)
-        if (f.root[t] == INT64_MIN) {
+        if (f->root[t] == INT64_MIN) {
             dec_err(c, "tree %lld has no nodes", (long long)t);
             return false;
         }
     for (int64_t j = 0; j < nt; j++) {
         int64_t i = ml_find(trees, ids, n, ttree[j], tnode[j]);
         if (i < 0 || tid[j] < 0 || tid[j] >= k || strcmp(ma->strings[i], "LEAF")) {
-            dec_err(c, "target weight %lld: not a leaf of its tree or target out of range",
+            dec_err(c, "%s weight %lld: not on a leaf of its tree, or id out of range", wp,
                     (long long)j);
             return false;
         }
-        f.leafw[i * k + tid[j]] += tw[j];
+        f->leafw[i * k + tid[j]] += tw[j];
+    }
+    return true;
+}
+
+/* The base_values (or base_values_as_tensor) attribute: count (-1 absent), values. */
+static int64_t ml_base(DecCtx *c, const double **base)
+{
+    int64_t n = ml_floats(c, "base_values", base);
+    return n >= 0 ? n : ml_floats(c, "base_values_as_tensor", base);
+}
+
+/* post_transform as a number (0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT). */
+int64_t dec_ml_post_code(DecCtx *c)
+{
+    static const char *const names[] = {"NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"};
+    const char *pt = dec_as(c, "post_transform", "NONE");
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(pt, names[i]))
+            return i;
+    return 9;
+}
+
+/* TreeEnsembleRegressor (ai.onnx.ml 1 and 3). */
+bool dec_ml_tree_regressor(DecCtx *c)
+{
+    ValId x = ml_input(c);
+    MlForest f;
+    if (x == IR_NONE || !ml_legacy_forest(c, "target", dec_ai(c, "n_targets", 1), &f))
+        return false;
+    const double *base = NULL;
+    int64_t nbase = ml_base(c, &base);
+    if (nbase >= 0 && nbase != f.ntargets) {
+        dec_err(c, "base_values holds %lld values for %lld targets", (long long)nbase,
+                (long long)f.ntargets);
+        return false;
     }
     const char *agg = dec_as(c, "aggregate_function", "SUM");
     if (strcmp(agg, "SUM") && strcmp(agg, "AVERAGE")) {
@@ -494,9 +532,35 @@ bool dec_ml_tree_regressor(DecCtx *c)
     }
     ValId y = ml_scores(c, &f, x, !strcmp(agg, "AVERAGE"));
     if (y != IR_NONE && nbase > 0)
-        y = dec_bin(c, IR_BIN_ADD, y, ml_const(c, 0, 1, k, base));
-    const char *pt = dec_as(c, "post_transform", "NONE");
-    int64_t ptn = !strcmp(pt, "NONE") ? 0 : !strcmp(pt, "SOFTMAX") ? 1 : !strcmp(pt, "LOGISTIC") ? 2 : 9;
-    c->out[0] = y == IR_NONE ? IR_NONE : ml_post(c, y, ptn);
+        y = dec_bin(c, IR_BIN_ADD, y, ml_const(c, 0, 1, f.ntargets, base));
+    c->out[0] = y == IR_NONE ? IR_NONE : ml_post(c, y, dec_ml_post_code(c));
     return c->out[0] != IR_NONE;
+}
+
+/* TreeEnsembleClassifier (ai.onnx.ml 1 and 3): class scores summed over the trees, then
+ * the label and scores outputs as onnxruntime writes them (dec_ml_classify). */
+bool dec_ml_tree_classifier(DecCtx *c)
+{
+    ValId x = ml_input(c), labels = dec_ml_labels(c);
+    if (x == IR_NONE || labels == IR_NONE)
+        return false;
+    int64_t nc = dec_numel(dec_ty(c, labels));
+    MlForest f;
+    if (!ml_legacy_forest(c, "class", nc, &f))
+        return false;
+    const int64_t *cid;
+    const double *w, *base = NULL;
+    int64_t nw = dec_aints(c, "class_ids", &cid), nbase = ml_base(c, &base);
+    if (ml_floats(c, "class_weights", &w) < 0)
+        ml_floats(c, "class_weights_as_tensor", &w);
+    bool used[2] = {false, false}, pos = true;
+    for (int64_t j = 0; j < nw; j++) {
+        if (cid[j] < 2)
+            used[cid[j]] = true;
+        pos &= w[j] >= 0;
+    }
+    bool binary = nc == 2 && used[0] != used[1];
+    ValId s = ml_scores(c, &f, x, false);
+    return s != IR_NONE &&
+           dec_ml_classify(c, s, labels, binary ? (used[0] ? 0 : 1) : -1, pos, true, base, nbase);
 }

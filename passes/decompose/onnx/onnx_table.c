@@ -251,6 +251,8 @@ static const OnnxEntry onnx_table[] = {
     {"ai.onnx.ml", "LinearRegressor", 1, 5, dec_ml_linear_regressor},
     {"ai.onnx.ml", "TreeEnsemble", 5, 5, dec_ml_tree_ensemble},
     {"ai.onnx.ml", "TreeEnsembleRegressor", 1, 4, dec_ml_tree_regressor},
+    {"ai.onnx.ml", "TreeEnsembleClassifier", 1, 4, dec_ml_tree_classifier},
+    {"ai.onnx.ml", "LinearClassifier", 1, 5, dec_ml_linear_classifier},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
     {"ai.onnx.preview", "FlexAttention", 1, 1, dec_flexattention},
 };

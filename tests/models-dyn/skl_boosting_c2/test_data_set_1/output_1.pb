@@ -1,0 +1,1 @@
+BprobabilitiesJ¼Q>Q¸K?¼Q>Q¸K?/y?¢ß>
