@@ -6,8 +6,9 @@
 # their own tree (FUZZ_BUILD, build-fuzz; the SIMD matrix kernels without UBSan, whose
 # instrumentation of them takes minutes to compile), links one fuzzer per target and runs each
 # for FUZZ_SECONDS, seeded from ../shared (the model zoo, the ONNX node tests, their
-# tensor files, bundles compiled from them) when present and from the malformed-input
-# corpus. Prints executions per second and total executions per target. A crash
+# tensor files, bundles compiled from them) when present, from the tree's own test
+# models (tests/models, tests/models-dyn: other exporters, onnxruntime's contrib
+# operators, ai.onnx.ml) and from the malformed-input corpus. Prints executions per second and total executions per target. A crash
 # leaves FUZZ_BUILD/fuzz/crash-TARGET-* (add it to the corpus: see tests/malformed).
 #   onnx    fe_load_model + pass pipeline + codegen on a model.onnx
 #   pt2     the same on a model.pt2 (torch.export archives as seeds)
@@ -77,8 +78,8 @@ fuzz_link = i=0; find $(1) 2>/dev/null | while read -r f; do i=$$((i+1)); \
 
 .PHONY: fuzz-seeds-onnx fuzz-seeds-pt2 fuzz-seeds-bundle fuzz-seeds-tensor
 fuzz-seeds-onnx:
-	@$(call fuzz_link,tests/malformed/onnx examples/models $(SHARED)/onnx-tests/node \
-	    $(SHARED)/models -name '*.onnx' -size -600k)
+	@$(call fuzz_link,tests/malformed/onnx examples/models tests/models tests/models-dyn \
+	    $(SHARED)/onnx-tests/node $(SHARED)/models -name '*.onnx' -size -600k)
 fuzz-seeds-pt2:
 	@$(call fuzz_link,tests/malformed/pt2 examples/models $(SHARED)/models -name '*.pt2' -size -1000k)
 fuzz-seeds-bundle:

@@ -7,8 +7,11 @@ a NaN, which the trees send down their false branches, gradient boosting, a two-
 decision tree; a Scaler -> Normalizer -> LinearRegressor pipeline) and classifiers with
 integer labels and probabilities (zipmap off; TreeEnsembleClassifier: forests and
 boosting, binary (one score column) and with three classes; LinearClassifier: logistic
-regression, binary and three classes). tests/models-dyn checks each with one bundle
-bounded to 1..8 samples on data sets of 7 and 3 samples.
+regression, binary and three classes), and preprocessing: a ColumnTransformer of
+SimpleImputer (NaN), StandardScaler and OneHotEncoder (an unknown category) before a
+logistic regression (ArrayFeatureExtractor, Imputer, Scaler, OneHotEncoder, Concat,
+LinearClassifier), and a median imputer before a ridge regression. tests/models-dyn checks
+each with one bundle bounded to 1..8 samples on data sets of 7 and 3 samples.
 
     python3 tests/models-dyn/gen_sklearn.py [OUTDIR]   (default: this folder)
 
@@ -26,9 +29,11 @@ from onnx import numpy_helper
 from skl2onnx import to_onnx
 from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor,
                               RandomForestClassifier, RandomForestRegressor)
-from sklearn.linear_model import LinearRegression, LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import Normalizer, StandardScaler
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import Normalizer, OneHotEncoder, StandardScaler
 from sklearn.tree import DecisionTreeRegressor
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
@@ -58,19 +63,34 @@ def main():
         "skl_logistic_c2": LogisticRegression().fit(x, y2c),
         "skl_logistic_c3": LogisticRegression().fit(x, y3c),
     })
+    xp = x.copy()                                  # a categorical column, missing values
+    xp[:, 3] = RNG.integers(0, 4, len(xp)).astype(np.float32)
+    xp[RNG.random(len(xp)) < 0.1, 1] = np.nan
+    yp = (xp[:, 0] + (xp[:, 3] == 2) > 0.3).astype(int)
+    ct = ColumnTransformer([("num", make_pipeline(SimpleImputer(strategy="mean"),
+                                                  StandardScaler()), [0, 1, 2, 4, 5]),
+                            ("cat", OneHotEncoder(handle_unknown="ignore"), [3])])
+    prep = Pipeline([("ct", ct), ("lr", LogisticRegression())]).fit(xp, yp)
+    models.update({
+        "skl_prep_c2": prep,
+        "skl_impute": make_pipeline(SimpleImputer(strategy="median"), Ridge()).fit(xp, y),
+    })
     for name, model in models.items():
         d = os.path.join(OUT, name)
         os.makedirs(d, exist_ok=True)
+        clf = model.steps[-1][1] if isinstance(model, Pipeline) else model
         onnx.save(to_onnx(model, x[:1], target_opset={"": 15, "ai.onnx.ml": 3},
-                          options={id(model): {"zipmap": False}} if "_c" in name else None),
+                          options={id(clf): {"zipmap": False}} if "_c" in name else None),
                   os.path.join(d, "model.onnx"))
         with open(os.path.join(d, "flags"), "w") as f:
             f.write("--input-shape X=1..8x6\n")
         s = ort.InferenceSession(os.path.join(d, "model.onnx"), providers=["CPUExecutionProvider"])
         for k, n in enumerate((7, 3)):
             xt = RNG.standard_normal((n, 6)).astype(np.float32)
-            if name == "skl_forest":
+            if name in ("skl_forest", "skl_prep_c2", "skl_impute"):
                 xt[0, 1] = np.nan
+            if name in ("skl_prep_c2", "skl_impute"):
+                xt[:, 3] = RNG.integers(0, 5, n)        # category 4 was never seen
             sd = os.path.join(d, "test_data_set_%d" % k)
             os.makedirs(sd, exist_ok=True)
             meta = s.get_inputs()[0]

@@ -130,6 +130,10 @@ bool dec_ml_tree_ensemble(DecCtx *c);     /* TreeEnsemble (version 5) */
 bool dec_ml_tree_regressor(DecCtx *c);    /* TreeEnsembleRegressor (versions 1, 3) */
 bool dec_ml_tree_classifier(DecCtx *c);   /* TreeEnsembleClassifier (versions 1, 3) */
 bool dec_ml_linear_classifier(DecCtx *c); /* LinearClassifier */
+bool dec_ml_imputer(DecCtx *c);           /* Imputer */
+bool dec_ml_one_hot(DecCtx *c);           /* OneHotEncoder */
+bool dec_ml_feature_vectorizer(DecCtx *c); /* FeatureVectorizer */
+bool dec_ml_zipmap(DecCtx *c);            /* ZipMap: refused with a hint */
 /* onnx_ml_class.c: a classifier's outputs. dec_ml_labels: classlabels_int64s as a
  * constant (IR_NONE, reported: string labels). dec_ml_classify: from class scores s
  * [N, C] (bin >= 0: only column bin scores two classes; pos: all weights >= 0; tree:

@@ -12,8 +12,18 @@
  *   LinearClassifier {coefficients, intercepts, classlabels_int64s, post_transform}
  *                                  class scores x @ coefficients^T + intercepts (one row
  *                                  per class), label and scores (onnx_ml_class.c)
- * Tree ensembles are in onnx_ml_tree.c.
+ *   Imputer {imputed_value_floats | _int64s, replaced_value_float | _int64}
+ *                                  the replaced value (NaN: any NaN) set to the imputed
+ *                                  one, per feature or for all
+ *   OneHotEncoder {cats_int64s, zeros}
+ *                                  [..., C] indicators of x == each category, as float
+ *   FeatureVectorizer {inputdimensions}
+ *                                  the inputs' features side by side, as float
+ *   ZipMap                         refused with what to do instead (its output is a
+ *                                  sequence of maps)
+ * Tree ensembles are in onnx_ml_tree.c, classifiers' outputs in onnx_ml_class.c.
  */
+#include <math.h>
 #include <string.h>
 
 #include "onnx.h"
@@ -139,4 +149,101 @@ bool dec_ml_linear_classifier(DecCtx *c)
     }
     ValId s = ml_linear(c, nc);
     return s != IR_NONE && dec_ml_classify(c, s, labels, -1, false, false, NULL, -1);
+}
+
+bool dec_ml_imputer(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId x = dec_in(c, 0), imp;
+    bool fl = ir_dtype_is_float(dec_ty(c, x)->dtype);
+    const IrAttr *a = ir_attr_find(c->n, fl ? "imputed_value_floats" : "imputed_value_int64s");
+    if (!a || a->n == 0) {
+        dec_err(c, "missing %s", fl ? "imputed_value_floats" : "imputed_value_int64s");
+        return false;
+    }
+    int64_t d = a->n;
+    if (fl) {
+        imp = a->n == 1 ? dec_scalar(c->g, IR_DT_F32, a->floats[0])
+                        : dec_const(c->g, IR_DT_F32, &d, 1, a->floats);
+    } else {
+        imp = a->n == 1 ? dec_scalar(c->g, IR_DT_I64, (double)a->ints[0])
+                        : dec_const_i64(c->g, &d, 1, a->ints);
+    }
+    imp = dec_cast(c, imp, dec_ty(c, x)->dtype);
+    ValId hit;
+    double rv = fl ? dec_af(c, "replaced_value_float", 0.0) : (double)dec_ai(c, "replaced_value_int64", 0);
+    if (fl && isnan(rv))
+        hit = dec_un(c, IR_UN_ISNAN, x);
+    else
+        hit = dec_bin_s(c, IR_BIN_EQ, x, rv);
+    c->out[0] = dec_select(c, hit, imp, x);
+    return true;
+}
+
+bool dec_ml_one_hot(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    const int64_t *cats;
+    int n = dec_aints(c, "cats_int64s", &cats);
+    if (n < 1) {
+        dec_err(c, "unsupported: %s (cats_int64s only)",
+                dec_has_attr(c, "cats_strings") ? "string categories" : "no categories");
+        return false;
+    }
+    ValId x = dec_in(c, 0);
+    const IrType *t = dec_ty(c, x);
+    int64_t d[IR_MAX_RANK + 1];
+    for (int i = 0; i < t->rank; i++)
+        d[i] = t->dims[i];
+    d[t->rank] = 1;
+    int64_t cd = n;
+    ValId xe = dec_cast(c, dec_reshape(c, x, d, t->rank + 1), IR_DT_I64);
+    ValId eq = dec_bin(c, IR_BIN_EQ, xe, dec_const_i64(c->g, &cd, 1, cats));
+    c->out[0] = dec_cast(c, eq, IR_DT_F32);
+    return true;
+}
+
+bool dec_ml_feature_vectorizer(DecCtx *c)
+{
+    const int64_t *dims;
+    int nd = dec_aints(c, "inputdimensions", &dims);
+    if (c->n->nin < 1 || nd != c->n->nin) {
+        dec_err(c, "inputdimensions must give one size per input (%d inputs)", c->n->nin);
+        return false;
+    }
+    ValId *xs = ir_alloc(c->g, (size_t)nd * sizeof *xs);
+    int64_t rows = -1;
+    for (int i = 0; i < nd; i++) {
+        if (!dec_need_in(c, i))
+            return false;
+        ValId x = dec_cast(c, dec_in(c, i), IR_DT_F32);
+        const IrType *t = dec_ty(c, x);
+        int64_t r = t->rank >= 2 ? t->dims[0] : 1, f = dec_numel(t) / (r ? r : 1);
+        if (rows >= 0 && r != rows) {
+            dec_err(c, "inputs hold %lld and %lld rows", (long long)rows, (long long)r);
+            return false;
+        }
+        rows = r;
+        int64_t d2[2] = {r, f};
+        x = dec_reshape(c, x, d2, 2);
+        if (f > dims[i])                           /* extra features dropped */
+            x = dec_slice_axis(c, x, 1, 0, 1, dims[i]);
+        else if (f < dims[i]) {                    /* missing ones are zero */
+            int64_t pads[4] = {0, 0, 0, dims[i] - f};
+            x = dec_pad(c, x, pads, NULL, 0.0);
+        }
+        xs[i] = x;
+    }
+    c->out[0] = dec_concat(c, xs, nd, 1);
+    return true;
+}
+
+bool dec_ml_zipmap(DecCtx *c)
+{
+    dec_err(c, "unsupported: ZipMap (its output is a sequence of maps, which the card has no "
+            "type for); convert the classifier without it (skl2onnx: options={id(model): "
+            "{'zipmap': False}}) and read its probabilities tensor");
+    return false;
 }

@@ -135,7 +135,7 @@ static bool ml_count(const MlForest *f, int64_t at, int64_t *ni, int64_t *nl, in
         return false;
     if (at < 0) {
         (*nl)++;
-        return true;
+        return -1 - at < f->nleaves;
     }
     if (at >= f->nnodes)
         return false;
@@ -375,8 +375,13 @@ bool dec_ml_tree_ensemble(DecCtx *c)
             setpos++;                              /* the NaN that ends the set */
         }
     }
-    for (int64_t t = 0; t < ntr; t++)
+    for (int64_t t = 0; t < ntr; t++) {
+        if (roots[t] < 0 || roots[t] >= n) {
+            dec_err(c, "tree %lld: root %lld is not a node", (long long)t, (long long)roots[t]);
+            return false;
+        }
         f.root[t] = roots[t];
+    }
     memset(f.leafw, 0, (size_t)(nl * k) * sizeof(double));
     for (int64_t l = 0; l < nl; l++) {
         if (tgt[l] < 0 || tgt[l] >= k) {

@@ -253,6 +253,10 @@ static const OnnxEntry onnx_table[] = {
     {"ai.onnx.ml", "TreeEnsembleRegressor", 1, 4, dec_ml_tree_regressor},
     {"ai.onnx.ml", "TreeEnsembleClassifier", 1, 4, dec_ml_tree_classifier},
     {"ai.onnx.ml", "LinearClassifier", 1, 5, dec_ml_linear_classifier},
+    {"ai.onnx.ml", "Imputer", 1, 5, dec_ml_imputer},
+    {"ai.onnx.ml", "OneHotEncoder", 1, 5, dec_ml_one_hot},
+    {"ai.onnx.ml", "FeatureVectorizer", 1, 5, dec_ml_feature_vectorizer},
+    {"ai.onnx.ml", "ZipMap", 1, 5, dec_ml_zipmap},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
     {"ai.onnx.preview", "FlexAttention", 1, 1, dec_flexattention},
 };

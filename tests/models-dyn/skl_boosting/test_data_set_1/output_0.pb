@@ -1,1 +1,1 @@
-BvariableJÕ>„øDÀÖ?:ı$ø
+BvariableJ.€>ËGE¿…e@

@@ -1,2 +1,1 @@
-BprobabilitiesJ8DTê>ÞÕ
-?†í>ù<	?ÀÆ{>PA?í€G?Lüa>°ÝG?@‰`>ä‚l>GßD?Mñ<?f†>
+BprobabilitiesJ8¼Q>Q¸K?¡‚>¯>?bOƒ>OX>?†í>ù<	?¼Q>Q¸K?¼Q>Q¸K?ù!?ü¼>

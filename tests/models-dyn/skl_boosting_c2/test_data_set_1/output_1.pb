@@ -1,1 +1,2 @@
-BprobabilitiesJ¼Q>Q¸K?¼Q>Q¸K?/y?¢ß>
+BprobabilitiesJDTê>ÞÕ
+?†í>ù<	?¼Q>Q¸K?

@@ -1,1 +1,1 @@
-BvariableJּב¿ebZ¿D/@
+BvariableJלח? AÛ?צְ

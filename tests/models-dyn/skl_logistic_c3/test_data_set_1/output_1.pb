@@ -1,2 +1,1 @@
-BprobabilitiesJ$(×D=O'Q?ü,
->ìñ>l?}g<µÇ??€>ÖûP:
+BprobabilitiesJ$®á˜>+Þ0?¹?,<êF’>F4?CQ<Çõ>Éi?)8Ù;

@@ -1,0 +1,1 @@
+BprobabilitiesJЄ?Х«в>LлТ=–ўe?nйv? i=
