@@ -103,6 +103,8 @@ bool dec_skip_layernorm(DecCtx *c);       /* SkipLayerNormalization */
 bool dec_skip_simplified_layernorm(DecCtx *c); /* SkipSimplifiedLayerNormalization */
 bool dec_simplified_layernorm(DecCtx *c); /* SimplifiedLayerNormalization */
 bool dec_ms_rotary(DecCtx *c);            /* RotaryEmbedding (com.microsoft) */
+bool dec_fused_conv(DecCtx *c);           /* FusedConv */
+bool dec_fused_gemm(DecCtx *c);           /* FusedGemm */
 /* onnx_qlinear_ms.c: its QOperator-format 8-bit operators, each the float operator
  * between a DequantizeLinear of every 8-bit input and a QuantizeLinear of the result;
  * QGemm (onnx_qlinear.c) an exact int32 product like QLinearMatMul. */

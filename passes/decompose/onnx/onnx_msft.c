@@ -9,8 +9,9 @@
  *   BiasGelu(A, B)               Gelu(A + B)
  *   FastGelu(X, bias?)           the tanh approximation of Gelu(X + bias)
  *   QuickGelu(X) {alpha 1.702}   x sigmoid(alpha x)
- *   FusedMatMul(A, B) {alpha, transA, transB}
- *                                alpha op(A) op(B), op a swap of the last two axes
+ *   FusedMatMul(A, B) {alpha, transA, transB, transBatchA, transBatchB}
+ *                                alpha op(A) op(B), op moving the first axis behind
+ *                                the batch axes (transBatch*), then swapping the last two
  *   SkipLayerNormalization(input, skip, gamma, beta?, bias?) {epsilon}
  *                                s = input + skip + bias; LayerNormalization(s) over
  *                                the last axis; outputs y, mean, inv_std_var, s
@@ -21,6 +22,13 @@
  *       rotary_embedding_dim}   the default domain's RotaryEmbedding (opset 23) with its
  *                                inputs in that order; position_ids of one element is
  *                                the offset of position 0 (positions offset + 0 .. S-1)
+ *   FusedConv(X, W, B?, Z?) {Conv's, activation, activation_params}
+ *                                activation(Conv(X, W, B) + Z), what onnxruntime's
+ *                                extended optimization saves for every CNN
+ *   FusedGemm(A, B, C?) {Gemm's, activation, activation_alpha, _beta}
+ *                                activation(Gemm(A, B, C))
+ *                                (activations: Relu, Sigmoid, Tanh, LeakyRelu, Clip,
+ *                                HardSigmoid)
  * and SimplifiedLayerNormalization(X, scale) {axis, epsilon, stash_type} of the default
  * domain (onnxruntime registers it there): the RMS norm over [axis, rank) computed in
  * the stash type; outputs y and inv_std_var.
@@ -93,15 +101,21 @@ bool dec_fused_matmul(DecCtx *c)
 {
     if (!need_inputs(c, 2))
         return false;
-    if (dec_ai(c, "transBatchA", 0) || dec_ai(c, "transBatchB", 0)) {
-        dec_err(c, "unsupported: transBatchA or transBatchB");
-        return false;
-    }
     ValId ab[2] = {dec_in(c, 0), dec_in(c, 1)}, out[DEC_MAX_OUT];
-    if (dec_ai(c, "transA", 0))
-        ab[0] = dec_swap_last(c, ab[0]);
-    if (dec_ai(c, "transB", 0))
-        ab[1] = dec_swap_last(c, ab[1]);
+    static const char *const tb[2] = {"transBatchA", "transBatchB"}, *const tr[2] = {"transA", "transB"};
+    for (int i = 0; i < 2; i++) {
+        int r = dec_ty(c, ab[i])->rank;
+        if (dec_ai(c, tb[i], 0) && r >= 3) {       /* [M, batch..., K] -> [batch..., M, K] */
+            int64_t perm[IR_MAX_RANK];
+            for (int a = 0; a < r - 2; a++)
+                perm[a] = a + 1;
+            perm[r - 2] = 0;
+            perm[r - 1] = r - 1;
+            ab[i] = dec_transpose(c, ab[i], perm);
+        }
+        if (dec_ai(c, tr[i], 0))
+            ab[i] = dec_swap_last(c, ab[i]);
+    }
     if (!dec_sub_run(c, dec_matmul, "MatMul", ab, 2, false, out))
         return false;
     double alpha = dec_af(c, "alpha", 1.0);
@@ -198,4 +212,61 @@ bool dec_ms_rotary(DecCtx *c)
         return false;
     c->out[0] = out[0];
     return true;
+}
+
+/* y through the fused activation named by attribute `act` (p: its parameters, np of
+ * them: LeakyRelu alpha; Clip min, max; HardSigmoid alpha, beta); IR_NONE (reported)
+ * for an unknown one. */
+static ValId fused_activation(DecCtx *c, ValId y, const char *act, const double *p, int np)
+{
+    if (!strcmp(act, "Relu"))
+        return dec_un(c, IR_UN_RELU, y);
+    if (!strcmp(act, "Sigmoid"))
+        return dec_un(c, IR_UN_SIGMOID, y);
+    if (!strcmp(act, "Tanh"))
+        return dec_un(c, IR_UN_TANH, y);
+    if (!strcmp(act, "LeakyRelu")) {
+        ValId neg = dec_bin_s(c, IR_BIN_MUL, y, np > 0 ? p[0] : 0.01);
+        return dec_select(c, dec_bin_s(c, IR_BIN_LT, y, 0.0), neg, y);
+    }
+    if (!strcmp(act, "Clip") && np >= 2)
+        return dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, y, p[0]), p[1]);
+    if (!strcmp(act, "HardSigmoid")) {
+        ValId v = dec_bin_s(c, IR_BIN_ADD, dec_bin_s(c, IR_BIN_MUL, y, np > 0 ? p[0] : 0.2),
+                            np > 1 ? p[1] : 0.5);
+        return dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, v, 0.0), 1.0);
+    }
+    dec_err(c, "unsupported: fused activation '%s'", act);
+    return IR_NONE;
+}
+
+bool dec_fused_conv(DecCtx *c)
+{
+    if (!need_inputs(c, 2))
+        return false;
+    ValId in[3] = {dec_in(c, 0), dec_in(c, 1), dec_in(c, 2)}, out[DEC_MAX_OUT];
+    if (!dec_sub_run(c, dec_conv, "Conv", in, in[2] != IR_NONE ? 3 : 2, true, out))
+        return false;
+    ValId y = dec_in(c, 3) != IR_NONE ? dec_bin(c, IR_BIN_ADD, out[0], dec_in(c, 3)) : out[0];
+    const IrAttr *pa = ir_attr_find(c->n, "activation_params");
+    bool fl = pa && pa->kind == IR_ATTR_FLOATS;
+    const char *act = dec_as(c, "activation", "");
+    c->out[0] = act[0] ? fused_activation(c, y, act, fl ? pa->floats : NULL, fl ? (int)pa->n : 0)
+                       : y;
+    return c->out[0] != IR_NONE;
+}
+
+bool dec_fused_gemm(DecCtx *c)
+{
+    if (!need_inputs(c, 2))
+        return false;
+    ValId in[3] = {dec_in(c, 0), dec_in(c, 1), dec_in(c, 2)}, out[DEC_MAX_OUT];
+    if (!dec_sub_run(c, dec_gemm, "Gemm", in, in[2] != IR_NONE ? 3 : 2, true, out))
+        return false;
+    double p[2] = {dec_af(c, "activation_alpha", 0.01), dec_af(c, "activation_beta", 0.5)};
+    const char *act = dec_as(c, "activation", "");
+    if (!strcmp(act, "HardSigmoid") && !dec_has_attr(c, "activation_alpha"))
+        p[0] = 0.2;
+    c->out[0] = act[0] ? fused_activation(c, out[0], act, p, 2) : out[0];
+    return c->out[0] != IR_NONE;
 }

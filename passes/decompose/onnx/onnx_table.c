@@ -241,6 +241,8 @@ static const OnnxEntry onnx_table[] = {
     {"com.microsoft", "Attention", 1, 1, dec_ms_attention},
     {"com.microsoft", "RotaryEmbedding", 1, 1, dec_ms_rotary},
     {"com.microsoft", "MultiHeadAttention", 1, 1, dec_ms_mha},
+    {"com.microsoft", "FusedConv", 1, 1, dec_fused_conv},
+    {"com.microsoft", "FusedGemm", 1, 1, dec_fused_gemm},
     {"com.microsoft", "QuantizeLinear", 1, 1, dec_quantize},
     {"com.microsoft", "DequantizeLinear", 1, 1, dec_dequantize},
     /* ai.onnx.ml: classical machine learning (skl2onnx, onnxmltools) */
