@@ -27,6 +27,7 @@ bool dec_gelu(DecCtx *c);
 /* 0.5 x (1 + erf(x / sqrt 2)), or with tanh_approx its tanh approximation. */
 ValId dec_gelu_of(DecCtx *c, ValId x, bool tanh_approx);
 bool dec_isinf(DecCtx *c);
+bool dec_image_scaler(DecCtx *c);         /* ImageScaler (experimental, opsets 1-9) */
 bool dec_constant(DecCtx *c);
 bool dec_constant_of_shape(DecCtx *c);
 bool dec_range(DecCtx *c);

@@ -406,6 +406,29 @@ bool dec_gelu(DecCtx *c)
     return true;
 }
 
+/* ImageScaler (an experimental operator of opsets 1 to 9, in converted Caffe and
+ * CoreML models such as the model zoo's Tiny YOLOv2): x * scale + bias per channel of
+ * NCHW data. */
+bool dec_image_scaler(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId x = dec_in(c, 0);
+    const IrType *t = dec_ty(c, x);
+    const IrAttr *b = ir_attr_find(c->n, "bias");
+    ValId y = dec_bin_s(c, IR_BIN_MUL, x, dec_af(c, "scale", 1.0));
+    if (!b)
+        return (c->out[0] = y), true;
+    if (b->kind != IR_ATTR_FLOATS || t->rank < 2 || (int64_t)b->n != t->dims[1]) {
+        dec_err(c, "bias must hold one value per channel (%lld)", (long long)(t->rank > 1 ? t->dims[1] : 0));
+        return false;
+    }
+    int64_t n = b->n;
+    ValId bv = dec_cast(c, dec_const(c->g, IR_DT_F32, &n, 1, b->floats), t->dtype);
+    c->out[0] = dec_bin(c, IR_BIN_ADD, y, dec_chan_view(c, bv, t->rank));
+    return true;
+}
+
 bool dec_isinf(DecCtx *c)
 {
     if (!dec_need_in(c, 0))

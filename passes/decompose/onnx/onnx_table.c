@@ -108,7 +108,8 @@ static const OnnxEntry onnx_table[] = {
     {"", "GlobalAveragePool", 1, DEC_MAX_OPSET, dec_global_pool},
     {"", "GlobalMaxPool", 1, DEC_MAX_OPSET, dec_global_pool},
     {"", "GlobalLpPool", 2, DEC_MAX_OPSET, dec_global_pool},
-    {"", "BatchNormalization", 6, DEC_MAX_OPSET, dec_batchnorm},
+    {"", "BatchNormalization", 1, DEC_MAX_OPSET, dec_batchnorm},   /* before 6: consumed_inputs, is_test ignored */
+    {"", "ImageScaler", 1, 9, dec_image_scaler},
     {"", "InstanceNormalization", 6, DEC_MAX_OPSET, dec_instancenorm},
     {"", "LayerNormalization", 1, DEC_MAX_OPSET, dec_layernorm}, /* before 17: onnxruntime's */
     {"", "SimplifiedLayerNormalization", 1, DEC_MAX_OPSET, dec_simplified_layernorm},
