@@ -165,10 +165,20 @@ static bool same_but_axis(const IrType *a, const IrType *b, int axis)
  * often keeps the sizes of the export (its inputs made dynamic afterwards by editing
  * their shapes: onnx.tools.update_model_dims leaves value_info as it was), so a static
  * size stands where a symbol's bound is computed; onnxruntime merges those leniently.
- * One warning per graph, naming the first such value. */
+ * One warning per graph, naming the first such value. A graph output of the same dtype
+ * and rank whose declared sizes disagree (converters such as onnxmltools declare a
+ * classifier's label [1] whatever the batch) is taken at its computed shape, with a
+ * warning naming it. */
 static bool stale_hint(IrGraph *g, DecState *s, const IrNode *n, ValId old, const IrType *a,
                        const IrType *b)
 {
+    if (old < s->nremap && s->is_out[old] && a->dtype == b->dtype && a->rank == b->rank) {
+        char sa[160], sb[160];               /* a graph output's declared sizes: converters */
+        ir_diag_warn(g->diag, "output '%s' is declared %s but computes to %s; the computed "
+                     "shape is used, as onnxruntime does", g->vals[old].name,
+                     type_str(a, sa, sizeof sa), type_str(b, sb, sizeof sb));
+        return true;
+    }
     if (!g->nsymdims || old >= s->nremap || s->is_out[old] || a->dtype != b->dtype ||
         a->rank != b->rank)
         return false;

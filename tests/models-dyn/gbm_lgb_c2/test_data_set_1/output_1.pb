@@ -1,0 +1,1 @@
+BprobabilitiesJì‹_>H?¤|ò>®Á?nmÀ>IÉ?

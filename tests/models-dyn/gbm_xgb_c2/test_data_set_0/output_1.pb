@@ -1,0 +1,1 @@
+BprobabilitiesJ80ºc=]Äq?à†£=$k?´Ê>&ú?lL>ÜäL?Öo?Pi‡=r?r?à\=~=•>Aa5?

@@ -1,0 +1,1 @@
+BprobabilitiesJ@ü.=<u?´Ê>&ú?ËÖn?¨I‰=

@@ -1,0 +1,1 @@
+BprobabilitiesJ$C=j¹r?JÊ†<Î!=£òp?åŸ<C=j¹r?JÊ†<
