@@ -10,7 +10,8 @@ boosting, binary (one score column) and with three classes; LinearClassifier: lo
 regression, binary and three classes), and preprocessing: a ColumnTransformer of
 SimpleImputer (NaN), StandardScaler and OneHotEncoder (an unknown category) before a
 logistic regression (ArrayFeatureExtractor, Imputer, Scaler, OneHotEncoder, Concat,
-LinearClassifier), and a median imputer before a ridge regression. tests/models-dyn checks
+LinearClassifier), a median imputer before a ridge regression, and support vector
+regression with an RBF and a polynomial kernel (SVMRegressor). tests/models-dyn checks
 each with one bundle bounded to 1..8 samples on data sets of 7 and 3 samples.
 
     python3 tests/models-dyn/gen_sklearn.py [OUTDIR]   (default: this folder)
@@ -34,6 +35,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import Normalizer, OneHotEncoder, StandardScaler
+from sklearn.svm import SVR
 from sklearn.tree import DecisionTreeRegressor
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
@@ -74,6 +76,8 @@ def main():
     models.update({
         "skl_prep_c2": prep,
         "skl_impute": make_pipeline(SimpleImputer(strategy="median"), Ridge()).fit(xp, y),
+        "skl_svr_rbf": SVR(kernel="rbf", C=2.0).fit(x, y),
+        "skl_svr_poly": SVR(kernel="poly", degree=3).fit(x, y),
     })
     for name, model in models.items():
         d = os.path.join(OUT, name)

@@ -19,6 +19,11 @@
  *                                  [..., C] indicators of x == each category, as float
  *   FeatureVectorizer {inputdimensions}
  *                                  the inputs' features side by side, as float
+ *   SVMRegressor {kernel_type, kernel_params, support_vectors, coefficients, rho,
+ *                 n_supports, one_class}
+ *                                  sum_i coefficients_i K(sv_i, x) + rho (LINEAR, POLY,
+ *                                  RBF or SIGMOID kernel; RBF from the differences, not
+ *                                  the expanded dot products), +-1 with one_class
  *   ZipMap                         refused with what to do instead (its output is a
  *                                  sequence of maps)
  * Tree ensembles are in onnx_ml_tree.c, classifiers' outputs in onnx_ml_class.c.
@@ -246,4 +251,64 @@ bool dec_ml_zipmap(DecCtx *c)
             "type for); convert the classifier without it (skl2onnx: options={id(model): "
             "{'zipmap': False}}) and read its probabilities tensor");
     return false;
+}
+
+/* The kernel K(x, sv) [N, S] of x [N, F] and the support vectors sv [S, F]. */
+static ValId svm_kernel(DecCtx *c, ValId x, ValId sv, const char *kt, const double *kp, int nkp)
+{
+    double gamma = nkp > 0 ? kp[0] : 0.0, coef0 = nkp > 1 ? kp[1] : 0.0;
+    double degree = nkp > 2 ? kp[2] : 3.0;
+    if (!strcmp(kt, "RBF")) {
+        const IrType *tx = dec_ty(c, x), *ts = dec_ty(c, sv);
+        int64_t x3[3] = {tx->dims[0], 1, tx->dims[1]}, s3[3] = {1, ts->dims[0], ts->dims[1]}, ax = 2;
+        ValId d = dec_bin(c, IR_BIN_SUB, dec_reshape(c, x, x3, 3), dec_reshape(c, sv, s3, 3));
+        ValId d2 = dec_reduce(c, IR_RED_SUM, dec_bin(c, IR_BIN_MUL, d, d), &ax, 1, false);
+        return dec_un(c, IR_UN_EXP, dec_bin_s(c, IR_BIN_MUL, d2, -gamma));
+    }
+    int64_t p[2] = {1, 0};
+    ValId dot = ir_matmul(c->g, x, dec_transpose(c, sv, p), c->o);
+    if (!strcmp(kt, "LINEAR"))
+        return dot;
+    ValId v = dec_bin_s(c, IR_BIN_ADD, dec_bin_s(c, IR_BIN_MUL, dot, gamma), coef0);
+    if (!strcmp(kt, "POLY"))
+        return dec_bin_s(c, IR_BIN_POW, v, degree);
+    if (!strcmp(kt, "SIGMOID"))
+        return dec_un(c, IR_UN_TANH, v);
+    dec_err(c, "unknown kernel_type '%s' (LINEAR, POLY, RBF, SIGMOID)", kt);
+    return IR_NONE;
+}
+
+bool dec_ml_svm_regressor(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
+    const IrType *tx = dec_ty(c, x);
+    if (tx->rank == 1)
+        x = dec_reshape(c, x, (int64_t[]){1, tx->dims[0]}, 2);
+    int64_t f = dec_ty(c, x)->dims[1], ns = dec_ai(c, "n_supports", 0);
+    const IrAttr *sv = ir_attr_find(c->n, "support_vectors"), *co = ir_attr_find(c->n, "coefficients");
+    const IrAttr *kp = ir_attr_find(c->n, "kernel_params"), *rho = ir_attr_find(c->n, "rho");
+    if (strcmp(dec_as(c, "post_transform", "NONE"), "NONE") || ns < 1 || !sv || !co ||
+        sv->kind != IR_ATTR_FLOATS || co->kind != IR_ATTR_FLOATS || (int64_t)sv->n != ns * f ||
+        (int64_t)co->n != ns) {
+        dec_err(c, "needs n_supports support vectors of %lld features and one coefficient each "
+                "(post_transform NONE)", (long long)f);
+        return false;
+    }
+    int64_t d2[2] = {ns, f}, dc[2] = {ns, 1};
+    ValId k = svm_kernel(c, x, dec_const(c->g, IR_DT_F32, d2, 2, sv->floats),
+                         dec_as(c, "kernel_type", "LINEAR"),
+                         kp && kp->kind == IR_ATTR_FLOATS ? kp->floats : NULL,
+                         kp && kp->kind == IR_ATTR_FLOATS ? (int)kp->n : 0);
+    if (k == IR_NONE)
+        return false;
+    ValId y = ir_matmul(c->g, k, dec_const(c->g, IR_DT_F32, dc, 2, co->floats), c->o);
+    if (rho && rho->kind == IR_ATTR_FLOATS && rho->n > 0)
+        y = dec_bin_s(c, IR_BIN_ADD, y, rho->floats[0]);
+    if (dec_ai(c, "one_class", 0))
+        y = dec_select(c, dec_bin_s(c, IR_BIN_GT, y, 0.0), dec_scalar(c->g, IR_DT_F32, 1.0),
+                       dec_scalar(c->g, IR_DT_F32, -1.0));
+    c->out[0] = y;
+    return true;
 }
