@@ -10,8 +10,10 @@ boosting, binary (one score column) and with three classes; LinearClassifier: lo
 regression, binary and three classes), and preprocessing: a ColumnTransformer of
 SimpleImputer (NaN), StandardScaler and OneHotEncoder (an unknown category) before a
 logistic regression (ArrayFeatureExtractor, Imputer, Scaler, OneHotEncoder, Concat,
-LinearClassifier), a median imputer before a ridge regression, and support vector
-regression with an RBF and a polynomial kernel (SVMRegressor). tests/models-dyn checks
+LinearClassifier), a median imputer before a ridge regression, support vector regression
+with an RBF and a polynomial kernel (SVMRegressor) and support vector classification
+(SVMClassifier: RBF kernel binary, linear kernel three classes with skl2onnx's
+one-vs-rest scoring graph). tests/models-dyn checks
 each with one bundle bounded to 1..8 samples on data sets of 7 and 3 samples.
 
     python3 tests/models-dyn/gen_sklearn.py [OUTDIR]   (default: this folder)
@@ -35,7 +37,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import Normalizer, OneHotEncoder, StandardScaler
-from sklearn.svm import SVR
+from sklearn.svm import SVC, SVR
 from sklearn.tree import DecisionTreeRegressor
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
@@ -78,6 +80,8 @@ def main():
         "skl_impute": make_pipeline(SimpleImputer(strategy="median"), Ridge()).fit(xp, y),
         "skl_svr_rbf": SVR(kernel="rbf", C=2.0).fit(x, y),
         "skl_svr_poly": SVR(kernel="poly", degree=3).fit(x, y),
+        "skl_svc_c2": SVC().fit(x, y2c),
+        "skl_svc_c3": SVC(kernel="linear").fit(x, y3c),
     })
     for name, model in models.items():
         d = os.path.join(OUT, name)

@@ -138,6 +138,7 @@ bool dec_ml_one_hot(DecCtx *c);           /* OneHotEncoder */
 bool dec_ml_feature_vectorizer(DecCtx *c); /* FeatureVectorizer */
 bool dec_ml_zipmap(DecCtx *c);            /* ZipMap: refused with a hint */
 bool dec_ml_svm_regressor(DecCtx *c);     /* SVMRegressor */
+bool dec_ml_svm_classifier(DecCtx *c);    /* SVMClassifier */
 /* onnx_ml_class.c: a classifier's outputs. dec_ml_labels: classlabels_int64s as a
  * constant (IR_NONE, reported: string labels). dec_ml_classify: from class scores s
  * [N, C] (bin >= 0: only column bin scores two classes; pos: all weights >= 0; tree:

@@ -24,6 +24,15 @@
  *                                  sum_i coefficients_i K(sv_i, x) + rho (LINEAR, POLY,
  *                                  RBF or SIGMOID kernel; RBF from the differences, not
  *                                  the expanded dot products), +-1 with one_class
+ *   SVMClassifier {the same, vectors_per_class, classlabels_ints}
+ *                                  one-vs-one: per class pair the kernel sums of both
+ *                                  classes' support vectors with their coefficients plus
+ *                                  rho (one matrix product over the kernel row), a vote
+ *                                  for the first class when positive; the label of the
+ *                                  most votes (first on ties), the pair scores as scores
+ *                                  ([-s, s] for two classes), as onnxruntime; probability
+ *                                  estimates (prob_a, prob_b) and the linear form are
+ *                                  refused
  *   ZipMap                         refused with what to do instead (its output is a
  *                                  sequence of maps)
  * Tree ensembles are in onnx_ml_tree.c, classifiers' outputs in onnx_ml_class.c.
@@ -310,5 +319,82 @@ bool dec_ml_svm_regressor(DecCtx *c)
         y = dec_select(c, dec_bin_s(c, IR_BIN_GT, y, 0.0), dec_scalar(c->g, IR_DT_F32, 1.0),
                        dec_scalar(c->g, IR_DT_F32, -1.0));
     c->out[0] = y;
+    return true;
+}
+
+bool dec_ml_svm_classifier(DecCtx *c)
+{
+    if (!dec_need_in(c, 0))
+        return false;
+    ValId labels = dec_ml_labels(c);
+    if (labels == IR_NONE)
+        return false;
+    const IrAttr *sv = ir_attr_find(c->n, "support_vectors"), *co = ir_attr_find(c->n, "coefficients");
+    const IrAttr *kp = ir_attr_find(c->n, "kernel_params"), *rho = ir_attr_find(c->n, "rho");
+    const int64_t *vpc;
+    int64_t nc = dec_numel(dec_ty(c, labels)), ncl = dec_aints(c, "vectors_per_class", &vpc);
+    if (dec_has_attr(c, "prob_a") || ncl < 1 || !sv) {
+        dec_err(c, "unsupported: %s", dec_has_attr(c, "prob_a") ? "probability estimates "
+                "(prob_a, prob_b)" : "the linear SVMClassifier (no support vectors)");
+        return false;
+    }
+    ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
+    const IrType *tx = dec_ty(c, x);
+    if (tx->rank == 1)
+        x = dec_reshape(c, x, (int64_t[]){1, tx->dims[0]}, 2);
+    int64_t f = dec_ty(c, x)->dims[1], nv = 0, np = nc * (nc - 1) / 2;
+    for (int64_t i = 0; i < ncl; i++)
+        nv += vpc[i] >= 0 ? vpc[i] : -(1 << 30);     /* a negative count: refused below */
+    if (ncl != nc || nc < 2 || nv < 1 || sv->kind != IR_ATTR_FLOATS || (int64_t)sv->n != nv * f ||
+        !co || co->kind != IR_ATTR_FLOATS || (int64_t)co->n != (nc - 1) * nv || !rho ||
+        rho->kind != IR_ATTR_FLOATS || (int64_t)rho->n != np) {
+        dec_err(c, "inconsistent support vectors, coefficients, rho or vectors_per_class");
+        return false;
+    }
+    int64_t d2[2] = {nv, f};
+    ValId k = svm_kernel(c, x, dec_const(c->g, IR_DT_F32, d2, 2, sv->floats),
+                         dec_as(c, "kernel_type", "LINEAR"),
+                         kp && kp->kind == IR_ATTR_FLOATS ? kp->floats : NULL,
+                         kp && kp->kind == IR_ATTR_FLOATS ? (int)kp->n : 0);
+    if (k == IR_NONE)
+        return false;
+    double *w = ir_scratch(c->g, (size_t)(nv * np) * sizeof *w);   /* [V, P] */
+    double *v1 = ir_scratch(c->g, (size_t)(np * nc) * sizeof *v1), *v2 = ir_scratch(c->g, (size_t)(np * nc) * sizeof *v2);
+    memset(w, 0, (size_t)(nv * np) * sizeof *w);
+    memset(v1, 0, (size_t)(np * nc) * sizeof *v1);
+    memset(v2, 0, (size_t)(np * nc) * sizeof *v2);
+    int64_t *start = ir_scratch(c->g, (size_t)(nc + 1) * sizeof *start), p = 0;
+    start[0] = 0;
+    for (int64_t i = 0; i < nc; i++)
+        start[i + 1] = start[i] + vpc[i];
+    for (int64_t i = 0; i < nc - 1; i++)
+        for (int64_t j = i + 1; j < nc; j++, p++) {
+            for (int64_t m = start[i]; m < start[i + 1]; m++)
+                w[m * np + p] = co->floats[(j - 1) * nv + m];
+            for (int64_t m = start[j]; m < start[j + 1]; m++)
+                w[m * np + p] = co->floats[i * nv + m];
+            v1[p * nc + i] = 1;
+            v2[p * nc + j] = 1;
+        }
+    int64_t dw[2] = {nv, np}, dv[2] = {np, nc};
+    ValId sc = ir_matmul(c->g, k, dec_const(c->g, IR_DT_F32, dw, 2, w), c->o);
+    sc = dec_bin(c, IR_BIN_ADD, sc, dec_const(c->g, IR_DT_F32, &np, 1, rho->floats));
+    ValId pos = dec_cast(c, dec_bin_s(c, IR_BIN_GT, sc, 0.0), IR_DT_F32);
+    ValId neg = dec_bin(c, IR_BIN_SUB, dec_scalar(c->g, IR_DT_F32, 1.0), pos);
+    ValId votes = dec_bin(c, IR_BIN_ADD, ir_matmul(c->g, pos, dec_const(c->g, IR_DT_F32, dv, 2, v1), c->o),
+                          ir_matmul(c->g, neg, dec_const(c->g, IR_DT_F32, dv, 2, v2), c->o));
+    IrAttr a[4] = {ir_attr_int("fn", IR_RED_MAX), ir_attr_int("axis", 1),
+                   ir_attr_int("keepdims", 0), ir_attr_int("select_last", 0)};
+    c->out[0] = dec_gather(c, labels, dec_op(c, IR_OP_ARGREDUCE, &votes, 1, a, 4), 0);
+    if (np == 1) {
+        ValId parts[2] = {dec_un(c, IR_UN_NEG, sc), sc};
+        c->out[1] = dec_concat(c, parts, 2, 1);
+    } else {
+        c->out[1] = sc;
+    }
+    if (dec_ml_post_code(c) != 0) {
+        dec_err(c, "unsupported: post_transform other than NONE");
+        return false;
+    }
     return true;
 }

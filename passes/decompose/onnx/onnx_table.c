@@ -261,6 +261,7 @@ static const OnnxEntry onnx_table[] = {
     {"ai.onnx.ml", "FeatureVectorizer", 1, 5, dec_ml_feature_vectorizer},
     {"ai.onnx.ml", "ZipMap", 1, 5, dec_ml_zipmap},
     {"ai.onnx.ml", "SVMRegressor", 1, 5, dec_ml_svm_regressor},
+    {"ai.onnx.ml", "SVMClassifier", 1, 5, dec_ml_svm_classifier},
     /* ai.onnx.preview (experimental, unversioned: version 1 only) */
     {"ai.onnx.preview", "FlexAttention", 1, 1, dec_flexattention},
 };

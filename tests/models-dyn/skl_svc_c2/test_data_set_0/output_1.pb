@@ -1,0 +1,1 @@
+BprobabilitiesJ8…ü¿…ü?Rq¿Rq?rÇ?rÇ¿b†ü¿b†ü?§Q²?§Q²¿¼¾¼>b™¾b™>

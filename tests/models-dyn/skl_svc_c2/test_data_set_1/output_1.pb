@@ -1,0 +1,1 @@
+BprobabilitiesJÃzš¿Ãzš?AÛD½AÛD=˜ª¿˜ª?

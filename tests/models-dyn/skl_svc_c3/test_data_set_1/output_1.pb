@@ -1,0 +1,2 @@
+BprobabilitiesJ$
+5¾— ?S@Á?Ëb@¦‹‡¾ÅïN?´@pyl¾
