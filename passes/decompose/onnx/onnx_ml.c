@@ -116,20 +116,38 @@ bool dec_ml_normalizer(DecCtx *c)
     return true;
 }
 
-/* x [N, F] (a vector: one row) @ coefficients^T [F, k] + intercepts, as float. */
-static ValId ml_linear(DecCtx *c, int64_t k)
+/* Input 0 as float rows [N, F] (a vector is one row); IR_NONE (reported) for another
+ * rank. */
+static ValId ml_rows(DecCtx *c)
 {
     ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
     const IrType *tx = dec_ty(c, x);
+    if (tx->rank != 1 && tx->rank != 2) {
+        dec_err(c, "X must be [N, F] or [F] (got rank %d)", tx->rank);
+        return IR_NONE;
+    }
+    return tx->rank == 1 ? dec_reshape(c, x, (int64_t[]){1, tx->dims[0]}, 2) : x;
+}
+
+/* A classifier's input 0 present and its labels (IR_NONE, reported, otherwise). */
+static ValId ml_labels_in(DecCtx *c)
+{
+    return dec_need_in(c, 0) ? dec_ml_labels(c) : IR_NONE;
+}
+
+/* x [N, F] (a vector: one row) @ coefficients^T [F, k] + intercepts, as float. */
+static ValId ml_linear(DecCtx *c, int64_t k)
+{
+    ValId x = ml_rows(c);
     const IrAttr *co = ir_attr_find(c->n, "coefficients");
-    int64_t f = tx->dims[tx->rank - 1];
+    if (x == IR_NONE)
+        return IR_NONE;
+    int64_t f = dec_ty(c, x)->dims[1];
     if (!co || co->kind != IR_ATTR_FLOATS || k < 1 || (int64_t)co->n != k * f) {
         dec_err(c, "coefficients must hold %lld x %lld values (outputs x features)",
                 (long long)k, (long long)f);
         return IR_NONE;
     }
-    if (tx->rank == 1)
-        x = dec_reshape(c, x, (int64_t[]){1, f}, 2);
     int64_t d2[2] = {k, f}, p[2] = {1, 0};
     ValId w = dec_transpose(c, dec_const(c->g, IR_DT_F32, d2, 2, co->floats), p);
     return dec_bin(c, IR_BIN_ADD, ir_matmul(c->g, x, w, c->o), ml_row(c, "intercepts", 0.0));
@@ -149,9 +167,7 @@ bool dec_ml_linear_regressor(DecCtx *c)
 
 bool dec_ml_linear_classifier(DecCtx *c)
 {
-    if (!dec_need_in(c, 0))
-        return false;
-    ValId labels = dec_ml_labels(c);
+    ValId labels = ml_labels_in(c);
     if (labels == IR_NONE)
         return false;
     int64_t nc = dec_numel(dec_ty(c, labels));
@@ -287,17 +303,27 @@ static ValId svm_kernel(DecCtx *c, ValId x, ValId sv, const char *kt, const doub
     return IR_NONE;
 }
 
+/* The node's kernel (kernel_type, kernel_params) of x [N, F] with its nv support
+ * vectors sv [nv * F]. */
+static ValId svm_node_kernel(DecCtx *c, ValId x, const double *sv, int64_t nv)
+{
+    const IrAttr *kp = ir_attr_find(c->n, "kernel_params");
+    bool fl = kp && kp->kind == IR_ATTR_FLOATS;
+    int64_t d2[2] = {nv, dec_ty(c, x)->dims[1]};
+    return svm_kernel(c, x, dec_const(c->g, IR_DT_F32, d2, 2, sv), dec_as(c, "kernel_type", "LINEAR"),
+                      fl ? kp->floats : NULL, fl ? (int)kp->n : 0);
+}
+
 bool dec_ml_svm_regressor(DecCtx *c)
 {
     if (!dec_need_in(c, 0))
         return false;
-    ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
-    const IrType *tx = dec_ty(c, x);
-    if (tx->rank == 1)
-        x = dec_reshape(c, x, (int64_t[]){1, tx->dims[0]}, 2);
+    ValId x = ml_rows(c);
+    if (x == IR_NONE)
+        return false;
     int64_t f = dec_ty(c, x)->dims[1], ns = dec_ai(c, "n_supports", 0);
     const IrAttr *sv = ir_attr_find(c->n, "support_vectors"), *co = ir_attr_find(c->n, "coefficients");
-    const IrAttr *kp = ir_attr_find(c->n, "kernel_params"), *rho = ir_attr_find(c->n, "rho");
+    const IrAttr *rho = ir_attr_find(c->n, "rho");
     if (strcmp(dec_as(c, "post_transform", "NONE"), "NONE") || ns < 1 || !sv || !co ||
         sv->kind != IR_ATTR_FLOATS || co->kind != IR_ATTR_FLOATS || (int64_t)sv->n != ns * f ||
         (int64_t)co->n != ns) {
@@ -305,11 +331,8 @@ bool dec_ml_svm_regressor(DecCtx *c)
                 "(post_transform NONE)", (long long)f);
         return false;
     }
-    int64_t d2[2] = {ns, f}, dc[2] = {ns, 1};
-    ValId k = svm_kernel(c, x, dec_const(c->g, IR_DT_F32, d2, 2, sv->floats),
-                         dec_as(c, "kernel_type", "LINEAR"),
-                         kp && kp->kind == IR_ATTR_FLOATS ? kp->floats : NULL,
-                         kp && kp->kind == IR_ATTR_FLOATS ? (int)kp->n : 0);
+    int64_t dc[2] = {ns, 1};
+    ValId k = svm_node_kernel(c, x, sv->floats, ns);
     if (k == IR_NONE)
         return false;
     ValId y = ir_matmul(c->g, k, dec_const(c->g, IR_DT_F32, dc, 2, co->floats), c->o);
@@ -324,13 +347,11 @@ bool dec_ml_svm_regressor(DecCtx *c)
 
 bool dec_ml_svm_classifier(DecCtx *c)
 {
-    if (!dec_need_in(c, 0))
-        return false;
-    ValId labels = dec_ml_labels(c);
+    ValId labels = ml_labels_in(c);
     if (labels == IR_NONE)
         return false;
     const IrAttr *sv = ir_attr_find(c->n, "support_vectors"), *co = ir_attr_find(c->n, "coefficients");
-    const IrAttr *kp = ir_attr_find(c->n, "kernel_params"), *rho = ir_attr_find(c->n, "rho");
+    const IrAttr *rho = ir_attr_find(c->n, "rho");
     const int64_t *vpc;
     int64_t nc = dec_numel(dec_ty(c, labels)), ncl = dec_aints(c, "vectors_per_class", &vpc);
     if (dec_has_attr(c, "prob_a") || ncl < 1 || !sv) {
@@ -338,10 +359,9 @@ bool dec_ml_svm_classifier(DecCtx *c)
                 "(prob_a, prob_b)" : "the linear SVMClassifier (no support vectors)");
         return false;
     }
-    ValId x = dec_cast(c, dec_in(c, 0), IR_DT_F32);
-    const IrType *tx = dec_ty(c, x);
-    if (tx->rank == 1)
-        x = dec_reshape(c, x, (int64_t[]){1, tx->dims[0]}, 2);
+    ValId x = ml_rows(c);
+    if (x == IR_NONE)
+        return false;
     int64_t f = dec_ty(c, x)->dims[1], nv = 0, np = nc * (nc - 1) / 2;
     for (int64_t i = 0; i < ncl; i++)
         nv += vpc[i] >= 0 ? vpc[i] : -(1 << 30);     /* a negative count: refused below */
@@ -351,11 +371,7 @@ bool dec_ml_svm_classifier(DecCtx *c)
         dec_err(c, "inconsistent support vectors, coefficients, rho or vectors_per_class");
         return false;
     }
-    int64_t d2[2] = {nv, f};
-    ValId k = svm_kernel(c, x, dec_const(c->g, IR_DT_F32, d2, 2, sv->floats),
-                         dec_as(c, "kernel_type", "LINEAR"),
-                         kp && kp->kind == IR_ATTR_FLOATS ? kp->floats : NULL,
-                         kp && kp->kind == IR_ATTR_FLOATS ? (int)kp->n : 0);
+    ValId k = svm_node_kernel(c, x, sv->floats, nv);
     if (k == IR_NONE)
         return false;
     double *w = ir_scratch(c->g, (size_t)(nv * np) * sizeof *w);   /* [V, P] */
