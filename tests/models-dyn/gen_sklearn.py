@@ -13,7 +13,8 @@ logistic regression (ArrayFeatureExtractor, Imputer, Scaler, OneHotEncoder, Conc
 LinearClassifier), a median imputer before a ridge regression, support vector regression
 with an RBF and a polynomial kernel (SVMRegressor) and support vector classification
 (SVMClassifier: RBF kernel binary, linear kernel three classes with skl2onnx's
-one-vs-rest scoring graph). tests/models-dyn checks
+one-vs-rest scoring graph), and a fully grown decision tree of over 4000 leaves, too large
+for the matrix form, so that its walk form (onnx_ml_walk.c) is tested. tests/models-dyn checks
 each with one bundle bounded to 1..8 samples on data sets of 7 and 3 samples.
 
     python3 tests/models-dyn/gen_sklearn.py [OUTDIR]   (default: this folder)
@@ -83,6 +84,9 @@ def main():
         "skl_svc_c2": SVC().fit(x, y2c),
         "skl_svc_c3": SVC(kernel="linear").fit(x, y3c),
     })
+    xb = RNG.standard_normal((4500, 6)).astype(np.float32)        # one leaf per sample
+    models["skl_deep_tree"] = DecisionTreeRegressor(random_state=0).fit(
+        xb, (xb[:, 0] * 2 + np.sin(3 * xb[:, 1]) + RNG.standard_normal(4500) * 0.1).astype(np.float32))
     for name, model in models.items():
         d = os.path.join(OUT, name)
         os.makedirs(d, exist_ok=True)

@@ -18,34 +18,19 @@
  *                    averaged for AVERAGE, plus base values, then the post transform.
  * Trees are padded to the largest's nodes I and leaves L; a padding leaf needs -1 true
  * nodes and is never reached. The products' constants are capped (MLT_MAX_ELEMS);
- * larger forests are refused with their size. MIN and MAX aggregation, and the post
+ * larger forests (a default scikit-learn random forest) take the walk form instead
+ * (onnx_ml_walk.c: level by level through node tables). MIN and MAX aggregation, and the post
  * transforms SOFTMAX_ZERO and PROBIT, are refused by name. TreeEnsembleClassifier sums
  * class weights the same way; onnx_ml_class.c makes its label and scores.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx.h"
+#include "onnx_ml.h"
 
 #define MLT_MAX_ELEMS ((int64_t)1 << 24)  /* elements of P, W or the member sets, at most */
-
-enum { MLT_LEQ, MLT_LT, MLT_GTE, MLT_GT, MLT_EQ, MLT_NEQ, MLT_MEMBER, MLT_LEAF };
-
-typedef struct {                /* one node of the input's numbering */
-    int64_t feat, tchild, fchild, set0, nset;
-    double thr;
-    int mode;                   /* MLT_* */
-    bool tleaf, fleaf;          /* children are leaf indices (TreeEnsemble), not nodes */
-    bool miss_true;
-} MlNode;
-
-typedef struct {
-    int64_t nnodes, nleaves, ntrees, ntargets;
-    MlNode *node;
-    int64_t *root;              /* per tree: node index, or -1 - leaf index */
-    double *leafw;              /* [nleaves, ntargets] */
-    const double *sets;         /* membership values of the MEMBER nodes */
-} MlForest;
 
 /* Per tree after the walk: internal nodes and leaves in local order, and the paths. */
 typedef struct {
@@ -129,12 +114,14 @@ static bool ml_walk(DecCtx *c, const MlForest *f, MlFlat *fl, int64_t t, int64_t
 }
 
 /* Counts of internal nodes and leaves under `at` (the flat sizes), with a depth cap. */
-static bool ml_count(const MlForest *f, int64_t at, int64_t *ni, int64_t *nl, int depth)
+static bool ml_count(const MlForest *f, int64_t at, int64_t *ni, int64_t *nl, int depth,
+                     int *deepest)
 {
     if (depth > 256)
         return false;
     if (at < 0) {
         (*nl)++;
+        *deepest = depth > *deepest ? depth : *deepest;
         return -1 - at < f->nleaves;
     }
     if (at >= f->nnodes)
@@ -146,16 +133,20 @@ static bool ml_count(const MlForest *f, int64_t at, int64_t *ni, int64_t *nl, in
         (n->fleaf && (n->fchild < 0 || n->fchild >= f->nleaves)) ||
         (!n->tleaf && n->tchild < 0) || (!n->fleaf && n->fchild < 0))
         return false;
-    return ml_count(f, tc, ni, nl, depth + 1) && ml_count(f, fc, ni, nl, depth + 1);
+    return ml_count(f, tc, ni, nl, depth + 1, deepest) &&
+           ml_count(f, fc, ni, nl, depth + 1, deepest);
 }
 
-/* The flat form of forest f. */
-static bool ml_flatten(DecCtx *c, const MlForest *f, MlFlat *fl)
+/* The flat form of forest f; false with *walk set (nothing reported) when the matrix
+ * form would exceed MLT_MAX_ELEMS, and *depth the deepest path, for the walk form. */
+static bool ml_flatten(DecCtx *c, const MlForest *f, MlFlat *fl, bool *walk, int *depth)
 {
     fl->imax = fl->lmax = 1;
+    *walk = false;
+    *depth = 0;
     for (int64_t t = 0; t < f->ntrees; t++) {
         int64_t ni = 0, nl = 0;
-        if (!ml_count(f, f->root[t], &ni, &nl, 0)) {
+        if (!ml_count(f, f->root[t], &ni, &nl, 0, depth)) {
             dec_err(c, "tree %lld: a child index out of range, a cycle or depth over 256",
                     (long long)t);
             return false;
@@ -165,10 +156,7 @@ static bool ml_flatten(DecCtx *c, const MlForest *f, MlFlat *fl)
     }
     int64_t pe = f->ntrees * fl->imax * fl->lmax, we = f->ntrees * fl->lmax * f->ntargets;
     if (pe > MLT_MAX_ELEMS || we > MLT_MAX_ELEMS) {
-        dec_err(c, "unsupported: %lld trees of up to %lld nodes and %lld leaves (the matrix "
-                "form needs %lld elements; at most %lld)", (long long)f->ntrees,
-                (long long)fl->imax, (long long)fl->lmax, (long long)(pe > we ? pe : we),
-                (long long)MLT_MAX_ELEMS);
+        *walk = true;
         return false;
     }
     fl->inode = ir_scratch(c->g, (size_t)(f->ntrees * fl->imax) * sizeof *fl->inode);
@@ -262,8 +250,10 @@ static ValId ml_conditions(DecCtx *c, const MlForest *f, const MlFlat *fl, ValId
 static ValId ml_scores(DecCtx *c, const MlForest *f, ValId x, bool average)
 {
     MlFlat fl;
-    if (!ml_flatten(c, f, &fl))
-        return IR_NONE;
+    bool walk;
+    int depth;
+    if (!ml_flatten(c, f, &fl, &walk, &depth))
+        return walk ? dec_ml_walk(c, f, x, average, depth) : IR_NONE;
     const IrType *tx = dec_ty(c, x);
     int64_t t = f->ntrees, im = fl.imax, lm = fl.lmax, k = f->ntargets, nsamp = tx->dims[0];
     int64_t *feat = ir_scratch(c->g, (size_t)(t * im) * sizeof *feat);
@@ -402,13 +392,36 @@ bool dec_ml_tree_ensemble(DecCtx *c)
     return y != IR_NONE;
 }
 
-/* Index of (tree, node id) among the legacy node arrays, or -1. */
-static int64_t ml_find(const int64_t *trees, const int64_t *ids, int64_t n, int64_t t, int64_t id)
+/* The legacy node arrays' (tree, node id) keys, sorted, for ml_find's binary search
+ * (a forest of 100 default trees has over 10^5 nodes: a linear search per child took
+ * seconds). */
+typedef struct {
+    int64_t tree, id, index;
+} MlKey;
+
+static int ml_key_cmp(const void *a, const void *b)
 {
+    const MlKey *x = a, *y = b;
+    if (x->tree != y->tree)
+        return x->tree < y->tree ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static MlKey *ml_keys(DecCtx *c, const int64_t *trees, const int64_t *ids, int64_t n)
+{
+    MlKey *k = ir_scratch(c->g, (size_t)n * sizeof *k);
     for (int64_t i = 0; i < n; i++)
-        if (trees[i] == t && ids[i] == id)
-            return i;
-    return -1;
+        k[i] = (MlKey){trees[i], ids[i], i};
+    qsort(k, (size_t)n, sizeof *k, ml_key_cmp);
+    return k;
+}
+
+/* Index of (tree, node id) among the n legacy nodes (keys sorted by ml_keys), or -1. */
+static int64_t ml_find(const MlKey *keys, int64_t n, int64_t t, int64_t id)
+{
+    MlKey want = {t, id, 0};
+    const MlKey *k = bsearch(&want, keys, (size_t)n, sizeof *keys, ml_key_cmp);
+    return k ? k->index : -1;
 }
 
 /* Mode of a legacy nodes_modes string (MLT_*), or -1. */
@@ -457,6 +470,7 @@ static bool ml_legacy_forest(DecCtx *c, const char *wp, int64_t k, MlForest *f)
     int64_t ntr = 0;
     for (int64_t i = 0; i < n; i++)
         ntr = trees[i] + 1 > ntr ? trees[i] + 1 : ntr;
+    const MlKey *keys = ml_keys(c, trees, ids, n);
     *f = (MlForest){n, n, ntr, k, ir_scratch(c->g, (size_t)n * sizeof(MlNode)),
                     ir_scratch(c->g, (size_t)ntr * sizeof(int64_t)),
                     ir_scratch(c->g, (size_t)(n * k) * sizeof(double)), NULL};
@@ -469,7 +483,7 @@ static bool ml_legacy_forest(DecCtx *c, const char *wp, int64_t k, MlForest *f)
             dec_err(c, "node %lld: unsupported mode '%s'", (long long)i, ma->strings[i]);
             return false;
         }
-        int64_t ti = ml_find(trees, ids, n, trees[i], tc[i]), fi = ml_find(trees, ids, n, trees[i], fc[i]);
+        int64_t ti = ml_find(keys, n, trees[i], tc[i]), fi = ml_find(keys, n, trees[i], fc[i]);
         if (mode != MLT_LEAF && (ti < 0 || fi < 0)) {
             dec_err(c, "node %lld: a child id not in its tree", (long long)i);
             return false;
@@ -487,7 +501,7 @@ static bool ml_legacy_forest(DecCtx *c, const char *wp, int64_t k, MlForest *f)
             return false;
         }
     for (int64_t j = 0; j < nt; j++) {
-        int64_t i = ml_find(trees, ids, n, ttree[j], tnode[j]);
+        int64_t i = ml_find(keys, n, ttree[j], tnode[j]);
         if (i < 0 || tid[j] < 0 || tid[j] >= k || strcmp(ma->strings[i], "LEAF")) {
             dec_err(c, "%s weight %lld: not on a leaf of its tree, or id out of range", wp,
                     (long long)j);

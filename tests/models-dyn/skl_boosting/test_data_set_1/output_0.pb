@@ -1,1 +1,1 @@
-BvariableJ.Û>èGEÀÉe@
+BvariableJ¬þ•¿®#­>B?

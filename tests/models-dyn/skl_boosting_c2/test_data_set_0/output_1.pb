@@ -1,1 +1,1 @@
-BprobabilitiesJ8¼Q>Q¸K?¡‚>¯>?bOƒ>OX>?†í>ù<	?¼Q>Q¸K?¼Q>Q¸K?ù!?ü¼>
+BprobabilitiesJ8&eˆ>mÍ;?¡‚>¯>?e?þ5ç>8,ù>äi?†í>ù<	?¼Q>Q¸K?eQ?ük:>

@@ -1,2 +1,1 @@
-BprobabilitiesJDTê>ÞÕ
-?†í>ù<	?¼Q>Q¸K?
+BprobabilitiesJeQ?ük:>¼Q>Q¸K?¼Q>Q¸K?

@@ -1,1 +1,1 @@
-BprobabilitiesJ$IÈë=­>¶›>?¹¸Ô=ÿX?±ŽU=¹¸Ô=ÿX?±ŽU=
+BprobabilitiesJ$¹¸Ô=ÿX?±ŽU=¹¸Ô=ÿX?±ŽU=¹¸Ô=ÿX?±ŽU=

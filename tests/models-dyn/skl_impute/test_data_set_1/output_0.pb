@@ -1,1 +1,1 @@
-BvariableJ[_Å¿&d¿,ú€?
+BvariableJZÊL?ÈÀÌ¿

@@ -1,1 +1,1 @@
-BprobabilitiesJ$®á˜>+Þ0?¹?,<êF’>F4?CQ<Çõ>Éi?)8Ù;
+BprobabilitiesJ$Û€=9«D?è2K>/}>	H;?k®<ÂsÑ>¨Á?Ï!<

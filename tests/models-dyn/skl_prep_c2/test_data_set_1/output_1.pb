@@ -1,1 +1,1 @@
-BprobabilitiesJ™?’Ђв>Lл“=ЦҐe?nйv? i=
+BprobabilitiesJћґЙ=&…n?0)Ч>hk4?шиu?xp!=

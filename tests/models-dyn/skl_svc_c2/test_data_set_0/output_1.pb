@@ -1,1 +1,1 @@
-BprobabilitiesJ8…ü¿…ü?Rq¿Rq?rÇ?rÇ¿b†ü¿b†ü?§Q²?§Q²¿¼¾¼>b™¾b™>
+BprobabilitiesJ8”ý>”ý¾Ø3`>Ø3`¾ÅÝ¿ÅÝ?÷<?÷<¿rÞ¾?rÞ¾¿Xä°?Xä°¿åyr¿åyr?

@@ -1,1 +1,1 @@
-BprobabilitiesJÃzš¿Ãzš?AÛD½AÛD=˜ª¿˜ª?
+BprobabilitiesJP=4?P=4¿ð¦?ð¦¿˜J@˜JÀ

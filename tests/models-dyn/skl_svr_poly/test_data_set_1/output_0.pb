@@ -1,1 +1,1 @@
-BvariableJ	Ю╓┐8═?он─?
+BvariableJ╢╦>SМX└KБє╛

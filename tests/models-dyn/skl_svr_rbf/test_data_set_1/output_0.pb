@@ -1,1 +1,1 @@
-BvariableJÿ9°?ê²q?„L€À
+BvariableJ‰Þ±?¼D ¿P›ê½

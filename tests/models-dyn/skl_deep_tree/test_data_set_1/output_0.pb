@@ -1,0 +1,1 @@
+BvariableJ=a@œz>QÀ
