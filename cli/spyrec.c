@@ -524,6 +524,7 @@ static void cache_lookup(const Args *a, IrDiag *diag)
         if (a->bind_path[i])
             inputs[n++] = a->bind_path[i];
     bool off = a->no_cache || a->print_ops || (a->dump_after && a->emit != EMIT_DOT);
+    const char *out = a->output ? a->output : "-";     /* --print-ops takes no -o */
     CliCacheSpec spec = {
         .dir = off ? NULL : a->cache_dir,
         .max_bytes = a->cache_max,
@@ -535,10 +536,10 @@ static void cache_lookup(const Args *a, IrDiag *diag)
         .ninputs = n,
         .argv0 = a->argv0,
         .version = SPYREC_VERSION,
-        .link = a->emit == EMIT_SBIN && !a->cache_copy && strcmp(a->output, "-"),
+        .link = a->emit == EMIT_SBIN && !a->cache_copy && strcmp(out, "-"),
     };
     cli_cache_guess(&live.cache, &spec);
-    if (live.cache.guess_out && strcmp(a->output, "-")) {
+    if (live.cache.guess_out && strcmp(out, "-")) {
         live.writer = cli_write_begin(a->output, live.cache.guess_out, live.cache.guess_len,
                                       live.cache.guess_crc, live.cache.guess_src);
         live.unwritable = !live.writer;    /* said why; a hit would only say it again */

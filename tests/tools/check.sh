@@ -300,6 +300,9 @@ part_cli() {
     expect_rc cli/spyrec-compile 0 "$SPYREC" $ex/model.onnx -o "$sbin"
     expect_rc cli/spyrec-emit-ir 0 "$SPYREC" $ex/model.onnx --emit=ir -o "$W/cli/tiny_cnn.ir"
     expect_rc cli/spyrec-emit-asm 0 "$SPYREC" $ex/model.onnx --emit=asm -o "$W/cli/tiny_cnn.s"
+    expect_rc cli/spyrec-print-ops 0 "$SPYREC" $ex/model.onnx --print-ops
+    grep -qx 'Conv' "$(logname cli/spyrec-print-ops)"
+    result cli/spyrec-print-ops-lists-conv $? "$(logname cli/spyrec-print-ops)"
     expect_rc cli/spyrun-help 0 "$SPYRUN" --help
     expect_rc cli/spyrun-missing-bundle 2 "$SPYRUN" "$W/cli/none.sbin"
     expect_rc cli/spyrun-not-a-bundle 2 "$SPYRUN" $ex/model.onnx
