@@ -354,6 +354,10 @@ bool dec_ml_svm_classifier(DecCtx *c)
     const IrAttr *rho = ir_attr_find(c->n, "rho");
     const int64_t *vpc;
     int64_t nc = dec_numel(dec_ty(c, labels)), ncl = dec_aints(c, "vectors_per_class", &vpc);
+    if (dec_ml_post_code(c) != 0) {
+        dec_err(c, "unsupported: post_transform other than NONE");
+        return false;
+    }
     if (dec_has_attr(c, "prob_a") || ncl < 1 || !sv) {
         dec_err(c, "unsupported: %s", dec_has_attr(c, "prob_a") ? "probability estimates "
                 "(prob_a, prob_b)" : "the linear SVMClassifier (no support vectors)");
@@ -407,10 +411,6 @@ bool dec_ml_svm_classifier(DecCtx *c)
         c->out[1] = dec_concat(c, parts, 2, 1);
     } else {
         c->out[1] = sc;
-    }
-    if (dec_ml_post_code(c) != 0) {
-        dec_err(c, "unsupported: post_transform other than NONE");
-        return false;
     }
     return true;
 }

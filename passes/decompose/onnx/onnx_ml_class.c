@@ -18,6 +18,17 @@
 
 #include "onnx.h"
 
+/* post_transform as a number (0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT). */
+int64_t dec_ml_post_code(DecCtx *c)
+{
+    static const char *const names[] = {"NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"};
+    const char *pt = dec_as(c, "post_transform", "NONE");
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(pt, names[i]))
+            return i;
+    return 9;
+}
+
 ValId dec_ml_labels(DecCtx *c)
 {
     const int64_t *v;

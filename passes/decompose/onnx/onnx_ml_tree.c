@@ -519,17 +519,6 @@ static int64_t ml_base(DecCtx *c, const double **base)
     return n >= 0 ? n : ml_floats(c, "base_values_as_tensor", base);
 }
 
-/* post_transform as a number (0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT). */
-int64_t dec_ml_post_code(DecCtx *c)
-{
-    static const char *const names[] = {"NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT"};
-    const char *pt = dec_as(c, "post_transform", "NONE");
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(pt, names[i]))
-            return i;
-    return 9;
-}
-
 /* TreeEnsembleRegressor (ai.onnx.ml 1 and 3). */
 bool dec_ml_tree_regressor(DecCtx *c)
 {
