@@ -97,6 +97,9 @@ bool dec_qlinear_conv(DecCtx *c);         /* QLinearConv */
 #define DEC_SUB_MAX_IN 16
 bool dec_sub_run(DecCtx *c, DecFn fn, const char *op, const ValId *in, int nin, bool attrs,
                  ValId *out);
+/* dec_sub_run with the attributes at[0..nat) instead of the node's (made with ir_attr_*) */
+bool dec_sub_run_with(DecCtx *c, DecFn fn, const char *op, const ValId *in, int nin,
+                      IrAttr *at, int nat, ValId *out);
 bool dec_ms_gelu(DecCtx *c);              /* Gelu BiasGelu FastGelu */
 bool dec_quick_gelu(DecCtx *c);           /* QuickGelu */
 bool dec_fused_matmul(DecCtx *c);         /* FusedMatMul */
@@ -122,6 +125,8 @@ bool dec_matmul_nbits(DecCtx *c);         /* MatMulNBits */
 bool dec_embed_layernorm(DecCtx *c);      /* EmbedLayerNormalization */
 bool dec_ms_attention(DecCtx *c);         /* Attention (com.microsoft) */
 bool dec_ms_mha(DecCtx *c);               /* MultiHeadAttention */
+/* onnx_gqa_ms.c: the grouped-query attention of its LLM exports (onnxruntime-genai) */
+bool dec_ms_gqa(DecCtx *c);               /* GroupQueryAttention */
 
 /* onnx_ml.c, onnx_ml_tree.c: the ai.onnx.ml domain (classical machine learning) */
 bool dec_ml_binarizer(DecCtx *c);         /* Binarizer */

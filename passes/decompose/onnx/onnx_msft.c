@@ -43,16 +43,22 @@
 bool dec_sub_run(DecCtx *c, DecFn fn, const char *op, const ValId *in, int nin, bool attrs,
                  ValId *out)
 {
+    return dec_sub_run_with(c, fn, op, in, nin, attrs ? c->n->attrs : NULL,
+                            attrs ? c->n->nattrs : 0, out);
+}
+
+/* The same with the attributes at[0..nat) instead of the node's. */
+bool dec_sub_run_with(DecCtx *c, DecFn fn, const char *op, const ValId *in, int nin,
+                      IrAttr *at, int nat, ValId *out)
+{
     ValId buf[DEC_SUB_MAX_IN];
     IR_ASSERT(nin <= DEC_SUB_MAX_IN);
     memcpy(buf, in, (size_t)nin * sizeof *buf);
     IrNode n2 = *c->n;
     n2.in = buf;
     n2.nin = (uint16_t)nin;
-    if (!attrs) {
-        n2.attrs = NULL;
-        n2.nattrs = 0;
-    }
+    n2.attrs = at;
+    n2.nattrs = (uint16_t)nat;
     if (op)
         n2.foreign.op_type = op;
     DecCtx c2 = *c;

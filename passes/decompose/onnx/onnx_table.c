@@ -242,6 +242,7 @@ static const OnnxEntry onnx_table[] = {
     {"com.microsoft", "Attention", 1, 1, dec_ms_attention},
     {"com.microsoft", "RotaryEmbedding", 1, 1, dec_ms_rotary},
     {"com.microsoft", "MultiHeadAttention", 1, 1, dec_ms_mha},
+    {"com.microsoft", "GroupQueryAttention", 1, 1, dec_ms_gqa},
     {"com.microsoft", "FusedConv", 1, 1, dec_fused_conv},
     {"com.microsoft", "FusedGemm", 1, 1, dec_fused_gemm},
     {"com.microsoft", "QuantizeLinear", 1, 1, dec_quantize},
