@@ -406,6 +406,9 @@ const char *cli_metric_precision_defaults(const char *meta, CliMetricSpec *spec)
 /* The fp16 thresholds (rel-l2 2e-2, cosine 0.999, top1 1) into spec: a half-precision
  * output checked with no --metric, --rtol or --atol. */
 void cli_metric_half_defaults(CliMetricSpec *spec);
+/* The outputs META lists as computed in half precision ("half_outputs=0,2", from
+ * fe_half_outputs): bit k for output k (k < 64). */
+uint64_t cli_half_outputs_mask(const char *meta);
 bool cli_metrics_pass(const CliMetrics *m, const CliMetricSpec *spec, char *why, size_t n);
 void cli_metrics_print(FILE *f, const CliMetrics *m);
 

@@ -119,15 +119,33 @@ static bool render_asm(const uint8_t *bundle, size_t n, char **buf, size_t *len)
     return fclose(f) == 0 && ok;
 }
 
-/* Bundle meta text: compiler version and the flags that shaped the output. */
-static char *make_meta(const Args *a)
+/* The outputs of mask as META's list ("0,2"; "" for none), malloc'd; NULL when out of
+ * memory. */
+static char *half_list(uint64_t mask)
 {
-    const char *fmt = "compiler=spyrec %s\nflags=%s\n";
+    char *s = malloc(64 * 3 + 1);
+    size_t len = 0;
+    for (int j = 0; s && j < 64; j++)
+        if (mask >> j & 1)
+            len += (size_t)snprintf(s + len, 64 * 3 + 1 - len, len ? ",%d" : "%d", j);
+    if (s)
+        s[len] = '\0';
+    return s;
+}
+
+/* Bundle meta text: compiler version, the flags that shaped the output and, when the
+ * model computes some float32 outputs in half precision, their indices (half, from
+ * fe_half_outputs; spyrun --check judges them as float16 outputs). */
+static char *make_meta(const Args *a, const char *half)
+{
+    const char *fmt = "compiler=spyrec %s\nflags=%s\n%s%s%s";
     const char *flags = a->flags ? a->flags : "";
-    size_t n = strlen(fmt) + strlen(SPYREC_VERSION) + strlen(flags) + 1;
+    bool h = half && *half;
+    size_t n = strlen(fmt) + strlen(SPYREC_VERSION) + strlen(flags) + (h ? strlen(half) : 0) + 16;
     char *m = malloc(n);
     if (m)
-        snprintf(m, n, fmt, SPYREC_VERSION, flags);
+        snprintf(m, n, fmt, SPYREC_VERSION, flags, h ? "half_outputs=" : "", h ? half : "",
+                 h ? "\n" : "");
     return m;
 }
 
@@ -140,6 +158,7 @@ static struct {
     size_t blen;
     bool bundle_mapped;            /* bundle maps the written output (stream_bundle) */
     char *text;
+    char *half;                    /* the outputs computed in half precision (META) */
     FILE *dot;                     /* --emit=dot: memstream of the graphs */
     char *dot_buf;
     size_t dot_len;
@@ -296,6 +315,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
     po.cpool = live.cpool;
     uint32_t nnames = 0;
     const char **names = a->strip || a->emit == EMIT_IR ? NULL : model_names(g, &nnames);
+    live.half = half_list(fe_half_outputs(g));  /* before the pipeline rewrites casts */
     if (!pass_run_pipeline(g, &po) || ir_failed(g))
         return failure_status(diag, "the pass pipeline");
     if (dot)
@@ -311,7 +331,7 @@ static int compile_graph(IrGraph *g, IrDiag *diag, const Args *a, const SpyTarge
         return write_output(a, live.text, len);
     }
     cli_progress_stage("codegen");
-    char *meta = make_meta(a);
+    char *meta = make_meta(a, live.half);
     CgOptions co = {.target = target, .meta = meta ? meta : "", .debug = !a->strip,
                     .model_names = names, .nmodel_names = nnames};
     if (buckets) {
@@ -648,6 +668,7 @@ done:
     else
         free(live.bundle);
     free(live.text);
+    free(live.half);
     if (live.g) {
         live.g->oom = NULL;
         ir_graph_free(live.g);

@@ -53,6 +53,7 @@ typedef struct {
     int warmup;                    /* -1 = default */
     CliMetricSpec metrics;         /* --metric NAME=VALUE thresholds */
     const char *compare;           /* --compare B.sbin */
+    uint64_t half_out;             /* outputs the model computes in half precision (META) */
 } Args;
 
 /* Print the usage text. */
@@ -597,10 +598,13 @@ static int print_check(const Args *a, int k, const spy_tensor_info *info, const 
     bool fl = ir_dtype_is_float((IrDType)info->dtype);
     CliMetricSpec spec = a->metrics;
     bool half = info->dtype == IR_DT_F16 || info->dtype == IR_DT_BF16;
-    if (half && !cli_metric_any(&spec) && !a->tol_given) {
+    bool cast = !half && k < 64 && (a->half_out >> k & 1);   /* a half value as float32 */
+    if ((half || cast) && !cli_metric_any(&spec) && !a->tol_given) {
         cli_metric_half_defaults(&spec);   /* float16 goldens: the fp16 metrics */
         printf("output %d '%s' is %s: passes by rel-l2 <= %g, cosine >= %g, top1 = 1\n", k,
-               info->name, info->dtype == IR_DT_F16 ? "float16" : "bfloat16",
+               info->name,
+               cast ? "float32 cast from half precision in the model"
+                    : info->dtype == IR_DT_F16 ? "float16" : "bfloat16",
                spec.thr[CLI_MET_REL_L2], spec.thr[CLI_MET_COSINE]);
     }
     bool by_metrics = fl && cli_metric_any(&spec);
@@ -797,6 +801,7 @@ static int run_model(const Args *a, const spy_model *m)
     if (grc > rc)
         rc = grc;
     Args ca = *a;                  /* an fp16/int8/fp8 bundle: its metric defaults */
+    ca.half_out = cli_half_outputs_mask(spy_model_meta(m));
     const char *prec = a->check_dir ? cli_metric_precision_defaults(spy_model_meta(m),
                                                                     &ca.metrics) : NULL;
     if (prec)

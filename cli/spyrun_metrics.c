@@ -175,6 +175,24 @@ void cli_metric_half_defaults(CliMetricSpec *spec)
     *spec = metric_defs[0].spec;
 }
 
+uint64_t cli_half_outputs_mask(const char *meta)
+{
+    const char *f = meta ? strstr(meta, "half_outputs=") : NULL;
+    uint64_t mask = 0;
+    if (!f || (f != meta && f[-1] != '\n'))
+        return 0;
+    for (const char *p = f + strlen("half_outputs="); *p && *p != '\n';) {
+        char *end;
+        unsigned long k = strtoul(p, &end, 10);
+        if (end == p)
+            break;
+        if (k < 64)
+            mask |= 1ull << k;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return mask;
+}
+
 /* The pass thresholds of a reduced-precision bundle: when spec has none and the
  * bundle's META flags line (spy_model_meta) records "--precision P", spec gets P's
  * defaults (the README's): fp16 rel-l2 2e-2, cosine 0.999 and top1 1; int8 (W8A8)

@@ -79,6 +79,11 @@ IrGraph *fe_load_model(const char *path, IrDiag *diag, const FeOptions *opt);
 /* Target description from YAML (schemas/spyre32.yaml format). Returns false with a
  * message "file: line N: ..." in diag on error. */
 bool fe_load_target(const char *path, SpyTarget *out, IrDiag *diag);
+
+/* The float32 graph outputs of g (as imported, before the passes) that the model
+ * computes in half precision, cast from float16 or bfloat16 (fe_halfout.c): bit j for
+ * output j < 64. */
+uint64_t fe_half_outputs(IrGraph *g);
 /* The built-in reference target (same values as schemas/spyre32.yaml). */
 void fe_default_target(SpyTarget *out);
 

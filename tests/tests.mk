@@ -201,10 +201,10 @@ $(BUILD)/tests/jsoncheck: tests/tools/jsoncheck.c
 
 # ---- the reference-evaluator runner (tests/tools/irrun.c): the decomposition's numerics
 # checked without the back end (check.sh's "irrun" part) -------------------------------
-$(BUILD)/tests/irrun: tests/tools/irrun.c $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
+$(BUILD)/tests/irrun: tests/tools/irrun.c $(BUILD)/obj/cli/spyrun_metrics.o $(LIBSPYREC) $(LIBRT_A) | $(GEN_PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) -Ipasses $(CFLAGS) $(LDFLAGS) -o $@ $< \
-	    $(LIBSPYREC) $(LIBRT_A) $(COMPILER_LIBS) $(LDLIBS)
+	    $(BUILD)/obj/cli/spyrun_metrics.o $(LIBSPYREC) $(LIBRT_A) $(COMPILER_LIBS) $(LDLIBS)
 
 # the one-row F32 MATMUL (a decode step's products) against a plain read of the same
 # DRAM-resident weight, 1 and 2 threads (tests/bench/mm_gemv.c)
