@@ -598,16 +598,17 @@ static bool prop_cumsum(Sd *d, const IrNode *n, const SdVal *s)
     return true;
 }
 
-/* Does an input of n have a padded axis (only windows may read one)? */
-static bool reads_padded(const Sd *d, const IrNode *n)
+/* The symbol of the first padded axis (a window's input, plo / phi) that node n reads,
+ * on any input; -1 when it reads none. */
+static int padded_sym(const Sd *d, const IrNode *n)
 {
     for (int i = 0; i < n->nin; i++) {
         const SdVal *s = n->in[i] != IR_NONE ? sd_get(d, n->in[i]) : NULL;
         for (int a = 0; s && a < ir_vtype(d->g, n->in[i])->rank; a++)
             if (s->ax[a].plo || s->ax[a].phi)
-                return true;
+                return first_sym(&(SdVal){.ax = {s->ax[a]}}, 1);
     }
-    return false;
+    return -1;
 }
 
 /* Carry the symbolic axes through node n (its inputs may be replaced by masked ones). */
@@ -624,8 +625,9 @@ static bool prop_node(Sd *d, IrNode *n)
     const IrOpInfo *oi = &ir_op_info[n->op];
     if (n->op == IR_OP_CONV || n->op == IR_OP_WINDOW)
         return s ? prop_window(d, n, s) : prop_lead(d, n, lead, "convolution weights");
-    if (reads_padded(d, n))
-        return refuse(d, n, first_sym(s, ir_vtype(d->g, n->in[0])->rank), "padding");
+    int pk = padded_sym(d, n);
+    if (pk >= 0)
+        return refuse(d, n, pk, "padding");
     if (n->op == IR_OP_PAD)
         return prop_pad(d, n, s);
     if ((oi->flags & IR_OPF_POINTWISE) &&
