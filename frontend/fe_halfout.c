@@ -65,41 +65,35 @@ static IrDType val_dtype(IrGraph *g, ValId v, int depth)
     return n->nin >= 1 && n->in[0] != IR_NONE ? val_dtype(g, n->in[0], depth + 1) : IR_DT_UNDEF;
 }
 
-/* Whether value v of g is computed by the model: produced, through ops that only move
- * values, by one that is not a graph input or constant. */
-static bool computed(IrGraph *g, ValId v)
+/* The value v of g comes from, past the ops that only move values (v itself when its
+ * producer does something else, or when it is a graph input or constant). */
+static ValId skip_moves(IrGraph *g, ValId v)
 {
-    for (int hops = 0; hops < 64 && v != IR_NONE; hops++) {
-        const IrValue *x = ir_val(g, v);
-        if (x->def == IR_NONE)
-            return false;
-        const IrNode *n = ir_node(g, x->def);
-        if (!moves_only(n) || n->nin < 1)
-            return true;
+    for (int hops = 0; hops < 64; hops++) {
+        NodeId def = ir_val(g, v)->def;
+        if (def == IR_NONE)
+            return v;
+        const IrNode *n = ir_node(g, def);
+        if (!moves_only(n) || n->nin < 1 || n->in[0] == IR_NONE)
+            return v;
         v = n->in[0];
     }
-    return true;
+    return v;
 }
 
 /* Whether value v of g is a float value converted from a half one that the model
  * computed (a half input or constant converted is exact: the float32 tolerance stays). */
 static bool from_half(IrGraph *g, ValId v)
 {
-    for (int hops = 0; hops < 64 && v != IR_NONE; hops++) {
-        const IrValue *x = ir_val(g, v);
-        if (x->def == IR_NONE || !ir_dtype_is_float(val_dtype(g, v, 0)))
-            return false;
-        const IrNode *n = ir_node(g, x->def);
-        if (n->nin < 1 || n->in[0] == IR_NONE)
-            return false;
-        IrDType src = val_dtype(g, n->in[0], 0);
-        if (converts(n))
-            return (src == IR_DT_F16 || src == IR_DT_BF16) && computed(g, n->in[0]);
-        if (!moves_only(n))
-            return false;
-        v = n->in[0];
-    }
-    return false;
+    NodeId def = ir_val(g, skip_moves(g, v))->def;
+    if (def == IR_NONE)
+        return false;
+    const IrNode *n = ir_node(g, def);
+    if (!converts(n) || n->nin < 1 || n->in[0] == IR_NONE)
+        return false;
+    IrDType src = val_dtype(g, n->in[0], 0);
+    return (src == IR_DT_F16 || src == IR_DT_BF16) &&
+           ir_val(g, skip_moves(g, n->in[0]))->def != IR_NONE;
 }
 
 uint64_t fe_half_outputs(IrGraph *g)
