@@ -74,7 +74,8 @@ def goldens(d, sets):
                 f.write(numpy_helper.from_array(o, meta.name).SerializeToString())
 
 
-def export(sub, name, model, sets, ins, outs, opset=18, dynamo=True, axes=None, flags=None):
+def export(sub, name, model, sets, ins, outs, opset=18, dynamo=True, axes=None, flags=None,
+           dyn=None):
     d = os.path.join(OUT, sub, name)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.onnx")
@@ -82,7 +83,8 @@ def export(sub, name, model, sets, ins, outs, opset=18, dynamo=True, axes=None, 
     with torch.no_grad():
         if dynamo:
             torch.onnx.export(model, tuple(sets[0]), path, input_names=ins, output_names=outs,
-                              opset_version=opset, dynamo=True, external_data=False)
+                              opset_version=opset, dynamo=True, external_data=False,
+                              dynamic_shapes=dyn)
         else:
             torch.onnx.export(model, tuple(sets[0]), path, input_names=ins, output_names=outs,
                               opset_version=opset, dynamo=False, dynamic_axes=axes,
@@ -148,8 +150,18 @@ class Hidden(nn.Module):
         super().__init__()
         s.m = m
 
-    def forward(s, *a):
-        return s.m(*a).last_hidden_state
+    def forward(s, input_ids, attention_mask):
+        return s.m(input_ids, attention_mask).last_hidden_state
+
+
+class Logits(nn.Module):
+    """A transformers causal language model's logits."""
+    def __init__(s, m):
+        super().__init__()
+        s.m = m
+
+    def forward(s, input_ids):
+        return s.m(input_ids).logits
 
 
 def swin():
@@ -167,6 +179,16 @@ def bert():
                      intermediate_size=128, max_position_embeddings=64)
     c._attn_implementation = "eager"
     return Hidden(T.BertModel(c))
+
+
+def llama():
+    import transformers as T
+    torch.manual_seed(7)
+    c = T.LlamaConfig(vocab_size=1000, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    c._attn_implementation = "eager"
+    c.use_cache = False
+    return Logits(T.LlamaForCausalLM(c))
 
 
 def main():
@@ -190,6 +212,17 @@ def main():
     export("models-dyn", "cnn_opset11_dynb", randomize_bn(SmallCNN()),
            [[img(2, 3, 32, 32)], [img(5, 3, 32, 32)]], ["x"], ["y"], opset=11, dynamo=False,
            axes={"x": {0: "N"}, "y": {0: "N"}}, flags="--dim N=8")
+    # the dynamo exporter with dynamic_shapes (torch.export Dims: symbolic sizes computed
+    # by Shape / Gather / Concat chains and SymInt arithmetic in the graph)
+    B, S = torch.export.Dim("batch", min=1, max=8), torch.export.Dim("seq", min=2, max=63)
+    export("models-dyn", "bert_dynamo", bert(),
+           [[tok(2, 9), ones(2, 9)], [tok(4, 30), ones(4, 30)], [tok(1, 63), ones(1, 63)]],
+           ["input_ids", "attention_mask"], ["hidden"],
+           dyn={"input_ids": {0: B, 1: S}, "attention_mask": {0: B, 1: S}},
+           flags="--dim batch=8 --dim seq=2..63")
+    export("models-dyn", "llama_dynamo", llama(), [[tok(2, 6)], [tok(3, 21)], [tok(1, 2)]],
+           ["input_ids"], ["logits"], dyn={"input_ids": {0: B, 1: S}},
+           flags="--dim batch=8 --dim seq=2..63")
 
 
 if __name__ == "__main__":
