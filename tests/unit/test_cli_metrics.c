@@ -169,12 +169,27 @@ static void test_elem(void **st)
     assert_float_equal(m.cosine, 1.0, 1e-15);
 }
 
+/* META's half_outputs line (spyrec's fe_half_outputs): the listed outputs, only from a
+ * line of its own, indices past 63 and a stray character end nothing else. */
+static void test_half_outputs(void **st)
+{
+    (void)st;
+    assert_true(cli_half_outputs_mask(NULL) == 0);
+    assert_true(cli_half_outputs_mask("compiler=spyrec 1\nflags=\n") == 0);
+    assert_true(cli_half_outputs_mask("compiler=spyrec 1\nflags=\nhalf_outputs=0,2\n") == 5);
+    assert_true(cli_half_outputs_mask("half_outputs=63,64,1\n") == ((1ull << 63) | 2));
+    assert_true(cli_half_outputs_mask("half_outputs=3\nother=1,2\n") == 8);
+    assert_true(cli_half_outputs_mask("flags=--x half_outputs=1\n") == 0);   /* not a line */
+    assert_true(cli_half_outputs_mask("half_outputs=x\n") == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_l2_cosine),  cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_double_accumulation), cmocka_unit_test(test_top1),
         cmocka_unit_test(test_spec),       cmocka_unit_test(test_elem),
+        cmocka_unit_test(test_half_outputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
