@@ -296,9 +296,9 @@ static bool v_vec(Vctx *v, const SpyVec *x) {
             continue;
         int qdt = (x->fn == ISA_VF_SELECT && q == 0) ? ISA_DT_BOOL
                 : (x->fn == ISA_VF_FMA && q == 2) ? x->dtype : sdt;
-        char what[24];
-        snprintf(what, sizeof what, "VEC src[%d]", q);
-        if (!lx2(v, what, x->src[q], x->rows, x->src_rs[q], x->cols, x->src_cs[q],
+        /* the operand's name for a message, without formatting it for every VEC */
+        static const char *const what[3] = {"VEC src[0]", "VEC src[1]", "VEC src[2]"};
+        if (!lx2(v, what[q], x->src[q], x->rows, x->src_rs[q], x->cols, x->src_cs[q],
                  rt_dtype_size(qdt)))
             return false;
     }

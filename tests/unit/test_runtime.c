@@ -830,6 +830,14 @@ static void mut_ring_orphan(TB *b) {
     b->features = SPY_FEAT_RING;
     mut_ring_nofeat(b);
 }
+/* The tile's only DRAM LOAD is on the same core as its RING LOAD (core 2 reads its
+ * rows, then reads them again over the ring): no other core puts them on the ring. */
+static void mut_ring_same_core(TB *b) {
+    SpyInsn *p = &b->code[b->programs[2].first_insn];
+    p[1] = p[0];
+    p[1].dma.flags = ISA_F_RING;
+    b->features = SPY_FEAT_RING;
+}
 
 /* A LOAD over the ring (ISA_F_RING) is refused without the feature bit or without a
  * DRAM LOAD of the same tile on another core of the kernel; with one it delivers that
@@ -838,6 +846,7 @@ static void test_ring(void **state) {
     (void)state;
     refuse_mutation(mut_ring_nofeat, SPY_E_BAD_BUNDLE, "SPY_FEAT_RING");
     refuse_mutation(mut_ring_orphan, SPY_E_BAD_BUNDLE, "no other core");
+    refuse_mutation(mut_ring_same_core, SPY_E_BAD_BUNDLE, "core 2: a LOAD over the ring");
     TB *b = build_pointwise();
     spy_model *m = NULL;
     char err[512];
