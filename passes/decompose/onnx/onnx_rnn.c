@@ -162,11 +162,14 @@ static bool check_dims(DecCtx *c, ValId v, const char *what, int rank, const int
     for (int i = 0; ok && i < rank; i++)
         ok = dims[i] < 0 || t->dims[i] == dims[i];
     if (!ok) {
-        char want[128];
-        size_t k = 0;
+        char want[128], got[128];
+        size_t k = 0, j = 0;
         for (int i = 0; i < rank && k < sizeof want; i++)
             k += (size_t)snprintf(want + k, sizeof want - k, "%s%lld", i ? "," : "", (long long)dims[i]);
-        dec_err(c, "%s must have shape [%s] (rank %d); got rank %d", what, want, rank, t->rank);
+        for (int i = 0; i < t->rank && j < sizeof got; i++)
+            j += (size_t)snprintf(got + j, sizeof got - j, "%s%lld", i ? "," : "",
+                                  (long long)t->dims[i]);
+        dec_err(c, "%s must have shape [%s]; got [%s]", what, want, got);
     }
     return ok;
 }
