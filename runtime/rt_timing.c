@@ -72,6 +72,8 @@ static uint64_t dma_charged(const SpyTarget *t, const SpyDma *x) {
  * each as the most sticks its run may touch. */
 static uint64_t rows_charged(const SpyTarget *t, int64_t off, int64_t row_stride,
                              uint32_t nidx, uint32_t row_elems, unsigned es) {
+    if (!nidx || !row_elems)     /* moves nothing: its row stride was never checked */
+        return 0;
     uint64_t sticks = cost_row_sticks_max(t, off, row_stride * (int64_t)es,
                                           (uint64_t)row_elems * es);
     return (uint64_t)nidx * sticks * t->stick_bytes;

@@ -99,8 +99,14 @@ static bool dram(Vctx *v, const char *what, uint32_t seg, int64_t base, int n,
         return fail(v, "%s into segment %u of input '%s' (inputs are read-only)", what, seg,
                     rt_str(m, m->tensors[s->tensor].name));
     i128 lo, hi;
-    if (!span(n, dims, st, esize, &lo, &hi))
+    if (!span(n, dims, st, esize, &lo, &hi)) {   /* moves nothing; its base must still
+                                                   lie in the segment: the runtime forms
+                                                   the address, the timing reads it */
+        if (base < 0 || (uint64_t)base > s->size)
+            return fail(v, "%s DRAM offset %lld outside segment %u (%llu bytes)", what,
+                        (long long)base, seg, (unsigned long long)s->size);
         return true;
+    }
     if ((i128)base + lo < 0 || (i128)base + hi > (i128)s->size)
         return fail(v, "%s DRAM range [%lld, %lld) outside segment %u (%llu bytes)", what,
                     (long long)((i128)base + lo), (long long)((i128)base + hi), seg,

@@ -823,6 +823,14 @@ static void mut_numel(TB *b) {
     b->tensors[1].numel = 7;
 }
 
+/* A LOAD that moves nothing (an extent 0) from an offset far past its segment: the
+ * runtime forms that address and the timing reads it, so the offset is checked too. */
+static void mut_empty_far(TB *b) {
+    SpyDma *d = &b->code[b->programs[2].first_insn].dma;
+    d->dims[0] = 0;
+    d->dram_off = (int64_t)1 << 60;
+}
+
 static void mut_ring_nofeat(TB *b) {
     b->code[b->programs[2].first_insn].dma.flags = ISA_F_RING;
 }
@@ -879,6 +887,7 @@ static void test_verifier(void **state) {
     refuse_mutation(mut_no_barrier, SPY_E_BAD_BUNDLE, "BARRIER");
     refuse_mutation(mut_early_barrier, SPY_E_BAD_BUNDLE, "unreachable");
     refuse_mutation(mut_dram_range, SPY_E_BAD_BUNDLE, "DRAM range");
+    refuse_mutation(mut_empty_far, SPY_E_BAD_BUNDLE, "DRAM offset 1152921504606846976");
     refuse_mutation(mut_store_input, SPY_E_BAD_BUNDLE, "read-only");
     refuse_mutation(mut_opcode, SPY_E_BAD_BUNDLE, "unknown opcode 77");
     refuse_mutation(mut_core_dup, SPY_E_BAD_BUNDLE, "core 3");
