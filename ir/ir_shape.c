@@ -667,6 +667,31 @@ bool ir_infer_bitcast(IrInferCtx *c)
     return true;
 }
 
+/* SYMLEN x axis: an int32 [1]. */
+bool ir_infer_symlen(IrInferCtx *c)
+{
+    int64_t axis;
+    if (!get_int(c, "axis", -1, 0, ity(c, 0)->rank - 1, &axis))
+        return false;
+    c->out[0] = (IrType){.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
+    return true;
+}
+
+/* SYMLIKE y like: y's type; axis of y and like_axis of like have one extent. */
+bool ir_infer_symlike(IrInferCtx *c)
+{
+    const IrType *y = ity(c, 0), *l = ity(c, 1);
+    int64_t a, b;
+    if (!get_int(c, "axis", -1, 0, y->rank - 1, &a) ||
+        !get_int(c, "like_axis", -1, 0, l->rank - 1, &b))
+        return false;
+    if (y->dims[a] != l->dims[b])
+        return fail(c, "axis %lld of y has %lld elements, axis %lld of like %lld",
+                    (long long)a, (long long)y->dims[a], (long long)b, (long long)l->dims[b]);
+    c->out[0] = *y;
+    return true;
+}
+
 /* Ops without inference (FOREIGN): refused. */
 bool ir_infer_none(IrInferCtx *c)
 {

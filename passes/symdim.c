@@ -26,7 +26,10 @@
  * Ops that move data along a symbolic axis other than as a whole (slices and concats
  * on it, gathers from it by data, reverse scans, a reshape that splits it) are refused
  * (a forward running sum reads only what precedes each position: it is exact), naming
- * the node and the dimension. Constants folded from the bound (position ids, causal
+ * the node and the dimension. Exceptions that are exact at every size: a slice of
+ * positions below the dimension's minimum; the steps of a recurrence unrolled along it
+ * (SLICE padok, SYMLEN, SYMLIKE: symdim_steps.c); a gather of constant indices counted
+ * from the end, which the decomposition counts from the actual extent (inbounds). Constants folded from the bound (position ids, causal
  * masks) are taken as the bound's row-major prefix of those of a smaller size, which
  * holds for what Range, Trilu and comparisons of positions compute.
  */
@@ -191,18 +194,39 @@ static bool prop_transpose(Sd *d, const IrNode *n, const SdVal *s)
     return true;
 }
 
-/* Slice: a symbolic axis must be taken whole. */
+/* Whether a slice of axis x (start, step, size) reads only positions below the least
+ * extent its one symbolic factor can have (a sequence's first step): valid data at
+ * every size. */
+static bool below_min(const Sd *d, const SdAxis *x, int64_t start, int64_t step,
+                      int64_t size)
+{
+    if (x->n != 1 || x->sym[0] < 0 || x->sym[0] >= d->nbase || step <= 0 || size <= 0)
+        return false;
+    for (uint32_t i = 0; i < d->g->nsymdims; i++)
+        if (d->g->symdims[i].sym == x->sym[0] && !d->g->symdims[i].output)
+            return start + (size - 1) * step < d->g->symdims[i].min;
+    return false;
+}
+
+/* Slice: a symbolic axis must be taken whole, unless it reads below its least extent
+ * (below_min), or unless the slice is one step of a
+ * computation unrolled along it (padok: the steps past the actual extent are masked,
+ * symdim_steps.c), whose output axis is then static. */
 static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
 {
     const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
     const int64_t *st, *sp;
     ir_attr_get_ints(n, "starts", &st);
     ir_attr_get_ints(n, "steps", &sp);
+    bool padok = ir_attr_get_int(n, "padok", 0) != 0;
     SdVal *o = sd_new(d, ot);
     for (int a = 0; a < it->rank; a++) {
         if (!ax_sym(&s->ax[a]))
             continue;
-        if (st[a] != 0 || sp[a] != 1 || ot->dims[a] != it->dims[a])
+        bool whole = st[a] == 0 && sp[a] == 1 && ot->dims[a] == it->dims[a];
+        if (!whole && (padok || below_min(d, &s->ax[a], st[a], sp[a], ot->dims[a])))
+            continue;
+        if (!whole)
             return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a slice");
         o->ax[a] = s->ax[a];
     }
@@ -398,7 +422,8 @@ static bool prop_gather(Sd *d, IrNode *n)
     const IrType *ot = ir_vtype(d->g, n->out[0]);
     int axis = (int)ir_attr_get_int(n, "axis", 0), fax[SD_MAXF];
     SdVal *o = sd_new(d, ot);
-    if (st && ax_sym(&st->ax[axis])) {
+    bool inb = ir_attr_get_int(n, "inbounds", 0) != 0;   /* gather_from_end's */
+    if (st && ax_sym(&st->ax[axis]) && !(inb && !si)) {
         const SdAxis *x = &st->ax[axis];
         if (si || !relabel_axes(d->g, n->in[1], x, fax))
             return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "a gather");
@@ -615,6 +640,8 @@ static int padded_sym(const Sd *d, const IrNode *n)
 static bool prop_node(Sd *d, IrNode *n)
 {
     bool any = false, lead[IR_MAX_RANK];
+    if (pass_symdim_steps(d, n))               /* SYMLEN, SYMLIKE: resolved whatever they read */
+        return true;
     if (!d->plan)
         pass_symdim_mean(d, n);                /* also when the mean has no symbolic axis left */
     for (int i = 0; i < n->nin; i++)

@@ -123,4 +123,8 @@ void pass_symdim_mask_outputs(Sd *d, const IrNode *n);
  * constant becomes 1 / the actual count. false when n is no such product. */
 bool pass_symdim_mean(Sd *d, IrNode *n);
 
+/* symdim_steps.c. Node n is a SYMLEN or SYMLIKE (the marker ops of a computation
+ * unrolled along a symbolic axis): its output's axes recorded and, in the rewriting
+ * walk, the node made the view that replaces it; false for any other node. */
+bool pass_symdim_steps(Sd *d, IrNode *n);
 #endif

@@ -9,7 +9,9 @@
  * slice is masked at the projection for all three slices). Also: the runtime's
  * refusals (a size outside the bounds, two inputs disagreeing on a shared symbol) and
  * the compiler's (a reverse scan along a symbolic axis, an average pool whose divisors
- * were folded for the bound).
+ * were folded for the bound). Indexing along it: a gather of the last position (counted
+ * from the actual length), a slice below the least length (exact), one past it
+ * (refused).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -382,6 +384,75 @@ static void test_reverse_scan_refused(void **state)
     assert_true(ut_has_msg(&f->d, "along the bounded dynamic dimension 'seq'"));
 }
 
+/* Gather(x, -1, axis 1) over x f32[2, seq], seq in 1..8 (a recurrence's last step):
+ * the index counts from the actual length, so the result is x[:, n - 1] at every n. */
+static void test_gather_last_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId idx = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){-1});
+    IrAttr ax = ir_attr_int("axis", 1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Gather", 13, (ValId[]){x, idx}, 2, &ax, 1));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[16], out[2];
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 2 * n, 0.7f, 0.2f);
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 1, (int64_t[]){2});
+        ut_expect_close(out, (float[]){in[n - 1], in[2 * n - 1]}, 2, 0);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* Slice x[:, 0:2] of x f32[2, seq]: with seq in 3..8 it reads below the least length
+ * and is exact at every size; with seq in 1..8 it would read padding and is refused. */
+static void slice_first_two(UtFx *f, int64_t lo)
+{
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, lo, "seq");
+    ValId st = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){0});
+    ValId en = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){2});
+    ValId ax = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){1});
+    ir_add_output(f->g, ut_onnx_op(f->g, "Slice", 13, (ValId[]){x, st, en, ax}, 4, NULL, 0));
+    ut_decompose_ok(f);
+}
+
+static void test_slice_below_min(void **state)
+{
+    UtFx *f = *state;
+    slice_first_two(f, 3);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[16], out[4];
+    for (int n = 3; n <= 8; n++) {
+        ut_fill(in, 2 * n, 0.5f, -0.1f);
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 2, (int64_t[]){2, 2});
+        ut_expect_close(out, (float[]){in[0], in[1], in[n], in[n + 1]}, 4, 0);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+static void test_slice_past_min_refused(void **state)
+{
+    UtFx *f = *state;
+    slice_first_two(f, 1);
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, "a slice along the bounded dynamic dimension 'seq'"));
+}
+
 /* A fused QKV projection y = x w (x f32[2, seq, 8], seq in 1..8, y [2, seq, 24]) read
  * by three slices: out = (q k^T) v. The product by v contracts seq, so v's padding
  * must be zero; the SELECT that does it is applied to y for all three slices (pass
@@ -484,6 +555,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_position_ids_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_shared_source_masked, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_gather_last_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_slice_below_min, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_slice_past_min_refused, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

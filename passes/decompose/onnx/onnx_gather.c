@@ -25,6 +25,32 @@ static bool check_const_indices(DecCtx *c, ValId idx, int64_t d)
     return true;
 }
 
+/* Whether every element of the constant integer idx is negative. */
+static bool all_negative(DecCtx *c, ValId idx)
+{
+    const IrType *t = dec_ty(c, idx);
+    const void *p = ir_val(c->g, idx)->data;
+    int64_t n = dec_numel(t);
+    for (int64_t i = 0; i < n; i++)
+        if (dec_load_int(t->dtype, p, i) >= 0)
+            return false;
+    return n > 0;
+}
+
+/* Constant indices that all count from the end (-1: the last) of an axis that may be a
+ * bounded symbolic dimension (a recurrence's last step): counted from its actual
+ * extent (SYMLEN) rather than from the bound, so they stay inside it at every size;
+ * the GATHER says so (inbounds), which pass_symdim needs to take it along that axis. */
+static ValId gather_from_end(DecCtx *c, ValId data, ValId idx, int axis)
+{
+    IrAttr ax = ir_attr_int("axis", axis);
+    ValId len = dec_op(c, IR_OP_SYMLEN, &data, 1, &ax, 1);
+    len = dec_cast(c, dec_reshape(c, len, NULL, 0), IR_DT_I64);
+    ValId in[2] = {data, dec_bin(c, IR_BIN_ADD, dec_cast(c, idx, IR_DT_I64), len)};
+    IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("inbounds", 1)};
+    return dec_op(c, IR_OP_GATHER, in, 2, a, 2);
+}
+
 bool dec_gather_op(DecCtx *c)
 {
     if (!dec_need_in(c, 0) || !dec_need_in(c, 1))
@@ -39,7 +65,10 @@ bool dec_gather_op(DecCtx *c)
     }
     if (!check_const_indices(c, idx, dec_ty(c, data)->dims[axis]))
         return false;
-    c->out[0] = dec_gather(c, data, idx, axis);
+    if (c->g->nsymdims && ir_is_const(c->g, idx) && all_negative(c, idx))
+        c->out[0] = gather_from_end(c, data, idx, axis);
+    else
+        c->out[0] = dec_gather(c, data, idx, axis);
     return true;
 }
 

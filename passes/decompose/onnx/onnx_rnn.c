@@ -9,6 +9,12 @@
  * attributes; clip. sequence_lens (constant or not) masks every step with SELECT:
  * a batch entry keeps its state past its length and its Y rows there are zero, which
  * also makes the reverse direction start at the entry's last valid step.
+ * A sequence along a bounded symbolic dimension (spyrec --dim) is unrolled at its bound
+ * the same way: every entry's length is at most the actual extent (SYMLEN), the steps
+ * are slices that pass_symdim accepts along that axis (padok: past the actual length
+ * they only reach the masked-out branch of those SELECTs), and Y is declared to lie
+ * along the sequence's axis again (SYMLIKE), so the runtime gives it its actual length
+ * (passes/symdim_steps.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -36,6 +42,7 @@ typedef struct {
     ValId x;                               /* [T, B, I] */
     ValId w, r, b;                         /* [D, G*H, I], [D, G*H, H], [D, 2*G*H] or NONE */
     ValId seqlen;                          /* [B, 1] lengths, NONE when not needed */
+    bool sym;                              /* T may be a bounded symbolic dimension */
     ValId h0, c0;                          /* [D, B, H] or NONE */
     double clip;                           /* <= 0: no clipping */
     RnnAct act[RNN_MAX_ACT];               /* nact per direction, forward first */
@@ -209,6 +216,24 @@ static bool read_seqlen(DecCtx *c, Rnn *s, ValId sl)
     return true;
 }
 
+/* In a graph with bounded symbolic dimensions the sequence may be shorter than its
+ * bound T: every entry's length becomes at most the actual extent of X's axis 0
+ * (SYMLEN, resolved by pass_symdim), so the steps past it keep the state as those past
+ * sequence_lens do. */
+static void clip_to_actual(DecCtx *c, Rnn *s)
+{
+    if (!c->g->nsymdims)
+        return;
+    IrAttr ax = ir_attr_int("axis", 0);
+    int64_t one[2] = {1, 1}, b1[2] = {s->B, 1};
+    ValId n = dec_reshape(c, dec_op(c, IR_OP_SYMLEN, &s->x, 1, &ax, 1), one, 2);
+    if (s->seqlen == IR_NONE)
+        s->seqlen = dec_expand(c, n, b1, 2);
+    else
+        s->seqlen = dec_bin(c, IR_BIN_MIN, s->seqlen, dec_cast(c, n, dec_ty(c, s->seqlen)->dtype));
+    s->sym = true;
+}
+
 /* Shared setup of RNN/GRU/LSTM: inputs, shapes, direction, layout, activations.
  * ih/ic: input indices of initial_h / initial_c (ic < 0: none). */
 static bool rnn_setup(DecCtx *c, Rnn *s, int gates, const RnnActKind *dflt, int nper, int ih,
@@ -273,7 +298,10 @@ static bool rnn_setup(DecCtx *c, Rnn *s, int gates, const RnnActKind *dflt, int 
         dec_err(c, "clip must be positive");
         return false;
     }
-    return read_seqlen(c, s, dec_in(c, 4)) && read_acts(c, s, dflt, nper);
+    if (!read_seqlen(c, s, dec_in(c, 4)) || !read_acts(c, s, dflt, nper))
+        return false;
+    clip_to_actual(c, s);
+    return true;
 }
 
 /* Direction d of a [D, ...] value as [...] (rank - 1). */
@@ -313,12 +341,17 @@ static ValId project_x(DecCtx *c, const Rnn *s, int d, ValId xbias)
     return dec_reshape(c, xw, tbg, 3);
 }
 
-/* Step t of a projection [T, B, n] as [B, n]. */
-static ValId step_of(DecCtx *c, ValId xw, int64_t t)
+/* Step t of a projection [T, B, n] as [B, n]; along a symbolic T a slice marked padok
+ * (its result past the actual length is masked out, clip_to_actual). */
+static ValId step_of(DecCtx *c, const Rnn *s, ValId xw, int64_t t)
 {
     const IrType *ty = dec_ty(c, xw);
     int64_t bn[2] = {ty->dims[1], ty->dims[2]};
-    return dec_reshape(c, dec_slice_axis(c, xw, 0, t, 1, 1), bn, 2);
+    int64_t st[3] = {t, 0, 0}, sp[3] = {1, 1, 1}, sz[3] = {1, ty->dims[1], ty->dims[2]};
+    IrAttr a[4] = {ir_attr_ints_ref("starts", st, 3), ir_attr_ints_ref("steps", sp, 3),
+                   ir_attr_ints_ref("sizes", sz, 3), ir_attr_int("padok", 1)};
+    ValId x = dec_op(c, IR_OP_SLICE, &xw, 1, a, s->sym ? 4 : 3);
+    return dec_reshape(c, x, bn, 2);
 }
 
 /* Bias halves of direction d: *wb and *rb are [G*H] (IR_NONE when B is absent). */
@@ -379,6 +412,11 @@ static void rnn_outputs(DecCtx *c, const Rnn *s, RnnDirOut *dirs, bool lstm, Val
             perdir[d] = dec_concat(c, rows, (int)s->T, 0);
         }
         ValId y = dec_concat(c, perdir, (int)s->D, 1);
+        if (s->sym) {                      /* Y's axis 0 is X's: symbolic when it is */
+            IrAttr a[2] = {ir_attr_int("axis", 0), ir_attr_int("like_axis", 0)};
+            ValId yx[2] = {y, s->x};
+            y = dec_op(c, IR_OP_SYMLIKE, yx, 2, a, 2);
+        }
         static const int64_t p[4] = {2, 0, 1, 3};
         out[0] = s->layout ? dec_transpose(c, y, p) : y;
     }
@@ -420,7 +458,7 @@ static void rnn_dir(DecCtx *c, const Rnn *s, int d, bool rev, RnnDirOut *o)
     for (int64_t k = 0; k < s->T; k++) {
         int64_t t = step_time(s, d, k, rev);
         ValId live = live_mask(c, s, t);
-        ValId pre = dec_bin(c, IR_BIN_ADD, step_of(c, xw, t), ir_matmul(c->g, h, rt, c->o));
+        ValId pre = dec_bin(c, IR_BIN_ADD, step_of(c, s, xw, t), ir_matmul(c->g, h, rt, c->o));
         ValId hn = act(c, s, d, 0, pre);
         o->ys[t] = y_of(c, s, live, hn);
         h = keep(c, live, hn, h);
@@ -450,7 +488,7 @@ static void gru_dir(DecCtx *c, const Rnn *s, int d, bool rev, bool lbr, RnnDirOu
     ValId h = init_state(c, s, s->h0, d);
     for (int64_t k = 0; k < s->T; k++) {
         int64_t t = step_time(s, d, k, rev);
-        ValId live = live_mask(c, s, t), xt = step_of(c, xw, t);
+        ValId live = live_mask(c, s, t), xt = step_of(c, s, xw, t);
         ValId hr = ir_matmul(c->g, h, lbr ? rt : rzr, c->o);
         ValId zr = dec_bin(c, IR_BIN_ADD, dec_slice_axis(c, xt, 1, 0, 1, 2 * s->H),
                            dec_slice_axis(c, hr, 1, 0, 1, 2 * s->H));
@@ -498,7 +536,7 @@ static void lstm_dir(DecCtx *c, const Rnn *s, int d, bool rev, ValId p, RnnDirOu
     for (int64_t k = 0; k < s->T; k++) {
         int64_t t = step_time(s, d, k, rev);
         ValId live = live_mask(c, s, t);
-        ValId g = dec_bin(c, IR_BIN_ADD, step_of(c, xw, t), ir_matmul(c->g, h, rt, c->o));
+        ValId g = dec_bin(c, IR_BIN_ADD, step_of(c, s, xw, t), ir_matmul(c->g, h, rt, c->o));
         ValId ig = act(c, s, d, 0, peep(c, gate(c, s, g, 0), pi, cs));
         ValId fg = couple ? dec_bin(c, IR_BIN_SUB, dec_scalar(c->g, s->dt, 1), ig)
                           : act(c, s, d, 0, peep(c, gate(c, s, g, 2), pf, cs));

@@ -1,0 +1,95 @@
+/* symdim_steps.c: the marker ops of a computation unrolled along a bounded symbolic
+ * axis (pass_symdim, passes/symdim.c; ir/ops.def SYMLEN, SYMLIKE).
+ *
+ * A recurrence (RNN, GRU, LSTM) over a symbolic sequence is unrolled at the bound: its
+ * steps are slices of the sequence (SLICE with padok), each step's state update masked
+ * by "step < SYMLEN(sequence, axis)", so that the steps past the actual length keep
+ * the state (the reverse direction then starts at the last valid step), and the
+ * per-step outputs are stacked back and declared to lie along the sequence's axis
+ * (SYMLIKE). The decomposition cannot name the symbol (symbols are followed only
+ * here); this pass resolves both ops:
+ *   - SYMLEN becomes the actual extent: the product of the axis's factors, a symbol's
+ *     actual size (pass_symdim_count) for each symbolic one, or the static extent;
+ *   - SYMLIKE becomes y itself (a reshape to its own shape, a view), its axis taking
+ *     the factors of like's axis.
+ * Both are made only in graphs with symbolic dimensions, so none reaches the back end.
+ */
+#include "symdim.h"
+
+/* The actual extent of axis a of x (info s, NULL: static) as an i32 [1]. */
+static ValId actual_extent(Sd *d, ValId x, const SdVal *s, int a, const IrOrigin *og)
+{
+    IrGraph *g = d->g;
+    IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
+    int32_t stat = 1;
+    ValId n = IR_NONE;
+    if (!s) {
+        stat = (int32_t)ir_vtype(g, x)->dims[a];
+    } else {
+        for (int i = 0; i < s->ax[a].n; i++) {
+            if (s->ax[a].sym[i] < 0) {
+                stat *= (int32_t)s->ax[a].size[i];
+                continue;
+            }
+            ValId c = pass_symdim_count(d, s->ax[a].sym[i], 1, og);
+            n = n == IR_NONE ? c : ir_binary(g, IR_BIN_MUL, n, c, og);
+        }
+    }
+    ValId k = ir_add_const(g, ir_fresh_name(g, "sym_extent"), &ct, &stat);
+    return n == IR_NONE ? k : stat == 1 ? n : ir_binary(g, IR_BIN_MUL, n, k, og);
+}
+
+/* Node n (a copy, re-added by the caller) becomes a reshape of v to v's own shape:
+ * its output, which every user reads, is v. */
+static void become_view(Sd *d, IrNode *n, ValId v)
+{
+    const IrType *t = ir_vtype(d->g, v);
+    IrAttr *at = ir_alloc(d->g, sizeof *at);
+    *at = ir_attr_ints(d->g, "shape", t->dims, t->rank);
+    n->op = IR_OP_RESHAPE;
+    n->in[0] = v;
+    n->nin = 1;
+    n->attrs = at;
+    n->nattrs = 1;
+}
+
+/* SYMLEN: no symbolic axis on its output; replaced by the actual extent. */
+static void symlen(Sd *d, IrNode *n)
+{
+    d->val[n->out[0]] = NULL;
+    if (d->plan)
+        return;
+    int a = (int)ir_attr_get_int(n, "axis", 0);
+    become_view(d, n, actual_extent(d, n->in[0], sd_get(d, n->in[0]), a, &n->origin));
+}
+
+/* SYMLIKE: y's axes, axis `axis` those of like's axis `like_axis`; replaced by y. */
+static void symlike(Sd *d, IrNode *n)
+{
+    const IrType *t = ir_vtype(d->g, n->out[0]);
+    const SdVal *y = sd_get(d, n->in[0]), *l = sd_get(d, n->in[1]);
+    int a = (int)ir_attr_get_int(n, "axis", 0), b = (int)ir_attr_get_int(n, "like_axis", 0);
+    SdVal *o = ir_scratch(d->g, sizeof *o);
+    for (int i = 0; i < t->rank; i++)
+        o->ax[i] = y ? y->ax[i] : (SdAxis){1, {t->dims[i]}, {-1}, 0, 0};
+    if (l)
+        o->ax[a] = l->ax[b];
+    bool sym = false;
+    for (int i = 0; i < t->rank; i++)
+        for (int f = 0; f < o->ax[i].n; f++)
+            sym |= o->ax[i].sym[f] >= 0;
+    d->val[n->out[0]] = sym ? o : NULL;
+    if (!d->plan)
+        become_view(d, n, n->in[0]);
+}
+
+bool pass_symdim_steps(Sd *d, IrNode *n)
+{
+    if (n->op == IR_OP_SYMLEN)
+        symlen(d, n);
+    else if (n->op == IR_OP_SYMLIKE)
+        symlike(d, n);
+    else
+        return false;
+    return true;
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Generate the recurrent models over a bounded symbolic sequence of tests/models-dyn,
+for the dynamic-model tests of `make check` (one bundle each, run at every data set's
+length: onnx_rnn.c unrolls at the bound and masks the steps past the actual length).
+
+  rnn_gru_seq      tests/models/gru (PyTorch: Embedding, two stacked GRU layers, the
+                   last step by Gather(-1), Linear) with its ids' sequence axis made
+                   symbolic: ids i64[3, seq]
+  rnn_lstm_bi_seq  tests/models/lstm_bi (two bidirectional LSTM layers, Reshape with
+                   [0, 0, -1], the last step by Gather(-1)): ids i64[2, seq]
+  rnn_ops_seq      one graph of the recurrent operators' other forms, x f32[seq, 2, 4]
+                   and sequence_lens i32[2]: a bidirectional LSTM with sequence_lens
+                   whose Y, Y_h and Y_c are graph outputs (Y along the symbolic axis:
+                   the runtime gives it its actual length); a reverse GRU with
+                   linear_before_reset (onnxruntime has no layout 1 to check it
+                   against); an RNN whose only output is Y_h
+Data sets at sequence lengths 2 (the bound's minimum), 5 and 12 (its maximum), ids and
+values from seeded generators, goldens from onnxruntime; flags --dim seq=2..12. Run in
+build/venv (numpy, onnx, onnxruntime):
+build/venv/bin/python tests/models-dyn/gen_rnnseq.py
+"""
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+DIR = os.path.dirname(os.path.abspath(__file__))
+TREE = os.path.dirname(DIR)
+LENGTHS = (2, 5, 12)
+FLAGS = "--dim seq=2..12\n"
+
+
+def main():
+    """Write the three models."""
+    rng = np.random.default_rng(23)
+    for name, src in (("rnn_gru_seq", "gru"), ("rnn_lstm_bi_seq", "lstm_bi")):
+        model, vocab, batch = from_tree_model(src)
+        write(name, model, lambda t, b=batch, v=vocab: {
+            "ids": rng.integers(0, v, size=(b, t)).astype(np.int64)})
+    write("rnn_ops_seq", ops_model(rng), lambda t: {
+        "x": rng.standard_normal((t, 2, 4)).astype(np.float32),
+        "seqlens": np.array([t, max(1, t - 2)], np.int32)})
+
+
+def from_tree_model(name):
+    """tests/models/NAME with axis 1 of its input symbolic ('seq') and the value_info that
+    fixed it dropped; also its vocabulary size and batch."""
+    model = onnx.load(os.path.join(TREE, "models", name, "model.onnx"))
+    inp = model.graph.input[0]
+    dim = inp.type.tensor_type.shape.dim[1]
+    dim.ClearField("dim_value")
+    dim.dim_param = "seq"
+    del model.graph.value_info[:]
+    emb = next(i for i in model.graph.initializer if i.name == "emb.weight")
+    return model, emb.dims[0], inp.type.tensor_type.shape.dim[0].dim_value
+
+
+def ops_model(rng):
+    """The graph of rnn_ops_seq (see the top of the file)."""
+    def init(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.4).astype(np.float32),
+                                       name)
+    h = 5
+    inits = [init("lw", (2, 4 * h, 4)), init("lr", (2, 4 * h, h)), init("lb", (2, 8 * h)),
+             init("gw", (1, 9, 4)), init("gr", (1, 9, 3)), init("gb", (1, 18)),
+             init("rw", (1, 3, 4)), init("rr", (1, 3, 3))]
+    nodes = [
+        helper.make_node("LSTM", ["x", "lw", "lr", "lb", "seqlens"], ["y", "y_h", "y_c"],
+                         hidden_size=h, direction="bidirectional"),
+        helper.make_node("GRU", ["x", "gw", "gr", "gb"], ["gy"], hidden_size=3,
+                         direction="reverse", linear_before_reset=1),
+        helper.make_node("RNN", ["x", "rw", "rr"], ["", "r_h"], hidden_size=3),
+    ]
+    graph = helper.make_graph(
+        nodes, "rnn_ops_seq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 2, 4]),
+         helper.make_tensor_value_info("seqlens", TensorProto.INT32, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 2, 2, h]),
+         helper.make_tensor_value_info("y_h", TensorProto.FLOAT, [2, 2, h]),
+         helper.make_tensor_value_info("y_c", TensorProto.FLOAT, [2, 2, h]),
+         helper.make_tensor_value_info("gy", TensorProto.FLOAT, ["seq", 1, 2, 3]),
+         helper.make_tensor_value_info("r_h", TensorProto.FLOAT, [1, 2, 3])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def write(name, model, inputs_at):
+    """tests/models-dyn/NAME: model.onnx, flags, and test_data_set_K at LENGTHS[K] with
+    the inputs inputs_at(length) and onnxruntime's outputs."""
+    here = os.path.join(DIR, name)
+    os.makedirs(here, exist_ok=True)
+    path = os.path.join(here, "model.onnx")
+    onnx.save(model, path)
+    with open(os.path.join(here, "flags"), "w") as f:
+        f.write(FLAGS)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    for k, t in enumerate(LENGTHS):
+        d = os.path.join(here, f"test_data_set_{k}")
+        os.makedirs(d, exist_ok=True)
+        feeds = inputs_at(t)
+        for i, meta in enumerate(sess.get_inputs()):
+            with open(os.path.join(d, f"input_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(feeds[meta.name], meta.name).SerializeToString())
+        for i, (o, meta) in enumerate(zip(sess.run(None, feeds), sess.get_outputs())):
+            with open(os.path.join(d, f"output_{i}.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(o, meta.name).SerializeToString())
+
+
+if __name__ == "__main__":
+    main()
