@@ -231,9 +231,25 @@ static bool finish(IrGraph *g, DynMap *m)
     return dropped;
 }
 
+/* The marker ops of a computation unrolled along a symbolic axis (SYMLEN, SYMLIKE)
+ * mean nothing without symbolic dimensions (a text IR file may hold them): refused,
+ * since only pass_symdim resolves them. */
+static bool no_step_markers(IrGraph *g)
+{
+    for (NodeId i = 0; i < g->nnodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        if (!n->dead && (n->op == IR_OP_SYMLEN || n->op == IR_OP_SYMLIKE)) {
+            ir_error(g, &n->origin, "op %s (value '%s') in a graph without bounded dynamic "
+                     "dimensions", ir_op_info[n->op].name, g->vals[n->out[0]].name);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool pass_dynamic(IrGraph *g, const PassOptions *opt)
 {
-    if (g->nsymdims && !pass_symdim(g))
+    if (g->nsymdims ? !pass_symdim(g) : !no_step_markers(g))
         return false;
     if (g->ndyn == 0 && g->nhidden == 0)
         return true;

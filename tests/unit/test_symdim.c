@@ -453,6 +453,20 @@ static void test_slice_past_min_refused(void **state)
     assert_true(ut_has_msg(&f->d, "a slice along the bounded dynamic dimension 'seq'"));
 }
 
+/* SYMLEN only means something with symbolic dimensions (pass_symdim resolves it): in
+ * a static graph (a text IR file may hold one) the pipeline refuses it. */
+static void test_symlen_static_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = ut_input(f->g, "x", IR_DT_F32, 2, (int64_t[]){2, 3});
+    IrAttr ax = ir_attr_int("axis", 1);
+    NodeId n = ir_add_node(f->g, IR_OP_SYMLEN, &x, 1, &ax, 1, NULL);
+    ir_add_output(f->g, f->g->nodes[n].out[0]);
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, "op symlen"));
+}
+
 /* A fused QKV projection y = x w (x f32[2, seq, 8], seq in 1..8, y [2, seq, 24]) read
  * by three slices: out = (q k^T) v. The product by v contracts seq, so v's padding
  * must be zero; the SELECT that does it is applied to y for all three slices (pass
@@ -558,6 +572,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gather_last_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_slice_below_min, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_slice_past_min_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_symlen_static_refused, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
