@@ -646,6 +646,7 @@ bool dec_rnn_layer(DecCtx *c, const DecRnnLayer *L, ValId out[3])
     }
     if (!nonempty(c, &s))
         return false;
+    clip_to_actual(c, &s);
     RnnDirOut dirs[2];
     alloc_dirs(c, &s, dirs);
     for (int d = 0; d < s.D; d++) {
