@@ -10,8 +10,8 @@
  * refusals (a size outside the bounds, two inputs disagreeing on a shared symbol) and
  * the compiler's (a reverse scan along a symbolic axis, an average pool whose divisors
  * were folded for the bound). Indexing along it: a gather of the last position (counted
- * from the actual length), a slice below the least length (exact), one past it
- * (refused).
+ * from the actual length), x[:, -1:] (likewise), a slice below the least length
+ * (exact), one past it (refused).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -411,6 +411,34 @@ static void test_gather_last_every_size(void **state)
     spy_model_free(m);
 }
 
+/* x[:, -1:] of x f32[2, seq], seq in 1..8 (Slice from -1 to the end): the last
+ * position of the actual length, the axis kept as 1. */
+static void test_slice_last_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId st = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){-1});
+    ValId en = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){INT64_MAX});
+    ValId ax = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){1});
+    ir_add_output(f->g, ut_onnx_op(f->g, "Slice", 13, (ValId[]){x, st, en, ax}, 4, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[16], out[2];
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 2 * n, 0.3f, 0.6f);
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 2, (int64_t[]){2, 1});
+        ut_expect_close(out, (float[]){in[n - 1], in[2 * n - 1]}, 2, 0);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
 /* Slice x[:, 0:2] of x f32[2, seq]: with seq in 3..8 it reads below the least length
  * and is exact at every size; with seq in 1..8 it would read padding and is refused. */
 static void slice_first_two(UtFx *f, int64_t lo)
@@ -571,6 +599,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shared_source_masked, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_gather_last_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_slice_below_min, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_slice_last_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_slice_past_min_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_symlen_static_refused, ut_setup, ut_teardown),
     };

@@ -273,6 +273,10 @@ bool dec_gather_op(DecCtx *c);
 bool dec_gather_elements(DecCtx *c);
 bool dec_gather_nd(DecCtx *c);
 bool dec_reverse_sequence(DecCtx *c);
+/* A GATHER along axis of constant indices idx that all count from the end, counted
+ * from the axis's actual extent (SYMLEN), marked inbounds: for graphs with bounded
+ * symbolic dimensions, where the extent may be smaller than the bound. */
+ValId dec_gather_from_end(DecCtx *c, ValId data, ValId idx, int axis);
 
 /* onnx_scatter.c */
 bool dec_scatter_nd(DecCtx *c);           /* ScatterND: every reduction, runtime indices */

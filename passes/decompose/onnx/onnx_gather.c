@@ -41,7 +41,7 @@ static bool all_negative(DecCtx *c, ValId idx)
  * bounded symbolic dimension (a recurrence's last step): counted from its actual
  * extent (SYMLEN) rather than from the bound, so they stay inside it at every size;
  * the GATHER says so (inbounds), which pass_symdim needs to take it along that axis. */
-static ValId gather_from_end(DecCtx *c, ValId data, ValId idx, int axis)
+ValId dec_gather_from_end(DecCtx *c, ValId data, ValId idx, int axis)
 {
     IrAttr ax = ir_attr_int("axis", axis);
     ValId len = dec_op(c, IR_OP_SYMLEN, &data, 1, &ax, 1);
@@ -66,7 +66,7 @@ bool dec_gather_op(DecCtx *c)
     if (!check_const_indices(c, idx, dec_ty(c, data)->dims[axis]))
         return false;
     if (c->g->nsymdims && ir_is_const(c->g, idx) && all_negative(c, idx))
-        c->out[0] = gather_from_end(c, data, idx, axis);
+        c->out[0] = dec_gather_from_end(c, data, idx, axis);
     else
         c->out[0] = dec_gather(c, data, idx, axis);
     return true;

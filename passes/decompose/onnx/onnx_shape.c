@@ -376,6 +376,40 @@ static bool slice_axis(DecCtx *c, int64_t d, int64_t st, int64_t en, int64_t *st
     return true;
 }
 
+/* In a graph with bounded symbolic dimensions, x[..., -1:, ...]: the last position of
+ * axis a (which may be symbolic) counted from its actual extent, as Gather(-1) is
+ * (dec_gather_from_end), keeping the axis; the other axes as sliced (ost, osp, osz).
+ * Only the last one: a start further from the end would be clamped by ONNX where the
+ * actual extent is shorter, which a constant index cannot follow. */
+static ValId slice_last(DecCtx *c, ValId x, int a, int64_t *ost, int64_t *osp, int64_t *osz)
+{
+    int64_t keep = osz[a], minus1 = -1, one = 1;
+    osz[a] = dec_ty(c, x)->dims[a];            /* axis a whole, the others sliced */
+    ost[a] = 0;
+    osp[a] = 1;
+    ValId y = dec_slice(c, x, ost, osp, osz);
+    osz[a] = keep;
+    return dec_gather_from_end(c, y, dec_const_i64(c->g, &one, 1, &minus1), a);
+}
+
+/* The one axis that Slice takes from start -1 to the end with step 1 (x[:, -1:]), or
+ * -1: the case slice_last serves. */
+static int from_last(const int64_t *st, const int64_t *en, const int64_t *sp, int np,
+                     const int64_t *ax, int na, int ns, int rank)
+{
+    int found = -1;
+    for (int i = 0; i < ns; i++) {
+        int a = (int)(na >= 0 ? ax[i] : i);
+        a = a < 0 ? a + rank : a;
+        if (st[i] == -1 && en[i] >= INT32_MAX && (np < 0 || sp[i] == 1)) {
+            if (found >= 0)
+                return -1;
+            found = a;
+        }
+    }
+    return found;
+}
+
 /* Slice: attributes (opset < 10) or inputs starts/ends/axes/steps. */
 bool dec_slice_op(DecCtx *c)
 {
@@ -419,7 +453,9 @@ bool dec_slice_op(DecCtx *c)
         if (!slice_axis(c, t->dims[a], st[i], en[i], &osp[a], &ost[a], &osz[a]))
             return false;
     }
-    c->out[0] = dec_slice(c, x, ost, osp, osz);
+    int last = c->g->nsymdims ? from_last(st, en, sp, np, ax, na, ns, t->rank) : -1;
+    c->out[0] = last >= 0 && t->dims[last] > 1 ? slice_last(c, x, last, ost, osp, osz)
+                                               : dec_slice(c, x, ost, osp, osz);
     return true;
 }
 
