@@ -67,7 +67,7 @@ ValId pass_symdim_axis_mask(Sd *d, const SdAxis *x, int a, int r, int64_t len,
 /* Does dtype t have the scalar constants of pass_symdim_neutral? */
 static bool has_neutral(IrDType t)
 {
-    return t == IR_DT_F32 || t == IR_DT_I32 || t == IR_DT_I64;
+    return t == IR_DT_F32 || t == IR_DT_I32 || t == IR_DT_I64 || t == IR_DT_I8;
 }
 
 /* The scalar constant neutral of v's dtype, or IR_NONE for a dtype without one. */
@@ -87,6 +87,9 @@ ValId pass_symdim_neutral(Sd *d, ValId v, double neutral)
     } else if (t->dtype == IR_DT_I64) {
         int64_t i = isinf(neutral) ? (neutral > 0 ? INT64_MAX : INT64_MIN) : (int64_t)neutral;
         memcpy(buf, &i, 8);
+    } else if (t->dtype == IR_DT_I8) {   /* an int8 product's depth (dec_int_matmul) */
+        int8_t i = neutral >= 127 ? 127 : neutral <= -128 ? -128 : (int8_t)neutral;
+        memcpy(buf, &i, 1);
     }
     return ir_add_const(d->g, ir_fresh_name(d->g, "sym_pad"), &st, buf);
 }

@@ -164,6 +164,19 @@ static ValId depth_sums(DecCtx *c, ValId x, bool rows)
     return rows ? ones_product(c, x) : product_ones(c, x);
 }
 
+/* The depth K of a product of a (its last axis, k at the bound) as an int32 scalar:
+ * the constant k, or, in a graph with bounded symbolic dimensions, where the depth may
+ * be a sequence shorter than the bound, its actual extent (SYMLEN). pass_symdim sets the
+ * padding of both operands along a symbolic depth to 0, so the products and the depth
+ * sums leave it out, and the K * za * zb term must count the actual depth too. */
+static ValId depth_count(DecCtx *c, ValId a, int64_t k)
+{
+    if (!c->g->nsymdims)
+        return dec_scalar(c->g, IR_DT_I32, (double)k);
+    IrAttr ax = ir_attr_int("axis", dec_ty(c, a)->rank - 1);
+    return dec_reshape(c, dec_op(c, IR_OP_SYMLEN, &a, 1, &ax, 1), NULL, 0);
+}
+
 ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
 {
     const IrType *ta = dec_ty(c, a), *tb = dec_ty(c, b);
@@ -179,7 +192,8 @@ ValId dec_int_matmul(DecCtx *c, ValId a, ValId za, ValId b, ValId zb)
         acc = dec_bin(c, IR_BIN_SUB, acc, dec_bin(c, IR_BIN_MUL, zb32, depth_sums(c, a, false)));
         if (za32 != IR_NONE)
             acc = dec_bin(c, IR_BIN_ADD, acc,
-                          dec_bin_s(c, IR_BIN_MUL, dec_bin(c, IR_BIN_MUL, za32, zb32), (double)k));
+                          dec_bin(c, IR_BIN_MUL, dec_bin(c, IR_BIN_MUL, za32, zb32),
+                                  depth_count(c, a, k)));
     }
     return acc;
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Generate the recurrent models over a bounded symbolic sequence of tests/models-dyn,
-for the dynamic-model tests of `make check` (one bundle each, run at every data set's
-length: onnx_rnn.c unrolls at the bound and masks the steps past the actual length).
+"""Generate the models over a bounded symbolic sequence of tests/models-dyn made from
+the tree's own, for the dynamic-model tests of `make check` (one bundle each, run at
+every data set's length): recurrent layers (onnx_rnn.c unrolls at the bound and masks
+the steps past the actual length) and a quantized attention (its int8 products over
+the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
 
   rnn_gru_seq      tests/models/gru (PyTorch: Embedding, two stacked GRU layers, the
                    last step by Gather(-1), Linear) with its ids' sequence axis made
@@ -14,10 +16,15 @@ length: onnx_rnn.c unrolls at the bound and masks the steps past the actual leng
                    the runtime gives it its actual length); a reverse GRU with
                    linear_before_reset (onnxruntime has no layout 1 to check it
                    against); an RNN whose only output is Y_h
-Data sets at sequence lengths 2 (the bound's minimum), 5 and 12 (its maximum), ids and
-values from seeded generators, goldens from onnxruntime; flags --dim seq=2..12. Run in
-build/venv (numpy, onnx, onnxruntime):
-build/venv/bin/python tests/models-dyn/gen_rnnseq.py
+  qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
+                   uint8 activations with zero points, int8 products of the scores and
+                   of the probabilities with V over the sequence) with x f32[1, seq, 16]
+Data sets at sequence lengths 2 (the bound's minimum), 5 and 12 (its maximum; 2, 4 and 6
+for qdq_attn_seq, whose bound is its export's), ids and values from seeded generators,
+goldens from onnxruntime (graph optimizations off for the QDQ model: its fused kernels
+round differently); flags --dim seq=2..12 (2..6). Run in build/venv (numpy, onnx,
+onnxruntime):
+build/venv/bin/python tests/models-dyn/gen_seq.py
 """
 import os
 
@@ -42,19 +49,30 @@ def main():
     write("rnn_ops_seq", ops_model(rng), lambda t: {
         "x": rng.standard_normal((t, 2, 4)).astype(np.float32),
         "seqlens": np.array([t, max(1, t - 2)], np.int32)})
+    model, _, _ = from_tree_model("qdq_attn", seq_outputs=True)
+    write("qdq_attn_seq", model, lambda t: {
+        "x": rng.standard_normal((1, t, 16)).astype(np.float32)},
+        lengths=(2, 4, 6), flags="--dim seq=2..6\n", optimized=False)
 
 
-def from_tree_model(name):
+def from_tree_model(name, seq_outputs=False):
     """tests/models/NAME with axis 1 of its input symbolic ('seq') and the value_info that
-    fixed it dropped; also its vocabulary size and batch."""
+    fixed it dropped (with seq_outputs, axis 1 of its outputs too: they lie along the
+    sequence); also its vocabulary size (0 without an embedding) and batch."""
     model = onnx.load(os.path.join(TREE, "models", name, "model.onnx"))
     inp = model.graph.input[0]
     dim = inp.type.tensor_type.shape.dim[1]
+    bound = dim.dim_value
     dim.ClearField("dim_value")
     dim.dim_param = "seq"
     del model.graph.value_info[:]
-    emb = next(i for i in model.graph.initializer if i.name == "emb.weight")
-    return model, emb.dims[0], inp.type.tensor_type.shape.dim[0].dim_value
+    for out in model.graph.output if seq_outputs else []:
+        d = out.type.tensor_type.shape.dim[1]
+        if d.dim_value == bound:
+            d.ClearField("dim_value")
+            d.dim_param = "seq"
+    emb = [i for i in model.graph.initializer if i.name == "emb.weight"]
+    return model, emb[0].dims[0] if emb else 0, inp.type.tensor_type.shape.dim[0].dim_value
 
 
 def ops_model(rng):
@@ -89,17 +107,21 @@ def ops_model(rng):
     return model
 
 
-def write(name, model, inputs_at):
-    """tests/models-dyn/NAME: model.onnx, flags, and test_data_set_K at LENGTHS[K] with
-    the inputs inputs_at(length) and onnxruntime's outputs."""
+def write(name, model, inputs_at, lengths=LENGTHS, flags=FLAGS, optimized=True):
+    """tests/models-dyn/NAME: model.onnx, flags, and test_data_set_K at lengths[K] with
+    the inputs inputs_at(length) and onnxruntime's outputs (its graph optimizations off
+    unless optimized)."""
     here = os.path.join(DIR, name)
     os.makedirs(here, exist_ok=True)
     path = os.path.join(here, "model.onnx")
     onnx.save(model, path)
     with open(os.path.join(here, "flags"), "w") as f:
-        f.write(FLAGS)
-    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    for k, t in enumerate(LENGTHS):
+        f.write(flags)
+    so = ort.SessionOptions()
+    if not optimized:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for k, t in enumerate(lengths):
         d = os.path.join(here, f"test_data_set_{k}")
         os.makedirs(d, exist_ok=True)
         feeds = inputs_at(t)
