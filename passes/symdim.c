@@ -29,7 +29,8 @@
  * the node and the dimension. Exceptions that are exact at every size: a slice of
  * positions below the dimension's minimum; the steps of a recurrence unrolled along it
  * (SLICE padok, SYMLEN, SYMLIKE: symdim_steps.c); a gather of constant indices counted
- * from the end, which the decomposition counts from the actual extent (inbounds). Constants folded from the bound (position ids, causal
+ * from the end, which the decomposition counts from the actual extent (inbounds); a
+ * concatenation whose last piece only is symbolic along its axis (prop_concat). Constants folded from the bound (position ids, causal
  * masks) are taken as the bound's row-major prefix of those of a smaller size, which
  * holds for what Range, Trilu and comparisons of positions compute.
  */
@@ -505,6 +506,48 @@ static int derived(Sd *d, int parent, int64_t add, int64_t div, int64_t pmax, in
     return d->nbase + d->nder++;
 }
 
+/* Concat: along its axis a symbolic dimension may be the last piece only (a class
+ * token prepended, cat([cls, x], 1)): the output holds the static pieces' P positions,
+ * then the last one's valid ones, its padding at the end, a derived size (size + P).
+ * The other axes carry over, symbolic ones alike in every input that has one. */
+static bool prop_concat(Sd *d, const IrNode *n)
+{
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    int axis = (int)ir_attr_get_int(n, "axis", 0);
+    SdVal *o = sd_new(d, ot);
+    int64_t pre = 0;
+    for (int i = 0; i < n->nin; i++) {
+        const SdVal *s = sd_get(d, n->in[i]);
+        for (int a = 0; s && a < ot->rank; a++) {
+            if (a == axis || !ax_sym(&s->ax[a]))
+                continue;
+            if (ax_sym(&o->ax[a]) && memcmp(&o->ax[a], &s->ax[a], sizeof s->ax[a]))
+                return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
+                              "operands that disagree");
+            o->ax[a] = s->ax[a];
+        }
+        if (i + 1 == n->nin)
+            break;
+        if (s && ax_sym(&s->ax[axis]))
+            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[axis]}}, 1),
+                          "a concatenation (only the last piece may be symbolic)");
+        pre += ir_vtype(d->g, n->in[i])->dims[axis];
+    }
+    const SdVal *l = sd_get(d, n->in[n->nin - 1]);
+    if (l && ax_sym(&l->ax[axis])) {
+        const SdAxis *x = &l->ax[axis];
+        int k = first_sym(&(SdVal){.ax = {*x}}, 1);
+        int ds = x->n != 1 || x->plo || x->phi ? -1
+                 : pre ? derived(d, k, pre - 1, 1, x->size[0], ot->dims[axis])
+                       : k;
+        if (ds < 0)
+            return refuse(d, n, k, "a concatenation");
+        o->ax[axis] = (SdAxis){1, {ot->dims[axis]}, {ds}, 0, 0};
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
 /* Smallest value symbol k takes (its bounds' min through the derivations). */
 static int64_t sym_min(const Sd *d, int k)
 {
@@ -680,6 +723,8 @@ static bool prop_node(Sd *d, IrNode *n)
         return prop_argreduce(d, n, s);
     case IR_OP_CUMSUM:
         return prop_cumsum(d, n, s);
+    case IR_OP_CONCAT:
+        return prop_concat(d, n);
     default:
         lead_axes(d->g, n, lead);
         return prop_lead(d, n, lead, n->op == IR_OP_CONV ? "a convolution window"

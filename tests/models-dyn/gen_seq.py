@@ -16,6 +16,9 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    the runtime gives it its actual length); a reverse GRU with
                    linear_before_reset (onnxruntime has no layout 1 to check it
                    against); an RNN whose only output is Y_h
+  cls_norm_seq     tests/models/norm_eps (a constant token prepended, Concat(tok, x) on
+                   the sequence axis, then three norms) with x f32[2, seq, 64]: its
+                   outputs' length, seq + 1, is derived from the symbol
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -53,6 +56,9 @@ def main():
     write("qdq_attn_seq", model, lambda t: {
         "x": rng.standard_normal((1, t, 16)).astype(np.float32)},
         lengths=(2, 4, 6), flags="--dim seq=2..6\n", optimized=False)
+    model, _, _ = from_tree_model("norm_eps", seq_outputs=True)
+    write("cls_norm_seq", model, lambda t: {
+        "x": rng.standard_normal((2, t, 64)).astype(np.float32)})
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -67,10 +73,12 @@ def from_tree_model(name, seq_outputs=False):
     dim.dim_param = "seq"
     del model.graph.value_info[:]
     for out in model.graph.output if seq_outputs else []:
-        d = out.type.tensor_type.shape.dim[1]
-        if d.dim_value == bound:
+        dims = out.type.tensor_type.shape.dim     # may be undeclared
+        d = dims[1] if len(dims) > 1 else None
+        if d is not None and d.dim_value >= bound:           # the sequence, or it with a prefix
+            name = "seq" if d.dim_value == bound else "seq_out"
             d.ClearField("dim_value")
-            d.dim_param = "seq"
+            d.dim_param = name
     emb = [i for i in model.graph.initializer if i.name == "emb.weight"]
     return model, emb[0].dims[0] if emb else 0, inp.type.tensor_type.shape.dim[0].dim_value
 

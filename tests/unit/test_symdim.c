@@ -472,6 +472,22 @@ static void test_slice_past_min_refused(void **state)
     assert_true(ut_has_msg(&f->d, "a slice along the bounded dynamic dimension 'seq'"));
 }
 
+/* Concat(x, tok) on the sequence axis of x f32[2, seq, 4], seq in 1..8: the padding
+ * of x would lie between its valid positions and tok's, so it is refused (the other
+ * order, a prepended token, is exact: tests/models-dyn/cls_norm_seq). */
+static void test_concat_appended_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 3, (int64_t[]){2, 8, 4}, 1, 1, "seq");
+    ValId tok = ut_input(f->g, "tok", IR_DT_F32, 3, (int64_t[]){2, 1, 4});
+    IrAttr ax = ir_attr_int("axis", 1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Concat", 13, (ValId[]){x, tok}, 2, &ax, 1));
+    ut_decompose_ok(f);
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, "a concatenation (only the last piece may be symbolic)"));
+}
+
 /* SYMLEN only means something with symbolic dimensions (pass_symdim resolves it): in
  * a static graph (a text IR file may hold one) the pipeline refuses it. */
 static void test_symlen_static_refused(void **state)
@@ -593,6 +609,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slice_last_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_slice_past_min_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_symlen_static_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_concat_appended_refused, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
