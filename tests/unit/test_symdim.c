@@ -57,6 +57,14 @@ static void expect_out_shape(spy_session *s, int r, const int64_t *dims)
         assert_int_equal(d[i], dims[i]);
 }
 
+/* The pipeline on f's graph must fail with a message holding msg. */
+static void expect_refused(UtFx *f, const char *msg)
+{
+    PassOptions po = f->opt;
+    assert_false(pass_run_pipeline(f->g, &po));
+    assert_true(ut_has_msg(&f->d, msg));
+}
+
 /* Graph output softmax(x) over the last axis; decompose, compile and open a session. */
 static void softmax_open(UtFx *f, ValId x, spy_model **m, spy_session **s)
 {
@@ -219,9 +227,7 @@ static void test_avgpool_excluding_pad_refused(void **state)
     ValId p = ut_onnx_op(f->g, "AveragePool", 13, &x, 1, at, 4);
     ir_add_output(f->g, ut_onnx_op(f->g, "GlobalMaxPool", 13, &p, 1, NULL, 0));
     ut_decompose_ok(f);
-    PassOptions po = f->opt;
-    assert_false(pass_run_pipeline(f->g, &po));
-    assert_true(ut_has_msg(&f->d, "average pool that excludes its padding"));
+    expect_refused(f, "average pool that excludes its padding");
 }
 
 /* A forward CumSum along a symbolic axis (position ids of RoBERTa-style models):
@@ -379,9 +385,7 @@ static void test_reverse_scan_refused(void **state)
     IrAttr rev = ir_attr_int("reverse", 1);
     ir_add_output(f->g, ut_onnx_op(f->g, "CumSum", 14, (ValId[]){x, ax}, 2, &rev, 1));
     ut_decompose_ok(f);
-    PassOptions po = f->opt;
-    assert_false(pass_run_pipeline(f->g, &po));
-    assert_true(ut_has_msg(&f->d, "along the bounded dynamic dimension 'seq'"));
+    expect_refused(f, "along the bounded dynamic dimension 'seq'");
 }
 
 /* f's graph (one output, of x f32[2, seq], seq in 1..8) compiled and run at every
@@ -467,9 +471,7 @@ static void test_slice_past_min_refused(void **state)
 {
     UtFx *f = *state;
     slice_first_two(f, 1);
-    PassOptions po = f->opt;
-    assert_false(pass_run_pipeline(f->g, &po));
-    assert_true(ut_has_msg(&f->d, "a slice along the bounded dynamic dimension 'seq'"));
+    expect_refused(f, "a slice along the bounded dynamic dimension 'seq'");
 }
 
 /* Concat(x, tok) on the sequence axis of x f32[2, seq, 4], seq in 1..8: the padding
@@ -483,9 +485,7 @@ static void test_concat_appended_refused(void **state)
     IrAttr ax = ir_attr_int("axis", 1);
     ir_add_output(f->g, ut_onnx_op(f->g, "Concat", 13, (ValId[]){x, tok}, 2, &ax, 1));
     ut_decompose_ok(f);
-    PassOptions po = f->opt;
-    assert_false(pass_run_pipeline(f->g, &po));
-    assert_true(ut_has_msg(&f->d, "a concatenation (only the last piece may be symbolic)"));
+    expect_refused(f, "a concatenation (only the last piece may be symbolic)");
 }
 
 /* SYMLEN only means something with symbolic dimensions (pass_symdim resolves it): in
@@ -497,9 +497,7 @@ static void test_symlen_static_refused(void **state)
     IrAttr ax = ir_attr_int("axis", 1);
     NodeId n = ir_add_node(f->g, IR_OP_SYMLEN, &x, 1, &ax, 1, NULL);
     ir_add_output(f->g, f->g->nodes[n].out[0]);
-    PassOptions po = f->opt;
-    assert_false(pass_run_pipeline(f->g, &po));
-    assert_true(ut_has_msg(&f->d, "op symlen"));
+    expect_refused(f, "op symlen");
 }
 
 /* A fused QKV projection y = x w (x f32[2, seq, 8], seq in 1..8, y [2, seq, 24]) read
