@@ -489,20 +489,22 @@ static void lead_axes(IrGraph *g, const IrNode *n, bool *lead)
     }
 }
 
-/* The derived size (parent + add) / div + 1, made once; -1 when the table is full or
- * it would not give out at the bound max of the parent. */
-static int derived(Sd *d, int parent, int64_t add, int64_t div, int64_t pmax, int64_t out)
+/* The derived size (parent * mul + add) / div + 1, made once; -1 when the table is
+ * full or it would not give out at the bound max of the parent. */
+static int derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div, int64_t pmax,
+                   int64_t out)
 {
-    if ((pmax + add) / div + 1 != out || pmax + add < 0)
+    if ((pmax * mul + add) / div + 1 != out || pmax * mul + add < 0)
         return -1;
-    if (div == 1 && add == -1)
+    if (mul == 1 && div == 1 && add == -1)
         return parent;                     /* the same size (a 'same' window) */
     for (int j = 0; j < d->nder; j++)
-        if (d->der[j].parent == parent && d->der[j].add == add && d->der[j].div == div)
+        if (d->der[j].parent == parent && d->der[j].mul == mul && d->der[j].add == add &&
+            d->der[j].div == div)
             return d->nbase + j;
     if (d->nder == SD_MAXDER)
         return -1;
-    d->der[d->nder] = (SdDerived){parent, add, div};
+    d->der[d->nder] = (SdDerived){parent, mul, add, div};
     return d->nbase + d->nder++;
 }
 
@@ -538,7 +540,7 @@ static bool prop_concat(Sd *d, const IrNode *n)
         const SdAxis *x = &l->ax[axis];
         int k = first_sym(&(SdVal){.ax = {*x}}, 1);
         int ds = x->n != 1 || x->plo || x->phi ? -1
-                 : pre ? derived(d, k, pre - 1, 1, x->size[0], ot->dims[axis])
+                 : pre ? derived(d, k, 1, pre - 1, 1, x->size[0], ot->dims[axis])
                        : k;
         if (ds < 0)
             return refuse(d, n, k, "a concatenation");
@@ -553,7 +555,7 @@ static int64_t sym_min(const Sd *d, int k)
 {
     if (k >= d->nbase) {
         const SdDerived *dv = &d->der[k - d->nbase];
-        int64_t p = sym_min(d, dv->parent);
+        int64_t p = sym_min(d, dv->parent) * dv->mul;
         return p + dv->add < 0 ? -1 : (p + dv->add) / dv->div + 1;
     }
     int64_t m = INT64_MAX;
@@ -579,8 +581,8 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
     bool axes[IR_MAX_RANK] = {false};
     int nmask = 0;
     for (int a = 0; a < it->rank; a++)
-        if (ax_sym(&s->ax[a]) && (pads[a] || pads[it->rank + a]) && s->ax[a].n == 1 &&
-            !s->ax[a].plo && !s->ax[a].phi && !(ni > a && inter[a]))
+        if (ax_sym(&s->ax[a]) && (pads[a] || pads[it->rank + a] || (ni > a && inter[a])) &&
+            s->ax[a].n == 1 && !s->ax[a].plo && !s->ax[a].phi)
             axes[a] = true, nmask++;
     ValId masked = nmask ? pass_symdim_mask_pad(d, n->in[0], s, axes, value, &n->origin)
                          : IR_NONE;
@@ -589,9 +591,10 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
         if (!ax_sym(x))
             continue;
         int k = first_sym(&(SdVal){.ax = {*x}}, 1);
-        if ((ni > a && inter[a]) || x->plo || x->phi)
+        int64_t in = ni > a ? inter[a] : 0;
+        if (x->plo || x->phi)
             return refuse(d, n, k, "padding");
-        if (!pads[a] && !pads[it->rank + a]) {
+        if (!pads[a] && !pads[it->rank + a] && !in) {
             o->ax[a] = *x;
             continue;
         }
@@ -599,6 +602,11 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             (x->n != 1 ||
              (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) == IR_NONE))
             return refuse(d, n, k, "padding");
+        if (in) {      /* upsampled (a transposed convolution): its data (size - 1) * s + 1 */
+            k = derived(d, k, in + 1, -(in + 1), 1, x->size[0], (x->size[0] - 1) * (in + 1) + 1);
+            if (k < 0)
+                return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "padding");
+        }
         o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a]};
     }
     if (masked != IR_NONE)
@@ -636,7 +644,7 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
         int64_t kk = conv ? ir_vtype(d->g, n->in[1])->dims[a] : k[a - first];
         int64_t sv = ns > 0 ? st[a - first] : 1, dv = nd > 0 ? dl[a - first] : 1;
         int64_t add = x->plo + x->phi - ((kk - 1) * dv + 1);
-        int ds = derived(d, sym, add, sv, x->size[0] - x->plo - x->phi, ot->dims[a]);
+        int ds = derived(d, sym, 1, add, sv, x->size[0] - x->plo - x->phi, ot->dims[a]);
         if (ds < 0 || sym_min(d, ds) < 1)
             return refuse(d, n, sym, "a window whose output size cannot be derived");
         o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};

@@ -19,9 +19,9 @@ typedef struct {                           /* one axis: factors, outermost first
 
 #define SD_MAXDER 256                      /* derived sizes (convolution outputs) */
 
-typedef struct {                           /* a derived size: (parent + add) / div + 1 */
+typedef struct {                           /* a derived size: (parent * mul + add) / div + 1 */
     int parent;
-    int64_t add, div;
+    int64_t mul, add, div;                 /* mul > 1: an axis upsampled by interior padding */
 } SdDerived;
 
 typedef struct {                           /* a sum over symbolic axes, maybe of a mean */

@@ -16,8 +16,11 @@ ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og)
     if (d->count[k] == IR_NONE && k >= d->nbase) {
         const SdDerived *dv = &d->der[k - d->nbase];
         IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
-        int32_t add = (int32_t)dv->add, div = (int32_t)dv->div, one = 1;
+        int32_t add = (int32_t)dv->add, div = (int32_t)dv->div, mul = (int32_t)dv->mul, one = 1;
         ValId c = pass_symdim_count(d, dv->parent, 1, og);
+        if (mul != 1)
+            c = ir_binary(d->g, IR_BIN_MUL, c,
+                          ir_add_const(d->g, ir_fresh_name(d->g, "sym_mul"), &ct, &mul), og);
         c = ir_binary(d->g, IR_BIN_ADD, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_add"),
                                                         &ct, &add), og);
         c = ir_binary(d->g, IR_BIN_DIV, c, ir_add_const(d->g, ir_fresh_name(d->g, "sym_div"),

@@ -19,6 +19,11 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
   cls_norm_seq     tests/models/norm_eps (a constant token prepended, Concat(tok, x) on
                    the sequence axis, then three norms) with x f32[2, seq, 64]: its
                    outputs' length, seq + 1, is derived from the symbol
+  convtr_seq       transposed convolutions over a symbolic length (a vocoder's and a
+                   decoder's upsampling): a[1, 2, seq] through Conv, ConvTranspose
+                   stride 2 pads 1, Relu, ConvTranspose stride 2 with output_padding
+                   (lengths 2 seq and 4 seq derived from the symbol), the mean over the
+                   first; img[1, 2, seq, 5] through a 2x2 stride-2 ConvTranspose with bias
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -59,6 +64,9 @@ def main():
     model, _, _ = from_tree_model("norm_eps", seq_outputs=True)
     write("cls_norm_seq", model, lambda t: {
         "x": rng.standard_normal((2, t, 64)).astype(np.float32)})
+    write("convtr_seq", convtr_model(rng), lambda t: {
+        "a": rng.standard_normal((1, 2, t)).astype(np.float32),
+        "img": rng.standard_normal((1, 2, t, 5)).astype(np.float32)})
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -110,6 +118,36 @@ def ops_model(rng):
          helper.make_tensor_value_info("r_h", TensorProto.FLOAT, [1, 2, 3])],
         inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def convtr_model(rng):
+    """The graph of convtr_seq (see the top of the file)."""
+    def init(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.4).astype(np.float32),
+                                       name)
+    inits = [init("w1", (4, 2, 3)), init("t1", (4, 3, 4)), init("t2", (3, 2, 3)),
+             init("t3", (2, 3, 2, 2)), init("b3", (3,))]
+    nodes = [
+        helper.make_node("Conv", ["a", "w1"], ["a1"], pads=[1, 1]),
+        helper.make_node("ConvTranspose", ["a1", "t1"], ["a2"], strides=[2], pads=[1, 1]),
+        helper.make_node("Relu", ["a2"], ["a3"]),
+        helper.make_node("ConvTranspose", ["a3", "t2"], ["up1"], strides=[2], pads=[1, 1],
+                         output_padding=[1]),
+        helper.make_node("ConvTranspose", ["img", "t3", "b3"], ["up2"], strides=[2, 2]),
+        helper.make_node("ReduceMean", ["a3"], ["m1"], axes=[2], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "convtr_seq",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, 2, "seq"]),
+         helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 2, "seq", 5])],
+        [helper.make_tensor_value_info("up1", TensorProto.FLOAT, [1, 2, None]),
+         helper.make_tensor_value_info("up2", TensorProto.FLOAT, [1, 3, None, 10]),
+         helper.make_tensor_value_info("m1", TensorProto.FLOAT, [1, 3])],
+        inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
