@@ -489,10 +489,8 @@ static void lead_axes(IrGraph *g, const IrNode *n, bool *lead)
     }
 }
 
-/* The derived size (parent * mul + add) / div + 1, made once; -1 when the table is
- * full or it would not give out at the bound max of the parent. */
-static int derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div, int64_t pmax,
-                   int64_t out)
+int pass_symdim_derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div,
+                        int64_t pmax, int64_t out)
 {
     if ((pmax * mul + add) / div + 1 != out || pmax * mul + add < 0)
         return -1;
@@ -540,7 +538,8 @@ static bool prop_concat(Sd *d, const IrNode *n)
         const SdAxis *x = &l->ax[axis];
         int k = first_sym(&(SdVal){.ax = {*x}}, 1);
         int ds = x->n != 1 || x->plo || x->phi ? -1
-                 : pre ? derived(d, k, 1, pre - 1, 1, x->size[0], ot->dims[axis])
+                 : pre ? pass_symdim_derived(d, k, 1, pre - 1, 1, x->size[0],
+                                             ot->dims[axis])
                        : k;
         if (ds < 0)
             return refuse(d, n, k, "a concatenation");
@@ -603,7 +602,8 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
              (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) == IR_NONE))
             return refuse(d, n, k, "padding");
         if (in) {      /* upsampled (a transposed convolution): its data (size - 1) * s + 1 */
-            k = derived(d, k, in + 1, -(in + 1), 1, x->size[0], (x->size[0] - 1) * (in + 1) + 1);
+            k = pass_symdim_derived(d, k, in + 1, -(in + 1), 1, x->size[0],
+                                    (x->size[0] - 1) * (in + 1) + 1);
             if (k < 0)
                 return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "padding");
         }
@@ -644,7 +644,8 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
         int64_t kk = conv ? ir_vtype(d->g, n->in[1])->dims[a] : k[a - first];
         int64_t sv = ns > 0 ? st[a - first] : 1, dv = nd > 0 ? dl[a - first] : 1;
         int64_t add = x->plo + x->phi - ((kk - 1) * dv + 1);
-        int ds = derived(d, sym, 1, add, sv, x->size[0] - x->plo - x->phi, ot->dims[a]);
+        int ds = pass_symdim_derived(d, sym, 1, add, sv, x->size[0] - x->plo - x->phi,
+                                     ot->dims[a]);
         if (ds < 0 || sym_min(d, ds) < 1)
             return refuse(d, n, sym, "a window whose output size cannot be derived");
         o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};
@@ -691,8 +692,9 @@ static int padded_sym(const Sd *d, const IrNode *n)
 static bool prop_node(Sd *d, IrNode *n)
 {
     bool any = false, lead[IR_MAX_RANK];
-    if (pass_symdim_steps(d, n))               /* SYMLEN, SYMLIKE: resolved whatever they read */
-        return true;
+    bool ok = true;
+    if (pass_symdim_steps(d, n, &ok))          /* SYMLEN, SYMLIKE: resolved whatever they read */
+        return ok;
     if (!d->plan)
         pass_symdim_mean(d, n);                /* also when the mean has no symbolic axis left */
     for (int i = 0; i < n->nin; i++)

@@ -123,8 +123,13 @@ void pass_symdim_mask_outputs(Sd *d, const IrNode *n);
  * constant becomes 1 / the actual count. false when n is no such product. */
 bool pass_symdim_mean(Sd *d, IrNode *n);
 
+/* The derived size (parent * mul + add) / div + 1 (symdim.c), made once; -1 when the
+ * table is full or it would not give out at the bound max pmax of the parent. */
+int pass_symdim_derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div,
+                        int64_t pmax, int64_t out);
 /* symdim_steps.c. Node n is a SYMLEN or SYMLIKE (the marker ops of a computation
  * unrolled along a symbolic axis): its output's axes recorded and, in the rewriting
- * walk, the node made the view that replaces it; false for any other node. */
-bool pass_symdim_steps(Sd *d, IrNode *n);
+ * walk, the node made the view that replaces it (*ok false, reported, when its axis
+ * cannot be derived); false for any other node. */
+bool pass_symdim_steps(Sd *d, IrNode *n, bool *ok);
 #endif

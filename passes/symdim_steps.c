@@ -11,7 +11,8 @@
  *   - SYMLEN becomes the actual extent: the product of the axis's factors, a symbol's
  *     actual size (pass_symdim_count) for each symbolic one, or the static extent;
  *   - SYMLIKE becomes y itself (a reshape to its own shape, a view), its axis taking
- *     the factors of like's axis.
+ *     the factors of like's axis, or (mul > 1: an upsampling by an integer factor,
+ *     onnx_resize.c) a size derived from its symbol, mul times it.
  * Both are made only in graphs with symbolic dimensions, so none reaches the back end.
  */
 #include "symdim.h"
@@ -63,32 +64,57 @@ static void symlen(Sd *d, IrNode *n)
     become_view(d, n, actual_extent(d, n->in[0], sd_get(d, n->in[0]), a, &n->origin));
 }
 
-/* SYMLIKE: y's axes, axis `axis` those of like's axis `like_axis`; replaced by y. */
-static void symlike(Sd *d, IrNode *n)
+/* Whether axis x has a symbolic factor. */
+static bool is_sym(const SdAxis *x)
+{
+    for (int f = 0; f < x->n; f++)
+        if (x->sym[f] >= 0)
+            return true;
+    return false;
+}
+
+/* SYMLIKE: y's axes, axis `axis` those of like's axis `like_axis`, or with mul > 1 a
+ * size derived from its one symbol (mul times it); replaced by y. False (reported) when
+ * that size cannot be derived. */
+static bool symlike(Sd *d, IrNode *n)
 {
     const IrType *t = ir_vtype(d->g, n->out[0]);
     const SdVal *y = sd_get(d, n->in[0]), *l = sd_get(d, n->in[1]);
     int a = (int)ir_attr_get_int(n, "axis", 0), b = (int)ir_attr_get_int(n, "like_axis", 0);
+    int64_t mul = ir_attr_get_int(n, "mul", 1);
     SdVal *o = ir_scratch(d->g, sizeof *o);
     for (int i = 0; i < t->rank; i++)
         o->ax[i] = y ? y->ax[i] : (SdAxis){1, {t->dims[i]}, {-1}, 0, 0};
-    if (l)
+    if (l && is_sym(&l->ax[b]) && mul == 1)
         o->ax[a] = l->ax[b];
+    else if (l && is_sym(&l->ax[b])) {
+        const SdAxis *x = &l->ax[b];
+        int k = x->n == 1 && !x->plo && !x->phi
+                    ? pass_symdim_derived(d, x->sym[0], mul, -1, 1, x->size[0], t->dims[a])
+                    : -1;
+        if (k < 0) {
+            ir_error(d->g, &n->origin, "unsupported: an upsampling along a bounded dynamic "
+                     "dimension merged with others or padded");
+            return false;
+        }
+        o->ax[a] = (SdAxis){1, {t->dims[a]}, {k}, 0, 0};
+    }
     bool sym = false;
     for (int i = 0; i < t->rank; i++)
-        for (int f = 0; f < o->ax[i].n; f++)
-            sym |= o->ax[i].sym[f] >= 0;
+        sym |= is_sym(&o->ax[i]);
     d->val[n->out[0]] = sym ? o : NULL;
     if (!d->plan)
         become_view(d, n, n->in[0]);
+    return true;
 }
 
-bool pass_symdim_steps(Sd *d, IrNode *n)
+bool pass_symdim_steps(Sd *d, IrNode *n, bool *ok)
 {
+    *ok = true;
     if (n->op == IR_OP_SYMLEN)
         symlen(d, n);
     else if (n->op == IR_OP_SYMLIKE)
-        symlike(d, n);
+        *ok = symlike(d, n);
     else
         return false;
     return true;

@@ -24,6 +24,10 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    stride 2 pads 1, Relu, ConvTranspose stride 2 with output_padding
                    (lengths 2 seq and 4 seq derived from the symbol), the mean over the
                    first; img[1, 2, seq, 5] through a 2x2 stride-2 ConvTranspose with bias
+  resize_seq       Resize by integer factors along a symbolic height, img[1, 2, seq, 5]:
+                   nearest (asymmetric, floor) x2 on both axes then a 3x3 Conv; linear
+                   (half_pixel) x3 on the height then the mean over it; cubic
+                   (pytorch_half_pixel) x3 on the height
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -66,6 +70,8 @@ def main():
         "x": rng.standard_normal((2, t, 64)).astype(np.float32)})
     write("convtr_seq", convtr_model(rng), lambda t: {
         "a": rng.standard_normal((1, 2, t)).astype(np.float32),
+        "img": rng.standard_normal((1, 2, t, 5)).astype(np.float32)})
+    write("resize_seq", resize_model(rng), lambda t: {
         "img": rng.standard_normal((1, 2, t, 5)).astype(np.float32)})
 
 
@@ -148,6 +154,36 @@ def convtr_model(rng):
          helper.make_tensor_value_info("m1", TensorProto.FLOAT, [1, 3])],
         inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def resize_model(rng):
+    """The graph of resize_seq (see the top of the file)."""
+    w = numpy_helper.from_array((rng.standard_normal((3, 2, 3, 3)) * 0.4).astype(np.float32),
+                                "w")
+    up2 = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "up2")
+    up3 = numpy_helper.from_array(np.array([1, 1, 3, 1], np.float32), "up3")
+    hax = numpy_helper.from_array(np.array([2], np.int64), "hax")
+    nodes = [
+        helper.make_node("Resize", ["img", "", "up2"], ["near"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+        helper.make_node("Conv", ["near", "w"], ["y"], pads=[1, 1, 1, 1]),
+        helper.make_node("Resize", ["img", "", "up3"], ["lin"], mode="linear",
+                         coordinate_transformation_mode="half_pixel"),
+        helper.make_node("ReduceMean", ["lin", "hax"], ["m"], keepdims=0),
+        helper.make_node("Resize", ["img", "", "up3"], ["cub"], mode="cubic",
+                         coordinate_transformation_mode="pytorch_half_pixel"),
+    ]
+    graph = helper.make_graph(
+        nodes, "resize_seq",
+        [helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 2, "seq", 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, None, 10]),
+         helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 2, 5]),
+         helper.make_tensor_value_info("cub", TensorProto.FLOAT, [1, 2, None, 5])],
+        [w, up2, up3, hax])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model

@@ -92,6 +92,38 @@ static ValId axis_const(DecCtx *c, IrDType dt, int r, int axis, int64_t out, con
     return dec_const(c->g, dt, dims, r, v);
 }
 
+/* Whether axis (in positions, out after it) may be upsampled along a bounded symbolic
+ * dimension (a graph with such dimensions, an integer factor, a coordinate that depends
+ * on the output position and the scale alone, no border rule that depends on the
+ * input's length other than the clamp of the indices): the indices are then the
+ * bound's, clamped at run time to the actual length (SYMLEN), and the result is
+ * declared to lie along the input's axis times the factor (SYMLIKE mul). */
+static bool rz_follows(DecCtx *c, const RzParams *p, int64_t in, int64_t out, float scale)
+{
+    static const char *const modes[] = {"asymmetric", "half_pixel", "pytorch_half_pixel",
+                                        "tf_half_pixel_for_nn"};
+    bool mode = false;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        mode |= strcmp(p->ctm, modes[i]) == 0;
+    return c->g->nsymdims && mode && in > 1 && out % in == 0 && scale == (float)(out / in) &&
+           !(p->mode == RZ_CUBIC && p->exclude_outside);
+}
+
+/* The gather of x along axis at indices ik (out of them), clamped to the actual length
+ * when follow (rz_follows). */
+static ValId rz_gather(DecCtx *c, ValId x, int axis, int64_t out, const int64_t *ik, bool follow)
+{
+    ValId idx = dec_const_i64(c->g, &out, 1, ik);
+    if (!follow)
+        return dec_gather(c, x, idx, axis);
+    IrAttr ax = ir_attr_int("axis", axis);
+    ValId last = dec_bin_s(c, IR_BIN_SUB, dec_cast(c, dec_op(c, IR_OP_SYMLEN, &x, 1, &ax, 1),
+                                                   IR_DT_I64), 1.0);
+    ValId in[2] = {x, dec_bin(c, IR_BIN_MIN, idx, last)};
+    IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("inbounds", 1)};
+    return dec_op(c, IR_OP_GATHER, in, 2, a, 2);
+}
+
 /* Resample x along axis to `out` positions. */
 static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t out, float scale,
                      float roi_s, float roi_e)
@@ -100,6 +132,10 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
     int r = t->rank;
     IrDType dt = t->dtype;
     int64_t in = t->dims[axis];
+    bool follow = rz_follows(c, p, in, out, scale);
+    ValId x0v = x;
+    if (follow)                /* the indices clamp at the actual length, not the bound */
+        in = INT64_MAX / 4;
     int ntap = p->mode == RZ_NEAREST ? 1 : p->mode == RZ_LINEAR ? 2 : 4;
     int64_t *idx = ir_scratch(c->g, sizeof(int64_t) * (size_t)(out * ntap + 1));
     double *w = ir_scratch(c->g, sizeof(double) * (size_t)(out * ntap + 1));
@@ -148,7 +184,7 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
         }
         if (zero && ntap > 1)
             continue;
-        ValId gk = dec_gather(c, x, dec_const_i64(c->g, &out, 1, ik), axis);
+        ValId gk = rz_gather(c, x, axis, out, ik, follow);
         if (ntap > 1)
             gk = dec_bin(c, IR_BIN_MUL, gk, axis_const(c, dt, r, axis, out, wk));
         y = y == IR_NONE ? gk : dec_bin(c, IR_BIN_ADD, y, gk);
@@ -161,6 +197,12 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
     if (any_extra) {
         ValId mask = axis_const(c, IR_DT_BOOL, r, axis, out, extra);
         y = dec_select(c, mask, dec_scalar(c->g, dt, p->extrapolation), y);
+    }
+    if (follow) {
+        IrAttr a[3] = {ir_attr_int("axis", axis), ir_attr_int("like_axis", axis),
+                       ir_attr_int("mul", out / t->dims[axis])};
+        ValId yl[2] = {y, x0v};
+        y = dec_op(c, IR_OP_SYMLIKE, yl, 2, a, 3);
     }
     return y;
 }
