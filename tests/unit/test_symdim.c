@@ -488,6 +488,23 @@ static void test_concat_appended_refused(void **state)
     expect_refused(f, "a concatenation (only the last piece may be symbolic)");
 }
 
+/* Resize of x f32[1, 2, h, 5] (h in 2..16) to constant sizes [1, 2, 32, 5]: sizes are
+ * often the input's Shape folded at the bound, which a smaller input would not resize
+ * by the same factor, so only scales are taken along a symbolic axis; this is refused. */
+static void test_resize_sizes_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 2, 16, 5}, 2, 2, "h");
+    ValId sz = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){4}, (int64_t[]){1, 2, 32, 5});
+    IrAttr a[3] = {ir_attr_str(f->g, "mode", "nearest"),
+                   ir_attr_str(f->g, "coordinate_transformation_mode", "asymmetric"),
+                   ir_attr_str(f->g, "nearest_mode", "floor")};
+    ir_add_output(f->g, ut_onnx_op(f->g, "Resize", 18, (ValId[]){x, IR_NONE, IR_NONE, sz}, 4,
+                                   a, 3));
+    ut_decompose_ok(f);
+    expect_refused(f, "a gather along the bounded dynamic dimension 'h'");
+}
+
 /* SYMLEN only means something with symbolic dimensions (pass_symdim resolves it): in
  * a static graph (a text IR file may hold one) the pipeline refuses it. */
 static void test_symlen_static_refused(void **state)
@@ -608,6 +625,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slice_past_min_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_symlen_static_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_concat_appended_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_resize_sizes_refused, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

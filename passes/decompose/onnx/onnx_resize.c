@@ -23,6 +23,7 @@ typedef struct {
     float cubic_a;
     bool exclude_outside;
     float extrapolation;
+    bool by_scale;                         /* scales given, not sizes */
 } RzParams;
 
 /* Source coordinate of output position o along an axis. */
@@ -95,7 +96,9 @@ static ValId axis_const(DecCtx *c, IrDType dt, int r, int axis, int64_t out, con
 /* Whether axis (in positions, out after it) may be upsampled along a bounded symbolic
  * dimension (a graph with such dimensions, an integer factor, a coordinate that depends
  * on the output position and the scale alone, no border rule that depends on the
- * input's length other than the clamp of the indices): the indices are then the
+ * input's length other than the clamp of the indices; scales given: sizes are often
+ * the input's Shape, folded at the bound, which a smaller input would not have
+ * upsampled by the same factor): the indices are then the
  * bound's, clamped at run time to the actual length (SYMLEN), and the result is
  * declared to lie along the input's axis times the factor (SYMLIKE mul). */
 static bool rz_follows(DecCtx *c, const RzParams *p, int64_t in, int64_t out, float scale)
@@ -105,8 +108,8 @@ static bool rz_follows(DecCtx *c, const RzParams *p, int64_t in, int64_t out, fl
     bool mode = false;
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         mode |= strcmp(p->ctm, modes[i]) == 0;
-    return c->g->nsymdims && mode && in > 1 && out % in == 0 && scale == (float)(out / in) &&
-           !(p->mode == RZ_CUBIC && p->exclude_outside);
+    return c->g->nsymdims && p->by_scale && mode && in > 1 && out % in == 0 &&
+           scale == (float)(out / in) && !(p->mode == RZ_CUBIC && p->exclude_outside);
 }
 
 /* The gather of x along axis at indices ik (out of them), clamped to the actual length
@@ -473,6 +476,8 @@ bool dec_resize(DecCtx *c)
     }
     if (!rz_sizes(c, &t, upsample, scale, out, roi))
         return false;
+    ValId sz = !upsample && c->opset >= 11 ? dec_in(c, 3) : IR_NONE;
+    p.by_scale = sz == IR_NONE || dec_numel(dec_ty(c, sz)) == 0;
     if (p.mode != RZ_NEAREST && !ir_dtype_is_float(t.dtype)) {
         dec_err(c, "unsupported: %s resize of %s data", p.mode == RZ_LINEAR ? "linear" : "cubic",
                 ir_dtype_name(t.dtype));
