@@ -30,9 +30,12 @@
  * positions below the dimension's minimum; the steps of a recurrence unrolled along it
  * (SLICE padok, SYMLEN, SYMLIKE: symdim_steps.c); a gather of constant indices counted
  * from the end, which the decomposition counts from the actual extent (inbounds); a
- * concatenation whose last piece only is symbolic along its axis (prop_concat). Constants folded from the bound (position ids, causal
- * masks) are taken as the bound's row-major prefix of those of a smaller size, which
- * holds for what Range, Trilu and comparisons of positions compute.
+ * concatenation whose last piece only is symbolic along its axis (prop_concat); an
+ * upsampling by interior padding (a transposed convolution) or by an integer factor
+ * (Resize by scales), whose lengths are derived sizes (size * mul + add) / div + 1.
+ * Constants folded from the bound (position ids, causal masks) are taken as the
+ * bound's row-major prefix of those of a smaller size, which holds for what Range,
+ * Trilu and comparisons of positions compute.
  */
 #include <math.h>
 #include <stdio.h>
