@@ -229,8 +229,11 @@ static bool fold_one(IrGraph *g, const FoldUses *u, NodeId qn)
         match_head(g, u, fn, gi, &t, &sub, &zd);
         QVec both[2] = {t.zq, zd};
         int64_t n = sub != IR_NONE ? qv_len(both, 2) : 1;
-        if (sub != IR_NONE && !qv_eq(&zd, &t.zq, n)) {
-            g->nodes[sub].in[0] = w;       /* w - (zd - zq) */
+        /* the subtraction stays (w - (zd - zq)) unless zd == zq and its result is read
+         * only inside the group: a result the kernel stores for another keeps its node */
+        if (sub != IR_NONE &&
+            (!qv_eq(&zd, &t.zq, n) || !fuse_uses_inside(u, g->nodes[sub].out[0], gi))) {
+            g->nodes[sub].in[0] = w;
             g->nodes[sub].in[1] = qv_sub(g, &zd, &t.zq, n);
         } else {
             if (sub != IR_NONE) {          /* zd == zq: the subtraction goes too */

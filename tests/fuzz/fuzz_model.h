@@ -7,7 +7,9 @@
  * input that starts as a zip goes to the .pt2 frontend, any other to ONNX's), the pass
  * pipeline, codegen. Errors are expected; crashes, sanitizer reports, leaks, hangs and
  * unbounded memory are findings. The graph's arena is capped at 512 MiB and constant
- * folds at 64 MiB.
+ * folds at 64 MiB. Symbolic dimensions named as the tree's dynamic models name them
+ * (batch, seq, width, h, w, ...) are bounded as spyrec --dim would bound them, so that
+ * the handling of bounded dynamic dimensions (pass_symdim) is fuzzed too.
  */
 #include <setjmp.h>
 #include <stdint.h>
@@ -84,8 +86,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     IrDiag diag;
     ir_diag_init(&diag, model_path);
-    FeOptions fo = {
-        .max_file_bytes = (size_t)64 << 20, .max_nesting = 64, .arena_limit = (size_t)512 << 20};
+    static const FeDimBound bounds[] = {{"batch", 1, 8}, {"seq", 2, 12}, {"sequence", 1, 16},
+                                        {"width", 9, 64}, {"h", 2, 16},   {"w", 2, 16},
+                                        {"n", 2, 16},     {"N", 1, 4},    {"T", 1, 16}};
+    FeOptions fo = {.max_file_bytes = (size_t)64 << 20, .max_nesting = 64,
+                    .arena_limit = (size_t)512 << 20, .dim_bounds = bounds,
+                    .ndim_bounds = (int)(sizeof bounds / sizeof bounds[0])};
     IrGraph *g = fe_load_model(model_path, &diag, &fo);
     if (g && !ir_failed(g) && !diag.nerrors)
         compile(g, &diag);
