@@ -97,11 +97,23 @@ def from_tree_model(name, seq_outputs=False):
     return model, emb[0].dims[0] if emb else 0, inp.type.tensor_type.shape.dim[0].dim_value
 
 
+def rand_init(rng, name, shape):
+    """A float32 initializer of normal values times 0.4 from rng."""
+    return numpy_helper.from_array((rng.standard_normal(shape) * 0.4).astype(np.float32), name)
+
+
+def checked_model(graph, opset):
+    """The model of graph at opset (IR version 8), checked."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def ops_model(rng):
     """The graph of rnn_ops_seq (see the top of the file)."""
     def init(name, shape):
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.4).astype(np.float32),
-                                       name)
+        return rand_init(rng, name, shape)
     h = 5
     inits = [init("lw", (2, 4 * h, 4)), init("lr", (2, 4 * h, h)), init("lb", (2, 8 * h)),
              init("gw", (1, 9, 4)), init("gr", (1, 9, 3)), init("gb", (1, 18)),
@@ -123,17 +135,13 @@ def ops_model(rng):
          helper.make_tensor_value_info("gy", TensorProto.FLOAT, ["seq", 1, 2, 3]),
          helper.make_tensor_value_info("r_h", TensorProto.FLOAT, [1, 2, 3])],
         inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, 14)
 
 
 def convtr_model(rng):
     """The graph of convtr_seq (see the top of the file)."""
     def init(name, shape):
-        return numpy_helper.from_array((rng.standard_normal(shape) * 0.4).astype(np.float32),
-                                       name)
+        return rand_init(rng, name, shape)
     inits = [init("w1", (4, 2, 3)), init("t1", (4, 3, 4)), init("t2", (3, 2, 3)),
              init("t3", (2, 3, 2, 2)), init("b3", (3,))]
     nodes = [
@@ -153,16 +161,12 @@ def convtr_model(rng):
          helper.make_tensor_value_info("up2", TensorProto.FLOAT, [1, 3, None, 10]),
          helper.make_tensor_value_info("m1", TensorProto.FLOAT, [1, 3])],
         inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, 17)
 
 
 def resize_model(rng):
     """The graph of resize_seq (see the top of the file)."""
-    w = numpy_helper.from_array((rng.standard_normal((3, 2, 3, 3)) * 0.4).astype(np.float32),
-                                "w")
+    w = rand_init(rng, "w", (3, 2, 3, 3))
     up2 = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "up2")
     up3 = numpy_helper.from_array(np.array([1, 1, 3, 1], np.float32), "up3")
     hax = numpy_helper.from_array(np.array([2], np.int64), "hax")
@@ -183,10 +187,7 @@ def resize_model(rng):
          helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 2, 5]),
          helper.make_tensor_value_info("cub", TensorProto.FLOAT, [1, 2, None, 5])],
         [w, up2, up3, hax])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return checked_model(graph, 18)
 
 
 def write(name, model, inputs_at, lengths=LENGTHS, flags=FLAGS, optimized=True):
