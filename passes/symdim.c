@@ -764,6 +764,27 @@ static bool derived_output(Sd *d, ValId v, const SdVal *s, int *axis)
     return nsym == 1 && *axis >= 0 && !ir_dyn_find(d->g, v);
 }
 
+/* Graph output v, or, when nodes read it too, a view of it that takes its name: the
+ * view is what gets a data-dependent extent (pass_dynamic then allows only pointwise
+ * ops, casts, transposes and reshapes after it), while the readers keep v, whose
+ * padding the masks already handle (a mean over an upsampled length that is also an
+ * output). */
+static ValId output_alone(IrGraph *g, ValId v, const IrOrigin *og)
+{
+    bool read = false;
+    for (NodeId n = 0; n < g->nnodes && !read; n++)
+        for (int k = 0; k < g->nodes[n].nin && !g->nodes[n].dead; k++)
+            read |= g->nodes[n].in[k] == v;
+    if (!read)
+        return v;
+    const IrType *t = ir_vtype(g, v);
+    ValId o = ir_reshape(g, v, t->dims, t->rank, og);
+    const char *name = g->vals[v].name;
+    ir_set_name(g, v, ir_fresh_name(g, name));
+    ir_set_name(g, o, name);
+    return o;
+}
+
 /* Record the symbolic axes of the graph outputs (output entries of the table); an
  * output axis that merges a symbol with other factors is refused, and so is a derived
  * size anywhere but on an output's only symbolic axis (derived_output). */
@@ -778,6 +799,7 @@ static bool mark_outputs(Sd *d)
         if (s && derived_output(d, v, s, &da)) {
             const IrOrigin og = {g->vals[v].name, "output", NULL};
             ValId c = pass_symdim_count(d, s->ax[da].sym[0], 1, &og);
+            v = g->outputs[i] = output_alone(g, v, &og);
             ir_dyn_add(g, v, da, ir_reshape(g, c, NULL, 0, &og));
             continue;
         }

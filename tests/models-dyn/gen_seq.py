@@ -23,7 +23,9 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    decoder's upsampling): a[1, 2, seq] through Conv, ConvTranspose
                    stride 2 pads 1, Relu, ConvTranspose stride 2 with output_padding
                    (lengths 2 seq and 4 seq derived from the symbol), the mean over the
-                   first; img[1, 2, seq, 5] through a 2x2 stride-2 ConvTranspose with bias
+                   second, which is also an output (the output's length is the
+                   runtime's to give, the mean reads the value itself); img[1, 2, seq, 5]
+                   through a 2x2 stride-2 ConvTranspose with bias
   resize_seq       Resize by integer factors along a symbolic height, img[1, 2, seq, 5]:
                    nearest (asymmetric, floor) x2 on both axes then a 3x3 Conv; linear
                    (half_pixel) x3 on the height then the mean over it; cubic
@@ -151,7 +153,7 @@ def convtr_model(rng):
         helper.make_node("ConvTranspose", ["a3", "t2"], ["up1"], strides=[2], pads=[1, 1],
                          output_padding=[1]),
         helper.make_node("ConvTranspose", ["img", "t3", "b3"], ["up2"], strides=[2, 2]),
-        helper.make_node("ReduceMean", ["a3"], ["m1"], axes=[2], keepdims=0),
+        helper.make_node("ReduceMean", ["up1"], ["m1"], axes=[2], keepdims=0),
     ]
     graph = helper.make_graph(
         nodes, "convtr_seq",
@@ -159,7 +161,7 @@ def convtr_model(rng):
          helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 2, "seq", 5])],
         [helper.make_tensor_value_info("up1", TensorProto.FLOAT, [1, 2, None]),
          helper.make_tensor_value_info("up2", TensorProto.FLOAT, [1, 3, None, 10]),
-         helper.make_tensor_value_info("m1", TensorProto.FLOAT, [1, 3])],
+         helper.make_tensor_value_info("m1", TensorProto.FLOAT, [1, 2])],
         inits)
     return checked_model(graph, 17)
 
