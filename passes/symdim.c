@@ -785,6 +785,23 @@ static ValId output_alone(IrGraph *g, ValId v, const IrOrigin *og)
     return o;
 }
 
+/* Whether output v (axes s) has a derived size on some axis, beside another symbolic
+ * axis (derived_output serves it alone), every symbolic axis of one factor: the
+ * outputs symdim_out.c compacts. */
+static bool several_derived(const Sd *d, ValId v, const SdVal *s)
+{
+    int nsym = 0, nder = 0;
+    for (int a = 0; a < ir_vtype(d->g, v)->rank; a++) {
+        if (!ax_sym(&s->ax[a]))
+            continue;
+        if (s->ax[a].n != 1 || s->ax[a].plo || s->ax[a].phi)
+            return false;
+        nsym++;
+        nder += s->ax[a].sym[0] >= d->nbase;
+    }
+    return nder > 0 && nsym > 1 && !ir_dyn_find(d->g, v);
+}
+
 /* Record the symbolic axes of the graph outputs (output entries of the table); an
  * output axis that merges a symbol with other factors is refused, and so is a derived
  * size anywhere but on an output's only symbolic axis (derived_output). */
@@ -802,6 +819,14 @@ static bool mark_outputs(Sd *d)
             v = g->outputs[i] = output_alone(g, v, &og);
             ir_dyn_add(g, v, da, ir_reshape(g, c, NULL, 0, &og));
             continue;
+        }
+        if (s && several_derived(d, v, s)) {
+            const IrOrigin og = {g->vals[v].name, "output", NULL};
+            ValId y = pass_symdim_compact_output(d, v, s, &og);
+            if (y != IR_NONE) {
+                g->outputs[i] = y;
+                continue;
+            }
         }
         for (int a = 0; s && a < ir_vtype(g, v)->rank; a++) {
             const SdAxis *x = &s->ax[a];

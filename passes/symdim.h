@@ -127,6 +127,11 @@ bool pass_symdim_mean(Sd *d, IrNode *n);
  * table is full or it would not give out at the bound max pmax of the parent. */
 int pass_symdim_derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div,
                         int64_t pmax, int64_t out);
+/* symdim_out.c. Graph output v (axes s) with several symbolic axes, some of derived
+ * sizes: the row-major prefix of its actual shape gathered from the box, that shape
+ * its data-dependent shape (ir_dyn_add_shape), under v's name; IR_NONE when too
+ * large. */
+ValId pass_symdim_compact_output(Sd *d, ValId v, const SdVal *s, const IrOrigin *og);
 /* symdim_steps.c. Node n is a SYMLEN or SYMLIKE (the marker ops of a computation
  * unrolled along a symbolic axis): its output's axes recorded and, in the rewriting
  * walk, the node made the view that replaces it (*ok false, reported, when its axis

@@ -30,9 +30,12 @@ static const char *check_same(const spy_model *m, const spy_model *b, char *buf,
                   m->io[i].dyn_axis == b->io[i].dyn_axis;
         for (int d = 0; ok && d < x->rank; d++)     /* smaller on a symbolic axis, or on
                                                        one whose extent the device computes
-                                                       (a size derived from the symbols) */
+                                                       (a size derived from the symbols),
+                                                       or in capacity when it computes the
+                                                       whole shape (symdim_out.c) */
             ok = y->dims[d] <= x->dims[d] &&
-                 (m->io[i].sym[d] >= 0 || m->io[i].dyn_axis == d || y->dims[d] == x->dims[d]);
+                 (m->io[i].sym[d] >= 0 || m->io[i].dyn_axis == d ||
+                  m->io[i].dyn_axis == SPY_DYN_SHAPE || y->dims[d] == x->dims[d]);
         if (!ok)
             return snprintf(buf, len, "tensor %u '%s' differs from the bundle's (name, dtype, "
                             "rank, or a size above its)", i, x->name), buf;

@@ -30,6 +30,10 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    nearest (asymmetric, floor) x2 on both axes then a 3x3 Conv; linear
                    (half_pixel) x3 on the height then the mean over it; cubic
                    (pytorch_half_pixel) x3 on the height
+  fmap_hw          outputs with two derived axes, x[2, 2, h, w] (h and w symbolic, each
+                   2..12; data sets of h 2, 5, 12 with w 8, 6, 7): a stride-2 Conv's
+                   feature map [2, 4, h', w'] and a linear x2 Resize [2, 2, 2h, 2w], each
+                   given back as the prefix of its actual shape (symdim_out.c)
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -75,6 +79,9 @@ def main():
         "img": rng.standard_normal((1, 2, t, 5)).astype(np.float32)})
     write("resize_seq", resize_model(rng), lambda t: {
         "img": rng.standard_normal((1, 2, t, 5)).astype(np.float32)})
+    write("fmap_hw", fmap_model(rng), lambda t: {
+        "x": rng.standard_normal((2, 2, t, (3 * t) % 11 + 2)).astype(np.float32)},
+        flags="--dim h=2..12 --dim w=2..12\n")
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -189,6 +196,25 @@ def resize_model(rng):
          helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 2, 5]),
          helper.make_tensor_value_info("cub", TensorProto.FLOAT, [1, 2, None, 5])],
         [w, up2, up3, hax])
+    return checked_model(graph, 18)
+
+
+def fmap_model(rng):
+    """The graph of fmap_hw (see the top of the file)."""
+    w = rand_init(rng, "w", (4, 2, 3, 3))
+    up = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "up")
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["f"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["f"], ["fmap"]),
+        helper.make_node("Resize", ["x", "", "up"], ["big"], mode="linear",
+                         coordinate_transformation_mode="half_pixel"),
+    ]
+    graph = helper.make_graph(
+        nodes, "fmap_hw",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2, "h", "w"])],
+        [helper.make_tensor_value_info("fmap", TensorProto.FLOAT, [2, 4, None, None]),
+         helper.make_tensor_value_info("big", TensorProto.FLOAT, [2, 2, None, None])],
+        [w, up])
     return checked_model(graph, 18)
 
 
