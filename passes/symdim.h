@@ -78,6 +78,10 @@ static inline SdVal *sd_get(const Sd *d, ValId v)
 /* The actual size of symbol k (derived ones computed from their parent) as an i32
  * tensor of rank r with every dim 1, made once per symbol. */
 ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og);
+/* The actual extent of an axis (factors x; NULL: static, ext) as an i32 [1]: the
+ * product of its factors, a symbol's actual size for each symbolic one, plus the
+ * padding of a padded axis (plo + phi). */
+ValId pass_symdim_extent(Sd *d, const SdAxis *x, int64_t ext, const IrOrigin *og);
 /* v with its padding along axis a (factors x) replaced by the scalar neutral, masked
  * where the value it views is computed when it is a view; IR_NONE for a dtype without
  * such a constant. */

@@ -42,6 +42,31 @@ ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og)
     return r == 1 ? d->count[k] : ir_reshape(d->g, d->count[k], ones, r, og);
 }
 
+ValId pass_symdim_extent(Sd *d, const SdAxis *x, int64_t ext, const IrOrigin *og)
+{
+    IrGraph *g = d->g;
+    IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
+    int32_t stat = x ? (int32_t)(x->plo + x->phi) : (int32_t)ext, mul = 1;
+    ValId n = IR_NONE;
+    for (int f = 0; x && f < x->n; f++) {
+        if (x->sym[f] < 0) {
+            mul *= (int32_t)x->size[f];
+            continue;
+        }
+        ValId c = pass_symdim_count(d, x->sym[f], 1, og);
+        n = n == IR_NONE ? c : ir_binary(g, IR_BIN_MUL, n, c, og);
+    }
+    if (x && n == IR_NONE)                 /* no symbol: the static extent */
+        stat = (int32_t)ext, mul = 1;
+    if (n != IR_NONE && mul != 1)
+        n = ir_binary(g, IR_BIN_MUL, n, ir_add_const(g, ir_fresh_name(g, "sym_extent"), &ct,
+                                                     &mul), og);
+    if (n != IR_NONE && stat == 0)
+        return n;
+    ValId k = ir_add_const(g, ir_fresh_name(g, "sym_extent"), &ct, &stat);
+    return n == IR_NONE ? k : ir_binary(g, IR_BIN_ADD, n, k, og);
+}
+
 /* Bool mask of the valid positions of axis a (factors x) of a rank-r value: shape
  * [1.., dims[a], ..1], true where every symbolic factor's coordinate is below its
  * actual size. */

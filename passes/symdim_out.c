@@ -15,28 +15,6 @@
  */
 #include "symdim.h"
 
-/* The actual extent of axis a (factors x; static when x is NULL) of a box of extent
- * ext, as an i32 [1]. */
-static ValId axis_count(Sd *d, const SdAxis *x, int64_t ext, const IrOrigin *og)
-{
-    IrGraph *g = d->g;
-    IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
-    int32_t stat = 1;
-    ValId n = IR_NONE;
-    for (int f = 0; x && f < x->n; f++) {
-        if (x->sym[f] < 0) {
-            stat *= (int32_t)x->size[f];
-            continue;
-        }
-        ValId c = pass_symdim_count(d, x->sym[f], 1, og);
-        n = n == IR_NONE ? c : ir_binary(g, IR_BIN_MUL, n, c, og);
-    }
-    if (!x)
-        stat = (int32_t)ext;
-    ValId k = ir_add_const(g, ir_fresh_name(g, "sym_extent"), &ct, &stat);
-    return n == IR_NONE ? k : stat == 1 ? n : ir_binary(g, IR_BIN_MUL, n, k, og);
-}
-
 /* An i32 constant [m] holding 0 .. m-1. */
 static ValId iota(IrGraph *g, int64_t m)
 {
@@ -64,7 +42,7 @@ ValId pass_symdim_compact_output(Sd *d, ValId v, const SdVal *s, const IrOrigin 
         bool sym = false;
         for (int f = 0; f < s->ax[a].n; f++)
             sym |= s->ax[a].sym[f] >= 0;
-        cnt[a] = axis_count(d, sym ? &s->ax[a] : NULL, t->dims[a], og);
+        cnt[a] = pass_symdim_extent(d, sym ? &s->ax[a] : NULL, t->dims[a], og);
         ValId x = r == 1 ? q : ir_binary(g, IR_BIN_MOD, q, cnt[a], og);
         int32_t sv = (int32_t)stride;
         ValId part = stride == 1 ? x

@@ -17,29 +17,6 @@
  */
 #include "symdim.h"
 
-/* The actual extent of axis a of x (info s, NULL: static) as an i32 [1]. */
-static ValId actual_extent(Sd *d, ValId x, const SdVal *s, int a, const IrOrigin *og)
-{
-    IrGraph *g = d->g;
-    IrType ct = {.dtype = IR_DT_I32, .rank = 1, .dims = {1}};
-    int32_t stat = 1;
-    ValId n = IR_NONE;
-    if (!s) {
-        stat = (int32_t)ir_vtype(g, x)->dims[a];
-    } else {
-        for (int i = 0; i < s->ax[a].n; i++) {
-            if (s->ax[a].sym[i] < 0) {
-                stat *= (int32_t)s->ax[a].size[i];
-                continue;
-            }
-            ValId c = pass_symdim_count(d, s->ax[a].sym[i], 1, og);
-            n = n == IR_NONE ? c : ir_binary(g, IR_BIN_MUL, n, c, og);
-        }
-    }
-    ValId k = ir_add_const(g, ir_fresh_name(g, "sym_extent"), &ct, &stat);
-    return n == IR_NONE ? k : stat == 1 ? n : ir_binary(g, IR_BIN_MUL, n, k, og);
-}
-
 /* Node n (a copy, re-added by the caller) becomes a reshape of v to v's own shape:
  * its output, which every user reads, is v. */
 static void become_view(Sd *d, IrNode *n, ValId v)
@@ -61,7 +38,9 @@ static void symlen(Sd *d, IrNode *n)
     if (d->plan)
         return;
     int a = (int)ir_attr_get_int(n, "axis", 0);
-    become_view(d, n, actual_extent(d, n->in[0], sd_get(d, n->in[0]), a, &n->origin));
+    const SdVal *s = sd_get(d, n->in[0]);
+    become_view(d, n, pass_symdim_extent(d, s ? &s->ax[a] : NULL,
+                                         ir_vtype(d->g, n->in[0])->dims[a], &n->origin));
 }
 
 /* Whether axis x has a symbolic factor. */
