@@ -112,16 +112,21 @@ static bool rz_follows(DecCtx *c, const RzParams *p, int64_t in, int64_t out, fl
            scale == (float)(out / in) && !(p->mode == RZ_CUBIC && p->exclude_outside);
 }
 
-/* The gather of x along axis at indices ik (out of them), clamped to the actual length
- * when follow (rz_follows). */
-static ValId rz_gather(DecCtx *c, ValId x, int axis, int64_t out, const int64_t *ik, bool follow)
+/* The last index of x's axis at its actual length (SYMLEN - 1), as an i64 scalar. */
+static ValId rz_last(DecCtx *c, ValId x, int axis)
+{
+    IrAttr ax = ir_attr_int("axis", axis);
+    return dec_bin_s(c, IR_BIN_SUB, dec_cast(c, dec_op(c, IR_OP_SYMLEN, &x, 1, &ax, 1),
+                                             IR_DT_I64), 1.0);
+}
+
+/* The gather of x along axis at indices ik (out of them), clamped to the index last
+ * (rz_last) when it is given (rz_follows). */
+static ValId rz_gather(DecCtx *c, ValId x, int axis, int64_t out, const int64_t *ik, ValId last)
 {
     ValId idx = dec_const_i64(c->g, &out, 1, ik);
-    if (!follow)
+    if (last == IR_NONE)
         return dec_gather(c, x, idx, axis);
-    IrAttr ax = ir_attr_int("axis", axis);
-    ValId last = dec_bin_s(c, IR_BIN_SUB, dec_cast(c, dec_op(c, IR_OP_SYMLEN, &x, 1, &ax, 1),
-                                                   IR_DT_I64), 1.0);
     ValId in[2] = {x, dec_bin(c, IR_BIN_MIN, idx, last)};
     IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("inbounds", 1)};
     return dec_op(c, IR_OP_GATHER, in, 2, a, 2);
@@ -136,7 +141,7 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
     IrDType dt = t->dtype;
     int64_t in = t->dims[axis];
     bool follow = rz_follows(c, p, in, out, scale);
-    ValId x0v = x;
+    ValId last = follow ? rz_last(c, x, axis) : IR_NONE;
     if (follow)                /* the indices clamp at the actual length, not the bound */
         in = INT64_MAX / 4;
     int ntap = p->mode == RZ_NEAREST ? 1 : p->mode == RZ_LINEAR ? 2 : 4;
@@ -187,7 +192,7 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
         }
         if (zero && ntap > 1)
             continue;
-        ValId gk = rz_gather(c, x, axis, out, ik, follow);
+        ValId gk = rz_gather(c, x, axis, out, ik, last);
         if (ntap > 1)
             gk = dec_bin(c, IR_BIN_MUL, gk, axis_const(c, dt, r, axis, out, wk));
         y = y == IR_NONE ? gk : dec_bin(c, IR_BIN_ADD, y, gk);
@@ -204,7 +209,7 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
     if (follow) {
         IrAttr a[3] = {ir_attr_int("axis", axis), ir_attr_int("like_axis", axis),
                        ir_attr_int("mul", out / t->dims[axis])};
-        ValId yl[2] = {y, x0v};
+        ValId yl[2] = {y, x};
         y = dec_op(c, IR_OP_SYMLIKE, yl, 2, a, 3);
     }
     return y;
