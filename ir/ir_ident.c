@@ -74,11 +74,14 @@ ValId ir_ident_slice(IrGraph *g, const IrNode *n)
     return same_input(g, n);
 }
 
-/* PAD by nothing. */
+/* PAD by nothing (and not marked as holding at its extents only: attr bound). */
 ValId ir_ident_pad(IrGraph *g, const IrNode *n)
 {
     ValId x = same_input(g, n);
-    return x != IR_NONE && ints_zero(n, "pads") && ints_zero(n, "interior") ? x : IR_NONE;
+    return x != IR_NONE && ints_zero(n, "pads") && ints_zero(n, "interior") &&
+                   !ir_attr_get_int(n, "bound", 0)
+               ? x
+               : IR_NONE;
 }
 
 /* CONCAT of one input. */

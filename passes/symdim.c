@@ -579,6 +579,12 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
     ir_attr_get_ints(n, "pads", &pads);
     int ni = ir_attr_get_ints(n, "interior", &inter);
     double value = ir_attr_get_float(n, "value", 0);
+    int64_t bound = ir_attr_get_int(n, "bound", 0);
+    for (int a = 0; a < it->rank; a++)   /* pads computed for the bound's extent */
+        if (ax_sym(&s->ax[a]) && (bound >> a & 1))
+            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
+                          "padding computed from the extent (auto_pad SAME with a stride, "
+                          "ceil_mode, or ConvTranspose output_shape)");
     SdVal *o = sd_new(d, ot);
     bool axes[IR_MAX_RANK] = {false};
     int nmask = 0;

@@ -88,6 +88,8 @@ ValId dec_slice(DecCtx *c, ValId x, const int64_t *starts, const int64_t *steps,
                 const int64_t *sizes);
 ValId dec_slice_axis(DecCtx *c, ValId x, int axis, int64_t start, int64_t step, int64_t size);
 ValId dec_pad(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior, double value);
+ValId dec_pad_at(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior,
+                 double value, int64_t bound);
 ValId dec_concat(DecCtx *c, const ValId *xs, int n, int axis);
 ValId dec_gather(DecCtx *c, ValId data, ValId idx, int axis);
 ValId dec_reshape(DecCtx *c, ValId x, const int64_t *dims, int rank); /* no-op if same */

@@ -410,6 +410,18 @@ ValId dec_slice_axis(DecCtx *c, ValId x, int axis, int64_t start, int64_t step, 
 /* PAD node; interior may be NULL (all zero). Returns x when nothing is padded. */
 ValId dec_pad(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior, double value)
 {
+    return dec_pad_at(c, x, pads, interior, value, 0);
+}
+
+/* PAD node whose pads along the axes of bit mask `bound` were computed from those axes'
+ * extents (auto_pad SAME with a stride, a pool's ceil_mode, ConvTranspose's
+ * output_shape): in a graph with bounded symbolic dimensions it carries the mask (attr
+ * "bound", made even when nothing is padded at these extents), so that pass_symdim
+ * refuses such an axis that is symbolic instead of applying the bound's pads at every
+ * size. Elsewhere as dec_pad. */
+ValId dec_pad_at(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior,
+                 double value, int64_t bound)
+{
     int r = dec_ty(c, x)->rank;
     int64_t zi[IR_MAX_RANK] = {0};
     bool any = false;
@@ -417,12 +429,14 @@ ValId dec_pad(DecCtx *c, ValId x, const int64_t *pads, const int64_t *interior, 
         any |= pads[i] != 0;
     for (int i = 0; interior && i < r; i++)
         any |= interior[i] != 0;
-    if (!any)
+    if (!c->g->nsymdims)
+        bound = 0;
+    if (!any && !bound)
         return x;
-    IrAttr a[3] = {ir_attr_ints_ref("pads", pads, 2 * r),
+    IrAttr a[4] = {ir_attr_ints_ref("pads", pads, 2 * r),
                    ir_attr_ints_ref("interior", interior ? interior : zi, r),
-                   ir_attr_float("value", value)};
-    return dec_op(c, IR_OP_PAD, &x, 1, a, 3);
+                   ir_attr_float("value", value), ir_attr_int("bound", bound)};
+    return dec_op(c, IR_OP_PAD, &x, 1, a, bound ? 4 : 3);
 }
 
 ValId dec_softmax_last(DecCtx *c, ValId x)

@@ -34,6 +34,13 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    2..12; data sets of h 2, 5, 12 with w 8, 6, 7): a stride-2 Conv's
                    feature map [2, 4, h', w'] and a linear x2 Resize [2, 2, 2h, 2w], each
                    given back as the prefix of its actual shape (symdim_out.c)
+  pool_hw          a ResNet stem and block over a symbolic height and width, x[1, 3, h, w]
+                   (each 17..48; data sets of 17x30, 33x47 and 48x40, whose stem gives an
+                   odd size, odd and even, and even): Conv 7x7 stride 2, MaxPool 3x3
+                   stride 2 pads 1 (its feature map an output: at an odd input the last
+                   window reads the high pad, which the bound's even size did not need),
+                   a stride-2 block with its 1x1 downsample, MaxPool 3x3 stride 2 with
+                   ceil_mode, GlobalAveragePool
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -82,6 +89,10 @@ def main():
     write("fmap_hw", fmap_model(rng), lambda t: {
         "x": rng.standard_normal((2, 2, t, (3 * t) % 11 + 2)).astype(np.float32)},
         flags="--dim h=2..12 --dim w=2..12\n")
+    sizes = {17: 30, 33: 47, 48: 40}
+    write("pool_hw", pool_model(rng), lambda t: {
+        "x": rng.standard_normal((1, 3, t, sizes[t])).astype(np.float32)},
+        lengths=tuple(sizes), flags="--dim h=17..48 --dim w=17..48\n")
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -215,6 +226,33 @@ def fmap_model(rng):
         [helper.make_tensor_value_info("fmap", TensorProto.FLOAT, [2, 4, None, None]),
          helper.make_tensor_value_info("big", TensorProto.FLOAT, [2, 2, None, None])],
         [w, up])
+    return checked_model(graph, 18)
+
+
+def pool_model(rng):
+    """The graph of pool_hw (see the top of the file)."""
+    inits = [rand_init(rng, "w0", (8, 3, 7, 7)), rand_init(rng, "w1", (8, 8, 3, 3)),
+             rand_init(rng, "w2", (8, 8, 1, 1))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], strides=[2, 2], pads=[3, 3, 3, 3]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("MaxPool", ["r0"], ["pool"], kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["pool", "w1"], ["c1"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["pool", "w2"], ["c2"], strides=[2, 2]),
+        helper.make_node("Add", ["c1", "c2"], ["s"]),
+        helper.make_node("Relu", ["s"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p2"], kernel_shape=[3, 3], strides=[2, 2],
+                         ceil_mode=1),
+        helper.make_node("GlobalAveragePool", ["p2"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "pool_hw",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8]),
+         helper.make_tensor_value_info("pool", TensorProto.FLOAT, [1, 8, None, None])],
+        inits)
     return checked_model(graph, 18)
 
 

@@ -172,12 +172,13 @@ static void test_mean_and_matmul(void **state)
 
 /* MaxPool (3x3, padding 1, stride 2) over symbolic height and width, then the global
  * mean: windows near the actual border must see the padding of the actual image, and
- * the mean divides by the actual count of the pooled (derived) size. */
+ * the mean divides by the actual count of the pooled (derived) size. The bounds are
+ * even, where the last window does not reach the high pad; at an odd size it does. */
 static void test_pool_every_size(void **state)
 {
     UtFx *f = *state;
-    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 7, 7}, 2, 3, "h");
-    ir_sym_add(f->g, x, 3, 3, 7, "w");
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 8, 8}, 2, 3, "h");
+    ir_sym_add(f->g, x, 3, 3, 8, "w");
     IrAttr at[3] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){3, 3}, 2),
                     ir_attr_ints(f->g, "pads", (int64_t[]){1, 1, 1, 1}, 4),
                     ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2)};
@@ -187,9 +188,9 @@ static void test_pool_every_size(void **state)
     spy_model *m;
     spy_session *s;
     open_fx(f, &m, &s);
-    float in[49], out[1];
-    for (int h = 3; h <= 7; h++)
-        for (int w = 3; w <= 7; w++) {
+    float in[64], out[1];
+    for (int h = 3; h <= 8; h++)
+        for (int w = 3; w <= 8; w++) {
             ut_fill(in, h * w, 1.3f, -0.6f);
             int oh = (h + 2 - 3) / 2 + 1, ow = (w + 2 - 3) / 2 + 1;
             double sum = 0;
@@ -228,6 +229,50 @@ static void test_avgpool_excluding_pad_refused(void **state)
     ir_add_output(f->g, ut_onnx_op(f->g, "GlobalMaxPool", 13, &p, 1, NULL, 0));
     ut_decompose_ok(f);
     expect_refused(f, "average pool that excludes its padding");
+}
+
+/* Op (attributes at, its input x f32[1, 1, 1..8, 8], a 3x3 weight for a Conv) whose pads
+ * would be computed from the symbolic height's extent: refused, naming the padding. */
+static void expect_pad_from_extent_refused(UtFx *f, const char *op, const IrAttr *at, int na)
+{
+    static const float w[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    ValId in[2] = {sym_input(f->g, "x", 4, (int64_t[]){1, 1, 8, 8}, 2, 1, "h"),
+                   ut_const(f->g, IR_DT_F32, 4, (int64_t[]){1, 1, 3, 3}, w)};
+    ValId p = ut_onnx_op(f->g, op, 13, in, strcmp(op, "Conv") ? 1 : 2, at, na);
+    ir_add_output(f->g, ut_onnx_op(f->g, "GlobalMaxPool", 13, &p, 1, NULL, 0));
+    ut_decompose_ok(f);
+    expect_refused(f, "padding computed from the extent");
+}
+
+/* A strided Conv with auto_pad SAME: its low pad is 0 or 1 by the parity of the size. */
+static void test_same_stride_refused(void **state)
+{
+    UtFx *f = *state;
+    IrAttr at[2] = {ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2),
+                    ir_attr_str(f->g, "auto_pad", "SAME_UPPER")};
+    expect_pad_from_extent_refused(f, "Conv", at, 2);
+}
+
+/* Pools with ceil_mode whose output size is not one floor of the size: an average
+ * (the last window's divisor moves with the size) and a MaxPool whose last window may
+ * start in the high pad (2x2, stride 2, pads 1: one output fewer at odd sizes). */
+static void test_ceil_pool_refused(void **state)
+{
+    UtFx *f = *state;
+    IrAttr at[3] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){3, 3}, 2),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2),
+                    ir_attr_int("ceil_mode", 1)};
+    expect_pad_from_extent_refused(f, "AveragePool", at, 3);
+}
+
+static void test_ceil_maxpool_refused(void **state)
+{
+    UtFx *f = *state;
+    IrAttr at[4] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){2, 2}, 2),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2),
+                    ir_attr_ints(f->g, "pads", (int64_t[]){1, 1, 1, 1}, 4),
+                    ir_attr_int("ceil_mode", 1)};
+    expect_pad_from_extent_refused(f, "MaxPool", at, 4);
 }
 
 /* A forward CumSum along a symbolic axis (position ids of RoBERTa-style models):
@@ -614,6 +659,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pool_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_avgpool_excluding_pad_refused, ut_setup,
                                         ut_teardown),
+        cmocka_unit_test_setup_teardown(test_same_stride_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_ceil_pool_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_ceil_maxpool_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_cumsum_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),

@@ -37,10 +37,14 @@ static bool all_positive(DecCtx *c, const char *name, const int64_t *v, int n)
     return true;
 }
 
-/* Padding of each spatial axis from auto_pad / pads (forward conv and pools). */
+/* Padding of each spatial axis from auto_pad / pads (forward conv and pools); *sized
+ * gets bit i when axis i's pads depend on its extent (auto_pad SAME with a stride: the
+ * total is keff - 1 - (in - 1) mod s), so hold at this extent only. */
 static bool resolve_pads(DecCtx *c, int nsp, const int64_t *in, const int64_t *k,
-                         const int64_t *s, const int64_t *d, int64_t *lo, int64_t *hi)
+                         const int64_t *s, const int64_t *d, int64_t *lo, int64_t *hi,
+                         int64_t *sized)
 {
+    *sized = 0;
     const char *ap = dec_as(c, "auto_pad", "NOTSET");
     int64_t pads[2 * IR_MAX_RANK];
     if (strcmp(ap, "NOTSET") == 0 || *ap == 0) {
@@ -71,6 +75,8 @@ static bool resolve_pads(DecCtx *c, int nsp, const int64_t *in, const int64_t *k
             total = 0;
         lo[i] = upper ? total / 2 : total - total / 2;
         hi[i] = total - lo[i];
+        if (s[i] > 1 && keff > 1)
+            *sized |= (int64_t)1 << i;
     }
     return true;
 }
@@ -109,6 +115,7 @@ bool dec_conv_pad(DecCtx *c, double pad_value)
 {
     ValId x = dec_in(c, 0), w = dec_in(c, 1), b = dec_in(c, 2);
     int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK];
+    int64_t sized;
     if (x == IR_NONE || w == IR_NONE || !check_xw(c, x, w, k)) {
         if (x == IR_NONE || w == IR_NONE)
             dec_err(c, "missing input or weight");
@@ -119,7 +126,7 @@ bool dec_conv_pad(DecCtx *c, double pad_value)
     int64_t group = dec_ai(c, "group", 1);
     if (!sp_ints(c, "strides", nsp, 1, s) || !sp_ints(c, "dilations", nsp, 1, d) ||
         !all_positive(c, "strides", s, nsp) || !all_positive(c, "dilations", d, nsp) ||
-        !resolve_pads(c, nsp, tx->dims + 2, k, s, d, lo, hi))
+        !resolve_pads(c, nsp, tx->dims + 2, k, s, d, lo, hi, &sized))
         return false;
     if (group < 1 || tx->dims[1] != tw->dims[1] * group || tw->dims[0] % group != 0) {
         dec_err(c, "group %lld does not match input channels %lld and weight shape", (long long)group,
@@ -136,7 +143,7 @@ bool dec_conv_pad(DecCtx *c, double pad_value)
             return false;
         }
     }
-    ValId xp = dec_pad(c, x, pads, NULL, pad_value);
+    ValId xp = dec_pad_at(c, x, pads, NULL, pad_value, sized << 2);
     IrAttr a[3] = {ir_attr_ints_ref("strides", s, nsp), ir_attr_ints_ref("dilations", d, nsp),
                    ir_attr_int("group", group)};
     ValId in[2] = {xp, w};
@@ -263,7 +270,9 @@ bool dec_conv_transpose(DecCtx *c)
             return false;
         }
     }
-    ValId xp = dec_pad(c, x, pads, interior, 0.0);
+    /* output_shape fixes each axis's output, its pads computed from the extent */
+    int64_t sized = dec_has_attr(c, "output_shape") ? ((int64_t)1 << nsp) - 1 : 0;
+    ValId xp = dec_pad_at(c, x, pads, interior, 0.0, sized << 2);
     int64_t ones[IR_MAX_RANK];
     for (int i = 0; i < nsp; i++)
         ones[i] = 1;
@@ -331,13 +340,19 @@ static double lowest(IrDType t)
     }
 }
 
-/* Pool geometry: per-axis pads, output size and the extra high pad of ceil_mode. */
+/* Pool geometry: per-axis pads, output size and the high pad that gives it (hi_eff:
+ * without symbolic dimensions, what the last window reads, so none unread is made; in a
+ * graph with them, one that gives the output size at every extent of the axis: the
+ * model's high pad, plus s - 1 with ceil_mode, which rounds up as ceil does, where the
+ * last window always starts inside the input or the low pad (hi < keff - s + 1), else
+ * the axis is marked in *sized (its pads hold at this extent only). */
 static bool pool_geometry(DecCtx *c, const IrType *tx, const int64_t *k, const int64_t *s,
-                          const int64_t *d, int64_t *lo, int64_t *hi, int64_t *hi_eff, int64_t *out)
+                          const int64_t *d, int64_t *lo, int64_t *hi, int64_t *hi_eff,
+                          int64_t *out, int64_t *sized)
 {
     int nsp = tx->rank - 2;
     bool ceil_mode = dec_ai(c, "ceil_mode", 0) != 0;
-    if (!resolve_pads(c, nsp, tx->dims + 2, k, s, d, lo, hi))
+    if (!resolve_pads(c, nsp, tx->dims + 2, k, s, d, lo, hi, sized))
         return false;
     for (int i = 0; i < nsp; i++) {
         int64_t in = tx->dims[2 + i], keff = (k[i] - 1) * d[i] + 1;
@@ -351,6 +366,14 @@ static bool pool_geometry(DecCtx *c, const IrType *tx, const int64_t *k, const i
         if (ceil_mode && (out[i] - 1) * s[i] >= in + lo[i])
             out[i]--;
         hi_eff[i] = (out[i] - 1) * s[i] + keff - in - lo[i];
+        if (!c->g->nsymdims)
+            continue;
+        if (!ceil_mode)
+            hi_eff[i] = hi[i];
+        else if (hi[i] + s[i] - 1 < keff)
+            hi_eff[i] = hi[i] + s[i] - 1;
+        else
+            *sized |= (int64_t)1 << i;
     }
     return true;
 }
@@ -367,7 +390,7 @@ static bool pool_run(DecCtx *c, bool divide)
     const IrType *tx = dec_ty(c, x);
     int r = tx->rank, nsp = r - 2;
     int64_t k[IR_MAX_RANK], s[IR_MAX_RANK], d[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK];
-    int64_t hie[IR_MAX_RANK], out[IR_MAX_RANK];
+    int64_t hie[IR_MAX_RANK], out[IR_MAX_RANK], sized;
     if (nsp < 1) {
         dec_err(c, "input must have rank >= 3, got %d", r);
         return false;
@@ -379,7 +402,7 @@ static bool pool_run(DecCtx *c, bool divide)
     if (!sp_ints(c, "kernel_shape", nsp, 0, k) || !all_positive(c, "kernel_shape", k, nsp) ||
         !sp_ints(c, "strides", nsp, 1, s) || !sp_ints(c, "dilations", nsp, 1, d) ||
         !all_positive(c, "strides", s, nsp) || !all_positive(c, "dilations", d, nsp) ||
-        !pool_geometry(c, tx, k, s, d, lo, hi, hie, out))
+        !pool_geometry(c, tx, k, s, d, lo, hi, hie, out, &sized))
         return false;
     int64_t pads[2 * IR_MAX_RANK] = {0};
     for (int i = 0; i < nsp; i++) {
@@ -392,12 +415,15 @@ static bool pool_run(DecCtx *c, bool divide)
     if (is_lp)
         v = p == 2 ? dec_bin(c, IR_BIN_MUL, x, x) : p == 1 ? dec_un(c, IR_UN_ABS, x)
                    : dec_bin_s(c, IR_BIN_POW, dec_un(c, IR_UN_ABS, x), p);
-    v = dec_pad(c, v, pads, NULL, is_max ? lowest(tx->dtype) : 0.0);
+    bool is_avg = strcmp(op, "AveragePool") == 0;
+    if (is_avg && dec_ai(c, "ceil_mode", 0))   /* a last window's divisor moves with it */
+        sized = ((int64_t)1 << nsp) - 1;
+    v = dec_pad_at(c, v, pads, NULL, is_max ? lowest(tx->dtype) : 0.0, sized << 2);
     IrAttr a[4] = {ir_attr_int("fn", is_max ? IR_RED_MAX : IR_RED_SUM),
                    ir_attr_ints_ref("kernel", k, nsp), ir_attr_ints_ref("strides", s, nsp),
                    ir_attr_ints_ref("dilations", d, nsp)};
     ValId y = dec_op(c, IR_OP_WINDOW, &v, 1, a, 4);
-    if (strcmp(op, "AveragePool") == 0) {
+    if (is_avg) {
         bool incl = dec_ai(c, "count_include_pad", 0) != 0;
         y = dec_bin(c, divide ? IR_BIN_DIV : IR_BIN_MUL, y,
                     avg_scale(c, tx->dtype, nsp, out, tx->dims + 2, k, s, d, lo, hi, incl, divide));
