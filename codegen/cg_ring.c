@@ -53,6 +53,19 @@ bool cg_ring_recv(const CgEmit *e, const IrKernel *k, const IrAccess *a, const i
     return plan_item_core(k, item) != e->core;
 }
 
+/* Sharers of the tile of access a over iteration dims dim[0..n) (cg_ring_sharers), or 1
+ * when the tile spans a grid dim it does not depend on (a broadcast row of a mask
+ * repeated over the row chunks) that is cut with a ragged edge: the edge item's tile
+ * is shorter there, so the sharers' tiles differ and none can be sent for another. */
+static int64_t tile_sharers(const IrKernel *k, const IrAccess *a, const int *dim, int n)
+{
+    const IrGrid *gr = &k->grid;
+    for (int i = 0; i < n; i++)
+        if (dim[i] < gr->rank && a->is[dim[i]] == 0 && gr->ext[dim[i]] % gr->chunk[dim[i]])
+            return 1;
+    return cg_ring_sharers(k, a);
+}
+
 /* Load the operand tile of access a over dims (len[i], iteration dim dim[i]), i < n,
  * dense in LX at lx but for a row pitch of its outermost dim (0: dense), of the item
  * at st (depth chunk c). A tile shared by several items (cg_ring_sharers) is loaded in
@@ -66,7 +79,7 @@ void cg_load_shared(CgEmit *e, const IrKernel *k, const IrAccess *a, const int64
                     uint32_t lx, unsigned es, const int64_t *len, const int *dim, int n,
                     int64_t pitch, int64_t c)
 {
-    int64_t sh = k && n > 0 ? cg_ring_sharers(k, a) : 1, s[IR_ITER_MAX], l[IR_ITER_MAX];
+    int64_t sh = k && n > 0 ? tile_sharers(k, a, dim, n) : 1, s[IR_ITER_MAX], l[IR_ITER_MAX];
     int64_t ls[IR_ITER_MAX];
     int cut = 0;
     if (n == 0) {                                /* one element */

@@ -41,6 +41,12 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    window reads the high pad, which the bound's even size did not need),
                    a stride-2 block with its 1x1 downsample, MaxPool 3x3 stride 2 with
                    ceil_mode, GlobalAveragePool
+  ceilpool_hw      SqueezeNet's stem over a symbolic height and width, x[1, 3, h, w]
+                   (each 32..64; data sets of 33x40, 47x64 and 64x37): Conv 3x3 stride 2,
+                   Relu, MaxPool 3x3 stride 2 with ceil_mode (its high pad's mask, a
+                   row of positions shared by the kernel's row chunks, whose last chunk
+                   is shorter: once loaded over the ring from a core whose tile had a
+                   row fewer, which the runtime refused), Conv 1x1, GlobalAveragePool
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -93,6 +99,10 @@ def main():
     write("pool_hw", pool_model(rng), lambda t: {
         "x": rng.standard_normal((1, 3, t, sizes[t])).astype(np.float32)},
         lengths=tuple(sizes), flags="--dim h=17..48 --dim w=17..48\n")
+    sizes_c = {33: 40, 47: 64, 64: 37}
+    write("ceilpool_hw", ceilpool_model(rng), lambda t: {
+        "x": rng.standard_normal((1, 3, t, sizes_c[t])).astype(np.float32)},
+        lengths=tuple(sizes_c), flags="--dim h=32..64 --dim w=32..64\n")
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -253,6 +263,25 @@ def pool_model(rng):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8]),
          helper.make_tensor_value_info("pool", TensorProto.FLOAT, [1, 8, None, None])],
         inits)
+    return checked_model(graph, 18)
+
+
+def ceilpool_model(rng):
+    """The graph of ceilpool_hw (see the top of the file)."""
+    inits = [rand_init(rng, "w0", (16, 3, 3, 3)), rand_init(rng, "w1", (8, 16, 1, 1))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w0"], ["c0"], strides=[2, 2]),
+        helper.make_node("Relu", ["c0"], ["r0"]),
+        helper.make_node("MaxPool", ["r0"], ["p0"], kernel_shape=[3, 3], strides=[2, 2],
+                         ceil_mode=1),
+        helper.make_node("Conv", ["p0", "w1"], ["c1"]),
+        helper.make_node("GlobalAveragePool", ["c1"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "ceilpool_hw",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], inits)
     return checked_model(graph, 18)
 
 
