@@ -811,6 +811,39 @@ static bool several_derived(const Sd *d, ValId v, const SdVal *s)
 /* Record the symbolic axes of the graph outputs (output entries of the table); an
  * output axis that merges a symbol with other factors is refused, and so is a derived
  * size anywhere but on an output's only symbolic axis (derived_output). */
+/* *s with every padded symbolic axis of output v (a Pad's result: plo pad values, the
+ * actual data and the masked rest, then phi) made the derived size h + plo + phi, whose
+ * prefix that value's is: the output's actual extent. False (refused) when not
+ * derivable. */
+static bool unpad_output(Sd *d, ValId v, const SdVal **s)
+{
+    const IrType *t = ir_vtype(d->g, v);
+    SdVal *o = NULL;
+    for (int a = 0; *s && a < t->rank; a++) {
+        const SdAxis *x = &(*s)->ax[a];
+        if (!ax_sym(x) || (!x->plo && !x->phi))
+            continue;
+        int64_t p = x->plo + x->phi;
+        int ds = x->n == 1 ? pass_symdim_derived(d, x->sym[0], 1, p - 1, 1, x->size[0] - p,
+                                                 x->size[0])
+                           : -1;
+        if (ds < 0) {
+            ir_diag_error(d->g->diag, "unsupported: output '%s' axis %d is a padded bounded "
+                          "dynamic dimension '%s' whose size cannot be derived",
+                          d->g->vals[v].name, a, sym_name(d, first_sym((*s), t->rank)));
+            return false;
+        }
+        if (!o) {
+            o = sd_new(d, t);
+            memcpy(o, *s, sizeof *o);
+        }
+        o->ax[a] = (SdAxis){1, {x->size[0]}, {ds}, 0, 0};
+    }
+    if (o)
+        *s = d->val[v] = o;
+    return true;
+}
+
 static bool mark_outputs(Sd *d)
 {
     IrGraph *g = d->g;
@@ -819,6 +852,8 @@ static bool mark_outputs(Sd *d)
         ValId v = g->outputs[i];
         const SdVal *s = sd_get(d, v);
         int da;
+        if (!unpad_output(d, v, &s))
+            return false;
         if (s && derived_output(d, v, s, &da)) {
             const IrOrigin og = {g->vals[v].name, "output", NULL};
             ValId c = pass_symdim_count(d, s->ax[da].sym[0], 1, &og);

@@ -307,6 +307,38 @@ static void test_cumsum_every_size(void **state)
     spy_model_free(m);
 }
 
+/* A constant Pad of a symbolic axis as a graph output, x f32[2, 1..6] padded by 1 before
+ * and 2 after with 5: the output's extent is n + 3, the actual data between the pads
+ * (its runtime shape was the bound's symbol on an axis of the bound plus 3, which the
+ * runtime refused at every size). */
+static void test_pad_output_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 6}, 1, 1, "n");
+    ValId pads = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){4}, (int64_t[]){0, 1, 0, 2});
+    ValId val = ut_const(f->g, IR_DT_F32, 0, NULL, (float[]){5});
+    ir_add_output(f->g, ut_onnx_op(f->g, "Pad", 18, (ValId[]){x, pads, val}, 3, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[12], out[18], want[18];
+    for (int n = 1; n <= 6; n++) {
+        ut_fill(in, 2 * n, 0.9f, -0.3f);
+        for (int r = 0; r < 2; r++)
+            for (int c = 0; c < n + 3; c++)
+                want[r * (n + 3) + c] = c >= 1 && c <= n ? in[r * n + c - 1] : 5.0f;
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 2, (int64_t[]){2, n + 3});
+        ut_expect_close(out, want, 2 * (n + 3), 0);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
 /* Attention scores softmax(q k^T * 0.17) with q f32[4,2,seq,32], k f32[4,2,32,seq],
  * seq in 2..40 (a dynamic BERT's first layer): a core works on several items, and
  * each item's padding mask (positions < seq) is written in place over its loaded
@@ -663,6 +695,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ceil_pool_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_ceil_maxpool_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_cumsum_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pad_output_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_position_ids_every_size, ut_setup, ut_teardown),
