@@ -212,10 +212,13 @@ static bool below_min(const Sd *d, const SdAxis *x, int64_t start, int64_t step,
     return false;
 }
 
+static int64_t sym_min(const Sd *d, int k);
+
 /* Slice: a symbolic axis must be taken whole, unless it reads below its least extent
  * (below_min), or unless the slice is one step of a
  * computation unrolled along it (padok: the steps past the actual extent are masked,
- * symdim_steps.c), whose output axis is then static. */
+ * symdim_steps.c), whose output axis is then static, or unless its end counts from the
+ * end (tail: x[:, 1:], x[:, :-1]), whose output axis is the derived size n - start - e. */
 static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
 {
     const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
@@ -223,16 +226,31 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
     ir_attr_get_ints(n, "starts", &st);
     ir_attr_get_ints(n, "steps", &sp);
     bool padok = ir_attr_get_int(n, "padok", 0) != 0;
+    int64_t tail = ir_attr_get_int(n, "tail", 0);
     SdVal *o = sd_new(d, ot);
     for (int a = 0; a < it->rank; a++) {
-        if (!ax_sym(&s->ax[a]))
+        const SdAxis *x = &s->ax[a];
+        if (!ax_sym(x))
             continue;
         bool whole = st[a] == 0 && sp[a] == 1 && ot->dims[a] == it->dims[a];
-        if (!whole && (padok || below_min(d, &s->ax[a], st[a], sp[a], ot->dims[a])))
+        if (!whole && padok)
+            continue;
+        if (!whole && (tail >> a & 1) && x->n == 1 && !x->plo && !x->phi) {
+            /* before below_min, which a size bucket whose box is the minimum meets: its
+               output must be the derived axis that the bundle's is */
+            int64_t cut = it->dims[a] - ot->dims[a];   /* start + e: n - cut remain */
+            int ds = pass_symdim_derived(d, x->sym[0], 1, -cut - 1, 1, it->dims[a],
+                                         ot->dims[a]);
+            if (ds >= 0 && sym_min(d, ds) >= 1) {
+                o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};
+                continue;
+            }
+        }
+        if (!whole && below_min(d, x, st[a], sp[a], ot->dims[a]))
             continue;
         if (!whole)
-            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1), "a slice");
-        o->ax[a] = s->ax[a];
+            return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "a slice");
+        o->ax[a] = *x;
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
     return true;

@@ -47,6 +47,11 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    row of positions shared by the kernel's row chunks, whose last chunk
                    is shorter: once loaded over the ring from a core whose tile had a
                    row fewer, which the runtime refused), Conv 1x1, GlobalAveragePool
+  shift_seq        slices that end at the end of a symbolic sequence, x[2, seq, 8]: the
+                   difference x[:, 1:] - x[:, :-1] (an output of length seq - 1, derived),
+                   and a softmax over x[:, 1:] (a class token dropped) then its mean over
+                   the sequence; with size buckets, whose smallest box (seq 2) reads the
+                   slices below the minimum
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -103,6 +108,8 @@ def main():
     write("ceilpool_hw", ceilpool_model(rng), lambda t: {
         "x": rng.standard_normal((1, 3, t, sizes_c[t])).astype(np.float32)},
         lengths=tuple(sizes_c), flags="--dim h=32..64 --dim w=32..64\n")
+    write("shift_seq", shift_model(), lambda t: {
+        "x": rng.standard_normal((2, t, 8)).astype(np.float32)})
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -263,6 +270,26 @@ def pool_model(rng):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8]),
          helper.make_tensor_value_info("pool", TensorProto.FLOAT, [1, 8, None, None])],
         inits)
+    return checked_model(graph, 18)
+
+
+def shift_model():
+    """The graph of shift_seq (see the top of the file)."""
+    def ints(name, v):
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+    inits = [ints("zero", [0]), ints("one", [1]), ints("minus1", [-1]), ints("end", [2**62])]
+    nodes = [
+        helper.make_node("Slice", ["x", "one", "end", "one"], ["tail"]),
+        helper.make_node("Slice", ["x", "zero", "minus1", "one"], ["head"]),
+        helper.make_node("Sub", ["tail", "head"], ["diff"]),
+        helper.make_node("Softmax", ["tail"], ["p"], axis=1),
+        helper.make_node("ReduceMean", ["p", "one"], ["mean"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "shift_seq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "seq", 8])],
+        [helper.make_tensor_value_info("diff", TensorProto.FLOAT, [2, None, 8]),
+         helper.make_tensor_value_info("mean", TensorProto.FLOAT, [2, 8])], inits)
     return checked_model(graph, 18)
 
 
