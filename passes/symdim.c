@@ -315,15 +315,28 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
 }
 
 /* Arg-reduction (ARGREDUCE) over one axis: a static axis keeps the others as they are
- * (a row's padding gives a padded index, dropped with its row); a symbolic one would
- * need its padding masked to the neutral element, which is not done: refused. */
-static bool prop_argreduce(Sd *d, const IrNode *n, const SdVal *s)
+ * (a row's padding gives a padded index, dropped with its row); along a symbolic one
+ * the padding is first masked to the value that never wins (-inf for an argmax, +inf
+ * for an argmin), so the first extreme lies in the actual positions (a QA head's
+ * argmax over the sequence). Taking the last extreme (select_last) is refused: where
+ * every actual value is that infinity, a padded position would be the last; so is one
+ * marked whole (a Hardmax's, compared with constant positions). */
+static bool prop_argreduce(Sd *d, IrNode *n, const SdVal *s)
 {
     const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
     int axis = (int)ir_attr_get_int(n, "axis", 0);
     bool keep = ir_attr_get_int(n, "keepdims", 1) != 0;
-    if (ax_sym(&s->ax[axis]))
-        return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[axis]}}, 1), "an arg-reduction");
+    if (ax_sym(&s->ax[axis])) {
+        bool max = ir_attr_get_int(n, "fn", IR_RED_MAX) == IR_RED_MAX;
+        ValId m = ir_attr_get_int(n, "select_last", 0) || ir_attr_get_int(n, "whole", 0)
+                      ? IR_NONE
+                      : pass_symdim_mask(d, n->in[0], &s->ax[axis], axis,
+                                         max ? -INFINITY : INFINITY, &n->origin);
+        if (m == IR_NONE)
+            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[axis]}}, 1),
+                          "an arg-reduction");
+        n->in[0] = m;
+    }
     SdVal *o = sd_new(d, ot);
     for (int a = 0, oa = 0; a < it->rank; a++) {
         if (a != axis)

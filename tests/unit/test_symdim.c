@@ -339,6 +339,51 @@ static void test_pad_output_every_size(void **state)
     spy_model_free(m);
 }
 
+/* ArgMax over a symbolic axis (a QA head's start position), x f32[2, 1..8], the values
+ * all negative so that a zero padding would win: the first maximum of the actual
+ * positions at every size. */
+static void test_argmax_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    IrAttr at[2] = {ir_attr_int("axis", 1), ir_attr_int("keepdims", 0)};
+    ir_add_output(f->g, ut_onnx_op(f->g, "ArgMax", 13, &x, 1, at, 2));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[16];
+    int64_t out[2];
+    for (int n = 1; n <= 8; n++) {
+        for (int i = 0; i < 2 * n; i++)
+            in[i] = -1.0f - (float)((i * 7 + 3) % 5);    /* each row's maximum -1 */
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        for (int r = 0; r < 2; r++) {
+            int64_t want = 0;
+            for (int c = 1; c < n; c++)
+                want = in[r * n + c] > in[r * n + want] ? c : want;
+            assert_int_equal(out[r], want);
+        }
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* Hardmax over a symbolic axis compares the index with constant positions of the
+ * bound's extent, so its output axis would not follow the size: refused. */
+static void test_hardmax_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    IrAttr at = ir_attr_int("axis", 1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Hardmax", 13, &x, 1, &at, 1));
+    ut_decompose_ok(f);
+    expect_refused(f, "an arg-reduction along the bounded dynamic dimension 'seq'");
+}
+
 /* Attention scores softmax(q k^T * 0.17) with q f32[4,2,seq,32], k f32[4,2,32,seq],
  * seq in 2..40 (a dynamic BERT's first layer): a core works on several items, and
  * each item's padding mask (positions < seq) is written in place over its loaded
@@ -696,6 +741,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ceil_maxpool_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_cumsum_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_pad_output_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_argmax_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_hardmax_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_position_ids_every_size, ut_setup, ut_teardown),

@@ -144,13 +144,15 @@ static ValId red_apply(DecCtx *c, ValId x, const int64_t *axes, int n, const voi
     return y;
 }
 
-/* One-hot of the first maximum along the last axis of x2 [outer, inner]. */
+/* One-hot of the first maximum along the last axis of x2 [outer, inner]: its index
+ * compared with a constant of positions, which cannot follow a bounded symbolic axis
+ * (the ARGREDUCE marked whole: pass_symdim refuses such an axis). */
 static ValId hardmax2(DecCtx *c, ValId x, int axis)
 {
     const IrType *t = dec_ty(c, x);
-    IrAttr a[4] = {ir_attr_int("fn", IR_RED_MAX), ir_attr_int("axis", axis), ir_attr_int("keepdims", 1),
-                   ir_attr_int("select_last", 0)};
-    ValId am = dec_op(c, IR_OP_ARGREDUCE, &x, 1, a, 4);
+    IrAttr a[5] = {ir_attr_int("fn", IR_RED_MAX), ir_attr_int("axis", axis), ir_attr_int("keepdims", 1),
+                   ir_attr_int("select_last", 0), ir_attr_int("whole", 1)};
+    ValId am = dec_op(c, IR_OP_ARGREDUCE, &x, 1, a, c->g->nsymdims ? 5 : 4);
     int64_t n = t->dims[axis], dims[IR_MAX_RANK];
     for (int i = 0; i < t->rank; i++)
         dims[i] = i == axis ? n : 1;
