@@ -686,7 +686,19 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
         int64_t add = x->plo + x->phi - ((kk - 1) * dv + 1);
         int ds = pass_symdim_derived(d, sym, 1, add, sv, x->size[0] - x->plo - x->phi,
                                      ot->dims[a]);
-        if (ds < 0 || sym_min(d, ds) < 1)
+        if (ds >= 0 && sym_min(d, ds) < 1) {
+            int base = sym;
+            while (base >= d->nbase)
+                base = d->der[base - d->nbase].parent;
+            ir_error(d->g, &n->origin, "the window (extent %lld, stride %lld) does not fit "
+                     "where the bounded dynamic dimension '%s' is at its minimum %lld (the "
+                     "input has %lld positions there along axis %d, with padding): raise "
+                     "the minimum (--dim NAME=MIN..MAX)", (long long)((kk - 1) * dv + 1),
+                     (long long)sv, sym_name(d, sym), (long long)sym_min(d, base),
+                     (long long)(sym_min(d, sym) + x->plo + x->phi), a);
+            return false;
+        }
+        if (ds < 0)
             return refuse(d, n, sym, "a window whose output size cannot be derived");
         o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};
     }

@@ -244,6 +244,21 @@ static void expect_pad_from_extent_refused(UtFx *f, const char *op, const IrAttr
     expect_refused(f, "padding computed from the extent");
 }
 
+/* A window larger than the symbolic axis at its minimum (3 taps over 1..8 positions):
+ * refused, saying where it does not fit and which flag raises the minimum. */
+static void test_window_past_min_refused(void **state)
+{
+    UtFx *f = *state;
+    static const float w[3] = {1, 2, 3};
+    ValId in[2] = {sym_input(f->g, "x", 3, (int64_t[]){1, 1, 8}, 2, 1, "t"),
+                   ut_const(f->g, IR_DT_F32, 3, (int64_t[]){1, 1, 3}, w)};
+    ValId y = ut_onnx_op(f->g, "Conv", 13, in, 2, NULL, 0);
+    ir_add_output(f->g, ut_onnx_op(f->g, "GlobalMaxPool", 13, &y, 1, NULL, 0));
+    ut_decompose_ok(f);
+    expect_refused(f, "does not fit where the bounded dynamic dimension 't' is at its "
+                      "minimum 1");
+}
+
 /* A strided Conv with auto_pad SAME: its low pad is 0 or 1 by the parity of the size. */
 static void test_same_stride_refused(void **state)
 {
@@ -736,6 +751,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pool_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_avgpool_excluding_pad_refused, ut_setup,
                                         ut_teardown),
+        cmocka_unit_test_setup_teardown(test_window_past_min_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_same_stride_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_ceil_pool_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_ceil_maxpool_refused, ut_setup, ut_teardown),
