@@ -197,6 +197,23 @@ typedef struct {
 /* ---- values ---- */
 typedef enum { IR_VAL_ACT, IR_VAL_INPUT, IR_VAL_CONST } IrValKind;
 
+/* Where an element of a constant comes from when it is computed from an extent that the
+ * frontend folded at the bounds of bounded symbolic dimensions (Shape, Size): pass_symdim
+ * turns such an element into the actual extent, or refuses the node that reads it, when
+ * the extent is along a symbolic axis (ir_ext.c). */
+#define IR_EXT_ALL (-2)                    /* axis: the product of every extent (Size) */
+typedef struct {
+    ValId src;                             /* the value whose extent it is; IR_NONE: none */
+    int16_t axis;                          /* that value's axis, or IR_EXT_ALL */
+    bool exact;                            /* the element is the extent (a cast at most),
+                                              not computed from it */
+} IrExtElem;
+typedef struct IrExt {
+    uint64_t n;                            /* elements described (1 with uniform) */
+    bool uniform;                          /* e[0] describes every element */
+    IrExtElem e[];
+} IrExt;
+
 typedef struct {
     IrType type;
     IrValKind kind;
@@ -204,6 +221,7 @@ typedef struct {
     NodeId def;                            /* producing node, IR_NONE for inputs/consts */
     uint32_t def_slot;                     /* output index in the producing node */
     const void *data;                      /* CONST: host row-major data, ir_type_bytes() */
+    const IrExt *ext;                      /* CONST: extents it was computed from, or NULL */
 } IrValue;
 
 /* Where a node came from, for diagnostics: "file: node 'name' (op_type)". */
@@ -486,6 +504,13 @@ bool ir_run_graph(IrGraph *g, const void *const *inputs, IrRunVisit visit, void 
  * outputs become constants, n is marked dead and true is returned. n may be a node of
  * g->nodes or of the list detached by ir_rewrite_begin. */
 bool ir_fold_node(IrGraph *g, IrNode *n);
+/* ir_ext.c: constant c (rank 1, n elements) holds the extents of x's axes first..first+n-1
+ * (Shape of x folded at the bounds); with all, c (one element) holds their product (Size). */
+void ir_ext_set(IrGraph *g, ValId c, ValId x, int first, bool all);
+/* The provenance of element i of a constant's extent tags x. */
+IrExtElem ir_ext_at(const IrExt *x, uint64_t i);
+/* The extent tags of folded node n's outputs, from those of its constant inputs. */
+void ir_ext_fold(IrGraph *g, const IrNode *n);
 /* ir_fold_node without the IR_FOLD_TRANSPOSE_MAX limit: for a TRANSPOSE whose input
  * constant has no other reader, so the dense transposed copy replaces it (stored once,
  * in the layout its MATMUL reads; a tied weight with several readers stays a view). */

@@ -59,6 +59,7 @@ static bool fold(IrGraph *g, IrNode *n, size_t transpose_max, bool keep_half)
         v->def = IR_NONE;
         v->def_slot = 0;
     }
+    ir_ext_fold(g, n);
     n->dead = true;
     return true;
 }

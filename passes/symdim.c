@@ -79,7 +79,7 @@ static SdVal *sd_keep(SdVal *s, int r)
 
 
 /* The name of symbol k, for messages. */
-static const char *sym_name(const Sd *d, int k)
+const char *pass_symdim_name(const Sd *d, int k)
 {
     const IrGraph *g = d->g;
     while (k >= d->nbase && k - d->nbase < d->nder)
@@ -96,7 +96,7 @@ static bool refuse(Sd *d, const IrNode *n, int k, const char *what)
 {
     ir_error(d->g, &n->origin, "unsupported: %s along the bounded dynamic dimension '%s' "
              "(fix its size with --input-shape, or use a model that keeps it whole)", what,
-             sym_name(d, k));
+             pass_symdim_name(d, k));
     return false;
 }
 
@@ -694,7 +694,7 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
                      "where the bounded dynamic dimension '%s' is at its minimum %lld (the "
                      "input has %lld positions there along axis %d, with padding): raise "
                      "the minimum (--dim NAME=MIN..MAX)", (long long)((kk - 1) * dv + 1),
-                     (long long)sv, sym_name(d, sym), (long long)sym_min(d, base),
+                     (long long)sv, pass_symdim_name(d, sym), (long long)sym_min(d, base),
                      (long long)(sym_min(d, sym) + x->plo + x->phi), a);
             return false;
         }
@@ -873,7 +873,7 @@ static bool unpad_output(Sd *d, ValId v, const SdVal **s)
         if (ds < 0) {
             ir_diag_error(d->g->diag, "unsupported: output '%s' axis %d is a padded bounded "
                           "dynamic dimension '%s' whose size cannot be derived",
-                          d->g->vals[v].name, a, sym_name(d, first_sym((*s), t->rank)));
+                          d->g->vals[v].name, a, pass_symdim_name(d, first_sym((*s), t->rank)));
             return false;
         }
         if (!o) {
@@ -920,7 +920,7 @@ static bool mark_outputs(Sd *d)
                 ir_diag_error(g->diag, "unsupported: output '%s' axis %d %s the bounded "
                               "dynamic dimension '%s'%s", g->vals[v].name, a,
                               x->n != 1 ? "merges" : "has a size derived from",
-                              sym_name(d, first_sym(&(SdVal){.ax = {*x}}, 1)),
+                              pass_symdim_name(d, first_sym(&(SdVal){.ax = {*x}}, 1)),
                               x->n != 1 ? " with other dimensions"
                                         : " (by a window) beside another symbolic axis: one "
                                           "derived extent an output, alone, is supported");
@@ -967,7 +967,7 @@ static bool sd_walk(Sd *d, const IrNode *nodes, uint32_t n)
             memcpy(in, nd.in, nd.nin * sizeof *in);
             nd.in = in;
         }
-        if (!prop_node(d, &nd))
+        if (!pass_symdim_ext_inputs(d, &nd) || !prop_node(d, &nd))
             return false;
         if (d->plan)
             continue;

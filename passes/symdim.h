@@ -75,6 +75,15 @@ static inline SdVal *sd_get(const Sd *d, ValId v)
     return v < d->nvals ? d->val[v] : NULL;
 }
 
+/* The name of symbol k (a derived size: the dimension it is of), for messages. */
+const char *pass_symdim_name(const Sd *d, int k);
+
+/* Node n's constant inputs computed from extents folded at the bounds (ir.h IrExt) that
+ * lie along a symbolic axis (symdim_ext.c): one that is such an extent, a single
+ * element, replaced by the actual size (in the rewriting walk); any other use refused.
+ * False when refused. */
+bool pass_symdim_ext_inputs(Sd *d, IrNode *n);
+
 /* The actual size of symbol k (derived ones computed from their parent) as an i32
  * tensor of rank r with every dim 1, made once per symbol. */
 ValId pass_symdim_count(Sd *d, int k, int r, const IrOrigin *og);

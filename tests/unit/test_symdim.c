@@ -387,6 +387,62 @@ static void test_argmax_every_size(void **state)
     spy_model_free(m);
 }
 
+/* x.sum(1) / x.shape[1] over x f32[2, 1..8] (a mean written by hand): the folded
+ * Shape's extent, cast to float, becomes the actual length (it was the bound's, 8). */
+static ValId len_as_float(UtFx *f, ValId x)
+{
+    ValId shp = ut_onnx_op(f->g, "Shape", 15, &x, 1, NULL, 0);
+    ValId one = ut_const(f->g, IR_DT_I64, 0, NULL, (int64_t[]){1});
+    ValId len = ut_onnx_op(f->g, "Gather", 13, (ValId[]){shp, one}, 2, NULL, 0);
+    IrAttr to = ir_attr_int("to", 1);                     /* FLOAT */
+    return ut_onnx_op(f->g, "Cast", 13, &len, 1, &to, 1);
+}
+
+static void test_shape_as_value_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId ax = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){1});
+    IrAttr kd = ir_attr_int("keepdims", 0);
+    ValId sum = ut_onnx_op(f->g, "ReduceSum", 13, (ValId[]){x, ax}, 2, &kd, 1);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Div", 13, (ValId[]){sum, len_as_float(f, x)}, 2,
+                                   NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[16], out[2], want[2];
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 2 * n, 0.7f, 0.2f);
+        for (int r = 0; r < 2; r++) {
+            double acc = 0;
+            for (int c = 0; c < n; c++)
+                acc += in[r * n + c];
+            want[r] = (float)(acc / n);
+        }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        ut_expect_close(out, want, 2, 1e-5);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* x * (x.shape[1] - 1): a value computed from the folded extent, which the actual size
+ * cannot replace: refused rather than the bound's at every size. */
+static void test_shape_arith_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId one = ut_const(f->g, IR_DT_F32, 0, NULL, (float[]){1});
+    ValId lm1 = ut_onnx_op(f->g, "Sub", 13, (ValId[]){len_as_float(f, x), one}, 2, NULL, 0);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Mul", 13, (ValId[]){x, lm1}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    expect_refused(f, "computed from the extent of the bounded dynamic dimension 'seq'");
+}
+
 /* Hardmax over a symbolic axis compares the index with constant positions of the
  * bound's extent, so its output axis would not follow the size: refused. */
 static void test_hardmax_refused(void **state)
@@ -759,6 +815,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pad_output_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_argmax_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_hardmax_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_shape_as_value_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_shape_arith_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_position_ids_every_size, ut_setup, ut_teardown),

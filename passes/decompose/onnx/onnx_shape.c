@@ -138,6 +138,8 @@ bool dec_shape_op(DecCtx *c)
     en = en < 0 ? 0 : en > r ? r : en;
     int64_t n = en > st ? en - st : 0;
     c->out[0] = dec_const_i64(c->g, &n, 1, t->dims + st);
+    if (c->g->nsymdims)           /* extents at the bounds: pass_symdim may follow them */
+        ir_ext_set(c->g, c->out[0], dec_in(c, 0), (int)st, false);
     return true;
 }
 
@@ -147,6 +149,8 @@ bool dec_size_op(DecCtx *c)
         return false;
     int64_t n = dec_numel(dec_ty(c, dec_in(c, 0)));
     c->out[0] = dec_const_i64(c->g, NULL, 0, &n);
+    if (c->g->nsymdims)
+        ir_ext_set(c->g, c->out[0], dec_in(c, 0), 0, true);
     return true;
 }
 

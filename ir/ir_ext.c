@@ -1,0 +1,155 @@
+/* ir_ext.c: the extent tags of constants (ir.h IrExt): which elements of a constant were
+ * computed from the extents of values that the frontend folded at the bounds of bounded
+ * symbolic dimensions (Shape(x) and Size(x) are constants there), carried through the
+ * folding of the small shape arithmetic that follows them (Gather, Slice, Concat,
+ * Reshape, Cast: element by element; other ops: every element computed from the first
+ * tagged one). pass_symdim reads them where a live node takes such a constant as an
+ * input: an extent along a symbolic axis used as a value (x.sum(1) / x.shape[1]) would
+ * otherwise be the bound's at every size.
+ */
+#include <string.h>
+
+#include "ir.h"
+
+#define EXT_MAX_ELEMS 4096                 /* tagged element by element up to this many */
+
+/* A tag of n elements (or one uniform one), every element untagged. */
+static IrExt *ext_new(IrGraph *g, uint64_t n, bool uniform)
+{
+    uint64_t k = uniform ? 1 : n;
+    IrExt *x = ir_alloc(g, sizeof *x + (size_t)k * sizeof(IrExtElem));
+    x->n = k;
+    x->uniform = uniform;
+    for (uint64_t i = 0; i < k; i++)
+        x->e[i] = (IrExtElem){IR_NONE, 0, false};
+    return x;
+}
+
+IrExtElem ir_ext_at(const IrExt *x, uint64_t i)
+{
+    if (!x || (!x->uniform && i >= x->n))
+        return (IrExtElem){IR_NONE, 0, false};
+    return x->e[x->uniform ? 0 : i];
+}
+
+void ir_ext_set(IrGraph *g, ValId c, ValId x, int first, bool all)
+{
+    IrValue *v = ir_val(g, c);
+    int64_t n = ir_type_numel(&v->type);
+    if (n < 1 || n > EXT_MAX_ELEMS)
+        return;
+    IrExt *t = ext_new(g, (uint64_t)n, false);
+    for (int64_t i = 0; i < n; i++)
+        t->e[i] = (IrExtElem){x, (int16_t)(all ? IR_EXT_ALL : first + i), !all};
+    v->ext = t;
+}
+
+/* The first tagged element of the node's inputs (src IR_NONE when none). */
+static IrExtElem first_tag(IrGraph *g, const IrNode *n)
+{
+    for (int k = 0; k < n->nin; k++) {
+        const IrExt *x = n->in[k] == IR_NONE ? NULL : ir_val(g, n->in[k])->ext;
+        for (uint64_t i = 0; x && i < x->n; i++)
+            if (x->e[i].src != IR_NONE)
+                return x->e[i];
+    }
+    return (IrExtElem){IR_NONE, 0, false};
+}
+
+/* Index j of a GATHER's constant indices (i32 or i64), wrapped by extent n. */
+static int64_t gather_index(const IrValue *idx, uint64_t j, int64_t n)
+{
+    int64_t k = idx->type.dtype == IR_DT_I32 ? ((const int32_t *)idx->data)[j]
+                                             : ((const int64_t *)idx->data)[j];
+    return k < 0 ? k + n : k;
+}
+
+/* Output element j's source element in input 0 for the moves that keep elements apart
+ * on rank-1 data (GATHER, SLICE) or in order (RESHAPE, CAST, BITCAST); -1: not one. */
+static int64_t moved_from(IrGraph *g, const IrNode *n, uint64_t j)
+{
+    const IrType *it = &ir_val(g, n->in[0])->type;
+    const int64_t *st, *sp;
+    switch (n->op) {
+    case IR_OP_RESHAPE: case IR_OP_CAST: case IR_OP_BITCAST:
+        return (int64_t)j;
+    case IR_OP_GATHER: {
+        const IrValue *idx = ir_val(g, n->in[1]);
+        int64_t k = it->rank == 1 && idx->kind == IR_VAL_CONST
+                        ? gather_index(idx, j, it->dims[0]) : -1;
+        return k >= 0 && k < it->dims[0] ? k : -1;
+    }
+    case IR_OP_SLICE:
+        if (it->rank != 1 || ir_attr_get_ints(n, "starts", &st) != 1 ||
+            ir_attr_get_ints(n, "steps", &sp) != 1)
+            return -1;
+        return st[0] + (int64_t)j * sp[0];
+    default:
+        return -1;
+    }
+}
+
+/* Output element j of a CONCAT of rank-1 inputs: its tag. */
+static IrExtElem concat_elem(IrGraph *g, const IrNode *n, uint64_t j)
+{
+    for (int k = 0; k < n->nin; k++) {
+        const IrValue *v = ir_val(g, n->in[k]);
+        uint64_t m = (uint64_t)v->type.dims[0];
+        if (j < m)
+            return ir_ext_at(v->ext, j);
+        j -= m;
+    }
+    return (IrExtElem){IR_NONE, 0, false};
+}
+
+/* Element j of a pointwise node's output: the tag of the tagged input element it reads
+ * (same shape, or a single element broadcast), no longer exact but for a CAST's. */
+static IrExtElem pointwise_elem(IrGraph *g, const IrNode *n, uint64_t j, uint64_t numel)
+{
+    for (int k = 0; k < n->nin; k++) {
+        const IrValue *v = ir_val(g, n->in[k]);
+        int64_t m = ir_type_numel(&v->type);
+        IrExtElem e = ir_ext_at(v->ext, m == 1 ? 0 : j);
+        if (v->ext && (m == 1 || (uint64_t)m == numel) && e.src != IR_NONE) {
+            e.exact = false;
+            return e;
+        }
+    }
+    return (IrExtElem){IR_NONE, 0, false};
+}
+
+void ir_ext_fold(IrGraph *g, const IrNode *n)
+{
+    IrExtElem any = first_tag(g, n);
+    if (any.src == IR_NONE)
+        return;
+    any.exact = false;
+    for (int o = 0; o < n->nout; o++) {
+        IrValue *v = ir_val(g, n->out[o]);
+        int64_t numel = ir_type_numel(&v->type);
+        bool rank1 = n->nin > 0 && ir_val(g, n->in[0])->type.rank == 1;
+        bool elementwise = numel >= 1 && numel <= EXT_MAX_ELEMS && n->nout == 1 &&
+                           (n->op == IR_OP_RESHAPE || n->op == IR_OP_CAST ||
+                            n->op == IR_OP_BITCAST || n->op == IR_OP_GATHER ||
+                            n->op == IR_OP_SLICE || n->op == IR_OP_BINARY ||
+                            n->op == IR_OP_UNARY || (n->op == IR_OP_CONCAT && rank1));
+        if (!elementwise) {                /* every element from the first tagged one */
+            IrExt *t = ext_new(g, 1, true);
+            t->e[0] = any;
+            v->ext = t;
+            continue;
+        }
+        IrExt *t = ext_new(g, (uint64_t)numel, false);
+        for (uint64_t j = 0; j < (uint64_t)numel; j++) {
+            if (n->op == IR_OP_CONCAT) {
+                t->e[j] = concat_elem(g, n, j);
+            } else if (n->op == IR_OP_BINARY || n->op == IR_OP_UNARY) {
+                t->e[j] = pointwise_elem(g, n, j, (uint64_t)numel);
+            } else {
+                int64_t k = moved_from(g, n, j);
+                t->e[j] = k >= 0 ? ir_ext_at(ir_val(g, n->in[0])->ext, (uint64_t)k) : any;
+            }
+        }
+        v->ext = t;
+    }
+}
