@@ -36,6 +36,8 @@ static bool fold(IrGraph *g, IrNode *n, size_t transpose_max, bool keep_half)
     void *out[FOLD_MAX_OUT];
     if (n->op >= IR_OP_FOREIGN || n->nin == 0 || n->nin > FOLD_MAX_IN || n->nout > FOLD_MAX_OUT)
         return false;
+    if (n->op == IR_OP_EXPAND && ir_attr_find(n, "ext"))
+        return false;                      /* to an extent that may be symbolic */
     for (int i = 0; i < n->nin; i++) {
         if (!ir_is_const(g, n->in[i]))
             return false;

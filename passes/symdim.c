@@ -214,6 +214,34 @@ static bool below_min(const Sd *d, const SdAxis *x, int64_t start, int64_t step,
 
 static int64_t sym_min(const Sd *d, int k);
 
+/* Expand: the axes of its input, as a pointwise op's; and an axis broadcast to an
+ * extent folded from a Shape (attr ext, dec_expand_from) that of the source's axis when
+ * that one is a plain symbolic axis of the same extent (the copies past the actual size
+ * are padding, masked where they are summed like any other). */
+static bool prop_expand(Sd *d, IrNode *n)
+{
+    if (!prop_pointwise(d, n, 1))
+        return false;
+    const int64_t *e;
+    int ne = ir_attr_get_ints(n, "ext", &e);
+    const IrType *ot = ir_vtype(d->g, n->out[0]);
+    SdVal *o = sd_new(d, ot);
+    const SdVal *cur = sd_get(d, n->out[0]);
+    if (cur)
+        memcpy(o, cur, sizeof *o);
+    for (int i = 0; i + 2 < ne; i += 3) {
+        const SdVal *s = (ValId)e[i + 1] < d->nvals ? sd_get(d, (ValId)e[i + 1]) : NULL;
+        int a = (int)e[i], sa = (int)e[i + 2];
+        if (!s || a < 0 || a >= ot->rank || sa < 0 || sa >= ir_vtype(d->g, (ValId)e[i + 1])->rank)
+            continue;
+        const SdAxis *x = &s->ax[sa];
+        if (ax_sym(x) && x->n == 1 && !x->plo && !x->phi && x->size[0] == ot->dims[a])
+            o->ax[a] = *x;
+    }
+    d->val[n->out[0]] = sd_keep(o, ot->rank);
+    return true;
+}
+
 /* Slice: a symbolic axis must be taken whole, unless it reads below its least extent
  * (below_min), or unless the slice is one step of a
  * computation unrolled along it (padok: the steps past the actual extent are masked,
@@ -751,6 +779,8 @@ static bool prop_node(Sd *d, IrNode *n)
         pass_symdim_mean(d, n);                /* also when the mean has no symbolic axis left */
     for (int i = 0; i < n->nin; i++)
         any |= n->in[i] != IR_NONE && sd_get(d, n->in[i]) != NULL;
+    if (n->op == IR_OP_EXPAND && ir_attr_find(n, "ext"))
+        return prop_expand(d, n);              /* may take a symbol its input lacks */
     if (!any || n->nout != 1)
         return true;
     const SdVal *s = sd_get(d, n->in[0]);
@@ -767,7 +797,7 @@ static bool prop_node(Sd *d, IrNode *n)
                                        ir_dtype_size(ir_vtype(d->g, n->in[0])->dtype)))
         return prop_pointwise(d, n, n->nin);
     if (n->op == IR_OP_EXPAND)
-        return prop_pointwise(d, n, 1);
+        return prop_expand(d, n);
     switch (n->op) {
     case IR_OP_RESHAPE:
         return prop_reshape(d, n, s);

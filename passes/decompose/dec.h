@@ -97,6 +97,7 @@ ValId dec_transpose(DecCtx *c, ValId x, const int64_t *perm);         /* no-op i
 ValId dec_swap_last(DecCtx *c, ValId x);   /* last two axes swapped; rank < 2: x itself */
 ValId dec_softmax_last(DecCtx *c, ValId x); /* softmax over the last axis (-inf rows: NaN) */
 ValId dec_expand(DecCtx *c, ValId x, const int64_t *dims, int rank);  /* no-op if same */
+ValId dec_expand_from(DecCtx *c, ValId x, const int64_t *dims, int rank, ValId shape);
 ValId dec_cast(DecCtx *c, ValId x, IrDType t);                         /* no-op if same */
 ValId dec_reduce(DecCtx *c, int fn, ValId x, const int64_t *axes, int naxes, bool keep);
 ValId dec_mean(DecCtx *c, ValId x, const int64_t *axes, int naxes, bool keep);

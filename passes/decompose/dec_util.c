@@ -510,6 +510,41 @@ ValId dec_expand(DecCtx *c, ValId x, const int64_t *dims, int rank)
     return ir_expand(c->g, x, dims, rank, c->o);
 }
 
+/* dec_expand whose target dims came from the constant shape (one entry per output
+ * axis): in a graph with bounded symbolic dimensions, an axis that x broadcasts from 1
+ * to an extent folded from a Shape (ir.h IrExt, exact) is marked on the EXPAND (attr
+ * ext: output axis, source value, its axis, per such axis) and the node is not folded,
+ * so that pass_symdim gives that axis the source's symbol when it is symbolic
+ * (x.expand(b, L, L), torch.ones(L)): folded at the bound, a sum over it was the
+ * bound's at every size. Float data only: integer index grids and bool masks stay
+ * constants, which the gathers and selects that read them need. */
+ValId dec_expand_from(DecCtx *c, ValId x, const int64_t *dims, int rank, ValId shape)
+{
+    const IrExt *ext = shape == IR_NONE ? NULL : ir_val(c->g, shape)->ext;
+    const IrType *t = dec_ty(c, x);
+    int64_t tag[3 * IR_MAX_RANK];
+    int nt = 0;
+    bool data = ir_dtype_is_float(t->dtype);  /* not an index grid (a vmapped gather's
+                                                 indices must stay constant) */
+    for (int a = 0; ext && data && c->g->nsymdims && a < rank; a++) {
+        int xa = a - (rank - t->rank);
+        IrExtElem e = ir_ext_at(ext, (uint64_t)a);
+        if ((xa < 0 || t->dims[xa] == 1) && dims[a] > 1 && e.src != IR_NONE && e.exact) {
+            tag[nt++] = a;
+            tag[nt++] = e.src;
+            tag[nt++] = e.axis;
+        }
+    }
+    if (!nt || same_dims(t, dims, rank))
+        return dec_expand(c, x, dims, rank);
+    IrAttr at[2] = {ir_attr_ints_ref("shape", dims, rank), ir_attr_ints_ref("ext", tag, nt)};
+    bool fold = c->g->fold_consts;
+    c->g->fold_consts = false;
+    ValId y = dec_op(c, IR_OP_EXPAND, &x, 1, at, 2);
+    c->g->fold_consts = fold;
+    return y;
+}
+
 ValId dec_cast(DecCtx *c, ValId x, IrDType t)
 {
     return dec_ty(c, x)->dtype == t ? x : ir_cast(c->g, x, t, c->o);

@@ -443,6 +443,52 @@ static void test_shape_arith_refused(void **state)
     expect_refused(f, "computed from the extent of the bounded dynamic dimension 'seq'");
 }
 
+/* e = Expand(x.sum(1, keepdim), [2, x.shape[1]]) and e.sum(1) over x f32[2, 1..8]: the
+ * axis broadcast to the folded extent is the symbol's, so e comes back [2, n] and its
+ * sum counts n copies (it was [2, 8] and 8 copies at every size). */
+static void test_expand_to_shape_every_size(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 2, (int64_t[]){2, 8}, 1, 1, "seq");
+    ValId ax = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){1});
+    ValId two = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){2});
+    IrAttr kd = ir_attr_int("keepdims", 1), cax = ir_attr_int("axis", 0);
+    ValId m = ut_onnx_op(f->g, "ReduceSum", 13, (ValId[]){x, ax}, 2, &kd, 1);
+    ValId shp = ut_onnx_op(f->g, "Shape", 15, &x, 1, NULL, 0);
+    ValId len = ut_onnx_op(f->g, "Gather", 13, (ValId[]){shp, ax}, 2, NULL, 0);
+    ValId tgt = ut_onnx_op(f->g, "Concat", 13, (ValId[]){two, len}, 2, &cax, 1);
+    ValId e = ut_onnx_op(f->g, "Expand", 13, (ValId[]){m, tgt}, 2, NULL, 0);
+    IrAttr kd0 = ir_attr_int("keepdims", 0);
+    ir_add_output(f->g, ut_onnx_op(f->g, "ReduceSum", 13, (ValId[]){e, ax}, 2, &kd0, 1));
+    ir_add_output(f->g, e);
+    ut_decompose_ok(f);
+    spy_model *md;
+    spy_session *s;
+    open_fx(f, &md, &s);
+    float in[16], out[2], big[16], want[2];
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 2 * n, 0.7f, 0.2f);
+        for (int r = 0; r < 2; r++) {
+            float acc = 0;
+            for (int c = 0; c < n; c++)
+                acc += in[r * n + c];
+            want[r] = acc * (float)n;
+        }
+        assert_int_equal(spy_session_set_input_shape(s, 0, 2, (int64_t[]){2, n}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[2] = {out, big};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        ut_expect_close(out, want, 2, 1e-4);
+        int rank = -1;
+        int64_t dims[SPY_MAX_RANK];
+        assert_int_equal(spy_session_output_shape(s, 1, &rank, dims), SPY_OK);
+        assert_int_equal(rank, 2);
+        assert_int_equal(dims[1], n);
+    }
+    spy_session_free(s);
+    spy_model_free(md);
+}
+
 /* Hardmax over a symbolic axis compares the index with constant positions of the
  * bound's extent, so its output axis would not follow the size: refused. */
 static void test_hardmax_refused(void **state)
@@ -817,6 +863,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hardmax_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_shape_as_value_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_shape_arith_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_expand_to_shape_every_size, ut_setup,
+                                        ut_teardown),
         cmocka_unit_test_setup_teardown(test_reverse_scan_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_attention_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_position_ids_every_size, ut_setup, ut_teardown),

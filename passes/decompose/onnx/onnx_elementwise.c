@@ -497,7 +497,7 @@ bool dec_constant_of_shape(DecCtx *c)
             dec_err(c, "negative dimension %lld in shape", (long long)dims[i]);
             return false;
         }
-    c->out[0] = dec_expand(c, s, dims, rank);
+    c->out[0] = dec_expand_from(c, s, dims, rank, dec_in(c, 0));
     return true;
 }
 

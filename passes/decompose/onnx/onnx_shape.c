@@ -509,7 +509,7 @@ bool dec_expand_op(DecCtx *c)
         dec_err(c, "input shape does not broadcast to the requested shape");
         return false;
     }
-    c->out[0] = dec_expand(c, x, dims, r);
+    c->out[0] = dec_expand_from(c, x, dims, r, dec_in(c, 1));
     return true;
 }
 
