@@ -71,6 +71,8 @@ ValId ir_ident_slice(IrGraph *g, const IrNode *n)
     for (int i = 0; i < k; i++)
         if (st[i] != 0 || sp[i] != 1)
             return IR_NONE;
+    if (ir_attr_get_int(n, "padok", 0))
+        return IR_NONE;                    /* a recurrence's step: its axis is static */
     return same_input(g, n);
 }
 

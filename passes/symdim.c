@@ -261,7 +261,7 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
         if (!ax_sym(x))
             continue;
         bool whole = st[a] == 0 && sp[a] == 1 && ot->dims[a] == it->dims[a];
-        if (!whole && padok)
+        if (padok)                /* one step: static, even of a length-1 bound */
             continue;
         if (!whole && (tail >> a & 1) && x->n == 1 && !x->plo && !x->phi) {
             /* before below_min, which a size bucket whose box is the minimum meets: its

@@ -52,6 +52,11 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    and a softmax over x[:, 1:] (a class token dropped) then its mean over
                    the sequence; with size buckets, whose smallest box (seq 2) reads the
                    slices below the minimum
+  convlstm_seq     an LSTM over the output of a stride-2 Conv1d, x[1, 4, seq] (Conv k3 s2
+                   p1: length (seq + 1) / 2, derived), Y_h and the mean of Y over its
+                   steps; the smallest size bucket (seq 2) unrolls one step, whose slice
+                   is the whole sequence (it was dropped as an identity, and Y_h took the
+                   symbol: a bundle the runtime refused)
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -110,6 +115,8 @@ def main():
         lengths=tuple(sizes_c), flags="--dim h=32..64 --dim w=32..64\n")
     write("shift_seq", shift_model(), lambda t: {
         "x": rng.standard_normal((2, t, 8)).astype(np.float32)})
+    write("convlstm_seq", convlstm_model(rng), lambda t: {
+        "x": rng.standard_normal((1, 4, t)).astype(np.float32)})
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -290,6 +297,25 @@ def shift_model():
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "seq", 8])],
         [helper.make_tensor_value_info("diff", TensorProto.FLOAT, [2, None, 8]),
          helper.make_tensor_value_info("mean", TensorProto.FLOAT, [2, 8])], inits)
+    return checked_model(graph, 18)
+
+
+def convlstm_model(rng):
+    """The graph of convlstm_seq (see the top of the file)."""
+    inits = [rand_init(rng, "wc", (8, 4, 3)), rand_init(rng, "w", (1, 32, 8)),
+             rand_init(rng, "r", (1, 32, 8)), rand_init(rng, "b", (1, 64)),
+             numpy_helper.from_array(np.array([0], np.int64), "zero")]
+    nodes = [
+        helper.make_node("Conv", ["x", "wc"], ["c"], strides=[2], pads=[1, 1]),
+        helper.make_node("Transpose", ["c"], ["t"], perm=[2, 0, 1]),
+        helper.make_node("LSTM", ["t", "w", "r", "b"], ["Y", "Y_h"], hidden_size=8),
+        helper.make_node("ReduceMean", ["Y", "zero"], ["mean"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "convlstm_seq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "seq"])],
+        [helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [1, 1, 8]),
+         helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, 1, 8])], inits)
     return checked_model(graph, 18)
 
 
