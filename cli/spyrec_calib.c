@@ -75,6 +75,16 @@ static void observe(void *ctx, uint32_t out, const void *data, const IrType *t)
     s->count[i] += (uint64_t)n;
 }
 
+/* "f32[2,16]" into buf. */
+static void shape_text(IrDType dt, int rank, const int64_t *dims, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "%s[", ir_dtype_name(dt));
+    for (int d = 0; d < rank && n < len; d++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%lld", d ? "," : "", (long long)dims[d]);
+    if (n < len)
+        snprintf(buf + n, len - n, "]");
+}
+
 /* Read folder dir's input_K.pb for every graph input K of g (type-checked) into t[]. */
 static bool read_set(IrGraph *g, const char *dir, FeTensor *t, IrDiag *diag)
 {
@@ -91,8 +101,13 @@ static bool read_set(IrGraph *g, const char *dir, FeTensor *t, IrDiag *diag)
         for (int d = 0; ok && d < ty->rank; d++)
             ok = t[k].dims[d] == ty->dims[d];
         if (!ok) {
-            ir_diag_error(diag, "--calibrate: %s: not of the type of input '%s'", path,
-                          ir_val(g, g->inputs[k])->name);
+            char want[160], got[160];
+            shape_text(ty->dtype, ty->rank, ty->dims, want, sizeof want);
+            shape_text(t[k].dtype, t[k].rank, t[k].dims, got, sizeof got);
+            ir_diag_error(diag, "--calibrate: %s: not of the type of input '%s' (holds %s, "
+                          "the model %s%s)", path, ir_val(g, g->inputs[k])->name, got, want,
+                          g->nsymdims ? ": with bounded dynamic dimensions the calibration "
+                                        "sets are taken at the bounds" : "");
             return false;
         }
     }
