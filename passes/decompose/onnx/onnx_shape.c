@@ -397,18 +397,18 @@ static ValId slice_last(DecCtx *c, ValId x, int a, int64_t *ost, int64_t *osp, i
 }
 
 /* In a graph with bounded symbolic dimensions, a slice whose end along the axes of bit
- * mask tail is counted from the end (ends negative or past the extent, start from the
- * front, step 1: x[:, 1:], x[:, :-1]): those axes marked (SLICE attr tail), so that
- * pass_symdim takes such an axis that is symbolic as the derived size n - start - e
- * (e the positions left at the end), the prefix of the slice made at the bound. */
+ * mask tail (each cut, so never an identity) is counted from the end (ends negative or
+ * past the extent, start from the front, step 1: x[:, 1:], x[:, :-1]): those axes
+ * marked (SLICE attr tail), so that pass_symdim takes such an axis that is symbolic as
+ * the derived size n - start - e (e the positions left at the end), the prefix of the
+ * slice made at the bound. */
 static ValId slice_tail(DecCtx *c, ValId x, const int64_t *ost, const int64_t *osp,
                         const int64_t *osz, int64_t tail)
 {
     int r = dec_ty(c, x)->rank;
     IrAttr a[4] = {ir_attr_ints_ref("starts", ost, r), ir_attr_ints_ref("steps", osp, r),
                    ir_attr_ints_ref("sizes", osz, r), ir_attr_int("tail", tail)};
-    ValId y = dec_slice(c, x, ost, osp, osz);
-    return y == x ? x : dec_op(c, IR_OP_SLICE, &x, 1, a, 4);
+    return dec_op(c, IR_OP_SLICE, &x, 1, a, 4);
 }
 
 /* The one axis that Slice takes from start -1 to the end with step 1 (x[:, -1:]), or
@@ -471,7 +471,8 @@ bool dec_slice_op(DecCtx *c)
         osp[a] = np >= 0 ? sp[i] : 1;
         if (!slice_axis(c, t->dims[a], st[i], en[i], &osp[a], &ost[a], &osz[a]))
             return false;
-        if (osp[a] == 1 && st[i] >= 0 && (en[i] < 0 || en[i] >= t->dims[a]) && osz[a] > 0)
+        if (osp[a] == 1 && st[i] >= 0 && (en[i] < 0 || en[i] >= t->dims[a]) && osz[a] > 0 &&
+            osz[a] < t->dims[a])
             tail |= (int64_t)1 << a;           /* x[:, s:], x[:, s:-e]: ends at the end */
     }
     int last = c->g->nsymdims ? from_last(st, en, sp, np, ax, na, ns, t->rank) : -1;
