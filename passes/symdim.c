@@ -78,12 +78,19 @@ static SdVal *sd_keep(SdVal *s, int r)
 }
 
 
+/* The input symbol that symbol k is (a derived size: the dimension it is of). */
+static int base_sym(const Sd *d, int k)
+{
+    while (k >= d->nbase && k - d->nbase < d->nder)
+        k = d->der[k - d->nbase].parent;
+    return k;
+}
+
 /* The name of symbol k, for messages. */
 const char *pass_symdim_name(const Sd *d, int k)
 {
     const IrGraph *g = d->g;
-    while (k >= d->nbase && k - d->nbase < d->nder)
-        k = d->der[k - d->nbase].parent;       /* a derived size: the dimension it is of */
+    k = base_sym(d, k);
     for (uint32_t i = 0; i < g->nsymdims; i++)
         if (g->symdims[i].sym == k)
             return g->symdims[i].name;
@@ -715,14 +722,12 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
         int ds = pass_symdim_derived(d, sym, 1, add, sv, x->size[0] - x->plo - x->phi,
                                      ot->dims[a]);
         if (ds >= 0 && sym_min(d, ds) < 1) {
-            int base = sym;
-            while (base >= d->nbase)
-                base = d->der[base - d->nbase].parent;
             ir_error(d->g, &n->origin, "the window (extent %lld, stride %lld) does not fit "
                      "where the bounded dynamic dimension '%s' is at its minimum %lld (the "
                      "input has %lld positions there along axis %d, with padding): raise "
                      "the minimum (--dim NAME=MIN..MAX)", (long long)((kk - 1) * dv + 1),
-                     (long long)sv, pass_symdim_name(d, sym), (long long)sym_min(d, base),
+                     (long long)sv, pass_symdim_name(d, sym),
+                     (long long)sym_min(d, base_sym(d, sym)),
                      (long long)(sym_min(d, sym) + x->plo + x->phi), a);
             return false;
         }
