@@ -121,6 +121,7 @@ void rt_model_release(spy_model *m);
 /* rt_prep.c: m->prep from the verified code */
 spy_status rt_prep_model(spy_model *m, RtErr *e);
 void rt_memo_model(spy_model *m);      /* rt_memo.c: reusable input patches */
+void rt_affinity_model(spy_model *m);  /* rt_affinity.c: the order of a kernel's programs */
 
 /* rt_verify.c: verifies every table after the section layout was checked. */
 spy_status rt_verify_tables(spy_model *m, RtErr *e);

@@ -100,5 +100,6 @@ spy_status rt_prep_model(spy_model *m, RtErr *e) {
         return rt_err_set(e, SPY_E_NOMEM, "out of memory"), e->status;
     rt_prep_code(m->code, m->ncode, m->prep);
     rt_memo_model(m);
+    rt_affinity_model(m);
     return SPY_OK;
 }
