@@ -1008,7 +1008,9 @@ static void test_aten_cases(void **state)
         "sw_logcumsumexp", "sw_meshgrid", "sw_ebag_sum", "sw_ebag_mean", "sw_ebag_max",
         "sw_ebag_2d", "sw_as_strided", "sw_weight_norm0", "sw_weight_norm1", "sw_lstm",
         "sw_gru", "sw_nan_to_num", "sw_bucketize", "sw_bucketize_r32", "sw_searchsorted",
-        "sw_erfinv", "sw_isin", "sw_isin_inv"};
+        "sw_erfinv", "sw_isin", "sw_isin_inv",
+        /* the third sweep (SWEEP3) */
+        "sw_rep_il_int", "sw_rep_il_flat", "sw_rep_il_tensor"};
     for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
         check_cases(cats[i], "");
         check_cases(cats[i], "_core");

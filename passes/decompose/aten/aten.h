@@ -119,6 +119,7 @@ bool aten_slice(DecCtx *c);
 bool aten_select(DecCtx *c);
 bool aten_expand(DecCtx *c);
 bool aten_repeat(DecCtx *c);
+bool aten_repeat_interleave(DecCtx *c);
 bool aten_cat(DecCtx *c);
 bool aten_stack(DecCtx *c);
 bool aten_split(DecCtx *c);

@@ -3,6 +3,7 @@
  * split/chunk/unbind, flip, roll, constant padding and tril/triu, as RESHAPE,
  * TRANSPOSE, SLICE, EXPAND, CONCAT, PAD and SELECT core ops.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "aten.h"
@@ -256,6 +257,113 @@ bool aten_repeat(DecCtx *c)
         e[2 * i + 1] = d[2 * i + 1];
     }
     return out_recorded_shape(c, dec_expand(c, dec_reshape(c, x, d, 2 * n), e, 2 * n));
+}
+
+/* Each of the n elements along axis ax of x (rank r) rep times in a row: a unit axis
+ * after ax expanded to rep, then merged into ax. */
+static ValId repeat_each(DecCtx *c, ValId x, int ax, int64_t rep)
+{
+    const IrType *t = dec_ty(c, x);
+    int64_t d[IR_MAX_RANK], e[IR_MAX_RANK];
+    int r = t->rank;
+    for (int i = 0, j = 0; i < r; i++) {
+        d[j] = e[j] = t->dims[i], j++;
+        if (i == ax)
+            d[j] = 1, e[j] = rep, j++;
+    }
+    ValId y = dec_expand(c, dec_reshape(c, x, d, r + 1), e, r + 1);
+    memcpy(d, t->dims, sizeof(int64_t) * (size_t)r);
+    d[ax] *= rep;
+    return dec_reshape(c, y, d, r);
+}
+
+/* The counts of repeat_interleave into rep[0..*nr): the int argument "repeats" or the
+ * constant tensor of that name, each non-negative; their sum in *total. */
+static bool repeat_counts(DecCtx *c, int64_t *rep, int *nr, int64_t *total)
+{
+    ValId rv = aten_in(c, "repeats");
+    *nr = 1;
+    if (rv == IR_NONE)
+        rep[0] = dec_ai(c, "repeats", -1);
+    else if (!dec_const_ints(c, rv, "repeat_interleave repeats", rep, ATEN_MAX_LIST, nr))
+        return false;
+    *total = 0;
+    for (int i = 0; i < *nr; i++) {
+        if (rep[i] < 0) {
+            dec_err(c, "repeat_interleave repeats must be non-negative");
+            return false;
+        }
+        *total += rep[i];
+    }
+    return true;
+}
+
+/* The positions 0..nr-1, position i rep[i] times in a row: a constant of total
+ * int64s (IR_NONE, reported, when out of memory). */
+static ValId repeat_positions(DecCtx *c, const int64_t *rep, int nr, int64_t total)
+{
+    if (!dec_fits(c, total, 8, "repeat_interleave indices"))
+        return IR_NONE;
+    int64_t *idx = malloc((size_t)(total ? total : 1) * sizeof *idx);
+    if (!idx) {
+        dec_err(c, "out of memory");
+        return IR_NONE;
+    }
+    for (int64_t i = 0, k = 0; i < nr; i++)
+        for (int64_t j = 0; j < rep[i]; j++)
+            idx[k++] = i;
+    ValId v = dec_const_i64(c->g, &total, 1, idx);
+    free(idx);
+    return v;
+}
+
+/* repeat_interleave(self, repeats, dim, output_size): every element along dim (of the
+ * flattened tensor when dim is None) repeats times in a row. repeats is an int or a
+ * constant tensor: one count for all (an EXPAND), or one per element (a GATHER of
+ * constant positions). Without self (the .Tensor overload of core ATen), the
+ * positions themselves: i repeats[i] times. */
+bool aten_repeat_interleave(DecCtx *c)
+{
+    int64_t rep[ATEN_MAX_LIST], total;
+    int nr;
+    ValId x = aten_in(c, "self");
+    if (x == IR_NONE && aten_in(c, "input") == IR_NONE && aten_in(c, "repeats") != IR_NONE) {
+        if (!repeat_counts(c, rep, &nr, &total))
+            return false;
+        c->out[0] = dec_cast(c, repeat_positions(c, rep, nr, total), aten_oty(c, 0)->dtype);
+        return c->out[0] != IR_NONE;
+    }
+    if (!get_self(c, &x) || !repeat_counts(c, rep, &nr, &total))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    int ax = 0;
+    if (!dec_has_attr(c, "dim")) {
+        int64_t n = 1;
+        for (int i = 0; i < t->rank; i++)
+            n *= t->dims[i];
+        x = dec_reshape(c, x, &n, 1);
+        t = dec_ty(c, x);
+    } else if (t->rank < 1) {
+        dec_err(c, "repeat_interleave along a dim of a rank-0 tensor");
+        return false;
+    } else if (!dec_axis(c, dec_ai(c, "dim", 0), t->rank, &ax)) {
+        return false;
+    }
+    if (nr != 1 && nr != t->dims[ax]) {
+        dec_err(c, "repeat_interleave has %d repeats for a dimension of %lld", nr,
+                (long long)t->dims[ax]);
+        return false;
+    }
+    bool same = true;
+    for (int i = 1; i < nr; i++)
+        same = same && rep[i] == rep[0];
+    if (same) {
+        c->out[0] = repeat_each(c, x, ax, rep[0]);
+        return true;
+    }
+    ValId idx = repeat_positions(c, rep, nr, total);
+    c->out[0] = idx == IR_NONE ? IR_NONE : dec_gather(c, x, idx, ax);
+    return c->out[0] != IR_NONE;
 }
 
 /* cat(tensors, dim): empty legacy 1-D tensors are skipped; inputs cast to the result

@@ -113,7 +113,7 @@ static const AtenEntry aten_table[] = {
     {"unsqueeze", aten_unsqueeze}, {"squeeze", aten_squeeze},
     {"slice", aten_slice}, {"narrow", aten_slice}, {"select", aten_select},
     {"expand", aten_expand}, {"expand_as", aten_expand}, {"broadcast_to", aten_expand},
-    {"repeat", aten_repeat}, {"cat", aten_cat}, {"concat", aten_cat},
+    {"repeat", aten_repeat}, {"repeat_interleave", aten_repeat_interleave}, {"cat", aten_cat}, {"concat", aten_cat},
     {"concatenate", aten_cat}, {"stack", aten_stack}, {"split", aten_split},
     {"split_with_sizes", aten_split}, {"chunk", aten_split}, {"unsafe_split", aten_split},
     {"unsafe_split_with_sizes", aten_split}, {"unsafe_chunk", aten_split},

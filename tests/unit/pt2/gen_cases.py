@@ -11,10 +11,10 @@ archives are repacked with deflate and without sample inputs. A case that
 torch.export cannot handle is dropped with a message. The committed files were made
 with PyTorch 2.11 (CPU).
 
-SWEEP and SWEEP2 are single-case categories sw_NAME (ops found missing in .pt2 model
-sweeps), each on torch.manual_seed(3); torch.randn(2, 4, 6, 6); a SWEEP2 case that
-uses modules (embedding bags, LSTM/GRU, weight-norm parameters) gets a holder with
-only those (holder_for).
+SWEEP, SWEEP2 and SWEEP3 are single-case categories sw_NAME (ops found missing in
+.pt2 model sweeps), each on torch.manual_seed(3); torch.randn(2, 4, 6, 6); a SWEEP2 case
+that uses modules (embedding bags, LSTM/GRU, weight-norm parameters) gets a holder with
+only those (holder_for). The SWEEP3 files were made with PyTorch 2.15 (CPU).
 """
 import os
 import sys
@@ -239,6 +239,15 @@ SWEEP2 = [
 ]
 
 
+# The third sweep's ops (GPT-J's rotary embedding), each on the same input as SWEEP.
+SWEEP3 = [
+    ("rep_il_int", lambda m, x: x.repeat_interleave(2, dim=3)),
+    ("rep_il_flat", lambda m, x: x[0, 0].repeat_interleave(3)),
+    ("rep_il_tensor", lambda m, x: x.repeat_interleave(torch.tensor([1, 0, 2, 3]), dim=1,
+                                                       output_size=6)),
+]
+
+
 def holder_for(fn):
     """A holder with only the Mods members fn's code names (unused parameters would
     still be lifted into the archive), from Mods made on torch.manual_seed(5)."""
@@ -376,6 +385,9 @@ def main():
         torch.manual_seed(3)
         x = torch.randn(2, 4, 6, 6)
         export_category("sw_" + name, holder_for(fn), [("p_" + name, fn)], (x,), outdir)
+    for name, fn in SWEEP3:
+        torch.manual_seed(3)
+        export_category("sw_" + name, Unary(), [("p_" + name, fn)], (torch.randn(2, 4, 6, 6),), outdir)
 
 
 if __name__ == "__main__":
