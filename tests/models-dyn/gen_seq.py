@@ -57,6 +57,14 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    steps; the smallest size bucket (seq 2) unrolls one step, whose slice
                    is the whole sequence (it was dropped as an identity, and Y_h took the
                    symbol: a bundle the runtime refused)
+  sdpa_shape_seq   attention as torch.onnx's dynamo exporter (PyTorch 2.15) writes
+                   scaled_dot_product_attention, x[2, 4, seq, 8] as Q, K and V: K's
+                   transpose reshaped through sizes read with Shape and cut with Slice
+                   (starts and ends of +-2^63: [-1, S, D], then [B, H, D, S]) and with
+                   Gather(-1); such a slice or gather of the folded shape was made a
+                   run-time computation (counted from an extent that might be
+                   symbolic), so the Reshape had a shape computed at run time and was
+                   refused ('dynamic shape input')
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -117,6 +125,8 @@ def main():
         "x": rng.standard_normal((2, t, 8)).astype(np.float32)})
     write("convlstm_seq", convlstm_model(rng), lambda t: {
         "x": rng.standard_normal((1, 4, t)).astype(np.float32)})
+    write("sdpa_shape_seq", sdpa_shape_model(), lambda t: {
+        "x": rng.standard_normal((2, 4, t, 8)).astype(np.float32)})
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -316,6 +326,35 @@ def convlstm_model(rng):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "seq"])],
         [helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [1, 1, 8]),
          helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, 1, 8])], inits)
+    return checked_model(graph, 18)
+
+
+def sdpa_shape_model():
+    """The graph of sdpa_shape_seq (see the top of the file)."""
+    def ints(name, v):
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+    inits = [ints("m1", [-1]), ints("m2", [-2]), ints("big", [2**63 - 1]),
+             ints("small", [-2**63]), numpy_helper.from_array(np.array(0.5, np.float32), "scale")]
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sh"]),
+        helper.make_node("Gather", ["sh", "m1"], ["d"], axis=0),       # [D]
+        helper.make_node("Slice", ["sh", "m2", "m1"], ["s"]),          # [S]
+        helper.make_node("Slice", ["sh", "m1", "big"], ["d2"]),        # [D]
+        helper.make_node("Slice", ["sh", "small", "m2"], ["bh"]),      # [B, H]
+        helper.make_node("Concat", ["m1", "s", "d"], ["s1"], axis=0),
+        helper.make_node("Reshape", ["x", "s1"], ["k3"]),
+        helper.make_node("Transpose", ["k3"], ["kt3"], perm=[0, 2, 1]),
+        helper.make_node("Concat", ["bh", "d2", "s"], ["s2"], axis=0),
+        helper.make_node("Reshape", ["kt3", "s2"], ["kt"]),
+        helper.make_node("Mul", ["x", "scale"], ["q"]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "x"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "sdpa_shape_seq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, "seq", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, None, 8])], inits)
     return checked_model(graph, 18)
 
 

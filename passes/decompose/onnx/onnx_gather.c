@@ -65,7 +65,8 @@ bool dec_gather_op(DecCtx *c)
     }
     if (!check_const_indices(c, idx, dec_ty(c, data)->dims[axis]))
         return false;
-    if (c->g->nsymdims && ir_is_const(c->g, idx) && all_negative(c, idx))
+    if (c->g->nsymdims && !ir_is_const(c->g, data) && ir_is_const(c->g, idx) &&
+        all_negative(c, idx))                  /* a constant's axes are static */
         c->out[0] = dec_gather_from_end(c, data, idx, axis);
     else
         c->out[0] = dec_gather(c, data, idx, axis);

@@ -475,10 +475,11 @@ bool dec_slice_op(DecCtx *c)
             osz[a] < t->dims[a])
             tail |= (int64_t)1 << a;           /* x[:, s:], x[:, s:-e]: ends at the end */
     }
-    int last = c->g->nsymdims ? from_last(st, en, sp, np, ax, na, ns, t->rank) : -1;
+    bool sym = c->g->nsymdims && !ir_is_const(c->g, x);  /* a constant's axes are static */
+    int last = sym ? from_last(st, en, sp, np, ax, na, ns, t->rank) : -1;
     if (last >= 0 && t->dims[last] > 1)
         c->out[0] = slice_last(c, x, last, ost, osp, osz);
-    else if (c->g->nsymdims && tail)
+    else if (sym && tail)
         c->out[0] = slice_tail(c, x, ost, osp, osz, tail);
     else
         c->out[0] = dec_slice(c, x, ost, osp, osz);
