@@ -563,6 +563,12 @@ int pass_symdim_derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div
 {
     if ((pmax * mul + add) / div + 1 != out || pmax * mul + add < 0)
         return -1;
+    while (mul == 1 && div == 1 && parent >= d->nbase && d->der[parent - d->nbase].mul == 1 &&
+           d->der[parent - d->nbase].div == 1) {
+        const SdDerived *p = &d->der[parent - d->nbase];  /* offsets add up: (n + 1) - 1 */
+        add += p->add + 1;                                 /* is n again (a window that */
+        parent = p->parent;                                /* grew the length by one, then */
+    }                                                      /* a slice [:-1]) */
     if (mul == 1 && div == 1 && add == -1)
         return parent;                     /* the same size (a 'same' window) */
     for (int j = 0; j < d->nder; j++)

@@ -65,6 +65,11 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    run-time computation (counted from an extent that might be
                    symbolic), so the Reshape had a shape computed at run time and was
                    refused ('dynamic shape input')
+  posconv_seq      wav2vec2's positional convolution, x[1, 4, seq]: a grouped Conv with an
+                   even kernel (4, pads 2: length seq + 1, derived), its last position
+                   cut (Slice to -1: seq + 1 - 1), added to x, Gelu; the output and its
+                   mean over the sequence. The two lengths were 'operands that
+                   disagree' before derived offsets were added up
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -127,6 +132,8 @@ def main():
         "x": rng.standard_normal((1, 4, t)).astype(np.float32)})
     write("sdpa_shape_seq", sdpa_shape_model(), lambda t: {
         "x": rng.standard_normal((2, 4, t, 8)).astype(np.float32)})
+    write("posconv_seq", posconv_model(rng), lambda t: {
+        "x": rng.standard_normal((1, 4, t)).astype(np.float32)})
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -356,6 +363,27 @@ def sdpa_shape_model():
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, "seq", 8])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, None, 8])], inits)
     return checked_model(graph, 18)
+
+
+def posconv_model(rng):
+    """The graph of posconv_seq (see the top of the file)."""
+    def ints(name, v):
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+    inits = [rand_init(rng, "w", (4, 2, 4)), ints("zero", [0]), ints("minus1", [-1]),
+             ints("two", [2])]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], pads=[2, 2], group=2),
+        helper.make_node("Slice", ["c", "zero", "minus1", "two"], ["cut"]),
+        helper.make_node("Add", ["x", "cut"], ["s"]),
+        helper.make_node("Gelu", ["s"], ["y"]),
+        helper.make_node("ReduceMean", ["y", "two"], ["mean"], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "posconv_seq",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, "seq"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, None]),
+         helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, 4])], inits)
+    return checked_model(graph, 20)
 
 
 def ceilpool_model(rng):
