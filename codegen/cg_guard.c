@@ -666,10 +666,21 @@ static void dram_range(const SpyDma *x, int64_t *lo, int64_t *hi)
     *hi = a.sp.lo + a.sp.ext;
 }
 
+typedef struct {                     /* a ring LOAD in the order of ring_index */
+    uint32_t seg;
+    int64_t lo, hi;                  /* its DRAM range */
+    int64_t pmax;                    /* the largest hi from its segment's first key to it */
+    uint64_t q;                      /* its index in Rings.at */
+} RingKey;
+
 typedef struct {                     /* the LOADs over the ring of one kernel */
     uint64_t n, cap;
     uint64_t *at;                    /* their CODE indices */
     int64_t *lo, *hi;                /* their DRAM ranges (dram_range), made once */
+    RingKey *key;                    /* sorted by segment and lo (ring_index): the loads
+                                        meeting a range are found without a scan of all
+                                        (a resize by run-time indices has tens of
+                                        thousands a kernel, every LOAD asking) */
 } Rings;
 
 /* Lists kernel k's LOADs over the ring (programs kp) into r. */
@@ -691,22 +702,72 @@ static void list_rings(Rings *r, const SpyInsn *code, const SpyProgramDesc *kp, 
                 int64_t *hi = realloc(r->hi, r->cap * sizeof *hi);
                 IR_ASSERT(hi);
                 r->hi = hi;
+                RingKey *key = realloc(r->key, r->cap * sizeof *key);
+                IR_ASSERT(key);
+                r->key = key;
             }
             dram_range(&code[i].dma, &r->lo[r->n], &r->hi[r->n]);
             r->at[r->n++] = i;
         }
 }
 
+static int ring_key_cmp(const void *a, const void *b)
+{
+    const RingKey *x = a, *y = b;
+    if (x->seg != y->seg)
+        return x->seg < y->seg ? -1 : 1;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    return x->q < y->q ? -1 : x->q > y->q;
+}
+
+/* Sorts the listed ring LOADs by segment and lo into r->key, with running maxima of hi. */
+static void ring_index(Rings *r, const SpyInsn *code)
+{
+    for (uint64_t q = 0; q < r->n; q++)
+        r->key[q] = (RingKey){code[r->at[q]].dma.seg, r->lo[q], r->hi[q], 0, q};
+    if (r->n)
+        qsort(r->key, r->n, sizeof *r->key, ring_key_cmp);
+    for (uint64_t p = 0; p < r->n; p++) {
+        RingKey *k = &r->key[p];
+        k->pmax = p && r->key[p - 1].seg == k->seg && r->key[p - 1].pmax > k->hi
+                      ? r->key[p - 1].pmax : k->hi;
+    }
+}
+
+/* The first key position at or after (seg, lo) in the order of ring_index. */
+static uint64_t ring_at(const Rings *r, uint32_t seg, int64_t lo)
+{
+    uint64_t a = 0, b = r->n;
+    while (a < b) {
+        uint64_t m = a + (b - a) / 2;
+        const RingKey *k = &r->key[m];
+        if (k->seg < seg || (k->seg == seg && k->lo < lo))
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a;
+}
+
+/* Scans, downwards, the keys of segment seg that start before hi, while the running
+ * maximum of their ends says one may still reach past lo; a key meets [lo, hi) when its
+ * own end does (RING_MEETS). */
+#define RING_SCAN(r, seg, lo, hi, p)                                                     \
+    for (uint64_t p##_b = ring_at((r), (seg), INT64_MIN), p = ring_at((r), (seg), (hi));  \
+         p-- > p##_b && (r)->key[p].pmax > (lo);)
+#define RING_MEETS(r, p, lo) ((r)->key[p].hi > (lo))
+
 /* Whether the DRAM LOAD in may send its tile over the ring (a listed LOAD over the
  * ring reads DRAM it reads). */
-static bool is_source(const SpyInsn *in, const SpyInsn *code, const Rings *r)
+static bool is_source(const SpyInsn *in, const Rings *r)
 {
     if (!r->n || in->opcode != ISA_LOAD || (in->dma.flags & ISA_F_RING))
         return false;
     int64_t lo, hi;
     dram_range(&in->dma, &lo, &hi);
-    for (uint64_t q = 0; q < r->n; q++)
-        if (code[r->at[q]].dma.seg == in->dma.seg && r->lo[q] < hi && lo < r->hi[q])
+    RING_SCAN(r, in->dma.seg, lo, hi, p)
+        if (RING_MEETS(r, p, lo))
             return true;
     return false;
 }
@@ -744,10 +805,10 @@ static bool source_clamp(Gd *d, SpyInsn *in, Dem *rd, const SpyInsn *code, const
                          int64_t lo, int64_t hi)
 {
     uint32_t e = spy_insn_rows(in);
-    for (uint64_t q = 0; q < r->n; q++) {
-        const SpyInsn *rc = &code[r->at[q]];
-        if (rc->dma.seg != in->dma.seg || r->lo[q] >= hi || lo >= r->hi[q])
+    RING_SCAN(r, in->dma.seg, lo, hi, p) {
+        if (!RING_MEETS(r, p, lo))
             continue;
+        const SpyInsn *rc = &code[r->at[r->key[p].q]];
         SpyGuard rg = spy_insn_guard(rc);
         if (!same_tile(&rc->dma, &in->dma) || !rg.n)
             return false;                    /* a receiver runs whole at some size */
@@ -778,7 +839,7 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
     for (uint32_t j = 0; j < cores; j++)
         for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++) {
             SpyInsn *in = &code[i];
-            if (!is_source(in, code, r))
+            if (!is_source(in, r))
                 continue;
             SpyGuard g = spy_insn_guard(in);
             Dem m = g.n ? dem_of(&g, 0) : gd_always, eff = gd_always;
@@ -790,9 +851,11 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             free(rd);
             if (done)
                 continue;
-            for (uint64_t q = 0; q < r->n && g.n; q++) {
-                SpyGuard rg = spy_insn_guard(&code[r->at[q]]);
-                if (code[r->at[q]].dma.seg == in->dma.seg && r->lo[q] < hi && lo < r->hi[q]) {
+            RING_SCAN(r, in->dma.seg, lo, hi, p) {
+                if (!g.n)
+                    break;
+                if (RING_MEETS(r, p, lo)) {
+                    SpyGuard rg = spy_insn_guard(&code[r->at[r->key[p].q]]);
                     Dem x = rg.n ? dem_of(&rg, 0) : gd_always;   /* its row 0 runs */
                     dem_min(&m, &x);                               /* the longest */
                 }
@@ -871,7 +934,7 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
     if (!g->nsymdims || e->n == 0)
         return false;
     Gd d;
-    Rings rings = {0, 0, NULL, NULL, NULL};
+    Rings rings = {0, 0, NULL, NULL, NULL, NULL};
     bool any = false;
     if (!gd_init(&d, e)) {
         gd_free(&d);
@@ -894,10 +957,11 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
         }
         bool force = kernel_clash(&d, e->code, kp, cores, k);
         list_rings(&rings, e->code, kp, cores);
+        ring_index(&rings, e->code);
         for (uint32_t j = 0; j < cores; j++) {
             d.gen++;
             for (uint64_t i = kp[j].first_insn + kp[j].ninsns; i-- > kp[j].first_insn;)
-                step(&d, &e->code[i], force, is_source(&e->code[i], e->code, &rings));
+                step(&d, &e->code[i], force, is_source(&e->code[i], &rings));
         }
         ring_sources(&d, e->code, kp, cores, &rings);
         for (uint32_t j = 0; j < cores; j++)
@@ -916,6 +980,7 @@ bool cg_guards(CgEmit *e, const SpyProgramDesc *progs)
     free(rings.at);
     free(rings.lo);
     free(rings.hi);
+    free(rings.key);
     gd_free(&d);
     return any;
 }

@@ -70,6 +70,13 @@ the sequence count the actual depth, onnx_qlinear.c dec_int_matmul).
                    cut (Slice to -1: seq + 1 - 1), added to x, Gelu; the output and its
                    mean over the sequence. The two lengths were 'operands that
                    disagree' before derived offsets were added up
+  resize_size_hw   a segmentation head's upsampling to the input's size, x[1, 2, h, w]
+                   (each 9..24; data sets of 9x24, 17x13 and 24x24): Conv 3x3 stride 2
+                   pads 1 (h' and w' derived), then Resize to the sizes read with Shape
+                   from x (F.interpolate(y, size=x.shape[-2:])), linear half_pixel, added
+                   to x, and nearest (floor, asymmetric) to the same sizes: the source
+                   positions are computed at run time from the actual lengths (the ratio
+                   of h to h' is no constant); refused before ('a gather along h')
   qdq_attn_seq     tests/models/qdq_attn (onnxruntime's quantize_static QDQ attention:
                    uint8 activations with zero points, int8 products of the scores and
                    of the probabilities with V over the sequence) with x f32[1, seq, 16]
@@ -134,6 +141,10 @@ def main():
         "x": rng.standard_normal((2, 4, t, 8)).astype(np.float32)})
     write("posconv_seq", posconv_model(rng), lambda t: {
         "x": rng.standard_normal((1, 4, t)).astype(np.float32)})
+    sizes_r = {9: 24, 17: 13, 24: 24}
+    write("resize_size_hw", resize_size_model(rng), lambda t: {
+        "x": rng.standard_normal((1, 2, t, sizes_r[t])).astype(np.float32)},
+        lengths=tuple(sizes_r), flags="--dim h=9..24 --dim w=9..24\n")
 
 
 def from_tree_model(name, seq_outputs=False):
@@ -384,6 +395,33 @@ def posconv_model(rng):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, None]),
          helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, 4])], inits)
     return checked_model(graph, 20)
+
+
+def resize_size_model(rng):
+    """The graph of resize_size_hw (see the top of the file)."""
+    def ints(name, v):
+        return numpy_helper.from_array(np.array(v, np.int64), name)
+    inits = [rand_init(rng, "w", (2, 2, 3, 3)), ints("zero", [0]), ints("two", [2]),
+             ints("four", [4])]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Shape", ["c"], ["sc"]),
+        helper.make_node("Shape", ["x"], ["sx"]),
+        helper.make_node("Slice", ["sc", "zero", "two"], ["nc"]),
+        helper.make_node("Slice", ["sx", "two", "four"], ["hw"]),
+        helper.make_node("Concat", ["nc", "hw"], ["sizes"], axis=0),
+        helper.make_node("Resize", ["c", "", "", "sizes"], ["up"], mode="linear",
+                         coordinate_transformation_mode="half_pixel"),
+        helper.make_node("Add", ["x", "up"], ["y"]),
+        helper.make_node("Resize", ["c", "", "", "sizes"], ["near"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    ]
+    graph = helper.make_graph(
+        nodes, "resize_size_hw",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, "h", "w"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, None, None]),
+         helper.make_tensor_value_info("near", TensorProto.FLOAT, [1, 2, None, None])], inits)
+    return checked_model(graph, 18)
 
 
 def ceilpool_model(rng):

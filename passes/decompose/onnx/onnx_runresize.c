@@ -9,6 +9,12 @@
  * becomes the row-major prefix of the actual shape (dec_rt_box: a value whose whole
  * shape is computed at run time). Not covered (still refused: --bind): antialiasing,
  * tf_crop_and_resize, a model that does not declare the output's shape.
+ *
+ * In a graph with bounded symbolic dimensions, sizes read with Shape from another value
+ * are constants folded at the bounds (F.interpolate(x, size=skip.shape[-2:]) of a
+ * segmentation head or an FPN): dec_sym_resize_axis resamples such an axis the same
+ * way from x's actual length to the other value's (both SYMLEN), its GATHERs marked
+ * inbounds, and declares the result to lie along that value's axis (SYMLIKE).
  */
 #include <string.h>
 
@@ -20,7 +26,15 @@ typedef struct {
     const char *ctm, *nearest;
     float cubic_a;
     bool exclude_outside;
+    bool inbounds;                         /* the input's length is its actual one (SYMLEN):
+                                              GATHERs marked inbounds (pass_symdim) */
 } RtRz;
+
+/* An input axis's length as f32 and i64 rank-0 values (constants, or computed at run
+ * time from a bounded symbolic dimension's actual extent). */
+typedef struct {
+    ValId f, i;
+} RtLen;
 
 /* f32 scalar constant. */
 static ValId fs(DecCtx *c, double v)
@@ -30,7 +44,7 @@ static ValId fs(DecCtx *c, double v)
 
 /* Source coordinate of the output positions o (f32 iota) for scale s and output size
  * out (f32 scalars) from an axis of in elements, as rz_coord computes it. */
-static ValId coord(DecCtx *c, const RtRz *p, ValId o, ValId s, ValId out, int64_t in)
+static ValId coord(DecCtx *c, const RtRz *p, ValId o, ValId s, ValId out, RtLen in)
 {
     const char *m = p->ctm;
     ValId oh = dec_bin_s(c, IR_BIN_ADD, o, 0.5);
@@ -39,8 +53,8 @@ static ValId coord(DecCtx *c, const RtRz *p, ValId o, ValId s, ValId out, int64_
     if (strcmp(m, "tf_half_pixel_for_nn") == 0)
         return dec_bin(c, IR_BIN_DIV, oh, s);
     if (strcmp(m, "align_corners") == 0) {
-        ValId ow = dec_bin_s(c, IR_BIN_MUL, s, (double)in);
-        ValId v = dec_bin(c, IR_BIN_DIV, dec_bin_s(c, IR_BIN_MUL, o, (double)(in - 1)),
+        ValId ow = dec_bin(c, IR_BIN_MUL, s, in.f);
+        ValId v = dec_bin(c, IR_BIN_DIV, dec_bin(c, IR_BIN_MUL, o, dec_bin_s(c, IR_BIN_SUB, in.f, 1)),
                           dec_bin_s(c, IR_BIN_SUB, ow, 1));
         return dec_select(c, dec_bin_s(c, IR_BIN_EQ, ow, 1), fs(c, 0), v);
     }
@@ -48,9 +62,10 @@ static ValId coord(DecCtx *c, const RtRz *p, ValId o, ValId s, ValId out, int64_
     if (strcmp(m, "pytorch_half_pixel") == 0)
         return dec_select(c, dec_bin_s(c, IR_BIN_GT, out, 1), hp, fs(c, 0));
     if (strcmp(m, "half_pixel_symmetric") == 0) {
-        ValId ow = dec_bin_s(c, IR_BIN_MUL, s, (double)in);
+        ValId ow = dec_bin(c, IR_BIN_MUL, s, in.f);
         ValId adj = dec_bin(c, IR_BIN_DIV, out, ow);
-        ValId off = dec_bin_s(c, IR_BIN_MUL, dec_bin(c, IR_BIN_SUB, fs(c, 1), adj), (double)in / 2);
+        ValId off = dec_bin(c, IR_BIN_MUL, dec_bin(c, IR_BIN_SUB, fs(c, 1), adj),
+                            dec_bin_s(c, IR_BIN_MUL, in.f, 0.5));
         return dec_bin(c, IR_BIN_ADD, off, hp);
     }
     return hp;                             /* half_pixel */
@@ -75,10 +90,20 @@ static ValId nearest(DecCtx *c, const RtRz *p, ValId x, ValId s)
 }
 
 /* f32 index values v as i64, clamped to [0, in - 1]. */
-static ValId clamp_idx(DecCtx *c, ValId v, int64_t in)
+static ValId clamp_idx(DecCtx *c, ValId v, RtLen in)
 {
-    v = dec_cast(c, dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, v, -1), (double)in), IR_DT_I64);
-    return dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, v, 0), (double)(in - 1));
+    v = dec_cast(c, dec_bin(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, v, -1), in.f), IR_DT_I64);
+    return dec_bin(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_MAX, v, 0), dec_bin_s(c, IR_BIN_SUB, in.i, 1));
+}
+
+/* x gathered along axis at indices idx, marked inbounds when p says so. */
+static ValId take(DecCtx *c, const RtRz *p, ValId x, ValId idx, int axis)
+{
+    if (!p->inbounds)
+        return dec_gather(c, x, idx, axis);
+    ValId in[2] = {x, idx};
+    IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("inbounds", 1)};
+    return dec_op(c, IR_OP_GATHER, in, 2, a, 2);
 }
 
 /* Weights w (f32 [B]) as a broadcastable [1.., B, ..1] of rank r and dtype dt. */
@@ -90,26 +115,29 @@ static ValId along(DecCtx *c, ValId w, int r, int axis, int64_t B, IrDType dt)
     return dec_cast(c, dec_reshape(c, w, d, r), dt);
 }
 
-/* x resampled along axis to its bound B for the runtime scale s and size out. */
-static ValId resample(DecCtx *c, const RtRz *p, ValId x, int axis, int64_t B, ValId s, ValId out)
+/* x resampled along axis to its bound B for the runtime scale s and size out, from an
+ * input length in. */
+static ValId resample(DecCtx *c, const RtRz *p, ValId x, int axis, int64_t B, ValId s, ValId out,
+                      RtLen in)
 {
     const IrType *t = dec_ty(c, x);
-    int64_t in = t->dims[axis];
     IrDType dt = t->dtype;
     ValId x0 = coord(c, p, dix_iota(c, IR_DT_F32, B, 1, 0), s, out, in);
     if (p->mode == 0)
-        return dec_gather(c, x, clamp_idx(c, nearest(c, p, x0, s), in), axis);
+        return take(c, p, x, clamp_idx(c, nearest(c, p, x0, s), in), axis);
     if (p->mode == 1) {
-        ValId xc = dec_bin_s(c, IR_BIN_MAX, dec_bin_s(c, IR_BIN_MIN, x0, (double)(in - 1)), 0);
+        ValId xc = dec_bin_s(c, IR_BIN_MAX,
+                             dec_bin(c, IR_BIN_MIN, x0, dec_bin_s(c, IR_BIN_SUB, in.f, 1)), 0);
         ValId i1 = clamp_idx(c, dec_cast(c, dec_cast(c, xc, IR_DT_I64), IR_DT_F32), in);
-        ValId i2 = dec_bin_s(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_ADD, i1, 1), (double)(in - 1));
+        ValId i2 = dec_bin(c, IR_BIN_MIN, dec_bin_s(c, IR_BIN_ADD, i1, 1),
+                           dec_bin_s(c, IR_BIN_SUB, in.i, 1));
         ValId d1 = dec_un(c, IR_UN_ABS, dec_bin(c, IR_BIN_SUB, xc, dec_cast(c, i1, IR_DT_F32)));
         ValId d2 = dec_un(c, IR_UN_ABS, dec_bin(c, IR_BIN_SUB, xc, dec_cast(c, i2, IR_DT_F32)));
         ValId same = dec_bin(c, IR_BIN_EQ, i1, i2);
         d1 = dec_select(c, same, fs(c, 0.5), d1);
         d2 = dec_select(c, same, fs(c, 0.5), d2);
-        ValId g1 = dec_bin(c, IR_BIN_MUL, dec_gather(c, x, i1, axis), along(c, d2, t->rank, axis, B, dt));
-        ValId g2 = dec_bin(c, IR_BIN_MUL, dec_gather(c, x, i2, axis), along(c, d1, t->rank, axis, B, dt));
+        ValId g1 = dec_bin(c, IR_BIN_MUL, take(c, p, x, i1, axis), along(c, d2, t->rank, axis, B, dt));
+        ValId g2 = dec_bin(c, IR_BIN_MUL, take(c, p, x, i2, axis), along(c, d1, t->rank, axis, B, dt));
         return dec_bin(c, IR_BIN_ADD, g1, g2);
     }
     float a = p->cubic_a;                  /* rz_cubic on the fraction, per tap */
@@ -130,7 +158,7 @@ static ValId resample(DecCtx *c, const RtRz *p, ValId x, int axis, int64_t B, Va
         ValId src = dec_bin_s(c, IR_BIN_ADD, fl, k - 1);
         if (p->exclude_outside) {
             ValId in_ax = dec_bin(c, IR_BIN_AND, dec_bin_s(c, IR_BIN_GE, src, 0),
-                                  dec_bin_s(c, IR_BIN_LT, src, (double)in));
+                                  dec_bin(c, IR_BIN_LT, src, in.f));
             w[k] = dec_select(c, in_ax, w[k], fs(c, 0));
         }
         sum = sum == IR_NONE ? w[k] : dec_bin(c, IR_BIN_ADD, sum, w[k]);
@@ -141,10 +169,43 @@ static ValId resample(DecCtx *c, const RtRz *p, ValId x, int axis, int64_t B, Va
         ValId wk = p->exclude_outside
                        ? dec_select(c, dec_bin_s(c, IR_BIN_NE, sum, 0), dec_bin(c, IR_BIN_DIV, w[k], sum), w[k])
                        : w[k];
-        ValId g = dec_bin(c, IR_BIN_MUL, dec_gather(c, x, idx[k], axis), along(c, wk, t->rank, axis, B, dt));
+        ValId g = dec_bin(c, IR_BIN_MUL, take(c, p, x, idx[k], axis), along(c, wk, t->rank, axis, B, dt));
         y = y == IR_NONE ? g : dec_bin(c, IR_BIN_ADD, y, g);
     }
     return y;
+}
+
+/* The resize parameters of the node (Resize, opset 11 and later). */
+static RtRz node_params(DecCtx *c)
+{
+    const char *mode = dec_as(c, "mode", "nearest");
+    return (RtRz){strcmp(mode, "nearest") == 0 ? 0 : strcmp(mode, "cubic") == 0 ? 2 : 1,
+                  dec_as(c, "coordinate_transformation_mode", "half_pixel"),
+                  dec_as(c, "nearest_mode", "round_prefer_floor"),
+                  (float)dec_af(c, "cubic_coeff_a", -0.75), dec_ai(c, "exclude_outside", 0) != 0,
+                  true};
+}
+
+/* The actual extent of axis a of x (SYMLEN) as an f32 or i64 rank-0 value. */
+static ValId sym_len(DecCtx *c, ValId x, int a, IrDType dt)
+{
+    IrAttr ax = ir_attr_int("axis", a);
+    return dec_cast(c, dec_reshape(c, dec_op(c, IR_OP_SYMLEN, &x, 1, &ax, 1), NULL, 0), dt);
+}
+
+ValId dec_sym_resize_axis(DecCtx *c, ValId x, int axis, int64_t B, ValId src, int src_axis)
+{
+    RtRz p = node_params(c);
+    if (dec_ai(c, "antialias", 0) || strcmp(p.ctm, "tf_crop_and_resize") == 0 ||
+        (p.mode && !ir_dtype_is_float(dec_ty(c, x)->dtype)) || B < 1 ||
+        (c->opset >= 18 && strcmp(dec_as(c, "keep_aspect_ratio_policy", "stretch"), "stretch")))
+        return IR_NONE;
+    RtLen in = {sym_len(c, x, axis, IR_DT_F32), sym_len(c, x, axis, IR_DT_I64)};
+    ValId out = sym_len(c, src, src_axis, IR_DT_F32);
+    ValId y = resample(c, &p, x, axis, B, dec_bin(c, IR_BIN_DIV, out, in.f), out, in);
+    IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("like_axis", src_axis)};
+    ValId yl[2] = {y, src};
+    return dec_op(c, IR_OP_SYMLIKE, yl, 2, a, 2);
 }
 
 /* Element i of vector input v as a rank-0 value of dtype t. */
@@ -169,7 +230,8 @@ bool dec_rt_resize(DecCtx *c, bool upsample, ValId scales, ValId sizes)
     RtRz p = {strcmp(mode, "nearest") == 0 ? 0 : strcmp(mode, "cubic") == 0 ? 2 : 1,
               new_api ? dec_as(c, "coordinate_transformation_mode", "half_pixel") : "asymmetric",
               new_api ? dec_as(c, "nearest_mode", "round_prefer_floor") : "simple",
-              (float)dec_af(c, "cubic_coeff_a", -0.75), dec_ai(c, "exclude_outside", 0) != 0};
+              (float)dec_af(c, "cubic_coeff_a", -0.75), dec_ai(c, "exclude_outside", 0) != 0,
+              false};
     if (!decl || decl->rank != r || dec_numel(dec_ty(c, v)) != n || dec_ai(c, "antialias", 0) ||
         strcmp(p.ctm, "tf_crop_and_resize") == 0 || (p.mode && !ir_dtype_is_float(t->dtype)) ||
         dec_numel(t) == 0)
@@ -203,7 +265,8 @@ bool dec_rt_resize(DecCtx *c, bool upsample, ValId scales, ValId sizes)
             ValId o = dec_bin_s(c, IR_BIN_MUL, common, (double)t->dims[a]);
             lens[a] = dec_cast(c, dec_un(c, IR_UN_FLOOR, dec_bin_s(c, IR_BIN_ADD, o, 0.5)), IR_DT_I64);
         }
-        x = resample(c, &p, x, a, decl->dims[a], sc[i], dec_cast(c, lens[a], IR_DT_F32));
+        RtLen in = {fs(c, (double)t->dims[a]), dec_scalar(c->g, IR_DT_I64, (double)t->dims[a])};
+        x = resample(c, &p, x, a, decl->dims[a], sc[i], dec_cast(c, lens[a], IR_DT_F32), in);
     }
     dec_rt_box(c, x, lens);
     return true;
