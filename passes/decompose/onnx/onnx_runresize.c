@@ -175,15 +175,17 @@ static ValId resample(DecCtx *c, const RtRz *p, ValId x, int axis, int64_t B, Va
     return y;
 }
 
-/* The resize parameters of the node (Resize, opset 11 and later). */
-static RtRz node_params(DecCtx *c)
+/* The resize parameters of the node: new_api for Resize from opset 11 (else the fixed
+ * rules of Upsample and Resize-10); inbounds as RtRz says. */
+static RtRz node_params(DecCtx *c, bool new_api, bool inbounds)
 {
     const char *mode = dec_as(c, "mode", "nearest");
     return (RtRz){strcmp(mode, "nearest") == 0 ? 0 : strcmp(mode, "cubic") == 0 ? 2 : 1,
-                  dec_as(c, "coordinate_transformation_mode", "half_pixel"),
-                  dec_as(c, "nearest_mode", "round_prefer_floor"),
+                  new_api ? dec_as(c, "coordinate_transformation_mode", "half_pixel")
+                          : "asymmetric",
+                  new_api ? dec_as(c, "nearest_mode", "round_prefer_floor") : "simple",
                   (float)dec_af(c, "cubic_coeff_a", -0.75), dec_ai(c, "exclude_outside", 0) != 0,
-                  true};
+                  inbounds};
 }
 
 /* The actual extent of axis a of x (SYMLEN) as an f32 or i64 rank-0 value. */
@@ -195,7 +197,7 @@ static ValId sym_len(DecCtx *c, ValId x, int a, IrDType dt)
 
 ValId dec_sym_resize_axis(DecCtx *c, ValId x, int axis, int64_t B, ValId src, int src_axis)
 {
-    RtRz p = node_params(c);
+    RtRz p = node_params(c, true, true);
     if (dec_ai(c, "antialias", 0) || strcmp(p.ctm, "tf_crop_and_resize") == 0 ||
         (p.mode && !ir_dtype_is_float(dec_ty(c, x)->dtype)) || B < 1 ||
         (c->opset >= 18 && strcmp(dec_as(c, "keep_aspect_ratio_policy", "stretch"), "stretch")))
@@ -225,13 +227,7 @@ bool dec_rt_resize(DecCtx *c, bool upsample, ValId scales, ValId sizes)
     const int64_t *av;
     int na = !upsample && c->opset >= 18 ? dec_aints(c, "axes", &av) : -1, n = na >= 0 ? na : r;
     ValId v = scales != IR_NONE ? scales : sizes;
-    const char *mode = dec_as(c, "mode", "nearest");
-    bool new_api = !upsample && c->opset >= 11;
-    RtRz p = {strcmp(mode, "nearest") == 0 ? 0 : strcmp(mode, "cubic") == 0 ? 2 : 1,
-              new_api ? dec_as(c, "coordinate_transformation_mode", "half_pixel") : "asymmetric",
-              new_api ? dec_as(c, "nearest_mode", "round_prefer_floor") : "simple",
-              (float)dec_af(c, "cubic_coeff_a", -0.75), dec_ai(c, "exclude_outside", 0) != 0,
-              false};
+    RtRz p = node_params(c, !upsample && c->opset >= 11, false);
     if (!decl || decl->rank != r || dec_numel(dec_ty(c, v)) != n || dec_ai(c, "antialias", 0) ||
         strcmp(p.ctm, "tf_crop_and_resize") == 0 || (p.mode && !ir_dtype_is_float(t->dtype)) ||
         dec_numel(t) == 0)
