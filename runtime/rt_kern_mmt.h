@@ -39,7 +39,8 @@
  * width at a time for all row blocks (all of k at once, or MMT_KC rows at a time when
  * the panel would not stay in the L1 cache), through the same micro-kernel with
  * masked loads, the first row block storing the panel packed for the others as it
- * reads it: a packing pass of its own costs more than it saves when few row blocks
+ * reads it, and A's rows of the k block packed once for all panels (apack_room):
+ * a packing pass of B of its own costs more than it saves when few row blocks
  * reuse a panel (measured on the tile shapes of ResNet-50 and BERT; vector-matrix products of a
  * decode step are the extreme case). A vector-matrix product (MMT_GEMV_ROWS row: a
  * decode step) streams B by rows instead, MMT_GEMV_G rows a pass, each row read once,
@@ -649,6 +650,19 @@ MMT_TARGET static bool MMT_NAME(win_dense)(RtCore *c, const MMT_NAME(Args) *x) {
     return true;
 }
 
+/* Room in the packing buffer, after the panel of kb rows that B read in place is
+ * stored to, for all m rows of A packed MMT_AP floats apart (pack_a), or NULL (no
+ * buffer, or too many rows): read in place, rows of A a multiple of 4 KiB apart
+ * (bert_base's 3072-float activations) shared one L1 set, and the micro-kernel kept a
+ * pointer per row, spilled to the stack (bert_base's m32 n96 k3072 tiles: GFLOP/s
+ * numbers in mm_tiles). */
+MMT_INLINE float *MMT_NAME(apack_room)(RtCore *c, const MMT_NAME(Args) *x, uint32_t kb) {
+    size_t panel = (size_t)kb * MMT_NR, need = panel + (size_t)x->m * MMT_AP;
+    if (!c->pack || kb > MMT_KCP || need * 4 > RT_PACK_BYTES)
+        return NULL;
+    return c->pack + panel;
+}
+
 #include "rt_kern_mmv.h"
 #include "rt_kern_mmn.h"
 #include "rt_kern_mmc.h"
@@ -685,11 +699,15 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
          * more than it saved) */
         uint32_t kb = x.k > 2 * MMT_KC ? MMT_KC : x.k;
         MMT_NAME(Args) y = x;
+        /* A's rows of the k block packed after the panel (MMT_NAME(pack_all_a)) */
+        float *ap = MMT_NAME(apack_room)(c, &x, kb);
         for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
             uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb, nk0 = k0 + kc;
             uint32_t nkc = x.k - nk0 < kb ? x.k - nk0 : kb;
             size_t t = 0;
             size_t calls = (x.n + MMT_NR - 1) / MMT_NR * (size_t)MMT_NAME(row_blocks)(x.m);
+            if (ap)
+                MMT_NAME(pack_a)(&x, ap, 0, k0, kc, (int)x.m, 0);
             for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
                 int64_t left = (int64_t)x.n - (int64_t)j0;
                 for (uint32_t i0 = 0, rows; i0 < x.m; i0 += rows) {
@@ -697,11 +715,13 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                     MMT_NAME(ahead)(&y, &x, t++, calls, nk0, nkc, 0, x.n);
                     bool again = i0 > 0 && c->pack;   /* the panel the first block packed */
                     y.pk = i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
+                    y.ap = ap ? ap + (size_t)i0 * MMT_AP : NULL;
+                    int mode = again ? (ap ? MMT_PACKAB : MMT_PACKED)
+                                     : (ap ? MMT_INPLACEA : MMT_INPLACE);
                     MMT_NAME(micros)[rows](&y, again ? c->pack : x.b + k0 * x.ldb + j0,
                                            again ? MMT_NR : x.ldb, i0, j0, k0, kc,
                                            x.zero && k0 == 0, MMT_LANES(left),
-                                           MMT_LANES(left - MMT_VL),
-                                           again ? MMT_PACKED : MMT_INPLACE);
+                                           MMT_LANES(left - MMT_VL), mode);
                 }
             }
             if (x.k == 0)
