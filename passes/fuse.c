@@ -4,8 +4,9 @@
  *             row-resident group (softmax, layer/group/RMS norm): pointwise nodes and
  *             keepdims reductions over the same trailing dims of one shape, every
  *             intermediate consumed inside the group, whole rows kept in LX
- *   CONTRACT  one MATMUL/CONV whose single-use output is a leaf of a pointwise tree of
- *             the same shape (the epilogue: bias, relu, residual add, ...); a CONV
+ *   CONTRACT  one MATMUL/CONV whose output, used only there, is a leaf of a pointwise
+ *             tree of the same shape (the epilogue: bias, relu, residual add, ...; GELU
+ *             or swish read it twice, from the tile in LX); a CONV
  *             also absorbs the spatial zero PAD that produces its input; a MATMUL
  *             also anchors a row-resident group over its result that reduces the
  *             last axis (attention: scale, mask, softmax), its N tile whole rows;
@@ -318,9 +319,24 @@ static void collect_tree(Fuse *f, NodeId start, uint32_t gi, uint8_t r)
     }
 }
 
+static bool uses_inside(Fuse *f, ValId v, uint32_t gi);
+
+/* Whether leaf v of group gi may pull its producer, a contraction, into the group as
+ * its anchor: v used once, or only by members of gi (GELU's x = x * Phi(x) over a
+ * MATMUL's result: the epilogue reads the tile twice, kept in LX). */
+static bool anchorable(Fuse *f, ValId v, uint32_t gi)
+{
+    NodeId p = ir_val(f->g, v)->def;
+    if (absorbable(f, v))
+        return true;
+    return f->fuse && live(f, p) && f->grp[p] == IR_NONE &&
+           ir_op_info[f->g->nodes[p].op].cls == IR_CLS_CONTRACT && uses_inside(f, v, gi);
+}
+
 /* Among the leaves of group gi (root value rv), the latest contraction or reduction
- * whose single-use output has rv's shape; IR_NONE if none. */
-static NodeId find_anchor(Fuse *f, ValId rv)
+ * whose output has rv's shape and is used only in the group (a reduction's: once);
+ * IR_NONE if none. */
+static NodeId find_anchor(Fuse *f, uint32_t gi, ValId rv)
 {
     IrGraph *g = f->g;
     const IrType *rt = ir_vtype(g, rv);
@@ -330,7 +346,7 @@ static NodeId find_anchor(Fuse *f, ValId rv)
         for (int i = 0; i < g->nodes[n].nin; i++) {
             ValId v = g->nodes[n].in[i];
             NodeId p = ir_val(g, v)->def;
-            if (!absorbable(f, v))
+            if (!anchorable(f, v, gi))
                 continue;
             IrOpClass c = ir_op_info[g->nodes[p].op].cls;
             const IrType *t = ir_vtype(g, v);
@@ -728,7 +744,7 @@ static bool group_nodes(Fuse *f)
             f->nmem = 0;
             collect_tree(f, n, gi, ROLE_EPI);
             close_tree(f, gi, ROLE_EPI);
-            NodeId a = find_anchor(f, nd->out[0]);
+            NodeId a = find_anchor(f, gi, nd->out[0]);
             release_narrowing(f, gi, a);
             if (a != IR_NONE) {
                 bool red = ir_op_info[g->nodes[a].op].cls == IR_CLS_REDUCE;

@@ -323,6 +323,41 @@ static void build_conv(Fx *f)
     free(bias);
 }
 
+/* Epilogues that read the contraction's result twice: swish x * sigmoid(x) over a
+ * product [3,70,200] x [200,50] (no bias: the MATMUL's own result is read twice), and
+ * x * min(relu(x + 3), 6) / 6 (hardswish) over a 3x3 conv. */
+static void build_twice(Fx *f)
+{
+    enum { B = 3, M = 70, K = 200, N = 50 };
+    float *a = rand_f32(B * M * K), *w = rand_f32(K * N), *y = zeros_f32(B * M * N);
+    for (int i = 0; i < B * M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s += a[i * K + k] * w[k * N + j];
+            y[i * N + j] = s * (1.0f / (1.0f + expf(-s)));
+        }
+    ValId mm = ir_matmul(f->g, input(f, "a", T(IR_DT_F32, B, M, K), a),
+                         cnst(f, T(IR_DT_F32, K, N), w), &O);
+    output(f, bin(f, IR_BIN_MUL, mm, un(f, IR_UN_SIGMOID, mm)), y);
+    float *x = rand_f32(2 * 5 * 9 * 8), *cw = rand_f32(7 * 5 * 9), *cy = zeros_f32(2 * 7 * 7 * 6);
+    for (int i = 0; i < 7 * 5 * 9; i++)
+        cw[i] *= 2.0f;                    /* results past -3 and 3 */
+    conv_ref(x, cw, cy, 2, 5, 9, 8, 7, 1, 3, 3, 1, 1, 1, 1);
+    for (int i = 0; i < 2 * 7 * 7 * 6; i++) {
+        float r = cy[i] + 3.0f;
+        r = r > 0 ? r : 0;
+        cy[i] = cy[i] * (r < 6.0f ? r : 6.0f) / 6.0f;
+    }
+    ValId in[2] = {input(f, "x", T(IR_DT_F32, 2, 5, 9, 8), x), cnst(f, T(IR_DT_F32, 7, 5, 3, 3), cw)};
+    ValId c = node(f, IR_OP_CONV, in, 2, NULL, 0);
+    ValId r = un(f, IR_UN_RELU, bin(f, IR_BIN_ADD, c, scalar(f, 3.0f)));
+    r = bin(f, IR_BIN_MIN, r, scalar(f, 6.0f));
+    output(f, bin(f, IR_BIN_DIV, bin(f, IR_BIN_MUL, c, r), scalar(f, 6.0f)), cy);
+    free(w);
+    free(cw);
+}
+
 /* Depthwise 3x3 conv with dilation 2, and a 1-d conv with stride 3. */
 static void build_dwconv(Fx *f)
 {
@@ -754,6 +789,7 @@ static void test_bmm(void **st) { (void)st; run_case(build_bmm); }
 static void test_deep(void **st) { (void)st; run_case(build_deep); }
 static void test_conv(void **st) { (void)st; run_case(build_conv); }
 static void test_dwconv(void **st) { (void)st; run_case(build_dwconv); }
+static void test_twice(void **st) { (void)st; run_case(build_twice); }
 static void test_padconv(void **st) { (void)st; run_case(build_padconv); }
 static void test_pool(void **st) { (void)st; run_case(build_pool); }
 static void test_reduce(void **st) { (void)st; run_case(build_reduce); }
@@ -883,6 +919,12 @@ static void test_plan(void **st)
         assert_int_not_equal(f.g->plan->kernels[i].kind, IR_KK_MOVE);
     free(b);
     free_case(&f);
+    b = compile_case(&f, build_twice, 0, &len);  /* epilogues reading the result twice */
+    assert_int_equal(f.g->plan->nkernels, 2);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(f.g->plan->kernels[i].kind, IR_KK_CONTRACT);
+    free(b);
+    free_case(&f);
     b = compile_case(&f, build_padconv, 0, &len);  /* PADs fused into the convs */
     assert_int_equal(f.g->plan->nkernels, 2);
     for (int i = 0; i < 2; i++)
@@ -961,7 +1003,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),    cmocka_unit_test(test_bmm),
         cmocka_unit_test(test_deep),
-        cmocka_unit_test(test_conv),      cmocka_unit_test(test_dwconv),
+        cmocka_unit_test(test_conv),      cmocka_unit_test(test_dwconv), cmocka_unit_test(test_twice),
         cmocka_unit_test(test_padconv),
         cmocka_unit_test(test_pool),      cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax),   cmocka_unit_test(test_transpose),
