@@ -1,11 +1,70 @@
 /* onnx_norm.c: decomposition of ONNX normalisations into reductions (REDUCE sum,
  * then a multiply by 1/n) and pointwise ops. Inference BatchNormalization becomes
  * one multiply-add with constants computed at compile time (pass_bnfold may then
- * move it into a preceding convolution). */
+ * move it into a preceding convolution); in training mode it normalises with the
+ * batch's statistics. */
 #include <math.h>
 #include <string.h>
 
 #include "onnx.h"
+
+/* Normalise x over axes: returns (x - mean) * rsqrt(var + eps); mean and the inverse
+ * standard deviation (keepdims) go to *mean / *inv when not NULL. */
+static ValId normalize(DecCtx *c, ValId x, const int64_t *axes, int naxes, double eps,
+                       ValId *mean, ValId *inv)
+{
+    ValId m = dec_mean(c, x, axes, naxes, true);
+    ValId dx = dec_bin(c, IR_BIN_SUB, x, m);
+    ValId var = dec_mean(c, dec_bin(c, IR_BIN_MUL, dx, dx), axes, naxes, true);
+    ValId r = dec_un(c, IR_UN_RSQRT, dec_bin_s(c, IR_BIN_ADD, var, eps));
+    if (mean)
+        *mean = m;
+    if (inv)
+        *inv = r;
+    return dec_bin(c, IR_BIN_MUL, dx, r);
+}
+
+/* BatchNormalization in training mode (training_mode = 1; before opset 14, its
+ * running statistics read): y normalised with the batch's own statistics, the mean
+ * and population variance over every axis but the channel's, and the running
+ * statistics updated as input * momentum + batch * (1 - momentum) (onnx.ai). A
+ * weight-standardised convolution (BiT) standardises its weight so: constants, folded
+ * at compile time. The saved statistics of opsets before 14 (outputs 3 and 4; what
+ * the variance output holds differs between frameworks) are refused. */
+static bool batchnorm_training(DecCtx *c, ValId x, int r)
+{
+    if (dec_out_used(c, 3) || dec_out_used(c, 4)) {
+        dec_err(c, "unsupported: BatchNormalization's saved mean and variance (training outputs 3 and 4)");
+        return false;
+    }
+    if (c->opset < 9 && dec_ai(c, "spatial", 1) == 0) {
+        dec_err(c, "unsupported: BatchNormalization in training mode with spatial = 0");
+        return false;
+    }
+    int64_t axes[IR_MAX_RANK], ch = dec_ty(c, x)->dims[1];
+    int n = 0;
+    for (int i = 0; i < r; i++)
+        if (i != 1)
+            axes[n++] = i;
+    double eps = dec_af(c, "epsilon", 1e-5), mom = dec_af(c, "momentum", 0.9);
+    ValId mean;
+    ValId y = normalize(c, x, axes, n, eps, &mean, NULL);
+    y = dec_bin(c, IR_BIN_MUL, y, dec_chan_view(c, dec_in(c, 1), r));
+    c->out[0] = dec_bin(c, IR_BIN_ADD, y, dec_chan_view(c, dec_in(c, 2), r));
+    for (int o = 1; o <= 2; o++) {
+        if (!dec_out_used(c, o))
+            continue;
+        ValId batch = mean;                    /* the variance: mean of the squares */
+        if (o == 2) {
+            ValId dx = dec_bin(c, IR_BIN_SUB, x, mean);
+            batch = dec_mean(c, dec_bin(c, IR_BIN_MUL, dx, dx), axes, n, true);
+        }
+        batch = dec_reshape(c, batch, &ch, 1);
+        ValId run = dec_bin_s(c, IR_BIN_MUL, dec_in(c, 2 + o), mom);
+        c->out[o] = dec_bin(c, IR_BIN_ADD, run, dec_bin_s(c, IR_BIN_MUL, batch, 1.0 - mom));
+    }
+    return true;
+}
 
 /* Inference BatchNormalization: y = x * a + b with a = scale / sqrt(var + eps) and
  * b = bias - mean * a (these fold to constants when the statistics are constant). */
@@ -16,16 +75,14 @@ bool dec_batchnorm(DecCtx *c)
             dec_err(c, "missing input %d", i);
             return false;
         }
-    if (dec_ai(c, "training_mode", 0) != 0 || dec_out_used(c, 1) || dec_out_used(c, 2)) {
-        dec_err(c, "unsupported: BatchNormalization in training mode");
-        return false;
-    }
     ValId x = dec_in(c, 0);
     const IrType *tx = dec_ty(c, x);
     if (tx->rank < 2) {
         dec_err(c, "input must have rank >= 2");
         return false;
     }
+    if (dec_ai(c, "training_mode", 0) != 0 || dec_out_used(c, 1) || dec_out_used(c, 2))
+        return batchnorm_training(c, x, tx->rank);
     double eps = dec_af(c, "epsilon", 1e-5);
     ValId var = dec_bin_s(c, IR_BIN_ADD, dec_in(c, 4), eps);
     ValId a = dec_bin(c, IR_BIN_MUL, dec_in(c, 1), dec_un(c, IR_UN_RSQRT, var));
@@ -44,22 +101,6 @@ bool dec_batchnorm(DecCtx *c)
     }
     c->out[0] = dec_bin(c, IR_BIN_ADD, dec_bin(c, IR_BIN_MUL, x, a), b);
     return true;
-}
-
-/* Normalise x over axes: returns (x - mean) * rsqrt(var + eps); mean and the inverse
- * standard deviation (keepdims) go to *mean / *inv when not NULL. */
-static ValId normalize(DecCtx *c, ValId x, const int64_t *axes, int naxes, double eps,
-                       ValId *mean, ValId *inv)
-{
-    ValId m = dec_mean(c, x, axes, naxes, true);
-    ValId dx = dec_bin(c, IR_BIN_SUB, x, m);
-    ValId var = dec_mean(c, dec_bin(c, IR_BIN_MUL, dx, dx), axes, naxes, true);
-    ValId r = dec_un(c, IR_UN_RSQRT, dec_bin_s(c, IR_BIN_ADD, var, eps));
-    if (mean)
-        *mean = m;
-    if (inv)
-        *inv = r;
-    return dec_bin(c, IR_BIN_MUL, dx, r);
 }
 
 bool dec_instancenorm(DecCtx *c)
