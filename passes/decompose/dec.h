@@ -101,6 +101,9 @@ ValId dec_expand_from(DecCtx *c, ValId x, const int64_t *dims, int rank, ValId s
 ValId dec_cast(DecCtx *c, ValId x, IrDType t);                         /* no-op if same */
 ValId dec_reduce(DecCtx *c, int fn, ValId x, const int64_t *axes, int naxes, bool keep);
 ValId dec_mean(DecCtx *c, ValId x, const int64_t *axes, int naxes, bool keep);
+/* (x - mean) * rsqrt(var + eps) over axes; mean, 1/std and the variance (kept) out */
+ValId dec_normalize(DecCtx *c, ValId x, const int64_t *axes, int naxes, double eps,
+                    ValId *mean, ValId *rstd, ValId *var);
 ValId dec_un(DecCtx *c, int fn, ValId a);
 ValId dec_bin(DecCtx *c, int fn, ValId a, ValId b);
 ValId dec_bin_s(DecCtx *c, int fn, ValId a, double s); /* a FN scalar of a's dtype */

@@ -572,6 +572,26 @@ ValId dec_mean(DecCtx *c, ValId x, const int64_t *axes, int naxes, bool keep)
     return dec_bin_s(c, IR_BIN_DIV, s, (double)cnt);
 }
 
+/* Normalise x over axes: (x - mean) * rsqrt(var + eps), with the mean and the biased
+ * (population) variance over axes, kept; the mean, the inverse standard deviation and
+ * the variance go to *mean / *rstd / *var when not NULL (layer, group, instance and
+ * batch norms of both frontends). */
+ValId dec_normalize(DecCtx *c, ValId x, const int64_t *axes, int naxes, double eps,
+                    ValId *mean, ValId *rstd, ValId *var)
+{
+    ValId m = dec_mean(c, x, axes, naxes, true);
+    ValId dx = dec_bin(c, IR_BIN_SUB, x, m);
+    ValId v = dec_mean(c, dec_bin(c, IR_BIN_MUL, dx, dx), axes, naxes, true);
+    ValId r = dec_un(c, IR_UN_RSQRT, dec_bin_s(c, IR_BIN_ADD, v, eps));
+    if (mean)
+        *mean = m;
+    if (rstd)
+        *rstd = r;
+    if (var)
+        *var = v;
+    return dec_bin(c, IR_BIN_MUL, dx, r);
+}
+
 ValId dec_un(DecCtx *c, int fn, ValId a) { return ir_unary(c->g, fn, a, c->o); }
 ValId dec_bin(DecCtx *c, int fn, ValId a, ValId b) { return ir_binary(c->g, fn, a, b, c->o); }
 

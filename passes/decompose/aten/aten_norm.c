@@ -20,21 +20,6 @@ static ValId chan(DecCtx *c, ValId v, int r)
     return dec_reshape(c, v, d, r > 1 ? r - 1 : 1);
 }
 
-/* Mean and biased variance over axes (kept), then (x - mean) * rsqrt(var + eps). */
-static ValId normalize(DecCtx *c, ValId x, const int64_t *axes, int n, double eps, ValId *mean,
-                       ValId *rstd)
-{
-    ValId m = dec_mean(c, x, axes, n, true);
-    ValId d = dec_bin(c, IR_BIN_SUB, x, m);
-    ValId var = dec_mean(c, dec_bin(c, IR_BIN_MUL, d, d), axes, n, true);
-    ValId rs = dec_un(c, IR_UN_RSQRT, dec_bin_s(c, IR_BIN_ADD, var, eps));
-    if (mean)
-        *mean = m;
-    if (rstd)
-        *rstd = rs;
-    return dec_bin(c, IR_BIN_MUL, d, rs);
-}
-
 /* Store value v as output i if the node has it and torch recorded the same shape
  * (the native_* statistics); otherwise leave it unmade. */
 static void extra_out(DecCtx *c, int i, ValId v)
@@ -74,7 +59,7 @@ bool aten_batch_norm(DecCtx *c)
         for (int i = 0; i < r; i++)
             if (i != 1)
                 axes[n++] = i;
-        y = normalize(c, x, axes, n, eps, &mean, &rstd);
+        y = dec_normalize(c, x, axes, n, eps, &mean, &rstd, NULL);
         if (w != IR_NONE)
             y = dec_bin(c, IR_BIN_MUL, y, chan(c, dec_cast(c, w, t), r));
         if (b != IR_NONE)
@@ -123,7 +108,7 @@ bool aten_layer_norm(DecCtx *c)
         ValId ms = dec_mean(c, dec_bin(c, IR_BIN_MUL, x, x), axes, n, true);
         y = dec_bin(c, IR_BIN_MUL, x, dec_un(c, IR_UN_RSQRT, dec_bin_s(c, IR_BIN_ADD, ms, eps)));
     } else {
-        y = normalize(c, x, axes, n, eps, &mean, &rstd);
+        y = dec_normalize(c, x, axes, n, eps, &mean, &rstd, NULL);
     }
     if (w != IR_NONE)
         y = dec_bin(c, IR_BIN_MUL, y, dec_cast(c, w, t));
@@ -156,7 +141,7 @@ bool aten_group_norm(DecCtx *c)
     aten_num(c, "eps", &eps);
     int64_t N = tx->dims[0], d[3] = {N, G, dec_numel(tx) / (N ? N * G : 1)}, ax = 2;
     ValId mean, rstd;
-    ValId y = normalize(c, dec_reshape(c, x, d, 3), &ax, 1, eps, &mean, &rstd);
+    ValId y = dec_normalize(c, dec_reshape(c, x, d, 3), &ax, 1, eps, &mean, &rstd, NULL);
     y = dec_reshape(c, y, tx->dims, r);
     if (w != IR_NONE)
         y = dec_bin(c, IR_BIN_MUL, y, chan(c, dec_cast(c, w, t), r));
@@ -188,7 +173,7 @@ bool aten_instance_norm(DecCtx *c)
         axes[i - 2] = i;
     double eps = 1e-5;
     aten_num(c, "eps", &eps);
-    ValId y = normalize(c, x, axes, r - 2, eps, NULL, NULL);
+    ValId y = dec_normalize(c, x, axes, r - 2, eps, NULL, NULL, NULL);
     if (w != IR_NONE)
         y = dec_bin(c, IR_BIN_MUL, y, chan(c, dec_cast(c, w, t), r));
     if (b != IR_NONE)

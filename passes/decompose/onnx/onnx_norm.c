@@ -8,22 +8,6 @@
 
 #include "onnx.h"
 
-/* Normalise x over axes: returns (x - mean) * rsqrt(var + eps); mean and the inverse
- * standard deviation (keepdims) go to *mean / *inv when not NULL. */
-static ValId normalize(DecCtx *c, ValId x, const int64_t *axes, int naxes, double eps,
-                       ValId *mean, ValId *inv)
-{
-    ValId m = dec_mean(c, x, axes, naxes, true);
-    ValId dx = dec_bin(c, IR_BIN_SUB, x, m);
-    ValId var = dec_mean(c, dec_bin(c, IR_BIN_MUL, dx, dx), axes, naxes, true);
-    ValId r = dec_un(c, IR_UN_RSQRT, dec_bin_s(c, IR_BIN_ADD, var, eps));
-    if (mean)
-        *mean = m;
-    if (inv)
-        *inv = r;
-    return dec_bin(c, IR_BIN_MUL, dx, r);
-}
-
 /* BatchNormalization in training mode (training_mode = 1; before opset 14, its
  * running statistics read): y normalised with the batch's own statistics, the mean
  * and population variance over every axis but the channel's, and the running
@@ -47,19 +31,14 @@ static bool batchnorm_training(DecCtx *c, ValId x, int r)
         if (i != 1)
             axes[n++] = i;
     double eps = dec_af(c, "epsilon", 1e-5), mom = dec_af(c, "momentum", 0.9);
-    ValId mean;
-    ValId y = normalize(c, x, axes, n, eps, &mean, NULL);
+    ValId stat[2];                            /* the batch's mean and variance */
+    ValId y = dec_normalize(c, x, axes, n, eps, &stat[0], NULL, &stat[1]);
     y = dec_bin(c, IR_BIN_MUL, y, dec_chan_view(c, dec_in(c, 1), r));
     c->out[0] = dec_bin(c, IR_BIN_ADD, y, dec_chan_view(c, dec_in(c, 2), r));
     for (int o = 1; o <= 2; o++) {
         if (!dec_out_used(c, o))
             continue;
-        ValId batch = mean;                    /* the variance: mean of the squares */
-        if (o == 2) {
-            ValId dx = dec_bin(c, IR_BIN_SUB, x, mean);
-            batch = dec_mean(c, dec_bin(c, IR_BIN_MUL, dx, dx), axes, n, true);
-        }
-        batch = dec_reshape(c, batch, &ch, 1);
+        ValId batch = dec_reshape(c, stat[o - 1], &ch, 1);
         ValId run = dec_bin_s(c, IR_BIN_MUL, dec_in(c, 2 + o), mom);
         c->out[o] = dec_bin(c, IR_BIN_ADD, run, dec_bin_s(c, IR_BIN_MUL, batch, 1.0 - mom));
     }
@@ -118,7 +97,7 @@ bool dec_instancenorm(DecCtx *c)
     int64_t axes[IR_MAX_RANK];
     for (int i = 2; i < r; i++)
         axes[i - 2] = i;
-    ValId y = normalize(c, x, axes, r - 2, dec_af(c, "epsilon", 1e-5), NULL, NULL);
+    ValId y = dec_normalize(c, x, axes, r - 2, dec_af(c, "epsilon", 1e-5), NULL, NULL, NULL);
     y = dec_bin(c, IR_BIN_MUL, y, dec_chan_view(c, sc, r));
     c->out[0] = dec_bin(c, IR_BIN_ADD, y, dec_chan_view(c, b, r));
     return true;
@@ -144,7 +123,8 @@ bool dec_layernorm(DecCtx *c)
     for (int i = axis; i < r; i++)
         axes[i - axis] = i;
     ValId mean, inv;
-    ValId y = normalize(c, x, axes, r - axis, dec_af(c, "epsilon", 1e-5), &mean, &inv);
+    ValId y = dec_normalize(c, x, axes, r - axis, dec_af(c, "epsilon", 1e-5), &mean, &inv,
+                            NULL);
     y = dec_cast(c, y, dt);
     y = dec_bin(c, IR_BIN_MUL, y, sc);
     if (b != IR_NONE)
@@ -172,7 +152,8 @@ bool dec_groupnorm(DecCtx *c)
     }
     IrType orig = *tx;
     int64_t v3[3] = {tx->dims[0], g, dec_numel(tx) / (tx->dims[0] * g)}, ax = 2;
-    ValId y = normalize(c, dec_reshape(c, x, v3, 3), &ax, 1, dec_af(c, "epsilon", 1e-5), NULL, NULL);
+    ValId y = dec_normalize(c, dec_reshape(c, x, v3, 3), &ax, 1, dec_af(c, "epsilon", 1e-5),
+                            NULL, NULL, NULL);
     if (c->opset < 21) {
         int64_t gd[3] = {1, g, 1};
         y = dec_bin(c, IR_BIN_MUL, y, dec_reshape(c, sc, gd, 3));
