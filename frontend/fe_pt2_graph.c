@@ -259,7 +259,38 @@ static bool inline_hop(FePt2Build *b, FePt2Scope *s, json_t *node, const IrOrigi
     return ok;
 }
 
-/* Convert one node of the graph. */
+/* Whether every output of a node is a symbolic scalar (as_sym_int, as_sym_bool,
+ * as_sym_float: aten.item, operator.le over them, sym_size of a data-dependent
+ * size), and there is one. */
+static bool sym_outputs_only(json_t *outs)
+{
+    size_t n = json_array_size(outs);
+    for (size_t i = 0; i < n; i++) {
+        json_t *val = NULL;
+        const char *tag = fe_pt2_tag(json_array_get(outs, i), &val);
+        if (!tag || strncmp(tag, "as_sym_", 7) != 0)
+            return false;
+    }
+    return n > 0;
+}
+
+/* torch.export's run-time checks of its symbolic guards: a bundle's shapes are fixed
+ * when it is compiled, so they check nothing there (torch.onnx drops them too). */
+static bool is_runtime_assert(const char *op_type)
+{
+    static const char *const ops[] = {"aten._assert_scalar.", "aten.sym_constrain_range.",
+                                      "aten.sym_constrain_range_for_size.",
+                                      "aten._assert_async.", NULL};
+    for (int i = 0; ops[i]; i++)
+        if (strncmp(op_type, ops[i], strlen(ops[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Convert one node of the graph. A run-time assert is skipped, and so is a node that
+ * only computes symbolic scalars: its values are not bound, so a later node that needs
+ * one as an argument is refused there, by name (an assert's condition is the usual
+ * reader: an XLM asserting that its lengths fit). */
 static bool convert_node(FePt2Build *b, FePt2Scope *s, json_t *node, size_t idx)
 {
     const char *target = fe_pt2_str(node, "target");
@@ -271,6 +302,8 @@ static bool convert_node(FePt2Build *b, FePt2Scope *s, json_t *node, size_t idx)
     split_target(b, target, &f);
     IrOrigin o = node_origin(b, node, f.op_type);
     json_t *outs = fe_pt2_arr(node, "outputs");
+    if (is_runtime_assert(f.op_type) || sym_outputs_only(outs))
+        return true;
     int nout = output_names(b, outs, NULL, &o);
     if (nout < 0)
         return false;

@@ -1010,7 +1010,8 @@ static void test_aten_cases(void **state)
         "sw_gru", "sw_nan_to_num", "sw_bucketize", "sw_bucketize_r32", "sw_searchsorted",
         "sw_erfinv", "sw_isin", "sw_isin_inv",
         /* the third sweep (SWEEP3) */
-        "sw_rep_il_int", "sw_rep_il_flat", "sw_rep_il_tensor"};
+        "sw_rep_il_int", "sw_rep_il_flat", "sw_rep_il_tensor", "sw_im2col", "sw_im2col_3d",
+        "sw_aliases", "sw_item_check"};
     for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
         check_cases(cats[i], "");
         check_cases(cats[i], "_core");
@@ -1156,9 +1157,16 @@ static void test_bad_graphs(void **state)
                         ",{\"name\":\"c\",\"arg\":{\"as_complex\":{\"real\":1,\"imag\":0}},"
                         "\"kind\":1}", OUT("neg")),
                    "\"neg\":" M23, "neg", "kind 'as_complex'");
+    /* a node of symbolic scalars only is skipped; a node reading one is refused */
     refuse_program(NODE("torch.ops.aten.sym_size.int", "sz", TARG("self", "x"),
-                        "{\"as_sym_int\":{\"as_name\":\"sz\"}}"),
-                   "", "x", "only tensor outputs");
+                        "{\"as_sym_int\":{\"as_name\":\"sz\"}}")
+                   "," NODE("torch.ops.aten.new_zeros.default", "z", TARG("self", "x")
+                            ",{\"name\":\"size\",\"arg\":{\"as_sym_ints\":[{\"as_name\":"
+                            "\"sz\"}]},\"kind\":1}", OUT("z")),
+                   "\"z\":" M3, "z", "symbolic");
+    refuse_program(NODE("torch.ops.aten.neg.default", "n", TARG("self", "x"),
+                        "{\"as_sym_int\":{\"as_name\":\"n\"}},{\"as_tensor\":{\"name\":\"t\"}}"),
+                   "\"t\":" M23, "t", "only tensor outputs");
 }
 
 /* Unknown ATen operators are all reported, before anything is rewritten. */

@@ -94,6 +94,7 @@ bool aten_sdpa(DecCtx *c);
 
 /* ---- aten_pool.c (pools and resampling) ---- */
 bool aten_max_pool(DecCtx *c);
+bool aten_im2col(DecCtx *c);                /* nn.Unfold */
 bool aten_avg_pool(DecCtx *c);
 bool aten_adaptive_pool(DecCtx *c);
 bool aten_upsample(DecCtx *c);

@@ -105,6 +105,10 @@ static const NameFn unary_fns[] = {
     {"asinh", IR_UN_ASINH}, {"acosh", IR_UN_ACOSH},   {"atanh", IR_UN_ATANH},
     {"sign", IR_UN_SIGN},   {"sgn", IR_UN_SIGN},      {"relu", IR_UN_RELU},
     {"bitwise_not", IR_UN_NOT},
+    /* torch's NumPy-style aliases */
+    {"absolute", IR_UN_ABS}, {"negative", IR_UN_NEG},     {"arcsin", IR_UN_ASIN},
+    {"arccos", IR_UN_ACOS},  {"arctan", IR_UN_ATAN},      {"arcsinh", IR_UN_ASINH},
+    {"arccosh", IR_UN_ACOSH}, {"arctanh", IR_UN_ATANH},
 };
 
 /* trunc(x) = x < 0 ? ceil(x) : floor(x) (integers are already whole). */
@@ -211,6 +215,9 @@ static const NameFn binary_fns[] = {
     {"__or__", IR_BIN_OR},        {"__xor__", IR_BIN_XOR},     {"__lshift__", IR_BIN_SHL},
     {"__rshift__", IR_BIN_SHR},   {"bitwise_left_shift", IR_BIN_SHL},
     {"bitwise_right_shift", IR_BIN_SHR},
+    /* torch's NumPy-style aliases */
+    {"multiply", IR_BIN_MUL}, {"subtract", IR_BIN_SUB}, {"divide", IR_BIN_DIV},
+    {"arctan2", IR_BIN_ATAN2},
 };
 
 /* Division with rounding: "trunc" or "floor" (torch div rounding_mode). */
@@ -276,6 +283,8 @@ static IrDType scalar_dtype(const DecCtx *c, const char *name, IrDType t)
 static const NameFn compare_fns[] = {
     {"eq", IR_BIN_EQ}, {"ne", IR_BIN_NE}, {"lt", IR_BIN_LT},
     {"le", IR_BIN_LE}, {"gt", IR_BIN_GT}, {"ge", IR_BIN_GE},
+    {"greater", IR_BIN_GT}, {"greater_equal", IR_BIN_GE}, {"less", IR_BIN_LT},
+    {"less_equal", IR_BIN_LE}, {"not_equal", IR_BIN_NE},
 };
 
 /* Comparisons: operands promoted to a common dtype, bool result. */

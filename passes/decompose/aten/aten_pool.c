@@ -440,3 +440,57 @@ bool aten_grid_sampler(DecCtx *c)
                                      dec_ai(c, "align_corners", 0) != 0);
     return c->out[0] != IR_NONE;
 }
+
+/* aten.im2col (nn.Unfold): [N,] C, H, W -> [N,] C*kh*kw, L, the L = oh * ow blocks of
+ * the zero-padded input in row-major order: for every kernel tap (i, j), row-major
+ * behind its channel, a SLICE of the padded input at (i*dh, j*dw) with the window's
+ * strides, the taps stacked on a new axis after the channel's. */
+bool aten_im2col(DecCtx *c)
+{
+    static const int64_t one[2] = {1, 1}, zero[2] = {0, 0};
+    ValId x;
+    if (!aten_need(c, "self", &x))
+        return false;
+    const IrType *tx = dec_ty(c, x);
+    int r = tx->rank;
+    int64_t k[2], d[2], p[2], s[2];
+    if (r != 3 && r != 4) {
+        dec_err(c, "input of rank %d (3 or 4 expected)", r);
+        return false;
+    }
+    if (aten_ints(c, "kernel_size", k, 2, 2) != 2 || !aten_sp_ints(c, "dilation", 2, one, d) ||
+        !aten_sp_ints(c, "padding", 2, zero, p) || !aten_sp_ints(c, "stride", 2, one, s)) {
+        if (!ir_failed(c->g))
+            dec_err(c, "invalid kernel_size, dilation, padding or stride");
+        return false;
+    }
+    int64_t n = r == 4 ? tx->dims[0] : 1, ch = tx->dims[r - 3], o[2];
+    for (int i = 0; i < 2; i++) {
+        o[i] = k[i] < 1 || d[i] < 1 || s[i] < 1 || p[i] < 0 ? 0
+               : (tx->dims[r - 2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) / s[i] + 1;
+        if (o[i] < 1) {
+            dec_err(c, "invalid im2col geometry on spatial axis %d", i);
+            return false;
+        }
+    }
+    if (k[0] * k[1] > ATEN_MAX_LIST) {
+        dec_err(c, "a kernel of %lld taps (at most %d)", (long long)(k[0] * k[1]), ATEN_MAX_LIST);
+        return false;
+    }
+    int64_t d4[4] = {n, ch, tx->dims[r - 2], tx->dims[r - 1]};
+    int64_t pads[8] = {0, 0, p[0], p[1], 0, 0, p[0], p[1]};
+    x = dec_pad(c, dec_reshape(c, x, d4, 4), pads, NULL, 0.0);
+    ValId *taps = ir_scratch(c->g, (size_t)(k[0] * k[1]) * sizeof *taps);
+    int64_t steps[4] = {1, 1, s[0], s[1]}, sizes[4] = {n, ch, o[0], o[1]};
+    int64_t tap4[4] = {n, ch, 1, o[0] * o[1]};
+    for (int64_t i = 0; i < k[0]; i++)
+        for (int64_t j = 0; j < k[1]; j++) {
+            int64_t starts[4] = {0, 0, i * d[0], j * d[1]};
+            ValId t = dec_slice(c, x, starts, steps, sizes);
+            taps[i * k[1] + j] = dec_reshape(c, t, tap4, 4);
+        }
+    ValId y = dec_concat(c, taps, (int)(k[0] * k[1]), 2);
+    int64_t out[3] = {n, ch * k[0] * k[1], o[0] * o[1]};
+    c->out[0] = r == 4 ? dec_reshape(c, y, out, 3) : dec_reshape(c, y, out + 1, 2);
+    return true;
+}

@@ -240,11 +240,24 @@ SWEEP2 = [
 
 
 # The third sweep's ops (GPT-J's rotary embedding), each on the same input as SWEEP.
+def item_check(m, x):
+    """A data-dependent scalar (aten.item) that only a run-time check reads."""
+    n = (x > 0).sum().item()
+    torch._check(n <= x.numel())
+    return x * 2
+
+
 SWEEP3 = [
     ("rep_il_int", lambda m, x: x.repeat_interleave(2, dim=3)),
     ("rep_il_flat", lambda m, x: x[0, 0].repeat_interleave(3)),
     ("rep_il_tensor", lambda m, x: x.repeat_interleave(torch.tensor([1, 0, 2, 3]), dim=1,
                                                        output_size=6)),
+    ("im2col", lambda m, x: F.unfold(x, (3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1))),
+    ("im2col_3d", lambda m, x: F.unfold(x[0], 2, stride=2)),
+    ("aliases", lambda m, x: torch.multiply(x, x + 1.5).subtract(x).divide(x.abs() + 2.0)
+     + torch.greater(x, 0.2) + torch.less_equal(x, -0.3) + torch.not_equal(x, x)
+     + torch.absolute(x).negative() + torch.arctan2(x, x + 3.0)),
+    ("item_check", item_check),
 ]
 
 
