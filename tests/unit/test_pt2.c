@@ -1011,7 +1011,7 @@ static void test_aten_cases(void **state)
         "sw_erfinv", "sw_isin", "sw_isin_inv",
         /* the third sweep (SWEEP3) */
         "sw_rep_il_int", "sw_rep_il_flat", "sw_rep_il_tensor", "sw_im2col", "sw_im2col_3d",
-        "sw_aliases", "sw_item_check"};
+        "sw_aliases", "sw_item_check", "sw_unfold", "sw_unfold_last"};
     for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
         check_cases(cats[i], "");
         check_cases(cats[i], "_core");

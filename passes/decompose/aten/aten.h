@@ -118,6 +118,7 @@ bool aten_unsqueeze(DecCtx *c);
 bool aten_squeeze(DecCtx *c);
 bool aten_slice(DecCtx *c);
 bool aten_select(DecCtx *c);
+bool aten_unfold(DecCtx *c);               /* Tensor.unfold: sliding windows */
 bool aten_expand(DecCtx *c);
 bool aten_repeat(DecCtx *c);
 bool aten_repeat_interleave(DecCtx *c);

@@ -224,6 +224,37 @@ bool aten_select(DecCtx *c)
     return out_recorded_shape(c, dec_slice_axis(c, x, ax, i < 0 ? i + d : i, 1, 1));
 }
 
+/* unfold(dimension, size, step) (Tensor.unfold): the windows of `size` elements every
+ * `step` along `dimension`, on a new last axis: out[.., i, .., j] = self[.., i*step + j,
+ * ..]. One strided SLICE of the windows' j-th elements per j, stacked on the new axis
+ * (one SLICE when size is 1). */
+bool aten_unfold(DecCtx *c)
+{
+    ValId x;
+    int ax;
+    if (!get_self(c, &x))
+        return false;
+    const IrType *t = dec_ty(c, x);
+    if (t->rank == 0 || !dec_axis(c, dec_ai(c, "dimension", 0), t->rank, &ax))
+        return false;
+    int64_t n = t->dims[ax], size = dec_ai(c, "size", 0), step = dec_ai(c, "step", 0);
+    if (size < 1 || step < 1 || size > n || size > ATEN_MAX_LIST) {
+        dec_err(c, "unfold: window size %lld, step %lld over a dimension of %lld", (long long)size,
+                (long long)step, (long long)n);
+        return false;
+    }
+    int64_t count = (n - size) / step + 1, d[IR_MAX_RANK];
+    for (int i = 0; i < t->rank; i++)
+        d[i] = i == ax ? count : t->dims[i];
+    d[t->rank] = 1;
+    ValId *js = ir_scratch(c->g, (size_t)size * sizeof *js);
+    for (int64_t j = 0; j < size; j++)
+        js[j] = dec_reshape(c, dec_slice_axis(c, x, ax, j, count > 1 ? step : 1, count), d,
+                            t->rank + 1);
+    c->out[0] = dec_concat(c, js, (int)size, t->rank);
+    return true;
+}
+
 /* expand(size) (-1 keeps a dim), expand_as, broadcast_to: the recorded shape. */
 bool aten_expand(DecCtx *c)
 {

@@ -118,6 +118,7 @@ static const AtenEntry aten_table[] = {
     {"numpy_T", aten_permute}, {"movedim", aten_movedim}, {"moveaxis", aten_movedim},
     {"unsqueeze", aten_unsqueeze}, {"squeeze", aten_squeeze},
     {"slice", aten_slice}, {"narrow", aten_slice}, {"select", aten_select},
+    {"unfold", aten_unfold},
     {"expand", aten_expand}, {"expand_as", aten_expand}, {"broadcast_to", aten_expand},
     {"repeat", aten_repeat}, {"repeat_interleave", aten_repeat_interleave}, {"cat", aten_cat}, {"concat", aten_cat},
     {"concatenate", aten_cat}, {"stack", aten_stack}, {"split", aten_split},

@@ -258,6 +258,8 @@ SWEEP3 = [
      + torch.greater(x, 0.2) + torch.less_equal(x, -0.3) + torch.not_equal(x, x)
      + torch.absolute(x).negative() + torch.arctan2(x, x + 3.0)),
     ("item_check", item_check),
+    ("unfold", lambda m, x: x.unfold(2, 3, 2)),
+    ("unfold_last", lambda m, x: x.unfold(-1, 2, 1) * 2.0),
 ]
 
 
