@@ -47,6 +47,7 @@
                                         work budget (lx_granule) */
 #define LX_FINE_MAX (GD_WORK_MAX / 8)  /* estimated granule visits under which LX
                                           granules are fine */
+#define BWIN_RUN_COST 4              /* a run's cost in granule visits (acc_bwin) */
 #define DR_G 64                      /* bytes per DRAM granule (an output's may be less:
                                         out_granule) */
 #define GD_WORK_MAX (1ull << 30)     /* granules visited before the kernels left (the
@@ -255,18 +256,35 @@ static int vec_arity(int fn)
     return fn >= ISA_VF_ADD && fn <= ISA_VF_ATAN2 ? 2 : 1;
 }
 
-/* The bytes a MATMUL's window B may read (isa.h SpyMatmul, ISA_F_BWIN). */
+/* The bytes a MATMUL's window B reads (isa.h SpyMatmul, ISA_F_BWIN): its five dims
+ * (three of the kernel taps, two of the pixels), widest stride first so that the
+ * contiguous ones fold into runs; or their bounding range, when that is fewer granule
+ * visits (a dense 3x3 window overlaps itself: every byte of the range is read). A
+ * dilated convolution's window of 64 channels x 3 x 3 taps x 10 pixels spans 1.5 MB of
+ * LX but reads 23 KB of it: the range made the guard pass visit 66 times the bytes. */
 static void acc_bwin(Acc *x, const SpyMatmul *mm, int64_t es)
 {
-    int64_t lo = 0, hi = 0;
+    int64_t len[5], st[5], lo = 0, hi = 0;
     for (int i = 0; i < 5; i++) {
-        int64_t ext = i < 3 ? mm->bw_kext[i] : mm->bw_next[i - 3];
-        int64_t st = i < 3 ? mm->bw_ks[i] : mm->bw_ns[i - 3];
-        int64_t r = (ext > 0 ? ext - 1 : 0) * st;
+        len[i] = i < 3 ? mm->bw_kext[i] : mm->bw_next[i - 3];
+        st[i] = i < 3 ? mm->bw_ks[i] : mm->bw_ns[i - 3];
+        int64_t r = (len[i] > 0 ? len[i] - 1 : 0) * st[i];
         lo += r < 0 ? r : 0;
         hi += r > 0 ? r : 0;
     }
-    acc_range(x, -1, mm->b + lo * es, mm->b + (hi + 1) * es);
+    for (int i = 1; i < 5; i++)                  /* insertion sort by |stride|, widest first */
+        for (int j = i; j > 0 && llabs(st[j]) > llabs(st[j - 1]); j--) {
+            int64_t l = len[j], t = st[j];
+            len[j] = len[j - 1], st[j] = st[j - 1];
+            len[j - 1] = l, st[j - 1] = t;
+        }
+    acc_make(x, -1, mm->b, es, 5, len, st);
+    int64_t runs = 1;
+    for (int i = 0; i < x->sp.n; i++)
+        runs *= x->sp.len[i];
+    if (x->sp.width > 0 && runs * (x->sp.width / LX_G_COARSE + BWIN_RUN_COST) >
+                               (hi - lo + 1) * es / LX_G_COARSE)
+        acc_range(x, -1, mm->b + lo * es, mm->b + (hi + 1) * es);
 }
 
 /* The accesses of in: reads into r (returns their count), writes into w (*nw). */
@@ -830,12 +848,72 @@ static bool source_clamp(Gd *d, SpyInsn *in, Dem *rd, const SpyInsn *code, const
     return true;
 }
 
+typedef struct {                     /* receivers_meet of one DRAM range */
+    uint32_t seg;                    /* UINT32_MAX: an empty slot */
+    int64_t lo, hi;
+    Dem m;
+} RecvSlot;
+
+typedef struct {                     /* receivers_meet's results in one kernel, by range */
+    RecvSlot *slot;                  /* open addressing; NULL: none kept (no memory) */
+    uint64_t mask;
+} RecvMemo;
+
+/* An empty memo with room for the ranges of kernel k's DRAM LOADs (programs kp). */
+static RecvMemo recv_memo_new(const SpyInsn *code, const SpyProgramDesc *kp, uint32_t cores)
+{
+    uint64_t n = 0, cap = 16;
+    for (uint32_t j = 0; j < cores; j++)
+        for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++)
+            n += code[i].opcode == ISA_LOAD && !(code[i].dma.flags & ISA_F_RING);
+    while (cap < 2 * n)
+        cap *= 2;
+    RecvMemo m = {malloc(cap * sizeof *m.slot), cap - 1};
+    for (uint64_t i = 0; m.slot && i < cap; i++)
+        m.slot[i].seg = UINT32_MAX;
+    return m;
+}
+
+/* The meet of the demands under which the ring LOADs meeting DRAM range [lo, hi) of
+ * segment seg run their row 0 (gd_never: none does), remembered per range: a tile that
+ * every item of a kernel reads (a dilated convolution over a small map) has a source
+ * on many cores and hundreds of receivers, which each source would otherwise scan. The
+ * receivers' guards stay as they are while ring_sources runs (it sets the sources', and
+ * a source is never a LOAD over the ring), so a range's result holds for the kernel. */
+static Dem receivers_meet(RecvMemo *memo, const Rings *r, const SpyInsn *code, uint32_t seg,
+                          int64_t lo, int64_t hi)
+{
+    RecvSlot *s = NULL;
+    if (memo->slot) {
+        uint64_t h = ((uint64_t)lo * 0x9e3779b97f4a7c15ull) ^
+                     ((uint64_t)hi * 0xc2b2ae3d27d4eb4full) ^ seg;
+        for (h ^= h >> 29;; h++) {              /* room for every source: ends */
+            s = &memo->slot[h & memo->mask];
+            if (s->seg == UINT32_MAX)
+                break;
+            if (s->seg == seg && s->lo == lo && s->hi == hi)
+                return s->m;
+        }
+    }
+    Dem m = gd_never;
+    RING_SCAN(r, seg, lo, hi, p)
+        if (RING_MEETS(r, p, lo)) {
+            SpyGuard rg = spy_insn_guard(&code[r->at[r->key[p].q]]);
+            Dem x = rg.n ? dem_of(&rg, 0) : gd_always;   /* its row 0 runs */
+            dem_min(&m, &x);
+        }
+    if (s)
+        *s = (RecvSlot){seg, lo, hi, m};
+    return m;
+}
+
 /* Final guards of kernel k's ring sources: a source is skipped only where every LOAD
  * over the ring that may receive its tile is (isa.md "LOAD / STORE": a tile received
  * was sent), so its guard is met with theirs; then its DRAM read is made under it. */
 static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_t cores,
                          const Rings *r)
 {
+    RecvMemo memo = recv_memo_new(code, kp, cores);
     for (uint32_t j = 0; j < cores; j++)
         for (uint64_t i = kp[j].first_insn; i < kp[j].first_insn + kp[j].ninsns; i++) {
             SpyInsn *in = &code[i];
@@ -851,14 +929,9 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             free(rd);
             if (done)
                 continue;
-            RING_SCAN(r, in->dma.seg, lo, hi, p) {
-                if (!g.n)
-                    break;
-                if (RING_MEETS(r, p, lo)) {
-                    SpyGuard rg = spy_insn_guard(&code[r->at[r->key[p].q]]);
-                    Dem x = rg.n ? dem_of(&rg, 0) : gd_always;   /* its row 0 runs */
-                    dem_min(&m, &x);                               /* the longest */
-                }
+            if (g.n) {
+                Dem x = receivers_meet(&memo, r, code, in->dma.seg, lo, hi);
+                dem_min(&m, &x);                                   /* the longest */
             }
             memset(&g, 0, sizeof g);
             if (!is_always(&m))
@@ -869,6 +942,7 @@ static void ring_sources(Gd *d, SpyInsn *code, const SpyProgramDesc *kp, uint32_
             Visit gen = {.d = d, .op = OP_GEN, .dem = &eff};
             gd_visit(&gen, &a);
         }
+    free(memo.slot);
 }
 
 /* Records, per tracked DRAM granule, the first kernel that writes it (STORE, SCATTER). */

@@ -13,6 +13,9 @@
  *     instructions that run, at the rows they run);
  *   - be refused at load when a guard is malformed, naming the kernel, the core and the
  *     instruction's offset.
+ * And the guard pass's read set of a MATMUL with a window B (gd_accesses) holds every
+ * byte the window reads: exactly those of a sparse (dilated) window, the bounding range
+ * of a dense one.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -25,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "codegen/cg_guard.h"
 #include "ir.h"
 #include "isa.h"
 #include "sbin.h"
@@ -409,6 +413,80 @@ static void test_malformed_guard_refused(void **state)
     free(buf);
 }
 
+#define WIN_LX 65536                 /* LX bytes the window tests look at */
+#define WIN_B 8192                   /* where their window B starts */
+
+/* Marks in seen the bytes of access x (an LX one). */
+static void mark_access(const Acc *x, uint8_t *seen)
+{
+    const CgSpan *s = &x->sp;
+    int64_t idx[CG_DIMS_MAX] = {0};
+    assert_int_equal(x->seg, -1);
+    for (;;) {
+        int64_t a = s->lo;
+        for (int i = 0; i < s->n; i++)
+            a += idx[i] * s->stride[i];
+        assert_true(a >= 0 && a + s->width <= WIN_LX);
+        memset(seen + a, 1, (size_t)s->width);
+        int i = s->n - 1;
+        while (i >= 0 && ++idx[i] == s->len[i])
+            idx[i--] = 0;
+        if (i < 0)
+            return;
+    }
+}
+
+/* gd_accesses' read of window B of a MATMUL at LX byte WIN_B (taps kext/ks, pixels
+ * next/ns, elements): compared byte by byte with the window's own elements. */
+static void check_window(const uint32_t *kext, const int32_t *ks, const uint32_t *next,
+                         const int32_t *ns, bool exact)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    SpyMatmul *mm = &in.mm;
+    mm->opcode = ISA_MATMUL, mm->dtype = mm->out_dtype = ISA_DT_F32, mm->flags = ISA_F_BWIN;
+    mm->a = 0, mm->b = WIN_B, mm->c = 60000, mm->m = 1, mm->lda = 1;
+    mm->k = kext[0] * kext[1] * kext[2], mm->n = next[0] * next[1], mm->ldc = mm->n;
+    memcpy(mm->bw_kext, kext, sizeof mm->bw_kext), memcpy(mm->bw_ks, ks, sizeof mm->bw_ks);
+    memcpy(mm->bw_next, next, sizeof mm->bw_next), memcpy(mm->bw_ns, ns, sizeof mm->bw_ns);
+    uint8_t *want = calloc(WIN_LX, 1), *got = calloc(WIN_LX, 1);
+    int64_t lo = WIN_LX, hi = 0;
+    for (uint32_t i0 = 0; i0 < kext[0]; i0++)
+        for (uint32_t i1 = 0; i1 < kext[1]; i1++)
+            for (uint32_t i2 = 0; i2 < kext[2]; i2++)
+                for (uint32_t j0 = 0; j0 < next[0]; j0++)
+                    for (uint32_t j1 = 0; j1 < next[1]; j1++) {
+                        int64_t e = (int64_t)i0 * ks[0] + (int64_t)i1 * ks[1] +
+                                    (int64_t)i2 * ks[2] + (int64_t)j0 * ns[0] + (int64_t)j1 * ns[1];
+                        int64_t b = WIN_B + 4 * e;
+                        memset(want + b, 1, 4);
+                        lo = b < lo ? b : lo, hi = b + 4 > hi ? b + 4 : hi;
+                    }
+    Acc r[ACC_MAX], w[ACC_MAX];
+    int nw, nr = gd_accesses(&in, r, w, &nw);
+    assert_int_equal(nr, 2);                           /* A, then B */
+    mark_access(&r[1], got);
+    for (int64_t b = 0; b < WIN_LX; b++)
+        assert_int_equal(got[b], exact ? want[b] : b >= lo && b < hi);
+    free(want);
+    free(got);
+}
+
+/* A dilated 3 x 3 window over 8 channels (dilation 6 in a 40-wide row, 10 pixels) reads
+ * 720 floats of a 21,000-byte range: the read set is those floats alone. A dense 3 x 3
+ * one (stride 1, 3 x 8 pixels) reads its whole bounding range; so does one with a
+ * negative tap stride (a flipped kernel). */
+static void test_window_read_set(void **state)
+{
+    (void)state;
+    check_window((uint32_t[]){8, 3, 3}, (int32_t[]){1600, 240, 6}, (uint32_t[]){1, 10},
+                 (int32_t[]){40, 1}, true);
+    check_window((uint32_t[]){4, 3, 3}, (int32_t[]){100, 10, 1}, (uint32_t[]){3, 8},
+                 (int32_t[]){10, 1}, false);
+    check_window((uint32_t[]){2, 3, 3}, (int32_t[]){-1600, 240, 6}, (uint32_t[]){1, 10},
+                 (int32_t[]){40, 1}, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +494,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_malformed_guard_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_masked_rows_clamped, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_ring_clamp_needs_feature, ut_setup, ut_teardown),
+        cmocka_unit_test(test_window_read_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
