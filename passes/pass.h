@@ -132,6 +132,7 @@ void pass_siblings(IrGraph *g, const PassOptions *opt);    /* sibling products m
 bool pass_requant_id(IrGraph *g, const PassOptions *opt);  /* requantization identities (requant_id.c) */
 bool pass_qsiblings(IrGraph *g, const PassOptions *opt);   /* int8 siblings merged (qsiblings.c) */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */
+bool pass_convtrim(IrGraph *g, const PassOptions *opt);    /* drop taps that read only zero pads */
 bool pass_window(IrGraph *g, const PassOptions *opt);      /* reads within core windows */
 bool pass_dequant(IrGraph *g, const PassOptions *opt);     /* dequantize per consumer */
 bool pass_fuse(IrGraph *g, const PassOptions *opt);        /* group nodes into kernels */

@@ -20,6 +20,7 @@ const PassInfo pass_pipeline[] = {
     {"halfweight", pass_halfweight, 0, "float16/bfloat16 matrix weights widened per tile"},
     {"simplify", pass_simplify, 1, "cancel transposes/reshapes, algebraic identities, CSE"},
     {"bnfold", pass_bnfold, 1, "fold per-channel affine ops into convolutions/matmuls"},
+    {"convtrim", pass_convtrim, 1, "drop convolution taps that only read zero padding"},
     {"dce", pass_dce, 0, "remove nodes whose results are never used"},
     {"requantid", pass_requant_id, 1, "a requantization with its input's parameters is the 8-bit input"},
     {"qsiblings", pass_qsiblings, 1, "merge int8 products of one activation and their chains"},
