@@ -104,6 +104,11 @@ ValId dec_mean(DecCtx *c, ValId x, const int64_t *axes, int naxes, bool keep);
 /* (x - mean) * rsqrt(var + eps) over axes; mean, 1/std and the variance (kept) out */
 ValId dec_normalize(DecCtx *c, ValId x, const int64_t *axes, int naxes, double eps,
                     ValId *mean, ValId *rstd, ValId *var);
+/* The order in which a separable resize resamples the n axes first .. first + n - 1 of
+ * a tensor of rank `rank` from in[] to out[] elements (both indexed by axis): into
+ * order[] (dec_util.c) */
+void dec_resize_order(int rank, int first, int n, const int64_t *in, const int64_t *out,
+                      int *order);
 ValId dec_un(DecCtx *c, int fn, ValId a);
 ValId dec_bin(DecCtx *c, int fn, ValId a, ValId b);
 ValId dec_bin_s(DecCtx *c, int fn, ValId a, double s); /* a FN scalar of a's dtype */

@@ -572,6 +572,30 @@ ValId dec_mean(DecCtx *c, ValId x, const int64_t *axes, int naxes, bool keep)
     return dec_bin_s(c, IR_BIN_DIV, s, (double)cnt);
 }
 
+/* Axes that shrink first (what follows works on less), then the last axis of the tensor
+ * when it grows, then the other axes that grow. Along the last axis a resample gathers
+ * single elements (a DMA descriptor each), along another one whole rows: DeepLabV3's x16
+ * bilinear upsampling of [21, 32, 32] logits gathered 21 x 512 x 512 single elements
+ * twice (height first) where width first gathers 21 x 32 x 512, and the height then whole
+ * rows of 512. The values differ only in rounding (a separable resample's axes commute). */
+void dec_resize_order(int rank, int first, int n, const int64_t *in, const int64_t *out,
+                      int *order)
+{
+    double key[IR_MAX_RANK];
+    for (int i = 0; i < n; i++) {
+        int a = first + i;
+        double grow = in[a] > 0 ? (double)out[a] / (double)in[a] : 1.0;
+        key[i] = a == rank - 1 && grow > 1.0 ? 1.0 : grow;
+        order[i] = a;
+        for (int j = i; j > 0 && key[j] < key[j - 1]; j--) {   /* stable insertion */
+            double k = key[j];
+            int o = order[j];
+            key[j] = key[j - 1], order[j] = order[j - 1];
+            key[j - 1] = k, order[j - 1] = o;
+        }
+    }
+}
+
 /* Normalise x over axes: (x - mean) * rsqrt(var + eps), with the mean and the biased
  * (population) variance over axes, kept; the mean, the inverse standard deviation and
  * the variance go to *mean / *rstd / *var when not NULL (layer, group, instance and

@@ -370,8 +370,10 @@ bool aten_upsample(DecCtx *c)
         dec_err(c, "linear upsampling needs a float input");
         return false;
     }
-    for (int i = 0; i < nsp; i++) {
-        int ax = r - nsp + i;
+    int order[IR_MAX_RANK];
+    dec_resize_order(r, r - nsp, nsp, dec_ty(c, x)->dims, o->dims, order);
+    for (int q = 0; q < nsp; q++) {
+        int ax = order[q], i = ax - (r - nsp);
         double sf = given_scale(c, i, nsp);
         if (o->dims[ax] > ATEN_MAX_CONST) {
             dec_err(c, "upsampling to %lld elements per axis is too large",

@@ -512,7 +512,10 @@ bool dec_resize(DecCtx *c)
         return false;
     }
     bool tfcrop = strcmp(p.ctm, "tf_crop_and_resize") == 0;
-    for (int a = 0; a < t.rank; a++) {
+    int order[IR_MAX_RANK];
+    dec_resize_order(t.rank, 0, t.rank, t.dims, out, order);
+    for (int q = 0; q < t.rank; q++) {
+        int a = tfcrop ? q : order[q];  /* extrapolated values are mixed in axis order */
         if (out[a] < 0) {
             dec_err(c, "output size %lld on axis %d is negative", (long long)out[a], a);
             return false;
