@@ -171,10 +171,10 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     cg_tp_run(e, &k->tp[1], start, len);
 }
 
-/* Patch rows of an item with on output rows. */
+/* Patch rows of an item with on output rows (plan_patch_rows: banded or not). */
 static int64_t patch_rows(const IrGeom *geo, int64_t on)
 {
-    return (on - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
+    return plan_patch_rows(geo, on);
 }
 
 /* Padded width of the patch. */
@@ -207,7 +207,8 @@ static void patch_fill(CgEmit *e, int dt, uint32_t patch, const IrGeom *geo, int
 
 /* Patch form, one channel chunk of cl channels: one MATMUL whose B is the implicit-GEMM
  * window of the patch [cl, rin, wp] (isa.md, ISA_F_BWIN): B[(a, i, j), (r, o)] =
- * patch[a, r*s0 + i*d0, o*s1 + j*d1], so C [m, rows*O1] is the output tile itself. */
+ * patch[a, r*s0 + i*d0, o*s1 + j*d1] (banded: patch[a, i*band + r*s0, ...]), so C
+ * [m, rows*O1] is the output tile itself. */
 static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m,
                         int64_t on, int64_t cl, int64_t lda, bool acc)
 {
@@ -223,7 +224,8 @@ static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t
     mm->m = (uint32_t)m, mm->n = (uint32_t)(on * geo->out2[1]), mm->k = (uint32_t)kk;
     mm->lda = (uint32_t)lda, mm->ldc = mm->n;
     mm->bw_kext[0] = (uint32_t)cl, mm->bw_ks[0] = (int32_t)(rin * wp);
-    mm->bw_kext[1] = (uint32_t)geo->k2[0], mm->bw_ks[1] = (int32_t)(geo->d2[0] * wp);
+    int64_t tap_rows = plan_patch_banded(geo, on) ? plan_patch_band(geo, on) : geo->d2[0];
+    mm->bw_kext[1] = (uint32_t)geo->k2[0], mm->bw_ks[1] = (int32_t)(tap_rows * wp);
     mm->bw_kext[2] = (uint32_t)geo->k2[1], mm->bw_ks[2] = (int32_t)geo->d2[1];
     mm->bw_next[0] = (uint32_t)on, mm->bw_ns[0] = (int32_t)(geo->s2[0] * wp);
     mm->bw_next[1] = (uint32_t)geo->out2[1], mm->bw_ns[1] = (int32_t)geo->s2[1];
@@ -254,36 +256,60 @@ static void load_patch(CgEmit *e, const IrKernel *k, const int64_t *start, int64
     e->load_flags = 0;
 }
 
+/* Loads the input rows [lo, hi) of channels [c0, c0 + cl) of the conv item at start
+ * into the patch at LX byte lx (where row lo goes), rows wp apart, a channel rin rows. */
+static void patch_rows_load(CgEmit *e, const IrKernel *k, const IrGeom *geo,
+                            const int64_t *start, int64_t c0, int64_t cl, int64_t lo,
+                            int64_t hi, int64_t rin, int64_t wp, uint32_t lx)
+{
+    const IrView *xv = &e->s->val[geo->x].view;
+    int dx = 2, dy = geo->nsp == 2 ? 3 : 2;         /* input dims of canonical 0, 1 */
+    CgDims d = {0};
+    cg_dims_add(&d, cl, xv->stride[1], rin * wp);
+    cg_dims_add(&d, hi - lo, xv->stride[dx], wp);
+    cg_dims_add(&d, geo->in_ext[1], geo->nsp == 2 ? xv->stride[dy] : 1, 1);
+    uint32_t seg;
+    int64_t off;
+    cg_root(e, xv->root, &seg, &off);
+    int64_t el = xv->off + start[0] * xv->stride[0] +
+                 (start[1] * geo->cg + c0) * xv->stride[1] + lo * xv->stride[dx];
+    load_patch(e, k, start, c0 / k->inner.chunk[0], seg, off + el * op_es(e, k), lx, &d);
+}
+
 /* Patch form (plan.h IrGeom.patch) of one channel chunk [c0, c0+cl): load the item's
- * input rows into the patch (filling the padding), then multiply through its window. */
+ * input rows into the patch (filling the padding), then multiply through its window.
+ * A banded patch (plan_patch_banded) holds each vertical tap's band of rows, loaded
+ * one band at a time, and is filled whenever one of them reaches the padding. */
 static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int64_t *start,
                        const int64_t *len, int64_t c0, int64_t cl, int64_t lda)
 {
-    const IrView *xv = &e->s->val[geo->x].view;
     int64_t on = len[3], r0 = start[3] * geo->s2[0], p0 = geo->pad_lo[0];
     int64_t rin = patch_rows(geo, on), wp = patch_width(geo);
-    int64_t lo = r0 - p0 > 0 ? r0 - p0 : 0;
-    int64_t hi = r0 + rin - p0 < geo->in_ext[0] ? r0 + rin - p0 : geo->in_ext[0];
+    bool banded = plan_patch_banded(geo, on);
+    int64_t nb = banded ? geo->k2[0] : 1, span = banded ? plan_patch_band(geo, on) : rin;
     uint32_t patch = k->buf[3], es = op_es(e, k);
     int dt = op_dtype(e, k);
+    bool partial = wp != geo->in_ext[1];
+    for (int64_t b = 0; b < nb; b++) {             /* band b: padded rows from pr */
+        int64_t pr = r0 + b * geo->d2[0];
+        partial |= pr - p0 < 0 || pr + span - p0 > geo->in_ext[0];
+    }
+    int64_t lo = r0 - p0 > 0 ? r0 - p0 : 0;
+    int64_t hi = r0 + rin - p0 < geo->in_ext[0] ? r0 + rin - p0 : geo->in_ext[0];
     int64_t rlo = hi > lo ? lo + p0 - r0 : 0, rhi = hi > lo ? hi + p0 - r0 : 0;
-    if (lo != r0 - p0 || hi != r0 + rin - p0 || wp != geo->in_ext[1])
+    e->patch.valid &= !banded;                     /* its pad rows are not a border */
+    if (partial)
         patch_fill(e, dt, patch, geo, cl, rin, wp, rlo, rhi);
-    e->patch = (CgPatch){true, patch, cg_value_bits(dt, geo->pad_value), cl, rin, wp,
+    e->patch = (CgPatch){!banded, patch, cg_value_bits(dt, geo->pad_value), cl, rin, wp,
                          rlo, rhi};
-    if (hi > lo) {
-        int dx = 2, dy = geo->nsp == 2 ? 3 : 2;     /* input dims of canonical 0, 1 */
-        CgDims d = {0};
-        cg_dims_add(&d, cl, xv->stride[1], rin * wp);
-        cg_dims_add(&d, hi - lo, xv->stride[dx], wp);
-        cg_dims_add(&d, geo->in_ext[1], geo->nsp == 2 ? xv->stride[dy] : 1, 1);
-        uint32_t seg;
-        int64_t off;
-        cg_root(e, xv->root, &seg, &off);
-        int64_t el = xv->off + start[0] * xv->stride[0] +
-                     (start[1] * geo->cg + c0) * xv->stride[1] + lo * xv->stride[dx];
-        uint32_t lx = patch + (uint32_t)(((lo + p0 - r0) * wp + geo->pad_lo[1]) * es);
-        load_patch(e, k, start, c0 / k->inner.chunk[0], seg, off + el * es, lx, &d);
+    for (int64_t b = 0; b < nb; b++) {
+        int64_t pr = r0 + b * geo->d2[0];
+        int64_t blo = pr - p0 > 0 ? pr - p0 : 0;
+        int64_t bhi = pr + span - p0 < geo->in_ext[0] ? pr + span - p0 : geo->in_ext[0];
+        if (bhi > blo)
+            patch_rows_load(e, k, geo, start, c0, cl, blo, bhi, rin, wp,
+                            patch + (uint32_t)(((b * span + blo + p0 - pr) * wp +
+                                                geo->pad_lo[1]) * es));
     }
     conv_window(e, k, geo, len[2], on, cl, lda, c0 > 0);
 }

@@ -415,19 +415,23 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
 static double conv_rows_bytes(const SpyTarget *t, const IrGeom *geo, int64_t es, int64_t rc,
                               int64_t ext)
 {
-    int64_t h = geo->in_ext[0], w = geo->in_ext[1], n = (ext + rc - 1) / rc, rin;
-    rin = (rc - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
+    int64_t h = geo->in_ext[0], w = geo->in_ext[1], n = (ext + rc - 1) / rc;
+    int64_t rin = plan_patch_rows(geo, rc);
+    bool banded = plan_patch_banded(geo, rc);      /* one run of rows per tap */
+    int64_t nb = banded ? geo->k2[0] : 1, span = banded ? plan_patch_band(geo, rc) : rin;
     if (h * w > INT32_MAX || n <= 0)
         return cost_rows_bytes(t, (double)geo->cg * (double)rin, (double)(es * w));
     double sum = 0;
-    for (int64_t j = 0; j < n; j++) {
-        int64_t lo = j * rc * geo->s2[0] - geo->pad_lo[0], hi = lo + rin;
-        lo = lo > 0 ? lo : 0;
-        hi = hi < h ? hi : h;
-        uint32_t dims[3] = {(uint32_t)geo->cg, (uint32_t)(hi > lo ? hi - lo : 0), (uint32_t)w};
-        int32_t st[3] = {(int32_t)(h * w), (int32_t)w, 1};
-        sum += (double)cost_transfer_bytes(t, lo * w * es, es, 3, dims, st);
-    }
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t lo = j * rc * geo->s2[0] - geo->pad_lo[0] + b * geo->d2[0], hi = lo + span;
+            lo = lo > 0 ? lo : 0;
+            hi = hi < h ? hi : h;
+            uint32_t dims[3] = {(uint32_t)geo->cg, (uint32_t)(hi > lo ? hi - lo : 0),
+                                (uint32_t)w};
+            int32_t st[3] = {(int32_t)(h * w), (int32_t)w, 1};
+            sum += (double)cost_transfer_bytes(t, lo * w * es, es, 3, dims, st);
+        }
     return sum / (double)n;
 }
 
@@ -496,7 +500,7 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
             /* B traffic: the im2col matrix, or in patch form the input rows (the
              * window MATMUL then charges staging its window as vector time, counted
              * as output-like bytes) */
-            double rows_in = (double)((rc[j] - 1) * geo.s2[0] + (geo.k2[0] - 1) * geo.d2[0] + 1);
+            double rows_in = (double)plan_patch_rows(&geo, rc[j]);
             double bb = geo.patch || taps == 1
                             ? conv_rows_bytes(t, &geo, (int64_t)sz.es, rc[j], gr->ext[3])
                             : cost_rows_bytes(t, (double)kk, sz.es * (double)p);

@@ -279,7 +279,7 @@ static bool fit_conv(Tctx *c)
         int64_t mt = gr->chunk[2], rows = gr->chunk[3], cc = k->inner.chunk[0];
         int64_t kk = cc * taps, p = rows * inner, patch = 0;
         if (geo->patch)
-            patch = cc * ((rows - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1) *
+            patch = cc * plan_patch_rows(geo, rows) *
                     (geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1]);
         bool err = false;
         uint64_t need = 0;

@@ -331,6 +331,14 @@ int64_t plan_conv_lda(int64_t kk, unsigned es);
  * taps accumulate output rows at *pitch = ww / s1 elements (so that a tap reads the
  * patch at column stride s1 over all rows). Returns the channel's elements. */
 int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww);
+/* Patch form (IrGeom.patch), an item of on output rows: the rows of its padded input
+ * one vertical tap reads, (on - 1) * s0 + 1 (a band), and whether the patch holds one
+ * such band per tap (banded: the dilation leaves rows between the bands that no tap
+ * reads, so they are not loaded) rather than the rows from the first band's to the
+ * last's. plan_patch_rows: the patch's rows either way. */
+int64_t plan_patch_band(const IrGeom *geo, int64_t on);
+bool plan_patch_banded(const IrGeom *geo, int64_t on);
+int64_t plan_patch_rows(const IrGeom *geo, int64_t on);
 /* Whether kernel k (geometry geo) runs in the depthwise form: geo->dw and blocks of at
  * least two channels per work item (one channel keeps the window MATMUL). */
 bool plan_dw_form(const IrKernel *k, const IrGeom *geo);

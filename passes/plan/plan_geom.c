@@ -163,6 +163,26 @@ int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext)
     return n;
 }
 
+int64_t plan_patch_band(const IrGeom *geo, int64_t on)
+{
+    return (on - 1) * geo->s2[0] + 1;
+}
+
+/* Banded when a band is shorter than the dilation: DeepLabV3's pyramid (dilation 12 to
+ * 36 over a 64-row map split into items of a few rows) would otherwise load 73 rows a
+ * channel for 3 that its taps read. */
+bool plan_patch_banded(const IrGeom *geo, int64_t on)
+{
+    return geo->k2[0] > 1 && plan_patch_band(geo, on) < geo->d2[0];
+}
+
+int64_t plan_patch_rows(const IrGeom *geo, int64_t on)
+{
+    int64_t band = plan_patch_band(geo, on);
+    return plan_patch_banded(geo, on) ? geo->k2[0] * band
+                                      : band + (geo->k2[0] - 1) * geo->d2[0];
+}
+
 /* Depthwise form: patch row and accumulator pitch of an item (plan.h). */
 int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww)
 {

@@ -19,7 +19,14 @@ random input and onnxruntime's output on it.
 Also tests/models-dyn/atrous_hw: x[1, 16, h, w] with h and w symbolic (flags: each 4..10;
 data sets 4x5, 7x10, 10x9), where the taps are judged at the bounds: b (dilation 12) and
 a depthwise 3x3 of dilation 10, pads 10, lose their outer taps, a (dilation 6) keeps
-them. Run in build/venv (numpy, onnx, onnxruntime):
+them.
+And tests/models/atrous_band: dilated convolutions over a 1 x 8 x 40 x 36 map, whose
+items (a few output rows each, over 32 cores) load one band of rows per vertical tap
+instead of every row between the first tap's and the last's (codegen/cg_contract.c,
+plan_patch_banded): 3x3 dilation 24 pads 24; 3x3 dilation (21, 3), pads (20, 3, 22,
+3); 3x3 stride 2, dilation (22, 2), pads (22, 2); and 5x5 dilation 4, pads 8, with bias,
+whose items' rows reach from one tap's to the next (not banded).
+Run in build/venv (numpy, onnx, onnxruntime):
 build/venv/bin/python tests/models/gen_atrous.py
 """
 import os
@@ -32,17 +39,19 @@ from onnx import TensorProto, helper, numpy_helper
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(TESTS, "models", "atrous")
 HERE_DYN = os.path.join(TESTS, "models-dyn", "atrous_hw")
+HERE_BAND = os.path.join(TESTS, "models", "atrous_band")
 C, H, W = 16, 6, 7
 
 
-def conv(rng, inits, x, y, k, pads, dil, strides=(1, 1), group=1, bias=False):
-    """A Conv node x -> y of C output channels (weights, and bias if asked, into inits)."""
+def conv(rng, inits, x, y, k, pads, dil, strides=(1, 1), group=1, bias=False, ch=C):
+    """A Conv node x -> y of ch channels in and out (weights, and bias if asked, into
+    inits)."""
     inits.append(numpy_helper.from_array(
-        (rng.standard_normal((C, C // group) + k) * 0.2).astype(np.float32), y + "_w"))
+        (rng.standard_normal((ch, ch // group) + k) * 0.2).astype(np.float32), y + "_w"))
     ins = [x, y + "_w"]
     if bias:
         inits.append(numpy_helper.from_array(
-            (rng.standard_normal(C) * 0.1).astype(np.float32), y + "_b"))
+            (rng.standard_normal(ch) * 0.1).astype(np.float32), y + "_b"))
         ins.append(y + "_b")
     return helper.make_node("Conv", ins, [y], group=group, kernel_shape=list(k),
                             strides=list(strides), pads=list(pads), dilations=list(dil))
@@ -83,6 +92,19 @@ def main():
                            for hw in ((4, 5), (7, 10), (10, 9))])
     with open(os.path.join(HERE_DYN, "flags"), "w") as f:
         f.write("--dim h=4..10 --dim w=4..10\n")
+    inits = []
+    nodes = [conv(rng, inits, "x", "a", (3, 3), (24, 24, 24, 24), (24, 24), ch=8),
+             conv(rng, inits, "x", "b", (3, 3), (20, 3, 22, 3), (21, 3), ch=8),
+             conv(rng, inits, "x", "c", (3, 3), (22, 2, 22, 2), (22, 2), strides=(2, 2), ch=8),
+             helper.make_node("Resize", ["c", "", "scales2"], ["cu"], mode="nearest"),
+             conv(rng, inits, "x", "d", (5, 5), (8, 8, 8, 8), (4, 4), bias=True, ch=8),
+             helper.make_node("Concat", ["a", "b", "cu", "d"], ["y"], axis=1)]
+    inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales2"))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 40, 36])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = helper.make_model(helper.make_graph(nodes, "atrous_band", [x], [y], inits),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    save(model, HERE_BAND, [rng.standard_normal((1, 8, 40, 36)).astype(np.float32)])
 
 
 def save(model, folder, inputs):
