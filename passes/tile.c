@@ -248,6 +248,19 @@ static bool fit_dw(Tctx *c, const TileMap *m, int64_t taps, int64_t inner)
     return false;
 }
 
+/* Shrinks the first output dim past the rows (grid dim 4 on) that is not down to one:
+ * an im2col convolution of three spatial dims (a video's) whose every row of frames
+ * (grid dim 3 at one) still needs more than the scratchpad, which splitting the
+ * frame's own rows fits (its windows are one N-d LOAD of any box of outputs). */
+static void shrink_inner(IrGrid *gr)
+{
+    for (int d = 4; d < gr->rank; d++)
+        if (gr->chunk[d] > 1) {
+            gr->chunk[d] = shrink(gr->chunk[d], 1);
+            return;
+        }
+}
+
 /* CONV: A = weights [mt, cc*taps], B = im2col [cc*taps, rows*OW'], C [mt, rows*OW'];
  * in patch form the input rows [cc, rows_in, padded width] instead of B (the MATMUL
  * reads B as a window of them). */
@@ -277,6 +290,9 @@ static bool fit_conv(Tctx *c)
         return true;
     for (;;) {
         int64_t mt = gr->chunk[2], rows = gr->chunk[3], cc = k->inner.chunk[0];
+        inner = 1;                                 /* shrink_inner may lower it */
+        for (int d = 4; d < gr->rank; d++)
+            inner *= gr->chunk[d];
         int64_t kk = cc * taps, p = rows * inner, patch = 0;
         if (geo->patch)
             patch = cc * plan_patch_rows(geo, rows) *
@@ -295,6 +311,8 @@ static bool fit_conv(Tctx *c)
             k->inner.chunk[0] = shrink(cc, 8);
         else if (p > mt && rows > 1)
             gr->chunk[3] = shrink(rows, 1);
+        else if (!geo->patch && p > mt && inner > 1)  /* a 3-d image: the 2nd output dim */
+            shrink_inner(gr);
         else if (mt > 1)
             gr->chunk[2] = shrink(mt, 8);
         else if (rows > 1)

@@ -32,9 +32,9 @@ build/venv/bin/python tests/models/gen_atrous.py
 import os
 
 import numpy as np
-import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+from gen_util import save_with_sets
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(TESTS, "models", "atrous")
@@ -78,7 +78,7 @@ def main():
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     model = helper.make_model(helper.make_graph(nodes, "atrous", [x], [y], inits),
                               opset_imports=[helper.make_opsetid("", 13)])
-    save(model, HERE, [rng.standard_normal((1, C, H, W)).astype(np.float32)])
+    save_with_sets(model, HERE, [rng.standard_normal((1, C, H, W)).astype(np.float32)])
     inits = []
     nodes = [conv(rng, inits, "x", "a", (3, 3), (6, 6, 6, 6), (6, 6)),
              conv(rng, inits, "x", "b", (3, 3), (12, 12, 12, 12), (12, 12), bias=True),
@@ -88,7 +88,7 @@ def main():
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3 * C, "h", "w"])
     model = helper.make_model(helper.make_graph(nodes, "atrous_hw", [x], [y], inits),
                               opset_imports=[helper.make_opsetid("", 13)])
-    save(model, HERE_DYN, [rng.standard_normal((1, C) + hw).astype(np.float32)
+    save_with_sets(model, HERE_DYN, [rng.standard_normal((1, C) + hw).astype(np.float32)
                            for hw in ((4, 5), (7, 10), (10, 9))])
     with open(os.path.join(HERE_DYN, "flags"), "w") as f:
         f.write("--dim h=4..10 --dim w=4..10\n")
@@ -104,23 +104,7 @@ def main():
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     model = helper.make_model(helper.make_graph(nodes, "atrous_band", [x], [y], inits),
                               opset_imports=[helper.make_opsetid("", 13)])
-    save(model, HERE_BAND, [rng.standard_normal((1, 8, 40, 36)).astype(np.float32)])
-
-
-def save(model, folder, inputs):
-    """model.onnx in folder and test_data_set_K per input K with onnxruntime's output."""
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, "model.onnx")
-    onnx.save(model, path)
-    sess = ort.InferenceSession(path)
-    for k, xv in enumerate(inputs):
-        out = sess.run(None, {"x": xv})[0]
-        ds = os.path.join(folder, "test_data_set_%d" % k)
-        os.makedirs(ds, exist_ok=True)
-        for name, arr in (("input_0", numpy_helper.from_array(xv, "x")),
-                          ("output_0", numpy_helper.from_array(out, "y"))):
-            with open(os.path.join(ds, name + ".pb"), "wb") as f:
-                f.write(arr.SerializeToString())
+    save_with_sets(model, HERE_BAND, [rng.standard_normal((1, 8, 40, 36)).astype(np.float32)])
 
 
 if __name__ == "__main__":
