@@ -129,6 +129,7 @@ void pass_readd_reshape(IrGraph *g, const IrNode *n, ValId v); /* n re-added as 
 void pass_rotary(IrGraph *g, const PassOptions *opt);      /* rotary embeddings: halves or R product (rotary.c) */
 void pass_gqa(IrGraph *g);                                 /* grouped-query attention on split heads (gqa.c) */
 void pass_siblings(IrGraph *g, const PassOptions *opt);    /* sibling products merged (siblings.c) */
+bool pass_flatmm(IrGraph *g);                              /* few-row batched products flattened (flatmm.c): any */
 bool pass_requant_id(IrGraph *g, const PassOptions *opt);  /* requantization identities (requant_id.c) */
 bool pass_qsiblings(IrGraph *g, const PassOptions *opt);   /* int8 siblings merged (qsiblings.c) */
 bool pass_bnfold(IrGraph *g, const PassOptions *opt);      /* fold per-channel affine into conv/matmul */

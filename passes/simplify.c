@@ -6,6 +6,7 @@
  *  - chains: reshape(reshape(x)) -> reshape(x), transpose(transpose(x)) -> one
  *    transpose with the composed permutation;
  *  - CSE: a node identical to an earlier one (op, inputs, attributes) reuses it;
+
  *  - a pointwise node reading a reshape that only regroups leading dims (adds unit
  *    dims, or splits [b * s, n] into [b, s, n]) computes on the reshape's input, the
  *    reshape moving to its result (sink_reshape);
@@ -18,7 +19,9 @@
  *  - grouped-query attention's repeats of K and V (copy kernels) replaced by products
  *    and row-wise ops on the head axis split into [groups, repeats] (pass_gqa, gqa.c);
  *  - matrix products of one activation by constant weights of one depth (attention's
- *    Q, K, V projections) merged into one product (pass_siblings, siblings.c).
+ *    Q, K, V projections) merged into one product (pass_siblings, siblings.c);
+ *  - products by a 2-d B of an A with few rows per batch item computed on A viewed as
+ *    2-d (pass_flatmm, flatmm.c).
  * Values that are graph outputs are never replaced, so output names stay. Nodes left
  * without users are removed by pass_dce.
  */
@@ -324,9 +327,10 @@ static void simplify_node(IrGraph *g, Simp *s, IrNode *n)
     cse_put(g, s->tab, s->cap, ir_readd_node(g, n));
 }
 
-/* The pass. Its tables live in the scratch arena (released after the pass; an out of
- * memory longjmps to g->oom and leaks nothing). */
-bool pass_simplify(IrGraph *g, const PassOptions *opt)
+/* One sweep of the rewrites above over the whole graph. Its tables live in the scratch
+ * arena (released after the pass; an out of memory longjmps to g->oom and leaks
+ * nothing). */
+static void simplify_sweep(IrGraph *g)
 {
     Simp s = {.nvals = g->nvals};
     s.remap = ir_scratch(g, sizeof(ValId) * (g->nvals + 1));
@@ -351,6 +355,14 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
     for (uint32_t i = 0; i < n; i++)
         if (!old[i].dead)
             simplify_node(g, &s, &old[i]);
+}
+
+/* The pass: a sweep, the pattern rewrites, and another sweep after pass_flatmm, so that
+ * the pointwise epilogues of the products it flattened move before their views back
+ * (sink_reshape) and fuse with them. */
+bool pass_simplify(IrGraph *g, const PassOptions *opt)
+{
+    simplify_sweep(g);
     if (!ir_failed(g))
         pass_rowsel(g);
     if (!ir_failed(g))
@@ -359,5 +371,7 @@ bool pass_simplify(IrGraph *g, const PassOptions *opt)
         pass_gqa(g);
     if (!ir_failed(g))
         pass_siblings(g, opt);
+    if (!ir_failed(g) && pass_flatmm(g) && !ir_failed(g))
+        simplify_sweep(g);
     return !ir_failed(g);
 }

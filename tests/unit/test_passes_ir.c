@@ -743,6 +743,45 @@ static void sink_case(UtFx *f, bool per_batch)
 static void test_simplify_sink_reshape(void **state) { sink_case(*state, true); }
 static void test_simplify_sink_broadcast(void **state) { sink_case(*state, false); }
 
+/* A sequence-first product x[20, 2, 64] x W[64, 300] (+ bias, relu, tanh): with W
+ * constant (75 KiB) simplify computes it as one product of 40 rows (pass_flatmm), its
+ * bias and relu before the view back (the output's tanh keeps its shape), and the
+ * output equals the one before bit for bit; with W an input it stays batched. */
+static void flatmm_case(UtFx *f, bool wconst)
+{
+    IrGraph *g = f->g;
+    int64_t dx[3] = {20, 2, 64}, dw[2] = {64, 300}, db[1] = {300};
+    static float x[20 * 2 * 64], w[64 * 300], b[300];
+    ut_fill(x, 20 * 2 * 64, 0.37f, -0.2f);
+    ut_fill(w, 64 * 300, 0.11f, 0.05f);
+    ut_fill(b, 300, 0.5f, -0.3f);
+    ValId xv = in_f32(g, "x", 3, dx), wv = wconst ? c_f32(g, 2, dw, w) : in_f32(g, "w", 2, dw);
+    ValId a = ir_binary(g, IR_BIN_ADD, ir_matmul(g, xv, wv, NULL), c_f32(g, 1, db, b), NULL);
+    ValId y = ir_unary(g, IR_UN_TANH, ir_unary(g, IR_UN_RELU, a, NULL), NULL);
+    ir_add_output(g, y);
+    const void *inputs[2] = {x, w};
+    int64_t cnt = ir_type_numel(ir_vtype(g, y));
+    float *before = malloc(sizeof(float) * (size_t)cnt);
+    memcpy(before, ut_run_graph(g, inputs, 0), sizeof(float) * (size_t)cnt);
+    assert_true(pass_simplify(g, &f->opt) && pass_dce(g, &f->opt));
+    assert_true(ir_verify(g, "simplify"));
+    int flat = 0, products = 0;                    /* on [40, n] */
+    for (uint32_t i = 0; i < g->nnodes; i++) {
+        const IrNode *n = &g->nodes[i];
+        products += n->op == IR_OP_MATMUL;
+        if (n->op == IR_OP_MATMUL || ir_op_info[n->op].cls == IR_CLS_ELEM)
+            flat += ir_vtype(g, n->out[0])->rank == 2;
+    }
+    assert_int_equal(products, 1);
+    assert_int_equal(flat, wconst ? 3 : 0);        /* the product, bias and relu */
+    assert_memory_equal(ut_run_graph(g, inputs, 0), before, sizeof(float) * (size_t)cnt);
+    assert_int_equal(ir_vtype(g, g->outputs[0])->rank, 3);
+    free(before);
+}
+
+static void test_simplify_flatmm(void **state) { flatmm_case(*state, true); }
+static void test_simplify_flatmm_input_w(void **state) { flatmm_case(*state, false); }
+
 /* Rows idx (axis 1) of a norm -> matmul -> transposes chain on x[2,5,8]: after
  * simplification the matmul computes only those rows, and the graph output equals the
  * one before bit for bit (ir_eval_node on both graphs). */
@@ -1014,6 +1053,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_simplify, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_sink_reshape, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_sink_broadcast, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_flatmm, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_flatmm_input_w, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_last, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_strided, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_bnfold, ut_setup, ut_teardown),
