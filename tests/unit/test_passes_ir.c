@@ -746,16 +746,21 @@ static void test_simplify_sink_broadcast(void **state) { sink_case(*state, false
 /* A sequence-first product x[20, 2, 64] x W[64, 300] (+ bias, relu, tanh): with W
  * constant (75 KiB) simplify computes it as one product of 40 rows (pass_flatmm), its
  * bias and relu before the view back (the output's tanh keeps its shape), and the
- * output equals the one before bit for bit; with W an input it stays batched. */
-static void flatmm_case(UtFx *f, bool wconst)
+ * output equals the one before bit for bit; with W an input it stays batched. With
+ * transposed, x is the transpose of a batch-first [2, 20, 64] input (flattened through
+ * a copy of 10 KiB, against 19 reloads of W). */
+static void flatmm_case(UtFx *f, bool wconst, bool transposed)
 {
     IrGraph *g = f->g;
     int64_t dx[3] = {20, 2, 64}, dw[2] = {64, 300}, db[1] = {300};
+    int64_t dxt[3] = {2, 20, 64}, perm[3] = {1, 0, 2};
     static float x[20 * 2 * 64], w[64 * 300], b[300];
     ut_fill(x, 20 * 2 * 64, 0.37f, -0.2f);
     ut_fill(w, 64 * 300, 0.11f, 0.05f);
     ut_fill(b, 300, 0.5f, -0.3f);
-    ValId xv = in_f32(g, "x", 3, dx), wv = wconst ? c_f32(g, 2, dw, w) : in_f32(g, "w", 2, dw);
+    ValId xv = transposed ? ir_transpose(g, in_f32(g, "x", 3, dxt), perm, NULL)
+                          : in_f32(g, "x", 3, dx);
+    ValId wv = wconst ? c_f32(g, 2, dw, w) : in_f32(g, "w", 2, dw);
     ValId a = ir_binary(g, IR_BIN_ADD, ir_matmul(g, xv, wv, NULL), c_f32(g, 1, db, b), NULL);
     ValId y = ir_unary(g, IR_UN_TANH, ir_unary(g, IR_UN_RELU, a, NULL), NULL);
     ir_add_output(g, y);
@@ -779,8 +784,9 @@ static void flatmm_case(UtFx *f, bool wconst)
     free(before);
 }
 
-static void test_simplify_flatmm(void **state) { flatmm_case(*state, true); }
-static void test_simplify_flatmm_input_w(void **state) { flatmm_case(*state, false); }
+static void test_simplify_flatmm(void **state) { flatmm_case(*state, true, false); }
+static void test_simplify_flatmm_input_w(void **state) { flatmm_case(*state, false, false); }
+static void test_simplify_flatmm_transposed(void **state) { flatmm_case(*state, true, true); }
 
 /* Rows idx (axis 1) of a norm -> matmul -> transposes chain on x[2,5,8]: after
  * simplification the matmul computes only those rows, and the graph output equals the
@@ -1055,6 +1061,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_simplify_sink_broadcast, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_flatmm, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_flatmm_input_w, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_flatmm_transposed, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_last, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_strided, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_bnfold, ut_setup, ut_teardown),
