@@ -171,11 +171,6 @@ static void matmul_item(CgEmit *e, const IrKernel *k, const int64_t *start, cons
     cg_tp_run(e, &k->tp[1], start, len);
 }
 
-/* Patch rows of an item with on output rows (plan_patch_rows: banded or not). */
-static int64_t patch_rows(const IrGeom *geo, int64_t on)
-{
-    return plan_patch_rows(geo, on);
-}
 
 /* Padded width of the patch. */
 static int64_t patch_width(const IrGeom *geo)
@@ -212,7 +207,8 @@ static void patch_fill(CgEmit *e, int dt, uint32_t patch, const IrGeom *geo, int
 static void conv_window(CgEmit *e, const IrKernel *k, const IrGeom *geo, int64_t m,
                         int64_t on, int64_t cl, int64_t lda, bool acc)
 {
-    int64_t rin = patch_rows(geo, on), wp = patch_width(geo), kk = cl * geo->k2[0] * geo->k2[1];
+    int64_t rin = plan_patch_rows(geo, on), wp = patch_width(geo);
+    int64_t kk = cl * geo->k2[0] * geo->k2[1];
     SpyInsn in;
     memset(&in, 0, sizeof in);
     SpyMatmul *mm = &in.mm;
@@ -284,7 +280,7 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
                        const int64_t *len, int64_t c0, int64_t cl, int64_t lda)
 {
     int64_t on = len[3], r0 = start[3] * geo->s2[0], p0 = geo->pad_lo[0];
-    int64_t rin = patch_rows(geo, on), wp = patch_width(geo);
+    int64_t rin = plan_patch_rows(geo, on), wp = patch_width(geo);
     bool banded = plan_patch_banded(geo, on);
     int64_t nb = banded ? geo->k2[0] : 1, span = banded ? plan_patch_band(geo, on) : rin;
     uint32_t patch = k->buf[3], es = op_es(e, k);
@@ -320,7 +316,7 @@ static void conv_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const in
 static int64_t dw_rows_of(const IrGeom *geo, const int64_t *start, const int64_t *len,
                           int64_t *rlo, int64_t *rhi)
 {
-    int64_t r0 = start[3] * geo->s2[0] - geo->pad_lo[0], rin = patch_rows(geo, len[3]);
+    int64_t r0 = start[3] * geo->s2[0] - geo->pad_lo[0], rin = plan_patch_span(geo, len[3]);
     int64_t lo = r0 > 0 ? r0 : 0, hi = r0 + rin < geo->in_ext[0] ? r0 + rin : geo->in_ext[0];
     *rlo = hi > lo ? lo - r0 : 0;
     *rhi = hi > lo ? hi - r0 : 0;
@@ -381,7 +377,7 @@ static void dw_patch(CgEmit *e, const IrKernel *k, const IrGeom *geo, const int6
     int dt = op_dtype(e, k);
     if (s0 > 1)            /* where a row lies moves with the phase: no border is reused */
         e->patch.valid = false;
-    if (rlo > 0 || rhi < patch_rows(geo, len[3]) || ww != geo->in_ext[1] || s0 > 1)
+    if (rlo > 0 || rhi < plan_patch_span(geo, len[3]) || ww != geo->in_ext[1] || s0 > 1)
         patch_fill(e, dt, k->buf[3], geo, len[1], s0 * rh, ww, rlo, rhi);
     e->patch = (CgPatch){s0 == 1, k->buf[3], cg_value_bits(dt, geo->pad_value), len[1],
                          s0 * rh, ww, rlo, rhi};

@@ -335,8 +335,10 @@ int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww
  * one vertical tap reads, (on - 1) * s0 + 1 (a band), and whether the patch holds one
  * such band per tap (banded: the dilation leaves rows between the bands that no tap
  * reads, so they are not loaded) rather than the rows from the first band's to the
- * last's. plan_patch_rows: the patch's rows either way. */
+ * last's. plan_patch_rows: the patch's rows either way; plan_patch_span: the rows
+ * from the first band's to the last's (the depthwise form's patch, never banded). */
 int64_t plan_patch_band(const IrGeom *geo, int64_t on);
+int64_t plan_patch_span(const IrGeom *geo, int64_t on);
 bool plan_patch_banded(const IrGeom *geo, int64_t on);
 int64_t plan_patch_rows(const IrGeom *geo, int64_t on);
 /* Whether kernel k (geometry geo) runs in the depthwise form: geo->dw and blocks of at

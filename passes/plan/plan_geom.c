@@ -176,17 +176,21 @@ bool plan_patch_banded(const IrGeom *geo, int64_t on)
     return geo->k2[0] > 1 && plan_patch_band(geo, on) < geo->d2[0];
 }
 
+int64_t plan_patch_span(const IrGeom *geo, int64_t on)
+{
+    return plan_patch_band(geo, on) + (geo->k2[0] - 1) * geo->d2[0];
+}
+
 int64_t plan_patch_rows(const IrGeom *geo, int64_t on)
 {
-    int64_t band = plan_patch_band(geo, on);
-    return plan_patch_banded(geo, on) ? geo->k2[0] * band
-                                      : band + (geo->k2[0] - 1) * geo->d2[0];
+    return plan_patch_banded(geo, on) ? geo->k2[0] * plan_patch_band(geo, on)
+                                      : plan_patch_span(geo, on);
 }
 
 /* Depthwise form: patch row and accumulator pitch of an item (plan.h). */
 int64_t plan_dw_patch(const IrGeom *geo, int64_t on, int64_t *pitch, int64_t *ww)
 {
-    int64_t rin = (on - 1) * geo->s2[0] + (geo->k2[0] - 1) * geo->d2[0] + 1;
+    int64_t rin = plan_patch_span(geo, on);
     int64_t wp = geo->in_ext[1] + geo->pad_lo[1] + geo->pad_hi[1];
     *ww = (wp + geo->s2[1] - 1) / geo->s2[1] * geo->s2[1];
     *pitch = *ww / geo->s2[1];
