@@ -12,7 +12,8 @@ QLinearAveragePool, QLinearGlobalAveragePool, QLinearConcat, QGemm).
 writes OUTDIR/msft_transformer, OUTDIR/msft_qoperator and OUTDIR/msft_qmatmul
 (DynamicQuantizeMatMul, MatMulIntegerToFloat, MatMulNBits, 16-bit QuantizeLinear and
 DequantizeLinear of the domain), OUTDIR/msft_bert_fused (EmbedLayerNormalization,
-Attention) and OUTDIR/msft_mha_rotary (RotaryEmbedding, MultiHeadAttention) (model.onnx and
+Attention), OUTDIR/msft_mha_rotary (RotaryEmbedding, MultiHeadAttention) and
+OUTDIR/msft_dqlstm (DynamicQuantizeLSTM) (model.onnx and
 test_data_set_0, outputs computed by onnxruntime's CPU provider). Needs numpy, onnx and
 onnxruntime (the Makefile's build/venv has them). Weights and inputs are seeded.
 """
@@ -286,9 +287,41 @@ def mha_rotary():
                                      for o in ("y1", "y2", "y3")], inits, feeds)
 
 
+def dq_lstm():
+    """DynamicQuantizeLSTM as onnxruntime's dynamic quantizer writes it (ddddocr's
+    common_old.onnx ships one): bidirectional, int8 weights, W with a scale per gate
+    column (zero points then 0, as onnxruntime requires), R with a scale and zero point
+    per direction (3 and -5), peepholes, an
+    initial state; each product quantizes its float operand per tensor, X once for all
+    steps, H once a step. Its own generator, so the models above keep their weights."""
+    rng = np.random.default_rng(77)
+    T, B, I, H, D = 5, 1, 12, 16, 2
+    w = rng.integers(-127, 128, (D, I, 4 * H)).astype(np.int8)
+    r = rng.integers(-120, 121, (D, H, 4 * H)).astype(np.int8)
+    n = [helper.make_node("DynamicQuantizeLSTM",
+                          ["x", "w", "r", "b", "", "h0", "c0", "p", "ws", "wz", "rs", "rz"],
+                          ["y", "yh", "yc"], domain=MS, direction="bidirectional",
+                          hidden_size=H)]
+    inits = [init("w", w), init("r", r),
+             init("b", (rng.standard_normal((D, 8 * H)) * 0.2).astype(np.float32)),
+             init("p", (rng.standard_normal((D, 3 * H)) * 0.2).astype(np.float32)),
+             init("ws", (rng.random((D, 4 * H)) * 0.004 + 0.002).astype(np.float32)),
+             init("wz", np.zeros((D, 4 * H), np.int8)),
+             init("rs", np.array([0.004, 0.006], np.float32)),
+             init("rz", np.array([3, -5], np.int8))]
+    feeds = {"x": (rng.standard_normal((T, B, I)) * 1.5).astype(np.float32),
+             "h0": (rng.standard_normal((D, B, H)) * 0.3).astype(np.float32),
+             "c0": (rng.standard_normal((D, B, H)) * 0.3).astype(np.float32)}
+    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+           for k, v in feeds.items()]
+    save("msft_dqlstm", n, ins, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                 for o in ("y", "yh", "yc")], inits, feeds)
+
+
 if __name__ == "__main__":
     transformer()
     qoperator()
     qmatmul()
     bert_fused()
     mha_rotary()
+    dq_lstm()

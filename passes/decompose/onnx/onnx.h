@@ -120,6 +120,10 @@ bool dec_qgemm(DecCtx *c);                /* QGemm */
 /* onnx_qmatmul_ms.c: its quantized matrix products */
 bool dec_matmul_int_to_float(DecCtx *c);  /* MatMulIntegerToFloat */
 bool dec_dynamic_quantize_matmul(DecCtx *c); /* DynamicQuantizeMatMul */
+/* x (float) quantized to uint8 as DynamicQuantizeLinear does, times the 8-bit matrix b
+ * (zero point bz, scale bs: scalars, or bs per column), exactly in int32, scaled back to
+ * float: onnxruntime's dynamically quantized products. IR_NONE after reporting. */
+ValId dec_dynq_product(DecCtx *c, ValId x, ValId b, ValId bz, ValId bs);
 bool dec_matmul_nbits(DecCtx *c);         /* MatMulNBits */
 /* onnx_attn_ms.c: its BERT-style fused embedding and attention */
 bool dec_embed_layernorm(DecCtx *c);      /* EmbedLayerNormalization */
@@ -189,6 +193,7 @@ bool dec_causal_conv_state(DecCtx *c);    /* CausalConvWithState */
 bool dec_rnn(DecCtx *c);                  /* RNN */
 bool dec_gru(DecCtx *c);                  /* GRU */
 bool dec_lstm(DecCtx *c);                 /* LSTM */
+bool dec_dq_lstm(DecCtx *c);              /* com.microsoft DynamicQuantizeLSTM */
 /* One recurrent layer in ONNX terms (layout 0, gate orders i,o,f,c and z,r,h). */
 typedef struct {
     ValId x;                               /* [T, B, I] */

@@ -6,6 +6,7 @@
  *       makes of MatMulInteger, Cast and Mul in a dynamically quantized model
  *   DynamicQuantizeMatMul(A, B, b_scale, b_zp?, bias?)
  *       A quantized to uint8 as DynamicQuantizeLinear does, then the above
+ *       (dec_dynq_product, also DynamicQuantizeLSTM's products: onnx_rnn.c)
  *   MatMulNBits(A, B, scales, zero_points?, g_idx?, bias?) {K, N, bits, block_size}
  *       A @ W^T + bias, W [N, K] stored in blocks of block_size along K, bits (2 to 8)
  *       per weight packed low bits first, each block with its scale and zero point
@@ -69,18 +70,25 @@ bool dec_matmul_int_to_float(DecCtx *c)
     return true;
 }
 
+/* See onnx.h. */
+ValId dec_dynq_product(DecCtx *c, ValId x, ValId b, ValId bz, ValId bs)
+{
+    ValId q[DEC_MAX_OUT];
+    if (!dec_sub_run(c, dec_dynamic_quantize, "DynamicQuantizeLinear", &x, 1, false, q) ||
+        !int_operands(c, q[0], b))
+        return IR_NONE;
+    return int_to_float(c, q[0], q[2], b, bz, q[1], bs, IR_NONE);
+}
+
 bool dec_dynamic_quantize_matmul(DecCtx *c)
 {
     for (int i = 0; i < 3; i++)
         if (!dec_need_in(c, i))
             return false;
-    ValId x = dec_in(c, 0), q[DEC_MAX_OUT];
-    if (!dec_sub_run(c, dec_dynamic_quantize, "DynamicQuantizeLinear", &x, 1, false, q))
+    ValId y = dec_dynq_product(c, dec_in(c, 0), dec_in(c, 1), dec_in(c, 3), dec_in(c, 2));
+    if (y == IR_NONE)
         return false;
-    if (!int_operands(c, q[0], dec_in(c, 1)))
-        return false;
-    c->out[0] = int_to_float(c, q[0], q[2], dec_in(c, 1), dec_in(c, 3), q[1], dec_in(c, 2),
-                             dec_in(c, 4));
+    c->out[0] = dec_in(c, 4) != IR_NONE ? dec_bin(c, IR_BIN_ADD, y, dec_in(c, 4)) : y;
     return true;
 }
 

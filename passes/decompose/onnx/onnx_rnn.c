@@ -15,6 +15,14 @@
  * they only reach the masked-out branch of those SELECTs), and Y is declared to lie
  * along the sequence's axis again (SYMLIKE), so the runtime gives it its actual length
  * (passes/symdim_steps.c).
+ *
+ * onnxruntime's DynamicQuantizeLSTM (com.microsoft; what its dynamic quantizer makes of
+ * an LSTM) is the same recurrence with 8-bit weights W [D, I, 4H] and R [D, H, 4H]
+ * (transposed; a scale and zero point per direction or per gate column): each
+ * product quantizes its float operand to uint8 as DynamicQuantizeLinear does (one scale
+ * for all of X's steps at once; for H_{t-1}, one per step), multiplies exactly in
+ * int32 and scales back, as onnxruntime's kernel does. Not along a bounded dynamic
+ * sequence (the padded steps would join X's range).
  */
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +55,8 @@ typedef struct {
     double clip;                           /* <= 0: no clipping */
     RnnAct act[RNN_MAX_ACT];               /* nact per direction, forward first */
     int nact;
+    bool quant;                            /* DynamicQuantizeLSTM: w, r 8-bit, [D, I or H, G*H] */
+    ValId ws, wz, rs, rz;                  /* their scales and zero points: [D] or [D, G*H] */
 } Rnn;
 
 /* Activation kind named s (case-insensitive); false when unknown. */
@@ -237,9 +247,10 @@ static void clip_to_actual(DecCtx *c, Rnn *s)
 /* Shared setup of RNN/GRU/LSTM: inputs, shapes, direction, layout, activations.
  * ih/ic: input indices of initial_h / initial_c (ic < 0: none). */
 static bool rnn_setup(DecCtx *c, Rnn *s, int gates, const RnnActKind *dflt, int nper, int ih,
-                      int ic)
+                      int ic, bool quant)
 {
     memset(s, 0, sizeof *s);
+    s->quant = quant;
     s->seqlen = IR_NONE;
     s->G = gates;
     s->x = dec_in(c, 0);
@@ -272,9 +283,13 @@ static bool rnn_setup(DecCtx *c, Rnn *s, int gates, const RnnActKind *dflt, int 
     s->T = dec_ty(c, s->x)->dims[0];
     s->B = dec_ty(c, s->x)->dims[1];
     s->I = dec_ty(c, s->x)->dims[2];
-    s->H = dec_ty(c, s->r)->rank == 3 ? dec_ty(c, s->r)->dims[2] : -1;
+    s->H = dec_ty(c, s->r)->rank == 3 ? dec_ty(c, s->r)->dims[quant ? 1 : 2] : -1;
     int64_t hs = dec_ai(c, "hidden_size", s->H);
     int64_t wd[3] = {s->D, gates * hs, s->I}, rd[3] = {s->D, gates * hs, hs};
+    if (quant) {                           /* stored transposed */
+        wd[1] = s->I, wd[2] = gates * hs;
+        rd[1] = hs, rd[2] = gates * hs;
+    }
     int64_t bd[2] = {s->D, 2 * gates * hs}, hd[3] = {s->D, s->B, hs};
     if (hs < 1 || hs != s->H) {
         dec_err(c, "hidden_size %lld does not match R (rank 3, last dim %lld)", (long long)hs,
@@ -329,13 +344,26 @@ static ValId gate(DecCtx *c, const Rnn *s, ValId v, int k)
     return dec_slice_axis(c, v, 1, k * s->H, 1, s->H);
 }
 
+/* x [rows, I or H] times direction d of W (r false) or R (r true), transposed: a float
+ * product, or for DynamicQuantizeLSTM that of x quantized dynamically and the 8-bit
+ * weights (IR_NONE after reporting when that fails). */
+static ValId weight_product(DecCtx *c, const Rnn *s, int d, ValId x, bool r)
+{
+    static const int64_t pt[2] = {1, 0};
+    ValId w = dir_part(c, r ? s->r : s->w, d);
+    if (!s->quant)
+        return ir_matmul(c->g, x, dec_transpose(c, w, pt), c->o);
+    return dec_dynq_product(c, x, w, dir_part(c, r ? s->rz : s->wz, d),
+                            dir_part(c, r ? s->rs : s->ws, d));
+}
+
 /* Input projection of direction d for every step: [T, B, G*H] = X W^T + xbias. */
 static ValId project_x(DecCtx *c, const Rnn *s, int d, ValId xbias)
 {
-    static const int64_t pt[2] = {1, 0};
     int64_t tbi[2] = {s->T * s->B, s->I}, tbg[3] = {s->T, s->B, s->G * s->H};
-    ValId wt = dec_transpose(c, dir_part(c, s->w, d), pt);
-    ValId xw = ir_matmul(c->g, dec_reshape(c, s->x, tbi, 2), wt, c->o);
+    ValId xw = weight_product(c, s, d, dec_reshape(c, s->x, tbi, 2), false);
+    if (xw == IR_NONE)
+        return IR_NONE;
     if (xbias != IR_NONE)
         xw = dec_bin(c, IR_BIN_ADD, xw, xbias);
     return dec_reshape(c, xw, tbg, 3);
@@ -517,10 +545,10 @@ static ValId peep(DecCtx *c, ValId pre, ValId p, ValId cst)
     return p == IR_NONE ? pre : dec_bin(c, IR_BIN_ADD, pre, dec_bin(c, IR_BIN_MUL, p, cst));
 }
 
-/* One direction of LSTM (gates i, o, f, c; peepholes i, o, f). */
-static void lstm_dir(DecCtx *c, const Rnn *s, int d, bool rev, ValId p, RnnDirOut *o)
+/* One direction of LSTM (gates i, o, f, c; peepholes i, o, f); false when a
+ * quantized product failed (reported). */
+static bool lstm_dir(DecCtx *c, const Rnn *s, int d, bool rev, ValId p, RnnDirOut *o)
 {
-    static const int64_t pt[2] = {1, 0};
     ValId wb, rb, pi = IR_NONE, po = IR_NONE, pf = IR_NONE;
     biases(c, s, d, &wb, &rb);
     if (p != IR_NONE) {
@@ -531,12 +559,14 @@ static void lstm_dir(DecCtx *c, const Rnn *s, int d, bool rev, ValId p, RnnDirOu
     }
     bool couple = dec_ai(c, "input_forget", 0) != 0;
     ValId xw = project_x(c, s, d, sum_bias(c, wb, rb));
-    ValId rt = dec_transpose(c, dir_part(c, s->r, d), pt);
     ValId h = init_state(c, s, s->h0, d), cs = init_state(c, s, s->c0, d);
-    for (int64_t k = 0; k < s->T; k++) {
+    for (int64_t k = 0; xw != IR_NONE && k < s->T; k++) {
         int64_t t = step_time(s, d, k, rev);
         ValId live = live_mask(c, s, t);
-        ValId g = dec_bin(c, IR_BIN_ADD, step_of(c, s, xw, t), ir_matmul(c->g, h, rt, c->o));
+        ValId hr = weight_product(c, s, d, h, true);
+        if (hr == IR_NONE)
+            return false;
+        ValId g = dec_bin(c, IR_BIN_ADD, step_of(c, s, xw, t), hr);
         ValId ig = act(c, s, d, 0, peep(c, gate(c, s, g, 0), pi, cs));
         ValId fg = couple ? dec_bin(c, IR_BIN_SUB, dec_scalar(c->g, s->dt, 1), ig)
                           : act(c, s, d, 0, peep(c, gate(c, s, g, 2), pf, cs));
@@ -550,6 +580,7 @@ static void lstm_dir(DecCtx *c, const Rnn *s, int d, bool rev, ValId p, RnnDirOu
     }
     o->h = h;
     o->cst = cs;
+    return xw != IR_NONE;
 }
 
 /* Per-direction result slots with room for T step outputs. */
@@ -581,7 +612,7 @@ bool dec_rnn(DecCtx *c)
 {
     static const RnnActKind dflt[1] = {RA_TANH};
     Rnn s;
-    if (!rnn_setup(c, &s, 1, dflt, 1, 5, -1) || !nonempty(c, &s))
+    if (!rnn_setup(c, &s, 1, dflt, 1, 5, -1, false) || !nonempty(c, &s))
         return false;
     RnnDirOut dirs[2];
     alloc_dirs(c, &s, dirs);
@@ -595,7 +626,7 @@ bool dec_gru(DecCtx *c)
 {
     static const RnnActKind dflt[2] = {RA_SIGMOID, RA_TANH};
     Rnn s;
-    if (!rnn_setup(c, &s, 3, dflt, 2, 5, -1) || !nonempty(c, &s))
+    if (!rnn_setup(c, &s, 3, dflt, 2, 5, -1, false) || !nonempty(c, &s))
         return false;
     bool lbr = dec_ai(c, "linear_before_reset", 0) != 0;
     RnnDirOut dirs[2];
@@ -606,22 +637,65 @@ bool dec_gru(DecCtx *c)
     return true;
 }
 
+/* LSTM or DynamicQuantizeLSTM (quant) once set up in s. */
+static bool lstm_run(DecCtx *c, Rnn *s)
+{
+    ValId p = dec_in(c, 7);
+    int64_t pd[2] = {s->D, 3 * s->H};
+    if (p != IR_NONE && !check_dims(c, p, "P", 2, pd))
+        return false;
+    RnnDirOut dirs[2];
+    alloc_dirs(c, s, dirs);
+    for (int d = 0; d < s->D; d++)
+        if (!lstm_dir(c, s, d, is_reverse(c), p, &dirs[d]))
+            return false;
+    rnn_outputs(c, s, dirs, true, c->out, dec_out_used(c, 0));
+    return true;
+}
+
 bool dec_lstm(DecCtx *c)
 {
     static const RnnActKind dflt[3] = {RA_SIGMOID, RA_TANH, RA_TANH};
     Rnn s;
-    if (!rnn_setup(c, &s, 4, dflt, 3, 5, 6) || !nonempty(c, &s))
+    return rnn_setup(c, &s, 4, dflt, 3, 5, 6, false) && nonempty(c, &s) && lstm_run(c, &s);
+}
+
+/* Checks DynamicQuantizeLSTM's scale i and zero point i + 1 into *sv and *zv: [D], or
+ * [D, cols] (per column), both of one shape, as onnxruntime reads them. */
+static bool quant_param(DecCtx *c, const Rnn *s, int i, int64_t cols, ValId *sv, ValId *zv)
+{
+    *sv = dec_in(c, i);
+    *zv = dec_in(c, i + 1);
+    const IrType *t = dec_ty(c, *sv), *z = dec_ty(c, *zv);
+    bool ok = t->rank >= 1 && t->rank <= 2 && t->dims[0] == s->D &&
+              (t->rank == 1 || t->dims[1] == cols) && z->rank == t->rank;
+    for (int k = 0; ok && k < t->rank; k++)
+        ok = z->dims[k] == t->dims[k];
+    if (!ok)
+        dec_err(c, "%s and its zero point must both be [%lld] or both [%lld, %lld]",
+                i == 8 ? "W_scale" : "R_scale", (long long)s->D, (long long)s->D,
+                (long long)cols);
+    return ok;
+}
+
+bool dec_dq_lstm(DecCtx *c)
+{
+    static const RnnActKind dflt[3] = {RA_SIGMOID, RA_TANH, RA_TANH};
+    Rnn s;
+    for (int i = 8; i < 12; i++)
+        if (!dec_need_in(c, i))
+            return false;
+    if (!rnn_setup(c, &s, 4, dflt, 3, 5, 6, true) || !nonempty(c, &s))
         return false;
-    ValId p = dec_in(c, 7);
-    int64_t pd[2] = {s.D, 3 * s.H};
-    if (p != IR_NONE && !check_dims(c, p, "P", 2, pd))
+    if (s.sym) {
+        dec_err(c, "unsupported: a quantized LSTM along a bounded dynamic sequence (X's "
+                "quantization range would take in the padded steps); fix its length with "
+                "--input-shape");
         return false;
-    RnnDirOut dirs[2];
-    alloc_dirs(c, &s, dirs);
-    for (int d = 0; d < s.D; d++)
-        lstm_dir(c, &s, d, is_reverse(c), p, &dirs[d]);
-    rnn_outputs(c, &s, dirs, true, c->out, dec_out_used(c, 0));
-    return true;
+    }
+    int64_t g = s.G * s.H;
+    return quant_param(c, &s, 8, g, &s.ws, &s.wz) && quant_param(c, &s, 10, g, &s.rs, &s.rz) &&
+           lstm_run(c, &s);
 }
 
 /* See onnx.h: the Rnn of one layer with the default activations, unrolled. */

@@ -237,6 +237,7 @@ static const OnnxEntry onnx_table[] = {
     {"com.microsoft", "QGemm", 1, 1, dec_qgemm},
     {"com.microsoft", "MatMulIntegerToFloat", 1, 1, dec_matmul_int_to_float},
     {"com.microsoft", "DynamicQuantizeMatMul", 1, 1, dec_dynamic_quantize_matmul},
+    {"com.microsoft", "DynamicQuantizeLSTM", 1, 1, dec_dq_lstm},
     {"com.microsoft", "MatMulNBits", 1, 1, dec_matmul_nbits},
     {"com.microsoft", "EmbedLayerNormalization", 1, 1, dec_embed_layernorm},
     {"com.microsoft", "Attention", 1, 1, dec_ms_attention},
