@@ -155,9 +155,9 @@ static void dump_tensors(const uint8_t *buf) {
     nr = r ? nr / sizeof *r : 0;
     for (uint64_t i = 0; i < nr; i++)
         if (r[i].tensor < nt)
-            printf("  %s '%s' axis %u: symbol %u, %lld..%lld\n", i ? "     " : "dims:",
+            printf("  %s '%s' axis %u: symbol %u, %lld..%lld%s%.0u\n", i ? "     " : "dims:",
                    str + t[r[i].tensor].name, r[i].axis, r[i].sym, (long long)r[i].min,
-                   (long long)r[i].max);
+                   (long long)r[i].max, r[i].step ? " in steps of " : "", r[i].step);
     printf("\nsegments (%llu):\n", (unsigned long long)nseg);
     static const char *const kind[] = {"const", "arena", "io"};
     for (uint64_t i = 0; i < nseg; i++) {

@@ -246,7 +246,7 @@ static int parse_dim_bound(Args *a, const char *v)
         free(name);
         return usage_error("bad --dim '%s' (PARAM=MAX or PARAM=MIN..MAX, 1 <= MIN <= MAX)", v);
     }
-    a->dim_bounds[a->ndim_bounds++] = (FeDimBound){name, lo, hi};
+    a->dim_bounds[a->ndim_bounds++] = (FeDimBound){name, lo, hi, 0};
     flags_add(&a->flags, "--dim");
     flags_add(&a->flags, v);
     return -1;

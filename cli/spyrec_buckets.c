@@ -85,8 +85,8 @@ static bool compile_bucket(const Args *a, const SpyTarget *t, PassConstPool *poo
     return ok;
 }
 
-/* The symbols of g (its input entries, one per symbol) into caps (names and
- * bounds); returns how many. */
+/* The symbols of g (its input entries, one per symbol) into caps (names, bounds and
+ * steps); returns how many. */
 static int symbols(const IrGraph *g, FeDimBound *caps, int64_t *min, int64_t *max)
 {
     int n = 0;
@@ -94,7 +94,7 @@ static int symbols(const IrGraph *g, FeDimBound *caps, int64_t *min, int64_t *ma
         const IrSymDim *d = &g->symdims[i];
         if (d->output || d->sym >= 64 || caps[d->sym].param)
             continue;
-        caps[d->sym] = (FeDimBound){d->name, d->min, d->max};
+        caps[d->sym] = (FeDimBound){d->name, d->min, d->max, d->step};
         min[d->sym] = d->min;
         max[d->sym] = d->max;
         n = d->sym + 1 > n ? d->sym + 1 : n;
@@ -125,6 +125,28 @@ static bool add_variant(CliBuckets *out, size_t *cap, const uint8_t *bun, size_t
     return true;
 }
 
+/* The nb boxes of nsyms sizes each with every size of a symbol of step > 1 raised to
+ * the next it takes (max - j * step, caps: the bounds and steps), a box that then
+ * repeats an earlier one or is the bounds' own left out; returns how many remain. */
+static int snap_boxes(int64_t *boxes, int nb, int nsyms, const FeDimBound *caps)
+{
+    int out = 0;
+    for (int b = 0; b < nb; b++) {
+        int64_t *x = boxes + (size_t)b * (size_t)nsyms;
+        bool bound = true, seen = false;
+        for (int s = 0; s < nsyms; s++) {
+            if (caps[s].step > 1)
+                x[s] = caps[s].max - (caps[s].max - x[s]) / caps[s].step * caps[s].step;
+            bound &= x[s] == caps[s].max;
+        }
+        for (int p = 0; p < out && !seen; p++)
+            seen = !memcmp(boxes + (size_t)p * (size_t)nsyms, x, (size_t)nsyms * sizeof *x);
+        if (!bound && !seen)
+            memmove(boxes + (size_t)out++ * (size_t)nsyms, x, (size_t)nsyms * sizeof *x);
+    }
+    return out;
+}
+
 /* Compiles every bucket of the grid and collects their bundles and constants. */
 bool cli_buckets_build(const Args *a, const SpyTarget *t, IrGraph *bound, PassConstPool *pool,
                        const char *meta, jmp_buf *oom, CliBuckets *out)
@@ -142,6 +164,7 @@ bool cli_buckets_build(const Args *a, const SpyTarget *t, IrGraph *bound, PassCo
     size_t ecap = 0, vcap = 0;
     int nb = boxes ? cli_bucket_grid(min, max, nsyms, a->dim_buckets, boxes, CLI_MAX_BUCKETS)
                    : 0;
+    nb = snap_boxes(boxes, nb, nsyms, caps);
     bool ok = boxes && (!nb || variants_begin(out, &vcap, nb));
     pass_cpool_set_own(pool, true);
     for (int b = 0; ok && b < nb; b++) {

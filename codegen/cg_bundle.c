@@ -336,7 +336,8 @@ static void put_dimrefs(IrGraph *g, Buf *b)
         if (d->output && d->input < g->noutputs - g->nhidden)
             t = g->ninputs + d->input;
         IR_ASSERT(t != UINT32_MAX);
-        SpyDimRef r = {t, (uint32_t)d->axis, (uint32_t)d->sym, 0, d->min, d->max};
+        SpyDimRef r = {t, (uint32_t)d->axis, (uint32_t)d->sym,
+                       d->step > 1 ? (uint32_t)d->step : 0, d->min, d->max};
         put(b, &r, sizeof r);
     }
 }
@@ -426,6 +427,15 @@ static uint32_t ring_feature(const CgEmit *e)
     return f;
 }
 
+/* Whether a symbolic dimension of g takes only every step-th size (SPY_FEAT_DIMSTEP). */
+static bool dim_steps(const IrGraph *g)
+{
+    for (uint32_t i = 0; i < g->nsymdims; i++)
+        if (g->symdims[i].step > 1)
+            return true;
+    return false;
+}
+
 /* The header of a bundle with sections st[0..nsec). */
 static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySection *st,
                              int nsec, bool guards)
@@ -437,7 +447,8 @@ static SpyHeader make_header(const CgEmit *e, const CgOptions *opt, const SpySec
     h.minor = SPY_SBIN_MINOR;
     h.features = (cg_uses_scatter(e) ? SPY_FEAT_SCATTER : 0) | bwin_feature(e) | ring_feature(e) |
                  (opt->debug ? SPY_FEAT_DEBUG : 0) | (e->g->nsymdims ? SPY_FEAT_DYNDIM : 0) |
-                 (opt->variants ? SPY_FEAT_VARIANTS : 0) | (guards ? SPY_FEAT_GUARDS : 0);
+                 (opt->variants ? SPY_FEAT_VARIANTS : 0) | (guards ? SPY_FEAT_GUARDS : 0) |
+                 (dim_steps(e->g) ? SPY_FEAT_DIMSTEP : 0);
     h.header_bytes = sizeof h;
     h.nsections = (uint32_t)nsec;
     h.target = *e->t;

@@ -49,6 +49,8 @@ typedef struct {
 typedef struct FeDimBound {
     const char *param;
     int64_t min, max;
+    int64_t step;                  /* a size bucket's cap: the bound bundle's step
+                                    * (IrSymDim.step), which the bucket keeps; else 0 */
 } FeDimBound;
 
 /* Files a model load depends on besides the model file (spyrec -MD): each path is

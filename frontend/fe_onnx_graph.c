@@ -429,13 +429,16 @@ static void add_sym(FeScope *s, ValId v, const Onnx__TensorShapeProto__Dimension
         snprintf(nm, sizeof nm, "%s", dm->dim_param);
     else
         snprintf(nm, sizeof nm, "%s[%d]", ir_val(s->g, v)->name, ax);
+    int64_t step = 0;
     for (int i = 0; i < s->cx->nsym_caps; i++)
         if (!strcmp(s->cx->sym_caps[i].param, nm) && s->cx->sym_caps[i].max < max &&
             s->cx->sym_caps[i].max >= min) {
             max = s->cx->sym_caps[i].max;
+            step = s->cx->sym_caps[i].step;
             ir_val(s->g, v)->type.dims[ax] = max;
         }
     ir_sym_add(s->g, v, ax, min, max, nm);
+    s->g->symdims[s->g->nsymdims - 1].step = step;
 }
 
 /* Apply a specialisation to input nm: a bound value becomes a constant, a shape fixes

@@ -477,6 +477,10 @@ typedef struct IrSymDim {
                                               number `input` has the symbol's actual
                                               extent (symdim.c; an index, since later
                                               passes may replace the output's value) */
+    int64_t step;                          /* > 1: only sizes max - j * step are taken
+                                              (the model joins sizes derived from the
+                                              symbol that agree only there: symdim.c);
+                                              0 or 1: any size in [min, max] */
 } IrSymDim;
 /* Record axis of input v as symbolic with bounds [min, max], symbol name nm (a dim_param
  * shared by inputs is one symbol). */

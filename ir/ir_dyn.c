@@ -107,7 +107,7 @@ void ir_sym_add(IrGraph *g, ValId v, int axis, int64_t min, int64_t max, const c
     IrSymDim *d = ir_alloc(g, (g->nsymdims + 1) * sizeof *d);
     if (g->nsymdims)
         memcpy(d, g->symdims, g->nsymdims * sizeof *d);
-    d[g->nsymdims] = (IrSymDim){v, axis, sym, min, max, ir_strdup(g, nm), false};
+    d[g->nsymdims] = (IrSymDim){v, axis, sym, min, max, ir_strdup(g, nm), false, 0};
     g->symdims = d;
     g->nsymdims++;
 }

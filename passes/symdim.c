@@ -36,6 +36,16 @@
  * Constants folded from the bound (position ids, causal masks) are taken as the
  * bound's row-major prefix of those of a smaller size, which holds for what Range,
  * Trilu and comparisons of positions compute.
+ *
+ * A pointwise op or a concatenation may join two different sizes derived from one
+ * input symbol (a U-Net's or a feature pyramid's upsampled map beside its skip
+ * connection: 2 * ceil(ceil(h / 2) / 2) and ceil(h / 2)), which agree only at some
+ * sizes (h a multiple of 4): the model runs at those only (onnxruntime fails at the
+ * others). They are taken as one symbol (sd_join), and sd_steps finds the sizes in
+ * [min, max] at which every joined pair agrees, by evaluating the derivations at each:
+ * they must be every step-th size down from the bound (the bound included), which the
+ * runtime then requires of the input (IrSymDim.step, DIMREFS); otherwise the node is
+ * refused, naming the sizes. A size bucket keeps its bundle's step.
  */
 #include <math.h>
 #include <stdio.h>
@@ -97,6 +107,27 @@ const char *pass_symdim_name(const Sd *d, int k)
     return "?";
 }
 
+/* Whether axes x and y, symbolic and different, are taken as one (see the top of the
+ * file): each one factor, unpadded, of one bound extent, derived from the same input
+ * symbol; the pair is recorded, once, for sd_steps (og: the joining node). */
+static bool sd_join(Sd *d, const SdAxis *x, const SdAxis *y, const IrOrigin *og)
+{
+    if (x->n != 1 || y->n != 1 || x->sym[0] < 0 || y->sym[0] < 0 || x->plo || x->phi ||
+        y->plo || y->phi || x->size[0] != y->size[0] ||
+        base_sym(d, x->sym[0]) != base_sym(d, y->sym[0]))
+        return false;
+    int a = x->sym[0], b = y->sym[0];
+    for (int i = 0; i < d->neq; i++)
+        if ((d->eq[i].a == a && d->eq[i].b == b) || (d->eq[i].a == b && d->eq[i].b == a))
+            return true;
+    if (d->neq == SD_MAXEQ)
+        return false;
+    d->eq[d->neq].a = a;
+    d->eq[d->neq].b = b;
+    d->eq[d->neq++].og = *og;
+    return true;
+}
+
 /* Report node n, which combines elements along the bounded dimension k in a way the
  * exact-size rules do not cover. */
 static bool refuse(Sd *d, const IrNode *n, int k, const char *what)
@@ -108,7 +139,8 @@ static bool refuse(Sd *d, const IrNode *n, int k, const char *what)
 }
 
 /* Pointwise (and broadcasting) node: each output axis takes the factors of an input
- * axis of the same extent that has symbols; two different ones are refused. */
+ * axis of the same extent that has symbols; two different ones are refused unless
+ * sd_join takes them as one (the first operand's then). */
 static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
 {
     const IrType *ot = ir_vtype(d->g, n->out[0]);
@@ -122,9 +154,12 @@ static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
             int oa = ot->rank - t->rank + a;
             if (!ax_sym(&s->ax[a]))
                 continue;
-            if (ax_sym(&o->ax[oa]) && memcmp(&o->ax[oa], &s->ax[a], sizeof s->ax[a]))
-                return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
-                              "operands that disagree");
+            if (ax_sym(&o->ax[oa]) && memcmp(&o->ax[oa], &s->ax[a], sizeof s->ax[a])) {
+                if (!sd_join(d, &o->ax[oa], &s->ax[a], &n->origin))
+                    return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
+                                  "operands that disagree");
+                continue;
+            }
             o->ax[oa] = s->ax[a];
         }
     }
@@ -584,7 +619,8 @@ int pass_symdim_derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div
 /* Concat: along its axis a symbolic dimension may be the last piece only (a class
  * token prepended, cat([cls, x], 1)): the output holds the static pieces' P positions,
  * then the last one's valid ones, its padding at the end, a derived size (size + P).
- * The other axes carry over, symbolic ones alike in every input that has one. */
+ * The other axes carry over, symbolic ones alike in every input that has one (or
+ * joined: sd_join). */
 static bool prop_concat(Sd *d, const IrNode *n)
 {
     const IrType *ot = ir_vtype(d->g, n->out[0]);
@@ -596,9 +632,12 @@ static bool prop_concat(Sd *d, const IrNode *n)
         for (int a = 0; s && a < ot->rank; a++) {
             if (a == axis || !ax_sym(&s->ax[a]))
                 continue;
-            if (ax_sym(&o->ax[a]) && memcmp(&o->ax[a], &s->ax[a], sizeof s->ax[a]))
-                return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
-                              "operands that disagree");
+            if (ax_sym(&o->ax[a]) && memcmp(&o->ax[a], &s->ax[a], sizeof s->ax[a])) {
+                if (!sd_join(d, &o->ax[a], &s->ax[a], &n->origin))
+                    return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
+                                  "operands that disagree");
+                continue;
+            }
             o->ax[a] = s->ax[a];
         }
         if (i + 1 == n->nin)
@@ -624,19 +663,39 @@ static bool prop_concat(Sd *d, const IrNode *n)
     return true;
 }
 
+/* Symbol k's size when its input symbol (base_sym) has size v: a derived size
+ * through its derivations; -1 where one has no element (a window longer than its
+ * input). */
+static int64_t sym_at(const Sd *d, int k, int64_t v)
+{
+    if (k < d->nbase)
+        return v;
+    const SdDerived *dv = &d->der[k - d->nbase];
+    int64_t p = sym_at(d, dv->parent, v);
+    if (p < 0 || p * dv->mul + dv->add < 0)
+        return -1;
+    return (p * dv->mul + dv->add) / dv->div + 1;
+}
+
+/* The bounds of input symbol k: its input entries' least min and their max. */
+static void sym_bounds(const Sd *d, int k, int64_t *min, int64_t *max)
+{
+    *min = INT64_MAX, *max = 0;
+    for (uint32_t i = 0; i < d->g->nsymdims; i++) {
+        const IrSymDim *e = &d->g->symdims[i];
+        if (e->sym == k && !e->output) {
+            *min = e->min < *min ? e->min : *min;
+            *max = e->max > *max ? e->max : *max;
+        }
+    }
+}
+
 /* Smallest value symbol k takes (its bounds' min through the derivations). */
 static int64_t sym_min(const Sd *d, int k)
 {
-    if (k >= d->nbase) {
-        const SdDerived *dv = &d->der[k - d->nbase];
-        int64_t p = sym_min(d, dv->parent) * dv->mul;
-        return p + dv->add < 0 ? -1 : (p + dv->add) / dv->div + 1;
-    }
-    int64_t m = INT64_MAX;
-    for (uint32_t i = 0; i < d->g->nsymdims; i++)
-        if (d->g->symdims[i].sym == k && d->g->symdims[i].min < m)
-            m = d->g->symdims[i].min;
-    return m;
+    int64_t lo, hi;
+    sym_bounds(d, base_sym(d, k), &lo, &hi);
+    return sym_at(d, k, lo);
 }
 
 /* Pad: a symbolic axis padded at either end has its padding (from the actual size on)
@@ -928,6 +987,84 @@ static bool unpad_output(Sd *d, ValId v, const SdVal **s)
     return true;
 }
 
+/* Whether every pair sd_join recorded on input symbol k agrees when k has size v;
+ * else the first that does not into *bad. */
+static bool joins_agree(const Sd *d, int k, int64_t v, int *bad)
+{
+    for (int i = 0; i < d->neq; i++) {
+        if (base_sym(d, d->eq[i].a) != k)
+            continue;
+        int64_t x = sym_at(d, d->eq[i].a, v), y = sym_at(d, d->eq[i].b, v);
+        if (x < 1 || x != y) {
+            *bad = i;
+            return false;
+        }
+    }
+    return true;
+}
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+#define SD_STEP_SPAN (1 << 20)             /* sizes sd_steps evaluates a symbol at, at most */
+
+/* For each input symbol that sd_join joined sizes of: the sizes in [min, max] at which
+ * they all agree must be those max - j * step (step the greatest common divisor of
+ * their distances from max, or a size bucket's given one), max among them; the step
+ * goes to every entry of the symbol. False (reported) otherwise. */
+static bool sd_steps(Sd *d)
+{
+    IrGraph *g = d->g;
+    for (int k = 0; k < d->nbase; k++) {
+        int bad = -1;
+        bool joined = false;
+        for (int i = 0; i < d->neq; i++)
+            joined |= base_sym(d, d->eq[i].a) == k;
+        if (!joined)
+            continue;
+        int64_t lo, hi, step = 0;
+        sym_bounds(d, k, &lo, &hi);
+        for (uint32_t i = 0; i < g->nsymdims; i++)
+            if (g->symdims[i].sym == k && g->symdims[i].step > 1)
+                step = g->symdims[i].step;
+        bool given = step > 0;
+        const char *nm = pass_symdim_name(d, k);
+        if (hi - lo > SD_STEP_SPAN || !joins_agree(d, k, hi, &bad)) {
+            ir_error(g, bad >= 0 ? &d->eq[bad].og : NULL, "unsupported: sizes derived from "
+                     "the bounded dynamic dimension '%s' that this node joins %s (fix its size "
+                     "with --input-shape)", nm, bad >= 0 ? "differ at its bound" : "over a "
+                     "range of more than 2^20 sizes");
+            return false;
+        }
+        for (int64_t v = hi - 1; !given && v >= lo; v--)
+            if (joins_agree(d, k, v, &bad))
+                step = gcd64(step, hi - v);
+        if (!step)
+            step = hi - lo + 1;            /* the bound only */
+        for (int64_t v = hi; v >= lo; v--) {
+            bool ok = joins_agree(d, k, v, &bad);
+            if (ok != ((hi - v) % step == 0)) {
+                ir_error(g, &d->eq[bad >= 0 ? bad : 0].og, "unsupported: the sizes of the "
+                         "bounded dynamic dimension '%s' at which the sizes derived from it "
+                         "that this node joins agree are not every %lld-th one down from its "
+                         "bound %lld (they %s at %lld; fix its size with --input-shape)", nm,
+                         (long long)step, (long long)hi, ok ? "agree" : "differ", (long long)v);
+                return false;
+            }
+        }
+        for (uint32_t i = 0; i < g->nsymdims; i++)
+            if (g->symdims[i].sym == k)
+                g->symdims[i].step = step;
+    }
+    return true;
+}
+
 static bool mark_outputs(Sd *d)
 {
     IrGraph *g = d->g;
@@ -972,6 +1109,7 @@ static bool mark_outputs(Sd *d)
                 if (g->symdims[j].sym == x->sym[0])
                     src = &g->symdims[j];
             ir_sym_add(g, v, a, src->min, src->max, src->name);
+            g->symdims[g->nsymdims - 1].step = src->step;
             g->symdims[g->nsymdims - 1].output = true;
             g->symdims[g->nsymdims - 1].input = i;        /* the output's index */
         }
@@ -1044,5 +1182,5 @@ bool pass_symdim(IrGraph *g)
     d.plan = false;
     uint32_t n = 0;
     IrNode *old = ir_rewrite_begin(g, &n);
-    return sd_walk(&d, old, n) && !ir_failed(g) && mark_outputs(&d);
+    return sd_walk(&d, old, n) && !ir_failed(g) && sd_steps(&d) && mark_outputs(&d);
 }

@@ -45,6 +45,7 @@ typedef struct {                           /* one kept mask: its shape and symbo
 } SdMask;
 
 #define SD_MAXSRCSYM 8                     /* symbols masked at one source */
+#define SD_MAXEQ 64                        /* pairs of joined symbols (sd_join) */
 
 typedef struct {                           /* a source masked for all users (symdim_source.c) */
     double neutral;                        /* the padding's value */
@@ -67,6 +68,12 @@ typedef struct {
     SdMask masks[SD_MAXMASKS];             /* pass_symdim_mask_pad's, for reuse */
     int nmasks;
     SdSource **src;                        /* per value: masked for all its users */
+    struct {                               /* symbols an op joins (sd_join): equal at
+                                              every size the model takes */
+        int a, b;
+        IrOrigin og;
+    } eq[SD_MAXEQ];
+    int neq;
 } Sd;
 
 /* The axes of value v (NULL: none symbolic, or a value made by the pass itself). */

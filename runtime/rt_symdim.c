@@ -28,8 +28,8 @@ static const char *check_ref(const spy_model *m, uint32_t k, char *buf, size_t l
         return snprintf(buf, len, "axis %u of a rank-%u tensor", r->axis, t->rank), buf;
     if (r->sym >= m->nsyms)
         return snprintf(buf, len, "symbol %u of %u", r->sym, m->nsyms), buf;
-    if (r->reserved)
-        return "reserved field not zero";
+    if (r->step && (!(m->hdr->features & SPY_FEAT_DIMSTEP) || r->step < 2))
+        return "a step without feature DIMSTEP, or a step of 1";
     if (r->min < 1 || r->min > r->max || r->max != t->dims[r->axis])
         return snprintf(buf, len, "bounds [%lld, %lld] for an axis of %lld",
                         (long long)r->min, (long long)r->max, (long long)t->dims[r->axis]),
@@ -137,6 +137,13 @@ spy_status rt_sym_inputs(const spy_model *m, const int64_t *in_dims, const void 
             for (uint32_t k = 0; k < m->ndimrefs && !r; k++)
                 if (m->dimrefs[k].tensor == i && m->dimrefs[k].axis == (uint32_t)a)
                     r = &m->dimrefs[k];
+            if (r->step > 1 && v >= r->min && v <= r->max && (r->max - v) % r->step) {
+                snprintf(err, errlen, "input '%s' axis %d: size %lld is not one this bundle "
+                         "takes: %lld down by steps of %u to %lld (the model joins sizes "
+                         "derived from it that agree only there)", io->info.name, a,
+                         (long long)v, (long long)r->max, r->step, (long long)r->min);
+                return SPY_E_INVALID_ARG;
+            }
             if (v < r->min || v > r->max || (symv[s] >= 0 && symv[s] != v)) {
                 snprintf(err, errlen, "input '%s' axis %d: size %lld %s", io->info.name, a,
                          (long long)v, v < r->min || v > r->max ? "outside its bounds"

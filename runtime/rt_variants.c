@@ -146,7 +146,8 @@ static bool sym_sizes(const spy_model *m, const int64_t *in_dims, int32_t *symv)
         if (r->tensor >= m->nvis_in)
             continue;
         int64_t v = in_dims[(size_t)r->tensor * SPY_MAX_RANK + r->axis];
-        if (v < r->min || v > r->max || (symv[r->sym] >= 0 && symv[r->sym] != v))
+        if (v < r->min || v > r->max || (symv[r->sym] >= 0 && symv[r->sym] != v) ||
+            (r->step > 1 && (r->max - v) % r->step))
             return false;
         symv[r->sym] = (int32_t)v;
     }

@@ -62,9 +62,10 @@ typedef struct {
                                     at launch for small symbol sizes (SPY_FEAT_DYNDIM) */
 #define SPY_FEAT_RING_CLAMP 0x400u  /* a LOAD over the ring has a row clamp (SPY_FEAT_GUARDS):
                                       the tile's origin sends the rows it receives */
+#define SPY_FEAT_DIMSTEP 0x800u  /* a DIMREFS entry has a step (SpyDimRef.step, sbin.md) */
 #define SPY_FEATURES_KNOWN (SPY_FEAT_SCATTER | SPY_FEAT_DEBUG | SPY_FEAT_BWIN | SPY_FEAT_DYNDIM | \
                             SPY_FEAT_FP8W | SPY_FEAT_RING | SPY_FEAT_VARIANTS | SPY_FEAT_GUARDS | \
-                            SPY_FEAT_RING_CLAMP)
+                            SPY_FEAT_RING_CLAMP | SPY_FEAT_DIMSTEP)
 
 typedef enum {
     SPY_SEC_STRINGS = 1,     /* NUL-terminated strings; other sections refer by offset */
@@ -122,7 +123,9 @@ typedef struct {
     uint32_t tensor;         /* index in TENSORS */
     uint32_t axis;
     uint32_t sym;
-    uint32_t reserved;
+    uint32_t step;           /* 0: any size in [min, max]; > 1 (SPY_FEAT_DIMSTEP): only
+                                max - j * step (the model joins sizes derived from it that
+                                agree only there) */
     int64_t min, max;
 } SpyDimRef;
 

@@ -11,7 +11,8 @@
  * the compiler's (a reverse scan along a symbolic axis, an average pool whose divisors
  * were folded for the bound). Indexing along it: a gather of the last position (counted
  * from the actual length), x[:, -1:] (likewise), a slice below the least length
- * (exact), one past it (refused).
+ * (exact), one past it (refused). Sizes joined by a skip connection: every step-th
+ * size taken, the others refused.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -744,6 +745,51 @@ static void test_resize_sizes_refused(void **state)
     expect_refused(f, "a gather along the bounded dynamic dimension 'h'");
 }
 
+/* A U-Net's skip connection in miniature: x f32[1, 1, h, 2] (h in 4..16) plus itself
+ * max-pooled by 2 along h and upsampled back by 2 (Resize by scales): the sum joins h
+ * and 2 * floor(h / 2), which agree at even h only. The bundle takes h = 16, 14, .., 4
+ * (DIMREFS step 2), each matching a C reference, and refuses odd h, naming the step. */
+static void test_joined_sizes_every_step(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 16, 2}, 2, 4, "h");
+    IrAttr pa[2] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){2, 1}, 2),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 1}, 2)};
+    ValId p = ut_onnx_op(f->g, "MaxPool", 13, &x, 1, pa, 2);
+    ValId sc = ut_const(f->g, IR_DT_F32, 1, (int64_t[]){4}, (float[]){1, 1, 2, 1});
+    IrAttr ra[2] = {ir_attr_str(f->g, "mode", "nearest"),
+                    ir_attr_str(f->g, "coordinate_transformation_mode", "asymmetric")};
+    ValId u = ut_onnx_op(f->g, "Resize", 18, (ValId[]){p, IR_NONE, sc}, 3, ra, 2);
+    ir_add_output(f->g, ut_onnx_op(f->g, "Add", 14, (ValId[]){x, u}, 2, NULL, 0));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[32], out[32], want[32];
+    for (int h = 4; h <= 16; h++) {
+        ut_fill(in, 2 * h, 0.7f, -0.3f);
+        spy_status st = spy_session_set_input_shape(s, 0, 4, (int64_t[]){1, 1, h, 2});
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        if (st == SPY_OK)
+            st = spy_session_run(s, ins, outs);
+        if (h % 2) {
+            assert_int_equal(st, SPY_E_INVALID_ARG);
+            assert_non_null(strstr(spy_session_error(s), "by steps of 2"));
+            continue;
+        }
+        assert_int_equal(st, SPY_OK);
+        for (int i = 0; i < h; i++)
+            for (int j = 0; j < 2; j++)
+                want[i * 2 + j] = in[i * 2 + j] + fmaxf(in[(i & ~1) * 2 + j],
+                                                        in[((i & ~1) + 1) * 2 + j]);
+        expect_out_shape(s, 4, (int64_t[]){1, 1, h, 2});
+        ut_expect_close(out, want, 2 * h, 1e-6);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
 /* SYMLEN only means something with symbolic dimensions (pass_symdim resolves it): in
  * a static graph (a text IR file may hold one) the pipeline refuses it. */
 static void test_symlen_static_refused(void **state)
@@ -876,6 +922,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_symlen_static_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_concat_appended_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_resize_sizes_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_joined_sizes_every_step, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -367,7 +367,8 @@ static void dimrefs_section(void)
         {0, offsetof(SpyDimRef, sym), 4, 1, "dimrefs_sym", "symbol 1 of 1"},
         {0, offsetof(SpyDimRef, min), 8, 0, "dimrefs_min", "bounds [0, 4] for an axis of 4"},
         {1, offsetof(SpyDimRef, max), 8, 8, "dimrefs_max", "bounds [1, 8] for an axis of 4"},
-        {0, offsetof(SpyDimRef, reserved), 4, 1, "dimrefs_reserved", "reserved field not zero"},
+        {0, offsetof(SpyDimRef, step), 4, 2, "dimrefs_step",
+         "a step without feature DIMSTEP, or a step of 1"},
         {1, offsetof(SpyDimRef, tensor), 4, 0, "dimrefs_twice",
          "a second entry for the same axis"},
     };
