@@ -42,10 +42,10 @@
  * connection: 2 * ceil(ceil(h / 2) / 2) and ceil(h / 2)), which agree only at some
  * sizes (h a multiple of 4): the model runs at those only (onnxruntime fails at the
  * others). They are taken as one symbol (sd_join), and sd_steps finds the sizes in
- * [min, max] at which every joined pair agrees, by evaluating the derivations at each:
- * they must be every step-th size down from the bound (the bound included), which the
- * runtime then requires of the input (IrSymDim.step, DIMREFS); otherwise the node is
- * refused, naming the sizes. A size bucket keeps its bundle's step.
+ * [min, max] at which every joined pair agrees, by evaluating the derivations at each,
+ * and takes the bound and every step-th size below it, the least step for which all of
+ * those agree, which the runtime then requires of the input (IrSymDim.step, DIMREFS);
+ * when none does, the node is refused. A size bucket keeps its bundle's step.
  */
 #include <math.h>
 #include <stdio.h>
@@ -1003,21 +1003,28 @@ static bool joins_agree(const Sd *d, int k, int64_t v, int *bad)
     return true;
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b) {
-        int64_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
-}
-
 #define SD_STEP_SPAN (1 << 20)             /* sizes sd_steps evaluates a symbol at, at most */
 
-/* For each input symbol that sd_join joined sizes of: the sizes in [min, max] at which
- * they all agree must be those max - j * step (step the greatest common divisor of
- * their distances from max, or a size bucket's given one), max among them; the step
- * goes to every entry of the symbol. False (reported) otherwise. */
+/* The smallest step s for which every size hi - j * s down to lo is one where the
+ * joined sizes agree (ok[hi - v]); 0 when only hi is (n = hi - lo + 1 sizes). */
+static int64_t least_step(const bool *ok, int64_t n)
+{
+    for (int64_t s = 1; s < n; s++) {
+        bool all = true;
+        for (int64_t j = s; j < n && all; j += s)
+            all = ok[j];
+        if (all)
+            return s;
+    }
+    return 0;
+}
+
+/* For each input symbol that sd_join joined sizes of: the sizes the bundle takes are
+ * max and every step-th one below it down to min, step the least for which the joined
+ * sizes agree at all of them (a text detector's feature pyramid: 32, its sizes
+ * multiples of 32, though 3 sizes below each agree too), or a size bucket's given one;
+ * the step goes to every entry of the symbol. False (reported) when they agree at the
+ * bound only, or the given step fails. */
 static bool sd_steps(Sd *d)
 {
     IrGraph *g = d->g;
@@ -1033,34 +1040,38 @@ static bool sd_steps(Sd *d)
         for (uint32_t i = 0; i < g->nsymdims; i++)
             if (g->symdims[i].sym == k && g->symdims[i].step > 1)
                 step = g->symdims[i].step;
-        bool given = step > 0;
         const char *nm = pass_symdim_name(d, k);
-        if (hi - lo > SD_STEP_SPAN || !joins_agree(d, k, hi, &bad)) {
-            ir_error(g, bad >= 0 ? &d->eq[bad].og : NULL, "unsupported: sizes derived from "
-                     "the bounded dynamic dimension '%s' that this node joins %s (fix its size "
-                     "with --input-shape)", nm, bad >= 0 ? "differ at its bound" : "over a "
-                     "range of more than 2^20 sizes");
+        if (hi - lo >= SD_STEP_SPAN) {
+            ir_error(g, &d->eq[0].og, "unsupported: sizes derived from the bounded dynamic "
+                     "dimension '%s' joined over a range of more than 2^20 sizes (give it "
+                     "tighter bounds)", nm);
             return false;
         }
-        for (int64_t v = hi - 1; !given && v >= lo; v--)
-            if (joins_agree(d, k, v, &bad))
-                step = gcd64(step, hi - v);
-        if (!step)
-            step = hi - lo + 1;            /* the bound only */
-        for (int64_t v = hi; v >= lo; v--) {
-            bool ok = joins_agree(d, k, v, &bad);
-            if (ok != ((hi - v) % step == 0)) {
-                ir_error(g, &d->eq[bad >= 0 ? bad : 0].og, "unsupported: the sizes of the "
-                         "bounded dynamic dimension '%s' at which the sizes derived from it "
-                         "that this node joins agree are not every %lld-th one down from its "
-                         "bound %lld (they %s at %lld; fix its size with --input-shape)", nm,
-                         (long long)step, (long long)hi, ok ? "agree" : "differ", (long long)v);
+        int64_t n = hi - lo + 1;
+        bool *ok = ir_scratch(g, (size_t)n * sizeof *ok);
+        for (int64_t j = 0; j < n; j++)
+            ok[j] = joins_agree(d, k, hi - j, &bad);
+        for (int64_t j = 0; step && j < n; j += step)
+            if (!ok[j]) {
+                joins_agree(d, k, hi - j, &bad);
+                ir_error(g, &d->eq[bad].og, "unsupported: sizes derived from the bounded "
+                         "dynamic dimension '%s' that this node joins differ at %lld, a size "
+                         "of the bundle's step %lld", nm, (long long)(hi - j), (long long)step);
                 return false;
             }
+        if (!step && n > 1 && !(step = least_step(ok, n))) {
+            joins_agree(d, k, hi - 1, &bad);
+            for (int64_t j = 1; bad < 0 && j < n; j++)
+                joins_agree(d, k, hi - j, &bad);
+            ir_error(g, &d->eq[bad >= 0 ? bad : 0].og, "unsupported: the sizes derived from "
+                     "the bounded dynamic dimension '%s' that this node joins agree at its "
+                     "bound %lld but at no regular set of sizes below it down to %lld (fix its "
+                     "size with --input-shape)", nm, (long long)hi, (long long)lo);
+            return false;
         }
         for (uint32_t i = 0; i < g->nsymdims; i++)
             if (g->symdims[i].sym == k)
-                g->symdims[i].step = step;
+                g->symdims[i].step = step > 1 ? step : 0;
     }
     return true;
 }

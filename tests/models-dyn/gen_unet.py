@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Generate tests/models-dyn/unet_hw: a U-Net in miniature exported with a dynamic batch,
-height and width (the TorchScript exporter's dynamic_axes, as published segmentation
-models ship), for the dynamic-model tests of `make check`.
+"""Generate tests/models-dyn/unet_hw and fpn_hw: a U-Net and a text detector's feature
+pyramid in miniature, exported with a dynamic batch, height and width (the TorchScript
+exporter's dynamic_axes, as published segmentation and detection models ship), for the
+dynamic-model tests of `make check`.
 
 Two max-pool levels down, then up again by a transposed convolution (stride 2) and by a
 bilinear Resize (scale 2), each concatenated with its skip connection. The concatenations
@@ -9,7 +10,13 @@ join sizes derived from h: h / 2 beside 2 * floor(h / 4) and h beside 2 * floor(
 which agree only for h a multiple of 4 (onnxruntime fails at other sizes); the bundle
 takes the bound and every 4th size below it (passes/symdim.c sd_steps). Data sets at
 1x3x32x32, 2x3x24x40 and 1x3x16x64 (onnxruntime's outputs); flags: batch up to 2, h and w
-16..64. Needs torch, onnx, onnxruntime and numpy:
+16..64.
+
+fpn_hw: three 3x3 stride-2 convolutions (sizes ceil(h / 2), ceil(h / 4), ceil(h / 8)),
+then lateral 1x1 convolutions added to the nearest-upsampled coarser level (as PP-OCR's
+DBNet detectors): the joined sizes agree at h = 8k and 8k - 1, so the least step that
+only meets such sizes is 8 (the bundle takes 64, 56, .., 16). Data sets at 1x3x32x48,
+2x3x40x24 and 1x3x64x64; same flags. Needs torch, onnx, onnxruntime and numpy:
 
     python3 tests/models-dyn/gen_unet.py
 """
@@ -26,7 +33,7 @@ TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(TESTS, "models"))
 import gen_util  # noqa: E402  tests/models/gen_util.py: save_with_sets
 
-HERE = os.path.join(TESTS, "models-dyn", "unet_hw")
+DYN = os.path.join(TESTS, "models-dyn")
 SHAPES = ((1, 3, 32, 32), (2, 3, 24, 40), (1, 3, 16, 64))
 
 
@@ -59,19 +66,47 @@ class UNet(nn.Module):
         return self.head(self.d1(torch.cat([u, a], 1)))
 
 
-def main():
-    torch.manual_seed(7)
+class Fpn(nn.Module):
+    """Backbone 3 -> 8 -> 16 -> 16 channels at strides 2, 4, 8; a 1-channel sigmoid map at
+    stride 2."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 8, 3, 2, 1), nn.Conv2d(8, 16, 3, 2, 1)
+        self.c3 = nn.Conv2d(16, 16, 3, 2, 1)
+        self.l1, self.l2, self.l3 = nn.Conv2d(8, 8, 1), nn.Conv2d(16, 8, 1), nn.Conv2d(16, 8, 1)
+        self.head = nn.Conv2d(8, 1, 3, padding=1)
+
+    def forward(self, x):
+        a = torch.relu(self.c1(x))
+        b = torch.relu(self.c2(a))
+        c = torch.relu(self.c3(b))
+        up = nn.functional.interpolate
+        p2 = self.l2(b) + up(self.l3(c), scale_factor=2.0, mode="nearest")
+        p1 = self.l1(a) + up(p2, scale_factor=2.0, mode="nearest")
+        return torch.sigmoid(self.head(p1))
+
+
+def write(name, model, shapes):
+    """Export model to DYN/name with a data set per shape and the flags file."""
+    here = os.path.join(DYN, name)
     buf = io.BytesIO()
     axes = {0: "batch", 2: "h", 3: "w"}
-    torch.onnx.export(UNet().eval(), (torch.randn(*SHAPES[0]),), buf, dynamo=False,
+    torch.onnx.export(model.eval(), (torch.randn(*shapes[0]),), buf, dynamo=False,
                       input_names=["x"], output_names=["y"], opset_version=17,
                       dynamic_axes={"x": axes, "y": axes})
     rng = np.random.default_rng(3)
-    gen_util.save_with_sets(onnx.load_from_string(buf.getvalue()), HERE,
-                            [rng.standard_normal(s).astype(np.float32) for s in SHAPES])
-    with open(os.path.join(HERE, "flags"), "w") as f:
+    gen_util.save_with_sets(onnx.load_from_string(buf.getvalue()), here,
+                            [rng.standard_normal(s).astype(np.float32) for s in shapes])
+    with open(os.path.join(here, "flags"), "w") as f:
         f.write("--dim batch=2 --dim h=16..64 --dim w=16..64\n")
-    print("wrote", HERE)
+    print("wrote", here)
+
+
+def main():
+    torch.manual_seed(7)
+    write("unet_hw", UNet(), SHAPES)
+    write("fpn_hw", Fpn(), ((1, 3, 32, 48), (2, 3, 40, 24), (1, 3, 64, 64)))
 
 
 if __name__ == "__main__":
