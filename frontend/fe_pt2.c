@@ -148,7 +148,7 @@ static bool load(FePt2 *p)
     p->g->oom = p->oom;
     p->g->arena_limit = p->opt.arena_limit;
     p->g->model_path = ir_strdup(p->g, p->path);
-    return fe_pt2_build(p, gm);
+    return fe_pt2_syms_read(p, p->doc) && fe_pt2_build(p, gm);
 }
 
 /* Release the loader's resources (the graph only if keep_graph is false). */
@@ -179,6 +179,10 @@ IrGraph *fe_load_pt2(const char *path, IrDiag *diag, const FeOptions *opt)
     p->opt.max_file_bytes = opt && opt->max_file_bytes ? opt->max_file_bytes : DEFAULT_MAX_FILE;
     p->opt.max_nesting = opt && opt->max_nesting > 0 ? opt->max_nesting : DEFAULT_MAX_NESTING;
     p->opt.arena_limit = opt ? opt->arena_limit : 0;
+    if (opt) {                             /* bounds of symbolic dimensions (fe_pt2_sym.c) */
+        p->opt.dim_bounds = opt->dim_bounds, p->opt.ndim_bounds = opt->ndim_bounds;
+        p->opt.sym_caps = opt->sym_caps, p->opt.nsym_caps = opt->nsym_caps;
+    }
     p->scopes = json_array();
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {

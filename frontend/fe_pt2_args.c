@@ -40,7 +40,7 @@ static bool sym_int(FePt2Scope *s, json_t *a, int64_t *out)
     if (tag && strcmp(tag, "as_name") == 0 && json_is_string(x)) {
         json_t *sv = json_object_get(fe_pt2_obj(s->graph, "sym_int_values"),
                                      json_string_value(x));
-        return sv && fe_pt2_symint(sv, out);
+        return sv && fe_pt2_symint(sv, s->syms, out);
     }
     return false;
 }
@@ -65,7 +65,7 @@ static bool is_strided(FePt2Scope *s, const char *name)
     IrType t;
     int64_t strides[IR_MAX_RANK] = {0}, off = 0;
     char err[128];
-    return meta && fe_pt2_tensor_meta(meta, &t, strides, &off, err, sizeof err) &&
+    return meta && fe_pt2_tensor_meta(meta, s->syms, &t, strides, &off, err, sizeof err) &&
            !fe_pt2_is_dense(&t, strides, off);
 }
 

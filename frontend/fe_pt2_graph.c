@@ -57,7 +57,7 @@ static bool value_type(FePt2Build *b, FePt2Scope *s, const char *name, IrType *t
         ir_error(b->g, o, "tensor '%s' has no entry in tensor_values", name);
         return false;
     }
-    if (!fe_pt2_tensor_meta(meta, t, NULL, NULL, err, sizeof err)) {
+    if (!fe_pt2_tensor_meta(meta, s->syms, t, NULL, NULL, err, sizeof err)) {
         ir_error(b->g, o, "tensor '%s': %s", name, err);
         return false;
     }
@@ -225,7 +225,7 @@ static bool inline_hop(FePt2Build *b, FePt2Scope *s, json_t *node, const IrOrigi
         return false;
     }
     FePt2Scope inner = {sub, new_names(b), fe_pt2_obj(sub, "tensor_values"), s->depth + 1,
-                        new_names(b)};
+                        new_names(b), s->syms};
     if (!inner.names || !inner.views) {
         ir_error(b->g, o, "out of memory");
         return false;
@@ -337,6 +337,41 @@ static bool convert_graph(FePt2Build *b, FePt2Scope *s)
 }
 
 /* One entry of input_specs: a user input or a parameter/buffer/constant. */
+/* The symbolic axes of user input v (tensor nm): each one symbol, or a multiple m of
+ * one (a bounded symbolic dimension for pass_symdim, named after it, "m*s0" taking every
+ * m-th size); another size derived from symbols is refused. */
+static bool input_symbols(FePt2Build *b, FePt2Scope *s, const char *nm, ValId v,
+                          const IrOrigin *o)
+{
+    json_t *sizes = fe_pt2_arr(fe_pt2_obj(s->tensor_values, nm), "sizes");
+    for (size_t a = 0; a < json_array_size(sizes); a++) {
+        json_t *x = NULL;
+        const char *tag = fe_pt2_tag(json_array_get(sizes, a), &x), *sym = NULL;
+        const char *e = tag && !strcmp(tag, "as_expr") ? fe_pt2_str(x, "expr_str") : NULL;
+        int64_t bound;
+        if (!e)
+            continue;
+        int64_t mul = 1;
+        if (!fe_pt2_sym_eval(s->syms, e, &bound, &sym, NULL) ||
+            (!sym && !fe_pt2_sym_multiple(s->syms, e, &mul, &sym))) {
+            ir_error(b->g, o, "unsupported: input '%s' axis %zu has the symbolic size %.160s "
+                     "(only a dimension of its own or a multiple of one, such as a Dim or 4 * "
+                     "a Dim, is supported)", nm, a, e);
+            return false;
+        }
+        for (int k = 0; k < s->syms->n; k++) {
+            const FePt2Sym *y = &s->syms->v[k];
+            if (strcmp(y->name, sym))
+                continue;
+            char name[48];                 /* "4*s39": a symbol of its own, every 4th size */
+            snprintf(name, sizeof name, mul > 1 ? "%lld*%s" : "%.0lld%s", (long long)mul, sym);
+            ir_sym_add(b->g, v, (int)a, y->min * mul, bound, name);
+            b->g->symdims[b->g->nsymdims - 1].step = mul > 1 ? mul : y->step;
+        }
+    }
+    return true;
+}
+
 static bool add_placeholder(FePt2Build *b, FePt2Scope *s, json_t *spec, size_t i)
 {
     json_t *val = NULL;
@@ -359,8 +394,9 @@ static bool add_placeholder(FePt2Build *b, FePt2Scope *s, json_t *spec, size_t i
         o.name = nm;
         if (!value_type(b, s, nm, &t, &o))
             return false;
-        fe_pt2_bind(s, nm, ir_add_input(b->g, nm, &t));
-        return true;
+        ValId v = ir_add_input(b->g, nm, &t);
+        fe_pt2_bind(s, nm, v);
+        return input_symbols(b, s, nm, v, &o);
     }
     for (size_t k = 0; kind && k < 3; k++) {
         if (strcmp(kind, fqn_key[k][0]) != 0)
@@ -434,7 +470,7 @@ bool fe_pt2_build(FePt2 *p, json_t *gm)
     FePt2Build b = {p, p->g, malloc(sizeof(FePt2Args))};
     p->scratch[2] = b.args; /* freed by the loader if an allocation fails */
     FePt2Scope s = {graph, new_names(&b), fe_pt2_obj(graph, "tensor_values"), 0,
-                    new_names(&b)};
+                    new_names(&b), &p->syms};
     bool ok = b.args && s.names && s.views && s.tensor_values;
     if (!ok)
         ir_diag_error(p->diag, "%s: no tensor_values (or out of memory)", p->json_entry);

@@ -16,6 +16,7 @@ typedef struct {
     int depth;                             /* 0 for the top graph */
     json_t *views;                         /* view name -> [base name, view NodeId]
                                             * (fe_pt2_views.c), owned like names */
+    const FePt2Syms *syms;                 /* the program's symbolic sizes (fe_pt2_sym.c) */
 } FePt2Scope;
 
 /* The converted arguments of one node. */

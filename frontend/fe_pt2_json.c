@@ -120,11 +120,16 @@ bool fe_pt2_float(json_t *v, double *out)
     return true;
 }
 
-/* A concrete SymInt {"as_int": N}. Symbolic sizes ({"as_expr": ...}) are refused. */
-bool fe_pt2_symint(json_t *v, int64_t *out)
+/* A SymInt {"as_int": N}, or a symbolic one ({"as_expr": {"expr_str": E}}) at the
+ * bounds of sy (none: refused). */
+bool fe_pt2_symint(json_t *v, const FePt2Syms *sy, int64_t *out)
 {
     json_t *x = NULL;
     const char *tag = fe_pt2_tag(v, &x);
+    if (sy && tag && !strcmp(tag, "as_expr")) {
+        const char *e = fe_pt2_str(x, "expr_str");
+        return e && fe_pt2_sym_eval(sy, e, out, NULL, NULL);
+    }
     if (!tag || strcmp(tag, "as_int") != 0 || !json_is_integer(x))
         return false;
     *out = (int64_t)json_integer_value(x);
@@ -169,8 +174,10 @@ const char *fe_pt2_dtype_name(int64_t code)
     }
 }
 
-/* Parse a list of SymInts (sizes or strides) into v; returns the count or -1. */
-static int symint_list(json_t *a, int64_t *v, const char *what, char *err, size_t errlen)
+/* Parse a list of SymInts (sizes or strides; symbolic ones at the bounds of sy) into v;
+ * returns the count or -1. */
+static int symint_list(json_t *a, const FePt2Syms *sy, int64_t *v, const char *what, char *err,
+                       size_t errlen)
 {
     if (!json_is_array(a)) {
         snprintf(err, errlen, "tensor metadata has no '%s' list", what);
@@ -182,18 +189,25 @@ static int symint_list(json_t *a, int64_t *v, const char *what, char *err, size_
         return -1;
     }
     for (size_t i = 0; i < n; i++)
-        if (!fe_pt2_symint(json_array_get(a, i), &v[i])) {
-            snprintf(err, errlen,
-                     "%s[%zu] is symbolic or malformed (only static shapes are supported)",
-                     what, i);
+        if (!fe_pt2_symint(json_array_get(a, i), sy, &v[i])) {
+            json_t *x = NULL;
+            const char *tag = fe_pt2_tag(json_array_get(a, i), &x), *why = NULL;
+            const char *e = tag && !strcmp(tag, "as_expr") ? fe_pt2_str(x, "expr_str") : NULL;
+            int64_t dummy;
+            if (e)
+                fe_pt2_sym_eval(sy, e, &dummy, NULL, &why);
+            snprintf(err, errlen, "%s[%zu] is %s%s", what, i, e ? "symbolic: " : "malformed",
+                     e ? (why ? why : "unsupported") : "");
+            if (e)
+                snprintf(err + strlen(err), errlen - strlen(err), " (%.160s)", e);
             return -1;
         }
     return (int)n;
 }
 
 /* TensorMeta -> IrType (+ strides and storage offset). */
-bool fe_pt2_tensor_meta(json_t *meta, IrType *t, int64_t *strides, int64_t *offset,
-                        char *err, size_t errlen)
+bool fe_pt2_tensor_meta(json_t *meta, const FePt2Syms *sy, IrType *t, int64_t *strides,
+                        int64_t *offset, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     json_t *dt = json_is_object(meta) ? json_object_get(meta, "dtype") : NULL;
@@ -213,7 +227,7 @@ bool fe_pt2_tensor_meta(json_t *meta, IrType *t, int64_t *strides, int64_t *offs
         snprintf(err, errlen, "only strided (dense) tensors are supported");
         return false;
     }
-    int rank = symint_list(json_object_get(meta, "sizes"), t->dims, "sizes", err, errlen);
+    int rank = symint_list(json_object_get(meta, "sizes"), sy, t->dims, "sizes", err, errlen);
     if (rank < 0)
         return false;
     t->rank = rank;
@@ -229,7 +243,7 @@ bool fe_pt2_tensor_meta(json_t *meta, IrType *t, int64_t *strides, int64_t *offs
     }
     if (strides) {
         int64_t tmp[IR_MAX_RANK] = {0};
-        int ns = symint_list(json_object_get(meta, "strides"), tmp, "strides", err, errlen);
+        int ns = symint_list(json_object_get(meta, "strides"), sy, tmp, "strides", err, errlen);
         if (ns < 0)
             return false;
         if (ns != rank) {
@@ -241,7 +255,7 @@ bool fe_pt2_tensor_meta(json_t *meta, IrType *t, int64_t *strides, int64_t *offs
     if (offset) {
         *offset = 0;
         json_t *so = json_object_get(meta, "storage_offset");
-        if (so && (!fe_pt2_symint(so, offset) || *offset < 0)) {
+        if (so && (!fe_pt2_symint(so, sy, offset) || *offset < 0)) {
             snprintf(err, errlen, "storage_offset is symbolic, negative or malformed");
             return false;
         }

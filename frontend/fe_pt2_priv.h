@@ -100,21 +100,47 @@ const char *fe_pt2_str(json_t *o, const char *key);
 const char *fe_pt2_tag(json_t *u, json_t **val);
 /* A float as torch serializes it: a number or "Infinity"/"-Infinity"/"NaN". */
 bool fe_pt2_float(json_t *v, double *out);
-/* A SymInt ({"as_int": N}; symbolic ones are refused). */
-bool fe_pt2_symint(json_t *v, int64_t *out);
+/* ---- fe_pt2_sym.c: symbolic sizes (dynamic_shapes), evaluated at their bounds ---- */
+typedef struct {
+    char name[24];                         /* the sympy symbol, "s77" */
+    int64_t min, max;                      /* its range (range_constraints, --dim) */
+    int64_t step;                          /* a size bucket's cap's step (FeDimBound) */
+} FePt2Sym;
+typedef struct {
+    FePt2Sym *v;
+    int n;
+} FePt2Syms;
+struct FePt2;
+/* Read the archive's range_constraints (doc: models/NAME.json) into p->syms, narrowed
+ * by --dim SYMBOL=[MIN..]MAX and a size bucket's caps; false (reported) for a symbol
+ * without a bound. */
+bool fe_pt2_syms_read(struct FePt2 *p, json_t *doc);
+/* Evaluate srepr expression e with every symbol at its bound into *out; *bare (may be
+ * NULL) is the symbol's name when e is one symbol, else NULL. False with *why on an
+ * unknown symbol or function. */
+bool fe_pt2_sym_eval(const FePt2Syms *sy, const char *e, int64_t *out, const char **bare,
+                     const char **why);
+/* Whether e is Mul(Integer(m), Symbol(s)), m >= 2 (an input's size torch.export
+ * derived from a Dim, 4 * h): *mul = m and *sym the symbol's name. */
+bool fe_pt2_sym_multiple(const FePt2Syms *sy, const char *e, int64_t *mul, const char **sym);
+
+/* A SymInt: {"as_int": N}, or {"as_expr": {"expr_str": E}} evaluated at the bounds of
+ * sy (NULL: refused). */
+bool fe_pt2_symint(json_t *v, const FePt2Syms *sy, int64_t *out);
 /* torch ScalarType code -> IrDType (UNDEF if unsupported); name for messages. */
 IrDType fe_pt2_dtype(int64_t code);
 const char *fe_pt2_dtype_name(int64_t code);
-/* Parse a TensorMeta: dtype and sizes into t; strides and storage offset into the
- * optional outputs (strides has IR_MAX_RANK entries). On error writes err. */
-bool fe_pt2_tensor_meta(json_t *meta, IrType *t, int64_t *strides, int64_t *offset,
-                        char *err, size_t errlen);
+/* Parse a TensorMeta: dtype and sizes into t (symbolic ones at their bounds in sy,
+ * NULL: refused); strides and storage offset into the optional outputs (strides has
+ * IR_MAX_RANK entries). On error writes err. */
+bool fe_pt2_tensor_meta(json_t *meta, const FePt2Syms *sy, IrType *t, int64_t *strides,
+                        int64_t *offset, char *err, size_t errlen);
 /* True if a tensor of type t with these strides and storage offset is the dense
  * row-major prefix of its storage. */
 bool fe_pt2_is_dense(const IrType *t, const int64_t *strides, int64_t offset);
 
 /* ---- the loader's state ---- */
-typedef struct {
+typedef struct FePt2 {
     const char *path;                      /* the .pt2 file */
     IrDiag *diag;
     FeOptions opt;
@@ -130,6 +156,7 @@ typedef struct {
     void *scratch[3];                      /* malloc'd temporaries, freed if loading
                                             * is abandoned (allocation failure) */
     json_t *scopes;                        /* owns every scope's name map (array) */
+    FePt2Syms syms;                        /* the program's symbolic sizes' bounds */
 } FePt2;
 
 /* ---- fe_pt2_weights.c ---- */

@@ -161,7 +161,7 @@ static long locate_payload(FePt2 *p, const char *fqn, const IrType *want, IrType
         return -1;
     }
     char err[256];
-    if (!fe_pt2_tensor_meta(fe_pt2_obj(m, "tensor_meta"), t, strides, offset, err,
+    if (!fe_pt2_tensor_meta(fe_pt2_obj(m, "tensor_meta"), NULL, t, strides, offset, err,
                             sizeof err)) {
         ir_diag_error(p->diag, "tensor '%s' (%s): %s", fqn, entry, err);
         return -1;

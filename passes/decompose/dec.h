@@ -109,6 +109,14 @@ ValId dec_normalize(DecCtx *c, ValId x, const int64_t *axes, int naxes, double e
  * order[] (dec_util.c) */
 void dec_resize_order(int rank, int first, int n, const int64_t *in, const int64_t *out,
                       int *order);
+/* An upsampling of x's axis by an integer factor along a bounded symbolic dimension
+ * (dec_util.c): dec_sym_last is its last index at the actual length (SYMLEN - 1, an i64
+ * scalar); dec_sym_gather gathers x along axis at the n constant indices idx clamped
+ * to last (inbounds; a plain GATHER when last is IR_NONE); dec_sym_like declares y to
+ * lie along x's axis times mul (SYMLIKE), so that pass_symdim follows it. */
+ValId dec_sym_last(DecCtx *c, ValId x, int axis);
+ValId dec_sym_gather(DecCtx *c, ValId x, int axis, int64_t n, const int64_t *idx, ValId last);
+ValId dec_sym_like(DecCtx *c, ValId y, ValId x, int axis, int64_t mul);
 ValId dec_un(DecCtx *c, int fn, ValId a);
 ValId dec_bin(DecCtx *c, int fn, ValId a, ValId b);
 ValId dec_bin_s(DecCtx *c, int fn, ValId a, double s); /* a FN scalar of a's dtype */

@@ -596,6 +596,31 @@ void dec_resize_order(int rank, int first, int n, const int64_t *in, const int64
     }
 }
 
+ValId dec_sym_last(DecCtx *c, ValId x, int axis)
+{
+    IrAttr ax = ir_attr_int("axis", axis);
+    return dec_bin_s(c, IR_BIN_SUB, dec_cast(c, dec_op(c, IR_OP_SYMLEN, &x, 1, &ax, 1),
+                                             IR_DT_I64), 1.0);
+}
+
+ValId dec_sym_gather(DecCtx *c, ValId x, int axis, int64_t n, const int64_t *idx, ValId last)
+{
+    ValId iv = dec_const_i64(c->g, &n, 1, idx);
+    if (last == IR_NONE)
+        return dec_gather(c, x, iv, axis);
+    ValId in[2] = {x, dec_bin(c, IR_BIN_MIN, iv, last)};
+    IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("inbounds", 1)};
+    return dec_op(c, IR_OP_GATHER, in, 2, a, 2);
+}
+
+ValId dec_sym_like(DecCtx *c, ValId y, ValId x, int axis, int64_t mul)
+{
+    IrAttr a[3] = {ir_attr_int("axis", axis), ir_attr_int("like_axis", axis),
+                   ir_attr_int("mul", mul)};
+    ValId yl[2] = {y, x};
+    return dec_op(c, IR_OP_SYMLIKE, yl, 2, a, 3);
+}
+
 /* Normalise x over axes: (x - mean) * rsqrt(var + eps), with the mean and the biased
  * (population) variance over axes, kept; the mean, the inverse standard deviation and
  * the variance go to *mean / *rstd / *var when not NULL (layer, group, instance and

@@ -234,13 +234,15 @@ each_dyn_model() {
     bucket_test
 }
 
-# the tree's own dynamic models (tests/models-dyn/DIR: model.onnx, flags, several data
-# sets; made by the gen_*.py beside them)
+# the tree's own dynamic models (tests/models-dyn/DIR: model.onnx or a torch.export
+# archive model.pt2, flags, several data sets; made by the gen_*.py beside them)
 each_tree_dyn_model() {
-    local d
+    local d m
     for d in tests/models-dyn/*/; do
+        m=$d/model.onnx
+        [ -e "$m" ] || m=$d/model.pt2
         # shellcheck disable=SC2046
-        dyn_model_test "dyntest/$(basename "$d")" "$d/model.onnx" $(cat "$d/flags") </dev/null
+        dyn_model_test "dyntest/$(basename "$d")" "$m" $(cat "$d/flags") </dev/null
     done
 }
 

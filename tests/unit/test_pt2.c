@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "frontend/fe.h"
+#include "frontend/fe_pt2_priv.h"
 #include "passes/pass.h"
 
 #define MODELS "../shared/models"
@@ -1169,6 +1170,55 @@ static void test_bad_graphs(void **state)
                    "\"t\":" M23, "t", "only tensor outputs");
 }
 
+/* Symbolic sizes (dynamic_shapes) evaluated at their bounds, in sympy's srepr form
+ * (newer torch) and as str() (older torch): sums, products, floor divisions, powers,
+ * Max; a symbol alone and a multiple of one recognised; data-dependent symbols, inexact
+ * divisions and unknown functions refused. */
+static void test_sym_expressions(void **state)
+{
+    (void)state;
+    FePt2Sym v[2] = {{"s0", 1, 10, 0}, {"s1", 2, 7, 0}};
+    FePt2Syms sy = {v, 2};
+    static const struct {
+        const char *e;
+        int64_t want;
+        const char *bare;
+    } ok[] = {
+        {"s0", 10, "s0"},
+        {"Symbol('s1', positive=True, integer=True)", 7, "s1"},
+        {"2*s0 - 1", 19, NULL},
+        {"((s0 + 1)//2)", 5, NULL},
+        {"FloorDiv(Add(Symbol('s0', integer=True), Integer(-1)), Integer(2))", 4, NULL},
+        {"Max(1, s1) + s0 % 4", 9, NULL},
+        {"s0**2 - -s1", 107, NULL},
+        {"Mul(Integer(4), Symbol('s1', positive=True, integer=True))", 28, NULL},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t got = -1;
+        const char *bare = NULL, *why = NULL;
+        assert_true(fe_pt2_sym_eval(&sy, ok[i].e, &got, &bare, &why));
+        assert_int_equal(got, ok[i].want);
+        if (ok[i].bare)
+            assert_string_equal(bare, ok[i].bare);
+        else
+            assert_null(bare);
+    }
+    int64_t mul = 0, got;
+    const char *sym = NULL, *why = NULL;
+    assert_true(fe_pt2_sym_multiple(&sy, ok[7].e, &mul, &sym));
+    assert_int_equal(mul, 4);
+    assert_string_equal(sym, "s1");
+    assert_false(fe_pt2_sym_multiple(&sy, ok[2].e, &mul, &sym));
+    static const char *const bad[][2] = {{"u0 + 1", "data-dependent"},
+                                         {"s0/3", "not exact"},
+                                         {"Frobnicate(s0)", "outside integer arithmetic"},
+                                         {"2*(s0", "malformed"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_false(fe_pt2_sym_eval(&sy, bad[i][0], &got, NULL, &why));
+        assert_non_null(strstr(why, bad[i][1]));
+    }
+}
+
 /* Unknown ATen operators are all reported, before anything is rewritten. */
 static void test_unknown_ops(void **state)
 {
@@ -1360,6 +1410,7 @@ int main(void)
         cmocka_unit_test(test_bad_weights),
         cmocka_unit_test(test_bad_json),
         cmocka_unit_test(test_bad_graphs),
+        cmocka_unit_test(test_sym_expressions),
         cmocka_unit_test(test_unknown_ops),
         cmocka_unit_test(test_unsupported_forms),
         cmocka_unit_test(test_truncation),

@@ -186,7 +186,9 @@ static ValId adaptive_axis(DecCtx *c, ValId x, int ax, int64_t out)
     return dec_transpose(c, y, perm);
 }
 
-/* adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d (output_size). */
+/* adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d (output_size): an output of one
+ * element a spatial axis is a mean (max) over them, as GlobalAveragePool is; a size
+ * dividing the input a window; else average pooling as products by averaging matrices. */
 bool aten_adaptive_pool(DecCtx *c)
 {
     char buf[128];
@@ -201,12 +203,21 @@ bool aten_adaptive_pool(DecCtx *c)
         dec_err(c, "adaptive pool input of rank %d does not fit a %d-D pool", tx->rank, g.nsp);
         return false;
     }
+    int64_t axes[IR_MAX_RANK];
+    bool global = true;
     for (int i = 0; i < g.nsp; i++) {
         int ax = tx->rank - g.nsp + i;
         g.in[i] = tx->dims[ax], g.out[i] = o->dims[ax];
         divides &= g.out[i] > 0 && g.in[i] % g.out[i] == 0;
         g.k[i] = g.s[i] = divides ? g.in[i] / g.out[i] : 1;
         g.d[i] = 1, g.lo[i] = g.hi[i] = 0;
+        axes[i] = ax;
+        global &= g.out[i] == 1;
+    }
+    if (global) {      /* a reduction over every spatial axis: exact at any (dynamic) size */
+        c->out[0] = is_max ? dec_reduce(c, IR_RED_MAX, x, axes, g.nsp, true)
+                           : dec_mean(c, x, axes, g.nsp, true);
+        return true;
     }
     if (divides) {
         ValId s = pool_window(c, x, &g, is_max ? IR_RED_MAX : IR_RED_SUM, 0.0);
@@ -241,13 +252,36 @@ static double given_scale(const DecCtx *c, int i, int nsp)
 
 /* Nearest-neighbour resampling of axis ax from in to out elements ("exact": the
  * source of output o is floor((o + 0.5) * scale), else floor(o * scale)). */
+/* Whether the upsampling of axis ax of x to out elements (scale factor sf, 0: none
+ * given) follows a bounded symbolic dimension (dec_sym_*): a graph with such
+ * dimensions, an integer factor, not align_corners (whose coordinates depend on the
+ * input's length); the last index at the actual length into *last, else IR_NONE. */
+static bool sym_factor(DecCtx *c, ValId x, int ax, int64_t out, double sf, bool align,
+                       ValId *last)
+{
+    int64_t in = dec_ty(c, x)->dims[ax];
+    bool follow = c->g->nsymdims && !align && in > 1 && out % in == 0 &&
+                  (sf == 0 || sf == (double)(out / in));
+    *last = follow ? dec_sym_last(c, x, ax) : IR_NONE;
+    return follow;
+}
+
+/* y, the upsampling of x's axis ax to out elements, as lying along that axis times the
+ * factor when it follows a symbolic dimension (last given). */
+static ValId sym_result(DecCtx *c, ValId y, ValId x, int ax, int64_t out, ValId last)
+{
+    return last == IR_NONE ? y : dec_sym_like(c, y, x, ax, out / dec_ty(c, x)->dims[ax]);
+}
+
 static ValId nearest_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, bool exact)
 {
     const IrType *t = dec_ty(c, x);
     int64_t in = t->dims[ax];
+    ValId last;
     if (in == out)
         return x;
-    if (out % in == 0 && (sf == 0 || sf == (double)(out / in))) { /* repeat each element */
+    bool sym = sym_factor(c, x, ax, out, sf, false, &last);
+    if (!sym && out % in == 0 && (sf == 0 || sf == (double)(out / in))) { /* repeat each */
         exact = false; /* both rules pick the same sources here */
         int64_t d[IR_MAX_RANK + 1];
         int r = t->rank;
@@ -270,7 +304,7 @@ static ValId nearest_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, bo
         int64_t s = (int64_t)floor(((double)o + (exact ? 0.5 : 0.0)) * scale);
         idx[o] = s < in - 1 ? s : in - 1;
     }
-    return dec_gather(c, x, dec_const_i64(c->g, &out, 1, idx), ax);
+    return sym_result(c, dec_sym_gather(c, x, ax, out, idx, last), x, ax, out, last);
 }
 
 /* Linear interpolation of axis ax (torch's align_corners rules). */
@@ -278,8 +312,10 @@ static ValId linear_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, boo
 {
     const IrType *t = dec_ty(c, x);
     int64_t in = t->dims[ax];
+    ValId last;
     if (in == out)
         return x;
+    bool sym = sym_factor(c, x, ax, out, sf, align, &last);
     int64_t *i0 = ir_scratch(c->g, (size_t)(out + 1) * sizeof *i0);
     int64_t *i1 = ir_scratch(c->g, (size_t)(out + 1) * sizeof *i1);
     double *lam = ir_scratch(c->g, (size_t)(out + 1) * sizeof *lam);
@@ -293,17 +329,18 @@ static ValId linear_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, boo
         if (f > in - 1)
             f = in - 1;
         i0[o] = f;
-        i1[o] = f + 1 < in ? f + 1 : in - 1;
+        i1[o] = f + 1 < in || sym ? f + 1 : in - 1;    /* sym: clamped at the actual end */
         lam[o] = src - (double)f;
     }
-    ValId a = dec_gather(c, x, dec_const_i64(c->g, &out, 1, i0), ax);
-    ValId b = dec_gather(c, x, dec_const_i64(c->g, &out, 1, i1), ax);
+    ValId a = dec_sym_gather(c, x, ax, out, i0, last);
+    ValId b = dec_sym_gather(c, x, ax, out, i1, last);
     int64_t ld[IR_MAX_RANK];
     int lr = t->rank - ax;
     for (int i = 0; i < lr; i++)
         ld[i] = i == 0 ? out : 1;
     ValId l = dec_const(c->g, t->dtype, ld, lr, lam);
-    return dec_bin(c, IR_BIN_ADD, a, dec_bin(c, IR_BIN_MUL, dec_bin(c, IR_BIN_SUB, b, a), l));
+    ValId y = dec_bin(c, IR_BIN_ADD, a, dec_bin(c, IR_BIN_MUL, dec_bin(c, IR_BIN_SUB, b, a), l));
+    return sym_result(c, y, x, ax, out, last);
 }
 
 /* Weights of the four taps f-1..f+2 of torch's cubic convolution (A = -0.75) at
@@ -324,8 +361,10 @@ static ValId cubic_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, bool
 {
     const IrType *t = dec_ty(c, x);
     int64_t in = t->dims[ax], ld[IR_MAX_RANK];
+    ValId last;
     if (in == out)
         return x;
+    sym_factor(c, x, ax, out, sf, align, &last);
     double scale = align ? (out > 1 ? (double)(in - 1) / (double)(out - 1) : 0)
                          : (sf > 0 ? 1.0 / sf : (double)in / (double)out);
     int lr = t->rank - ax;
@@ -342,15 +381,17 @@ static ValId cubic_axis(DecCtx *c, ValId x, int ax, int64_t out, double sf, bool
             idx[o] = j < 0 ? 0 : j > in - 1 ? in - 1 : j;
             wk[o] = w[k];
         }
-        ValId g = dec_bin(c, IR_BIN_MUL, dec_gather(c, x, dec_const_i64(c->g, &out, 1, idx), ax),
+        ValId g = dec_bin(c, IR_BIN_MUL, dec_sym_gather(c, x, ax, out, idx, last),
                           dec_const(c->g, t->dtype, ld, lr, wk));
         y = y == IR_NONE ? g : dec_bin(c, IR_BIN_ADD, y, g);
     }
-    return y;
+    return sym_result(c, y, x, ax, out, last);
 }
 
 /* upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d, upsample_linear1d,
- * upsample_bilinear2d, upsample_bicubic2d (.vec/.default). */
+ * upsample_bilinear2d, upsample_bicubic2d (.vec/.default). Along a bounded symbolic
+ * dimension by an integer factor the source indices clamp at the actual length and the
+ * result follows the dimension (sym_factor), as onnx_resize.c does for Resize. */
 bool aten_upsample(DecCtx *c)
 {
     char buf[128];

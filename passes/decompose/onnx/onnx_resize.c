@@ -100,7 +100,7 @@ static ValId axis_const(DecCtx *c, IrDType dt, int r, int axis, int64_t out, con
  * the input's Shape, folded at the bound, which a smaller input would not have
  * upsampled by the same factor): the indices are then the
  * bound's, clamped at run time to the actual length (SYMLEN), and the result is
- * declared to lie along the input's axis times the factor (SYMLIKE mul). */
+ * declared to lie along the input's axis times the factor (SYMLIKE mul: dec_sym_*). */
 static bool rz_follows(DecCtx *c, const RzParams *p, int64_t in, int64_t out, float scale)
 {
     static const char *const modes[] = {"asymmetric", "half_pixel", "pytorch_half_pixel",
@@ -112,26 +112,6 @@ static bool rz_follows(DecCtx *c, const RzParams *p, int64_t in, int64_t out, fl
            scale == (float)(out / in) && !(p->mode == RZ_CUBIC && p->exclude_outside);
 }
 
-/* The last index of x's axis at its actual length (SYMLEN - 1), as an i64 scalar. */
-static ValId rz_last(DecCtx *c, ValId x, int axis)
-{
-    IrAttr ax = ir_attr_int("axis", axis);
-    return dec_bin_s(c, IR_BIN_SUB, dec_cast(c, dec_op(c, IR_OP_SYMLEN, &x, 1, &ax, 1),
-                                             IR_DT_I64), 1.0);
-}
-
-/* The gather of x along axis at indices ik (out of them), clamped to the index last
- * (rz_last) when it is given (rz_follows). */
-static ValId rz_gather(DecCtx *c, ValId x, int axis, int64_t out, const int64_t *ik, ValId last)
-{
-    ValId idx = dec_const_i64(c->g, &out, 1, ik);
-    if (last == IR_NONE)
-        return dec_gather(c, x, idx, axis);
-    ValId in[2] = {x, dec_bin(c, IR_BIN_MIN, idx, last)};
-    IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("inbounds", 1)};
-    return dec_op(c, IR_OP_GATHER, in, 2, a, 2);
-}
-
 /* Resample x along axis to `out` positions. */
 static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t out, float scale,
                      float roi_s, float roi_e)
@@ -141,7 +121,7 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
     IrDType dt = t->dtype;
     int64_t in = t->dims[axis];
     bool follow = rz_follows(c, p, in, out, scale);
-    ValId last = follow ? rz_last(c, x, axis) : IR_NONE;
+    ValId last = follow ? dec_sym_last(c, x, axis) : IR_NONE;
     if (follow)                /* the indices clamp at the actual length, not the bound */
         in = INT64_MAX / 4;
     int ntap = p->mode == RZ_NEAREST ? 1 : p->mode == RZ_LINEAR ? 2 : 4;
@@ -192,7 +172,7 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
         }
         if (zero && ntap > 1)
             continue;
-        ValId gk = rz_gather(c, x, axis, out, ik, last);
+        ValId gk = dec_sym_gather(c, x, axis, out, ik, last);
         if (ntap > 1)
             gk = dec_bin(c, IR_BIN_MUL, gk, axis_const(c, dt, r, axis, out, wk));
         y = y == IR_NONE ? gk : dec_bin(c, IR_BIN_ADD, y, gk);
@@ -206,13 +186,7 @@ static ValId rz_axis(DecCtx *c, const RzParams *p, ValId x, int axis, int64_t ou
         ValId mask = axis_const(c, IR_DT_BOOL, r, axis, out, extra);
         y = dec_select(c, mask, dec_scalar(c->g, dt, p->extrapolation), y);
     }
-    if (follow) {
-        IrAttr a[3] = {ir_attr_int("axis", axis), ir_attr_int("like_axis", axis),
-                       ir_attr_int("mul", out / t->dims[axis])};
-        ValId yl[2] = {y, x};
-        y = dec_op(c, IR_OP_SYMLIKE, yl, 2, a, 3);
-    }
-    return y;
+    return follow ? dec_sym_like(c, y, x, axis, out / t->dims[axis]) : y;
 }
 
 /* Linear (triangle) or cubic filter of the mode at distance x. */
