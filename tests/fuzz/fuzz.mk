@@ -11,7 +11,7 @@
 # operators, ai.onnx.ml) and from the malformed-input corpus. Prints executions per second and total executions per target. A crash
 # leaves FUZZ_BUILD/fuzz/crash-TARGET-* (add it to the corpus: see tests/malformed).
 #   onnx    fe_load_model + pass pipeline + codegen on a model.onnx
-#   pt2     the same on a model.pt2 (torch.export archives as seeds)
+#   pt2     the same on a model.pt2 (torch.export archives as seeds, dynamic ones too)
 #   bundle  spy_model_load_memory (as given and with CRCs fixed) + a run of what loads
 #   tensor  fe_tensor_read_mem (.pb/.npy) + write/read round trips
 
@@ -81,7 +81,8 @@ fuzz-seeds-onnx:
 	@$(call fuzz_link,tests/malformed/onnx examples/models tests/models tests/models-dyn \
 	    $(SHARED)/onnx-tests/node $(SHARED)/models -name '*.onnx' -size -600k)
 fuzz-seeds-pt2:
-	@$(call fuzz_link,tests/malformed/pt2 examples/models $(SHARED)/models -name '*.pt2' -size -1000k)
+	@$(call fuzz_link,tests/malformed/pt2 examples/models tests/models-dyn $(SHARED)/models \
+	    -name '*.pt2' -size -1000k)
 fuzz-seeds-bundle:
 	@mkdir -p $(BUILD)/fuzz/bundles
 	@for m in examples/models/tiny_cnn/model.onnx tests/malformed/onnx/valid_base.onnx \
