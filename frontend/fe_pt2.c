@@ -182,6 +182,7 @@ IrGraph *fe_load_pt2(const char *path, IrDiag *diag, const FeOptions *opt)
     if (opt) {                             /* bounds of symbolic dimensions (fe_pt2_sym.c) */
         p->opt.dim_bounds = opt->dim_bounds, p->opt.ndim_bounds = opt->ndim_bounds;
         p->opt.sym_caps = opt->sym_caps, p->opt.nsym_caps = opt->nsym_caps;
+        p->opt.specs = opt->specs, p->opt.nspecs = opt->nspecs;
     }
     p->scopes = json_array();
     struct stat st;

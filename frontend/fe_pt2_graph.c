@@ -361,8 +361,8 @@ static bool input_symbols(FePt2Build *b, FePt2Scope *s, const char *nm, ValId v,
         }
         for (int k = 0; k < s->syms->n; k++) {
             const FePt2Sym *y = &s->syms->v[k];
-            if (strcmp(y->name, sym))
-                continue;
+            if (strcmp(y->name, sym) || y->min == y->max)
+                continue;                  /* a size fixed (--input-shape): static */
             char name[48];                 /* "4*s39": a symbol of its own, every 4th size */
             snprintf(name, sizeof name, mul > 1 ? "%lld*%s" : "%.0lld%s", (long long)mul, sym);
             ir_sym_add(b->g, v, (int)a, y->min * mul, bound, name);

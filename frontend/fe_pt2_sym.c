@@ -348,6 +348,71 @@ static void where(json_t *doc, const char *k, char *buf, size_t len)
     }
 }
 
+/* The sizes of user input nm (the graph's tensor_values), or NULL. */
+static json_t *input_sizes(json_t *doc, const char *nm)
+{
+    json_t *g = fe_pt2_obj(fe_pt2_obj(doc, "graph_module"), "graph");
+    json_t *in = fe_pt2_arr(g, "inputs");
+    for (size_t i = 0; i < json_array_size(in); i++) {
+        const char *n = fe_pt2_str(fe_pt2_obj(json_array_get(in, i), "as_tensor"), "name");
+        if (n && !strcmp(n, nm))
+            return fe_pt2_arr(fe_pt2_obj(fe_pt2_obj(g, "tensor_values"), nm), "sizes");
+    }
+    return NULL;
+}
+
+/* The table entry of symbol nm (NUL-terminated), or NULL. */
+static FePt2Sym *entry(FePt2Syms *sy, const char *nm)
+{
+    return (FePt2Sym *)find(sy, nm, strlen(nm));
+}
+
+/* --input-shape NAME=D0xD1.. on a .pt2 input: a symbol (or m times one) along an axis
+ * takes the given size, or range MIN..MAX (divided by m); a static axis must match.
+ * False (reported) otherwise; --bind and sequences are refused. */
+static bool apply_spec(FePt2 *p, json_t *doc, const FeInputSpec *sp)
+{
+    json_t *sz = input_sizes(doc, sp->name);
+    if (!sz || sp->value || sp->seq || sp->rank != (int)json_array_size(sz)) {
+        ir_diag_error(p->diag, "%s: input '%s': %s", p->json_entry, sp->name,
+                      !sz ? "no user input of that name"
+                      : sp->value || sp->seq ? "--bind and --input-seq are not supported for "
+                                               "a .pt2 program"
+                                             : "--input-shape gives another rank");
+        return false;
+    }
+    for (int a = 0; a < sp->rank; a++) {
+        json_t *x = NULL;
+        const char *tag = fe_pt2_tag(json_array_get(sz, (size_t)a), &x), *nm = NULL;
+        const char *e = tag && !strcmp(tag, "as_expr") ? fe_pt2_str(x, "expr_str") : NULL;
+        int64_t mul = 1, v;
+        if (!e) {
+            if (fe_pt2_symint(json_array_get(sz, (size_t)a), NULL, &v) && v == sp->dims[a] &&
+                sp->min[a] == v)
+                continue;
+            ir_diag_error(p->diag, "%s: input '%s' axis %d is static: --input-shape must give "
+                          "its size", p->json_entry, sp->name, a);
+            return false;
+        }
+        if ((!fe_pt2_sym_eval(&p->syms, e, &v, &nm, NULL) || !nm) &&
+            !fe_pt2_sym_multiple(&p->syms, e, &mul, &nm)) {
+            ir_diag_error(p->diag, "%s: input '%s' axis %d: --input-shape cannot set the size "
+                          "%.100s", p->json_entry, sp->name, a, e);
+            return false;
+        }
+        FePt2Sym *s = entry(&p->syms, nm);
+        if (sp->dims[a] % mul) {
+            ir_diag_error(p->diag, "%s: input '%s' axis %d is %lld * %s: --input-shape gives "
+                          "%lld", p->json_entry, sp->name, a, (long long)mul, nm,
+                          (long long)sp->dims[a]);
+            return false;
+        }
+        s->min = (sp->min[a] + mul - 1) / mul;
+        s->max = sp->dims[a] / mul;
+    }
+    return true;
+}
+
 bool fe_pt2_syms_read(FePt2 *p, json_t *doc)
 {
     json_t *rc = fe_pt2_obj(doc, "range_constraints");
@@ -365,21 +430,29 @@ bool fe_pt2_syms_read(FePt2 *p, json_t *doc)
         snprintf(s->name, sizeof s->name, "%s", k);
         s->min = json_is_integer(lo) && json_integer_value(lo) > 0 ? json_integer_value(lo) : 1;
         s->max = json_is_integer(hi) ? json_integer_value(hi) : SYM_MAX_BOUND + 1;
-        const FeDimBound *d = dim_bound(&p->opt, k, false), *c = dim_bound(&p->opt, k, true);
+        const FeDimBound *d = dim_bound(&p->opt, k, false);
         if (d) {
             s->min = d->min > s->min ? d->min : s->min;
             s->max = d->max;
         }
+    }
+    for (int i = 0; i < p->opt.nspecs; i++)
+        if (!apply_spec(p, doc, &p->opt.specs[i]))
+            return false;
+    for (int i = 0; i < sy->n; i++) {
+        FePt2Sym *s = &sy->v[i];
+        const FeDimBound *c = dim_bound(&p->opt, s->name, true);
         if (c && c->max < s->max && c->max >= s->min)
             s->max = c->max, s->step = c->step;
         if (s->max > SYM_MAX_BOUND || s->max < s->min) {
             char at[160];
-            where(doc, k, at, sizeof at);
+            where(doc, s->name, at, sizeof at);
             ir_diag_error(p->diag, "%s: unsupported: dynamic dimension '%s'%s %s (give one "
-                          "with --dim %s=MAX or --dim %s=MIN..MAX)", p->json_entry, k, at,
+                          "with --dim %s=MAX or --dim %s=MIN..MAX, or fix its input's shape "
+                          "with --input-shape)", p->json_entry, s->name, at,
                           s->max < s->min ? "has bounds that exclude every size"
                                           : "has no bound",
-                          k, k);
+                          s->name, s->name);
             return false;
         }
     }
@@ -389,9 +462,19 @@ bool fe_pt2_syms_read(FePt2 *p, json_t *doc)
 bool fe_pt2_sym_multiple(const FePt2Syms *sy, const char *e, int64_t *mul, const char **sym)
 {
     static const char pfx[] = "Mul(Integer(";
+    char *end;
+    if (isdigit((unsigned char)*e)) {        /* str() form: 4*s0 */
+        long long m = strtoll(e, &end, 10);
+        const FePt2Sym *s = *end == '*' && end[1] != '*' && one_symbol(end + 1)
+                                ? find(sy, end + 1, strlen(end + 1))
+                                : NULL;
+        if (m < 2 || !s)
+            return false;
+        *mul = m, *sym = s->name;
+        return true;
+    }
     if (strncmp(e, pfx, sizeof pfx - 1))
         return false;
-    char *end;
     long long m = strtoll(e + sizeof pfx - 1, &end, 10);
     if (m < 2 || strncmp(end, "), ", 3))
         return false;

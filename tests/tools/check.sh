@@ -345,8 +345,31 @@ part_cli() {
     part_cli_fp16
     part_cli_quant
     part_cli_compare
+    part_cli_steps
     expect_rc cli/spyrun-unknown-input 2 "$SPYRUN" "$sbin" --input nope=$ex/test_data_set_0/input_0.pb
     expect_rc cli/spyrun-no-input 2 "$SPYRUN" "$sbin"
+}
+
+# Sizes a bundle with joined lengths does not take (tests/cli/hw30: x[1, 3, 30, 32], h
+# not a multiple of 4) are refused at run time, by the ONNX U-Net and by the .pt2 one
+# (whose h is 4 times a Dim); --input-shape fixes a .pt2 input's symbolic sizes, and
+# one of 30 = 4 * 7.5 is refused when compiling.
+part_cli_steps() {
+    local u=tests/models-dyn/unet_hw p=tests/models-dyn/pt2_unet_hw
+    # shellcheck disable=SC2046
+    expect_rc cli/steps-onnx-compile 0 "$SPYREC" $u/model.onnx -o "$W/cli/unet_hw.sbin" \
+        $(cat $u/flags)
+    expect_rc cli/steps-onnx-refused 2 "$SPYRUN" "$W/cli/unet_hw.sbin" --input-dir tests/cli/hw30
+    expect_rc cli/steps-pt2-compile 0 "$SPYREC" $p/model.pt2 -o "$W/cli/pt2_unet_hw.sbin"
+    expect_rc cli/steps-pt2-refused 2 "$SPYRUN" "$W/cli/pt2_unet_hw.sbin" --input-dir tests/cli/hw30
+    grep -q 'by steps of 4' "$(logname cli/steps-pt2-refused)"
+    result cli/steps-pt2-refused-names-step $? "$(logname cli/steps-pt2-refused)"
+    expect_rc cli/pt2-input-shape 0 "$SPYREC" $p/model.pt2 -o "$W/cli/pt2_unet_32.sbin" \
+        --input-shape x=1x3x32x32
+    expect_rc cli/pt2-input-shape-check 0 "$SPYRUN" "$W/cli/pt2_unet_32.sbin" \
+        --check $p/test_data_set_1
+    expect_rc cli/pt2-input-shape-refused 2 "$SPYREC" $p/model.pt2 -o "$W/cli/pt2_unet_30.sbin" \
+        --input-shape x=1x3x30x32
 }
 
 # float16/bfloat16 weights of matrix products (passes/halfweight.c): the bundle stores
