@@ -2,10 +2,11 @@
  *
  * torch.export records a dynamic dimension as a sympy symbol ("s0", "s77": backed by
  * an input's size) with the range the exporter proved or the user gave
- * (range_constraints: min_val, max_val; an unbounded max is a huge integer), and every
- * size, stride or SymInt argument that depends on it as a sympy expression in srepr
- * form: Symbol('s77', positive=True, integer=True), Integer(16), Add(...), Mul(...),
- * FloorDiv(...), ... The program is converted at the bounds, as the ONNX frontend does
+ * (range_constraints: min_val, max_val; an unbounded max is null or a huge integer), and
+ * every size, stride or SymInt argument that depends on it as a sympy expression, in
+ * srepr form (Symbol('s77', positive=True, integer=True), Integer(16), Add(...),
+ * Mul(...), FloorDiv(...), ...) or, from older torch, as str() ("2*s0 - 1",
+ * "((s0 + 1)//2)"). The program is converted at the bounds, as the ONNX frontend does
  * with a bounded dim_param (pass_symdim then makes it exact at every size): each
  * expression is evaluated with every symbol at its upper bound, which the range gives,
  * or spyrec --dim SYMBOL=[MIN..]MAX narrows or supplies. Unbacked symbols (data-dependent
@@ -30,7 +31,7 @@ static const FePt2Sym *find(const FePt2Syms *sy, const char *nm, size_t len)
     return NULL;
 }
 
-/* A parse of one srepr expression; err set on failure. */
+/* A parse of one expression (srepr or str()); err set on failure. */
 typedef struct {
     const char *p;
     const FePt2Syms *sy;
@@ -86,37 +87,49 @@ static int64_t floordiv(int64_t a, int64_t b)
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-/* Function fn applied to its n values v: false (err) for an unknown one. */
+/* Function fn applied to its n values v: false (err) for an unknown one, or where
+ * the integer arithmetic overflows. */
 static bool apply(SymParse *x, const char *fn, size_t fl, const int64_t *v, int n, int64_t *out)
 {
 #define IS(s) (fl == sizeof(s) - 1 && !strncmp(fn, s, fl))
+    bool over = false;
     if ((IS("Add") || IS("Mul") || IS("Max") || IS("Min")) && n >= 1) {
         int64_t r = v[0];
-        for (int i = 1; i < n; i++)
-            r = IS("Add") ? r + v[i] : IS("Mul") ? r * v[i] : IS("Max") ? (v[i] > r ? v[i] : r)
-                                                            : (v[i] < r ? v[i] : r);
+        for (int i = 1; i < n; i++) {
+            if (IS("Add"))
+                over |= __builtin_add_overflow(r, v[i], &r);
+            else if (IS("Mul"))
+                over |= __builtin_mul_overflow(r, v[i], &r);
+            else
+                r = IS("Max") ? (v[i] > r ? v[i] : r) : (v[i] < r ? v[i] : r);
+        }
         *out = r;
-        return true;
+        return !over || (x->err = "an integer overflow", false);
     }
     if ((IS("FloorDiv") || IS("CleanDiv") || IS("IntTrueDiv") || IS("Mod") ||
          IS("PythonMod") || IS("CeilDiv")) && n == 2) {
-        if (v[1] == 0) {
-            x->err = "a division by zero";
+        if (v[1] == 0 || v[0] == INT64_MIN) {
+            x->err = v[1] == 0 ? "a division by zero" : "an integer overflow";
             return false;
         }
-        *out = IS("Mod") || IS("PythonMod") ? v[0] - floordiv(v[0], v[1]) * v[1]
-               : IS("CeilDiv")               ? -floordiv(-v[0], v[1])
-                                             : floordiv(v[0], v[1]);
+        int64_t q = IS("CeilDiv") ? -floordiv(-v[0], v[1]) : floordiv(v[0], v[1]), m;
+        if (IS("Mod") || IS("PythonMod")) {
+            over = __builtin_mul_overflow(q, v[1], &m) || __builtin_sub_overflow(v[0], m, &q);
+            if (over)
+                return x->err = "an integer overflow", false;
+        }
+        *out = q;
         return true;
     }
     if (IS("Pow") && n == 2 && v[1] >= 0 && v[1] < 63) {
         int64_t r = 1;
         for (int64_t i = 0; i < v[1]; i++)
-            r *= v[0];
+            over |= __builtin_mul_overflow(r, v[0], &r);
         *out = r;
-        return true;
+        return !over || (x->err = "an integer overflow", false);
     }
-    if ((IS("Abs") || IS("CeilToInt") || IS("FloorToInt") || IS("TruncToInt")) && n == 1) {
+    if ((IS("Abs") || IS("CeilToInt") || IS("FloorToInt") || IS("TruncToInt")) && n == 1 &&
+        v[0] != INT64_MIN) {
         *out = IS("Abs") && v[0] < 0 ? -v[0] : v[0];
         return true;
     }
@@ -240,6 +253,8 @@ static bool unary(SymParse *x, int depth, int64_t *out)
     x->p++;
     if (!unary(x, depth + 1, out))
         return false;
+    if (*out == INT64_MIN)
+        return x->err = "an integer overflow", false;
     *out = -*out;
     return true;
 }
@@ -281,7 +296,9 @@ static bool expr(SymParse *x, int depth, int64_t *out)
         int64_t r;
         if (!term(x, depth + 1, &r))
             return false;
-        *out = op == '+' ? *out + r : *out - r;
+        if (op == '+' ? __builtin_add_overflow(*out, r, out)
+                      : __builtin_sub_overflow(*out, r, out))
+            return x->err = "an integer overflow", false;
         x->bare = NULL;
     }
 }
@@ -342,7 +359,7 @@ static void where(json_t *doc, const char *k, char *buf, size_t len)
         for (size_t a = 0; a < json_array_size(sz) && !buf[0]; a++) {
             const char *e = fe_pt2_str(fe_pt2_obj(json_array_get(sz, a), "as_expr"),
                                        "expr_str");
-            if (e && strstr(e, pat))
+            if (e && (strstr(e, pat) || !strcmp(e, k)))
                 snprintf(buf, len, " (axis %zu of input '%.100s')", a, nm);
         }
     }
@@ -436,6 +453,16 @@ bool fe_pt2_syms_read(FePt2 *p, json_t *doc)
             s->max = d->max;
         }
     }
+    for (int i = 0; i < p->opt.ndim_bounds; i++)   /* a Dim's own name is not recorded */
+        if (!entry(sy, p->opt.dim_bounds[i].param)) {
+            char at[160] = "";
+            if (sy->n)
+                where(doc, sy->v[0].name, at, sizeof at);
+            ir_diag_warn(p->diag, "%s: --dim %s: the program has no dynamic dimension of "
+                         "that name; torch.export names them by symbol (%s%s%s)",
+                         p->json_entry, p->opt.dim_bounds[i].param,
+                         sy->n ? sy->v[0].name : "it has none", at, sy->n > 1 ? ", ..." : "");
+        }
     for (int i = 0; i < p->opt.nspecs; i++)
         if (!apply_spec(p, doc, &p->opt.specs[i]))
             return false;

@@ -1173,7 +1173,7 @@ static void test_bad_graphs(void **state)
 /* Symbolic sizes (dynamic_shapes) evaluated at their bounds, in sympy's srepr form
  * (newer torch) and as str() (older torch): sums, products, floor divisions, powers,
  * Max; a symbol alone and a multiple of one recognised; data-dependent symbols, inexact
- * divisions and unknown functions refused. */
+ * divisions, overflows, divisions by zero and unknown functions refused. */
 static void test_sym_expressions(void **state)
 {
     (void)state;
@@ -1212,7 +1212,9 @@ static void test_sym_expressions(void **state)
     static const char *const bad[][2] = {{"u0 + 1", "data-dependent"},
                                          {"s0/3", "not exact"},
                                          {"Frobnicate(s0)", "outside integer arithmetic"},
-                                         {"2*(s0", "malformed"}};
+                                         {"2*(s0", "malformed"},
+                                         {"s0**40", "overflow"},
+                                         {"Mod(s0, Integer(0))", "division by zero"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_false(fe_pt2_sym_eval(&sy, bad[i][0], &got, NULL, &why));
         assert_non_null(strstr(why, bad[i][1]));
