@@ -219,6 +219,33 @@ static void import_cleanup(FeOnnx *cx)
     free(cx);
 }
 
+/* Whether some input of graph gr has a dimension named param. */
+static bool names_dim(const Onnx__GraphProto *gr, const char *param)
+{
+    for (size_t i = 0; i < gr->n_input; i++) {
+        const Onnx__TypeProto *t = gr->input[i]->type;
+        const Onnx__TensorShapeProto *sh =
+            t && t->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && t->tensor_type
+                ? t->tensor_type->shape
+                : NULL;
+        for (size_t a = 0; sh && a < sh->n_dim; a++)
+            if (sh->dim[a]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+                sh->dim[a]->dim_param && !strcmp(sh->dim[a]->dim_param, param))
+                return true;
+    }
+    return false;
+}
+
+/* A --dim whose name no input dimension has does nothing: said, rather than silently
+ * ignored (a misspelt name would otherwise leave the dimension to its default). */
+static void warn_unused_dims(FeOnnx *cx)
+{
+    for (int i = 0; i < cx->ndim_bounds; i++)
+        if (!names_dim(cx->model->graph, cx->dim_bounds[i].param))
+            ir_diag_warn(cx->diag, "--dim %s: no input dimension of the model is named %s",
+                         cx->dim_bounds[i].param, cx->dim_bounds[i].param);
+}
+
 /* Convert the unpacked model in cx into g; errors are reported. */
 static void import_model(FeOnnx *cx, IrGraph *g)
 {
@@ -227,6 +254,7 @@ static void import_model(FeOnnx *cx, IrGraph *g)
         return;
     }
     check_opsets(cx, g);
+    warn_unused_dims(cx);
     index_functions(cx, g);
     g->onnx_opset = cx->default_opset;
     FeScope root;

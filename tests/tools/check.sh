@@ -353,7 +353,7 @@ part_cli() {
 # Sizes a bundle with joined lengths does not take (tests/cli/hw30: x[1, 3, 30, 32], h
 # not a multiple of 4) are refused at run time, by the ONNX U-Net and by the .pt2 one
 # (whose h is 4 times a Dim); --input-shape fixes a .pt2 input's symbolic sizes, and
-# one of 30 = 4 * 7.5 is refused when compiling.
+# one of 30 = 4 * 7.5 is refused when compiling. A --dim naming no dimension warns.
 part_cli_steps() {
     local u=tests/models-dyn/unet_hw p=tests/models-dyn/pt2_unet_hw
     # shellcheck disable=SC2046
@@ -370,6 +370,15 @@ part_cli_steps() {
         --check $p/test_data_set_1
     expect_rc cli/pt2-input-shape-refused 2 "$SPYREC" $p/model.pt2 -o "$W/cli/pt2_unet_30.sbin" \
         --input-shape x=1x3x30x32
+    # a --dim that names no dimension warns (ONNX: no such dim_param; .pt2: no such symbol)
+    expect_rc cli/dim-unknown-onnx 0 "$SPYREC" $u/model.onnx -o "$W/cli/unet_hw2.sbin" \
+        --dim-buckets=1 --dim batch=1 --dim h=16..64 --dim w=16..64 --dim hieght=32
+    grep -q 'no input dimension of the model is named hieght' "$(logname cli/dim-unknown-onnx)"
+    result cli/dim-unknown-onnx-warns $? "$(logname cli/dim-unknown-onnx)"
+    expect_rc cli/dim-unknown-pt2 0 "$SPYREC" $p/model.pt2 -o "$W/cli/pt2_unet_hw2.sbin" \
+        --dim-buckets=1 --dim batch=2
+    grep -q 'no dynamic dimension of that name' "$(logname cli/dim-unknown-pt2)"
+    result cli/dim-unknown-pt2-warns $? "$(logname cli/dim-unknown-pt2)"
 }
 
 # float16/bfloat16 weights of matrix products (passes/halfweight.c): the bundle stores
