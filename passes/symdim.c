@@ -77,7 +77,7 @@ static SdVal *sd_new(Sd *d, const IrType *t)
 {
     SdVal *s = ir_scratch(d->g, sizeof *s);
     for (int a = 0; a < t->rank; a++)
-        s->ax[a] = (SdAxis){1, {t->dims[a]}, {-1}, 0, 0};
+        s->ax[a] = (SdAxis){1, {t->dims[a]}, {-1}, 0, 0, false};
     return s;
 }
 
@@ -118,12 +118,31 @@ static bool sd_join(Sd *d, const SdAxis *x, const SdAxis *y, const IrOrigin *og)
         return false;
     int a = x->sym[0], b = y->sym[0];
     for (int i = 0; i < d->neq; i++)
-        if ((d->eq[i].a == a && d->eq[i].b == b) || (d->eq[i].a == b && d->eq[i].b == a))
+        if (!d->eq[i].mod &&
+            ((d->eq[i].a == a && d->eq[i].b == b) || (d->eq[i].a == b && d->eq[i].b == a)))
             return true;
     if (d->neq == SD_MAXEQ)
         return false;
     d->eq[d->neq].a = a;
     d->eq[d->neq].b = b;
+    d->eq[d->neq].add = d->eq[d->neq].mod = 0;
+    d->eq[d->neq++].og = *og;
+    return true;
+}
+
+/* Records, once, that a window of stride mod reading symbol a (padded by plo + phi,
+ * extent e: add = plo + phi - e) must cover it exactly, for sd_steps; false when the
+ * table is full. */
+static bool sd_cover(Sd *d, int a, int64_t add, int64_t mod, const IrOrigin *og)
+{
+    for (int i = 0; i < d->neq; i++)
+        if (d->eq[i].mod == mod && d->eq[i].a == a && d->eq[i].add == add)
+            return true;
+    if (d->neq == SD_MAXEQ)
+        return false;
+    d->eq[d->neq].a = d->eq[d->neq].b = a;
+    d->eq[d->neq].add = add;
+    d->eq[d->neq].mod = mod;
     d->eq[d->neq++].og = *og;
     return true;
 }
@@ -221,7 +240,7 @@ static bool prop_reshape(Sd *d, const IrNode *n, const SdVal *s)
             }
         }
         if (x->n == 0)
-            *x = (SdAxis){1, {1}, {-1}, 0, 0};
+            *x = (SdAxis){1, {1}, {-1}, 0, 0, false};
         ax_norm(x);
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
@@ -312,7 +331,7 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
             int ds = pass_symdim_derived(d, x->sym[0], 1, -cut - 1, 1, it->dims[a],
                                          ot->dims[a]);
             if (ds >= 0 && sym_min(d, ds) >= 1) {
-                o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};
+                o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0, false};
                 continue;
             }
         }
@@ -534,7 +553,7 @@ static bool prop_gather(Sd *d, IrNode *n)
             return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "a gather");
         for (int f = 0; f < x->n; f++)
             if (fax[f] >= 0)
-                o->ax[axis + fax[f]] = (SdAxis){1, {x->size[f]}, {x->sym[f]}, 0, 0};
+                o->ax[axis + fax[f]] = (SdAxis){1, {x->size[f]}, {x->sym[f]}, 0, 0, false};
     }
     for (int a = 0; a < tt->rank; a++) {
         if (a == axis || !st)
@@ -657,7 +676,7 @@ static bool prop_concat(Sd *d, const IrNode *n)
                        : k;
         if (ds < 0)
             return refuse(d, n, k, "a concatenation");
-        o->ax[axis] = (SdAxis){1, {ot->dims[axis]}, {ds}, 0, 0};
+        o->ax[axis] = (SdAxis){1, {ot->dims[axis]}, {ds}, 0, 0, false};
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
     return true;
@@ -711,8 +730,10 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
     int ni = ir_attr_get_ints(n, "interior", &inter);
     double value = ir_attr_get_float(n, "value", 0);
     int64_t bound = ir_attr_get_int(n, "bound", 0);
-    for (int a = 0; a < it->rank; a++)   /* pads computed for the bound's extent */
-        if (ax_sym(&s->ax[a]) && (bound >> a & 1))
+    for (int a = 0; a < it->rank; a++)  /* pads computed for the bound's extent: only a
+                                           high one (ceil_mode), checked by the window */
+        if (ax_sym(&s->ax[a]) && (bound >> a & 1) &&
+            (pads[a] || (ni > a && inter[a]) || s->ax[a].n != 1))
             return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[a]}}, 1),
                           "padding computed from the extent (auto_pad SAME with a stride, "
                           "ceil_mode, or ConvTranspose output_shape)");
@@ -735,8 +756,10 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             return refuse(d, n, k, "padding");
         if (!pads[a] && !pads[it->rank + a] && !in) {
             o->ax[a] = *x;
+            o->ax[a].cover |= (bound >> a & 1) != 0;
             continue;
         }
+        bool cover = (bound >> a & 1) != 0;
         if (masked == IR_NONE &&
             (x->n != 1 ||
              (n->in[0] = pass_symdim_mask(d, n->in[0], x, a, value, &n->origin)) == IR_NONE))
@@ -747,7 +770,7 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             if (k < 0)
                 return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "padding");
         }
-        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a]};
+        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a], cover};
     }
     if (masked != IR_NONE)
         n->in[0] = masked;
@@ -784,6 +807,16 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
         int64_t kk = conv ? ir_vtype(d->g, n->in[1])->dims[a] : k[a - first];
         int64_t sv = ns > 0 ? st[a - first] : 1, dv = nd > 0 ? dl[a - first] : 1;
         int64_t add = x->plo + x->phi - ((kk - 1) * dv + 1);
+        /* a pad computed for the bound (ceil_mode, auto_pad SAME), only high and less
+           than a stride: the window reads none of it where it covers the data exactly,
+           (h - extent) % stride == 0 (the bound among those sizes), which the bundle then
+           requires (sd_cover, sd_steps); there SAME pads nothing either when the extent is
+           at most the stride, and with a larger one it pads low too (refused) */
+        int64_t ext = (kk - 1) * dv + 1, hb = x->size[0] - x->plo - x->phi;
+        if (x->cover && (x->plo || x->phi >= sv || hb < ext || (hb - ext) % sv ||
+                         !sd_cover(d, sym, -ext, sv, &n->origin)))
+            return refuse(d, n, sym, "padding computed from the extent (auto_pad SAME with "
+                          "a stride, ceil_mode, or ConvTranspose output_shape)");
         int ds = pass_symdim_derived(d, sym, 1, add, sv, x->size[0] - x->plo - x->phi,
                                      ot->dims[a]);
         if (ds >= 0 && sym_min(d, ds) < 1) {
@@ -798,7 +831,7 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
         }
         if (ds < 0)
             return refuse(d, n, sym, "a window whose output size cannot be derived");
-        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0};
+        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0, false};
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
     return true;
@@ -980,22 +1013,24 @@ static bool unpad_output(Sd *d, ValId v, const SdVal **s)
             o = sd_new(d, t);
             memcpy(o, *s, sizeof *o);
         }
-        o->ax[a] = (SdAxis){1, {x->size[0]}, {ds}, 0, 0};
+        o->ax[a] = (SdAxis){1, {x->size[0]}, {ds}, 0, 0, false};
     }
     if (o)
         *s = d->val[v] = o;
     return true;
 }
 
-/* Whether every pair sd_join recorded on input symbol k agrees when k has size v;
- * else the first that does not into *bad. */
+/* Whether every pair sd_join recorded on input symbol k agrees when k has size v, and
+ * every window sd_cover recorded on it covers its axis exactly; else the first that
+ * does not into *bad. */
 static bool joins_agree(const Sd *d, int k, int64_t v, int *bad)
 {
     for (int i = 0; i < d->neq; i++) {
         if (base_sym(d, d->eq[i].a) != k)
             continue;
         int64_t x = sym_at(d, d->eq[i].a, v), y = sym_at(d, d->eq[i].b, v);
-        if (x < 1 || x != y) {
+        if (x < 1 || x != y ||
+            (d->eq[i].mod && (x + d->eq[i].add < 0 || (x + d->eq[i].add) % d->eq[i].mod))) {
             *bad = i;
             return false;
         }
@@ -1139,7 +1174,7 @@ static void sd_start(Sd *d)
         const IrSymDim *e = &g->symdims[i];
         if (!d->val[e->input])
             d->val[e->input] = sd_new(d, ir_vtype(g, e->input));
-        d->val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}, 0, 0};
+        d->val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}, 0, 0, false};
     }
 }
 

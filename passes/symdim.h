@@ -15,6 +15,9 @@ typedef struct {                           /* one axis: factors, outermost first
     int64_t plo, phi;                      /* a padded axis (one symbolic factor): the
                                               data starts at plo, zeros follow it; only a
                                               convolution or pooling window may read it */
+    bool cover;                            /* padding computed from the extent (ceil_mode)
+                                              that is none at the bound: the window that
+                                              reads the axis must cover it exactly */
 } SdAxis;
 
 #define SD_MAXDER 256                      /* derived sizes (convolution outputs) */
@@ -69,8 +72,11 @@ typedef struct {
     int nmasks;
     SdSource **src;                        /* per value: masked for all its users */
     struct {                               /* symbols an op joins (sd_join): equal at
-                                              every size the model takes */
+                                              every size the model takes; or, mod > 0, a
+                                              window covering a exactly: (a + add) % mod
+                                              == 0 at every such size (sd_cover) */
         int a, b;
+        int64_t add, mod;
         IrOrigin og;
     } eq[SD_MAXEQ];
     int neq;

@@ -139,8 +139,9 @@ spy_status rt_sym_inputs(const spy_model *m, const int64_t *in_dims, const void 
                     r = &m->dimrefs[k];
             if (r->step > 1 && v >= r->min && v <= r->max && (r->max - v) % r->step) {
                 snprintf(err, errlen, "input '%s' axis %d: size %lld is not one this bundle "
-                         "takes: %lld down by steps of %u to %lld (the model joins sizes "
-                         "derived from it that agree only there)", io->info.name, a,
+                         "takes: %lld down by steps of %u to %lld (sizes derived from it "
+                         "that the model joins, or that its windows must cover exactly, fit "
+                         "only there)", io->info.name, a,
                          (long long)v, (long long)r->max, r->step, (long long)r->min);
                 return SPY_E_INVALID_ARG;
             }

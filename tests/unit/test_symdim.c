@@ -11,8 +11,8 @@
  * the compiler's (a reverse scan along a symbolic axis, an average pool whose divisors
  * were folded for the bound). Indexing along it: a gather of the last position (counted
  * from the actual length), x[:, -1:] (likewise), a slice below the least length
- * (exact), one past it (refused). Sizes joined by a skip connection: every step-th
- * size taken, the others refused.
+ * (exact), one past it (refused). Sizes joined by a skip connection, and a ceil_mode
+ * pool's pad read only at some sizes: every step-th size taken, the others refused.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -289,6 +289,57 @@ static void test_ceil_maxpool_refused(void **state)
                     ir_attr_ints(f->g, "pads", (int64_t[]){1, 1, 1, 1}, 4),
                     ir_attr_int("ceil_mode", 1)};
     expect_pad_from_extent_refused(f, "MaxPool", at, 4);
+}
+
+/* Runs s on in at shape [1, 1, h, w] into out: at an odd h expects the refusal that
+ * names the bundle's step 2 and returns false; else expects a run, true. */
+static bool run_even(spy_session *s, const float *in, float *out, int h, int w)
+{
+    spy_status st = spy_session_set_input_shape(s, 0, 4, (int64_t[]){1, 1, h, w});
+    const void *ins[1] = {in};
+    void *outs[1] = {out};
+    if (st == SPY_OK)
+        st = spy_session_run(s, ins, outs);
+    if (h % 2) {
+        assert_int_equal(st, SPY_E_INVALID_ARG);
+        assert_non_null(strstr(spy_session_error(s), "by steps of 2"));
+        return false;
+    }
+    assert_int_equal(st, SPY_OK);
+    return true;
+}
+
+/* ResNet-D's shortcut pool, AveragePool 2x2 stride 2 with ceil_mode, over x f32[1, 1,
+ * h, 4] (h in 4..16): its high pad, computed for the bound, is read only at odd h, so
+ * the bundle takes the even sizes (DIMREFS step 2), each the plain 2x2 average, and
+ * refuses odd ones, naming the step. */
+static void test_ceil_pool_covering_every_step(void **state)
+{
+    UtFx *f = *state;
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 1, 16, 4}, 2, 4, "h");
+    IrAttr at[3] = {ir_attr_ints(f->g, "kernel_shape", (int64_t[]){2, 2}, 2),
+                    ir_attr_ints(f->g, "strides", (int64_t[]){2, 2}, 2),
+                    ir_attr_int("ceil_mode", 1)};
+    ir_add_output(f->g, ut_onnx_op(f->g, "AveragePool", 19, &x, 1, at, 3));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[64], out[16], want[16];
+    for (int h = 4; h <= 16; h++) {
+        ut_fill(in, 4 * h, 0.9f, -0.2f);
+        if (!run_even(s, in, out, h, 4))
+            continue;
+        for (int i = 0; i < h / 2; i++)
+            for (int j = 0; j < 2; j++)
+                want[i * 2 + j] = (in[2 * i * 4 + 2 * j] + in[2 * i * 4 + 2 * j + 1] +
+                                   in[(2 * i + 1) * 4 + 2 * j] +
+                                   in[(2 * i + 1) * 4 + 2 * j + 1]) * 0.25f;
+        expect_out_shape(s, 4, (int64_t[]){1, 1, h / 2, 2});
+        ut_expect_close(out, want, h, 1e-6);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
 }
 
 /* A forward CumSum along a symbolic axis (position ids of RoBERTa-style models):
@@ -768,17 +819,8 @@ static void test_joined_sizes_every_step(void **state)
     float in[32], out[32], want[32];
     for (int h = 4; h <= 16; h++) {
         ut_fill(in, 2 * h, 0.7f, -0.3f);
-        spy_status st = spy_session_set_input_shape(s, 0, 4, (int64_t[]){1, 1, h, 2});
-        const void *ins[1] = {in};
-        void *outs[1] = {out};
-        if (st == SPY_OK)
-            st = spy_session_run(s, ins, outs);
-        if (h % 2) {
-            assert_int_equal(st, SPY_E_INVALID_ARG);
-            assert_non_null(strstr(spy_session_error(s), "by steps of 2"));
+        if (!run_even(s, in, out, h, 2))
             continue;
-        }
-        assert_int_equal(st, SPY_OK);
         for (int i = 0; i < h; i++)
             for (int j = 0; j < 2; j++)
                 want[i * 2 + j] = in[i * 2 + j] + fmaxf(in[(i & ~1) * 2 + j],
@@ -923,6 +965,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concat_appended_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_resize_sizes_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_joined_sizes_every_step, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_ceil_pool_covering_every_step, ut_setup,
+                                        ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
