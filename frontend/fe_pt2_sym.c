@@ -345,17 +345,32 @@ static const FeDimBound *dim_bound(const FeOptions *opt, const char *nm, bool ca
     return NULL;
 }
 
+/* The program's graph. */
+static json_t *graph_of(json_t *doc)
+{
+    return fe_pt2_obj(fe_pt2_obj(doc, "graph_module"), "graph");
+}
+
+/* Graph input i: its name into *nm and its sizes (tensor_values), NULL when it is not
+ * a tensor. */
+static json_t *input_at(json_t *doc, size_t i, const char **nm)
+{
+    json_t *g = graph_of(doc);
+    *nm = fe_pt2_str(fe_pt2_obj(json_array_get(fe_pt2_arr(g, "inputs"), i), "as_tensor"),
+                     "name");
+    return *nm ? fe_pt2_arr(fe_pt2_obj(fe_pt2_obj(g, "tensor_values"), *nm), "sizes") : NULL;
+}
+
 /* Where symbol k is an input's size: " (axis A of input 'NAME')" into buf, or "". */
 static void where(json_t *doc, const char *k, char *buf, size_t len)
 {
-    json_t *g = fe_pt2_obj(fe_pt2_obj(doc, "graph_module"), "graph");
-    json_t *tv = fe_pt2_obj(g, "tensor_values"), *in = fe_pt2_arr(g, "inputs");
     char pat[64];
     snprintf(pat, sizeof pat, "Symbol('%s'", k);
     buf[0] = 0;
-    for (size_t i = 0; i < json_array_size(in) && !buf[0]; i++) {
-        const char *nm = fe_pt2_str(fe_pt2_obj(json_array_get(in, i), "as_tensor"), "name");
-        json_t *sz = nm ? fe_pt2_arr(fe_pt2_obj(tv, nm), "sizes") : NULL;
+    for (size_t i = 0; i < json_array_size(fe_pt2_arr(graph_of(doc), "inputs")) && !buf[0];
+         i++) {
+        const char *nm;
+        json_t *sz = input_at(doc, i, &nm);
         for (size_t a = 0; a < json_array_size(sz) && !buf[0]; a++) {
             const char *e = fe_pt2_str(fe_pt2_obj(json_array_get(sz, a), "as_expr"),
                                        "expr_str");
@@ -368,12 +383,11 @@ static void where(json_t *doc, const char *k, char *buf, size_t len)
 /* The sizes of user input nm (the graph's tensor_values), or NULL. */
 static json_t *input_sizes(json_t *doc, const char *nm)
 {
-    json_t *g = fe_pt2_obj(fe_pt2_obj(doc, "graph_module"), "graph");
-    json_t *in = fe_pt2_arr(g, "inputs");
-    for (size_t i = 0; i < json_array_size(in); i++) {
-        const char *n = fe_pt2_str(fe_pt2_obj(json_array_get(in, i), "as_tensor"), "name");
+    for (size_t i = 0; i < json_array_size(fe_pt2_arr(graph_of(doc), "inputs")); i++) {
+        const char *n;
+        json_t *sz = input_at(doc, i, &n);
         if (n && !strcmp(n, nm))
-            return fe_pt2_arr(fe_pt2_obj(fe_pt2_obj(g, "tensor_values"), nm), "sizes");
+            return sz;
     }
     return NULL;
 }
