@@ -30,7 +30,9 @@
  * positions below the dimension's minimum; the steps of a recurrence unrolled along it
  * (SLICE padok, SYMLEN, SYMLIKE: symdim_steps.c); a gather of constant indices counted
  * from the end, which the decomposition counts from the actual extent (inbounds); a
- * concatenation whose last piece only is symbolic along its axis (prop_concat); an
+ * concatenation whose last piece only is symbolic along its axis (prop_concat); other
+ * concatenations along it, whose result is an axis of pieces each laid out at its bound
+ * (SdAxis.np), which only ops that keep it whole read and an output compacts; an
  * upsampling by interior padding (a transposed convolution) or by an integer factor
  * (Resize by scales), whose lengths are derived sizes (size * mul + add) / div + 1.
  * Constants folded from the bound (position ids, causal masks) are taken as the
@@ -53,22 +55,31 @@
 
 #include "symdim.h"
 
-/* Does axis a hold a symbolic factor? */
-static bool ax_sym(const SdAxis *a)
+/* The first symbol of axis a (a concatenated one's: of its pieces), or -1. */
+static int axis_sym(const SdAxis *a)
 {
     for (int i = 0; i < a->n; i++)
         if (a->sym[i] >= 0)
-            return true;
-    return false;
+            return a->sym[i];
+    for (int p = 0; p < a->np; p++)
+        for (int i = 0; i < a->pc[p].n; i++)
+            if (a->pc[p].sym[i] >= 0)
+                return a->pc[p].sym[i];
+    return -1;
+}
+
+/* Does axis a hold a symbolic factor (a concatenated axis always does)? */
+static bool ax_sym(const SdAxis *a)
+{
+    return a->np > 0 || axis_sym(a) >= 0;
 }
 
 /* The first symbol of value info s (NULL: none) on any axis, or -1. */
 static int first_sym(const SdVal *s, int rank)
 {
     for (int a = 0; s && a < rank; a++)
-        for (int i = 0; i < s->ax[a].n; i++)
-            if (s->ax[a].sym[i] >= 0)
-                return s->ax[a].sym[i];
+        if (axis_sym(&s->ax[a]) >= 0)
+            return axis_sym(&s->ax[a]);
     return -1;
 }
 
@@ -77,7 +88,7 @@ static SdVal *sd_new(Sd *d, const IrType *t)
 {
     SdVal *s = ir_scratch(d->g, sizeof *s);
     for (int a = 0; a < t->rank; a++)
-        s->ax[a] = (SdAxis){1, {t->dims[a]}, {-1}, 0, 0, false};
+        s->ax[a] = (SdAxis){.n = 1, .size = {t->dims[a]}, .sym = {-1}};
     return s;
 }
 
@@ -209,22 +220,36 @@ static void ax_norm(SdAxis *a)
     *a = r;
 }
 
+/* A concatenated input axis a among prop_reshape's factors (fy): PIECED - a. */
+#define PIECED (-2)
+
 /* Reshape: the input's factors, in order, regrouped into the output's axes; a static
- * factor may be split, a symbolic one only kept whole. */
+ * factor may be split, a symbolic one only kept whole, and a concatenated axis only
+ * kept as an axis of its own. */
 static bool prop_reshape(Sd *d, const IrNode *n, const SdVal *s)
 {
     const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
     int64_t fs[IR_MAX_RANK * SD_MAXF];
     int fy[IR_MAX_RANK * SD_MAXF], nf = 0, k = 0;
-    for (int a = 0; a < it->rank; a++)
+    for (int a = 0; a < it->rank; a++) {
+        if (s->ax[a].np)
+            fs[nf] = it->dims[a], fy[nf++] = PIECED - a;
         for (int i = 0; i < s->ax[a].n; i++)
             if (s->ax[a].size[i] != 1 || s->ax[a].sym[i] >= 0)
                 fs[nf] = s->ax[a].size[i], fy[nf++] = s->ax[a].sym[i];
+    }
     SdVal *o = ir_scratch(d->g, sizeof *o);
     for (int a = 0; a < ot->rank; a++) {
         int64_t want = ot->dims[a];
         SdAxis *x = &o->ax[a];
+        if (k < nf && fy[k] <= PIECED && x->n == 0 && want == fs[k]) {
+            *x = s->ax[PIECED - fy[k++]];   /* the concatenated axis, alone */
+            continue;
+        }
         while (want > 1 || (want == 1 && k < nf && fs[k] == 1)) {
+            if (k < nf && fy[k] <= PIECED)
+                return refuse(d, n, axis_sym(&s->ax[PIECED - fy[k]]),
+                              "a reshape that merges or splits a concatenated axis");
             if (k == nf || x->n == SD_MAXF)
                 return refuse(d, n, first_sym(s, it->rank), "a reshape that splits it");
             if (fs[k] <= want && want % fs[k] == 0) {
@@ -240,7 +265,7 @@ static bool prop_reshape(Sd *d, const IrNode *n, const SdVal *s)
             }
         }
         if (x->n == 0)
-            *x = (SdAxis){1, {1}, {-1}, 0, 0, false};
+            *x = (SdAxis){.n = 1, .size = {1}, .sym = {-1}};
         ax_norm(x);
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
@@ -331,7 +356,7 @@ static bool prop_slice(Sd *d, const IrNode *n, const SdVal *s)
             int ds = pass_symdim_derived(d, x->sym[0], 1, -cut - 1, 1, it->dims[a],
                                          ot->dims[a]);
             if (ds >= 0 && sym_min(d, ds) >= 1) {
-                o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0, false};
+                o->ax[a] = (SdAxis){.n = 1, .size = {ot->dims[a]}, .sym = {ds}};
                 continue;
             }
         }
@@ -361,8 +386,11 @@ static bool prop_reduce(Sd *d, IrNode *n, const SdVal *s)
         red[axes[i]] = true;
     ValId x = n->in[0], one = IR_NONE;
     bool masked = false, sym[IR_MAX_RANK] = {false};
-    for (int a = 0; a < it->rank; a++)
+    for (int a = 0; a < it->rank; a++) {
         sym[a] = red[a] && ax_sym(&s->ax[a]), masked |= sym[a];
+        if (sym[a] && s->ax[a].np)
+            return refuse(d, n, axis_sym(&s->ax[a]), "a reduction over a concatenated axis");
+    }
     if (masked && fn < IR_RED_COUNT && fn <= IR_RED_MIN)   /* all axes in one SELECT */
         one = pass_symdim_mask_pad(d, x, s, sym, neutral[fn], &n->origin);
     for (int a = 0; a < it->rank && one == IR_NONE; a++) {
@@ -415,6 +443,8 @@ static bool prop_argreduce(Sd *d, IrNode *n, const SdVal *s)
     const IrType *it = ir_vtype(d->g, n->in[0]), *ot = ir_vtype(d->g, n->out[0]);
     int axis = (int)ir_attr_get_int(n, "axis", 0);
     bool keep = ir_attr_get_int(n, "keepdims", 1) != 0;
+    if (s->ax[axis].np)
+        return refuse(d, n, axis_sym(&s->ax[axis]), "an arg-reduction over a concatenated axis");
     if (ax_sym(&s->ax[axis])) {
         bool max = ir_attr_get_int(n, "fn", IR_RED_MAX) == IR_RED_MAX;
         ValId m = ir_attr_get_int(n, "select_last", 0) || ir_attr_get_int(n, "whole", 0)
@@ -449,6 +479,9 @@ static bool prop_matmul(Sd *d, IrNode *n)
                       "a matrix-vector product");
     const SdAxis *ka = sa ? &sa->ax[ta->rank - 1] : NULL, *kb = sb ? &sb->ax[tb->rank - 2] : NULL;
     const SdAxis *k = ka && ax_sym(ka) ? ka : kb && ax_sym(kb) ? kb : NULL;
+    if ((ka && ka->np) || (kb && kb->np))
+        return refuse(d, n, axis_sym(ka && ka->np ? ka : kb), "a matrix product over a "
+                      "concatenated axis");
     if (k) {
         n->in[0] = pass_symdim_mask(d, n->in[0], k, ta->rank - 1, 0, &n->origin);
         n->in[1] = pass_symdim_mask(d, n->in[1], k, tb->rank - 2, 0, &n->origin);
@@ -547,13 +580,18 @@ static bool prop_gather(Sd *d, IrNode *n)
     int axis = (int)ir_attr_get_int(n, "axis", 0), fax[SD_MAXF];
     SdVal *o = sd_new(d, ot);
     bool inb = ir_attr_get_int(n, "inbounds", 0) != 0;   /* gather_from_end's */
+    for (int a = 0; si && a < ti->rank; a++)
+        if (si->ax[a].np)
+            return refuse(d, n, axis_sym(&si->ax[a]), "a gather by a concatenated axis");
+    if (st && st->ax[axis].np)
+        return refuse(d, n, axis_sym(&st->ax[axis]), "a gather along a concatenated axis");
     if (st && ax_sym(&st->ax[axis]) && !(inb && !si)) {
         const SdAxis *x = &st->ax[axis];
         if (si || !relabel_axes(d->g, n->in[1], x, fax))
             return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "a gather");
         for (int f = 0; f < x->n; f++)
             if (fax[f] >= 0)
-                o->ax[axis + fax[f]] = (SdAxis){1, {x->size[f]}, {x->sym[f]}, 0, 0, false};
+                o->ax[axis + fax[f]] = (SdAxis){.n = 1, .size = {x->size[f]}, .sym = {x->sym[f]}};
     }
     for (int a = 0; a < tt->rank; a++) {
         if (a == axis || !st)
@@ -635,17 +673,48 @@ int pass_symdim_derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div
     return d->nbase + d->nder++;
 }
 
+/* Adds the concatenation axis of an input (x, NULL when static; extent ext) to the
+ * pieces of *o: a static or one-factor-list axis as one piece, a concatenated one as
+ * its pieces; false when there are more than SD_MAXP or x is padded. */
+static bool add_pieces(SdAxis *o, const SdAxis *x, int64_t ext)
+{
+    if (x && (x->plo || x->phi || x->cover))
+        return false;
+    int np = x && x->np ? x->np : 1;
+    if (o->np + np > SD_MAXP)
+        return false;
+    for (int p = 0; p < np; p++) {
+        SdPiece *c = &o->pc[o->np++];
+        memset(c, 0, sizeof *c);
+        if (x && x->np)
+            *c = x->pc[p];
+        else if (x && ax_sym(x)) {
+            c->n = x->n;
+            memcpy(c->size, x->size, sizeof c->size);
+            memcpy(c->sym, x->sym, sizeof c->sym);
+        } else
+            c->n = 1, c->size[0] = ext, c->sym[0] = -1;
+    }
+    return true;
+}
+
 /* Concat: along its axis a symbolic dimension may be the last piece only (a class
  * token prepended, cat([cls, x], 1)): the output holds the static pieces' P positions,
  * then the last one's valid ones, its padding at the end, a derived size (size + P).
- * The other axes carry over, symbolic ones alike in every input that has one (or
- * joined: sd_join). */
+ * Several symbolic pieces (a detector's flattened feature maps of three strides,
+ * [b, c, h8 * w8], [b, c, h16 * w16], ...) make a concatenated axis (SdAxis.np): each
+ * piece laid out at its bound, as computed, which only ops that keep the axis whole
+ * may read (pointwise ones, with constants folded at the bound in the same layout,
+ * such as the anchors' strides) until an output compacts it (symdim_out.c). The other
+ * axes carry over, symbolic ones alike in every input that has one (or joined:
+ * sd_join). */
 static bool prop_concat(Sd *d, const IrNode *n)
 {
     const IrType *ot = ir_vtype(d->g, n->out[0]);
     int axis = (int)ir_attr_get_int(n, "axis", 0);
     SdVal *o = sd_new(d, ot);
     int64_t pre = 0;
+    int nsym = 0;
     for (int i = 0; i < n->nin; i++) {
         const SdVal *s = sd_get(d, n->in[i]);
         for (int a = 0; s && a < ot->rank; a++) {
@@ -659,24 +728,29 @@ static bool prop_concat(Sd *d, const IrNode *n)
             }
             o->ax[a] = s->ax[a];
         }
-        if (i + 1 == n->nin)
-            break;
-        if (s && ax_sym(&s->ax[axis]))
-            return refuse(d, n, first_sym(&(SdVal){.ax = {s->ax[axis]}}, 1),
-                          "a concatenation (only the last piece may be symbolic)");
-        pre += ir_vtype(d->g, n->in[i])->dims[axis];
+        nsym += s && ax_sym(&s->ax[axis]);
+        if (i + 1 < n->nin)
+            pre += ir_vtype(d->g, n->in[i])->dims[axis];
     }
     const SdVal *l = sd_get(d, n->in[n->nin - 1]);
-    if (l && ax_sym(&l->ax[axis])) {
-        const SdAxis *x = &l->ax[axis];
+    const SdAxis *x = l ? &l->ax[axis] : NULL;
+    if (nsym == 1 && x && ax_sym(x) && x->n == 1 && !x->np && !x->plo && !x->phi) {
         int k = first_sym(&(SdVal){.ax = {*x}}, 1);
-        int ds = x->n != 1 || x->plo || x->phi ? -1
-                 : pre ? pass_symdim_derived(d, k, 1, pre - 1, 1, x->size[0],
-                                             ot->dims[axis])
-                       : k;
+        int ds = pre ? pass_symdim_derived(d, k, 1, pre - 1, 1, x->size[0], ot->dims[axis]) : k;
         if (ds < 0)
             return refuse(d, n, k, "a concatenation");
-        o->ax[axis] = (SdAxis){1, {ot->dims[axis]}, {ds}, 0, 0, false};
+        o->ax[axis] = (SdAxis){.n = 1, .size = {ot->dims[axis]}, .sym = {ds}};
+    } else if (nsym) {
+        SdAxis c;
+        memset(&c, 0, sizeof c);
+        for (int i = 0; i < n->nin; i++) {
+            const SdVal *s = sd_get(d, n->in[i]);
+            const SdAxis *y = s && ax_sym(&s->ax[axis]) ? &s->ax[axis] : NULL;
+            if (!add_pieces(&c, y, ir_vtype(d->g, n->in[i])->dims[axis]))
+                return refuse(d, n, y ? axis_sym(y) : first_sym(s, ot->rank),
+                              "a concatenation (of more than 4 pieces, or padded ones)");
+        }
+        o->ax[axis] = c;
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
     return true;
@@ -752,7 +826,7 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             continue;
         int k = first_sym(&(SdVal){.ax = {*x}}, 1);
         int64_t in = ni > a ? inter[a] : 0;
-        if (x->plo || x->phi)
+        if (x->plo || x->phi || ((pads[a] || pads[it->rank + a] || in) && x->n != 1))
             return refuse(d, n, k, "padding");
         if (!pads[a] && !pads[it->rank + a] && !in) {
             o->ax[a] = *x;
@@ -770,7 +844,8 @@ static bool prop_pad(Sd *d, IrNode *n, const SdVal *s)
             if (k < 0)
                 return refuse(d, n, first_sym(&(SdVal){.ax = {*x}}, 1), "padding");
         }
-        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {k}, pads[a], pads[it->rank + a], cover};
+        o->ax[a] = (SdAxis){.n = 1, .size = {ot->dims[a]}, .sym = {k}, .plo = pads[a],
+                            .phi = pads[it->rank + a], .cover = cover};
     }
     if (masked != IR_NONE)
         n->in[0] = masked;
@@ -802,10 +877,16 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
             o->ax[a] = *x;
             continue;
         }
-        if (a < first || x->n != 1)
+        if (a < first)
             return refuse(d, n, sym, conv ? "a convolution" : "a pooling window");
         int64_t kk = conv ? ir_vtype(d->g, n->in[1])->dims[a] : k[a - first];
         int64_t sv = ns > 0 ? st[a - first] : 1, dv = nd > 0 ? dl[a - first] : 1;
+        if (kk == 1 && sv == 1 && !x->plo && !x->phi && !x->cover) {
+            o->ax[a] = *x;            /* one tap a position: the axis as it is */
+            continue;
+        }
+        if (x->n != 1)
+            return refuse(d, n, sym, conv ? "a convolution" : "a pooling window");
         int64_t add = x->plo + x->phi - ((kk - 1) * dv + 1);
         /* a pad computed for the bound (ceil_mode, auto_pad SAME), only high and less
            than a stride: the window reads none of it where it covers the data exactly,
@@ -831,7 +912,7 @@ static bool prop_window(Sd *d, const IrNode *n, const SdVal *s)
         }
         if (ds < 0)
             return refuse(d, n, sym, "a window whose output size cannot be derived");
-        o->ax[a] = (SdAxis){1, {ot->dims[a]}, {ds}, 0, 0, false};
+        o->ax[a] = (SdAxis){.n = 1, .size = {ot->dims[a]}, .sym = {ds}};
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);
     return true;
@@ -967,21 +1048,22 @@ static ValId output_alone(IrGraph *g, ValId v, const IrOrigin *og)
     return o;
 }
 
-/* Whether output v (axes s) has a derived size on some axis, beside another symbolic
- * axis (derived_output serves it alone), every symbolic axis of one factor: the
- * outputs symdim_out.c compacts. */
-static bool several_derived(const Sd *d, ValId v, const SdVal *s)
+/* Whether output v (axes s) has a derived size on some axis beside another symbolic
+ * axis (derived_output serves it alone), or an axis of several factors or pieces
+ * (SdAxis.np), none padded: the outputs symdim_out.c compacts. */
+static bool compacted(const Sd *d, ValId v, const SdVal *s)
 {
-    int nsym = 0, nder = 0;
+    int nsym = 0, nder = 0, merged = 0;
     for (int a = 0; a < ir_vtype(d->g, v)->rank; a++) {
         if (!ax_sym(&s->ax[a]))
             continue;
-        if (s->ax[a].n != 1 || s->ax[a].plo || s->ax[a].phi)
+        if (s->ax[a].plo || s->ax[a].phi)
             return false;
         nsym++;
-        nder += s->ax[a].sym[0] >= d->nbase;
+        merged += s->ax[a].np || s->ax[a].n != 1;
+        nder += s->ax[a].n == 1 && s->ax[a].sym[0] >= d->nbase;
     }
-    return nder > 0 && nsym > 1 && !ir_dyn_find(d->g, v);
+    return (merged || (nder > 0 && nsym > 1)) && !ir_dyn_find(d->g, v);
 }
 
 /* Record the symbolic axes of the graph outputs (output entries of the table); an
@@ -1013,7 +1095,7 @@ static bool unpad_output(Sd *d, ValId v, const SdVal **s)
             o = sd_new(d, t);
             memcpy(o, *s, sizeof *o);
         }
-        o->ax[a] = (SdAxis){1, {x->size[0]}, {ds}, 0, 0, false};
+        o->ax[a] = (SdAxis){.n = 1, .size = {x->size[0]}, .sym = {ds}};
     }
     if (o)
         *s = d->val[v] = o;
@@ -1128,7 +1210,7 @@ static bool mark_outputs(Sd *d)
             ir_dyn_add(g, v, da, ir_reshape(g, c, NULL, 0, &og));
             continue;
         }
-        if (s && several_derived(d, v, s)) {
+        if (s && compacted(d, v, s)) {
             const IrOrigin og = {g->vals[v].name, "output", NULL};
             ValId y = pass_symdim_compact_output(d, v, s, &og);
             if (y != IR_NONE) {
@@ -1174,7 +1256,7 @@ static void sd_start(Sd *d)
         const IrSymDim *e = &g->symdims[i];
         if (!d->val[e->input])
             d->val[e->input] = sd_new(d, ir_vtype(g, e->input));
-        d->val[e->input]->ax[e->axis] = (SdAxis){1, {e->max}, {e->sym}, 0, 0, false};
+        d->val[e->input]->ax[e->axis] = (SdAxis){.n = 1, .size = {e->max}, .sym = {e->sym}};
     }
 }
 

@@ -8,6 +8,15 @@
 
 #define SD_MAXF 4                          /* factors per axis */
 
+#define SD_MAXP 4                          /* pieces of a concatenated axis */
+
+typedef struct {                           /* one piece of a concatenated axis: factors,
+                                              outermost first, every one at its bound */
+    int n;
+    int64_t size[SD_MAXF];
+    int sym[SD_MAXF];                      /* symbol, or -1 for a static factor */
+} SdPiece;
+
 typedef struct {                           /* one axis: factors, outermost first */
     int n;
     int64_t size[SD_MAXF];
@@ -18,6 +27,13 @@ typedef struct {                           /* one axis: factors, outermost first
     bool cover;                            /* padding computed from the extent (ceil_mode)
                                               that is none at the bound: the window that
                                               reads the axis must cover it exactly */
+    int np;                                /* > 0 (n is 0 then): a concatenation of np
+                                              pieces, each laid out at its bound after the
+                                              ones before it (a detector's three flattened
+                                              feature maps): its valid positions are no
+                                              prefix, so only ops that keep the axis whole
+                                              may read it, until an output compacts it */
+    SdPiece pc[SD_MAXP];
 } SdAxis;
 
 #define SD_MAXDER 256                      /* derived sizes (convolution outputs) */

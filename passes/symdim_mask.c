@@ -129,7 +129,7 @@ ValId pass_symdim_mask(Sd *d, ValId v, const SdAxis *x, int a, double neutral,
                        const IrOrigin *og)
 {
     const IrType *t = ir_vtype(d->g, v);
-    if (!has_neutral(t->dtype))
+    if (!has_neutral(t->dtype) || x->np)   /* a concatenated axis: no prefix to keep */
         return IR_NONE;
     if (d->plan) {
         pass_symdim_plan_source(d, v, x, neutral);

@@ -63,7 +63,7 @@ static bool symlike(Sd *d, IrNode *n)
     int64_t mul = ir_attr_get_int(n, "mul", 1);
     SdVal *o = ir_scratch(d->g, sizeof *o);
     for (int i = 0; i < t->rank; i++)
-        o->ax[i] = y ? y->ax[i] : (SdAxis){1, {t->dims[i]}, {-1}, 0, 0, false};
+        o->ax[i] = y ? y->ax[i] : (SdAxis){.n = 1, .size = {t->dims[i]}, .sym = {-1}};
     if (l && is_sym(&l->ax[b]) && mul == 1)
         o->ax[a] = l->ax[b];
     else if (l && is_sym(&l->ax[b])) {
@@ -76,7 +76,7 @@ static bool symlike(Sd *d, IrNode *n)
                      "dimension merged with others or padded");
             return false;
         }
-        o->ax[a] = (SdAxis){1, {t->dims[a]}, {k}, 0, 0, false};
+        o->ax[a] = (SdAxis){.n = 1, .size = {t->dims[a]}, .sym = {k}};
     }
     bool sym = false;
     for (int i = 0; i < t->rank; i++)

@@ -13,6 +13,9 @@
  * from the actual length), x[:, -1:] (likewise), a slice below the least length
  * (exact), one past it (refused). Sizes joined by a skip connection, and a ceil_mode
  * pool's pad read only at some sizes: every step-th size taken, the others refused.
+ * Concatenations whose symbolic pieces are not only the last (a token appended, two
+ * flattened feature maps): compacted at the output at every size; a sum over such an
+ * axis refused.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -765,10 +768,11 @@ static void test_slice_past_min_refused(void **state)
     expect_refused(f, "a slice along the bounded dynamic dimension 'seq'");
 }
 
-/* Concat(x, tok) on the sequence axis of x f32[2, seq, 4], seq in 1..8: the padding
- * of x would lie between its valid positions and tok's, so it is refused (the other
- * order, a prepended token, is exact: tests/models-dyn/cls_norm_seq). */
-static void test_concat_appended_refused(void **state)
+/* Concat(x, tok) on the sequence axis of x f32[2, seq, 4], seq in 1..8, with x's
+ * padding between its valid positions and tok's: an axis of two pieces, compacted at
+ * the output to x's actual rows, then tok (the other order, a prepended token, is a
+ * derived size: tests/models-dyn/cls_norm_seq). */
+static void test_concat_appended_every_size(void **state)
 {
     UtFx *f = *state;
     ValId x = sym_input(f->g, "x", 3, (int64_t[]){2, 8, 4}, 1, 1, "seq");
@@ -776,7 +780,83 @@ static void test_concat_appended_refused(void **state)
     IrAttr ax = ir_attr_int("axis", 1);
     ir_add_output(f->g, ut_onnx_op(f->g, "Concat", 13, (ValId[]){x, tok}, 2, &ax, 1));
     ut_decompose_ok(f);
-    expect_refused(f, "a concatenation (only the last piece may be symbolic)");
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[64], t[8], out[72], want[72];
+    ut_fill(t, 8, 7.0f, 0.5f);
+    for (int n = 1; n <= 8; n++) {
+        ut_fill(in, 2 * n * 4, 0.9f, -0.3f);
+        for (int b = 0; b < 2; b++)
+            for (int r = 0; r <= n; r++)
+                for (int c = 0; c < 4; c++)
+                    want[(b * (n + 1) + r) * 4 + c] = r < n ? in[(b * n + r) * 4 + c]
+                                                            : t[b * 4 + c];
+        assert_int_equal(spy_session_set_input_shape(s, 0, 3, (int64_t[]){2, n, 4}), SPY_OK);
+        const void *ins[2] = {in, t};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 3, (int64_t[]){2, n + 1, 4});
+        ut_expect_close(out, want, 2 * (n + 1) * 4, 0);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* x f32[1, 2, 3, w] (w in 1..5) flattened to [1, 2, 3 * 5] (w the inner factor: its
+ * valid positions are no prefix), concatenated with the flattened x + 1 along that
+ * axis: two pieces of two factors each (a detector's flattened feature maps). The
+ * output is compacted to [1, 2, 6 w]: x's actual elements, then x + 1's. */
+static ValId flat_pieces(UtFx *f)
+{
+    ValId x = sym_input(f->g, "x", 4, (int64_t[]){1, 2, 3, 5}, 3, 1, "w");
+    ValId shape = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){3}, (int64_t[]){1, 2, 15});
+    ValId one = ut_const(f->g, IR_DT_F32, 0, NULL, (float[]){1});
+    ValId x1 = ut_onnx_op(f->g, "Add", 14, (ValId[]){x, one}, 2, NULL, 0);
+    ValId a = ut_onnx_op(f->g, "Reshape", 14, (ValId[]){x, shape}, 2, NULL, 0);
+    ValId b = ut_onnx_op(f->g, "Reshape", 14, (ValId[]){x1, shape}, 2, NULL, 0);
+    IrAttr ax = ir_attr_int("axis", 2);
+    return ut_onnx_op(f->g, "Concat", 13, (ValId[]){a, b}, 2, &ax, 1);
+}
+
+static void test_concat_pieces_every_size(void **state)
+{
+    UtFx *f = *state;
+    ir_add_output(f->g, flat_pieces(f));
+    ut_decompose_ok(f);
+    spy_model *m;
+    spy_session *s;
+    open_fx(f, &m, &s);
+    float in[30], out[60], want[60];
+    for (int w = 1; w <= 5; w++) {
+        int n = 6 * w;
+        ut_fill(in, 6 * w, 0.25f, 0.5f);
+        for (int c = 0; c < 2; c++)
+            for (int k = 0; k < 2; k++)
+                for (int i = 0; i < 3 * w; i++)
+                    want[c * n + k * 3 * w + i] = in[c * 3 * w + i] + (float)k;
+        assert_int_equal(spy_session_set_input_shape(s, 0, 4, (int64_t[]){1, 2, 3, w}), SPY_OK);
+        const void *ins[1] = {in};
+        void *outs[1] = {out};
+        assert_int_equal(spy_session_run(s, ins, outs), SPY_OK);
+        expect_out_shape(s, 3, (int64_t[]){1, 2, n});
+        ut_expect_close(out, want, 2 * n, 0);
+    }
+    spy_session_free(s);
+    spy_model_free(m);
+}
+
+/* A sum over that concatenated axis: its valid positions are no prefix, so no mask by
+ * the actual size makes it exact; refused by name. */
+static void test_concat_pieces_reduce_refused(void **state)
+{
+    UtFx *f = *state;
+    ValId axes = ut_const(f->g, IR_DT_I64, 1, (int64_t[]){1}, (int64_t[]){2});
+    ir_add_output(f->g, ut_onnx_op(f->g, "ReduceSum", 13, (ValId[]){flat_pieces(f), axes}, 2,
+                                   NULL, 0));
+    ut_decompose_ok(f);
+    expect_refused(f, "a reduction over a concatenated axis along the bounded dynamic "
+                      "dimension 'w'");
 }
 
 /* Resize of x f32[1, 2, h, 5] (h in 2..16) to constant sizes [1, 2, 32, 5]: sizes are
@@ -962,7 +1042,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slice_last_every_size, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_slice_past_min_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_symlen_static_refused, ut_setup, ut_teardown),
-        cmocka_unit_test_setup_teardown(test_concat_appended_refused, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_concat_appended_every_size, ut_setup,
+                                        ut_teardown),
+        cmocka_unit_test_setup_teardown(test_concat_pieces_every_size, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_concat_pieces_reduce_refused, ut_setup,
+                                        ut_teardown),
         cmocka_unit_test_setup_teardown(test_resize_sizes_refused, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_joined_sizes_every_step, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_ceil_pool_covering_every_step, ut_setup,

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Generate tests/models-dyn/yolo_hw: an anchor-free detector's head in miniature (the
+YOLOv8 head that ultralytics exports and packages such as NudeNet ship), exported by
+the TorchScript exporter with a dynamic batch, height and width, for the
+dynamic-model tests of `make check`.
+
+Five 3x3 stride-2 convolutions give feature maps at strides 8, 16 and 32 (sizes
+ceil(h / 8), ceil(h / 16), ceil(h / 32)); per map a box branch (4 x 16 distribution
+bins) and a class branch, concatenated, flattened to [b, 67, h_s * w_s] and the three
+concatenated along that axis: an axis of three pieces of two symbolic factors each
+(passes/symdim.c prop_concat). Then the distribution focal loss's softmax and 1x1
+convolution over the bins, the anchor points computed from the maps' shapes (Range,
+meshgrid; folded at the bound, laid out as the pieces are) and the strides, and the
+boxes: output [b, 7, anchors], compacted at the output to the actual anchors of each
+map one after the other (symdim_out.c). Data sets at 1x3x64x64, 2x3x96x64 and
+1x3x72x100 (onnxruntime's outputs); flags: batch up to 2, height and width 64..128.
+Needs torch, onnx, onnxruntime and numpy:
+
+    python3 tests/models-dyn/gen_yolo.py
+"""
+import io
+import os
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(TESTS, "models"))
+import gen_util  # noqa: E402  tests/models/gen_util.py: save_with_sets
+
+DYN = os.path.join(TESTS, "models-dyn")
+SHAPES = ((1, 3, 64, 64), (2, 3, 96, 64), (1, 3, 72, 100))
+
+
+def make_anchors(feats, strides, offset=0.5):
+    """Anchor points (x, y) of every cell of every map, and each one's stride."""
+    points, stride_col = [], []
+    for f, stride in zip(feats, strides):
+        _, _, h, w = f.shape
+        sx = torch.arange(end=w, dtype=torch.float32) + offset
+        sy = torch.arange(end=h, dtype=torch.float32) + offset
+        sy, sx = torch.meshgrid(sy, sx, indexing="ij")
+        points.append(torch.stack((sx, sy), -1).view(-1, 2))
+        stride_col.append(torch.full((h * w, 1), stride, dtype=torch.float32))
+    return torch.cat(points), torch.cat(stride_col)
+
+
+class Dfl(nn.Module):
+    """The expected bin of a softmax over 16 bins, by a fixed 1x1 convolution."""
+
+    def __init__(self, bins=16):
+        super().__init__()
+        self.conv = nn.Conv2d(bins, 1, 1, bias=False).requires_grad_(False)
+        self.conv.weight.data[:] = torch.arange(bins, dtype=torch.float).view(1, bins, 1, 1)
+        self.bins = bins
+
+    def forward(self, x):
+        b, _, a = x.shape
+        return self.conv(x.view(b, 4, self.bins, a).transpose(2, 1).softmax(1)).view(b, 4, a)
+
+
+class Yolo(nn.Module):
+    """Backbone 3 -> 8 -> 16 -> 16 channels at strides 8, 16, 32; 3 classes."""
+
+    def __init__(self, nc=3, bins=16):
+        super().__init__()
+        self.nc, self.bins, self.no = nc, bins, nc + 4 * bins
+        self.s1 = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.SiLU(), nn.Conv2d(8, 8, 3, 2, 1),
+                                nn.SiLU(), nn.Conv2d(8, 8, 3, 2, 1), nn.SiLU())
+        self.s2 = nn.Sequential(nn.Conv2d(8, 16, 3, 2, 1), nn.SiLU())
+        self.s3 = nn.Sequential(nn.Conv2d(16, 16, 3, 2, 1), nn.SiLU())
+        self.box = nn.ModuleList(nn.Conv2d(c, 4 * bins, 1) for c in (8, 16, 16))
+        self.cls = nn.ModuleList(nn.Conv2d(c, nc, 1) for c in (8, 16, 16))
+        self.dfl = Dfl(bins)
+        self.stride = [8, 16, 32]
+
+    def forward(self, x):
+        p3 = self.s1(x)
+        p4 = self.s2(p3)
+        p5 = self.s3(p4)
+        xs = [torch.cat((self.box[i](p), self.cls[i](p)), 1) for i, p in enumerate((p3, p4, p5))]
+        x_cat = torch.cat([xi.view(xs[0].shape[0], self.no, -1) for xi in xs], 2)
+        anchors, strides = (t.transpose(0, 1) for t in make_anchors(xs, self.stride))
+        box, cls = x_cat.split((self.bins * 4, self.nc), 1)
+        lt, rb = self.dfl(box).chunk(2, 1)
+        a = anchors.unsqueeze(0)
+        x1y1, x2y2 = a - lt, a + rb
+        dbox = torch.cat(((x1y1 + x2y2) / 2, x2y2 - x1y1), 1) * strides
+        return torch.cat((dbox, cls.sigmoid()), 1)
+
+
+def main():
+    torch.manual_seed(5)
+    here = os.path.join(DYN, "yolo_hw")
+    buf = io.BytesIO()
+    torch.onnx.export(Yolo().eval(), (torch.randn(*SHAPES[0]),), buf, dynamo=False,
+                      input_names=["x"], output_names=["y"], opset_version=17,
+                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
+                                    "y": {0: "batch", 2: "anchors"}})
+    rng = np.random.default_rng(3)
+    gen_util.save_with_sets(onnx.load_from_string(buf.getvalue()), here,
+                            [rng.standard_normal(s).astype(np.float32) for s in SHAPES])
+    with open(os.path.join(here, "flags"), "w") as f:
+        f.write("--dim batch=2 --dim height=64..128 --dim width=64..128\n")
+    print("wrote", here)
+
+
+if __name__ == "__main__":
+    main()
