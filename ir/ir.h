@@ -202,6 +202,10 @@ typedef enum { IR_VAL_ACT, IR_VAL_INPUT, IR_VAL_CONST } IrValKind;
  * turns such an element into the actual extent, or refuses the node that reads it, when
  * the extent is along a symbolic axis (ir_ext.c). */
 #define IR_EXT_ALL (-2)                    /* axis: the product of every extent (Size) */
+#define IR_EXT_BOUND (-3)                  /* axis: computed for the bounds of every extent
+                                              but the first two, position by position (an
+                                              average pool's divisors that exclude its
+                                              padding): no prefix of those of a smaller size */
 typedef struct {
     ValId src;                             /* the value whose extent it is; IR_NONE: none */
     int16_t axis;                          /* that value's axis, or IR_EXT_ALL */
@@ -511,6 +515,9 @@ bool ir_fold_node(IrGraph *g, IrNode *n);
 /* ir_ext.c: constant c (rank 1, n elements) holds the extents of x's axes first..first+n-1
  * (Shape of x folded at the bounds); with all, c (one element) holds their product (Size). */
 void ir_ext_set(IrGraph *g, ValId c, ValId x, int first, bool all);
+/* Tags every element of constant c as computed from x's extents along axis (or
+ * IR_EXT_ALL, IR_EXT_BOUND), not exactly one of them. */
+void ir_ext_set_uniform(IrGraph *g, ValId c, ValId x, int axis);
 /* The provenance of element i of a constant's extent tags x. */
 IrExtElem ir_ext_at(const IrExt *x, uint64_t i);
 /* The extent tags of folded node n's outputs, from those of its constant inputs. */

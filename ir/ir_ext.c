@@ -44,6 +44,13 @@ void ir_ext_set(IrGraph *g, ValId c, ValId x, int first, bool all)
     v->ext = t;
 }
 
+void ir_ext_set_uniform(IrGraph *g, ValId c, ValId x, int axis)
+{
+    IrExt *t = ext_new(g, 1, true);
+    t->e[0] = (IrExtElem){x, (int16_t)axis, false};
+    ir_val(g, c)->ext = t;
+}
+
 /* The first tagged element of the node's inputs (src IR_NONE when none). */
 static IrExtElem first_tag(IrGraph *g, const IrNode *n)
 {

@@ -35,9 +35,11 @@
  * (SdAxis.np), which only ops that keep it whole read and an output compacts; an
  * upsampling by interior padding (a transposed convolution) or by an integer factor
  * (Resize by scales), whose lengths are derived sizes (size * mul + add) / div + 1.
- * Constants folded from the bound (position ids, causal masks) are taken as the
- * bound's row-major prefix of those of a smaller size, which holds for what Range,
- * Trilu and comparisons of positions compute.
+ * Constants folded from the bound (position ids, causal masks; a detector's cell grid
+ * along a feature map's derived axes) are taken as the bound's row-major prefix of those
+ * of a smaller size, which holds for what Range, Trilu and comparisons of positions
+ * compute; an average pool's divisors that exclude its padding, which count the
+ * bound's border (tagged IR_EXT_BOUND), are refused along a symbolic axis.
  *
  * A pointwise op or a concatenation may join two different sizes derived from one
  * input symbol (a U-Net's or a feature pyramid's upsampled map beside its skip
@@ -193,12 +195,14 @@ static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
             o->ax[oa] = s->ax[a];
         }
     }
-    for (int i = 0; i < nin; i++) {            /* constants along a window's output */
+    for (int i = 0; i < nin; i++) {            /* divisors for the bound on a window's output */
         const IrType *t = ir_vtype(d->g, n->in[i]);
-        for (int a = 0; ir_is_const(d->g, n->in[i]) && a < t->rank; a++) {
+        bool bound = ir_is_const(d->g, n->in[i]) &&
+                     ir_ext_at(ir_val(d->g, n->in[i])->ext, 0).axis == IR_EXT_BOUND;
+        for (int a = 0; bound && a < t->rank; a++) {
             const SdAxis *x = &o->ax[ot->rank - t->rank + a];
-            if (t->dims[a] > 1 && x->n == 1 && x->sym[0] >= d->nbase)
-                return refuse(d, n, x->sym[0], "a constant computed for the bound (such as "
+            if (t->dims[a] > 1 && ax_sym(x))
+                return refuse(d, n, axis_sym(x), "a constant computed for the bound (such as "
                               "the divisors of an average pool that excludes its padding), on a "
                               "window's output,");
         }

@@ -14,7 +14,8 @@
 #include "symdim.h"
 
 /* Whether the extent tag e lies along a symbolic axis: 0, no (or unknown); 1, a plain
- * one of symbol *k; 2, one merged with others or padded (*k its first symbol). */
+ * one of symbol *k; 2, one merged with others, padded or concatenated (*k its first
+ * symbol). */
 static int tag_symbol(const Sd *d, IrExtElem e, int *k)
 {
     const SdVal *s = e.src == IR_NONE ? NULL : sd_get(d, e.src);
@@ -25,6 +26,12 @@ static int tag_symbol(const Sd *d, IrExtElem e, int *k)
         const SdAxis *x = &s->ax[a];
         if (e.axis != IR_EXT_ALL && e.axis != a)
             continue;
+        for (int p = 0; p < x->np; p++)   /* a concatenated axis: pieces' sizes summed */
+            for (int f = 0; f < x->pc[p].n; f++)
+                if (x->pc[p].sym[f] >= 0) {
+                    *k = x->pc[p].sym[f];
+                    return 2;
+                }
         for (int f = 0; f < x->n; f++)
             if (x->sym[f] >= 0) {
                 *k = x->sym[f];

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate tests/models-dyn/yolo_hw: an anchor-free detector's head in miniature (the
+"""Generate tests/models-dyn/yolo_hw and yolo5_hw: an anchor-free detector's head in miniature (the
 YOLOv8 head that ultralytics exports and packages such as NudeNet ship), exported by
 the TorchScript exporter with a dynamic batch, height and width, for the
 dynamic-model tests of `make check`.
@@ -12,8 +12,10 @@ concatenated along that axis: an axis of three pieces of two symbolic factors ea
 convolution over the bins, the anchor points computed from the maps' shapes (Range,
 meshgrid; folded at the bound, laid out as the pieces are) and the strides, and the
 boxes: output [b, 7, anchors], compacted at the output to the actual anchors of each
-map one after the other (symdim_out.c). Data sets at 1x3x64x64, 2x3x96x64 and
-1x3x72x100 (onnxruntime's outputs); flags: batch up to 2, height and width 64..128.
+map one after the other (symdim_out.c). yolo5_hw: an anchor-based head (YOLOv5's
+Detect, exported dynamic), its cell grids constants folded at the bound along the maps'
+derived axes, [b, 3 * h8 * w8 + 3 * h16 * w16, 7]. Data sets at 1x3x64x64, 2x3x96x64
+and 1x3x72x100 (onnxruntime's outputs); flags: batch up to 2, height and width 64..128.
 Needs torch, onnx, onnxruntime and numpy:
 
     python3 tests/models-dyn/gen_yolo.py
@@ -92,20 +94,61 @@ class Yolo(nn.Module):
         return torch.cat((dbox, cls.sigmoid()), 1)
 
 
-def main():
-    torch.manual_seed(5)
-    here = os.path.join(DYN, "yolo_hw")
+class Yolo5(nn.Module):
+    """An anchor-based head (YOLOv5's Detect, dynamic): per map of strides 8 and 16, 3
+    anchors x (4 box + 1 objectness + 2 classes), the cell grid and anchor sizes made
+    from the map's shape (Range, meshgrid: constants folded at the bound along the
+    maps' derived axes), boxes decoded, [b, 3 * h8 * w8 + 3 * h16 * w16, 7]."""
+
+    def __init__(self, nc=2, na=3):
+        super().__init__()
+        self.na, self.no = na, nc + 5
+        self.b1 = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.SiLU(), nn.Conv2d(8, 8, 3, 2, 1),
+                                nn.SiLU(), nn.Conv2d(8, 8, 3, 2, 1), nn.SiLU())
+        self.b2 = nn.Sequential(nn.Conv2d(8, 8, 3, 2, 1), nn.SiLU())
+        self.m = nn.ModuleList(nn.Conv2d(8, na * self.no, 1) for _ in range(2))
+        self.stride = [8, 16]
+        self.anchors = torch.tensor([[[10, 13], [16, 30], [33, 23]],
+                                     [[30, 61], [62, 45], [59, 119]]], dtype=torch.float32)
+
+    def forward(self, x):
+        p = [self.b1(x)]
+        p.append(self.b2(p[0]))
+        z = []
+        for i in range(2):
+            y = self.m[i](p[i])
+            bs, _, ny, nx = y.shape
+            y = y.view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
+            yv, xv = torch.meshgrid(torch.arange(ny, dtype=torch.float32),
+                                    torch.arange(nx, dtype=torch.float32), indexing="ij")
+            grid = torch.stack((xv, yv), 2).expand(1, self.na, ny, nx, 2) - 0.5
+            ag = (self.anchors[i] * self.stride[i]).view(1, self.na, 1, 1, 2)
+            xy, wh, conf = y.sigmoid().split((2, 2, self.no - 4), 4)
+            xy = (xy * 2 + grid) * self.stride[i]
+            wh = (wh * 2) ** 2 * ag.expand(1, self.na, ny, nx, 2)
+            z.append(torch.cat((xy, wh, conf), 4).view(bs, self.na * nx * ny, self.no))
+        return torch.cat(z, 1)
+
+
+def write(name, model, out_axes):
+    """Export model to DYN/name with a data set per shape of SHAPES and the flags file."""
+    here = os.path.join(DYN, name)
     buf = io.BytesIO()
-    torch.onnx.export(Yolo().eval(), (torch.randn(*SHAPES[0]),), buf, dynamo=False,
+    torch.onnx.export(model.eval(), (torch.randn(*SHAPES[0]),), buf, dynamo=False,
                       input_names=["x"], output_names=["y"], opset_version=17,
-                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
-                                    "y": {0: "batch", 2: "anchors"}})
+                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}, "y": out_axes})
     rng = np.random.default_rng(3)
     gen_util.save_with_sets(onnx.load_from_string(buf.getvalue()), here,
                             [rng.standard_normal(s).astype(np.float32) for s in SHAPES])
     with open(os.path.join(here, "flags"), "w") as f:
         f.write("--dim batch=2 --dim height=64..128 --dim width=64..128\n")
     print("wrote", here)
+
+
+def main():
+    torch.manual_seed(5)
+    write("yolo_hw", Yolo(), {0: "batch", 2: "anchors"})
+    write("yolo5_hw", Yolo5(), {0: "batch", 1: "anchors"})
 
 
 if __name__ == "__main__":

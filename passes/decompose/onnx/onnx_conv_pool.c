@@ -298,10 +298,11 @@ static int64_t taps_in(int64_t o, int64_t k, int64_t s, int64_t d, int64_t lo, i
 }
 
 /* AveragePool divisor: 1/count per output position as a constant [1,1,out...]
- * (or a scalar when every window counts the same). */
-static ValId avg_scale(DecCtx *c, IrDType dt, int nsp, const int64_t *out, const int64_t *in,
-                       const int64_t *k, const int64_t *s, const int64_t *d, const int64_t *lo,
-                       const int64_t *hi, bool incl, bool counts)
+ * (or a scalar when every window counts the same), tagged IR_EXT_BOUND with the input
+ * x: its counts at the border are those of the bound's extents. */
+static ValId avg_scale(DecCtx *c, ValId x, IrDType dt, int nsp, const int64_t *out,
+                       const int64_t *in, const int64_t *k, const int64_t *s, const int64_t *d,
+                       const int64_t *lo, const int64_t *hi, bool incl, bool counts)
 {
     int64_t dims[IR_MAX_RANK], n = 1;
     dims[0] = dims[1] = 1;
@@ -324,7 +325,9 @@ static ValId avg_scale(DecCtx *c, IrDType dt, int nsp, const int64_t *out, const
     }
     if (uniform)
         return dec_scalar(c->g, dt, v[0]);
-    return dec_const(c->g, dt, dims, nsp + 2, v);
+    ValId t = dec_const(c->g, dt, dims, nsp + 2, v);
+    ir_ext_set_uniform(c->g, t, x, IR_EXT_BOUND);   /* no prefix of a smaller size's */
+    return t;
 }
 
 /* Lowest value of a dtype, used to pad MaxPool inputs. */
@@ -426,7 +429,8 @@ static bool pool_run(DecCtx *c, bool divide)
     if (is_avg) {
         bool incl = dec_ai(c, "count_include_pad", 0) != 0;
         y = dec_bin(c, divide ? IR_BIN_DIV : IR_BIN_MUL, y,
-                    avg_scale(c, tx->dtype, nsp, out, tx->dims + 2, k, s, d, lo, hi, incl, divide));
+                    avg_scale(c, x, tx->dtype, nsp, out, tx->dims + 2, k, s, d, lo, hi, incl,
+                              divide));
     } else if (is_lp && p != 1) {
         y = p == 2 ? dec_un(c, IR_UN_SQRT, y) : dec_bin_s(c, IR_BIN_POW, y, 1.0 / p);
     }
