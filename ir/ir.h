@@ -206,11 +206,19 @@ typedef enum { IR_VAL_ACT, IR_VAL_INPUT, IR_VAL_CONST } IrValKind;
                                               but the first two, position by position (an
                                               average pool's divisors that exclude its
                                               padding): no prefix of those of a smaller size */
+#define IR_EXT_STEPS 6                     /* steps of an extent's formula, at most */
+enum { IR_EXT_ADD, IR_EXT_MUL, IR_EXT_DIV }; /* a formula's steps: + c, * c, / c (floor) */
 typedef struct {
     ValId src;                             /* the value whose extent it is; IR_NONE: none */
     int16_t axis;                          /* that value's axis, or IR_EXT_ALL */
     bool exact;                            /* the element is the extent (a cast at most),
                                               not computed from it */
+    int8_t nstep;                          /* the element is the extent through steps
+                                              step[0..nstep) (integer arithmetic by
+                                              constants: (h + 7) / 8, an exporter's size of
+                                              a feature map); -1: computed otherwise */
+    uint8_t step[IR_EXT_STEPS];            /* IR_EXT_ADD, _MUL, _DIV */
+    int32_t arg[IR_EXT_STEPS];             /* its constant (MUL, DIV: >= 1) */
 } IrExtElem;
 typedef struct IrExt {
     uint64_t n;                            /* elements described (1 with uniform) */
@@ -516,10 +524,16 @@ bool ir_fold_node(IrGraph *g, IrNode *n);
  * (Shape of x folded at the bounds); with all, c (one element) holds their product (Size). */
 void ir_ext_set(IrGraph *g, ValId c, ValId x, int first, bool all);
 /* Tags every element of constant c as computed from x's extents along axis (or
- * IR_EXT_ALL, IR_EXT_BOUND), not exactly one of them. */
+ * IR_EXT_ALL, IR_EXT_BOUND), not exactly one of them (no formula). */
 void ir_ext_set_uniform(IrGraph *g, ValId c, ValId x, int axis);
 /* The provenance of element i of a constant's extent tags x. */
 IrExtElem ir_ext_at(const IrExt *x, uint64_t i);
+/* The value of tag e's formula at extent v (e.nstep >= 0), or -1 where a step leaves the
+ * non-negative integers below 2^31. */
+int64_t ir_ext_eval(const IrExtElem *e, int64_t v);
+/* SYMLIKE n's "formula" (pairs of IR_EXT_ADD / _MUL / _DIV and their constant) as the
+ * steps of *f; false (f->nstep -1) when it has none or a malformed one. */
+bool ir_symlike_formula(const IrNode *n, IrExtElem *f);
 /* The extent tags of folded node n's outputs, from those of its constant inputs. */
 void ir_ext_fold(IrGraph *g, const IrNode *n);
 /* ir_fold_node without the IR_FOLD_TRANSPOSE_MAX limit: for a TRANSPOSE whose input

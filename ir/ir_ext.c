@@ -21,14 +21,14 @@ static IrExt *ext_new(IrGraph *g, uint64_t n, bool uniform)
     x->n = k;
     x->uniform = uniform;
     for (uint64_t i = 0; i < k; i++)
-        x->e[i] = (IrExtElem){IR_NONE, 0, false};
+        x->e[i] = (IrExtElem){.src = IR_NONE, .nstep = -1};
     return x;
 }
 
 IrExtElem ir_ext_at(const IrExt *x, uint64_t i)
 {
     if (!x || (!x->uniform && i >= x->n))
-        return (IrExtElem){IR_NONE, 0, false};
+        return (IrExtElem){.src = IR_NONE, .nstep = -1};
     return x->e[x->uniform ? 0 : i];
 }
 
@@ -40,14 +40,15 @@ void ir_ext_set(IrGraph *g, ValId c, ValId x, int first, bool all)
         return;
     IrExt *t = ext_new(g, (uint64_t)n, false);
     for (int64_t i = 0; i < n; i++)
-        t->e[i] = (IrExtElem){x, (int16_t)(all ? IR_EXT_ALL : first + i), !all};
+        t->e[i] = (IrExtElem){.src = x, .axis = (int16_t)(all ? IR_EXT_ALL : first + i),
+                               .exact = !all, .nstep = all ? -1 : 0};
     v->ext = t;
 }
 
 void ir_ext_set_uniform(IrGraph *g, ValId c, ValId x, int axis)
 {
     IrExt *t = ext_new(g, 1, true);
-    t->e[0] = (IrExtElem){x, (int16_t)axis, false};
+    t->e[0] = (IrExtElem){.src = x, .axis = (int16_t)axis, .nstep = -1};
     ir_val(g, c)->ext = t;
 }
 
@@ -60,7 +61,7 @@ static IrExtElem first_tag(IrGraph *g, const IrNode *n)
             if (x->e[i].src != IR_NONE)
                 return x->e[i];
     }
-    return (IrExtElem){IR_NONE, 0, false};
+    return (IrExtElem){.src = IR_NONE, .nstep = -1};
 }
 
 /* Index j of a GATHER's constant indices (i32 or i64), wrapped by extent n. */
@@ -106,11 +107,53 @@ static IrExtElem concat_elem(IrGraph *g, const IrNode *n, uint64_t j)
             return ir_ext_at(v->ext, j);
         j -= m;
     }
-    return (IrExtElem){IR_NONE, 0, false};
+    return (IrExtElem){.src = IR_NONE, .nstep = -1};
+}
+
+int64_t ir_ext_eval(const IrExtElem *e, int64_t v)
+{
+    for (int i = 0; i < e->nstep && v >= 0; i++) {
+        int64_t c = e->arg[i];
+        v = e->step[i] == IR_EXT_ADD ? v + c : e->step[i] == IR_EXT_MUL ? v * c : v / c;
+        if (v > INT32_MAX)
+            return -1;
+    }
+    return v < 0 || e->nstep < 0 ? -1 : v;
+}
+
+/* The integer constant element j of v (one element broadcast), into *c; false when v
+ * is no integer constant or the element lies outside int32. */
+static bool int_elem(const IrValue *v, uint64_t j, int64_t *c)
+{
+    if (v->kind != IR_VAL_CONST || v->ext || (v->type.dtype != IR_DT_I64 &&
+                                              v->type.dtype != IR_DT_I32))
+        return false;
+    uint64_t k = ir_type_numel(&v->type) == 1 ? 0 : j;
+    *c = v->type.dtype == IR_DT_I64 ? ((const int64_t *)v->data)[k]
+                                    : ((const int32_t *)v->data)[k];
+    return *c >= INT32_MIN && *c <= INT32_MAX;
+}
+
+/* Tag e with one step more: the BINARY n (fn) of its element by the constant c (on the
+ * right when right); the formula dropped (nstep -1) when the step is none of + c, - c,
+ * * c, / c with c positive (an exporter's size arithmetic) or there is no room. */
+static IrExtElem add_step(IrExtElem e, int fn, int64_t c, bool right)
+{
+    int st = fn == IR_BIN_ADD ? IR_EXT_ADD : fn == IR_BIN_SUB && right ? IR_EXT_ADD
+             : fn == IR_BIN_MUL && c >= 1 ? IR_EXT_MUL : fn == IR_BIN_DIV && right && c >= 1
+                                                            ? IR_EXT_DIV : -1;
+    if (e.nstep < 0 || st < 0 || e.nstep == IR_EXT_STEPS) {
+        e.nstep = -1;
+        return e;
+    }
+    e.step[e.nstep] = (uint8_t)st;
+    e.arg[e.nstep++] = (int32_t)(fn == IR_BIN_SUB ? -c : c);
+    return e;
 }
 
 /* Element j of a pointwise node's output: the tag of the tagged input element it reads
- * (same shape, or a single element broadcast), no longer exact but for a CAST's. */
+ * (same shape, or a single element broadcast), no longer exact but for a CAST's; an
+ * integer BINARY with a constant keeps the formula going (add_step). */
 static IrExtElem pointwise_elem(IrGraph *g, const IrNode *n, uint64_t j, uint64_t numel)
 {
     for (int k = 0; k < n->nin; k++) {
@@ -118,11 +161,16 @@ static IrExtElem pointwise_elem(IrGraph *g, const IrNode *n, uint64_t j, uint64_
         int64_t m = ir_type_numel(&v->type);
         IrExtElem e = ir_ext_at(v->ext, m == 1 ? 0 : j);
         if (v->ext && (m == 1 || (uint64_t)m == numel) && e.src != IR_NONE) {
+            int64_t c;
             e.exact = false;
+            if (n->op == IR_OP_BINARY && n->nin == 2 &&
+                ir_dtype_is_int(v->type.dtype) && int_elem(ir_val(g, n->in[1 - k]), j, &c))
+                return add_step(e, (int)ir_attr_get_int(n, "fn", -1), c, k == 0);
+            e.nstep = -1;
             return e;
         }
     }
-    return (IrExtElem){IR_NONE, 0, false};
+    return (IrExtElem){.src = IR_NONE, .nstep = -1};
 }
 
 void ir_ext_fold(IrGraph *g, const IrNode *n)
@@ -131,6 +179,7 @@ void ir_ext_fold(IrGraph *g, const IrNode *n)
     if (any.src == IR_NONE)
         return;
     any.exact = false;
+    any.nstep = -1;
     for (int o = 0; o < n->nout; o++) {
         IrValue *v = ir_val(g, n->out[o]);
         int64_t numel = ir_type_numel(&v->type);
@@ -159,4 +208,24 @@ void ir_ext_fold(IrGraph *g, const IrNode *n)
         }
         v->ext = t;
     }
+}
+
+bool ir_symlike_formula(const IrNode *n, IrExtElem *f)
+{
+    const int64_t *v;
+    int k = ir_attr_get_ints(n, "formula", &v);
+    *f = (IrExtElem){.src = IR_NONE, .nstep = -1};
+    if (k < 2 || k % 2 || k / 2 > IR_EXT_STEPS)
+        return false;
+    f->nstep = 0;
+    for (int i = 0; i < k; i += 2) {
+        if (v[i] < IR_EXT_ADD || v[i] > IR_EXT_DIV || v[i + 1] < INT32_MIN ||
+            v[i + 1] > INT32_MAX || (v[i] != IR_EXT_ADD && v[i + 1] < 1)) {
+            f->nstep = -1;
+            return false;
+        }
+        f->step[f->nstep] = (uint8_t)v[i];
+        f->arg[f->nstep++] = (int32_t)v[i + 1];
+    }
+    return true;
 }

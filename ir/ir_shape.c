@@ -677,16 +677,24 @@ bool ir_infer_symlen(IrInferCtx *c)
     return true;
 }
 
-/* SYMLIKE y like: y's type; axis of y has mul times the extent of like_axis of like. */
+/* SYMLIKE y like: y's type; axis of y has mul times the extent of like_axis of like, or
+ * that extent through the steps of "formula". */
 bool ir_infer_symlike(IrInferCtx *c)
 {
     const IrType *y = ity(c, 0), *l = ity(c, 1);
     int64_t a, b, mul;
+    IrExtElem f;
     if (!get_int(c, "axis", -1, 0, y->rank - 1, &a) ||
         !get_int(c, "like_axis", -1, 0, l->rank - 1, &b) ||
         !get_int(c, "mul", 1, 1, 1 << 20, &mul))
         return false;
-    if (y->dims[a] != l->dims[b] * mul)
+    if (ir_symlike_formula(c->n, &f)) {
+        if (y->dims[a] != ir_ext_eval(&f, l->dims[b]))
+            return fail(c, "axis %lld of y has %lld elements, not the formula's %lld of the "
+                        "%lld of axis %lld of like", (long long)a, (long long)y->dims[a],
+                        (long long)ir_ext_eval(&f, l->dims[b]), (long long)l->dims[b],
+                        (long long)b);
+    } else if (y->dims[a] != l->dims[b] * mul)
         return fail(c, "axis %lld of y has %lld elements, not %lld times the %lld of axis %lld "
                     "of like", (long long)a, (long long)y->dims[a], (long long)mul,
                     (long long)l->dims[b], (long long)b);

@@ -52,28 +52,56 @@ static bool is_sym(const SdAxis *x)
     return false;
 }
 
+/* Symbol k (extent pmax at the bound) through the steps of formula f, as sizes derived
+ * from it one step at a time (+ c: (p + c - 1) / 1 + 1; * c: (p * c - 1) / 1 + 1; / c:
+ * p / c + 1, then one less); -1 when one cannot be derived. */
+static int formula_sym(Sd *d, int k, const IrExtElem *f, int64_t pmax)
+{
+    int64_t v = pmax;
+    for (int i = 0; i < f->nstep && k >= 0; i++) {
+        int64_t c = f->arg[i];
+        if (f->step[i] == IR_EXT_ADD) {
+            k = pass_symdim_derived(d, k, 1, c - 1, 1, v, v + c);
+            v += c;
+        } else if (f->step[i] == IR_EXT_MUL) {
+            k = pass_symdim_derived(d, k, c, -1, 1, v, v * c);
+            v *= c;
+        } else {
+            k = pass_symdim_derived(d, k, 1, 0, c, v, v / c + 1);
+            k = k < 0 ? k : pass_symdim_derived(d, k, 1, -2, 1, v / c + 1, v / c);
+            v /= c;
+        }
+    }
+    return k;
+}
+
 /* SYMLIKE: y's axes, axis `axis` those of like's axis `like_axis`, or with mul > 1 a
- * size derived from its one symbol (mul times it); replaced by y. False (reported) when
- * that size cannot be derived. */
+ * size derived from its one symbol (mul times it), or with a formula that symbol
+ * through its steps (formula_sym); replaced by y. False (reported) when that size
+ * cannot be derived. */
 static bool symlike(Sd *d, IrNode *n)
 {
     const IrType *t = ir_vtype(d->g, n->out[0]);
     const SdVal *y = sd_get(d, n->in[0]), *l = sd_get(d, n->in[1]);
     int a = (int)ir_attr_get_int(n, "axis", 0), b = (int)ir_attr_get_int(n, "like_axis", 0);
     int64_t mul = ir_attr_get_int(n, "mul", 1);
+    IrExtElem f;
+    bool formula = ir_symlike_formula(n, &f);
     SdVal *o = ir_scratch(d->g, sizeof *o);
     for (int i = 0; i < t->rank; i++)
         o->ax[i] = y ? y->ax[i] : (SdAxis){.n = 1, .size = {t->dims[i]}, .sym = {-1}};
-    if (l && is_sym(&l->ax[b]) && mul == 1)
+    if (l && is_sym(&l->ax[b]) && mul == 1 && !formula)
         o->ax[a] = l->ax[b];
     else if (l && is_sym(&l->ax[b])) {
         const SdAxis *x = &l->ax[b];
-        int k = x->n == 1 && !x->plo && !x->phi
-                    ? pass_symdim_derived(d, x->sym[0], mul, -1, 1, x->size[0], t->dims[a])
-                    : -1;
+        bool one = x->n == 1 && !x->plo && !x->phi;
+        int k = !one ? -1
+                : formula ? formula_sym(d, x->sym[0], &f, x->size[0])
+                          : pass_symdim_derived(d, x->sym[0], mul, -1, 1, x->size[0], t->dims[a]);
         if (k < 0) {
-            ir_error(d->g, &n->origin, "unsupported: an upsampling along a bounded dynamic "
-                     "dimension merged with others or padded");
+            ir_error(d->g, &n->origin, "unsupported: %s along a bounded dynamic dimension "
+                     "merged with others or padded", formula ? "a size computed from the "
+                     "extent" : "an upsampling");
             return false;
         }
         o->ax[a] = (SdAxis){.n = 1, .size = {t->dims[a]}, .sym = {k}};

@@ -246,7 +246,7 @@ bool dec_rt_resize(DecCtx *c, bool upsample, ValId scales, ValId sizes);
  * Resize parameters from x's actual length to the actual length of src's axis
  * src_axis, where that size came from (Shape of src folded at the bounds); IR_NONE
  * when the node's mode is not covered (onnx_runresize.c). */
-ValId dec_sym_resize_axis(DecCtx *c, ValId x, int axis, int64_t B, ValId src, int src_axis);
+ValId dec_sym_resize_axis(DecCtx *c, ValId x, int axis, int64_t B, const IrExtElem *size);
 /* Range with runtime start/limit/delta, its length bounded by the declared output
  * length; false (nothing reported) when the model declares none. */
 bool dec_rt_range(DecCtx *c);

@@ -428,10 +428,11 @@ static bool rz_sizes(DecCtx *c, const IrType *t, bool upsample, float *scale, in
 }
 
 /* In a graph with bounded symbolic dimensions, where sizes (a constant) says that axis a
- * is the extent of another value's axis, read with Shape and folded at the bounds: that
- * value and axis in *src, *sa (false when sizes is no such tag for a, or names x's own
- * axis a). */
-static bool rz_size_source(DecCtx *c, ValId x, int a, ValId *src, int *sa)
+ * is the extent of another value's axis, read with Shape and folded at the bounds, or
+ * that extent through integer steps (an exporter's size of a feature map computed from
+ * the input's, (h + 7) / 8): that tag in *e (false when sizes is no such tag for a, or
+ * names x's own axis a). */
+static bool rz_size_source(DecCtx *c, ValId x, int a, IrExtElem *e)
 {
     ValId sz = c->opset >= 11 ? dec_in(c, 3) : IR_NONE;
     if (!c->g->nsymdims || sz == IR_NONE || !ir_is_const(c->g, sz) ||
@@ -442,12 +443,9 @@ static bool rz_size_source(DecCtx *c, ValId x, int a, ValId *src, int *sa)
     for (int k = 0; k < na; k++)
         if ((av[k] < 0 ? av[k] + dec_ty(c, x)->rank : av[k]) == a)
             i = k;
-    IrExtElem e = ir_ext_at(ir_val(c->g, sz)->ext, (uint64_t)(i < 0 ? 0 : i));
-    if (i < 0 || e.src == IR_NONE || !e.exact || e.axis < 0 || (e.src == x && e.axis == a))
-        return false;
-    *src = e.src;
-    *sa = e.axis;
-    return true;
+    *e = ir_ext_at(ir_val(c->g, sz)->ext, (uint64_t)(i < 0 ? 0 : i));
+    return i >= 0 && e->src != IR_NONE && (e->exact || e->nstep > 0) && e->axis >= 0 &&
+           !(e->src == x && e->axis == a && e->nstep <= 0);
 }
 
 /* Resize (opset 10+) and Upsample (7-9). */
@@ -494,15 +492,14 @@ bool dec_resize(DecCtx *c)
             dec_err(c, "output size %lld on axis %d is negative", (long long)out[a], a);
             return false;
         }
-        ValId src;
-        int sa;
-        if (!upsample && rz_size_source(c, dec_in(c, 0), a, &src, &sa)) {
-            x = dec_sym_resize_axis(c, x, a, out[a], src, sa);
+        IrExtElem e;
+        if (!upsample && rz_size_source(c, dec_in(c, 0), a, &e)) {
+            x = dec_sym_resize_axis(c, x, a, out[a], &e);
             if (x == IR_NONE) {
                 dec_err(c, "unsupported: a resize to the size of '%s' along the bounded "
                         "dynamic dimension of its axis %d in this mode (antialias, "
                         "tf_crop_and_resize or keep_aspect_ratio_policy)",
-                        c->g->vals[src].name, sa);
+                        c->g->vals[e.src].name, e.axis);
                 return false;
             }
             continue;

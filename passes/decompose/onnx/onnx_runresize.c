@@ -14,7 +14,11 @@
  * are constants folded at the bounds (F.interpolate(x, size=skip.shape[-2:]) of a
  * segmentation head or an FPN): dec_sym_resize_axis resamples such an axis the same
  * way from x's actual length to the other value's (both SYMLEN), its GATHERs marked
- * inbounds, and declares the result to lie along that value's axis (SYMLIKE).
+ * inbounds, and declares the result to lie along that value's axis (SYMLIKE). A size
+ * that the exporter computed from an extent by integer steps (a dynamo export's
+ * (h + 7) / 8 for a stride-8 feature map, ir.h IrExtElem's formula) is computed the same
+ * way from the actual extent, and the result's axis declared to be that extent through
+ * the steps (SYMLIKE's formula).
  */
 #include <string.h>
 
@@ -195,7 +199,19 @@ static ValId sym_len(DecCtx *c, ValId x, int a, IrDType dt)
     return dec_cast(c, dec_reshape(c, dec_op(c, IR_OP_SYMLEN, &x, 1, &ax, 1), NULL, 0), dt);
 }
 
-ValId dec_sym_resize_axis(DecCtx *c, ValId x, int axis, int64_t B, ValId src, int src_axis)
+/* The actual length that size says: its source's actual extent (SYMLEN) through its
+ * formula's steps, as f32. */
+static ValId size_len(DecCtx *c, const IrExtElem *size)
+{
+    ValId v = sym_len(c, size->src, size->axis, IR_DT_I64);
+    static const int fn[] = {[IR_EXT_ADD] = IR_BIN_ADD, [IR_EXT_MUL] = IR_BIN_MUL,
+                             [IR_EXT_DIV] = IR_BIN_DIV};
+    for (int i = 0; i < size->nstep; i++)       /* non-negative: DIV truncates as floor */
+        v = dec_bin(c, fn[size->step[i]], v, dec_scalar(c->g, IR_DT_I64, size->arg[i]));
+    return dec_cast(c, v, IR_DT_F32);
+}
+
+ValId dec_sym_resize_axis(DecCtx *c, ValId x, int axis, int64_t B, const IrExtElem *size)
 {
     RtRz p = node_params(c, true, true);
     if (dec_ai(c, "antialias", 0) || strcmp(p.ctm, "tf_crop_and_resize") == 0 ||
@@ -203,11 +219,15 @@ ValId dec_sym_resize_axis(DecCtx *c, ValId x, int axis, int64_t B, ValId src, in
         (c->opset >= 18 && strcmp(dec_as(c, "keep_aspect_ratio_policy", "stretch"), "stretch")))
         return IR_NONE;
     RtLen in = {sym_len(c, x, axis, IR_DT_F32), sym_len(c, x, axis, IR_DT_I64)};
-    ValId out = sym_len(c, src, src_axis, IR_DT_F32);
+    ValId out = size_len(c, size);
     ValId y = resample(c, &p, x, axis, B, dec_bin(c, IR_BIN_DIV, out, in.f), out, in);
-    IrAttr a[2] = {ir_attr_int("axis", axis), ir_attr_int("like_axis", src_axis)};
-    ValId yl[2] = {y, src};
-    return dec_op(c, IR_OP_SYMLIKE, yl, 2, a, 2);
+    int64_t fm[2 * IR_EXT_STEPS];
+    for (int i = 0; i < size->nstep; i++)
+        fm[2 * i] = size->step[i], fm[2 * i + 1] = size->arg[i];
+    IrAttr a[3] = {ir_attr_int("axis", axis), ir_attr_int("like_axis", size->axis),
+                   ir_attr_ints(c->g, "formula", fm, 2 * size->nstep)};
+    ValId yl[2] = {y, size->src};
+    return dec_op(c, IR_OP_SYMLIKE, yl, 2, a, size->nstep > 0 ? 3 : 2);
 }
 
 /* Element i of vector input v as a rank-0 value of dtype t. */
