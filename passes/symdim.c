@@ -70,10 +70,15 @@ static int axis_sym(const SdAxis *a)
     return -1;
 }
 
-/* Does axis a hold a symbolic factor (a concatenated axis always does)? */
-static bool ax_sym(const SdAxis *a)
+bool pass_symdim_ax_sym(const SdAxis *a)
 {
     return a->np > 0 || axis_sym(a) >= 0;
+}
+
+/* Does axis a hold a symbolic factor? */
+static bool ax_sym(const SdAxis *a)
+{
+    return pass_symdim_ax_sym(a);
 }
 
 /* The first symbol of value info s (NULL: none) on any axis, or -1. */
@@ -173,7 +178,7 @@ static bool refuse(Sd *d, const IrNode *n, int k, const char *what)
 /* Pointwise (and broadcasting) node: each output axis takes the factors of an input
  * axis of the same extent that has symbols; two different ones are refused unless
  * sd_join takes them as one (the first operand's then). */
-static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
+static bool prop_pointwise(Sd *d, IrNode *n, int nin)
 {
     const IrType *ot = ir_vtype(d->g, n->out[0]);
     SdVal *o = sd_new(d, ot);
@@ -201,10 +206,15 @@ static bool prop_pointwise(Sd *d, const IrNode *n, int nin)
                      ir_ext_at(ir_val(d->g, n->in[i])->ext, 0).axis == IR_EXT_BOUND;
         for (int a = 0; bound && a < t->rank; a++) {
             const SdAxis *x = &o->ax[ot->rank - t->rank + a];
-            if (t->dims[a] > 1 && ax_sym(x))
+            if (t->dims[a] <= 1 || !ax_sym(x))
+                continue;
+            ValId c = pass_symdim_pool_counts(d, n, i, &n->origin);
+            if (c == IR_NONE)
                 return refuse(d, n, axis_sym(x), "a constant computed for the bound (such as "
                               "the divisors of an average pool that excludes its padding), on a "
                               "window's output,");
+            n->in[i] = c;               /* the actual counts (symdim_pool.c) */
+            break;
         }
     }
     d->val[n->out[0]] = sd_keep(o, ot->rank);

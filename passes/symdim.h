@@ -169,6 +169,14 @@ bool pass_symdim_mean(Sd *d, IrNode *n);
  * table is full or it would not give out at the bound max pmax of the parent. */
 int pass_symdim_derived(Sd *d, int parent, int64_t mul, int64_t add, int64_t div,
                         int64_t pmax, int64_t out);
+/* symdim_pool.c. Node n (a BINARY MUL or DIV) scales a WINDOW sum by its input ci, a
+ * constant of an average pool's divisors for the bound (IR_EXT_BOUND): in the rewriting
+ * walk, the divisors computed on the device from the actual sizes (the same window over
+ * a mask of the valid positions), in the planning walk n->in[ci]; IR_NONE when n is no
+ * such product (the caller refuses it). */
+ValId pass_symdim_pool_counts(Sd *d, const IrNode *n, int ci, const IrOrigin *og);
+/* Whether axis a holds a symbolic factor (a concatenated axis always does). */
+bool pass_symdim_ax_sym(const SdAxis *a);
 /* symdim_out.c. Graph output v (axes s) with several symbolic axes, some of derived
  * sizes: the row-major prefix of its actual shape gathered from the box, that shape
  * its data-dependent shape (ir_dyn_add_shape), under v's name; IR_NONE when too
