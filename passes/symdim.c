@@ -967,6 +967,39 @@ static int padded_sym(const Sd *d, const IrNode *n)
 }
 
 /* Carry the symbolic axes through node n (its inputs may be replaced by masked ones). */
+static bool prop_op(Sd *d, IrNode *n);
+static const SdVal *unpadded(Sd *d, ValId v, const SdVal *s, bool strict);
+
+#define SD_UNPAD_IN 16                     /* inputs prop_unpadded takes, at most */
+
+/* Node n (no window) reads a padded axis (a Pad's result, symbol pk): it reads that
+ * value's prefix, the derived size h + plo + phi (unpadded), as every other op reads a
+ * symbolic axis (MobileBERT's trigram embedding concatenates x shifted by a slice and
+ * padded back with x itself); refused when the size cannot be derived. The inputs'
+ * infos are swapped for the node only: the windows that read the same Pad keep its
+ * padded axes. */
+static bool prop_unpadded(Sd *d, IrNode *n, int pk)
+{
+    ValId in[SD_UNPAD_IN];
+    SdVal *keep[SD_UNPAD_IN];
+    if (n->nin > SD_UNPAD_IN)
+        return refuse(d, n, pk, "padding");
+    bool ok = true;
+    for (int i = 0; i < n->nin; i++) {
+        in[i] = n->in[i];
+        keep[i] = in[i] != IR_NONE ? sd_get(d, in[i]) : NULL;
+        const SdVal *u = keep[i] ? unpadded(d, in[i], keep[i], true) : NULL;
+        ok &= !keep[i] || u;
+        if (u)
+            d->val[in[i]] = (SdVal *)u;
+    }
+    ok = ok ? prop_op(d, n) : refuse(d, n, pk, "padding");
+    for (int i = 0; i < n->nin; i++)
+        if (keep[i])
+            d->val[in[i]] = keep[i];
+    return ok;
+}
+
 static bool prop_node(Sd *d, IrNode *n)
 {
     bool any = false, lead[IR_MAX_RANK];
@@ -982,12 +1015,22 @@ static bool prop_node(Sd *d, IrNode *n)
     if (!any || n->nout != 1)
         return true;
     const SdVal *s = sd_get(d, n->in[0]);
-    const IrOpInfo *oi = &ir_op_info[n->op];
-    if (n->op == IR_OP_CONV || n->op == IR_OP_WINDOW)
-        return s ? prop_window(d, n, s) : prop_lead(d, n, lead, "convolution weights");
+    if (n->op == IR_OP_CONV || n->op == IR_OP_WINDOW) {
+        if (s)
+            return prop_window(d, n, s);
+        lead_axes(d->g, n, lead);
+        return prop_lead(d, n, lead, "convolution weights");
+    }
     int pk = padded_sym(d, n);
-    if (pk >= 0)
-        return refuse(d, n, pk, "padding");
+    return pk < 0 ? prop_op(d, n) : prop_unpadded(d, n, pk);
+}
+
+/* Carry the symbolic axes through node n, no window, reading no padded axis. */
+static bool prop_op(Sd *d, IrNode *n)
+{
+    bool lead[IR_MAX_RANK];
+    const SdVal *s = sd_get(d, n->in[0]);
+    const IrOpInfo *oi = &ir_op_info[n->op];
     if (n->op == IR_OP_PAD)
         return prop_pad(d, n, s);
     if ((oi->flags & IR_OPF_POINTWISE) &&
@@ -1083,36 +1126,51 @@ static bool compacted(const Sd *d, ValId v, const SdVal *s)
 /* Record the symbolic axes of the graph outputs (output entries of the table); an
  * output axis that merges a symbol with other factors is refused, and so is a derived
  * size anywhere but on an output's only symbolic axis (derived_output). */
-/* *s with every padded symbolic axis of output v (a Pad's result: plo pad values, the
- * actual data and the masked rest, then phi) made the derived size h + plo + phi, whose
- * prefix that value's is: the output's actual extent. False (refused) when not
- * derivable. */
-static bool unpad_output(Sd *d, ValId v, const SdVal **s)
+/* Info s of value v with every padded symbolic axis (a Pad's result: plo pad values, the
+ * actual data and its masked rest, then phi) made the derived size h + plo + phi, whose
+ * prefix that value's is (prop_pad masked the input with the pad value): a copy, or s
+ * itself when no axis is padded; NULL when one cannot be derived (several factors; with
+ * strict, also a pad computed for the bound). */
+static const SdVal *unpadded(Sd *d, ValId v, const SdVal *s, bool strict)
 {
     const IrType *t = ir_vtype(d->g, v);
     SdVal *o = NULL;
-    for (int a = 0; *s && a < t->rank; a++) {
-        const SdAxis *x = &(*s)->ax[a];
+    for (int a = 0; a < t->rank; a++) {
+        const SdAxis *x = &s->ax[a];
         if (!ax_sym(x) || (!x->plo && !x->phi))
             continue;
         int64_t p = x->plo + x->phi;
-        int ds = x->n == 1 ? pass_symdim_derived(d, x->sym[0], 1, p - 1, 1, x->size[0] - p,
-                                                 x->size[0])
-                           : -1;
-        if (ds < 0) {
-            ir_diag_error(d->g->diag, "unsupported: output '%s' axis %d is a padded bounded "
-                          "dynamic dimension '%s' whose size cannot be derived",
-                          d->g->vals[v].name, a, pass_symdim_name(d, first_sym((*s), t->rank)));
-            return false;
-        }
+        int ds = x->n == 1 && !(strict && x->cover)
+                     ? pass_symdim_derived(d, x->sym[0], 1, p - 1, 1, x->size[0] - p,
+                                           x->size[0])
+                     : -1;
+        if (ds < 0)
+            return NULL;
         if (!o) {
             o = sd_new(d, t);
-            memcpy(o, *s, sizeof *o);
+            memcpy(o, s, sizeof *o);
         }
         o->ax[a] = (SdAxis){.n = 1, .size = {x->size[0]}, .sym = {ds}};
     }
-    if (o)
-        *s = d->val[v] = o;
+    return o ? o : s;
+}
+
+/* *s with every padded symbolic axis of output v made its derived size (unpadded): the
+ * output's actual extent. False (refused) when not derivable. */
+static bool unpad_output(Sd *d, ValId v, const SdVal **s)
+{
+    if (!*s)
+        return true;
+    const SdVal *u = unpadded(d, v, *s, false);
+    if (!u) {
+        ir_diag_error(d->g->diag, "unsupported: output '%s' is padded along the bounded "
+                      "dynamic dimension '%s', a size that cannot be derived",
+                      d->g->vals[v].name,
+                      pass_symdim_name(d, first_sym(*s, ir_vtype(d->g, v)->rank)));
+        return false;
+    }
+    if (u != *s)
+        *s = d->val[v] = (SdVal *)u;
     return true;
 }
 
