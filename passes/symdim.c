@@ -994,7 +994,7 @@ static bool prop_unpadded(Sd *d, IrNode *n, int pk)
             d->val[in[i]] = (SdVal *)u;
     }
     ok = ok ? prop_op(d, n) : refuse(d, n, pk, "padding");
-    for (int i = 0; i < n->nin; i++)
+    for (int i = n->nin - 1; i >= 0; i--)   /* backwards: an input read twice kept its own */
         if (keep[i])
             d->val[in[i]] = keep[i];
     return ok;
