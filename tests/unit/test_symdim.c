@@ -9,9 +9,9 @@
  * slice is masked at the projection for all three slices). Also: the runtime's
  * refusals (a size outside the bounds, two inputs disagreeing on a shared symbol) and
  * the compiler's (a reverse scan along a symbolic axis). An average pool that excludes
- * its padding, its divisors counted on the device at every size. Indexing along it: a gather of the last position (counted
- * from the actual length), x[:, -1:] (likewise), a slice below the least length
- * (exact), one past it (refused). Sizes joined by a skip connection, and a ceil_mode
+ * its padding, its divisors counted on the device at every size. Indexing along it: a
+ * gather of the last position (counted from the actual length), x[:, -1:] (likewise),
+ * a slice below the least length (exact), one past it (refused). Sizes joined by a skip connection, and a ceil_mode
  * pool's pad read only at some sizes: every step-th size taken, the others refused.
  * Concatenations whose symbolic pieces are not only the last (a token appended, two
  * flattened feature maps): compacted at the output at every size; a sum over such an
