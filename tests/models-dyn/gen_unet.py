@@ -87,19 +87,22 @@ class Fpn(nn.Module):
         return torch.sigmoid(self.head(p1))
 
 
-def write(name, model, shapes):
-    """Export model to DYN/name with a data set per shape and the flags file."""
+def write(name, model, shapes, axes=None, out_axes=None,
+          flags="--dim batch=2 --dim h=16..64 --dim w=16..64"):
+    """Export model to DYN/name (TorchScript exporter, input x with dynamic axes axes,
+    output y with out_axes; both batch, h, w by default) with a data set per shape and
+    the flags file (also gen_yolo.py's)."""
     here = os.path.join(DYN, name)
     buf = io.BytesIO()
-    axes = {0: "batch", 2: "h", 3: "w"}
+    axes = axes or {0: "batch", 2: "h", 3: "w"}
     torch.onnx.export(model.eval(), (torch.randn(*shapes[0]),), buf, dynamo=False,
                       input_names=["x"], output_names=["y"], opset_version=17,
-                      dynamic_axes={"x": axes, "y": axes})
+                      dynamic_axes={"x": axes, "y": out_axes or axes})
     rng = np.random.default_rng(3)
     gen_util.save_with_sets(onnx.load_from_string(buf.getvalue()), here,
                             [rng.standard_normal(s).astype(np.float32) for s in shapes])
     with open(os.path.join(here, "flags"), "w") as f:
-        f.write("--dim batch=2 --dim h=16..64 --dim w=16..64\n")
+        f.write(flags + "\n")
     print("wrote", here)
 
 

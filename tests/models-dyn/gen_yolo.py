@@ -20,20 +20,11 @@ Needs torch, onnx, onnxruntime and numpy:
 
     python3 tests/models-dyn/gen_yolo.py
 """
-import io
-import os
-import sys
-
-import numpy as np
-import onnx
 import torch
 import torch.nn as nn
 
-TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(TESTS, "models"))
-import gen_util  # noqa: E402  tests/models/gen_util.py: save_with_sets
+import gen_unet  # tests/models-dyn/gen_unet.py (beside this file): write
 
-DYN = os.path.join(TESTS, "models-dyn")
 SHAPES = ((1, 3, 64, 64), (2, 3, 96, 64), (1, 3, 72, 100))
 
 
@@ -131,18 +122,9 @@ class Yolo5(nn.Module):
 
 
 def write(name, model, out_axes):
-    """Export model to DYN/name with a data set per shape of SHAPES and the flags file."""
-    here = os.path.join(DYN, name)
-    buf = io.BytesIO()
-    torch.onnx.export(model.eval(), (torch.randn(*SHAPES[0]),), buf, dynamo=False,
-                      input_names=["x"], output_names=["y"], opset_version=17,
-                      dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}, "y": out_axes})
-    rng = np.random.default_rng(3)
-    gen_util.save_with_sets(onnx.load_from_string(buf.getvalue()), here,
-                            [rng.standard_normal(s).astype(np.float32) for s in SHAPES])
-    with open(os.path.join(here, "flags"), "w") as f:
-        f.write("--dim batch=2 --dim height=64..128 --dim width=64..128\n")
-    print("wrote", here)
+    """Export model to tests/models-dyn/name (gen_unet.write) at SHAPES, height and width 64..128."""
+    gen_unet.write(name, model, SHAPES, {0: "batch", 2: "height", 3: "width"}, out_axes,
+                   "--dim batch=2 --dim height=64..128 --dim width=64..128")
 
 
 def main():
