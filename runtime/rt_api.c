@@ -42,6 +42,8 @@ void spy_model_free(spy_model *m) {
     free(m->active);
     free(m->active_first);
     free(m->prep);
+    free(m->kwr);
+    free(m->kwr_first);
     free(m->io);
     free(m->meta_text);
     for (uint32_t v = 0; v < m->nvariants; v++)

@@ -108,7 +108,8 @@ static void strip_mine(RtCore *c, const SpyInsn *code, uint32_t k) {
 
 /* A MATMUL, its A and B read from a deferred LOAD's DRAM where they can be (a window
  * B always in LX: rt_defer_before carried out the views over its range, and those
- * over A when the window kernel reads A in LX). */
+ * over A when the window kernel reads A in LX); an A from DRAM that the kernel does
+ * not write may be packed once for the programs after it (rt_acache.c). */
 static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     if (!d->n) {
         rt_matmul(c, mm);
@@ -121,7 +122,10 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     if (!(mm->flags & ISA_F_BWIN))
         b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
                              (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm), packs);
-    RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t, b.p != c->lx + mm->b};
+    RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t, b.p != c->lx + mm->b, false};
+    if (a.p != c->lx + mm->a && !a.t && mm->dtype == ISA_DT_F32 && mm->m > 1 &&
+        !(mm->flags & ISA_F_BWIN))                /* A from DRAM: maybe cached */
+        s.astable = rt_acache_stable(c, a.p, ((size_t)(mm->m - 1) * a.ld + mm->k) * es);
     rt_matmul_src(c, mm, &s);
 }
 

@@ -41,7 +41,27 @@ typedef int64_t rt_i64 __attribute__((aligned(1), may_alias));
  * cycles on AMD Zen 3). Both buffers are the host thread's own. */
 #define RT_PACK_SLACK 64
 
+/* Bytes of a host thread's cache of one packed MATMUL A operand (RtCore.acache,
+ * rt_acache.c): room for bert_base's and the LLMs' activations. */
+#define RT_ACACHE_BYTES (4u << 20)
+
 enum { RT_XOK = 0, RT_XERR_INDEX = 1, RT_XERR_DIVZERO = 2 };
+
+/* DRAM bytes [lo, hi) of segment seg that a kernel writes (rt_acache.c); seg
+ * RT_WRITES_ANY: bytes not known (a SCATTER, too many STOREs). */
+#define RT_WRITES_ANY UINT32_MAX
+typedef struct RtWrite {
+    uint32_t seg;
+    int64_t lo, hi;
+} RtWrite;
+
+/* Which A operand a host thread's acache holds (or last saw): its DRAM address, row
+ * stride, rows, k and the k block of the packing; a NULL: none. */
+typedef struct {
+    const void *a;
+    size_t lda;
+    uint32_t m, k, kb;
+} RtAKey;
 
 typedef struct {
     uint8_t *lx;             /* scratchpad of lx_budget_bytes */
@@ -54,6 +74,12 @@ typedef struct {
     uint32_t memo;           /* RtPrep.memo_id of the input patch LX holds (rt_memo.c), 0:
                                 none; valid within one schedule entry */
     bool memo_on;            /* a session's core: patches may be reused (rt_memo.c) */
+    float *acache;           /* RT_ACACHE_BYTES (+ RT_PACK_SLACK), 64-aligned, for a MATMUL's
+                                A packed once for the programs after it, or NULL (rt_acache.c) */
+    RtAKey akey;             /* the A acache holds; valid within one schedule entry */
+    RtAKey aseen;            /* the A the last MATMUL that could use acache read */
+    const RtWrite *wr;       /* the DRAM writes of the running kernel (rt_acache.c), nwr of */
+    uint32_t nwr;            /* them; wr NULL: A is never taken as stable */
     const int32_t *dims;     /* the symbols' actual sizes when the bundle has guards
                                 (isa.h SpyGuard): guarded instructions they skip are not
                                 run; NULL: every instruction runs */
@@ -141,6 +167,14 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
  * (no view of d pending over its bytes). */
 bool rt_memo_kept(const RtDefer *d, const RtPrep *p);
 
+/* rt_acache.c: the start of a schedule entry (its kernel's writes wr[0..nwr), NULL:
+ * not listed; the cache forgotten); whether A's DRAM bytes [p, p + n) are stable within the running kernel
+ * (no STORE or SCATTER of it writes them); the cached packing of the A of key k, NULL
+ * when the thread has not seen it twice running (*fill: the caller packs it there). */
+void rt_acache_entry(RtCore *c, const RtWrite *wr, uint32_t nwr);
+bool rt_acache_stable(const RtCore *c, const uint8_t *p, size_t n);
+float *rt_acache_take(RtCore *c, const RtAKey *k, bool *fill);
+
 /* rt_exec.c: runs n instructions (prep: their plans, or NULL to plan them first);
  * returns RT_XOK or the error (details in c). */
 int rt_exec_program(RtCore *c, const SpyInsn *code, uint32_t n);
@@ -185,6 +219,8 @@ typedef struct {
     bool bt;
     bool bdram;              /* B is read from DRAM (a deferred LOAD's view, maybe not in
                                 the host's caches); false: in LX, just written */
+    bool astable;            /* A is read from DRAM that no program of the running kernel
+                                writes: its packing may be kept in RtCore.acache */
 } RtMmSrc;
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);

@@ -427,11 +427,13 @@ MMT_INLINE void MMT_NAME(ahead)(MMT_NAME(Args) *y, const MMT_NAME(Args) *x, size
 
 /* Columns [j0, j0 + nc) of C over k rows [k0, k0 + kc): packs those columns of B
  * into panels, then runs every row block of C over all of them (prefetching the
- * next block, rows [nk0, nk0 + nkc) and columns [nj0, nj0 + nnc), of a plain B). */
+ * next block, rows [nk0, nk0 + nkc) and columns [nj0, nj0 + nnc), of a plain B). A's
+ * rows of the block are packed a row block at a time, or all already packed at apre
+ * (MMT_AP floats apart: the thread's cache, MMT_NAME(acached)). */
 MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pack,
                                               uint32_t k0, uint32_t kc, size_t j0,
                                               size_t nc, uint32_t nk0, uint32_t nkc,
-                                              size_t nj0, size_t nnc) {
+                                              size_t nj0, size_t nnc, const float *apre) {
     size_t np = (nc + MMT_NR - 1) / MMT_NR, t = 0;
     size_t calls = np * (size_t)MMT_NAME(row_blocks)(x->m);
     MMT_NAME(Args) y = *x;
@@ -451,7 +453,10 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
         rows = MMT_NAME(block_rows)(x->m - i0);
         MMT_NAME(MicroFn) f = MMT_NAME(micros)[rows];
         uint32_t next = i0 + rows < x->m ? MMT_NAME(block_rows)(x->m - i0 - rows) : 0;
-        MMT_NAME(pack_a)(x, ap, i0, k0, kc, (int)rows, (int)next);
+        if (apre)
+            y.ap = apre + (size_t)i0 * MMT_AP;
+        else
+            MMT_NAME(pack_a)(x, ap, i0, k0, kc, (int)rows, (int)next);
         for (size_t p = 0; p < np; p++) {
             int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
             float *panel = pack + p * kc * MMT_NR;
@@ -663,6 +668,27 @@ MMT_INLINE float *MMT_NAME(apack_room)(RtCore *c, const MMT_NAME(Args) *x, uint3
     return c->pack + panel;
 }
 
+/* A packed for k blocks of kb rows from the thread's cache (rt_acache.c): block q's
+ * m rows MMT_AP floats apart at the result + q * m * MMT_AP, packed there first when
+ * the cache does not hold them yet; NULL when A may change within the kernel
+ * (!stable), does not fit, or is a first sight (then packed as usual). */
+MMT_INLINE const float *MMT_NAME(acached)(RtCore *c, const MMT_NAME(Args) *x, bool stable,
+                                           uint32_t kb) {
+    if (!stable || !kb || !x->k || kb > MMT_KCP)
+        return NULL;
+    size_t nb = (x->k + kb - 1) / kb, blk = (size_t)x->m * MMT_AP;
+    if (nb * blk * 4 > RT_ACACHE_BYTES)
+        return NULL;
+    RtAKey key = {x->a, x->lda, x->m, x->k, kb};
+    bool fill;
+    float *ac = rt_acache_take(c, &key, &fill);
+    for (size_t q = 0; fill && q < nb; q++) {
+        uint32_t k0 = (uint32_t)q * kb, kc = x->k - k0 < kb ? x->k - k0 : kb;
+        MMT_NAME(pack_a)(x, ac + q * blk, 0, k0, kc, (int)x->m, 0);
+    }
+    return ac;
+}
+
 #include "rt_kern_mmv.h"
 #include "rt_kern_mmn.h"
 #include "rt_kern_mmc.h"
@@ -699,13 +725,16 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
          * more than it saved) */
         uint32_t kb = x.k > 2 * MMT_KC ? MMT_KC : x.k;
         MMT_NAME(Args) y = x;
-        /* A's rows of the k block packed after the panel (MMT_NAME(pack_all_a)) */
-        float *ap = MMT_NAME(apack_room)(c, &x, kb);
+        /* A's rows of the k block packed after the panel (MMT_NAME(pack_all_a)), or
+         * all of A packed in the thread's cache */
+        const float *ac = MMT_NAME(acached)(c, &x, s->astable, kb);
+        float *ap = ac ? NULL : MMT_NAME(apack_room)(c, &x, kb);
         for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
             uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb, nk0 = k0 + kc;
             uint32_t nkc = x.k - nk0 < kb ? x.k - nk0 : kb;
             size_t t = 0;
             size_t calls = (x.n + MMT_NR - 1) / MMT_NR * (size_t)MMT_NAME(row_blocks)(x.m);
+            const float *apk = ac ? ac + (size_t)(k0 / kb) * x.m * MMT_AP : ap;
             if (ap)
                 MMT_NAME(pack_a)(&x, ap, 0, k0, kc, (int)x.m, 0);
             for (size_t j0 = 0; j0 < x.n; j0 += MMT_NR) {
@@ -715,9 +744,9 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                     MMT_NAME(ahead)(&y, &x, t++, calls, nk0, nkc, 0, x.n);
                     bool again = i0 > 0 && c->pack;   /* the panel the first block packed */
                     y.pk = i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
-                    y.ap = ap ? ap + (size_t)i0 * MMT_AP : NULL;
-                    int mode = again ? (ap ? MMT_PACKAB : MMT_PACKED)
-                                     : (ap ? MMT_INPLACEA : MMT_INPLACE);
+                    y.ap = apk ? apk + (size_t)i0 * MMT_AP : NULL;
+                    int mode = again ? (apk ? MMT_PACKAB : MMT_PACKED)
+                                     : (apk ? MMT_INPLACEA : MMT_INPLACE);
                     MMT_NAME(micros)[rows](&y, again ? c->pack : x.b + k0 * x.ldb + j0,
                                            again ? MMT_NR : x.ldb, i0, j0, k0, kc,
                                            x.zero && k0 == 0, MMT_LANES(left),
@@ -729,15 +758,17 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         }
         return true;
     }
+    const float *ac = MMT_NAME(acached)(c, &x, s->astable, MMT_KCP);
     for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += MMT_KCP) {
         uint32_t kc = x.k - k0 < MMT_KCP ? x.k - k0 : MMT_KCP;
+        const float *apk = ac ? ac + (size_t)(k0 / MMT_KCP) * x.m * MMT_AP : NULL;
         for (size_t j0 = 0; j0 < x.n; j0 += MMT_NC) {
             size_t nc = x.n - j0 < MMT_NC ? x.n - j0 : MMT_NC, nj0 = j0 + nc;
             uint32_t nk0 = nj0 < x.n ? k0 : k0 + kc;   /* the next block */
             uint32_t nkc = x.k - nk0 < MMT_KCP ? x.k - nk0 : MMT_KCP;
             nj0 = nj0 < x.n ? nj0 : 0;
             MMT_NAME(packed_block)(&x, c->pack, k0, kc, j0, nc, nk0, nkc, nj0,
-                                   x.n - nj0 < MMT_NC ? x.n - nj0 : MMT_NC);
+                                   x.n - nj0 < MMT_NC ? x.n - nj0 : MMT_NC, apk);
         }
         if (x.k == 0)
             break;

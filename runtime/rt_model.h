@@ -98,6 +98,8 @@ struct spy_model {
                                 hold more than their BARRIER, kernel by kernel */
     uint32_t *active_first;  /* [nkernels + 1] kernel k's are active[active_first[k]..] */
     struct RtPrep *prep;           /* [ncode] execution plans (rt_prep.c) */
+    struct RtWrite *kwr;     /* the DRAM bytes each kernel writes (rt_acache.c), kernel k's */
+    uint32_t *kwr_first;     /* kwr[kwr_first[k]..kwr_first[k + 1]); NULL: none listed */
     uint8_t min_rank;        /* lowest share rank scheduled: policies below it need no
                                 worker */
     uint32_t share_policies; /* bit p: policy p shares another kernel than p - 1 (bit 0
@@ -121,6 +123,7 @@ void rt_model_release(spy_model *m);
 /* rt_prep.c: m->prep from the verified code */
 spy_status rt_prep_model(spy_model *m, RtErr *e);
 void rt_memo_model(spy_model *m);      /* rt_memo.c: reusable input patches */
+void rt_acache_model(spy_model *m);    /* rt_acache.c: the DRAM each kernel writes */
 void rt_affinity_model(spy_model *m);  /* rt_affinity.c: the order of a kernel's programs */
 
 /* rt_verify.c: verifies every table after the section layout was checked. */

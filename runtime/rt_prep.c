@@ -93,7 +93,8 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
 }
 
 /* Plans every instruction of the verified model m (m->prep), and its reusable input
- * patches (rt_memo.c: also the order of m->active). */
+ * patches (rt_memo.c: also the order of m->active) and the DRAM each kernel writes
+ * (rt_acache.c). */
 spy_status rt_prep_model(spy_model *m, RtErr *e) {
     m->prep = malloc(((size_t)m->ncode + 1) * sizeof *m->prep);
     if (!m->prep)
@@ -101,5 +102,6 @@ spy_status rt_prep_model(spy_model *m, RtErr *e) {
     rt_prep_code(m->code, m->ncode, m->prep);
     rt_memo_model(m);
     rt_affinity_model(m);
+    rt_acache_model(m);
     return SPY_OK;
 }

@@ -38,6 +38,7 @@ struct spy_session {
     bool profile, poison;
     uint8_t *arena;
     uint8_t **lx;            /* [nthreads] scratchpads, each followed by a packing buffer */
+    float **acache;          /* [nthreads] caches of a packed MATMUL A (rt_acache.c) */
     uint8_t **seg;           /* [nsegs] bound segment base pointers */
     uint8_t *staging;        /* one block for all converted tensors */
     uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
@@ -126,6 +127,7 @@ static spy_status session_alloc(spy_session *s) {
     size_t lxb = lx_alloc_bytes(m);
     s->arena = calloc(m->segs[1].size ? m->segs[1].size : 1, 1);
     s->lx = calloc((size_t)s->nthreads, sizeof *s->lx);
+    s->acache = calloc((size_t)s->nthreads, sizeof *s->acache);
     s->seg = calloc(m->nsegs, sizeof *s->seg);
     s->staging = calloc(m->staging_bytes ? m->staging_bytes : 1, 1);
     s->stage = calloc(m->ntensors + 1, sizeof *s->stage);
@@ -154,11 +156,12 @@ static spy_status session_alloc(spy_session *s) {
             return SPY_E_NOMEM;
     if (s->profile)
         s->span = calloc((size_t)m->nsched * (size_t)s->nthreads + 1, sizeof *s->span);
-    if (!s->arena || !s->lx || !s->seg || !s->staging || !s->stage || !s->next || !s->done ||
+    if (!s->arena || !s->lx || !s->acache || !s->seg || !s->staging || !s->stage || !s->next || !s->done ||
         !s->host_us || (s->profile && !s->span))
         return SPY_E_NOMEM;
     for (int t = 0; t < s->nthreads; t++)
-        if (!(s->lx[t] = calloc(lxb, 1)))
+        if (!(s->lx[t] = calloc(lxb, 1)) ||
+            !(s->acache[t] = aligned_alloc(64, RT_ACACHE_BYTES + RT_PACK_SLACK)))
             return SPY_E_NOMEM;
     size_t off = 0;
     for (uint32_t i = 0; i < m->ntensors; i++)
@@ -214,7 +217,11 @@ void spy_session_free(spy_session *s) {
     if (s->lx)
         for (int t = 0; t < s->nthreads; t++)
             free(s->lx[t]);
+    if (s->acache)
+        for (int t = 0; t < s->nthreads; t++)
+            free(s->acache[t]);
     free(s->lx);
+    free(s->acache);
     free(s->arena);
     free(s->seg);
     free(s->staging);
@@ -323,6 +330,9 @@ static void run_entry(spy_session *s, RtCore *core, uint32_t gen, uint32_t pos, 
     bool skip = atomic_load(&s->fail_pos) < pos; /* final: pos - 1 is complete */
     uint32_t ran = 0, j;
     core->memo = 0;     /* a patch of an earlier entry: its DRAM may have changed since */
+    uint32_t k = m->schedule[pos];      /* likewise a packed A (rt_acache.c) */
+    rt_acache_entry(core, m->kwr_first ? m->kwr + m->kwr_first[k] : NULL,
+                    m->kwr_first ? m->kwr_first[k + 1] - m->kwr_first[k] : 0);
     while (serial ? (j = ran) < na : take_program(&s->next[pos], gen, na, tid, &j)) {
         if (sp && sp->n++ == 0)
             sp->start = now_us();
@@ -376,6 +386,7 @@ static void run_thread(void *arg, int tid) {
     int pol = atomic_load_explicit(&s->policy, memory_order_relaxed);
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
                    .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
+                   .acache = s->poison ? NULL : s->acache[tid],
                    .memo_on = !s->poison,
                    .dims = m->guards ? (const int32_t *)s->stage[m->ninputs - 1] : NULL};
     bool one = tid == 0 && (s->nthreads == 1 || s->solo);

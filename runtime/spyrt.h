@@ -81,7 +81,8 @@ typedef struct {
                                 session decides from the times of its own runs) */
     int profile;             /* record per-kernel host time (modelled time is always kept) */
     int debug_lx_poison;     /* fill scratchpads with 0xFF before each core program, to
-                                catch programs that read LX bytes they never wrote */
+                                catch programs that read LX bytes they never wrote (and
+                                reuse nothing an earlier program on the thread left) */
 } spy_session_options;
 
 spy_status spy_session_create(const spy_model *m, const spy_session_options *opt,

@@ -188,12 +188,8 @@ static void test_locality(void **state) {
     IrDiag diag;
     ir_diag_init(&diag, "affinity.ir");
     IrGraph *g = build(&diag, w1, w3, w2);
-    size_t len = 0;
-    uint8_t *buf = ut_compile(g, &len);
-    assert_non_null(buf);
-    spy_model *m = NULL;
-    char err[512];
-    assert_int_equal(spy_model_load_memory(buf, len, &m, err, sizeof err), SPY_OK);
+    uint8_t *buf = NULL;
+    spy_model *m = ut_compile_load(g, &buf);
     expect_permutation(m);
 
     uint32_t chosen_apart = apart(m);

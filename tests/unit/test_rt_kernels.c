@@ -84,7 +84,7 @@ static bool run_mm(int kind, const SpyMatmul *mm) {
     RtCore c = core;
     if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
         c.pack = NULL;
-    RtMmSrc s = {c.lx + mm->a, c.lx + mm->b, mm->lda, mm->ldb, false, false};
+    RtMmSrc s = {c.lx + mm->a, c.lx + mm->b, mm->lda, mm->ldb, false, false, false};
     switch (kind) {
 #if RT_HAVE_X86_KERNELS
     case MM_512: case MM_512_INPLACE: return rt_mm_f32_512(&c, mm, &s);

@@ -92,12 +92,7 @@ static spy_model *load(const float *w, bool relu, uint8_t **buf)
     IrDiag diag;
     ir_diag_init(&diag, "memo.ir");
     IrGraph *g = build(&diag, w, relu);
-    size_t len = 0;
-    *buf = ut_compile(g, &len);
-    assert_non_null(*buf);
-    spy_model *m = NULL;
-    char err[512];
-    assert_int_equal(spy_model_load_memory(*buf, len, &m, err, sizeof err), SPY_OK);
+    spy_model *m = ut_compile_load(g, buf);
     ir_graph_free(g);
     ir_diag_free(&diag);
     return m;

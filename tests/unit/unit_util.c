@@ -278,6 +278,19 @@ uint8_t *ut_compile(IrGraph *g, size_t *len)
     return ut_compile_for(g, &t, len);
 }
 
+/* Compile g for the default target and load the bundle: the model, which reads the
+ * bundle in place (*buf, malloc'ed: freed after the model). */
+spy_model *ut_compile_load(IrGraph *g, uint8_t **buf)
+{
+    size_t len = 0;
+    *buf = ut_compile(g, &len);
+    assert_non_null(*buf);
+    spy_model *m = NULL;
+    char err[512];
+    assert_int_equal(spy_model_load_memory(*buf, len, &m, err, sizeof err), SPY_OK);
+    return m;
+}
+
 /* Compile g for target t (-O2, verifiers on) into a bundle (malloc'ed; its size in
  * *len); NULL, with the diagnostics printed, when the pipeline fails. */
 uint8_t *ut_compile_for(IrGraph *g, const SpyTarget *tp, size_t *len)

@@ -76,6 +76,8 @@ uint8_t *ut_compile_for(IrGraph *g, const SpyTarget *t, size_t *len);
 void ut_fix_crcs(uint8_t *buf);
 spy_status ut_compile_run(IrGraph *g, const void *const *inputs, void *const *outs, char *err,
                           size_t errlen);
+/* Compile g and load the bundle (*buf: free it after the model). */
+spy_model *ut_compile_load(IrGraph *g, uint8_t **buf);
 /* Load bundle buf (malloc'ed; freed) and open a session (2 threads, LX poisoned). */
 void ut_open(uint8_t *buf, size_t len, spy_model **m, spy_session **s);
 /* Loading the bundle must fail with a message containing needle. */
