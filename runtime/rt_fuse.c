@@ -370,13 +370,22 @@ typedef struct {
  * SIGMOID), through the same rt_vmath.h functions as the VECs one by one (f_unary), so
  * the same bits; a loop the compiler vectorises, out of chain_row so that the four
  * functions are not inlined into each of its step sizes. */
-#define FOR8(n) for (int i0_ = 0; i0_ < (n); i0_ += 8) for (int i = i0_; i < i0_ + 8; i++)
+#define FORW(n, w) for (int i0_ = 0; i0_ < (n); i0_ += (w)) for (int i = i0_; i < i0_ + (w); i++)
+#define CHAIN_FN(n, w)                                                                   \
+    switch (fn) {                                                                        \
+    case ISA_VF_EXP: FORW(n, w) v[i] = rt_vm_exp(v[i]); break;                           \
+    case ISA_VF_TANH: FORW(n, w) v[i] = rt_vm_tanh(v[i]); break;                         \
+    case ISA_VF_ERF: FORW(n, w) v[i] = rt_vm_erf(v[i]); break;                           \
+    default: FORW(n, w) v[i] = rt_vm_sigmoid(v[i]); break;                               \
+    }
 RT_HOT static void chain_fn(int fn, float *v, int n) {
-    switch (fn) {   /* n a multiple of 8: inner loops of 8, which the compiler vectorises */
-    case ISA_VF_EXP: FOR8(n) v[i] = rt_vm_exp(v[i]); break;
-    case ISA_VF_TANH: FOR8(n) v[i] = rt_vm_tanh(v[i]); break;
-    case ISA_VF_ERF: FOR8(n) v[i] = rt_vm_erf(v[i]); break;
-    default: FOR8(n) v[i] = rt_vm_sigmoid(v[i]); break;
+    /* n a multiple of 8: inner loops of 16 when it is one of 16 (a whole block: 16-lane
+     * vectors where the host has them, ERF about a third faster per element than in
+     * 8-lane ones on AMD Zen 4), else of 8, which the compiler vectorises */
+    if (n % 16 == 0) {
+        CHAIN_FN(n, 16)
+    } else {
+        CHAIN_FN(n, 8)
     }
 }
 
