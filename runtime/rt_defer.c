@@ -423,8 +423,9 @@ void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) 
         es = es ? es : 8;
         ss = ss > es ? ss : es;       /* narrower operands (a condition) are covered */
         flush_2d(c, d, v->dst, v->rows, v->dst_rs, v->cols, 1, es);
-        for (int q = 0; q < v->nsrc && q < 3; q++)
-            flush_2d(c, d, v->src[q], v->rows, v->src_rs[q], v->cols, v->src_cs[q], ss);
+        for (int q = 0; q < v->nsrc && q < 3; q++)   /* an immediate reads no LX */
+            if (!(q == 0 && (v->flags & ISA_F_IMM_A)) && !(q == 1 && (v->flags & ISA_F_IMM)))
+                flush_2d(c, d, v->src[q], v->rows, v->src_rs[q], v->cols, v->src_cs[q], ss);
         break;
     }
     case ISA_VREDUCE: {

@@ -4,8 +4,9 @@
  * once (rt_dma); the DRAM each leaves behind must be the same bytes. The programs
  * (their LOADs of at least RT_DEFER_MIN bytes are the deferred ones) cover what must
  * carry a deferred LOAD out: a later LOAD partly over it, a STORE overwriting its DRAM
- * source (a widening ISA_F_F32 one too), VEC / GATHER / MATMUL-C accesses to its LX bytes, more LOADs than view
- * slots, operands that do not match the view's rows; and what reads it straight from
+ * source (a widening ISA_F_F32 one too), VEC / GATHER / MATMUL-C accesses to its LX
+ * bytes (a VEC's immediate operand is none), more LOADs than view slots, operands that
+ * do not match the view's rows; and what reads it straight from
  * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
  * product, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
  * in LX, the views under its range carried out); LOADs in pieces joined into one view;
@@ -247,6 +248,30 @@ static void test_defer_flushes(void **state) {
     vadd(&p, 0x1000, 16, 32, 32);
     dma(&p, true, 0x1000, OUT, 16, 32, 32, 1, 32, 1);
     check(&p, 44);
+}
+
+/* A VEC's immediate operand reads no LX: a view under the LX address its src field
+ * holds (0) is kept, not carried out (bert_base's GELU: x / sqrt 2 carried out the
+ * 384 KiB activation loaded at LX 0 in every core); the same field as an LX operand
+ * carries it out. */
+static void test_defer_immediate(void **state) {
+    (void)state;
+    Prog p;
+    p.n = 0;
+    dma(&p, false, 0, 0, 64, 64, 64, 1, 64, 1);             /* a view at LX 0 */
+    vadd(&p, 0x10000, 16, 16, 16);                          /* x + 1.0: src[1] = 0 */
+    for (int imm = 1; imm >= 0; imm--) {
+        RtDefer d = {0};
+        fill(50);
+        memcpy(dram, dram0, DRAM_BYTES);
+        rt_defer_load(&core, &d, &p.in[0].dma);
+        assert_int_equal(d.n, 1);
+        SpyInsn v = p.in[1];
+        if (!imm)
+            v.vec.flags &= (uint8_t)~ISA_F_IMM;
+        rt_defer_before(&core, &d, &v, NULL);
+        assert_int_equal(d.n, imm);
+    }
 }
 
 /* Appends an F32 MATMUL whose B is a 3 x 3 window (ISA_F_BWIN) over a patch of ch
@@ -508,6 +533,7 @@ int main(void) {
         cmocka_unit_test(test_defer_matmul_rows),
         cmocka_unit_test(test_defer_matmul_transposed),
         cmocka_unit_test(test_defer_flushes),
+        cmocka_unit_test(test_defer_immediate),
         cmocka_unit_test(test_defer_window),
         cmocka_unit_test(test_defer_joined),
         cmocka_unit_test(test_defer_cut),
