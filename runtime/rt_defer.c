@@ -117,7 +117,7 @@ static bool load_view(RtCore *c, const SpyDma *x, RtView *w) {
     if (n < 0 || (n >= 1 && ls[n - 1] != 1))
         return false;
     *w = (RtView){.x = x, .rows = n == 2 ? dim[0] : 1, .rowb = (n ? dim[n - 1] : 1) * es,
-                  .src = c->seg[x->seg] + x->dram_off, .lo = x->lx};
+                  .src = c->seg[x->seg] + x->dram_off, .lo = x->lx, .seg = x->seg};
     if (n == 2) {
         w->lrs = (uint64_t)ls[0] * es;
         if (ls[0] < 0 || w->lrs < w->rowb)
@@ -149,7 +149,7 @@ static bool covers(const RtView *w, const RtView *v) {
  * a MATMUL operand over several pieces is then read from DRAM too. True when joined;
  * the joined view is carried out by its rows (x = NULL). */
 static bool join_view(RtView *a, const RtView *b) {
-    if (a->t || b->t)
+    if (a->t || b->t || a->seg != b->seg)
         return false;
     if (a->rows == 1 && b->rows == 1) {
         if (b->lo != a->hi || b->src != a->shi)
@@ -338,7 +338,7 @@ void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const RtPrep *p) {
  * carrying out the views it touches. */
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
                            uint32_t ld, unsigned es, bool take_t, bool packed) {
-    RtOperand o = {c->lx + a, ld, false};
+    RtOperand o = {c->lx + a, ld, false, RT_SEG_LX};
     if (!rows || !cols)
         return o;                    /* nothing is read */
     uint64_t end = a + ((uint64_t)(rows - 1) * ld + cols) * es;
@@ -351,7 +351,7 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
             break;                   /* narrow rows at a page-multiple pitch: copy first */
         uint64_t off = a - v->lo;
         if (!v->t && v->rows == 1 && end <= v->hi)
-            return (RtOperand){v->src + off, ld, false};
+            return (RtOperand){v->src + off, ld, false, v->seg};
         uint64_t lrs = v->rows == 1 ? v->hi - v->lo : v->lrs;
         uint64_t r0 = off / lrs, c0 = off % lrs;
         if ((rows > 1 && (uint64_t)ld * es != lrs) || c0 + (uint64_t)cols * es > v->rowb ||
@@ -359,9 +359,9 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
             break;
         if (v->t)
             return (RtOperand){v->src + r0 * es + c0 / es * (uint64_t)v->dcs,
-                               (size_t)v->dcs / es, true};
+                               (size_t)v->dcs / es, true, v->seg};
         return (RtOperand){v->src + r0 * (uint64_t)v->drs + c0,
-                           rows > 1 ? (size_t)v->drs / es : ld, false};
+                           rows > 1 ? (size_t)v->drs / es : ld, false, v->seg};
     }
     flush_lx(c, d, a, (int64_t)end);
     return o;

@@ -102,17 +102,21 @@ typedef struct {
     const uint8_t *src, *shi; /* DRAM address of LX byte lo; end of the DRAM bytes read */
     const SpyDma *x;         /* the LOAD, carried out by rt_dma when needed; NULL: a view
                                 joined from several LOADs, carried out by its rows */
+    uint32_t seg;            /* the DRAM segment it reads (0: the bundle's constants) */
 } RtView;
 typedef struct {
     int n;
     RtView v[RT_MAX_VIEWS];
 } RtDefer;
 /* A MATMUL operand: element (0,0), row stride in elements and, when t, its transpose:
- * element (i,j) at p[j * ld + i]. */
+ * element (i,j) at p[j * ld + i]; seg: the DRAM segment it is read from (RT_SEG_LX:
+ * read in LX). */
+#define RT_SEG_LX UINT32_MAX
 typedef struct {
     const uint8_t *p;
     size_t ld;
     bool t;
+    uint32_t seg;
 } RtOperand;
 void rt_dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi);
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x);
@@ -221,6 +225,8 @@ typedef struct {
                                 the host's caches); false: in LX, just written */
     bool astable;            /* A is read from DRAM that no program of the running kernel
                                 writes: its packing may be kept in RtCore.acache */
+    bool bconst;             /* B is read from the bundle's constants (a weight, streamed
+                                from DRAM once an inference), not from the arena */
 } RtMmSrc;
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);

@@ -370,12 +370,19 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
  * 0.45 us on AMD Zen 3, one thread; m8 to m16 by n 16 to 96: 1.1x to 2x faster, none
  * slower). This kernel reads B column block after column block, each over all of k,
  * so a larger B streamed from DRAM (a weight: bert's 32-row products) comes a strided
- * line at a time, at a third of the speed of the other kernels.
+ * line at a time, at a third of the speed of the other kernels. An activation from the
+ * arena (bconst false: the previous kernel's result, in the host's caches) is taken
+ * at any size for one group of rows (B read once): resnet50's 1 x 1 convolutions of
+ * 16 output channels a core over 196 or 49 pixels and k 1024 or 2048 (2 threads, median
+ * of 20: 48.8 / 49.1 -> 47.5 / 47.3 ms a resnet50 inference; their kernels 12-22%
+ * faster at 1 thread, spyrun --profile).
  * False: not this way. */
-MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram) {
+MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram,
+                                            bool bconst) {
     size_t kb;
     bool small = (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_L2 && x->n % MMT_NR;
-    if (x->win || x->bt || (bdram && !small) || x->n < 2 || x->n % MMT_NR == 0 ||
+    bool once = !bconst && x->m <= 2 * MMT_VL;   /* one group: B read once, not a weight */
+    if (x->win || x->bt || (bdram && !small && !once) || x->n < 2 || x->n % MMT_NR == 0 ||
         !MMT_NAME(chan_fits)(c, x->m, x->k, small && x->k >= MMC_PLAIN_K ? MMC_PLAIN_V : 2,
                              &kb) ||
         (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))

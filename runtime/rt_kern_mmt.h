@@ -709,7 +709,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                 MMT_NAME(win_inplace)(c, &x) ||
                 MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
         return true;
-    if (!win && (MMT_NAME(narrow)(c, &x) || MMT_NAME(plain_chan)(c, &x, s->bdram)))
+    if (!win && (MMT_NAME(narrow)(c, &x) || MMT_NAME(plain_chan)(c, &x, s->bdram, s->bconst)))
         return true;
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
         MMT_NAME(gemv_all)(&x);

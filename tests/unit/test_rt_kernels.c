@@ -76,19 +76,27 @@ static void mm_ref(float *c, const float *a, const float *b, uint32_t m, uint32_
 }
 
 /* The F32 MATMUL kernels: the one rt_matmul picks, each vector kernel this host runs
- * (with and without a packing buffer) and the portable loop. */
-enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_256, MM_256_INPLACE, MM_PORTABLE, MM_KINDS };
+ * (with and without a packing buffer, and taking B as read from DRAM: an activation of
+ * the arena or a weight of the constants, which choose among the kernels differently)
+ * and the portable loop. */
+enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_512_ACT, MM_512_WEIGHT, MM_256, MM_256_INPLACE,
+       MM_256_ACT, MM_256_WEIGHT, MM_PORTABLE, MM_KINDS };
 
 /* Runs mm with kernel kind; false when this host cannot run it. */
 static bool run_mm(int kind, const SpyMatmul *mm) {
     RtCore c = core;
     if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
         c.pack = NULL;
-    RtMmSrc s = {c.lx + mm->a, c.lx + mm->b, mm->lda, mm->ldb, false, false, false};
+    RtMmSrc s = {c.lx + mm->a, c.lx + mm->b, mm->lda, mm->ldb, false, false, false, false};
+    s.bdram = kind == MM_512_ACT || kind == MM_512_WEIGHT || kind == MM_256_ACT ||
+              kind == MM_256_WEIGHT;
+    s.bconst = kind == MM_512_WEIGHT || kind == MM_256_WEIGHT;
     switch (kind) {
 #if RT_HAVE_X86_KERNELS
-    case MM_512: case MM_512_INPLACE: return rt_mm_f32_512(&c, mm, &s);
-    case MM_256: case MM_256_INPLACE: return rt_mm_f32_256(&c, mm, &s);
+    case MM_512: case MM_512_INPLACE: case MM_512_ACT: case MM_512_WEIGHT:
+        return rt_mm_f32_512(&c, mm, &s);
+    case MM_256: case MM_256_INPLACE: case MM_256_ACT: case MM_256_WEIGHT:
+        return rt_mm_f32_256(&c, mm, &s);
 #endif
     case MM_PORTABLE: rt_mm_portable(&c, mm, &s); return true;
     case MM_PICKED: rt_matmul(&c, mm); return true;
@@ -151,6 +159,9 @@ static void test_matmul_shapes(void **state) {
                                          {16, 2, 5}, {32, 57, 37}, {16, 98, 1},
                                          {32, 300, 129}, {16, 49, 2048}, {8, 23, 17},
                                          {32, 1, 9}, {16, 15, 300},
+                                         /* a B past MMC_PLAIN_L2 from DRAM: an
+                                            activation's taken, a weight's not */
+                                         {16, 100, 1100}, {32, 57, 1200},
                                          /* more vectors of rows, k from 256: groups of
                                             two vectors' worth, the last of one */
                                          {64, 49, 300}, {48, 57, 256}, {128, 9, 512},
