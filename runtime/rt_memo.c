@@ -8,7 +8,8 @@
  * scratchpad, so after the first such program the bytes are already there.
  *
  * At load (rt_memo_model) the patch of a program is the run of LOADs and VFILLs right
- * before its first window MATMUL that write inside the window; it is planned reusable
+ * before its first window MATMUL that write into the window's range (and maybe past it:
+ * a stride-2 window does not read the patch's last row or column); it is planned reusable
  * when no other instruction of the program writes those LX bytes (so at the end of the
  * program they still hold what the run wrote, unless a LOAD of it was left as a view:
  * rt_memo_kept) and no STORE of the kernel writes the DRAM the run reads (so within
@@ -137,7 +138,7 @@ static bool find_patch(const SpyInsn *code, uint32_t n, const Span *st, uint32_t
     uint32_t a = b;
     *own = (Span){INT64_MAX, INT64_MIN, 0};
     while (a > 0 && (code[a - 1].opcode == ISA_LOAD || code[a - 1].opcode == ISA_VFILL) &&
-           lx_writes(&code[a - 1], &s) && s.lo >= win.lo && s.hi <= win.hi) {
+           lx_writes(&code[a - 1], &s) && overlap(&s, &win)) {
         if (s.lo < s.hi) {
             own->lo = s.lo < own->lo ? s.lo : own->lo;
             own->hi = s.hi > own->hi ? s.hi : own->hi;
