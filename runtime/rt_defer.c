@@ -13,6 +13,7 @@
  * difference. Modelled time is computed from the bundle and does not change.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "rt_copy.h"
 #include "rt_exec.h"
@@ -52,8 +53,13 @@ void rt_dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi) {
  * stand, the LOAD's or those of a joined view) and removes it. */
 static void flush_one(RtCore *c, RtDefer *d, int i) {
     const RtView *v = &d->v[i];
-    if (v->t)
+    if (v->t && v->x)
         rt_dma(c, v->x, false);
+    else if (v->t)                   /* joined transposes: element by element */
+        for (uint64_t r = 0; r < v->rows; r++)
+            for (uint64_t j = 0; j < v->rowb / 4; j++)
+                memcpy(c->lx + v->lo + r * v->lrs + 4 * j,
+                       v->src + (int64_t)r * v->drs + (int64_t)j * v->dcs, 4);
     else                             /* the rows of the view are the LOAD's */
         for (uint64_t r = 0; r < v->rows; r++)
             rt_copy_bytes(c->lx + v->lo + r * v->lrs, v->src + (int64_t)r * v->drs,
@@ -144,13 +150,30 @@ static bool covers(const RtView *w, const RtView *v) {
     return w->lo == v->lo && w->rows >= v->rows && w->lrs == v->lrs && w->rowb >= v->rowb;
 }
 
+/* Joins transposed view b onto the end of transposed view a when b's columns continue
+ * a's along each LX row and along DRAM (K^T of an attention head loaded in pieces of
+ * tokens, one per core of the ring): the MATMUL then reads all of B^T from DRAM. */
+static bool join_columns(RtView *a, const RtView *b) {
+    if (!a->t || !b->t || a->rows != b->rows || a->lrs != b->lrs || a->drs != b->drs ||
+        a->dcs != b->dcs || b->lo != a->lo + a->rowb || a->rowb + b->rowb > a->lrs ||
+        b->src != a->src + (int64_t)(a->rowb / a->drs) * a->dcs)
+        return false;
+    a->rowb += b->rowb;
+    a->hi = b->hi;
+    a->shi = b->shi;
+    a->x = NULL;
+    return true;
+}
+
 /* Joins view b onto the end of view a when b's rows continue a's in LX and in DRAM
  * alike (a weight or an activation tile loaded in pieces, one per core of the ring):
  * a MATMUL operand over several pieces is then read from DRAM too. True when joined;
  * the joined view is carried out by its rows (x = NULL). */
 static bool join_view(RtView *a, const RtView *b) {
-    if (a->t || b->t || a->seg != b->seg)
+    if (a->seg != b->seg)
         return false;
+    if (a->t || b->t)
+        return join_columns(a, b);
     if (a->rows == 1 && b->rows == 1) {
         if (b->lo != a->hi || b->src != a->shi)
             return false;
@@ -249,6 +272,23 @@ static bool cut_rows(RtDefer *d, int i, const RtView *w) {
     return true;
 }
 
+/* Joins the transposed view w (LX span [lo, hi)) to a pending one whose columns it
+ * continues (join_columns): their spans interleave, row by row, but their bytes do
+ * not meet, so that view is kept while the others w overlaps are carried out; true
+ * when joined. */
+static bool join_beside(RtCore *c, RtDefer *d, const RtView *w, int64_t lo, int64_t hi) {
+    for (int i = 0; i < d->n; i++) {
+        RtView a = d->v[i];
+        if (!join_columns(&a, w))
+            continue;
+        d->v[i] = d->v[--d->n];      /* out of the list while the others are checked */
+        flush_lx(c, d, lo, hi);
+        d->v[d->n++] = a;
+        return true;
+    }
+    return false;
+}
+
 /* Places the view w of a LOAD (view: w is one; else lo / hi is the LX span the LOAD
  * writes): drops the pending views it rewrites entirely, cuts out of those it partly
  * overwrites the rows it rewrites, carries out the rest that it overwrites, then joins
@@ -257,6 +297,8 @@ static bool cut_rows(RtDefer *d, int i, const RtView *w) {
 static bool place_view(RtCore *c, RtDefer *d, const RtView *w, bool view, int64_t lo,
                        int64_t hi) {
     bool keep = view && w->rows * w->rowb >= RT_DEFER_MIN;
+    if (keep && w->t && d->n && join_beside(c, d, w, lo, hi))
+        return true;
     if (d->n) {
         for (int i = d->n - 1; view && i >= 0; i--)
             if (d->v[i].lo < w->hi && w->lo < d->v[i].hi && covers(w, &d->v[i]))

@@ -7,8 +7,8 @@
  * source (a widening ISA_F_F32 one too), VEC / GATHER / MATMUL-C accesses to its LX
  * bytes (a VEC's immediate operand is none), more LOADs than view slots, operands that
  * do not match the view's rows; and what reads it straight from
- * DRAM: row and 1-d views as A and B, transposed views as the B of a vector-matrix
- * product, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
+ * DRAM: row and 1-d views as A and B, transposed views (alone or two joined side by
+ * side) as B, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
  * in LX, the views under its range carried out); LOADs in pieces joined into one view;
  * LOADs over part of a view of rows (the rows they rewrite cut out of it); a VFILL
  * filling only the gaps the LOADs after it leave (rt_fill.c); the plans of
@@ -181,6 +181,36 @@ static void prog_t(Prog *p, uint32_t m, uint32_t n, uint32_t k) {
     dma(p, true, 0xc0000, OUT, m, n, (int32_t)n, 1, (int32_t)n, 1);
 }
 
+/* B loaded transposed in two pieces of n / 2 columns side by side (an attention head's
+ * K^T, tokens in pieces), joined into one view; with touch, a VEC then reads part of
+ * the joined view in LX (carried out element by element) before the MATMUL. */
+static void prog_t2(Prog *p, uint32_t m, uint32_t n, uint32_t k, bool touch) {
+    uint32_t h = n / 2, ld = k + 3;
+    p->n = 0;
+    dma(p, false, 0, 0, m, k, (int32_t)k, 1, (int32_t)k, 1);
+    dma(p, false, 0x40000, 0x20000, k, h, 1, (int32_t)ld, (int32_t)n, 1);
+    dma(p, false, 0x40000 + 4 * h, 0x20000 + 4 * (int64_t)h * ld, k, h, 1, (int32_t)ld,
+        (int32_t)n, 1);
+    if (touch)
+        vadd(p, 0x40000 + 4 * n * 2, 1, n, (int32_t)n);
+    mm(p, 0, 0x40000, 0xc0000, m, n, k, k, n, n, false);
+    dma(p, true, 0xc0000, OUT, m, n, (int32_t)n, 1, (int32_t)n, 1);
+    dma(p, true, 0x40000, OUT + 0x40000, k, n, (int32_t)n, 1, (int32_t)n, 1);
+}
+
+/* The two transposed pieces of prog_t2 make one view of all n columns. */
+static void test_defer_join_transposed(void **state) {
+    (void)state;
+    Prog p;
+    prog_t2(&p, 3, 128, 64, false);
+    RtDefer d = {0};
+    rt_defer_load(&core, &d, &p.in[1].dma);
+    rt_defer_load(&core, &d, &p.in[2].dma);
+    assert_int_equal(d.n, 1);
+    assert_true(d.v[0].t);
+    assert_int_equal(d.v[0].rowb, 128 * 4);
+}
+
 static void test_defer_matmul_transposed(void **state) {
     (void)state;
     Prog p;
@@ -190,6 +220,10 @@ static void test_defer_matmul_transposed(void **state) {
         check(&p, 20 + (uint32_t)i);
         prog_t(&p, ms[i], 64, 9);
         check(&p, 30 + (uint32_t)i);
+        prog_t2(&p, ms[i], 128, 64, false);
+        check(&p, 60 + (uint32_t)i);
+        prog_t2(&p, ms[i], 90, 33, true);
+        check(&p, 70 + (uint32_t)i);
     }
 }
 
@@ -532,6 +566,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defer_matmul_rows),
         cmocka_unit_test(test_defer_matmul_transposed),
+        cmocka_unit_test(test_defer_join_transposed),
         cmocka_unit_test(test_defer_flushes),
         cmocka_unit_test(test_defer_immediate),
         cmocka_unit_test(test_defer_window),
