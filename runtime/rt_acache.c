@@ -17,6 +17,7 @@
  * (rt_acache_entry): another kernel may have written A since. The packed copy holds
  * A's bits, so results are the same; modelled time is computed from the bundle.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,30 +55,28 @@ static void kernel_writes(const spy_model *m, uint32_t k, RtWrite *w, uint32_t c
 /* Lists the DRAM writes of every kernel of the verified model m (m->kwr, m->kwr_first);
  * without memory, none (no A is then taken as stable). */
 void rt_acache_model(spy_model *m) {
-    RtWrite *w = malloc(RT_WRITES_MAX * sizeof *w);
+    size_t n = 0, cap = 16;          /* kwr is never NULL once listed, even when empty */
+    RtWrite *w = malloc(RT_WRITES_MAX * sizeof *w), *all = malloc(cap * sizeof *all);
     uint32_t *first = malloc(((size_t)m->nkernels + 1) * sizeof *first);
-    RtWrite *all = NULL;
-    size_t n = 0, cap = 0;
-    for (uint32_t k = 0; w && first && k < m->nkernels; k++) {
+    bool ok = w && all && first;
+    for (uint32_t k = 0; ok && k < m->nkernels; k++) {
         uint32_t nk;
         kernel_writes(m, k, w, RT_WRITES_MAX, &nk);
         first[k] = (uint32_t)n;
         if (n + nk > cap) {
             cap = (n + nk) * 2;
             RtWrite *g = realloc(all, cap * sizeof *g);
-            if (!g) {
-                free(first);
-                first = NULL;
-                break;
-            }
-            all = g;
+            ok = g != NULL;
+            all = g ? g : all;
         }
-        memcpy(all + n, w, nk * sizeof *w);
+        if (ok && nk)                /* a kernel that stores nothing lists nothing */
+            memcpy(all + n, w, nk * sizeof *w);
         n += nk;
     }
     free(w);
-    if (!first) {
+    if (!ok) {
         free(all);
+        free(first);
         return;
     }
     first[m->nkernels] = (uint32_t)n;
@@ -101,8 +100,8 @@ bool rt_acache_stable(const RtCore *c, const uint8_t *p, size_t n) {
         const RtWrite *w = &c->wr[i];
         if (w->seg == RT_WRITES_ANY)
             return false;
-        const uint8_t *b = c->seg[w->seg];
-        if (w->lo < w->hi && b + w->lo < p + n && p < b + w->hi)
+        uintptr_t b = (uintptr_t)c->seg[w->seg], q = (uintptr_t)p; /* NULL: unbound */
+        if (w->lo < w->hi && b + (uintptr_t)w->lo < q + n && q < b + (uintptr_t)w->hi)
             return false;
     }
     return true;
