@@ -15,7 +15,8 @@
  * A's bytes with them at the segments' actual addresses (so caller buffers bound to
  * the same memory count as one). The cache is forgotten at every schedule entry
  * (rt_acache_entry): another kernel may have written A since. The packed copy holds
- * A's bits, so results are the same; modelled time is computed from the bundle.
+ * A's bits, so results are the same; modelled time is computed from the bundle. The
+ * same list tells rt_memo.c which input patches a kernel's STOREs cannot change.
  */
 #include <stdint.h>
 #include <stdlib.h>

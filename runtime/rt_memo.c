@@ -12,10 +12,11 @@
  * a stride-2 window does not read the patch's last row or column); it is planned reusable
  * when no other instruction of the program writes those LX bytes (so at the end of the
  * program they still hold what the run wrote, unless a LOAD of it was left as a view:
- * rt_memo_kept) and no STORE of the kernel writes the DRAM the run reads (so within
- * the kernel it reads the same bytes every time; two caller buffers count as one). Equal runs (the same instructions;
- * a LOAD's ring flag, a timing attribute, aside) get the same id, and the kernel's
- * programs are listed (m->active) with equal patches next to each other.
+ * rt_memo_kept) and no STORE of the kernel (m->kwr, listed by rt_acache.c) writes the
+ * DRAM the run reads (so within the kernel it reads the same bytes every time; two
+ * caller buffers count as one). Equal runs (the same instructions; a LOAD's ring flag,
+ * a timing attribute, aside) get the same id, and the kernel's programs are listed
+ * (m->active) with equal patches next to each other.
  *
  * At run time (rt_exec.c) a core that finds the id of its patch in RtCore.memo, left
  * by the previous program of the same schedule entry on this thread, skips the run:
@@ -90,39 +91,22 @@ static bool overlap(const Span *a, const Span *b) {
     return a->lo < a->hi && b->lo < b->hi && a->lo < b->hi && b->lo < a->hi;
 }
 
-/* The DRAM bytes of kernel kd's STOREs into st[0..*n) (at most cap); false when the
- * kernel writes DRAM otherwise (a SCATTER) or has more STOREs than cap. */
-static bool kernel_stores(const spy_model *m, const SpyKernelDesc *kd, Span *st, uint32_t cap,
-                          uint32_t *n) {
-    *n = 0;
-    for (uint32_t j = 0; j < kd->ncores; j++) {
-        const SpyProgramDesc *pd = &m->programs[kd->first_program + j];
-        for (uint32_t i = 0; i < pd->ninsns; i++) {
-            const SpyInsn *in = &m->code[pd->first_insn + i];
-            if (in->opcode == ISA_SCATTER || (in->opcode == ISA_STORE && *n == cap))
-                return false;
-            if (in->opcode != ISA_STORE)
-                continue;
-            st[(*n)++] = dram_span(&in->dma);
-        }
-    }
-    return true;
-}
-
-/* Whether the LOAD x may read DRAM that one of the kernel's STOREs st[0..n) writes:
- * the same bytes of one segment, or any bytes of two segments that are caller buffers
- * (ioseg: they may be one buffer). */
-static bool reads_stored(const SpyDma *x, const Span *st, uint32_t n, const bool *ioseg) {
+/* Whether the LOAD x may read DRAM that one of the kernel's writes st[0..n) (its
+ * STOREs, rt_acache.c) writes: the same bytes of one segment, or any bytes of two
+ * segments that are caller buffers (ioseg: they may be one buffer). */
+static bool reads_stored(const SpyDma *x, const RtWrite *st, uint32_t n, const bool *ioseg) {
     Span r = dram_span(x);
-    for (uint32_t i = 0; i < n; i++)
-        if (st[i].seg == r.seg ? overlap(&st[i], &r) : ioseg[st[i].seg] && ioseg[r.seg])
+    for (uint32_t i = 0; i < n; i++) {
+        Span w = {st[i].lo, st[i].hi, st[i].seg};
+        if (st[i].seg == r.seg ? overlap(&w, &r) : ioseg[st[i].seg] && ioseg[r.seg])
             return true;
+    }
     return false;
 }
 
 /* The patch of program code[0..n) (see the top of the file): its first instruction and
  * length and the LX bytes it owns; false when it has none that may be reused. */
-static bool find_patch(const SpyInsn *code, uint32_t n, const Span *st, uint32_t nst,
+static bool find_patch(const SpyInsn *code, uint32_t n, const RtWrite *st, uint32_t nst,
                        const bool *ioseg, uint32_t *first, uint32_t *len, Span *own) {
     uint32_t b = 0;
     while (b < n && !(code[b].opcode == ISA_MATMUL && (code[b].mm.flags & ISA_F_BWIN)))
@@ -167,11 +151,9 @@ static bool same_insn(const SpyInsn *x, const SpyInsn *y) {
     return memcmp(&a, &b, sizeof a) == 0;
 }
 
-/* Work space of memo_kernel: the kernel's STOREs, and per active program its patch's
- * first instruction, length and rank (the index of the first equal patch). */
+/* Work space of memo_kernel: per active program its patch's first instruction, length
+ * and rank (the index of the first equal patch). */
 typedef struct {
-    Span *st;
-    uint32_t cap;            /* entries of st */
     bool *ioseg;             /* [nsegs] a segment is bound to a caller's buffer */
     uint32_t *first, *len, *rank; /* [active programs of the kernel] */
 } Work;
@@ -180,9 +162,10 @@ typedef struct {
  * patches next to each other (in order of first appearance; those without one last). */
 static void memo_kernel(spy_model *m, uint32_t k, const Work *w) {
     const SpyKernelDesc *kd = &m->kernels[k];
-    const Span *st = w->st;
-    uint32_t nst, a0 = m->active_first[k], na = m->active_first[k + 1] - a0;
-    if (na < 2 || !kernel_stores(m, kd, w->st, w->cap, &nst))
+    const RtWrite *st = m->kwr + m->kwr_first[k];   /* the kernel's STOREs (rt_acache.c) */
+    uint32_t nst = m->kwr_first[k + 1] - m->kwr_first[k];
+    uint32_t a0 = m->active_first[k], na = m->active_first[k + 1] - a0;
+    if (na < 2 || (nst && st[0].seg == RT_WRITES_ANY))
         return;
     uint32_t *act = m->active + a0, *first = w->first, *len = w->len, *rank = w->rank;
     for (uint32_t q = 0; q < na; q++) {
@@ -216,18 +199,20 @@ static void memo_kernel(spy_model *m, uint32_t k, const Work *w) {
 }
 
 /* Plans the reusable input patches of every kernel of the verified, planned model m
- * (m->prep, m->active); without memory for the work list, none. */
+ * (m->prep, m->active, the kernels' writes m->kwr); without memory for the work list
+ * or the writes, none. */
 void rt_memo_model(spy_model *m) {
+    if (!m->kwr_first)
+        return;
     uint32_t most = 0;
     for (uint32_t k = 0; k < m->nkernels; k++) {
         uint32_t na = m->active_first[k + 1] - m->active_first[k];
         most = na > most ? na : most;
     }
-    Work w = {.cap = 4096};
-    w.st = malloc(w.cap * sizeof *w.st);
+    Work w = {0};
     w.first = malloc(3 * ((size_t)most + 1) * sizeof *w.first);
     w.ioseg = calloc((size_t)m->nsegs + 1, sizeof *w.ioseg);
-    if (w.st && w.first && w.ioseg) {
+    if (w.first && w.ioseg) {
         for (uint32_t i = 0; i < m->ntensors; i++)
             if (m->io[i].direct && m->io[i].seg < m->nsegs)
                 w.ioseg[m->io[i].seg] = true;
@@ -236,7 +221,6 @@ void rt_memo_model(spy_model *m) {
         for (uint32_t k = 0; k < m->nkernels; k++)
             memo_kernel(m, k, &w);
     }
-    free(w.st);
     free(w.first);
     free(w.ioseg);
 }

@@ -100,8 +100,8 @@ spy_status rt_prep_model(spy_model *m, RtErr *e) {
     if (!m->prep)
         return rt_err_set(e, SPY_E_NOMEM, "out of memory"), e->status;
     rt_prep_code(m->code, m->ncode, m->prep);
+    rt_acache_model(m);                 /* the kernels' writes, which rt_memo reads */
     rt_memo_model(m);
     rt_affinity_model(m);
-    rt_acache_model(m);
     return SPY_OK;
 }
