@@ -21,6 +21,8 @@
 /* Appends n bytes of d to the growing buffer (*p, *len, *cap). */
 static bool append(uint8_t **p, size_t *len, size_t *cap, const void *d, size_t n)
 {
+    if (!n)                      /* nothing to add (the buffer may not exist yet) */
+        return true;
     if (*len + n > *cap) {
         size_t nc = (*len + n) * 2;
         uint8_t *q = realloc(*p, nc);
