@@ -359,7 +359,7 @@ void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const RtPrep *p) {
         return;
     }
     RtView w = {.lo = x->lx, .rows = p->rows, .rowb = rowb, .lrs = p->lrs, .drs = p->drs,
-                .src = src, .x = p->run == 1 ? x : NULL};
+                .src = src, .x = p->run == 1 ? x : NULL, .seg = x->seg};
     w.hi = w.lo + (w.rows - 1) * w.lrs + w.rowb;
     w.shi = w.src + (w.rows - 1) * (uint64_t)w.drs + w.rowb;
     if (!place_view(c, d, &w, true, (int64_t)w.lo, (int64_t)w.hi))

@@ -479,6 +479,36 @@ static void test_prep_merged(void **state) {
     }
 }
 
+/* A view made from a LOAD's plan (rt_defer_rows: a merged run of one-row LOADs, or a
+ * LOAD of rows) keeps the DRAM segment it reads, which a MATMUL operand over it reports
+ * (RtOperand.seg): the kernels tell a weight (segment 0, the constants) from an
+ * activation by it (rt_kern_mmc.h plain_chan). */
+static void test_defer_rows_seg(void **state) {
+    (void)state;
+    uint8_t *two[2] = {dram, dram0};
+    RtCore c = core;
+    c.seg = two;
+    for (int v = 0; v < 2; v++) {
+        Prog p = {.n = 0};
+        if (v == 0)                              /* 8 one-row LOADs: one merged run */
+            for (uint32_t q = 0; q < 8; q++)
+                dma(&p, false, 0x200 * q, 0x4000 + 0x200 * q, 1, 128, 0, 1, 0, 1);
+        else                                     /* a LOAD of 8 rows */
+            dma(&p, false, 0, 0x4000, 8, 128, 256, 1, 128, 1);
+        for (uint32_t i = 0; i < p.n; i++)
+            p.in[i].dma.seg = 1;
+        RtPrep pl[MAXP];
+        rt_prep_code(p.in, p.n, pl);
+        assert_int_equal(pl[0].how, RT_PH_ROWS);
+        RtDefer d = {.n = 0};
+        rt_defer_rows(&c, &d, &p.in[0].dma, &pl[0]);
+        assert_int_equal(d.n, 1);
+        RtOperand o = rt_defer_operand(&c, &d, 0, 8, 128, 128, 4, false, true);
+        assert_int_equal(o.seg, 1);
+        assert_ptr_equal(o.p, dram0 + 0x4000);
+    }
+}
+
 /* A VFILL of a patch whose interior LOADs after it rewrite (a convolution's padding),
  * then a window MATMUL over it and a STORE of the whole patch: every byte the same as
  * with the full fill. Also fills the gaps do not apply to: a non-zero value, LOADs out
@@ -573,6 +603,7 @@ int main(void) {
         cmocka_unit_test(test_defer_joined),
         cmocka_unit_test(test_defer_cut),
         cmocka_unit_test(test_prep_merged),
+        cmocka_unit_test(test_defer_rows_seg),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),
     };
