@@ -354,6 +354,7 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
 }
 
 #define MMC_PLAIN_L2 (256u << 10) /* bytes of a B that stays in L2 over all groups */
+#define MMC_PLAIN_ACT (1u << 20)  /* bytes of an activation B read by every group */
 #define MMC_PLAIN_K 256           /* k from which more than two vectors' worth of rows
                                      pay for their transposes (mm_tiles, resnet50's
                                      1 x 1 convolutions: m64 n49 k512 -17%, m64 n196
@@ -375,16 +376,21 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
  * at any size for one group of rows (B read once): resnet50's 1 x 1 convolutions of
  * 16 output channels a core over 196 or 49 pixels and k 1024 or 2048 (2 threads, median
  * of 20: 48.8 / 49.1 -> 47.5 / 47.3 ms a resnet50 inference; their kernels 12-22%
- * faster at 1 thread, spyrun --profile).
+ * faster at 1 thread, spyrun --profile). Up to MMC_PLAIN_V vectors' worth of rows take
+ * an activation of up to MMC_PLAIN_ACT bytes (in L2, read once a group) when k is at
+ * least MMC_PLAIN_K: 1 x 1 convolutions of 64 output channels a core over 49 pixels
+ * and k 2048 (a chain of eight 2048-channel ones on a 7 x 7 map, 2 threads: 26.2 ->
+ * 20.5 ms; 512 channels on 28 x 28: 19.5 -> 17.4 ms).
  * False: not this way. */
 MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram,
                                             bool bconst) {
     size_t kb;
     bool small = (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_L2 && x->n % MMT_NR;
     bool once = !bconst && x->m <= 2 * MMT_VL;   /* one group: B read once, not a weight */
-    if (x->win || x->bt || (bdram && !small && !once) || x->n < 2 || x->n % MMT_NR == 0 ||
-        !MMT_NAME(chan_fits)(c, x->m, x->k, small && x->k >= MMC_PLAIN_K ? MMC_PLAIN_V : 2,
-                             &kb) ||
+    bool act = !bconst && (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_ACT; /* in L2 */
+    uint32_t vmax = (small || act) && x->k >= MMC_PLAIN_K ? MMC_PLAIN_V : 2;
+    if (x->win || x->bt || (bdram && !small && !once && !act) || x->n < 2 ||
+        x->n % MMT_NR == 0 || !MMT_NAME(chan_fits)(c, x->m, x->k, vmax, &kb) ||
         (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
         return false;
     int32_t *koff = (int32_t *)c->pack;

@@ -162,6 +162,9 @@ static void test_matmul_shapes(void **state) {
                                          /* a B past MMC_PLAIN_L2 from DRAM: an
                                             activation's taken, a weight's not */
                                          {16, 100, 1100}, {32, 57, 1200},
+                                         /* and more vectors of rows over an activation
+                                            up to MMC_PLAIN_ACT */
+                                         {64, 49, 2048}, {48, 150, 600},
                                          /* more vectors of rows, k from 256: groups of
                                             two vectors' worth, the last of one */
                                          {64, 49, 300}, {48, 57, 256}, {128, 9, 512},
