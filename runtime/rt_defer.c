@@ -409,6 +409,47 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
     return o;
 }
 
+/* Carries out every view whose LX bytes intersect [lo, hi) of LX (a VEC chain's
+ * regions, rt_fuse.c). */
+void rt_defer_flush_lx(RtCore *c, RtDefer *d, int64_t lo, int64_t hi) {
+    flush_lx(c, d, lo, hi);
+}
+
+/* Carries out every view whose DRAM source intersects [lo, hi) (what a fused STORE
+ * writes, rt_fuse.c). */
+void rt_defer_flush_dram(RtCore *c, RtDefer *d, const uint8_t *lo, const uint8_t *hi) {
+    for (int i = d->n - 1; lo < hi && i >= 0; i--)
+        if (lo < d->v[i].shi && d->v[i].src < hi)
+            flush_one(c, d, i);
+}
+
+/* Where rows of rowb bytes at LX byte a, rs bytes apart, are in DRAM: the address of
+ * the first in a pending view (not a transpose) that holds them all row for row, and
+ * its DRAM row stride (*srs); NULL when no view does. The bytes are those the view's
+ * LOAD would have put in LX. */
+const uint8_t *rt_defer_rows_src(const RtDefer *d, int64_t a, uint64_t rows, int64_t rs,
+                                 uint64_t rowb, int64_t *srs) {
+    if (!rows || !rowb || a < 0 || rs < 0)
+        return NULL;
+    int64_t end = a + (int64_t)(rows - 1) * rs + (int64_t)rowb;
+    for (int i = 0; i < d->n; i++) {
+        const RtView *v = &d->v[i];
+        if (v->t || a < (int64_t)v->lo || end > (int64_t)v->hi)
+            continue;
+        uint64_t off = (uint64_t)a - v->lo;
+        if (v->rows == 1) {          /* one contiguous run: any row stride inside it */
+            *srs = rs;
+            return v->src + off;
+        }
+        uint64_t r0 = off / v->lrs, c0 = off % v->lrs;
+        if ((rows > 1 && (uint64_t)rs != v->lrs) || c0 + rowb > v->rowb || r0 + rows > v->rows)
+            return NULL;
+        *srs = v->drs;
+        return v->src + r0 * (uint64_t)v->drs + c0;
+    }
+    return NULL;
+}
+
 /* Carries out the views a STORE x may read in LX ([lo, hi) relative to x->lx) or whose
  * DRAM source it may write ([dlo, dhi) relative to its DRAM address). */
 static void flush_store(RtCore *c, RtDefer *d, const SpyDma *x, int64_t lo, int64_t hi,

@@ -156,12 +156,15 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
 /* A VEC with plan p: its one-pass run (carrying out first the deferred LOADs the later
  * instructions of the run may touch), or the instruction alone. */
 static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
+    if (p->how == RT_PH_FUSE) {      /* a chain settles the views itself (rt_fuse.c) */
+        rt_fuse_run(c, d, in, p);
+        return RT_XOK;
+    }
     for (uint32_t j = 1; j < p->run && d->n; j++)
         rt_defer_before(c, d, &in[j], NULL);
     switch (p->how) {
     case RT_PH_TAPS: rt_vec_taps(c, in, p->run); return RT_XOK;
     case RT_PH_POOL: rt_vec_pool(c, in, p->run); return RT_XOK;
-    case RT_PH_FUSE: rt_fuse_run(c, in, p); return RT_XOK;
     case RT_PH_STRIP: strip_mine(c, in, p->run); return RT_XOK;
     case RT_PH_FAST: rt_vec_fast_prepared(c, &in->vec, p); return RT_XOK;
     case RT_PH_ONE: rt_vec_one(c, &in->vec); return RT_XOK;
@@ -276,7 +279,7 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
                 continue;
             }
         }
-        if (d.n && in->opcode != ISA_LOAD)
+        if (d.n && in->opcode != ISA_LOAD && !(in->opcode == ISA_VEC && p->how == RT_PH_FUSE))
             rt_defer_before(c, &d, in, p);
         switch (in->opcode) {
         case ISA_LOAD:

@@ -126,6 +126,10 @@ void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint
                   uint32_t rowb);
 bool rt_defer_useless(const SpyInsn *code, uint32_t n);
 void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const struct RtPrep *p);
+void rt_defer_flush_lx(RtCore *c, RtDefer *d, int64_t lo, int64_t hi);
+void rt_defer_flush_dram(RtCore *c, RtDefer *d, const uint8_t *lo, const uint8_t *hi);
+const uint8_t *rt_defer_rows_src(const RtDefer *d, int64_t a, uint64_t rows, int64_t rs,
+                                 uint64_t rowb, int64_t *srs);
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
                            uint32_t ld, unsigned es, bool take_t, bool packed);
 
@@ -192,7 +196,7 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p);
  * plans, the STOREs' made; false when none), and its run. */
 #define RT_FUSE_MAX 16
 bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p);
-void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p);
+void rt_fuse_run(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p);
 
 /* rt_dma.c */
 /* An N-d copy with unit dims dropped and dims contiguous on both sides merged. */

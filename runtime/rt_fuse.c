@@ -13,7 +13,9 @@
  * STORE right after the run stores the chain's last region row for row, straight to
  * that STORE's DRAM (the STORE is then part of the run). A region that no later
  * instruction of the program touches is not written to LX at all: LX is undefined at
- * the start of the next program (isa.md), so nothing can see the difference.
+ * the start of the next program (isa.md), so nothing can see the difference. The
+ * input and row operands that a pending LOAD (rt_defer.c) holds row for row are read
+ * from its DRAM, not copied into LX first (fuse_views).
  *
  * Every element goes through the same IEEE operations, in the same order, as with the
  * instructions one by one (the expressions of rt_kern_vfast.c's direct path, which
@@ -546,19 +548,29 @@ static void chain_part(const Fuse *f, const uint8_t *xs, const FuseRow *w, size_
         copy_tail(w->st + o, (const uint8_t *)s->sd[RT_FUSE_MAX], nb);
 }
 
-/* Points w at row r of the chain f's other operands, conditions and kept results
- * (keep), broadcasting the scalars into bc and the scalar conditions into bm. */
-static void row_operands(RtCore *c, const Fuse *f, uint16_t keep, uint32_t r, FuseRow *w,
-                         float (*bc)[8], uint8_t (*bm)[8]) {
+/* Where a chain reads its input and its operands' rows: row r of the input at
+ * x + r * xrs, of op i's row operand at y[i] + r * yrs[i] (LX, or a pending LOAD's
+ * DRAM: fuse_views). */
+typedef struct {
+    const uint8_t *x;
+    int64_t xrs;
+    const uint8_t *y[RT_FUSE_MAX];
+    int64_t yrs[RT_FUSE_MAX];
+} FuseSrc;
+
+/* Points w at row r of the chain f's other operands (rows at s), conditions and kept
+ * results (keep), broadcasting the scalars into bc and the scalar conditions into bm. */
+static void row_operands(RtCore *c, const Fuse *f, const FuseSrc *s, uint16_t keep, uint32_t r,
+                         FuseRow *w, float (*bc)[8], uint8_t (*bm)[8]) {
     for (int i = 0; i < f->n; i++) {
         const FuseOp *op = &f->op[i];
         if (op->ykind == FY_SCALAR) {
-            float s;
-            memcpy(&s, c->lx + op->y + (int64_t)r * op->yrs, 4);
+            float v;
+            memcpy(&v, c->lx + op->y + (int64_t)r * op->yrs, 4);
             for (int t = 0; t < 8; t++)
-                bc[i][t] = s;
+                bc[i][t] = v;
         } else if (op->ykind == FY_ROW) {
-            w->ys[i] = c->lx + op->y + (int64_t)r * op->yrs;
+            w->ys[i] = s->y[i] + (int64_t)r * s->yrs[i];
         }
         if (op->mkind == FY_SCALAR)
             memset(bm[i], c->lx[op->m + (int64_t)r * op->mrs], 8);
@@ -568,10 +580,56 @@ static void row_operands(RtCore *c, const Fuse *f, uint16_t keep, uint32_t r, Fu
     }
 }
 
+/* The pending LOADs (views, rt_defer.c) around chain f (its kept results keep, its
+ * STORE's DRAM [slo, shi) when it takes one): those under a region the chain writes in
+ * LX, a scalar or condition it reads there, or whose DRAM the STORE writes, are
+ * carried out; the input and row operands that lie in a remaining view row for row are
+ * read from its DRAM (s), the others from LX after the views over them are carried
+ * out. A residual loaded just before its add is then read once, from DRAM, not
+ * copied into LX and read again (resnet50's bottleneck blocks). The DRAM read is never
+ * written during the chain: the STORE's views went first. */
+static void fuse_views(RtCore *c, RtDefer *d, const Fuse *f, uint16_t keep, const uint8_t *slo,
+                       const uint8_t *shi, FuseSrc *s) {
+    int64_t lo, hi, srs;
+    rt_defer_flush_dram(c, d, slo, shi);
+    for (int i = 0; i < f->n && d->n; i++) {
+        const FuseOp *op = &f->op[i];
+        if (keep >> i & 1) {
+            region_span(op->dst, f->rows, op->drs, f->cols, 4, &lo, &hi);
+            rt_defer_flush_lx(c, d, lo, hi);
+        }
+        if (op->ykind == FY_SCALAR) {
+            region_span(op->y, f->rows, op->yrs, 1, 0, &lo, &hi);
+            rt_defer_flush_lx(c, d, lo, hi);
+        }
+        if (op->mkind) {
+            lo = op->m, hi = lo + (int64_t)(f->rows - 1) * op->mrs + 1;
+            hi += op->mkind == FY_ROW ? f->cols - 1 : 0;
+            rt_defer_flush_lx(c, d, lo, hi);
+        }
+    }
+    for (int i = -1; i < f->n && d->n; i++) {   /* -1: the input */
+        if (i >= 0 && f->op[i].ykind != FY_ROW)
+            continue;
+        uint32_t a = i < 0 ? f->x : f->op[i].y;
+        int64_t rs = i < 0 ? f->xrs : f->op[i].yrs;
+        const uint8_t *p = rt_defer_rows_src(d, a, f->rows, rs, (uint64_t)f->cols * 4, &srs);
+        if (!p) {
+            region_span(a, f->rows, rs, f->cols, 4, &lo, &hi);
+            rt_defer_flush_lx(c, d, lo, hi);
+        } else if (i < 0) {
+            s->x = p, s->xrs = srs;
+        } else {
+            s->y[i] = p, s->yrs[i] = srs;
+        }
+    }
+}
+
 /* Runs the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c,
  * row by row: its whole vectors in place, the rest of each row (under 8 elements)
- * through chain_part. */
-void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
+ * through chain_part; its operands where the pending LOADs d leave them (fuse_views;
+ * d NULL: none pending). */
+void rt_fuse_run(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p) {
     Fuse f;
     uint32_t nst = p->kinds ? 1 : 0, k = p->run - nst;
     chain_decode(code, k, (int)k, &f);
@@ -579,6 +637,7 @@ void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
     uint8_t bm[RT_FUSE_MAX][8];                      /* scalar conditions, broadcast */
     FuseStage sg;                                    /* chain_part's */
     FuseRow w;
+    FuseSrc src = {c->lx + f.x, f.xrs, {0}, {0}};
     uint8_t *st = NULL;
     int64_t sdrs = 0;
     if (nst) {                   /* the STORE's rows, as store_matches took them */
@@ -586,6 +645,11 @@ void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
         st = c->seg[code[k].dma.seg] + code[k].dma.dram_off;
         sdrs = sp->rows == f.rows ? sp->drs : (int64_t)f.cols * 4;
     }
+    for (int i = 0; i < f.n; i++)
+        src.y[i] = c->lx + f.op[i].y, src.yrs[i] = f.op[i].yrs;
+    if (d && d->n)
+        fuse_views(c, d, &f, p->keep, st, st ? st + (int64_t)(f.rows - 1) * sdrs +
+                                                   (int64_t)f.cols * 4 : NULL, &src);
     uint32_t full = f.cols / 8 * 8, part = f.cols - full;
     memset(bc, 0, sizeof bc);
     if (part) {                  /* the staged lanes past the row: defined values */
@@ -608,8 +672,8 @@ void rt_fuse_run(RtCore *c, const SpyInsn *code, const RtPrep *p) {
                 bc[i][t] = op->imm;
     }
     for (uint32_t r = 0; r < f.rows; r++) {
-        row_operands(c, &f, p->keep, r, &w, bc, bm);
-        const uint8_t *xs = c->lx + f.x + (int64_t)r * f.xrs;
+        row_operands(c, &f, &src, p->keep, r, &w, bc, bm);
+        const uint8_t *xs = src.x + (int64_t)r * src.xrs;
         w.st = st ? st + (int64_t)r * sdrs : NULL;
         if (full)
             chain_row(&f, xs, &w, full);

@@ -509,6 +509,55 @@ static void test_defer_rows_seg(void **state) {
     }
 }
 
+/* Appends an F32 VEC fn over rows x cols: dst = fn(x, y), y the immediate 1.0 when
+ * y is UINT32_MAX (row strides rs elements everywhere). */
+static void vbin(Prog *p, uint16_t fn, uint32_t dst, uint32_t x, uint32_t y, uint32_t rows,
+                 uint32_t cols, int32_t rs) {
+    bool imm = y == UINT32_MAX;
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .fn = fn, .nsrc = 2,
+                .flags = imm ? ISA_F_IMM : 0, .dst = dst, .src = {x, imm ? 0 : y},
+                .rows = rows, .cols = cols, .dst_rs = rs, .src_rs = {rs, imm ? 0 : rs},
+                .src_cs = {1, imm ? 0 : 1}, .imm = 0x3f800000u};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].vec = v;
+}
+
+/* A chain of VECs with a STORE (rt_fuse.c) over LOADs left pending as views: the
+ * input and a residual read from their DRAM (rows of a wider matrix, and one
+ * contiguous run); the STORE writing over the residual's DRAM one row on (its view
+ * carried out first); a result kept in LX for a later STORE (the view under it carried
+ * out); the chain in place on the residual's region; a residual whose view holds only
+ * half of each row (carried out, read in LX). Every byte of DRAM as with the
+ * instructions one by one. */
+static void test_defer_chain(void **state) {
+    (void)state;
+    const uint32_t rows = 64, cols = 80, X = 0x10000, R = 0x30000, O = 0x50000;
+    for (int v = 0; v < 5; v++) {
+        Prog p = {.n = 0};
+        int32_t w = (int32_t)cols;
+        dma(&p, false, X, 0x4000, rows, cols, w + 16, 1, w, 1);          /* rows, wider */
+        if (v == 4) {                                                    /* half rows */
+            dma(&p, false, R, 0x40000, rows, cols / 2, w, 1, w, 1);
+            dma(&p, false, R + 2 * cols, 0x48000, rows, cols / 2, w, 1, w, 1);
+        } else {
+            dma(&p, false, R, 0x40000, 1, rows * cols, 0, 1, 0, 1);      /* contiguous */
+        }
+        uint32_t d = v == 3 ? R : O, y = v == 3 ? X : R, x0 = v == 3 ? R : X;
+        vbin(&p, ISA_VF_ADD, d, x0, UINT32_MAX, rows, cols, w);
+        vbin(&p, ISA_VF_MUL, d, d, y, rows, cols, w);
+        vbin(&p, ISA_VF_ADD, d, d, R + (v == 3 ? 0 : 0), rows, cols, w);
+        int64_t out = v == 1 ? 0x40000 + 4 * (int64_t)cols : OUT;       /* over R's DRAM */
+        dma(&p, true, d, out, rows, cols, w, 1, w, 1);
+        if (v == 2)                                                      /* d read again */
+            dma(&p, true, d, OUT + 0x10000, 1, rows * cols, 0, 1, 0, 1);
+        RtPrep pl[MAXP];
+        rt_prep_code(p.in, p.n, pl);
+        uint32_t first = v == 4 ? 3 : 2;
+        assert_int_equal(pl[first].how, RT_PH_FUSE);
+        check(&p, 120 + (uint32_t)v);
+    }
+}
+
 /* A VFILL of a patch whose interior LOADs after it rewrite (a convolution's padding),
  * then a window MATMUL over it and a STORE of the whole patch: every byte the same as
  * with the full fill. Also fills the gaps do not apply to: a non-zero value, LOADs out
@@ -604,6 +653,7 @@ int main(void) {
         cmocka_unit_test(test_defer_cut),
         cmocka_unit_test(test_prep_merged),
         cmocka_unit_test(test_defer_rows_seg),
+        cmocka_unit_test(test_defer_chain),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),
     };
