@@ -122,7 +122,8 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
     if (!(mm->flags & ISA_F_BWIN))
         b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
                              (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm), packs);
-    RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t, b.p != c->lx + mm->b, false, b.seg == 0};
+    RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t, b.p != c->lx + mm->b, false, b.seg == 0,
+                 a.seg == 0 && !a.t};
     if (a.p != c->lx + mm->a && !a.t && mm->dtype == ISA_DT_F32 && mm->m > 1 &&
         !(mm->flags & ISA_F_BWIN))                /* A from DRAM: maybe cached */
         s.astable = rt_acache_stable(c, a.p, ((size_t)(mm->m - 1) * a.ld + mm->k) * es);

@@ -63,6 +63,16 @@ typedef struct {
     uint32_t m, k, kb;
 } RtAKey;
 
+/* rt_apre.c: a session's copies of constant A operands in a kernel's layout, at most
+ * RT_APRE_MAX bytes of them. */
+#define RT_APRE_MAX ((size_t)1 << 30)
+#define RT_APRE_CHAN 0x80000000u /* RtAKey.kb of a transpose for rt_kern_mmc.h (| MMT_VL) */
+typedef struct RtApre RtApre;
+RtApre *rt_apre_create(size_t budget);
+void rt_apre_free(RtApre *t);
+float *rt_apre_take(RtApre *t, const RtAKey *k, size_t bytes, bool *fill);
+void rt_apre_filled(RtApre *t, const RtAKey *k);
+
 typedef struct {
     uint8_t *lx;             /* scratchpad of lx_budget_bytes */
     uint8_t *const *seg;     /* DRAM segment base pointers */
@@ -78,6 +88,8 @@ typedef struct {
                                 A packed once for the programs after it, or NULL (rt_acache.c) */
     RtAKey akey;             /* the A acache holds; valid within one schedule entry */
     RtAKey aseen;            /* the A the last MATMUL that could use acache read */
+    RtApre *apre;            /* the session's copies of constant A operands (rt_apre.c), or
+                                NULL */
     const RtWrite *wr;       /* the DRAM writes of the running kernel (rt_acache.c), nwr of */
     uint32_t nwr;            /* them; wr NULL: A is never taken as stable */
     const int32_t *dims;     /* the symbols' actual sizes when the bundle has guards
@@ -231,6 +243,8 @@ typedef struct {
                                 writes: its packing may be kept in RtCore.acache */
     bool bconst;             /* B is read from the bundle's constants (a weight, streamed
                                 from DRAM once an inference), not from the arena */
+    bool aconst;             /* A is read from the bundle's constants, in place (never
+                                written): its transpose may be kept (rt_apre.c) */
 } RtMmSrc;
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);

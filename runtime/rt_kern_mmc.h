@@ -16,7 +16,8 @@
  * MMC_PLAIN_K) run in groups of two vectors' worth, each over the whole window again
  * (it is in LX, in the host's caches). Pixel rows of at most half the accumulators run
  * two a call (chan2s). A long k runs in chunks that stay in L1 (chan_rows), the
- * running sums kept transposed in the packing buffer between chunks.
+ * running sums kept transposed in the packing buffer between chunks. A constant A
+ * (a weight) is transposed once for the session and kept (chan_pre, rt_apre.c).
  *
  * Each C element accumulates a_ik * b_kj in increasing k from 0 (or the old C), one fused
  * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
@@ -61,6 +62,7 @@ MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv
  * multiply-adds run, they are there when it comes (in bursts between calls the
  * prefetches themselves waited for fill buffers). */
 #define MMC_PF_MAX 1024
+#define MMC_PF_AHEAD 2       /* chunks ahead a kept transpose is prefetched */
 
 /* Lists in tab (room for MMC_PF_MAX) the cache lines of rows [0, rows) of A from a
  * (x->lda apart), its k range [k0, k0 + kc), row by row; their number (0 when a is
@@ -76,6 +78,19 @@ MMT_INLINE uint32_t MMT_NAME(chan_pf_lines)(const MMT_NAME(Args) *x, const char 
         for (size_t l = 0; l < lines && n < MMC_PF_MAX; l++)
             tab[n++] = (const char *)s + r * x->lda * 4 + l * 64;
     return (uint32_t)n;
+}
+
+/* Lists in tab (room for MMC_PF_MAX) the cache lines of the n floats from p (A's kept
+ * transpose, rt_apre.c); their number (0 when p is NULL). */
+MMT_INLINE uint32_t MMT_NAME(chan_pf_span)(const char **tab, const float *p, size_t n) {
+    if (!p || !n)
+        return 0;
+    uintptr_t s = (uintptr_t)p & ~(uintptr_t)63, e = (uintptr_t)(p + n);
+    size_t lines = (e - s + 63) / 64;
+    lines = lines < MMC_PF_MAX ? lines : MMC_PF_MAX;
+    for (size_t l = 0; l < lines; l++)
+        tab[l] = (const char *)s + l * 64;
+    return (uint32_t)lines;
 }
 
 /* C rows [0, MV * MMT_VL), columns [j, j + R) (pixels at b + r * S from the k row's
@@ -259,10 +274,12 @@ MMT_INLINE void MMT_NAME(chan_pf_next)(MMT_NAME(Args) *y, const char **tab, uint
  * MMC_CHUNK_BYTES of at, every block over one chunk before the next, the running sums
  * kept in ct between chunks (exact): over all of k at once, a block read at and the
  * window from L2 (resnet50's 3 x 3 convolutions: k 576 to 4608), at about the L2's
- * bandwidth. */
+ * bandwidth. With A's kept transpose pre (its end pend), the chunks are read there,
+ * none packed, and the calls prefetch MMC_PF_AHEAD chunks ahead instead. */
 MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *ct, int mv,
                                      int s, size_t ne0, size_t ne1, int64_t ns0,
-                                     const rt_f32 *na, uint32_t nrows) {
+                                     const rt_f32 *na, uint32_t nrows, const float *pre,
+                                     const float *pend) {
     size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
     uint32_t kmax = ct ? MMC_CHUNK_BYTES / (uint32_t)(mv * MMT_VL * 4) : x->k;
     uint32_t nch = (x->k + kmax - 1) / kmax, kch = (x->k + nch - 1) / nch;
@@ -274,16 +291,22 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
         y.k = x->k - k0 < kch ? x->k - k0 : kch;
         y.koff = x->koff + k0;
         bool first = k0 == 0, last = k0 + y.k == x->k;
-        float *atk = at + (size_t)k0 * mv * MMT_VL;
-        uint32_t npf = last ? MMT_NAME(chan_pf_lines)(x, tab, na, nrows, 0,
-                                                     x->k < kch ? x->k : kch)
-                            : MMT_NAME(chan_pf_lines)(x, tab, x->a, (uint32_t)mv * MMT_VL,
-                                                     k0 + kch, x->k - (k0 + kch) < kch
-                                                                   ? x->k - (k0 + kch)
-                                                                   : kch);
+        const float *atk = pre ? pre + (size_t)k0 * mv * MMT_VL : at + (size_t)k0 * mv * MMT_VL;
+        uint32_t npf;
+        if (pre) {   /* the kept transpose MMC_PF_AHEAD chunks ahead, to its end */
+            const float *pf = atk + (size_t)MMC_PF_AHEAD * kch * mv * MMT_VL;
+            size_t left = pf < pend ? (size_t)(pend - pf) : 0, want = (size_t)kch * mv * MMT_VL;
+            npf = MMT_NAME(chan_pf_span)(tab, pf, left < want ? left : want);
+        } else {
+            npf = last ? MMT_NAME(chan_pf_lines)(x, tab, na, nrows, 0, x->k < kch ? x->k : kch)
+                       : MMT_NAME(chan_pf_lines)(x, tab, x->a, (uint32_t)mv * MMT_VL, k0 + kch,
+                                                x->k - (k0 + kch) < kch ? x->k - (k0 + kch)
+                                                                        : kch);
+        }
         uint32_t step = (uint32_t)((npf + calls - 1) / calls), done = 0;
         step = step < y.k ? step : y.k;
-        MMT_NAME(chan_pack_a)(x, at, mv, k0, k0 + y.k);
+        if (!pre)
+            MMT_NAME(chan_pack_a)(x, at, mv, k0, k0 + y.k);
         size_t r0 = 0;
         for (; pair && r0 + 1 < ne0; r0 += 2) {   /* whole rows, two a call */
             float *t = first && last ? NULL : ct + r0 * ne1 * mv * MMT_VL;
@@ -317,12 +340,36 @@ MMT_INLINE bool MMT_NAME(chan_fits)(const RtCore *c, uint32_t m, uint32_t k, uin
            *kb + (size_t)k * g * 4 <= RT_PACK_BYTES;
 }
 
+/* A's transpose kept for the session (rt_apre.c) when A is a constant (aconst): group
+ * after group of two vectors' worth of rows (the last one or two), each k rows of
+ * MV * MMT_VL floats (chan_rows' at, all of k), group g0 at the result + g0 * k; made
+ * here the first time. NULL: none (A may change, no room, or another thread is making
+ * it): chan_rows transposes a chunk at a time. */
+MMT_INLINE const float *MMT_NAME(chan_pre)(RtCore *c, const MMT_NAME(Args) *x, bool aconst) {
+    if (!aconst || !c->apre)
+        return NULL;
+    RtAKey key = {x->a, x->lda, x->m, x->k, RT_APRE_CHAN | MMT_VL};
+    bool fill;
+    float *t = rt_apre_take(c->apre, &key, (size_t)x->m * x->k * 4, &fill);
+    if (!fill)
+        return t;
+    for (uint32_t g0 = 0; g0 < x->m; g0 += 2 * MMT_VL) {
+        MMT_NAME(Args) y = *x;
+        y.a = x->a + (size_t)g0 * x->lda;
+        MMT_NAME(chan_pack_a)(&y, t + (size_t)g0 * x->k, x->m - g0 >= 2 * MMT_VL ? 2 : 1, 0,
+                              x->k);
+    }
+    rt_apre_filled(c->apre, &key);
+    return t;
+}
+
 /* All of C by chan_rows (pixel rows as there), in groups of two vectors' worth of rows
  * (the last one or two), each group's A transposed into at as it goes (room floats
- * from at on: past the transpose, chan_rows' running sums where they fit), the next
- * group's first k-chunk prefetched during the last chunk of this one. */
+ * from at on: past the transpose, chan_rows' running sums where they fit) or read
+ * from A's kept transpose pre (chan_pre), the next group's first k-chunk prefetched
+ * during the last chunk of this one. */
 MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, size_t room, int s,
-                                       size_t ne0, size_t ne1, int64_t ns0) {
+                                       size_t ne0, size_t ne1, int64_t ns0, const float *pre) {
     size_t g = x->m < 2 * MMT_VL ? x->m : 2 * MMT_VL;
     float *ct = (size_t)x->k * g + (size_t)x->n * g <= room ? at + (size_t)x->k * g : NULL;
     for (uint32_t g0 = 0; g0 < x->m; g0 += 2 * MMT_VL) {
@@ -334,22 +381,25 @@ MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, size_t
         uint32_t g1 = g0 + (uint32_t)mv * MMT_VL;
         uint32_t nrows = x->m - g1 < 2 * MMT_VL ? x->m - g1 : 2 * MMT_VL;
         MMT_NAME(chan_rows)(&y, at, ct, mv, s, ne0, ne1, ns0,
-                            g1 < x->m ? x->a + (size_t)g1 * x->lda : NULL, nrows);
+                            g1 < x->m ? x->a + (size_t)g1 * x->lda : NULL, nrows,
+                            pre ? pre + (size_t)g0 * x->k : NULL,
+                            pre ? pre + (size_t)x->m * x->k : NULL);
     }
 }
 
 /* A window's MATMUL with channels in the lanes (see the top of the file): taken when C
  * has up to MMC_WIN_V vectors' worth of rows (past them, the packed blocks' panels
  * serve enough rows each) and its pixel rows have column stride 1 or 2 and are at
- * least 2 pixels wide. False: not this way. */
-MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
+ * least 2 pixels wide; A's transpose kept when A is a constant (aconst). False: not
+ * this way. */
+MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x, bool aconst) {
     size_t kb, ne1 = x->ne1;
     if (!MMT_NAME(chan_fits)(c, x->m, x->k, MMC_WIN_V, &kb) || (x->ns1 != 1 && x->ns1 != 2) ||
         ne1 < 2)
         return false;
     x->koff = MMT_NAME(win_koff)(c, x);
     MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (RT_PACK_BYTES - kb) / 4,
-                          (int)x->ns1, x->n / ne1, ne1, x->ns0);
+                          (int)x->ns1, x->n / ne1, ne1, x->ns0, MMT_NAME(chan_pre)(c, x, aconst));
     return true;
 }
 
@@ -383,7 +433,7 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x) {
  * 20.5 ms; 512 channels on 28 x 28: 19.5 -> 17.4 ms).
  * False: not this way. */
 MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool bdram,
-                                            bool bconst) {
+                                            bool bconst, bool aconst) {
     size_t kb;
     bool small = (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_L2 && x->n % MMT_NR;
     bool once = !bconst && x->m <= 2 * MMT_VL;   /* one group: B read once, not a weight */
@@ -398,6 +448,6 @@ MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool b
         koff[k] = (int32_t)(k * x->ldb);
     x->koff = koff;
     MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (RT_PACK_BYTES - kb) / 4, 1, 1,
-                          x->n, 0);
+                          x->n, 0, MMT_NAME(chan_pre)(c, x, aconst));
     return true;
 }

@@ -705,11 +705,11 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL, 0};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
-    if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_chan)(c, &x) ||
+    if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_chan)(c, &x, s->aconst) ||
                 MMT_NAME(win_inplace)(c, &x) ||
                 MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
         return true;
-    if (!win && (MMT_NAME(narrow)(c, &x) || MMT_NAME(plain_chan)(c, &x, s->bdram, s->bconst)))
+    if (!win && (MMT_NAME(narrow)(c, &x) || MMT_NAME(plain_chan)(c, &x, s->bdram, s->bconst, s->aconst)))
         return true;
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
         MMT_NAME(gemv_all)(&x);

@@ -39,6 +39,7 @@ struct spy_session {
     uint8_t *arena;
     uint8_t **lx;            /* [nthreads] scratchpads, each followed by a packing buffer */
     float **acache;          /* [nthreads] caches of a packed MATMUL A (rt_acache.c) */
+    RtApre *apre;            /* copies of constant A operands (rt_apre.c), or NULL */
     uint8_t **seg;           /* [nsegs] bound segment base pointers */
     uint8_t *staging;        /* one block for all converted tensors */
     uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
@@ -170,6 +171,8 @@ static spy_status session_alloc(spy_session *s) {
             off += (m->io[i].dev_bytes + 63) & ~(size_t)63;
         }
     s->seg[0] = (uint8_t *)m->consts; /* read-only: the verifier forbids stores */
+    if (!s->poison)    /* copies of weights: at most the constants' size, and 1 GiB */
+        s->apre = rt_apre_create(m->segs[0].size < RT_APRE_MAX ? m->segs[0].size : RT_APRE_MAX);
     s->seg[1] = s->arena;
     rt_adapt_init(&s->adapt, s->nthreads > 1 ? m->share_policies : 1);
     s->pool = rt_pool_create(s->nthreads, run_thread, s);
@@ -222,6 +225,7 @@ void spy_session_free(spy_session *s) {
             free(s->acache[t]);
     free(s->lx);
     free(s->acache);
+    rt_apre_free(s->apre);
     free(s->arena);
     free(s->seg);
     free(s->staging);
@@ -386,7 +390,7 @@ static void run_thread(void *arg, int tid) {
     int pol = atomic_load_explicit(&s->policy, memory_order_relaxed);
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
                    .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
-                   .acache = s->poison ? NULL : s->acache[tid],
+                   .acache = s->poison ? NULL : s->acache[tid], .apre = s->apre,
                    .memo_on = !s->poison,
                    .dims = m->guards ? (const int32_t *)s->stage[m->ninputs - 1] : NULL};
     bool one = tid == 0 && (s->nthreads == 1 || s->solo);

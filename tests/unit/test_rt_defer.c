@@ -619,7 +619,7 @@ static void test_kernels_bt(void **state) {
         SpyMatmul x = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
                        .flags = acc ? ISA_F_ACCUM : 0, .c = 0x10000, .m = m, .n = n, .k = k,
                        .lda = k, .ldb = n, .ldc = n};
-        RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true, true, false, false};
+        RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true, true, false, false, false};
         for (int kind = 0; kind < 3; kind++) {
             if (acc)
                 memcpy(lx + x.c, c0, 4 * m * n);

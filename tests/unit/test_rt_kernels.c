@@ -79,29 +79,51 @@ static void mm_ref(float *c, const float *a, const float *b, uint32_t m, uint32_
  * (with and without a packing buffer, and taking B as read from DRAM: an activation of
  * the arena or a weight of the constants, which choose among the kernels differently)
  * and the portable loop. */
-enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_512_ACT, MM_512_WEIGHT, MM_256, MM_256_INPLACE,
-       MM_256_ACT, MM_256_WEIGHT, MM_PORTABLE, MM_KINDS };
+enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_512_ACT, MM_512_WEIGHT, MM_512_KEPT, MM_256,
+       MM_256_INPLACE, MM_256_ACT, MM_256_WEIGHT, MM_256_KEPT, MM_PORTABLE, MM_KINDS };
 
-/* Runs mm with kernel kind; false when this host cannot run it. */
+/* Runs mm with kernel kind once; false when this host cannot run it. */
+static bool run_mm_once(int kind, RtCore *c, const SpyMatmul *mm) {
+    RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false,
+                 false};
+    s.bdram = kind == MM_512_ACT || kind == MM_512_WEIGHT || kind == MM_256_ACT ||
+              kind == MM_256_WEIGHT;
+    s.bconst = kind == MM_512_WEIGHT || kind == MM_256_WEIGHT;
+    s.aconst = kind == MM_512_KEPT || kind == MM_256_KEPT;
+    switch (kind) {
+#if RT_HAVE_X86_KERNELS
+    case MM_512: case MM_512_INPLACE: case MM_512_ACT: case MM_512_WEIGHT: case MM_512_KEPT:
+        return rt_mm_f32_512(c, mm, &s);
+    case MM_256: case MM_256_INPLACE: case MM_256_ACT: case MM_256_WEIGHT: case MM_256_KEPT:
+        return rt_mm_f32_256(c, mm, &s);
+#endif
+    case MM_PORTABLE: rt_mm_portable(c, mm, &s); return true;
+    case MM_PICKED: rt_matmul(c, mm); return true;
+    default: return false;
+    }
+}
+
+/* Runs mm with kernel kind; false when this host cannot run it. The KEPT kinds take A
+ * as a constant whose transpose a session keeps (rt_apre.c): run twice on the same C,
+ * the first run making the copy, the second reading the one kept. */
 static bool run_mm(int kind, const SpyMatmul *mm) {
     RtCore c = core;
     if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
         c.pack = NULL;
-    RtMmSrc s = {c.lx + mm->a, c.lx + mm->b, mm->lda, mm->ldb, false, false, false, false};
-    s.bdram = kind == MM_512_ACT || kind == MM_512_WEIGHT || kind == MM_256_ACT ||
-              kind == MM_256_WEIGHT;
-    s.bconst = kind == MM_512_WEIGHT || kind == MM_256_WEIGHT;
-    switch (kind) {
-#if RT_HAVE_X86_KERNELS
-    case MM_512: case MM_512_INPLACE: case MM_512_ACT: case MM_512_WEIGHT:
-        return rt_mm_f32_512(&c, mm, &s);
-    case MM_256: case MM_256_INPLACE: case MM_256_ACT: case MM_256_WEIGHT:
-        return rt_mm_f32_256(&c, mm, &s);
-#endif
-    case MM_PORTABLE: rt_mm_portable(&c, mm, &s); return true;
-    case MM_PICKED: rt_matmul(&c, mm); return true;
-    default: return false;
-    }
+    if (kind != MM_512_KEPT && kind != MM_256_KEPT)
+        return run_mm_once(kind, &c, mm);
+    size_t cb = ((size_t)(mm->m - 1) * mm->ldc + mm->n) * 4;
+    uint8_t *c0 = malloc(cb);
+    assert_non_null(c0);
+    memcpy(c0, c.lx + mm->c, cb);
+    c.apre = rt_apre_create((size_t)1 << 26);
+    assert_non_null(c.apre);
+    bool ran = run_mm_once(kind, &c, mm);
+    memcpy(c.lx + mm->c, c0, cb);
+    ran = ran && run_mm_once(kind, &c, mm);
+    rt_apre_free(c.apre);
+    free(c0);
+    return ran;
 }
 
 /* One MATMUL shape with kernel kind: C equals the reference bit for bit, padding
@@ -230,9 +252,11 @@ static void check_win(uint32_t m, uint32_t cl, uint32_t kh, uint32_t kw, uint32_
                     .bw_ns = {(int32_t)(st * wp), (int32_t)st}};
     float *old = malloc(4 * (size_t)m * n);
     memcpy(old, fp(c), 4 * (size_t)m * n);
-    /* the picked kernel, each vector kernel this host runs, and the picked one without
-     * a packing buffer (the vector kernels decline: B is gathered densely) */
-    static const int kinds[] = {MM_PICKED, MM_512, MM_256, MM_512_INPLACE};
+    /* the picked kernel, each vector kernel this host runs (also with A a constant
+     * whose transpose is kept), and the picked one without a packing buffer (the
+     * vector kernels decline: B is gathered densely) */
+    static const int kinds[] = {MM_PICKED,   MM_512,      MM_256,
+                                MM_512_KEPT, MM_256_KEPT, MM_512_INPLACE};
     for (unsigned q = 0; q < sizeof kinds / sizeof *kinds; q++) {
         memcpy(fp(c), old, 4 * (size_t)m * n);
         if (kinds[q] == MM_512_INPLACE) {

@@ -1,0 +1,151 @@
+/* rt_apre.c: a constant MATMUL A operand (a weight) kept by the session in the layout
+ * the host's MATMUL kernel reads, made once, not at every MATMUL.
+ *
+ * A convolution's weight is A: each core multiplies its output channels' rows of it by
+ * its input patch, and the kernels with channels in the vector lanes (rt_kern_mmc.h)
+ * first transpose those rows, a k-chunk at a time, at every MATMUL of every inference.
+ * A weight lives in the bundle's constants, which nothing writes (the verifier forbids
+ * STOREs there), so its transpose can be made once, the first time a MATMUL reads it,
+ * and kept: later MATMULs read the copy, contiguous in the order the kernel consumes
+ * it, prefetched chunks ahead (rt_kern_mmc.h); the strided rows of a weight streamed
+ * from DRAM, transposed a chunk at a time, had each chunk wait on DRAM (resnet50, 2
+ * threads: 0.93 of the time, paired medians of 12; one thread 0.94; 90 MiB more
+ * resident for its 97 MiB of weights). ONNX Runtime prepacks its weights the same way.
+ *
+ * The session holds one table for all its threads: an entry per (A's address, row
+ * stride, rows, k, layout), filled by the thread that first asks for it (the others
+ * transpose for themselves meanwhile) and published with a release store. The copies
+ * hold A's bits in another order, so results are the same; modelled time is computed
+ * from the bundle. Memory: at most the budget given at creation; past it, MATMULs
+ * transpose as before.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "rt_exec.h"
+
+/* One kept copy: the key, its floats, whether they are written. */
+typedef struct {
+    RtAKey key;
+    float *buf;
+    atomic_bool ready;
+} ApreEnt;
+
+struct RtApre {
+    pthread_mutex_t mu;
+    ApreEnt **tab;           /* open addressing, cap a power of two, NULL: empty */
+    size_t cap, n;
+    size_t used, budget;     /* bytes of copies made, and allowed */
+};
+
+/* Creates an empty table allowed budget bytes of copies; NULL without memory. */
+RtApre *rt_apre_create(size_t budget) {
+    RtApre *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->cap = 64;
+    t->tab = calloc(t->cap, sizeof *t->tab);
+    if (!t->tab) {
+        free(t);
+        return NULL;
+    }
+    t->budget = budget;
+    pthread_mutex_init(&t->mu, NULL);
+    return t;
+}
+
+/* Frees the table and every copy (NULL is ignored). */
+void rt_apre_free(RtApre *t) {
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->tab[i]) {
+            free(t->tab[i]->buf);
+            free(t->tab[i]);
+        }
+    free(t->tab);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static bool same(const RtAKey *x, const RtAKey *y) {
+    return x->a == y->a && x->lda == y->lda && x->m == y->m && x->k == y->k && x->kb == y->kb;
+}
+
+static size_t slot_of(const RtApre *t, const RtAKey *k) {
+    uint64_t h = (uint64_t)(uintptr_t)k->a * 0x9e3779b97f4a7c15ull;
+    h ^= ((uint64_t)k->lda << 32 | k->m) * 0xff51afd7ed558ccdull;
+    h ^= ((uint64_t)k->k << 32 | k->kb) * 0xc4ceb9fe1a85ec53ull;
+    return (size_t)(h ^ h >> 29) & (t->cap - 1);
+}
+
+/* The slot of key k: its entry's, or the empty one where it would go. */
+static size_t find(const RtApre *t, const RtAKey *k) {
+    size_t i = slot_of(t, k);
+    while (t->tab[i] && !same(&t->tab[i]->key, k))
+        i = (i + 1) & (t->cap - 1);
+    return i;
+}
+
+/* Doubles the table (locked); false without memory. */
+static bool grow(RtApre *t) {
+    RtApre g = *t;
+    g.cap = t->cap * 2;
+    g.tab = calloc(g.cap, sizeof *g.tab);
+    if (!g.tab)
+        return false;
+    for (size_t i = 0; i < t->cap; i++)
+        if (t->tab[i])
+            g.tab[find(&g, &t->tab[i]->key)] = t->tab[i];
+    free(t->tab);
+    t->tab = g.tab;
+    t->cap = g.cap;
+    return true;
+}
+
+/* A new entry for k with bytes of room (locked); NULL when over the budget or without
+ * memory. */
+static ApreEnt *add(RtApre *t, const RtAKey *k, size_t bytes) {
+    if (bytes > t->budget - t->used || (2 * (t->n + 1) > t->cap && !grow(t)))
+        return NULL;
+    ApreEnt *e = calloc(1, sizeof *e);
+    if (!e || !(e->buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63))) {
+        free(e);
+        return NULL;
+    }
+    e->key = *k;
+    atomic_init(&e->ready, false);
+    t->tab[find(t, k)] = e;
+    t->n++;
+    t->used += bytes;
+    return e;
+}
+
+/* The copy of A for key k (bytes long): its floats when made; on the first request,
+ * room for them with *fill set (the caller writes them, then calls rt_apre_filled);
+ * NULL when another thread is still writing it, over the budget, or t is NULL. */
+float *rt_apre_take(RtApre *t, const RtAKey *k, size_t bytes, bool *fill) {
+    *fill = false;
+    if (!t || !k->a || !bytes)
+        return NULL;
+    pthread_mutex_lock(&t->mu);
+    ApreEnt *e = t->tab[find(t, k)];
+    if (!e && (e = add(t, k, bytes)) != NULL)
+        *fill = true;
+    pthread_mutex_unlock(&t->mu);
+    if (!e)
+        return NULL;
+    if (*fill || atomic_load_explicit(&e->ready, memory_order_acquire))
+        return e->buf;
+    return NULL;
+}
+
+/* Publishes the copy of key k, written since rt_apre_take asked for it. */
+void rt_apre_filled(RtApre *t, const RtAKey *k) {
+    pthread_mutex_lock(&t->mu);
+    ApreEnt *e = t->tab[find(t, k)];
+    pthread_mutex_unlock(&t->mu);
+    if (e)
+        atomic_store_explicit(&e->ready, true, memory_order_release);
+}

@@ -1,0 +1,87 @@
+/* test_rt_apre.c: a session's copies of constant A operands (runtime/rt_apre.c).
+ *
+ * The table: a first request gets room to fill; until it is published, a request for
+ * the same key gets nothing (the caller transposes for itself), after it the same
+ * floats; other keys (another address, row stride, rows, k or layout) their own
+ * copies; a request past the budget nothing, and many keys (the table grows) each
+ * their own copy. The kernels' use of the copies is checked bit for bit in
+ * test_rt_kernels (kinds MM_*_KEPT).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rt_exec.h"
+
+static void test_apre_fill_publish(void **state) {
+    (void)state;
+    static float a[64];
+    RtApre *t = rt_apre_create(4096);
+    assert_non_null(t);
+    RtAKey k = {a, 16, 4, 16, RT_APRE_CHAN | 16};
+    bool fill;
+    float *p = rt_apre_take(t, &k, 256, &fill);
+    assert_non_null(p);
+    assert_true(fill);
+    for (int i = 0; i < 64; i++)
+        p[i] = (float)i;
+    assert_null(rt_apre_take(t, &k, 256, &fill));   /* not published yet */
+    assert_false(fill);
+    rt_apre_filled(t, &k);
+    float *q = rt_apre_take(t, &k, 256, &fill);
+    assert_ptr_equal(q, p);
+    assert_false(fill);
+    assert_true(q[63] == 63.0f);
+    RtAKey other[] = {{a + 1, 16, 4, 16, k.kb}, {a, 17, 4, 16, k.kb}, {a, 16, 3, 16, k.kb},
+                      {a, 16, 4, 15, k.kb}, {a, 16, 4, 16, 256}};
+    for (unsigned i = 0; i < sizeof other / sizeof *other; i++) {
+        float *o = rt_apre_take(t, &other[i], 256, &fill);
+        assert_non_null(o);
+        assert_true(fill);
+        assert_ptr_not_equal(o, p);
+        rt_apre_filled(t, &other[i]);
+    }
+    RtAKey big = {a + 2, 16, 4, 16, k.kb};   /* 6 x 256 bytes used of 4096 */
+    assert_null(rt_apre_take(t, &big, 4096, &fill));
+    assert_false(fill);
+    rt_apre_free(t);
+    rt_apre_free(NULL);
+    assert_null(rt_apre_take(NULL, &k, 256, &fill));
+}
+
+static void test_apre_many(void **state) {
+    (void)state;
+    static float a[1000];
+    RtApre *t = rt_apre_create(1000 * 64);
+    assert_non_null(t);
+    bool fill;
+    for (int i = 0; i < 1000; i++) {   /* the table grows past its first 64 slots */
+        RtAKey k = {a + i, 1, 4, 4, RT_APRE_CHAN | 16};
+        float *p = rt_apre_take(t, &k, 64, &fill);
+        assert_non_null(p);
+        assert_true(fill);
+        p[0] = (float)i;
+        rt_apre_filled(t, &k);
+    }
+    for (int i = 0; i < 1000; i++) {
+        RtAKey k = {a + i, 1, 4, 4, RT_APRE_CHAN | 16};
+        float *p = rt_apre_take(t, &k, 64, &fill);
+        assert_non_null(p);
+        assert_false(fill);
+        assert_true(p[0] == (float)i);
+    }
+    rt_apre_free(t);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_apre_fill_publish),
+        cmocka_unit_test(test_apre_many),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
