@@ -366,6 +366,20 @@ void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const RtPrep *p) {
         rt_copy_rows(dst, p->lrs, src, p->drs, p->rows, rowb);
 }
 
+/* The DRAM address of rows of rowb bytes, rsb bytes apart in LX, from byte off of view
+ * v (not a transpose), when v holds them all row for row: a one-row view (a contiguous
+ * run) at any row stride inside it, else rows of the view's own stride within its row
+ * bytes; NULL when it does not. */
+static const uint8_t *view_rows(const RtView *v, uint64_t off, uint64_t rows, uint64_t rsb,
+                                uint64_t rowb) {
+    if (v->rows == 1)
+        return off + (rows - 1) * rsb + rowb <= v->hi - v->lo ? v->src + off : NULL;
+    uint64_t r0 = off / v->lrs, c0 = off % v->lrs;
+    if ((rows > 1 && rsb != v->lrs) || c0 + rowb > v->rowb || r0 + rows > v->rows)
+        return NULL;
+    return v->src + r0 * (uint64_t)v->drs + c0;
+}
+
 /* A DRAM row pitch that is a multiple of this many bytes maps every row of an operand
  * to the same host cache sets: the MATMUL kernel reading narrow rows (half the pitch
  * or less) in place from a joined view ran about 20% slower than on the LX copy (the
@@ -392,18 +406,20 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
             (uint64_t)cols * es * 2 <= (uint64_t)v->drs)
             break;                   /* narrow rows at a page-multiple pitch: copy first */
         uint64_t off = a - v->lo;
-        if (!v->t && v->rows == 1 && end <= v->hi)
-            return (RtOperand){v->src + off, ld, false, v->seg};
+        if (!v->t) {
+            const uint8_t *p = view_rows(v, off, rows, (uint64_t)ld * es, (uint64_t)cols * es);
+            if (!p || (v->rows > 1 && v->drs % es))
+                break;
+            return (RtOperand){p, v->rows > 1 && rows > 1 ? (size_t)v->drs / es : ld, false,
+                               v->seg};
+        }
         uint64_t lrs = v->rows == 1 ? v->hi - v->lo : v->lrs;
         uint64_t r0 = off / lrs, c0 = off % lrs;
         if ((rows > 1 && (uint64_t)ld * es != lrs) || c0 + (uint64_t)cols * es > v->rowb ||
-            r0 + rows > v->rows || v->drs % es || (v->t && (!take_t || es != 4 || c0 % es)))
+            r0 + rows > v->rows || v->drs % es || !take_t || es != 4 || c0 % es)
             break;
-        if (v->t)
-            return (RtOperand){v->src + r0 * es + c0 / es * (uint64_t)v->dcs,
-                               (size_t)v->dcs / es, true, v->seg};
-        return (RtOperand){v->src + r0 * (uint64_t)v->drs + c0,
-                           rows > 1 ? (size_t)v->drs / es : ld, false, v->seg};
+        return (RtOperand){v->src + r0 * es + c0 / es * (uint64_t)v->dcs, (size_t)v->dcs / es,
+                           true, v->seg};
     }
     flush_lx(c, d, a, (int64_t)end);
     return o;
@@ -431,21 +447,12 @@ const uint8_t *rt_defer_rows_src(const RtDefer *d, int64_t a, uint64_t rows, int
                                  uint64_t rowb, int64_t *srs) {
     if (!rows || !rowb || a < 0 || rs < 0)
         return NULL;
-    int64_t end = a + (int64_t)(rows - 1) * rs + (int64_t)rowb;
     for (int i = 0; i < d->n; i++) {
         const RtView *v = &d->v[i];
-        if (v->t || a < (int64_t)v->lo || end > (int64_t)v->hi)
+        if (v->t || a < (int64_t)v->lo || a >= (int64_t)v->hi)
             continue;
-        uint64_t off = (uint64_t)a - v->lo;
-        if (v->rows == 1) {          /* one contiguous run: any row stride inside it */
-            *srs = rs;
-            return v->src + off;
-        }
-        uint64_t r0 = off / v->lrs, c0 = off % v->lrs;
-        if ((rows > 1 && (uint64_t)rs != v->lrs) || c0 + rowb > v->rowb || r0 + rows > v->rows)
-            return NULL;
-        *srs = v->drs;
-        return v->src + r0 * (uint64_t)v->drs + c0;
+        *srs = v->rows == 1 ? rs : v->drs;
+        return view_rows(v, (uint64_t)a - v->lo, rows, (uint64_t)rs, rowb);
     }
     return NULL;
 }

@@ -291,7 +291,7 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
         y.k = x->k - k0 < kch ? x->k - k0 : kch;
         y.koff = x->koff + k0;
         bool first = k0 == 0, last = k0 + y.k == x->k;
-        const float *atk = pre ? pre + (size_t)k0 * mv * MMT_VL : at + (size_t)k0 * mv * MMT_VL;
+        const float *atk = (pre ? pre : at) + (size_t)k0 * mv * MMT_VL;
         uint32_t npf;
         if (pre) {   /* the kept transpose MMC_PF_AHEAD chunks ahead, to its end */
             const float *pf = atk + (size_t)MMC_PF_AHEAD * kch * mv * MMT_VL;
