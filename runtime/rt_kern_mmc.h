@@ -80,19 +80,6 @@ MMT_INLINE uint32_t MMT_NAME(chan_pf_lines)(const MMT_NAME(Args) *x, const char 
     return (uint32_t)n;
 }
 
-/* Lists in tab (room for MMC_PF_MAX) the cache lines of the n floats from p (A's kept
- * transpose, rt_apre.c); their number (0 when p is NULL). */
-MMT_INLINE uint32_t MMT_NAME(chan_pf_span)(const char **tab, const float *p, size_t n) {
-    if (!p || !n)
-        return 0;
-    uintptr_t s = (uintptr_t)p & ~(uintptr_t)63, e = (uintptr_t)(p + n);
-    size_t lines = (e - s + 63) / 64;
-    lines = lines < MMC_PF_MAX ? lines : MMC_PF_MAX;
-    for (size_t l = 0; l < lines; l++)
-        tab[l] = (const char *)s + l * 64;
-    return (uint32_t)lines;
-}
-
 /* C rows [0, MV * MMT_VL), columns [j, j + R) (pixels at b + r * S from the k row's
  * offset; with R1 > 0, two pixel rows of R1: pixels r >= R1 at b + x->ns0 +
  * (r - R1) * S) over x->k rows of k; A's transpose at at. The running sums start from tin
@@ -296,7 +283,8 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
         if (pre) {   /* the kept transpose MMC_PF_AHEAD chunks ahead, to its end */
             const float *pf = atk + (size_t)MMC_PF_AHEAD * kch * mv * MMT_VL;
             size_t left = pf < pend ? (size_t)(pend - pf) : 0, want = (size_t)kch * mv * MMT_VL;
-            npf = MMT_NAME(chan_pf_span)(tab, pf, left < want ? left : want);
+            npf = MMT_NAME(chan_pf_lines)(x, tab, pf, 1, 0,    /* one contiguous row */
+                                          (uint32_t)(left < want ? left : want));
         } else {
             npf = last ? MMT_NAME(chan_pf_lines)(x, tab, na, nrows, 0, x->k < kch ? x->k : kch)
                        : MMT_NAME(chan_pf_lines)(x, tab, x->a, (uint32_t)mv * MMT_VL, k0 + kch,
