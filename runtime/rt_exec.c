@@ -110,8 +110,8 @@ static void strip_mine(RtCore *c, const SpyInsn *code, uint32_t k) {
  * B always in LX: rt_defer_before carried out the views over its range, and those
  * over A when the window kernel reads A in LX); an A from DRAM that the kernel does
  * not write may be packed once for the programs after it (rt_acache.c). */
-static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
-    if (!d->n) {
+static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm, const RtEpi *e) {
+    if (!d->n && !e) {
         rt_matmul(c, mm);
         return;
     }
@@ -123,7 +123,7 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm) {
         b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
                              (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm), packs);
     RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t, b.p != c->lx + mm->b, false, b.seg == 0,
-                 a.seg == 0 && !a.t};
+                 a.seg == 0 && !a.t, e};
     if (a.p != c->lx + mm->a && !a.t && mm->dtype == ISA_DT_F32 && mm->m > 1 &&
         !(mm->flags & ISA_F_BWIN))                /* A from DRAM: maybe cached */
         s.astable = rt_acache_stable(c, a.p, ((size_t)(mm->m - 1) * a.ld + mm->k) * es);
@@ -188,6 +188,47 @@ static void exec_load(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p)
     }
 }
 
+/* The MATMUL of rt_fuse_around's body (arg), with the chain's tile runner e. */
+static void epi_body(RtCore *c, RtDefer *d, const RtEpi *e, void *arg) {
+    matmul(c, d, arg, e);
+}
+
+/* Whether the MATMUL at code[i], planned RT_PH_EPI, runs so: none of the LOADs between
+ * it and its chain begins an input patch (rt_memo.c), which must be found at its place. */
+static bool epi_runs(const RtCore *c, const RtPrep *prep, uint32_t i) {
+    for (uint32_t q = i + 1; q < i + prep[i].run; q++)
+        if (prep[q].memo_len && c->memo_on)
+            return false;
+    return true;
+}
+
+/* The MATMUL at code[i] planned RT_PH_EPI (rt_prep.c), its C written straight to
+ * DRAM, where the STORE after it would have copied it from LX: over the multiply-adds,
+ * in the host's caches, rather than in a pass of its own afterwards (a convolution's
+ * output: about a fifth of a 1 x 1 one's time). With a chain (kinds 1): the LOADs
+ * between them first (they touch none of the MATMUL's operands), then the MATMUL, the
+ * chain run on each tile of C it left there as soon as it is final, in place
+ * (rt_fuse_around). The same operations on the same values: the same bits in DRAM;
+ * LX is left without C, which no later instruction of the program reads. Returns the
+ * index of the run's last instruction. */
+static uint32_t matmul_epi(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *prep,
+                           uint32_t i) {
+    const SpyMatmul *mm = &code[i].mm;
+    uint32_t j = i + prep[i].run;
+    if (!prep[i].kinds) {       /* the STORE's rows (rt_prep.c stores_c) */
+        uint8_t *st = c->seg[code[j].dma.seg] + code[j].dma.dram_off;
+        int64_t crs = prep[j].rows == mm->m && mm->m > 1 ? prep[j].drs : (int64_t)mm->n * 4;
+        rt_defer_flush_dram(c, d, st, st + (int64_t)(mm->m - 1) * crs + (int64_t)mm->n * 4);
+        RtEpi e = {NULL, NULL, st, crs};
+        matmul(c, d, mm, &e);
+        return j;
+    }
+    for (uint32_t q = i + 1; q < j; q += prep[q].run)
+        exec_load(c, d, &code[q], &prep[q]);
+    rt_fuse_around(c, d, &code[j], &prep[j], epi_body, (void *)mm);
+    return j + prep[j].run - 1;
+}
+
 /* Instructions the plan p of code[0] runs as one (a run of LOADs or VECs), at most n. */
 static uint32_t plan_len(const SpyInsn *code, const RtPrep *p, uint32_t n) {
     uint32_t k = (code->opcode == ISA_LOAD || code->opcode == ISA_VEC) && p->run ? p->run : 1;
@@ -219,7 +260,7 @@ static int exec_clamped(RtCore *c, RtDefer *d, const SpyInsn *in, uint32_t rows)
     switch (x.opcode) {
     case ISA_LOAD: rt_dma(c, &x.dma, false); return RT_XOK;
     case ISA_STORE: rt_dma(c, &x.dma, true); return RT_XOK;
-    case ISA_MATMUL: matmul(c, d, &x.mm); return RT_XOK;
+    case ISA_MATMUL: matmul(c, d, &x.mm, NULL); return RT_XOK;
     case ISA_VEC: return rt_vec(c, &x.vec);
     case ISA_VREDUCE: rt_vreduce(c, &x.red); return RT_XOK;
     default: return RT_XOK;          /* the verifier allows row clamps on these only */
@@ -296,7 +337,12 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
             break;
         case ISA_GATHER: rc = rt_gather(c, &in->gather); break;
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
-        case ISA_MATMUL: matmul(c, &d, &in->mm); break;
+        case ISA_MATMUL:
+            if (p->how == RT_PH_EPI && !c->dims && epi_runs(c, prep, i))
+                i = matmul_epi(c, &d, code, prep, i);
+            else
+                matmul(c, &d, &in->mm, NULL);
+            break;
         case ISA_VEC:
             rc = exec_vec(c, &d, in, p);
             i += p->run - 1;

@@ -100,6 +100,17 @@ typedef struct {
     uint32_t err_insn;       /* instruction index within the program */
 } RtCore;
 
+/* Where a MATMUL planned RT_PH_EPI puts its result: C written to DRAM at c (rows crs
+ * bytes apart), where the STORE after it would have put it, not to LX; then, unless
+ * tile is NULL, tile(ctx, r0, nr, c0, nc) runs the VEC chain that reads it over rows
+ * [r0, r0 + nr) and columns [c0, c0 + nc) of C once they are final (rt_fuse.c). */
+typedef struct {
+    void (*tile)(void *ctx, uint32_t r0, uint32_t nr, uint32_t c0, uint32_t nc);
+    void *ctx;
+    uint8_t *c;
+    int64_t crs;
+} RtEpi;
+
 /* rt_defer.c: LOADs deferred as views of DRAM (at most RT_MAX_VIEWS per core). A view
  * is rows of rowb bytes in LX; each row is contiguous in DRAM too, or (t) the view is
  * a transpose: LX row r, element j is the DRAM element at src + r * es + j * dcs. */
@@ -158,8 +169,12 @@ enum {
     RT_PH_GAPS = 7,          /* VFILL: only the bytes the LOADs after it leave (rt_fill.c) */
     RT_PH_FUSE = 8,          /* VEC: a chain of VECs in one pass, maybe with the STORE after
                                 it (rt_fuse.c) */
-    RT_PH_ONE = 9            /* VEC: one F32 element, without the general kernel's setup
+    RT_PH_ONE = 9,           /* VEC: one F32 element, without the general kernel's setup
                                 (rt_vec_one) */
+    RT_PH_EPI = 10           /* MATMUL: C straight to the DRAM of the STORE run
+                                instructions after it (kinds 0), or (kinds 1) of the chain
+                                (RT_PH_FUSE) run instructions after it that reads C, after
+                                LOADs, the chain run tile by tile with it (rt_exec.c) */
 };
 typedef struct RtPrep {
     int64_t drs;             /* RT_PH_ROWS: DRAM byte stride between rows (>= 0) */
@@ -178,7 +193,8 @@ typedef struct RtPrep {
     uint32_t memo_id;        /* its patch: equal ids load equal LX bytes (> 0) */
     uint32_t memo_lo, memo_hi; /* the LX bytes [lo, hi) the patch's instructions own */
     uint8_t kinds;           /* RT_PH_FAST: operand kinds (rt_kern_vfast.c); RT_PH_FUSE: 1
-                                when the run ends with the STORE it takes */
+                                when the run ends with the STORE it takes; RT_PH_EPI: 1
+                                with a chain */
     uint16_t keep;           /* RT_PH_FUSE: bit i, VEC i of the run writes its LX region */
 } RtPrep;
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
@@ -209,6 +225,14 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p);
 #define RT_FUSE_MAX 16
 bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p);
 void rt_fuse_run(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p);
+/* rt_fuse.c: whether the chain planned at code (RT_PH_FUSE, plans p) may run tile by
+ * tile as the MATMUL mm computes its input, all of C (A and B at LX bytes [alo, ahi),
+ * [blo, bhi)); and running it so: body(c, d, e, arg) with the tiles' runner e. */
+bool rt_lx_live(const SpyInsn *code, uint32_t n, int64_t lo, int64_t hi);
+bool rt_fuse_epi_ok(const SpyInsn *code, uint32_t n, const RtPrep *p, const SpyMatmul *mm,
+                    int64_t alo, int64_t ahi, int64_t blo, int64_t bhi);
+void rt_fuse_around(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p,
+                    void (*body)(RtCore *, RtDefer *, const RtEpi *, void *), void *arg);
 
 /* rt_dma.c */
 /* An N-d copy with unit dims dropped and dims contiguous on both sides merged. */
@@ -245,6 +269,7 @@ typedef struct {
                                 from DRAM once an inference), not from the arena */
     bool aconst;             /* A is read from the bundle's constants, in place (never
                                 written): its transpose may be kept (rt_apre.c) */
+    const RtEpi *epi;        /* run over every tile of C once it is final, or NULL */
 } RtMmSrc;
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);

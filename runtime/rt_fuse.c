@@ -302,15 +302,20 @@ static bool touches(const SpyInsn *in, int64_t lo, int64_t hi) {
     }
 }
 
+/* Whether an instruction of code[0..n) may touch LX bytes [lo, hi). */
+bool rt_lx_live(const SpyInsn *code, uint32_t n, int64_t lo, int64_t hi) {
+    for (uint32_t i = 0; i < n; i++)
+        if (touches(&code[i], lo, hi))
+            return true;
+    return false;
+}
+
 /* Whether an instruction of code[0..n) may touch region (a, rs) of the chain f. */
 static bool live_after(const Fuse *f, uint64_t a, int64_t rs, const SpyInsn *code,
                        uint32_t n) {
     int64_t lo, hi;
     region_span(a, f->rows, rs, f->cols, 4, &lo, &hi);
-    for (uint32_t i = 0; i < n; i++)
-        if (touches(&code[i], lo, hi))
-            return true;
-    return false;
+    return rt_lx_live(code, n, lo, hi);
 }
 
 /* Bit i set when VEC i of the chain writes its result to LX: a later VEC of the chain
@@ -352,6 +357,45 @@ bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
     p->run = run;
     p->kinds = st;
     p->keep = keep_mask(&f, code + run, n - run);
+    return true;
+}
+
+/* Whether LX bytes [lo, hi) and the region of chain f at a (row stride rs) are apart. */
+static bool apart_span(const Fuse *f, uint64_t a, int64_t rs, int64_t lo, int64_t hi) {
+    int64_t rlo, rhi;
+    region_span(a, f->rows, rs, f->cols, 4, &rlo, &rhi);
+    return hi <= rlo || rhi <= lo;
+}
+
+/* Whether the chain planned at code (RT_PH_FUSE, plans p; n instructions to the end of
+ * the program) may run tile by tile as the MATMUL mm computes its input, C written
+ * straight to the DRAM of the STORE the chain takes (rt_exec.c, RT_PH_EPI): the input
+ * is all of C, which no instruction after the run touches in LX (it is never written
+ * there), and each tile sees what the whole chain after the whole MATMUL would. So a
+ * region the chain writes is C element for element or apart from it, and apart from A
+ * and B (LX bytes [alo, ahi), [blo, bhi)), which the MATMUL reads until its end; its
+ * other operands (rows, scalars, conditions) lie outside C. */
+bool rt_fuse_epi_ok(const SpyInsn *code, uint32_t n, const RtPrep *p, const SpyMatmul *mm,
+                    int64_t alo, int64_t ahi, int64_t blo, int64_t bhi) {
+    Fuse f;
+    uint32_t k = p->run - 1;
+    int64_t crs = (int64_t)mm->ldc * 4, clo, chi;
+    if (p->how != RT_PH_FUSE || !p->kinds || chain_decode(code, k, (int)k, &f) != (int)k ||
+        f.x != mm->c || f.xrs != crs || f.rows != mm->m || f.cols != mm->n ||
+        live_after(&f, mm->c, crs, code + p->run, n - p->run))
+        return false;
+    region_span(mm->c, f.rows, crs, f.cols, 4, &clo, &chi);
+    for (int i = 0; i < f.n; i++) {
+        const FuseOp *op = &f.op[i];
+        if (!same_or_apart(op->dst, op->drs, mm->c, crs, f.rows, f.cols) ||
+            !apart_span(&f, op->dst, op->drs, alo, ahi) ||
+            !apart_span(&f, op->dst, op->drs, blo, bhi) ||
+            (op->ykind == FY_ROW && !apart_span(&f, op->y, op->yrs, clo, chi)) ||
+            clash(&f, op->ykind == FY_SCALAR ? FY_SCALAR : FY_NONE, op->y, op->yrs, mm->c, crs,
+                  false) ||
+            mask_clash(&f, op, mm->c, crs))
+            return false;
+    }
     return true;
 }
 
@@ -625,59 +669,105 @@ static void fuse_views(RtCore *c, RtDefer *d, const Fuse *f, uint16_t keep, cons
     }
 }
 
-/* Runs the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c,
- * row by row: its whole vectors in place, the rest of each row (under 8 elements)
- * through chain_part; its operands where the pending LOADs d leave them (fuse_views;
- * d NULL: none pending). */
-void rt_fuse_run(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p) {
+/* A chain made ready to run (fuse_setup): its VECs, where its operands are, its STORE's
+ * DRAM rows, and the staging and broadcast buffers of its rows. */
+typedef struct {
+    RtCore *c;
     Fuse f;
-    uint32_t nst = p->kinds ? 1 : 0, k = p->run - nst;
-    chain_decode(code, k, (int)k, &f);
+    FuseSrc src;
+    FuseRow w;
+    uint16_t keep;
+    uint8_t *st;                 /* the STORE's first row (NULL: none), rows sdrs apart */
+    int64_t sdrs;
     _Alignas(32) float bc[RT_FUSE_MAX][8];           /* scalars, broadcast */
     uint8_t bm[RT_FUSE_MAX][8];                      /* scalar conditions, broadcast */
     FuseStage sg;                                    /* chain_part's */
-    FuseRow w;
-    FuseSrc src = {c->lx + f.x, f.xrs, {0}, {0}};
-    uint8_t *st = NULL;
-    int64_t sdrs = 0;
+} FuseRun;
+
+/* Makes the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c
+ * ready to run: decoded, its operands where the pending LOADs d leave them (fuse_views;
+ * d NULL: none pending). */
+static void fuse_setup(FuseRun *r, RtCore *c, RtDefer *d, const SpyInsn *code,
+                       const RtPrep *p) {
+    uint32_t nst = p->kinds ? 1 : 0, k = p->run - nst;
+    Fuse *f = &r->f;
+    chain_decode(code, k, (int)k, f);
+    r->c = c;
+    r->keep = p->keep;
+    r->src = (FuseSrc){c->lx + f->x, f->xrs, {0}, {0}};
+    r->st = NULL;
+    r->sdrs = 0;
     if (nst) {                   /* the STORE's rows, as store_matches took them */
         const RtPrep *sp = &p[k];
-        st = c->seg[code[k].dma.seg] + code[k].dma.dram_off;
-        sdrs = sp->rows == f.rows ? sp->drs : (int64_t)f.cols * 4;
+        r->st = c->seg[code[k].dma.seg] + code[k].dma.dram_off;
+        r->sdrs = sp->rows == f->rows ? sp->drs : (int64_t)f->cols * 4;
     }
-    for (int i = 0; i < f.n; i++)
-        src.y[i] = c->lx + f.op[i].y, src.yrs[i] = f.op[i].yrs;
+    for (int i = 0; i < f->n; i++)
+        r->src.y[i] = c->lx + f->op[i].y, r->src.yrs[i] = f->op[i].yrs;
     if (d && d->n)
-        fuse_views(c, d, &f, p->keep, st, st ? st + (int64_t)(f.rows - 1) * sdrs +
-                                                   (int64_t)f.cols * 4 : NULL, &src);
-    uint32_t full = f.cols / 8 * 8, part = f.cols - full;
-    memset(bc, 0, sizeof bc);
-    if (part) {                  /* the staged lanes past the row: defined values */
-        memset(sg.sx, 0, sizeof sg.sx);
-        for (int i = 0; i < f.n; i++) {
-            if (f.op[i].ykind == FY_ROW)
-                memset(sg.sy[i], 0, sizeof sg.sy[i]);
-            if (f.op[i].mkind == FY_ROW)
-                memset(sg.sm[i], 0, sizeof sg.sm[i]);
-        }
-    }
-    for (int i = 0; i < f.n; i++) {
-        const FuseOp *op = &f.op[i];
-        w.ystep[i] = op->ykind == FY_ROW;
-        w.ys[i] = (const uint8_t *)bc[i];
-        w.mstep[i] = op->mkind == FY_ROW;
-        w.ms[i] = bm[i];
+        fuse_views(c, d, f, p->keep, r->st,
+                   r->st ? r->st + (int64_t)(f->rows - 1) * r->sdrs + (int64_t)f->cols * 4
+                         : NULL,
+                   &r->src);
+    memset(r->bc, 0, sizeof r->bc);
+    memset(&r->sg, 0, sizeof r->sg); /* the staged lanes past a row: defined values */
+    for (int i = 0; i < f->n; i++) {
+        const FuseOp *op = &f->op[i];
+        r->w.ystep[i] = op->ykind == FY_ROW;
+        r->w.ys[i] = (const uint8_t *)r->bc[i];
+        r->w.mstep[i] = op->mkind == FY_ROW;
+        r->w.ms[i] = r->bm[i];
         if (op->ykind == FY_IMM)
             for (int t = 0; t < 8; t++)
-                bc[i][t] = op->imm;
+                r->bc[i][t] = op->imm;
     }
-    for (uint32_t r = 0; r < f.rows; r++) {
-        row_operands(c, &f, &src, p->keep, r, &w, bc, bm);
-        const uint8_t *xs = src.x + (int64_t)r * src.xrs;
-        w.st = st ? st + (int64_t)r * sdrs : NULL;
+}
+
+/* Runs the chain made ready at ctx (a FuseRun) over rows [r0, r0 + nr) and columns
+ * [c0, c0 + nc) of its region, row by row: the whole vectors in place, the rest of
+ * each row (under 8 elements) through chain_part. */
+static void fuse_tile(void *ctx, uint32_t r0, uint32_t nr, uint32_t c0, uint32_t nc) {
+    FuseRun *r = ctx;
+    const Fuse *f = &r->f;
+    FuseRow w = r->w;
+    uint32_t full = nc / 8 * 8, part = nc - full;
+    size_t o = (size_t)c0 * 4;
+    for (uint32_t y = r0; y < r0 + nr; y++) {
+        row_operands(r->c, f, &r->src, r->keep, y, &w, r->bc, r->bm);
+        for (int i = 0; i < f->n; i++) {   /* the rows from column c0 on */
+            if (w.ystep[i])
+                w.ys[i] += o;
+            if (w.mstep[i])
+                w.ms[i] += c0;
+            if (w.ds[i])
+                w.ds[i] += o;
+        }
+        const uint8_t *xs = r->src.x + (int64_t)y * r->src.xrs + o;
+        w.st = r->st ? r->st + (int64_t)y * r->sdrs + o : NULL;
         if (full)
-            chain_row(&f, xs, &w, full);
+            chain_row(f, xs, &w, full);
         if (part)
-            chain_part(&f, xs, &w, full, part, &sg);
+            chain_part(f, xs, &w, full, part, &r->sg);
     }
+}
+
+/* Runs the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c
+ * (fuse_setup, then fuse_tile over all of it). */
+void rt_fuse_run(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p) {
+    FuseRun r;
+    fuse_setup(&r, c, d, code, p);
+    fuse_tile(&r, 0, r.f.rows, 0, r.f.cols);
+}
+
+/* Makes the chain planned at code ready (as rt_fuse_run; it takes its STORE), then
+ * calls body(c, d, e, arg) with e running it over tiles of its region in the STORE's
+ * DRAM: a MATMUL whose result is the chain's input (rt_exec.c, RT_PH_EPI) writes each
+ * tile of it there, final, and the chain reads it there and rewrites it in place. */
+void rt_fuse_around(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p,
+                    void (*body)(RtCore *, RtDefer *, const RtEpi *, void *), void *arg) {
+    FuseRun r;
+    fuse_setup(&r, c, d, code, p);
+    r.src.x = r.st, r.src.xrs = r.sdrs;
+    RtEpi e = {fuse_tile, &r, r.st, r.sdrs};
+    body(c, d, &e, arg);
 }

@@ -82,13 +82,15 @@ void rt_mm_portable(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     }
 }
 
-/* Runs a verified F32 MATMUL with the fastest kernel of this host (not a window). */
-static void mm_f32(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
+/* Runs a verified F32 MATMUL with the fastest kernel of this host (not a window);
+ * true when that kernel ran s->epi too (the vector kernels). */
+static bool mm_f32(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
 #if RT_HAVE_X86_KERNELS
     if (rt_mm_f32_512(c, mm, s) || rt_mm_f32_256(c, mm, s))
-        return;
+        return true;
 #endif
     rt_mm_portable(c, mm, s);
+    return false;
 }
 
 /* Offset (elements, from b) of element (kk, p) of a window B (ISA_F_BWIN, isa.md). */
@@ -189,7 +191,7 @@ static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     w.lda = (uint32_t)k, w.ldb = (uint32_t)n, w.ldc = (uint32_t)n;
     RtCore t = *c;
     t.lx = buf;
-    RtMmSrc ws = {buf + w.a, buf + w.b, w.lda, w.ldb, false, false, false, false, false};
+    RtMmSrc ws = {buf + w.a, buf + w.b, w.lda, w.ldb, false, false, false, false, false, NULL};
     mm_f32(&t, &w, &ws);
     for (size_t i = 0; i < m; i++)
         memcpy(rc + i * mm->ldc * 4, C + i * n, n * 4);
@@ -210,7 +212,7 @@ static void mm_dlf16(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
         w.dtype = ISA_DT_F32;
         w.a = c->wide, w.b = c->wide + (uint32_t)(m * k * 4);
         w.lda = (uint32_t)k, w.ldb = (uint32_t)n;
-        RtMmSrc ws = {(const uint8_t *)A, (const uint8_t *)B, k, n, false, false, false, false, false};
+        RtMmSrc ws = {(const uint8_t *)A, (const uint8_t *)B, k, n, false, false, false, false, false, NULL};
         mm_f32(c, &w, &ws);
         return;
     }
@@ -260,15 +262,17 @@ static void mm_win_dlf16(RtCore *c, const SpyMatmul *mm) {
     rt_matmul(c, &f);
 }
 
-/* Executes a verified MATMUL with A and B where s says (a window's B: in LX). */
-void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
+/* Runs a verified MATMUL with A and B where s says (a window's B: in LX); true when
+ * the kernel put C where s->epi says and ran its chain as well (the F32 vector
+ * kernels), or C is empty; false: C is in LX. */
+static bool mm_run(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     if (mm->m == 0 || mm->n == 0)
-        return;
+        return true;
     if (mm->flags & ISA_F_BWIN) {
 #if RT_HAVE_X86_KERNELS
         if (mm->dtype == ISA_DT_F32 && mm->k > 0 &&
             (rt_mm_f32_512(c, mm, s) || rt_mm_f32_256(c, mm, s)))
-            return;
+            return true;
 #endif
         if (mm->dtype == ISA_DT_DLF16 && c->wide && mm->k > 0)
             mm_win_dlf16(c, mm);
@@ -277,13 +281,27 @@ void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     } else if (mm->dtype == ISA_DT_DLF16)
         mm_dlf16(c, mm, s);
     else if (mm->dtype == ISA_DT_F32)
-        mm_f32(c, mm, s);
+        return mm_f32(c, mm, s);
 #if RT_HAVE_X86_KERNELS
     else if (rt_mm_i8_fast(c, mm, s))
-        return;
+        return false;
 #endif
     else
         rt_mm_portable(c, mm, s);
+    return false;
+}
+
+/* Executes a verified MATMUL with A and B where s says (a window's B: in LX); with an
+ * epilogue s->epi, C goes to its DRAM and the chain runs over it, tile by tile in the
+ * vector kernels, else here: C copied there from LX, then the chain over all of it. */
+void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
+    if (mm_run(c, mm, s) || !s->epi)
+        return;
+    for (uint32_t i = 0; i < mm->m; i++)     /* C to where the STORE would have put it */
+        memcpy(s->epi->c + (int64_t)i * s->epi->crs, c->lx + mm->c + (size_t)i * mm->ldc * 4,
+               (size_t)mm->n * 4);
+    if (s->epi->tile)
+        s->epi->tile(s->epi->ctx, 0, mm->m, 0, mm->n);
 }
 
 /* Whether rt_matmul_src runs the window MATMUL mm (ISA_F_BWIN) with A where its
@@ -331,6 +349,6 @@ bool rt_mm_packs(const RtCore *c, const SpyMatmul *mm) {
 
 /* Executes a verified MATMUL with its operands in LX. */
 void rt_matmul(RtCore *c, const SpyMatmul *mm) {
-    RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false, false};
+    RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false, false, NULL};
     rt_matmul_src(c, mm, &s);
 }

@@ -372,6 +372,7 @@ MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, size_t
                             g1 < x->m ? x->a + (size_t)g1 * x->lda : NULL, nrows,
                             pre ? pre + (size_t)g0 * x->k : NULL,
                             pre ? pre + (size_t)x->m * x->k : NULL);
+        MMT_NAME(epi)(x, g0, y.m, 0, x->n);      /* the group's rows are final */
     }
 }
 

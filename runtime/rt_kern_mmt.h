@@ -109,7 +109,17 @@ typedef struct {
                                 rows MMT_AP apart */
     const char *const *pfp;  /* chan_micro's k step k < pfpn prefetches pfp[k] (rt_kern_mmc.h) */
     uint32_t pfpn;
+    const RtEpi *epi;        /* the MATMUL's epilogue (RtMmSrc.epi), or NULL */
 } MMT_NAME(Args);
+
+/* Runs x's epilogue, if any, over rows [i0, i0 + rows) and columns [j0, j0 + cols) of
+ * C, final now: while they are in the host's L1 or L2 cache, instead of in a pass of
+ * its own over all of C (the bias, residual and activation of a convolution). */
+MMT_INLINE void MMT_NAME(epi)(const MMT_NAME(Args) *x, size_t i0, size_t rows, size_t j0,
+                               size_t cols) {
+    if (x->epi && x->epi->tile)
+        x->epi->tile(x->epi->ctx, (uint32_t)i0, (uint32_t)rows, (uint32_t)j0, (uint32_t)cols);
+}
 
 /* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, a packed
  * panel or in place with A packed (x->ap; the other modes read A from its rows in
@@ -468,6 +478,8 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
               first ? x->ldb : MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero, MMT_LANES(left),
               MMT_LANES(left - MMT_VL), first ? MMT_INPLACEA : MMT_PACKAB);
         }
+        if (k0 + kc == x->k)                 /* the row block's columns are final */
+            MMT_NAME(epi)(x, i0, rows, j0, nc);
     }
 }
 
@@ -703,21 +715,28 @@ MMT_INLINE const float *MMT_NAME(acached)(RtCore *c, const MMT_NAME(Args) *x, bo
  * does not take (no packing buffer, a column stride too large for gather indices). */
 MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     bool win = mm->flags & ISA_F_BWIN;
-    MMT_NAME(Args) x = {(const rt_f32 *)s->a, (const float *)s->b, (float *)(c->lx + mm->c),
-                        s->lda, s->ldb, mm->ldc, mm->m, mm->n, mm->k,
+    bool away = s->epi && s->epi->c;     /* C goes where the epilogue reads it */
+    MMT_NAME(Args) x = {(const rt_f32 *)s->a, (const float *)s->b,
+                        away ? (float *)s->epi->c : (float *)(c->lx + mm->c), s->lda, s->ldb,
+                        away ? (size_t)s->epi->crs / 4 : mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
-                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL, 0};
+                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL, 0,
+                        s->epi};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
-    if (win && (mm->m == 0 || mm->n == 0 || MMT_NAME(win_chan)(c, &x, s->aconst) ||
-                MMT_NAME(win_inplace)(c, &x) ||
-                MMT_NAME(win_grid)(c, &x) || MMT_NAME(win_dense)(c, &x)))
+    if (mm->m == 0 || mm->n == 0 || (win && MMT_NAME(win_chan)(c, &x, s->aconst)) ||
+        (!win && MMT_NAME(plain_chan)(c, &x, s->bdram, s->bconst, s->aconst)))
+        return true;                     /* the channel-lane kernels run x.epi themselves */
+    if ((win && (MMT_NAME(win_inplace)(c, &x) || MMT_NAME(win_grid)(c, &x) ||
+                 MMT_NAME(win_dense)(c, &x))) ||
+        (!win && MMT_NAME(narrow)(c, &x))) {
+        MMT_NAME(epi)(&x, 0, x.m, 0, x.n);   /* these kernels: over all of C at the end */
         return true;
-    if (!win && (MMT_NAME(narrow)(c, &x) || MMT_NAME(plain_chan)(c, &x, s->bdram, s->bconst, s->aconst)))
-        return true;
+    }
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
         MMT_NAME(gemv_all)(&x);
+        MMT_NAME(epi)(&x, 0, x.m, 0, x.n);
         return true;
     }
     if (!win && !x.bt && (mm->m < MMT_PACK_M || !c->pack)) { /* B read in place */
@@ -761,6 +780,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
             if (x.k == 0)
                 break;
         }
+        MMT_NAME(epi)(&x, 0, x.m, 0, x.n);   /* C is small: in L1 or L2 now */
         return true;
     }
     const float *ac = MMT_NAME(acached)(c, &x, s->astable, MMT_KCP);

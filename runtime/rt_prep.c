@@ -73,6 +73,78 @@ static void prep_dma(const SpyInsn *code, uint32_t n, RtPrep *p) {
     }
 }
 
+/* LX bytes [*lo, *hi) that MATMUL mm reads as A (a) or B (!a). */
+static void mm_span(const SpyMatmul *mm, bool a, int64_t *lo, int64_t *hi) {
+    int64_t es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
+    uint32_t rows = a ? mm->m : mm->k, cols = a ? mm->k : mm->n, ld = a ? mm->lda : mm->ldb;
+    if (!a && (mm->flags & ISA_F_BWIN)) {
+        rt_mm_win_range(mm, (size_t)es, lo, hi);
+        *lo *= es, *hi *= es;
+        return;
+    }
+    es = !a && (mm->flags & ISA_F_BF8) ? 1 : es;
+    *lo = *hi = a ? mm->a : mm->b;
+    if (rows && cols)
+        *hi += ((int64_t)(rows - 1) * ld + cols) * es;
+}
+
+/* Whether [lo, hi) and [a, b) share a byte. */
+static bool spans_meet(int64_t lo, int64_t hi, int64_t a, int64_t b) {
+    return lo < b && a < hi;
+}
+
+/* Whether the STORE x (planned sp) stores all of the C of mm row for row (or, C
+ * contiguous, as one row). */
+static bool stores_c(const SpyDma *x, const RtPrep *sp, const SpyMatmul *mm) {
+    uint64_t rowb = (uint64_t)mm->n * 4;
+    if (sp->how != RT_PH_ROWS || x->lx != mm->c || x->esize != 4 || !mm->m || !mm->n)
+        return false;
+    if (sp->rows == mm->m && sp->rowb == rowb && (mm->m == 1 || sp->lrs == mm->ldc * 4))
+        return true;
+    return sp->rows == 1 && mm->ldc == mm->n && sp->rowb == rowb * mm->m;
+}
+
+/* RT_PH_EPI for the MATMUL at code[0] (n: to the end of its program; not one that
+ * accumulates into C), C written
+ * straight to the DRAM a STORE of it writes (rt_exec.c) instead of to LX, where no
+ * later instruction reads it: kinds 0, run 1, when the STORE right after it stores
+ * all of C; kinds 1 when, after at most EPI_LOADS LOADs that touch none of its
+ * operands in LX, a chain (RT_PH_FUSE) that takes its STORE reads all of C and may run
+ * tile by tile (rt_fuse_epi_ok): run is then the distance to the chain. */
+#define EPI_LOADS 64
+static void prep_epi(const SpyInsn *code, uint32_t n, RtPrep *p) {
+    const SpyMatmul *mm = &code[0].mm;
+    int64_t alo, ahi, blo, bhi, clo = mm->c, chi = clo;
+    if (mm->flags & ISA_F_ACCUM)     /* it adds to the C in LX */
+        return;
+    mm_span(mm, true, &alo, &ahi);
+    mm_span(mm, false, &blo, &bhi);
+    if (mm->m && mm->n)
+        chi += ((int64_t)(mm->m - 1) * mm->ldc + mm->n) * 4;
+    if (n > 1 && code[1].opcode == ISA_STORE && stores_c(&code[1].dma, &p[1], mm) &&
+        !rt_lx_live(code + 2, n - 2, clo, chi)) {
+        p->how = RT_PH_EPI;
+        p->run = 1;
+        p->kinds = 0;
+        return;
+    }
+    uint32_t j = 1;
+    for (; j < n && j <= EPI_LOADS && code[j].opcode == ISA_LOAD; j++) {
+        int64_t lo, hi;
+        rt_dma_span(&code[j].dma, true, &lo, &hi);
+        lo += code[j].dma.lx, hi += code[j].dma.lx;
+        if (spans_meet(lo, hi, alo, ahi) || spans_meet(lo, hi, blo, bhi) ||
+            spans_meet(lo, hi, clo, chi))
+            return;
+    }
+    if (j < n && code[j].opcode == ISA_VEC &&
+        rt_fuse_epi_ok(&code[j], n - j, &p[j], mm, alo, ahi, blo, bhi)) {
+        p->how = RT_PH_EPI;
+        p->run = j;
+        p->kinds = 1;
+    }
+}
+
 /* Fills p[0..n) for code[0..n): any instructions of verified programs. */
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
     uint64_t s = 0;
@@ -87,6 +159,9 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
                         j += p[j].run - 1;
                 } else if (code[j].opcode == ISA_VFILL)
                     p[j].how = rt_vfill_prep(code + j, (uint32_t)(i + 1 - j));
+            for (uint64_t j = s; j <= i; j++)   /* after the chains' plans */
+                if (code[j].opcode == ISA_MATMUL)
+                    prep_epi(code + j, (uint32_t)(i + 1 - j), &p[j]);
             s = i + 1;
         }
     }

@@ -1,4 +1,7 @@
-/* test_rt_defer.c: unit tests of deferred LOADs (rt_defer.c). Each program runs twice
+/* test_rt_defer.c: unit tests of deferred LOADs (rt_defer.c) and of the other plans
+ * that change the order or place of the interpreter's work (a MATMUL's C written
+ * straight to its STORE's DRAM, with the chain after it run on its tiles: rt_prep.c
+ * RT_PH_EPI). Each program runs twice
  * on the same DRAM contents: through rt_exec_program (LOADs deferred as views, MATMUL
  * operands read from DRAM) and instruction by instruction with every LOAD copied at
  * once (rt_dma); the DRAM each leaves behind must be the same bytes. The programs
@@ -558,6 +561,130 @@ static void test_defer_chain(void **state) {
     }
 }
 
+/* Appends an F32 VEC fn over rows x cols: dst = fn(x, y), y a scalar per row at y
+ * (one float a row, ys floats apart), x and dst rows rs elements apart. */
+static void vrow(Prog *p, uint16_t fn, uint32_t dst, uint32_t x, uint32_t y, int32_t ys,
+                 uint32_t rows, uint32_t cols, int32_t rs) {
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .fn = fn, .nsrc = 2, .dst = dst,
+                .src = {x, y}, .rows = rows, .cols = cols, .dst_rs = rs, .src_rs = {rs, ys},
+                .src_cs = {1, 0}};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].vec = v;
+}
+
+/* Appends an F32 RELU in place over rows x cols at x (rows rs elements apart). */
+static void vrelu(Prog *p, uint32_t x, uint32_t rows, uint32_t cols, int32_t rs) {
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .fn = ISA_VF_RELU, .nsrc = 1, .dst = x,
+                .src = {x}, .rows = rows, .cols = cols, .dst_rs = rs, .src_rs = {rs},
+                .src_cs = {1}};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].vec = v;
+}
+
+/* The products of the epilogue tests: m x n x k, a 3 x 3 window over ch channels of
+ * h x w when ch (n then (h - 2) x (w - 2)), picked so that each F32 kernel runs one: the
+ * packed blocks (m >= 96), B in place in k blocks (k > 256), the channel-lane kernels
+ * (16 or 32 rows, plain and window), the narrow and one-row products, the pixel-lane
+ * window kernels. */
+typedef struct {
+    uint32_t m, n, k, ch, h, w;
+} EpiShape;
+static const EpiShape epi_shapes[] = {
+    {100, 70, 40, 0, 0, 0}, {40, 120, 300, 0, 0, 0}, {16, 49, 64, 0, 0, 0},
+    {32, 200, 300, 0, 0, 0}, {24, 3, 40, 0, 0, 0},  {1, 70, 40, 0, 0, 0},
+    {16, 0, 0, 8, 9, 11},   {16, 0, 0, 4, 20, 20},  {100, 0, 0, 4, 12, 16},
+    {5, 0, 0, 4, 6, 30},
+};
+#define EPI_A 0x0            /* LX of A (its DRAM at 0) */
+#define EPI_B 0x40000        /* LX of B (its DRAM at 0x20000, rows 8 floats wider) */
+#define EPI_C 0x90000        /* LX of C */
+#define EPI_S 0xd0000        /* LX of the scalars (DRAM 0x70000) and residual (0x78000) */
+
+/* The start of an epilogue test's program for shape e (LOADs of A and B, the MATMUL);
+ * its n and k. */
+static void epi_product(Prog *p, const EpiShape *e, uint32_t *n, uint32_t *k) {
+    p->n = 0;
+    *k = e->ch ? e->ch * 9 : e->k;
+    *n = e->ch ? (e->h - 2) * (e->w - 2) : e->n;
+    dma(p, false, EPI_A, 0, e->m, *k, (int32_t)*k, 1, (int32_t)*k, 1);
+    if (e->ch) {
+        dma(p, false, EPI_B, 0x20000, e->ch * e->h, e->w, (int32_t)e->w + 8, 1, (int32_t)e->w,
+            1);
+        mmwin(p, EPI_A, EPI_B, EPI_C, e->m, e->ch, e->h, e->w);
+    } else {
+        dma(p, false, EPI_B, 0x20000, *k, *n, (int32_t)*n + 8, 1, (int32_t)*n, 1);
+        mm(p, EPI_A, EPI_B, EPI_C, e->m, *n, *k, *k, *n, *n, false);
+    }
+}
+
+/* A MATMUL whose C the STORE right after it stores (rt_prep.c RT_PH_EPI, kinds 0): C
+ * written straight to the STORE's DRAM, for a product of every F32 kernel, rows apart
+ * and (C contiguous) as one row; not when C accumulates over an older C (ACCUM) or an
+ * instruction after the STORE reads C in LX. Every byte of DRAM as with the
+ * instructions one by one. */
+static void test_epi_store(void **state) {
+    (void)state;
+    for (size_t s = 0; s < sizeof epi_shapes / sizeof epi_shapes[0]; s++)
+        for (int v = 0; v < 4; v++) {
+            const EpiShape *e = &epi_shapes[s];
+            Prog p;
+            uint32_t n, k;
+            epi_product(&p, e, &n, &k);
+            uint32_t mi = p.n - 1;
+            if (v == 2)
+                p.in[mi].mm.flags |= ISA_F_ACCUM;
+            if (v == 1)      /* one row of m * n floats */
+                dma(&p, true, EPI_C, OUT, 1, e->m * n, 0, 1, 0, 1);
+            else
+                dma(&p, true, EPI_C, OUT, e->m, n, (int32_t)n + 3, 1, (int32_t)n, 1);
+            if (v == 3) {    /* C read again in LX */
+                vadd(&p, EPI_C, e->m, n, (int32_t)n);
+                dma(&p, true, EPI_C, OUT + 0x20000, e->m, n, (int32_t)n, 1, (int32_t)n, 1);
+            }
+            RtPrep pl[MAXP];
+            rt_prep_code(p.in, p.n, pl);
+            assert_int_equal(pl[mi].how == RT_PH_EPI, v < 2);
+            check(&p, 200 + (uint32_t)(s * 4 + (size_t)v));
+        }
+}
+
+/* A MATMUL, LOADs of a bias (a scalar per row) and a residual, and a chain that adds
+ * them to C, takes the MAX with 0 or a RELU, and STOREs (RT_PH_EPI, kinds 1): C to the
+ * STORE's DRAM and the chain run there on each final tile, for a product of every F32
+ * kernel; the residual a pending LOAD (read from its DRAM) or already in LX; the chain
+ * in place on C or into another region. Not when a LOAD between them writes over B, a
+ * chain's row operand is C itself, or C is read after the chain. Every byte of DRAM as
+ * with the instructions one by one. */
+static void test_epi_chain(void **state) {
+    (void)state;
+    for (size_t s = 0; s < sizeof epi_shapes / sizeof epi_shapes[0]; s++)
+        for (int v = 0; v < 6; v++) {
+            const EpiShape *e = &epi_shapes[s];
+            Prog p;
+            uint32_t n, k, r = EPI_S + 0x1000;
+            epi_product(&p, e, &n, &k);
+            uint32_t mi = p.n - 1, rs = n;
+            if (v == 3)      /* over B: the LOAD must come after the product */
+                dma(&p, false, EPI_B, 0x70000, 1, 64, 0, 1, 0, 1);
+            dma(&p, false, EPI_S, 0x70000, 1, e->m, 0, 1, 0, 1);
+            dma(&p, false, r, 0x78000, e->m, n, (int32_t)n + 5, 1, (int32_t)n, 1);
+            uint32_t d = v == 2 ? EPI_S + 0x20000 : EPI_C;
+            vrow(&p, ISA_VF_ADD, d, EPI_C, EPI_S, 1, e->m, n, (int32_t)rs);
+            vbin(&p, ISA_VF_ADD, d, d, v == 4 ? EPI_C : r, e->m, n, (int32_t)rs);
+            if (v == 1)
+                vrelu(&p, d, e->m, n, (int32_t)rs);
+            else
+                vbin(&p, ISA_VF_MAX, d, d, UINT32_MAX, e->m, n, (int32_t)rs);
+            dma(&p, true, d, OUT, e->m, n, (int32_t)n + 3, 1, (int32_t)n, 1);
+            if (v == 5)      /* C read again in LX */
+                dma(&p, true, EPI_C, OUT + 0x20000, e->m, n, (int32_t)n, 1, (int32_t)n, 1);
+            RtPrep pl[MAXP];
+            rt_prep_code(p.in, p.n, pl);
+            assert_int_equal(pl[mi].how == RT_PH_EPI, v < 3 && e->m * n * 4 >= 16384);
+            check(&p, 300 + (uint32_t)(s * 6 + (size_t)v));
+        }
+}
+
 /* A VFILL of a patch whose interior LOADs after it rewrite (a convolution's padding),
  * then a window MATMUL over it and a STORE of the whole patch: every byte the same as
  * with the full fill. Also fills the gaps do not apply to: a non-zero value, LOADs out
@@ -619,7 +746,7 @@ static void test_kernels_bt(void **state) {
         SpyMatmul x = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
                        .flags = acc ? ISA_F_ACCUM : 0, .c = 0x10000, .m = m, .n = n, .k = k,
                        .lda = k, .ldb = n, .ldc = n};
-        RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true, true, false, false, false};
+        RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true, true, false, false, false, NULL};
         for (int kind = 0; kind < 3; kind++) {
             if (acc)
                 memcpy(lx + x.c, c0, 4 * m * n);
@@ -654,6 +781,8 @@ int main(void) {
         cmocka_unit_test(test_prep_merged),
         cmocka_unit_test(test_defer_rows_seg),
         cmocka_unit_test(test_defer_chain),
+        cmocka_unit_test(test_epi_store),
+        cmocka_unit_test(test_epi_chain),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),
     };

@@ -85,7 +85,7 @@ enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_512_ACT, MM_512_WEIGHT, MM_512_KEPT
 /* Runs mm with kernel kind once; false when this host cannot run it. */
 static bool run_mm_once(int kind, RtCore *c, const SpyMatmul *mm) {
     RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false,
-                 false};
+                 false, NULL};
     s.bdram = kind == MM_512_ACT || kind == MM_512_WEIGHT || kind == MM_256_ACT ||
               kind == MM_256_WEIGHT;
     s.bconst = kind == MM_512_WEIGHT || kind == MM_256_WEIGHT;
