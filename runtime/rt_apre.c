@@ -18,10 +18,19 @@
  * hold A's bits in another order, so results are the same; modelled time is computed
  * from the bundle. Memory: at most the budget given at creation; past it, MATMULs
  * transpose as before.
+ *
+ * The copies are cut one after the other from one reservation of the budget's size,
+ * which asks for transparent huge pages (Linux, MADV_HUGEPAGE): an inference streams
+ * every copy once, and in 4 KiB pages each page of them was a TLB miss of its own
+ * (resnet50's 90 MiB: about 23,000 an inference; with 2 MiB pages 0.96-0.98 of the
+ * time, paired medians of 8, 2 threads). Pages are touched, and so resident, only as
+ * copies are made. Without the reservation, each copy is an allocation of its own.
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "rt_exec.h"
 
@@ -29,6 +38,7 @@
 typedef struct {
     RtAKey key;
     float *buf;
+    bool own;                /* buf allocated alone (not in the arena) */
     atomic_bool ready;
 } ApreEnt;
 
@@ -37,7 +47,37 @@ struct RtApre {
     ApreEnt **tab;           /* open addressing, cap a power of two, NULL: empty */
     size_t cap, n;
     size_t used, budget;     /* bytes of copies made, and allowed */
+    uint8_t *arena;          /* the reservation the copies are cut from, or NULL */
+    size_t acap, aused;      /* its bytes, and those cut */
 };
+
+#define APRE_HUGE ((size_t)2 << 20) /* bytes of a transparent huge page */
+
+/* Reserves t's arena: the budget's bytes (rounded up to whole huge pages) of address
+ * space, committed page by page as copies are written, in huge pages where the system
+ * gives them; NULL arena when the reservation fails. */
+static void arena_reserve(RtApre *t) {
+    t->acap = (t->budget + APRE_HUGE - 1) & ~(APRE_HUGE - 1);
+    void *p = mmap(NULL, t->acap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS |
+                   MAP_NORESERVE, -1, 0);
+    t->arena = p == MAP_FAILED ? NULL : p;
+#ifdef MADV_HUGEPAGE
+    if (t->arena)
+        (void)madvise(t->arena, t->acap, MADV_HUGEPAGE);   /* a hint: fine if refused */
+#endif
+}
+
+/* Room for a copy of bytes bytes, 64-aligned: cut from the arena, or (none, or full)
+ * allocated alone (*own set); NULL without memory. */
+static float *copy_room(RtApre *t, size_t bytes, bool *own) {
+    size_t b = (bytes + 63) & ~(size_t)63;
+    *own = !t->arena || b > t->acap - t->aused;
+    if (*own)
+        return aligned_alloc(64, b);
+    float *p = (float *)(void *)(t->arena + t->aused);
+    t->aused += b;
+    return p;
+}
 
 /* Creates an empty table allowed budget bytes of copies; NULL without memory. */
 RtApre *rt_apre_create(size_t budget) {
@@ -51,6 +91,7 @@ RtApre *rt_apre_create(size_t budget) {
         return NULL;
     }
     t->budget = budget;
+    arena_reserve(t);
     pthread_mutex_init(&t->mu, NULL);
     return t;
 }
@@ -61,9 +102,12 @@ void rt_apre_free(RtApre *t) {
         return;
     for (size_t i = 0; i < t->cap; i++)
         if (t->tab[i]) {
-            free(t->tab[i]->buf);
+            if (t->tab[i]->own)
+                free(t->tab[i]->buf);
             free(t->tab[i]);
         }
+    if (t->arena)
+        munmap(t->arena, t->acap);
     free(t->tab);
     pthread_mutex_destroy(&t->mu);
     free(t);
@@ -110,7 +154,7 @@ static ApreEnt *add(RtApre *t, const RtAKey *k, size_t bytes) {
     if (bytes > t->budget - t->used || (2 * (t->n + 1) > t->cap && !grow(t)))
         return NULL;
     ApreEnt *e = calloc(1, sizeof *e);
-    if (!e || !(e->buf = aligned_alloc(64, (bytes + 63) & ~(size_t)63))) {
+    if (!e || !(e->buf = copy_room(t, bytes, &e->own))) {
         free(e);
         return NULL;
     }

@@ -4,7 +4,7 @@
  * the same key gets nothing (the caller transposes for itself), after it the same
  * floats; other keys (another address, row stride, rows, k or layout) their own
  * copies; a request past the budget nothing, and many keys (the table grows) each
- * their own copy. The kernels' use of the copies is checked bit for bit in
+ * their own copy, also once the huge-page arena they are cut from is full. The kernels' use of the copies is checked bit for bit in
  * test_rt_kernels (kinds MM_*_KEPT).
  */
 #include <setjmp.h>
@@ -78,10 +78,41 @@ static void test_apre_many(void **state) {
     rt_apre_free(t);
 }
 
+/* Copies of 100 bytes (cut 128 apart from the huge-page arena) up to a budget of
+ * 2 MiB: the arena fills before the budget, the rest are allocated alone; every copy
+ * 64-aligned and its own (distinct contents survive), all freed with the table. */
+static void test_apre_arena_full(void **state) {
+    (void)state;
+    enum { N = 20000, F = 25 };
+    static float a[N];
+    RtApre *t = rt_apre_create((size_t)2 << 20);
+    assert_non_null(t);
+    bool fill;
+    for (int i = 0; i < N; i++) {
+        RtAKey k = {a + i, 1, 5, 5, RT_APRE_CHAN | 16};
+        float *p = rt_apre_take(t, &k, F * 4, &fill);
+        assert_non_null(p);
+        assert_true(fill);
+        assert_int_equal((uintptr_t)p % 64, 0);
+        for (int j = 0; j < F; j++)
+            p[j] = (float)(i * F + j);
+        rt_apre_filled(t, &k);
+    }
+    for (int i = 0; i < N; i++) {
+        RtAKey k = {a + i, 1, 5, 5, RT_APRE_CHAN | 16};
+        float *p = rt_apre_take(t, &k, F * 4, &fill);
+        assert_non_null(p);
+        for (int j = 0; j < F; j++)
+            assert_true(p[j] == (float)(i * F + j));
+    }
+    rt_apre_free(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_apre_fill_publish),
         cmocka_unit_test(test_apre_many),
+        cmocka_unit_test(test_apre_arena_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
