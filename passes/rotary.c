@@ -155,7 +155,9 @@ static ValId rot_product(Rot *r, ValId x, ValId c, ValId s, int64_t d)
 {
     ValId in[2] = {x, rot_perm(r, d)};
     ValId xr = ir_node(r->g, ir_add_node(r->g, IR_OP_MATMUL, in, 2, NULL, 0, r->origin))->out[0];
-    return rot_bin(r, IR_BIN_ADD, rot_bin(r, IR_BIN_MUL, x, c), rot_bin(r, IR_BIN_MUL, xr, s));
+    ValId xc = rot_bin(r, IR_BIN_MUL, x, c);   /* made in this order on every compiler */
+    ValId xs = rot_bin(r, IR_BIN_MUL, xr, s);
+    return rot_bin(r, IR_BIN_ADD, xc, xs);
 }
 
 /* If ADD node n is a rotary embedding (header), the value of its split form. */
@@ -194,10 +196,10 @@ static ValId rot_split(Rot *r, const IrNode *n)
             return rot_product(r, x, c, s, d);
         ValId c0 = rot_half_of(r, c, d, 0), c1 = rot_half_of(r, c, d, 1);
         ValId s0 = rot_half_of(r, s, d, 0), s1 = rot_half_of(r, s, d, 1);
-        ValId h0 = rot_bin(r, IR_BIN_SUB, rot_bin(r, IR_BIN_MUL, vl, c0),
-                           rot_bin(r, IR_BIN_MUL, vh, s0));
-        ValId h1 = rot_bin(r, IR_BIN_ADD, rot_bin(r, IR_BIN_MUL, vh, c1),
-                           rot_bin(r, IR_BIN_MUL, vl, s1));
+        ValId lc = rot_bin(r, IR_BIN_MUL, vl, c0), hs = rot_bin(r, IR_BIN_MUL, vh, s0);
+        ValId h0 = rot_bin(r, IR_BIN_SUB, lc, hs);
+        ValId hc = rot_bin(r, IR_BIN_MUL, vh, c1), ls = rot_bin(r, IR_BIN_MUL, vl, s1);
+        ValId h1 = rot_bin(r, IR_BIN_ADD, hc, ls);
         ValId in[2] = {h0, h1};
         IrAttr ax = ir_attr_int("axis", ot->rank - 1);
         return ir_node(g, ir_add_node(g, IR_OP_CONCAT, in, 2, &ax, 1, r->origin))->out[0];

@@ -217,8 +217,8 @@ bool pass_symdim_mean(Sd *d, IrNode *n)
             cnt = ir_binary(d->g, IR_BIN_MUL, cnt, pass_symdim_count(d, m->sym[j], 1, &n->origin),
                             &n->origin);
         ct.dtype = IR_DT_F32;
-        ValId recip = ir_binary(d->g, IR_BIN_DIV,
-                                ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one),
+        ValId one_v = ir_add_const(d->g, ir_fresh_name(d->g, "sym_one"), &ct, &one);
+        ValId recip = ir_binary(d->g, IR_BIN_DIV, one_v,     /* the constant first, always */
                                 ir_cast(d->g, cnt, IR_DT_F32, &n->origin), &n->origin);
         n->in[1 - i] = recip;
         return true;

@@ -157,8 +157,8 @@ ValId pass_symdim_at_source(Sd *d, ValId v, const SdAxis *x, double neutral,
         return n ? v : done;                   /* its source is masked for all users */
     if (!n)
         return IR_NONE;
-    ValId r = ir_select(g, source_mask(d, src, ks, nk, og), cur,
-                        pass_symdim_neutral(d, src, neutral), og);
+    ValId mask = source_mask(d, src, ks, nk, og);     /* before the neutral, always */
+    ValId r = ir_select(g, mask, cur, pass_symdim_neutral(d, src, neutral), og);
     for (int i = n - 1; i >= 0; i--) {
         const IrNode *p = ir_node(g, chain[i]);
         NodeId nn = ir_add_node(g, p->op, &r, 1, p->attrs, p->nattrs, og);

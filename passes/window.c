@@ -140,7 +140,8 @@ static void split_gather(IrGraph *g, const IrNode *n, int64_t nparts)
     ValId neg = ir_binary(g, IR_BIN_LT, idx, zero, o);
     ValId u = ir_select(g, neg, ir_binary(g, IR_BIN_ADD, idx, int_scalar(g, dt, rows), o),
                         idx, o);
-    ValId w = ir_select(g, ir_binary(g, IR_BIN_LT, u, zero, o), int_scalar(g, dt, rows), u, o);
+    ValId under = ir_binary(g, IR_BIN_LT, u, zero, o);   /* before the constant, always */
+    ValId w = ir_select(g, under, int_scalar(g, dt, rows), u, o);
     /* mask shape: the index's dims followed by ones for the dims after the axis */
     int64_t mdims[IR_MAX_RANK];
     int mr = 0, tr = ir_vtype(g, table)->rank;

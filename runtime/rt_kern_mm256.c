@@ -15,11 +15,11 @@
 #define MMT_M __m256i
 #define MMT_MR 6
 #define MMT_LANES(n) lanes8(n)
-#define MMT_LOADM(m, p) _mm256_maskload_ps((p), (m))
+#define MMT_LOADM(m, p) _mm256_maskload_ps((const float *)(const void *)(p), (m))
 #define MMT_STOREM(p, m, v) store8m((p), (m), (v))
 #define MMT_LOAD(p) _mm256_load_ps(p)
 #define MMT_STORE(p, v) _mm256_store_ps((p), (v))
-#define MMT_LOADU(p) _mm256_loadu_ps(p)
+#define MMT_LOADU(p) _mm256_loadu_ps((const float *)(const void *)(p))
 #define MMT_STOREU(p, v) _mm256_storeu_ps((p), (v))
 #define MMT_SET1(f) _mm256_set1_ps(f)
 #define MMT_ZERO() _mm256_setzero_ps()
