@@ -16,6 +16,10 @@
  * follows it (rt_fuse.c); it is tried before strip-mining. A run of F32 VEC MAX / MIN
  * over a pooling window's taps runs in one pass too (rt_kern_vpool.c).
  *
+ * A MATMUL whose result the STORE after it writes to DRAM, directly or after such a
+ * chain (RT_PH_EPI, rt_prep.c), writes it to that DRAM itself, not to LX, the chain run
+ * on each finished tile there (matmul_epi): the store no longer a pass of its own.
+ *
  * A VFILL whose bytes the LOADs right after it rewrite fills only the rest, as
  * planned at load (rt_fill.c). LOADs of whole rows are deferred (rt_defer.c): a
  * MATMUL reads such an operand straight from DRAM, and any other instruction that may

@@ -15,7 +15,10 @@
  * instruction of the program touches is not written to LX at all: LX is undefined at
  * the start of the next program (isa.md), so nothing can see the difference. The
  * input and row operands that a pending LOAD (rt_defer.c) holds row for row are read
- * from its DRAM, not copied into LX first (fuse_views).
+ * from its DRAM, not copied into LX first (fuse_views). When the chain's input is a
+ * MATMUL's whole result and it takes its STORE (rt_exec.c RT_PH_EPI), the MATMUL writes
+ * C straight into that STORE's DRAM and the chain runs there in place, a tile at a time
+ * as the kernel finishes them (rt_fuse_around, fuse_tile).
  *
  * Every element goes through the same IEEE operations, in the same order, as with the
  * instructions one by one (the expressions of rt_kern_vfast.c's direct path, which
