@@ -21,8 +21,8 @@
 
 /* Byte span [lo, hi) relative to a base of a 2-d access (any stride signs); lo = hi =
  * 0 when empty. */
-static void span2(uint64_t rows, int64_t rs, uint64_t cols, int64_t cs, unsigned es,
-                  int64_t *lo, int64_t *hi) {
+void rt_span2(uint64_t rows, int64_t rs, uint64_t cols, int64_t cs, unsigned es,
+              int64_t *lo, int64_t *hi) {
     *lo = *hi = 0;
     if (!rows || !cols)
         return;
@@ -85,7 +85,7 @@ static void flush_all(RtCore *c, RtDefer *d) {
 static void flush_2d(RtCore *c, RtDefer *d, uint32_t a, uint64_t rows, int64_t rs,
                      uint64_t cols, int64_t cs, unsigned es) {
     int64_t lo, hi;
-    span2(rows, rs, cols, cs, es, &lo, &hi);
+    rt_span2(rows, rs, cols, cs, es, &lo, &hi);
     flush_lx(c, d, (int64_t)a + lo, (int64_t)a + hi);
 }
 

@@ -142,6 +142,10 @@ typedef struct {
     uint32_t seg;
 } RtOperand;
 void rt_dma_span(const SpyDma *x, bool lx, int64_t *lo, int64_t *hi);
+/* Byte span [lo, hi) relative to its base of rows x cols elements of es bytes, strides
+ * rs and cs elements (any signs); lo = hi = 0 when empty. */
+void rt_span2(uint64_t rows, int64_t rs, uint64_t cols, int64_t cs, unsigned es, int64_t *lo,
+              int64_t *hi);
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x);
 struct RtPrep;
 void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const struct RtPrep *p);

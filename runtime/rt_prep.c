@@ -83,9 +83,8 @@ static void mm_span(const SpyMatmul *mm, bool a, int64_t *lo, int64_t *hi) {
         return;
     }
     es = !a && (mm->flags & ISA_F_BF8) ? 1 : es;
-    *lo = *hi = a ? mm->a : mm->b;
-    if (rows && cols)
-        *hi += ((int64_t)(rows - 1) * ld + cols) * es;
+    rt_span2(rows, ld, cols, 1, (unsigned)es, lo, hi);
+    *lo += a ? mm->a : mm->b, *hi += a ? mm->a : mm->b;
 }
 
 /* Whether [lo, hi) and [a, b) share a byte. */
