@@ -223,7 +223,7 @@ static uint32_t matmul_epi(RtCore *c, RtDefer *d, const SpyInsn *code, const RtP
         uint8_t *st = c->seg[code[j].dma.seg] + code[j].dma.dram_off;
         int64_t crs = prep[j].rows == mm->m && mm->m > 1 ? prep[j].drs : (int64_t)mm->n * 4;
         rt_defer_flush_dram(c, d, st, st + (int64_t)(mm->m - 1) * crs + (int64_t)mm->n * 4);
-        RtEpi e = {NULL, NULL, st, crs};
+        RtEpi e = {NULL, NULL, st, crs, NULL};
         matmul(c, d, mm, &e);
         return j;
     }

@@ -100,15 +100,42 @@ typedef struct {
     uint32_t err_insn;       /* instruction index within the program */
 } RtCore;
 
+/* The VEC chain of a MATMUL's epilogue in the form its vector kernels run on a tile
+ * of C as they store it (rt_kern_mmp.h), made by rt_fuse.c when every VEC of the chain
+ * has one: op[q] computes x = fn(x, y) (pos 0), fn(y, x) (pos 1) or fn(x) (RELU, NEG,
+ * ABS), y a float per row of C (row i's at y + i * yrs; an immediate: yrs 0) or a row
+ * of floats (element (i, j) at y + i * yrs + 4 j). reg: the operations the micro-kernel
+ * runs on its accumulators (RT_PR_*; RT_PR_NONE: through the L1 cache). */
+#define RT_POST_MAX 8
+enum { RT_PO_NONE, RT_PO_SCALAR, RT_PO_ROW };
+enum { RT_PR_NONE, RT_PR_ADD_S, RT_PR_ADD_R, RT_PR_MUL_S, RT_PR_MUL_R, RT_PR_MAX_S,
+       RT_PR_MIN_S, RT_PR_RELU };
+typedef struct {
+    uint16_t fn;             /* ISA_VF_* */
+    uint8_t pos;
+    uint8_t kind;            /* RT_PO_*: y */
+    uint8_t reg;
+    float imm;               /* an immediate's value (y points here) */
+    const uint8_t *y;
+    int64_t yrs;
+} RtPostOp;
+typedef struct {
+    int n;
+    int nreg;                /* the leading operations with a register form */
+    RtPostOp op[RT_POST_MAX];
+} RtPost;
+
 /* Where a MATMUL planned RT_PH_EPI puts its result: C written to DRAM at c (rows crs
  * bytes apart), where the STORE after it would have put it, not to LX; then, unless
  * tile is NULL, tile(ctx, r0, nr, c0, nc) runs the VEC chain that reads it over rows
- * [r0, r0 + nr) and columns [c0, c0 + nc) of C once they are final (rt_fuse.c). */
+ * [r0, r0 + nr) and columns [c0, c0 + nc) of C once they are final (rt_fuse.c). A
+ * kernel may instead run post, when not NULL, the same chain, on the tiles it stores. */
 typedef struct {
     void (*tile)(void *ctx, uint32_t r0, uint32_t nr, uint32_t c0, uint32_t nc);
     void *ctx;
     uint8_t *c;
     int64_t crs;
+    const RtPost *post;
 } RtEpi;
 
 /* rt_defer.c: LOADs deferred as views of DRAM (at most RT_MAX_VIEWS per core). A view

@@ -18,7 +18,9 @@
  * from its DRAM, not copied into LX first (fuse_views). When the chain's input is a
  * MATMUL's whole result and it takes its STORE (rt_exec.c RT_PH_EPI), the MATMUL writes
  * C straight into that STORE's DRAM and the chain runs there in place, a tile at a time
- * as the kernel finishes them (rt_fuse_around, fuse_tile).
+ * as the kernel finishes them (rt_fuse_around, fuse_tile); or, when every VEC has a
+ * form the vector kernels run themselves (post_make), as each micro-kernel call
+ * stores its tile (rt_kern_mmp.h).
  *
  * Every element goes through the same IEEE operations, in the same order, as with the
  * instructions one by one (the expressions of rt_kern_vfast.c's direct path, which
@@ -685,6 +687,7 @@ typedef struct {
     _Alignas(32) float bc[RT_FUSE_MAX][8];           /* scalars, broadcast */
     uint8_t bm[RT_FUSE_MAX][8];                      /* scalar conditions, broadcast */
     FuseStage sg;                                    /* chain_part's */
+    RtPost post;                                     /* post_make's */
 } FuseRun;
 
 /* Makes the chain planned at code (RT_PH_FUSE, plans p of code[0..p->run)) on core c
@@ -762,6 +765,62 @@ void rt_fuse_run(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p) {
     fuse_tile(&r, 0, r.f.rows, 0, r.f.cols);
 }
 
+/* The RT_PR_* class of a binary function fn with an operand of kind (RT_PO_*): the
+ * functions the micro-kernels run on their accumulators (the commonest epilogues:
+ * bias, residual, scale, activation, clip). */
+static uint8_t post_reg(uint16_t fn, uint8_t kind) {
+    bool row = kind == RT_PO_ROW;
+    switch (fn) {
+    case ISA_VF_ADD: return row ? RT_PR_ADD_R : RT_PR_ADD_S;
+    case ISA_VF_MUL: return row ? RT_PR_MUL_R : RT_PR_MUL_S;
+    case ISA_VF_MAX: return row ? RT_PR_NONE : RT_PR_MAX_S;
+    case ISA_VF_MIN: return row ? RT_PR_NONE : RT_PR_MIN_S;
+    default: return RT_PR_NONE;
+    }
+}
+
+/* The chain of r, made ready, in the post form of a MATMUL's vector kernels
+ * (RtPost, rt_kern_mmp.h) into r->post; false when it has none: a result kept in LX,
+ * a SELECT, a transcendental function, more than RT_POST_MAX VECs. */
+static bool post_make(FuseRun *r) {
+    const Fuse *f = &r->f;
+    if (r->keep || f->n < 1 || f->n > RT_POST_MAX)
+        return false;
+    for (int i = 0; i < f->n; i++) {
+        const FuseOp *op = &f->op[i];
+        RtPostOp *o = &r->post.op[i];
+        *o = (RtPostOp){op->fn, op->pos, RT_PO_NONE, RT_PR_NONE, op->imm, NULL, 0};
+        switch (op->fn) {
+        case ISA_VF_RELU:
+            o->reg = RT_PR_RELU;
+            continue;
+        case ISA_VF_NEG: case ISA_VF_ABS:
+            continue;
+        case ISA_VF_ADD: case ISA_VF_SUB: case ISA_VF_MUL: case ISA_VF_DIV:
+        case ISA_VF_MAX: case ISA_VF_MIN:
+            break;
+        default:
+            return false;
+        }
+        if (op->pos > 1)
+            return false;
+        if (op->ykind == FY_IMM)     /* a scalar of every row */
+            o->kind = RT_PO_SCALAR, o->y = (const uint8_t *)&o->imm, o->yrs = 0;
+        else if (op->ykind == FY_SCALAR)
+            o->kind = RT_PO_SCALAR, o->y = r->c->lx + op->y, o->yrs = op->yrs;
+        else if (op->ykind == FY_ROW)
+            o->kind = RT_PO_ROW, o->y = r->src.y[i], o->yrs = r->src.yrs[i];
+        else
+            return false;
+        o->reg = post_reg(op->fn, o->kind);
+    }
+    r->post.n = f->n;
+    r->post.nreg = 0;
+    while (r->post.nreg < f->n && r->post.op[r->post.nreg].reg != RT_PR_NONE)
+        r->post.nreg++;
+    return true;
+}
+
 /* Makes the chain planned at code ready (as rt_fuse_run; it takes its STORE), then
  * calls body(c, d, e, arg) with e running it over tiles of its region in the STORE's
  * DRAM: a MATMUL whose result is the chain's input (rt_exec.c, RT_PH_EPI) writes each
@@ -771,6 +830,6 @@ void rt_fuse_around(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p,
     FuseRun r;
     fuse_setup(&r, c, d, code, p);
     r.src.x = r.st, r.src.xrs = r.sdrs;
-    RtEpi e = {fuse_tile, &r, r.st, r.sdrs};
+    RtEpi e = {fuse_tile, &r, r.st, r.sdrs, post_make(&r) ? &r.post : NULL};
     body(c, d, &e, arg);
 }

@@ -141,6 +141,7 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
                 MMT_STORE(tout + (size_t)(r * MV + v) * MMT_VL, acc[v][r]);
         return;
     }
+    _Alignas(64) float tb[2 * MMT_VL * MMT_VL];  /* x->po: C's rows, R pixels each */
 #pragma GCC unroll 2
     for (int v = 0; v < MV; v++) {
 #pragma GCC unroll 16
@@ -149,8 +150,14 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
         MMT_TRANSPOSE(t);
 #pragma GCC unroll 16
         for (int i = 0; i < MMT_VL; i++)
-            MMT_STOREM(x->c + (size_t)(v * MMT_VL + i) * x->ldc + j, mr, t[i]);
+            if (x->po)
+                MMT_STORE(tb + (size_t)(v * MMT_VL + i) * MMT_VL, t[i]);
+            else
+                MMT_STOREM(x->c + (size_t)(v * MMT_VL + i) * x->ldc + j, mr, t[i]);
     }
+    if (x->po)          /* final: stored through the epilogue's chain (rt_kern_mmp.h) */
+        MMT_NAME(post_block)(x->po, tb, MMT_VL, x->c + j, x->ldc, x->prow,
+                             (size_t)(MV * MMT_VL), j, (size_t)R);
 }
 
 /* One chan_micro function per (vectors, pixel stride, pixels): R a constant, so the
@@ -278,6 +285,7 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
         y.k = x->k - k0 < kch ? x->k - k0 : kch;
         y.koff = x->koff + k0;
         bool first = k0 == 0, last = k0 + y.k == x->k;
+        y.po = last && MMT_NAME(has_post)(x) ? x->epi->post : NULL; /* tiles final */
         const float *atk = (pre ? pre : at) + (size_t)k0 * mv * MMT_VL;
         uint32_t npf;
         if (pre) {   /* the kept transpose MMC_PF_AHEAD chunks ahead, to its end */
@@ -366,13 +374,15 @@ MMT_INLINE void MMT_NAME(chan_groups)(const MMT_NAME(Args) *x, float *at, size_t
         y.a = x->a + (size_t)g0 * x->lda;
         y.c = x->c + (size_t)g0 * x->ldc;
         y.m = (uint32_t)mv * MMT_VL;
+        y.prow = x->prow + g0;
         uint32_t g1 = g0 + (uint32_t)mv * MMT_VL;
         uint32_t nrows = x->m - g1 < 2 * MMT_VL ? x->m - g1 : 2 * MMT_VL;
         MMT_NAME(chan_rows)(&y, at, ct, mv, s, ne0, ne1, ns0,
                             g1 < x->m ? x->a + (size_t)g1 * x->lda : NULL, nrows,
                             pre ? pre + (size_t)g0 * x->k : NULL,
                             pre ? pre + (size_t)x->m * x->k : NULL);
-        MMT_NAME(epi)(x, g0, y.m, 0, x->n);      /* the group's rows are final */
+        if (!MMT_NAME(has_post)(x))              /* else stored through it (chan_micro) */
+            MMT_NAME(epi)(x, g0, y.m, 0, x->n);  /* the group's rows are final */
     }
 }
 

@@ -110,6 +110,10 @@ typedef struct {
     const char *const *pfp;  /* chan_micro's k step k < pfpn prefetches pfp[k] (rt_kern_mmc.h) */
     uint32_t pfpn;
     const RtEpi *epi;        /* the MATMUL's epilogue (RtMmSrc.epi), or NULL */
+    const RtPost *po;        /* a micro-kernel call's tile is final: stored through this
+                                chain (epi->post, rt_kern_mmp.h) */
+    uint32_t prow;           /* C's row 0 as a row of the chain's operands (a channel
+                                group's first row) */
 } MMT_NAME(Args);
 
 /* Runs x's epilogue, if any, over rows [i0, i0 + rows) and columns [j0, j0 + cols) of
@@ -120,6 +124,8 @@ MMT_INLINE void MMT_NAME(epi)(const MMT_NAME(Args) *x, size_t i0, size_t rows, s
     if (x->epi && x->epi->tile)
         x->epi->tile(x->epi->ctx, (uint32_t)i0, (uint32_t)rows, (uint32_t)j0, (uint32_t)cols);
 }
+
+#include "rt_kern_mmp.h"
 
 /* Modes of the micro-kernel's B: in place (rows ldb apart), a packed panel, a packed
  * panel or in place with A packed (x->ap; the other modes read A from its rows in
@@ -316,6 +322,18 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
                 acc[r][1] = MMT_FMA(av, b1, acc[r][1]);
         }
     }
+    if (x->po) {        /* final: stored through the epilogue's chain (rt_kern_mmp.h) */
+        _Alignas(64) float tb[MMT_MR * MMT_NR];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            MMT_STORE(tb + r * MMT_NR, h0 ? MMT_HUP(hacc[r]) : acc[r][0]);
+            if (NV == 2)
+                MMT_STORE(tb + r * MMT_NR + MMT_VL, h1 ? MMT_HUP(hacc[r]) : acc[r][1]);
+        }
+        MMT_NAME(post_block)(x->po, tb, MMT_NR, c, x->ldc, x->prow + i0, (size_t)R, j0,
+                             (size_t)(MMT_MCOUNT(m0) + MMT_MCOUNT(m1)));
+        return;
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
         MMT_STOREM(c + r * x->ldc, m0, h0 ? MMT_HUP(hacc[r]) : acc[r][0]);
@@ -459,6 +477,8 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
     }
     float *ap = pack + np * kc * MMT_NR;    /* a row block's A, after B's panels */
     y.ap = ap;
+    bool post = k0 + kc == x->k && MMT_NAME(has_post)(x);  /* tiles final: their chain */
+    y.po = post ? x->epi->post : NULL;
     for (uint32_t i0 = 0, rows; i0 < x->m; i0 += rows) {
         rows = MMT_NAME(block_rows)(x->m - i0);
         MMT_NAME(MicroFn) f = MMT_NAME(micros)[rows];
@@ -478,7 +498,7 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
               first ? x->ldb : MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero, MMT_LANES(left),
               MMT_LANES(left - MMT_VL), first ? MMT_INPLACEA : MMT_PACKAB);
         }
-        if (k0 + kc == x->k)                 /* the row block's columns are final */
+        if (k0 + kc == x->k && !post)        /* the row block's columns are final */
             MMT_NAME(epi)(x, i0, rows, j0, nc);
     }
 }
@@ -722,7 +742,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
                         mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL, 0,
-                        s->epi};
+                        s->epi, NULL, 0};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (mm->m == 0 || mm->n == 0 || (win && MMT_NAME(win_chan)(c, &x, s->aconst)) ||

@@ -106,12 +106,18 @@ static void gather(Prog *p, uint32_t dst, uint32_t idx, uint32_t nidx, uint32_t 
     p->in[p->n++].gather = g;
 }
 
+/* DRAM bytes [fill_nan_lo, fill_nan_hi) get a NaN or a -0 among their floats (every
+ * 37th is a NaN, every 41st -0) when fill_nan_hi is not 0. */
+static uint32_t fill_nan_lo, fill_nan_hi;
+
 /* Fills DRAM with small floats (exact sums in any order would hide nothing: the values
  * make rounding matter) and a few whole numbers below 64 for GATHER indices. */
 static void fill(uint32_t seed) {
     for (uint32_t i = 0; i < DRAM_BYTES / 4; i++) {
         seed = seed * 1664525u + 1013904223u;
         float f = (float)((seed >> 8) % 8192) / 1024.0f - 4.0f + 1.0f / 3.0f;
+        if (4 * i >= fill_nan_lo && 4 * i < fill_nan_hi)
+            f = i % 37 == 0 ? NAN : i % 41 == 0 ? -0.0f : f;
         memcpy(dram0 + 4 * i, &f, 4);
     }
     for (int32_t i = 0; i < 16; i++)
@@ -584,8 +590,8 @@ static void vrelu(Prog *p, uint32_t x, uint32_t rows, uint32_t cols, int32_t rs)
 /* The products of the epilogue tests: m x n x k, a 3 x 3 window over ch channels of
  * h x w when ch (n then (h - 2) x (w - 2)), picked so that each F32 kernel runs one: the
  * packed blocks (m >= 96), B in place in k blocks (k > 256), the channel-lane kernels
- * (16 or 32 rows, plain and window), the narrow and one-row products, the pixel-lane
- * window kernels. */
+ * (16 or 32 rows, plain and window; 64 rows: two groups), the narrow and one-row
+ * products, the pixel-lane window kernels. */
 typedef struct {
     uint32_t m, n, k, ch, h, w;
 } EpiShape;
@@ -593,7 +599,7 @@ static const EpiShape epi_shapes[] = {
     {100, 70, 40, 0, 0, 0}, {40, 120, 300, 0, 0, 0}, {16, 49, 64, 0, 0, 0},
     {32, 200, 300, 0, 0, 0}, {24, 3, 40, 0, 0, 0},  {1, 70, 40, 0, 0, 0},
     {16, 0, 0, 8, 9, 11},   {16, 0, 0, 4, 20, 20},  {100, 0, 0, 4, 12, 16},
-    {5, 0, 0, 4, 6, 30},
+    {5, 0, 0, 4, 6, 30},    {64, 100, 256, 0, 0, 0}, {64, 0, 0, 4, 12, 16},
 };
 #define EPI_A 0x0            /* LX of A (its DRAM at 0) */
 #define EPI_B 0x40000        /* LX of B (its DRAM at 0x20000, rows 8 floats wider) */
@@ -683,6 +689,92 @@ static void test_epi_chain(void **state) {
             assert_int_equal(pl[mi].how == RT_PH_EPI, v < 3 && e->m * n * 4 >= 16384);
             check(&p, 300 + (uint32_t)(s * 6 + (size_t)v));
         }
+}
+
+/* Appends an F32 VEC fn over rows x cols into dst (rows rs elements apart): operand q
+ * at src[q] with row stride srs[q] and column stride scs[q] (elements), the immediate
+ * 1.0 for operand 0 (ISA_F_IMM_A) or 1 (ISA_F_IMM) as flags say; nsrc operands. */
+static void vgen(Prog *p, uint16_t fn, uint32_t dst, uint32_t rows, uint32_t cols, int32_t rs,
+                 uint8_t nsrc, uint8_t flags, const uint32_t src[2], const int32_t srs[2],
+                 const int32_t scs[2]) {
+    SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .fn = fn, .nsrc = nsrc,
+                .flags = flags, .dst = dst, .src = {src[0], src[1]}, .rows = rows,
+                .cols = cols, .dst_rs = rs, .src_rs = {srs[0], srs[1]},
+                .src_cs = {scs[0], scs[1]}, .imm = 0x3f800000u};
+    memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+    p->in[p->n++].vec = v;
+}
+
+/* The epilogue chains of test_epi_post, a VEC each: the function, the chain value's
+ * operand (0 or 1; the other one's kind: 'c' the chain value, 's' the scalar per row,
+ * 'r' the residual's row, 'i' the immediate, '-' none). */
+typedef struct {
+    uint16_t fn;
+    char a, b;
+} EpiStep;
+static const EpiStep epi_chains[][4] = {
+    /* all with a register form: bias, residual (its NaNs), max(x, 1), RELU */
+    {{ISA_VF_ADD, 'c', 's'}, {ISA_VF_ADD, 'c', 'r'}, {ISA_VF_MAX, 'c', 'i'},
+     {ISA_VF_RELU, 'c', '-'}},
+    /* register forms, the chain value second in two: x * residual, residual + x,
+     * max(1, x), min(x, 1) (a chain's input is the first VEC's first operand) */
+    {{ISA_VF_MUL, 'c', 'r'}, {ISA_VF_ADD, 'r', 'c'}, {ISA_VF_MAX, 'i', 'c'},
+     {ISA_VF_MIN, 'c', 'i'}},
+    /* a bias, then operations through the L1 cache: ABS, residual - x, NEG */
+    {{ISA_VF_ADD, 's', 'c'}, {ISA_VF_ABS, 'c', '-'}, {ISA_VF_SUB, 'r', 'c'},
+     {ISA_VF_NEG, 'c', '-'}},
+    /* none in registers: x / scalar, then + 1 */
+    {{ISA_VF_DIV, 'c', 's'}, {ISA_VF_ADD, 'c', 'i'}, {0, 0, 0}, {0, 0, 0}},
+    /* x * residual (a -0 where it is -0 and x > 0), RELU (keeps -0 and NaN), scalar *
+     * x (the sign of a 0 kept) */
+    {{ISA_VF_MUL, 'c', 'r'}, {ISA_VF_RELU, 'c', '-'}, {ISA_VF_MUL, 's', 'c'}, {0, 0, 0}},
+    /* the same through the L1 cache: min(x, residual) (-0 where it is -0), RELU,
+     * scalar * x */
+    {{ISA_VF_MIN, 'c', 'r'}, {ISA_VF_RELU, 'c', '-'}, {ISA_VF_MUL, 's', 'c'}, {0, 0, 0}},
+};
+
+/* A MATMUL and an epilogue chain of each kind of operation (epi_chains) that its
+ * vector kernels run on each tile as they store it (RtEpi.post, rt_kern_mmp.h: in
+ * registers, or through the L1 cache from the first operation without a register
+ * form), with the chain value as either operand, over the residual's NaNs and -0s,
+ * for a product of every F32 kernel (the kernels without the post form run the chain
+ * as before). Every byte of DRAM as with the instructions one by one. */
+static void test_epi_post(void **state) {
+    (void)state;
+    fill_nan_lo = 0x78000, fill_nan_hi = 0x80000;
+    for (size_t s = 0; s < sizeof epi_shapes / sizeof epi_shapes[0]; s++)
+        for (size_t ch = 0; ch < sizeof epi_chains / sizeof epi_chains[0]; ch++) {
+            const EpiShape *e = &epi_shapes[s];
+            Prog p;
+            uint32_t n, k, r = EPI_S + 0x1000;
+            epi_product(&p, e, &n, &k);
+            uint32_t mi = p.n - 1;
+            int32_t w = (int32_t)n;
+            dma(&p, false, EPI_S, 0x70000, 1, e->m, 0, 1, 0, 1);
+            dma(&p, false, r, 0x78000, e->m, n, w + 5, 1, w, 1);
+            for (int q = 0; q < 4 && epi_chains[ch][q].fn; q++) {
+                const EpiStep *t = &epi_chains[ch][q];
+                char kinds[2] = {t->a, t->b};
+                uint32_t src[2] = {0, 0};
+                int32_t srs[2] = {0, 0}, scs[2] = {0, 0};
+                uint8_t flags = 0;
+                for (int o = 0; o < 2; o++) {
+                    if (kinds[o] == 'c' || kinds[o] == 'r')
+                        src[o] = kinds[o] == 'c' ? EPI_C : r, srs[o] = w, scs[o] = 1;
+                    else if (kinds[o] == 's')
+                        src[o] = EPI_S, srs[o] = 1;
+                    else if (kinds[o] == 'i')
+                        flags |= o ? ISA_F_IMM : ISA_F_IMM_A;
+                }
+                vgen(&p, t->fn, EPI_C, e->m, n, w, t->b == '-' ? 1 : 2, flags, src, srs, scs);
+            }
+            dma(&p, true, EPI_C, OUT, e->m, n, w + 3, 1, w, 1);
+            RtPrep pl[MAXP];
+            rt_prep_code(p.in, p.n, pl);
+            assert_int_equal(pl[mi].how == RT_PH_EPI, e->m * n * 4 >= 16384);
+            check(&p, 400 + (uint32_t)(s * 8 + ch));
+        }
+    fill_nan_lo = fill_nan_hi = 0;
 }
 
 /* A VFILL of a patch whose interior LOADs after it rewrite (a convolution's padding),
@@ -783,6 +875,7 @@ int main(void) {
         cmocka_unit_test(test_defer_chain),
         cmocka_unit_test(test_epi_store),
         cmocka_unit_test(test_epi_chain),
+        cmocka_unit_test(test_epi_post),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),
     };

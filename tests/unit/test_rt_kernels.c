@@ -203,6 +203,144 @@ static void test_matmul_shapes(void **state) {
     check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1) */
 }
 
+/* The epilogue of test_matmul_post: its chain (RtPost) and C, for the reference. */
+typedef struct {
+    const RtPost *po;
+    float *c;
+    size_t ldc;
+} PostRef;
+
+/* Element (i, j) of C, x, through the chain po as isa.md's VECs one by one. */
+static float post_ref1(const RtPost *po, float x, size_t i, size_t j) {
+    for (int q = 0; q < po->n; q++) {
+        const RtPostOp *o = &po->op[q];
+        float y = 0.0f, a, b;
+        if (o->kind == RT_PO_SCALAR)
+            memcpy(&y, o->y + (int64_t)i * o->yrs, 4);
+        else if (o->kind == RT_PO_ROW)
+            memcpy(&y, o->y + (int64_t)i * o->yrs + 4 * (int64_t)j, 4);
+        a = o->pos ? y : x, b = o->pos ? x : y;
+        switch (o->fn) {
+        case ISA_VF_ADD: x = a + b; break;
+        case ISA_VF_SUB: x = a - b; break;
+        case ISA_VF_MUL: x = a * b; break;
+        case ISA_VF_DIV: x = a / b; break;
+        case ISA_VF_MAX: x = (a > b || a != a) ? a : b; break;
+        case ISA_VF_MIN: x = (a < b || a != a) ? a : b; break;
+        case ISA_VF_RELU: x = x < 0.0f ? 0.0f : x; break;
+        case ISA_VF_NEG: x = -x; break;
+        default: x = fabsf(x); break;
+        }
+    }
+    return x;
+}
+
+/* RtEpi.tile of test_matmul_post: the reference chain over a tile of C (the kernels
+ * without the post form call it). */
+static void post_ref_tile(void *ctx, uint32_t r0, uint32_t nr, uint32_t c0, uint32_t nc) {
+    const PostRef *t = ctx;
+    for (size_t i = r0; i < r0 + nr; i++)
+        for (size_t j = c0; j < c0 + nc; j++)
+            t->c[i * t->ldc + j] = post_ref1(t->po, t->c[i * t->ldc + j], i, j);
+}
+
+/* An operation of a post chain: fn with the chain value at pos, y a scalar per row or a
+ * row (RT_PO_*) at lx offset y, rows yrs bytes apart; reg its register form (RT_PR_*). */
+static RtPostOp post_op(uint16_t fn, uint8_t pos, uint8_t kind, uint8_t reg, uint32_t y,
+                        int64_t yrs) {
+    return (RtPostOp){fn, pos, kind, reg, 0.0f, kind ? lx + y : NULL, yrs};
+}
+
+/* A MATMUL with an epilogue chain in its post form (RtEpi.post, rt_kern_mmp.h) through
+ * each vector kernel of this host, C written where the epilogue says, for four chains:
+ * register forms only (a bias, a residual with NaNs and -0s, max(1, x), RELU); x *
+ * residual (a -0 where it is -0 and x > 0), RELU keeping it, scalar * x, then
+ * operations through the L1 cache (residual - x, NEG, MIN, DIV); NaNs through MAX and
+ * MIN with the chain value first, in registers and through the L1 cache. Shapes of
+ * the packed blocks (a last panel of 17 columns: one vector and a lane), B in place,
+ * the channel-lane kernels (one and two groups) and the others (which run the chain
+ * through RtEpi.tile). Every element bit for bit that of the reference. */
+static void test_matmul_post(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{100, 70, 40}, {48, 81, 64}, {16, 49, 64},
+                                         {64, 100, 256}, {32, 200, 300}, {7, 33, 20},
+                                         {13, 24, 300}, {96, 49, 64}};
+    const uint32_t a = 0, b = 0x20000, c = 0x60000, r = 0x70000, sc = 0x80000, one = sc + 4096;
+    uint32_t seed = 7;
+    for (unsigned sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
+        for (int ch = 0; ch < 4; ch++)
+            for (int kind = MM_512; kind < MM_PORTABLE; kind++) {
+                uint32_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2];
+                size_t ldc = n + 3;
+                for (uint32_t i = 0; i < m * k; i++)
+                    fp(a)[i] = rnd(&seed);
+                for (uint32_t i = 0; i < k * n; i++)
+                    fp(b)[i] = rnd(&seed);
+                for (uint32_t i = 0; i < m * (n + 1); i++)      /* the residual */
+                    fp(r)[i] = i % 37 == 0 ? NAN : i % 41 == 0 ? -0.0f : rnd(&seed);
+                for (uint32_t i = 0; i < m; i++)
+                    fp(sc)[i] = rnd(&seed) + 0.5f;
+                fp(one)[0] = 1.0f;
+                RtPost po = {0};
+                int64_t rrs = 4 * (int64_t)(n + 1);
+                RtPostOp bias = post_op(ISA_VF_ADD, 0, RT_PO_SCALAR, RT_PR_ADD_S, sc, 4);
+                RtPostOp resid = post_op(ISA_VF_ADD, 1, RT_PO_ROW, RT_PR_ADD_R, r, rrs);
+                RtPostOp max1 = post_op(ISA_VF_MAX, 0, RT_PO_SCALAR, RT_PR_MAX_S, one, 0);
+                RtPostOp max1b = post_op(ISA_VF_MAX, 1, RT_PO_SCALAR, RT_PR_MAX_S, one, 0);
+                RtPostOp min1 = post_op(ISA_VF_MIN, 0, RT_PO_SCALAR, RT_PR_MIN_S, one, 0);
+                RtPostOp relu = post_op(ISA_VF_RELU, 0, RT_PO_NONE, RT_PR_RELU, 0, 0);
+                RtPostOp mulr = post_op(ISA_VF_MUL, 0, RT_PO_ROW, RT_PR_MUL_R, r, rrs);
+                RtPostOp muls = post_op(ISA_VF_MUL, 1, RT_PO_SCALAR, RT_PR_MUL_S, sc, 4);
+                RtPostOp subr = post_op(ISA_VF_SUB, 1, RT_PO_ROW, RT_PR_NONE, r, rrs);
+                RtPostOp neg = post_op(ISA_VF_NEG, 0, RT_PO_NONE, RT_PR_NONE, 0, 0);
+                RtPostOp mins = post_op(ISA_VF_MIN, 1, RT_PO_SCALAR, RT_PR_NONE, sc, 4);
+                RtPostOp divs = post_op(ISA_VF_DIV, 0, RT_PO_SCALAR, RT_PR_NONE, sc, 4);
+                const RtPostOp *ops[4][8] = {
+                    {&bias, &resid, &max1b, &relu},        /* registers only */
+                    {&mulr, &relu, &muls, &subr, &neg, &mins, &divs},  /* -0s, then L1 */
+                    {&mulr, &max1, &muls, &min1},          /* NaNs through MAX, MIN */
+                    {&mulr, &divs, &max1, &min1, &relu},   /* the same through L1 */
+                };
+                for (int q = 0; q < 8 && ops[ch][q]; q++) {
+                    po.op[q] = *ops[ch][q];
+                    po.n = q + 1;
+                    if (po.nreg == q && po.op[q].reg != RT_PR_NONE)
+                        po.nreg = q + 1;
+                }
+                for (int q = 0; q < po.n; q++)    /* an L1 operation takes the rest */
+                    if (q >= po.nreg)
+                        po.op[q].reg = RT_PR_NONE;
+                float *ref = calloc((size_t)m * ldc, 4);
+                mm_ref(ref, fp(a), fp(b), m, n, k, k, n, ldc, false);
+                PostRef pr = {&po, ref, ldc};
+                post_ref_tile(&pr, 0, m, 0, n);
+                memset(fp(c), 0, 4 * (size_t)m * ldc);
+                PostRef pt = {&po, fp(c), ldc};
+                RtEpi e = {post_ref_tile, &pt, lx + c, 4 * (int64_t)ldc, &po};
+                SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32,
+                                .out_dtype = ISA_DT_F32, .a = a, .b = b, .c = 0, .m = m,
+                                .n = n, .k = k, .lda = k, .ldb = n, .ldc = n};
+                RtMmSrc s = {lx + a, lx + b, k, n, false, kind == MM_512_ACT ||
+                             kind == MM_256_ACT || kind == MM_512_WEIGHT ||
+                             kind == MM_256_WEIGHT, false,
+                             kind == MM_512_WEIGHT || kind == MM_256_WEIGHT, false, &e};
+                RtCore cr = core;
+                if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
+                    cr.pack = NULL;
+                bool ran = false;
+#if RT_HAVE_X86_KERNELS
+                ran = kind <= MM_512_KEPT ? rt_mm_f32_512(&cr, &mm, &s) : rt_mm_f32_256(&cr, &mm, &s);
+#endif
+                for (uint32_t i = 0; ran && i < m; i++)
+                    for (uint32_t j = 0; j < ldc; j++)
+                        if (bits(ref[i * ldc + j]) != bits(fp(c)[i * ldc + j]))
+                            fail_msg("post kernel %d chain %d m%u n%u k%u: (%u, %u): %a != %a",
+                                     kind, ch, m, n, k, i, j, fp(c)[i * ldc + j],
+                                     ref[i * ldc + j]);
+                free(ref);
+            }
+}
+
 /* At most four columns of C and a vector of rows or more (rt_kern_mmn.h: the transposed
  * product, B^T and C^T through the packing buffer, or in place when one column is
  * contiguous): column counts 1 to 4, rows at, under and past whole vectors, k short
@@ -1085,7 +1223,8 @@ static void test_vmath_same_bits(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_shapes),   cmocka_unit_test(test_vreduce_rows),
+        cmocka_unit_test(test_matmul_shapes),
+        cmocka_unit_test(test_matmul_post),     cmocka_unit_test(test_vreduce_rows),
         cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_select),      cmocka_unit_test(test_vec_copy_strided),
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
         cmocka_unit_test(test_strip_mined_runs), cmocka_unit_test(test_dma_transpose_blocks),
