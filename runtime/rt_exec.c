@@ -209,14 +209,15 @@ static bool epi_runs(const RtCore *c, const RtPrep *prep, uint32_t i) {
 /* The MATMUL at code[i] planned RT_PH_EPI (rt_prep.c), its C written straight to
  * DRAM, where the STORE after it would have copied it from LX: over the multiply-adds,
  * in the host's caches, rather than in a pass of its own afterwards (a convolution's
- * output: about a fifth of a 1 x 1 one's time). With a chain (kinds 1): the LOADs
- * between them first (they touch none of the MATMUL's operands), then the MATMUL, the
- * chain run on each tile of C it left there as soon as it is final, in place
- * (rt_fuse_around). The same operations on the same values: the same bits in DRAM;
- * LX is left without C, which no later instruction of the program reads. Returns the
- * index of the run's last instruction. */
+ * output: about a fifth of a 1 x 1 one's time). With a chain (kinds 1): the LOADs and
+ * VECs between them first (they touch none of the MATMUL's operands, nor C), then the
+ * MATMUL, the chain run on each tile of C it left there as soon as it is final, in
+ * place (rt_fuse_around). The same operations on the same values: the same bits in
+ * DRAM; LX is left without C, which no later instruction of the program reads.
+ * Returns the index of the run's last instruction, or with *rc set (a VEC's error),
+ * that of the failing one. */
 static uint32_t matmul_epi(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *prep,
-                           uint32_t i) {
+                           uint32_t i, int *rc) {
     const SpyMatmul *mm = &code[i].mm;
     uint32_t j = i + prep[i].run;
     if (!prep[i].kinds) {       /* the STORE's rows (rt_prep.c stores_c) */
@@ -227,8 +228,16 @@ static uint32_t matmul_epi(RtCore *c, RtDefer *d, const SpyInsn *code, const RtP
         matmul(c, d, mm, &e);
         return j;
     }
-    for (uint32_t q = i + 1; q < j; q += prep[q].run)
-        exec_load(c, d, &code[q], &prep[q]);
+    for (uint32_t q = i + 1; q < j; q += prep[q].run) {
+        if (code[q].opcode == ISA_LOAD) {
+            exec_load(c, d, &code[q], &prep[q]);
+            continue;
+        }
+        if (d->n && prep[q].how != RT_PH_FUSE)
+            rt_defer_before(c, d, &code[q], &prep[q]);
+        if ((*rc = exec_vec(c, d, &code[q], &prep[q])) != RT_XOK)
+            return q;
+    }
     rt_fuse_around(c, d, &code[j], &prep[j], epi_body, (void *)mm);
     return j + prep[j].run - 1;
 }
@@ -343,7 +352,7 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
         case ISA_SCATTER: rt_scatter(c, &in->scatter); break;
         case ISA_MATMUL:
             if (p->how == RT_PH_EPI && !c->dims && epi_runs(c, prep, i))
-                i = matmul_epi(c, &d, code, prep, i);
+                i = matmul_epi(c, &d, code, prep, i, &rc);
             else
                 matmul(c, &d, &in->mm, NULL);
             break;

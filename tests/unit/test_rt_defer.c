@@ -623,6 +623,14 @@ static void epi_product(Prog *p, const EpiShape *e, uint32_t *n, uint32_t *k) {
     }
 }
 
+/* The start of an epilogue test's program for shape s of epi_shapes (epi_product):
+ * the shape, its n and k, and the MATMUL's index. */
+static const EpiShape *epi_start(Prog *p, size_t s, uint32_t *n, uint32_t *k, uint32_t *mi) {
+    epi_product(p, &epi_shapes[s], n, k);
+    *mi = p->n - 1;
+    return &epi_shapes[s];
+}
+
 /* A MATMUL whose C the STORE right after it stores (rt_prep.c RT_PH_EPI, kinds 0): C
  * written straight to the STORE's DRAM, for a product of every F32 kernel, rows apart
  * and (C contiguous) as one row; not when C accumulates over an older C (ACCUM) or an
@@ -665,11 +673,10 @@ static void test_epi_chain(void **state) {
     (void)state;
     for (size_t s = 0; s < sizeof epi_shapes / sizeof epi_shapes[0]; s++)
         for (int v = 0; v < 6; v++) {
-            const EpiShape *e = &epi_shapes[s];
             Prog p;
-            uint32_t n, k, r = EPI_S + 0x1000;
-            epi_product(&p, e, &n, &k);
-            uint32_t mi = p.n - 1, rs = n;
+            uint32_t n, k, mi, r = EPI_S + 0x1000;
+            const EpiShape *e = epi_start(&p, s, &n, &k, &mi);
+            uint32_t rs = n;
             if (v == 3)      /* over B: the LOAD must come after the product */
                 dma(&p, false, EPI_B, 0x70000, 1, 64, 0, 1, 0, 1);
             dma(&p, false, EPI_S, 0x70000, 1, e->m, 0, 1, 0, 1);
@@ -744,11 +751,9 @@ static void test_epi_post(void **state) {
     fill_nan_lo = 0x78000, fill_nan_hi = 0x80000;
     for (size_t s = 0; s < sizeof epi_shapes / sizeof epi_shapes[0]; s++)
         for (size_t ch = 0; ch < sizeof epi_chains / sizeof epi_chains[0]; ch++) {
-            const EpiShape *e = &epi_shapes[s];
             Prog p;
-            uint32_t n, k, r = EPI_S + 0x1000;
-            epi_product(&p, e, &n, &k);
-            uint32_t mi = p.n - 1;
+            uint32_t n, k, mi, r = EPI_S + 0x1000;
+            const EpiShape *e = epi_start(&p, s, &n, &k, &mi);
             int32_t w = (int32_t)n;
             dma(&p, false, EPI_S, 0x70000, 1, e->m, 0, 1, 0, 1);
             dma(&p, false, r, 0x78000, e->m, n, w + 5, 1, w, 1);
@@ -775,6 +780,43 @@ static void test_epi_post(void **state) {
             check(&p, 400 + (uint32_t)(s * 8 + ch));
         }
     fill_nan_lo = fill_nan_hi = 0;
+}
+
+/* A MATMUL whose chain comes after a VEC that does not read C (RT_PH_EPI with VECs
+ * run before the MATMUL, rt_prep.c runs_before): a downsampling block's epilogue adds
+ * the other branch's bias to its result (a pending LOAD), then the chain adds C's bias
+ * and that result to C, RELU, STORE. The VEC before the chain may not write A or B
+ * (v 1: over B), read C (v 2: C added before its bias; no RT_PH_EPI), nor be a chain
+ * with a STORE (v 3: its STORE before the product would reorder it with the LOADs of A
+ * and B). Every byte of DRAM as with the instructions one by one, for a product of
+ * every F32 kernel. */
+static void test_epi_pre_vec(void **state) {
+    (void)state;
+    for (size_t s = 0; s < sizeof epi_shapes / sizeof epi_shapes[0]; s++)
+        for (int v = 0; v < 4; v++) {
+            Prog p;
+            uint32_t n, k, mi, r = EPI_S + 0x1000;
+            const EpiShape *e = epi_start(&p, s, &n, &k, &mi);
+            int32_t w = (int32_t)n;
+            dma(&p, false, r, 0x78000, e->m, n, w + 5, 1, w, 1);      /* the other branch */
+            dma(&p, false, EPI_S, 0x70000, 1, e->m, 0, 1, 0, 1);     /* its bias */
+            dma(&p, false, EPI_S + 0x800, 0x70800, 1, e->m, 0, 1, 0, 1);  /* C's bias */
+            uint32_t pre = v == 1 ? EPI_B : r;
+            if (v == 2)
+                vbin(&p, ISA_VF_ADD, r, r, EPI_C, e->m, n, w);
+            else
+                vrow(&p, ISA_VF_ADD, pre, pre, EPI_S, 1, e->m, n, w);
+            if (v == 3)
+                dma(&p, true, r, OUT + 0x20000, e->m, n, w, 1, w, 1);
+            vrow(&p, ISA_VF_ADD, EPI_C, EPI_C, EPI_S + 0x800, 1, e->m, n, w);
+            vbin(&p, ISA_VF_ADD, r, r, EPI_C, e->m, n, w);
+            vrelu(&p, r, e->m, n, w);
+            dma(&p, true, r, OUT, e->m, n, w + 3, 1, w, 1);
+            RtPrep pl[MAXP];
+            rt_prep_code(p.in, p.n, pl);
+            assert_int_equal(pl[mi].how == RT_PH_EPI, v == 0 && e->m * n * 4 >= 16384);
+            check(&p, 500 + (uint32_t)(s * 4 + (size_t)v));
+        }
 }
 
 /* A VFILL of a patch whose interior LOADs after it rewrite (a convolution's padding),
@@ -876,6 +918,7 @@ int main(void) {
         cmocka_unit_test(test_epi_store),
         cmocka_unit_test(test_epi_chain),
         cmocka_unit_test(test_epi_post),
+        cmocka_unit_test(test_epi_pre_vec),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_kernels_bt),
     };
