@@ -73,6 +73,15 @@ void rt_apre_free(RtApre *t);
 float *rt_apre_take(RtApre *t, const RtAKey *k, size_t bytes, bool *fill);
 void rt_apre_filled(RtApre *t, const RtAKey *k);
 
+/* A window MATMUL's extents and strides, which alone give the offsets of its B rows
+ * (rt_kern_mmt.h win_koff): those of the last window are kept (RtCore.koff) for the
+ * next core program of the same convolution on the thread. */
+typedef struct {
+    uint32_t k, ke1, ke2;
+    int64_t ks0, ks1, ks2;
+} RtKoffKey;
+#define RT_KOFF_MAX 16384        /* B rows of the kept offsets, at most */
+
 typedef struct {
     uint8_t *lx;             /* scratchpad of lx_budget_bytes */
     uint8_t *const *seg;     /* DRAM segment base pointers */
@@ -90,6 +99,9 @@ typedef struct {
     RtAKey aseen;            /* the A the last MATMUL that could use acache read */
     RtApre *apre;            /* the session's copies of constant A operands (rt_apre.c), or
                                 NULL */
+    int32_t *koff;           /* room for RT_KOFF_MAX B row offsets of a window, those of
+                                window koff_key (k 0: none yet), or NULL */
+    RtKoffKey koff_key;
     const RtWrite *wr;       /* the DRAM writes of the running kernel (rt_acache.c), nwr of */
     uint32_t nwr;            /* them; wr NULL: A is never taken as stable */
     const int32_t *dims;     /* the symbols' actual sizes when the bundle has guards

@@ -116,7 +116,7 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
     const int32_t *koff = x->koff;
     for (uint32_t k = 0; k < x->k; k++, at += MV * MMT_VL) {
         if (k < x->pfpn)    /* the next chunk of A, into L2 (chan_pf_lines) */
-            __builtin_prefetch(x->pfp[k], 0, 2);
+            __builtin_prefetch(x->pfc ? x->pfc + (size_t)k * 64 : x->pfp[k], 0, 2);
         const float *bk = b + koff[k];
         /* bk in a register: the broadcasts then address base + displacement (an
          * indexed operand splits each FMA into two micro-ops on Intel cores) */
@@ -250,11 +250,12 @@ static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[2][2][MMC_R1 / 2 + 1] = {
  * multiplies, it stays in the L1 cache while every pixel block runs over it. */
 #define MMC_CHUNK_BYTES (16u << 10)
 
-/* Gives y's next chan_micro call the next step lines of tab (npf of them, done so far
- * taken). */
-MMT_INLINE void MMT_NAME(chan_pf_next)(MMT_NAME(Args) *y, const char **tab, uint32_t npf,
-                                        uint32_t step, uint32_t *done) {
+/* Gives y's next chan_micro call the next step lines of tab, or of the lines one after
+ * the other from line (when not NULL; npf of them, done so far taken). */
+MMT_INLINE void MMT_NAME(chan_pf_next)(MMT_NAME(Args) *y, const char **tab, const char *line,
+                                        uint32_t npf, uint32_t step, uint32_t *done) {
     y->pfp = tab + *done;
+    y->pfc = line ? line + (size_t)*done * 64 : NULL;
     y->pfpn = npf - *done < step ? npf - *done : step;
     *done += y->pfpn;
 }
@@ -288,11 +289,16 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
         y.po = last && MMT_NAME(has_post)(x) ? x->epi->post : NULL; /* tiles final */
         const float *atk = (pre ? pre : at) + (size_t)k0 * mv * MMT_VL;
         uint32_t npf;
-        if (pre) {   /* the kept transpose MMC_PF_AHEAD chunks ahead, to its end */
+        const char *line = NULL;
+        if (pre) {   /* the kept transpose MMC_PF_AHEAD chunks ahead, to its end: its
+                      * lines one after the other, from y.pfc (no table to fill) */
             const float *pf = atk + (size_t)MMC_PF_AHEAD * kch * mv * MMT_VL;
             size_t left = pf < pend ? (size_t)(pend - pf) : 0, want = (size_t)kch * mv * MMT_VL;
-            npf = MMT_NAME(chan_pf_lines)(x, tab, pf, 1, 0,    /* one contiguous row */
-                                          (uint32_t)(left < want ? left : want));
+            size_t len = left < want ? left : want;
+            uintptr_t lo = (uintptr_t)pf & ~(uintptr_t)63, hi = (uintptr_t)(pf + len);
+            npf = len ? (uint32_t)((hi - lo + 63) / 64) : 0;
+            npf = npf < MMC_PF_MAX ? npf : MMC_PF_MAX;
+            line = npf ? (const char *)lo : NULL;
         } else {
             npf = last ? MMT_NAME(chan_pf_lines)(x, tab, na, nrows, 0, x->k < kch ? x->k : kch)
                        : MMT_NAME(chan_pf_lines)(x, tab, x->a, (uint32_t)mv * MMT_VL, k0 + kch,
@@ -306,7 +312,7 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
         size_t r0 = 0;
         for (; pair && r0 + 1 < ne0; r0 += 2) {   /* whole rows, two a call */
             float *t = first && last ? NULL : ct + r0 * ne1 * mv * MMT_VL;
-            MMT_NAME(chan_pf_next)(&y, tab, npf, step, &done);
+            MMT_NAME(chan_pf_next)(&y, tab, line, npf, step, &done);
             pair(&y, atk, x->b + (int64_t)r0 * ns0, r0 * ne1, x->zero, first ? NULL : t,
                  last ? NULL : t);
         }
@@ -314,14 +320,14 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
             for (size_t j = 0, q = 0; q < nb; q++) {
                 size_t w = (ne1 - j + (nb - q) - 1) / (nb - q), p = r0 * ne1 + j;
                 float *t = first && last ? NULL : ct + p * mv * MMT_VL;
-                MMT_NAME(chan_pf_next)(&y, tab, npf, step, &done);
+                MMT_NAME(chan_pf_next)(&y, tab, line, npf, step, &done);
                 MMT_NAME(chans)[mv - 1][s - 1][w](&y, atk,
                                                   x->b + (int64_t)r0 * ns0 + (int64_t)j * s, p,
                                                   x->zero, first ? NULL : t, last ? NULL : t);
                 j += w;
             }
         for (; done < npf; done++)    /* more lines than the calls took */
-            __builtin_prefetch(tab[done], 0, 2);
+            __builtin_prefetch(line ? line + (size_t)done * 64 : tab[done], 0, 2);
     }
 }
 

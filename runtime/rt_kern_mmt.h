@@ -107,7 +107,8 @@ typedef struct {
                                 panel (kc rows of MMT_NR floats), for the next row blocks */
     const float *ap;         /* MMT_PACKAB: the row block's A packed (MMT_NAME(pack_a)),
                                 rows MMT_AP apart */
-    const char *const *pfp;  /* chan_micro's k step k < pfpn prefetches pfp[k] (rt_kern_mmc.h) */
+    const char *const *pfp;  /* chan_micro's k step k < pfpn prefetches pfp[k] (rt_kern_mmc.h), */
+    const char *pfc;         /* or, when pfc is not NULL, the line at pfc + 64 k */
     uint32_t pfpn;
     const RtEpi *epi;        /* the MATMUL's epilogue (RtMmSrc.epi), or NULL */
     const RtPost *po;        /* a micro-kernel call's tile is final: stored through this
@@ -505,18 +506,29 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
 
 #include "rt_kern_mmw.h"
 
-/* The offset of every B row of window x from its base, in the packing buffer: three
+/* The offset of every B row of window x from its base, in the thread's kept offsets
+ * (RtCore.koff; the packing buffer without them or past RT_KOFF_MAX rows): three
  * nested loops over k's (i_0, i_1, i_2), the innermost a run of ke2 offsets ks2 apart
  * (no division and no branch per k: a depthwise convolution's MATMUL is a few hundred
  * multiply-adds, and either cost more). The verifier checked that the extents
- * multiply to k, so none is 0 when k is not. */
+ * multiply to k, so none is 0 when k is not. The offsets depend on the extents and
+ * strides alone: the next core program of the same convolution on the thread finds
+ * them there (a third of win_chan's own time in resnet50, k up to 4608 a call). */
 MMT_INLINE int32_t *MMT_NAME(win_koff)(RtCore *c, const MMT_NAME(Args) *x) {
-    int32_t *koff = (int32_t *)c->pack;
     /* the extents and strides in locals: the stores to koff (int32_t) may alias x's
      * uint32_t fields, which the loops then read again after every store (a 3 x 3
      * window of 256 channels: about 1% of its MATMUL) */
     const uint32_t kk = x->k, ke1 = x->ke1, ke2 = x->ke2;
     const int64_t ks0 = x->ks0, ks1 = x->ks1, ks2 = x->ks2;
+    RtKoffKey key = {kk, ke1, ke2, ks0, ks1, ks2};
+    bool keep = c->koff && kk <= RT_KOFF_MAX;   /* the thread's, for its next programs */
+    int32_t *koff = keep ? c->koff : (int32_t *)c->pack;
+    if (keep && kk && c->koff_key.k == kk && c->koff_key.ke1 == ke1 &&
+        c->koff_key.ke2 == ke2 && c->koff_key.ks0 == ks0 && c->koff_key.ks1 == ks1 &&
+        c->koff_key.ks2 == ks2)
+        return koff;                  /* the same window as the last: its offsets */
+    if (keep)
+        c->koff_key = key;
     uint32_t k = 0;
     for (int64_t o0 = 0; k < kk; o0 += ks0)
         for (uint32_t i1 = 0; i1 < ke1; i1++) {
@@ -741,8 +753,8 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         away ? (size_t)s->epi->crs / 4 : mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
-                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL, 0,
-                        s->epi, NULL, 0};
+                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL,
+                        NULL, 0, s->epi, NULL, 0};
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (mm->m == 0 || mm->n == 0 || (win && MMT_NAME(win_chan)(c, &x, s->aconst)) ||

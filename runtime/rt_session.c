@@ -102,10 +102,12 @@ static double now_us(void) {
 
 /* Bytes allocated per host thread: the scratchpad with its slack, then the MATMUL
  * packing buffer with its slack, 64-aligned within the block (pack_buffer), then the
- * widening area of DLF16 MATMULs (wide_offset). */
+ * widening area of DLF16 MATMULs (wide_offset), then a window's kept B row offsets
+ * (koff_buffer). */
 static size_t lx_alloc_bytes(const spy_model *m) {
     return (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64 + RT_PACK_BYTES +
-           RT_PACK_SLACK + 2 * (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64;
+           RT_PACK_SLACK + 2 * (size_t)m->target.lx_budget_bytes + RT_LX_SLACK + 64 +
+           RT_KOFF_MAX * 4 + 64;
 }
 
 /* The packing buffer within a thread's block lx (see lx_alloc_bytes). */
@@ -120,6 +122,13 @@ static uint32_t wide_offset(const spy_model *m, const uint8_t *lx) {
     uintptr_t p = (uintptr_t)pack_buffer(m, (uint8_t *)(uintptr_t)lx) + RT_PACK_BYTES +
                   RT_PACK_SLACK;
     return (uint32_t)(((p + 63) & ~(uintptr_t)63) - (uintptr_t)lx);
+}
+
+/* The kept window offsets (RtCore.koff) within a thread's block lx, 64-aligned. */
+static int32_t *koff_buffer(const spy_model *m, uint8_t *lx) {
+    uintptr_t p = (uintptr_t)lx + wide_offset(m, lx) + 2 * (size_t)m->target.lx_budget_bytes +
+                  RT_LX_SLACK;
+    return (int32_t *)((p + 63) & ~(uintptr_t)63);
 }
 
 /* Allocates everything a session of m with nthreads threads needs. */
@@ -391,6 +400,7 @@ static void run_thread(void *arg, int tid) {
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
                    .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
                    .acache = s->poison ? NULL : s->acache[tid], .apre = s->apre,
+                   .koff = koff_buffer(m, s->lx[tid]),
                    .memo_on = !s->poison,
                    .dims = m->guards ? (const int32_t *)s->stage[m->ninputs - 1] : NULL};
     bool one = tid == 0 && (s->nthreads == 1 || s->solo);

@@ -110,8 +110,11 @@ static bool run_mm(int kind, const SpyMatmul *mm) {
     RtCore c = core;
     if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
         c.pack = NULL;
-    if (kind != MM_512_KEPT && kind != MM_256_KEPT)
-        return run_mm_once(kind, &c, mm);
+    if (kind != MM_512_KEPT && kind != MM_256_KEPT) {
+        bool ran = run_mm_once(kind, &c, mm);
+        core.koff_key = c.koff_key;      /* the window offsets kept, for the next call */
+        return ran;
+    }
     size_t cb = ((size_t)(mm->m - 1) * mm->ldc + mm->n) * 4;
     uint8_t *c0 = malloc(cb);
     assert_non_null(c0);
@@ -123,6 +126,7 @@ static bool run_mm(int kind, const SpyMatmul *mm) {
     ran = ran && run_mm_once(kind, &c, mm);
     rt_apre_free(c.apre);
     free(c0);
+    core.koff_key = c.koff_key;
     return ran;
 }
 
@@ -453,12 +457,29 @@ static void test_matmul_window(void **state) {
         /* A packed a k-chunk at a time (the next chunk's and group's lines prefetched):
          * groups of two vectors and a last one of one over several chunks each */
         {80, 40, 3, 3, 1, 1, 3, 7}, {112, 50, 3, 3, 2, 1, 4, 6}};
-    uint32_t seed = 11;
-    for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
-        for (int acc = 0; acc < 2; acc++) {
-            const uint32_t *x = cases[i];
-            check_win(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], acc, seed++);
-        }
+    /* then again with the offsets of B's rows kept on the core (RtCore.koff): each
+     * case's second run (ACCUM) finds its window's offsets kept by the first, the next
+     * case's window differs; last, windows one after the other of the same k (the
+     * seeds give the patch's width, (o1 - 1) * st + 3 + seed % 3): rows of another
+     * width over planes of the same size, then planes of another size, rows of the
+     * same width (the kept offsets of the one before must not be taken) */
+    int32_t *kept = malloc(RT_KOFF_MAX * 4);
+    assert_non_null(kept);
+    for (int keep = 0; keep < 2; keep++) {
+        uint32_t seed = 11;
+        core.koff = keep ? kept : NULL;
+        core.koff_key = (RtKoffKey){0};
+        for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++)
+            for (int acc = 0; acc < 2; acc++) {
+                const uint32_t *x = cases[i];
+                check_win(x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], acc, seed++);
+            }
+        check_win(16, 2, 3, 3, 1, 1, 6, 10, false, 36);     /* patch 8 x 12 */
+        check_win(16, 2, 3, 3, 1, 1, 10, 6, false, 39);     /* 12 x 8 */
+        check_win(16, 2, 3, 3, 1, 1, 8, 6, false, 42);      /* 10 x 8 */
+    }
+    core.koff = NULL;
+    free(kept);
 }
 
 /* One DLF16 window MATMUL (3x3 taps, stride st, cl channels, on x o1 pixels) in a
