@@ -158,15 +158,15 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p) {
         p->how = RT_PH_ONE;
 }
 
-/* A VEC with plan p: its one-pass run (carrying out first the deferred LOADs the later
+/* A VEC with plan p: its one-pass run (carrying out first the deferred LOADs the
  * instructions of the run may touch), or the instruction alone. */
 static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
     if (p->how == RT_PH_FUSE) {      /* a chain settles the views itself (rt_fuse.c) */
         rt_fuse_run(c, d, in, p);
         return RT_XOK;
     }
-    for (uint32_t j = 1; j < p->run && d->n; j++)
-        rt_defer_before(c, d, &in[j], NULL);
+    for (uint32_t j = 0; j < p->run && d->n; j++)
+        rt_defer_before(c, d, &in[j], j ? NULL : p);
     switch (p->how) {
     case RT_PH_TAPS: rt_vec_taps(c, in, p->run); return RT_XOK;
     case RT_PH_POOL: rt_vec_pool(c, in, p->run); return RT_XOK;
@@ -233,8 +233,6 @@ static uint32_t matmul_epi(RtCore *c, RtDefer *d, const SpyInsn *code, const RtP
             exec_load(c, d, &code[q], &prep[q]);
             continue;
         }
-        if (d->n && prep[q].how != RT_PH_FUSE)
-            rt_defer_before(c, d, &code[q], &prep[q]);
         if ((*rc = exec_vec(c, d, &code[q], &prep[q])) != RT_XOK)
             return q;
     }
@@ -334,7 +332,7 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
                 continue;
             }
         }
-        if (d.n && in->opcode != ISA_LOAD && !(in->opcode == ISA_VEC && p->how == RT_PH_FUSE))
+        if (d.n && in->opcode != ISA_LOAD && in->opcode != ISA_VEC)  /* VECs: exec_vec */
             rt_defer_before(c, &d, in, p);
         switch (in->opcode) {
         case ISA_LOAD:
