@@ -44,6 +44,8 @@ void spy_model_free(spy_model *m) {
     free(m->prep);
     free(m->kwr);
     free(m->kwr_first);
+    free(m->odep);
+    free(m->odep_first);
     free(m->io);
     free(m->meta_text);
     for (uint32_t v = 0; v < m->nvariants; v++)

@@ -100,6 +100,10 @@ struct spy_model {
     struct RtPrep *prep;           /* [ncode] execution plans (rt_prep.c) */
     struct RtWrite *kwr;     /* the DRAM bytes each kernel writes (rt_acache.c), kernel k's */
     uint32_t *kwr_first;     /* kwr[kwr_first[k]..kwr_first[k + 1]); NULL: none listed */
+    uint64_t *odep;          /* per schedule entry, per active program: the mask of the
+                                previous entry's active programs it waits for (rt_overlap.c) */
+    uint32_t *odep_first;    /* [nsched] entry pos's masks at odep[odep_first[pos]..], or
+                                RT_OV_BARRIER: it waits for all of them; NULL: all do */
     uint8_t min_rank;        /* lowest share rank scheduled: policies below it need no
                                 worker */
     uint32_t share_policies; /* bit p: policy p shares another kernel than p - 1 (bit 0
@@ -125,6 +129,8 @@ spy_status rt_prep_model(spy_model *m, RtErr *e);
 void rt_memo_model(spy_model *m);      /* rt_memo.c: reusable input patches */
 void rt_acache_model(spy_model *m);    /* rt_acache.c: the DRAM each kernel writes */
 void rt_affinity_model(spy_model *m);  /* rt_affinity.c: the order of a kernel's programs */
+#define RT_OV_BARRIER UINT32_MAX
+void rt_overlap_model(spy_model *m);   /* rt_overlap.c: what each program waits for */
 
 /* rt_verify.c: verifies every table after the section layout was checked. */
 spy_status rt_verify_tables(spy_model *m, RtErr *e);

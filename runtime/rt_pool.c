@@ -118,6 +118,11 @@ static bool counter_reached(RtPool *p, _Atomic uint64_t *w, uint64_t v) {
     return (x >> 32) != (v >> 32) || (uint32_t)x >= (uint32_t)v || atomic_load(&p->quit);
 }
 
+/* Every bit of v is set in *w, or quit. */
+static bool mask_reached(RtPool *p, _Atomic uint64_t *w, uint64_t v) {
+    return (atomic_load(w) & v) == v || atomic_load(&p->quit);
+}
+
 /* Worker thread body: takes part in each job it finds open, until told to quit. */
 static void *worker_main(void *wa) {
     Worker w = *(Worker *)wa;
@@ -188,6 +193,13 @@ void rt_pool_run(RtPool *p) {
 void rt_pool_wait(RtPool *p, _Atomic uint64_t *counter, uint64_t target) {
     if (!counter_reached(p, counter, target))
         wait_until(p, counter_reached, counter, target);
+}
+
+/* Blocks until every bit of need is set in *mask (another thread of the job sets
+ * them and then calls rt_pool_notify). */
+void rt_pool_wait_mask(RtPool *p, _Atomic uint64_t *mask, uint64_t need) {
+    if (!mask_reached(p, mask, need))
+        wait_until(p, mask_reached, mask, need);
 }
 
 /* Wakes the threads sleeping in a wait after a counter advanced. */

@@ -5,7 +5,8 @@
  * complete it), make thread 0 wait until the work is complete, and leave nothing to
  * a worker still inside fn after that (it may return later, even during the next
  * job). rt_pool_wait / rt_pool_notify let the threads of a job wait for a tagged
- * counter (tag << 32 | count) that another thread advances.
+ * counter (tag << 32 | count) that another thread advances, rt_pool_wait_mask for bits
+ * of a mask that other threads set.
  */
 #ifndef SPYRT_RT_POOL_H
 #define SPYRT_RT_POOL_H
@@ -20,6 +21,7 @@ typedef void (*RtPoolFn)(void *arg, int tid);
 RtPool *rt_pool_create(int n, RtPoolFn fn, void *arg);
 void rt_pool_run(RtPool *p);
 void rt_pool_wait(RtPool *p, _Atomic uint64_t *counter, uint64_t target);
+void rt_pool_wait_mask(RtPool *p, _Atomic uint64_t *mask, uint64_t need);
 void rt_pool_notify(RtPool *p);
 void rt_pool_free(RtPool *p);
 

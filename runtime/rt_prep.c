@@ -190,8 +190,9 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
 }
 
 /* Plans every instruction of the verified model m (m->prep), and its reusable input
- * patches (rt_memo.c: also the order of m->active) and the DRAM each kernel writes
- * (rt_acache.c). */
+ * patches (rt_memo.c: also the order of m->active), the DRAM each kernel writes
+ * (rt_acache.c), the order of each kernel's programs (rt_affinity.c) and what each
+ * program waits for (rt_overlap.c). */
 spy_status rt_prep_model(spy_model *m, RtErr *e) {
     m->prep = malloc(((size_t)m->ncode + 1) * sizeof *m->prep);
     if (!m->prep)
@@ -200,5 +201,6 @@ spy_status rt_prep_model(spy_model *m, RtErr *e) {
     rt_acache_model(m);                 /* the kernels' writes, which rt_memo reads */
     rt_memo_model(m);
     rt_affinity_model(m);
+    rt_overlap_model(m);                /* after the order of m->active */
     return SPY_OK;
 }

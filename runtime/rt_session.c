@@ -4,7 +4,12 @@
  * taken from a shared counter by the session's threads (programs that are only their
  * BARRIER are skipped); a thread starts a kernel's programs once every program of
  * the previous schedule entry is done (a per-entry completion counter), so no thread
- * waits for one that has nothing to do or has not been scheduled yet. A kernel the
+ * waits for one that has nothing to do or has not been scheduled yet. A run without a
+ * kernel hook or a profile overlaps entries where rt_overlap.c listed what each
+ * program needs: a thread that finds no program of an entry left takes the next
+ * entry's programs as soon as the earlier entries are complete (a count of leading
+ * complete entries) and the programs of the entry before that it depends on are done
+ * (a per-entry mask), instead of waiting for the slowest thread. A kernel the
  * run's share policy (rt_adapt.h, chosen per run from the session's timings) leaves
  * serial runs all its programs on the calling thread. The counters carry the run's
  * generation (gen << 32 | count): a worker still inside an earlier run when the
@@ -45,6 +50,11 @@ struct spy_session {
     uint8_t **stage;         /* [ntensors] staging buffer or NULL when direct */
     _Atomic uint64_t *next;  /* [nsched] gen << 32 | next program index per entry */
     _Atomic uint64_t *done;  /* [nsched] gen << 32 | programs finished per entry */
+    _Atomic uint64_t *dmask; /* [nsched] this run's programs finished per entry, a bit per
+                                active program (overlapped runs, rt_overlap.c) */
+    _Atomic uint64_t prefix; /* gen << 32 | leading entries complete (overlapped runs) */
+    bool overlap;            /* this run starts programs of an entry before the one before
+                                it is complete (m->odep: no hook, no profile, threads) */
     _Atomic uint32_t gen;    /* generation of the current (or last) run */
     double *host_us;         /* [nkernels] host time of the last run */
     int64_t *dyn_dims;       /* [ntensors * SPY_MAX_RANK] dims of the outputs after the
@@ -143,6 +153,7 @@ static spy_status session_alloc(spy_session *s) {
     s->stage = calloc(m->ntensors + 1, sizeof *s->stage);
     s->next = calloc(m->nsched + 1, sizeof *s->next);
     s->done = calloc(m->nsched + 1, sizeof *s->done);
+    s->dmask = calloc(m->nsched + 1, sizeof *s->dmask);
     s->host_us = calloc(m->nkernels + 1, sizeof *s->host_us);
     s->dyn_dims = calloc((size_t)m->ntensors * SPY_MAX_RANK + 1, sizeof *s->dyn_dims);
     if (!s->dyn_dims)
@@ -166,8 +177,8 @@ static spy_status session_alloc(spy_session *s) {
             return SPY_E_NOMEM;
     if (s->profile)
         s->span = calloc((size_t)m->nsched * (size_t)s->nthreads + 1, sizeof *s->span);
-    if (!s->arena || !s->lx || !s->acache || !s->seg || !s->staging || !s->stage || !s->next || !s->done ||
-        !s->host_us || (s->profile && !s->span))
+    if (!s->arena || !s->lx || !s->acache || !s->seg || !s->staging || !s->stage || !s->next ||
+        !s->done || !s->dmask || !s->host_us || (s->profile && !s->span))
         return SPY_E_NOMEM;
     for (int t = 0; t < s->nthreads; t++)
         if (!(s->lx[t] = calloc(lxb, 1)) ||
@@ -241,6 +252,7 @@ void spy_session_free(spy_session *s) {
     free(s->stage);
     free((void *)s->next);
     free((void *)s->done);
+    free((void *)s->dmask);
     free(s->host_us);
     free(s->guard_kus);
     free(s->guard_key);
@@ -333,15 +345,48 @@ static bool take_program(_Atomic uint64_t *next, uint32_t gen, uint32_t na, int 
     return false;
 }
 
+/* Whether every entry before pos is complete in run gen (0: none). */
+static bool entry_complete(spy_session *s, uint32_t gen, uint32_t pos) {
+    uint64_t v = atomic_load(&s->done[pos]);
+    return (uint32_t)(v >> 32) == gen && (uint32_t)v >= entry_programs(s->m, pos);
+}
+
+/* Advances the count of leading complete entries of run gen (overlapped runs) past
+ * every complete entry it reaches: the thread that completes an entry, and every
+ * thread before it waits for the count (entries without programs complete at once). */
+static void advance_prefix(spy_session *s, uint32_t gen) {
+    uint64_t v = atomic_load(&s->prefix);
+    while ((uint32_t)(v >> 32) == gen && (uint32_t)v < s->m->nsched &&
+           entry_complete(s, gen, (uint32_t)v))
+        if (atomic_compare_exchange_weak(&s->prefix, &v, tagged(gen, (uint32_t)v + 1)))
+            v = tagged(gen, (uint32_t)v + 1);
+}
+
+/* Waits in run gen until the first n entries are complete (overlapped runs). */
+static void wait_prefix(spy_session *s, uint32_t gen, uint32_t n) {
+    advance_prefix(s, gen);
+    rt_pool_wait(s->pool, &s->prefix, tagged(gen, n));
+}
+
+/* Program j of entry pos (overlapped: ov) waits for the programs of entry pos - 1 it
+ * depends on (rt_overlap.c). */
+static void wait_deps(spy_session *s, uint32_t pos, uint32_t j) {
+    uint64_t need = s->m->odep[s->m->odep_first[pos] + j];
+    rt_pool_wait_mask(s->pool, &s->dmask[pos - 1], need);
+}
+
 /* Takes programs of schedule entry pos from its counter (all of them when serial)
- * and runs them, unless an earlier entry failed; then counts them done. */
+ * and runs them, unless an earlier entry failed; then counts them done. Overlapped
+ * (ov), each program first waits for those of entry pos - 1 it depends on, and is
+ * counted in the entry's mask as soon as it is done. */
 static void run_entry(spy_session *s, RtCore *core, uint32_t gen, uint32_t pos, int tid,
-                      bool serial) {
+                      bool serial, bool ov) {
     const spy_model *m = s->m;
     uint32_t a = m->active_first[m->schedule[pos]], na = entry_programs(m, pos);
     RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
-    bool skip = atomic_load(&s->fail_pos) < pos; /* final: pos - 1 is complete */
+    bool skip = atomic_load(&s->fail_pos) < pos; /* an earlier entry failed */
     uint32_t ran = 0, j;
+    bool marks = s->overlap && pos + 1 < m->nsched && m->odep_first[pos + 1] != RT_OV_BARRIER;
     core->memo = 0;     /* a patch of an earlier entry: its DRAM may have changed since */
     uint32_t k = m->schedule[pos];      /* likewise a packed A (rt_acache.c) */
     rt_acache_entry(core, m->kwr_first ? m->kwr + m->kwr_first[k] : NULL,
@@ -349,14 +394,23 @@ static void run_entry(spy_session *s, RtCore *core, uint32_t gen, uint32_t pos, 
     while (serial ? (j = ran) < na : take_program(&s->next[pos], gen, na, tid, &j)) {
         if (sp && sp->n++ == 0)
             sp->start = now_us();
+        if (ov)
+            wait_deps(s, pos, j);
         if (!skip)
             run_program(s, core, pos, m->active[a + j]);
+        if (marks) {                         /* for the next entry's programs */
+            atomic_fetch_or(&s->dmask[pos], 1ull << j);
+            rt_pool_notify(s->pool);
+        }
         ran++;
     }
     if (sp && ran)                           /* ran: this run's span row is ours */
         sp->end = now_us();
-    if (ran && (uint32_t)atomic_fetch_add(&s->done[pos], ran) + ran == na)
+    if (ran && (uint32_t)atomic_fetch_add(&s->done[pos], ran) + ran == na) {
+        if (s->overlap)
+            advance_prefix(s, gen);
         rt_pool_notify(s->pool);
+    }
 }
 
 /* Calls the kernel hook after schedule entry pos (kernel k) unless it failed, then lets
@@ -374,6 +428,14 @@ static void call_hook(spy_session *s, uint32_t gen, uint32_t pos, uint32_t k) {
 /* Whether kernel k runs all its programs on thread 0 under share policy pol. */
 static bool kernel_serial(const spy_model *m, uint32_t k, int pol) {
     return m->share_rank[k] > pol;
+}
+
+/* Whether entry pos of an overlapped run starts before entry pos - 1 is complete:
+ * rt_overlap.c listed what its programs wait for, and neither entry is serial under
+ * share policy pol. */
+static bool overlaps(const spy_model *m, uint32_t pos, int pol) {
+    return pos > 0 && m->odep_first[pos] != RT_OV_BARRIER &&
+           !kernel_serial(m, m->schedule[pos], pol) && !kernel_serial(m, m->schedule[pos - 1], pol);
 }
 
 /* Whether entry pos has no program left for a worker of run gen (or is serial under
@@ -404,6 +466,7 @@ static void run_thread(void *arg, int tid) {
                    .memo_on = !s->poison,
                    .dims = m->guards ? (const int32_t *)s->stage[m->ninputs - 1] : NULL};
     bool one = tid == 0 && (s->nthreads == 1 || s->solo);
+    bool ovr = s->overlap;
     for (uint32_t pos = 0; pos < m->nsched; pos++) {
         uint32_t k = m->schedule[pos];
         if (tid != 0 && nothing_left(s, gen, pos, pol)) {
@@ -411,13 +474,16 @@ static void run_thread(void *arg, int tid) {
                 return;
             continue;
         }
-        if (pos > 0) {
+        bool ov = ovr && overlaps(m, pos, pol);
+        if (ovr) {           /* overlapped: the entries before pos - 1, or before pos */
+            wait_prefix(s, gen, ov ? pos - 1 : pos);
+        } else if (pos > 0) {
             rt_pool_wait(s->pool, &s->done[pos - 1], tagged(gen, entry_programs(m, pos - 1)));
             rt_pool_wait(s->pool, &s->hooked, tagged(gen, pos));
         }
         double t0 = tid == 0 && s->profile ? now_us() : 0;
-        run_entry(s, &core, gen, pos, tid, one || kernel_serial(m, k, pol));
-        if (tid != 0)
+        run_entry(s, &core, gen, pos, tid, one || kernel_serial(m, k, pol), ov);
+        if (tid != 0 || ovr)
             continue;
         rt_pool_wait(s->pool, &s->done[pos], tagged(gen, entry_programs(m, pos)));
         if (s->profile)
@@ -425,6 +491,8 @@ static void run_thread(void *arg, int tid) {
         if (s->hook)
             call_hook(s, gen, pos, k);
     }
+    if (tid == 0 && ovr)                 /* every entry complete */
+        wait_prefix(s, gen, m->nsched);
 }
 
 /* Formats the message of the run-time error recorded in s. */
@@ -537,7 +605,9 @@ static void reset_run(spy_session *s) {
     for (uint32_t i = 0; i < m->nsched; i++) {
         atomic_store_explicit(&s->next[i], tagged(gen, 0), memory_order_relaxed);
         atomic_store_explicit(&s->done[i], tagged(gen, 0), memory_order_relaxed);
+        atomic_store_explicit(&s->dmask[i], 0, memory_order_relaxed);
     }
+    atomic_store_explicit(&s->prefix, tagged(gen, 0), memory_order_relaxed);
     atomic_store_explicit(&s->fail_pos, UINT32_MAX, memory_order_relaxed);
     atomic_store_explicit(&s->hooked, tagged(gen, s->hook ? 0 : UINT32_MAX), /* no hook: */
                           memory_order_relaxed);                      /* none to wait for */
@@ -548,6 +618,7 @@ static void reset_run(spy_session *s) {
     int pol = rt_adapt_policy(&s->adapt);
     atomic_store_explicit(&s->policy, pol, memory_order_relaxed);
     s->solo = pol < m->min_rank;
+    s->overlap = m->odep_first && !s->hook && !s->profile && !s->solo && s->nthreads > 1;
     s->run_t0 = now_us();
     atomic_store(&s->gen, gen);
 }

@@ -27,16 +27,6 @@ enum { C = 64, CM = 32, H = 28, W = 28 };
 
 static const IrOrigin O = {"n", "Test", NULL};
 
-/* conv(x, w) with pads p (0 or 1) on both sides of h and w. */
-static ValId conv(IrGraph *g, ValId x, ValId w, int p) {
-    if (p) {
-        IrAttr pads = ir_attr_ints(g, "pads", (const int64_t[]){0, 0, p, p, 0, 0, p, p}, 8);
-        x = g->nodes[ir_add_node(g, IR_OP_PAD, &x, 1, &pads, 1, &O)].out[0];
-    }
-    NodeId n = ir_add_node(g, IR_OP_CONV, (const ValId[]){x, w}, 2, NULL, 0, &O);
-    return g->nodes[n].out[0];
-}
-
 /* y = relu(x + conv1(relu(conv3(relu(conv1(relu(x))))))), weights w1 [CM,C,1,1],
  * w3 [CM,CM,3,3], w2 [C,CM,1,1] (the first relu puts x in the arena). */
 static IrGraph *build(IrDiag *diag, const float *w1, const float *w3, const float *w2) {
@@ -46,9 +36,9 @@ static IrGraph *build(IrDiag *diag, const float *w1, const float *w3, const floa
     ValId v1 = ut_const(g, IR_DT_F32, 4, (const int64_t[]){CM, C, 1, 1}, w1);
     ValId v3 = ut_const(g, IR_DT_F32, 4, (const int64_t[]){CM, CM, 3, 3}, w3);
     ValId v2 = ut_const(g, IR_DT_F32, 4, (const int64_t[]){C, CM, 1, 1}, w2);
-    ValId h = ir_unary(g, IR_UN_RELU, conv(g, a, v1, 0), &O);
-    h = ir_unary(g, IR_UN_RELU, conv(g, h, v3, 1), &O);
-    h = conv(g, h, v2, 0);
+    ValId h = ir_unary(g, IR_UN_RELU, ut_conv(g, a, v1, 0), &O);
+    h = ir_unary(g, IR_UN_RELU, ut_conv(g, h, v3, 1), &O);
+    h = ut_conv(g, h, v2, 0);
     ir_add_output(g, ir_unary(g, IR_UN_RELU, ir_binary(g, IR_BIN_ADD, a, h, &O), &O));
     return g;
 }

@@ -102,6 +102,19 @@ ValId ut_const(IrGraph *g, IrDType dt, int rank, const int64_t *dims, const void
     return ir_add_const(g, "k", &t, v);
 }
 
+/* An NCHW convolution of x by w (no bias, stride 1), x first padded by p on both
+ * sides of its height and width when p > 0 (an IR PAD, as the frontend makes it). */
+ValId ut_conv(IrGraph *g, ValId x, ValId w, int p)
+{
+    static const IrOrigin o = {"n", "Test", NULL};
+    if (p > 0) {
+        IrAttr pads = ir_attr_ints(g, "pads", (const int64_t[]){0, 0, p, p, 0, 0, p, p}, 8);
+        x = g->nodes[ir_add_node(g, IR_OP_PAD, &x, 1, &pads, 1, &o)].out[0];
+    }
+    NodeId n = ir_add_node(g, IR_OP_CONV, (const ValId[]){x, w}, 2, NULL, 0, &o);
+    return g->nodes[n].out[0];
+}
+
 /* Foreign ONNX node (default domain) with nout outputs; node names n0, n1, ... in
  * the order of the calls. Returns the node. */
 NodeId ut_onnx_node(IrGraph *g, const char *op, int64_t opset, const ValId *in, int nin,

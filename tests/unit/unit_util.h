@@ -42,6 +42,8 @@ IrType ut_vec(IrDType dt, int64_t n);
 /* Graph input; a NULL name is replaced by "in<K>" (K: the input's index). */
 ValId ut_input(IrGraph *g, const char *name, IrDType dt, int rank, const int64_t *dims);
 ValId ut_const(IrGraph *g, IrDType dt, int rank, const int64_t *dims, const void *v);
+/* NCHW convolution of x by w (stride 1), x padded by p on both sides of H and W first. */
+ValId ut_conv(IrGraph *g, ValId x, ValId w, int p);
 /* Foreign default-domain ONNX node named "n<K>" (K counts the calls); returns it. */
 NodeId ut_onnx_node(IrGraph *g, const char *op, int64_t opset, const ValId *in, int nin,
                     int nout, const IrAttr *a, int na);
