@@ -57,7 +57,7 @@ typedef struct {
 /* The writers and readers of each arena segment, of whole segments (a GATHER's or
  * SCATTER's) and of the caller buffers (one grain for all). */
 typedef struct {
-    OvGrid *w, *r;           /* [nsegs] (v NULL: not an arena) */
+    OvGrid *w, *r;           /* [nsegs] (v NULL: a constant or a caller buffer) */
     uint64_t *segw, *segr;   /* [nsegs] writers / readers of the whole segment */
     uint64_t iow, ior;       /* the caller buffers' writers / readers */
 } OvMap;
@@ -120,7 +120,7 @@ static void ov_bytes(OvPass *p, uint32_t seg, int64_t lo, int64_t hi, bool write
     if (seg >= p->m->nsegs || p->m->segs[seg].kind == SPY_SEGK_CONST || lo >= hi ||
         (!p->mark && p->dep == p->all))
         return;
-    if (io_seg(p->m, seg) || !a->w[seg].v) {  /* one grain for all caller buffers */
+    if (io_seg(p->m, seg)) {                  /* one grain for all caller buffers */
         if (p->mark)
             *(write ? &a->iow : &a->ior) |= p->bit;
         else
@@ -141,7 +141,7 @@ static void ov_segment(OvPass *p, uint32_t seg, bool write) {
     OvMap *a = p->a;
     if (seg >= p->m->nsegs || p->m->segs[seg].kind == SPY_SEGK_CONST)
         return;
-    if (io_seg(p->m, seg) || !a->w[seg].v) {
+    if (io_seg(p->m, seg)) {
         ov_bytes(p, seg, 0, 1, write);
         return;
     }
@@ -164,7 +164,7 @@ static void ov_dma(OvPass *p, const SpyDma *x, bool write) {
     if (seg >= p->m->nsegs || p->m->segs[seg].kind == SPY_SEGK_CONST)
         return;
     int64_t es = (x->flags & ISA_F_F32) ? 4 : x->esize, rows = 1, lo = 0, hi = es;
-    bool grid = p->a->w[seg].v != NULL;
+    bool grid = !io_seg(p->m, seg);     /* an arena: its grids */
     int64_t gap = grid ? (int64_t)1 << p->a->w[seg].sh : 0;
     int d = ISA_MAX_DIMS - 1;
     for (; d >= 0; d--) {               /* merged: [lo, hi) around the element offset */
