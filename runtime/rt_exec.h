@@ -354,8 +354,9 @@ int rt_vec(RtCore *c, const SpyVec *v);
 /* An F32 VEC of one element: whether it qualifies (RT_PH_ONE), and running it. */
 bool rt_vec_one_ok(const SpyVec *v);
 void rt_vec_one(RtCore *c, const SpyVec *v);
-/* Depthwise-convolution taps (a MUL then FMAs, rt_kern_vec.c): the length of the run
- * at code[0..n) (0: none, at most RT_TAPS_MAX), and running it in one pass. */
+/* rt_kern_vtaps.c: depthwise-convolution taps (a MUL or FMA, then FMAs into the same
+ * region): the length of the run at code[0..n) (0: none, at most RT_TAPS_MAX), and
+ * running it in one pass. */
 #define RT_TAPS_MAX 32
 uint32_t rt_vec_taps_run(const SpyInsn *code, uint32_t n);
 void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt);

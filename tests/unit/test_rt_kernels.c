@@ -1019,6 +1019,24 @@ static void test_dw_tap_runs(void **state) {
     check_strip(p, n, 80000, &seed, false);
 }
 
+/* A 7 x 7 depthwise kernel's 49 taps: a run of RT_TAPS_MAX, then one that starts with an
+ * FMA and adds the rest to the sums in the region; the same bits as one VEC at a time. */
+static void test_dw_tap_runs_long(void **state) {
+    (void)state;
+    uint32_t seed = 13;
+    SpyInsn p[64];
+    uint32_t n = dw_prog(p, 49, 64, 20000, 60000, 6, 70, 140, 1);  /* four vectors, a tail */
+    assert_int_equal(rt_vec_taps_run(p, n), RT_TAPS_MAX);
+    assert_int_equal(rt_vec_taps_run(p + RT_TAPS_MAX, n - RT_TAPS_MAX), n - RT_TAPS_MAX);
+    check_strip(p, n, 80000, &seed, false);
+    n = dw_prog(p, 49, 64, 20000, 60000, 4, 37, 100, 2);           /* stride 2 */
+    check_strip(p, n, 80000, &seed, false);
+    /* an FMA that reads the region (not its addend) starts no run */
+    p[RT_TAPS_MAX].vec.src[0] = 64 + 4;
+    assert_int_equal(rt_vec_taps_run(p + RT_TAPS_MAX, n - RT_TAPS_MAX), 0);
+    check_strip(p, n, 80000, &seed, false);
+}
+
 /* ---- DMA: short rows ---------------------------------------------------------------- */
 
 static uint8_t dram[1 << 18];    /* DRAM segment 0 of the DMA tests */
@@ -1254,6 +1272,7 @@ int main(void) {
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
         cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
+        cmocka_unit_test(test_dw_tap_runs_long),
         cmocka_unit_test(test_vmath_same_bits),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
