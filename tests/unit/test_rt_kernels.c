@@ -982,6 +982,13 @@ static void test_pool_runs(void **state) {
     n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, true);
+    /* ADD (average pooling's sums): the additions in tap order, the same bits */
+    n = pool_prog(p, ISA_VF_ADD, 64, 20000, 35, 35, 37, 1, 1, 3, 3);
+    assert_int_equal(rt_vec_pool_run(p, n), n);
+    check_strip(p, n, 80000, &seed, true);
+    n = pool_prog(p, ISA_VF_ADD, 64, 20000, 13, 9, 18, 2, 2, 2, 2);
+    assert_int_equal(rt_vec_pool_run(p, n), n);
+    check_strip(p, n, 80000, &seed, false);
     /* a tap that reads the region is no pooling run */
     n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
     p[3].vec.src[1] = 64 + 8;
