@@ -643,6 +643,45 @@ static void test_vreduce_rows(void **state) {
             }
 }
 
+/* F32 MAX / MIN over rows longer than a chunk (the vectorised fold, rt_kern_red.c):
+ * random rows, rows whose extreme is a zero (+0 and -0 both present: the first met
+ * wins), a NaN in the first or the second chunk, infinities, and equal extremes; the
+ * bits of the one-element-at-a-time reference. */
+static void test_vreduce_maxmin_long(void **state) {
+    (void)state;
+    enum { LEN = 300, ROWS = 8 };
+    uint32_t seed = 21, src = 4096, dst = 64;
+    for (int fn = ISA_RF_MAX; fn <= ISA_RF_MIN; fn++) {
+        float sg = fn == ISA_RF_MAX ? 1.0f : -1.0f;     /* mirrors the rows for MIN */
+        for (uint32_t r = 0; r < ROWS; r++)
+            for (uint32_t i = 0; i < LEN; i++)
+                fp(src)[r * LEN + i] = rnd(&seed);
+        for (uint32_t i = 0; i < LEN; i++) {            /* rows 1, 2: the extreme is a zero */
+            fp(src)[LEN + i] = -sg * (1.0f + (float)(i % 7));
+            fp(src)[2 * LEN + i] = -sg * (1.0f + (float)(i % 5));
+        }
+        fp(src)[LEN + 41] = -0.0f, fp(src)[LEN + 200] = 0.0f; /* +0 in an earlier lane */
+        fp(src)[2 * LEN + 33] = 0.0f, fp(src)[2 * LEN + 290] = -0.0f;
+        fp(src)[3 * LEN + 5] = NAN;                     /* row 3: NaN in the first chunk */
+        fp(src)[4 * LEN + 270] = NAN;                   /* row 4: in the second */
+        fp(src)[5 * LEN + 17] = sg * INFINITY;          /* row 5: two infinities */
+        fp(src)[5 * LEN + 299] = sg * INFINITY;
+        for (uint32_t i = 0; i < LEN; i++)              /* row 6: all the same extreme */
+            fp(src)[6 * LEN + i] = sg * 1.5f;
+        for (uint32_t i = 0; i < LEN; i++)              /* row 7: all -inf for MAX */
+            fp(src)[7 * LEN + i] = -sg * INFINITY;
+        SpyVReduce vr = {.opcode = ISA_VREDUCE, .dtype = ISA_DT_F32, .fn = (uint8_t)fn,
+                         .dst = dst, .src = src, .rows = ROWS, .len = LEN, .src_rs = LEN,
+                         .src_cs = 1, .dst_rs = 1};
+        rt_vreduce(&core, &vr);
+        for (uint32_t r = 0; r < ROWS; r++) {
+            float v = red_ref(fn, fp(src) + r * LEN, LEN, 1), got = fp(dst)[r];
+            if (bits(got) != bits(v) && !(isnan(got) && isnan(v)))
+                fail_msg("vreduce fn %d row %u: %a != %a", fn, r, got, v);
+        }
+    }
+}
+
 /* DLF16 element i at LX offset off. */
 static uint16_t *hp(uint32_t off) {
     return (uint16_t *)(lx + off);
@@ -1279,6 +1318,7 @@ int main(void) {
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
         cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
+        cmocka_unit_test(test_vreduce_maxmin_long),
         cmocka_unit_test(test_dw_tap_runs_long),
         cmocka_unit_test(test_vmath_same_bits),
     };
