@@ -127,6 +127,16 @@ ValId dec_chan_view(DecCtx *c, ValId v, int r); /* v[C] -> [1, C, 1, ...] of ran
 bool dec_broadcast(const IrType *a, const IrType *b, int64_t *dims, int *rank);
 int64_t dec_numel(const IrType *t);
 
+/* ---- dec_convt.c: a transposed convolution whose kernel tiles its output ---- */
+/* Whether it qualifies (group 1, kernel = stride, dilation 1, no pads or output
+ * padding, no symbolic dimensions; x [N, C, S...] with nsp spatial axes). */
+bool dec_convt_blocks_ok(const DecCtx *c, ValId x, int nsp, int64_t group, const int64_t *k,
+                         const int64_t *s, const int64_t *d, const int64_t *lo,
+                         const int64_t *hi, const int64_t *opad);
+/* Its value (without the bias) for x [N, C, S...] and the weight w [C, M, k...]:
+ * MATMUL, then depth to space. */
+ValId dec_convt_blocks(DecCtx *c, ValId x, ValId w, int nsp);
+
 /* ---- onnx/onnx_qdq.c: the results of DequantizeLinear, for int8 contractions ---- */
 typedef struct DecQdqTab DecQdqTab;
 DecQdqTab *dec_qdq_new(IrGraph *g);       /* empty table for g's DequantizeLinear (and move) nodes */

@@ -1,5 +1,6 @@
-/* test_dec_ops3.c: unit tests of Einsum diagonals (passes/decompose/onnx/onnx_matmul.c)
- * and of antialiased Resize downsampling (onnx_resize.c). Each test builds one ONNX
+/* test_dec_ops3.c: unit tests of Einsum diagonals (passes/decompose/onnx/onnx_matmul.c),
+ * of antialiased Resize downsampling (onnx_resize.c) and of ConvTranspose whose kernel
+ * equals its stride (dec_convt.c). Each test builds one ONNX
  * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
  * compares with goldens of the ONNX reference implementation or a direct C
  * reference of the ONNX semantics; one case also runs on the emulator. The last test
@@ -285,6 +286,82 @@ static void test_resize_antialias_emulator(void **state)
     ut_fx_free(dev);
 }
 
+/* ---- ConvTranspose whose kernel tiles its output (passes/decompose/dec_convt.c) ---- */
+
+enum { CT_N = 2, CT_C = 3, CT_H = 4, CT_W = 5, CT_M = 4, CT_KH = 2, CT_KW = 3 };
+
+/* ConvTranspose of x [N, C, H, W] by w [C, M, KH, KW] with bias, strides (sh, sw) and
+ * pads p (4 values) into f's graph. */
+static void convt(UtFx *f, const float *w, const float *b, int64_t sh, int64_t sw,
+                  const int64_t *p)
+{
+    int64_t xd[4] = {CT_N, CT_C, CT_H, CT_W}, wd[4] = {CT_C, CT_M, CT_KH, CT_KW}, bd[1] = {CT_M};
+    int64_t st[2] = {sh, sw};
+    ValId in[3] = {ut_input(f->g, "x", IR_DT_F32, 4, xd), ut_const(f->g, IR_DT_F32, 4, wd, w),
+                   ut_const(f->g, IR_DT_F32, 1, bd, b)};
+    IrAttr a[2] = {ir_attr_ints(f->g, "strides", st, 2), ir_attr_ints(f->g, "pads", p, 4)};
+    onnx_out(f->g, "ConvTranspose", 11, in, 3, a, 2);
+}
+
+/* ONNX ConvTranspose with kernel = stride and no pads: y[n, m, i KH + a, j KW + b] =
+ * bias[m] + sum_c x[n, c, i, j] w[c, m, a, b]. */
+static void convt_ref(const float *x, const float *w, const float *b, double *y)
+{
+    enum { OH = CT_H * CT_KH, OW = CT_W * CT_KW };
+    for (int n = 0; n < CT_N; n++)
+        for (int m = 0; m < CT_M; m++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    int i = oh / CT_KH, a = oh % CT_KH, j = ow / CT_KW, q = ow % CT_KW;
+                    double s = b[m];
+                    for (int c = 0; c < CT_C; c++)
+                        s += (double)x[((n * CT_C + c) * CT_H + i) * CT_W + j] *
+                             w[((c * CT_M + m) * CT_KH + a) * CT_KW + q];
+                    y[((n * CT_M + m) * OH + oh) * OW + ow] = s;
+                }
+}
+
+/* Kernel equal to stride: a MATMUL and a depth-to-space transpose, no CONV, the values
+ * of the ONNX semantics, on the host and on the emulator; with pads, the forward
+ * convolution as before. */
+static void test_convtranspose_blocks(void **state)
+{
+    UtFx *f = *state;
+    enum { NY = CT_N * CT_M * CT_H * CT_KH * CT_W * CT_KW };
+    float x[CT_N * CT_C * CT_H * CT_W], w[CT_C * CT_M * CT_KH * CT_KW], b[CT_M], got[NY];
+    double want[NY];
+    ut_fill(x, CT_N * CT_C * CT_H * CT_W, 0.37f, -2.0f);
+    ut_fill(w, CT_C * CT_M * CT_KH * CT_KW, 0.23f, -1.5f);
+    ut_fill(b, CT_M, 0.5f, -1.0f);
+    convt_ref(x, w, b, want);
+    int64_t zero[4] = {0}, od[4] = {CT_N, CT_M, CT_H * CT_KH, CT_W * CT_KW};
+    convt(f, w, b, CT_KH, CT_KW, zero);
+    ut_decompose_ok(f);
+    assert_int_equal(ut_count_op(f->g, IR_OP_CONV), 0);
+    assert_int_equal(ut_count_op(f->g, IR_OP_MATMUL), 1);
+    ut_expect_shape(f->g, 0, 4, od);
+    const void *inputs[1] = {x};
+    const float *host = ut_run_graph(f->g, inputs, 0);
+    for (int i = 0; i < NY; i++)
+        if (fabs(host[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+            fail_msg("host element %d: %g != %g", i, host[i], want[i]);
+    UtFx *dev = ut_fx_new();
+    convt(dev, w, b, CT_KH, CT_KW, zero);
+    char err[256];
+    void *outs[1] = {got};
+    assert_int_equal(ut_compile_run(dev->g, inputs, outs, err, sizeof err), SPY_OK);
+    for (int i = 0; i < NY; i++)
+        if (fabs(got[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+            fail_msg("emulator element %d: %g != %g", i, got[i], want[i]);
+    ut_fx_free(dev);
+    UtFx *pad = ut_fx_new();                       /* pads: the general lowering */
+    int64_t p[4] = {0, 1, 0, 1};
+    convt(pad, w, b, CT_KH, CT_KW, p);
+    ut_decompose_ok(pad);
+    assert_int_equal(ut_count_op(pad->g, IR_OP_CONV), 1);
+    ut_fx_free(pad);
+}
+
 /* ---- temporaries in the scratch arena ---- */
 
 /* Trilu and EyeLike build their constants from host arrays of doubles, 8 bytes per
@@ -334,6 +411,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resize_antialias_goldens, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_resize_antialias_axes, ut_setup, ut_teardown),
         cmocka_unit_test(test_resize_antialias_emulator),
+        cmocka_unit_test_setup_teardown(test_convtranspose_blocks, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_temporaries_in_scratch, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -203,6 +203,12 @@ static ValId conv_core(DecCtx *c, ValId x, ValId w, ValId b, const ConvGeo *g)
             pads[r + 2 + i] = g->hi[i];
         }
     }
+    ValId y;
+    if (g->transposed && dec_convt_blocks_ok(c, x, g->nsp, g->groups, g->k, g->s, g->d, g->lo,
+                                             g->hi, g->opad)) {
+        y = dec_convt_blocks(c, x, w, g->nsp);
+        goto bias;
+    }
     if (g->transposed) {
         w = forward_weight(c, w, g->groups);
         if (w == IR_NONE)
@@ -213,7 +219,8 @@ static ValId conv_core(DecCtx *c, ValId x, ValId w, ValId b, const ConvGeo *g)
                     ir_attr_ints_ref("dilations", g->d, g->nsp),
                     ir_attr_int("group", g->groups)};
     ValId in[2] = {x, w};
-    ValId y = dec_op(c, IR_OP_CONV, in, 2, at, 3);
+    y = dec_op(c, IR_OP_CONV, in, 2, at, 3);
+bias:
     if (b == IR_NONE)
         return y;
     int64_t bd[IR_MAX_RANK];

@@ -270,6 +270,11 @@ bool dec_conv_transpose(DecCtx *c)
             return false;
         }
     }
+    if (dec_convt_blocks_ok(c, x, nsp, group, k, s, d, lo, hi, op)) {
+        ValId y = dec_convt_blocks(c, x, w, nsp);
+        c->out[0] = b != IR_NONE ? dec_bin(c, IR_BIN_ADD, y, dec_chan_view(c, b, r)) : y;
+        return true;
+    }
     /* output_shape fixes each axis's output, its pads computed from the extent */
     int64_t sized = dec_has_attr(c, "output_shape") ? ((int64_t)1 << nsp) - 1 : 0;
     ValId xp = dec_pad_at(c, x, pads, interior, 0.0, sized << 2);
