@@ -213,13 +213,36 @@ void rt_dma(RtCore *c, const SpyDma *x, bool store) {
     }
 }
 
-/* Executes a verified GATHER; returns RT_XERR_INDEX (value in c) on a bad index. */
+/* rt_gather of single 4-byte elements into consecutive ones: the loop with nothing
+ * else in it. */
+static int gather_elems4(RtCore *c, const SpyGather *g, const uint8_t *tab,
+                         const uint8_t *idx, uint8_t *dst) {
+    int64_t bound = g->bound, st = g->row_stride * 4;
+    for (uint32_t j = 0; j < g->nidx; j++) {
+        int32_t i;
+        memcpy(&i, idx + 4 * (size_t)j, 4);
+        int64_t r = i < 0 ? (int64_t)i + bound : i;
+        if (r < 0 || r >= bound) {
+            c->err_value = i;
+            return RT_XERR_INDEX;
+        }
+        memcpy(dst + 4 * (size_t)j, tab + r * st, 4);
+    }
+    return RT_XOK;
+}
+
+/* Executes a verified GATHER; returns RT_XERR_INDEX (value in c) on a bad index. The
+ * table is in DRAM and the rows go to LX, so they never overlap; short rows are copied
+ * inline (rt_copy_bytes): a linear Resize gathers one element per index, and a library
+ * call per element was most of its time. */
 int rt_gather(RtCore *c, const SpyGather *g) {
     const uint8_t *tab = c->seg[g->seg] + g->dram_off;
     const uint8_t *idx = c->lx + g->lx_idx;
     uint8_t *dst = c->lx + g->lx_dst;
     size_t row_bytes = (size_t)g->row_elems * g->esize;
     int64_t ds = (int64_t)g->dst_row_stride * g->esize;
+    if (row_bytes == 4 && ds == 4)
+        return gather_elems4(c, g, tab, idx, dst);
     for (uint32_t j = 0; j < g->nidx; j++) {
         int32_t i;
         memcpy(&i, idx + 4 * (size_t)j, 4);
@@ -229,7 +252,7 @@ int rt_gather(RtCore *c, const SpyGather *g) {
             return RT_XERR_INDEX;
         }
         int64_t off = r * g->row_stride; /* verified in range for r < bound */
-        memmove(dst + j * ds, tab + off * g->esize, row_bytes);
+        rt_copy_bytes(dst + j * ds, tab + off * g->esize, row_bytes);
     }
     return RT_XOK;
 }

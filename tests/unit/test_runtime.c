@@ -388,9 +388,11 @@ static void test_matmul(void **state) {
 
 /* ---- GATHER: rows of a constant table selected by int64 indices (narrowed) ----------- */
 
-static TB *build_gather(int64_t nidx) {
+/* Rows of re elements (4: whole rows; 1: each row's first element, the runtime's
+ * single-element path) of a [10, 4] table. */
+static TB *build_gather(int64_t nidx, uint32_t re) {
     TB *b = tb_new();
-    int64_t di[1] = {nidx}, dy[2] = {nidx, 4};
+    int64_t di[1] = {nidx}, dy[2] = {nidx, re};
     uint32_t si = tb_tensor(b, SPY_ROLE_INPUT, "ids", 7, ISA_DT_I32, 1, di);
     uint32_t sy = tb_tensor(b, SPY_ROLE_OUTPUT, "rows", 1, 1, 2, dy);
     float tab[10 * 4];
@@ -403,16 +405,17 @@ static TB *build_gather(int64_t nidx) {
     memset(&p[1], 0, sizeof p[1]);
     p[1].gather = (SpyGather){.opcode = ISA_GATHER, .esize = 4, .seg = ISA_SEG_CONST,
                               .dram_off = toff, .row_stride = 4, .lx_dst = 1024, .lx_idx = 0,
-                              .nidx = (uint32_t)nidx, .row_elems = 4, .bound = 10,
-                              .dst_row_stride = 4};
-    p[2] = dma2(ISA_STORE, 4, sy, 0, 1024, 1, (uint32_t)(4 * nidx), 0, 0);
+                              .nidx = (uint32_t)nidx, .row_elems = re, .bound = 10,
+                              .dst_row_stride = re};
+    p[2] = dma2(ISA_STORE, 4, sy, 0, 1024, 1, (uint32_t)(re * nidx), 0, 0);
     tb_core(b, k, 7, p, 3);
     return b;
 }
 
-static void test_gather(void **state) {
-    (void)state;
-    TB *b = build_gather(5);
+/* Whole rows and single elements (re 4, 1): values, wrapped negative indices, and the
+ * errors of indices out of range. */
+static void check_gather(uint32_t re) {
+    TB *b = build_gather(5, re);
     spy_model *m = NULL;
     char err[512];
     assert_int_equal(tb_load(b, &m, err, sizeof err), SPY_OK);
@@ -421,8 +424,8 @@ static void test_gather(void **state) {
     assert_int_equal(run1(m, 2, ids, rows, err, sizeof err), SPY_OK);
     int want[5] = {0, 9, 9, 3, 3};
     for (int j = 0; j < 5; j++)
-        for (int e = 0; e < 4; e++)
-            assert_true(rows[j * 4 + e] == (float)(want[j] * 4 + e));
+        for (uint32_t e = 0; e < re; e++)
+            assert_true(rows[j * re + e] == (float)(want[j] * 4 + (int)e));
     /* out of range after wrap-around */
     int64_t bad[5] = {0, 1, 10, 2, 3};
     assert_int_equal(run1(m, 2, bad, rows, err, sizeof err), SPY_E_RUNTIME);
@@ -437,6 +440,12 @@ static void test_gather(void **state) {
     assert_non_null(strstr(err, "'ids' element 2"));
     spy_model_free(m);
     free(b);
+}
+
+static void test_gather(void **state) {
+    (void)state;
+    check_gather(4);
+    check_gather(1);
 }
 
 /* ---- reductions, scans, casts, compares, select --------------------------------- */
@@ -597,7 +606,7 @@ static void test_int_ops(void **state) {
 
 static void test_load_file(void **state) {
     (void)state;
-    TB *b = build_gather(3);
+    TB *b = build_gather(3, 4);
     size_t len;
     uint8_t *buf = tb_write(b, &len);
     char path[] = "/tmp/spyrt_test_XXXXXX";
