@@ -226,7 +226,21 @@ static void gru_case(void **state, int lbr)
 static void test_gru_reverse_layout1(void **state) { gru_case(state, 0); }
 static void test_gru_linear_before_reset(void **state) { gru_case(state, 1); }
 
-/* LSTM, forward, peepholes, initial_h/c, dynamic sequence_lens; all three outputs. */
+/* Constants of g shaped [r, c]. */
+static int consts_shaped(IrGraph *g, int64_t r, int64_t c)
+{
+    int n = 0;
+    for (ValId v = 0; v < g->nvals; v++) {
+        const IrValue *iv = ir_val(g, v);
+        n += iv->kind == IR_VAL_CONST && iv->type.rank == 2 && iv->type.dims[0] == r &&
+             iv->type.dims[1] == c;
+    }
+    return n;
+}
+
+/* LSTM, forward, peepholes, initial_h/c, dynamic sequence_lens; all three outputs. The
+ * recurrent weight's transpose [H, 4H] is one constant for all steps (one per step
+ * made a long sequence's bundle hold that many copies). */
 static void lstm_case(void **state, int input_forget)
 {
     UtFx *f = *state;
@@ -250,6 +264,7 @@ static void lstm_case(void **state, int input_forget)
     IrAttr a[2] = {ir_attr_int("hidden_size", H), ir_attr_int("input_forget", input_forget)};
     onnx_node(g, "LSTM", 22, in, 8, 3, a, 2);
     ut_decompose_ok(f);
+    assert_int_equal(consts_shaped(g, H, 4 * H), 1);
     double y[T * B * H], yh[B * H], yc[B * H];
     RefRnn s = {.kind = K_LSTM, .T = T, .B = B, .I = I, .H = H, .D = 1, .G = 4,
                 .input_forget = input_forget, .x = x, .w = w, .r = r, .bias = bias, .p = p,

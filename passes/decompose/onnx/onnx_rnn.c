@@ -345,14 +345,15 @@ static ValId gate(DecCtx *c, const Rnn *s, ValId v, int k)
 }
 
 /* x [rows, I or H] times direction d of W (r false) or R (r true), transposed: a float
- * product, or for DynamicQuantizeLSTM that of x quantized dynamically and the 8-bit
- * weights (IR_NONE after reporting when that fails). */
-static ValId weight_product(DecCtx *c, const Rnn *s, int d, ValId x, bool r)
+ * product (by wt, the transpose made once for all steps, when not IR_NONE), or for
+ * DynamicQuantizeLSTM that of x quantized dynamically and the 8-bit weights (IR_NONE
+ * after reporting when that fails). */
+static ValId weight_product(DecCtx *c, const Rnn *s, int d, ValId x, bool r, ValId wt)
 {
     static const int64_t pt[2] = {1, 0};
     ValId w = dir_part(c, r ? s->r : s->w, d);
     if (!s->quant)
-        return ir_matmul(c->g, x, dec_transpose(c, w, pt), c->o);
+        return ir_matmul(c->g, x, wt != IR_NONE ? wt : dec_transpose(c, w, pt), c->o);
     return dec_dynq_product(c, x, w, dir_part(c, r ? s->rz : s->wz, d),
                             dir_part(c, r ? s->rs : s->ws, d));
 }
@@ -361,7 +362,7 @@ static ValId weight_product(DecCtx *c, const Rnn *s, int d, ValId x, bool r)
 static ValId project_x(DecCtx *c, const Rnn *s, int d, ValId xbias)
 {
     int64_t tbi[2] = {s->T * s->B, s->I}, tbg[3] = {s->T, s->B, s->G * s->H};
-    ValId xw = weight_product(c, s, d, dec_reshape(c, s->x, tbi, 2), false);
+    ValId xw = weight_product(c, s, d, dec_reshape(c, s->x, tbi, 2), false, IR_NONE);
     if (xw == IR_NONE)
         return IR_NONE;
     if (xbias != IR_NONE)
@@ -560,10 +561,15 @@ static bool lstm_dir(DecCtx *c, const Rnn *s, int d, bool rev, ValId p, RnnDirOu
     bool couple = dec_ai(c, "input_forget", 0) != 0;
     ValId xw = project_x(c, s, d, sum_bias(c, wb, rb));
     ValId h = init_state(c, s, s->h0, d), cs = init_state(c, s, s->c0, d);
+    /* R^T once: made per step, each step's transpose folded into a constant of its
+     * own (50 steps of H 128: 50 copies of 256 KiB in the bundle, each streamed from
+     * DRAM by its step) */
+    static const int64_t pt[2] = {1, 0};
+    ValId rt = s->quant ? IR_NONE : dec_transpose(c, dir_part(c, s->r, d), pt);
     for (int64_t k = 0; xw != IR_NONE && k < s->T; k++) {
         int64_t t = step_time(s, d, k, rev);
         ValId live = live_mask(c, s, t);
-        ValId hr = weight_product(c, s, d, h, true);
+        ValId hr = weight_product(c, s, d, h, true, rt);
         if (hr == IR_NONE)
             return false;
         ValId g = dec_bin(c, IR_BIN_ADD, step_of(c, s, xw, t), hr);
