@@ -49,14 +49,14 @@ static void px_compile(Px *x, const char *text)
  * the prologue add, relu) reading both. */
 static const char *const GRAPH =
     "graph \"plan\" {\n"
-    "  input %x: f32[8,32]\n"
+    "  input %x: f32[64,32]\n"
     "  const %w: f32[32,32]\n"
     "  const %v: f32[32,32]\n"
-    "  %m: f32[8,32] = matmul(%x, %w)\n"
-    "  %n: f32[8,32] = matmul(%x, %v)\n"
-    "  %a: f32[8,32] = binary(%m, %n) {fn=add}\n"
-    "  %r: f32[8,32] = unary(%a) {fn=relu}\n"
-    "  %s: f32[8] = reduce(%r) {fn=sum, axes=[1], keepdims=0}\n"
+    "  %m: f32[64,32] = matmul(%x, %w)\n"
+    "  %n: f32[64,32] = matmul(%x, %v)\n"
+    "  %a: f32[64,32] = binary(%m, %n) {fn=add}\n"
+    "  %r: f32[64,32] = unary(%a) {fn=relu}\n"
+    "  %s: f32[64] = reduce(%r) {fn=sum, axes=[1], keepdims=0}\n"
     "  output %s\n"
     "}\n";
 
