@@ -1,6 +1,7 @@
 /* test_dec_ops3.c: unit tests of Einsum diagonals (passes/decompose/onnx/onnx_matmul.c),
- * of antialiased Resize downsampling (onnx_resize.c) and of ConvTranspose whose kernel
- * equals its stride (dec_convt.c). Each test builds one ONNX
+ * of antialiased Resize downsampling (onnx_resize.c), of ConvTranspose whose kernel
+ * equals its stride (dec_convt.c) and of Pad's reflect, edge and wrap modes on the last
+ * axis (onnx_shape.c). Each test builds one ONNX
  * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
  * compares with goldens of the ONNX reference implementation or a direct C
  * reference of the ONNX semantics; one case also runs on the emulator. The last test
@@ -362,6 +363,56 @@ static void test_convtranspose_blocks(void **state)
     ut_fx_free(pad);
 }
 
+/* ---- Pad's reflect / edge / wrap on the last axis: slices of runs (onnx_shape.c) ---- */
+
+enum { PD_A = 2, PD_H = 5, PD_W = 4, PD_T = 1, PD_B = 3, PD_L = 2, PD_R = 3 };
+
+/* Source index of padded position p of an axis of d (the ONNX modes). */
+static int64_t pad_ref_src(const char *mode, int64_t p, int64_t d)
+{
+    if (!strcmp(mode, "edge"))
+        return p < 0 ? 0 : p >= d ? d - 1 : p;
+    if (!strcmp(mode, "wrap"))
+        return ((p % d) + d) % d;
+    int64_t per = 2 * (d - 1);
+    p = ((p % per) + per) % per;
+    return p < d ? p : per - p;
+}
+
+/* x [A, H, W] padded by (T, B) rows and (L, R) columns (wider than the axis: reflect
+ * folds back past the far end): the last axis by slices and a CONCAT, no GATHER there
+ * (one for the rows), the values of the ONNX semantics. */
+static void test_pad_modes_last_axis(void **state)
+{
+    UtFx *f = *state;
+    static const char *const modes[3] = {"reflect", "edge", "wrap"};
+    enum { OH = PD_H + PD_T + PD_B, OW = PD_W + PD_L + PD_R };
+    float x[PD_A * PD_H * PD_W], want[PD_A * OH * OW];
+    ut_fill(x, PD_A * PD_H * PD_W, 0.37f, -2.0f);
+    for (int m = 0; m < 3; m++) {
+        UtFx *g = m ? ut_fx_new() : f;
+        int64_t xd[3] = {PD_A, PD_H, PD_W}, pd[1] = {6}, od[3] = {PD_A, OH, OW};
+        int64_t pads[6] = {0, PD_T, PD_L, 0, PD_B, PD_R};
+        ValId in[2] = {ut_input(g->g, "x", IR_DT_F32, 3, xd), ut_const(g->g, IR_DT_I64, 1, pd, pads)};
+        IrAttr a[1] = {ir_attr_str(g->g, "mode", modes[m])};
+        onnx_out(g->g, "Pad", 19, in, 2, a, 1);
+        ut_decompose_ok(g);
+        assert_int_equal(ut_count_op(g->g, IR_OP_GATHER), 1);
+        assert_int_equal(ut_count_op(g->g, IR_OP_CONCAT), 1);
+        ut_expect_shape(g->g, 0, 3, od);
+        for (int b = 0; b < PD_A; b++)
+            for (int i = 0; i < OH; i++)
+                for (int j = 0; j < OW; j++)
+                    want[(b * OH + i) * OW + j] =
+                        x[(b * PD_H + pad_ref_src(modes[m], i - PD_T, PD_H)) * PD_W +
+                          pad_ref_src(modes[m], j - PD_L, PD_W)];
+        const void *inputs[1] = {x};
+        ut_expect_close(ut_run_graph(g->g, inputs, 0), want, PD_A * OH * OW, 0);
+        if (m)
+            ut_fx_free(g);
+    }
+}
+
 /* ---- temporaries in the scratch arena ---- */
 
 /* Trilu and EyeLike build their constants from host arrays of doubles, 8 bytes per
@@ -412,6 +463,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resize_antialias_axes, ut_setup, ut_teardown),
         cmocka_unit_test(test_resize_antialias_emulator),
         cmocka_unit_test_setup_teardown(test_convtranspose_blocks, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pad_modes_last_axis, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_temporaries_in_scratch, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
