@@ -456,7 +456,11 @@ static void test_matmul_window(void **state) {
         {16, 3, 3, 3, 2, 1, 5, 2},  {32, 20, 3, 3, 1, 1, 3, 7}, {16, 40, 3, 3, 2, 1, 4, 4},
         /* A packed a k-chunk at a time (the next chunk's and group's lines prefetched):
          * groups of two vectors and a last one of one over several chunks each */
-        {80, 40, 3, 3, 1, 1, 3, 7}, {112, 50, 3, 3, 2, 1, 4, 6}};
+        {80, 40, 3, 3, 1, 1, 3, 7}, {112, 50, 3, 3, 2, 1, 4, 6},
+        /* rows of one output pixel (a 1-d convolution: taps along the rows), taken as
+         * one row of pixels the row stride apart: channel lanes, packed, gathered */
+        {128, 4, 3, 1, 2, 1, 40, 1}, {32, 3, 3, 1, 1, 1, 50, 1}, {16, 2, 5, 1, 5, 1, 30, 1},
+        {100, 3, 3, 1, 2, 1, 37, 1}, {2, 3, 3, 1, 1, 1, 21, 1}};
     /* then again with the offsets of B's rows kept on the core (RtCore.koff): each
      * case's second run (ACCUM) finds its window's offsets kept by the first, the next
      * case's window differs; last, windows one after the other of the same k (the
