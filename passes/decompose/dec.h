@@ -127,6 +127,15 @@ ValId dec_chan_view(DecCtx *c, ValId v, int r); /* v[C] -> [1, C, 1, ...] of ran
 bool dec_broadcast(const IrType *a, const IrType *b, int64_t *dims, int *rank);
 int64_t dec_numel(const IrType *t);
 
+/* ---- dec_conv3d.c: a 3-d convolution as one 2-d convolution ---- */
+/* Whether it applies (one group, no symbolic dimensions, x of rank 5). */
+bool dec_conv3d_ok(const DecCtx *c, ValId x, int64_t group);
+/* The convolution of x [N, C, D, H, W] (unpadded; pads lo / hi per spatial axis,
+ * padding value pad_value) by w [M, C, kd, kh, kw] with strides s and dilations d,
+ * without the bias; IR_NONE when the kernel's depth is too large to stack. */
+ValId dec_conv3d_2d(DecCtx *c, ValId x, ValId w, const int64_t *s, const int64_t *d,
+                    const int64_t *lo, const int64_t *hi, double pad_value);
+
 /* ---- dec_convt.c: a transposed convolution whose kernel tiles its output ---- */
 /* Whether it qualifies (group 1, kernel = stride, dilation 1, no pads or output
  * padding, no symbolic dimensions; x [N, C, S...] with nsp spatial axes). */

@@ -1,7 +1,8 @@
 /* test_dec_ops3.c: unit tests of Einsum diagonals (passes/decompose/onnx/onnx_matmul.c),
  * of antialiased Resize downsampling (onnx_resize.c), of ConvTranspose whose kernel
- * equals its stride (dec_convt.c) and of Pad's reflect, edge and wrap modes on the last
- * axis (onnx_shape.c). Each test builds one ONNX
+ * equals its stride (dec_convt.c), of Pad's reflect, edge and wrap modes on the last
+ * axis (onnx_shape.c) and of Conv of three spatial dims (dec_conv3d.c). Each test
+ * builds one ONNX
  * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
  * compares with goldens of the ONNX reference implementation or a direct C
  * reference of the ONNX semantics; one case also runs on the emulator. The last test
@@ -413,6 +414,89 @@ static void test_pad_modes_last_axis(void **state)
     }
 }
 
+/* ---- Conv of three spatial dims as one 2-d convolution (dec_conv3d.c) ---- */
+
+enum { C3_N = 2, C3_C = 2, C3_D = 5, C3_H = 6, C3_W = 7, C3_M = 3, C3_KD = 3, C3_KH = 2,
+       C3_KW = 3 };
+static const int64_t c3_s[3] = {2, 1, 2}, c3_d[3] = {1, 2, 1}, c3_lo[3] = {1, 1, 0},
+                     c3_hi[3] = {0, 1, 2};
+
+/* Output extent of axis a of the 3-d convolution above (input extent in, kernel k). */
+static int64_t c3_out(int a, int64_t in, int64_t k)
+{
+    return (in + c3_lo[a] + c3_hi[a] - (k - 1) * c3_d[a] - 1) / c3_s[a] + 1;
+}
+
+/* Conv [N, C, D, H, W] by [M, C, kd, kh, kw] with the strides, dilations and pads above,
+ * plus the bias, into f's graph. */
+static void conv3d(UtFx *f, const float *w, const float *b)
+{
+    int64_t xd[5] = {C3_N, C3_C, C3_D, C3_H, C3_W}, wd[5] = {C3_M, C3_C, C3_KD, C3_KH, C3_KW};
+    int64_t bd[1] = {C3_M}, pads[6];
+    for (int a = 0; a < 3; a++)
+        pads[a] = c3_lo[a], pads[3 + a] = c3_hi[a];
+    ValId in[3] = {ut_input(f->g, "x", IR_DT_F32, 5, xd), ut_const(f->g, IR_DT_F32, 5, wd, w),
+                   ut_const(f->g, IR_DT_F32, 1, bd, b)};
+    IrAttr a[3] = {ir_attr_ints(f->g, "strides", c3_s, 3), ir_attr_ints(f->g, "dilations", c3_d, 3),
+                   ir_attr_ints(f->g, "pads", pads, 6)};
+    onnx_out(f->g, "Conv", 11, in, 3, a, 3);
+}
+
+/* Strided, dilated and padded on every axis: one CONV of two spatial dims, the values of
+ * the ONNX semantics (zero padding), on the host and on the emulator. */
+static void test_conv3d_as_2d(void **state)
+{
+    UtFx *f = *state;
+    int64_t od = c3_out(0, C3_D, C3_KD), oh = c3_out(1, C3_H, C3_KH), ow = c3_out(2, C3_W, C3_KW);
+    int64_t ny = C3_N * C3_M * od * oh * ow;
+    float x[C3_N * C3_C * C3_D * C3_H * C3_W], w[C3_M * C3_C * C3_KD * C3_KH * C3_KW], b[C3_M];
+    ut_fill(x, C3_N * C3_C * C3_D * C3_H * C3_W, 0.37f, -2.0f);
+    ut_fill(w, C3_M * C3_C * C3_KD * C3_KH * C3_KW, 0.23f, -1.5f);
+    ut_fill(b, C3_M, 0.5f, -1.0f);
+    double *want = malloc(sizeof(double) * (size_t)ny);
+    float *got = malloc(sizeof(float) * (size_t)ny);
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t q = i, o[3], n, m;
+        o[2] = q % ow, q /= ow, o[1] = q % oh, q /= oh, o[0] = q % od, q /= od;
+        m = q % C3_M, n = q / C3_M;
+        double sum = b[m];
+        for (int ch = 0; ch < C3_C; ch++)
+            for (int kd = 0; kd < C3_KD; kd++)
+                for (int kh = 0; kh < C3_KH; kh++)
+                    for (int kw = 0; kw < C3_KW; kw++) {
+                        int64_t z = o[0] * c3_s[0] + kd * c3_d[0] - c3_lo[0];
+                        int64_t y = o[1] * c3_s[1] + kh * c3_d[1] - c3_lo[1];
+                        int64_t xx = o[2] * c3_s[2] + kw * c3_d[2] - c3_lo[2];
+                        if (z < 0 || z >= C3_D || y < 0 || y >= C3_H || xx < 0 || xx >= C3_W)
+                            continue;
+                        sum += (double)x[(((n * C3_C + ch) * C3_D + z) * C3_H + y) * C3_W + xx] *
+                               w[(((m * C3_C + ch) * C3_KD + kd) * C3_KH + kh) * C3_KW + kw];
+                    }
+        want[i] = sum;
+    }
+    conv3d(f, w, b);
+    ut_decompose_ok(f);
+    assert_int_equal(ut_count_op(f->g, IR_OP_CONV), 1);
+    int64_t od5[5] = {C3_N, C3_M, od, oh, ow};
+    ut_expect_shape(f->g, 0, 5, od5);
+    const void *inputs[1] = {x};
+    const float *host = ut_run_graph(f->g, inputs, 0);
+    for (int64_t i = 0; i < ny; i++)
+        if (fabs(host[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+            fail_msg("host element %lld: %g != %g", (long long)i, host[i], want[i]);
+    UtFx *dev = ut_fx_new();
+    conv3d(dev, w, b);
+    char err[256];
+    void *outs[1] = {got};
+    assert_int_equal(ut_compile_run(dev->g, inputs, outs, err, sizeof err), SPY_OK);
+    for (int64_t i = 0; i < ny; i++)
+        if (fabs(got[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+            fail_msg("emulator element %lld: %g != %g", (long long)i, got[i], want[i]);
+    ut_fx_free(dev);
+    free(want);
+    free(got);
+}
+
 /* ---- temporaries in the scratch arena ---- */
 
 /* Trilu and EyeLike build their constants from host arrays of doubles, 8 bytes per
@@ -464,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_resize_antialias_emulator),
         cmocka_unit_test_setup_teardown(test_convtranspose_blocks, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_pad_modes_last_axis, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_conv3d_as_2d, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_temporaries_in_scratch, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

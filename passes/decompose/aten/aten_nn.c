@@ -209,6 +209,9 @@ static ValId conv_core(DecCtx *c, ValId x, ValId w, ValId b, const ConvGeo *g)
         y = dec_convt_blocks(c, x, w, g->nsp);
         goto bias;
     }
+    if (!g->transposed && dec_conv3d_ok(c, x, g->groups) &&
+        (y = dec_conv3d_2d(c, x, w, g->s, g->d, g->lo, g->hi, 0.0)) != IR_NONE)
+        goto bias;
     if (g->transposed) {
         w = forward_weight(c, w, g->groups);
         if (w == IR_NONE)

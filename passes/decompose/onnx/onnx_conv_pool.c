@@ -143,11 +143,15 @@ bool dec_conv_pad(DecCtx *c, double pad_value)
             return false;
         }
     }
-    ValId xp = dec_pad_at(c, x, pads, NULL, pad_value, sized << 2);
-    IrAttr a[3] = {ir_attr_ints_ref("strides", s, nsp), ir_attr_ints_ref("dilations", d, nsp),
-                   ir_attr_int("group", group)};
-    ValId in[2] = {xp, w};
-    ValId y = dec_op(c, IR_OP_CONV, in, 2, a, 3);
+    ValId y = !sized && dec_conv3d_ok(c, x, group)
+                  ? dec_conv3d_2d(c, x, w, s, d, lo, hi, pad_value) : IR_NONE;
+    if (y == IR_NONE) {
+        ValId xp = dec_pad_at(c, x, pads, NULL, pad_value, sized << 2);
+        IrAttr a[3] = {ir_attr_ints_ref("strides", s, nsp), ir_attr_ints_ref("dilations", d, nsp),
+                       ir_attr_int("group", group)};
+        ValId in[2] = {xp, w};
+        y = dec_op(c, IR_OP_CONV, in, 2, a, 3);
+    }
     if (b != IR_NONE)
         y = dec_bin(c, IR_BIN_ADD, y, dec_chan_view(c, b, r));
     c->out[0] = y;
