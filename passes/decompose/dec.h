@@ -127,6 +127,12 @@ ValId dec_chan_view(DecCtx *c, ValId v, int r); /* v[C] -> [1, C, 1, ...] of ran
 bool dec_broadcast(const IrType *a, const IrType *b, int64_t *dims, int *rank);
 int64_t dec_numel(const IrType *t);
 
+/* ---- dec_poolwin.c: a pooling WINDOW shaped for the patch kernels ---- */
+/* The WINDOW of function fn (IR_RED_*) over the last nsp axes of the padded x: a 3-d
+ * window as 2-d windows of the depth slices combined; else one WINDOW node. */
+ValId dec_pool_window(DecCtx *c, ValId x, int fn, const int64_t *k, const int64_t *s,
+                 const int64_t *d, int nsp);
+
 /* ---- dec_conv3d.c: a 3-d convolution as one 2-d convolution ---- */
 /* Whether it applies (one group, no symbolic dimensions, x of rank 5). */
 bool dec_conv3d_ok(const DecCtx *c, ValId x, int64_t group);

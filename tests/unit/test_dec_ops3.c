@@ -1,8 +1,8 @@
 /* test_dec_ops3.c: unit tests of Einsum diagonals (passes/decompose/onnx/onnx_matmul.c),
  * of antialiased Resize downsampling (onnx_resize.c), of ConvTranspose whose kernel
  * equals its stride (dec_convt.c), of Pad's reflect, edge and wrap modes on the last
- * axis (onnx_shape.c) and of Conv of three spatial dims (dec_conv3d.c). Each test
- * builds one ONNX
+ * axis (onnx_shape.c), of Conv of three spatial dims (dec_conv3d.c) and of pooling
+ * over three (dec_poolwin.c). Each test builds one ONNX
  * node, decomposes it, evaluates the core graph node by node with ir_eval_node and
  * compares with goldens of the ONNX reference implementation or a direct C
  * reference of the ONNX semantics; one case also runs on the emulator. The last test
@@ -497,6 +497,56 @@ static void test_conv3d_as_2d(void **state)
     free(got);
 }
 
+/* ---- pooling over three spatial dims as 2-d windows (dec_poolwin.c) ---- */
+
+/* MaxPool (max) or AveragePool of x [1, 2, 5, 6, 7]: kernel 3 x 2 x 3, strides 2, 1, 2,
+ * pads 1 before each axis and 1 after (average: count_include_pad 0): one 2-d WINDOW per
+ * depth tap, the values of the ONNX semantics. */
+static void pool3d_case(UtFx *f, bool max)
+{
+    enum { C = 2, D = 5, H = 6, W = 7 };
+    static const int64_t k[3] = {3, 2, 3}, st[3] = {2, 1, 2}, in[3] = {D, H, W};
+    int64_t pads[6] = {1, 1, 1, 1, 1, 1}, o[3], xd[5] = {1, C, D, H, W};
+    for (int a = 0; a < 3; a++)
+        o[a] = (in[a] + 2 - k[a]) / st[a] + 1;
+    float x[C * D * H * W];
+    ut_fill(x, C * D * H * W, 0.37f, -2.0f);
+    ValId xin = ut_input(f->g, "x", IR_DT_F32, 5, xd);
+    IrAttr a[3] = {ir_attr_ints(f->g, "kernel_shape", k, 3), ir_attr_ints(f->g, "strides", st, 3),
+                   ir_attr_ints(f->g, "pads", pads, 6)};
+    onnx_out(f->g, max ? "MaxPool" : "AveragePool", 11, &xin, 1, a, 3);
+    ut_decompose_ok(f);
+    assert_int_equal(ut_count_op(f->g, IR_OP_WINDOW), k[0]);
+    int64_t ny = C * o[0] * o[1] * o[2];
+    double *want = malloc(sizeof(double) * (size_t)ny);
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t z = i / (o[1] * o[2]) % o[0], y = i / o[2] % o[1], w = i % o[2];
+        int64_t ch = i / (o[0] * o[1] * o[2]), cnt = 0;
+        double acc = max ? -INFINITY : 0;
+        for (int a0 = 0; a0 < k[0]; a0++)
+            for (int a1 = 0; a1 < k[1]; a1++)
+                for (int a2 = 0; a2 < k[2]; a2++) {
+                    int64_t p0 = z * st[0] + a0 - 1, p1 = y * st[1] + a1 - 1, p2 = w * st[2] + a2 - 1;
+                    if (p0 < 0 || p0 >= D || p1 < 0 || p1 >= H || p2 < 0 || p2 >= W)
+                        continue;
+                    double v = x[((ch * D + p0) * H + p1) * W + p2];
+                    acc = max ? fmax(acc, v) : acc + v;
+                    cnt++;
+                }
+        want[i] = max ? acc : acc / (double)cnt;
+    }
+    const void *inputs[1] = {x};
+    const float *got = ut_run_graph(f->g, inputs, 0);
+    for (int64_t i = 0; i < ny; i++)
+        if (fabs(got[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+            fail_msg("%s element %lld: %g != %g", max ? "max" : "avg", (long long)i, got[i],
+                     want[i]);
+    free(want);
+}
+
+static void test_pool3d_max(void **state) { pool3d_case(*state, true); }
+static void test_pool3d_avg(void **state) { pool3d_case(*state, false); }
+
 /* ---- temporaries in the scratch arena ---- */
 
 /* Trilu and EyeLike build their constants from host arrays of doubles, 8 bytes per
@@ -549,6 +599,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_convtranspose_blocks, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_pad_modes_last_axis, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_conv3d_as_2d, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pool3d_max, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_pool3d_avg, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_temporaries_in_scratch, ut_setup, ut_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

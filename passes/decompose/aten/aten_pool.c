@@ -70,11 +70,7 @@ static ValId pool_window(DecCtx *c, ValId x, const PoolGeo *g, int fn, double v)
         pads[g->rank - g->nsp + i] = g->lo[i];
         pads[2 * g->rank - g->nsp + i] = g->hi[i];
     }
-    x = dec_pad(c, x, pads, NULL, v);
-    IrAttr at[4] = {ir_attr_int("fn", fn), ir_attr_ints_ref("kernel", g->k, g->nsp),
-                    ir_attr_ints_ref("strides", g->s, g->nsp),
-                    ir_attr_ints_ref("dilations", g->d, g->nsp)};
-    return dec_op(c, IR_OP_WINDOW, &x, 1, at, 4);
+    return dec_pool_window(c, dec_pad(c, x, pads, NULL, v), fn, g->k, g->s, g->d, g->nsp);
 }
 
 /* The smallest value of a dtype (the max-pool padding). */

@@ -431,10 +431,7 @@ static bool pool_run(DecCtx *c, bool divide)
     if (is_avg && dec_ai(c, "ceil_mode", 0))   /* a last window's divisor moves with it */
         sized = ((int64_t)1 << nsp) - 1;
     v = dec_pad_at(c, v, pads, NULL, is_max ? lowest(tx->dtype) : 0.0, sized << 2);
-    IrAttr a[4] = {ir_attr_int("fn", is_max ? IR_RED_MAX : IR_RED_SUM),
-                   ir_attr_ints_ref("kernel", k, nsp), ir_attr_ints_ref("strides", s, nsp),
-                   ir_attr_ints_ref("dilations", d, nsp)};
-    ValId y = dec_op(c, IR_OP_WINDOW, &v, 1, a, 4);
+    ValId y = dec_pool_window(c, v, is_max ? IR_RED_MAX : IR_RED_SUM, k, s, d, nsp);
     if (is_avg) {
         bool incl = dec_ai(c, "count_include_pad", 0) != 0;
         y = dec_bin(c, divide ? IR_BIN_DIV : IR_BIN_MUL, y,
