@@ -14,6 +14,9 @@
  */
 #include "dec.h"
 
+/* The most depth taps taken (a larger kernel keeps the 3-d CONV). */
+#define CONV3D_MAX_KD 32
+
 bool dec_conv3d_ok(const DecCtx *c, ValId x, int64_t group)
 {
     return group == 1 && !c->g->nsymdims && dec_ty(c, x)->rank == 5;
@@ -22,15 +25,17 @@ bool dec_conv3d_ok(const DecCtx *c, ValId x, int64_t group)
 ValId dec_conv3d_2d(DecCtx *c, ValId x, ValId w, const int64_t *s, const int64_t *d,
                     const int64_t *lo, const int64_t *hi, double pad_value)
 {
+    const IrType *tw = dec_ty(c, w);
+    int64_t kd = tw->dims[2], m = tw->dims[0];
+    if (kd > CONV3D_MAX_KD)                              /* before any node is added */
+        return IR_NONE;
     int64_t dpads[10] = {0}, pads[8] = {0}, dims[5], perm[5] = {0, 2, 1, 3, 4};
     dpads[2] = lo[0], dpads[7] = hi[0];                  /* the depth pads first */
     x = dec_pad(c, x, dpads, NULL, pad_value);
-    const IrType *tx = dec_ty(c, x), *tw = dec_ty(c, w);
-    int64_t n = tx->dims[0], ch = tx->dims[1], kd = tw->dims[2], m = tw->dims[0];
+    const IrType *tx = dec_ty(c, x);
+    int64_t n = tx->dims[0], ch = tx->dims[1];
     int64_t dout = (tx->dims[2] - (kd - 1) * d[0] - 1) / s[0] + 1;
-    ValId sl[IR_MAX_RANK * 4];
-    if (kd > (int64_t)(sizeof sl / sizeof *sl))
-        return IR_NONE;
+    ValId sl[CONV3D_MAX_KD];
     for (int64_t i = 0; i < kd; i++)                     /* [N, kd C, Do, H, W] */
         sl[i] = dec_slice_axis(c, x, 2, i * d[0], s[0], dout);
     ValId xs = dec_transpose(c, dec_concat(c, sl, (int)kd, 1), perm);

@@ -37,7 +37,7 @@ static ValId window_3d(DecCtx *c, ValId x, int fn, const int64_t *k, const int64
 }
 
 ValId dec_pool_window(DecCtx *c, ValId x, int fn, const int64_t *k, const int64_t *s,
-                 const int64_t *d, int nsp)
+                      const int64_t *d, int nsp)
 {
     bool ok = !c->g->nsymdims && (fn == IR_RED_MAX || fn == IR_RED_MIN || fn == IR_RED_SUM) &&
               dec_ty(c, x)->rank < IR_MAX_RANK;
