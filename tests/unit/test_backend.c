@@ -323,6 +323,30 @@ static void build_conv(Fx *f)
     free(bias);
 }
 
+/* A projection shortcut: relu((conv_a(x) + ba) + (conv_b(x) + bb)), 1 x 1 convs. */
+static void build_shortcut(Fx *f)
+{
+    float *x = rand_f32(2 * 4 * 5 * 6), *wa = rand_f32(6 * 4), *wb = rand_f32(6 * 4);
+    float *ba = rand_f32(6), *bb = rand_f32(6), *ya = zeros_f32(2 * 6 * 30);
+    float *yb = zeros_f32(2 * 6 * 30), *y = zeros_f32(2 * 6 * 30);
+    conv_ref(x, wa, ya, 2, 4, 5, 6, 6, 1, 1, 1, 1, 1, 1, 1);
+    conv_ref(x, wb, yb, 2, 4, 5, 6, 6, 1, 1, 1, 1, 1, 1, 1);
+    for (int i = 0; i < 2 * 6 * 30; i++) {
+        float v = (ya[i] + ba[(i / 30) % 6]) + (yb[i] + bb[(i / 30) % 6]);
+        y[i] = v > 0 ? v : 0;
+    }
+    ValId xv = input(f, "x", T(IR_DT_F32, 2, 4, 5, 6), x);
+    ValId ina[2] = {xv, cnst(f, T(IR_DT_F32, 6, 4, 1, 1), wa)};
+    ValId inb[2] = {xv, cnst(f, T(IR_DT_F32, 6, 4, 1, 1), wb)};
+    ValId a = node(f, IR_OP_CONV, ina, 2, NULL, 0);
+    ValId b = node(f, IR_OP_CONV, inb, 2, NULL, 0);
+    a = bin(f, IR_BIN_ADD, a, cnst(f, T(IR_DT_F32, 1, 6, 1, 1), ba));
+    b = bin(f, IR_BIN_ADD, b, cnst(f, T(IR_DT_F32, 1, 6, 1, 1), bb));
+    output(f, un(f, IR_UN_RELU, bin(f, IR_BIN_ADD, a, b)), y);
+    free(ya);
+    free(yb);
+}
+
 /* Epilogues that read the contraction's result twice: swish x * sigmoid(x) over a
  * product [3,70,200] x [200,50] (no bias: the MATMUL's own result is read twice), and
  * x * min(relu(x + 3), 6) / 6 (hardswish) over a 3x3 conv. */
@@ -788,6 +812,7 @@ static void test_matmul(void **st) { (void)st; run_case(build_matmul); }
 static void test_bmm(void **st) { (void)st; run_case(build_bmm); }
 static void test_deep(void **st) { (void)st; run_case(build_deep); }
 static void test_conv(void **st) { (void)st; run_case(build_conv); }
+static void test_shortcut(void **st) { (void)st; run_case(build_shortcut); }
 static void test_dwconv(void **st) { (void)st; run_case(build_dwconv); }
 static void test_twice(void **st) { (void)st; run_case(build_twice); }
 static void test_padconv(void **st) { (void)st; run_case(build_padconv); }
@@ -925,6 +950,13 @@ static void test_plan(void **st)
         assert_int_equal(f.g->plan->kernels[i].kind, IR_KK_CONTRACT);
     free(b);
     free_case(&f);
+    b = compile_case(&f, build_shortcut, 0, &len);   /* each bias with its own conv */
+    assert_int_equal(f.g->plan->nkernels, 2);
+    assert_int_equal(f.g->plan->kernels[0].kind, IR_KK_CONTRACT);
+    assert_int_equal(f.g->plan->kernels[0].nepi, 1);
+    assert_int_equal(f.g->plan->kernels[1].nepi, 3);
+    free(b);
+    free_case(&f);
     b = compile_case(&f, build_padconv, 0, &len);  /* PADs fused into the convs */
     assert_int_equal(f.g->plan->nkernels, 2);
     for (int i = 0; i < 2; i++)
@@ -1003,7 +1035,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),    cmocka_unit_test(test_bmm),
         cmocka_unit_test(test_deep),
-        cmocka_unit_test(test_conv),      cmocka_unit_test(test_dwconv), cmocka_unit_test(test_twice),
+        cmocka_unit_test(test_conv),      cmocka_unit_test(test_shortcut),
+        cmocka_unit_test(test_dwconv), cmocka_unit_test(test_twice),
         cmocka_unit_test(test_padconv),
         cmocka_unit_test(test_pool),      cmocka_unit_test(test_reduce),
         cmocka_unit_test(test_softmax),   cmocka_unit_test(test_transpose),
