@@ -343,6 +343,10 @@ static void build_shortcut(Fx *f)
     a = bin(f, IR_BIN_ADD, a, cnst(f, T(IR_DT_F32, 1, 6, 1, 1), ba));
     b = bin(f, IR_BIN_ADD, b, cnst(f, T(IR_DT_F32, 1, 6, 1, 1), bb));
     output(f, un(f, IR_UN_RELU, bin(f, IR_BIN_ADD, a, b)), y);
+    free(wa);
+    free(wb);
+    free(ba);
+    free(bb);
     free(ya);
     free(yb);
 }
