@@ -7,8 +7,10 @@
  * of k 256 over them (the first from zero, the others accumulating), reading B in
  * place from the weight (a deferred LOAD). The transposed case is the decode step's
  * tied LM head: B given transposed (element (k, j) at b[j * 2048 + k]), tiles of
- * k 256 x n 1024. Several weights rotate through a buffer of 512 MiB, so B comes from
- * DRAM as in a whole inference.
+ * k 256 x n 1024. The last case cuts the plain B into 256-column tiles (1 KiB of each
+ * row, rows pages apart), as spyrec cuts a classifier's [2048, 1000] weight for 4 cores.
+ * Several weights rotate through a buffer of 512 MiB, so B comes from DRAM as in a
+ * whole inference.
  *
  * Printed for 1 and THREADS threads (default 2): GB/s of B by wall time and by the
  * threads' CPU time (bytes / (sum of their CPU seconds / threads)), best of 8 rounds,
@@ -34,10 +36,11 @@
 #define KT 256                              /* k of a MATMUL */
 #define NT 1184                             /* columns of a core (plain B) */
 #define NTT 1024                            /* columns of a core (transposed B) */
+#define NTS 256                             /* columns of a core: a classifier's tile */
 #define MAXT 8
 #define ROUNDS 8                            /* timed rounds, best taken */
 
-enum { M_READ, M_PLAIN, M_TRANS };
+enum { M_READ, M_PLAIN, M_TRANS, M_SHORT };
 
 typedef struct {
     int mode, tid, nthreads, round;
@@ -77,8 +80,8 @@ __attribute__((target("avx512f"))) static float read_sum(const float *p, size_t 
 
 /* Thread j->tid's share of weight w: an equal range of the columns, cut into core
  * tiles of nt columns, each over all k by MATMULs of KT rows. */
-static void products(Job *j, const float *w, bool bt) {
-    uint32_t nt = bt ? NTT : NT, part = N / (uint32_t)j->nthreads;
+static void products(Job *j, const float *w, bool bt, uint32_t nt) {
+    uint32_t part = N / (uint32_t)j->nthreads;
     uint32_t end = part * (uint32_t)(j->tid + 1);
     RtCore c = {.lx = (uint8_t *)g_lx[j->tid], .pack = g_pack[j->tid]};
     for (uint32_t j0 = part * (uint32_t)j->tid; j0 < end; j0 += nt) {
@@ -105,7 +108,8 @@ static void *worker(void *arg) {
         size_t part = W_BYTES / 4 / (size_t)j->nthreads;
         j->sink += read_sum(w + (size_t)j->tid * part, part);
     } else
-        products(j, w, j->mode == M_TRANS);
+        products(j, w, j->mode == M_TRANS,
+                 j->mode == M_TRANS ? NTT : j->mode == M_SHORT ? NTS : NT);
     j->cpu = cpu_s() - t0;
     return NULL;
 }
@@ -156,10 +160,10 @@ int main(int argc, char **argv) {
             return fprintf(stderr, "mm_gemv: out of memory\n"), 1;
     }
     static const char *names[] = {"plain read (sum)", "m1 product, B in place",
-                                  "m1 product, B transposed"};
+                                  "m1 product, B transposed", "m1 product, 256-col tiles"};
     printf("B %d x %d F32 (%zu MiB) from DRAM; GB/s of B, best of 8\n", K, N, W_BYTES >> 20);
     printf("%-26s %8s %12s %12s\n", "", "threads", "GB/s wall", "GB/s CPU");
-    for (int mode = M_READ; mode <= M_TRANS; mode++)
+    for (int mode = M_READ; mode <= M_SHORT; mode++)
         for (int nt = 1; (!filter || strstr(names[mode], filter)) && nt <= threads;
              nt += threads > 1 ? threads - 1 : 1) {
             double gw, gc;
