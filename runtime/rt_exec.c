@@ -165,6 +165,10 @@ static int exec_vec(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) {
         rt_fuse_run(c, d, in, p);
         return RT_XOK;
     }
+#if RT_HAVE_X86_KERNELS
+    if (p->how == RT_PH_POOL && d->n && rt_vec_pool_views(c, d, in, p->run))
+        return RT_XOK;
+#endif
     for (uint32_t j = 0; j < p->run && d->n; j++)
         rt_defer_before(c, d, &in[j], j ? NULL : p);
     switch (p->how) {

@@ -1121,6 +1121,66 @@ static void test_dma_short_rows(void **state) {
     core.seg = NULL;
 }
 
+/* ---- pooling taps read in place from a deferred LOAD ------------------------------- */
+
+/* A pooling run over a patch of ph x pw floats LOADed (one row of bytes, deferred) from
+ * the end of segment 0, so that a read past the patch's last element leaves the
+ * segment (ASan), with, when clobber, a STORE over the patch's DRAM between the LOAD
+ * and the run (the run must see the loaded values). Checked against the run's
+ * instructions one by one on a copy of the patch in LX. */
+static void check_pool_in_place(int fn, uint32_t rows, uint32_t cols, uint32_t ph, uint32_t pw,
+                                uint32_t sr, uint32_t cs, uint32_t k, bool clobber) {
+    uint32_t seed = 9, src = 20000, dst = 64, other = 400000, bytes = 4 * ph * pw;
+    uint32_t off = (uint32_t)sizeof dram - bytes;
+    float *patch = (float *)(dram + off);
+    core.seg = dram_segs;
+    for (uint32_t i = 0; i < ph * pw; i++)
+        patch[i] = i % 97 == 5 ? NAN : i % 89 == 7 ? -NAN : i % 83 == 1 ? -0.0f : rnd(&seed);
+    SpyInsn p[RT_TAPS_MAX + 2];
+    memset(p, 0, sizeof p);
+    SpyDma *ld = &p[0].dma, *st = &p[1].dma;
+    *ld = (SpyDma){.opcode = ISA_LOAD, .esize = 4, .ndim = 1, .seg = 0, .dram_off = off,
+                   .lx = src};
+    for (int i = 0; i < ISA_MAX_DIMS; i++)
+        ld->dims[i] = 1, ld->dram_stride[i] = ld->lx_stride[i] = 1;
+    ld->dims[0] = ph * pw;
+    *st = *ld;
+    st->opcode = ISA_STORE, st->lx = other;
+    uint32_t b = clobber ? 2 : 1;
+    uint32_t n = pool_prog(p + b, fn, dst, src, rows, cols, pw, sr, cs, k, k) + b;
+    /* expected: the instructions one by one on the patch copied to LX */
+    memcpy(lx + src, patch, bytes);
+    for (uint32_t i = b; i < n; i++)
+        assert_int_equal(rt_vec(&core, &p[i].vec), RT_XOK);
+    uint8_t *want = malloc(4 * rows * cols);
+    memcpy(want, lx + dst, 4 * rows * cols);
+    /* the program: LX's patch poisoned, its DRAM the only copy */
+    memset(lx + src, 0xff, bytes);
+    memset(lx + dst, 0, 4 * rows * cols);
+    for (uint32_t i = 0; i < ph * pw; i++)
+        ((float *)(lx + other))[i] = 1e30f;
+    uint8_t *keep = malloc(bytes);
+    memcpy(keep, patch, bytes);
+    assert_int_equal(rt_exec_program(&core, p, n), RT_XOK);
+    assert_memory_equal(lx + dst, want, 4 * rows * cols);
+    if (!clobber && rt_host_has(RT_HOST_AVX512))   /* read in place: never copied */
+        for (uint32_t i = 0; i < bytes; i++)
+            assert_int_equal(lx[src + i], 0xff);
+    if (clobber)
+        assert_int_equal(memcmp(patch, keep, bytes) != 0, 1);   /* the STORE ran */
+    free(want);
+    free(keep);
+    core.seg = NULL;
+}
+
+static void test_pool_in_place(void **state) {
+    (void)state;
+    check_pool_in_place(ISA_VF_MAX, 55, 55, 111, 111, 2, 2, 3, false);   /* squeezenet's */
+    check_pool_in_place(ISA_VF_MIN, 38, 38, 40, 40, 1, 1, 3, false);
+    check_pool_in_place(ISA_VF_MAX, 9, 13, 19, 27, 2, 2, 2, false);
+    check_pool_in_place(ISA_VF_MAX, 55, 55, 111, 111, 2, 2, 3, true);
+}
+
 /* A LOAD of dims (outermost first, the rest 1) with DRAM / LX strides in elements. */
 static SpyDma dma_load(int n, const uint32_t *dims, const int32_t *ds, const int32_t *ls) {
     SpyDma d = {.opcode = ISA_LOAD, .esize = 4, .ndim = (uint8_t)n, .seg = 0, .dram_off = 8,
@@ -1322,6 +1382,7 @@ int main(void) {
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
         cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
+        cmocka_unit_test(test_pool_in_place),
         cmocka_unit_test(test_vreduce_maxmin_long),
         cmocka_unit_test(test_dw_tap_runs_long),
         cmocka_unit_test(test_vmath_same_bits),
