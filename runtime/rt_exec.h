@@ -339,13 +339,13 @@ bool rt_mm_f32_256_packs(const RtCore *c, const SpyMatmul *mm);
 /* rt_kern_mmi8.c: I8 -> I32 MATMUL with AVX-512BW (VNNI) or AVX2; false (nothing done)
  * on hosts without them or for a B given transposed. */
 bool rt_mm_i8_fast(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
-/* rt_kern_vpool512.c: one row of a MAX / MIN pooling run (rt_kern_vpool.c's pool_row)
- * with AVX-512F; false (nothing done) on hosts without it or for a column stride other
- * than 1 and 2. */
+/* rt_kern_vpool512.c: one row of a pooling run (rt_kern_vpool.c's pool_row; fn the VEC
+ * function: MAX, MIN or ADD) with AVX-512F; false (nothing done) on hosts without it or
+ * for a column stride other than 1 and 2. */
 bool rt_pool_row512(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs, uint32_t n,
-                    bool max);
-/* rt_kern_vpool.c: a MAX / MIN pooling run with its taps read in place from deferred
- * LOADs' DRAM where they lie (AVX-512 hosts); false (nothing done) otherwise. */
+                    int fn);
+/* rt_kern_vpool.c: a pooling run with its taps read in place from deferred LOADs' DRAM
+ * where they lie (AVX-512 hosts); false (nothing done) otherwise. */
 bool rt_vec_pool_views(RtCore *c, RtDefer *d, const SpyInsn *code, uint32_t nt);
 #else
 #define RT_HAVE_X86_KERNELS 0

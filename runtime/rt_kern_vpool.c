@@ -129,15 +129,14 @@ void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
         for (uint32_t t = 0; t < nt; t++)
             s[t + 1] = c->lx + code[t].vec.src[1] + (int64_t)row * code[t].vec.src_rs[1] * 4;
         uint8_t *d = c->lx + r->dst + (int64_t)row * r->dst_rs * 4;
-        bool max = r->fn == ISA_VF_MAX;
-        if (r->fn == ISA_VF_ADD)
-            pool_row_add(d, s, nt + 1, r->src_cs[1], r->cols);
 #if RT_HAVE_X86_KERNELS
-        else if (rt_pool_row512(d, s, nt + 1, r->src_cs[1], r->cols, max))
+        if (rt_pool_row512(d, s, nt + 1, r->src_cs[1], r->cols, r->fn))
             continue;
 #endif
+        if (r->fn == ISA_VF_ADD)
+            pool_row_add(d, s, nt + 1, r->src_cs[1], r->cols);
         else
-            pool_row(d, s, nt + 1, r->src_cs[1], r->cols, max);
+            pool_row(d, s, nt + 1, r->src_cs[1], r->cols, r->fn == ISA_VF_MAX);
     }
 }
 
@@ -158,18 +157,17 @@ static const uint8_t *tap_at(RtCore *c, RtDefer *d, uint32_t a, int32_t rs, int6
     return c->lx + a;
 }
 
-/* A MAX / MIN pooling run (rt_vec_pool_run, nt instructions) whose taps are read in
+/* A pooling run (rt_vec_pool_run, nt instructions) whose taps are read in
  * place from the DRAM of the deferred LOAD that brought them (a pooling window's
  * input patch, rt_defer.c), not from its copy in LX: the patch is never copied
  * (squeezenet's and resnet50's 3 x 3 stride-2 max pools: the copy was a third of
  * their time). A tap no view holds is read in LX as rt_vec_pool does. Only where
  * rt_pool_row512 runs it: it reads nothing past a tap's last element (the portable
  * row reads up to 15 more, inside LX's slack but maybe past the end of DRAM); false
- * (nothing done) otherwise, and for ADD. The same values as from the copy: the same
- * bits. */
+ * (nothing done) otherwise. The same values as from the copy: the same bits. */
 bool rt_vec_pool_views(RtCore *c, RtDefer *d, const SpyInsn *code, uint32_t nt) {
     const SpyVec *r = &code[0].vec;
-    if (r->fn == ISA_VF_ADD || !rt_host_has(RT_HOST_AVX512) || nt + 1 > RT_TAPS_MAX)
+    if (!rt_host_has(RT_HOST_AVX512) || nt + 1 > RT_TAPS_MAX)
         return false;
     int64_t cs = r->src_cs[1], lo, hi;
     uint64_t rowb = 4 * ((uint64_t)(r->cols - 1) * (uint64_t)cs + 1);
@@ -185,7 +183,7 @@ bool rt_vec_pool_views(RtCore *c, RtDefer *d, const SpyInsn *code, uint32_t nt) 
         for (uint32_t t = 0; t <= nt; t++)
             s[t] = base[t] + (int64_t)row * brs[t];
         uint8_t *dst = c->lx + r->dst + (int64_t)row * r->dst_rs * 4;
-        if (!rt_pool_row512(dst, s, nt + 1, cs, r->cols, r->fn == ISA_VF_MAX))
+        if (!rt_pool_row512(dst, s, nt + 1, cs, r->cols, r->fn))
             return false;   /* not reached: the host and the stride were checked */
     }
     return true;

@@ -1,5 +1,5 @@
-/* rt_kern_vpool512.c: one row of a MAX / MIN pooling run (rt_kern_vpool.c) on hosts
- * with AVX-512F, in intrinsics.
+/* rt_kern_vpool512.c: one row of a MAX / MIN / ADD pooling run (rt_kern_vpool.c) on
+ * hosts with AVX-512F, in intrinsics.
  *
  * Two things the portable row (pool_row) does not do. It reads nothing past a tap's
  * last element (a last partial block loads under a mask), so rt_vec_pool_views can
@@ -13,6 +13,7 @@
  * better or NaN, else the tap. VMAXPS(acc, x) gives acc when acc > x, else x (x when
  * either is a NaN, and when both are zeros); the masked move keeps acc where acc is
  * a NaN. So the bits equal the portable row's, NaN payloads and signed zeros included.
+ * ADD (average pooling's sums) adds the taps in the same order: the same bits.
  */
 #include "rt_exec.h"
 
@@ -50,55 +51,69 @@ PL_INLINE __m512 pl_load(const float *p, const int64_t cs, PlMask k) {
                                   _mm512_maskz_loadu_ps(k.hi, p + 16));
 }
 
-/* acc through one more tap x (see the top of the file). */
-PL_INLINE __m512 pl_step(__m512 acc, __m512 x, const bool max) {
+enum { PL_MAX, PL_MIN, PL_ADD };
+
+/* acc through one more tap x by function fn (see the top of the file). */
+PL_INLINE __m512 pl_step(__m512 acc, __m512 x, const int fn) {
+    if (fn == PL_ADD)
+        return _mm512_add_ps(acc, x);
     __mmask16 nan = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
-    __m512 r = max ? _mm512_max_ps(acc, x) : _mm512_min_ps(acc, x);
+    __m512 r = fn == PL_MAX ? _mm512_max_ps(acc, x) : _mm512_min_ps(acc, x);
     return _mm512_mask_mov_ps(r, nan, acc);
 }
 
-/* Columns [j, j + 16 * PL_BLOCKS) of a row (those below n): PL_BLOCKS blocks of
- * sixteen, one chain each, so that the chains' latencies overlap (a row of 55
- * results is four blocks, the last partly masked). */
+/* Columns [j, j + 16 * nb) of a row (those below n): nb blocks of sixteen, one chain
+ * each, so that the chains' latencies overlap (a row of 55 results is four blocks, the
+ * last partly masked). */
 PL_INLINE void pl_blocks(float *d, const float *const *s, uint32_t ns, const int64_t cs,
-                         uint32_t j, uint32_t n, const bool max) {
+                         uint32_t j, uint32_t n, const int fn, const int nb) {
     PlMask k[PL_BLOCKS];
     __m512 a[PL_BLOCKS];
 #pragma GCC unroll 4
-    for (int q = 0; q < PL_BLOCKS; q++) {
+    for (int q = 0; q < nb; q++) {
         k[q] = pl_mask(j + 16 * (uint32_t)q, n);
         a[q] = pl_load(s[0] + (int64_t)(j + 16 * q) * cs, cs, k[q]);
     }
     for (uint32_t t = 1; t < ns; t++)
 #pragma GCC unroll 4
-        for (int q = 0; q < PL_BLOCKS; q++)
-            a[q] = pl_step(a[q], pl_load(s[t] + (int64_t)(j + 16 * q) * cs, cs, k[q]), max);
+        for (int q = 0; q < nb; q++)
+            a[q] = pl_step(a[q], pl_load(s[t] + (int64_t)(j + 16 * q) * cs, cs, k[q]), fn);
 #pragma GCC unroll 4
-    for (int q = 0; q < PL_BLOCKS; q++)
+    for (int q = 0; q < nb; q++)
         _mm512_mask_storeu_ps(d + j + 16 * q, k[q].m, a[q]);
 }
 
-/* A row in passes of PL_BLOCKS blocks, for one column stride and function (constants:
- * their branches fold away). */
-#define PL_ROW(NAME, CS, MAX)                                                              \
+/* A row in passes of PL_BLOCKS blocks, the last pass of as many blocks as its columns
+ * fill, for one column stride and function (constants: their branches fold away). */
+#define PL_ROW(NAME, CS, FN)                                                               \
     PL_TARGET static void NAME(float *d, const float *const *s, uint32_t ns, uint32_t n) {  \
-        for (uint32_t j = 0; j < n; j += 16 * PL_BLOCKS)                                   \
-            pl_blocks(d, s, ns, CS, j, n, MAX);                                            \
+        uint32_t j = 0;                                                                    \
+        for (; n - j >= 16 * PL_BLOCKS; j += 16 * PL_BLOCKS)                               \
+            pl_blocks(d, s, ns, CS, j, n, FN, PL_BLOCKS);                                  \
+        switch ((n - j + 15) / 16) {                                                       \
+        case 4: pl_blocks(d, s, ns, CS, j, n, FN, 4); break;                               \
+        case 3: pl_blocks(d, s, ns, CS, j, n, FN, 3); break;                               \
+        case 2: pl_blocks(d, s, ns, CS, j, n, FN, 2); break;                               \
+        case 1: pl_blocks(d, s, ns, CS, j, n, FN, 1); break;                               \
+        default: break;                                                                    \
+        }                                                                                  \
     }
-PL_ROW(pl_max1, 1, true)
-PL_ROW(pl_max2, 2, true)
-PL_ROW(pl_min1, 1, false)
-PL_ROW(pl_min2, 2, false)
+PL_ROW(pl_max1, 1, PL_MAX)
+PL_ROW(pl_max2, 2, PL_MAX)
+PL_ROW(pl_min1, 1, PL_MIN)
+PL_ROW(pl_min2, 2, PL_MIN)
+PL_ROW(pl_add1, 1, PL_ADD)
+PL_ROW(pl_add2, 2, PL_ADD)
 
 bool rt_pool_row512(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs, uint32_t n,
-                    bool max) {
-    if (!rt_host_has(RT_HOST_AVX512) || (cs != 1 && cs != 2))
+                    int fn) {
+    typedef void RowFn(float *, const float *const *, uint32_t, uint32_t);
+    RowFn *one = fn == ISA_VF_MAX ? pl_max1 : fn == ISA_VF_MIN ? pl_min1 : pl_add1;
+    RowFn *two = fn == ISA_VF_MAX ? pl_max2 : fn == ISA_VF_MIN ? pl_min2 : pl_add2;
+    if (!rt_host_has(RT_HOST_AVX512) || (cs != 1 && cs != 2) ||
+        (fn != ISA_VF_MAX && fn != ISA_VF_MIN && fn != ISA_VF_ADD))
         return false;
-    const float *const *f = (const float *const *)s;
-    if (max)
-        (cs == 1 ? pl_max1 : pl_max2)((float *)d, f, ns, n);
-    else
-        (cs == 1 ? pl_min1 : pl_min2)((float *)d, f, ns, n);
+    (cs == 1 ? one : two)((float *)d, (const float *const *)s, ns, n);
     return true;
 }
 #endif

@@ -1178,6 +1178,8 @@ static void test_pool_in_place(void **state) {
     check_pool_in_place(ISA_VF_MAX, 55, 55, 111, 111, 2, 2, 3, false);   /* squeezenet's */
     check_pool_in_place(ISA_VF_MIN, 38, 38, 40, 40, 1, 1, 3, false);
     check_pool_in_place(ISA_VF_MAX, 9, 13, 19, 27, 2, 2, 2, false);
+    check_pool_in_place(ISA_VF_ADD, 35, 35, 37, 37, 1, 1, 3, false);   /* average pooling */
+    check_pool_in_place(ISA_VF_ADD, 9, 13, 19, 27, 2, 2, 2, false);
     check_pool_in_place(ISA_VF_MAX, 55, 55, 111, 111, 2, 2, 3, true);
 }
 
