@@ -37,6 +37,7 @@ typedef struct {
  * path) in err. */
 bool fe_bytes_load(const char *path, size_t max_bytes, FeBytes *b, char *err, size_t errlen);
 void fe_bytes_free(FeBytes *b);
+void fe_bytes_release(const FeBytes *b, const void *p, size_t n);
 /* munmap, with the signature ir_graph_keep takes. */
 void fe_unmap(void *p, size_t len);
 /* Write len bytes to path through a temporary file in the same folder + rename, so a

@@ -126,6 +126,21 @@ bool fe_bytes_load(const char *path, size_t max_bytes, FeBytes *b, char *err, si
     return b->p != NULL;
 }
 
+/* Drops from memory the whole pages of mapped file bytes [p, p + n), once copied out
+ * (an unaligned weight inside a model file: fe_onnx_tensor.c): a later read maps them
+ * from the file again, so nothing changes but the resident size, which no longer
+ * counts each such weight twice. Bytes not of a mapped file are left alone. */
+void fe_bytes_release(const FeBytes *b, const void *p, size_t n)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + n, base = (uintptr_t)b->p;
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (!b->mapped || lo < base || hi > base + b->len || pg == 0 || pg == (uintptr_t)-1)
+        return;
+    lo = (lo + pg - 1) / pg * pg, hi = hi / pg * pg;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 void fe_unmap(void *p, size_t len)
 {
     munmap(p, len);

@@ -592,6 +592,7 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, FeData *src, FeTensor *t,
     else if (f == F_RAW && t->nbytes) {
         memcpy(t->data, tp->raw_data.data, t->nbytes);
         normalise_bool(t);
+        fe_bytes_release(file, raw, t->nbytes);   /* an unaligned weight: one copy */
     }
     else if (f >= 0 && numel) {
         copy_typed(tp, f, dt, t->data, packed ? stored : numel);
