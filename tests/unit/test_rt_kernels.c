@@ -1025,10 +1025,12 @@ static void test_pool_runs(void **state) {
     n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, true);
-    /* ADD (average pooling's sums): the additions in tap order, the same bits */
+    /* ADD (average pooling's sums): the additions in tap order, the same bits; without
+     * NaNs, whose payload when both operands are NaN isa.md leaves open (the AVX-512 row
+     * keeps the sum's, a -O0 build of the one-by-one path the other's) */
     n = pool_prog(p, ISA_VF_ADD, 64, 20000, 35, 35, 37, 1, 1, 3, 3);
     assert_int_equal(rt_vec_pool_run(p, n), n);
-    check_strip(p, n, 80000, &seed, true);
+    check_strip(p, n, 80000, &seed, false);
     n = pool_prog(p, ISA_VF_ADD, 64, 20000, 13, 9, 18, 2, 2, 2, 2);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, false);
@@ -1135,7 +1137,10 @@ static void check_pool_in_place(int fn, uint32_t rows, uint32_t cols, uint32_t p
     float *patch = (float *)(dram + off);
     core.seg = dram_segs;
     for (uint32_t i = 0; i < ph * pw; i++)
-        patch[i] = i % 97 == 5 ? NAN : i % 89 == 7 ? -NAN : i % 83 == 1 ? -0.0f : rnd(&seed);
+        patch[i] = fn != ISA_VF_ADD && i % 97 == 5   ? NAN   /* ADD: see test_pool_runs */
+                   : fn != ISA_VF_ADD && i % 89 == 7 ? -NAN
+                   : i % 83 == 1                     ? -0.0f
+                                                     : rnd(&seed);
     SpyInsn p[RT_TAPS_MAX + 2];
     memset(p, 0, sizeof p);
     SpyDma *ld = &p[0].dma, *st = &p[1].dma;
