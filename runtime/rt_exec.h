@@ -373,6 +373,9 @@ void rt_vec_taps(RtCore *c, const SpyInsn *code, uint32_t nt);
  * fewer than RT_TAPS_MAX), and running it in one pass. */
 uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n);
 void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt);
+/* The same run by the portable rows only (hosts without AVX-512; tests on hosts with
+ * it, which rt_vec_pool never takes there). */
+void rt_vec_pool_portable(RtCore *c, const SpyInsn *code, uint32_t nt);
 void rt_vfill(RtCore *c, const SpyVFill *f);
 
 /* rt_fill.c: the plan of a VFILL (RT_PH_NONE, FILL0 or GAPS) and its run by that plan */

@@ -4,11 +4,12 @@
  * more tap. The taps are read with the same column stride (1 or 2, a window's stride),
  * apart from the region.
  *
- * The run is computed in one pass, sixteen or eight results at a time kept in
- * registers: the same MAX / MIN of isa.md per element, or the same additions, in the
- * same order (the result so far is operand 0), so the bits equal those of one
- * instruction after the other; the region goes through the cache once instead of once
- * per tap.
+ * The run is computed in one pass, its results kept in registers: the same MAX / MIN
+ * of isa.md per element, or the same additions, in the same order (the result so far
+ * is operand 0), so the bits equal those of one instruction after the other; the
+ * region goes through the cache once instead of once per tap. On AVX-512 hosts a row
+ * runs in rt_kern_vpool512.c (reading its taps in place from DRAM where a deferred
+ * LOAD left them, rt_vec_pool_views), elsewhere eight results at a time here.
  */
 #include <string.h>
 
@@ -23,7 +24,6 @@
         (acc) = (VF)((m_ & (VI)(acc)) | (~m_ & (VI)(x)));                                  \
     } while (0)
 #define SEL8(acc, x, max) SELW(acc, x, max, v8i, v8f)
-#define SEL16(acc, x, max) SELW(acc, x, max, v16i, v16f)
 
 /* Byte range [lo, hi) a strided F32 operand of rows x cols reads (one element of
  * slack past the end for the stride-2 loads). */
@@ -70,22 +70,10 @@ uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
     return nt;
 }
 
-/* The loops of a pooling row (pool_row, pool_row_add): acc takes each further tap x
- * through STEP16 / STEP8 (sixteen-lane, eight-lane vectors). */
-#define POOL_LOOPS(STEP16, STEP8)                                                          \
+/* The loop of a pooling row (pool_row, pool_row_add): acc takes each further tap x
+ * through STEP8, eight lanes at a time. */
+#define POOL_LOOPS(STEP8)                                                                  \
     do {                                                                                   \
-        /* one AVX-512 register; not on other hosts, where a sixteen-lane vector of       \
-         * stride-2 lanes is taken apart element by element through the stack */          \
-        for (; rt_host_has(RT_HOST_AVX512) && j + 16 <= n; j += 16) {                      \
-            v16f acc, x;                                                                   \
-            size_t o = 4 * (size_t)(j * cs);                                               \
-            RT_LOAD16(acc, s[0] + o, cs);                                                  \
-            for (uint32_t t = 1; t < ns; t++) {                                            \
-                RT_LOAD16(x, s[t] + o, cs);                                                \
-                STEP16;                                                                    \
-            }                                                                              \
-            memcpy(d + 4 * (size_t)j, &acc, sizeof acc);                                   \
-        }                                                                                  \
         for (; j < n; j += 8) { /* the last block: its columns stored, the rest dropped */ \
             v8f acc, x;                                                                    \
             size_t o = 4 * (size_t)(j * cs);                                               \
@@ -99,14 +87,13 @@ uint32_t rt_vec_pool_run(const SpyInsn *code, uint32_t n) {
     } while (0)
 
 /* One row of a pooling run: d[j] = sel(...sel(sel(s_0[j], s_1[j]), s_2[j])..., s_nt[j])
- * over the nt + 1 taps s (column stride cs), sixteen (AVX-512 hosts) or eight columns
- * at a time in registers. A last block of fewer than eight columns reads up to 15
- * elements past a tap's last one (inside the scratchpad's RT_LX_SLACK bytes) and stores
- * only its own columns. */
+ * over the nt + 1 taps s (column stride cs), eight columns at a time in registers. A
+ * last block of fewer than eight columns reads up to 15 elements past a tap's last one
+ * (inside the scratchpad's RT_LX_SLACK bytes) and stores only its own columns. */
 RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs,
                             uint32_t n, bool max) {
     uint32_t j = 0;
-    POOL_LOOPS(SEL16(acc, x, max), SEL8(acc, x, max));
+    POOL_LOOPS(SEL8(acc, x, max));
 }
 
 /* pool_row for ADD: d[j] = (...((s_0[j] + s_1[j]) + s_2[j]) ...) + s_nt[j]; a function
@@ -115,12 +102,12 @@ RT_HOT static void pool_row(uint8_t *d, const uint8_t *const *s, uint32_t ns, in
 RT_HOT static void pool_row_add(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs,
                                 uint32_t n) {
     uint32_t j = 0;
-    POOL_LOOPS(acc = acc + x, acc = acc + x);
+    POOL_LOOPS(acc = acc + x);
 }
 
-/* Runs the nt instructions of a pooling run (rt_vec_pool_run) row by row, each row's
- * taps in one pass (pool_row). */
-void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
+/* The nt instructions of a pooling run (rt_vec_pool_run) row by row, each row's taps
+ * in one pass: by rt_pool_row512 when fast and the host has AVX-512, else pool_row. */
+static void pool_rows(RtCore *c, const SpyInsn *code, uint32_t nt, bool fast) {
     const SpyVec *r = &code[0].vec;
     const uint8_t *s[RT_TAPS_MAX];
 
@@ -130,7 +117,7 @@ void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
             s[t + 1] = c->lx + code[t].vec.src[1] + (int64_t)row * code[t].vec.src_rs[1] * 4;
         uint8_t *d = c->lx + r->dst + (int64_t)row * r->dst_rs * 4;
 #if RT_HAVE_X86_KERNELS
-        if (rt_pool_row512(d, s, nt + 1, r->src_cs[1], r->cols, r->fn))
+        if (fast && rt_pool_row512(d, s, nt + 1, r->src_cs[1], r->cols, r->fn))
             continue;
 #endif
         if (r->fn == ISA_VF_ADD)
@@ -138,6 +125,14 @@ void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
         else
             pool_row(d, s, nt + 1, r->src_cs[1], r->cols, r->fn == ISA_VF_MAX);
     }
+}
+
+void rt_vec_pool(RtCore *c, const SpyInsn *code, uint32_t nt) {
+    pool_rows(c, code, nt, true);
+}
+
+void rt_vec_pool_portable(RtCore *c, const SpyInsn *code, uint32_t nt) {
+    pool_rows(c, code, nt, false);
 }
 
 #if RT_HAVE_X86_KERNELS

@@ -1011,6 +1011,25 @@ static uint32_t pool_prog(SpyInsn *p, int fn, uint32_t dst, uint32_t src, uint32
     return n;
 }
 
+/* The pooling run prog (n instructions) by rt_vec_pool_portable against the
+ * instructions one by one, on random data (with NaNs when nans): the rows hosts
+ * without AVX-512 run, which rt_vec_pool does not take on hosts with it. */
+static void check_pool_portable(const SpyInsn *prog, uint32_t n, uint32_t bytes,
+                                uint32_t *seed, bool nans) {
+    uint8_t *init = malloc(bytes), *one = malloc(bytes);
+    for (uint32_t i = 0; i < bytes / 4; i++)
+        fp(0)[i] = nans && i % 97 == 5 ? NAN : nans && i % 89 == 7 ? -NAN : rnd(seed);
+    memcpy(init, lx, bytes);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(rt_vec(&core, &prog[i].vec), RT_XOK);
+    memcpy(one, lx, bytes);
+    memcpy(lx, init, bytes);
+    rt_vec_pool_portable(&core, prog, n);
+    assert_memory_equal(lx, one, bytes);
+    free(init);
+    free(one);
+}
+
 static void test_pool_runs(void **state) {
     (void)state;
     uint32_t seed = 5;
@@ -1019,21 +1038,26 @@ static void test_pool_runs(void **state) {
     uint32_t n = pool_prog(p, ISA_VF_MAX, 64, 20000, 55, 55, 111, 2, 2, 3, 3);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, true);
+    check_pool_portable(p, n, 80000, &seed, true);
     n = pool_prog(p, ISA_VF_MIN, 64, 20000, 13, 9, 18, 2, 2, 2, 2);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, true);
+    check_pool_portable(p, n, 80000, &seed, true);
     n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, true);
+    check_pool_portable(p, n, 80000, &seed, true);
     /* ADD (average pooling's sums): the additions in tap order, the same bits; without
      * NaNs, whose payload when both operands are NaN isa.md leaves open (the AVX-512 row
      * keeps the sum's, a -O0 build of the one-by-one path the other's) */
     n = pool_prog(p, ISA_VF_ADD, 64, 20000, 35, 35, 37, 1, 1, 3, 3);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, false);
+    check_pool_portable(p, n, 80000, &seed, false);
     n = pool_prog(p, ISA_VF_ADD, 64, 20000, 13, 9, 18, 2, 2, 2, 2);
     assert_int_equal(rt_vec_pool_run(p, n), n);
     check_strip(p, n, 80000, &seed, false);
+    check_pool_portable(p, n, 80000, &seed, false);
     /* a tap that reads the region is no pooling run */
     n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
     p[3].vec.src[1] = 64 + 8;
