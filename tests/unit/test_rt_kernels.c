@@ -1030,36 +1030,32 @@ static void check_pool_portable(const SpyInsn *prog, uint32_t n, uint32_t bytes,
     free(one);
 }
 
+/* A pooling run (pool_prog's arguments) is one run, and both the interpreter and the
+ * portable rows give the instructions' bits one by one. */
+static void pool_case(int fn, uint32_t rows, uint32_t cols, uint32_t pitch, uint32_t sr,
+                      uint32_t cs, uint32_t k, uint32_t *seed, bool nans) {
+    SpyInsn p[RT_TAPS_MAX];
+    uint32_t n = pool_prog(p, fn, 64, 20000, rows, cols, pitch, sr, cs, k, k);
+    assert_int_equal(rt_vec_pool_run(p, n), n);
+    check_strip(p, n, 80000, seed, nans);
+    check_pool_portable(p, n, 80000, seed, nans);
+}
+
 static void test_pool_runs(void **state) {
     (void)state;
     uint32_t seed = 5;
     SpyInsn p[RT_TAPS_MAX];
     /* 3x3 stride 2 (55 x 55 from 111 x 111), 2x2 stride 2, 3x3 stride 1; MAX and MIN */
-    uint32_t n = pool_prog(p, ISA_VF_MAX, 64, 20000, 55, 55, 111, 2, 2, 3, 3);
-    assert_int_equal(rt_vec_pool_run(p, n), n);
-    check_strip(p, n, 80000, &seed, true);
-    check_pool_portable(p, n, 80000, &seed, true);
-    n = pool_prog(p, ISA_VF_MIN, 64, 20000, 13, 9, 18, 2, 2, 2, 2);
-    assert_int_equal(rt_vec_pool_run(p, n), n);
-    check_strip(p, n, 80000, &seed, true);
-    check_pool_portable(p, n, 80000, &seed, true);
-    n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
-    assert_int_equal(rt_vec_pool_run(p, n), n);
-    check_strip(p, n, 80000, &seed, true);
-    check_pool_portable(p, n, 80000, &seed, true);
+    pool_case(ISA_VF_MAX, 55, 55, 111, 2, 2, 3, &seed, true);
+    pool_case(ISA_VF_MIN, 13, 9, 18, 2, 2, 2, &seed, true);
+    pool_case(ISA_VF_MAX, 14, 14, 16, 1, 1, 3, &seed, true);
     /* ADD (average pooling's sums): the additions in tap order, the same bits; without
      * NaNs, whose payload when both operands are NaN isa.md leaves open (the AVX-512 row
      * keeps the sum's, a -O0 build of the one-by-one path the other's) */
-    n = pool_prog(p, ISA_VF_ADD, 64, 20000, 35, 35, 37, 1, 1, 3, 3);
-    assert_int_equal(rt_vec_pool_run(p, n), n);
-    check_strip(p, n, 80000, &seed, false);
-    check_pool_portable(p, n, 80000, &seed, false);
-    n = pool_prog(p, ISA_VF_ADD, 64, 20000, 13, 9, 18, 2, 2, 2, 2);
-    assert_int_equal(rt_vec_pool_run(p, n), n);
-    check_strip(p, n, 80000, &seed, false);
-    check_pool_portable(p, n, 80000, &seed, false);
+    pool_case(ISA_VF_ADD, 35, 35, 37, 1, 1, 3, &seed, false);
+    pool_case(ISA_VF_ADD, 13, 9, 18, 2, 2, 2, &seed, false);
     /* a tap that reads the region is no pooling run */
-    n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
+    uint32_t n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
     p[3].vec.src[1] = 64 + 8;
     assert_int_equal(rt_vec_pool_run(p, n), 3);
 }
