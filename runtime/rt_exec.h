@@ -63,10 +63,12 @@ typedef struct {
     uint32_t m, k, kb;
 } RtAKey;
 
-/* rt_apre.c: a session's copies of constant A operands in a kernel's layout, at most
- * RT_APRE_MAX bytes of them. */
+/* rt_apre.c: a session's copies of constant MATMUL operands (A, or a plain B) in a
+ * kernel's layout, at most RT_APRE_MAX bytes of them. */
 #define RT_APRE_MAX ((size_t)1 << 30)
 #define RT_APRE_CHAN 0x80000000u /* RtAKey.kb of a transpose for rt_kern_mmc.h (| MMT_VL) */
+#define RT_APRE_BPACK 0x40000000u /* RtAKey.kb of a B's packed panels, rt_kern_mmt.h
+                                     (| its k block | MMT_VL << 20) */
 typedef struct RtApre RtApre;
 RtApre *rt_apre_create(size_t budget);
 void rt_apre_free(RtApre *t);

@@ -476,16 +476,19 @@ MMT_INLINE void MMT_NAME(ahead)(MMT_NAME(Args) *y, const MMT_NAME(Args) *x, size
  * into panels, then runs every row block of C over all of them (prefetching the
  * next block, rows [nk0, nk0 + nkc) and columns [nj0, nj0 + nnc), of a plain B). A's
  * rows of the block are packed a row block at a time, or all already packed at apre
- * (MMT_AP floats apart: the thread's cache, MMT_NAME(acached)). */
+ * (MMT_AP floats apart: the thread's cache, MMT_NAME(acached)). With kept (a plain B's
+ * panels of the block kept packed for the session, bpre), B's panels are read there,
+ * nothing of B is packed, and the first two row blocks prefetch the next panel. */
 MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pack,
                                               uint32_t k0, uint32_t kc, size_t j0,
                                               size_t nc, uint32_t nk0, uint32_t nkc,
-                                              size_t nj0, size_t nnc, const float *apre) {
+                                              size_t nj0, size_t nnc, const float *apre,
+                                              const float *kept) {
     size_t np = (nc + MMT_NR - 1) / MMT_NR, t = 0;
     size_t calls = np * (size_t)MMT_NAME(row_blocks)(x->m);
     MMT_NAME(Args) y = *x;
-    bool zero = x->zero && k0 == 0, plain = !x->win && !x->bt;
-    for (size_t p = 0; !plain && p < np; p++) {
+    bool zero = x->zero && k0 == 0, plain = !x->win && !x->bt && !kept;
+    for (size_t p = 0; !plain && !kept && p < np; p++) {
         int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
         if (x->win)
             MMT_NAME(pack_win)(x, pack + p * kc * MMT_NR, k0, kc, j0 + p * MMT_NR,
@@ -494,10 +497,12 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
             MMT_NAME(transpose_in)(x, pack + p * kc * MMT_NR, MMT_NR, k0, kc, j0 + p * MMT_NR,
                                    left < MMT_NR ? (size_t)left : MMT_NR);
     }
-    float *ap = pack + np * kc * MMT_NR;    /* a row block's A, after B's panels */
+    /* a row block's A after B's panels, or at pack when they are kept (bpre) */
+    float *ap = kept ? pack : pack + np * kc * MMT_NR;
     y.ap = ap;
     bool post = k0 + kc == x->k && MMT_NAME(has_post)(x);  /* tiles final: their chain */
     y.po = post ? x->epi->post : NULL;
+    uint32_t first_rows = MMT_NAME(block_rows)(x->m);
     for (uint32_t i0 = 0, rows; i0 < x->m; i0 += rows) {
         rows = MMT_NAME(block_rows)(x->m - i0);
         MMT_NAME(MicroFn) f = MMT_NAME(micros)[rows];
@@ -508,11 +513,19 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
             MMT_NAME(pack_a)(x, ap, i0, k0, kc, (int)rows, (int)next);
         for (size_t p = 0; p < np; p++) {
             int64_t left = (int64_t)nc - (int64_t)(p * MMT_NR);
-            float *panel = pack + p * kc * MMT_NR;
+            const float *panel = (kept ? kept : pack) + p * kc * MMT_NR;
             bool first = plain && i0 == 0;   /* B in place, packed as it is read */
             if (plain)
                 MMT_NAME(ahead)(&y, x, t++, calls, nk0, nkc, nj0, nnc);
-            y.pk = first ? panel : NULL;
+            else if (kept && p + 1 < np && (i0 == 0 || first_rows == i0)) {
+                /* the next panel, a line a k step: its first half in the first row
+                 * block, the second in the next */
+                y.pf = (const char *)(panel + kc * MMT_NR) + (i0 ? (size_t)kc * 64 : 0);
+                y.pfst = 64;
+                y.pfn = kc;
+            } else if (kept)
+                y.pf = NULL;
+            y.pk = first ? pack + p * kc * MMT_NR : NULL;
             f(&y, first ? x->b + (size_t)k0 * x->ldb + j0 + p * MMT_NR : panel,
               first ? x->ldb : MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero, MMT_LANES(left),
               MMT_LANES(left - MMT_VL), first ? MMT_INPLACEA : MMT_PACKAB);
@@ -760,6 +773,53 @@ MMT_INLINE const float *MMT_NAME(acached)(RtCore *c, const MMT_NAME(Args) *x, bo
 #include "rt_kern_mmn.h"
 #include "rt_kern_mmc.h"
 
+/* A constant plain B (a weight: bconst) kept packed for the session (rt_apre.c) as the
+ * kernels below read it: k blocks of kb rows, each with every panel of MMT_NR columns
+ * (the last one's lanes past n zero), block k0's panel p at the result + k0 * np *
+ * MMT_NR + p * kc * MMT_NR (np panels, kc the block's rows); made the first time. NULL:
+ * none (B may change, no room, or another thread is making it).
+ *
+ * In place, a weight's rows are kilobytes apart in DRAM: each k block's first row
+ * block read its panels a line or two a row, prefetched by MMT_NAME(ahead), and its
+ * multiply-adds waited on DRAM (bert_base's tiles from DRAM at 0.80-0.92 of their
+ * speed with B in the caches, mm_tiles); packed, the panels are read as they lie, one
+ * stream, and the first row block packs nothing. onnxruntime prepacks its weights the
+ * same way. */
+MMT_INLINE const float *MMT_NAME(bpre)(RtCore *c, const MMT_NAME(Args) *x, bool bconst,
+                                       uint32_t kb) {
+    if (!bconst || !c->apre || x->win || x->bt || !x->k || !x->n || kb >= (1u << 20))
+        return NULL;
+    size_t np = (x->n + MMT_NR - 1) / MMT_NR;
+    RtAKey key = {x->b, x->ldb, x->n, x->k, RT_APRE_BPACK | kb | (uint32_t)MMT_VL << 20};
+    bool fill;
+    float *t = rt_apre_take(c->apre, &key, (size_t)x->k * np * MMT_NR * 4, &fill);
+    if (!fill)
+        return t;
+    for (uint32_t k0 = 0; k0 < x->k; k0 += kb) {
+        uint32_t kc = x->k - k0 < kb ? x->k - k0 : kb;
+        for (size_t p = 0; p < np; p++) {
+            float *panel = t + (size_t)k0 * np * MMT_NR + p * kc * MMT_NR;
+            int64_t left = (int64_t)x->n - (int64_t)(p * MMT_NR);
+            MMT_M m0 = MMT_LANES(left), m1 = MMT_LANES(left - MMT_VL);
+            for (uint32_t r = 0; r < kc; r++) {
+                const float *row = x->b + (size_t)(k0 + r) * x->ldb + p * MMT_NR;
+                MMT_STORE(panel + (size_t)r * MMT_NR, MMT_LOADM(m0, row));
+                MMT_STORE(panel + (size_t)r * MMT_NR + MMT_VL, MMT_LOADM(m1, row + MMT_VL));
+            }
+        }
+    }
+    rt_apre_filled(c->apre, &key);
+    return t;
+}
+
+/* Block k0 (kc rows; kb rows a block) of bpre's copy kept, from column j0 (a multiple
+ * of MMT_NR; n columns in all): its panel for j0; NULL when kept is. */
+MMT_INLINE const float *MMT_NAME(bpre_at)(const float *kept, uint32_t k0, uint32_t kc,
+                                           size_t j0, size_t n) {
+    size_t np = (n + MMT_NR - 1) / MMT_NR;
+    return kept ? kept + (size_t)k0 * np * MMT_NR + j0 / MMT_NR * kc * MMT_NR : NULL;
+}
+
 /* Runs a verified F32 MATMUL mm on core c (A and B where s says; a window's B is in LX)
  * with this instance's instruction set; false (nothing done) for a window this kernel
  * does not take (no packing buffer, a column stride too large for gather indices). */
@@ -813,6 +873,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
          * all of A packed in the thread's cache */
         const float *ac = MMT_NAME(acached)(c, &x, s->astable, kb);
         float *ap = ac ? NULL : MMT_NAME(apack_room)(c, &x, kb);
+        const float *kept = MMT_NAME(bpre)(c, &x, s->bconst, kb);  /* B's panels, packed */
         for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
             uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb, nk0 = k0 + kc;
             uint32_t nkc = x.k - nk0 < kb ? x.k - nk0 : kb;
@@ -825,14 +886,27 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                 int64_t left = (int64_t)x.n - (int64_t)j0;
                 for (uint32_t i0 = 0, rows; i0 < x.m; i0 += rows) {
                     rows = MMT_NAME(block_rows)(x.m - i0);
-                    MMT_NAME(ahead)(&y, &x, t++, calls, nk0, nkc, 0, x.n);
-                    bool again = i0 > 0 && c->pack;   /* the panel the first block packed */
-                    y.pk = i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
+                    const float *kp = MMT_NAME(bpre_at)(kept, k0, kc, j0, x.n);
+                    if (!kept)
+                        MMT_NAME(ahead)(&y, &x, t++, calls, nk0, nkc, 0, x.n);
+                    else {      /* the next panel, a line a k step: its first half in
+                                 * the first row block, the second in the next */
+                        bool last = j0 + MMT_NR >= x.n;
+                        uint32_t h = last ? nkc : kc;   /* the next panel's rows */
+                        const float *np0 = last ? MMT_NAME(bpre_at)(kept, nk0, nkc, 0, x.n)
+                                                : kp + (size_t)kc * MMT_NR;
+                        bool pf = np0 && h && (i0 == 0 || i0 == MMT_NAME(block_rows)(x.m));
+                        y.pf = pf ? (const char *)np0 + (i0 ? (size_t)h * 64 : 0) : NULL;
+                        y.pfst = 64;
+                        y.pfn = h;
+                    }
+                    bool again = kept || (i0 > 0 && c->pack); /* the panel packed */
+                    y.pk = !kept && i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
                     y.ap = apk ? apk + (size_t)i0 * MMT_AP : NULL;
                     int mode = again ? (apk ? MMT_PACKAB : MMT_PACKED)
                                      : (apk ? MMT_INPLACEA : MMT_INPLACE);
-                    MMT_NAME(micros)[rows](&y, again ? c->pack : x.b + k0 * x.ldb + j0,
-                                           again ? MMT_NR : x.ldb, i0, j0, k0, kc,
+                    const float *bb = kp ? kp : again ? c->pack : x.b + k0 * x.ldb + j0;
+                    MMT_NAME(micros)[rows](&y, bb, again ? MMT_NR : x.ldb, i0, j0, k0, kc,
                                            x.zero && k0 == 0, MMT_LANES(left),
                                            MMT_LANES(left - MMT_VL), mode);
                 }
@@ -844,6 +918,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         return true;
     }
     const float *ac = MMT_NAME(acached)(c, &x, s->astable, MMT_KCP);
+    const float *kept = MMT_NAME(bpre)(c, &x, s->bconst, MMT_KCP);  /* B's panels, packed */
     for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += MMT_KCP) {
         uint32_t kc = x.k - k0 < MMT_KCP ? x.k - k0 : MMT_KCP;
         const float *apk = ac ? ac + (size_t)(k0 / MMT_KCP) * x.m * MMT_AP : NULL;
@@ -853,7 +928,8 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
             uint32_t nkc = x.k - nk0 < MMT_KCP ? x.k - nk0 : MMT_KCP;
             nj0 = nj0 < x.n ? nj0 : 0;
             MMT_NAME(packed_block)(&x, c->pack, k0, kc, j0, nc, nk0, nkc, nj0,
-                                   x.n - nj0 < MMT_NC ? x.n - nj0 : MMT_NC, apk);
+                                   x.n - nj0 < MMT_NC ? x.n - nj0 : MMT_NC, apk,
+                                   MMT_NAME(bpre_at)(kept, k0, kc, j0, x.n));
         }
         if (x.k == 0)
             break;

@@ -77,24 +77,39 @@ static void mm_ref(float *c, const float *a, const float *b, uint32_t m, uint32_
 
 /* The F32 MATMUL kernels: the one rt_matmul picks, each vector kernel this host runs
  * (with and without a packing buffer, and taking B as read from DRAM: an activation of
- * the arena or a weight of the constants, which choose among the kernels differently)
- * and the portable loop. */
-enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_512_ACT, MM_512_WEIGHT, MM_512_KEPT, MM_256,
-       MM_256_INPLACE, MM_256_ACT, MM_256_WEIGHT, MM_256_KEPT, MM_PORTABLE, MM_KINDS };
+ * the arena or a weight of the constants, which choose among the kernels differently;
+ * with A, or B, a constant the session keeps a copy of: KEPT, BKEPT) and the portable
+ * loop. */
+enum { MM_PICKED, MM_512, MM_512_INPLACE, MM_512_ACT, MM_512_WEIGHT, MM_512_KEPT,
+       MM_512_BKEPT, MM_256, MM_256_INPLACE, MM_256_ACT, MM_256_WEIGHT, MM_256_KEPT,
+       MM_256_BKEPT, MM_PORTABLE, MM_KINDS };
+
+/* Whether kind takes a copy the session keeps (rt_apre.c): of A, or of B. */
+static bool mm_kept(int kind) {
+    return kind == MM_512_KEPT || kind == MM_256_KEPT || kind == MM_512_BKEPT ||
+           kind == MM_256_BKEPT;
+}
+
+/* Whether kind reads B as a weight of the constants, from DRAM. */
+static bool mm_weight(int kind) {
+    return kind == MM_512_WEIGHT || kind == MM_256_WEIGHT || kind == MM_512_BKEPT ||
+           kind == MM_256_BKEPT;
+}
 
 /* Runs mm with kernel kind once; false when this host cannot run it. */
 static bool run_mm_once(int kind, RtCore *c, const SpyMatmul *mm) {
     RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false,
                  false, NULL};
-    s.bdram = kind == MM_512_ACT || kind == MM_512_WEIGHT || kind == MM_256_ACT ||
-              kind == MM_256_WEIGHT;
-    s.bconst = kind == MM_512_WEIGHT || kind == MM_256_WEIGHT;
+    s.bdram = kind == MM_512_ACT || kind == MM_256_ACT || mm_weight(kind);
+    s.bconst = mm_weight(kind);
     s.aconst = kind == MM_512_KEPT || kind == MM_256_KEPT;
     switch (kind) {
 #if RT_HAVE_X86_KERNELS
     case MM_512: case MM_512_INPLACE: case MM_512_ACT: case MM_512_WEIGHT: case MM_512_KEPT:
+    case MM_512_BKEPT:
         return rt_mm_f32_512(c, mm, &s);
     case MM_256: case MM_256_INPLACE: case MM_256_ACT: case MM_256_WEIGHT: case MM_256_KEPT:
+    case MM_256_BKEPT:
         return rt_mm_f32_256(c, mm, &s);
 #endif
     case MM_PORTABLE: rt_mm_portable(c, mm, &s); return true;
@@ -104,13 +119,14 @@ static bool run_mm_once(int kind, RtCore *c, const SpyMatmul *mm) {
 }
 
 /* Runs mm with kernel kind; false when this host cannot run it. The KEPT kinds take A
- * as a constant whose transpose a session keeps (rt_apre.c): run twice on the same C,
- * the first run making the copy, the second reading the one kept. */
+ * as a constant whose transpose a session keeps, the BKEPT kinds B as one whose packed
+ * panels it keeps (rt_apre.c): run twice on the same C, the first run making the copy,
+ * the second reading the one kept. */
 static bool run_mm(int kind, const SpyMatmul *mm) {
     RtCore c = core;
     if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
         c.pack = NULL;
-    if (kind != MM_512_KEPT && kind != MM_256_KEPT) {
+    if (!mm_kept(kind)) {
         bool ran = run_mm_once(kind, &c, mm);
         core.koff_key = c.koff_key;      /* the window offsets kept, for the next call */
         return ran;
@@ -263,7 +279,8 @@ static RtPostOp post_op(uint16_t fn, uint8_t pos, uint8_t kind, uint8_t reg, uin
  * MIN with the chain value first, in registers and through the L1 cache. Shapes of
  * the packed blocks (a last panel of 17 columns: one vector and a lane), B in place,
  * the channel-lane kernels (one and two groups) and the others (which run the chain
- * through RtEpi.tile). Every element bit for bit that of the reference. */
+ * through RtEpi.tile), also with B's panels kept by the session (BKEPT). Every element
+ * bit for bit that of the reference. */
 static void test_matmul_post(void **state) {
     (void)state;
     static const uint32_t shapes[][3] = {{100, 70, 40}, {48, 81, 64}, {16, 49, 64},
@@ -325,15 +342,22 @@ static void test_matmul_post(void **state) {
                                 .out_dtype = ISA_DT_F32, .a = a, .b = b, .c = 0, .m = m,
                                 .n = n, .k = k, .lda = k, .ldb = n, .ldc = n};
                 RtMmSrc s = {lx + a, lx + b, k, n, false, kind == MM_512_ACT ||
-                             kind == MM_256_ACT || kind == MM_512_WEIGHT ||
-                             kind == MM_256_WEIGHT, false,
-                             kind == MM_512_WEIGHT || kind == MM_256_WEIGHT, false, &e};
+                             kind == MM_256_ACT || mm_weight(kind), false, mm_weight(kind),
+                             false, &e};
                 RtCore cr = core;
                 if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
                     cr.pack = NULL;
                 bool ran = false;
 #if RT_HAVE_X86_KERNELS
-                ran = kind <= MM_512_KEPT ? rt_mm_f32_512(&cr, &mm, &s) : rt_mm_f32_256(&cr, &mm, &s);
+                /* BKEPT: the first run makes B's kept panels, the second reads them */
+                bool bk = kind == MM_512_BKEPT || kind == MM_256_BKEPT;
+                cr.apre = bk ? rt_apre_create((size_t)1 << 26) : NULL;
+                for (int run = 0; run < (bk ? 2 : 1); run++) {
+                    memset(fp(c), 0, 4 * (size_t)m * ldc);
+                    ran = kind < MM_256 ? rt_mm_f32_512(&cr, &mm, &s)
+                                        : rt_mm_f32_256(&cr, &mm, &s);
+                }
+                rt_apre_free(cr.apre);
 #endif
                 for (uint32_t i = 0; ran && i < m; i++)
                     for (uint32_t j = 0; j < ldc; j++)
