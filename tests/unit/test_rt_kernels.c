@@ -187,6 +187,55 @@ static void check_mm(uint32_t m, uint32_t n, uint32_t k, uint32_t ldb, bool acc,
     check_mm_ldc(m, n, k, ldb, n + 5, acc, seed);
 }
 
+/* B given transposed (RtMmSrc.bt: element (k, j) at b[j * ldb + k], a deferred LOAD's
+ * transposed view): the packed blocks transpose it in VL x VL blocks, the rows and
+ * columns past them in 4 x 4 ones and one by one, the columns past n zero, and prefetch
+ * the next block's rows of it; few rows: the one-row kernels. Each vector kernel this
+ * host runs, C bit for bit the reference's. */
+static void test_matmul_bt(void **state) {
+    (void)state;
+    static const uint32_t shapes[][3] = {{100, 500, 301}, {97, 37, 19}, {96, 45, 7},
+                                         {120, 64, 512}, {3, 50, 40}, {1, 33, 260}};
+    uint32_t seed = 21;
+    for (unsigned sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+        uint32_t m = shapes[sh][0], n = shapes[sh][1], k = shapes[sh][2], ldbt = k + 3;
+        uint32_t a = 64, c = a + 4 * m * k + 64, ldc = n + 5;
+        assert_true(c + 4 * m * ldc < LX_BYTES);
+        float *bt = malloc(4 * (size_t)n * ldbt), *b = malloc(4 * (size_t)k * n);
+        float *ref = calloc((size_t)m * ldc, 4);
+        for (uint32_t i = 0; i < m * k; i++)
+            fp(a)[i] = rnd(&seed);
+        for (uint32_t j = 0; j < n; j++)
+            for (uint32_t q = 0; q < ldbt; q++)
+                bt[j * ldbt + q] = rnd(&seed);
+        for (uint32_t q = 0; q < k; q++)
+            for (uint32_t j = 0; j < n; j++)
+                b[q * n + j] = bt[j * ldbt + q];
+        mm_ref(ref, fp(a), b, m, n, k, k, n, ldc, false);
+        SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
+                        .a = a, .c = c, .m = m, .n = n, .k = k, .lda = k, .ldb = ldbt,
+                        .ldc = ldc};
+        RtMmSrc src = {lx + a, (const uint8_t *)bt, k, ldbt, true, true, false, true, false,
+                       NULL};
+        for (int kind = 0; kind < 2; kind++) {
+            memset(fp(c), 0, 4 * (size_t)m * ldc);
+            RtCore cr = core;
+            bool ran = false;
+#if RT_HAVE_X86_KERNELS
+            ran = kind == 0 ? rt_mm_f32_512(&cr, &mm, &src) : rt_mm_f32_256(&cr, &mm, &src);
+#endif
+            for (uint32_t i = 0; ran && i < m; i++)
+                for (uint32_t j = 0; j < n; j++)
+                    if (bits(ref[i * ldc + j]) != bits(fp(c)[i * ldc + j]))
+                        fail_msg("bt kernel %d m%u n%u k%u: (%u, %u): %a != %a", kind, m, n,
+                                 k, i, j, fp(c)[i * ldc + j], ref[i * ldc + j]);
+        }
+        free(bt);
+        free(b);
+        free(ref);
+    }
+}
+
 static void test_matmul_shapes(void **state) {
     (void)state;
     static const uint32_t shapes[][3] = {{1, 1, 1},   {1, 3136, 9}, {3, 70, 5},  {4, 128, 33},
@@ -1424,6 +1473,7 @@ static void test_vmath_same_bits(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_shapes),
+        cmocka_unit_test(test_matmul_bt),
         cmocka_unit_test(test_matmul_post),     cmocka_unit_test(test_vreduce_rows),
         cmocka_unit_test(test_vec_direct),      cmocka_unit_test(test_vec_select),      cmocka_unit_test(test_vec_copy_strided),
         cmocka_unit_test(test_dma_short_rows),  cmocka_unit_test(test_vmath),
