@@ -1,7 +1,8 @@
 /* flatmm.c: pass_simplify's flattening of batched products with few rows (pass_flatmm).
  *
  * A product of a constant 2-d B (weights) by an A of rank 3 or more with few rows per
- * batch item, such as
+ * batch item (fewer than FLAT_M_MAX, or than FLAT_ROWS when it has that many in all),
+ * such as
  * a sequence-first [L, N, E] activation with N the batch (nn.MultiheadAttention's
  * projections in torchvision's ViT), is a batch of L products of N rows, each of which
  * reloads the tiles of B it multiplies: ViT-B/16's [197, 1, 768] x [768, 2304] ran at 2%
@@ -21,6 +22,11 @@
 
 #define FLAT_M_MAX 16                /* rows per batch item below which a product is
                                         flattened: fewer than one tile's */
+#define FLAT_ROWS 512                /* rows per batch item below which a product is
+                                        flattened when it has this many flat: each of
+                                        the 32 cores then takes a tile of 16 rows, not a
+                                        sliver of every item (ConvNeXt's [1, 56, 56, 96]
+                                        x [96, 384]: 2 rows a core, 56 times) */
 #define FLAT_B_MIN (64 << 10)        /* bytes of B from which reloading it per batch
                                         item costs more than the fusion of a small
                                         product's epilogue that the view back may cut
@@ -67,14 +73,14 @@ static ValId flat_product(IrGraph *g, const IrNode *n)
     IrType a = *ir_vtype(g, n->in[0]);          /* copied: adding nodes moves types */
     const IrType *b = ir_vtype(g, n->in[1]);
     if (b->rank != 2 || !ir_is_const(g, n->in[1]) || ir_type_bytes(b) < FLAT_B_MIN ||
-        a.rank < 3 || a.dims[a.rank - 2] >= FLAT_M_MAX)
+        a.rank < 3)
         return IR_NONE;
-    int64_t rows = 1;
+    int64_t rows = 1, mi = a.dims[a.rank - 2];
     for (int i = 0; i < a.rank - 1; i++)
         rows *= a.dims[i];
-    if (rows < FLAT_M_MAX)
+    if (rows < FLAT_M_MAX || (mi >= FLAT_M_MAX && (mi >= FLAT_ROWS || rows < FLAT_ROWS)))
         return IR_NONE;                          /* as few rows flat: nothing to share */
-    uint64_t items = (uint64_t)(rows / a.dims[a.rank - 2]);
+    uint64_t items = (uint64_t)(rows / mi);
     if (is_view(g, n->in[0]) && 2 * ir_type_bytes(&a) >= (items - 1) * ir_type_bytes(b))
         return IR_NONE;                          /* its copy would cost more than B's reloads */
     int64_t ad[2] = {rows, a.dims[a.rank - 1]};

@@ -788,6 +788,37 @@ static void test_simplify_flatmm(void **state) { flatmm_case(*state, true, false
 static void test_simplify_flatmm_input_w(void **state) { flatmm_case(*state, false, false); }
 static void test_simplify_flatmm_transposed(void **state) { flatmm_case(*state, true, true); }
 
+/* A channels-last product x[1, h, 32, 64] x W[64, 300] (ConvNeXt's linear layers):
+ * 32 rows a batch item, so flattened only when it has FLAT_ROWS (512) rows in all: h
+ * 24 (768 rows) is one product of rank 2, equal bit for bit; h 8 (256) stays batched. */
+static void flatmm_rows_case(UtFx *f, int64_t h, bool flat)
+{
+    IrGraph *g = f->g;
+    int64_t dx[4] = {1, h, 32, 64}, dw[2] = {64, 300};
+    static float x[24 * 32 * 64], w[64 * 300];
+    ut_fill(x, (int)(h * 32 * 64), 0.29f, -0.1f);
+    ut_fill(w, 64 * 300, 0.13f, 0.02f);
+    ValId y = ir_matmul(g, in_f32(g, "x", 4, dx), c_f32(g, 2, dw, w), NULL);
+    ir_add_output(g, y);
+    const void *inputs[1] = {x};
+    int64_t cnt = ir_type_numel(ir_vtype(g, y));
+    float *before = malloc(sizeof(float) * (size_t)cnt);
+    memcpy(before, ut_run_graph(g, inputs, 0), sizeof(float) * (size_t)cnt);
+    (void)pass_simplify(g, &f->opt);      /* false when nothing changes (h 8) */
+    (void)pass_dce(g, &f->opt);
+    assert_true(ir_verify(g, "simplify"));
+    int rank = 0;
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (!g->nodes[i].dead && g->nodes[i].op == IR_OP_MATMUL)
+            rank = ir_vtype(g, g->nodes[i].out[0])->rank;
+    assert_int_equal(rank, flat ? 2 : 4);
+    assert_memory_equal(ut_run_graph(g, inputs, 0), before, sizeof(float) * (size_t)cnt);
+    free(before);
+}
+
+static void test_simplify_flatmm_rows(void **state) { flatmm_rows_case(*state, 24, true); }
+static void test_simplify_flatmm_few_rows(void **state) { flatmm_rows_case(*state, 8, false); }
+
 /* Rows idx (axis 1) of a norm -> matmul -> transposes chain on x[2,5,8]: after
  * simplification the matmul computes only those rows, and the graph output equals the
  * one before bit for bit (ir_eval_node on both graphs). */
@@ -1062,6 +1093,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_simplify_flatmm, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_flatmm_input_w, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_flatmm_transposed, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_flatmm_rows, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_simplify_flatmm_few_rows, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_last, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_simplify_rowsel_strided, ut_setup, ut_teardown),
         cmocka_unit_test_setup_teardown(test_bnfold, ut_setup, ut_teardown),
