@@ -174,20 +174,27 @@ static int candidates(int64_t ext, int64_t gran, int64_t *out)
 
 /* Adds to out[0..n) (at most max entries) the tile sizes of ext that split it into
  * c = 2..cmax tiles of whole granules (ceil(ext / c) rounded up to gran), which the
- * halvings miss (a 2304-column product in 12 tiles of 192), and sorts them largest
- * first (the last, smallest, is the fallback when none fits LX); returns the count. */
-static int even_candidates(int64_t ext, int64_t gran, int64_t cmax, int64_t *out, int n,
-                           int max)
+ * halvings miss (a 2304-column product in 12 tiles of 192), and with exact_ok (rows)
+ * ceil(ext / c) itself when it is not a whole number of granules but at least one
+ * (3136 rows in 32 tiles of 98: rounded up to 104 they leave a core idle, and the
+ * only even split left was 2 rows, 49 MATMULs a core); sorts them largest first (the
+ * last, smallest, is the fallback when none fits LX); returns the count. */
+static int even_candidates(int64_t ext, int64_t gran, int64_t cmax, bool exact_ok,
+                           int64_t *out, int n, int max)
 {
-    for (int64_t c = 2; c <= cmax && n < max; c++) {
-        int64_t x = (ext + c - 1) / c;
-        x = (x + gran - 1) / gran * gran;
-        bool seen = x >= ext;
-        for (int i = 0; i < n && !seen; i++)
-            seen = out[i] == x;
-        if (!seen)
-            out[n++] = x;
-    }
+    for (int64_t c = 2; c <= cmax && n < max; c++)
+        for (int exact = 0; exact < (exact_ok ? 2 : 1) && n < max; exact++) {
+            int64_t x = (ext + c - 1) / c;
+            if (!exact)
+                x = (x + gran - 1) / gran * gran;
+            else if (x < gran || x % gran == 0)
+                continue;
+            bool seen = x >= ext;
+            for (int i = 0; i < n && !seen; i++)
+                seen = out[i] == x;
+            if (!seen)
+                out[n++] = x;
+        }
     for (int i = 1; i < n; i++)          /* largest first, as the halvings: the last is */
         for (int j = i; j > 0 && out[j - 1] < out[j]; j--) {   /* the fallback */
             int64_t x = out[j];
@@ -374,7 +381,7 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
     CSizes sz = contract_sizes(g, k);
     int64_t sg = (int64_t)(t->stick_bytes / sz.es) > 0 ? (int64_t)(t->stick_bytes / sz.es) : 1;
     int nm = candidates(m, 8, mc), nn = candidates(n, 32, nc);
-    nm = even_candidates(m, 8, t->cores, mc, nm, 120);
+    nm = even_candidates(m, 8, t->cores, true, mc, nm, 120);
     int64_t am[120];
     int na = sym_m_candidates(g, m, am, 120);
     bool sym = na > 0;                         /* rows in blocks: tiles within one */
@@ -382,7 +389,7 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
         memcpy(mc, am, (size_t)na * sizeof *am);
         nm = na;
     }
-    nn = even_candidates(n, sg, t->cores, nc, nn, 120);
+    nn = even_candidates(n, sg, t->cores, false, nc, nn, 120);   /* whole sticks */
     if (k->nred > 0)                           /* epilogue reduces whole rows: nc[0] = n */
         nn = 1;
     double best = -1, budget = 0.8 * t->lx_budget_bytes;
