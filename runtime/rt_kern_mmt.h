@@ -494,6 +494,17 @@ MMT_INLINE void MMT_NAME(ahead)(MMT_NAME(Args) *y, const MMT_NAME(Args) *x, size
     y->pfst = x->ldb * 4;
 }
 
+/* Points y's prefetch at half of the next kept panel nxt (h rows of MMT_NR floats, a
+ * line a k step): its first half in a k block's first row block (i0 0), the second
+ * in the next (i0 r1); none in the others, or without nxt. */
+MMT_INLINE void MMT_NAME(kept_ahead)(MMT_NAME(Args) *y, const float *nxt, uint32_t h,
+                                      uint32_t i0, uint32_t r1) {
+    bool pf = nxt && h && (i0 == 0 || i0 == r1);
+    y->pf = pf ? (const char *)nxt + (i0 ? (size_t)h * 64 : 0) : NULL;
+    y->pfst = 64;
+    y->pfn = h;
+}
+
 /* Columns [j0, j0 + nc) of C over k rows [k0, k0 + kc): packs those columns of B
  * into panels, then runs every row block of C over all of them (prefetching the
  * next block, rows [nk0, nk0 + nkc) and columns [nj0, nj0 + nnc), of a plain B or one
@@ -542,14 +553,9 @@ MMT_TARGET static void MMT_NAME(packed_block)(const MMT_NAME(Args) *x, float *pa
                 MMT_NAME(ahead)(&y, x, t++, calls, nk0, nkc, nj0, nnc);
             else if (x->bt && !kept)   /* the next block's rows of B^T: nj0.., k nk0.. */
                 MMT_NAME(ahead)(&y, x, t++, calls, (uint32_t)nj0, (uint32_t)nnc, nk0, nkc);
-            else if (kept && p + 1 < np && (i0 == 0 || first_rows == i0)) {
-                /* the next panel, a line a k step: its first half in the first row
-                 * block, the second in the next */
-                y.pf = (const char *)(panel + kc * MMT_NR) + (i0 ? (size_t)kc * 64 : 0);
-                y.pfst = 64;
-                y.pfn = kc;
-            } else if (kept)
-                y.pf = NULL;
+            else if (kept)                /* the next panel of the block */
+                MMT_NAME(kept_ahead)(&y, p + 1 < np ? panel + kc * MMT_NR : NULL, kc, i0,
+                                     first_rows);
             y.pk = first ? pack + p * kc * MMT_NR : NULL;
             f(&y, first ? x->b + (size_t)k0 * x->ldb + j0 + p * MMT_NR : panel,
               first ? x->ldb : MMT_NR, i0, j0 + p * MMT_NR, k0, kc, zero, MMT_LANES(left),
@@ -914,16 +920,11 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                     const float *kp = MMT_NAME(bpre_at)(kept, k0, kc, j0, x.n);
                     if (!kept)
                         MMT_NAME(ahead)(&y, &x, t++, calls, nk0, nkc, 0, x.n);
-                    else {      /* the next panel, a line a k step: its first half in
-                                 * the first row block, the second in the next */
+                    else {      /* the next panel: this block's, or the next block's first */
                         bool last = j0 + MMT_NR >= x.n;
-                        uint32_t h = last ? nkc : kc;   /* the next panel's rows */
-                        const float *np0 = last ? MMT_NAME(bpre_at)(kept, nk0, nkc, 0, x.n)
-                                                : kp + (size_t)kc * MMT_NR;
-                        bool pf = np0 && h && (i0 == 0 || i0 == MMT_NAME(block_rows)(x.m));
-                        y.pf = pf ? (const char *)np0 + (i0 ? (size_t)h * 64 : 0) : NULL;
-                        y.pfst = 64;
-                        y.pfn = h;
+                        MMT_NAME(kept_ahead)(&y, last ? MMT_NAME(bpre_at)(kept, nk0, nkc, 0, x.n)
+                                                      : kp + (size_t)kc * MMT_NR,
+                                             last ? nkc : kc, i0, MMT_NAME(block_rows)(x.m));
                     }
                     bool again = kept || (i0 > 0 && c->pack); /* the panel packed */
                     y.pk = !kept && i0 == 0 && rows < x.m && c->pack ? c->pack : NULL;
