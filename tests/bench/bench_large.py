@@ -17,8 +17,9 @@ Three tables, after a header naming the host and the onnxruntime version:
    load ms       spy_model_load_file (libspyrert.so through ctypes, in a child process):
                  best of 3; load RSS MiB is that child's peak resident set minus its own
                  before the first load
-   spyrun ms     `spyrun --threads T --repeat N --warmup W`: median host latency; with
-                 --rounds R, the median of R such medians
+   spyrun ms     `spyrun --threads T --repeat N --warmup W` (not profiled: see
+                 spyrun_stats): median host latency; with --rounds R, the median of R such
+                 medians
    ort ms        onnxruntime on the same inputs, intra-op threads T, median of N runs after
                  W warm-up runs (in a child process, so that its memory is given back);
                  likewise the median of R rounds
@@ -27,7 +28,8 @@ Three tables, after a header naming the host and the onnxruntime version:
                  whose speed drifts over minutes, each ratio compares the two under the
                  same conditions, where one spyrun block and one onnxruntime block could
                  fall into a slow and a fast minute
-   device ms     modelled device time of one inference (total of `spyrun --profile`);
+   device ms     modelled device time of one inference (as spyrun prints it: the total
+                 of `spyrun --profile`);
                  tok/s is 1 / device time, for a decode-step model (name with "decode")
    eff %         modelled efficiency: the kernels' rooflines over their modelled times
                  (the total row of `spyrun --profile`)
@@ -158,17 +160,21 @@ def compile_best(args, model, sbin, runs, timeout, slow_s=None):
     return res
 
 
-def spyrun_stats(args, sbin, data, check=True):
+def spyrun_stats(args, sbin, data, check=True, profile=False):
     """Run the bundle on data's inputs (checking its outputs when check): dict of
-    spyrun_ms, device_us (profile total), check (OK / MISMATCH (k of n outputs) / n/a),
-    error."""
+    spyrun_ms, device_us (modelled time of one inference), eff_pct (with profile: the
+    total row of `spyrun --profile`), check (OK / MISMATCH (k of n outputs) / n/a), error.
+    Latencies come from runs without --profile: a profiled session times every kernel
+    and does not start a schedule entry's programs before the previous entry is done
+    (rt_overlap.c), so its runs are not the ones a user's session makes."""
     cmd = [os.path.join(args.build, "spyrun"), sbin, "-q", "--threads", str(args.threads),
-           "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--profile"]
+           "--repeat", str(args.repeat), "--warmup", str(args.warmup)]
+    cmd += ["--profile"] if profile else []
     has_golden = check and os.path.exists(os.path.join(data, "output_0.pb"))
     cmd += ["--check", data] if has_golden else ["--input-dir", data]
     r = run_measured(cmd)
     lat = re.search(r"host latency: median ([0-9.]+) ms", r["out"])
-    dev = re.search(r"^total \(\d+ kernels?\)\s+([0-9.]+)", r["out"], re.M)
+    dev = re.search(r"modelled device time: ([0-9.]+) us", r["out"])
     eff = re.search(r"^total \(\d+ kernels?\)(?:\s+[0-9.]+){4}\s+([0-9.]+)%", r["out"], re.M)
     verdicts = re.findall(r"^output \d+ '.*': .*: (OK|MISMATCH)", r["out"], re.M)
     res = {"spyrun_ms": float(lat.group(1)) if lat else None,
@@ -323,7 +329,7 @@ def bench_model(args, name):
     if not c["error"]:
         row["bundle_mib"] = file_mib(sbin)
         row["load_ms"], row["load_rss_mib"] = load_stats(args, sbin)
-        s = spyrun_stats(args, sbin, data)
+        s = spyrun_stats(args, sbin, data, profile=True)
         row.update(device_us=s["device_us"], eff_pct=s["eff_pct"], check=s["check"])
         errors += [s["error"]] if s["error"] else []
         row.update(fp16_stats(args, model, data, os.path.join(args.work, name + ".fp16.sbin")))
