@@ -3,7 +3,9 @@
  * copied when it runs: the core remembers it as a view of DRAM. A MATMUL whose A or B
  * operand lies inside one view, row for row, reads it straight from DRAM (the same
  * bits the copy would have put in LX, without writing and re-reading a copy of every
- * weight). Every other access to the LX bytes of a view, and every STORE or SCATTER
+ * weight); so does the window B of an implicit-GEMM convolution that reads at most
+ * half of each row of a view of one row per input channel (a strided 1 x 1 window:
+ * rt_defer_window). Every other access to the LX bytes of a view, and every STORE or SCATTER
  * that could write its DRAM source, first carries out the LOAD (rt_dma, the
  * documented copy); a LOAD writing over a view does so too unless it rewrites every
  * byte of it. A LOAD whose rows continue a pending view's, in LX and in DRAM, joins
@@ -112,8 +114,9 @@ static int load_dims(const SpyDma *x, uint64_t dim[2], int64_t ds[2], int64_t ls
 }
 
 /* The view of a LOAD: rows contiguous on both sides, or a transpose of 4-byte
- * elements (LX rows contiguous, DRAM columns contiguous); false for other LOADs. */
-static bool load_view(RtCore *c, const SpyDma *x, RtView *w) {
+ * elements (LX rows contiguous, DRAM columns contiguous); false for other LOADs. Its
+ * DRAM addresses are left to load_view: src NULL, shi - src in *span. */
+static bool view_shape(const SpyDma *x, RtView *w, uint64_t *span) {
     uint64_t dim[2] = {1, 1};
     int64_t ds[2] = {1, 1}, ls[2] = {1, 1};
     int n = load_dims(x, dim, ds, ls);
@@ -123,7 +126,7 @@ static bool load_view(RtCore *c, const SpyDma *x, RtView *w) {
     if (n < 0 || (n >= 1 && ls[n - 1] != 1))
         return false;
     *w = (RtView){.x = x, .rows = n == 2 ? dim[0] : 1, .rowb = (n ? dim[n - 1] : 1) * es,
-                  .src = c->seg[x->seg] + x->dram_off, .lo = x->lx, .seg = x->seg};
+                  .src = NULL, .lo = x->lx, .seg = x->seg};
     if (n == 2) {
         w->lrs = (uint64_t)ls[0] * es;
         if (ls[0] < 0 || w->lrs < w->rowb)
@@ -131,15 +134,25 @@ static bool load_view(RtCore *c, const SpyDma *x, RtView *w) {
     }
     if (ds[n ? n - 1 : 0] == 1 && (n < 2 || ds[0] >= 0)) {
         w->drs = n == 2 ? ds[0] * es : 0;
-        w->shi = w->src + (w->rows - 1) * (uint64_t)w->drs + w->rowb;
+        *span = (w->rows - 1) * (uint64_t)w->drs + w->rowb;
     } else if (n == 2 && ds[0] == 1 && ds[1] > 0 && es == 4) {
         w->t = true;
         w->drs = es, w->dcs = ds[1] * es;
-        w->shi = w->src + (w->rows - 1) * es + (dim[1] - 1) * (uint64_t)w->dcs + es;
+        *span = (w->rows - 1) * es + (dim[1] - 1) * (uint64_t)w->dcs + es;
     } else {
         return false;
     }
     w->hi = w->lo + (w->rows - 1) * w->lrs + w->rowb;
+    return true;
+}
+
+/* The shape of a LOAD's view (view_shape) with its DRAM addresses in core c. */
+static bool load_view(RtCore *c, const SpyDma *x, RtView *w) {
+    uint64_t span;
+    if (!view_shape(x, w, &span))
+        return false;
+    w->src = c->seg[x->seg] + x->dram_off;
+    w->shi = w->src + span;
     return true;
 }
 
@@ -206,10 +219,14 @@ static bool join_pending(RtDefer *d, const RtView *w) {
     return false;
 }
 
+static bool window_rows(const RtView *v, const SpyMatmul *mm, unsigned es, bool whole,
+                        uint64_t *r0, uint64_t *c0);
+
 /* Whether deferring the LOAD code[0] would only cost: it writes only LX bytes that
  * the window MATMUL right after the run of LOADs it begins (at most RT_MAX_VIEWS * 4
  * instructions) reads in LX, so its view would be carried out there anyway (a
- * convolution's input patch). */
+ * convolution's input patch with its padding), and not as a view the F32 window
+ * kernels could read in DRAM (rt_defer_window). */
 bool rt_defer_useless(const SpyInsn *code, uint32_t n) {
     uint32_t e = 1;
     while (e < n && e < RT_MAX_VIEWS * 4 && code[e].opcode == ISA_LOAD)
@@ -222,6 +239,11 @@ bool rt_defer_useless(const SpyInsn *code, uint32_t n) {
     rt_mm_win_range(mm, es, &wlo, &whi);
     rt_dma_span(&code[0].dma, true, &lo, &hi);
     lo += code[0].dma.lx, hi += code[0].dma.lx;
+    RtView v;
+    uint64_t span, r0, c0;
+    if (mm->dtype == ISA_DT_F32 && view_shape(&code[0].dma, &v, &span) && !v.t &&
+        (v.rows == 1 || window_rows(&v, mm, es, false, &r0, &c0)))
+        return false;      /* the window may be read from its view (rt_defer_window) */
     return lo < hi && lo >= wlo * (int64_t)es && hi <= whi * (int64_t)es;
 }
 
@@ -425,6 +447,99 @@ RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uin
     return o;
 }
 
+/* The elements from window B's element (0, 0) that its dims after the first (a
+ * convolution's kernel rows and columns, its output pixels) reach, [*lo, *hi], and the
+ * LX byte of the lowest in channel 0 (*first); false for an empty window. */
+static bool window_inner(const SpyMatmul *mm, unsigned es, int64_t *lo, int64_t *hi,
+                         int64_t *first) {
+    *lo = *hi = 0;
+    for (int q = 1; q < 5; q++) {
+        int64_t ext = q < 3 ? mm->bw_kext[q] : mm->bw_next[q - 3];
+        int64_t st = q < 3 ? mm->bw_ks[q] : mm->bw_ns[q - 3];
+        if (ext == 0)
+            return false;
+        *((ext - 1) * st < 0 ? lo : hi) += (ext - 1) * st;
+    }
+    *first = (int64_t)mm->b + *lo * es;
+    return mm->bw_kext[0] > 0;
+}
+
+/* Whether the rows of view v (several, not a transpose) hold window B of mm (elements
+ * of es bytes) a channel a row: its first dim steps from one row to the next, the
+ * others stay inside one row, from byte *c0 of row *r0; with whole, all its channels'
+ * rows in v, else only their columns checked (at load: a LOAD the ones after it may
+ * join into one view, rt_defer_useless). Only where the window reads at most half of
+ * each row (a strided 1 x 1 window: the copy would move mostly bytes nothing reads;
+ * a window that reads all of its rows, wav2vec2's convolutions of 3 taps at stride
+ * 2, ran 2% slower from DRAM than from the dense copy, re-read by each group of
+ * output channels). Not where the rows are a multiple of RT_ALIAS_PITCH apart and
+ * the window reads a part of each (they share the host's cache sets:
+ * rt_defer_operand), nor past the kernels' 32-bit offsets. */
+static bool window_rows(const RtView *v, const SpyMatmul *mm, unsigned es, bool whole,
+                        uint64_t *r0, uint64_t *c0) {
+    int64_t lo, hi, first, e0 = mm->bw_kext[0];
+    if (!window_inner(mm, es, &lo, &hi, &first) || v->t || v->rows < 2 || v->drs % es)
+        return false;
+    int64_t off = first - (int64_t)v->lo, lrs = (int64_t)v->lrs, rowb = (hi - lo + 1) * es;
+    *c0 = (uint64_t)((off % lrs + lrs) % lrs);
+    *r0 = (uint64_t)((off - (int64_t)*c0) / lrs);
+    uint64_t reads = (uint64_t)mm->bw_kext[1] * mm->bw_kext[2] * mm->bw_next[0] *
+                     mm->bw_next[1] * es;   /* at most, of a channel's row */
+    return (e0 == 1 || (int64_t)mm->bw_ks[0] * es == lrs) && *c0 + (uint64_t)rowb <= v->rowb &&
+           reads * 2 <= v->rowb &&
+           (!whole || (off >= 0 && *r0 + (uint64_t)e0 <= v->rows)) &&
+           !(v->drs % RT_ALIAS_PITCH == 0 && (uint64_t)rowb * 2 <= (uint64_t)v->drs) &&
+           (e0 - 1) * (v->drs / es) + hi - lo < ((int64_t)1 << 30);
+}
+
+/* Where the window B of mm (ISA_F_BWIN, elements of es bytes) is read from when one
+ * pending view holds all of it, channel for channel: the DRAM address of its element
+ * (0, 0), and in *ks0 the stride of its first k dim (a convolution's input channels)
+ * there; NULL when no view does (then the window is read in LX, after the views over it
+ * are carried out). A window whose first dim steps from one row of the view to the
+ * next (bw_ks[0] elements = the view's LX row stride) and whose other dims stay inside
+ * one row (resnet50's stride-2 1 x 1 convolutions: a LOAD of 256 input channels of 7
+ * rows of 56 pixels, of which the window reads every other pixel of every other row)
+ * is the same window over DRAM with that dim's stride the view's DRAM row stride: the
+ * kernels read the bytes the LOAD would have copied, without the copy (a quarter of it
+ * read). Not for rows a multiple of RT_ALIAS_PITCH apart that the window reads only
+ * part of (they share the host's cache sets: rt_defer_operand). */
+static const uint8_t *window_src(const RtDefer *d, const SpyMatmul *mm, unsigned es,
+                                 int64_t *ks0) {
+    int64_t lo, hi, first;
+    if (!window_inner(mm, es, &lo, &hi, &first))
+        return NULL;
+    for (int i = 0; i < d->n; i++) {
+        const RtView *v = &d->v[i];
+        uint64_t r0, c0;
+        if (v->t || first < (int64_t)v->lo || first >= (int64_t)v->hi)
+            continue;
+        if (v->rows == 1) {   /* one run of bytes: the window as it is, if inside */
+            int64_t wlo, whi;
+            rt_mm_win_range(mm, es, &wlo, &whi);
+            *ks0 = mm->bw_ks[0];
+            return wlo * es >= (int64_t)v->lo && whi * es <= (int64_t)v->hi
+                       ? v->src + ((int64_t)mm->b - (int64_t)v->lo) : NULL;
+        }
+        if (!window_rows(v, mm, es, true, &r0, &c0))
+            return NULL;
+        *ks0 = v->drs / es;
+        return v->src + r0 * (uint64_t)v->drs + c0 - lo * es;
+    }
+    return NULL;
+}
+
+/* Where the F32 window B of mm is read from DRAM by the vector kernels (window_src;
+ * they take it with A where rt_defer_operand puts it: rt_mm_win_takes_a), its first
+ * k dim's stride in *ks0; NULL: in LX. The same answer before the MATMUL runs
+ * (rt_defer_before: its range is then not carried out) and when it runs. */
+const uint8_t *rt_defer_window(const RtCore *c, const RtDefer *d, const SpyMatmul *mm,
+                               int64_t *ks0) {
+    if (!d->n || mm->dtype != ISA_DT_F32 || !rt_mm_win_takes_a(c, mm))
+        return NULL;
+    return window_src(d, mm, 4, ks0);
+}
+
 /* Carries out every view whose LX bytes intersect [lo, hi) of LX (a VEC chain's
  * regions, rt_fuse.c). */
 void rt_defer_flush_lx(RtCore *c, RtDefer *d, int64_t lo, int64_t hi) {
@@ -496,11 +611,12 @@ void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const RtPrep *p) 
     }
     case ISA_MATMUL: {
         const SpyMatmul *mm = &in->mm;
-        if (mm->flags & ISA_F_BWIN) {   /* a window B is read in LX, over its range */
+        if (mm->flags & ISA_F_BWIN) {   /* a window B is read in LX, over its range, */
             unsigned es = mm->dtype == ISA_DT_F32 ? 4 : mm->dtype == ISA_DT_DLF16 ? 2 : 1;
-            int64_t lo, hi;
+            int64_t lo, hi, ks0;
             rt_mm_win_range(mm, es, &lo, &hi);
-            flush_lx(c, d, lo * es, hi * es);
+            if (!rt_defer_window(c, d, mm, &ks0))  /* unless from a view's DRAM */
+                flush_lx(c, d, lo * es, hi * es);
             if (!rt_mm_win_takes_a(c, mm))   /* A read in LX too */
                 flush_2d(c, d, mm->a, mm->m, mm->lda, mm->k, 1, es);
         }

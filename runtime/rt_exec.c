@@ -111,9 +111,10 @@ static void strip_mine(RtCore *c, const SpyInsn *code, uint32_t k) {
 }
 
 /* A MATMUL, its A and B read from a deferred LOAD's DRAM where they can be (a window
- * B always in LX: rt_defer_before carried out the views over its range, and those
- * over A when the window kernel reads A in LX); an A from DRAM that the kernel does
- * not write may be packed once for the programs after it (rt_acache.c). */
+ * B where rt_defer_window says, else in LX: rt_defer_before carried out the views over
+ * its range, and those over A when the window kernel reads A in LX); an A from DRAM
+ * that the kernel does not write may be packed once for the programs after it
+ * (rt_acache.c). */
 static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm, const RtEpi *e) {
     if (!d->n && !e) {
         rt_matmul(c, mm);
@@ -123,11 +124,15 @@ static void matmul(RtCore *c, RtDefer *d, const SpyMatmul *mm, const RtEpi *e) {
     bool packs = rt_mm_packs(c, mm);
     RtOperand a = rt_defer_operand(c, d, mm->a, mm->m, mm->k, mm->lda, es, false, packs);
     RtOperand b = {c->lx + mm->b, mm->ldb, false, RT_SEG_LX};
-    if (!(mm->flags & ISA_F_BWIN))
+    int64_t bks0 = 0;
+    const uint8_t *win = (mm->flags & ISA_F_BWIN) ? rt_defer_window(c, d, mm, &bks0) : NULL;
+    if (win)
+        b.p = win;
+    else if (!(mm->flags & ISA_F_BWIN))
         b = rt_defer_operand(c, d, mm->b, mm->k, mm->n, mm->ldb,
                              (mm->flags & ISA_F_BF8) ? 1 : es, rt_mm_takes_bt(c, mm), packs);
     RtMmSrc s = {a.p, b.p, a.ld, b.ld, b.t, b.p != c->lx + mm->b, false, b.seg == 0,
-                 a.seg == 0 && !a.t, e};
+                 a.seg == 0 && !a.t, e, win ? bks0 : 0};
     if (a.p != c->lx + mm->a && !a.t && mm->dtype == ISA_DT_F32 && mm->m > 1 &&
         !(mm->flags & ISA_F_BWIN))                /* A from DRAM: maybe cached */
         s.astable = rt_acache_stable(c, a.p, ((size_t)(mm->m - 1) * a.ld + mm->k) * es);

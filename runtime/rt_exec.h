@@ -198,6 +198,8 @@ void rt_defer_flush_lx(RtCore *c, RtDefer *d, int64_t lo, int64_t hi);
 void rt_defer_flush_dram(RtCore *c, RtDefer *d, const uint8_t *lo, const uint8_t *hi);
 const uint8_t *rt_defer_rows_src(const RtDefer *d, int64_t a, uint64_t rows, int64_t rs,
                                  uint64_t rowb, int64_t *srs);
+const uint8_t *rt_defer_window(const RtCore *c, const RtDefer *d, const SpyMatmul *mm,
+                               int64_t *ks0);
 RtOperand rt_defer_operand(RtCore *c, RtDefer *d, uint32_t a, uint32_t rows, uint32_t cols,
                            uint32_t ld, unsigned es, bool take_t, bool packed);
 
@@ -315,6 +317,8 @@ typedef struct {
     bool aconst;             /* A is read from the bundle's constants, in place (never
                                 written): its transpose may be kept (rt_apre.c) */
     const RtEpi *epi;        /* run over every tile of C once it is final, or NULL */
+    int64_t bks0;            /* a window B read from DRAM (rt_defer_window): the stride of
+                                its first k dim there; 0: B in LX, mm's strides */
 } RtMmSrc;
 void rt_matmul(RtCore *c, const SpyMatmul *mm);
 void rt_matmul_src(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);

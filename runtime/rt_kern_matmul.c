@@ -191,7 +191,7 @@ static void mm_dlf16_buffer(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
     w.lda = (uint32_t)k, w.ldb = (uint32_t)n, w.ldc = (uint32_t)n;
     RtCore t = *c;
     t.lx = buf;
-    RtMmSrc ws = {buf + w.a, buf + w.b, w.lda, w.ldb, false, false, false, false, false, NULL};
+    RtMmSrc ws = {buf + w.a, buf + w.b, w.lda, w.ldb, false, false, false, false, false, NULL, 0};
     mm_f32(&t, &w, &ws);
     for (size_t i = 0; i < m; i++)
         memcpy(rc + i * mm->ldc * 4, C + i * n, n * 4);
@@ -212,7 +212,7 @@ static void mm_dlf16(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s) {
         w.dtype = ISA_DT_F32;
         w.a = c->wide, w.b = c->wide + (uint32_t)(m * k * 4);
         w.lda = (uint32_t)k, w.ldb = (uint32_t)n;
-        RtMmSrc ws = {(const uint8_t *)A, (const uint8_t *)B, k, n, false, false, false, false, false, NULL};
+        RtMmSrc ws = {(const uint8_t *)A, (const uint8_t *)B, k, n, false, false, false, false, false, NULL, 0};
         mm_f32(c, &w, &ws);
         return;
     }
@@ -349,6 +349,6 @@ bool rt_mm_packs(const RtCore *c, const SpyMatmul *mm) {
 
 /* Executes a verified MATMUL with its operands in LX. */
 void rt_matmul(RtCore *c, const SpyMatmul *mm) {
-    RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false, false, NULL};
+    RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false, false, NULL, 0};
     rt_matmul_src(c, mm, &s);
 }

@@ -874,7 +874,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         away ? (float *)s->epi->c : (float *)(c->lx + mm->c), s->lda, s->ldb,
                         away ? (size_t)s->epi->crs / 4 : mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
-                        mm->bw_next[1], mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
+                        mm->bw_next[1], s->bks0 ? s->bks0 : mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
                         mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL,
                         NULL, 0, s->epi, NULL, 0};
     if (win && x.ne1 == 1) {

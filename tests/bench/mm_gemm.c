@@ -55,7 +55,7 @@ static void run_tiles(const Job *j, uint8_t *lx, float *pack) {
                             .ldb = j->tn, .ldc = j->tn};
             RtMmSrc s = {(const uint8_t *)(j->a + i0 * j->k + k0),
                          (const uint8_t *)(j->b + (size_t)k0 * j->n + j0), j->k, j->n, false,
-                         true, false, false, false, NULL};
+                         true, false, false, false, NULL, 0};
             rt_matmul_src(&c, &mm, &s);
         }
         for (uint32_t r = 0; r < j->tm; r++)

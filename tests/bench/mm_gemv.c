@@ -93,7 +93,7 @@ static void products(Job *j, const float *w, bool bt, uint32_t nt) {
             RtMmSrc s = {(const uint8_t *)(j->a + k0),
                          (const uint8_t *)(bt ? w + (size_t)j0 * K + k0
                                               : w + (size_t)k0 * N + j0),
-                         KT, bt ? K : N, bt, true, false, false, false, NULL};
+                         KT, bt ? K : N, bt, true, false, false, false, NULL, 0};
             rt_matmul_src(&c, &mm, &s);
         }
     }

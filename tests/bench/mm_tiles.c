@@ -119,7 +119,7 @@ static double time_tile(RtCore *c, const Tile *t, bool bw, const float *weights,
                         const float *bdram, bool cold) {
     SpyMatmul mm = tile_insn(t);
     RtMmSrc src = {(const uint8_t *)weights, (const uint8_t *)bdram, mm.lda, mm.ldb, false,
-                  true, false, false, false, NULL};
+                  true, false, false, false, NULL, 0};
     if (t->win)
         src.b = c->lx + mm.b, src.ldb = 0, src.bdram = false;
     if (bw)                            /* A in LX, B the weight in DRAM */

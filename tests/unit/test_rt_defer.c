@@ -12,7 +12,8 @@
  * do not match the view's rows; and what reads it straight from
  * DRAM: row and 1-d views as A and B, transposed views (alone or two joined side by
  * side) as B, at products of 1, 3, 8 and 100 rows; the A of a window product (its B read
- * in LX, the views under its range carried out); LOADs in pieces joined into one view;
+ * in LX, the views under its range carried out) and its B from a view of one row per
+ * channel (read in DRAM); LOADs in pieces joined into one view;
  * LOADs over part of a view of rows (the rows they rewrite cut out of it); a VFILL
  * filling only the gaps the LOADs after it leave (rt_fill.c); the plans of
  * rt_prep.c (runs of LOADs merged into one copy, rows of LOADs and STOREs). And the
@@ -352,6 +353,41 @@ static void test_defer_window(void **state) {
         dma(&p, true, 0xc0000, OUT + 0x40000, 2, 160, 160, 1, 160, 1);
         check(&p, 60 + (uint32_t)i);
     }
+}
+
+/* A window MATMUL whose B lies in a view of one row per channel (rt_defer_window), over
+ * a LOAD of ch channels of h x w, DRAM rows farther apart than LX's: a 1 x 1 window at
+ * stride 2 (a quarter of each row read) is read from DRAM, so the LOAD is never
+ * carried out (its LX bytes keep check's fill); a 3 x 3 one (all of each row) from the
+ * copy in LX. C is the bits of the copy's product either way. At 1, 16, 20 and 64 rows
+ * of C (the channel-lane kernels take 16 and 64). */
+static void test_defer_window_view(void **state) {
+    (void)state;
+    Prog p;
+    const uint32_t ms[] = {1, 16, 20, 64};
+    const uint32_t ch = 8, h = 8, w = 12, hw = h * w;   /* over RT_DEFER_MIN bytes */
+    for (int i = 0; i < 4; i++)
+        for (int stride2 = 0; stride2 < 2; stride2++) {
+            uint32_t m = ms[i], k = stride2 ? ch : ch * 9;
+            uint32_t n = stride2 ? (h / 2) * (w / 2) : (h - 2) * (w - 2);
+            p.n = 0;
+            dma(&p, false, 0, 0, 1, m * k < 600 ? 600 : m * k, 0, 1, 0, 1);  /* A, 1-d */
+            dma(&p, false, 0x40000, 0x20000, ch, hw, (int32_t)hw + 12, 1, (int32_t)hw, 1);
+            mmwin(&p, 0, 0x40000, 0x80000, m, ch, h, w);
+            SpyMatmul *x = &p.in[p.n - 1].mm;
+            if (stride2) {    /* 1 x 1 at stride 2: every other pixel of every other row */
+                x->k = k, x->n = n, x->lda = k, x->ldc = n;
+                x->bw_kext[1] = x->bw_kext[2] = 1;
+                x->bw_next[0] = h / 2, x->bw_next[1] = w / 2;
+                x->bw_ns[0] = (int32_t)(2 * w), x->bw_ns[1] = 2;
+            }
+            dma(&p, true, 0x80000, OUT, m, n, (int32_t)n, 1, (int32_t)n, 1);
+            check(&p, 90 + (uint32_t)(2 * i + stride2));
+            for (uint32_t c = 0; c < ch; c++)   /* stride 2: never copied; 3 x 3: copied */
+                for (uint32_t b = 0; b < hw * 4; b++)
+                    assert_int_equal(lx[0x40000 + c * hw * 4 + b],
+                                     stride2 ? 0xff : dram[0x20000 + c * (hw + 12) * 4 + b]);
+        }
 }
 
 /* Appends a 3-d LOAD (4-byte elements) of d0 x d1 x d2 with the given strides. */
@@ -880,7 +916,7 @@ static void test_kernels_bt(void **state) {
         SpyMatmul x = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32, .out_dtype = ISA_DT_F32,
                        .flags = acc ? ISA_F_ACCUM : 0, .c = 0x10000, .m = m, .n = n, .k = k,
                        .lda = k, .ldb = n, .ldc = n};
-        RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true, true, false, false, false, NULL};
+        RtMmSrc src = {(const uint8_t *)a, (const uint8_t *)bt, k, ldt, true, true, false, false, false, NULL, 0};
         for (int kind = 0; kind < 3; kind++) {
             if (acc)
                 memcpy(lx + x.c, c0, 4 * m * n);
@@ -910,6 +946,7 @@ int main(void) {
         cmocka_unit_test(test_defer_flushes),
         cmocka_unit_test(test_defer_immediate),
         cmocka_unit_test(test_defer_window),
+        cmocka_unit_test(test_defer_window_view),
         cmocka_unit_test(test_defer_joined),
         cmocka_unit_test(test_defer_cut),
         cmocka_unit_test(test_prep_merged),

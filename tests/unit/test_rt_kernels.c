@@ -99,7 +99,7 @@ static bool mm_weight(int kind) {
 /* Runs mm with kernel kind once; false when this host cannot run it. */
 static bool run_mm_once(int kind, RtCore *c, const SpyMatmul *mm) {
     RtMmSrc s = {c->lx + mm->a, c->lx + mm->b, mm->lda, mm->ldb, false, false, false, false,
-                 false, NULL};
+                 false, NULL, 0};
     s.bdram = kind == MM_512_ACT || kind == MM_256_ACT || mm_weight(kind);
     s.bconst = mm_weight(kind);
     s.aconst = kind == MM_512_KEPT || kind == MM_256_KEPT;
@@ -216,7 +216,7 @@ static void test_matmul_bt(void **state) {
                         .a = a, .c = c, .m = m, .n = n, .k = k, .lda = k, .ldb = ldbt,
                         .ldc = ldc};
         RtMmSrc src = {lx + a, (const uint8_t *)bt, k, ldbt, true, true, false, true, false,
-                       NULL};
+                       NULL, 0};
         for (int kind = 0; kind < 2; kind++) {
             memset(fp(c), 0, 4 * (size_t)m * ldc);
             RtCore cr = core;
@@ -392,7 +392,7 @@ static void test_matmul_post(void **state) {
                                 .n = n, .k = k, .lda = k, .ldb = n, .ldc = n};
                 RtMmSrc s = {lx + a, lx + b, k, n, false, kind == MM_512_ACT ||
                              kind == MM_256_ACT || mm_weight(kind), false, mm_weight(kind),
-                             false, &e};
+                             false, &e, 0};
                 RtCore cr = core;
                 if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
                     cr.pack = NULL;

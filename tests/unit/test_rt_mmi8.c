@@ -54,7 +54,7 @@ static void check(uint8_t *lx, uint32_t m, uint32_t n, uint32_t k, bool acc, uin
                         .flags = acc ? ISA_F_ACCUM : 0, .a = a, .b = b, .c = c, .m = m, .n = n,
                         .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
         RtCore core = {.lx = lx};
-        RtMmSrc src = {lx + a, lx + b, lda, ldb, false, false, false, false, false, NULL};
+        RtMmSrc src = {lx + a, lx + b, lda, ldb, false, false, false, false, false, NULL, 0};
         if (kind == 0)
             rt_matmul(&core, &mm);
         else
