@@ -302,8 +302,14 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
     }
     const rt_f32 *a = apk ? x->ap : x->a + i0 * x->lda + k0;
     size_t lda = apk ? MMT_AP : x->lda;   /* packed: a constant, one pointer for all rows */
+    /* a window's next row offset read a k step ahead (chan_micro says why) */
+    int32_t onext = mode >= MMT_KOFF && kc ? koff[0] : 0;
     for (uint32_t k = 0; k < kc; k++, b += ldb) {
-        const float *bk = mode >= MMT_KOFF ? b + koff[k] : b;
+        const float *bk = b;
+        if (mode >= MMT_KOFF) {
+            bk = b + onext;
+            onext = koff[k + 1 < kc ? k + 1 : k];
+        }
         MMT_V b0, b1 = MMT_ZERO();
         if (mode == MMT_KOFF2) {
             b0 = MMT_LOADS2(n0, bk);

@@ -45,12 +45,16 @@ MMT_INLINE void MMT_NAME(wmicro)(const MMT_NAME(Args) *x, const MMT_NAME(WBlk) *
         }
     }
     const rt_f32 *a0 = x->a + i0 * x->lda, *a1 = a0 + (R == 2 ? x->lda : 0);
+    /* the next row offset read a k step ahead (rt_kern_mmc.h chan_micro says why) */
     const int32_t *koff = x->koff;
+    int32_t onext = x->k ? koff[0] : 0;
     for (uint32_t k = 0; k < x->k; k++) {
         MMT_V av0 = MMT_SET1(a0[k]), av1 = R == 2 ? MMT_SET1(a1[k]) : av0;
+        int32_t o = onext;
+        onext = koff[k + 1 < x->k ? k + 1 : k];
 #pragma GCC unroll 8
         for (int t = 0; t < T; t++) {
-            const float *bk = bl[t].b + koff[k];
+            const float *bk = bl[t].b + o;
             MMT_V b0, b1;
             if (mode == MMT_KOFF2) {
                 b0 = MMT_LOADS2(n[t][0], bk);
