@@ -88,7 +88,8 @@ MMT_INLINE uint32_t MMT_NAME(chan_pf_lines)(const MMT_NAME(Args) *x, const char 
  * C (transposed back). */
 MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, const float *b,
                                       size_t j, bool zero, const float *tin, float *tout,
-                                      const int MV, const int R, const int S, const int R1) {
+                                      const int MV, const int R, const int S, const int R1,
+                                      const int G) {
     MMT_V acc[2][MMC_R1], t[MMT_VL];
     MMT_M mr = MMT_LANES(R);
 #pragma GCC unroll 2
@@ -113,30 +114,39 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
         for (int r = 0; r < R; r++)
             acc[v][r] = t[r];
     }
-    /* k row k + 1's offset read while row k's multiply-adds run: with the offset read
-     * in the same step, its broadcasts waited on that load (AMD Zen 5, two FMAs a cycle:
-     * 16 x 16 x 192 in L1 from 215 to 250 GFLOP/s) */
+    /* The offset of k row k + G read while rows k to k + G - 1 multiply: with the
+     * offset read in the same step, its broadcasts waited on that load (AMD Zen 5, two
+     * FMAs a cycle: 16 x 16 x 192 in L1 from 215 to 250 GFLOP/s). G > 1: k runs in
+     * groups of G taps one float apart (a window row of G columns, ks2 1; chan_rows
+     * gives whole groups), every broadcast of a group from one base register at a
+     * displacement (the same lines: 250 -> 265 GFLOP/s). Still one k after the other. */
     const int32_t *koff = x->koff;
-    const uint32_t klast = x->k - 1;   /* chan_rows' chunks have k >= 1 */
+    const uint32_t klast = x->k - G;   /* chan_rows' chunks: whole groups, k >= G */
     const float *bnext = b + koff[0];
-    for (uint32_t k = 0; k < x->k; k++, at += MV * MMT_VL) {
-        if (k < x->pfpn)    /* the next chunk of A, into L2 (chan_pf_lines) */
-            __builtin_prefetch(x->pfc ? x->pfc + (size_t)k * 64 : x->pfp[k], 0, 2);
+    for (uint32_t k = 0; k < x->k; k += G) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; g++)
+            if (k + g < x->pfpn)   /* the next chunk of A, into L2 (chan_pf_lines) */
+                __builtin_prefetch(x->pfc ? x->pfc + (size_t)(k + g) * 64 : x->pfp[k + g], 0,
+                                   2);
         const float *bk = bnext;
-        bnext = b + koff[k < klast ? k + 1 : klast];
+        bnext = b + koff[k < klast ? k + G : klast];
         /* bk in a register: the broadcasts then address base + displacement (an
          * indexed operand splits each FMA into two micro-ops on Intel cores) */
         __asm__("" : "+r"(bk));
         const float *bk2 = bk + (R1 ? x->ns0 : 0);
         if (R1)
             __asm__("" : "+r"(bk2));
-        MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
+#pragma GCC unroll 4
+        for (int g = 0; g < G; g++, at += MV * MMT_VL) {
+            MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
 #pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-            MMT_V bb = MMT_SET1(R1 && r >= R1 ? bk2[(r - R1) * S] : bk[r * S]);
-            acc[0][r] = MMT_FMA(a0, bb, acc[0][r]);
-            if (MV == 2)
-                acc[1][r] = MMT_FMA(a1, bb, acc[1][r]);
+            for (int r = 0; r < R; r++) {
+                MMT_V bb = MMT_SET1(R1 && r >= R1 ? bk2[(r - R1) * S + g] : bk[r * S + g]);
+                acc[0][r] = MMT_FMA(a0, bb, acc[0][r]);
+                if (MV == 2)
+                    acc[1][r] = MMT_FMA(a1, bb, acc[1][r]);
+            }
         }
     }
     if (tout) {
@@ -167,13 +177,19 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
 }
 
 /* One chan_micro function per (vectors, pixel stride, pixels): R a constant, so the
- * accumulators stay in registers. */
-#define MMC_FN(MV, S, R)                                                                  \
-    MMT_TARGET static void MMT_NAME(chan_##MV##_##S##_##R)(                                \
+ * accumulators stay in registers; chan_* takes k a row at a time, chant_* in groups of
+ * MMC_TAPS taps (taps_ok). */
+#define MMC_TAPS 3
+#define MMC_FNG(P, G, MV, S, R)                                                           \
+    MMT_TARGET static void MMT_NAME(chan##P##_##MV##_##S##_##R)(                           \
         const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
         const float *tin, float *tout) {                                                  \
-        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, R, S, 0);                  \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, R, S, 0, G);               \
     }
+#define MMC_FN(MV, S, R) MMC_FNG(, 1, MV, S, R) MMC_FNT_##MV(S, R)
+#define MMC_FNT_1(S, R) MMC_FNG(t, MMC_TAPS, 1, S, R)
+#define MMC_FNT_2(S, R)      /* two vectors: their A loads of a group took registers the
+                                accumulators needed (28 of them: spilled, 15% slower) */
 #define MMC_FNS(MV, S)                                                                    \
     MMC_FN(MV, S, 1) MMC_FN(MV, S, 2) MMC_FN(MV, S, 3) MMC_FN(MV, S, 4) MMC_FN(MV, S, 5)  \
     MMC_FN(MV, S, 6) MMC_FN(MV, S, 7) MMC_FN(MV, S, 8)
@@ -194,35 +210,41 @@ MMC_FN(1, 1, 15) MMC_FN(1, 1, 16) MMC_FN(1, 2, 15) MMC_FN(1, 2, 16)
 
 typedef void (*MMT_NAME(ChanFn))(const MMT_NAME(Args) *, const float *, const float *, size_t,
                                  bool, const float *, float *);
-#define MMC_ROW(MV, S)                                                                    \
-    {NULL, MMT_NAME(chan_##MV##_##S##_1), MMT_NAME(chan_##MV##_##S##_2),                   \
-     MMT_NAME(chan_##MV##_##S##_3), MMT_NAME(chan_##MV##_##S##_4),                         \
-     MMT_NAME(chan_##MV##_##S##_5), MMT_NAME(chan_##MV##_##S##_6),                         \
-     MMT_NAME(chan_##MV##_##S##_7), MMT_NAME(chan_##MV##_##S##_8) MMC_ROW16(MV, S)}
+#define MMC_ROW(P, MV, S)                                                                 \
+    {NULL, MMT_NAME(chan##P##_##MV##_##S##_1), MMT_NAME(chan##P##_##MV##_##S##_2),         \
+     MMT_NAME(chan##P##_##MV##_##S##_3), MMT_NAME(chan##P##_##MV##_##S##_4),               \
+     MMT_NAME(chan##P##_##MV##_##S##_5), MMT_NAME(chan##P##_##MV##_##S##_6),               \
+     MMT_NAME(chan##P##_##MV##_##S##_7), MMT_NAME(chan##P##_##MV##_##S##_8)                \
+         MMC_ROW16(P, MV, S)}
 #if MMT_VL == 16
-#define MMC_ROW16(MV, S)                                                                  \
-    , MMT_NAME(chan_##MV##_##S##_9), MMT_NAME(chan_##MV##_##S##_10),                      \
-        MMT_NAME(chan_##MV##_##S##_11), MMT_NAME(chan_##MV##_##S##_12),                   \
-        MMT_NAME(chan_##MV##_##S##_13), MMT_NAME(chan_##MV##_##S##_14) MMC_ROW16B(MV, S)
-#define MMC_ROW16B(MV, S) MMC_ROW16B_##MV(S)
-#define MMC_ROW16B_1(S) , MMT_NAME(chan_1_##S##_15), MMT_NAME(chan_1_##S##_16)
-#define MMC_ROW16B_2(S)
+#define MMC_ROW16(P, MV, S)                                                               \
+    , MMT_NAME(chan##P##_##MV##_##S##_9), MMT_NAME(chan##P##_##MV##_##S##_10),            \
+        MMT_NAME(chan##P##_##MV##_##S##_11), MMT_NAME(chan##P##_##MV##_##S##_12),         \
+        MMT_NAME(chan##P##_##MV##_##S##_13), MMT_NAME(chan##P##_##MV##_##S##_14)          \
+            MMC_ROW16B_##MV(P, S)
+#define MMC_ROW16B_1(P, S) , MMT_NAME(chan##P##_1_##S##_15), MMT_NAME(chan##P##_1_##S##_16)
+#define MMC_ROW16B_2(P, S)
 #else
-#define MMC_ROW16(MV, S)
+#define MMC_ROW16(P, MV, S)
 #endif
-/* [vectors - 1][stride - 1][pixels]: NULL past the register budget */
-static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][MMC_R1 + 1] = {
-    {MMC_ROW(1, 1), MMC_ROW(1, 2)}, {MMC_ROW(2, 1), MMC_ROW(2, 2)}};
+/* [taps a group: 1, MMC_TAPS (one vector; two: 1)][vectors - 1][stride - 1][pixels]:
+ * NULL past the register budget */
+static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][2][MMC_R1 + 1] = {
+    {{MMC_ROW(, 1, 1), MMC_ROW(, 1, 2)}, {MMC_ROW(, 2, 1), MMC_ROW(, 2, 2)}},
+    {{MMC_ROW(t, 1, 1), MMC_ROW(t, 1, 2)}, {MMC_ROW(, 2, 1), MMC_ROW(, 2, 2)}}};
 
 /* One chan_micro function per (vectors, pixel stride, pixels a row) for two pixel rows
  * a call: a row of R1 pixels alone is R1 FMA chains a vector, too few to hide the
  * FMA's latency (resnet50's 7 x 7 convolutions, R1 = 7: about 1.2x faster in pairs). */
-#define MMC_FN2(MV, S, R1)                                                                \
-    MMT_TARGET static void MMT_NAME(chan2_##MV##_##S##_##R1)(                              \
+#define MMC_FN2G(P, G, MV, S, R1)                                                         \
+    MMT_TARGET static void MMT_NAME(chan2##P##_##MV##_##S##_##R1)(                         \
         const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
         const float *tin, float *tout) {                                                  \
-        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, 2 * R1, S, R1);            \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, 2 * R1, S, R1, G);         \
     }
+#define MMC_FN2(MV, S, R1) MMC_FN2G(, 1, MV, S, R1) MMC_FN2T_##MV(S, R1)
+#define MMC_FN2T_1(S, R1) MMC_FN2G(t, MMC_TAPS, 1, S, R1)
+#define MMC_FN2T_2(S, R1)
 #define MMC_FN2S(MV, S) MMC_FN2(MV, S, 2) MMC_FN2(MV, S, 3) MMC_FN2(MV, S, 4)
 MMC_FN2S(1, 1)
 MMC_FN2S(1, 2)
@@ -235,26 +257,36 @@ MMC_FN2S16(1, 2)
 MMC_FN2S16(2, 1)
 MMC_FN2S16(2, 2)
 MMC_FN2(1, 1, 8) MMC_FN2(1, 2, 8)
-#define MMC_ROW2(MV, S)                                                                   \
-    {NULL, NULL, MMT_NAME(chan2_##MV##_##S##_2), MMT_NAME(chan2_##MV##_##S##_3),           \
-     MMT_NAME(chan2_##MV##_##S##_4), MMT_NAME(chan2_##MV##_##S##_5),                       \
-     MMT_NAME(chan2_##MV##_##S##_6), MMT_NAME(chan2_##MV##_##S##_7) MMC_ROW2B_##MV(S)}
-#define MMC_ROW2B_1(S) , MMT_NAME(chan2_1_##S##_8)
-#define MMC_ROW2B_2(S)
+#define MMC_ROW2(P, MV, S)                                                                \
+    {NULL, NULL, MMT_NAME(chan2##P##_##MV##_##S##_2), MMT_NAME(chan2##P##_##MV##_##S##_3), \
+     MMT_NAME(chan2##P##_##MV##_##S##_4), MMT_NAME(chan2##P##_##MV##_##S##_5),             \
+     MMT_NAME(chan2##P##_##MV##_##S##_6),                                                 \
+     MMT_NAME(chan2##P##_##MV##_##S##_7) MMC_ROW2B_##MV(P, S)}
+#define MMC_ROW2B_1(P, S) , MMT_NAME(chan2##P##_1_##S##_8)
+#define MMC_ROW2B_2(P, S)
 #else /* two rows of R1 in MMC_R1 (one vector) or MMC_R2 (two) accumulators */
-#define MMC_ROW2(MV, S) MMC_ROW2_##MV(S)
-#define MMC_ROW2_1(S)                                                                     \
-    {NULL, NULL, MMT_NAME(chan2_1_##S##_2), MMT_NAME(chan2_1_##S##_3),                     \
-     MMT_NAME(chan2_1_##S##_4)}
-#define MMC_ROW2_2(S) {NULL}
+#define MMC_ROW2(P, MV, S) MMC_ROW2_##MV(P, S)
+#define MMC_ROW2_1(P, S)                                                                  \
+    {NULL, NULL, MMT_NAME(chan2##P##_1_##S##_2), MMT_NAME(chan2##P##_1_##S##_3),           \
+     MMT_NAME(chan2##P##_1_##S##_4)}
+#define MMC_ROW2_2(P, S) {NULL}
 #endif
-/* [vectors - 1][stride - 1][pixels a row]: NULL where two rows take too many registers */
-static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[2][2][MMC_R1 / 2 + 1] = {
-    {MMC_ROW2(1, 1), MMC_ROW2(1, 2)}, {MMC_ROW2(2, 1), MMC_ROW2(2, 2)}};
+/* [taps a group: 1, MMC_TAPS][vectors - 1][stride - 1][pixels a row]: NULL where two
+ * rows take too many registers */
+static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[2][2][2][MMC_R1 / 2 + 1] = {
+    {{MMC_ROW2(, 1, 1), MMC_ROW2(, 1, 2)}, {MMC_ROW2(, 2, 1), MMC_ROW2(, 2, 2)}},
+    {{MMC_ROW2(t, 1, 1), MMC_ROW2(t, 1, 2)}, {MMC_ROW2(, 2, 1), MMC_ROW2(, 2, 2)}}};
 
 /* Bytes of A's transpose a k-chunk of chan_rows takes: with the window rows it
  * multiplies, it stays in the L1 cache while every pixel block runs over it. */
 #define MMC_CHUNK_BYTES (16u << 10)
+
+/* Whether window x's k runs in groups of MMC_TAPS taps (the chant_* functions): rows
+ * of MMC_TAPS columns one float apart (a 3 x 3 convolution's), so that every group
+ * starts at a multiple of MMC_TAPS and its offsets are one float apart. */
+MMT_INLINE int MMT_NAME(taps_ok)(const MMT_NAME(Args) *x) {
+    return x->win && x->ke2 == MMC_TAPS && x->ks2 == 1 && x->k % MMC_TAPS == 0;
+}
 
 /* Gives y's next chan_micro call the next step lines of tab, or of the lines one after
  * the other from line (when not NULL; npf of them, done so far taken). */
@@ -284,7 +316,9 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
     size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
     uint32_t kmax = ct ? MMC_CHUNK_BYTES / (uint32_t)(mv * MMT_VL * 4) : x->k;
     uint32_t nch = (x->k + kmax - 1) / kmax, kch = (x->k + nch - 1) / nch;
-    MMT_NAME(ChanFn) pair = ne1 <= MMC_R1 / 2 ? MMT_NAME(chan2s)[mv - 1][s - 1][ne1] : NULL;
+    int tg = mv == 1 && MMT_NAME(taps_ok)(x);      /* chunks of whole tap groups */
+    kch = tg ? (kch + MMC_TAPS - 1) / MMC_TAPS * MMC_TAPS : kch;
+    MMT_NAME(ChanFn) pair = ne1 <= MMC_R1 / 2 ? MMT_NAME(chan2s)[tg][mv - 1][s - 1][ne1] : NULL;
     size_t calls = pair ? ne0 / 2 + ne0 % 2 * nb : ne0 * nb;   /* chan_micro calls a chunk */
     const char *tab[MMC_PF_MAX];
     MMT_NAME(Args) y = *x;
@@ -327,7 +361,7 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
                 size_t w = (ne1 - j + (nb - q) - 1) / (nb - q), p = r0 * ne1 + j;
                 float *t = first && last ? NULL : ct + p * mv * MMT_VL;
                 MMT_NAME(chan_pf_next)(&y, tab, line, npf, step, &done);
-                MMT_NAME(chans)[mv - 1][s - 1][w](&y, atk,
+                MMT_NAME(chans)[tg][mv - 1][s - 1][w](&y, atk,
                                                   x->b + (int64_t)r0 * ns0 + (int64_t)j * s, p,
                                                   x->zero, first ? NULL : t, last ? NULL : t);
                 j += w;

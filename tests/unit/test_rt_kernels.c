@@ -533,7 +533,12 @@ static void test_matmul_window(void **state) {
         /* rows of one output pixel (a 1-d convolution: taps along the rows), taken as
          * one row of pixels the row stride apart: channel lanes, packed, gathered */
         {128, 4, 3, 1, 2, 1, 40, 1}, {32, 3, 3, 1, 1, 1, 50, 1}, {16, 2, 5, 1, 5, 1, 30, 1},
-        {100, 3, 3, 1, 2, 1, 37, 1}, {2, 3, 3, 1, 1, 1, 21, 1}};
+        {100, 3, 3, 1, 2, 1, 37, 1}, {2, 3, 3, 1, 1, 1, 21, 1},
+        /* one vector of rows over k in groups of three taps (chant_*): chunks rounded
+         * up to whole groups (k 279: 141 + 138), taps along a row alone (1 x 3), not
+         * for dilated taps */
+        {16, 31, 3, 3, 1, 1, 3, 9}, {16, 3, 1, 3, 1, 1, 4, 10}, {16, 2, 3, 3, 1, 2, 3, 20},
+        {16, 31, 3, 3, 2, 1, 2, 7}};
     /* then again with the offsets of B's rows kept on the core (RtCore.koff): each
      * case's second run (ACCUM) finds its window's offsets kept by the first, the next
      * case's window differs; last, windows one after the other of the same k (the
