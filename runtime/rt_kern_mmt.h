@@ -924,9 +924,11 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         const float *ac = MMT_NAME(acached)(c, &x, s->astable, kb);
         float *ap = ac ? NULL : MMT_NAME(apack_room)(c, &x, kb);
         const float *kept = MMT_NAME(bpre)(c, &x, s->bconst, kb);  /* B's panels, packed */
+        bool post = MMT_NAME(has_post)(&x);   /* the last k block's tiles: their chain */
         for (uint32_t k0 = 0; k0 < x.k || k0 == 0; k0 += kb) {
             uint32_t kc = x.k - k0 < kb ? x.k - k0 : kb, nk0 = k0 + kc;
             uint32_t nkc = x.k - nk0 < kb ? x.k - nk0 : kb;
+            y.po = post && nk0 >= x.k ? x.epi->post : NULL;
             size_t t = 0;
             size_t calls = (x.n + MMT_NR - 1) / MMT_NR * (size_t)MMT_NAME(row_blocks)(x.m);
             const float *apk = ac ? ac + (size_t)(k0 / kb) * x.m * MMT_AP : ap;
@@ -962,7 +964,8 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
             if (x.k == 0)
                 break;
         }
-        MMT_NAME(epi)(&x, 0, x.m, 0, x.n);   /* C is small: in L1 or L2 now */
+        if (!post)    /* the chain over all of C at the end, a generic pass */
+            MMT_NAME(epi)(&x, 0, x.m, 0, x.n);
         return true;
     }
     const float *ac = MMT_NAME(acached)(c, &x, s->astable, MMT_KCP);
