@@ -62,7 +62,10 @@ MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv
  * multiply-adds run, they are there when it comes (in bursts between calls the
  * prefetches themselves waited for fill buffers). */
 #define MMC_PF_MAX 1024
-#define MMC_PF_AHEAD 2       /* chunks ahead a kept transpose is prefetched */
+#define MMC_PF_AHEAD 1       /* chunks ahead a kept transpose is prefetched: the next
+                                (AMD Zen 5, resnet50: 2 chunks ahead 1.5-2% slower,
+                                4 ahead 3% slower: presumably lines fetched that
+                                early left L2 before their chunk came) */
 
 /* Lists in tab (room for MMC_PF_MAX) the cache lines of rows [0, rows) of A from a
  * (x->lda apart), its k range [k0, k0 + kc), row by row; their number (0 when a is
