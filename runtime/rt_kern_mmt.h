@@ -674,10 +674,10 @@ MMT_TARGET static bool MMT_NAME(win_grid)(RtCore *c, MMT_NAME(Args) *x) {
 
 /* A window's MATMUL in place, rows of output pixels (j_0) at a time: when its pixel
  * rows have column stride 1 (or 2, for at most MMT_MR rows of C: more would repeat
- * the strided loads that win_dense makes once) and fill the micro-kernel's columns well enough (or
- * are contiguous with each other; or, for at most MMT_MR rows of C, better than
- * win_grid would), few rows of C do not pay for packing. B's rows are read through their offsets (x->koff, in the packing
- * buffer). False: not this way. */
+ * the strided loads that win_dense makes once) and fill the micro-kernel's columns
+ * well enough (or are contiguous with each other; or, for at most MMT_MR rows of C,
+ * better than win_grid would), few rows of C do not pay for packing. B's rows are
+ * read through their offsets (x->koff, in the packing buffer). False: not this way. */
 MMT_TARGET static bool MMT_NAME(win_inplace)(RtCore *c, MMT_NAME(Args) *x) {
     size_t ne1 = x->ne1, ne0 = ne1 ? x->n / ne1 : 0;
     if (ne1 && x->ns0 == (int64_t)ne1 * x->ns1)      /* rows end to end: one long row */
@@ -880,9 +880,9 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         away ? (float *)s->epi->c : (float *)(c->lx + mm->c), s->lda, s->ldb,
                         away ? (size_t)s->epi->crs / 4 : mm->ldc, mm->m, mm->n, mm->k,
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
-                        mm->bw_next[1], s->bks0 ? s->bks0 : mm->bw_ks[0], mm->bw_ks[1], mm->bw_ks[2], mm->bw_ns[0],
-                        mm->bw_ns[1], NULL, MMT_IDX(1), s->bt, NULL, 0, 0, NULL, NULL, NULL,
-                        NULL, 0, s->epi, NULL, 0};
+                        mm->bw_next[1], s->bks0 ? s->bks0 : mm->bw_ks[0], mm->bw_ks[1],
+                        mm->bw_ks[2], mm->bw_ns[0], mm->bw_ns[1], NULL, MMT_IDX(1), s->bt,
+                        NULL, 0, 0, NULL, NULL, NULL, NULL, 0, s->epi, NULL, 0};
     if (win && x.ne1 == 1) {
         /* rows of one output pixel (a 1-d convolution: the codegen's canonical second
          * dim is a unit) as one row of n pixels ns0 apart: the same B, but the kernels
