@@ -822,6 +822,7 @@ MMT_INLINE const float *MMT_NAME(acached)(RtCore *c, const MMT_NAME(Args) *x, bo
 #include "rt_kern_mmv.h"
 #include "rt_kern_mmn.h"
 #include "rt_kern_mmc.h"
+#include "rt_kern_mmr.h"
 
 /* A constant plain B (a weight: bconst) kept packed for the session (rt_apre.c) as the
  * kernels below read it: k blocks of kb rows, each with every panel of MMT_NR columns
@@ -896,8 +897,9 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
     if (win && (!c->pack || x.ns1 >= (1 << 26) || x.ns1 <= -(1 << 26)))
         return false;
     if (mm->m == 0 || mm->n == 0 || (win && MMT_NAME(win_chan)(c, &x, s->aconst)) ||
+        (!win && MMT_NAME(plain_rows8)(c, &x, s->aconst)) ||
         (!win && MMT_NAME(plain_chan)(c, &x, s->bdram, s->bconst, s->aconst)))
-        return true;                     /* the channel-lane kernels run x.epi themselves */
+        return true;      /* the channel-lane kernels and rows8 run x.epi themselves */
     if ((win && (MMT_NAME(win_inplace)(c, &x) || MMT_NAME(win_grid)(c, &x) ||
                  MMT_NAME(win_dense)(c, &x))) ||
         (!win && MMT_NAME(narrow)(c, &x))) {

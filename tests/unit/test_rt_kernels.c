@@ -262,7 +262,13 @@ static void test_matmul_shapes(void **state) {
                                          /* A packed a k-chunk at a time, the next
                                             chunk's and group's lines prefetched: k
                                             chunks in groups of both widths */
-                                         {80, 49, 1000}, {96, 7, 2100}, {48, 9, 2500}};
+                                         {80, 49, 1000}, {96, 7, 2100}, {48, 9, 2500},
+                                         /* one vector of rows, A kept: pixel lanes
+                                            (rt_kern_mmr.h), blocks of 3, 2 and 1
+                                            vectors, the last masked (up to a third of
+                                            n), k in chunks (300: 150 + 150), k 1 */
+                                         {16, 196, 300}, {16, 32, 1}, {16, 49, 129},
+                                         {16, 250, 7}, {16, 112, 1024}, {16, 24, 5}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
@@ -334,7 +340,8 @@ static void test_matmul_post(void **state) {
     (void)state;
     static const uint32_t shapes[][3] = {{100, 70, 40}, {48, 81, 64}, {16, 49, 64},
                                          {64, 100, 256}, {32, 200, 300}, {7, 33, 20},
-                                         {13, 24, 300}, {96, 49, 64}};
+                                         {13, 24, 300}, {96, 49, 64}, {16, 196, 300},
+                                         {16, 40, 20}};
     const uint32_t a = 0, b = 0x20000, c = 0x60000, r = 0x70000, sc = 0x80000, one = sc + 4096;
     uint32_t seed = 7;
     for (unsigned sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
@@ -390,16 +397,18 @@ static void test_matmul_post(void **state) {
                 SpyMatmul mm = {.opcode = ISA_MATMUL, .dtype = ISA_DT_F32,
                                 .out_dtype = ISA_DT_F32, .a = a, .b = b, .c = 0, .m = m,
                                 .n = n, .k = k, .lda = k, .ldb = n, .ldc = n};
+                bool ak = kind == MM_512_KEPT || kind == MM_256_KEPT;
                 RtMmSrc s = {lx + a, lx + b, k, n, false, kind == MM_512_ACT ||
                              kind == MM_256_ACT || mm_weight(kind), false, mm_weight(kind),
-                             false, &e, 0};
+                             ak, &e, 0};
                 RtCore cr = core;
                 if (kind == MM_512_INPLACE || kind == MM_256_INPLACE)
                     cr.pack = NULL;
                 bool ran = false;
 #if RT_HAVE_X86_KERNELS
-                /* BKEPT: the first run makes B's kept panels, the second reads them */
-                bool bk = kind == MM_512_BKEPT || kind == MM_256_BKEPT;
+                /* BKEPT (KEPT): the first run makes B's kept panels (A's kept
+                 * transpose), the second reads them */
+                bool bk = kind == MM_512_BKEPT || kind == MM_256_BKEPT || ak;
                 cr.apre = bk ? rt_apre_create((size_t)1 << 26) : NULL;
                 for (int run = 0; run < (bk ? 2 : 1); run++) {
                     memset(fp(c), 0, 4 * (size_t)m * ldc);
