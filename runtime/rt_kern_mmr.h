@@ -32,8 +32,9 @@
 #define MMR_NV 3             /* vectors of pixels a call at most: 24 accumulators */
 #define MMR_KC 128           /* k rows a chunk at most */
 #define MMR_L1 (32u << 10)   /* bytes of B's and A's rows a chunk (L1: 48 KiB) */
+#define MMR_TAIL 4           /* last columns past whole vectors done apart, at most */
 #define MMR_BPF 8            /* k rows ahead the first row block prefetches B's lines */
-#define MMR_MAXV 8           /* vectors' worth of rows of C at most (the running sums) */
+ #define MMR_MAXV 8           /* vectors' worth of rows of C at most (the running sums) */
 #define MMR_PF 128           /* k rows ahead A's transpose is prefetched (16 floats a row;
                                 64 rows ahead was 1-2% slower, 256 the same) */
 
@@ -118,23 +119,89 @@ MMR_FN(3)
 typedef void (*MMT_NAME(Rows8Fn))(const MMT_NAME(Args) *, const float *, size_t, size_t,
                                   size_t, uint32_t, uint32_t, MMT_M, float *, bool);
 
+/* The last t (at most MMR_TAIL) columns of C from column jt, rows [g0, g0 + MV *
+ * MMT_VL) (a group of A's transpose at at, MV * MMT_VL floats a k), over all of k with
+ * the channels in the lanes: per k, MV loads of A's column and t broadcasts of B. The
+ * columns a whole vector of pixels would have wasted most of its lanes on (resnet50's
+ * 49 pixels: 48 by rows8, the 49th here). Starts from 0 or C; stores to C or through
+ * the chain x->po, the MV * MMT_VL x t tile transposed on the stack. */
+MMT_INLINE void MMT_NAME(rows8_tail)(const MMT_NAME(Args) *x, const float *at, size_t g0,
+                                      size_t jt, size_t t, const int MV) {
+    _Alignas(64) float tb[2 * MMT_VL * MMT_VL];      /* C's rows, MMT_VL floats apart */
+    MMT_V acc[2][MMR_TAIL];
+    float *cg = x->c + g0 * x->ldc + jt;
+#pragma GCC unroll 2
+    for (int v = 0; v < MV; v++)
+        for (size_t p = 0; p < MMR_TAIL; p++) {
+            if (x->zero || p >= t) {
+                acc[v][p] = MMT_ZERO();
+                continue;
+            }
+            for (int i = 0; i < MMT_VL; i++)
+                tb[i] = cg[(size_t)(v * MMT_VL + i) * x->ldc + p];
+            acc[v][p] = MMT_LOAD(tb);
+        }
+    const float *bk = x->b + jt;
+    for (uint32_t k = 0; k < x->k; k++, bk += x->ldb, at += MV * MMT_VL) {
+        MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
+#pragma GCC unroll 4
+        for (size_t p = 0; p < MMR_TAIL; p++) {
+            if (p >= t)
+                break;
+            MMT_V bb = MMT_SET1(bk[p]);
+            acc[0][p] = MMT_FMA(a0, bb, acc[0][p]);
+            if (MV == 2)
+                acc[1][p] = MMT_FMA(a1, bb, acc[1][p]);
+        }
+    }
+    _Alignas(64) float lane[MMT_VL];
+#pragma GCC unroll 2
+    for (int v = 0; v < MV; v++)
+        for (size_t p = 0; p < t; p++) {
+            MMT_STORE(lane, acc[v][p]);
+            for (int i = 0; i < MMT_VL; i++)
+                tb[(size_t)(v * MMT_VL + i) * MMT_VL + p] = lane[i];
+        }
+    if (x->po) {
+        MMT_NAME(post_block)(x->po, tb, MMT_VL, cg, x->ldc, x->prow + g0,
+                             (size_t)MV * MMT_VL, jt, t);
+        return;
+    }
+    for (size_t r = 0; r < (size_t)MV * MMT_VL; r++)
+        for (size_t p = 0; p < t; p++)
+            cg[r * x->ldc + p] = tb[r * MMT_VL + p];
+}
+
+MMT_TARGET static void MMT_NAME(rows8_tail_1)(const MMT_NAME(Args) *x, const float *at,
+                                              size_t g0, size_t jt, size_t t) {
+    MMT_NAME(rows8_tail)(x, at, g0, jt, t, 1);
+}
+MMT_TARGET static void MMT_NAME(rows8_tail_2)(const MMT_NAME(Args) *x, const float *at,
+                                              size_t g0, size_t jt, size_t t) {
+    MMT_NAME(rows8_tail)(x, at, g0, jt, t, 2);
+}
+
 /* A plain MATMUL of whole vectors' worth of rows of C (at most MMR_MAXV), B in place
  * and not transposed, A a constant whose transpose the session keeps or makes
  * (chan_pre: groups of two vectors' worth of rows, the last one or two, each k rows of
- * 32 or 16 floats), at least two vectors of pixels with at most a third of n lost in
- * the last vector's lanes (resnet50's 49 pixels: 15 lanes of 64, still 10% faster in
- * the model than the channel lanes): C's columns in blocks of up to MMR_NV vectors (as
- * equal as they come), each block a k-chunk at a time (its rows of B and A's in L1,
- * MMR_L1), every row block over a chunk. The first column block prefetches A's
- * transpose, a line of each group's k row from its first row block of each vector.
+ * 32 or 16 floats), at least two vectors of pixels with at most a third of them lost
+ * in the last vector's lanes: C's columns in blocks of up to MMR_NV vectors (as equal
+ * as they come), each block a k-chunk at a time (its rows of B and A's in L1, MMR_L1),
+ * every row block over a chunk. The first column block prefetches A's transpose, a
+ * line of each group's k row from its first row block of each vector. With one vector
+ * of rows, up to MMR_TAIL columns past whole vectors go to rows8_tail (resnet50's 49
+ * pixels: 48 + 1 was 18-22% faster in the model than 64 lanes for 49, itself 10%
+ * faster than the channel lanes; with more rows the blocked kernels stay faster).
  * Runs x's epilogue too. False: not this way. */
 MMT_TARGET static bool MMT_NAME(plain_rows8)(RtCore *c, MMT_NAME(Args) *x, bool aconst) {
     static const MMT_NAME(Rows8Fn) fns[MMR_NV + 1] = {NULL, MMT_NAME(rows8_1),
                                                       MMT_NAME(rows8_2), MMT_NAME(rows8_3)};
-    size_t nv = (x->n + MMT_VL - 1) / MMT_VL;
+    size_t tail = x->m == MMT_VL && x->n % MMT_VL <= MMR_TAIL ? x->n % MMT_VL : 0;
+    size_t nmain = x->n - tail;
+    size_t nv = (nmain + MMT_VL - 1) / MMT_VL;
     if (x->win || x->bt || x->m % MMT_VL || x->m > MMR_MAXV * MMT_VL || nv < 2 ||
-        (nv * MMT_VL - x->n) * 3 > x->n ||
-        (x->m > MMT_VL && (x->n % MMT_VL || x->n % MMT_NR == 0)))
+        (nv * MMT_VL - nmain) * 3 > nmain ||
+        (x->m > MMT_VL && (nmain % MMT_VL || nmain % MMT_NR == 0)))
         return false;
     const float *at = MMT_NAME(chan_pre)(c, x, aconst);
     if (!at)
@@ -146,7 +213,7 @@ MMT_TARGET static bool MMT_NAME(plain_rows8)(RtCore *c, MMT_NAME(Args) *x, bool 
     _Alignas(64) float ts[MMR_MAXV * MMT_VL * MMR_NV * MMT_VL];  /* running sums */
     for (size_t q = 0, v0 = 0; q < nblk; q++) {
         size_t w = (nv - v0 + (nblk - q) - 1) / (nblk - q), j = v0 * MMT_VL;
-        MMT_M m = MMT_LANES((int64_t)x->n - (int64_t)(j + (w - 1) * MMT_VL));
+        MMT_M m = MMT_LANES((int64_t)nmain - (int64_t)(j + (w - 1) * MMT_VL));
         uint32_t k0 = 0;
         do {
             uint32_t kc = x->k - k0 < kch ? x->k - k0 : kch;
@@ -159,6 +226,12 @@ MMT_TARGET static bool MMT_NAME(plain_rows8)(RtCore *c, MMT_NAME(Args) *x, bool 
             k0 += kc;
         } while (k0 < x->k);
         v0 += w;
+    }
+    for (size_t g0 = 0; tail && g0 < x->m; g0 += 2 * MMT_VL) {   /* the last columns */
+        if (x->m - g0 >= 2 * MMT_VL)
+            MMT_NAME(rows8_tail_2)(x, at + g0 * x->k, g0, nmain, tail);
+        else
+            MMT_NAME(rows8_tail_1)(x, at + g0 * x->k, g0, nmain, tail);
     }
     if (!x->po)
         MMT_NAME(epi)(x, 0, x->m, 0, x->n);

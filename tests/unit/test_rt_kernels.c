@@ -272,7 +272,10 @@ static void test_matmul_shapes(void **state) {
                                          /* and more vectors of rows over n a whole
                                             number of vectors, not of panels: groups of
                                             32 and 16 rows of A's transpose */
-                                         {48, 112, 300}, {128, 80, 64}, {32, 48, 1}};
+                                         {48, 112, 300}, {128, 80, 64}, {32, 48, 1},
+                                         /* one vector of rows, up to 4 columns past
+                                            whole vectors apart (rows8_tail) */
+                                         {16, 35, 3}, {16, 50, 70}, {16, 196, 1030}};
     uint32_t seed = 1;
     for (unsigned i = 0; i < sizeof shapes / sizeof *shapes; i++)
         for (int acc = 0; acc < 2; acc++) {
@@ -345,7 +348,7 @@ static void test_matmul_post(void **state) {
     static const uint32_t shapes[][3] = {{100, 70, 40}, {48, 81, 64}, {16, 49, 64},
                                          {64, 100, 256}, {32, 200, 300}, {7, 33, 20},
                                          {13, 24, 300}, {96, 49, 64}, {16, 196, 300},
-                                         {16, 40, 20}, {80, 48, 200}};
+                                         {16, 40, 20}, {80, 48, 200}, {16, 67, 150}};
     const uint32_t a = 0, b = 0x20000, c = 0x60000, r = 0x70000, sc = 0x80000, one = sc + 4096;
     uint32_t seed = 7;
     for (unsigned sh = 0; sh < sizeof shapes / sizeof *shapes; sh++)
