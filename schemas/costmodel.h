@@ -222,20 +222,26 @@ static inline uint64_t cost_transfer_bytes(const SpyTarget *t, int64_t off, int6
 }
 
 /* Most sticks a run of `bytes` bytes may touch when it starts at off + i * pitch for
- * an unknown i (a GATHER or SCATTER row): the worst over the residues reachable. */
+ * an unknown i (a GATHER or SCATTER row): the worst over the residues reachable. Those
+ * are the residues congruent to off's modulo g = gcd(pitch, stick), and a run touches
+ * no fewer sticks the further into its stick it starts, so the worst is the largest of
+ * them, stick - g + off mod g: O(1), where walking the residues one by one took up to
+ * stick_bytes steps (a bundle's target may declare any stick size: a fuzzed one with
+ * a huge stick spent seconds here). */
 static inline uint64_t cost_row_sticks_max(const SpyTarget *t, int64_t off, int64_t pitch,
                                            uint64_t bytes)
 {
-    int64_t s = t->stick_bytes, best = 0;
+    int64_t s = t->stick_bytes;
     if (s <= 0)
         return 0;
-    int64_t st = ((pitch % s) + s) % s, r0 = ((off % s) + s) % s, r = r0;
-    do {
-        int64_t n = (int64_t)cost_run_sticks(t, (uint64_t)r, bytes);
-        best = n > best ? n : best;
-        r = (r + st) % s;
-    } while (r != r0);
-    return (uint64_t)best;
+    int64_t g = s, b = ((pitch % s) + s) % s;      /* gcd(pitch mod s, s), Euclid */
+    while (b) {
+        int64_t r = g % b;
+        g = b;
+        b = r;
+    }
+    int64_t r0 = ((off % s) + s) % s;
+    return cost_run_sticks(t, (uint64_t)(s - g + r0 % g), bytes);
 }
 
 #endif

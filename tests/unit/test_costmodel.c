@@ -114,6 +114,37 @@ static void test_sticks_brute(void **state)
     }
 }
 
+/* cost_row_sticks_max against the worst over the residues off + i * pitch reaches,
+ * walked one by one, for seeded random offsets, pitches (negative, zero, whole
+ * sticks) and stick sizes (powers of two and others); and at once for a stick of
+ * 2^31 bytes (a bundle's target may declare one), where the walk took seconds. */
+static void test_row_sticks_max(void **state)
+{
+    (void)state;
+    SpyTarget t;
+    fe_default_target(&t);
+    uint64_t seed = 777;
+    for (int iter = 0; iter < 20000; iter++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int64_t s = (seed >> 61) % 2 ? 128 : 1 + (int64_t)((seed >> 40) % 300);
+        int64_t off = (int64_t)((seed >> 20) % 2001) - 1000;
+        int64_t pitch = (seed >> 58) % 4 == 0 ? 0 : (int64_t)((seed >> 5) % 1201) - 600;
+        uint64_t bytes = (seed >> 33) % 700;
+        t.stick_bytes = (uint32_t)s;
+        int64_t st = ((pitch % s) + s) % s, r0 = ((off % s) + s) % s, r = r0;
+        uint64_t want = 0;
+        do {
+            uint64_t n = cost_run_sticks(&t, (uint64_t)r, bytes);
+            want = n > want ? n : want;
+            r = (r + st) % s;
+        } while (r != r0);
+        assert_int_equal(cost_row_sticks_max(&t, off, pitch, bytes), want);
+    }
+    t.stick_bytes = 1u << 31;
+    assert_int_equal(cost_row_sticks_max(&t, 5, 3, 100), 2);   /* residue 2^31 - 1 */
+    assert_int_equal(cost_row_sticks_max(&t, 5, 0, 100), 1);
+}
+
 /* Compiles DIR/model.onnx (fp16 when fp16) and checks every kernel: roofline within
  * the modelled time, a limiter named, and the derived compulsory bytes within the
  * charged ones. */
@@ -190,6 +221,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sticks),
         cmocka_unit_test(test_sticks_brute),
+        cmocka_unit_test(test_row_sticks_max),
         cmocka_unit_test(test_zoo_efficiency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
