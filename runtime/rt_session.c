@@ -145,7 +145,7 @@ static int32_t *koff_buffer(const spy_model *m, uint8_t *lx) {
 static spy_status session_alloc(spy_session *s) {
     const spy_model *m = s->m;
     size_t lxb = lx_alloc_bytes(m);
-    s->arena = calloc(m->segs[1].size ? m->segs[1].size : 1, 1);
+    s->arena = rt_huge_alloc(m->segs[1].size);
     s->lx = calloc((size_t)s->nthreads, sizeof *s->lx);
     s->acache = calloc((size_t)s->nthreads, sizeof *s->acache);
     s->seg = calloc(m->nsegs, sizeof *s->seg);
@@ -181,8 +181,8 @@ static spy_status session_alloc(spy_session *s) {
         !s->done || !s->dmask || !s->host_us || (s->profile && !s->span))
         return SPY_E_NOMEM;
     for (int t = 0; t < s->nthreads; t++)
-        if (!(s->lx[t] = calloc(lxb, 1)) ||
-            !(s->acache[t] = aligned_alloc(64, RT_ACACHE_BYTES + RT_PACK_SLACK)))
+        if (!(s->lx[t] = rt_huge_alloc(lxb)) ||
+            !(s->acache[t] = rt_huge_alloc(RT_ACACHE_BYTES + RT_PACK_SLACK)))
             return SPY_E_NOMEM;
     size_t off = 0;
     for (uint32_t i = 0; i < m->ntensors; i++)
@@ -239,14 +239,14 @@ void spy_session_free(spy_session *s) {
     rt_pool_free(s->pool);
     if (s->lx)
         for (int t = 0; t < s->nthreads; t++)
-            free(s->lx[t]);
+            rt_huge_free(s->lx[t], lx_alloc_bytes(s->m));
     if (s->acache)
         for (int t = 0; t < s->nthreads; t++)
-            free(s->acache[t]);
+            rt_huge_free(s->acache[t], RT_ACACHE_BYTES + RT_PACK_SLACK);
     free(s->lx);
     free(s->acache);
     rt_apre_free(s->apre);
-    free(s->arena);
+    rt_huge_free(s->arena, s->m->segs[1].size);
     free(s->seg);
     free(s->staging);
     free(s->stage);
