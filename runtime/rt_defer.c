@@ -92,8 +92,9 @@ static void flush_2d(RtCore *c, RtDefer *d, uint32_t a, uint64_t rows, int64_t r
 }
 
 /* The dims of a LOAD with unit dims dropped and dims contiguous on both sides merged
- * (outermost first, strides in elements): their number, or -1 when more than two. */
-static int load_dims(const SpyDma *x, uint64_t dim[2], int64_t ds[2], int64_t ls[2]) {
+ * (outermost first, strides in elements): their number, or -1 when more than max (at
+ * most 3). */
+static int load_dims(const SpyDma *x, int max, uint64_t *dim, int64_t *ds, int64_t *ls) {
     int n = 0;
     for (int i = 0; i < ISA_MAX_DIMS; i++) {
         if (x->dims[i] == 1)
@@ -105,7 +106,7 @@ static int load_dims(const SpyDma *x, uint64_t dim[2], int64_t ds[2], int64_t ls
             ls[n - 1] = x->lx_stride[i];
             continue;
         }
-        if (n == 2)
+        if (n == max)
             return -1;
         dim[n] = x->dims[i], ds[n] = x->dram_stride[i], ls[n] = x->lx_stride[i];
         n++;
@@ -119,7 +120,7 @@ static int load_dims(const SpyDma *x, uint64_t dim[2], int64_t ds[2], int64_t ls
 static bool view_shape(const SpyDma *x, RtView *w, uint64_t *span) {
     uint64_t dim[2] = {1, 1};
     int64_t ds[2] = {1, 1}, ls[2] = {1, 1};
-    int n = load_dims(x, dim, ds, ls);
+    int n = load_dims(x, 2, dim, ds, ls);
     unsigned es = x->esize;
     if (x->flags & ISA_F_F32)
         return false;                     /* a converting LOAD: DRAM holds other bits */
@@ -338,9 +339,36 @@ static bool place_view(RtCore *c, RtDefer *d, const RtView *w, bool view, int64_
     return false;
 }
 
+/* A LOAD of planes of whole rows (three dims once merged, rows contiguous on both
+ * sides, at most RT_MAX_VIEWS planes: a pad's LOAD of two channels into a tile of its
+ * own row pitch) placed as a view per plane (joined by their rows, x NULL), each plane
+ * place_view does not keep copied at once. False (nothing done): not such a LOAD. */
+static bool defer_planes(RtCore *c, RtDefer *d, const SpyDma *x) {
+    uint64_t dim[3];
+    int64_t ds[3], ls[3];
+    unsigned es = x->esize;
+    if ((x->flags & ISA_F_F32) || load_dims(x, 3, dim, ds, ls) != 3 || dim[0] > RT_MAX_VIEWS ||
+        ds[2] != 1 || ls[2] != 1 || ds[1] < 0 || ls[1] < 0 || ls[0] < 0 ||
+        (uint64_t)ls[1] < dim[2])
+        return false;
+    for (uint64_t q = 0; q < dim[0]; q++) {
+        RtView w = {.rows = dim[1], .rowb = dim[2] * es, .lrs = (uint64_t)ls[1] * es,
+                    .drs = ds[1] * es, .seg = x->seg};
+        w.lo = x->lx + q * (uint64_t)ls[0] * es;
+        w.src = c->seg[x->seg] + x->dram_off + (int64_t)q * ds[0] * (int64_t)es;
+        w.hi = w.lo + (w.rows - 1) * w.lrs + w.rowb;
+        w.shi = w.src + (int64_t)(w.rows - 1) * w.drs + (int64_t)w.rowb;
+        if (!place_view(c, d, &w, true, (int64_t)w.lo, (int64_t)w.hi))
+            rt_copy_rows(c->lx + w.lo, (int64_t)w.lrs, w.src, w.drs, (uint32_t)w.rows,
+                         (uint32_t)w.rowb);
+    }
+    return true;
+}
+
 /* A LOAD: deferred as a view when it moves whole rows, at least RT_DEFER_MIN bytes
- * (below, a copy costs less than keeping track of it), and a slot is free; else (and
- * for the views it partly overwrites) carried out. */
+ * (below, a copy costs less than keeping track of it), and a slot is free, or as a
+ * view per plane (defer_planes); else (and for the views it partly overwrites)
+ * carried out. */
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
     if (!d->n) {                     /* the common small LOAD, quickly */
         uint64_t bytes = x->esize;
@@ -353,6 +381,8 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
     }
     RtView w = {0};
     bool view = load_view(c, x, &w);
+    if (!view && defer_planes(c, d, x))
+        return;
     int64_t lo = (int64_t)w.lo, hi = (int64_t)w.hi;
     if (d->n && !view) {
         rt_dma_span(x, true, &lo, &hi);

@@ -341,6 +341,8 @@ int rt_exec_prepared(RtCore *c, const SpyInsn *code, const RtPrep *prep, uint32_
                 continue;
             }
         }
+        if (in->opcode == ISA_STORE && d.n && rt_defer_store(c, &d, &in->dma))
+            continue;                     /* copied from the views' DRAM */
         if (d.n && in->opcode != ISA_LOAD && in->opcode != ISA_VEC)  /* VECs: exec_vec */
             rt_defer_before(c, &d, in, p);
         switch (in->opcode) {

@@ -198,6 +198,9 @@ void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint
                   uint32_t rowb);
 bool rt_defer_useless(const SpyInsn *code, uint32_t n);
 void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const struct RtPrep *p);
+/* A STORE whose rows pending views hold, copied from their DRAM (rt_defer_store.c):
+ * true when done; false: nothing done. */
+bool rt_defer_store(RtCore *c, const RtDefer *d, const SpyDma *x);
 void rt_defer_flush_lx(RtCore *c, RtDefer *d, int64_t lo, int64_t hi);
 void rt_defer_flush_dram(RtCore *c, RtDefer *d, const uint8_t *lo, const uint8_t *hi);
 const uint8_t *rt_defer_rows_src(const RtDefer *d, int64_t a, uint64_t rows, int64_t rs,

@@ -3,10 +3,11 @@
  * interior is loaded) fills only the bytes those LOADs leave. The LOADs still run
  * after it, unchanged (or are deferred: rt_defer.c carries a view out before anything
  * reads its bytes), so when the next instruction after them runs, every byte of the
- * fill holds what the full fill and the LOADs would have left. Taken only for fills
- * whose value is the same in every byte (zero), so that a gap may start or end
- * anywhere, and for LOADs whose runs of LX bytes are in increasing address order and
- * disjoint (checked here); anything else fills in full. Which of these applies
+ * fill holds what the full fill and the LOADs would have left. Taken for fills whose
+ * value is the same in every byte (zero), where a gap may start or end anywhere, and
+ * for other values (a max pool's -inf padding) where the gaps are whole elements; and
+ * for LOADs whose runs of LX bytes are in increasing address order and disjoint
+ * (checked here); anything else fills in full. Which of these applies
  * depends on the code alone and is planned at load (rt_vfill_prep, the VFILL's RtPrep).
  * Modelled time is computed from the bundle and does not change.
  */
@@ -52,17 +53,28 @@ static bool gap_load(const SpyDma *x, GapLoad *g) {
     return true;
 }
 
-/* Sets LX bytes [a, b) of core c to byte v (nothing when b <= a). Gaps are mostly
- * the few bytes of padding between the rows of a patch: those are written inline,
- * 8 bytes at a time (the last move overlapping the one before), not by a call. */
-static inline void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
+/* The fill value of f as 8 bytes of its pattern (an element of es bytes repeated);
+ * *uniform when all its bytes are the same. */
+static uint64_t fill_word(const SpyVFill *f, unsigned es, bool *uniform) {
+    uint64_t w = 0;
+    for (unsigned b = 0; b < 8; b++)
+        w |= (uint64_t)((f->value >> (8 * (b % es))) & 0xff) << (8 * b);
+    *uniform = w == 0x0101010101010101ull * (w & 0xff);
+    return w;
+}
+
+/* Sets LX bytes [a, b) of core c to the pattern w (8 bytes; when not one byte
+ * repeated, a and b are whole elements from an element boundary: its phase holds at
+ * every multiple of 8 bytes and at b - 8), nothing when b <= a. Gaps are mostly the
+ * few bytes of padding between the rows of a patch: those are written inline, 8 bytes
+ * at a time (the last move overlapping the one before), not by a call. */
+static inline void gap(RtCore *c, uint64_t a, uint64_t b, uint64_t w, bool uniform) {
     if (b <= a)
         return;
     uint8_t *p = c->lx + a;
     size_t n = (size_t)(b - a);
-    uint64_t w = 0x0101010101010101ull * (uint8_t)v;
-    if (n > 64) {
-        memset(p, v, n);
+    if (n > 64 && uniform) {
+        memset(p, (int)(w & 0xff), n);
     } else if (n >= 8) {
         for (size_t i = 0; i + 8 < n; i += 8)
             memcpy(p + i, &w, 8);
@@ -72,25 +84,36 @@ static inline void gap(RtCore *c, uint64_t a, uint64_t b, int v) {
         memcpy(p + n - 4, &w, 4);
     } else {
         for (size_t i = 0; i < n; i++)
-            p[i] = (uint8_t)v;
+            p[i] = (uint8_t)(w >> (8 * i));
     }
 }
 
+/* Whether every run of the LOADs g[0..k) starts and ends on a whole element of es
+ * bytes from the fill's start lo (a fill value of several bytes: gaps of whole
+ * elements). */
+static bool gaps_whole(const GapLoad *g, uint32_t k, uint64_t lo, unsigned es) {
+    for (uint32_t j = 0; j < k; j++)
+        if ((g[j].lo - lo) % es || g[j].len % es || (uint64_t)g[j].st[0] % es ||
+            (uint64_t)g[j].st[1] % es)
+            return false;
+    return true;
+}
+
 /* How VFILL f, followed in the program by the n instructions at next, is carried out:
- * RT_PH_GAPS (only the bytes the LOADs g[0..*k) at the start of next leave, each byte
- * *v), RT_PH_FILL0 (a small patch of short rows: one memset of its bytes, *v, costs
- * less than a store per gap) or RT_PH_NONE (in full, rt_vfill). Depends on the code
- * alone, so rt_prep.c plans it once at load. */
+ * RT_PH_GAPS (only the bytes the LOADs g[0..*k) at the start of next leave, the
+ * pattern *w), RT_PH_FILL0 (a small patch of short rows and a value of one byte
+ * repeated: one memset of its bytes costs less than a store per gap) or RT_PH_NONE (in
+ * full, rt_vfill). A value of several different bytes (a pad's -inf) takes the gaps
+ * only when they are whole elements (gaps_whole). Depends on the code alone, so
+ * rt_prep.c plans it once at load. */
 static uint8_t gap_plan(const SpyVFill *f, const SpyInsn *next, uint32_t n, GapLoad *g,
-                        uint32_t *k, int *v) {
+                        uint32_t *k, uint64_t *w) {
     unsigned es = rt_dtype_size(f->dtype);
     uint64_t lo = f->dst, hi = f->dst + (uint64_t)f->n * es;
+    bool uniform;
     if (es == 0 || es > 4 || hi - lo < RT_GAP_MIN)
         return RT_PH_NONE;
-    *v = (int)(f->value & 0xff);
-    for (unsigned b = 1; b < es; b++)
-        if ((int)((f->value >> (8 * b)) & 0xff) != *v)
-            return RT_PH_NONE;
+    *w = fill_word(f, es, &uniform);
     uint32_t nl = 0;                      /* LOADs whose bytes are runs in order */
     for (uint64_t end = lo; nl < n && nl < RT_GAP_LOADS && next[nl].opcode == ISA_LOAD; nl++) {
         if (!gap_load(&next[nl].dma, &g[nl]) || g[nl].lo < end || g[nl].hi > hi)
@@ -98,12 +121,12 @@ static uint8_t gap_plan(const SpyVFill *f, const SpyInsn *next, uint32_t n, GapL
         end = g[nl].hi;
     }
     *k = nl;
-    if (nl == 0)
+    if (nl == 0 || (!uniform && !gaps_whole(g, nl, lo, es)))
         return RT_PH_NONE;
     uint64_t runs = 1;                    /* gaps: one before each run, one at the end */
     for (uint32_t j = 0; j < nl; j++)
         runs += g[j].dim[0] * g[j].dim[1];
-    if (hi - lo <= RT_GAP_L1 && hi - lo < RT_GAP_RUN * runs)
+    if (uniform && hi - lo <= RT_GAP_L1 && hi - lo < RT_GAP_RUN * runs)
         return RT_PH_FILL0; /* tiny_cnn's 7 KiB patches of 128-byte rows */
     return RT_PH_GAPS;
 }
@@ -112,8 +135,8 @@ static uint8_t gap_plan(const SpyVFill *f, const SpyInsn *next, uint32_t n, GapL
 uint8_t rt_vfill_prep(const SpyInsn *code, uint32_t n) {
     GapLoad g[RT_GAP_LOADS];
     uint32_t k;
-    int v;
-    return gap_plan(&code[0].fill, code + 1, n - 1, g, &k, &v);
+    uint64_t w;
+    return gap_plan(&code[0].fill, code + 1, n - 1, g, &k, &w);
 }
 
 /* Runs VFILL f, followed in the program by the n instructions at next, by its plan
@@ -128,18 +151,19 @@ void rt_vfill_planned(RtCore *c, const SpyVFill *f, const SpyInsn *next, uint32_
     }
     GapLoad g[RT_GAP_LOADS];
     uint32_t k;
-    int v;
-    if (how != RT_PH_GAPS || gap_plan(f, next, n, g, &k, &v) != RT_PH_GAPS) {
+    uint64_t w;
+    if (how != RT_PH_GAPS || gap_plan(f, next, n, g, &k, &w) != RT_PH_GAPS) {
         rt_vfill(c, f);
         return;
     }
+    bool uniform = w == 0x0101010101010101ull * (w & 0xff);
     uint64_t at = lo;
     for (uint32_t j = 0; j < k; j++)
         for (uint64_t a = 0; a < g[j].dim[0]; a++)
             for (uint64_t r = 0; r < g[j].dim[1]; r++) {
                 uint64_t s = g[j].lo + a * (uint64_t)g[j].st[0] + r * (uint64_t)g[j].st[1];
-                gap(c, at, s, v);
+                gap(c, at, s, w, uniform);
                 at = s + g[j].len;
             }
-    gap(c, at, hi, v);
+    gap(c, at, hi, w, uniform);
 }

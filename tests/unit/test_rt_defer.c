@@ -15,7 +15,8 @@
  * in LX, the views under its range carried out) and its B from a view of one row per
  * channel (read in DRAM); LOADs in pieces joined into one view;
  * LOADs over part of a view of rows (the rows they rewrite cut out of it); a VFILL
- * filling only the gaps the LOADs after it leave (rt_fill.c); the plans of
+ * filling only the gaps the LOADs after it leave (rt_fill.c); a STORE of a pad's tile
+ * from its LOAD's DRAM and LX's border (rt_defer_store.c); the plans of
  * rt_prep.c (runs of LOADs merged into one copy, rows of LOADs and STOREs). And the
  * transposed B of each F32
  * kernel (streamed and packed) against a scalar reference.
@@ -886,6 +887,47 @@ static void test_fill_gaps(void **state) {
     }
 }
 
+/* A pad's tile (rt_defer_store.c, defer_planes of rt_defer.c): VFILL of ch planes of
+ * (h + 1) x (w + 1), a LOAD of ch planes of h x w rows into it at its row pitch, a
+ * STORE of the whole tile. With ch up to RT_MAX_VIEWS the LOAD stays a view per plane
+ * and the STORE copies the interior from DRAM, the border from LX: LX's interior is
+ * never written (still 0xff). Variants: more planes than view slots (copied), the
+ * STORE in runs of rows at another pitch, a VEC over part of the interior first (that
+ * plane carried out), the STORE over the LOAD's own DRAM source (carried out first),
+ * and a STORE of part of a one-row view (from DRAM alone). */
+static void test_defer_store(void **state) {
+    (void)state;
+    Prog p;
+    const uint32_t h = 30, w = 40, pitch = w + 1, plane = (h + 1) * pitch, tile = 0x10000;
+    for (int v = 0; v < 6; v++) {
+        uint32_t ch = v == 1 ? RT_MAX_VIEWS + 2 : 2;
+        uint32_t d[3] = {ch, h, w};
+        int32_t ds[3] = {(int32_t)(h * w + 7), (int32_t)w, 1};
+        int32_t ls[3] = {(int32_t)plane, (int32_t)pitch, 1};
+        int64_t out = v == 4 ? 0x40000 + 4 * 100 : OUT;     /* v 4: over the source */
+        p.n = 0;
+        vfill(&p, tile, ch * plane, ISA_DT_F32, 0xff800000u);  /* -inf */
+        dma3(&p, tile + 4 * (pitch + 1), 0x40000, d, ds, ls);
+        if (v == 3)
+            vadd(&p, tile + 4 * (plane + 5 * pitch + 1), 3, w, (int32_t)pitch);
+        if (v == 2)                  /* runs of pitch elements, DRAM rows w + 3 apart */
+            dma(&p, true, tile, out, ch * (h + 1), pitch, (int32_t)(w + 3), 1,
+                (int32_t)pitch, 1);
+        else
+            dma(&p, true, tile, out, 1, ch * plane, 0, 1, 0, 1);
+        check(&p, 90 + (uint32_t)v);
+        if (v == 0) {                /* the interior of plane 1 not copied into LX */
+            uint8_t ff[4 * 40];
+            memset(ff, 0xff, sizeof ff);
+            assert_memory_equal(lx + tile + 4 * (plane + 7 * pitch + 1), ff, 4 * w);
+        }
+    }
+    p.n = 0;                         /* a one-row view, part of it stored */
+    dma(&p, false, 0x20000, 0x40000, 1, 5000, 0, 1, 0, 1);
+    dma(&p, true, 0x20000 + 400, OUT, 3, 1000, 1200, 1, 1100, 1);
+    check(&p, 96);
+}
+
 /* A B given transposed (RtMmSrc.bt) through each F32 kernel this host runs: the same
  * bits as the scalar reference (increasing k, one fused multiply-add each), from 0 or
  * accumulating onto C (odd shapes): row counts 1 to 4 (the streamed product) and
@@ -957,6 +999,7 @@ int main(void) {
         cmocka_unit_test(test_epi_post),
         cmocka_unit_test(test_epi_pre_vec),
         cmocka_unit_test(test_fill_gaps),
+        cmocka_unit_test(test_defer_store),
         cmocka_unit_test(test_kernels_bt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
