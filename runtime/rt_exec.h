@@ -75,9 +75,9 @@ void rt_apre_free(RtApre *t);
 float *rt_apre_take(RtApre *t, const RtAKey *k, size_t bytes, bool *fill);
 void rt_apre_filled(RtApre *t, const RtAKey *k);
 
-/* Large zeroed working buffers in transparent huge pages (rt_huge.c). */
-void *rt_huge_alloc(size_t n);
-void rt_huge_free(void *p, size_t n);
+/* Large zeroed working buffers, in transparent huge pages when huge (rt_huge.c). */
+void *rt_huge_alloc(size_t n, bool huge);
+void rt_huge_free(void *p, size_t n, bool huge);
 
 /* A window MATMUL's extents and strides, which alone give the offsets of its B rows
  * (rt_kern_mmt.h win_koff): those of the last window are kept (RtCore.koff) for the
