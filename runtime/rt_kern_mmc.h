@@ -15,15 +15,20 @@
  * convolutions, 128 channels a core; a plain B that fits in L2 with k from
  * MMC_PLAIN_K) run in groups of two vectors' worth, each over the whole window again
  * (it is in LX, in the host's caches). Pixel rows of at most half the accumulators run
- * two a call (chan2s). A long k runs in chunks that stay in L1 (chan_rows), the
- * running sums kept transposed in the packing buffer between chunks. A constant A
- * (a weight) is transposed once for the session and kept (chan_pre, rt_apre.c).
+ * two a call (chan2s). With one vector, a window whose rows are 3 or 7 taps one float
+ * apart runs k in groups of those taps (chant_*, chanw_*): a broadcast then serves
+ * every tap and pixel that reads the same float. A long k runs in chunks that stay in
+ * L1 (chan_rows), the running sums kept transposed in the packing buffer between
+ * chunks. A constant A (a weight) is transposed once for the session and kept
+ * (chan_pre, rt_apre.c).
  *
  * Each C element accumulates a_ik * b_kj in increasing k from 0 (or the old C), one fused
  * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
  */
 
 #define MMC_WIN_V 8          /* vectors' worth of rows of C a window takes, at most */
+#define MMC_TAPSW 7          /* taps of a wide group (the chanw_* functions: a 7 x 7
+                                window's rows, resnet50's stem), one vector of channels */
 #if MMT_VL == 16
 #define MMC_R1 16            /* pixels a call, one vector of channels: 16 zmm accumulators */
 #define MMC_R2 14            /* two vectors: 28 zmm accumulators */
@@ -92,7 +97,7 @@ MMT_INLINE uint32_t MMT_NAME(chan_pf_lines)(const MMT_NAME(Args) *x, const char 
 MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, const float *b,
                                       size_t j, bool zero, const float *tin, float *tout,
                                       const int MV, const int R, const int S, const int R1,
-                                      const int G) {
+                                      const int G, const int ROUT) {
     MMT_V acc[2][MMC_R1], t[MMT_VL];
     MMT_M mr = MMT_LANES(R);
 #pragma GCC unroll 2
@@ -140,6 +145,26 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
         const float *bk2 = bk + (R1 ? x->ns0 : 0);
         if (R1)
             __asm__("" : "+r"(bk2));
+        /* A wide group (ROUT: G = MMC_TAPSW, one vector): its G vectors of A loaded
+         * first, then per pixel its G broadcasts, of which a pixel S floats further
+         * shares G - S with the one before (S 2: 7 + 2 a pixel after the first; loaded
+         * a tap at a time, the broadcasts of all R pixels were live across the taps, more
+         * than the registers). Resnet50's 7 x 7 stem at stride 2, one thread, its tile
+         * warm: 232 -> 252 GFLOP/s (mm_tiles). Each accumulator still takes k in
+         * increasing order. */
+        if (ROUT) {
+            MMT_V ag[MMC_TAPSW];
+#pragma GCC unroll 8
+            for (int g = 0; g < G; g++)
+                ag[g] = MMT_LOAD(at + g * MMT_VL);
+            at += G * MMT_VL;
+#pragma GCC unroll 16
+            for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+                for (int g = 0; g < G; g++)
+                    acc[0][r] = MMT_FMA(ag[g], MMT_SET1(bk[r * S + g]), acc[0][r]);
+            continue;
+        }
 #pragma GCC unroll 4
         for (int g = 0; g < G; g++, at += MV * MMT_VL) {
             MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
@@ -181,15 +206,18 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
 
 /* One chan_micro function per (vectors, pixel stride, pixels): R a constant, so the
  * accumulators stay in registers; chan_* takes k a row at a time, chant_* in groups of
- * MMC_TAPS taps (taps_ok). */
+ * MMC_TAPS taps, chanw_* in groups of MMC_TAPSW, pixels outer (tap_groups). */
 #define MMC_TAPS 3
 #define MMC_FNG(P, G, MV, S, R)                                                           \
     MMT_TARGET static void MMT_NAME(chan##P##_##MV##_##S##_##R)(                           \
         const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
         const float *tin, float *tout) {                                                  \
-        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, R, S, 0, G);               \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, R, S, 0, G,                \
+                             G == MMC_TAPSW);                                             \
     }
-#define MMC_FN(MV, S, R) MMC_FNG(, 1, MV, S, R) MMC_FNT_##MV(S, R)
+#define MMC_FN(MV, S, R) MMC_FNG(, 1, MV, S, R) MMC_FNT_##MV(S, R) MMC_FNW_##MV(S, R)
+#define MMC_FNW_1(S, R) MMC_FNG(w, MMC_TAPSW, 1, S, R)
+#define MMC_FNW_2(S, R)
 #define MMC_FNT_1(S, R) MMC_FNG(t, MMC_TAPS, 1, S, R)
 #define MMC_FNT_2(S, R)      /* two vectors: their A loads of a group took registers the
                                 accumulators needed (28 of them: spilled, 15% slower) */
@@ -232,9 +260,10 @@ typedef void (*MMT_NAME(ChanFn))(const MMT_NAME(Args) *, const float *, const fl
 #endif
 /* [taps a group: 1, MMC_TAPS (one vector; two: 1)][vectors - 1][stride - 1][pixels]:
  * NULL past the register budget */
-static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][2][MMC_R1 + 1] = {
+static const MMT_NAME(ChanFn) MMT_NAME(chans)[3][2][2][MMC_R1 + 1] = {
     {{MMC_ROW(, 1, 1), MMC_ROW(, 1, 2)}, {MMC_ROW(, 2, 1), MMC_ROW(, 2, 2)}},
-    {{MMC_ROW(t, 1, 1), MMC_ROW(t, 1, 2)}, {MMC_ROW(, 2, 1), MMC_ROW(, 2, 2)}}};
+    {{MMC_ROW(t, 1, 1), MMC_ROW(t, 1, 2)}, {MMC_ROW(, 2, 1), MMC_ROW(, 2, 2)}},
+    {{MMC_ROW(w, 1, 1), MMC_ROW(w, 1, 2)}, {MMC_ROW(, 2, 1), MMC_ROW(, 2, 2)}}};
 
 /* One chan_micro function per (vectors, pixel stride, pixels a row) for two pixel rows
  * a call: a row of R1 pixels alone is R1 FMA chains a vector, too few to hide the
@@ -243,7 +272,7 @@ static const MMT_NAME(ChanFn) MMT_NAME(chans)[2][2][2][MMC_R1 + 1] = {
     MMT_TARGET static void MMT_NAME(chan2##P##_##MV##_##S##_##R1)(                         \
         const MMT_NAME(Args) * x, const float *at, const float *b, size_t j, bool zero,   \
         const float *tin, float *tout) {                                                  \
-        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, 2 * R1, S, R1, G);         \
+        MMT_NAME(chan_micro)(x, at, b, j, zero, tin, tout, MV, 2 * R1, S, R1, G, 0);      \
     }
 #define MMC_FN2(MV, S, R1) MMC_FN2G(, 1, MV, S, R1) MMC_FN2T_##MV(S, R1)
 #define MMC_FN2T_1(S, R1) MMC_FN2G(t, MMC_TAPS, 1, S, R1)
@@ -276,19 +305,26 @@ MMC_FN2(1, 1, 8) MMC_FN2(1, 2, 8)
 #endif
 /* [taps a group: 1, MMC_TAPS][vectors - 1][stride - 1][pixels a row]: NULL where two
  * rows take too many registers */
-static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[2][2][2][MMC_R1 / 2 + 1] = {
+static const MMT_NAME(ChanFn) MMT_NAME(chan2s)[3][2][2][MMC_R1 / 2 + 1] = {
     {{MMC_ROW2(, 1, 1), MMC_ROW2(, 1, 2)}, {MMC_ROW2(, 2, 1), MMC_ROW2(, 2, 2)}},
-    {{MMC_ROW2(t, 1, 1), MMC_ROW2(t, 1, 2)}, {MMC_ROW2(, 2, 1), MMC_ROW2(, 2, 2)}}};
+    {{MMC_ROW2(t, 1, 1), MMC_ROW2(t, 1, 2)}, {MMC_ROW2(, 2, 1), MMC_ROW2(, 2, 2)}},
+    {{{NULL}, {NULL}}, {{NULL}, {NULL}}}};  /* wide groups: a row at a time */
 
 /* Bytes of A's transpose a k-chunk of chan_rows takes: with the window rows it
  * multiplies, it stays in the L1 cache while every pixel block runs over it. */
 #define MMC_CHUNK_BYTES (16u << 10)
 
-/* Whether window x's k runs in groups of MMC_TAPS taps (the chant_* functions): rows
- * of MMC_TAPS columns one float apart (a 3 x 3 convolution's), so that every group
- * starts at a multiple of MMC_TAPS and its offsets are one float apart. */
-MMT_INLINE int MMT_NAME(taps_ok)(const MMT_NAME(Args) *x) {
-    return x->win && x->ke2 == MMC_TAPS && x->ks2 == 1 && x->k % MMC_TAPS == 0;
+/* The tap groups window x's k runs in (the first index of chans): 1, groups of
+ * MMC_TAPS taps (the chant_* functions), or 2, groups of MMC_TAPSW (chanw_*), when its
+ * rows are of that many columns one float apart (a 3 x 3 or 7 x 7 convolution's), so
+ * that every group starts at a multiple of it and its offsets are one float apart; else
+ * 0, a k row at a time. */
+MMT_INLINE int MMT_NAME(tap_groups)(const MMT_NAME(Args) *x) {
+    if (!x->win || x->ks2 != 1)
+        return 0;
+    if (x->ke2 == MMC_TAPS && x->k % MMC_TAPS == 0)
+        return 1;
+    return x->ke2 == MMC_TAPSW && x->k % MMC_TAPSW == 0 ? 2 : 0;
 }
 
 /* Gives y's next chan_micro call the next step lines of tab, or of the lines one after
@@ -319,8 +355,9 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
     size_t rmax = mv == 1 ? MMC_R1 : MMC_R2, nb = (ne1 + rmax - 1) / rmax;
     uint32_t kmax = ct ? MMC_CHUNK_BYTES / (uint32_t)(mv * MMT_VL * 4) : x->k;
     uint32_t nch = (x->k + kmax - 1) / kmax, kch = (x->k + nch - 1) / nch;
-    int tg = mv == 1 && MMT_NAME(taps_ok)(x);      /* chunks of whole tap groups */
-    kch = tg ? (kch + MMC_TAPS - 1) / MMC_TAPS * MMC_TAPS : kch;
+    int tg = mv == 1 ? MMT_NAME(tap_groups)(x) : 0;   /* chunks of whole tap groups */
+    uint32_t gsz = tg == 2 ? MMC_TAPSW : tg ? MMC_TAPS : 1;
+    kch = (kch + gsz - 1) / gsz * gsz;
     MMT_NAME(ChanFn) pair = ne1 <= MMC_R1 / 2 ? MMT_NAME(chan2s)[tg][mv - 1][s - 1][ne1] : NULL;
     size_t calls = pair ? ne0 / 2 + ne0 % 2 * nb : ne0 * nb;   /* chan_micro calls a chunk */
     const char *tab[MMC_PF_MAX];

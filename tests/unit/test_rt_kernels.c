@@ -541,6 +541,12 @@ static void test_matmul_window(void **state) {
         /* A packed a k-chunk at a time (the next chunk's and group's lines prefetched):
          * groups of two vectors and a last one of one over several chunks each */
         {80, 40, 3, 3, 1, 1, 3, 7}, {112, 50, 3, 3, 2, 1, 4, 6},
+        /* one vector of rows, taps in groups of seven (rows of a 7 x 7 window, chanw_*):
+         * resnet50's stem (3 channels, stride 2, rows of 112 in blocks of 16), stride 1,
+         * k in chunks of whole groups (8 channels: 392), a dilated window (a k row at a
+         * time) */
+        {16, 3, 7, 7, 2, 1, 3, 112}, {16, 2, 7, 7, 1, 1, 2, 20}, {16, 8, 7, 7, 1, 1, 2, 9},
+        {16, 2, 7, 7, 2, 2, 2, 5},
         /* rows of one output pixel (a 1-d convolution: taps along the rows), taken as
          * one row of pixels the row stride apart: channel lanes, packed, gathered */
         {128, 4, 3, 1, 2, 1, 40, 1}, {32, 3, 3, 1, 1, 1, 50, 1}, {16, 2, 5, 1, 5, 1, 30, 1},
