@@ -122,6 +122,9 @@ static void count_uses(Fuse *f)
 static bool rows_contiguous(const IrType *t, int axis, const IrView *vw)
 {
     int64_t want = 1;
+    for (int i = t->rank - 1; i > axis; i--)
+        if (t->dims[i] == 0)
+            return true;         /* rows of no element (own strides count it as 1) */
     for (int i = t->rank - 1; i > axis; i--) {
         if (t->dims[i] != 1 && vw->stride[i] != want)
             return false;

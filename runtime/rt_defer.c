@@ -341,8 +341,9 @@ static bool place_view(RtCore *c, RtDefer *d, const RtView *w, bool view, int64_
 
 /* A LOAD of planes of whole rows (three dims once merged, rows contiguous on both
  * sides, at most RT_MAX_VIEWS planes: a pad's LOAD of two channels into a tile of its
- * own row pitch) placed as a view per plane (joined by their rows, x NULL), each plane
- * place_view does not keep copied at once. False (nothing done): not such a LOAD. */
+ * own row pitch) placed as a view per plane (x NULL: carried out by its rows), each
+ * plane place_view does not keep copied at once. False (nothing done): not such a
+ * LOAD. */
 static bool defer_planes(RtCore *c, RtDefer *d, const SpyDma *x) {
     uint64_t dim[3];
     int64_t ds[3], ls[3];

@@ -304,6 +304,18 @@ static void found_fuzz(void)
         g_case(k ? "onnx/resize_nearest_mode_unknown.onnx" : "onnx/resize_runtime_bound_empty.onnx",
                &g, 19, k ? "unknown nearest_mode '=loor'" : "a bound that holds no element");
     }
+    /* a linear Resize whose last scale (1.18e-38) leaves that axis empty: it compiles,
+       not an assertion on the gather of its empty rows (whose strides count the 0 as 1) */
+    g = (Buf){0};
+    Buf sc = ox_tensor("scales", ONNX_FLOAT, DIMS(4), (float[]){1, 64, 3, 1.1777544e-38f}, 16);
+    pb_msg(&g, 5, &sc);
+    g_node(&g, "Resize", "rs1", IN("x", "", "scales"), IN("y"), ox_attr_str("mode", "linear"),
+           AEND);
+    g_input(&g, "x", ONNX_FLOAT, DIMS(1, 2, 5, 5));
+    g_output(&g, "y", ONNX_FLOAT, NULL, -1);
+    Buf m2 = ox_model(13, &g);
+    gen_case("onnx/resize_linear_scale_empty.onnx", m2.p, m2.n, "spyrec", 0, "", NULL);
+    buf_free(&m2);
 }
 
 /* Operands whose shapes, dtypes or counts do not fit their operator. */
