@@ -88,6 +88,69 @@ MMT_INLINE uint32_t MMT_NAME(chan_pf_lines)(const MMT_NAME(Args) *x, const char 
     return (uint32_t)n;
 }
 
+/* chan_micro's prefetches at k step k (G rows): the next chunk of A, into L2
+ * (chan_pf_lines), a line a k row while any are left. */
+MMT_INLINE void MMT_NAME(chan_pf)(const MMT_NAME(Args) *x, uint32_t k, const int G) {
+#pragma GCC unroll 8
+    for (int g = 0; g < G; g++)
+        if (k + g < x->pfpn)
+            __builtin_prefetch(x->pfc ? x->pfc + (size_t)(k + g) * 64 : x->pfp[k + g], 0, 2);
+}
+
+/* One k step of chan_micro (G rows of k from its offset bk; with R1, the second pixel
+ * row from bk2) into the accumulators acc, A's transpose from *at on (advanced past
+ * the step). */
+MMT_INLINE void MMT_NAME(chan_step)(MMT_V acc[2][MMC_R1], const float **atp, const float *bk,
+                                     const float *bk2, const int MV, const int R, const int S,
+                                     const int R1, const int G, const int ROUT) {
+    const float *at = *atp;
+    *atp += G * MV * MMT_VL;
+    /* A wide group (ROUT: G = MMC_TAPSW, one vector): its G vectors of A loaded
+     * first, then per pixel its G broadcasts, of which a pixel S floats further
+     * shares G - S with the one before (S 2: 7 + 2 a pixel after the first; loaded
+     * a tap at a time, the broadcasts of all R pixels were live across the taps, more
+     * than the registers). Resnet50's 7 x 7 stem at stride 2, one thread, its tile
+     * warm: 232 -> 252 GFLOP/s (mm_tiles). Each accumulator still takes k in
+     * increasing order. */
+    if (ROUT) {
+        MMT_V ag[MMC_TAPSW];
+#pragma GCC unroll 8
+        for (int g = 0; g < G; g++)
+            ag[g] = MMT_LOAD(at + g * MMT_VL);
+        at += G * MMT_VL;
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++)
+#pragma GCC unroll 8
+            for (int g = 0; g < G; g++)
+                acc[0][r] = MMT_FMA(ag[g], MMT_SET1(bk[r * S + g]), acc[0][r]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; g++, at += MV * MMT_VL) {
+        MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            MMT_V bb = MMT_SET1(R1 && r >= R1 ? bk2[(r - R1) * S + g] : bk[r * S + g]);
+            acc[0][r] = MMT_FMA(a0, bb, acc[0][r]);
+            if (MV == 2)
+                acc[1][r] = MMT_FMA(a1, bb, acc[1][r]);
+        }
+    }
+}
+
+/* chan_step with B's k rows from bl (the second pixel row ns0 further), bl in a register:
+ * the broadcasts then address base + displacement (an indexed operand splits each FMA
+ * into two micro-ops on Intel cores). */
+MMT_INLINE void MMT_NAME(chan_at)(MMT_V acc[2][MMC_R1], const float **atp, const float *bl,
+                                   int64_t ns0, const int MV, const int R, const int S,
+                                   const int R1, const int G, const int ROUT) {
+    const float *bk = bl, *bk2 = bl + ns0;
+    __asm__("" : "+r"(bk));
+    if (R1)
+        __asm__("" : "+r"(bk2));
+    MMT_NAME(chan_step)(acc, atp, bk, bk2, MV, R, S, R1, G, ROUT);
+}
+
 /* C rows [0, MV * MMT_VL), columns [j, j + R) (pixels at b + r * S from the k row's
  * offset; with R1 > 0, two pixel rows of R1: pixels r >= R1 at b + x->ns0 +
  * (r - R1) * S) over x->k rows of k; A's transpose at at. The running sums start from tin
@@ -122,59 +185,45 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
         for (int r = 0; r < R; r++)
             acc[v][r] = t[r];
     }
-    /* The offset of k row k + G read while rows k to k + G - 1 multiply: with the
-     * offset read in the same step, its broadcasts waited on that load (AMD Zen 5, two
-     * FMAs a cycle: 16 x 16 x 192 in L1 from 215 to 250 GFLOP/s). G > 1: k runs in
-     * groups of G taps one float apart (a window row of G columns, ks2 1; chan_rows
-     * gives whole groups), every broadcast of a group from one base register at a
-     * displacement (the same lines: 250 -> 265 GFLOP/s). Still one k after the other. */
-    const int32_t *koff = x->koff;
-    const uint32_t klast = x->k - G;   /* chan_rows' chunks: whole groups, k >= G */
-    const float *bnext = b + koff[0];
-    for (uint32_t k = 0; k < x->k; k += G) {
-#pragma GCC unroll 4
-        for (int g = 0; g < G; g++)
-            if (k + g < x->pfpn)   /* the next chunk of A, into L2 (chan_pf_lines) */
-                __builtin_prefetch(x->pfc ? x->pfc + (size_t)(k + g) * 64 : x->pfp[k + g], 0,
-                                   2);
-        const float *bk = bnext;
-        bnext = b + koff[k < klast ? k + G : klast];
-        /* bk in a register: the broadcasts then address base + displacement (an
-         * indexed operand splits each FMA into two micro-ops on Intel cores) */
-        __asm__("" : "+r"(bk));
-        const float *bk2 = bk + (R1 ? x->ns0 : 0);
-        if (R1)
-            __asm__("" : "+r"(bk2));
-        /* A wide group (ROUT: G = MMC_TAPSW, one vector): its G vectors of A loaded
-         * first, then per pixel its G broadcasts, of which a pixel S floats further
-         * shares G - S with the one before (S 2: 7 + 2 a pixel after the first; loaded
-         * a tap at a time, the broadcasts of all R pixels were live across the taps, more
-         * than the registers). Resnet50's 7 x 7 stem at stride 2, one thread, its tile
-         * warm: 232 -> 252 GFLOP/s (mm_tiles). Each accumulator still takes k in
-         * increasing order. */
-        if (ROUT) {
-            MMT_V ag[MMC_TAPSW];
-#pragma GCC unroll 8
-            for (int g = 0; g < G; g++)
-                ag[g] = MMT_LOAD(at + g * MMT_VL);
-            at += G * MMT_VL;
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++)
-#pragma GCC unroll 8
-                for (int g = 0; g < G; g++)
-                    acc[0][r] = MMT_FMA(ag[g], MMT_SET1(bk[r * S + g]), acc[0][r]);
-            continue;
+    /* B's rows, through a pointer stepped from one k step to the next: a plain B's row k
+     * at b + k * klin (x->klin, kin 0); a window's k in tap groups (x->kin), the group of
+     * channel c and kernel row r at b + c * klin + r * kst. Other windows' rows at b +
+     * koff[k], the offset of k row k + G read while rows k to k + G - 1 multiply (read
+     * in the same step, the broadcasts waited on it: 16 x 16 x 192 in L1 from 215 to 250
+     * GFLOP/s on AMD Zen 5). Even a step ahead, broadcasts whose address comes from a
+     * table cost: a plain B of 14-pixel rows ran at 200-205 GFLOP/s that way, 240-250
+     * stepped (a micro-benchmark of 16 x 196 x 1024 in L2); mm_tiles, one thread: plain
+     * m16 n196 k1024 199-211 -> 207-230 GFLOP/s, resnet50's 3 x 3 and 7 x 7 tiles 2-11%
+     * faster. G > 1: k runs in groups of G taps one float apart (a window row of G
+     * columns, ks2 1; chan_rows gives whole groups), every broadcast of a group from one
+     * base register at a displacement (the same lines: 250 -> 265 GFLOP/s). Still one k
+     * after the other. */
+    const int64_t ns0 = R1 ? x->ns0 : 0;
+    if (x->kin) {            /* a window's channels of kin kernel rows of G taps */
+        const float *bl = b;
+        const int64_t wrap = x->klin - (int64_t)x->kin * x->kst;
+        for (uint32_t k = 0, q = x->kq0; k < x->k; k += G) {
+            MMT_NAME(chan_pf)(x, k, G);
+            MMT_NAME(chan_at)(acc, &at, bl, ns0, MV, R, S, R1, G, ROUT);
+            bl += x->kst;
+            if (++q == x->kin)
+                q = 0, bl += wrap;
         }
-#pragma GCC unroll 4
-        for (int g = 0; g < G; g++, at += MV * MMT_VL) {
-            MMT_V a0 = MMT_LOAD(at), a1 = MV == 2 ? MMT_LOAD(at + MMT_VL) : a0;
-#pragma GCC unroll 16
-            for (int r = 0; r < R; r++) {
-                MMT_V bb = MMT_SET1(R1 && r >= R1 ? bk2[(r - R1) * S + g] : bk[r * S + g]);
-                acc[0][r] = MMT_FMA(a0, bb, acc[0][r]);
-                if (MV == 2)
-                    acc[1][r] = MMT_FMA(a1, bb, acc[1][r]);
-            }
+    } else if (x->klin) {
+        const float *bl = b;
+        for (uint32_t k = 0; k < x->k; k += G, bl += x->klin * G) {
+            MMT_NAME(chan_pf)(x, k, G);
+            MMT_NAME(chan_at)(acc, &at, bl, ns0, MV, R, S, R1, G, ROUT);
+        }
+    } else {
+        const int32_t *koff = x->koff;
+        const uint32_t klast = x->k - G;   /* chan_rows' chunks: whole groups, k >= G */
+        const float *bnext = b + koff[0];
+        for (uint32_t k = 0; k < x->k; k += G) {
+            MMT_NAME(chan_pf)(x, k, G);
+            const float *bk = bnext;
+            bnext = b + koff[k < klast ? k + G : klast];
+            MMT_NAME(chan_at)(acc, &at, bk, ns0, MV, R, S, R1, G, ROUT);
         }
     }
     if (tout) {
@@ -364,7 +413,15 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
     MMT_NAME(Args) y = *x;
     for (uint32_t k0 = 0; k0 < x->k; k0 += kch) {
         y.k = x->k - k0 < kch ? x->k - k0 : kch;
-        y.koff = x->koff + k0;
+        y.koff = x->koff ? x->koff + k0 : NULL;
+        const float *bc = x->b;   /* klin: the chunk's first row */
+        if (x->kin) {
+            uint32_t g0 = k0 / gsz;
+            y.kq0 = g0 % x->kin;
+            bc += (int64_t)(g0 / x->kin) * x->klin + (int64_t)y.kq0 * x->kst;
+        } else {
+            bc += (int64_t)k0 * x->klin;
+        }
         bool first = k0 == 0, last = k0 + y.k == x->k;
         y.po = last && MMT_NAME(has_post)(x) ? x->epi->post : NULL; /* tiles final */
         const float *atk = (pre ? pre : at) + (size_t)k0 * mv * MMT_VL;
@@ -393,7 +450,7 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
         for (; pair && r0 + 1 < ne0; r0 += 2) {   /* whole rows, two a call */
             float *t = first && last ? NULL : ct + r0 * ne1 * mv * MMT_VL;
             MMT_NAME(chan_pf_next)(&y, tab, line, npf, step, &done);
-            pair(&y, atk, x->b + (int64_t)r0 * ns0, r0 * ne1, x->zero, first ? NULL : t,
+            pair(&y, atk, bc + (int64_t)r0 * ns0, r0 * ne1, x->zero, first ? NULL : t,
                  last ? NULL : t);
         }
         for (; r0 < ne0; r0++)
@@ -402,7 +459,7 @@ MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *c
                 float *t = first && last ? NULL : ct + p * mv * MMT_VL;
                 MMT_NAME(chan_pf_next)(&y, tab, line, npf, step, &done);
                 MMT_NAME(chans)[tg][mv - 1][s - 1][w](&y, atk,
-                                                  x->b + (int64_t)r0 * ns0 + (int64_t)j * s, p,
+                                                  bc + (int64_t)r0 * ns0 + (int64_t)j * s, p,
                                                   x->zero, first ? NULL : t, last ? NULL : t);
                 j += w;
             }
@@ -482,7 +539,13 @@ MMT_TARGET static bool MMT_NAME(win_chan)(RtCore *c, MMT_NAME(Args) *x, bool aco
     if (!MMT_NAME(chan_fits)(c, x->m, x->k, MMC_WIN_V, &kb) || (x->ns1 != 1 && x->ns1 != 2) ||
         ne1 < 2)
         return false;
-    x->koff = MMT_NAME(win_koff)(c, x);
+    if (x->ke1 == 1 && x->ke2 == 1) {          /* a 1 x 1 window: row k at b + k * ks0 */
+        x->koff = NULL, x->klin = x->ks0;
+    } else if (x->m <= MMT_VL && MMT_NAME(tap_groups)(x)) {  /* groups of ke2 taps */
+        x->koff = NULL, x->klin = x->ks0, x->kst = x->ks1, x->kin = x->ke1;
+    } else {
+        x->koff = MMT_NAME(win_koff)(c, x);
+    }
     MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (RT_PACK_BYTES - kb) / 4,
                           (int)x->ns1, x->n / ne1, ne1, x->ns0, MMT_NAME(chan_pre)(c, x, aconst));
     return true;
@@ -525,13 +588,10 @@ MMT_TARGET static bool MMT_NAME(plain_chan)(RtCore *c, MMT_NAME(Args) *x, bool b
     bool act = !bconst && (uint64_t)x->n * x->k * 4 <= MMC_PLAIN_ACT; /* in L2 */
     uint32_t vmax = (small || act) && x->k >= MMC_PLAIN_K ? MMC_PLAIN_V : 2;
     if (x->win || x->bt || (bdram && !small && !once && !act) || x->n < 2 ||
-        x->n % MMT_NR == 0 || !MMT_NAME(chan_fits)(c, x->m, x->k, vmax, &kb) ||
-        (uint64_t)x->k * x->ldb >= ((uint64_t)1 << 31))
+        x->n % MMT_NR == 0 || !MMT_NAME(chan_fits)(c, x->m, x->k, vmax, &kb))
         return false;
-    int32_t *koff = (int32_t *)c->pack;
-    for (uint32_t k = 0; k < x->k; k++)
-        koff[k] = (int32_t)(k * x->ldb);
-    x->koff = koff;
+    x->koff = NULL;
+    x->klin = (int64_t)x->ldb;   /* B's row k at b + k * ldb: no table (chan_micro) */
     MMT_NAME(chan_groups)(x, (float *)((uint8_t *)c->pack + kb), (RT_PACK_BYTES - kb) / 4, 1, 1,
                           x->n, 0, MMT_NAME(chan_pre)(c, x, aconst));
     return true;

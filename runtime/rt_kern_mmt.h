@@ -115,6 +115,11 @@ typedef struct {
                                 chain (epi->post, rt_kern_mmp.h) */
     uint32_t prow;           /* C's row 0 as a row of the chain's operands (a channel
                                 group's first row) */
+    int64_t klin;            /* chan_micro without koff (0: koff): B's row k at b + k * klin;
+                                with kin, k in groups of its G rows, kin groups kst apart
+                                from each multiple of klin, the first at phase kq0 */
+    int64_t kst;
+    uint32_t kin, kq0;
 } MMT_NAME(Args);
 
 /* Runs x's epilogue, if any, over rows [i0, i0 + rows) and columns [j0, j0 + cols) of
@@ -883,7 +888,7 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], s->bks0 ? s->bks0 : mm->bw_ks[0], mm->bw_ks[1],
                         mm->bw_ks[2], mm->bw_ns[0], mm->bw_ns[1], NULL, MMT_IDX(1), s->bt,
-                        NULL, 0, 0, NULL, NULL, NULL, NULL, 0, s->epi, NULL, 0};
+                        NULL, 0, 0, NULL, NULL, NULL, NULL, 0, s->epi, NULL, 0, 0, 0, 0, 0};
     if (win && x.ne1 == 1) {
         /* rows of one output pixel (a 1-d convolution: the codegen's canonical second
          * dim is a unit) as one row of n pixels ns0 apart: the same B, but the kernels
