@@ -46,6 +46,7 @@ void spy_model_free(spy_model *m) {
     free(m->kwr_first);
     free(m->odep);
     free(m->odep_first);
+    rt_stitch_free(m);
     free(m->io);
     free(m->meta_text);
     for (uint32_t v = 0; v < m->nvariants; v++)

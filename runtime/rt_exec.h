@@ -252,6 +252,9 @@ typedef struct RtPrep {
     uint16_t keep;           /* RT_PH_FUSE: bit i, VEC i of the run writes its LX region */
 } RtPrep;
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p);
+/* The plan of the MATMUL at code[0] (n instructions to its program's end), from the
+ * plans of those after it: RT_PH_EPI where C may go straight to a STORE's DRAM. */
+void rt_prep_epi(const SpyInsn *code, uint32_t n, RtPrep *p);
 
 /* rt_memo.c: whether the patch planned at p is what LX holds at the end of a program
  * (no view of d pending over its bytes). */
@@ -278,6 +281,9 @@ void rt_exec_prep_vec(const SpyInsn *code, uint32_t n, RtPrep *p);
  * plans, the STOREs' made; false when none), and its run. */
 #define RT_FUSE_MAX 16
 bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p);
+/* rt_fuse_prep for a region of at least min bytes (rt_fuse_prep's own minimum is where
+ * a chain pays for its setup; rt_stitch.c runs chains over many programs' regions). */
+bool rt_fuse_prep_min(const SpyInsn *code, uint32_t n, RtPrep *p, uint64_t min);
 void rt_fuse_run(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p);
 /* rt_fuse.c: whether the chain planned at code (RT_PH_FUSE, plans p) may run tile by
  * tile as the MATMUL mm computes its input, all of C (A and B at LX bytes [alo, ahi),
@@ -287,6 +293,40 @@ bool rt_fuse_epi_ok(const SpyInsn *code, uint32_t n, const RtPrep *p, const SpyM
                     int64_t alo, int64_t ahi, int64_t blo, int64_t bhi);
 void rt_fuse_around(RtCore *c, RtDefer *d, const SpyInsn *code, const RtPrep *p,
                     void (*body)(RtCore *, RtDefer *, const RtEpi *, void *), void *arg);
+/* The chain planned at code (RT_PH_FUSE ending with its STORE, plans p) in post form
+ * (rt_kern_mmp.h) into post, its operands left in LX: ylx[i] the LX byte offset of op
+ * i's scalar per row or row (post->op[i].yrs its row stride; UINT32_MAX: an immediate,
+ * op[i].imm), post->op[i].y unset; the chain's input region at LX x, rows xrs bytes
+ * apart. False when the chain has no post form (rt_stitch.c). */
+bool rt_fuse_post_lx(const SpyInsn *code, const RtPrep *p, RtPost *post, uint32_t *ylx,
+                     uint32_t *x, int64_t *xrs);
+
+/* rt_stitch.c: a matrix-product kernel's programs run as a few large products. */
+typedef struct {
+    uint32_t seg;
+    int64_t off, pitch;      /* row r of the operand at byte off + r * pitch of seg */
+} RtStOp;
+typedef struct RtStitch {
+    SpyMatmul mm;            /* one program's MATMUL: a block of m x n of C */
+    uint32_t mb, nb;         /* the programs: mb by nb blocks */
+    RtStOp a, b, c;          /* block (0, 0)'s A, B and C */
+    bool aconst, bconst;     /* A, B in the bundle's constants */
+    RtPost post;             /* the epilogue (npost operations; 0: none), its operands */
+    int npost;               /* placed at run time: op i's in y[yop[i]] (-1: none) */
+    int8_t yop[RT_POST_MAX];
+    RtStOp y[RT_POST_MAX];
+    uint32_t *cell;          /* [mb * nb] block (i, j)'s program at i * nb + j: its index
+                                among the kernel's active programs (m->active order) */
+} RtStitch;
+typedef struct {
+    uint32_t r0, r1, c0, c1; /* blocks [r0, r1) x [c0, c1) */
+} RtStBox;
+bool rt_stitch_host(void);   /* the host has the vector kernels stitched products need */
+/* Items of a stitched kernel for about `want` of them, and item's blocks. */
+uint32_t rt_stitch_items(const RtStitch *st, uint32_t want);
+void rt_stitch_box(const RtStitch *st, uint32_t want, uint32_t item, RtStBox *b);
+/* Runs blocks b of st on core c (its DRAM segments, packing buffers; LX untouched). */
+void rt_stitch_run(RtCore *c, const RtStitch *st, const RtStBox *b);
 
 /* rt_dma.c */
 /* An N-d copy with unit dims dropped and dims contiguous on both sides merged. */

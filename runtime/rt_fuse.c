@@ -346,9 +346,13 @@ static uint16_t keep_mask(const Fuse *f, const SpyInsn *after, uint32_t n) {
  * results go to LX, p->kinds 1 when it takes the STORE; false (p untouched) when no
  * chain of two VECs, or of one and a STORE, over FUSE_MIN bytes or more starts here. */
 bool rt_fuse_prep(const SpyInsn *code, uint32_t n, RtPrep *p) {
+    return rt_fuse_prep_min(code, n, p, FUSE_MIN);
+}
+
+bool rt_fuse_prep_min(const SpyInsn *code, uint32_t n, RtPrep *p, uint64_t min) {
     Fuse f;
     const SpyVec *v = &code[0].vec;
-    if ((uint64_t)v->rows * v->cols * 4 < FUSE_MIN)
+    if ((uint64_t)v->rows * v->cols * 4 < min)
         return false;
     int k = chain_decode(code, n, RT_FUSE_MAX, &f);
     if (!k)
@@ -789,6 +793,45 @@ static uint8_t post_reg(uint16_t fn, uint8_t kind) {
     }
 }
 
+/* VEC op of a chain in post form (RtPostOp, rt_kern_mmp.h) into o, its LX operand (a
+ * scalar per row or a row) left for the caller to place (o->y NULL); false when it has
+ * none: a SELECT, a transcendental function, a chain value past the second operand. */
+static bool post_op(const FuseOp *op, RtPostOp *o) {
+    *o = (RtPostOp){op->fn, op->pos, RT_PO_NONE, RT_PR_NONE, op->imm, NULL, 0};
+    switch (op->fn) {
+    case ISA_VF_RELU:
+        o->reg = RT_PR_RELU;
+        return true;
+    case ISA_VF_NEG: case ISA_VF_ABS:
+        return true;
+    case ISA_VF_ADD: case ISA_VF_SUB: case ISA_VF_MUL: case ISA_VF_DIV:
+    case ISA_VF_MAX: case ISA_VF_MIN:
+        break;
+    default:
+        return false;
+    }
+    if (op->pos > 1)
+        return false;
+    if (op->ykind == FY_IMM)         /* a scalar of every row */
+        o->kind = RT_PO_SCALAR, o->yrs = 0;
+    else if (op->ykind == FY_SCALAR)
+        o->kind = RT_PO_SCALAR, o->yrs = op->yrs;
+    else if (op->ykind == FY_ROW)
+        o->kind = RT_PO_ROW, o->yrs = op->yrs;
+    else
+        return false;
+    o->reg = post_reg(op->fn, o->kind);
+    return true;
+}
+
+/* The leading operations of post with a register form (RtPost.nreg). */
+static int post_nreg(const RtPost *post) {
+    int n = 0;
+    while (n < post->n && post->op[n].reg != RT_PR_NONE)
+        n++;
+    return n;
+}
+
 /* The chain of r, made ready, in the post form of a MATMUL's vector kernels
  * (RtPost, rt_kern_mmp.h) into r->post; false when it has none: a result kept in LX,
  * a SELECT, a transcendental function, more than RT_POST_MAX VECs. */
@@ -799,35 +842,36 @@ static bool post_make(FuseRun *r) {
     for (int i = 0; i < f->n; i++) {
         const FuseOp *op = &f->op[i];
         RtPostOp *o = &r->post.op[i];
-        *o = (RtPostOp){op->fn, op->pos, RT_PO_NONE, RT_PR_NONE, op->imm, NULL, 0};
-        switch (op->fn) {
-        case ISA_VF_RELU:
-            o->reg = RT_PR_RELU;
-            continue;
-        case ISA_VF_NEG: case ISA_VF_ABS:
-            continue;
-        case ISA_VF_ADD: case ISA_VF_SUB: case ISA_VF_MUL: case ISA_VF_DIV:
-        case ISA_VF_MAX: case ISA_VF_MIN:
-            break;
-        default:
+        if (!post_op(op, o))
             return false;
-        }
-        if (op->pos > 1)
-            return false;
-        if (op->ykind == FY_IMM)     /* a scalar of every row */
-            o->kind = RT_PO_SCALAR, o->y = (const uint8_t *)&o->imm, o->yrs = 0;
+        if (op->ykind == FY_IMM)
+            o->y = (const uint8_t *)&o->imm;
         else if (op->ykind == FY_SCALAR)
-            o->kind = RT_PO_SCALAR, o->y = r->c->lx + op->y, o->yrs = op->yrs;
-        else if (op->ykind == FY_ROW)
-            o->kind = RT_PO_ROW, o->y = r->src.y[i], o->yrs = r->src.yrs[i];
-        else
-            return false;
-        o->reg = post_reg(op->fn, o->kind);
+            o->y = r->c->lx + op->y;
+        else                         /* a row: maybe read from a view's DRAM */
+            o->y = r->src.y[i], o->yrs = r->src.yrs[i];
     }
     r->post.n = f->n;
-    r->post.nreg = 0;
-    while (r->post.nreg < f->n && r->post.op[r->post.nreg].reg != RT_PR_NONE)
-        r->post.nreg++;
+    r->post.nreg = post_nreg(&r->post);
+    return true;
+}
+
+bool rt_fuse_post_lx(const SpyInsn *code, const RtPrep *p, RtPost *post, uint32_t *ylx,
+                     uint32_t *x, int64_t *xrs) {
+    uint32_t k = p->run - (p->kinds ? 1 : 0);
+    Fuse f;
+    if (p->how != RT_PH_FUSE || !p->kinds || p->keep || k < 1 || k > RT_POST_MAX ||
+        chain_decode(code, k, (int)k, &f) != (int)k)
+        return false;
+    for (int i = 0; i < f.n; i++) {
+        if (!post_op(&f.op[i], &post->op[i]))
+            return false;
+        ylx[i] = f.op[i].ykind == FY_IMM ? UINT32_MAX : f.op[i].y;
+    }
+    post->n = f.n;
+    post->nreg = post_nreg(post);
+    *x = f.x;
+    *xrs = f.xrs;
     return true;
 }
 

@@ -104,6 +104,8 @@ struct spy_model {
                                 previous entry's active programs it waits for (rt_overlap.c) */
     uint32_t *odep_first;    /* [nsched] entry pos's masks at odep[odep_first[pos]..], or
                                 RT_OV_BARRIER: it waits for all of them; NULL: all do */
+    struct RtStitch **stitch;/* [nkernels] kernels whose programs run as a few large
+                                products (rt_stitch.c), NULL for the others; NULL: none */
     uint8_t min_rank;        /* lowest share rank scheduled: policies below it need no
                                 worker */
     uint32_t share_policies; /* bit p: policy p shares another kernel than p - 1 (bit 0
@@ -131,6 +133,8 @@ void rt_acache_model(spy_model *m);    /* rt_acache.c: the DRAM each kernel writ
 void rt_affinity_model(spy_model *m);  /* rt_affinity.c: the order of a kernel's programs */
 #define RT_OV_BARRIER UINT32_MAX
 void rt_overlap_model(spy_model *m);   /* rt_overlap.c: what each program waits for */
+void rt_stitch_model(spy_model *m);    /* rt_stitch.c: kernels run as large products */
+void rt_stitch_free(spy_model *m);
 
 /* rt_verify.c: verifies every table after the section layout was checked. */
 spy_status rt_verify_tables(spy_model *m, RtErr *e);

@@ -126,7 +126,7 @@ static bool runs_before(const SpyInsn *code, const RtPrep *p, int64_t alo, int64
  * before it), a chain (RT_PH_FUSE) that takes its STORE reads all of C and may run
  * tile by tile (rt_fuse_epi_ok): run is then the distance to the chain. */
 #define EPI_LOADS 64
-static void prep_epi(const SpyInsn *code, uint32_t n, RtPrep *p) {
+void rt_prep_epi(const SpyInsn *code, uint32_t n, RtPrep *p) {
     const SpyMatmul *mm = &code[0].mm;
     int64_t alo, ahi, blo, bhi, clo = mm->c, chi = clo;
     if (mm->flags & ISA_F_ACCUM)     /* it adds to the C in LX */
@@ -183,7 +183,7 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
                     p[j].how = rt_vfill_prep(code + j, (uint32_t)(i + 1 - j));
             for (uint64_t j = s; j <= i; j++)   /* after the chains' plans */
                 if (code[j].opcode == ISA_MATMUL)
-                    prep_epi(code + j, (uint32_t)(i + 1 - j), &p[j]);
+                    rt_prep_epi(code + j, (uint32_t)(i + 1 - j), &p[j]);
             s = i + 1;
         }
     }
@@ -191,8 +191,8 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
 
 /* Plans every instruction of the verified model m (m->prep), and its reusable input
  * patches (rt_memo.c: also the order of m->active), the DRAM each kernel writes
- * (rt_acache.c), the order of each kernel's programs (rt_affinity.c) and what each
- * program waits for (rt_overlap.c). */
+ * (rt_acache.c), the order of each kernel's programs (rt_affinity.c), what each
+ * program waits for (rt_overlap.c) and the kernels run as large products (rt_stitch.c). */
 spy_status rt_prep_model(spy_model *m, RtErr *e) {
     m->prep = malloc(((size_t)m->ncode + 1) * sizeof *m->prep);
     if (!m->prep)
@@ -202,5 +202,6 @@ spy_status rt_prep_model(spy_model *m, RtErr *e) {
     rt_memo_model(m);
     rt_affinity_model(m);
     rt_overlap_model(m);                /* after the order of m->active */
+    rt_stitch_model(m);
     return SPY_OK;
 }

@@ -326,6 +326,25 @@ static uint32_t entry_programs(const spy_model *m, uint32_t pos) {
     return m->active_first[k + 1] - m->active_first[k];
 }
 
+/* The stitched form of kernel k in session s (rt_stitch.c), or NULL: its programs run
+ * one by one (always when the session poisons LX: that checks the programs). */
+static const RtStitch *stitched(const spy_session *s, uint32_t k) {
+    return s->m->stitch && !s->poison ? s->m->stitch[k] : NULL;
+}
+
+/* Stitched items a kernel's entry is cut into: about two a thread, so that one thread
+ * slowed by the host leaves the other a share to take. */
+static uint32_t stitch_want(const spy_session *s) {
+    return 2 * (uint32_t)s->nthreads;
+}
+
+/* Units the threads take from entry pos's counter: its kernel's stitched items, or its
+ * programs. */
+static uint32_t entry_units(const spy_session *s, uint32_t pos) {
+    const RtStitch *st = stitched(s, s->m->schedule[pos]);
+    return st ? rt_stitch_items(st, stitch_want(s)) : entry_programs(s->m, pos);
+}
+
 /* Programs taken so far from the front (thread 0) and from the back (the others) of
  * an entry's counter value v (low 32 bits: front << 16 | back; both below 2^16, as a
  * kernel has at most RT_MAX_CORES programs). */
@@ -383,38 +402,70 @@ static void wait_deps(spy_session *s, uint32_t pos, uint32_t j) {
     rt_pool_wait_mask(s->pool, &s->dmask[pos - 1], need);
 }
 
-/* Takes programs of schedule entry pos from its counter (all of them when serial)
- * and runs them, unless an earlier entry failed; then counts them done. Overlapped
- * (ov), each program first waits for those of entry pos - 1 it depends on, and is
+/* Runs unit j of schedule entry pos on core (unless skip): item j of its stitched
+ * kernel st, or program j. Overlapped (ov), it first waits for the programs of entry
+ * pos - 1 its own programs depend on. Returns how many programs it stood for, their
+ * bits (of entry pos's active programs) in *bits. */
+static uint32_t run_unit(spy_session *s, RtCore *core, uint32_t pos, uint32_t j,
+                         const RtStitch *st, bool ov, bool skip, uint64_t *bits) {
+    const spy_model *m = s->m;
+    if (!st) {
+        if (ov)
+            wait_deps(s, pos, j);
+        if (!skip)
+            run_program(s, core, pos, m->active[m->active_first[m->schedule[pos]] + j]);
+        *bits = j < 64 ? 1ull << j : 0;
+        return 1;
+    }
+    RtStBox b;
+    uint64_t need = 0;
+    rt_stitch_box(st, stitch_want(s), j, &b);
+    *bits = 0;
+    for (uint32_t r = b.r0; r < b.r1; r++)
+        for (uint32_t c = b.c0; c < b.c1; c++) {
+            uint32_t p = st->cell[r * st->nb + c];
+            *bits |= p < 64 ? 1ull << p : 0;
+            if (ov)
+                need |= m->odep[m->odep_first[pos] + p];
+        }
+    if (ov)
+        rt_pool_wait_mask(s->pool, &s->dmask[pos - 1], need);
+    if (!skip)
+        rt_stitch_run(core, st, &b);
+    return (b.r1 - b.r0) * (b.c1 - b.c0);
+}
+
+/* Takes units of schedule entry pos from its counter (all of them when serial): its
+ * programs, or its stitched kernel's items (rt_stitch.c), and runs them unless an
+ * earlier entry failed; then counts their programs done. Overlapped (ov), each unit
+ * first waits for the programs of entry pos - 1 it depends on, and its programs are
  * counted in the entry's mask as soon as it is done. */
 static void run_entry(spy_session *s, RtCore *core, uint32_t gen, uint32_t pos, int tid,
                       bool serial, bool ov) {
     const spy_model *m = s->m;
-    uint32_t a = m->active_first[m->schedule[pos]], na = entry_programs(m, pos);
+    uint32_t k = m->schedule[pos], na = entry_programs(m, pos), nu = entry_units(s, pos);
+    const RtStitch *st = stitched(s, k);
     RtHostSpan *sp = s->span ? &s->span[(size_t)pos * s->nthreads + tid] : NULL;
     bool skip = atomic_load(&s->fail_pos) < pos; /* an earlier entry failed */
-    uint32_t ran = 0, j;
+    uint32_t ran = 0, progs = 0, j;
     bool marks = s->overlap && pos + 1 < m->nsched && m->odep_first[pos + 1] != RT_OV_BARRIER;
     core->memo = 0;     /* a patch of an earlier entry: its DRAM may have changed since */
-    uint32_t k = m->schedule[pos];      /* likewise a packed A (rt_acache.c) */
-    rt_acache_entry(core, m->kwr_first ? m->kwr + m->kwr_first[k] : NULL,
-                    m->kwr_first ? m->kwr_first[k + 1] - m->kwr_first[k] : 0);
-    while (serial ? (j = ran) < na : take_program(&s->next[pos], gen, na, tid, &j)) {
+    rt_acache_entry(core, m->kwr_first ? m->kwr + m->kwr_first[k] : NULL,  /* likewise a */
+                    m->kwr_first ? m->kwr_first[k + 1] - m->kwr_first[k] : 0); /* packed A */
+    while (serial ? (j = ran) < nu : take_program(&s->next[pos], gen, nu, tid, &j)) {
         if (sp && sp->n++ == 0)
             sp->start = now_us();
-        if (ov)
-            wait_deps(s, pos, j);
-        if (!skip)
-            run_program(s, core, pos, m->active[a + j]);
+        uint64_t bits;
+        progs += run_unit(s, core, pos, j, st, ov, skip, &bits);
         if (marks) {                         /* for the next entry's programs */
-            atomic_fetch_or(&s->dmask[pos], 1ull << j);
+            atomic_fetch_or(&s->dmask[pos], bits);
             rt_pool_notify(s->pool);
         }
         ran++;
     }
     if (sp && ran)                           /* ran: this run's span row is ours */
         sp->end = now_us();
-    if (ran && (uint32_t)atomic_fetch_add(&s->done[pos], ran) + ran == na) {
+    if (progs && (uint32_t)atomic_fetch_add(&s->done[pos], progs) + progs == na) {
         if (s->overlap)
             advance_prefix(s, gen);
         rt_pool_notify(s->pool);
@@ -451,7 +502,7 @@ static bool overlaps(const spy_model *m, uint32_t pos, int pol) {
 static bool nothing_left(spy_session *s, uint32_t gen, uint32_t pos, int pol) {
     uint64_t v = atomic_load(&s->next[pos]);
     return kernel_serial(s->m, s->m->schedule[pos], pol) || (uint32_t)(v >> 32) != gen ||
-           taken_front(v) + taken_back(v) >= entry_programs(s->m, pos);
+           taken_front(v) + taken_back(v) >= entry_units(s, pos);
 }
 
 /* Thread body of a run (any subset of the threads, thread 0 always among them). A
