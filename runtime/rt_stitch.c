@@ -255,12 +255,13 @@ static bool st_clear(const spy_model *m, const RtStitch *st, const RtStOp *o, ui
  * the chain in post form into st. Returns their number, 0 when one does not map. */
 static int st_operands(StTemplate *t, RtStitch *st, StOperand *ops) {
     const SpyMatmul *mm = &t->code[t->imm].mm;
-    StTemplate s = *t;                        /* C: through the STORE */
+    StTemplate s = *t;   /* C: the rows the STORE stores (C's, or the chain's last region) */
     s.npc = 1;
     if (!st_map(t, mm->a, mm->m, (int64_t)mm->lda * 4, mm->k * 4, &ops[0]) ||
         !st_map(t, mm->b, mm->k, (int64_t)mm->ldb * 4, mm->n * 4, &ops[1]) ||
         !st_piece(&t->code[t->istore].dma, &s.pc[0]) ||
-        !st_map(&s, mm->c, mm->m, (int64_t)mm->ldc * 4, mm->n * 4, &ops[2]))
+        !st_map(&s, s.pc[0].lx, mm->m, s.pc[0].rows > 1 ? s.pc[0].lrs : (int64_t)mm->n * 4,
+                mm->n * 4, &ops[2]))
         return 0;
     ops[0].row = true, ops[0].col = false;
     ops[1].row = false, ops[1].col = true;
