@@ -291,9 +291,17 @@ static int st_operands(StTemplate *t, RtStitch *st, StOperand *ops) {
     return n;
 }
 
-/* The shift of operand o in block (i, j) from its place in block (0, 0). */
-static int64_t st_expect(const RtStitch *st, const StOperand *o, int64_t i, int64_t j) {
-    return (o->row ? i * st->mm.m * o->op.pitch : 0) + (o->col ? j * st->mm.n * 4 : 0);
+/* The shift of operand o in block (i, j) from its place in block (0, 0) into *e; false
+ * when it overflows (a bundle's offsets are anything the verifier lets through). */
+static bool st_expect(const RtStitch *st, const StOperand *o, int64_t i, int64_t j,
+                      int64_t *e) {
+    int64_t r = 0, c = 0;
+    if (o->row && (__builtin_mul_overflow(i, (int64_t)st->mm.m, &r) ||
+                   __builtin_mul_overflow(r, o->op.pitch, &r)))
+        return false;
+    if (o->col && __builtin_mul_overflow(j, (int64_t)st->mm.n * 4, &c))
+        return false;
+    return !__builtin_add_overflow(r, c, e);
 }
 
 /* The grid of the kernel's na programs pds (the template first) into st: each
@@ -324,7 +332,8 @@ static bool st_grid(const spy_model *m, const StTemplate *t, const StOperand *op
         imin = bi[p] < imin ? bi[p] : imin, imax = bi[p] > imax ? bi[p] : imax;
         jmin = bj[p] < jmin ? bj[p] : jmin, jmax = bj[p] > jmax ? bj[p] : jmax;
     }
-    ok = ok && (uint64_t)(imax - imin + 1) * (uint64_t)(jmax - jmin + 1) == na;
+    ok = ok && imax - imin < na && jmax - jmin < na &&
+         (uint64_t)(imax - imin + 1) * (uint64_t)(jmax - jmin + 1) == na;
     st->mb = (uint32_t)(imax - imin + 1), st->nb = (uint32_t)(jmax - jmin + 1);
     st->cell = ok ? malloc(na * sizeof *st->cell) : NULL;
     ok = ok && st->cell;
@@ -335,16 +344,21 @@ static bool st_grid(const spy_model *m, const StTemplate *t, const StOperand *op
         uint32_t c = (uint32_t)(i * st->nb + j);
         ok = st->cell[c] == UINT32_MAX;
         st->cell[c] = p;
-        for (int o = 0; ok && o < nops; o++)   /* shifted as its block says */
-            ok = d[p][o] - st_expect(st, &ops[o], i, j) ==
-                 d[0][o] - st_expect(st, &ops[o], bi[0] - imin, bj[0] - jmin);
+        for (int o = 0; ok && o < nops; o++) {   /* shifted as its block says */
+            int64_t e = 0, e0 = 0;
+            ok = st_expect(st, &ops[o], i, j, &e) &&
+                 st_expect(st, &ops[o], bi[0] - imin, bj[0] - jmin, &e0) &&
+                 d[p][o] - e == d[0][o] - e0;
+        }
     }
     uint64_t cw = (uint64_t)st->nb * st->mm.n * 4;
     ok = ok && (st->mb * st->mm.m == 1 || (uint64_t)ops[2].op.pitch >= cw); /* C's rows apart */
     for (int o = 0; ok && o < nops; o++) {     /* block (0, 0)'s operands */
         RtStOp v = ops[o].op;
-        v.off += d[0][o] - st_expect(st, &ops[o], bi[0] - imin, bj[0] - jmin);
-        ok = v.off >= 0 && v.pitch % 4 == 0;
+        int64_t e0 = 0;
+        ok = st_expect(st, &ops[o], bi[0] - imin, bj[0] - jmin, &e0);
+        v.off += d[0][o] - e0;
+        ok = ok && v.off >= 0 && v.pitch % 4 == 0;
         *(o == 0 ? &st->a : o == 1 ? &st->b : o == 2 ? &st->c : &st->y[o - 3]) = v;
     }
     free(d), free(bi), free(bj);
