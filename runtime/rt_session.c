@@ -1,8 +1,9 @@
 /* rt_session.c: sessions: their memory (arena, one scratchpad per host thread,
  * staging buffers for converted I/O), binding of the caller's buffers to DRAM
- * segments, and execution of the schedule: for each kernel the core programs are
- * taken from a shared counter by the session's threads (programs that are only their
- * BARRIER are skipped); a thread starts a kernel's programs once every program of
+ * segments, and execution of the schedule: for each kernel the core programs (a
+ * stitched kernel's items instead, rt_stitch.c) are taken from a shared counter by the
+ * session's threads (programs that are only their BARRIER are skipped); a thread
+ * starts a kernel's programs once every program of
  * the previous schedule entry is done (a per-entry completion counter), so no thread
  * waits for one that has nothing to do or has not been scheduled yet. A run without a
  * kernel hook or a profile overlaps entries where rt_overlap.c listed what each
@@ -14,8 +15,8 @@
  * serial runs all its programs on the calling thread. The counters carry the run's
  * generation (gen << 32 | count): a worker still inside an earlier run when the
  * caller has returned (rt_pool.h) takes nothing of a later one.
- * Each core program runs start to end on one thread, so results do not depend on
- * the number of threads.
+ * Each core program (or item) runs start to end on one thread, so results do not
+ * depend on the number of threads.
  */
 #include <pthread.h>
 #include <stdatomic.h>
