@@ -183,10 +183,10 @@ static bool st_parse(StTemplate *t) {
     }
     for (int a = 0; a < t->nld; a++)          /* LOADs apart in LX: one writer a byte */
         for (int b = a + 1; b < t->nld; b++) {
-            const StPiece *p = &ld[a], *r = &ld[b];
-            int64_t pe = p->lx + (int64_t)(p->rows - 1) * p->lrs + p->rowb;
-            int64_t re = r->lx + (int64_t)(r->rows - 1) * r->lrs + r->rowb;
-            if (p->lx < re && r->lx < pe)
+            int64_t plo, phi, rlo, rhi;
+            rt_span2(ld[a].rows, ld[a].lrs, ld[a].rowb, 1, 1, &plo, &phi);
+            rt_span2(ld[b].rows, ld[b].lrs, ld[b].rowb, 1, 1, &rlo, &rhi);
+            if (ld[a].lx + plo < ld[b].lx + rhi && ld[b].lx + rlo < ld[a].lx + phi)
                 return false;
         }
     for (int a = 0; a < t->nld; a++) {        /* one-row LOADs that continue a piece */
@@ -230,12 +230,6 @@ static bool st_shift(const StTemplate *t, const SpyInsn *code, const StOperand *
     return !first;
 }
 
-/* Byte span [lo, hi) of operand o over the whole grid (rows of w bytes). */
-static void st_span(const RtStOp *o, uint64_t rows, uint64_t w, int64_t *lo, int64_t *hi) {
-    *lo = o->off;
-    *hi = o->off + (int64_t)(rows - 1) * o->pitch + (int64_t)w;
-}
-
 /* Whether operand o (rows x w over the grid) stays clear of C (rows x cw): never the
  * same bytes, and not two caller buffers (which may be one memory). */
 static bool st_clear(const spy_model *m, const RtStitch *st, const RtStOp *o, uint64_t rows,
@@ -245,10 +239,10 @@ static bool st_clear(const spy_model *m, const RtStitch *st, const RtStOp *o, ui
         return false;
     if (o->seg != st->c.seg)
         return true;
-    int64_t alo, ahi, clo, chi;
-    st_span(o, rows, w, &alo, &ahi);
-    st_span(&st->c, crows, cw, &clo, &chi);
-    return ahi <= clo || chi <= alo;
+    int64_t alo, ahi, clo, chi;      /* byte spans over the whole grid */
+    rt_span2(rows, o->pitch, w, 1, 1, &alo, &ahi);
+    rt_span2(crows, st->c.pitch, cw, 1, 1, &clo, &chi);
+    return ahi + o->off <= clo + st->c.off || chi + st->c.off <= alo + o->off;
 }
 
 /* The template's operands: A, B, C (through the STORE) and the chain's, into ops[0..);
