@@ -157,6 +157,10 @@ static void window_taps(CgEmit *e, const IrTileVal *x, uint16_t vf, uint32_t dst
     }
 }
 
+static void window_fold(CgEmit *e, const IrKernel *k, const IrTileVal *x, uint8_t fn,
+                        int64_t outer, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                        int64_t sr, int64_t sw, int64_t rows, int64_t cols);
+
 /* 2-d MAX / MIN pooling, and SUM pooling of F32 (average pooling's sums), from a
  * patch: when the window's tile is the input itself (no prologue), rows contiguous
  * along the width and the patch of input rows no larger than the im2col tile, the item
@@ -208,10 +212,24 @@ static bool window_patch_item(CgEmit *e, const IrKernel *k, const IrNode *a, con
     int64_t off;
     cg_access_at(e, &x->acc, st, nd, es, &seg, &off);
     cg_load_cached(e, seg, off, x->lx, es, &dd);
+    window_fold(e, k, x, fn, outer, oh, ow, kh, kw, sr, sw, rows, cols);
+    return true;
+}
+
+/* The taps of a pooling patch [outer planes, rows, cols] at the window tile's buffer
+ * folded into the accumulator (outer * oh output rows of ow): one VEC per tap after
+ * the first over blocks of output rows (window_taps: the planes and their output rows
+ * one block when the planes follow each other at the window's row stride, else blocks
+ * over the fewer of the two), or, when that takes no fewer instructions, each output
+ * row one kernel row at a time (window_rows). sr, sw: the window's strides. */
+static void window_fold(CgEmit *e, const IrKernel *k, const IrTileVal *x, uint8_t fn,
+                        int64_t outer, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
+                        int64_t sr, int64_t sw, int64_t rows, int64_t cols)
+{
     bool one = outer == 1 || rows == oh * sr;
     if (outer * oh * kh <= (kh * kw - 1) * (one ? 1 : outer < oh ? outer : oh)) {
         window_rows(e, x, fn, k->buf[0], outer, oh, ow, kh, kw, sr, sw, rows, cols);
-        return true;
+        return;
     }
     uint16_t vf = fn == ISA_RF_MAX ? ISA_VF_MAX : fn == ISA_RF_MIN ? ISA_VF_MIN : ISA_VF_ADD;
     if (one)                                 /* planes at the row stride: one block */
@@ -223,12 +241,71 @@ static bool window_patch_item(CgEmit *e, const IrKernel *k, const IrNode *a, con
     else                                     /* a block per output row, over the planes */
         window_taps(e, x, vf, k->buf[0], x->lx, oh, ow, sr * cols, outer, oh * ow,
                     rows * cols, ow, sw, kh, kw, cols);
-    return true;
+}
+
+/* 2-d MAX / MIN pooling whose input PAD the kernel absorbed (plan_window_pad): the
+ * item's patch of padded rows [outer planes, rows, cols] at the window tile's buffer
+ * (which holds the im2col tile: the patch fits, the stride being at most the kernel,
+ * fuse.c absorb_window_pad) is filled with the pad value where it reaches past the
+ * input, then the input rows and columns inside it are loaded straight from the
+ * PAD's input, and the taps folded (window_fold). Grid dim d is input dim d, the
+ * last two through the window's strides; st / ln: the item's box over the grid and
+ * the whole kernel. */
+static void window_pad_item(CgEmit *e, const IrKernel *k, const IrNode *a, const IrNode *pad,
+                            const int64_t *st, const int64_t *ln)
+{
+    const IrTileVal *x = &k->tp[0].vals[k->tp[0].result];
+    const IrView *xv = &e->s->val[pad->in[0]].view;
+    const IrType *xt = ir_vtype(e->g, pad->in[0]);
+    const int64_t *pads = NULL, *s = NULL;
+    int ng = k->grid.rank, r = xt->rank, h = r - 2, w = r - 1;
+    IR_ASSERT(ng == r && k->inner.rank == 2 && ir_attr_get_ints(pad, "pads", &pads) == 2 * r);
+    int ns = ir_attr_get_ints(a, "strides", &s);
+    int64_t sr = ns == 2 ? s[0] : 1, sw = ns == 2 ? s[1] : 1;
+    int64_t oh = ln[h], ow = ln[w], kh = ln[ng], kw = ln[ng + 1], outer = 1;
+    int64_t rows = (oh - 1) * sr + kh, cols = (ow - 1) * sw + kw;
+    int64_t r0 = st[h] * sr - pads[h], c0 = st[w] * sw - pads[w];   /* input coordinates */
+    int64_t rlo = r0 > 0 ? r0 : 0, rhi = r0 + rows < xt->dims[h] ? r0 + rows : xt->dims[h];
+    int64_t clo = c0 > 0 ? c0 : 0, chi = c0 + cols < xt->dims[w] ? c0 + cols : xt->dims[w];
+    for (int d = 0; d < h; d++)
+        outer *= ln[d];
+    uint32_t es = x->esize;
+    if (rlo > r0 || rhi < r0 + rows || clo > c0 || chi < c0 + cols) {
+        SpyInsn in;
+        memset(&in, 0, sizeof in);
+        in.fill.opcode = ISA_VFILL;
+        in.fill.dtype = x->dtype;
+        in.fill.dst = x->lx;
+        in.fill.n = (uint32_t)(outer * rows * cols);
+        in.fill.value = cg_value_bits(x->dtype, ir_attr_get_float(pad, "value", 0.0));
+        cg_push(e, &in);
+    }
+    if (rhi > rlo && chi > clo) {
+        CgDims dd = {0};
+        int64_t el = xv->off + rlo * xv->stride[h] + clo * xv->stride[w], plane = rows * cols;
+        for (int d = h - 1; d >= 0; plane *= ln[d], d--)
+            el += st[d] * xv->stride[d];
+        for (int d = 0; d < h; d++) {
+            int64_t ls = rows * cols;
+            for (int q = d + 1; q < h; q++)
+                ls *= ln[q];
+            cg_dims_add(&dd, ln[d], xv->stride[d], ls);
+        }
+        cg_dims_add(&dd, rhi - rlo, xv->stride[h], cols);
+        cg_dims_add(&dd, chi - clo, xv->stride[w], 1);
+        uint32_t seg;
+        int64_t off;
+        cg_root(e, xv->root, &seg, &off);
+        cg_load_cached(e, seg, off + el * es,
+                       x->lx + (uint32_t)(es * ((rlo - r0) * cols + (clo - c0))), es, &dd);
+    }
+    window_fold(e, k, x, red_fn(a), outer, oh, ow, kh, kw, sr, sw, rows, cols);
 }
 
 void cg_reduce_item(CgEmit *e, const IrKernel *k, const int64_t *start, const int64_t *len)
 {
     const IrNode *a = ir_node(e->g, k->anchor);
+    const IrNode *pad = plan_window_pad(e->g, k);
     int ng = k->grid.rank, ni = k->inner.rank;
     int64_t st[IR_ITER_MAX] = {0}, ln[IR_ITER_MAX] = {0}, rows = 1;
     for (int d = 0; d < ng; d++) {
@@ -242,6 +319,11 @@ void cg_reduce_item(CgEmit *e, const IrKernel *k, const int64_t *start, const in
         plan_grid_item(&k->inner, (uint64_t)j, st + ng, ln + ng);
         for (int d = 0; d < ni; d++)
             len_red *= ln[ng + d];
+        if (pad) {                           /* tile.c keeps its taps whole */
+            IR_ASSERT(nchunks == 1);
+            window_pad_item(e, k, a, pad, st, ln);
+            break;
+        }
         if (nchunks == 1 && window_patch_item(e, k, a, st, ln))
             break;
         cg_tp_run(e, &k->tp[0], st, ln);

@@ -471,6 +471,61 @@ static void release_narrowing(Fuse *f, uint32_t gi, NodeId anchor)
     }
 }
 
+/* Adds to group gi, as its prologue, the PAD producing v when v is read by that group
+ * alone and the pad only widens dims from `first` on (no interior, no crop): the
+ * kernel (a convolution, a pooling window) loads the unpadded rows into an LX patch
+ * whose border it fills with the pad value. */
+static void take_widening_pad(Fuse *f, ValId v, int first, uint32_t gi)
+{
+    IrGraph *g = f->g;
+    NodeId p = ir_val(g, v)->def;
+    int r = ir_vtype(g, v)->rank;
+    if (!absorbable(f, v) || g->nodes[p].op != IR_OP_PAD)
+        return;
+    const IrNode *pd = &g->nodes[p];
+    const int64_t *pads, *inter;
+    if (ir_attr_get_ints(pd, "pads", &pads) != 2 * r)
+        return;
+    int ni = ir_attr_get_ints(pd, "interior", &inter);
+    for (int i = 0; i < r; i++)
+        if (pads[i] < 0 || pads[i + r] < 0 || (i < first && (pads[i] || pads[i + r])) ||
+            (ni == r && inter[i] != 0))
+            return;
+    f->grp[p] = gi;
+    f->role[p] = ROLE_PRO;
+}
+
+/* Whether window node w's strides and dilations let its padded patch be loaded as
+ * window_pad_item does: two spatial dims, dilation 1, stride at most the kernel (the
+ * patch then fits the window tile's buffer). */
+static bool window_pad_geometry(const IrNode *w)
+{
+    const int64_t *k, *s = NULL, *d = NULL;
+    if (ir_attr_get_ints(w, "kernel", &k) != 2)
+        return false;
+    int ns = ir_attr_get_ints(w, "strides", &s), nd = ir_attr_get_ints(w, "dilations", &d);
+    for (int i = 0; i < 2; i++) {
+        int64_t si = ns == 2 ? s[i] : 1, di = nd == 2 ? d[i] : 1;
+        if (k[i] < 1 || di != 1 || si < 1 || si > k[i])
+            return false;
+    }
+    return true;
+}
+
+/* A 2-d MAX / MIN pooling window absorbs the PAD producing its input when the pad only
+ * widens the two spatial dims (no interior, no crop) of a graph without symbolic dims:
+ * each work item loads its rows of the unpadded input into an LX patch whose border
+ * holds the pad value (codegen/cg_reduce.c window_pad_item), instead of a kernel of
+ * its own writing the padded copy to DRAM for the pooling to read back (resnet50's
+ * max pool: 62.6 us of 2273 modelled). */
+static void absorb_window_pad(Fuse *f, NodeId win, uint32_t gi)
+{
+    ValId v = f->g->nodes[win].in[0];
+    int r = ir_vtype(f->g, v)->rank;
+    if (!f->g->nsymdims && r >= 3 && window_pad_geometry(&f->g->nodes[win]))
+        take_widening_pad(f, v, r - 2, gi);
+}
+
 /* Prologue of a reduction anchor: the pointwise tree producing its input. Not for a
  * MAX / MIN pooling window: it loads its input rows as a patch (codegen/cg_reduce.c),
  * which a prologue would have to run on im2col tiles; the tree is better its
@@ -479,8 +534,10 @@ static void collect_prologue(Fuse *f, NodeId anchor, uint32_t gi)
 {
     const IrNode *a = &f->g->nodes[anchor];
     int fn = (int)ir_attr_get_int(a, "fn", 0);
-    if (a->op == IR_OP_WINDOW && (fn == IR_RED_MAX || fn == IR_RED_MIN))
+    if (a->op == IR_OP_WINDOW && (fn == IR_RED_MAX || fn == IR_RED_MIN)) {
+        absorb_window_pad(f, anchor, gi);
         return;
+    }
     ValId v = f->g->nodes[anchor].in[0];
     NodeId p = ir_val(f->g, v)->def;
     if (absorbable(f, v) && ir_op_info[f->g->nodes[p].op].cls == IR_CLS_ELEM)
@@ -734,24 +791,9 @@ static bool try_rows(Fuse *f, NodeId n)
  * into an LX patch whose border is filled with the pad value. */
 static void absorb_pad(Fuse *f, NodeId conv, uint32_t gi)
 {
-    IrGraph *g = f->g;
-    const IrNode *c = &g->nodes[conv];
-    ValId v = c->in[0];
-    NodeId p = ir_val(g, v)->def;
-    int r = ir_vtype(g, v)->rank;
-    if (r > 4 || !absorbable(f, v) || g->nodes[p].op != IR_OP_PAD)
-        return;
-    const IrNode *pd = &g->nodes[p];
-    const int64_t *pads, *inter;
-    if (ir_attr_get_ints(pd, "pads", &pads) != 2 * r)
-        return;
-    int ni = ir_attr_get_ints(pd, "interior", &inter);
-    for (int i = 0; i < r; i++)
-        if (pads[i] < 0 || pads[i + r] < 0 || (i < 2 && (pads[i] || pads[i + r])) ||
-            (ni == r && inter[i] != 0))
-            return;
-    f->grp[p] = gi;
-    f->role[p] = ROLE_PRO;
+    ValId v = f->g->nodes[conv].in[0];
+    if (ir_vtype(f->g, v)->rank <= 4)
+        take_widening_pad(f, v, 2, gi);
 }
 
 /* Grow pointwise group gi (members in f->mem) by the pointwise producers all of whose

@@ -328,7 +328,8 @@ static bool fit_conv(Tctx *c)
 static void reduce_pro_map(Tctx *c, TileMap *m)
 {
     const IrGeom *geo = &c->geo;
-    const IrType *x = ir_vtype(c->g, ir_node(c->g, c->k->anchor)->in[0]);
+    const IrNode *pad = plan_window_pad(c->g, c->k);     /* its input, at padded coordinates */
+    const IrType *x = ir_vtype(c->g, pad ? pad->in[0] : ir_node(c->g, c->k->anchor)->in[0]);
     memset(m, 0, sizeof *m);
     m->nd = geo->ngrid + geo->ninner;
     m->rrank = x->rank;
@@ -379,9 +380,10 @@ static bool reduce_build(Tctx *c, const TileMap *pm, const TileMap *em, uint64_t
         pro.cap[k->grid.rank + j] = k->inner.chunk[j];
         cols *= (uint64_t)k->inner.chunk[j];
     }
-    pro.steps = k->pro;
-    pro.nsteps = k->npro;
-    pro.result = a->in[0];
+    const IrNode *pad = plan_window_pad(c->g, k);        /* loaded by the codegen itself */
+    pro.steps = pad ? NULL : k->pro;
+    pro.nsteps = pad ? 0 : k->npro;
+    pro.result = pad ? pad->in[0] : a->in[0];
     pro.force_full = scan;
     uint64_t es = arg ? 4 : (uint64_t)pass_dev_esize(ir_vtype(c->g, a->out[0])->dtype);
     uint64_t acc = tile_align(rows * (scan ? cols : 1) * es);
@@ -426,7 +428,8 @@ static bool fit_reduce(Tctx *c)
 {
     IrKernel *k = c->k;
     const IrNode *a = ir_node(c->g, k->anchor);
-    bool whole = a->op == IR_OP_ARGREDUCE || a->op == IR_OP_CUMSUM;
+    bool whole = a->op == IR_OP_ARGREDUCE || a->op == IR_OP_CUMSUM ||
+                 plan_window_pad(c->g, k);              /* window_pad_item: all taps */
     TileMap pm, em;
     reduce_pro_map(c, &pm);
     if (a->op == IR_OP_CUMSUM)

@@ -315,6 +315,10 @@ bool plan_gather_view(IrGraph *g, const IrNode *n, int64_t *first, int64_t *step
 /* ---- plan_geom.c ---- */
 /* Iteration-space geometry of kernel k (derived from its anchor; see the top). */
 void plan_geom(IrGraph *g, const IrKernel *k, IrGeom *geo);
+/* The PAD a 2-d MAX / MIN pooling kernel absorbed (fuse.c absorb_window_pad): the
+ * kernel loads the PAD's input, at padded coordinates, into a patch whose border holds
+ * the pad value (codegen/cg_reduce.c window_pad_item). NULL when it has none. */
+const IrNode *plan_window_pad(IrGraph *g, const IrKernel *k);
 /* Extents of the space kernel k's DRAM accesses (IrAccess) iterate: the grid, then
  * the inner loop, then a convolution's taps. Returns the number of dims. */
 int plan_access_space(IrGraph *g, const IrKernel *k, int64_t *ext);

@@ -115,6 +115,15 @@ static void geom_patch(IrGraph *g, const IrKernel *k, IrGeom *geo)
               pass_dev_dtype(ir_vtype(g, a->in[1])->dtype) == dt;
 }
 
+const IrNode *plan_window_pad(IrGraph *g, const IrKernel *k)
+{
+    if (k->kind != IR_KK_REDUCE || k->npro != 1 || k->anchor == IR_NONE ||
+        ir_node(g, k->anchor)->op != IR_OP_WINDOW)
+        return NULL;
+    const IrNode *p = ir_node(g, k->pro[0]);
+    return p->op == IR_OP_PAD ? p : NULL;
+}
+
 /* Fill geo for kernel k. */
 void plan_geom(IrGraph *g, const IrKernel *k, IrGeom *geo)
 {

@@ -468,14 +468,16 @@ static void items_box(const IrKernel *k, uint64_t first, uint64_t end, int64_t *
 }
 
 /* Every strided DRAM access of kernel k over each core's items. Not plain strided
- * accesses over the grid: the input of a convolution in patch form (read row by row)
- * and the output of a SCATTER (written through its indices; pass_tile checks that it
- * fits one window). */
+ * accesses over the grid: the input of a convolution in patch form and that of a
+ * pooling window that absorbed its PAD (both read row by row, clipped to the input:
+ * their accesses are at padded coordinates), and the output of a SCATTER (written
+ * through its indices; pass_tile checks that it fits one window). */
 static void check_accesses(PVfy *v, uint32_t ki, const IrKernel *k)
 {
     IrGeom geo;
     plan_geom(v->g, k, &geo);
     bool scatter = k->kind == IR_KK_MOVE && ir_node(v->g, k->anchor)->op == IR_OP_SCATTER;
+    bool padwin = plan_window_pad(v->g, k) != NULL;
     int64_t start[IR_ITER_MAX] = {0}, len[IR_ITER_MAX];
     int nd = plan_access_space(v->g, k, len);
     for (uint32_t c = 0; c < k->ncores; c++) {
@@ -488,7 +490,7 @@ static void check_accesses(PVfy *v, uint32_t ki, const IrKernel *k)
         for (int t = 0; t < 2; t++) {
             const IrTileProg *tp = &k->tp[t];
             for (uint32_t j = 0; j < tp->nvals; j++)
-                if (tp->vals[j].src == IR_TV_LOAD)
+                if (tp->vals[j].src == IR_TV_LOAD && !(t == 0 && padwin))
                     check_access(v, ki, c, &tp->vals[j].acc, nd, start, len);
             if (tp->store)
                 check_access(v, ki, c, &tp->out, nd, start, len);
