@@ -381,7 +381,7 @@ static bool reduce_build(Tctx *c, const TileMap *pm, const TileMap *em, uint64_t
         cols *= (uint64_t)k->inner.chunk[j];
     }
     const IrNode *pad = plan_window_pad(c->g, k);        /* loaded by the codegen itself */
-    pro.steps = pad ? NULL : k->pro;
+    pro.steps = k->pro;                                  /* none of them with a pad */
     pro.nsteps = pad ? 0 : k->npro;
     pro.result = pad ? pad->in[0] : a->in[0];
     pro.force_full = scan;
