@@ -90,14 +90,7 @@ static void matmul(CgEmit *e, const IrKernel *k, int64_t m, int64_t n, int64_t k
 /* Fill the row of kl ones (buf[3]) the side sums multiply by (plan_sums.c). */
 static void ones_fill(CgEmit *e, const IrKernel *k, int64_t kl)
 {
-    SpyInsn in;
-    memset(&in, 0, sizeof in);
-    in.fill.opcode = ISA_VFILL;
-    in.fill.dtype = ISA_DT_I8;
-    in.fill.dst = k->buf[3];
-    in.fill.n = (uint32_t)kl;
-    in.fill.value = 1;
-    cg_push(e, &in);
+    cg_push_fill(e, ISA_DT_I8, k->buf[3], (uint32_t)kl, 1);
 }
 
 /* The side sums of the item's K chunk (plan_sums.c), beside its product: A [m,kl] x the
@@ -190,14 +183,7 @@ static void patch_fill(CgEmit *e, int dt, uint32_t patch, const IrGeom *geo, int
     if (p->valid && p->lx == patch && p->value == value && p->cl == cl && p->rin == rin &&
         p->wp == wp && inside)
         return;
-    SpyInsn in;
-    memset(&in, 0, sizeof in);
-    in.fill.opcode = ISA_VFILL;
-    in.fill.dtype = (uint8_t)dt;
-    in.fill.dst = patch;
-    in.fill.n = (uint32_t)(cl * rin * wp);
-    in.fill.value = value;
-    cg_push(e, &in);
+    cg_push_fill(e, dt, patch, (uint32_t)(cl * rin * wp), value);
 }
 
 /* Patch form, one channel chunk of cl channels: one MATMUL whose B is the implicit-GEMM

@@ -57,14 +57,7 @@ void cg_tp_prelude(CgEmit *e, const IrTileProg *tp)
         const IrTileVal *tv = &tp->vals[i];
         if (tv->src != IR_TV_CONST || !tv->needs_buf)
             continue;
-        SpyInsn in;
-        memset(&in, 0, sizeof in);
-        in.fill.opcode = ISA_VFILL;
-        in.fill.dtype = tv->dtype;
-        in.fill.dst = tv->lx;
-        in.fill.n = 1;
-        in.fill.value = tv->imm;
-        cg_push(e, &in);
+        cg_push_fill(e, tv->dtype, tv->lx, 1, tv->imm);
     }
 }
 

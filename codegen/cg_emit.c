@@ -27,6 +27,18 @@ void cg_push(CgEmit *e, const SpyInsn *in)
         cg_cache_invalidate(e, &w);
 }
 
+void cg_push_fill(CgEmit *e, int dt, uint32_t dst, uint32_t n, uint32_t bits)
+{
+    SpyInsn in;
+    memset(&in, 0, sizeof in);
+    in.fill.opcode = ISA_VFILL;
+    in.fill.dtype = (uint8_t)dt;
+    in.fill.dst = dst;
+    in.fill.n = n;
+    in.fill.value = bits;
+    cg_push(e, &in);
+}
+
 void cg_root(CgEmit *e, ValId r, uint32_t *seg, int64_t *off)
 {
     *seg = e->s->val[r].seg;

@@ -71,6 +71,8 @@ typedef struct {
 /* ---- cg_emit.c ---- */
 /* Append instruction in to the code; the cached loads its LX write overlaps are forgotten. */
 void cg_push(CgEmit *e, const SpyInsn *in);
+/* Appends VFILL: n elements of dtype dt at LX byte dst set to the element bits. */
+void cg_push_fill(CgEmit *e, int dt, uint32_t dst, uint32_t n, uint32_t bits);
 /* ---- cg_lxspan.c ---- */
 /* The set of the elements (len[i], LX stride ls[i] elements; n dims) of es bytes at lo. */
 void cg_span_make(CgSpan *s, int64_t lo, unsigned es, int n, const int64_t *len,

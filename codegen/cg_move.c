@@ -102,16 +102,9 @@ static void pad_item(CgEmit *e, const IrKernel *k, const IrNode *n, const int64_
         int64_t total = 1;
         for (int i = 0; i < r; i++)
             total *= len[i];
-        const IrAttr *va = ir_attr_find(n, "value");
-        double val = !va ? 0.0 : va->kind == IR_ATTR_INT ? (double)va->i : va->f;
-        SpyInsn in;
-        memset(&in, 0, sizeof in);
-        in.fill.opcode = ISA_VFILL;
-        in.fill.dtype = (uint8_t)pass_dev_dtype(it->dtype);
-        in.fill.dst = k->buf[0];
-        in.fill.n = (uint32_t)total;
-        in.fill.value = cg_value_bits(in.fill.dtype, val);
-        cg_push(e, &in);
+        int dt = pass_dev_dtype(it->dtype);
+        cg_push_fill(e, dt, k->buf[0], (uint32_t)total,
+                     cg_value_bits(dt, ir_attr_get_float(n, "value", 0.0)));
     }
     if (!empty)
         load_part(e, n->in[0], lo, cnt, ls, lxe, k->buf[0], r, es);

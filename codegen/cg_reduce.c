@@ -270,16 +270,9 @@ static void window_pad_item(CgEmit *e, const IrKernel *k, const IrNode *a, const
     for (int d = 0; d < h; d++)
         outer *= ln[d];
     uint32_t es = x->esize;
-    if (rlo > r0 || rhi < r0 + rows || clo > c0 || chi < c0 + cols) {
-        SpyInsn in;
-        memset(&in, 0, sizeof in);
-        in.fill.opcode = ISA_VFILL;
-        in.fill.dtype = x->dtype;
-        in.fill.dst = x->lx;
-        in.fill.n = (uint32_t)(outer * rows * cols);
-        in.fill.value = cg_value_bits(x->dtype, ir_attr_get_float(pad, "value", 0.0));
-        cg_push(e, &in);
-    }
+    if (rlo > r0 || rhi < r0 + rows || clo > c0 || chi < c0 + cols)
+        cg_push_fill(e, x->dtype, x->lx, (uint32_t)(outer * rows * cols),
+                     cg_value_bits(x->dtype, ir_attr_get_float(pad, "value", 0.0)));
     if (rhi > rlo && chi > clo) {
         CgDims dd = {0};
         int64_t el = xv->off + rlo * xv->stride[h] + clo * xv->stride[w], plane = rows * cols;

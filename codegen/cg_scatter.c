@@ -22,14 +22,7 @@ static void zero_output(CgEmit *e, const IrKernel *k, const IrNode *n, unsigned 
     if (size == 0 || r == 0)
         return;
     IR_ASSERT(cap > 0);
-    SpyInsn in;
-    memset(&in, 0, sizeof in);
-    in.fill.opcode = ISA_VFILL;
-    in.fill.dtype = (uint8_t)pass_dev_dtype(ot->dtype);
-    in.fill.dst = k->buf[0];
-    in.fill.n = (uint32_t)cap;
-    in.fill.value = 0;
-    cg_push(e, &in);
+    cg_push_fill(e, pass_dev_dtype(ot->dtype), k->buf[0], (uint32_t)cap, 0);
     uint32_t seg;
     int64_t base;
     cg_root(e, ov->root, &seg, &base);
