@@ -275,15 +275,13 @@ static void window_pad_item(CgEmit *e, const IrKernel *k, const IrNode *a, const
                      cg_value_bits(x->dtype, ir_attr_get_float(pad, "value", 0.0)));
     if (rhi > rlo && chi > clo) {
         CgDims dd = {0};
-        int64_t el = xv->off + rlo * xv->stride[h] + clo * xv->stride[w], plane = rows * cols;
-        for (int d = h - 1; d >= 0; plane *= ln[d], d--)
+        int64_t el = xv->off + rlo * xv->stride[h] + clo * xv->stride[w], ls[IR_MAX_RANK];
+        for (int d = h - 1; d >= 0; d--) {   /* the patch's planes dense in LX */
+            ls[d] = d == h - 1 ? rows * cols : ls[d + 1] * ln[d + 1];
             el += st[d] * xv->stride[d];
-        for (int d = 0; d < h; d++) {
-            int64_t ls = rows * cols;
-            for (int q = d + 1; q < h; q++)
-                ls *= ln[q];
-            cg_dims_add(&dd, ln[d], xv->stride[d], ls);
         }
+        for (int d = 0; d < h; d++)
+            cg_dims_add(&dd, ln[d], xv->stride[d], ls[d]);
         cg_dims_add(&dd, rhi - rlo, xv->stride[h], cols);
         cg_dims_add(&dd, chi - clo, xv->stride[w], 1);
         uint32_t seg;

@@ -92,8 +92,7 @@ static void geom_patch(IrGraph *g, const IrKernel *k, IrGeom *geo)
     const int64_t *pads = NULL;
     if (pad) {
         IR_ASSERT(ir_attr_get_ints(pad, "pads", &pads) == 2 * x->rank);
-        const IrAttr *va = ir_attr_find(pad, "value");
-        geo->pad_value = !va ? 0.0 : va->kind == IR_ATTR_INT ? (double)va->i : va->f;
+        geo->pad_value = ir_attr_get_float(pad, "value", 0.0);
     }
     int64_t taps = 1;
     for (int i = 0; i < 2; i++) {
