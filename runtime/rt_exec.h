@@ -69,6 +69,8 @@ typedef struct {
 #define RT_APRE_CHAN 0x80000000u /* RtAKey.kb of a transpose for rt_kern_mmc.h (| MMT_VL) */
 #define RT_APRE_BPACK 0x40000000u /* RtAKey.kb of a B's packed panels, rt_kern_mmt.h
                                      (| its k block | MMT_VL << 20) */
+#define RT_APRE_BROWS 0x20000000u /* RtAKey.kb of a B's rows made contiguous for a
+                                     one-row product, rt_kern_mmv.h */
 typedef struct RtApre RtApre;
 RtApre *rt_apre_create(size_t budget);
 void rt_apre_free(RtApre *t);

@@ -912,6 +912,9 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
         return true;
     }
     if (!win && ((s->bt && mm->m <= MMT_GEMV_M) || mm->m <= MMT_GEMV_ROWS)) {
+        const float *kept = x.bt ? NULL : MMT_NAME(gemv_brows)(c, &x, s->bconst);
+        if (kept)
+            x.b = kept, x.ldb = x.n;
         MMT_NAME(gemv_all)(&x);
         MMT_NAME(epi)(&x, 0, x.m, 0, x.n);
         return true;

@@ -278,6 +278,8 @@ static void test_matmul_shapes(void **state) {
             check_mm(shapes[i][0], n, shapes[i][2], n + (i & 1), acc, seed++);
         }
     check_mm(3, 40, 3, 1, false, 99); /* overlapping B rows (ldb = 1) */
+    for (int acc = 0; acc < 2; acc++)  /* one row over a tile of a wider weight: the BKEPT */
+        check_mm(1, 256, 300, 600, acc, 98); /* kinds read its rows kept back to back */
 }
 
 /* The epilogue of test_matmul_post: its chain (RtPost) and C, for the reference. */
