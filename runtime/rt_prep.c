@@ -167,6 +167,30 @@ void rt_prep_epi(const SpyInsn *code, uint32_t n, RtPrep *p) {
     }
 }
 
+/* rt_prep_epi for the MATMUL at code[0] (n: to the end of its program), and when that
+ * leaves it writing C to LX because its epilogue chain's region is under rt_fuse_prep's
+ * minimum (a convolution's tile of 16 channels by 196, 98 or 49 pixels: resnet50's
+ * 3 x 3 convolutions past its first stage), the chain planned at any size: kept when
+ * the MATMUL then runs it on its tiles as it writes C to DRAM (RT_PH_EPI), a C of 3 to
+ * 12 KiB no longer written to LX, read by each VEC and copied by the STORE; else the
+ * VECs keep their plans. */
+static void prep_mm_epi(const SpyInsn *code, uint32_t n, RtPrep *p) {
+    rt_prep_epi(code, n, p);
+    if (p->how == RT_PH_EPI || (code[0].mm.flags & ISA_F_ACCUM))
+        return;
+    uint32_t j = 1;
+    while (j < n && code[j].opcode == ISA_LOAD)
+        j += p[j].run ? p[j].run : 1;
+    if (j >= n || code[j].opcode != ISA_VEC || p[j].how == RT_PH_FUSE)
+        return;
+    RtPrep keep = p[j];
+    if (!rt_fuse_prep_min(code + j, n - j, &p[j], 0))
+        return;
+    rt_prep_epi(code, n, p);
+    if (p->how != RT_PH_EPI)
+        p[j] = keep;
+}
+
 /* Fills p[0..n) for code[0..n): any instructions of verified programs. */
 void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
     uint64_t s = 0;
@@ -183,7 +207,7 @@ void rt_prep_code(const SpyInsn *code, uint64_t n, RtPrep *p) {
                     p[j].how = rt_vfill_prep(code + j, (uint32_t)(i + 1 - j));
             for (uint64_t j = s; j <= i; j++)   /* after the chains' plans */
                 if (code[j].opcode == ISA_MATMUL)
-                    rt_prep_epi(code + j, (uint32_t)(i + 1 - j), &p[j]);
+                    prep_mm_epi(code + j, (uint32_t)(i + 1 - j), &p[j]);
             s = i + 1;
         }
     }
