@@ -63,7 +63,7 @@ MMT_INLINE void MMT_NAME(chan_pack_a)(const MMT_NAME(Args) *x, float *at, int mv
 /* Cache lines of A's next k-chunk prefetched a chan_micro call at most, one a k step
  * (x->pfp, x->pfpn): rows of A are kilobytes apart (usually a weight streamed from
  * DRAM) and chan_pack_a, in one pass before a chunk's multiply-adds, waited on them
- * (resnet50: about a tenth of its time); prefetched into L2 while the previous chunk's
+ * (resnet50: about a tenth of its time); prefetched while the previous chunk's
  * multiply-adds run, they are there when it comes (in bursts between calls the
  * prefetches themselves waited for fill buffers). */
 #define MMC_PF_MAX 1024
@@ -88,13 +88,16 @@ MMT_INLINE uint32_t MMT_NAME(chan_pf_lines)(const MMT_NAME(Args) *x, const char 
     return (uint32_t)n;
 }
 
-/* chan_micro's prefetches at k step k (G rows): the next chunk of A, into L2
- * (chan_pf_lines), a line a k row while any are left. */
+/* chan_micro's prefetches at k step k (G rows): the next chunk of A (chan_pf_lines), a
+ * line a k row while any are left, into L1 (with its window rows a chunk stays there
+ * for every call over it; prefetched only into L2, the first call of each chunk read
+ * its A from L2: resnet50's 7 x 7 maps take 4 calls a chunk, and the whole model, 2
+ * threads, ran 0.46-0.59% slower in two runs of 14 and 16 alternating pairs). */
 MMT_INLINE void MMT_NAME(chan_pf)(const MMT_NAME(Args) *x, uint32_t k, const int G) {
 #pragma GCC unroll 8
     for (int g = 0; g < G; g++)
         if (k + g < x->pfpn)
-            __builtin_prefetch(x->pfc ? x->pfc + (size_t)(k + g) * 64 : x->pfp[k + g], 0, 2);
+            __builtin_prefetch(x->pfc ? x->pfc + (size_t)(k + g) * 64 : x->pfp[k + g], 0, 3);
 }
 
 /* One k step of chan_micro (G rows of k from its offset bk; with R1, the second pixel
