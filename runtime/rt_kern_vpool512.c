@@ -62,39 +62,79 @@ PL_INLINE __m512 pl_step(__m512 acc, __m512 x, const int fn) {
     return _mm512_mask_mov_ps(r, nan, acc);
 }
 
+/* The masks of block q of nb from column j of n: a block before the last of a pass,
+ * or any block of a pass of whole blocks (full), is whole (constants: the compiler
+ * keeps them in a register or an immediate; eight mask registers held four blocks'
+ * three masks each only by spilling them to the stack at every tap). */
+PL_INLINE PlMask pl_kmask(uint32_t j, uint32_t n, int q, const int nb, const int full) {
+    if (full || q < nb - 1) {
+        PlMask k = {0xffff, 0xffff, 0x7fff};   /* 16 results, elements 0..30 */
+        return k;
+    }
+    return pl_mask(j + 16 * (uint32_t)q, n);
+}
+
 /* Columns [j, j + 16 * nb) of a row (those below n): nb blocks of sixteen, one chain
  * each, so that the chains' latencies overlap (a row of 55 results is four blocks, the
- * last partly masked). */
+ * last partly masked); full: every block whole. MAX and MIN first run as one VMAXPS /
+ * VMINPS a tap, which is isa.md's MAX / MIN wherever the result so far is no NaN, with
+ * the taps' sum alongside: a NaN in any tap makes the sum a NaN (so can inf - inf),
+ * and then the pass runs again tap by tap through pl_step. */
 PL_INLINE void pl_blocks(float *d, const float *const *s, uint32_t ns, const int64_t cs,
-                         uint32_t j, uint32_t n, const int fn, const int nb) {
+                         uint32_t j, uint32_t n, const int fn, const int nb, const int full) {
     PlMask k[PL_BLOCKS];
-    __m512 a[PL_BLOCKS];
+    __m512 a[PL_BLOCKS], z[PL_BLOCKS];
 #pragma GCC unroll 4
     for (int q = 0; q < nb; q++) {
-        k[q] = pl_mask(j + 16 * (uint32_t)q, n);
-        a[q] = pl_load(s[0] + (int64_t)(j + 16 * q) * cs, cs, k[q]);
+        k[q] = pl_kmask(j, n, q, nb, full);
+        a[q] = z[q] = pl_load(s[0] + (int64_t)(j + 16 * q) * cs, cs, k[q]);
     }
-    for (uint32_t t = 1; t < ns; t++)
+    if (fn == PL_ADD) {
+        for (uint32_t t = 1; t < ns; t++)
+#pragma GCC unroll 4
+            for (int q = 0; q < nb; q++)
+                a[q] = pl_step(a[q], pl_load(s[t] + (int64_t)(j + 16 * q) * cs, cs, k[q]), fn);
+    } else {
+        for (uint32_t t = 1; t < ns; t++)
+#pragma GCC unroll 4
+            for (int q = 0; q < nb; q++) {
+                __m512 x = pl_load(s[t] + (int64_t)(j + 16 * q) * cs, cs, k[q]);
+                z[q] = _mm512_add_ps(z[q], x);
+                a[q] = fn == PL_MAX ? _mm512_max_ps(a[q], x) : _mm512_min_ps(a[q], x);
+            }
+        __mmask16 nan = 0;
 #pragma GCC unroll 4
         for (int q = 0; q < nb; q++)
-            a[q] = pl_step(a[q], pl_load(s[t] + (int64_t)(j + 16 * q) * cs, cs, k[q]), fn);
+            nan |= _mm512_cmp_ps_mask(z[q], z[q], _CMP_UNORD_Q);
+        if (nan) {                      /* the exact steps: acc kept where it is a NaN */
+#pragma GCC unroll 4
+            for (int q = 0; q < nb; q++)
+                a[q] = pl_load(s[0] + (int64_t)(j + 16 * q) * cs, cs, k[q]);
+            for (uint32_t t = 1; t < ns; t++)
+#pragma GCC unroll 4
+                for (int q = 0; q < nb; q++)
+                    a[q] = pl_step(a[q], pl_load(s[t] + (int64_t)(j + 16 * q) * cs, cs, k[q]),
+                                   fn);
+        }
+    }
 #pragma GCC unroll 4
     for (int q = 0; q < nb; q++)
         _mm512_mask_storeu_ps(d + j + 16 * q, k[q].m, a[q]);
 }
 
-/* A row in passes of PL_BLOCKS blocks, the last pass of as many blocks as its columns
- * fill, for one column stride and function (constants: their branches fold away). */
+/* A row in passes of PL_BLOCKS whole blocks, the last pass of as many blocks as its
+ * columns fill, for one column stride and function (constants: their branches fold
+ * away). */
 #define PL_ROW(NAME, CS, FN)                                                               \
     PL_TARGET static void NAME(float *d, const float *const *s, uint32_t ns, uint32_t n) {  \
         uint32_t j = 0;                                                                    \
-        for (; n - j >= 16 * PL_BLOCKS; j += 16 * PL_BLOCKS)                               \
-            pl_blocks(d, s, ns, CS, j, n, FN, PL_BLOCKS);                                  \
+        for (; n - j > 16 * PL_BLOCKS; j += 16 * PL_BLOCKS)                                \
+            pl_blocks(d, s, ns, CS, j, n, FN, PL_BLOCKS, 1);                               \
         switch ((n - j + 15) / 16) {                                                       \
-        case 4: pl_blocks(d, s, ns, CS, j, n, FN, 4); break;                               \
-        case 3: pl_blocks(d, s, ns, CS, j, n, FN, 3); break;                               \
-        case 2: pl_blocks(d, s, ns, CS, j, n, FN, 2); break;                               \
-        case 1: pl_blocks(d, s, ns, CS, j, n, FN, 1); break;                               \
+        case 4: pl_blocks(d, s, ns, CS, j, n, FN, 4, 0); break;                            \
+        case 3: pl_blocks(d, s, ns, CS, j, n, FN, 3, 0); break;                            \
+        case 2: pl_blocks(d, s, ns, CS, j, n, FN, 2, 0); break;                            \
+        case 1: pl_blocks(d, s, ns, CS, j, n, FN, 1, 0); break;                            \
         default: break;                                                                    \
         }                                                                                  \
     }

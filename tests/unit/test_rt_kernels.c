@@ -1046,6 +1046,8 @@ static SpyInsn vec_insn(int fn, uint32_t dst, uint32_t rows, uint32_t cols, uint
  * bit. A VEC COPY of the bytes to LX byte 600000 ends the program, so that every
  * result is read after the run (LX is undefined after a program: a run may leave out
  * what nothing reads, rt_fuse.c). */
+static bool fill_ties;       /* check_strip's data: zeros of both signs, the rest negative
+                                (a MAX's result mostly a tie between +0 and -0) */
 static void check_strip(const SpyInsn *prog, uint32_t n, uint32_t bytes, uint32_t *seed,
                         bool nans) {
     uint8_t *init = malloc(bytes), *one = malloc(bytes);
@@ -1059,6 +1061,8 @@ static void check_strip(const SpyInsn *prog, uint32_t n, uint32_t bytes, uint32_
     assert_true(600000 + bytes <= LX_BYTES);
     for (uint32_t i = 0; i < bytes / 4; i++)
         fp(0)[i] = nans && i % 97 == 5 ? NAN : nans && i % 89 == 7 ? -NAN : rnd(seed);
+    for (uint32_t i = 0; fill_ties && i < bytes / 4; i++)
+        fp(0)[i] = i % 3 == 0 ? -0.0f : i % 3 == 1 ? 0.0f : -fabsf(fp(0)[i]);
     memcpy(init, lx, bytes);
     for (uint32_t i = 0; i <= n; i++)
         assert_int_equal(rt_vec(&core, &all[i].vec), RT_XOK);
@@ -1146,6 +1150,15 @@ static void test_pool_runs(void **state) {
     pool_case(ISA_VF_MAX, 55, 55, 111, 2, 2, 3, &seed, true);
     pool_case(ISA_VF_MIN, 13, 9, 18, 2, 2, 2, &seed, true);
     pool_case(ISA_VF_MAX, 14, 14, 16, 1, 1, 3, &seed, true);
+    /* without NaNs (one VMAXPS / VMINPS a tap, rt_kern_vpool512.c) over ties of +0 and
+     * -0, whose winner (the later tap) tells the operands' order; rows of 55 and 70
+     * results (whole and partial blocks), and ties under the NaNs' exact path */
+    fill_ties = true;
+    pool_case(ISA_VF_MAX, 55, 55, 111, 2, 2, 3, &seed, false);
+    pool_case(ISA_VF_MIN, 20, 70, 141, 2, 2, 3, &seed, false);
+    pool_case(ISA_VF_MAX, 14, 70, 72, 1, 1, 3, &seed, false);
+    pool_case(ISA_VF_MAX, 55, 55, 111, 2, 2, 3, &seed, true);
+    fill_ties = false;
     /* ADD (average pooling's sums): the additions in tap order, the same bits; without
      * NaNs, whose payload when both operands are NaN isa.md leaves open (the AVX-512 row
      * keeps the sum's, a -O0 build of the one-by-one path the other's) */
