@@ -78,6 +78,32 @@ MMT_INLINE void MMT_NAME(rows8)(const MMT_NAME(Args) *x, const float *at, size_t
         }
     }
     float *cb = x->c + i0 * x->ldc + j;
+    if (k0 + kc == x->k && x->po && x->po->nreg == x->po->n) {
+        /* final, a chain of register forms only: run on the accumulators, two vectors
+         * of each row and then the third, and stored (no staging for post_block) */
+        MMT_M mfull = MMT_LANES(MMT_VL), m0 = NV == 1 ? m : mfull, m1 = NV == 2 ? m : mfull;
+        MMT_V w[MMR_ROWS][2];
+#pragma GCC unroll 8
+        for (int r = 0; r < MMR_ROWS; r++)
+            w[r][0] = acc[r][0], w[r][1] = NV >= 2 ? acc[r][1] : acc[r][0];
+        MMT_NAME(post_regs)(x->po, w, MMR_ROWS, NV >= 2 ? 2 : 1, x->prow + i0, j, m0, m1);
+#pragma GCC unroll 8
+        for (int r = 0; r < MMR_ROWS; r++) {
+            MMT_STOREM(cb + r * x->ldc, m0, w[r][0]);
+            if (NV >= 2)
+                MMT_STOREM(cb + r * x->ldc + MMT_VL, m1, w[r][1]);
+        }
+        if (NV == 3) {
+#pragma GCC unroll 8
+            for (int r = 0; r < MMR_ROWS; r++)
+                w[r][0] = acc[r][NV - 1];
+            MMT_NAME(post_regs)(x->po, w, MMR_ROWS, 1, x->prow + i0, j + 2 * MMT_VL, m, m);
+#pragma GCC unroll 8
+            for (int r = 0; r < MMR_ROWS; r++)
+                MMT_STOREM(cb + r * x->ldc + 2 * MMT_VL, m, w[r][0]);
+        }
+        return;
+    }
     if (k0 + kc < x->k || x->po) {      /* running sums, or the tile for the chain */
 #pragma GCC unroll 8
         for (int r = 0; r < MMR_ROWS; r++)
