@@ -261,6 +261,36 @@ static uint64_t row_off(const SpyVec *v, int q, uint64_t r) {
     return v->src[q] + (uint64_t)((int64_t)r * v->src_rs[q] * 4);
 }
 
+/* Rows of a VEC whose operands fast_plan checks one by one; past them, the rule of
+ * fast_apart_all (a bundle can ask for millions of rows of a VEC: a fuzzed one took
+ * its load 15 s in the sanitizer build, checking each row) */
+#define FAST_CHECK_ROWS 1024
+
+/* For a VEC of many rows (rows of rowb bytes): whether every row of each operand is,
+ * whatever the row, where fast_plan's check of the first rows says: a row operand with
+ * the destination's row stride (the same offset from its row in every row), a scalar
+ * outside the destination's whole span. False (not the direct path) for the others. */
+static bool fast_apart_all(const SpyVec *v, int ar, const bool imm[2], const int kind[2],
+                           uint64_t rows, uint64_t rowb) {
+    int64_t last = (int64_t)(rows - 1) * v->dst_rs * 4;
+    uint64_t lo = v->dst + (uint64_t)(last < 0 ? last : 0);
+    uint64_t hi = v->dst + (uint64_t)(last > 0 ? last : 0) + rowb;
+    for (int q = 0; q < ar; q++) {
+        if (imm[q])
+            continue;
+        if (kind[q] == OP_ROW && v->src_rs[q] != v->dst_rs)
+            return false;
+        if (kind[q] == OP_SCALAR) {
+            int64_t sl = (int64_t)(rows - 1) * v->src_rs[q] * 4;
+            uint64_t so = v->src[q] + (uint64_t)(sl < 0 ? sl : 0);
+            uint64_t se = v->src[q] + (uint64_t)(sl > 0 ? sl : 0) + 4;
+            if (!apart_lx(so, se - so, lo, hi - lo))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* Fills fp when the arithmetic VEC v (not SELECT) qualifies for the direct path:
  * F32, contiguous rows or scalars, every row in place or apart from the
  * destination's; false otherwise. */
@@ -288,7 +318,10 @@ static bool fast_plan(const SpyVec *v, FastPlan *fp) {
     if (merge)
         cols *= rows, rows = 1;
     uint64_t rowb = cols * 4;
-    for (uint64_t r = 0; r < rows; r++) { /* every row in place or apart, else no */
+    if (rows > FAST_CHECK_ROWS && !fast_apart_all(v, ar, imm, kind, rows, rowb))
+        return false;
+    for (uint64_t r = 0; r < rows && r <= FAST_CHECK_ROWS; r++) { /* every row in place
+                                                            or apart, else no */
         uint64_t d = v->dst + (uint64_t)((int64_t)r * v->dst_rs * 4);
         for (int q = 0; q < ar; q++) {
             if (imm[q])

@@ -1093,6 +1093,42 @@ static void test_strip_mined_runs(void **state) {
     check_strip(p, 4, 300000, &seed, false);
 }
 
+/* ---- the direct VEC path over many rows ------------------------------------------ */
+
+/* An ADD over rows x 3 (rows 4 floats apart, so they do not merge into one) in place at
+ * 0, its other operand from s1 (row stride rs1, column stride cs1: 0 a scalar per row):
+ * planned the direct way exactly when fast says, and the sums right either way. */
+static void fast_rows_case(uint32_t rows, uint32_t s1, int32_t rs1, int32_t cs1, bool fast) {
+    SpyInsn in = vec_insn(ISA_VF_ADD, 0, rows, 3, 4, s1, rs1, cs1, 0);
+    uint32_t seed = 9;
+    float *ref = malloc((size_t)rows * 4 * sizeof *ref);
+    for (uint32_t i = 0; i < LX_BYTES / 4; i++)
+        fp(0)[i] = rnd(&seed);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < 4; c++)
+            ref[r * 4 + c] = c < 3 ? fp(0)[r * 4 + c] + fp(s1)[r * rs1 + c * cs1] : fp(0)[r * 4 + c];
+    RtPrep pl;
+    rt_exec_prep_vec(&in, 1, &pl);
+    assert_int_equal(pl.how == RT_PH_FAST, fast);
+    assert_int_equal(rt_exec_program(&core, &in, 1), RT_XOK);
+    assert_memory_equal(fp(0), ref, (size_t)rows * 4 * sizeof *ref);
+    free(ref);
+}
+
+/* Past FAST_CHECK_ROWS rows (rt_kern_vfast.c) the direct path checks its operands
+ * against the destination once, not row by row (a fuzzed bundle's VEC of millions of
+ * rows took 15 s to load): a row operand with the destination's row stride, apart, is
+ * taken, as are scalars outside the destination's span; another row stride, and
+ * scalars inside the span (here in the gaps between its rows), go the general way. */
+static void test_fast_many_rows(void **state) {
+    (void)state;
+    fast_rows_case(3000, 0x10000, 4, 1, true);
+    fast_rows_case(3000, 0x10000, 5, 1, false);
+    fast_rows_case(3000, 0x20000, 1, 0, true);
+    fast_rows_case(3000, 12, 4, 0, false);
+    fast_rows_case(500, 12, 4, 0, true);     /* few rows: checked row by row, apart */
+}
+
 /* ---- runs of pooling taps (VEC MAX / MIN) ------------------------------------------ */
 
 /* The taps of a kh x kw pooling window with column stride cs over a patch at src (row
@@ -1403,7 +1439,7 @@ int main(void) {
         cmocka_unit_test(test_matmul_narrow),
         cmocka_unit_test(test_vreduce_dlf16),   cmocka_unit_test(test_vscan_dlf16),
         cmocka_unit_test(test_matmul_window_dlf16), cmocka_unit_test(test_matmul_bf8),
-        cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
+        cmocka_unit_test(test_fast_many_rows), cmocka_unit_test(test_pool_runs),       cmocka_unit_test(test_dw_tap_runs),
         cmocka_unit_test(test_pool_in_place),
         cmocka_unit_test(test_vreduce_maxmin_long),
         cmocka_unit_test(test_dw_tap_runs_long),
