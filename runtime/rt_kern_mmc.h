@@ -254,10 +254,8 @@ MMT_INLINE void MMT_NAME(chan_micro)(const MMT_NAME(Args) *x, const float *at, c
 #pragma GCC unroll 16
             for (int i = 0; i < MMT_VL; i++)
                 w[i][0] = t[i];
-            MMT_NAME(post_regs)(x->po, w, MMT_VL, 1, x->prow + (size_t)v * MMT_VL, j, mr, mr);
-#pragma GCC unroll 16
-            for (int i = 0; i < MMT_VL; i++)
-                MMT_STOREM(x->c + (size_t)(v * MMT_VL + i) * x->ldc + j, mr, w[i][0]);
+            MMT_NAME(post_regs_store)(x->po, w, MMT_VL, 1, x->prow + (size_t)v * MMT_VL, j, mr,
+                                      mr, x->c + (size_t)(v * MMT_VL) * x->ldc + j, x->ldc);
             continue;
         }
 #pragma GCC unroll 16

@@ -228,6 +228,22 @@ MMT_TARGET static void MMT_NAME(post_block)(const RtPost *po, float *tb, size_t 
 #undef MMP_R
 #undef MMP_EACH
 
+/* Rows v of a final tile (R rows, NV vectors: C's rows i0.. and columns j0.. as the
+ * operands', lanes m0 and m1) through a chain of register forms only (po->nreg ==
+ * po->n), stored to dst (rows ldc floats apart): the kernels' way past post_block's
+ * staging (the packed blocks, chan_micro, rows8). */
+MMT_INLINE void MMT_NAME(post_regs_store)(const RtPost *po, MMT_V (*v)[2], const int R,
+                                           const int NV, size_t i0, size_t j0, MMT_M m0,
+                                           MMT_M m1, float *dst, size_t ldc) {
+    MMT_NAME(post_regs)(po, v, R, NV, i0, j0, m0, m1);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+        MMT_STOREM(dst + r * ldc, m0, v[r][0]);
+        if (NV == 2)
+            MMT_STOREM(dst + r * ldc + MMT_VL, m1, v[r][1]);
+    }
+}
+
 /* Whether x's epilogue has a post form: the kernels that store their final tiles
  * through it (MMT_NAME(Args).po) then leave out MMT_NAME(epi). */
 MMT_INLINE bool MMT_NAME(has_post)(const MMT_NAME(Args) *x) {

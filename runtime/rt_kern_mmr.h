@@ -86,21 +86,14 @@ MMT_INLINE void MMT_NAME(rows8)(const MMT_NAME(Args) *x, const float *at, size_t
 #pragma GCC unroll 8
         for (int r = 0; r < MMR_ROWS; r++)
             w[r][0] = acc[r][0], w[r][1] = NV >= 2 ? acc[r][1] : acc[r][0];
-        MMT_NAME(post_regs)(x->po, w, MMR_ROWS, NV >= 2 ? 2 : 1, x->prow + i0, j, m0, m1);
-#pragma GCC unroll 8
-        for (int r = 0; r < MMR_ROWS; r++) {
-            MMT_STOREM(cb + r * x->ldc, m0, w[r][0]);
-            if (NV >= 2)
-                MMT_STOREM(cb + r * x->ldc + MMT_VL, m1, w[r][1]);
-        }
+        MMT_NAME(post_regs_store)(x->po, w, MMR_ROWS, NV >= 2 ? 2 : 1, x->prow + i0, j, m0, m1,
+                                  cb, x->ldc);
         if (NV == 3) {
 #pragma GCC unroll 8
             for (int r = 0; r < MMR_ROWS; r++)
                 w[r][0] = acc[r][NV - 1];
-            MMT_NAME(post_regs)(x->po, w, MMR_ROWS, 1, x->prow + i0, j + 2 * MMT_VL, m, m);
-#pragma GCC unroll 8
-            for (int r = 0; r < MMR_ROWS; r++)
-                MMT_STOREM(cb + r * x->ldc + 2 * MMT_VL, m, w[r][0]);
+            MMT_NAME(post_regs_store)(x->po, w, MMR_ROWS, 1, x->prow + i0, j + 2 * MMT_VL, m, m,
+                                      cb + 2 * MMT_VL, x->ldc);
         }
         return;
     }

@@ -366,12 +366,7 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++)
             v[r][0] = acc[r][0], v[r][1] = acc[r][1];
-        MMT_NAME(post_regs)(x->po, v, R, 2, x->prow + i0, j0, m0, m1);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-            MMT_STOREM(c + r * x->ldc, m0, v[r][0]);
-            MMT_STOREM(c + r * x->ldc + MMT_VL, m1, v[r][1]);
-        }
+        MMT_NAME(post_regs_store)(x->po, v, R, 2, x->prow + i0, j0, m0, m1, c, x->ldc);
         return;
     }
     if (x->po) {        /* final: stored through the epilogue's chain (rt_kern_mmp.h) */
