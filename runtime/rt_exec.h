@@ -399,6 +399,14 @@ bool rt_mm_i8_fast(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
  * for a column stride other than 1 and 2. */
 bool rt_pool_row512(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs, uint32_t n,
                     int fn);
+/* rt_kern_vpool512.c: a MAX / MIN pooling run over a grid of kh x kw taps (tap (dy, dx)
+ * of output row i, column j at s + (i * sh + dy) * srs bytes + 4 * (j * cs + dx), sh <
+ * kh), rows x n results at d (row stride drs bytes), each tap row folded once for the
+ * output rows that share it; false when the host lacks AVX-512, the grid is not one
+ * it takes, or a tap may be a NaN (then the results are not all written: run the taps
+ * one by one instead). */
+bool rt_pool_grid512(uint8_t *d, int64_t drs, const uint8_t *s, int64_t srs, uint32_t kh,
+                     uint32_t kw, uint32_t sh, int64_t cs, uint32_t rows, uint32_t n, int fn);
 /* rt_kern_vpool.c: a pooling run with its taps read in place from deferred LOADs' DRAM
  * where they lie (AVX-512 hosts); false (nothing done) otherwise. */
 bool rt_vec_pool_views(RtCore *c, RtDefer *d, const SpyInsn *code, uint32_t nt);

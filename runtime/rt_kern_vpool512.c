@@ -1,5 +1,6 @@
 /* rt_kern_vpool512.c: one row of a MAX / MIN / ADD pooling run (rt_kern_vpool.c) on
- * hosts with AVX-512F, in intrinsics.
+ * hosts with AVX-512F, in intrinsics; and a MAX / MIN run over a window's grid of taps
+ * whole, each tap row folded once (rt_pool_grid512).
  *
  * Two things the portable row (pool_row) does not do. It reads nothing past a tap's
  * last element (a last partial block loads under a mask), so rt_vec_pool_views can
@@ -144,6 +145,105 @@ PL_ROW(pl_min1, 1, PL_MIN)
 PL_ROW(pl_min2, 2, PL_MIN)
 PL_ROW(pl_add1, 1, PL_ADD)
 PL_ROW(pl_add2, 2, PL_ADD)
+
+/* Rows of partial results pool_grid keeps: one per tap row of the window, at most. */
+#define PG_KH 8
+
+/* Columns [j, j + 16 * nb) (those below n) of every output row of a pooling grid (see
+ * rt_pool_grid512), one block of sixteen a chain: each tap row's kw taps folded once
+ * into a row of partial results (a ring of kh of them, in L1), then each output row
+ * from its kh partial rows in order. MAX / MIN by one VMAXPS / VMINPS a step; the NaN
+ * check (each tap row's sum) is or-ed into the result: false when there may be one. */
+PL_INLINE bool pg_blocks(uint8_t *d, int64_t drs, const uint8_t *src, int64_t srs,
+                         uint32_t kh, uint32_t kw, uint32_t sh, const int64_t cs,
+                         uint32_t rows, uint32_t j, uint32_t n, const int fn, const int nb,
+                         const int full) {
+    _Alignas(64) float ring[PG_KH][PL_BLOCKS * 16];
+    PlMask k[PL_BLOCKS];
+    __mmask16 nan = 0;
+#pragma GCC unroll 4
+    for (int q = 0; q < nb; q++)
+        k[q] = pl_kmask(j, n, q, nb, full);
+    uint32_t next = 0, slot = 0, s0 = 0;     /* the next tap row, its ring slot; row
+                                                i * sh's slot */
+    for (uint32_t i = 0; i < rows; i++) {
+        for (; next < i * sh + kh; next++) {
+            const float *row = (const float *)(src + (int64_t)next * srs) + (int64_t)j * cs;
+            __m512 a[PL_BLOCKS], z[PL_BLOCKS];
+#pragma GCC unroll 4
+            for (int q = 0; q < nb; q++)
+                a[q] = z[q] = pl_load(row + 16 * q * cs, cs, k[q]);
+            for (uint32_t dx = 1; dx < kw; dx++)
+#pragma GCC unroll 4
+                for (int q = 0; q < nb; q++) {
+                    __m512 x = pl_load(row + 16 * q * cs + dx, cs, k[q]);
+                    z[q] = _mm512_add_ps(z[q], x);
+                    a[q] = fn == PL_MAX ? _mm512_max_ps(a[q], x) : _mm512_min_ps(a[q], x);
+                }
+#pragma GCC unroll 4
+            for (int q = 0; q < nb; q++) {
+                nan |= _mm512_cmp_ps_mask(z[q], z[q], _CMP_UNORD_Q);
+                _mm512_store_ps(ring[slot] + 16 * q, a[q]);
+            }
+            slot = slot + 1 == kh ? 0 : slot + 1;
+        }
+        __m512 acc[PL_BLOCKS];
+#pragma GCC unroll 4
+        for (int q = 0; q < nb; q++)
+            acc[q] = _mm512_load_ps(ring[s0] + 16 * q);
+        for (uint32_t dy = 1, t = s0; dy < kh; dy++) {
+            t = t + 1 == kh ? 0 : t + 1;
+#pragma GCC unroll 4
+            for (int q = 0; q < nb; q++) {
+                __m512 x = _mm512_load_ps(ring[t] + 16 * q);
+                acc[q] = fn == PL_MAX ? _mm512_max_ps(acc[q], x) : _mm512_min_ps(acc[q], x);
+            }
+        }
+        float *out = (float *)(d + (int64_t)i * drs) + j;
+#pragma GCC unroll 4
+        for (int q = 0; q < nb; q++)
+            _mm512_mask_storeu_ps(out + 16 * q, k[q].m, acc[q]);
+        for (uint32_t t = 0; t < sh; t++)
+            s0 = s0 + 1 == kh ? 0 : s0 + 1;
+    }
+    return !nan;
+}
+
+/* A pooling grid for one column stride and function (constants): every row's columns
+ * in passes of PL_BLOCKS whole blocks, the last of as many blocks as are left. */
+#define PG_RUN(NAME, CS, FN)                                                               \
+    PL_TARGET static bool NAME(uint8_t *d, int64_t drs, const uint8_t *s, int64_t srs,      \
+                               uint32_t kh, uint32_t kw, uint32_t sh, uint32_t rows,        \
+                               uint32_t n) {                                                \
+        uint32_t j = 0;                                                                    \
+        bool ok = true;                                                                    \
+        for (; n - j > 16 * PL_BLOCKS; j += 16 * PL_BLOCKS)                                \
+            ok &= pg_blocks(d, drs, s, srs, kh, kw, sh, CS, rows, j, n, FN, PL_BLOCKS, 1); \
+        switch ((n - j + 15) / 16) {                                                       \
+        case 4: ok &= pg_blocks(d, drs, s, srs, kh, kw, sh, CS, rows, j, n, FN, 4, 0); break; \
+        case 3: ok &= pg_blocks(d, drs, s, srs, kh, kw, sh, CS, rows, j, n, FN, 3, 0); break; \
+        case 2: ok &= pg_blocks(d, drs, s, srs, kh, kw, sh, CS, rows, j, n, FN, 2, 0); break; \
+        case 1: ok &= pg_blocks(d, drs, s, srs, kh, kw, sh, CS, rows, j, n, FN, 1, 0); break; \
+        default: break;                                                                    \
+        }                                                                                  \
+        return ok;                                                                         \
+    }
+PG_RUN(pg_max1, 1, PL_MAX)
+PG_RUN(pg_max2, 2, PL_MAX)
+PG_RUN(pg_min1, 1, PL_MIN)
+PG_RUN(pg_min2, 2, PL_MIN)
+
+bool rt_pool_grid512(uint8_t *d, int64_t drs, const uint8_t *s, int64_t srs, uint32_t kh,
+                     uint32_t kw, uint32_t sh, int64_t cs, uint32_t rows, uint32_t n, int fn) {
+    typedef bool GridFn(uint8_t *, int64_t, const uint8_t *, int64_t, uint32_t, uint32_t,
+                        uint32_t, uint32_t, uint32_t);
+    GridFn *one = fn == ISA_VF_MAX ? pg_max1 : pg_min1;
+    GridFn *two = fn == ISA_VF_MAX ? pg_max2 : pg_min2;
+    if (!rt_host_has(RT_HOST_AVX512) || (cs != 1 && cs != 2) || kh < 2 || kh > PG_KH ||
+        !kw || !sh || sh >= kh || (fn != ISA_VF_MAX && fn != ISA_VF_MIN))
+        return false;
+    return (cs == 1 ? one : two)(d, drs, s, srs, kh, kw, sh, rows, n);
+}
 
 bool rt_pool_row512(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs, uint32_t n,
                     int fn) {

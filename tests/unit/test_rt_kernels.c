@@ -1194,6 +1194,14 @@ static void test_pool_runs(void **state) {
     pool_case(ISA_VF_MIN, 20, 70, 141, 2, 2, 3, &seed, false);
     pool_case(ISA_VF_MAX, 14, 70, 72, 1, 1, 3, &seed, false);
     pool_case(ISA_VF_MAX, 55, 55, 111, 2, 2, 3, &seed, true);
+    /* a grid of 2 x 3 taps at row stride 1 (each tap row folded once for the two output
+     * rows over it: rt_pool_grid512) over 100 columns (a pass of four blocks, then one
+     * of three), with and without NaNs */
+    uint32_t n = pool_prog(p, ISA_VF_MAX, 64, 20000, 12, 100, 104, 1, 1, 2, 3);
+    check_strip(p, n, 80000, &seed, false);
+    check_strip(p, n, 80000, &seed, true);
+    n = pool_prog(p, ISA_VF_MIN, 64, 20000, 12, 40, 90, 1, 2, 2, 3);
+    check_strip(p, n, 80000, &seed, false);
     fill_ties = false;
     /* ADD (average pooling's sums): the additions in tap order, the same bits; without
      * NaNs, whose payload when both operands are NaN isa.md leaves open (the AVX-512 row
@@ -1201,7 +1209,7 @@ static void test_pool_runs(void **state) {
     pool_case(ISA_VF_ADD, 35, 35, 37, 1, 1, 3, &seed, false);
     pool_case(ISA_VF_ADD, 13, 9, 18, 2, 2, 2, &seed, false);
     /* a tap that reads the region is no pooling run */
-    uint32_t n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
+    n = pool_prog(p, ISA_VF_MAX, 64, 20000, 14, 14, 16, 1, 1, 3, 3);
     p[3].vec.src[1] = 64 + 8;
     assert_int_equal(rt_vec_pool_run(p, n), 3);
 }
