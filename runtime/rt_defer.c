@@ -63,9 +63,8 @@ static void flush_one(RtCore *c, RtDefer *d, int i) {
                 memcpy(c->lx + v->lo + r * v->lrs + 4 * j,
                        v->src + (int64_t)r * v->drs + (int64_t)j * v->dcs, 4);
     else                             /* the rows of the view are the LOAD's */
-        for (uint64_t r = 0; r < v->rows; r++)
-            rt_copy_bytes(c->lx + v->lo + r * v->lrs, v->src + (int64_t)r * v->drs,
-                          (size_t)v->rowb);
+        rt_copy_rows(c->lx + v->lo, (int64_t)v->lrs, v->src, v->drs, (uint32_t)v->rows,
+                     (uint32_t)v->rowb);
     d->v[i] = d->v[--d->n];
 }
 
@@ -396,6 +395,10 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
 /* Copies rows of rowb contiguous bytes, byte strides ds (destination) and ss (source). */
 void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint32_t rows,
                   uint32_t rowb) {
+#if RT_HAVE_X86_KERNELS
+    if (rows > 1 && rt_copy_rows512(dst, ds, src, ss, rows, rowb))
+        return;
+#endif
     for (uint32_t r = 0; r < rows; r++)
         rt_copy_bytes(dst + (int64_t)r * ds, src + (int64_t)r * ss, rowb);
 }

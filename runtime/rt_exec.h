@@ -394,6 +394,11 @@ bool rt_mm_f32_256_packs(const RtCore *c, const SpyMatmul *mm);
 /* rt_kern_mmi8.c: I8 -> I32 MATMUL with AVX-512BW (VNNI) or AVX2; false (nothing done)
  * on hosts without them or for a B given transposed. */
 bool rt_mm_i8_fast(RtCore *c, const SpyMatmul *mm, const RtMmSrc *s);
+/* rt_copy512.c: nr rows of nb contiguous bytes (byte strides ds, ss; no overlap) with
+ * AVX-512F moves; false (nothing done) on hosts without it, or rows whose length it
+ * does not take. */
+bool rt_copy_rows512(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, uint64_t nr,
+                     size_t nb);
 /* rt_kern_vpool512.c: one row of a pooling run (rt_kern_vpool.c's pool_row; fn the VEC
  * function: MAX, MIN or ADD) with AVX-512F; false (nothing done) on hosts without it or
  * for a column stride other than 1 and 2. */
