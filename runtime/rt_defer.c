@@ -63,8 +63,7 @@ static void flush_one(RtCore *c, RtDefer *d, int i) {
                 memcpy(c->lx + v->lo + r * v->lrs + 4 * j,
                        v->src + (int64_t)r * v->drs + (int64_t)j * v->dcs, 4);
     else                             /* the rows of the view are the LOAD's */
-        rt_copy_rows(c->lx + v->lo, (int64_t)v->lrs, v->src, v->drs, (uint32_t)v->rows,
-                     (uint32_t)v->rowb);
+        rt_copy_rows(c->lx + v->lo, (int64_t)v->lrs, v->src, v->drs, v->rows, v->rowb);
     d->v[i] = d->v[--d->n];
 }
 
@@ -359,8 +358,7 @@ static bool defer_planes(RtCore *c, RtDefer *d, const SpyDma *x) {
         w.hi = w.lo + (w.rows - 1) * w.lrs + w.rowb;
         w.shi = w.src + (int64_t)(w.rows - 1) * w.drs + (int64_t)w.rowb;
         if (!place_view(c, d, &w, true, (int64_t)w.lo, (int64_t)w.hi))
-            rt_copy_rows(c->lx + w.lo, (int64_t)w.lrs, w.src, w.drs, (uint32_t)w.rows,
-                         (uint32_t)w.rowb);
+            rt_copy_rows(c->lx + w.lo, (int64_t)w.lrs, w.src, w.drs, w.rows, w.rowb);
     }
     return true;
 }
@@ -393,13 +391,13 @@ void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x) {
 }
 
 /* Copies rows of rowb contiguous bytes, byte strides ds (destination) and ss (source). */
-void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint32_t rows,
-                  uint32_t rowb) {
+void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint64_t rows,
+                  size_t rowb) {
 #if RT_HAVE_X86_KERNELS
     if (rows > 1 && rt_copy_rows512(dst, ds, src, ss, rows, rowb))
         return;
 #endif
-    for (uint32_t r = 0; r < rows; r++)
+    for (uint64_t r = 0; r < rows; r++)
         rt_copy_bytes(dst + (int64_t)r * ds, src + (int64_t)r * ss, rowb);
 }
 

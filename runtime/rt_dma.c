@@ -149,12 +149,7 @@ static void copy_block(uint8_t *d, const uint8_t *s, uint64_t nr, int64_t rd, in
     if (ss == (int64_t)esize && ds == (int64_t)esize) {
         if (nb <= 32 && copy_blocks(d, s, 1, 0, 0, nr, rd, rs, nb))
             return;
-        if (nr <= UINT32_MAX) {      /* contiguous rows */
-            rt_copy_rows(d, rd, s, rs, (uint32_t)nr, (uint32_t)nb);
-            return;
-        }
-        for (uint64_t r = 0; r < nr; r++)
-            rt_copy_bytes(d + (int64_t)r * rd, s + (int64_t)r * rs, nb);
+        rt_copy_rows(d, rd, s, rs, nr, nb);   /* contiguous rows */
         return;
     }
     if (esize == 4 && rs == 4 && ds == 4 && ss != 4 && nr >= 4) {

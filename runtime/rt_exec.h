@@ -196,8 +196,8 @@ void rt_span2(uint64_t rows, int64_t rs, uint64_t cols, int64_t cs, unsigned es,
 void rt_defer_load(RtCore *c, RtDefer *d, const SpyDma *x);
 struct RtPrep;
 void rt_defer_rows(RtCore *c, RtDefer *d, const SpyDma *x, const struct RtPrep *p);
-void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint32_t rows,
-                  uint32_t rowb);
+void rt_copy_rows(uint8_t *dst, int64_t ds, const uint8_t *src, int64_t ss, uint64_t rows,
+                  size_t rowb);
 bool rt_defer_useless(const SpyInsn *code, uint32_t n);
 void rt_defer_before(RtCore *c, RtDefer *d, const SpyInsn *in, const struct RtPrep *p);
 /* A STORE whose rows pending views hold, copied from their DRAM (rt_defer_store.c):
