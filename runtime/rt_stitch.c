@@ -378,28 +378,6 @@ static bool st_apart(const spy_model *m, const RtStitch *st, int nops) {
     return true;
 }
 
-/* The plans of program pd (a copy of m->prep's) with its MATMUL's epilogue planned as
- * if its region were of any size: a chain under rt_fuse_prep's minimum runs VEC by VEC
- * in the program, but over a stitched item's blocks it is large. NULL: no memory. */
-static RtPrep *st_plans(const spy_model *m, const SpyProgramDesc *pd) {
-    const SpyInsn *code = m->code + pd->first_insn;
-    uint32_t n = pd->ninsns, i = 0;
-    RtPrep *p = malloc(((size_t)n + 1) * sizeof *p);
-    if (!p)
-        return NULL;
-    memcpy(p, m->prep + pd->first_insn, (size_t)n * sizeof *p);
-    while (i < n && code[i].opcode != ISA_MATMUL)
-        i++;
-    if (i >= n || p[i].how == RT_PH_EPI)
-        return p;
-    for (uint32_t j = i + 1; j < n; j++)
-        if (code[j].opcode == ISA_VEC && p[j].how != RT_PH_FUSE &&
-            rt_fuse_prep_min(code + j, n - j, &p[j], 0))
-            break;
-    rt_prep_epi(code + i, n - i, &p[i]);
-    return p;
-}
-
 /* Kernel k stitched (see the top of the file), or NULL. */
 static RtStitch *st_kernel(const spy_model *m, uint32_t k) {
     uint32_t a = m->active_first[k], na = m->active_first[k + 1] - a;
@@ -412,13 +390,12 @@ static RtStitch *st_kernel(const spy_model *m, uint32_t k) {
     bool ok = pds && st && t;
     for (uint32_t p = 0; ok && p < na; p++)
         pds[p] = &m->programs[m->kernels[k].first_program + m->active[a + p]];
-    RtPrep *lp = ok ? st_plans(m, pds[0]) : NULL;
-    if (ok && lp) {
-        *t = (StTemplate){.code = m->code + pds[0]->first_insn, .prep = lp,
-                          .n = pds[0]->ninsns};
+    if (ok) {   /* the plans made at load (rt_prep.c: a chain under rt_fuse_prep's
+                 * minimum already planned at any size where C then goes to DRAM) */
+        *t = (StTemplate){.code = m->code + pds[0]->first_insn,
+                          .prep = m->prep + pds[0]->first_insn, .n = pds[0]->ninsns};
         ok = st_parse(t);
     }
-    ok = ok && lp;
     int nops = 0;
     if (ok) {
         st->mm = t->code[t->imm].mm;
@@ -429,7 +406,7 @@ static RtStitch *st_kernel(const spy_model *m, uint32_t k) {
         st->aconst = m->segs[st->a.seg].kind == SPY_SEGK_CONST;
         st->bconst = m->segs[st->b.seg].kind == SPY_SEGK_CONST;
     }
-    free(pds), free(t), free(lp);
+    free(pds), free(t);
     if (!ok && st) {
         free(st->cell);
         free(st);
