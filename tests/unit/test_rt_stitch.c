@@ -119,7 +119,9 @@ static void fx_end(Fx *f) {
 
 /* Every item cut of stitched kernel st (want 1 to 9 items) takes each block once, in
  * rectangles of at most 128 rows of C (or one row of blocks), at least half as many
- * items as wanted where there are blocks enough. */
+ * items as wanted where there are blocks enough, numbered column of items after column
+ * of items (a thread taking items from the front gets whole columns of blocks: every
+ * channel of its pixels). */
 static void expect_cuts(const RtStitch *st) {
     uint32_t nblk = st->mb * st->nb;
     uint8_t *seen = malloc(nblk);
@@ -128,10 +130,15 @@ static void expect_cuts(const RtStitch *st) {
         memset(seen, 0, nblk);
         uint32_t n = rt_stitch_items(st, want);
         assert_true(n >= 1 && n <= nblk);
+        RtStBox prev = {0, 0, 0, 0};
         for (uint32_t j = 0; j < n; j++) {
             RtStBox b;
             rt_stitch_box(st, want, j, &b);
             assert_true(b.r0 < b.r1 && b.r1 <= st->mb && b.c0 < b.c1 && b.c1 <= st->nb);
+            if (j > 0)   /* the next row block of the same columns, or the next columns */
+                assert_true((b.c0 == prev.c0 && b.r0 == prev.r1) ||
+                            (b.c0 == prev.c1 && b.r0 == 0 && prev.r1 == st->mb));
+            prev = b;
             assert_true(b.r1 - b.r0 == 1 || (b.r1 - b.r0) * st->mm.m <= 128);
             for (uint32_t r = b.r0; r < b.r1; r++)
                 for (uint32_t c = b.c0; c < b.c1; c++)
