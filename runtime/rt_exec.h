@@ -76,6 +76,14 @@ RtApre *rt_apre_create(size_t budget);
 void rt_apre_free(RtApre *t);
 float *rt_apre_take(RtApre *t, const RtAKey *k, size_t bytes, bool *fill);
 void rt_apre_filled(RtApre *t, const RtAKey *k);
+/* A host thread's way through the copies (rt_apre_take_on): the copy it read last, and
+ * which end of each kernel's list of programs it takes from (side 0: the front). */
+typedef struct {
+    void *last;
+    int side;
+} RtApreTrail;
+float *rt_apre_take_on(RtApre *t, RtApreTrail *tr, const RtAKey *k, size_t bytes,
+                       bool *fill, const float **next, size_t *nbytes);
 
 /* Large zeroed working buffers, in transparent huge pages when huge (rt_huge.c). */
 void *rt_huge_alloc(size_t n, bool huge);
@@ -107,6 +115,7 @@ typedef struct {
     RtAKey aseen;            /* the A the last MATMUL that could use acache read */
     RtApre *apre;            /* the session's copies of constant A operands (rt_apre.c), or
                                 NULL */
+    RtApreTrail atrail;      /* this thread's way through them (rt_apre_take_on) */
     int32_t *koff;           /* room for RT_KOFF_MAX B row offsets of a window, those of
                                 window koff_key (k 0: none yet), or NULL */
     RtKoffKey koff_key;

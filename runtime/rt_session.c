@@ -522,6 +522,7 @@ static void run_thread(void *arg, int tid) {
     RtCore core = {.lx = s->lx[tid], .seg = s->seg,
                    .pack = pack_buffer(m, s->lx[tid]), .wide = wide_offset(m, s->lx[tid]),
                    .acache = s->poison ? NULL : s->acache[tid], .apre = s->apre,
+                   .atrail = {NULL, tid != 0},   /* thread 0 takes from the front */
                    .koff = koff_buffer(m, s->lx[tid]),
                    .memo_on = !s->poison,
                    .dims = m->guards ? (const int32_t *)s->stage[m->ninputs - 1] : NULL};
