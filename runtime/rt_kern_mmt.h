@@ -886,7 +886,8 @@ MMT_TARGET static bool MMT_NAME(run)(RtCore *c, const SpyMatmul *mm, const RtMmS
                         !(mm->flags & ISA_F_ACCUM), win, mm->bw_kext[1], mm->bw_kext[2],
                         mm->bw_next[1], s->bks0 ? s->bks0 : mm->bw_ks[0], mm->bw_ks[1],
                         mm->bw_ks[2], mm->bw_ns[0], mm->bw_ns[1], NULL, MMT_IDX(1), s->bt,
-                        NULL, 0, 0, NULL, NULL, NULL, NULL, 0, s->epi, NULL, 0, 0, 0, 0, 0, NULL, 0};
+                        NULL, 0, 0, NULL, NULL, NULL, NULL, 0, s->epi, NULL, 0, 0, 0, 0, 0,
+                        NULL, 0};
     if (win && x.ne1 == 1) {
         /* rows of one output pixel (a 1-d convolution: the codegen's canonical second
          * dim is a unit) as one row of n pixels ns0 apart: the same B, but the kernels
