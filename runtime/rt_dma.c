@@ -3,7 +3,6 @@
  * innermost stride of 1 on both sides becomes memcpy runs.
  */
 #include <string.h>
-#include <stdlib.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -173,15 +172,7 @@ static void run_copy(const RtCopyPlan *p, uint8_t *d, const uint8_t *s, unsigned
                   nb <= 32;
     int mid = in - 1, base = blocks ? in - 2 : mid;
     uint64_t idx[ISA_MAX_DIMS] = {0};
-    static int pfd = -1;
-    if (pfd < 0) pfd = getenv("DMAPF") ? atoi(getenv("DMAPF")) : 0;
     for (;;) {
-        if (pfd && base >= 1 && idx[base - 1] + pfd < p->dim[base - 1]) {
-            const uint8_t *q = s + pfd * p->ss[base - 1];
-            for (uint64_t r = 0; r < p->dim[mid]; r++)
-                for (size_t o = 0; o < nb + 63; o += 64)
-                    __builtin_prefetch(q + (int64_t)r * p->ss[mid] + o, 0, 3);
-        }
         if (!blocks || !copy_blocks(d, s, p->dim[base], p->ds[base], p->ss[base], p->dim[mid],
                                     p->ds[mid], p->ss[mid], nb))
             for (uint64_t a = 0; a < (blocks ? p->dim[base] : 1); a++)
