@@ -413,14 +413,24 @@ bool rt_copy_rows512(uint8_t *d, int64_t ds, const uint8_t *s, int64_t ss, uint6
  * for a column stride other than 1 and 2. */
 bool rt_pool_row512(uint8_t *d, const uint8_t *const *s, uint32_t ns, int64_t cs, uint32_t n,
                     int fn);
+/* Where rt_pool_grid512 reads a grid's tap rows: row r's element c at s + (r - r0) * srs
+ * + 4 * (c - c0) for rows [r0, r1) and columns [c0, c1); every other element is v (the
+ * border a VFILL left in LX around a deferred LOAD's rows, all of one value:
+ * rt_kern_vpool.c). Without a border: r0 = c0 = 0, r1 and c1 past the grid. */
+typedef struct {
+    const uint8_t *s;
+    int64_t srs;
+    uint64_t r0, r1, c0, c1;
+    float v;
+} RtPoolSrc;
 /* rt_kern_vpool512.c: a MAX / MIN pooling run over a grid of kh x kw taps (tap (dy, dx)
- * of output row i, column j at s + (i * sh + dy) * srs bytes + 4 * (j * cs + dx), sh <
- * kh), rows x n results at d (row stride drs bytes), each tap row folded once for the
+ * of output row i, column j: element j * cs + dx of tap row i * sh + dy of s, sh < kh),
+ * rows x n results at d (row stride drs bytes), each tap row folded once for the
  * output rows that share it; false when the host lacks AVX-512, the grid is not one
  * it takes, or a tap may be a NaN (then the results are not all written: run the taps
  * one by one instead). */
-bool rt_pool_grid512(uint8_t *d, int64_t drs, const uint8_t *s, int64_t srs, uint32_t kh,
-                     uint32_t kw, uint32_t sh, int64_t cs, uint32_t rows, uint32_t n, int fn);
+bool rt_pool_grid512(uint8_t *d, int64_t drs, const RtPoolSrc *s, uint32_t kh, uint32_t kw,
+                     uint32_t sh, int64_t cs, uint32_t rows, uint32_t n, int fn);
 /* rt_kern_vpool.c: a pooling run with its taps read in place from deferred LOADs' DRAM
  * where they lie (AVX-512 hosts); false (nothing done) otherwise. */
 bool rt_vec_pool_views(RtCore *c, RtDefer *d, const SpyInsn *code, uint32_t nt);

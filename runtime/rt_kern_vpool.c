@@ -163,17 +163,88 @@ static bool pool_grid(const SpyInsn *code, uint32_t nt, PoolGrid *g) {
     return sr % g->rw == 0 && g->sh < g->kh;
 }
 
+/* The one pending view of d that LX bytes [lo, hi) touch; NULL when none or several. */
+static const RtView *sole_view(const RtDefer *d, int64_t lo, int64_t hi) {
+    const RtView *v = NULL;
+    for (int i = 0; i < d->n; i++)
+        if ((int64_t)d->v[i].hi > lo && (int64_t)d->v[i].lo < hi) {
+            if (v)
+                return NULL;
+            v = &d->v[i];
+        }
+    return v;
+}
+
+/* The bits of the 4-byte elements [c0, c1) of rows [r0, r1) of a grid's tap rows (LX
+ * byte a0, brs bytes apart) that differ from val, or-ed together (0: all are val). */
+static uint32_t differ(const RtCore *c, uint32_t a0, int64_t brs, uint64_t r0, uint64_t r1,
+                       uint64_t c0, uint64_t c1, uint32_t val) {
+    uint32_t x = 0;
+    for (uint64_t r = r0; r < r1; r++) {
+        const uint8_t *p = c->lx + a0 + (int64_t)r * brs;
+        for (uint64_t e = c0; e < c1; e++) {
+            uint32_t w;
+            memcpy(&w, p + 4 * e, 4);
+            x |= w ^ val;
+        }
+    }
+    return x;
+}
+
+/* A grid's tap rows (prows rows of ext elements from LX byte a0, brs bytes apart) as
+ * rows of one pending view (the only one under them) inside a border of LX bytes that
+ * all hold the same value: the padding a VFILL put around a deferred LOAD (rt_fill.c
+ * fills only the border), resnet50's 3 x 3 stride-2 max pool. Into *ps: the taps read
+ * in place, the border's value read once (checked against every border element: any
+ * instruction may have written there), the LOAD never carried out (its copy into LX
+ * was a third of the pool's time; the border read in the kernel instead, a line a
+ * row, was slower at 2 threads than this check). False: not so (no view or more than
+ * one under the rows, a transposed one, rows of another pitch, a border of several
+ * values, or no border at all: rt_defer_rows_src then finds the rows). */
+static bool pool_border(const RtCore *c, const RtDefer *d, uint32_t a0, int64_t brs,
+                        uint64_t prows, uint64_t ext, RtPoolSrc *ps) {
+    int64_t end = (int64_t)a0 + (int64_t)(prows - 1) * brs + 4 * (int64_t)ext;
+    const RtView *v = sole_view(d, a0, end);
+    if (!v || v->t || (v->rows > 1 && (int64_t)v->lrs != brs) || v->rowb % 4)
+        return false;
+    int64_t off = (int64_t)v->lo - a0;
+    int64_t rv = off >= 0 ? off / brs : -((-off + brs - 1) / brs);  /* view row 0's row */
+    int64_t cb = off - rv * brs;                                     /* its column byte */
+    if (cb % 4 || cb + (int64_t)v->rowb > brs || cb / 4 >= (int64_t)ext)
+        return false;
+    uint64_t c0 = (uint64_t)cb / 4, c1 = c0 + v->rowb / 4;
+    int64_t r0 = rv > 0 ? rv : 0, r1 = rv + (int64_t)v->rows;
+    r1 = r1 < (int64_t)prows ? r1 : (int64_t)prows;
+    c1 = c1 < ext ? c1 : ext;
+    if (r0 >= r1 || (r0 == 0 && r1 == (int64_t)prows && c0 == 0 && c1 == ext))
+        return false;
+    uint32_t val;   /* a border element's: row 0's first, else its first past the view's
+                       columns, else row r1's first */
+    int64_t at = r0 > 0 || c0 > 0 ? 0 : c1 < ext ? 4 * (int64_t)c1 : r1 * brs;
+    memcpy(&val, c->lx + a0 + at, 4);
+    if (differ(c, a0, brs, 0, (uint64_t)r0, 0, ext, val) |
+        differ(c, a0, brs, (uint64_t)r1, prows, 0, ext, val) |
+        differ(c, a0, brs, (uint64_t)r0, (uint64_t)r1, 0, c0, val) |
+        differ(c, a0, brs, (uint64_t)r0, (uint64_t)r1, c1, ext, val))
+        return false;
+    *ps = (RtPoolSrc){.s = v->src + (r0 - rv) * v->drs, .srs = v->drs, .r0 = (uint64_t)r0,
+                      .r1 = (uint64_t)r1, .c0 = c0, .c1 = c1};
+    memcpy(&ps->v, &val, 4);
+    return true;
+}
+
 /* A MAX / MIN pooling run over a grid of taps (pool_grid) by rt_pool_grid512: each tap
  * row's kw taps folded once into a row of partial results, each output row then from
  * the kh partial rows under it, rather than all kh x kw taps for every output row
  * (resnet50's 3 x 3 stride-2 max pool: a tap row serves two output rows; alone, 2
  * threads, 0.102 -> 0.073 ms). Taps read from the DRAM of the deferred LOAD whose view
- * holds all their rows (d not NULL), else from LX, the views over them carried out
- * first. The same bits as tap after tap: a left fold of MAX (MIN) keeps the first NaN
- * in tap order, else the last tap equal to the maximum (a tie of +0 and -0: the later
- * one); folding each tap row first, then the rows in order, keeps the same one, the
- * taps being row-major. False: not a grid, or a NaN may be among the taps (then the
- * caller runs the taps one by one over everything). */
+ * holds all their rows (d not NULL), or their interior inside a border of one value
+ * (pool_border), else from LX, the views over them carried out first. The same bits as
+ * tap after tap: a left fold of MAX (MIN) keeps the first NaN in tap order, else the
+ * last tap equal to the maximum (a tie of +0 and -0: the later one); folding each tap
+ * row first, then the rows in order, keeps the same one, the taps being row-major.
+ * False: not a grid, or a NaN may be among the taps (then the caller runs the taps one
+ * by one over everything). */
 static bool pool_sep(RtCore *c, RtDefer *d, const SpyInsn *code, uint32_t nt) {
     const SpyVec *r = &code[0].vec;
     PoolGrid g;
@@ -181,22 +252,21 @@ static bool pool_sep(RtCore *c, RtDefer *d, const SpyInsn *code, uint32_t nt) {
     if ((cs != 1 && cs != 2) || !rt_host_has(RT_HOST_AVX512) || !pool_grid(code, nt, &g))
         return false;
     uint64_t prows = (uint64_t)(r->rows - 1) * g.sh + g.kh;
-    uint64_t rowb = 4 * ((uint64_t)(r->cols - 1) * (uint64_t)cs + g.kw);
-    const uint8_t *base = NULL;
-    brs = g.rw * 4;
+    uint64_t ext = (uint64_t)(r->cols - 1) * (uint64_t)cs + g.kw;   /* elements a tap row */
+    RtPoolSrc ps = {.s = c->lx + g.a0, .srs = g.rw * 4, .r1 = prows, .c1 = ext};
     if (d) {
         int64_t lo, hi;
         rt_span2(r->rows, r->dst_rs, r->cols, 1, 4, &lo, &hi);
         rt_defer_flush_lx(c, d, (int64_t)r->dst + lo, (int64_t)r->dst + hi);
-        base = rt_defer_rows_src(d, g.a0, prows, brs, rowb, &brs);
-        if (!base) {
-            brs = g.rw * 4;
-            rt_defer_flush_lx(c, d, g.a0, g.a0 + (int64_t)(prows - 1) * brs + (int64_t)rowb);
-        }
+        const uint8_t *base = rt_defer_rows_src(d, g.a0, prows, ps.srs, 4 * ext, &brs);
+        if (base)
+            ps.s = base, ps.srs = brs;
+        else if (!pool_border(c, d, g.a0, ps.srs, prows, ext, &ps))
+            rt_defer_flush_lx(c, d, g.a0, g.a0 + (int64_t)(prows - 1) * ps.srs +
+                                              4 * (int64_t)ext);
     }
-    base = base ? base : c->lx + g.a0;
-    return rt_pool_grid512(c->lx + r->dst, (int64_t)r->dst_rs * 4, base, brs,
-                           g.kh, g.kw, g.sh, cs, r->rows, r->cols, r->fn);
+    return rt_pool_grid512(c->lx + r->dst, (int64_t)r->dst_rs * 4, &ps, g.kh, g.kw, g.sh, cs,
+                           r->rows, r->cols, r->fn);
 }
 #endif
 

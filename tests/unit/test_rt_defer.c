@@ -928,6 +928,66 @@ static void test_defer_store(void **state) {
     check(&p, 96);
 }
 
+/* Appends a pooling run of function fn over a kh x kw window: rows x cols results at
+ * dst from the taps at src (row stride sr * pitch, column stride cs, element by element
+ * as spyrec's codegen/cg_reduce.c writes them: the first VEC of two taps, each next
+ * one of the results so far and one more tap). */
+static void pool_run(Prog *p, int fn, uint32_t dst, uint32_t src, uint32_t rows, uint32_t cols,
+                     uint32_t pitch, uint32_t sr, uint32_t cs, uint32_t kh, uint32_t kw) {
+    for (uint32_t t = 1; t < kh * kw; t++) {
+        SpyVec v = {.opcode = ISA_VEC, .dtype = ISA_DT_F32, .fn = (uint8_t)fn, .nsrc = 2,
+                    .dst = dst, .rows = rows, .cols = cols, .dst_rs = (int32_t)cols,
+                    .src = {dst, src + 4 * ((t / kw) * pitch + t % kw)},
+                    .src_rs = {(int32_t)cols, (int32_t)(sr * pitch)}, .src_cs = {1, (int32_t)cs}};
+        if (t == 1)
+            v.src[0] = src, v.src_rs[0] = (int32_t)(sr * pitch), v.src_cs[0] = (int32_t)cs;
+        memset(&p->in[p->n], 0, sizeof p->in[p->n]);
+        p->in[p->n++].vec = v;
+    }
+}
+
+/* A max (min) pool of a padded tile (rt_kern_vpool.c pool_border): a VFILL of ch planes
+ * of -inf (+inf), a LOAD of ch planes of h x w into their interior (a view per plane),
+ * then a 3 x 3 pool of each plane, stored. The taps are read in place from the LOAD's
+ * DRAM inside the border's value: LX's interior is never written (still 0xff).
+ * Variants: stride 2 with a border at the top and left only (resnet50's), MIN, a
+ * border element changed first by a VFILL (two values: the plane is carried out, the
+ * pool read in LX), NaNs among the taps (the pool then runs tap by tap), stride 1
+ * with a border on every side, more planes than view slots (copied). */
+static void test_pool_border(void **state) {
+    (void)state;
+    const uint32_t h = 30, w = 30, tile = 0x10000, outl = 0x40000;
+    for (int v = 0; v < 6; v++) {
+        uint32_t ch = v == 5 ? RT_MAX_VIEWS + 1 : 2, st = v == 4 ? 1 : 2;
+        uint32_t pad = v == 4 ? 2 : 1, pitch = w + pad, prow = h + pad;  /* padded */
+        uint32_t plane = prow * pitch, oh = (prow - 3) / st + 1, ow = (pitch - 3) / st + 1;
+        uint32_t d[3] = {ch, h, w};
+        int32_t ds[3] = {(int32_t)(h * w + 7), (int32_t)w, 1};
+        int32_t ls[3] = {(int32_t)plane, (int32_t)pitch, 1};
+        int fn = v == 1 ? ISA_VF_MIN : ISA_VF_MAX;
+        fill_nan_lo = 0x20000, fill_nan_hi = v == 3 ? 0x20000 + 4 * h * w : 0;
+        Prog p = {.n = 0};
+        vfill(&p, tile, ch * plane, ISA_DT_F32, fn == ISA_VF_MIN ? 0x7f800000u : 0xff800000u);
+        dma3(&p, tile + 4 * (pitch + 1), 0x20000, d, ds, ls);
+        if (v == 2)                  /* one border element of plane 0 made 1.0 */
+            vfill(&p, tile + 4 * 9 * pitch, 1, ISA_DT_F32, 0x3f800000u);
+        for (uint32_t q = 0; q < (ch < 3 ? ch : 3); q++)
+            pool_run(&p, fn, outl + 4 * q * oh * ow, tile + 4 * q * plane, oh, ow, pitch, st,
+                     st, 3, 3);
+        dma(&p, true, outl, OUT, 1, 3 * oh * ow, 0, 1, 0, 1);
+        check(&p, 100 + (uint32_t)v);
+        uint8_t ff[4 * 30];
+        memset(ff, 0xff, sizeof ff);
+        if (v != 5)                  /* plane 1's interior not copied into LX */
+            assert_memory_equal(lx + tile + 4 * (plane + 7 * pitch + 1), ff, 4 * w);
+        if (v == 0)                  /* nor plane 0's */
+            assert_memory_equal(lx + tile + 4 * (7 * pitch + 1), ff, 4 * w);
+        if (v == 2 || v == 3)        /* plane 0 carried out: two border values, NaNs */
+            assert_memory_not_equal(lx + tile + 4 * (7 * pitch + 1), ff, 4 * w);
+    }
+    fill_nan_hi = 0;
+}
+
 /* A B given transposed (RtMmSrc.bt) through each F32 kernel this host runs: the same
  * bits as the scalar reference (increasing k, one fused multiply-add each), from 0 or
  * accumulating onto C (odd shapes): row counts 1 to 4 (the streamed product) and
@@ -1000,6 +1060,7 @@ int main(void) {
         cmocka_unit_test(test_epi_pre_vec),
         cmocka_unit_test(test_fill_gaps),
         cmocka_unit_test(test_defer_store),
+        cmocka_unit_test(test_pool_border),
         cmocka_unit_test(test_kernels_bt),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
