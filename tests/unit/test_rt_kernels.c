@@ -1202,6 +1202,19 @@ static void test_pool_runs(void **state) {
     check_strip(p, n, 80000, &seed, true);
     n = pool_prog(p, ISA_VF_MIN, 64, 20000, 12, 40, 90, 1, 2, 2, 3);
     check_strip(p, n, 80000, &seed, false);
+    /* grids of other widths (the fold's taps shifted across vectors: 3 x 5 at column
+     * stride 2, its last taps two lanes on; 2 x 5 at stride 1 over 70 columns; 3 x 2 at
+     * stride 2), with and without NaNs */
+    static const uint32_t grids[][8] = {{10, 37, 120, 1, 2, 3, 5, ISA_VF_MAX},
+                                        {9, 70, 80, 1, 1, 2, 5, ISA_VF_MIN},
+                                        {9, 20, 50, 2, 2, 3, 2, ISA_VF_MAX}};
+    for (size_t gi = 0; gi < sizeof grids / sizeof *grids; gi++) {
+        const uint32_t *g = grids[gi];
+        n = pool_prog(p, (int)g[7], 64, 20000, g[0], g[1], g[2], g[3], g[4], g[5], g[6]);
+        assert_int_equal(rt_vec_pool_run(p, n), n);
+        check_strip(p, n, 80000, &seed, false);
+        check_strip(p, n, 80000, &seed, true);
+    }
     fill_ties = false;
     /* ADD (average pooling's sums): the additions in tap order, the same bits; without
      * NaNs, whose payload when both operands are NaN isa.md leaves open (the AVX-512 row
