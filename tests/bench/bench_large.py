@@ -43,9 +43,10 @@ Three tables, after a header naming the host and the onnxruntime version:
    tensor, at --chains node counts, each stopped after --chain-timeout seconds.
 
 3. GFLOP/s of a single MatMul (input [M,K] times a constant [K,N]) on the emulator
-   (2*M*N*K / median spyrun latency) and on onnxruntime, as a share of this host's fp32
-   peak for T threads: T times one core's peak, measured by BUILD/tests/fma_peak
-   (tests/bench/fma_peak.c).
+   (2*M*N*K / spyrun latency, the median of --rounds alternating rounds as for a model's
+   row; the outputs checked in one run before them) and on onnxruntime, as a share of
+   this host's fp32 peak for T threads: T times one core's peak, measured by
+   BUILD/tests/fma_peak (tests/bench/fma_peak.c).
 
 Bundles and generated models stay in --work (default BUILD/bench-large). Not a test:
 nothing here asserts on time. Needs numpy, onnx and onnxruntime (make bench-large runs it
@@ -490,13 +491,19 @@ def bench_gemm(args):
         flop = 2.0 * m * n * k
         row = {"shape": shape, "spyrun_ms": None, "ort_ms": None, "check": "n/a", "error": None}
         c = compile_best(args, model, model[:-5] + ".sbin", 1, args.compile_timeout)
-        if c["error"]:
-            row["error"] = c["error"]
-        else:
+        errors = [c["error"]] if c["error"] else []
+        if not c["error"]:    # the check once; its time is not one of the rounds'
             s = spyrun_stats(args, model[:-5] + ".sbin", data)
-            row.update(spyrun_ms=s["spyrun_ms"], check=s["check"], error=s["error"])
-        row["ort_ms"], err = ort_ms(args, model, data)
-        row["error"] = row["error"] or err
+            row["check"] = s["check"]
+            errors += [s["error"]] if s["error"] else []
+        # the same alternating rounds as a model's row: one spyrun process that ran
+        # slow throughout (twice in ten bench runs the 1024^3 product ran at about half
+        # its rate for a whole process; cause not found) is then one round of three,
+        # not the row
+        lat = latency_rounds(args, model, model[:-5] + ".sbin" if not c["error"] else None,
+                             data, errors)
+        row.update(spyrun_ms=lat["spyrun_ms"], ort_ms=lat["ort_ms"])
+        row["error"] = "; ".join(errors) or None
         gf = {key: flop / (row[key] * 1e6) if row[key] else None for key in ("spyrun_ms", "ort_ms")}
         pct = {key: 100 * v / peak if v and peak else None for key, v in gf.items()}
         line = (f"{shape:<16} {bench.fmt(row['spyrun_ms'], '10.2f')} "
