@@ -22,6 +22,7 @@
  */
 #include <string.h>
 
+#include "convcost.h"
 #include "costmodel.h"
 #include "devtype.h"
 #include "fusecost.h"
@@ -421,55 +422,6 @@ static void matmul_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTa
         }
 }
 
-/* Bytes charged (whole sticks, costmodel.h) for the input rows an output-row chunk of
- * rc rows reads, [cg channels, rows, width] of a dense NCHW-like input, averaged over
- * the chunks' positions: a chunk's runs start where its first row falls in a stick. */
-static double conv_rows_bytes(const SpyTarget *t, const IrGeom *geo, int64_t es, int64_t rc,
-                              int64_t ext)
-{
-    int64_t h = geo->in_ext[0], w = geo->in_ext[1], n = (ext + rc - 1) / rc;
-    int64_t rin = plan_patch_rows(geo, rc);
-    bool banded = plan_patch_banded(geo, rc);      /* one run of rows per tap */
-    int64_t nb = banded ? geo->k2[0] : 1, span = banded ? plan_patch_band(geo, rc) : rin;
-    if (h * w > INT32_MAX || n <= 0)
-        return cost_rows_bytes(t, (double)geo->cg * (double)rin, (double)(es * w));
-    double sum = 0;
-    for (int64_t j = 0; j < n; j++)
-        for (int64_t b = 0; b < nb; b++) {
-            int64_t lo = j * rc * geo->s2[0] - geo->pad_lo[0] + b * geo->d2[0], hi = lo + span;
-            lo = lo > 0 ? lo : 0;
-            hi = hi < h ? hi : h;
-            uint32_t dims[3] = {(uint32_t)geo->cg, (uint32_t)(hi > lo ? hi - lo : 0),
-                                (uint32_t)w};
-            int32_t st[3] = {(int32_t)(h * w), (int32_t)w, 1};
-            sum += (double)cost_transfer_bytes(t, lo * w * es, es, 3, dims, st);
-        }
-    return sum / (double)n;
-}
-
-/* Bytes charged (whole sticks) for storing the output tile of one CONV item, mt of the
- * m output channels by rc of the ext output rows of pix elements each (a dense
- * NCHW-like output: a channel's rows are one run, channels a plane apart), averaged
- * over the items: a chunk's runs start where its first row falls in a stick, which
- * moves with the channel when a plane is not whole sticks (a 28 x 28 fp16 plane is
- * 12.25 sticks: a 4-row run of 224 bytes then touches 2.5 sticks on average). Summed
- * over the row chunks of all m channels, shared by the ceil(m / mt) channel tiles. */
-static double conv_out_bytes(const SpyTarget *t, int64_t eo, int64_t m, int64_t mt,
-                             int64_t rc, int64_t ext, int64_t pix)
-{
-    int64_t n = (ext + rc - 1) / rc, tiles = (m + mt - 1) / mt;
-    if (ext * pix > INT32_MAX || m > UINT32_MAX || n <= 0 || tiles <= 0)
-        return cost_rows_bytes(t, (double)mt, (double)(eo * rc * pix));
-    double sum = 0;
-    for (int64_t j = 0; j < n; j++) {
-        int64_t r0 = j * rc, rows = ext - r0 < rc ? ext - r0 : rc;
-        uint32_t dims[2] = {(uint32_t)m, (uint32_t)(rows * pix)};
-        int32_t st[2] = {(int32_t)(ext * pix), 1};
-        sum += (double)cost_transfer_bytes(t, r0 * pix * eo, eo, 2, dims, st);
-    }
-    return sum / (double)(n * tiles);
-}
-
 /* Whether CONV grid gr divides the work of one image rather than of its whole batch:
  * when its batch extent may be symbolic, the box of a symbol that can be smaller (the
  * symbol's max, above its min). Its images, dealt over the cores (plan_assign_cores),
@@ -514,14 +466,14 @@ static void conv_divide(IrGraph *g, const IrKernel *k, IrGrid *gr, const SpyTarg
              * as output-like bytes) */
             double rows_in = (double)plan_patch_rows(&geo, rc[j]);
             double bb = geo.patch || taps == 1
-                            ? conv_rows_bytes(t, &geo, (int64_t)sz.es, rc[j], gr->ext[3])
+                            ? pass_conv_rows_bytes(t, &geo, (int64_t)sz.es, rc[j], gr->ext[3])
                             : cost_rows_bytes(t, (double)kk, sz.es * (double)p);
             double patch = geo.patch ? sz.es * (kt / taps + 1) * rows_in * wp : 0;
             double bbuf = geo.patch ? 0 : sz.es * kt * p;  /* patch form: B is a window */
             if (sz.es * mt * kt + bbuf + patch + epi_lx_bytes(k, &sz) * mt * p > budget &&
                 (i + 1 < nm || j + 1 < nr))
                 continue;
-            double c = conv_out_bytes(t, (int64_t)sz.eo, gr->ext[2], mt, rc[j], gr->ext[3],
+            double c = pass_conv_out_bytes(t, (int64_t)sz.eo, gr->ext[2], mt, rc[j], gr->ext[3],
                                       pix);
             CEst e = {(uint64_t)(per_image ? gr->ext[1] : gr->ext[0] * gr->ext[1]),
                       (uint64_t)((gr->ext[2] + mt - 1) / mt),

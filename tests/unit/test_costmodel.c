@@ -1,6 +1,7 @@
 /* test_costmodel.c: the shared cost model (schemas/costmodel.h) and the runtime's
- * derived roofline: sticks charged for DRAM runs, and on real bundles of the model
- * zoo (a gather model among them, fp32 and fp16) no kernel's modelled efficiency
+ * derived roofline: sticks charged for DRAM runs, a convolution's row chunks charged by
+ * periods (passes/convcost.c) as by walking every chunk, and on real bundles of the
+ * model zoo (a gather model among them, fp32 and fp16) no kernel's modelled efficiency
  * above 100%.
  */
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include "codegen/cg.h"
 #include "costmodel.h"
 #include "frontend/fe.h"
+#include "passes/convcost.h"
 #include "ir.h"
 #include "passes/pass.h"
 #include "spyrt.h"
@@ -148,6 +150,86 @@ static void test_row_sticks_max(void **state)
 /* Compiles DIR/model.onnx (fp16 when fp16) and checks every kernel: roofline within
  * the modelled time, a limiter named, and the derived compulsory bytes within the
  * charged ones. */
+/* pass_conv_rows_bytes by walking every output-row chunk, as it did before it charged
+ * the inside chunks by periods: the reference. */
+static double rows_bytes_walked(const SpyTarget *t, const IrGeom *geo, int64_t es, int64_t rc,
+                                int64_t ext)
+{
+    int64_t h = geo->in_ext[0], w = geo->in_ext[1], n = (ext + rc - 1) / rc;
+    bool banded = plan_patch_banded(geo, rc);
+    int64_t nb = banded ? geo->k2[0] : 1;
+    int64_t span = banded ? plan_patch_band(geo, rc) : plan_patch_rows(geo, rc);
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t b = 0; b < nb; b++) {
+            int64_t lo = j * rc * geo->s2[0] - geo->pad_lo[0] + b * geo->d2[0], hi = lo + span;
+            lo = lo > 0 ? lo : 0;
+            hi = hi < h ? hi : h;
+            uint32_t dims[3] = {(uint32_t)geo->cg, (uint32_t)(hi > lo ? hi - lo : 0),
+                                (uint32_t)w};
+            int32_t st[3] = {(int32_t)(h * w), (int32_t)w, 1};
+            sum += (double)cost_transfer_bytes(t, lo * w * es, es, 3, dims, st);
+        }
+    return sum / (double)n;
+}
+
+/* pass_conv_out_bytes by walking every chunk: the reference. */
+static double out_bytes_walked(const SpyTarget *t, int64_t eo, int64_t m, int64_t mt,
+                               int64_t rc, int64_t ext, int64_t pix)
+{
+    int64_t n = (ext + rc - 1) / rc, tiles = (m + mt - 1) / mt;
+    double sum = 0;
+    for (int64_t j = 0; j < n; j++) {
+        int64_t r0 = j * rc, rows = ext - r0 < rc ? ext - r0 : rc;
+        uint32_t dims[2] = {(uint32_t)m, (uint32_t)(rows * pix)};
+        int32_t st[2] = {(int32_t)(ext * pix), 1};
+        sum += (double)cost_transfer_bytes(t, r0 * pix * eo, eo, 2, dims, st);
+    }
+    return sum / (double)(n * tiles);
+}
+
+/* A convolution's row chunks charged by whole periods of their stick residues
+ * (convcost.c) are charged exactly what walking every chunk charges: maps of 5 to
+ * 1,201 rows (up to 1,200 chunks: several periods, edges, a short last chunk), widths
+ * that are and are not whole sticks, kernels of 1 to 7 rows, strides 1 and 2,
+ * dilations 1, 2 and 9 (banded patches), paddings 0 to 3, fp16 and fp32. Fails when
+ * the inside range takes a clamped chunk (a row of padding) or a period is off by
+ * one. */
+static void test_conv_chunk_periods(void **state)
+{
+    (void)state;
+    SpyTarget t;
+    fe_default_target(&t);
+    static const int64_t hs[] = {5, 28, 56, 241, 1201}, ws[] = {1, 7, 33, 56};
+    static const int64_t ks[] = {1, 3, 7}, ss[] = {1, 2}, ds[] = {1, 2, 9}, pads[] = {0, 1, 3};
+    static const int64_t rcs[] = {1, 2, 3, 7, 13}, ess[] = {2, 4};
+    int checked = 0, long_maps = 0;  /* those with more than two periods of any length */
+    for (size_t a = 0; a < sizeof hs / sizeof *hs; a++)
+    for (size_t b = 0; b < sizeof ws / sizeof *ws; b++)
+    for (size_t c = 0; c < sizeof ks / sizeof *ks; c++)
+    for (size_t d = 0; d < sizeof ss / sizeof *ss; d++)
+    for (size_t e = 0; e < sizeof ds / sizeof *ds; e++)
+    for (size_t f = 0; f < sizeof pads / sizeof *pads; f++) {
+        IrGeom geo = {0};
+        geo.in_ext[0] = hs[a], geo.in_ext[1] = ws[b], geo.k2[0] = ks[c], geo.s2[0] = ss[d];
+        geo.d2[0] = ds[e], geo.pad_lo[0] = geo.pad_hi[0] = pads[f], geo.cg = 3;
+        int64_t ext = (hs[a] + 2 * pads[f] - ds[e] * (ks[c] - 1) - 1) / ss[d] + 1;
+        if (ext <= 0)
+            continue;
+        for (size_t r = 0; r < sizeof rcs / sizeof *rcs; r++)
+            for (size_t q = 0; q < sizeof ess / sizeof *ess; q++) {
+                int64_t rc = rcs[r], es = ess[q];
+                assert_true(pass_conv_rows_bytes(&t, &geo, es, rc, ext) ==
+                            rows_bytes_walked(&t, &geo, es, rc, ext));
+                assert_true(pass_conv_out_bytes(&t, es, 24, 8, rc, ext, ws[b]) ==
+                            out_bytes_walked(&t, es, 24, 8, rc, ext, ws[b]));
+                checked++;
+                long_maps += (ext + rc - 1) / rc > 2 * (int64_t)t.stick_bytes + 16;
+            }
+    }
+    assert_true(checked > 1000 && long_maps > 100);
+}
+
 static void check_model(const char *dir, bool fp16)
 {
     char path[4096];
@@ -222,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_sticks),
         cmocka_unit_test(test_sticks_brute),
         cmocka_unit_test(test_row_sticks_max),
+        cmocka_unit_test(test_conv_chunk_periods),
         cmocka_unit_test(test_zoo_efficiency),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
