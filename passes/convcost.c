@@ -20,12 +20,7 @@
  * stick, so the charges of chunks one step apart repeat with this period. */
 static int64_t stick_period(const SpyTarget *t, int64_t step)
 {
-    int64_t s = t->stick_bytes > 0 ? t->stick_bytes : 1, a = ((step % s) + s) % s, b = s;
-    while (a) {                              /* b = gcd(step mod s, s) */
-        int64_t r = b % a;
-        b = a, a = r;
-    }
-    return s / b;
+    return cost_residue_period(t->stick_bytes > 0 ? t->stick_bytes : 1, step);
 }
 
 /* Bytes charged for the input rows of output-row chunk j (rc rows): nb runs of span

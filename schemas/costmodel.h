@@ -132,6 +132,17 @@ static inline double cost_rows_bytes(const SpyTarget *t, double rows, double byt
     return rows * (double)cost_run_sticks(t, 0, (uint64_t)bytes) * t->stick_bytes;
 }
 
+/* Steps after which the residues i * step mod s (s > 0) repeat: s / gcd(step mod s, s). */
+static inline int64_t cost_residue_period(int64_t s, int64_t step)
+{
+    int64_t a = ((step % s) + s) % s, b = s;
+    while (a) {
+        int64_t r = b % a;
+        b = a, a = r;
+    }
+    return s / b;
+}
+
 /* Sticks touched by a strided DRAM transfer: runs of run_bytes contiguous bytes, the
  * first at byte offset off, the others at off + sum_d i_d * stride[d] (bytes) for
  * i_d < count[d], d < nd. Exact: the runs' offsets within a stick are counted as a
@@ -160,9 +171,7 @@ static inline uint64_t cost_dma_sticks(const SpyTarget *t, int64_t off, uint64_t
         if (count[d] <= 1 || st == 0)
             continue;
         memset(step, 0, sizeof step);    /* how many i < count land on each residue */
-        uint64_t period = 1;
-        for (int64_t r = st; r != 0 && period < (uint64_t)s; r = (r + st) % s)
-            period++;                    /* i * st mod s repeats every `period` steps */
+        uint64_t period = (uint64_t)cost_residue_period(s, st); /* i * st mod s repeats */
         for (uint64_t i = 0; i < period && i < count[d]; i++)
             step[(int64_t)((i * (uint64_t)st) % (uint64_t)s)] +=
                 count[d] / period + (i < count[d] % period);
