@@ -81,6 +81,17 @@ double pass_conv_rows_bytes(const SpyTarget *t, const IrGeom *geo, int64_t es, i
     return (sum + (double)whole * period + part) / (double)n;
 }
 
+/* Bytes charged for storing output-row chunk j of pass_conv_out_bytes: rc of the ext
+ * rows (the last chunk may be shorter) of all m channels. */
+static double conv_chunk_out_bytes(const SpyTarget *t, int64_t eo, int64_t m, int64_t rc,
+                                   int64_t ext, int64_t pix, int64_t j)
+{
+    int64_t r0 = j * rc, rows = ext - r0 < rc ? ext - r0 : rc;
+    uint32_t dims[2] = {(uint32_t)m, (uint32_t)(rows * pix)};
+    int32_t st[2] = {(int32_t)(ext * pix), 1};
+    return (double)cost_transfer_bytes(t, r0 * pix * eo, eo, 2, dims, st);
+}
+
 /* Bytes charged (whole sticks) for storing the output tile of one CONV item, mt of the
  * m output channels by rc of the ext output rows of pix elements each (a dense
  * NCHW-like output: a channel's rows are one run, channels a plane apart), averaged
@@ -95,20 +106,18 @@ double pass_conv_out_bytes(const SpyTarget *t, int64_t eo, int64_t m, int64_t mt
     int64_t n = (ext + rc - 1) / rc, tiles = (m + mt - 1) / mt;
     if (ext * pix > INT32_MAX || m > UINT32_MAX || n <= 0 || tiles <= 0)
         return cost_rows_bytes(t, (double)mt, (double)(eo * rc * pix));
-    int64_t per = stick_period(t, rc * pix * eo), whole = n - 1;  /* the last may be short */
-    int64_t reps = whole >= 2 * per ? whole / per : 0, walk = reps ? per : whole;
-    double sum = 0, part = 0;
-    for (int64_t j = 0; j <= walk; j++) {
-        int64_t r0 = (j < walk ? j : n - 1) * rc, rows = ext - r0 < rc ? ext - r0 : rc;
-        uint32_t dims[2] = {(uint32_t)m, (uint32_t)(rows * pix)};
-        int32_t st[2] = {(int32_t)(ext * pix), 1};
-        double c = (double)cost_transfer_bytes(t, r0 * pix * eo, eo, 2, dims, st);
-        if (j == walk)
-            sum += c;                            /* chunk n - 1 */
-        else {
-            sum += reps ? (double)reps * c : c;
-            part += reps && j < whole % per ? c : 0;
-        }
+    int64_t whole = n - 1, per = stick_period(t, rc * pix * eo); /* the last may be short */
+    double sum = conv_chunk_out_bytes(t, eo, m, rc, ext, pix, n - 1);
+    if (whole < 2 * per) {
+        for (int64_t j = 0; j < whole; j++)
+            sum += conv_chunk_out_bytes(t, eo, m, rc, ext, pix, j);
+        return sum / (double)(n * tiles);
     }
-    return (sum + part) / (double)(n * tiles);
+    double period = 0, part = 0;
+    for (int64_t j = 0; j < per; j++) {
+        double c = conv_chunk_out_bytes(t, eo, m, rc, ext, pix, j);
+        period += c;
+        part += j < whole % per ? c : 0;
+    }
+    return (sum + (double)(whole / per) * period + part) / (double)(n * tiles);
 }
