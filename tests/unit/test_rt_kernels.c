@@ -533,13 +533,13 @@ static void test_matmul_window(void **state) {
         {48, 2, 3, 3, 1, 1, 5, 9},  {80, 2, 3, 3, 2, 1, 3, 7},  {128, 3, 1, 1, 2, 1, 4, 14},
         {144, 2, 3, 3, 1, 1, 2, 5},
         /* vectors of rows over k in chunks, the running sums kept between them: one
-         * vector (k past 256), two (past 128), a group of each */
-        {16, 40, 3, 3, 1, 1, 7, 7}, {32, 20, 3, 3, 2, 1, 4, 14}, {48, 16, 3, 3, 1, 1, 3, 9},
-        {16, 300, 1, 1, 2, 1, 3, 5},
+         * vector (k past 384), two (past 128), a group of each */
+        {16, 50, 3, 3, 1, 1, 7, 7}, {32, 20, 3, 3, 2, 1, 4, 14}, {48, 16, 3, 3, 1, 1, 3, 9},
+        {16, 400, 1, 1, 2, 1, 3, 5},
         /* two pixel rows of at most half the accumulators a call (and a last one
          * alone): one and two vectors, stride 1 and 2, over k chunks too */
         {32, 3, 3, 3, 1, 1, 4, 7},  {32, 2, 3, 3, 2, 1, 5, 6},  {16, 2, 3, 3, 1, 1, 3, 8},
-        {16, 3, 3, 3, 2, 1, 5, 2},  {32, 20, 3, 3, 1, 1, 3, 7}, {16, 40, 3, 3, 2, 1, 4, 4},
+        {16, 3, 3, 3, 2, 1, 5, 2},  {32, 20, 3, 3, 1, 1, 3, 7}, {16, 50, 3, 3, 2, 1, 4, 4},
         /* A packed a k-chunk at a time (the next chunk's and group's lines prefetched):
          * groups of two vectors and a last one of one over several chunks each */
         {80, 40, 3, 3, 1, 1, 3, 7}, {112, 50, 3, 3, 2, 1, 4, 6},
@@ -554,10 +554,10 @@ static void test_matmul_window(void **state) {
         {128, 4, 3, 1, 2, 1, 40, 1}, {32, 3, 3, 1, 1, 1, 50, 1}, {16, 2, 5, 1, 5, 1, 30, 1},
         {100, 3, 3, 1, 2, 1, 37, 1}, {2, 3, 3, 1, 1, 1, 21, 1},
         /* one vector of rows over k in groups of three taps (chant_*): chunks rounded
-         * up to whole groups (k 279: 141 + 138), taps along a row alone (1 x 3), not
+         * up to whole groups (k 423: 213 + 210), taps along a row alone (1 x 3), not
          * for dilated taps */
-        {16, 31, 3, 3, 1, 1, 3, 9}, {16, 3, 1, 3, 1, 1, 4, 10}, {16, 2, 3, 3, 1, 2, 3, 20},
-        {16, 31, 3, 3, 2, 1, 2, 7}};
+        {16, 47, 3, 3, 1, 1, 3, 9}, {16, 3, 1, 3, 1, 1, 4, 10}, {16, 2, 3, 3, 1, 2, 3, 20},
+        {16, 47, 3, 3, 2, 1, 2, 7}};
     /* then again with the offsets of B's rows kept on the core (RtCore.koff): each
      * case's second run (ACCUM) finds its window's offsets kept by the first, the next
      * case's window differs; last, windows one after the other of the same k (the
