@@ -423,9 +423,9 @@ MMT_INLINE void MMT_NAME(chan_pf_next)(MMT_NAME(Args) *y, const char **tab, cons
  * MMC_CHUNK_BYTES (one vector: MMC_CHUNK_BYTES1) of at, every block over one chunk
  * before the next, the running sums kept in ct between chunks (exact): over all of k
  * at once, a block read at and the window from L2 (resnet50's 3 x 3 convolutions: k
- * 576 to 4608), at about the L2's bandwidth. With A's kept transpose pre (its end pend), the chunks are read there,
- * none packed, and the calls prefetch MMC_PF_AHEAD chunks ahead instead (past pend,
- * the next copy's start, x->pnx). */
+ * 576 to 4608), at about the L2's bandwidth. With A's kept transpose pre (its end
+ * pend), the chunks are read there, none packed, and the calls prefetch MMC_PF_AHEAD
+ * chunks ahead instead (past pend, the next copy's start, x->pnx). */
 MMT_INLINE void MMT_NAME(chan_rows)(const MMT_NAME(Args) *x, float *at, float *ct, int mv,
                                      int s, size_t ne0, size_t ne1, int64_t ns0,
                                      const rt_f32 *na, uint32_t nrows, const float *pre,
