@@ -140,6 +140,12 @@ static bool attn_shapes(DecCtx *c, ValId q, ValId k, ValId v, int64_t *hq, int64
     } else {
         *hq = tq->dims[1];
         *hk = tk->dims[1];
+        if (*hq < 1 || *hk < 1 || tv->dims[1] != *hk) {
+            dec_err(c, "4-D Q, K and V need at least one head, and as many in V as in K "
+                       "(Q %lld, K %lld, V %lld)", (long long)*hq, (long long)*hk,
+                    (long long)tv->dims[1]);
+            return false;
+        }
     }
     if (*hq % *hk != 0) {
         dec_err(c, "q_num_heads %lld is not a multiple of kv_num_heads %lld", (long long)*hq, (long long)*hk);

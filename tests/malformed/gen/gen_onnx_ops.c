@@ -255,6 +255,15 @@ static void found_fuzz(void)
     g_input(&g, "x", ONNX_FLOAT, DIMS(6));
     g_output(&g, "y", ONNX_FLOAT, NULL, -1);
     g_case("onnx/unique_no_input.onnx", &g, 13, "node 'uniq1' (Unique)");
+    /* a 4-D Attention whose K has no heads (found by make fuzz: the check that Q's
+       heads are a multiple of K's divided by zero) */
+    g = (Buf){0};
+    g_node(&g, "Attention", "attn1", IN("q", "k", "v"), IN("y"), AEND);
+    g_input(&g, "q", ONNX_FLOAT, DIMS(2, 10, 1, 8));
+    g_input(&g, "k", ONNX_FLOAT, DIMS(2, 0, 8, 8));
+    g_input(&g, "v", ONNX_FLOAT, DIMS(2, 2, 8, 8));
+    g_output(&g, "y", ONNX_FLOAT, NULL, -1);
+    g_case("onnx/attention_zero_heads.onnx", &g, 23, "node 'attn1' (Attention): 4-D Q, K and V need at least one head");
     /* AffineGrid with its size input left out */
     g = (Buf){0};
     g_node(&g, "AffineGrid", "grid1", IN("theta", ""), IN("y"), AEND);
