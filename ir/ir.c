@@ -641,6 +641,27 @@ void ir_compact(IrGraph *g)
     g->nnodes = k;
 }
 
+bool ir_has_subgraphs(const IrGraph *g)
+{
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        for (int k = 0; k < g->nodes[i].nattrs; k++)
+            if (g->nodes[i].attrs[k].kind == IR_ATTR_GRAPH)
+                return true;
+    return false;
+}
+
+size_t ir_const_free(IrGraph *g, ValId v)
+{
+    IrValue *val = ir_val(g, v);
+    size_t bytes = ir_type_bytes(&val->type);
+    if (val->kind != IR_VAL_CONST || !val->data || !ir_arena_free(g, &g->arena, val->data, bytes))
+        return 0;
+    val->data = NULL;
+    for (int d = 0; d < val->type.rank; d++)
+        val->type.dims[d] = 0;
+    return bytes;
+}
+
 uint32_t *ir_use_counts(IrGraph *g)
 {
     uint32_t *c = ir_scratch(g, (size_t)g->nvals * sizeof *c);

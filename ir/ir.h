@@ -342,6 +342,7 @@ void *ir_scratch(IrGraph *g, size_t n);
 void ir_scratch_reset(IrGraph *g);
 void *ir_arena_alloc(IrGraph *g, IrArena *a, size_t n);
 void ir_arena_release(IrGraph *g, IrArena *a);
+bool ir_arena_free(IrGraph *g, IrArena *a, const void *p, size_t n);
 /* Out of memory: longjmp to g->oom (set by the compile driver; the arena, freed with
  * g, holds everything the graph allocated), or print a message and abort if unset. */
 _Noreturn void ir_oom(IrGraph *g);
@@ -363,6 +364,16 @@ ValId ir_add_const_ref(IrGraph *g, const char *name, const IrType *t, const void
 /* Hand g a block (a mapped file) to release with release(p, n) when g is freed. On
  * out of memory it is released at once before ir_oom. */
 void ir_graph_keep(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n));
+/* Give back the memory of constant v, which nothing reads any more (the caller knows:
+ * no node, attribute or graph output, and no subgraph, see ir_has_subgraphs), when the
+ * arena holds its data in a block of its own (a large constant that a pass made; a
+ * reference into a mapped file stays as it is): v becomes an empty constant (its dims
+ * all 0), so that a later read fails shape inference rather than finding no data.
+ * Returns the bytes freed (0: none). For a pass that replaces large constants
+ * (pass_fp8), so that the old and the new copies are not held together. */
+size_t ir_const_free(IrGraph *g, ValId v);
+/* Whether a node of g has a subgraph (whose nodes may read an outer value by name). */
+bool ir_has_subgraphs(const IrGraph *g);
 ValId ir_const_scalar_f32(IrGraph *g, float v);
 ValId ir_const_i64s(IrGraph *g, const int64_t *v, int n); /* 1-D i64 constant */
 void ir_add_output(IrGraph *g, ValId v);

@@ -73,6 +73,28 @@ void ir_arena_release(IrGraph *g, IrArena *a)
     a->bytes = 0;
 }
 
+/* Free the allocation p of n bytes from arena a of graph g when it has a block of its
+ * own (a request above a quarter of a block: a large constant) and return true; false,
+ * leaving it, when it shares a block. The block is unlinked wherever it is. */
+bool ir_arena_free(IrGraph *g, IrArena *a, const void *p, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n <= ARENA_BLOCK / 4)
+        return false;
+    for (IrArenaBlock **pb = &a->head; *pb; pb = &(*pb)->next) {
+        IrArenaBlock *b = *pb;
+        if (b->data != p || b->size != n)
+            continue;
+        size_t total = sizeof(IrArenaBlock) + b->size;
+        *pb = b->next;
+        free(b);
+        g->arena_bytes -= total;
+        a->bytes -= total;
+        return true;
+    }
+    return false;
+}
+
 void *ir_alloc(IrGraph *g, size_t n)
 {
     return ir_arena_alloc(g, &g->arena, n);

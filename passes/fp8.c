@@ -151,7 +151,11 @@ static ValId quant_b(IrGraph *g, ValId b, const PassFp8Mean *m, ValId *scale, Va
     int64_t N = tb->dims[tb->rank - 1], n = ir_type_numel(tb);
     const uint16_t *x = ir_val(g, b)->data;
     float *s = ir_scratch(g, (size_t)N * sizeof *s);
-    uint8_t *q = ir_scratch(g, (size_t)(n > 0 ? n : 1));
+    uint8_t *q = calloc((size_t)(n > 0 ? n : 1), 1);   /* copied by ir_add_const: freed
+                                                          here, not held with the others
+                                                          to the pass's end */
+    if (!q)
+        ir_oom(g);
     for (int64_t i = 0, j = 0; i < n; i++, j = j + 1 == N ? 0 : j + 1) {
         float v = fabsf(spy_dlf16_to_f32(x[i]));
         if (isfinite(v) && v > s[j])
@@ -168,7 +172,9 @@ static ValId quant_b(IrGraph *g, ValId b, const PassFp8Mean *m, ValId *scale, Va
     snprintf(nm, sizeof nm, "%s_fp8", ir_val(g, b)->name);
     *scale = ir_add_const(g, ir_fresh_name(g, "fp8_scale"), &ts, s);
     *corr = m ? correction(g, x, q, s, m, N) : IR_NONE;
-    return ir_add_const(g, ir_fresh_name(g, nm), &tq, q);
+    ValId c = ir_add_const(g, ir_fresh_name(g, nm), &tq, q);
+    free(q);
+    return c;
 }
 
 /* Whether the DLFloat16 constant b [K, N] is a signed permutation (one +-1 in every row
@@ -209,11 +215,22 @@ static bool fp8_candidate(IrGraph *g, const IrNode *n)
            !signed_perm(g, n->in[1]);
 }
 
+/* The DLFloat16 weight b, just quantized for one of its readers, is given back once no
+ * reader is left (uses: its readers not yet rewritten; free: the graph allows it). The
+ * fp16 pass made a DLFloat16 copy of every weight, twice the bytes of its fp8 one:
+ * kept to the end, llama_1b's compile held both (4.2 GiB besides the mapped weights). */
+static void drop_b(IrGraph *g, uint32_t *uses, bool free_ok, ValId b)
+{
+    if (free_ok && --uses[b] == 0)
+        ir_const_free(g, b);
+}
+
 bool pass_fp8(IrGraph *g, const PassOptions *opt)
 {
     if (opt->precision != PASS_PREC_FP8)
         return true;
-    uint32_t nold;
+    uint32_t nold, *uses = ir_use_counts(g);
+    bool free_ok = !ir_has_subgraphs(g);
     IrNode *old = ir_rewrite_begin(g, &nold);
     for (uint32_t i = 0; i < nold; i++) {
         const IrNode *n = &old[i];
@@ -236,6 +253,7 @@ bool pass_fp8(IrGraph *g, const PassOptions *opt)
         }
         if (gptq)
             opt->fp8cal->ngptq++;
+        drop_b(g, uses, free_ok, n->in[1]);
         const char *name = ir_val(g, n->out[0])->name;
         ir_replace_uses(g, n->out[0], y);
         if (strcmp(ir_val(g, y)->name, name) != 0) { /* the product keeps the model's name */

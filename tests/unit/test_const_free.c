@@ -1,0 +1,119 @@
+/* test_const_free.c: constants given back while the compiler runs (ir_const_free,
+ * ir_arena_free) and their use by the fp8 pass (passes/fp8.c), which drops each
+ * DLFloat16 weight once its last matrix product reads the float8 copy instead: a
+ * weight two products read goes after the second, one that another node reads stays,
+ * and small constants (sharing an arena block) and references into the caller's
+ * memory (a mapped file's) are never freed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dtconv.h"
+#include "ir.h"
+#include "pass.h"
+#include "unit_util.h"
+
+static const IrOrigin O = {"n1", "Test", NULL};
+
+enum { K = 256, N = 512 };                  /* a weight of 256 KiB in DLFloat16 */
+
+/* A DLFloat16 constant [K, N] of small values (in the arena, a block of its own). */
+static ValId weight(IrGraph *g, const char *name, uint16_t seed)
+{
+    IrType t = ut_type(IR_DT_DLF16, 2, (int64_t[]){K, N});
+    ValId w = ir_add_const(g, name, &t, NULL);
+    uint16_t *d = (uint16_t *)(uintptr_t)ir_val(g, w)->data;
+    for (int64_t i = 0; i < (int64_t)K * N; i++)
+        d[i] = spy_f32_to_dlf16(0.01f * (float)((i * 7 + seed) % 64 - 32));
+    return w;
+}
+
+static ValId matmul(IrGraph *g, ValId a, ValId b)
+{
+    ValId in[2] = {a, b};
+    return ir_node(g, ir_add_node(g, IR_OP_MATMUL, in, 2, NULL, 0, &O))->out[0];
+}
+
+/* Whether v was given back: no data, every dim 0. */
+static bool freed(IrGraph *g, ValId v)
+{
+    const IrValue *val = ir_val(g, v);
+    return !val->data && val->type.rank == 2 && val->type.dims[0] == 0 && val->type.dims[1] == 0;
+}
+
+/* A large constant's block goes back to the allocator and out of the graph's byte
+ * count; a small one (in a shared block) and a reference stay as they are. */
+static void test_free_large_only(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    ValId w = weight(g, "w", 0);
+    float small[4] = {1, 2, 3, 4};
+    IrType ts = ut_type(IR_DT_F32, 1, (int64_t[]){4});
+    ValId s = ir_add_const(g, "s", &ts, small);
+    static _Alignas(16) float mapped[65536];     /* 256 KiB the graph does not own */
+    IrType tr = ut_type(IR_DT_F32, 1, (int64_t[]){65536});
+    ValId r = ir_add_const_ref(g, "r", &tr, mapped);
+    size_t before = g->arena_bytes;
+    assert_int_equal(ir_const_free(g, w), (size_t)K * N * 2);
+    assert_true(freed(g, w));
+    assert_true(g->arena_bytes + (size_t)K * N * 2 <= before);
+    assert_true(g->arena_bytes == g->arena.bytes);
+    assert_int_equal(ir_const_free(g, w), 0);    /* twice: nothing left */
+    assert_int_equal(ir_const_free(g, s), 0);
+    assert_memory_equal(ir_val(g, s)->data, small, sizeof small);
+    assert_int_equal(ir_const_free(g, r), 0);
+    assert_ptr_equal(ir_val(g, r)->data, mapped);
+    assert_true(ir_verify(g, "test"));
+}
+
+/* pass_fp8 on three weights: w1 read by one product, w2 by two (the second after
+ * another weight's), w3 by a product and an elementwise node: w1 and w2 are given
+ * back (w2 once both of its products read fp8), w3 stays, and the graph verifies
+ * with the float8 copies in place. */
+static void test_fp8_drops_dlf16_weights(void **state)
+{
+    UtFx *f = *state;
+    IrGraph *g = f->g;
+    IrType tx = ut_type(IR_DT_DLF16, 2, (int64_t[]){4, K});
+    ValId x = ir_add_input(g, "x", &tx);
+    ValId w1 = weight(g, "w1", 1), w2 = weight(g, "w2", 2), w3 = weight(g, "w3", 3);
+    ir_add_output(g, matmul(g, x, w1));
+    ir_add_output(g, matmul(g, x, w2));
+    ir_add_output(g, matmul(g, x, w3));
+    ir_add_output(g, ir_unary(g, IR_UN_NEG, w3, &O));
+    ir_add_output(g, matmul(g, x, w2));
+    assert_false(ir_failed(g));
+    size_t before = g->arena_bytes;
+    PassOptions po = {.opt_level = 2, .precision = PASS_PREC_FP8};
+    assert_true(pass_fp8(g, &po));
+    ir_scratch_reset(g);
+    assert_true(freed(g, w1));
+    assert_true(freed(g, w2));
+    assert_false(freed(g, w3));
+    assert_non_null(ir_val(g, w3)->data);
+    /* the fp8 copies (w2 quantized once per product) in, two DLFloat16 weights out */
+    assert_true(g->arena_bytes + 2 * (size_t)K * N * 2 <= before + 4 * (size_t)K * N + 65536);
+    int fp8 = 0;
+    for (uint32_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].op == IR_OP_MATMUL) {
+            assert_int_equal(ir_vtype(g, g->nodes[i].in[1])->dtype, IR_DT_F8E4M3FN);
+            fp8++;
+        }
+    assert_int_equal(fp8, 4);
+    assert_true(ir_verify(g, "test"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_free_large_only, ut_setup, ut_teardown),
+        cmocka_unit_test_setup_teardown(test_fp8_drops_dlf16_weights, ut_setup, ut_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
