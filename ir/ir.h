@@ -365,7 +365,8 @@ ValId ir_add_const_ref(IrGraph *g, const char *name, const IrType *t, const void
  * out of memory it is released at once before ir_oom. */
 void ir_graph_keep(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n));
 /* Give back the memory of constant v, which nothing reads any more (the caller knows:
- * no node, attribute or graph output, and no subgraph, see ir_has_subgraphs), when the
+ * no node, attribute or graph output, and no subgraph, see ir_has_subgraphs; no other
+ * value shares its data either, as none does in ir_add_const's arena), when the
  * arena holds its data in a block of its own (a large constant that a pass made; a
  * reference into a mapped file stays as it is): v becomes an empty constant (its dims
  * all 0), so that a later read fails shape inference rather than finding no data.
