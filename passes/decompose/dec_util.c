@@ -550,6 +550,12 @@ ValId dec_cast(DecCtx *c, ValId x, IrDType t)
     return dec_ty(c, x)->dtype == t ? x : ir_cast(c->g, x, t, c->o);
 }
 
+void dec_drop_temp(DecCtx *c, ValId v, ValId made_from)
+{
+    if (v != IR_NONE && v >= made_from)
+        ir_const_free(c->g, v);
+}
+
 ValId dec_reduce(DecCtx *c, int fn, ValId x, const int64_t *axes, int naxes, bool keep)
 {
     if (naxes == 0)

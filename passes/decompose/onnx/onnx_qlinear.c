@@ -129,7 +129,11 @@ static ValId zp_i32(DecCtx *c, ValId zp, IrDType t, int axis, int r)
 /* Sum over `axis` (kept) of 8-bit x as int32. */
 static ValId sum_i32(DecCtx *c, ValId x, int64_t axis)
 {
-    return dec_reduce(c, IR_RED_SUM, dec_cast(c, x, IR_DT_I32), &axis, 1, true);
+    ValId first = c->g->nvals, w = dec_cast(c, x, IR_DT_I32);
+    ValId s = dec_reduce(c, IR_RED_SUM, w, &axis, 1, true);
+    if (ir_is_const(c->g, s) && s != w)    /* folded: w was read by the reduction only */
+        dec_drop_temp(c, w, first);
+    return s;
 }
 
 /* The int8 product of a row of ones [1, K] with activation b (rank >= 2): its sums
