@@ -30,6 +30,9 @@ typedef struct {
     ValId out;                             /* the float result of DequantizeLinear */
     ValId x, scale, zp;                    /* its integer data, scale, zero point (or none) */
     int axis;                              /* the axis of a per-axis scale */
+    bool once;                             /* out has one reader in the model (no graph
+                                              output): an integer contraction that takes
+                                              x instead leaves it unread (drop_float) */
 } DecQdq;
 
 typedef struct {
@@ -80,7 +83,18 @@ void dec_qdq_note(DecCtx *c, ValId out, ValId x, ValId scale, ValId zp, int axis
     DecQdqTab *t = c->qdq;
     if (!t || t->n >= t->cap || dec_ty(c, out)->dtype != IR_DT_F32)
         return;
-    t->e[t->n++] = (DecQdq){out, x, scale, zp, axis};
+    ValId old = c->n->out[0];
+    bool once = old < c->nuses && c->uses[old] == 1;
+    t->e[t->n++] = (DecQdq){out, x, scale, zp, axis, once};
+}
+
+/* The integer contraction just built reads q's integer data: a dequantized weight that
+ * only this contraction read (a folded float copy of it, 4 bytes a parameter) is given
+ * back. An activation's result is no constant and stays. */
+static void drop_float(DecCtx *c, const DecQdq *q)
+{
+    if (q->once && ir_is_const(c->g, q->out))
+        ir_const_free(c->g, q->out);
 }
 
 /* The note of the DequantizeLinear result v, or NULL. */
@@ -181,6 +195,7 @@ bool dec_qdq_conv(DecCtx *c, bool *ok)
     if (bias != IR_NONE)
         y = dec_bin(c, IR_BIN_ADD, y, dec_chan_view(c, bias, r));
     c->out[0] = y;
+    drop_float(c, qw);
     return true;
 }
 
@@ -201,7 +216,10 @@ ValId dec_qdq_matmul(DecCtx *c, ValId a, ValId b, bool trans_b, ValId *bias)
     }
     ValId acc = dec_int_matmul(c, qa->x, qa->zp, bq, zb);
     int r = dec_ty(c, acc)->rank;
-    return scale_out(c, acc, qa, qb, bias, r - 1, r);
+    ValId y = scale_out(c, acc, qa, qb, bias, r - 1, r);
+    if (y != IR_NONE)
+        drop_float(c, qb);
+    return y;
 }
 
 /* Whether constant (or absent: 0) zero points a and b hold the same value, and
@@ -254,11 +272,17 @@ bool dec_qdq_move(DecCtx *c, DecFn fn, bool *ok)
     *ok = fn(&c2) && c2.out[0] != IR_NONE;
     if (!*ok)
         return true;
-    ValId v = dec_cast(c, c2.out[0], IR_DT_F32);
+    ValId first = c->g->nvals, w = dec_cast(c, c2.out[0], IR_DT_F32), d = w;
     if (qq.zp != IR_NONE)
-        v = dec_bin(c, IR_BIN_SUB, v, dec_reshape(c, dec_cast(c, qq.zp, IR_DT_F32), NULL, 0));
-    v = dec_bin(c, IR_BIN_MUL, v, dec_reshape(c, dec_cast(c, qq.scale, IR_DT_F32), NULL, 0));
+        d = dec_bin(c, IR_BIN_SUB, w, dec_reshape(c, dec_cast(c, qq.zp, IR_DT_F32), NULL, 0));
+    ValId v = dec_bin(c, IR_BIN_MUL, d, dec_reshape(c, dec_cast(c, qq.scale, IR_DT_F32), NULL, 0));
     c->out[0] = v;
+    if (ir_is_const(c->g, v)) {            /* folded: the float copies on the way */
+        if (w != v)
+            dec_drop_temp(c, w, first);
+        if (d != w && d != v)
+            dec_drop_temp(c, d, first);
+    }
     dec_qdq_note(c, v, c2.out[0], qq.scale, qq.zp, 0);
     return true;
 }
