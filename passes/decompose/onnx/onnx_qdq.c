@@ -83,8 +83,9 @@ void dec_qdq_note(DecCtx *c, ValId out, ValId x, ValId scale, ValId zp, int axis
     DecQdqTab *t = c->qdq;
     if (!t || t->n >= t->cap || dec_ty(c, out)->dtype != IR_DT_F32)
         return;
-    ValId old = c->n->out[0];
-    bool once = old < c->nuses && c->uses[old] == 1;
+    ValId old = c->n->out[0];              /* (not in an inlined body, which may run
+                                              more than once) */
+    bool once = (!c->outg || c->outg == c->g) && old < c->nuses && c->uses[old] == 1;
     t->e[t->n++] = (DecQdq){out, x, scale, zp, axis, once};
 }
 
