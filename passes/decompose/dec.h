@@ -48,12 +48,13 @@ void pass_halfwiden_group(IrGraph *g, uint32_t first, ValId first_val, ValId *ou
 /* ---- dec_util.c: helpers shared by the handlers ---- */
 void dec_err(DecCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 ValId dec_in(const DecCtx *c, int i);     /* input i, IR_NONE if absent or omitted */
-/* A handler's temporary v, folded to a constant that only the handler's own folded
- * nodes read (a weight's int32 or float copy on the way to its sums or dequantized
- * value: 4 bytes a parameter each, kept to the end of the compile otherwise), given
- * back (ir_const_free) when it was made by the handler: v >= made_from, the first
- * value id of the handler's; a value it was given stays. */
-void dec_drop_temp(DecCtx *c, ValId v, ValId made_from);
+/* A handler's temporary v on the way to its result, given back (ir_const_free) once the
+ * result folded to a constant, so that only the handler's own folds read v (a weight's
+ * int32 or float copy on the way to its sums or dequantized value: 4 bytes a parameter
+ * each, kept to the end of the compile otherwise). Only a v the handler made (v >=
+ * made_from, the first value id of the handler's) and that is not the result itself (a
+ * builder may return its operand); a value it was given stays. */
+void dec_drop_temp(DecCtx *c, ValId v, ValId result, ValId made_from);
 bool dec_need_in(DecCtx *c, int i);       /* input i is present; reports otherwise */
 const IrType *dec_ty(const DecCtx *c, ValId v);
 bool dec_out_used(const DecCtx *c, int i);/* is output i consumed or a graph output */

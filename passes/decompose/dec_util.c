@@ -550,9 +550,9 @@ ValId dec_cast(DecCtx *c, ValId x, IrDType t)
     return dec_ty(c, x)->dtype == t ? x : ir_cast(c->g, x, t, c->o);
 }
 
-void dec_drop_temp(DecCtx *c, ValId v, ValId made_from)
+void dec_drop_temp(DecCtx *c, ValId v, ValId result, ValId made_from)
 {
-    if (v != IR_NONE && v >= made_from)
+    if (v != IR_NONE && v != result && v >= made_from && ir_is_const(c->g, result))
         ir_const_free(c->g, v);
 }
 

@@ -278,12 +278,8 @@ bool dec_qdq_move(DecCtx *c, DecFn fn, bool *ok)
         d = dec_bin(c, IR_BIN_SUB, w, dec_reshape(c, dec_cast(c, qq.zp, IR_DT_F32), NULL, 0));
     ValId v = dec_bin(c, IR_BIN_MUL, d, dec_reshape(c, dec_cast(c, qq.scale, IR_DT_F32), NULL, 0));
     c->out[0] = v;
-    if (ir_is_const(c->g, v)) {            /* folded: the float copies on the way */
-        if (w != v)
-            dec_drop_temp(c, w, first);
-        if (d != w && d != v)
-            dec_drop_temp(c, d, first);
-    }
+    dec_drop_temp(c, w, v, first);         /* folded: the float copies on the way */
+    dec_drop_temp(c, d, v, first);
     dec_qdq_note(c, v, c2.out[0], qq.scale, qq.zp, 0);
     return true;
 }

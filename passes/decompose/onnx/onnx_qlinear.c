@@ -131,8 +131,7 @@ static ValId sum_i32(DecCtx *c, ValId x, int64_t axis)
 {
     ValId first = c->g->nvals, w = dec_cast(c, x, IR_DT_I32);
     ValId s = dec_reduce(c, IR_RED_SUM, w, &axis, 1, true);
-    if (ir_is_const(c->g, s) && s != w)    /* folded: w was read by the reduction only */
-        dec_drop_temp(c, w, first);
+    dec_drop_temp(c, w, s, first);         /* folded: w was read by the reduction only */
     return s;
 }
 

@@ -153,13 +153,8 @@ bool dec_dequantize(DecCtx *c)
     if (zp != IR_NONE)
         v = dec_bin(c, IR_BIN_SUB, v, dec_cast(c, zp, out));
     c->out[0] = dec_bin(c, IR_BIN_MUL, v, dec_cast(c, scale, out));
-    if (ir_is_const(c->g, c->out[0])) {    /* a weight's, folded: its float copies on
-                                              the way, read by those folds only */
-        if (w != c->out[0])                /* (a builder may return its operand) */
-            dec_drop_temp(c, w, first);
-        if (v != w && v != c->out[0])
-            dec_drop_temp(c, v, first);
-    }
+    dec_drop_temp(c, w, c->out[0], first); /* a weight's, folded: its float copies */
+    dec_drop_temp(c, v, c->out[0], first); /* on the way, read by those folds only */
     const IrType *ts = dec_ty(c, dec_in(c, 1));
     int axis = 0;                          /* per tensor, or checked by q_operands */
     if (dec_numel(ts) == 1 && ts->rank <= 1)
