@@ -40,18 +40,42 @@ MMT_TARGET static inline __m256i lanes8(int64_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Stores the lanes of v that mask m selects to p: a plain store when m selects all of
- * them, else the other lanes' floats read and written back unchanged (p is in the host
- * thread's scratchpad or packing buffer, with RT_LX_SLACK or RT_PACK_SLACK bytes past
- * their ends). A masked store (VMASKMOVPS) costs about 13 cycles on AMD Zen 3 against
- * about one for a plain store (and one on Intel cores): the micro-kernels store 12
- * vectors a call, so a product with k 16 spent more time storing C than multiplying,
- * and the channel-lane kernel stores rows of 7 pixels (squeezenet, resnet50) 8 at a
- * time. */
+/* Stores the lanes of v that mask m selects to p, writing no other float: a plain store
+ * when m selects all of them; the first n lanes (the masks of lanes8) as 4, 2 and 1
+ * floats; any other mask through VMASKMOVPS. Never a read of the other lanes and a
+ * write back: p may be DRAM that another host thread writes beside it (a product's C
+ * stored straight to DRAM, rt_prep.c RT_PH_EPI, by blocks of columns over the cores:
+ * rows of 196 or 49 pixels end inside a vector), and a write back of floats read
+ * before that thread's store undoes it (resnet50 gave wrong logits about one run in
+ * 25 on AMD Zen 3). A masked store costs about 13 cycles on Zen 3 against one for a
+ * plain store: the micro-kernels store 12 vectors a call and the channel-lane kernel
+ * stores rows of 7 pixels 8 at a time, hence the split stores for the prefix masks. */
 MMT_TARGET static inline void store8m(float *p, __m256i m, __m256 v) {
-    if (_mm256_movemask_ps(_mm256_castsi256_ps(m)) != 0xff)
-        v = _mm256_blendv_ps(_mm256_loadu_ps(p), v, _mm256_castsi256_ps(m));
-    _mm256_storeu_ps(p, v);
+    unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m));
+    if (bits == 0xff) {
+        _mm256_storeu_ps(p, v);
+        return;
+    }
+    if (bits & (bits + 1)) {   /* not the first n lanes */
+        _mm256_maskstore_ps(p, m, v);
+        return;
+    }
+    int n = __builtin_popcount(bits);
+    __m128 h = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(p, h);
+        h = _mm256_extractf128_ps(v, 1);
+        p += 4;
+        n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)(void *)p, h);
+        h = _mm_movehl_ps(h, h);
+        p += 2;
+        n -= 2;
+    }
+    if (n)
+        _mm_store_ss(p, h);
 }
 
 /* Lanes i < n (n clamped to 0..8) of p[2*i], reading no element past p[2*n - 2]. */

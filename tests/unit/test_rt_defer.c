@@ -948,9 +948,9 @@ static void pool_run(Prog *p, int fn, uint32_t dst, uint32_t src, uint32_t rows,
 
 /* A max (min) pool of a padded tile (rt_kern_vpool.c pool_border): a VFILL of ch planes
  * of -inf (+inf), a LOAD of ch planes of h x w into their interior (a view per plane),
- * then a 3 x 3 pool of each plane, stored. The taps are read in place from the LOAD's
- * DRAM inside the border's value: LX's interior is never written (still 0xff).
- * Variants: stride 2 with a border at the top and left only (resnet50's), MIN, a
+ * then a 3 x 3 pool of each plane, stored. On AVX-512 hosts the taps are read in
+ * place from the LOAD's DRAM inside the border's value: LX's interior is never written
+ * (still 0xff). Variants: stride 2 with a border at the top and left only (resnet50's), MIN, a
  * border element changed first by a VFILL (two values: the plane is carried out, the
  * pool read in LX), NaNs among the taps (the pool then runs tap by tap), stride 1
  * with a border on every side, more planes than view slots (copied). */
@@ -978,9 +978,13 @@ static void test_pool_border(void **state) {
         check(&p, 100 + (uint32_t)v);
         uint8_t ff[4 * 30];
         memset(ff, 0xff, sizeof ff);
-        if (v != 5)                  /* plane 1's interior not copied into LX */
+        /* the taps are read in place by the AVX-512 pool kernels (rt_kern_vpool512.c);
+           on other hosts the views are carried out into LX first (the same results,
+           which check compared) */
+        bool inplace = rt_host_has(RT_HOST_AVX512);
+        if (inplace && v != 5)       /* plane 1's interior not copied into LX */
             assert_memory_equal(lx + tile + 4 * (plane + 7 * pitch + 1), ff, 4 * w);
-        if (v == 0)                  /* nor plane 0's */
+        if (inplace && v == 0)       /* nor plane 0's */
             assert_memory_equal(lx + tile + 4 * (7 * pitch + 1), ff, 4 * w);
         if (v == 2 || v == 3)        /* plane 0 carried out: two border values, NaNs */
             assert_memory_not_equal(lx + tile + 4 * (7 * pitch + 1), ff, 4 * w);
