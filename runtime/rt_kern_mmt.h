@@ -359,12 +359,14 @@ MMT_INLINE void MMT_NAME(micro)(const MMT_NAME(Args) *x, const float *b, size_t 
                 acc[r][1] = MMT_FMA(av, b1, acc[r][1]);
         }
     }
-    if (x->po && apk && NV == 2 && !H && R >= 10 && x->po->nreg == x->po->n) {
-        /* the packed kernel's common full blocks (10 to 12 rows of two vectors: 128 or
-         * 64 rows of C), a chain with register forms only: on the accumulators, without
-         * staging them (only these variants, so that the code of the others does not
-         * grow: resnet50's 1 x 1 convolutions with a residual, about 0.95 of their
-         * time against post_block) */
+    if (x->po && apk && NV == 2 && !H && R >= MMT_MR - 2 && x->po->nreg == x->po->n) {
+        /* the packed kernel's common full blocks (the last two row counts of two
+         * vectors: 10 to 12 rows on AVX-512, 128 or 64 rows of C; 4 to 6 on AVX2), a
+         * chain with register forms only: on the accumulators, without staging them
+         * (only these variants, so that the code of the others does not grow:
+         * resnet50's 1 x 1 convolutions with a residual, about 0.95 of their time
+         * against post_block; on AMD Zen 3 post_block was 8% of mobilenet_v2's samples
+         * and 10% of a strided 1 x 1 convolution's while AVX2 never took this path) */
         MMT_V v[MMT_MR][2];
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++)
