@@ -86,12 +86,25 @@ bool cli_write_end(CliWriter *w, bool keep, bool *damaged);
 /* Start writing path atomically: a temporary file next to it, whose descriptor is
  * returned (-1, message printed, on failure). Not for "-". */
 int cli_atomic_open(const char *path);
-/* Finish it: with err == 0 fsync, close and rename over path; otherwise (err: the
+/* The temporary file's name (the last cli_atomic_open's). */
+const char *cli_atomic_tmp_path(void);
+/* cli_atomic_open for a bundle (spyrec_reuse.c): the descriptor may be the old output's
+ * own file, moved to the temporary name, whose blocks the new bundle overwrites; the
+ * caller cuts it to the written length. Otherwise the old output is removed now and
+ * freed meanwhile (cli_io_release_early). */
+int cli_atomic_open_bundle(const char *path);
+/* Finish it: with err == 0 close (fsync first under cli_io_durable) and rename over path; otherwise (err: the
  * errno of a failed write) or on failure remove it. Prints "spyrec: PATH: cannot
  * write: ..." and returns false on failure. */
 bool cli_atomic_close(const char *path, int fd, int err);
+/* --fsync: fsync each output before its rename (off by default). */
+void cli_io_durable(bool on);
 /* Remove the temporary file of a write cut short (out of memory). */
 void cli_io_abandon(void);
+/* Remove the regular file path names now (an output about to be written anew) and
+ * free its blocks in a thread, as cli_atomic_close does for the file it replaces; a
+ * path that is not a regular file is left alone. */
+void cli_io_release_early(const char *path);
 /* Wait for the release of the outputs replaced so far (cli_atomic_close closes them
  * in a thread); before the process exits. */
 void cli_io_finish(void);

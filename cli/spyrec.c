@@ -4,11 +4,11 @@
  *          [--emit=sbin|ir|asm|dot] [--verify] [--max-memory=MIB] [-MD [-MF FILE] [-MT T]]
  *          [--report FILE.json] [--bind NAME=FILE] [--input-shape NAME=SHAPE]
  *          [--input-seq NAME=FILE] [--print-ops] [--cache-dir DIR] [--cache-max=SIZE]
- *          [--cache-copy] [--no-cache]
+ *          [--cache-copy] [--no-cache] [--fsync]
  *
  * MODEL (.onnx, .pt2, or .ir text for golden tests) -> frontend -> pass pipeline ->
- * codegen -> bundle, written atomically (temporary file in the output's folder, fsync,
- * rename): a failed compile never leaves a file behind.
+ * codegen -> bundle, written atomically (temporary file in the output's folder, renamed
+ * over it; fsynced first with --fsync): a failed compile never leaves a file behind.
  *
  * Exit status: 0 success; 1 internal error (or out of memory, or the output cannot be
  * written); 2 bad or unsupported input (every diagnostic is printed) or bad usage.
@@ -231,13 +231,15 @@ static int emit_dot(IrGraph *g, IrDiag *diag, const Args *a)
  * written with direct I/O (cg_out.c). Returns the exit status. */
 static int stream_bundle(IrGraph *g, IrDiag *diag, const Args *a, const CgOptions *co)
 {
-    int fd = cli_atomic_open(a->output);
+    int fd = cli_atomic_open_bundle(a->output);   /* may reuse the old output's blocks */
     if (fd < 0)
         return EXIT_INTERNAL;
     size_t len = 0;
     int err = 0;
     bool keep = live.cache.status == CLI_CACHE_MISS || a->report;
     bool ok = cg_emit_bundle_fd(g, co, fd, !keep, &len, &err);
+    if (ok && !err && ftruncate(fd, (off_t)len) != 0)   /* a reused file may be longer */
+        err = errno;
     if ((!ok && !err) || ir_failed(g)) {
         close(fd);
         cli_io_abandon();
@@ -692,6 +694,7 @@ int main(int argc, char **argv)
         return rc;
     }
     cli_io_signals();
+    cli_io_durable(a.fsync);
     cli_progress_init(!a.dump_after || a.emit == EMIT_DOT, a.opt_level);
     if (a.report && !(live.report = cli_report_new())) {
         fprintf(stderr, "spyrec: out of memory\n");

@@ -108,6 +108,10 @@ static void usage(FILE *f)
             "                        as a hard link to it (the default for a bundle where\n"
             "                        the cache folder is on the output's file system)\n"
             "  --no-cache            do not use the cache, whatever the options above say\n"
+            "  --fsync               wait until each output is on the disk before it takes\n"
+            "                        its name, so that it survives a power loss (off by\n"
+            "                        default, as for cc and ld; outputs are always written\n"
+            "                        atomically)\n"
             "  --version             print the version and exit\n"
             "  -h, --help            print this help and exit\n"
             "\n"
@@ -540,6 +544,8 @@ int cli_spyrec_parse_args(int argc, char **argv, Args *a)
             a->no_cache = true;
         } else if (!strcmp(arg, "--cache-copy")) {
             a->cache_copy = true;
+        } else if (!strcmp(arg, "--fsync")) {
+            a->fsync = true;
         } else if (missing) {
             return usage_error("option '%s' needs a value", arg);
         } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' && arg[2] <= '2' && !arg[3]) {

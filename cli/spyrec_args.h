@@ -59,6 +59,7 @@ typedef struct {
     uint64_t cache_max;            /* --cache-max in bytes, 0 = unbounded */
     bool no_cache;                 /* --no-cache */
     bool cache_copy;               /* --cache-copy: outputs never hard links to entries */
+    bool fsync;                    /* --fsync: outputs reach the disk before their rename */
 } Args;
 
 

@@ -1,14 +1,25 @@
 /* spyrec_io.c: the files spyrec reads and writes itself: .ir text models, and every
  * output (bundle, IR, assembly, graph, dependency file, report), written atomically:
- * a temporary file in the output's folder, fsync, rename. A failed compile, an
- * interrupt (SIGINT, SIGTERM, SIGHUP) or an out-of-memory exit never leaves a partial
- * file behind. The file replaced by the rename is held open across it and closed by a
- * thread, so that freeing its blocks (with a discard of each, on a file system mounted
- * with discard: as long as the disk takes for a multi-GB bundle) overlaps the rest of
- * the run; cli_io_finish waits for it. It must be waited for somewhere: the kernel frees
- * the blocks at the last close, and a process's exit closes its files and finishes that
- * work before its parent's wait returns; handing the descriptor to a detached process
- * would only let spyrec return while its disk space is still being freed.
+ * a temporary file in the output's folder, renamed over the output once complete. A
+ * failed compile, an interrupt (SIGINT, SIGTERM, SIGHUP) or an out-of-memory exit never
+ * leaves a partial file behind. The file is fsynced before the rename only on request
+ * (--fsync, cli_io_durable): like cc and ld, spyrec leaves durability across a power
+ * loss to the file system by default, since an fsync makes every compile wait for the
+ * disk to flush its cache (about 0.4 s for a 400 MB bundle on a virtual disk), which a
+ * make -j batch of many models pays once per model.
+ *
+ * The file an output replaces is freed by a thread, so that freeing its blocks (with a
+ * discard of each on a file system mounted with discard: about 1.3 s a GB on a virtual
+ * disk) overlaps other work; cli_io_finish waits for it. It must be waited for
+ * somewhere: the kernel frees the blocks at the last close, and a process's exit closes
+ * its files and finishes that work before its parent's wait returns; handing the
+ * descriptor to a detached process would only let spyrec return while its disk space is
+ * still being freed. A bundle's old file goes when code generation starts: reused in
+ * place where no one else can see it (spyrec_reuse.c), else removed then
+ * (cli_io_release_early: held open, unlinked, closed by the thread), as ld removes its
+ * output before it writes, so that the freeing overlaps the writing of the new one.
+ * Any other output's old file is held open across the rename and closed by the
+ * thread.
  *
  * A compile-cache hit may give the output the cache entry's file itself, by a hard link
  * (cli_link_checked; the temporary name is then that link, and an output that already
@@ -40,6 +51,14 @@
  * a hard link is made under before it replaces the temporary file (link_temp). */
 static volatile sig_atomic_t have_tmp, have_link;
 static char tmp_path[4096], link_path[4096 + 2];
+
+/* --fsync: each output reaches the disk before it takes its name. */
+static bool durable;
+
+void cli_io_durable(bool on)
+{
+    durable = on;
+}
 
 /* Remove the temporary output file on SIGINT/SIGTERM/SIGHUP, then die of the signal. */
 static void on_signal(int sig)
@@ -158,6 +177,11 @@ int cli_atomic_open(const char *path)
     return fd;
 }
 
+const char *cli_atomic_tmp_path(void)
+{
+    return tmp_path;
+}
+
 /* The closing of a replaced output (release_old), when a thread does it. */
 static pthread_t releaser;
 static bool releasing;
@@ -194,6 +218,21 @@ static void release_old(int old)
         releasing = true;
 }
 
+void cli_io_release_early(const char *path)
+{
+    int old = hold_old(path);
+    struct stat st, held;
+    if (old < 0)
+        return;
+    /* unlink only the file held (path may have been replaced since hold_old) */
+    if (lstat(path, &st) != 0 || fstat(old, &held) != 0 || st.st_ino != held.st_ino ||
+        st.st_dev != held.st_dev || unlink(path) != 0) {
+        close(old);
+        return;
+    }
+    release_old(old);
+}
+
 void cli_io_finish(void)
 {
     if (releasing)
@@ -203,7 +242,7 @@ void cli_io_finish(void)
 
 bool cli_atomic_close(const char *path, int fd, int err)
 {
-    bool ok = err == 0 && fsync(fd) == 0;
+    bool ok = err == 0 && (!durable || fsync(fd) == 0);
     int saved = err ? err : errno;
     if (close(fd) != 0 && ok) {
         ok = false;
@@ -224,8 +263,8 @@ bool cli_atomic_close(const char *path, int fd, int err)
 }
 
 /* Write the parts of parts[] to path atomically: a temporary file in the same folder,
- * fsync, rename. On failure the temporary file is removed and a message printed. "-"
- * is stdout. */
+ * renamed over path (fsynced first with --fsync). On failure the temporary file is
+ * removed and a message printed. "-" is stdout. */
 bool cli_write_atomic_parts(const char *path, const CliPart *parts, int nparts)
 {
     cli_progress_clear();

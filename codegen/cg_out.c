@@ -9,12 +9,12 @@
  * read the bundle back (CgOut.direct), full staging buffers go to the disk with direct
  * I/O (O_DIRECT): from the buffer, reused, to the device, with no page-cache copy. A
  * file system that refuses direct I/O (EINVAL) is written the usual way, with
- * writeback started every WRITEBACK_STEP bytes so that the final fsync has little left
- * to wait for. The last partial block and the header patch at offset 0 are always
- * written the usual way (direct I/O needs whole blocks); the kernel keeps the two kinds
- * of write coherent. A thread writes a full buffer while the caller converts constants
- * into the other, so that the disk and the processor work at the same time (without
- * the thread, the caller writes them itself).
+ * writeback started every WRITEBACK_STEP bytes so that dirty pages do not pile up (and
+ * an fsync, spyrec --fsync, has little left to wait for). The last partial block and
+ * the header patch at offset 0 are always written the usual way (direct I/O needs whole
+ * blocks); the kernel keeps the two kinds of write coherent. A thread writes a full
+ * buffer while the caller converts constants into the other, so that the disk and the
+ * processor work at the same time (without the thread, the caller writes them itself).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,7 +78,7 @@ static void write_span(CgSink *s, const uint8_t *p, size_t n, uint64_t off)
         return;
     }
     write_at(s, p, n, off, NULL);
-    if (off + n - s->synced >= WRITEBACK_STEP) {   /* a hint: fsync reports errors */
+    if (off + n - s->synced >= WRITEBACK_STEP) {   /* a hint: errors show in write */
         sync_file_range(s->out->fd, (off_t)s->synced, (off_t)(off + n - s->synced),
                         SYNC_FILE_RANGE_WRITE);
         s->synced = off + n;

@@ -57,12 +57,13 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(UNIT_UTIL_OBJ) $(LIBSPYREC) $(LIBRT
 # the unit tests of cli/ code link the tools' objects they use: the compile cache's
 # the spyrec helpers, the accuracy metrics' spyrun's metrics
 UNIT_CLI_TESTS := $(BUILD)/tests/test_cli_cache $(BUILD)/tests/test_cli_metrics \
-                  $(BUILD)/tests/test_cli_buckets
+                  $(BUILD)/tests/test_cli_buckets $(BUILD)/tests/test_cli_reuse
 $(BUILD)/tests/test_cli_cache: $(call obj,cli/spyrec_hash.c cli/spyrec_hashfiles.c cli/spyrec_cache.c cli/spyrec_io.c \
                                 cli/spyrec_cachestat.c cli/spyrec_cacheevict.c \
                                 cli/spyrec_progress.c cli/spyrec_deps.c)
 $(BUILD)/tests/test_cli_metrics: $(call obj,cli/spyrun_metrics.c)
 $(BUILD)/tests/test_cli_buckets: $(call obj,cli/spyrec_buckets.c cli/spyrec_bucketgrid.c)
+$(BUILD)/tests/test_cli_reuse: $(call obj,cli/spyrec_reuse.c cli/spyrec_io.c cli/spyrec_progress.c)
 $(UNIT_CLI_TESTS): $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIBSPYREC) $(LIBRT_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(filter %.o,$^) $(LIBSPYREC) $(LIBRT_A) \

@@ -10,8 +10,9 @@ Three tables, after a header naming the host and the onnxruntime version:
                  --compiles runs (a failed compile: the first line of spyrec's message).
                  Each run starts after os.sync(), so that writeback still pending from
                  earlier work (the previous run's bundle, written over) is not charged to
-                 it; the compile's own writes, its fsync and the freeing of the bundle it
-                 replaces are timed
+                 it; the compile's own writes (direct I/O: on the disk before spyrec
+                 exits) and the freeing of the bundle it replaces are timed (no fsync:
+                 spyrec's default; --fsync would add the disk's cache flush)
    peak RSS MiB  the largest peak resident set of those compiles (wait4 of each child)
    bundle MiB    size of the bundle
    load ms       spy_model_load_file (libspyrert.so through ctypes, in a child process):

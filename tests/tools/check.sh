@@ -300,6 +300,9 @@ part_cli() {
     expect_rc cli/spyrec-missing-model 2 "$SPYREC" "$W/cli/none.onnx" -o "$sbin"
     expect_rc cli/spyrec-bad-target 2 "$SPYREC" $ex/model.onnx --target tests/cli/bad_target.yaml -o "$sbin"
     expect_rc cli/spyrec-compile 0 "$SPYREC" $ex/model.onnx -o "$sbin"
+    expect_rc cli/spyrec-fsync 0 "$SPYREC" $ex/model.onnx --fsync -o "$W/cli/tiny_cnn_fsync.sbin"
+    cmp "$sbin" "$W/cli/tiny_cnn_fsync.sbin" > "$(logname cli/spyrec-fsync-same)" 2>&1
+    result cli/spyrec-fsync-same $? "$(logname cli/spyrec-fsync-same)"
     expect_rc cli/spyrec-emit-ir 0 "$SPYREC" $ex/model.onnx --emit=ir -o "$W/cli/tiny_cnn.ir"
     expect_rc cli/spyrec-emit-asm 0 "$SPYREC" $ex/model.onnx --emit=asm -o "$W/cli/tiny_cnn.s"
     expect_rc cli/spyrec-print-ops 0 "$SPYREC" $ex/model.onnx --print-ops
