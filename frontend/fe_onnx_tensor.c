@@ -315,6 +315,23 @@ static bool borrow_bytes(const FeData *d, const uint8_t *p, size_t n, FeTensor *
     return true;
 }
 
+/* Copies of at least this many bytes (a huge page) go into fe_huge_alloc buffers. */
+#define FE_HUGE_MIN ((size_t)2 << 20)
+
+/* t->data: a copy of the n bytes at p, in a huge-page buffer when n >= FE_HUGE_MIN and
+ * one is to be had, else malloc'd; false when out of memory. Only for bytes used as
+ * they are (a tensor to be unpacked replaces its data with free). */
+static bool copy_bytes(FeTensor *t, const void *p, size_t n)
+{
+    if (n >= FE_HUGE_MIN && (t->data = fe_huge_alloc(n)) != NULL)
+        t->huge = true;
+    else if (!(t->data = malloc(n ? n : 1)))
+        return false;
+    if (n)
+        memcpy(t->data, p, n);
+    return true;
+}
+
 /* The external bytes of tp (nbytes expected) into t->data: borrowed from the file's
  * mapping when may_borrow and d allow it, else a malloc'd copy made once the file is
  * known to hold them. */
@@ -358,11 +375,11 @@ static bool read_external(const Onnx__TensorProto *tp, FeData *d, size_t nbytes,
         m->refs++;
         return true;
     }
-    if (!(t->data = malloc(nbytes ? nbytes : 1))) {
+    if (may_borrow ? !copy_bytes(t, p, nbytes) : !(t->data = malloc(nbytes ? nbytes : 1))) {
         fe_fmt(err, errlen, "out of memory");
         return false;
     }
-    if (nbytes)
+    if (nbytes && !may_borrow)
         memcpy(t->data, p, nbytes);
     return true;
 }
@@ -386,6 +403,12 @@ ValId fe_tensor_const(IrGraph *g, const char *name, FeTensor *t)
     size_t n = ir_type_bytes(&ty);
     if (t->borrowed) {
         v = ir_add_const_ref(g, name, &ty, t->data);
+    } else if (t->huge) {
+        void *p = t->data;
+        t->data = NULL;                    /* the graph owns it now (even on OOM) */
+        t->huge = false;
+        ir_graph_keep(g, p, t->nbytes, fe_huge_free);
+        v = ir_add_const_ref(g, name, &ty, p);
     } else if (n >= FE_KEEP_MIN && ((uintptr_t)t->data & 15) == 0) {
         void *p = t->data;
         t->data = NULL;                    /* the graph owns it now (even on OOM) */
@@ -584,15 +607,21 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, FeData *src, FeTensor *t,
         src->file_refs++;                  /* raw_data in the mapped model (fe_onnx_strip) */
         return true;
     }
+    if (f == F_RAW && same) {              /* an unaligned weight: one copy */
+        if (!copy_bytes(t, raw, t->nbytes))
+            goto oom;
+        fe_bytes_release(file, raw, t->nbytes);
+        return true;
+    }
     t->data = malloc(t->nbytes ? t->nbytes : 1);
     if (!t->data)
         goto oom;
     if (f == F_RAW && t->nbytes && packed)
         unpack_elems(dt, tp->raw_data.data, t->data, numel);
-    else if (f == F_RAW && t->nbytes) {
+    else if (f == F_RAW && t->nbytes) {    /* bool */
         memcpy(t->data, tp->raw_data.data, t->nbytes);
         normalise_bool(t);
-        fe_bytes_release(file, raw, t->nbytes);   /* an unaligned weight: one copy */
+        fe_bytes_release(file, raw, t->nbytes);
     }
     else if (f >= 0 && numel) {
         copy_typed(tp, f, dt, t->data, packed ? stored : numel);

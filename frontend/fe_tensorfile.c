@@ -13,9 +13,11 @@ void fe_tensor_free(FeTensor *t)
     if (!t)
         return;
     free(t->name);
-    if (!t->borrowed)
+    if (t->huge)
+        fe_huge_free(t->data, t->nbytes);
+    else if (!t->borrowed)
         free(t->data);
-    t->borrowed = false;
+    t->borrowed = t->huge = false;
     t->name = NULL;
     t->data = NULL;
     t->nbytes = 0;

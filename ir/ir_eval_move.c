@@ -19,14 +19,82 @@ static void copy_elem(void *dst, size_t di, const void *src, size_t si, size_t e
 
 /* ---- data movement ---- */
 
+/* Rows gathered together by gather_plane: enough that one 64-byte line of a transposed
+ * source gives one element to each (16 floats). */
+#define TILE_ROWS 16
+
+/* One element of size T at element index i of dst from element index j of src. */
+#define COPY_T(T, dst, i, src, j) \
+    memcpy((char *)(dst) + sizeof(T) * (size_t)(i), (const char *)(src) + (int64_t)sizeof(T) * (j), sizeof(T))
+
+/* A tile of bl rows of n elements into dst (contiguous, row after row) from src: element
+ * (b, i) is src[b * s2 + i * s]. The loop over b is innermost, so that a source whose
+ * rows are adjacent (s2 == 1, a transpose) is read a cache line at a time rather than
+ * an element per line; common element sizes are copies of constant size. */
+static void gather_tile(void *dst, const void *src, int64_t bl, int64_t n, int64_t s2,
+                        int64_t s, size_t es)
+{
+#define TILE_LOOP(T)                                  \
+    for (int64_t i = 0; i < n; i++)                   \
+        for (int64_t b = 0; b < bl; b++)              \
+            COPY_T(T, dst, b * n + i, src, b * s2 + i * s);
+    switch (es) {
+    case 1: TILE_LOOP(uint8_t) break;
+    case 2: TILE_LOOP(uint16_t) break;
+    case 4: TILE_LOOP(uint32_t) break;
+    case 8: TILE_LOOP(uint64_t) break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t b = 0; b < bl; b++)
+                memcpy((char *)dst + es * (size_t)(b * n + i),
+                       (const char *)src + (int64_t)es * (b * s2 + i * s), es);
+    }
+#undef TILE_LOOP
+}
+
+/* One m x n plane of the output (its last two axes) into dst from src: source strides
+ * s2 along the plane's rows, s along them. Rows contiguous in the source are copied
+ * whole. */
+static void gather_plane(char *dst, const char *src, int64_t m, int64_t n, int64_t s2,
+                         int64_t s, size_t es)
+{
+    for (int64_t r = 0; r < m; r += TILE_ROWS) {
+        int64_t bl = m - r < TILE_ROWS ? m - r : TILE_ROWS;
+        char *d = dst + es * (size_t)(r * n);
+        const char *p = src + (int64_t)es * r * s2;
+        if (s == 1)
+            for (int64_t b = 0; b < bl; b++)
+                memcpy(d + es * (size_t)(b * n), p + (int64_t)es * b * s2, es * (size_t)n);
+        else
+            gather_tile(d, p, bl, n, s2, s, es);
+    }
+}
+
+/* Fill output o from src plane by plane (its last two axes; a lower rank is a plane of
+ * 1 row or 1 element): it walks the outer axes, it.off[0] giving each plane's first
+ * source element and it.st[0] the source strides of every output axis. */
+static void gather_rows(void *out, const void *src, const IrType *o, BIter *it)
+{
+    int64_t ne = ir_type_numel(o);
+    size_t es = ir_dtype_size(o->dtype);
+    if (ne == 0)
+        return;
+    int r = o->rank;
+    int64_t n = r >= 1 ? o->dims[r - 1] : 1, s = r >= 1 ? it->st[0][r - 1] : 0;
+    int64_t m = r >= 2 ? o->dims[r - 2] : 1, s2 = r >= 2 ? it->st[0][r - 2] : 0;
+    it->rank = r >= 2 ? r - 2 : 0;         /* the outer axes */
+    for (int64_t q = 0; q < ne / (m * n); q++, ir_bi_next(it))
+        gather_plane((char *)out + es * (size_t)(q * m * n),
+                     (const char *)src + es * (size_t)it->off[0], m, n, s2, s, es);
+}
+
 /* TRANSPOSE: output element at idx is input element at idx permuted by perm. */
 bool ir_eval_transpose(const Ev *e)
 {
     const IrType *t = ity(e, 0), *o = oty(e, 0);
     const int64_t *perm;
     ir_attr_get_ints(e->n, "perm", &perm);
-    int64_t st[IR_MAX_RANK], ne = ir_type_numel(o);
-    size_t es = ir_dtype_size(o->dtype);
+    int64_t st[IR_MAX_RANK];
     ir_strides_of(t, st);
     BIter it;
     memset(&it, 0, sizeof it);
@@ -35,8 +103,7 @@ bool ir_eval_transpose(const Ev *e)
     memcpy(it.dims, o->dims, sizeof it.dims);
     for (int i = 0; i < o->rank; i++)
         it.st[0][i] = st[perm[i]];
-    for (int64_t i = 0; i < ne; i++, ir_bi_next(&it))
-        copy_elem(e->out[0], (size_t)i, e->in[0], (size_t)it.off[0], es);
+    gather_rows(e->out[0], e->in[0], o, &it);
     return true;
 }
 
@@ -47,8 +114,7 @@ bool ir_eval_slice(const Ev *e)
     const int64_t *starts, *steps;
     ir_attr_get_ints(e->n, "starts", &starts);
     ir_attr_get_ints(e->n, "steps", &steps);
-    int64_t st[IR_MAX_RANK], ne = ir_type_numel(o);
-    size_t es = ir_dtype_size(o->dtype);
+    int64_t st[IR_MAX_RANK];
     ir_strides_of(t, st);
     BIter it;
     memset(&it, 0, sizeof it);
@@ -59,8 +125,7 @@ bool ir_eval_slice(const Ev *e)
         it.st[0][i] = steps[i] * st[i];
         it.off[0] += starts[i] * st[i];
     }
-    for (int64_t i = 0; i < ne; i++, ir_bi_next(&it))
-        copy_elem(e->out[0], (size_t)i, e->in[0], (size_t)it.off[0], es);
+    gather_rows(e->out[0], e->in[0], o, &it);
     return true;
 }
 
