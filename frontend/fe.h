@@ -99,7 +99,7 @@ typedef struct FeTensor {
     size_t nbytes;
     bool borrowed;                 /* data points into a mapped file kept elsewhere (an
                                       ONNX import's FeData): not freed with the tensor */
-    bool huge;                     /* data is an fe_huge_alloc buffer (fe_huge_free) */
+    bool huge;                     /* data is an ir_huge_alloc buffer (ir_huge_free) */
 } FeTensor;
 
 /* Read a tensor file; format from content (.npy magic) or extension. On error returns

@@ -38,13 +38,6 @@ typedef struct {
 bool fe_bytes_load(const char *path, size_t max_bytes, FeBytes *b, char *err, size_t errlen);
 void fe_bytes_free(FeBytes *b);
 void fe_bytes_release(const FeBytes *b, const void *p, size_t n);
-/* A buffer of n bytes in its own anonymous mapping, aligned to 2 MiB, its whole 2 MiB
- * pages marked for transparent huge pages (MADV_HUGEPAGE), or NULL: filling them takes
- * a page fault per 2 MiB instead of one per 4 KiB (copying resnet50's unaligned weights
- * out of its model file: a third less processor time for the whole compile). Released
- * by fe_huge_free with the same n, which has the signature ir_graph_keep takes. */
-void *fe_huge_alloc(size_t n);
-void fe_huge_free(void *p, size_t n);
 /* munmap, with the signature ir_graph_keep takes. */
 void fe_unmap(void *p, size_t len);
 /* Write len bytes to path through a temporary file in the same folder + rename, so a

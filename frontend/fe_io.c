@@ -142,46 +142,6 @@ void fe_bytes_release(const FeBytes *b, const void *p, size_t n)
         madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
-/* Huge-page buffers (fe_huge_alloc): aligned to this size; their whole pages of it
- * are marked for transparent huge pages, the rest is made of small pages, so that a
- * buffer holds at most one small page more than it needs. */
-#define FE_HUGE_PAGE ((size_t)2 << 20)
-#define FE_SMALL_PAGE ((size_t)4096)
-
-/* The bytes mapped for a buffer of n bytes: whole small pages. */
-static size_t huge_len(size_t n)
-{
-    return (n + FE_SMALL_PAGE - 1) / FE_SMALL_PAGE * FE_SMALL_PAGE;
-}
-
-void *fe_huge_alloc(size_t n)
-{
-    size_t len = huge_len(n);
-    if (n == 0 || len < n || len + FE_HUGE_PAGE < len)
-        return NULL;
-    uint8_t *m = mmap(NULL, len + FE_HUGE_PAGE, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED)
-        return NULL;
-    uintptr_t a = ((uintptr_t)m + FE_HUGE_PAGE - 1) / FE_HUGE_PAGE * FE_HUGE_PAGE;
-    uint8_t *p = (uint8_t *)a;
-    if (p > m)                             /* the unaligned head and the tail go back */
-        munmap(m, (size_t)(p - m));
-    if (m + len + FE_HUGE_PAGE > p + len)
-        munmap(p + len, (size_t)(m + len + FE_HUGE_PAGE - (p + len)));
-#ifdef MADV_HUGEPAGE
-    if (n >= FE_HUGE_PAGE)                 /* a hint: fine if refused */
-        (void)madvise(p, n / FE_HUGE_PAGE * FE_HUGE_PAGE, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
-void fe_huge_free(void *p, size_t n)
-{
-    if (p)
-        munmap(p, huge_len(n));
-}
-
 void fe_unmap(void *p, size_t len)
 {
     munmap(p, len);

@@ -315,7 +315,7 @@ static bool borrow_bytes(const FeData *d, const uint8_t *p, size_t n, FeTensor *
     return true;
 }
 
-/* Copies of at least this many bytes (a huge page) go into fe_huge_alloc buffers. */
+/* Copies of at least this many bytes (a huge page) go into ir_huge_alloc buffers. */
 #define FE_HUGE_MIN ((size_t)2 << 20)
 
 /* t->data: a copy of the n bytes at p, in a huge-page buffer when n >= FE_HUGE_MIN and
@@ -323,7 +323,7 @@ static bool borrow_bytes(const FeData *d, const uint8_t *p, size_t n, FeTensor *
  * they are (a tensor to be unpacked replaces its data with free). */
 static bool copy_bytes(FeTensor *t, const void *p, size_t n)
 {
-    if (n >= FE_HUGE_MIN && (t->data = fe_huge_alloc(n)) != NULL)
+    if (n >= FE_HUGE_MIN && (t->data = ir_huge_alloc(n)) != NULL)
         t->huge = true;
     else if (!(t->data = malloc(n ? n : 1)))
         return false;
@@ -407,7 +407,7 @@ ValId fe_tensor_const(IrGraph *g, const char *name, FeTensor *t)
         void *p = t->data;
         t->data = NULL;                    /* the graph owns it now (even on OOM) */
         t->huge = false;
-        ir_graph_keep(g, p, t->nbytes, fe_huge_free);
+        ir_graph_keep(g, p, t->nbytes, ir_huge_free);
         v = ir_add_const_ref(g, name, &ty, p);
     } else if (n >= FE_KEEP_MIN && ((uintptr_t)t->data & 15) == 0) {
         void *p = t->data;

@@ -14,7 +14,7 @@ void fe_tensor_free(FeTensor *t)
         return;
     free(t->name);
     if (t->huge)
-        fe_huge_free(t->data, t->nbytes);
+        ir_huge_free(t->data, t->nbytes);
     else if (!t->borrowed)
         free(t->data);
     t->borrowed = t->huge = false;

@@ -340,6 +340,16 @@ void *ir_alloc(IrGraph *g, size_t n);      /* zeroed, 16-aligned, lives with g *
  * graph or the kernel plan. */
 void *ir_scratch(IrGraph *g, size_t n);
 void ir_scratch_reset(IrGraph *g);
+/* dst[i] := spy_f32_to_dlf16_sat(src[i]) (dtconv.h), i < n, bit for bit, for buffers
+ * that do not overlap: a loop the compiler vectorises (ir_dtype.c; converting a
+ * llama_1b's 1.2 G weights element by element through a branch on the source dtype
+ * took 7 s). */
+void ir_f32_to_dlf16_sat_n(uint16_t *restrict dst, const float *restrict src, size_t n);
+/* n zeroed bytes in their own mapping, aligned to 2 MiB, its whole 2 MiB pages in
+ * transparent huge pages where the kernel gives them (ir_huge.c), or NULL; released by
+ * ir_huge_free with the same n (the signature ir_graph_keep takes). */
+void *ir_huge_alloc(size_t n);
+void ir_huge_free(void *p, size_t n);
 void *ir_arena_alloc(IrGraph *g, IrArena *a, size_t n);
 void ir_arena_release(IrGraph *g, IrArena *a);
 bool ir_arena_free(IrGraph *g, IrArena *a, const void *p, size_t n);

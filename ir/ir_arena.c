@@ -4,19 +4,41 @@
  * the kernel plan). g->scratch holds the temporary arrays of one pass (work lists,
  * per-value marks, use counts): the pipeline driver releases it after every pass, so a
  * pass's scratch never outlives the pass. Both count towards g->arena_bytes and its
- * limit (--max-memory); allocation failure longjmps through ir_oom().
+ * limit (--max-memory); allocation failure longjmps through ir_oom(). A block of at
+ * least ARENA_HUGE bytes (a large constant) is mapped in huge pages (ir_huge.c).
  */
 #include <stdlib.h>
 
 #include "ir.h"
 
 #define ARENA_BLOCK (256u * 1024u)
+#define ARENA_HUGE ((size_t)2 << 20)       /* blocks from which ir_huge_alloc maps */
 
 struct IrArenaBlock {
     IrArenaBlock *next;
     size_t size, used;                     /* bytes of data[] / bytes handed out */
+    bool huge;                             /* from ir_huge_alloc, else calloc */
     _Alignas(16) unsigned char data[];
 };
+
+/* A zeroed block of total bytes (header included), or NULL. */
+static IrArenaBlock *block_alloc(size_t total)
+{
+    IrArenaBlock *b = total >= ARENA_HUGE ? ir_huge_alloc(total) : NULL;
+    if (b) {
+        b->huge = true;
+        return b;
+    }
+    return calloc(1, total);
+}
+
+static void block_free(IrArenaBlock *b)
+{
+    if (b && b->huge)
+        ir_huge_free(b, sizeof(IrArenaBlock) + b->size);
+    else
+        free(b);
+}
 
 /* Allocate a new block of a with room for n bytes; big requests get their own block,
  * linked behind the current one so its free space is not lost. */
@@ -27,7 +49,7 @@ static void *arena_new_block(IrGraph *g, IrArena *a, size_t n)
     if (total < size || (g->arena_limit && (g->arena_bytes + total > g->arena_limit ||
                                             total > g->arena_limit)))
         ir_oom(g);
-    IrArenaBlock *b = calloc(1, total);
+    IrArenaBlock *b = block_alloc(total);
     if (!b)
         ir_oom(g);
     b->size = size;
@@ -56,7 +78,7 @@ void *ir_arena_alloc(IrGraph *g, IrArena *a, size_t n)
     if (b && b->size - b->used >= n) {
         void *p = b->data + b->used;
         b->used += n;
-        return p;                          /* calloc'd and never reused: still zero */
+        return p;                          /* zeroed and never reused: still zero */
     }
     return arena_new_block(g, a, n);
 }
@@ -66,7 +88,7 @@ void ir_arena_release(IrGraph *g, IrArena *a)
 {
     for (IrArenaBlock *b = a->head, *nx; b; b = nx) {
         nx = b->next;
-        free(b);
+        block_free(b);
     }
     g->arena_bytes -= a->bytes;
     a->head = NULL;
@@ -87,7 +109,7 @@ bool ir_arena_free(IrGraph *g, IrArena *a, const void *p, size_t n)
             continue;
         size_t total = sizeof(IrArenaBlock) + b->size;
         *pb = b->next;
-        free(b);
+        block_free(b);
         g->arena_bytes -= total;
         a->bytes -= total;
         return true;

@@ -220,11 +220,12 @@ static ValId const_to_dlf16(IrGraph *g, ValId v)
     ValId c = ir_add_const(g, name, &t, NULL);
     size_t n = ir_type_bytes(&t) / 2;
     const void *src = ir_val(g, v)->data;
-    IrDType from = ir_val(g, v)->type.dtype;
     uint16_t *dst = (uint16_t *)(uintptr_t)g->vals[c].data;
-    for (size_t i = 0; i < n; i++)
-        dst[i] = spy_f32_to_dlf16_sat(from == IR_DT_F16 ? half_value(((const uint16_t *)src)[i])
-                                                        : ((const float *)src)[i]);
+    if (ir_val(g, v)->type.dtype == IR_DT_F16)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = spy_f32_to_dlf16_sat(half_value(((const uint16_t *)src)[i]));
+    else
+        ir_f32_to_dlf16_sat_n(dst, src, n);
     return c;
 }
 

@@ -3,8 +3,9 @@
  * every tie between neighbours, the edges of the range, NaN, infinities, signed
  * zeros), the vectorised array conversions of runtime/rt_dlf16.c against the scalar
  * ones bit for bit on every fp32 bit pattern and every DLFloat16 code at each SIMD
- * level the host has, VEC instructions on DLF16 operands, and LOAD / STORE with the
- * float32 <-> DLFloat16 conversion (ISA_F_F32).
+ * level the host has, the compiler's saturating array conversion (ir_dtype.c) against
+ * its scalar reference on the same patterns, VEC instructions on DLF16 operands, and
+ * LOAD / STORE with the float32 <-> DLFloat16 conversion (ISA_F_F32).
  */
 #include <float.h>
 #include <math.h>
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "dtconv.h"
+#include "ir.h"
 #include "rt_dlf16.h"
 #include "rt_exec.h"
 
@@ -225,6 +227,36 @@ static void test_bulk_encode(void **st) {
     free(want);
 }
 
+/* ir_f32_to_dlf16_sat_n (the compiler's constants): spy_f32_to_dlf16_sat bit for bit
+ * on the patterns test_bulk_encode uses, and on tails of every length below 40. */
+static void test_bulk_encode_sat(void **st) {
+    (void)st;
+    enum { B = 1 << 20 };
+    bool all = getenv("SPY_DLF16_EXHAUSTIVE") != NULL;
+    uint32_t *x = malloc(4 * B);
+    uint16_t *got = malloc(2 * B);
+    assert_non_null(x);
+    assert_non_null(got);
+    for (uint64_t base = 0; base < (all ? 1ull << 32 : 1ull << 21); base += B) {
+        for (uint32_t i = 0; i < B; i++)
+            x[i] = enc_input(base + i, all);
+        ir_f32_to_dlf16_sat_n(got, (const float *)x, B);
+        for (uint32_t i = 0; i < B; i++)
+            if (got[i] != spy_f32_to_dlf16_sat(fbits(x[i])))
+                fail_msg("0x%08x -> 0x%04x, scalar 0x%04x", x[i], got[i],
+                         spy_f32_to_dlf16_sat(fbits(x[i])));
+    }
+    for (size_t n = 0; n < 40; n++) {
+        memset(got, 0xee, 2 * 48);
+        ir_f32_to_dlf16_sat_n(got, (const float *)x + 5, n);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(got[i], spy_f32_to_dlf16_sat(fbits(x[5 + i])));
+        assert_int_equal(got[n], 0xeeee);
+    }
+    free(x);
+    free(got);
+}
+
 /* VEC on DLF16: operands widened exactly, computed in F32, the result rounded to
  * DLFloat16 when the destination is DLF16 (also from F32 operands); CAST both ways;
  * an immediate in DLF16 bits; contiguous and strided rows. */
@@ -352,6 +384,7 @@ int main(void) {
         cmocka_unit_test(test_decode_all),   cmocka_unit_test(test_ties_all),
         cmocka_unit_test(test_range_top),    cmocka_unit_test(test_range_bottom),
         cmocka_unit_test(test_bulk_decode),  cmocka_unit_test(test_bulk_encode),
+        cmocka_unit_test(test_bulk_encode_sat),
         cmocka_unit_test(test_vec_dlf16),    cmocka_unit_test(test_dma_f32),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

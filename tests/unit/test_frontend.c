@@ -1252,7 +1252,7 @@ static bool reset_peak(void)
  * the file are copied out of the mapping, which then gives their pages back: at its
  * peak the import holds each once, not twice (vit_base exported inline: a compile's
  * peak 685 -> 371 MiB), each copy in huge pages but for its last small page
- * (fe_huge_alloc). The size is not checked where the kernel cannot reset the peak, nor
+ * (ir_huge_alloc). The size is not checked where the kernel cannot reset the peak, nor
  * under ASan. */
 static void test_inline_weights_once(void **state)
 {
