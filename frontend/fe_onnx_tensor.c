@@ -318,12 +318,13 @@ static bool borrow_bytes(const FeData *d, const uint8_t *p, size_t n, FeTensor *
 /* Copies of at least this many bytes (a huge page) go into ir_huge_alloc buffers. */
 #define FE_HUGE_MIN ((size_t)2 << 20)
 
-/* t->data: a copy of the n bytes at p, in a huge-page buffer when n >= FE_HUGE_MIN and
- * one is to be had, else malloc'd; false when out of memory. Only for bytes used as
- * they are (a tensor to be unpacked replaces its data with free). */
-static bool copy_bytes(FeTensor *t, const void *p, size_t n)
+/* t->data: a copy of the n bytes at p, in a huge-page buffer when may_huge, n >=
+ * FE_HUGE_MIN and one is to be had, else malloc'd; false when out of memory. may_huge
+ * only for bytes used as they are (a tensor to be unpacked replaces its data with
+ * free). */
+static bool copy_bytes(FeTensor *t, const void *p, size_t n, bool may_huge)
 {
-    if (n >= FE_HUGE_MIN && (t->data = ir_huge_alloc(n)) != NULL)
+    if (may_huge && n >= FE_HUGE_MIN && (t->data = ir_huge_alloc(n)) != NULL)
         t->huge = true;
     else if (!(t->data = malloc(n ? n : 1)))
         return false;
@@ -375,12 +376,10 @@ static bool read_external(const Onnx__TensorProto *tp, FeData *d, size_t nbytes,
         m->refs++;
         return true;
     }
-    if (may_borrow ? !copy_bytes(t, p, nbytes) : !(t->data = malloc(nbytes ? nbytes : 1))) {
+    if (!copy_bytes(t, p, nbytes, may_borrow)) {
         fe_fmt(err, errlen, "out of memory");
         return false;
     }
-    if (nbytes && !may_borrow)
-        memcpy(t->data, p, nbytes);
     return true;
 }
 
@@ -608,7 +607,7 @@ bool fe_tensor_from_proto(const Onnx__TensorProto *tp, FeData *src, FeTensor *t,
         return true;
     }
     if (f == F_RAW && same) {              /* an unaligned weight: one copy */
-        if (!copy_bytes(t, raw, t->nbytes))
+        if (!copy_bytes(t, raw, t->nbytes, true))
             goto oom;
         fe_bytes_release(file, raw, t->nbytes);
         return true;

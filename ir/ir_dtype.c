@@ -327,17 +327,9 @@ void ir_store_i(IrDType t, void *p, size_t i, int64_t v)
 void ir_f32_to_dlf16_sat_n(uint16_t *restrict dst, const float *restrict src, size_t n)
 {
     size_t i = 0;
-    for (; i + 16 <= n; i += 16) {         /* blocks of 16: no scalar epilogue to vectorize */
-        uint32_t b[16];
-        memcpy(b, src + i, sizeof b);
-        for (int j = 0; j < 16; j++) {     /* spy_f32_to_dlf16_sat, branch-free */
-            uint32_t mag = b[j] & 0x7fffffffu;
-            int32_t t = (int32_t)((mag + 0x2000u) >> 14) - (96 << 9);
-            t = t < 0 ? 0 : t > 0x7fff ? 0x7fff : t;
-            t -= (t == 0x7fff) & (mag <= 0x7f800000u);   /* saturate all but NaN */
-            dst[i + j] = (uint16_t)(((b[j] >> 16) & 0x8000u) | (uint32_t)t);
-        }
-    }
+    for (; i + 16 <= n; i += 16)           /* blocks of 16: no scalar epilogue to vectorise */
+        for (int j = 0; j < 16; j++)
+            dst[i + j] = spy_f32_to_dlf16_sat(src[i + j]);
     for (; i < n; i++)
         dst[i] = spy_f32_to_dlf16_sat(src[i]);
 }
