@@ -228,7 +228,9 @@ static void const_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
  * converted to its device dtype and layout (sticked rows padded with zeros) at its DRAM
  * offset, zeros between. Each constant is converted once, straight into the output's
  * staging buffer (or the memory bundle), piece by piece, so the segment is never held
- * whole in memory. With a shared pool (size buckets) a constant placed below what was written (before base, or an identical one
+ * whole in memory; the pages of a weight read from a mapped model file are dropped
+ * once it is written (ir_const_drop_pages), so that the model is not all resident at
+ * the end. With a shared pool (size buckets) a constant placed below what was written (before base, or an identical one
  * written already) is skipped, and the buckets' extra bytes (opt) follow the graph's
  * own. Returns its CRC32C. */
 static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
@@ -261,6 +263,7 @@ static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
             }
         }
         at = (uint64_t)pv->dram_offset + (uint64_t)(n / row * prow) * ds;
+        ir_const_drop_pages(g, s->consts[i]);   /* written: its file pages can go */
     }
     if (opt->const_extra_len) {
         IR_ASSERT(at <= opt->const_extra_off);

@@ -426,7 +426,7 @@ void fe_data_finish(FeData *d, IrGraph *g)
         FeMapped m = d->maps[--d->nmaps];
         free(m.path);
         if (m.base && g && m.refs)
-            ir_graph_keep(g, m.base, m.len, fe_unmap);
+            ir_graph_keep_file(g, m.base, m.len, fe_unmap);
         else if (m.base)
             fe_unmap(m.base, m.len);
     }
@@ -436,7 +436,7 @@ void fe_data_finish(FeData *d, IrGraph *g)
     FeBytes f = d->file;
     memset(&d->file, 0, sizeof d->file);
     if (f.mapped && g && d->file_refs)
-        ir_graph_keep(g, f.p, f.len, fe_unmap);
+        ir_graph_keep_file(g, f.p, f.len, fe_unmap);
     else if (f.p)
         fe_bytes_free(&f);
     d->file_refs = 0;

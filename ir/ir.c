@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ir.h"
 #include "ir_priv.h"
@@ -34,6 +36,7 @@ struct IrKept {
     void *p;
     size_t n;
     void (*release)(void *p, size_t n);
+    bool file;               /* a read-only mapping of a file (ir_graph_keep_file) */
 };
 
 _Noreturn void ir_die(const char *file, int line, const char *what)
@@ -269,7 +272,13 @@ void ir_graph_keep(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_
         q->kept = k;
         q->capkept = cap;
     }
-    q->kept[q->nkept++] = (struct IrKept){p, n, release};
+    q->kept[q->nkept++] = (struct IrKept){p, n, release, false};
+}
+
+void ir_graph_keep_file(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n))
+{
+    ir_graph_keep(g, p, n, release);
+    g->priv->kept[g->priv->nkept - 1].file = true;
 }
 
 ValId ir_const_scalar_f32(IrGraph *g, float v)
@@ -660,6 +669,28 @@ size_t ir_const_free(IrGraph *g, ValId v)
     for (int d = 0; d < val->type.rank; d++)
         val->type.dims[d] = 0;
     return bytes;
+}
+
+size_t ir_const_drop_pages(IrGraph *g, ValId v)
+{
+    const IrValue *val = ir_val(g, v);
+    if (val->kind != IR_VAL_CONST || !val->data)
+        return 0;
+    uintptr_t lo = (uintptr_t)val->data, hi = lo + ir_type_bytes(&val->type);
+    long pg = sysconf(_SC_PAGESIZE);
+    const struct IrGraphPriv *q = g->priv;
+    for (uint32_t i = 0; i < q->nkept && pg > 0; i++) {
+        const struct IrKept *k = &q->kept[i];
+        uintptr_t b = (uintptr_t)k->p;
+        if (!k->file || lo < b || hi > b + k->n)
+            continue;
+        lo = (lo + (uintptr_t)pg - 1) / (uintptr_t)pg * (uintptr_t)pg;
+        hi = hi / (uintptr_t)pg * (uintptr_t)pg;
+        if (hi <= lo || madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0)
+            return 0;
+        return hi - lo;
+    }
+    return 0;
 }
 
 uint32_t *ir_use_counts(IrGraph *g)

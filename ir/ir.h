@@ -374,6 +374,17 @@ ValId ir_add_const_ref(IrGraph *g, const char *name, const IrType *t, const void
 /* Hand g a block (a mapped file) to release with release(p, n) when g is freed. On
  * out of memory it is released at once before ir_oom. */
 void ir_graph_keep(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n));
+/* ir_graph_keep for a private read-only mapping of a file, whose pages the process may
+ * drop and read again from the file (ir_const_drop_pages). */
+void ir_graph_keep_file(IrGraph *g, void *p, size_t n, void (*release)(void *p, size_t n));
+/* Drops from the process's memory the whole pages of constant v's data when it lies in
+ * a mapped file that g keeps (ir_graph_keep_file): the data stays the same, a later
+ * read maps it from the file again; only the resident size changes. For the code that
+ * has read a large weight for the last time it expects (pass_fp16 once it has made the
+ * DLFloat16 copy, the code generator once it has written it), so that a model's
+ * weights are not all resident at once. Returns the bytes dropped (0: none, such as a
+ * constant in the arena or in memory that is not a file's). */
+size_t ir_const_drop_pages(IrGraph *g, ValId v);
 /* Give back the memory of constant v, which nothing reads any more (the caller knows:
  * no node, attribute or graph output, and no subgraph, see ir_has_subgraphs; no other
  * value shares its data either, as none does in ir_add_const's arena), when the

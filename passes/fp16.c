@@ -529,8 +529,10 @@ bool pass_fp16(IrGraph *g, const PassOptions *opt)
         const IrValue *val = ir_val(g, v);
         if (!card_float(val->type.dtype) || !uses[v])
             continue;
-        if (val->kind == IR_VAL_CONST)
+        if (val->kind == IR_VAL_CONST) {
             m.rep[v] = const_to_dlf16(g, v);
+            ir_const_drop_pages(g, v);     /* the float32 source's pages, once read */
+        }
         else if (val->kind == IR_VAL_INPUT) {
             m.rep[v] = ir_cast(g, v, IR_DT_DLF16, NULL);
             m.ieee[v] = val->type.dtype == IR_DT_F16 ? v : IR_NONE;
