@@ -224,13 +224,45 @@ static void const_elems(Writer *w, const IrValue *v, int64_t e, int64_t count)
     }
 }
 
+/* Source bytes of a constant written between two drops of its pages. */
+#define CONST_PIECE_BYTES ((size_t)32 << 20)
+
+/* Constant c (n elements, rows of row elements) in its device dtype, each row followed
+ * by pad zero bytes (a sticked layout's), CONST_PIECE_BYTES of its data at a time: the
+ * pages of a piece read from a mapped model file leave the resident set once it is
+ * written (ir_const_drop_span), so that a weight of a gigabyte (an embedding table) is
+ * never resident whole while it is written, nor after. */
+static void put_const_rows(Writer *w, ValId c, int64_t n, int64_t row, uint64_t pad)
+{
+    IrGraph *g = w->e->g;
+    const IrValue *v = ir_val(g, c);
+    size_t bytes = ir_type_bytes(&v->type), es = n ? bytes / (size_t)n : 0;
+    int64_t step = row;                    /* elements a piece: whole rows */
+    if (es && (size_t)n * es == bytes && (size_t)row * es < CONST_PIECE_BYTES)
+        step = (int64_t)(CONST_PIECE_BYTES / ((size_t)row * es)) * row;
+    for (int64_t e = 0; e < n; e += step) {
+        int64_t k = n - e < step ? n - e : step;
+        if (!pad) {
+            const_elems(w, v, e, k);
+        } else {
+            for (int64_t r = e; r < e + k; r += row) {
+                const_elems(w, v, r, row);
+                const_put(w, NULL, pad);
+            }
+        }
+        if (es && (size_t)n * es == bytes)
+            ir_const_drop_span(g, c, (size_t)e * es, (size_t)k * es);
+    }
+    ir_const_drop_pages(g, c);             /* and the pages the pieces share */
+}
+
 /* Constant segment from byte base on, streamed to the output: every planned constant
  * converted to its device dtype and layout (sticked rows padded with zeros) at its DRAM
  * offset, zeros between. Each constant is converted once, straight into the output's
  * staging buffer (or the memory bundle), piece by piece, so the segment is never held
  * whole in memory; the pages of a weight read from a mapped model file are dropped
- * once it is written (ir_const_drop_pages), so that the model is not all resident at
- * the end. With a shared pool (size buckets) a constant placed below what was written (before base, or an identical one
+ * as it is written (put_const_rows), so that the model is never all resident. With a
+ * shared pool (size buckets) a constant placed below what was written (before base, or an identical one
  * written already) is skipped, and the buckets' extra bytes (opt) follow the graph's
  * own. Returns its CRC32C. */
 static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
@@ -254,16 +286,8 @@ static uint32_t put_consts(Writer *w, const CgOptions *opt, uint64_t base)
             int64_t se = (int64_t)(t->stick_bytes / ds);
             prow = (row + se - 1) / se * se;
         }
-        if (prow == row) {
-            const_elems(w, v, 0, n);
-        } else {
-            for (int64_t e = 0; e < n; e += row) {
-                const_elems(w, v, e, row);
-                const_put(w, NULL, (uint64_t)(prow - row) * ds);
-            }
-        }
+        put_const_rows(w, s->consts[i], n, row, (uint64_t)(prow - row) * ds);
         at = (uint64_t)pv->dram_offset + (uint64_t)(n / row * prow) * ds;
-        ir_const_drop_pages(g, s->consts[i]);   /* written: its file pages can go */
     }
     if (opt->const_extra_len) {
         IR_ASSERT(at <= opt->const_extra_off);

@@ -671,12 +671,14 @@ size_t ir_const_free(IrGraph *g, ValId v)
     return bytes;
 }
 
-size_t ir_const_drop_pages(IrGraph *g, ValId v)
+size_t ir_const_drop_span(IrGraph *g, ValId v, size_t off, size_t len)
 {
     const IrValue *val = ir_val(g, v);
-    if (val->kind != IR_VAL_CONST || !val->data)
+    size_t bytes = ir_type_bytes(&val->type);
+    if (val->kind != IR_VAL_CONST || !val->data || off >= bytes)
         return 0;
-    uintptr_t lo = (uintptr_t)val->data, hi = lo + ir_type_bytes(&val->type);
+    len = len < bytes - off ? len : bytes - off;
+    uintptr_t lo = (uintptr_t)val->data + off, hi = lo + len;
     long pg = sysconf(_SC_PAGESIZE);
     const struct IrGraphPriv *q = g->priv;
     for (uint32_t i = 0; i < q->nkept && pg > 0; i++) {
@@ -691,6 +693,11 @@ size_t ir_const_drop_pages(IrGraph *g, ValId v)
         return hi - lo;
     }
     return 0;
+}
+
+size_t ir_const_drop_pages(IrGraph *g, ValId v)
+{
+    return ir_const_drop_span(g, v, 0, SIZE_MAX);
 }
 
 uint32_t *ir_use_counts(IrGraph *g)

@@ -385,6 +385,9 @@ void ir_graph_keep_file(IrGraph *g, void *p, size_t n, void (*release)(void *p, 
  * weights are not all resident at once. Returns the bytes dropped (0: none, such as a
  * constant in the arena or in memory that is not a file's). */
 size_t ir_const_drop_pages(IrGraph *g, ValId v);
+/* The same for bytes [off, off + len) of v's data alone (the whole pages inside): a
+ * large weight dropped piece by piece as it is written. */
+size_t ir_const_drop_span(IrGraph *g, ValId v, size_t off, size_t len);
 /* Give back the memory of constant v, which nothing reads any more (the caller knows:
  * no node, attribute or graph output, and no subgraph, see ir_has_subgraphs; no other
  * value shares its data either, as none does in ir_add_const's arena), when the

@@ -60,7 +60,8 @@ static bool sib_member(IrGraph *g, const IrNode *old, uint32_t i, const uint32_t
 
 /* Constant of the members' [K, Ni] weights (rank 2) or [Ni] biases (rank 1) side by
  * side along the last axis, written straight into the new constant's data (one copy
- * of the bytes, not a scratch copy copied again). */
+ * of the bytes, not a scratch copy copied again); a member's pages in a mapped model
+ * file then leave the resident set (ir_const_drop_pages: it is read no more). */
 static ValId sib_concat(IrGraph *g, const Sib *m, int nm, bool bias, const char *name)
 {
     int64_t rows = bias ? 1 : ir_vtype(g, m[0].w)->dims[0], n = 0, off = 0;
@@ -74,6 +75,7 @@ static ValId sib_concat(IrGraph *g, const Sib *m, int nm, bool bias, const char 
         const float *src = ir_val(g, bias ? m[i].b : m[i].w)->data;
         for (int64_t r = 0; r < rows; r++)
             memcpy(d + r * n + off, src + r * ni, (size_t)ni * sizeof *d);
+        ir_const_drop_pages(g, bias ? m[i].b : m[i].w);  /* copied: its file pages */
         off += ni;
     }
     return c;

@@ -20,6 +20,7 @@
 
 #include "frontend/fe.h"
 #include "onnx/onnx.pb-c.h"
+#include "unit_util.h"
 
 #define MODELS "../shared/models"
 
@@ -1223,31 +1224,6 @@ static void test_external_data(void **state)
     }
 }
 
-/* The peak resident bytes of this process since the last reset_peak (Linux
- * /proc/self/status VmHWM), 0 when unknown. */
-static size_t peak_resident(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    size_t kb = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %zu kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb << 10;
-}
-
-/* Sets the peak resident size to the current one; false when the kernel cannot. */
-static bool reset_peak(void)
-{
-    FILE *f = fopen("/proc/self/clear_refs", "w");
-    bool ok = f && fputs("5", f) >= 0;
-    if (f)
-        ok = fclose(f) == 0 && ok;
-    return ok;
-}
-
 /* Weights inside the model file (no external data) whose raw_data is not 16-aligned in
  * the file are copied out of the mapping, which then gives their pages back: at its
  * peak the import holds each once, not twice (vit_base exported inline: a compile's
@@ -1282,10 +1258,10 @@ static void test_inline_weights_once(void **state)
         unaligned += (at - b) % 16 ? (size_t)N * 4 : 0;
     }
     const char *p = save(m, "inline.onnx");
-    bool peak = reset_peak();
-    size_t before = peak_resident();
+    bool peak = ut_reset_peak();
+    size_t before = ut_peak_resident();
     Loaded l = load(p, NULL);
-    size_t after = peak_resident();
+    size_t after = ut_peak_resident();
     assert_non_null(l.g);
     for (int k = 0; k < NW; k++) {
         char name[16];

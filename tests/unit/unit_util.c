@@ -269,6 +269,28 @@ void ut_fill(float *v, int64_t n, float scale, float off)
 }
 
 /* The text form of g (ir_print) as a malloc'd string. */
+size_t ut_peak_resident(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    size_t kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %zu kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb << 10;
+}
+
+bool ut_reset_peak(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    bool ok = f && fputs("5", f) >= 0;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    return ok;
+}
+
 char *ut_print_str(IrGraph *g)
 {
     char *buf = NULL;

@@ -69,6 +69,11 @@ void ut_expect_close(const float *got, const float *want, int64_t n, double tol)
 void ut_expect_i64(const int64_t *got, const int64_t *want, int64_t n);
 void ut_fill(float *v, int64_t n, float scale, float off);
 char *ut_print_str(IrGraph *g);
+/* The peak resident bytes of this process since the last ut_reset_peak (Linux
+ * /proc/self/status VmHWM), 0 when unknown; ut_reset_peak sets the peak to the
+ * current size, false when the kernel cannot. */
+size_t ut_peak_resident(void);
+bool ut_reset_peak(void);
 
 /* ---- the whole pipeline and the emulator ---- */
 
