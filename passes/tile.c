@@ -17,6 +17,8 @@
 #include "tile.h"
 
 #define DEPTH_MIN 256            /* contraction depth kept per chunk before tiles shrink */
+#define BT_ROWS_M 4              /* rows of C at most of a product streaming a B^T ... */
+#define BT_NT_MIN 64             /* ... whose columns shrink to this before its depth */
 #define RED_MIN_ELEMS 4096       /* reduced elements per row kept before tiles shrink */
 
 typedef struct {
@@ -183,8 +185,22 @@ static uint64_t operand_es(Tctx *c)
     return (uint64_t)pass_dev_esize(ir_vtype(c->g, ir_node(c->g, c->k->anchor)->in[0])->dtype);
 }
 
+/* Whether the MATMUL's B (access space [grid..., K], grid rank r) is read from DRAM
+ * along K: a weight stored transposed, [N, K] (a tied LM head reading the embedding
+ * table). */
+static bool b_along_k(const Tctx *c, int r)
+{
+    const IrAccess *b = &c->k->acc[1];
+    return b->root != IR_NONE && b->is[r] == 1 && b->is[r - 1] != 0 && b->is[r - 1] != 1 &&
+           b->is[r - 1] != -1;
+}
+
 /* MATMUL: A [mt,kt], B [kt,nt], C [mt,nt] + epilogue; a half B (plan_half_b) also
- * its tile before widening [kt,nt] (buf[3]). */
+ * its tile before widening [kt,nt] (buf[3]). The depth shrinks first (every row of
+ * B is then read in long runs), but for a product of a few rows (a decode step) whose
+ * B is stored transposed: there each column of B is a run of its depth in DRAM, so
+ * the columns shrink first (to BT_NT_MIN) and every LOAD reads whole rows of the
+ * stored weight, not pieces of a few hundred bytes pages apart. */
 static bool fit_matmul(Tctx *c)
 {
     IrKernel *k = c->k;
@@ -192,8 +208,10 @@ static bool fit_matmul(Tctx *c)
     int r = gr->rank;
     TileMap m;
     tile_map_identity(&m, ir_vtype(c->g, ir_node(c->g, k->anchor)->out[0]));
+    bool bt = b_along_k(c, r);
     for (;;) {
         int64_t mt = gr->chunk[r - 2], nt = gr->chunk[r - 1], kt = k->inner.chunk[0];
+        bt = bt && mt <= BT_ROWS_M;
         bool err = false;
         uint64_t need = 0;
         uint64_t es = operand_es(c), hb = plan_half_b(c->g, k);  /* + B before widening */
@@ -202,7 +220,9 @@ static bool fit_matmul(Tctx *c)
             return true;
         if (err)
             return false;
-        if (kt > DEPTH_MIN)
+        if (bt && nt > BT_NT_MIN && k->nred == 0)
+            gr->chunk[r - 1] = shrink(nt, 32);
+        else if (kt > DEPTH_MIN)
             k->inner.chunk[0] = shrink(kt, 32);
         else if (mt > 1 && mt * 4 >= nt)
             gr->chunk[r - 2] = shrink(mt, 8);

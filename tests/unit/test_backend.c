@@ -884,6 +884,25 @@ static void build_big_matmul(Fx *f)
     free(w);
 }
 
+/* A decode step's product: x[1, 512] times a weight W[256, 512] stored transposed
+ * (y = x W^T, the tied LM head's form), or W^T[512, 256] stored as it is read. */
+static void build_gemv(Fx *f, bool bt)
+{
+    float *a = rand_f32(512), *w = rand_f32(512 * 256), *y = zeros_f32(256);
+    for (int j = 0; j < 256; j++)
+        for (int k = 0; k < 512; k++)
+            y[j] += a[k] * w[bt ? j * 512 + k : k * 256 + j];
+    ValId x = input(f, "x", T(IR_DT_F32, 1, 512), a);
+    ValId b = bt ? ir_transpose(f->g, cnst(f, T(IR_DT_F32, 256, 512), w), (int64_t[]){1, 0}, &O)
+                 : cnst(f, T(IR_DT_F32, 512, 256), w);
+    output(f, ir_matmul(f->g, x, b, &O), y);
+    free(w);
+}
+
+static void build_gemv_bt(Fx *f) { build_gemv(f, true); }
+static void build_gemv_plain(Fx *f) { build_gemv(f, false); }
+static void test_gemv(void **st) { (void)st; run_case(build_gemv_bt); run_case(build_gemv_plain); }
+
 /* relu over [64,100]. */
 static void build_big_relu(Fx *f)
 {
@@ -969,6 +988,38 @@ static void test_plan(void **st)
     free_case(&f);
 }
 
+/* Tiles of a product of one row of C in a scratchpad of 160 KiB: with B stored
+ * transposed the columns shrink first and every tile keeps the whole depth (each LOAD
+ * reads whole 2 KiB rows of the weight), stored as read the depth shrinks first as for
+ * any product; both compute x W^T. */
+static void test_gemv_tiles(void **st)
+{
+    (void)st;
+    for (int bt = 0; bt < 2; bt++) {
+        Fx f;
+        SpyTarget t;
+        fx_begin(&f);
+        rng_state = 12345;
+        (bt ? build_gemv_bt : build_gemv_plain)(&f);
+        fe_default_target(&t);
+        t.lx_budget_bytes = 160 << 10;
+        size_t len = 0;
+        uint8_t *b = compile(f.g, &t, 2, &len);
+        const IrKernel *k = &f.g->plan->kernels[0];
+        assert_int_equal(f.g->plan->nkernels, 1);
+        assert_int_equal(k->kind, IR_KK_CONTRACT);
+        if (bt) {
+            assert_int_equal(k->inner.chunk[0], 512);
+            assert_true(k->grid.chunk[k->grid.rank - 1] <= 64);
+        } else {
+            assert_true(k->inner.chunk[0] < 512);
+        }
+        run_bundle(&f, b, len);
+        free(b);
+        free_case(&f);
+    }
+}
+
 /* The disassembly names kernels and instructions. */
 static void test_disasm(void **st)
 {
@@ -1038,6 +1089,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul),    cmocka_unit_test(test_bmm),
+        cmocka_unit_test(test_gemv),      cmocka_unit_test(test_gemv_tiles),
         cmocka_unit_test(test_deep),
         cmocka_unit_test(test_conv),      cmocka_unit_test(test_shortcut),
         cmocka_unit_test(test_dwconv), cmocka_unit_test(test_twice),
