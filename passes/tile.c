@@ -19,6 +19,7 @@
 #define DEPTH_MIN 256            /* contraction depth kept per chunk before tiles shrink */
 #define BT_ROWS_M 4              /* rows of C at most of a product streaming a B^T ... */
 #define BT_NT_MIN 64             /* ... whose columns shrink to this before its depth */
+#define BT_UNEVEN 3              /* ... while the busiest core's columns grow at most this % */
 #define RED_MIN_ELEMS 4096       /* reduced elements per row kept before tiles shrink */
 
 typedef struct {
@@ -195,12 +196,27 @@ static bool b_along_k(const Tctx *c, int r)
            b->is[r - 1] != -1;
 }
 
+/* Columns of C the busiest core computes when grid gr's columns (dim d) are cut into
+ * chunks of nt, the items dealt evenly over the cores. */
+static int64_t busiest_cols(const IrGrid *gr, int d, int64_t nt, uint32_t cores)
+{
+    int64_t items = 1;
+    for (int i = 0; i < gr->rank; i++) {
+        int64_t ch = i == d ? nt : gr->chunk[i];
+        items *= (gr->ext[i] + ch - 1) / ch;
+    }
+    return (items + (int64_t)cores - 1) / (int64_t)cores * nt;
+}
+
 /* MATMUL: A [mt,kt], B [kt,nt], C [mt,nt] + epilogue; a half B (plan_half_b) also
  * its tile before widening [kt,nt] (buf[3]). The depth shrinks first (every row of
  * B is then read in long runs), but for a product of a few rows (a decode step) whose
  * B is stored transposed: there each column of B is a run of its depth in DRAM, so
  * the columns shrink first (to BT_NT_MIN) and every LOAD reads whole rows of the
- * stored weight, not pieces of a few hundred bytes pages apart. */
+ * stored weight, not pieces of a few hundred bytes pages apart; so long as the busiest
+ * core gets at most BT_UNEVEN percent more columns than at first (GPT-2's LM head of
+ * 50257 columns: halving 800-column chunks to 416 left 4 chunks on some cores and 3 on
+ * others, 4% more modelled time). */
 static bool fit_matmul(Tctx *c)
 {
     IrKernel *k = c->k;
@@ -209,6 +225,7 @@ static bool fit_matmul(Tctx *c)
     TileMap m;
     tile_map_identity(&m, ir_vtype(c->g, ir_node(c->g, k->anchor)->out[0]));
     bool bt = b_along_k(c, r);
+    int64_t busy0 = busiest_cols(gr, r - 1, gr->chunk[r - 1], c->t->cores);
     for (;;) {
         int64_t mt = gr->chunk[r - 2], nt = gr->chunk[r - 1], kt = k->inner.chunk[0];
         bt = bt && mt <= BT_ROWS_M;
@@ -220,8 +237,10 @@ static bool fit_matmul(Tctx *c)
             return true;
         if (err)
             return false;
-        if (bt && nt > BT_NT_MIN && k->nred == 0)
-            gr->chunk[r - 1] = shrink(nt, 32);
+        int64_t nt2 = shrink(nt, 32);
+        if (bt && nt > BT_NT_MIN && k->nred == 0 &&
+            busiest_cols(gr, r - 1, nt2, c->t->cores) * 100 <= busy0 * (100 + BT_UNEVEN))
+            gr->chunk[r - 1] = nt2;
         else if (kt > DEPTH_MIN)
             k->inner.chunk[0] = shrink(kt, 32);
         else if (mt > 1 && mt * 4 >= nt)
