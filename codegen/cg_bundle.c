@@ -237,8 +237,9 @@ static void put_const_rows(Writer *w, ValId c, int64_t n, int64_t row, uint64_t 
     IrGraph *g = w->e->g;
     const IrValue *v = ir_val(g, c);
     size_t bytes = ir_type_bytes(&v->type), es = n ? bytes / (size_t)n : 0;
+    bool whole = es && (size_t)n * es == bytes;   /* whole bytes an element: pieces */
     int64_t step = row;                    /* elements a piece: whole rows */
-    if (es && (size_t)n * es == bytes && (size_t)row * es < CONST_PIECE_BYTES)
+    if (whole && (size_t)row * es < CONST_PIECE_BYTES)
         step = (int64_t)(CONST_PIECE_BYTES / ((size_t)row * es)) * row;
     for (int64_t e = 0; e < n; e += step) {
         int64_t k = n - e < step ? n - e : step;
@@ -250,7 +251,7 @@ static void put_const_rows(Writer *w, ValId c, int64_t n, int64_t row, uint64_t 
                 const_put(w, NULL, pad);
             }
         }
-        if (es && (size_t)n * es == bytes)
+        if (whole)
             ir_const_drop_span(g, c, (size_t)e * es, (size_t)k * es);
     }
     ir_const_drop_pages(g, c);             /* and the pages the pieces share */

@@ -133,13 +133,9 @@ bool fe_bytes_load(const char *path, size_t max_bytes, FeBytes *b, char *err, si
  * counts each such weight twice. Bytes not of a mapped file are left alone. */
 void fe_bytes_release(const FeBytes *b, const void *p, size_t n)
 {
-    uintptr_t lo = (uintptr_t)p, hi = lo + n, base = (uintptr_t)b->p;
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    if (!b->mapped || lo < base || hi > base + b->len || pg == 0 || pg == (uintptr_t)-1)
-        return;
-    lo = (lo + pg - 1) / pg * pg, hi = hi / pg * pg;
-    if (hi > lo)
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+    uintptr_t lo = (uintptr_t)p, base = (uintptr_t)b->p;
+    if (b->mapped && lo >= base && n <= b->len && lo - base <= b->len - n)
+        ir_pages_drop(p, n);
 }
 
 void fe_unmap(void *p, size_t len)

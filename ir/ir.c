@@ -2,8 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ir.h"
 #include "ir_priv.h"
@@ -679,18 +677,12 @@ size_t ir_const_drop_span(IrGraph *g, ValId v, size_t off, size_t len)
         return 0;
     len = len < bytes - off ? len : bytes - off;
     uintptr_t lo = (uintptr_t)val->data + off, hi = lo + len;
-    long pg = sysconf(_SC_PAGESIZE);
     const struct IrGraphPriv *q = g->priv;
-    for (uint32_t i = 0; i < q->nkept && pg > 0; i++) {
+    for (uint32_t i = 0; i < q->nkept; i++) {
         const struct IrKept *k = &q->kept[i];
         uintptr_t b = (uintptr_t)k->p;
-        if (!k->file || lo < b || hi > b + k->n)
-            continue;
-        lo = (lo + (uintptr_t)pg - 1) / (uintptr_t)pg * (uintptr_t)pg;
-        hi = hi / (uintptr_t)pg * (uintptr_t)pg;
-        if (hi <= lo || madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0)
-            return 0;
-        return hi - lo;
+        if (k->file && lo >= b && hi <= b + k->n)
+            return ir_pages_drop((const void *)lo, len);
     }
     return 0;
 }

@@ -350,6 +350,10 @@ void ir_f32_to_dlf16_sat_n(uint16_t *restrict dst, const float *restrict src, si
  * ir_huge_free with the same n (the signature ir_graph_keep takes). */
 void *ir_huge_alloc(size_t n);
 void ir_huge_free(void *p, size_t n);
+/* Drops the whole pages inside bytes [p, p + n) of a private read-only file mapping
+ * from the resident set (ir_pages.c); returns the bytes dropped. Only for such a
+ * mapping: anonymous memory would read back as zeros. */
+size_t ir_pages_drop(const void *p, size_t n);
 void *ir_arena_alloc(IrGraph *g, IrArena *a, size_t n);
 void ir_arena_release(IrGraph *g, IrArena *a);
 bool ir_arena_free(IrGraph *g, IrArena *a, const void *p, size_t n);

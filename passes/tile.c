@@ -224,11 +224,10 @@ static bool fit_matmul(Tctx *c)
     int r = gr->rank;
     TileMap m;
     tile_map_identity(&m, ir_vtype(c->g, ir_node(c->g, k->anchor)->out[0]));
-    bool bt = b_along_k(c, r);
+    bool bt = gr->chunk[r - 2] <= BT_ROWS_M && b_along_k(c, r);   /* (rows only shrink) */
     int64_t busy0 = busiest_cols(gr, r - 1, gr->chunk[r - 1], c->t->cores);
     for (;;) {
         int64_t mt = gr->chunk[r - 2], nt = gr->chunk[r - 1], kt = k->inner.chunk[0];
-        bt = bt && mt <= BT_ROWS_M;
         bool err = false;
         uint64_t need = 0;
         uint64_t es = operand_es(c), hb = plan_half_b(c->g, k);  /* + B before widening */
