@@ -26,7 +26,8 @@
  * multiply-add each (fma(a, b, c) = fma(b, a, c)): the bits of the other kernels.
  */
 
-#define MMC_WIN_V 8          /* vectors' worth of rows of C a window takes, at most */
+#define MMC_WIN_V (128 / MMT_VL) /* vectors' worth of rows of C a window takes, at most:
+                                128 rows (resnet50's stride-2 1 x 1 convolutions) */
 #define MMC_TAPSW 7          /* taps of a wide group (the chanw_* functions: a 7 x 7
                                 window's rows, resnet50's stem), one vector of channels */
 #if MMT_VL == 16
